@@ -1,0 +1,46 @@
+# One entry point per job. `make test` and `make demo` set everything up on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test lint fmt wheel-smoke bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/roofline analyze llama-3.1-8b h100 --prompt 4k --output 1k --batch 1
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: lint
+	$(BIN)/pytest
+	$(MAKE) wheel-smoke
+
+# Build the wheel, install it into a fresh venv and prove the catalogs ship inside it.
+wheel-smoke: $(STAMP)
+	rm -rf dist .smoke
+	$(BIN)/python -m pip wheel -q --no-deps -w dist .
+	$(PYTHON) -m venv .smoke
+	.smoke/bin/python -m pip install -q dist/roofline-*.whl
+	cd /tmp && $(CURDIR)/.smoke/bin/roofline hardware list --format json \
+		| $(CURDIR)/.smoke/bin/python -c "import json,sys; d=json.load(sys.stdin); n=len(d['hardware']); assert n >= 22, n; print(f'wheel-smoke: {n} accelerators from the installed wheel')"
+	rm -rf .smoke
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench.py
+
+clean:
+	rm -rf $(VENV) .smoke dist build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,444 @@
+"""The only module that reads YAML: load, validate and resolve catalog entries.
+
+Catalog files hold human-scale numbers with the unit in the key (`bandwidth_tb_s: 3.35`); this module
+converts them to SI once. Loading is strict: unknown keys, wrong types, missing fields, duplicate ids
+and non-positive numbers fail with a CatalogError naming the file, the entry and the key.
+
+Search order: the shipped catalogs (inside the wheel, or `hardware/` and `models/` of a source
+checkout), then every directory in ROOFLINE_CATALOG (os.pathsep-separated), then each --catalog DIR.
+A later entry with the same id replaces an earlier one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from difflib import get_close_matches
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from roofline.errors import CatalogError, UnknownEntryError
+from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.model import ModelArch
+from roofline.units import GB, TB, TFLOPS, US, MiB
+
+NUM = (int, float)
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+# key -> (accepted types, required). bool is rejected where a number is expected.
+_LINK_KEYS = {
+    "name": (str, True),
+    "bandwidth_gb_s": (NUM, True),
+    "latency_us": (NUM, False),
+    "source": (str, False),
+}
+_MEMORY_KEYS = {
+    "type": (str, False),
+    "capacity_gb": (NUM, True),
+    "bandwidth_tb_s": (NUM, True),
+    "usable_mib": (NUM, False),
+}
+_EFFICIENCY_KEYS = {
+    "compute": (NUM, False),
+    "memory": (NUM, False),
+    "step_overhead_us": (NUM, False),
+    "source": (str, True),
+}
+_ACCELERATOR_KEYS = {
+    "id": (str, True),
+    "name": (str, True),
+    "vendor": (str, True),
+    "family": (str, True),
+    "aliases": (list, False),
+    "memory": (dict, True),
+    "dense_tflops": (dict, True),
+    "sparsity_2_4": (bool, True),
+    "scale_up": (dict, False),
+    "host_link": (dict, False),
+    "gpu_memory_fraction": (NUM, False),
+    "efficiency": (dict, False),
+    "source": (str, True),
+    "notes": (str, False),
+    "uncertain": (list, False),
+}
+_TIER_KEYS = {
+    "id": (str, True),
+    "name": (str, True),
+    "kind": (str, True),
+    "bandwidth_gb_s": (NUM, True),
+    "latency_us": (NUM, False),
+    "capacity_gb": (NUM, False),
+    "aliases": (list, False),
+    "source": (str, True),
+    "notes": (str, False),
+    "uncertain": (list, False),
+}
+_MODEL_KEYS: dict[str, tuple[Any, bool]] = {
+    "id": (str, True),
+    "name": (str, True),
+    "aliases": (list, False),
+    "source": (str, True),
+    "notes": (str, False),
+    "uncertain": (list, False),
+    "published": (dict, False),
+    "model_type": (str, True),
+    "hidden_size": (int, True),
+    "num_hidden_layers": (int, True),
+    "num_attention_heads": (int, True),
+    "vocab_size": (int, True),
+    "intermediate_size": (int, True),
+    "num_key_value_heads": (int, False),
+    "head_dim": (int, False),
+    "max_position_embeddings": (int, False),
+    "tie_word_embeddings": (bool, False),
+    "attention_bias": (bool, False),
+    "n_routed_experts": (int, False),
+    "num_experts_per_tok": (int, False),
+    "moe_intermediate_size": (int, False),
+    "n_shared_experts": (int, False),
+    "first_k_dense_replace": (int, False),
+    "q_lora_rank": ((int, type(None)), False),
+    "kv_lora_rank": (int, False),
+    "qk_nope_head_dim": (int, False),
+    "qk_rope_head_dim": (int, False),
+    "v_head_dim": (int, False),
+    "sliding_window": ((int, type(None)), False),
+    "sliding_window_pattern": (int, False),
+    "layer_types": (list, False),
+    "num_nextn_predict_layers": (int, False),
+}
+_PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, False)}
+_TIER_KINDS = ("link", "memory", "storage", "network")
+_MODEL_TYPES = (
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gpt_oss",
+)
+_SECTIONS = ("accelerators", "tiers", "models")
+
+
+def _type_name(t: Any) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    names.update({list: "a list", dict: "a mapping", type(None): "null"})
+    if isinstance(t, tuple):
+        return " or ".join(dict.fromkeys(names.get(x, x.__name__) for x in t))
+    return names.get(t, t.__name__)
+
+
+def _check(where: str, data: Any, keys: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:
+    """Validate one mapping against its key table; return it unchanged."""
+    if not isinstance(data, dict):
+        raise CatalogError(f"{where}: expected a mapping, got {type(data).__name__}")
+    for key in data:
+        if key not in keys:
+            close = get_close_matches(str(key), keys, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise CatalogError(f"{where}: unknown key '{key}'{hint}")
+    for key, (types, required) in keys.items():
+        if key not in data:
+            if required:
+                raise CatalogError(f"{where}: missing required key '{key}'")
+            continue
+        value = data[key]
+        is_bool = isinstance(value, bool)
+        bool_ok = types is bool or (isinstance(types, tuple) and bool in types)
+        if not isinstance(value, types) or (is_bool and not bool_ok):
+            got = repr(value) if isinstance(value, str) else type(value).__name__
+            hint = " (write 1.0e+12 or use the human-scale unit key)" if isinstance(value, str) else ""
+            raise CatalogError(f"{where}: key '{key}' must be {_type_name(types)}, got {got}{hint}")
+        if isinstance(value, NUM) and not is_bool and value < 0:
+            raise CatalogError(f"{where}: key '{key}' must not be negative, got {value}")
+    return data
+
+
+def _positive(where: str, key: str, value: float) -> float:
+    if not value > 0:
+        raise CatalogError(f"{where}: key '{key}' must be positive, got {value}")
+    return float(value)
+
+
+def _link(where: str, data: Any, id_: str) -> Tier:
+    d = _check(where, data, _LINK_KEYS)
+    latency = d.get("latency_us")
+    return Tier(
+        id=id_,
+        name=d["name"],
+        kind="link",
+        bandwidth_bytes_per_s=_positive(where, "bandwidth_gb_s", d["bandwidth_gb_s"]) * GB,
+        latency_s=None if latency is None else latency * US,
+        source=d.get("source", ""),
+    )
+
+
+def _accelerator(where: str, data: Any) -> Accelerator:
+    d = _check(where, data, _ACCELERATOR_KEYS)
+    mem = _check(f"{where}: memory", d["memory"], _MEMORY_KEYS)
+    peaks = _check(f"{where}: dense_tflops", d["dense_tflops"], {k: (NUM, False) for k in DTYPES})
+    if not peaks:
+        raise CatalogError(f"{where}: dense_tflops needs at least one dtype")
+    eff_data = d.get("efficiency")
+    eff = Efficiency()
+    if eff_data is not None:
+        e = _check(f"{where}: efficiency", eff_data, _EFFICIENCY_KEYS)
+        for key in ("compute", "memory"):
+            if key in e and not 0 < e[key] <= 1:
+                raise CatalogError(f"{where}: efficiency '{key}' must be in (0, 1], got {e[key]}")
+        eff = Efficiency(
+            compute=float(e.get("compute", 1.0)),
+            memory=float(e.get("memory", 1.0)),
+            step_overhead_s=float(e.get("step_overhead_us", 0.0)) * US,
+            source=e["source"],
+        )
+    fraction = float(d.get("gpu_memory_fraction", 1.0))
+    if not 0 < fraction <= 1:
+        raise CatalogError(f"{where}: key 'gpu_memory_fraction' must be in (0, 1], got {fraction}")
+    return Accelerator(
+        id=d["id"],
+        name=d["name"],
+        vendor=d["vendor"],
+        family=d["family"],
+        memory_capacity_bytes=(
+            _positive(where, "memory.usable_mib", mem["usable_mib"]) * MiB
+            if "usable_mib" in mem
+            else _positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB
+        ),
+        memory_nominal_bytes=_positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB,
+        memory_bandwidth_bytes_per_s=_positive(where, "memory.bandwidth_tb_s", mem["bandwidth_tb_s"])
+        * TB,
+        memory_type=mem.get("type", ""),
+        peak_flops_per_s={
+            k: _positive(where, f"dense_tflops.{k}", v) * TFLOPS for k, v in peaks.items()
+        },
+        sparsity_2_4=d["sparsity_2_4"],
+        scale_up=_link(f"{where}: scale_up", d["scale_up"], "scale-up") if "scale_up" in d else None,
+        host_link=_link(f"{where}: host_link", d["host_link"], "host") if "host_link" in d else None,
+        gpu_memory_fraction=fraction,
+        efficiency=eff,
+        aliases=tuple(str(a) for a in d.get("aliases", [])),
+        source=d["source"],
+        notes=d.get("notes", ""),
+    )
+
+
+def _tier(where: str, data: Any) -> Tier:
+    d = _check(where, data, _TIER_KEYS)
+    if d["kind"] not in _TIER_KINDS:
+        raise CatalogError(f"{where}: key 'kind' must be one of {', '.join(_TIER_KINDS)}")
+    capacity, latency = d.get("capacity_gb"), d.get("latency_us")
+    return Tier(
+        id=d["id"],
+        name=d["name"],
+        kind=d["kind"],
+        bandwidth_bytes_per_s=_positive(where, "bandwidth_gb_s", d["bandwidth_gb_s"]) * GB,
+        latency_s=None if latency is None else latency * US,
+        capacity_bytes=None if capacity is None else capacity * GB,
+        aliases=tuple(str(a) for a in d.get("aliases", [])),
+        source=d["source"],
+        notes=d.get("notes", ""),
+    )
+
+
+def _model(where: str, data: Any) -> ModelArch:
+    d = dict(_check(where, data, _MODEL_KEYS))
+    if d["model_type"] not in _MODEL_TYPES:
+        raise CatalogError(
+            f"{where}: model_type '{d['model_type']}' is not supported "
+            f"(supported: {', '.join(_MODEL_TYPES)})"
+        )
+    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
+        _positive(where, key, d[key])
+    published = _check(f"{where}: published", d.pop("published", {}), _PUBLISHED_KEYS)
+    if d.get("n_routed_experts") and not d.get("num_experts_per_tok"):
+        raise CatalogError(f"{where}: MoE model needs key 'num_experts_per_tok'")
+    if d.get("kv_lora_rank") and not all(
+        d.get(k) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    ):
+        raise CatalogError(
+            f"{where}: MLA needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim with kv_lora_rank"
+        )
+    types = d.get("layer_types")
+    if types is not None:
+        bad = [t for t in types if t not in ("sliding_attention", "full_attention")]
+        if bad or len(types) != d["num_hidden_layers"]:
+            raise CatalogError(
+                f"{where}: key 'layer_types' needs num_hidden_layers entries of "
+                "'sliding_attention' or 'full_attention'"
+            )
+        d["layer_types"] = tuple(types)
+    d.pop("uncertain", None)
+    d["aliases"] = tuple(str(a) for a in d.get("aliases", []))
+    total, active = published.get("params_total_b"), published.get("params_active_b")
+    d["published_params_total"] = None if total is None else total * 1e9
+    d["published_params_active"] = None if active is None else active * 1e9
+    return ModelArch(**d)
+
+
+_BUILDERS = {"accelerators": _accelerator, "tiers": _tier, "models": _model}
+
+
+def _load_file(path: Path) -> dict[str, list[Any]]:
+    """Parse one YAML file into {section: [entries]} with validation."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            raw = yaml.safe_load(f)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark else ""
+        raise CatalogError(f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{path}: expected a mapping with one of {', '.join(_SECTIONS)}")
+    out: dict[str, list[Any]] = {}
+    for section, entries in raw.items():
+        if section not in _BUILDERS:
+            raise CatalogError(
+                f"{path}: unknown top-level key '{section}' (expected {', '.join(_SECTIONS)})"
+            )
+        if not isinstance(entries, list):
+            raise CatalogError(f"{path}: '{section}' must be a list of entries")
+        built = []
+        for i, entry in enumerate(entries):
+            name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+            built.append(_BUILDERS[section](f"{path}: {section[:-1]} '{name}'", entry))
+        out[section] = built
+    return out
+
+
+@dataclass
+class Catalog:
+    """Accelerators, tiers and models by id, with aliases and 'did you mean' lookups."""
+
+    accelerators: dict[str, Accelerator] = field(default_factory=dict)
+    tiers: dict[str, Tier] = field(default_factory=dict)
+    models: dict[str, ModelArch] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)  # "section:id" -> file path
+
+    def add_dir(self, directory: Path) -> None:
+        """Load every *.yaml below a directory; ids repeated inside it are an error, ids already
+        in the catalog from an earlier directory are overridden."""
+        if not directory.is_dir():
+            raise CatalogError(f"{directory}: catalog directory does not exist")
+        seen: dict[str, Path] = {}
+        for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
+            for section, entries in _load_file(path).items():
+                table = getattr(self, section)
+                for entry in entries:
+                    key = f"{section}:{entry.id}"
+                    if key in seen:
+                        raise CatalogError(
+                            f"{path}: {section[:-1]} '{entry.id}': duplicate id "
+                            f"(also in {seen[key]})"
+                        )
+                    seen[key] = path
+                    table[entry.id] = entry
+                    self.origin[key] = str(path)
+        self._check_aliases()
+
+    def _check_aliases(self) -> None:
+        for section in _SECTIONS:
+            table = getattr(self, section)
+            owner: dict[str, str] = {}
+            for entry in table.values():
+                for alias in entry.aliases:
+                    if alias in table and alias != entry.id:
+                        continue  # an id always wins over an alias (a user override)
+                    if alias in owner and owner[alias] != entry.id:
+                        raise CatalogError(
+                            f"{self.origin[f'{section}:{entry.id}']}: {section[:-1]} "
+                            f"'{entry.id}': alias '{alias}' is also used by '{owner[alias]}'"
+                        )
+                    owner[alias] = entry.id
+
+    def _get(self, section: str, what: str, name: str) -> Any:
+        table = getattr(self, section)
+        if name in table:
+            return table[name]
+        lowered = name.lower()
+        for entry in table.values():
+            if lowered == entry.id.lower() or lowered in (a.lower() for a in entry.aliases):
+                return entry
+        names = list(table) + [a for e in table.values() for a in e.aliases]
+        close = get_close_matches(lowered, names, n=3, cutoff=0.5)
+        hint = (
+            f"did you mean {' or '.join(repr(c) for c in close)}?"
+            if close
+            else f"see `roofline {what} list`"
+        )
+        raise UnknownEntryError(f"unknown {what} '{name}'", hint=hint)
+
+    def accelerator(self, name: str) -> Accelerator:
+        return self._get("accelerators", "hardware", name)
+
+    def tier(self, name: str) -> Tier:
+        return self._get("tiers", "tier", name)
+
+    def model(self, name: str) -> ModelArch:
+        return self._get("models", "models", name)
+
+
+def shipped_dirs() -> list[Path]:
+    """The catalogs that ship with the package: inside the wheel, else the source checkout."""
+    packaged = resources.files("roofline") / "_catalog"
+    if packaged.is_dir():
+        root = Path(str(packaged))
+    else:
+        root = Path(__file__).resolve().parent.parent
+    return [root / "hardware", root / "models"]
+
+
+def user_dirs(extra: Iterable[str | Path] = ()) -> list[Path]:
+    """ROOFLINE_CATALOG (os.pathsep-separated) then --catalog directories, in that order."""
+    env = os.environ.get("ROOFLINE_CATALOG", "")
+    return [Path(p) for p in env.split(os.pathsep) if p] + [Path(p) for p in extra]
+
+
+@cache
+def _shipped() -> Catalog:
+    cat = Catalog()
+    for directory in shipped_dirs():
+        cat.add_dir(directory)
+    return cat
+
+
+def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
+    """The shipped catalog plus user directories (ROOFLINE_CATALOG, then `extra`)."""
+    dirs = user_dirs(extra)
+    base = _shipped()
+    if not dirs:
+        return base
+    cat = Catalog(dict(base.accelerators), dict(base.tiers), dict(base.models), dict(base.origin))
+    for directory in dirs:
+        cat.add_dir(directory)
+    return cat
+
+
+def validate_dirs(dirs: Iterable[Path]) -> list[str]:
+    """Check catalog directories file by file; return every problem found (empty: all good)."""
+    problems: list[str] = []
+    for directory in dirs:
+        if not directory.is_dir():
+            problems.append(f"{directory}: catalog directory does not exist")
+            continue
+        for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
+            try:
+                _load_file(path)
+            except CatalogError as exc:
+                problems.append(str(exc))
+    return problems

@@ -1,0 +1,32 @@
+"""The error hierarchy. Every user mistake raises a RooflineError; the CLI prints one line and exits 2."""
+
+from __future__ import annotations
+
+
+class RooflineError(Exception):
+    """Base class for every error the tool reports to a user."""
+
+    hint: str | None = None
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class CatalogError(ValueError, RooflineError):
+    """A catalog file is malformed or incomplete (names file, entry and key)."""
+
+
+class UnknownEntryError(KeyError, RooflineError):
+    """An id that is in no catalog; carries a 'did you mean' hint."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want the plain sentence
+        return str(self.args[0])
+
+
+class InputError(ValueError, RooflineError):
+    """A value given on the command line or through the API is out of range or unparsable."""
+
+
+class DoesNotFitError(RooflineError):
+    """The model's weights (plus runtime overhead) do not fit in the memory given."""

@@ -1,0 +1,97 @@
+"""Accelerators, links and memory tiers. SI units inside; the catalog converts from datasheet units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from roofline.errors import InputError
+from roofline.precision import COMPUTE_FALLBACK
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A link or a memory/storage tier: one direction's bandwidth, start latency, optional capacity.
+
+    Used for scale-up links (NVLink, xGMI, ICI), host links (PCIe), and tiers a KV cache or weights
+    can live in (host DDR5, CXL expanders, NVMe).
+    """
+
+    id: str
+    name: str
+    kind: str  # "link" | "memory" | "storage" | "network"
+    bandwidth_bytes_per_s: float  # per direction
+    latency_s: float | None = None
+    capacity_bytes: float | None = None
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Share of peak a real kernel reaches, and a fixed cost per forward step.
+
+    expected op time = max(F / (P·compute), Q / (W·memory)); a step adds step_overhead_s.
+    """
+
+    compute: float = 1.0
+    memory: float = 1.0
+    step_overhead_s: float = 0.0
+    source: str = "uncalibrated default (speed of light)"
+
+    def __post_init__(self) -> None:
+        for name in ("compute", "memory"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise InputError(f"efficiency {name} must be in (0, 1], got {value}")
+        if self.step_overhead_s < 0:
+            raise InputError(f"step overhead must be >= 0, got {self.step_overhead_s}")
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One device (per GPU, per chip). Peaks are dense (no sparsity) FLOP/s per compute dtype."""
+
+    id: str
+    name: str
+    vendor: str
+    family: str
+    memory_capacity_bytes: float  # what the runtime sees (nvidia-smi memory.total where known)
+    memory_bandwidth_bytes_per_s: float
+    peak_flops_per_s: dict[str, float]
+    sparsity_2_4: bool = False
+    scale_up: Tier | None = None
+    host_link: Tier | None = None
+    gpu_memory_fraction: float = 1.0  # unified memory: share of RAM the GPU may wire
+    memory_type: str = ""
+    memory_nominal_bytes: float | None = None  # the datasheet's figure (decimal GB)
+    efficiency: Efficiency = field(default_factory=Efficiency)
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+    notes: str = ""
+
+    @property
+    def unified_memory(self) -> bool:
+        return self.gpu_memory_fraction < 1.0
+
+    @property
+    def usable_memory_bytes(self) -> float:
+        """Memory the accelerator may use: all of HBM, or the wired share of unified RAM."""
+        return self.memory_capacity_bytes * self.gpu_memory_fraction
+
+    def resolve_compute(self, preferred: str) -> str:
+        """The dtype a matmul actually runs in: the preferred one, else the first fallback the chip
+        has (FP8 weights on an A100 run through a 16-bit weight-only kernel)."""
+        for dtype in COMPUTE_FALLBACK.get(preferred, (preferred,)):
+            if dtype in self.peak_flops_per_s:
+                return dtype
+        raise InputError(f"{self.id} has no peak for {preferred} or any fallback")
+
+    def peak(self, dtype: str, sparse: bool = False) -> float:
+        """Peak FLOP/s for a compute dtype; ×2 for 2:4 sparse tensor math where supported."""
+        base = self.peak_flops_per_s[dtype]
+        return base * 2.0 if sparse and self.sparsity_2_4 and dtype != "fp32" else base
+
+    def ridge_flops_per_byte(self, dtype: str) -> float:
+        """Ridge point I* = P / W (FLOP per byte): above it an op is compute-bound."""
+        return self.peak_flops_per_s[dtype] / self.memory_bandwidth_bytes_per_s

@@ -1,0 +1,223 @@
+"""Model architectures: the Hugging Face config.json fields we need, and parameter counting.
+
+Symbols (scaling book, "How to Scale Your Model"): L layers, D hidden size, N query heads, K KV heads,
+H head dim, F FFN width, V vocabulary, E routed experts, k experts per token.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+# model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN)
+_FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}
+# model_type values with a per-head RMSNorm on q and k (size H each)
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+# model_type values whose q, k, v projections carry a bias (Qwen2 hard-codes it)
+_QKV_BIAS_TYPES = {"qwen2"}
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """Layers that cost the same: same attention window and same FFN kind."""
+
+    count: int
+    window: int | None  # sliding-window length in tokens; None = full attention
+    moe: bool
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """A decoder-only transformer, described with Hugging Face config.json names."""
+
+    id: str
+    model_type: str
+    hidden_size: int  # D
+    num_hidden_layers: int  # L
+    num_attention_heads: int  # N
+    vocab_size: int  # V
+    intermediate_size: int  # F (dense FFN)
+    num_key_value_heads: int | None = None  # K (None: = N)
+    head_dim: int | None = None  # H (None: D / N)
+    max_position_embeddings: int | None = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False  # bias on q, k, v and o (gpt-oss)
+    # mixture of experts
+    n_routed_experts: int = 0  # E
+    num_experts_per_tok: int = 0  # k
+    moe_intermediate_size: int | None = None
+    n_shared_experts: int = 0
+    first_k_dense_replace: int = 0
+    # multi-head latent attention (DeepSeek-V2/V3)
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    # local attention
+    sliding_window: int | None = None
+    sliding_window_pattern: int | None = None  # every p-th layer is global (Gemma 3: 6)
+    layer_types: tuple[str, ...] | None = None  # "sliding_attention" | "full_attention"
+    num_nextn_predict_layers: int = 0  # DeepSeek-V3 multi-token-prediction module
+    name: str = ""
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+    notes: str = ""
+    published_params_total: float | None = None
+    published_params_active: float | None = None
+
+    # ---- derived shape -------------------------------------------------------------------------
+    @property
+    def n_kv_heads(self) -> int:
+        return self.num_key_value_heads or self.num_attention_heads
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_routed_experts > 0
+
+    @property
+    def expert_width(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
+
+    @property
+    def attention_kind(self) -> str:
+        if self.is_mla:
+            return "MLA"
+        k, n = self.n_kv_heads, self.num_attention_heads
+        return "MHA" if k == n else ("MQA" if k == 1 else "GQA")
+
+    def layer_window(self, i: int) -> int | None:
+        """Sliding window of layer i, or None for full attention."""
+        if self.sliding_window is None:
+            return None
+        if self.layer_types is not None:
+            return self.sliding_window if self.layer_types[i] == "sliding_attention" else None
+        if self.sliding_window_pattern:
+            is_global = (i + 1) % self.sliding_window_pattern == 0
+            return None if is_global else self.sliding_window
+        return self.sliding_window  # every layer local (Mistral 7B v0.1)
+
+    def layer_is_moe(self, i: int) -> bool:
+        return self.is_moe and i >= self.first_k_dense_replace
+
+    @property
+    def layer_groups(self) -> tuple[LayerGroup, ...]:
+        """Layers grouped by (window, moe), in order of first appearance."""
+        keys = [(self.layer_window(i), self.layer_is_moe(i)) for i in range(self.num_hidden_layers)]
+        counts = Counter(keys)
+        return tuple(LayerGroup(counts[k], k[0], k[1]) for k in dict.fromkeys(keys))
+
+    # ---- per-layer parameter counts (weights of the linear layers, biases, norms) ---------------
+    @property
+    def attn_linear_params(self) -> int:
+        """Projection weights of one attention layer (+ biases). GQA: D·(N+2K)·H + N·H·D.
+        MLA (DeepSeek-V2 §2.1): [D·q_lora + q_lora·N·(nope+rope)] or D·N·(nope+rope) for q,
+        D·(kv_lora+rope) + kv_lora·N·(nope+v) for kv, N·v·D for o."""
+        d, n, k, h = self.hidden_size, self.num_attention_heads, self.n_kv_heads, self.d_head
+        if self.is_mla:
+            qk = (self.qk_nope_head_dim or 0) + (self.qk_rope_head_dim or 0)
+            kv_lora, rope = self.kv_lora_rank or 0, self.qk_rope_head_dim or 0
+            q = d * self.q_lora_rank + self.q_lora_rank * n * qk if self.q_lora_rank else d * n * qk
+            kv = d * (kv_lora + rope) + kv_lora * n * ((self.qk_nope_head_dim or 0) + self.v_dim)
+            return q + kv + n * self.v_dim * d
+        params = d * (n + 2 * k) * h + n * h * d
+        if self.attention_bias:
+            params += (n + 2 * k) * h + d
+        elif self.model_type in _QKV_BIAS_TYPES:
+            params += (n + 2 * k) * h
+        return params
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.d_head
+
+    @property
+    def attn_norm_params(self) -> int:
+        """Norm weights inside attention: MLA's q/kv latent norms, q/k norms, gpt-oss sinks."""
+        if self.is_mla:
+            return (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
+        extra = 2 * self.d_head if self.model_type in _QK_NORM_TYPES else 0
+        if self.model_type == "gpt_oss":
+            extra += self.num_attention_heads  # learned attention-sink logit per head
+        return extra
+
+    @property
+    def layer_norm_params(self) -> int:
+        per = 4 if self.model_type in _FOUR_NORM_TYPES else 2
+        return per * self.hidden_size
+
+    @property
+    def dense_mlp_params(self) -> int:
+        """Gated FFN (SwiGLU/GeGLU): gate, up and down = 3·D·F."""
+        return 3 * self.hidden_size * self.intermediate_size
+
+    @property
+    def expert_params(self) -> int:
+        """One routed expert: 3·D·F_moe (+ biases on gpt-oss)."""
+        d, f = self.hidden_size, self.expert_width
+        return 3 * d * f + ((2 * f + d) if self.model_type == "gpt_oss" else 0)
+
+    @property
+    def shared_expert_params(self) -> int:
+        """Shared experts of one MoE layer (DeepSeek: n_shared × 3·D·F_moe)."""
+        return self.n_shared_experts * 3 * self.hidden_size * self.expert_width
+
+    @property
+    def router_params(self) -> int:
+        """Gate D·E, plus a bias per expert (DeepSeek-V3 e_score_correction_bias, gpt-oss)."""
+        e = self.n_routed_experts
+        bias = e if self.model_type in {"deepseek_v3", "gpt_oss"} else 0
+        return self.hidden_size * e + bias
+
+    def _layer_params(self, moe: bool) -> int:
+        ffn = (
+            self.n_routed_experts * self.expert_params + self.shared_expert_params + self.router_params
+            if moe
+            else self.dense_mlp_params
+        )
+        return self.attn_linear_params + self.attn_norm_params + self.layer_norm_params + ffn
+
+    def param_breakdown(self) -> dict[str, int]:
+        """Ordered parameter counts by component (nanoGPT transformer_sizing style).
+
+        Keys: embedding, attention, mlp, experts_routed, experts_shared, router, norms, lm_head,
+        total, active (total minus the routed experts a token does not use), mtp (DeepSeek-V3's
+        multi-token-prediction module, stored in the checkpoint but not part of the 671B).
+        """
+        d, v, layers = self.hidden_size, self.vocab_size, self.num_hidden_layers
+        n_moe = sum(self.layer_is_moe(i) for i in range(layers))
+        n_dense = layers - n_moe
+        out = {
+            "embedding": v * d,
+            "attention": layers * (self.attn_linear_params + self.attn_norm_params),
+            "mlp": n_dense * self.dense_mlp_params,
+            "experts_routed": n_moe * self.n_routed_experts * self.expert_params,
+            "experts_shared": n_moe * self.shared_expert_params,
+            "router": n_moe * self.router_params,
+            "norms": layers * self.layer_norm_params + d,
+            "lm_head": 0 if self.tie_word_embeddings else v * d,
+        }
+        out["total"] = sum(out.values())
+        inactive = n_moe * (self.n_routed_experts - self.num_experts_per_tok) * self.expert_params
+        out["active"] = out["total"] - inactive
+        # MTP (DeepSeek-V3 README_WEIGHTS): per module one MoE decoder layer, eh_proj (2D×D),
+        # enorm + hnorm, a shared-head norm, and its own copy of embedding and output head.
+        mtp_module = self._layer_params(self.is_moe) + 2 * d * d + 3 * d + 2 * v * d
+        out["mtp"] = self.num_nextn_predict_layers * mtp_module
+        return out
+
+    @property
+    def params_total(self) -> int:
+        return self.param_breakdown()["total"]
+
+    @property
+    def params_active(self) -> int:
+        return self.param_breakdown()["active"]

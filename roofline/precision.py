@@ -1,0 +1,115 @@
+"""Number formats for weights, activations and the KV cache.
+
+Bits per value include the storage of scales (and zero points) amortised over their group, so that
+weight bytes = parameters × bits / 8 is exact for the stored checkpoint.
+
+Sources for the layouts:
+- int4 (group 128, one fp16 scale): AWQ/GPTQ default, 4 + 16/128 = 4.125 bits.
+- int4-g32 (group 32, bf16 scale and zero): 4 + 32/32 = 5.0 bits.
+- nvfp4: NVIDIA Blackwell NVFP4, 16 FP4 values share one FP8 (E4M3) scale: 4 + 8/16 = 4.5 bits.
+- mxfp4: OCP Microscaling spec v1.0, 32 FP4 values share one E8M0 scale: 4 + 8/32 = 4.25 bits.
+- q8_0 / q4_0: ggml block formats, 32 values + one fp16 scale: 8.5 and 4.5 bits.
+- q4_k_m: llama.cpp's mixed "medium" recipe; 4.85 bits per weight is the average llama.cpp reports
+  for Llama models (llama.cpp quantize README).
+- KV int8/int4: per-token, per-head asymmetric quantisation with an fp16 scale and zero point per
+  head (LMDeploy KV-cache quantisation docs): 8 + 32/H and 4 + 32/H bits; H = 128 assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.errors import InputError
+
+
+@dataclass(frozen=True)
+class Format:
+    """A storage format: bits per value including scales, and the dtype its matmuls run in."""
+
+    name: str
+    bits: float
+    compute: str  # preferred compute dtype: a key of Accelerator.peak_flops_per_s
+    weight_only: bool  # True: dequantised to 16 bit before the matmul
+    note: str
+
+    @property
+    def bytes_per_value(self) -> float:
+        return self.bits / 8.0
+
+
+WEIGHT_FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("fp32", 32.0, "fp32", False, "IEEE single precision"),
+        Format("bf16", 16.0, "bf16", False, "bfloat16"),
+        Format("fp16", 16.0, "fp16", False, "IEEE half precision"),
+        Format("fp8", 8.0, "fp8", False, "FP8 E4M3, per-tensor or per-channel scales (negligible)"),
+        Format("int8", 8.0, "bf16", True, "weight-only int8, per-channel scales (negligible)"),
+        Format("int4", 4.125, "bf16", True, "weight-only int4, group 128, fp16 scale (AWQ/GPTQ)"),
+        Format("int4-g32", 5.0, "bf16", True, "weight-only int4, group 32, bf16 scale and zero"),
+        Format("nvfp4", 4.5, "fp4", False, "NVFP4: 16 values share an FP8 scale"),
+        Format("mxfp4", 4.25, "fp4", False, "OCP MXFP4: 32 values share an E8M0 scale"),
+        Format("q8_0", 8.5, "fp16", True, "ggml Q8_0: 32 int8 + fp16 scale"),
+        Format("q4_0", 4.5, "fp16", True, "ggml Q4_0: 32 int4 + fp16 scale"),
+        Format("q4_k_m", 4.85, "fp16", True, "llama.cpp Q4_K_M mixed recipe (average)"),
+    )
+}
+
+KV_FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("fp32", 32.0, "fp32", False, "IEEE single precision"),
+        Format("bf16", 16.0, "bf16", False, "bfloat16"),
+        Format("fp16", 16.0, "fp16", False, "IEEE half precision"),
+        Format("fp8", 8.0, "bf16", False, "FP8 E4M3, per-tensor scale"),
+        Format("int8", 8.25, "bf16", False, "int8, fp16 scale + zero per token and head (H=128)"),
+        Format("int4", 4.25, "bf16", False, "int4, fp16 scale + zero per token and head (H=128)"),
+    )
+}
+
+ACTIVATION_FORMATS: dict[str, Format] = {
+    name: WEIGHT_FORMATS[name] for name in ("fp32", "bf16", "fp16", "fp8")
+}
+
+# When a chip lacks the preferred compute dtype, fall back along this chain (a chip without FP8
+# runs FP8 weights through a weight-only kernel at 16 bit, e.g. Marlin on A100).
+COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
+    "fp4": ("fp4", "fp8", "bf16", "fp16", "fp32"),
+    "fp8": ("fp8", "bf16", "fp16", "fp32"),
+    "int8": ("int8", "bf16", "fp16", "fp32"),
+    "bf16": ("bf16", "fp16", "fp32"),
+    "fp16": ("fp16", "bf16", "fp32"),
+    "fp32": ("fp32",),
+}
+
+
+def _lookup(table: dict[str, Format], name: str, what: str) -> Format:
+    from difflib import get_close_matches
+
+    key = name.lower()
+    if key in table:
+        return table[key]
+    close = get_close_matches(key, table, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"choose one of {', '.join(table)}"
+    raise InputError(f"unknown {what} format '{name}'", hint=hint)
+
+
+def weight_format(name: str) -> Format:
+    """Look up a weight format by name (case-insensitive)."""
+    return _lookup(WEIGHT_FORMATS, name, "weight")
+
+
+def kv_format(name: str) -> Format:
+    """Look up a KV-cache format by name (case-insensitive)."""
+    return _lookup(KV_FORMATS, name, "KV-cache")
+
+
+def activation_format(name: str) -> Format:
+    """Look up an activation format by name (case-insensitive)."""
+    return _lookup(ACTIVATION_FORMATS, name, "activation")
+
+
+def sparse_2_4_bits(dense_bits: float) -> float:
+    """Bits per weight of a 2:4 structured-sparse matrix: half the values plus a 2-bit index per
+    kept value (NVIDIA Ampere whitepaper, sparse tensor cores): dense_bits/2 + 1. bf16 -> 9 bits."""
+    return dense_bits / 2.0 + 1.0
