@@ -13,18 +13,18 @@ class RooflineError(Exception):
         self.hint = hint
 
 
-class CatalogError(ValueError, RooflineError):
+class CatalogError(RooflineError, ValueError):
     """A catalog file is malformed or incomplete (names file, entry and key)."""
 
 
-class UnknownEntryError(KeyError, RooflineError):
+class UnknownEntryError(RooflineError, KeyError):
     """An id that is in no catalog; carries a 'did you mean' hint."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want the plain sentence
         return str(self.args[0])
 
 
-class InputError(ValueError, RooflineError):
+class InputError(RooflineError, ValueError):
     """A value given on the command line or through the API is out of range or unparsable."""
 
 

@@ -90,7 +90,9 @@ def fmt_seconds(t: float) -> str:
         return f"{t:.3g} s"
     if abs(t) >= 1e-3:
         return f"{t * 1e3:.3g} ms"
-    return f"{t * 1e6:.3g} µs"
+    if abs(t) >= 1e-6 or t == 0:
+        return f"{t * 1e6:.3g} µs"
+    return f"{t * 1e9:.3g} ns"
 
 
 def fmt_count(n: float) -> str:

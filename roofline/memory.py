@@ -1,0 +1,157 @@
+"""Memory footprint per GPU: weights, KV cache, activations, the engine's KV budget, max batch.
+
+KV budget rules (engine documentation):
+- vLLM: gpu_memory_utilization (default 0.9) × capacity − (weights + activation peak + non-torch);
+  the activation peak is profiled with a forward pass of max_num_batched_tokens tokens.
+- SGLang: mem_fraction_static × capacity − weights (activations live outside the static pool).
+- TensorRT-LLM: kv_cache_free_gpu_mem_fraction (default 0.9) × (capacity − weights − activations
+  − runtime).
+- ideal: every byte that is not a weight holds KV.
+Paged KV (vLLM, Kwon et al. SOSP'23) allocates whole blocks of `block_tokens` (16 by default), so a
+sequence of T tokens holds ceil(T / block)·block token slots per layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from roofline.errors import InputError
+from roofline.hardware import Accelerator
+from roofline.model import ModelArch
+from roofline.ops import Deployment, kv_bytes_per_token_layer
+from roofline.roofline import FloatArray
+from roofline.units import GB
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A serving engine's memory rule."""
+
+    name: str
+    memory_fraction: float
+    rule: str  # "fraction_of_capacity" | "fraction_of_free" | "ideal"
+    runtime_overhead_bytes: float  # CUDA context, graphs, communicator buffers
+    profile_tokens: int  # tokens of the activation-profiling forward pass (0: none reserved)
+    block_tokens: int
+    source: str
+
+
+ENGINES: dict[str, Engine] = {
+    "vllm": Engine(
+        "vllm", 0.90, "fraction_of_capacity", 1.0 * GB, 8192, 16,
+        "vLLM docs: gpu_memory_utilization=0.9, block_size=16, max_num_batched_tokens=8192 "
+        "profile run; ~1 GB for CUDA context, graphs and NCCL buffers (vLLM start-up memory log; "
+        "uncertain)",
+    ),
+    "sglang": Engine(
+        "sglang", 0.88, "fraction_of_capacity", 0.0, 0, 1,
+        "SGLang server args: mem_fraction_static (0.88 on large GPUs; uncertain, it varies with "
+        "GPU size and TP); token-granular KV pool (page size 1)",
+    ),
+    "trtllm": Engine(
+        "trtllm", 0.90, "fraction_of_free", 1.0 * GB, 8192, 32,
+        "TensorRT-LLM docs: kv_cache_free_gpu_mem_fraction=0.9 of the memory left after weights "
+        "and activations, tokens_per_block=32, max_num_tokens=8192",
+    ),
+    "ideal": Engine(
+        "ideal", 1.0, "ideal", 0.0, 0, 1,
+        "upper bound: every byte that is not a weight holds KV, no paging waste",
+    ),
+}
+
+
+def engine(name: str) -> Engine:
+    key = name.lower()
+    if key not in ENGINES:
+        raise InputError(f"unknown engine '{name}'", hint=f"choose one of {', '.join(ENGINES)}")
+    return ENGINES[key]
+
+
+def weight_bytes_total(model: ModelArch, dep: Deployment) -> float:
+    """Stored weight bytes of the whole model: linear layers (attention projections, dense FFN,
+    experts) in the weight format; embedding, head, router and norms in 16 bit."""
+    p = model.param_breakdown()
+    linear = p["attention"] + p["mlp"] + p["experts_routed"] + p["experts_shared"]
+    other = p["total"] - linear
+    return (linear * dep.linear_bits + other * dep.other_bits) / 8.0
+
+
+def weight_bytes_per_gpu(model: ModelArch, dep: Deployment) -> float:
+    """Weights per GPU: the whole model split over TP × PP (experts over EP × TP/EP: the same
+    share). Norms are replicated but negligible."""
+    return weight_bytes_total(model, dep) / dep.gpus_per_replica
+
+
+def kv_bytes_per_token(model: ModelArch, kv_bits: float, tp: int = 1, pp: int = 1) -> float:
+    """KV bytes per token summed over the layers a GPU holds, all layers at full attention."""
+    return kv_bytes_per_token_layer(model, kv_bits, tp) * model.num_hidden_layers / pp
+
+
+def kv_bytes_per_sequence(
+    model: ModelArch, dep: Deployment, context: ArrayLike, block_tokens: int = 1
+) -> FloatArray:
+    """KV bytes one sequence of `context` tokens holds per GPU: sliding-window layers keep at most
+    their window; each layer's slots round up to whole blocks."""
+    t = np.asarray(context, dtype=float)
+    per_layer = kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp)
+    slots = sum(
+        g.count * np.ceil((t if g.window is None else np.minimum(t, g.window)) / block_tokens)
+        for g in model.layer_groups
+    )
+    return slots * block_tokens * per_layer / dep.pp
+
+
+def activation_peak_bytes(model: ModelArch, dep: Deployment, tokens: ArrayLike) -> FloatArray:
+    """Peak activation memory of a forward pass over `tokens` tokens (fused attention, so no S×S
+    scores): the residual stream and one layer's widest intermediate alive at once —
+    t·(2·D + max(3·F_ffn, (N+2K)·H)/TP)·b_a — plus fp32 logits for up to 256 sampled rows."""
+    m, t = model, np.asarray(tokens, dtype=float)
+    f = max(m.intermediate_size if not m.is_moe else 0,
+            m.num_experts_per_tok * m.expert_width + m.n_shared_experts * m.expert_width)
+    widest = max(3 * f, (m.num_attention_heads + 2 * m.n_kv_heads) * m.d_head)
+    logits = np.minimum(t, 256) * m.vocab_size * 4 / dep.tp
+    return t * (2 * m.hidden_size + widest / dep.tp) * dep.activations.bytes_per_value + logits
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Per-GPU memory breakdown and the KV budget under an engine's rule."""
+
+    capacity_bytes: float
+    weights_bytes: float
+    activation_bytes: float
+    runtime_overhead_bytes: float
+    kv_budget_bytes: float
+    engine: Engine
+
+    @property
+    def weights_fit(self) -> bool:
+        return self.kv_budget_bytes > 0
+
+
+def plan_memory(model: ModelArch, hw: Accelerator, dep: Deployment, eng: Engine,
+                capacity_bytes: float | None = None) -> MemoryPlan:
+    """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory)."""
+    cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
+    if cap <= 0:
+        raise InputError(f"memory capacity must be positive, got {cap}")
+    weights = weight_bytes_per_gpu(model, dep)
+    act = float(activation_peak_bytes(model, dep, eng.profile_tokens)) if eng.profile_tokens else 0.0
+    runtime = eng.runtime_overhead_bytes
+    if eng.rule == "fraction_of_capacity":
+        budget = cap * eng.memory_fraction - weights - act - runtime
+    elif eng.rule == "fraction_of_free":
+        budget = (cap - weights - act - runtime) * eng.memory_fraction
+    else:
+        budget = cap - weights
+    return MemoryPlan(cap, weights, act, runtime, max(budget, 0.0), eng)
+
+
+def max_batch(plan: MemoryPlan, model: ModelArch, dep: Deployment, context: ArrayLike) -> FloatArray:
+    """Largest number of sequences of `context` tokens whose KV fits in the budget:
+    floor(KV budget / (kv per token × ceil(T / block)·block)) (window-capped per layer)."""
+    per_seq = kv_bytes_per_sequence(model, dep, context, plan.engine.block_tokens)
+    return np.floor(plan.kv_budget_bytes / np.maximum(per_seq, 1e-30))

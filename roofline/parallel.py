@@ -1,0 +1,53 @@
+"""Collectives for tensor, pipeline and expert parallelism (alpha-beta model).
+
+Ring all-reduce over n ranks of M bytes (Thakur, Rabenseifner & Gropp, "Optimization of collective
+communication operations in MPICH", IJHPCA 2005; scaling book, Appendix on collectives):
+    t = α · 2(n−1) + 2(n−1)/n · M / W
+with W the per-direction link bandwidth and α the start latency of one step. Under tensor
+parallelism a decoder layer does two all-reduces of its activations (after attention and after
+the FFN; Megatron-LM, Shoeybi et al. 2019). Expert parallelism does an all-to-all dispatch and an
+all-to-all combine per MoE layer: t = α · (n−1) + (n−1)/n · M / W each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from roofline.hardware import Tier
+from roofline.roofline import FloatArray
+
+DEFAULT_LINK_LATENCY_S = 1e-6  # used only when a link entry gives no latency
+
+
+def _alpha(link: Tier) -> float:
+    return link.latency_s if link.latency_s is not None else DEFAULT_LINK_LATENCY_S
+
+
+def allreduce_time_s(link: Tier, ranks: int, message_bytes: ArrayLike) -> FloatArray:
+    """Ring all-reduce: α·2(n−1) + 2(n−1)/n · M / W. Zero for a single rank."""
+    m = np.asarray(message_bytes, dtype=float)
+    if ranks <= 1:
+        return np.zeros_like(m)
+    steps = 2 * (ranks - 1)
+    return _alpha(link) * steps + steps / ranks * m / link.bandwidth_bytes_per_s
+
+
+def allreduce_link_bytes(ranks: int, message_bytes: ArrayLike) -> FloatArray:
+    """Bytes each rank sends in a ring all-reduce: 2(n−1)/n · M."""
+    m = np.asarray(message_bytes, dtype=float)
+    return m * (2 * (ranks - 1) / ranks) if ranks > 1 else np.zeros_like(m)
+
+
+def alltoall_time_s(link: Tier, ranks: int, message_bytes: ArrayLike) -> FloatArray:
+    """All-to-all of M bytes per rank: α·(n−1) + (n−1)/n · M / W. Zero for a single rank."""
+    m = np.asarray(message_bytes, dtype=float)
+    if ranks <= 1:
+        return np.zeros_like(m)
+    return _alpha(link) * (ranks - 1) + (ranks - 1) / ranks * m / link.bandwidth_bytes_per_s
+
+
+def is_latency_bound(link: Tier, ranks: int, message_bytes: ArrayLike) -> np.ndarray:
+    """True where the start latencies cost more than moving the bytes (small messages)."""
+    m = np.asarray(message_bytes, dtype=float)
+    return _alpha(link) * (ranks - 1) > (ranks - 1) / max(ranks, 1) * m / link.bandwidth_bytes_per_s

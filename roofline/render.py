@@ -1,0 +1,311 @@
+"""Presentation: JSON documents and Rich tables. The only module (with cli.py) that imports rich.
+
+Every command builds one JSON-ready dict (keys carry units, numbers are finite, order is fixed);
+`--format json` prints it, `--format table` draws tables from the same dict, so the two never
+disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from roofline.units import fmt_bytes, fmt_count, fmt_seconds
+
+SCHEMA_VERSION = 1
+
+
+def _width() -> int | None:
+    cols = os.environ.get("COLUMNS")
+    return int(cols) if cols and cols.isdigit() else None
+
+
+def stdout_console() -> Console:
+    return Console(file=sys.stdout, width=_width(), highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, width=_width(), highlight=False, soft_wrap=True)
+
+
+def to_jsonable(value: Any) -> Any:
+    """numpy scalars/arrays → Python; NaN/inf → None (JSON has neither)."""
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def emit_json(doc: Mapping[str, Any]) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(doc), indent=2, allow_nan=False) + "\n")
+
+
+def document(command: str, inputs: Mapping[str, Any], **results: Any) -> dict[str, Any]:
+    """The JSON envelope: schema_version, command, inputs (every assumption), then results."""
+    doc = {"schema_version": SCHEMA_VERSION, "command": command, "inputs": dict(inputs), **results}
+    return to_jsonable(doc)
+
+
+# ---- small formatting helpers ---------------------------------------------------------------
+def _num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if x == 0:
+            return "0"
+        if abs(x) >= 1e5 or abs(x) < 1e-2:
+            return f"{x:.{digits}g}"
+        return f"{x:,.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return str(x)
+
+
+def _c(text: str) -> str:
+    """Compact a formatted quantity for narrow tables: '1.03 GB' -> '1.03GB'."""
+    return text.replace(" ", "")
+
+
+def _kv_table(title: str, rows: Iterable[tuple[str, str]]) -> Table:
+    t = Table(title=title, box=box.SIMPLE_HEAVY, show_header=False, title_justify="left")
+    t.add_column("key", style="bold", no_wrap=True)
+    t.add_column("value")
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+def _rows_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", pad_edge=False)
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+# ---- hardware -------------------------------------------------------------------------------
+def hardware_list_table(doc: Mapping[str, Any]) -> None:
+    rows = [
+        (
+            h["id"],
+            h["name"],
+            fmt_bytes(h["memory_capacity_bytes"]),
+            f"{h['memory_bandwidth_bytes_per_s'] / 1e12:.3g} TB/s",
+            _peak_str(h["peak_flops_per_s"], "bf16", "fp16"),
+            _peak_str(h["peak_flops_per_s"], "fp8"),
+            _num(h["ridge_flops_per_byte"].get("bf16") or h["ridge_flops_per_byte"].get("fp16")),
+        )
+        for h in doc["hardware"]
+    ]
+    cols = ("id", "name", "memory", "bandwidth", "16-bit TFLOPS", "fp8 TFLOPS", "ridge (16-bit)")
+    stdout_console().print(_rows_table("Accelerators (dense peaks)", cols, rows))
+
+
+def _peak_str(peaks: Mapping[str, float], *keys: str) -> str:
+    for k in keys:
+        if k in peaks:
+            return f"{peaks[k] / 1e12:,.4g}"
+    return "—"
+
+
+def hardware_show_table(doc: Mapping[str, Any]) -> None:
+    h = doc["hardware"]
+    rows = [
+        ("name", h["name"]),
+        ("vendor / family", f"{h['vendor']} / {h['family']}"),
+        ("aliases", ", ".join(h["aliases"]) or "—"),
+        ("memory", f"{fmt_bytes(h['memory_capacity_bytes'])} {h['memory_type']}".strip()),
+        ("bandwidth", f"{h['memory_bandwidth_bytes_per_s'] / 1e12:.4g} TB/s"),
+        ("2:4 sparsity doubles tensor peak", _num(h["sparsity_2_4"])),
+    ]
+    if h["gpu_memory_fraction"] < 1:
+        rows.append(("GPU may wire", f"{h['gpu_memory_fraction']:.0%} of unified memory"))
+    for label in ("scale_up", "host_link"):
+        link = h[label]
+        if link:
+            lat = f", {link['latency_s'] * 1e6:.3g} µs" if link["latency_s"] is not None else ""
+            rows.append(
+                (label.replace("_", "-"),
+                 f"{link['name']}: {link['bandwidth_bytes_per_s'] / 1e9:.4g} GB/s per direction{lat}")
+            )
+    eff = h["efficiency"]
+    rows.append(
+        ("efficiency", f"compute {eff['compute']:.2f}, memory {eff['memory']:.2f}, "
+         f"overhead {fmt_seconds(eff['step_overhead_s'])} ({eff['source']})")
+    )
+    rows.append(("source", h["source"]))
+    if h["notes"]:
+        rows.append(("notes", h["notes"]))
+    con = stdout_console()
+    con.print(_kv_table(h["id"], rows))
+    peaks = _rows_table(
+        "Dense peaks and ridge points",
+        ("dtype", "TFLOPS", "ridge FLOP/B"),
+        [
+            (k, f"{v / 1e12:,.4g}", _num(h["ridge_flops_per_byte"][k]))
+            for k, v in h["peak_flops_per_s"].items()
+        ],
+    )
+    con.print(peaks)
+
+
+def tiers_table(doc: Mapping[str, Any]) -> None:
+    rows = [
+        (
+            t["id"], t["kind"], t["name"],
+            f"{t['bandwidth_bytes_per_s'] / 1e9:.4g} GB/s",
+            "—" if t["latency_s"] is None else fmt_seconds(t["latency_s"]),
+            "—" if t["capacity_bytes"] is None else fmt_bytes(t["capacity_bytes"]),
+        )
+        for t in doc["tiers"]
+    ]
+    cols = ("id", "kind", "name", "bandwidth/dir", "latency", "capacity")
+    stdout_console().print(_rows_table("Memory tiers and links", cols, rows))
+
+
+# ---- models ---------------------------------------------------------------------------------
+def models_list_table(doc: Mapping[str, Any]) -> None:
+    rows = [
+        (
+            m["id"], m["attention"], "MoE" if m["moe"] else "dense",
+            f"{m['params_total'] / 1e9:,.2f}B", f"{m['params_active'] / 1e9:,.2f}B",
+            _num(m["kv_bytes_per_token_bf16"]),
+        )
+        for m in doc["models"]
+    ]
+    cols = ("id", "attention", "ffn", "params", "active", "KV B/token (bf16)")
+    stdout_console().print(_rows_table("Models", cols, rows))
+
+
+def models_show_table(doc: Mapping[str, Any]) -> None:
+    m = doc["model"]
+    shape = ", ".join(f"{k}={v}" for k, v in m["config"].items() if v is not None)
+    rows = [
+        ("name", m["name"]),
+        ("attention", m["attention"]),
+        ("config", shape),
+        ("layer groups", "; ".join(
+            f"{g['count']}× {'window ' + str(g['window']) if g['window'] else 'full'}"
+            f"{' MoE' if g['moe'] else ''}" for g in m["layer_groups"])),
+        ("params total", f"{m['params_total']:,} ({m['params_total'] / 1e9:.2f}B)"),
+        ("params active", f"{m['params_active']:,} ({m['params_active'] / 1e9:.2f}B)"),
+        ("KV bytes/token (bf16)", f"{m['kv_bytes_per_token_bf16']:,}"),
+        ("source", m["source"]),
+    ]
+    if m["params_mtp"]:
+        rows.insert(6, ("MTP module (separate)", f"{m['params_mtp'] / 1e9:.2f}B"))
+    if m["notes"]:
+        rows.append(("notes", m["notes"]))
+    con = stdout_console()
+    con.print(_kv_table(m["id"], rows))
+    con.print(_rows_table("Parameters by component", ("component", "params", "share"), [
+        (k, f"{v:,}", f"{v / m['params_total']:.1%}") for k, v in m["params_breakdown"].items()
+    ]))
+
+
+# ---- kv -------------------------------------------------------------------------------------
+def kv_table(doc: Mapping[str, Any]) -> None:
+    i, r = doc["inputs"], doc
+    rows = [
+        ("attention", r["attention"]),
+        ("KV format", f"{i['kv_dtype']} ({i['kv_bits']:g} bits)"),
+        ("bytes per token per layer", f"{r['kv_bytes_per_token_per_layer']:,.0f}"),
+        ("bytes per token (all layers)", f"{r['kv_bytes_per_token']:,.0f}"),
+        (f"per sequence at {i['context_tokens']:,} tokens", fmt_bytes(r["kv_bytes_per_sequence"])),
+        (f"total for batch {i['batch']:,}", fmt_bytes(r["kv_bytes_total"])),
+    ]
+    con = stdout_console()
+    con.print(_kv_table(f"KV cache of {i['model']}", rows))
+    con.print(_rows_table("By layer group", ("layers", "window", "tokens held", "bytes"), [
+        (str(g["layers"]), _num(g["window"]), f"{g['tokens_held']:,.0f}",
+         fmt_bytes(g["kv_bytes_per_sequence"]))
+        for g in r["layer_groups"]
+    ]))
+
+
+# ---- capacity -------------------------------------------------------------------------------
+def capacity_table(doc: Mapping[str, Any]) -> None:
+    i, mem = doc["inputs"], doc["memory"]
+    rows = [
+        ("usable memory per GPU", fmt_bytes(mem["capacity_bytes"])),
+        ("weights per GPU", fmt_bytes(mem["weights_bytes_per_gpu"])),
+        ("activation peak", fmt_bytes(mem["activation_bytes"])),
+        ("runtime overhead", fmt_bytes(mem["runtime_overhead_bytes"])),
+        (f"KV budget ({i['engine']})", fmt_bytes(doc["kv_budget_bytes"])),
+        ("KV bytes per token per GPU", f"{mem['kv_bytes_per_token_per_gpu']:,.0f}"),
+        (f"max batch at {i['context_tokens']:,} tokens", f"{doc['max_batch']:,}"),
+    ]
+    if doc["reason"]:
+        rows.append(("reason", doc["reason"]))
+    con = stdout_console()
+    con.print(_kv_table(f"{i['model']} on {i['gpus']}× {i['hardware']}", rows))
+    con.print(_rows_table("Max batch by context", ("context tokens", "max batch"), [
+        (f"{p['context_tokens']:,}", f"{p['max_batch']:,}") for p in doc["max_batch_by_context"]
+    ]))
+
+
+# ---- analyze --------------------------------------------------------------------------------
+def analyze_table(doc: Mapping[str, Any]) -> None:
+    con = stdout_console()
+    i = doc["inputs"]
+    for phase in ("prefill", "decode"):
+        p = doc[phase]
+        title = (
+            f"{phase.capitalize()}: {fmt_count(p['flops'])}FLOP, {fmt_bytes(p['bytes'])} moved, "
+            f"intensity {_num(p['arithmetic_intensity'])} FLOP/B vs ridge "
+            f"{_num(p['ridge_flops_per_byte'])} → {p['bound']}-bound (per GPU)"
+        )
+        rows = [
+            (
+                o["name"], str(o["layers"]), _c(fmt_count(o["flops"])), _c(fmt_bytes(o["bytes"])),
+                _num(o["arithmetic_intensity"]) if o["arithmetic_intensity"] is not None else "—",
+                o["bound"], _c(fmt_seconds(o["t_ideal_s"])), _c(fmt_seconds(o["t_expected_s"])),
+            )
+            for o in p["ops"]
+        ]
+        cols = ("op", "L", "FLOP", "bytes", "FLOP/B", "bound", "ideal", "expect")
+        con.print(_rows_table(title, cols, rows))
+    mem = doc["memory"]
+    summary = _rows_table(
+        f"{i['model']} on {i['gpus']}× {i['hardware']} (TP{i['tp']} PP{i['pp']} EP{i['ep']}), "
+        f"batch {i['batch']}, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out",
+        ("metric", "ideal", "expected"),
+        [
+            ("TTFT", fmt_seconds(doc["ideal"]["ttft_s"]), fmt_seconds(doc["expected"]["ttft_s"])),
+            ("TPOT", fmt_seconds(doc["ideal"]["tpot_s"]), fmt_seconds(doc["expected"]["tpot_s"])),
+            ("E2E", fmt_seconds(doc["ideal"]["e2e_s"]), fmt_seconds(doc["expected"]["e2e_s"])),
+            ("output tokens/s", _num(doc["ideal"]["output_tokens_per_s"]),
+             _num(doc["expected"]["output_tokens_per_s"])),
+            ("decode share of time", f"{doc['ideal']['decode_time_fraction']:.1%}",
+             f"{doc['expected']['decode_time_fraction']:.1%}"),
+        ],
+    )
+    con.print(summary)
+    eff = i["efficiency"]
+    con.print(
+        f"weights {fmt_bytes(mem['weights_bytes_per_gpu'])}/GPU, KV at the end "
+        f"{fmt_bytes(mem['kv_bytes_at_end'])}/GPU, budget {fmt_bytes(mem['kv_budget_bytes'])} "
+        f"({i['engine']}): fits = {_num(mem['fits'])}, max batch {mem['max_batch']:,}\n"
+        f"decode intensity is {doc['decode']['ridge_over_intensity']:,.0f}× below the ridge; "
+        f"compute in {i['compute_dtype']}; efficiency compute {eff['compute']:.2f}, memory "
+        f"{eff['memory']:.2f}, overhead {fmt_seconds(eff['step_overhead_s'])} ({eff['source']})"
+    )

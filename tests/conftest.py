@@ -1,0 +1,44 @@
+"""Shared fixtures: the shipped catalog and a CLI runner that keeps stdout and stderr apart."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from roofline.catalog import Catalog, load_catalog
+from roofline.cli import app
+
+
+@pytest.fixture(scope="session")
+def cat() -> Catalog:
+    return load_catalog()
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch):
+    """Invoke the CLI in-process: run('analyze', 'llama-3.1-8b', 'h100', '--format', 'json')."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("ROOFLINE_CATALOG", raising=False)
+    runner = CliRunner()
+
+    def _run(*args: str, env: dict[str, str] | None = None) -> Result:
+        r = runner.invoke(app, list(args), env=env)
+        if r.exception and not isinstance(r.exception, SystemExit):
+            raise r.exception
+        return Result(r.exit_code, r.stdout, r.stderr)
+
+    return _run

@@ -1,0 +1,70 @@
+"""Parameter counts against the published totals (issue #2), with the arithmetic shown."""
+
+import pytest
+
+from roofline.model import ModelArch
+
+
+def test_llama_31_8b_by_hand(cat):
+    # embedding and head: 128256 × 4096 each = 525,336,576
+    # per layer: q,o 4096² ×2 + k,v 4096×1024 ×2 = 41,943,040; MLP 3×4096×14336 = 176,160,768;
+    # two norms 8,192 → 218,112,000 × 32 = 6,979,584,000; final norm 4,096
+    expected = 2 * 525_336_576 + 6_979_584_000 + 4_096
+    assert cat.model("llama-3.1-8b").params_total == expected  # 8,030,261,248 = "8.03B"
+
+
+@pytest.mark.parametrize(
+    ("model", "published", "tolerance"),
+    [
+        ("llama-3.1-405b", 405.85e9, 0.005),
+        ("llama-3.1-8b", 8.03e9, 0.001),
+        ("llama-3.1-70b", 70.55e9, 0.001),
+        ("deepseek-v3", 671e9, 0.002),
+        ("deepseek-r1", 671e9, 0.002),
+        ("mixtral-8x7b", 46.7e9, 0.002),
+        ("qwen3-235b-a22b", 235e9, 0.005),
+        ("qwen3-30b-a3b", 30.5e9, 0.005),
+        ("gpt-oss-120b", 116.83e9, 0.001),  # model card
+        ("gemma-3-27b", 27.01e9, 0.002),
+    ],
+)
+def test_total_params_match_published(cat, model, published, tolerance):
+    assert cat.model(model).params_total == pytest.approx(published, rel=tolerance)
+
+
+def test_active_params(cat):
+    # DeepSeek-V3 report: 37B activated (README_WEIGHTS: 36.7B incl. embedding and head)
+    assert cat.model("deepseek-r1").params_active == pytest.approx(37e9, rel=0.03)
+    # Mistral blog: 12.9B active of 46.7B
+    assert cat.model("mixtral-8x7b").params_active == pytest.approx(12.9e9, rel=0.005)
+
+
+def test_deepseek_mtp_module_is_reported_separately(cat):
+    # HF checkpoint 685B − 671B ≈ 14B; README_WEIGHTS: 11.5B unique + its own embedding and head
+    # (2 × 129280 × 7168 = 1.85B) = 13.4B
+    p = cat.model("deepseek-v3").param_breakdown()
+    assert p["mtp"] == pytest.approx(13.4e9, rel=0.02)
+    assert p["total"] + p["mtp"] == pytest.approx(685e9, rel=0.002)
+
+
+def test_breakdown_sums_to_total(cat):
+    for m in cat.models.values():
+        p = m.param_breakdown()
+        parts = sum(v for k, v in p.items() if k not in ("total", "active", "mtp"))
+        assert parts == p["total"], m.id
+        assert p["active"] <= p["total"]
+
+
+def test_layer_groups_model_local_attention(cat):
+    gemma = cat.model("gemma-3-27b")  # every 6th layer global: 10 of 62
+    assert {(g.count, g.window) for g in gemma.layer_groups} == {(52, 1024), (10, None)}
+    oss = cat.model("gpt-oss-120b")  # alternating sliding (128) and full
+    assert {(g.count, g.window) for g in oss.layer_groups} == {(18, 128), (18, None)}
+    dsv3 = cat.model("deepseek-v3")  # first 3 layers dense
+    assert [(g.count, g.moe) for g in dsv3.layer_groups] == [(3, False), (58, True)]
+
+
+def test_head_dim_defaults_to_d_over_n():
+    m = ModelArch(id="x", model_type="llama", hidden_size=4096, num_hidden_layers=2,
+                  num_attention_heads=32, vocab_size=10, intermediate_size=8)
+    assert m.d_head == 128 and m.n_kv_heads == 32 and m.attention_kind == "MHA"
