@@ -1,8 +1,9 @@
 """The only module that reads YAML: load, validate and resolve catalog entries.
 
-Catalog files hold human-scale numbers with the unit in the key (`bandwidth_tb_s: 3.35`); this module
-converts them to SI once. Loading is strict: unknown keys, wrong types, missing fields, duplicate ids
-and non-positive numbers fail with a CatalogError naming the file, the entry and the key.
+Catalog files hold human-scale numbers with the unit in the key (`bandwidth_tb_s: 3.35`);
+this module converts them to SI once. Loading is strict: unknown keys, wrong types, missing
+fields, duplicate ids and non-positive numbers fail with a CatalogError naming the file,
+the entry and the key.
 
 Search order: the shipped catalogs (inside the wheel, or `hardware/` and `models/` of a source
 checkout), then every directory in ROOFLINE_CATALOG (os.pathsep-separated), then each --catalog DIR.
@@ -135,6 +136,8 @@ def _type_name(t: Any) -> str:
     names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
     names.update({list: "a list", dict: "a mapping", type(None): "null"})
     if isinstance(t, tuple):
+        if int in t and float in t:
+            t = tuple(x for x in t if x is not int)  # "a number" covers both
         return " or ".join(dict.fromkeys(names.get(x, x.__name__) for x in t))
     return names.get(t, t.__name__)
 
@@ -158,7 +161,9 @@ def _check(where: str, data: Any, keys: Mapping[str, tuple[Any, bool]]) -> dict[
         bool_ok = types is bool or (isinstance(types, tuple) and bool in types)
         if not isinstance(value, types) or (is_bool and not bool_ok):
             got = repr(value) if isinstance(value, str) else type(value).__name__
-            hint = " (write 1.0e+12 or use the human-scale unit key)" if isinstance(value, str) else ""
+            hint = (
+                " (write 1.0e+12 or use the human-scale unit key)" if isinstance(value, str) else ""
+            )
             raise CatalogError(f"{where}: key '{key}' must be {_type_name(types)}, got {got}{hint}")
         if isinstance(value, NUM) and not is_bool and value < 0:
             raise CatalogError(f"{where}: key '{key}' must not be negative, got {value}")
@@ -187,7 +192,7 @@ def _link(where: str, data: Any, id_: str) -> Tier:
 def _accelerator(where: str, data: Any) -> Accelerator:
     d = _check(where, data, _ACCELERATOR_KEYS)
     mem = _check(f"{where}: memory", d["memory"], _MEMORY_KEYS)
-    peaks = _check(f"{where}: dense_tflops", d["dense_tflops"], {k: (NUM, False) for k in DTYPES})
+    peaks = _check(f"{where}: dense_tflops", d["dense_tflops"], dict.fromkeys(DTYPES, (NUM, False)))
     if not peaks:
         raise CatalogError(f"{where}: dense_tflops needs at least one dtype")
     eff_data = d.get("efficiency")
@@ -217,15 +222,21 @@ def _accelerator(where: str, data: Any) -> Accelerator:
             else _positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB
         ),
         memory_nominal_bytes=_positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB,
-        memory_bandwidth_bytes_per_s=_positive(where, "memory.bandwidth_tb_s", mem["bandwidth_tb_s"])
+        memory_bandwidth_bytes_per_s=_positive(
+            where, "memory.bandwidth_tb_s", mem["bandwidth_tb_s"]
+        )
         * TB,
         memory_type=mem.get("type", ""),
         peak_flops_per_s={
             k: _positive(where, f"dense_tflops.{k}", v) * TFLOPS for k, v in peaks.items()
         },
         sparsity_2_4=d["sparsity_2_4"],
-        scale_up=_link(f"{where}: scale_up", d["scale_up"], "scale-up") if "scale_up" in d else None,
-        host_link=_link(f"{where}: host_link", d["host_link"], "host") if "host_link" in d else None,
+        scale_up=_link(f"{where}: scale_up", d["scale_up"], "scale-up")
+        if "scale_up" in d
+        else None,
+        host_link=_link(f"{where}: host_link", d["host_link"], "host")
+        if "host_link" in d
+        else None,
         gpu_memory_fraction=fraction,
         efficiency=eff,
         aliases=tuple(str(a) for a in d.get("aliases", [])),
@@ -268,7 +279,8 @@ def _model(where: str, data: Any) -> ModelArch:
         d.get(k) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
     ):
         raise CatalogError(
-            f"{where}: MLA needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim with kv_lora_rank"
+            f"{where}: MLA needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim "
+            "with kv_lora_rank"
         )
     types = d.get("layer_types")
     if types is not None:
@@ -298,7 +310,9 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
-        raise CatalogError(f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise CatalogError(
+            f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})"
+        ) from None
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
     if raw is None:
@@ -396,10 +410,7 @@ class Catalog:
 def shipped_dirs() -> list[Path]:
     """The catalogs that ship with the package: inside the wheel, else the source checkout."""
     packaged = resources.files("roofline") / "_catalog"
-    if packaged.is_dir():
-        root = Path(str(packaged))
-    else:
-        root = Path(__file__).resolve().parent.parent
+    root = Path(str(packaged)) if packaged.is_dir() else Path(__file__).resolve().parent.parent
     return [root / "hardware", root / "models"]
 
 

@@ -43,8 +43,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-hardware_app = typer.Typer(help="Accelerators, links and memory tiers in the catalog.",
-                           no_args_is_help=True)
+hardware_app = typer.Typer(
+    help="Accelerators, links and memory tiers in the catalog.", no_args_is_help=True
+)
 models_app = typer.Typer(help="Model architectures in the catalog.", no_args_is_help=True)
 catalog_app = typer.Typer(help="Check catalog files.", no_args_is_help=True)
 app.add_typer(hardware_app, name="hardware")
@@ -101,11 +102,20 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_callback(
-    catalog: Annotated[list[Path] | None, typer.Option(
-        "--catalog", help="Extra catalog directory (repeatable); adds to or overrides entries. "
-        "ROOFLINE_CATALOG holds more, separated by ':'.")] = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    catalog: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--catalog",
+            help="Extra catalog directory (repeatable); adds to or overrides entries. "
+            "ROOFLINE_CATALOG holds more, separated by ':'.",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Analytical roofline calculator for LLM inference."""
     _state["catalog_dirs"] = [str(p) for p in catalog or []]
@@ -115,8 +125,9 @@ def main_callback(
 def _tokens(text: str, what: str, minimum: float = 0) -> int:
     value = parse_count(text, what)
     if not minimum <= value <= MAX_TOKENS or value != int(value):
-        raise InputError(f"{what} must be a whole number of tokens from {minimum:g} to 1e9, "
-                         f"got {text}")
+        raise InputError(
+            f"{what} must be a whole number of tokens from {minimum:g} to 1e9, got {text}"
+        )
     return int(value)
 
 
@@ -127,20 +138,32 @@ def _batch(value: int) -> int:
 
 
 def _deployment(
-    weights: str, kv_dtype: str, act_dtype: str, tp: int, pp: int, ep: int, sparsity: str | None,
+    weights: str,
+    kv_dtype: str,
+    act_dtype: str,
+    tp: int,
+    pp: int,
+    ep: int,
+    sparsity: str | None,
     compute: str | None,
 ) -> Deployment:
     if sparsity not in (None, "none", "2:4"):
         raise InputError(f"--sparsity must be 2:4 or none, got {sparsity}")
     return Deployment(
-        weights=weight_format(weights), kv=kv_format(kv_dtype),
-        activations=activation_format(act_dtype), tp=tp, pp=pp, ep=ep,
-        sparse_2_4=sparsity == "2:4", compute_dtype=compute,
+        weights=weight_format(weights),
+        kv=kv_format(kv_dtype),
+        activations=activation_format(act_dtype),
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        sparse_2_4=sparsity == "2:4",
+        compute_dtype=compute,
     )
 
 
-def _efficiency(hw: Accelerator, eta_compute: float | None, eta_memory: float | None,
-                overhead: str | None) -> Efficiency:
+def _efficiency(
+    hw: Accelerator, eta_compute: float | None, eta_memory: float | None, overhead: str | None
+) -> Efficiency:
     base = hw.efficiency
     if eta_compute is None and eta_memory is None and overhead is None:
         return base
@@ -148,8 +171,7 @@ def _efficiency(hw: Accelerator, eta_compute: float | None, eta_memory: float | 
         compute=base.compute if eta_compute is None else eta_compute,
         memory=base.memory if eta_memory is None else eta_memory,
         step_overhead_s=base.step_overhead_s if overhead is None else parse_seconds(overhead),
-        source="command line" + ("" if None in (eta_compute, eta_memory, overhead)
-                                 else "") + f" (catalog: {base.source})",
+        source=f"command line (catalog: {base.source})",
     )
 
 
@@ -172,8 +194,11 @@ def _gpus(gpus: int | None, dep: Deployment) -> tuple[int, int]:
 def _link_json(link: Tier | None) -> dict[str, Any] | None:
     if link is None:
         return None
-    return {"name": link.name, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
-            "latency_s": link.latency_s}
+    return {
+        "name": link.name,
+        "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+        "latency_s": link.latency_s,
+    }
 
 
 def _hardware_json(hw: Accelerator) -> dict[str, Any]:
@@ -201,8 +226,12 @@ def _hardware_json(hw: Accelerator) -> dict[str, Any]:
 
 
 def _efficiency_json(eff: Efficiency) -> dict[str, Any]:
-    return {"compute": eff.compute, "memory": eff.memory, "step_overhead_s": eff.step_overhead_s,
-            "source": eff.source}
+    return {
+        "compute": eff.compute,
+        "memory": eff.memory,
+        "step_overhead_s": eff.step_overhead_s,
+        "source": eff.source,
+    }
 
 
 def _model_json(m: ModelArch) -> dict[str, Any]:
@@ -219,14 +248,27 @@ def _model_json(m: ModelArch) -> dict[str, Any]:
         "params_breakdown": {k: v for k, v in p.items() if k not in ("total", "active", "mtp")},
         "kv_bytes_per_token_bf16": kv_bytes_per_token(m, 16.0),
         "max_position_embeddings": m.max_position_embeddings,
-        "layer_groups": [{"count": g.count, "window": g.window, "moe": g.moe}
-                         for g in m.layer_groups],
+        "layer_groups": [
+            {"count": g.count, "window": g.window, "moe": g.moe} for g in m.layer_groups
+        ],
         "config": {
-            k: getattr(m, k) for k in (
-                "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size",
-                "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
-                "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "qk_rope_head_dim",
+            k: getattr(m, k)
+            for k in (
+                "model_type",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "num_key_value_heads",
+                "head_dim",
+                "intermediate_size",
+                "vocab_size",
+                "n_routed_experts",
+                "num_experts_per_tok",
+                "moe_intermediate_size",
+                "n_shared_experts",
+                "first_k_dense_replace",
+                "kv_lora_rank",
+                "qk_rope_head_dim",
                 "sliding_window",
             )
         },
@@ -241,18 +283,24 @@ def _model_json(m: ModelArch) -> dict[str, Any]:
 def hardware_list(fmt: FormatOpt = Fmt.table) -> None:
     """List accelerators. Example: roofline hardware list --format json | jq '.hardware[].id'"""
     cat = _catalog()
-    doc = render.document("hardware list", {},
-                          hardware=[_hardware_json(h) for h in cat.accelerators.values()])
+    doc = render.document(
+        "hardware list", {}, hardware=[_hardware_json(h) for h in cat.accelerators.values()]
+    )
     render.emit_json(doc) if fmt is Fmt.json else render.hardware_list_table(doc)
 
 
 @hardware_app.command("show")
 @guarded
-def hardware_show(hardware: Annotated[str, typer.Argument(help="id or alias, e.g. h100")],
-                  fmt: FormatOpt = Fmt.table) -> None:
+def hardware_show(
+    hardware: Annotated[str, typer.Argument(help="id or alias, e.g. h100")],
+    fmt: FormatOpt = Fmt.table,
+) -> None:
     """Show one accelerator. Example: roofline hardware show h100"""
-    doc = render.document("hardware show", {"hardware": hardware},
-                          hardware=_hardware_json(_catalog().accelerator(hardware)))
+    doc = render.document(
+        "hardware show",
+        {"hardware": hardware},
+        hardware=_hardware_json(_catalog().accelerator(hardware)),
+    )
     render.emit_json(doc) if fmt is Fmt.json else render.hardware_show_table(doc)
 
 
@@ -262,9 +310,15 @@ def hardware_tiers(fmt: FormatOpt = Fmt.table) -> None:
     """List memory tiers and links (PCIe, CXL, DDR5, NVMe, NVLink-C2C, InfiniBand).
     Example: roofline hardware tiers"""
     tiers = [
-        {"id": t.id, "name": t.name, "kind": t.kind,
-         "bandwidth_bytes_per_s": t.bandwidth_bytes_per_s, "latency_s": t.latency_s,
-         "capacity_bytes": t.capacity_bytes, "source": t.source}
+        {
+            "id": t.id,
+            "name": t.name,
+            "kind": t.kind,
+            "bandwidth_bytes_per_s": t.bandwidth_bytes_per_s,
+            "latency_s": t.latency_s,
+            "capacity_bytes": t.capacity_bytes,
+            "source": t.source,
+        }
         for t in _catalog().tiers.values()
     ]
     doc = render.document("hardware tiers", {}, tiers=tiers)
@@ -276,25 +330,31 @@ def hardware_tiers(fmt: FormatOpt = Fmt.table) -> None:
 @guarded
 def models_list(fmt: FormatOpt = Fmt.table) -> None:
     """List models. Example: roofline models list"""
-    doc = render.document("models list", {},
-                          models=[_model_json(m) for m in _catalog().models.values()])
+    doc = render.document(
+        "models list", {}, models=[_model_json(m) for m in _catalog().models.values()]
+    )
     render.emit_json(doc) if fmt is Fmt.json else render.models_list_table(doc)
 
 
 @models_app.command("show")
 @guarded
-def models_show(model: Annotated[str, typer.Argument(help="id or alias, e.g. llama-3.1-8b")],
-                fmt: FormatOpt = Fmt.table) -> None:
+def models_show(
+    model: Annotated[str, typer.Argument(help="id or alias, e.g. llama-3.1-8b")],
+    fmt: FormatOpt = Fmt.table,
+) -> None:
     """Show one model and its parameter breakdown. Example: roofline models show deepseek-r1"""
-    doc = render.document("models show", {"model": model}, model=_model_json(_catalog().model(model)))
+    doc = render.document(
+        "models show", {"model": model}, model=_model_json(_catalog().model(model))
+    )
     render.emit_json(doc) if fmt is Fmt.json else render.models_show_table(doc)
 
 
 # ---- catalog --------------------------------------------------------------------------------
 @catalog_app.command("validate")
 def catalog_validate(
-    dirs: Annotated[list[Path] | None, typer.Argument(help="directories (default: all in use)")]
-    = None,
+    dirs: Annotated[
+        list[Path] | None, typer.Argument(help="directories (default: all in use)")
+    ] = None,
 ) -> None:
     """Check catalog files and print every problem with file, entry and key.
     Example: roofline catalog validate ./my-catalog"""
@@ -328,18 +388,33 @@ def kv(
     per_layer = kv_bytes_per_token_layer(m, fmt_kv.bits, tp)
     per_seq = float(kv_bytes_per_sequence(m, dep, ctx))
     groups = [
-        {"layers": g.count, "window": g.window,
-         "tokens_held": min(ctx, g.window) if g.window else ctx,
-         "kv_bytes_per_sequence": g.count * (min(ctx, g.window) if g.window else ctx) * per_layer}
+        {
+            "layers": g.count,
+            "window": g.window,
+            "tokens_held": min(ctx, g.window) if g.window else ctx,
+            "kv_bytes_per_sequence": g.count
+            * (min(ctx, g.window) if g.window else ctx)
+            * per_layer,
+        }
         for g in m.layer_groups
     ]
-    inputs = {"model": m.id, "kv_dtype": fmt_kv.name, "kv_bits": fmt_kv.bits,
-              "context_tokens": ctx, "batch": _batch(batch), "tp": tp}
+    inputs = {
+        "model": m.id,
+        "kv_dtype": fmt_kv.name,
+        "kv_bits": fmt_kv.bits,
+        "context_tokens": ctx,
+        "batch": _batch(batch),
+        "tp": tp,
+    }
     doc = render.document(
-        "kv", inputs, attention=m.attention_kind,
+        "kv",
+        inputs,
+        attention=m.attention_kind,
         kv_bytes_per_token_per_layer=per_layer,
         kv_bytes_per_token=kv_bytes_per_token(m, fmt_kv.bits, tp),
-        kv_bytes_per_sequence=per_seq, kv_bytes_total=per_seq * batch, layer_groups=groups,
+        kv_bytes_per_sequence=per_seq,
+        kv_bytes_total=per_seq * batch,
+        layer_groups=groups,
     )
     render.emit_json(doc) if fmt is Fmt.json else render.kv_table(doc)
 
@@ -360,7 +435,8 @@ ComputeOpt = Annotated[str | None, typer.Option(help="override the matmul dtype,
 def _not_fit(m: ModelArch, hw: Accelerator, dep: Deployment, plan: MemoryPlan) -> DoesNotFitError:
     return DoesNotFitError(
         f"{m.id} in {dep.weights.name} needs {fmt_bytes(plan.weights_bytes)} of weights per GPU "
-        f"(TP{dep.tp} PP{dep.pp}) plus {fmt_bytes(plan.activation_bytes + plan.runtime_overhead_bytes)}"
+        f"(TP{dep.tp} PP{dep.pp}) plus "
+        f"{fmt_bytes(plan.activation_bytes + plan.runtime_overhead_bytes)}"
         f" of activations and runtime, more than {plan.engine.name} leaves on {hw.id} "
         f"({fmt_bytes(plan.capacity_bytes * plan.engine.memory_fraction)})",
         hint="raise --tp or --pp, or use smaller --weights",
@@ -370,24 +446,39 @@ def _not_fit(m: ModelArch, hw: Accelerator, dep: Deployment, plan: MemoryPlan) -
 def _phase_json(p: PhaseResult) -> dict[str, Any]:
     ops = [
         {
-            "name": r.op.name, "kind": r.op.kind, "layers": r.op.layers,
-            "flops": r.op.flops, "weight_bytes": r.op.weight_bytes, "kv_bytes": r.op.kv_bytes,
-            "activation_bytes": r.op.act_bytes, "bytes": r.op.bytes,
+            "name": r.op.name,
+            "kind": r.op.kind,
+            "layers": r.op.layers,
+            "flops": r.op.flops,
+            "weight_bytes": r.op.weight_bytes,
+            "kv_bytes": r.op.kv_bytes,
+            "activation_bytes": r.op.act_bytes,
+            "bytes": r.op.bytes,
             "link_bytes": np.asarray(r.op.message_bytes) * r.op.layers,
             "arithmetic_intensity": None if r.op.is_collective else r.intensity,
             "ridge_flops_per_byte": None if r.op.is_collective else r.ridge_flops_per_byte,
-            "bound": r.bound, "t_ideal_s": r.t_ideal_s, "t_expected_s": r.t_expected_s,
+            "bound": r.bound,
+            "t_ideal_s": r.t_ideal_s,
+            "t_expected_s": r.t_expected_s,
         }
         for r in p.ops
     ]
     intensity = p.arithmetic_intensity
     return {
         "compute_dtype": p.compute_dtype,
-        "flops": p.flops, "weight_bytes": p.weight_bytes, "kv_bytes": p.kv_bytes,
-        "activation_bytes": p.activation_bytes, "bytes": p.bytes, "link_bytes": p.link_bytes,
-        "arithmetic_intensity": intensity, "ridge_flops_per_byte": p.ridge_flops_per_byte,
+        "flops": p.flops,
+        "weight_bytes": p.weight_bytes,
+        "kv_bytes": p.kv_bytes,
+        "activation_bytes": p.activation_bytes,
+        "bytes": p.bytes,
+        "link_bytes": p.link_bytes,
+        "arithmetic_intensity": intensity,
+        "ridge_flops_per_byte": p.ridge_flops_per_byte,
         "ridge_over_intensity": p.ridge_flops_per_byte / intensity,
-        "bound": p.bound, "t_ideal_s": p.t_ideal_s, "t_expected_s": p.t_expected_s, "ops": ops,
+        "bound": p.bound,
+        "t_ideal_s": p.t_ideal_s,
+        "t_expected_s": p.t_expected_s,
+        "ops": ops,
     }
 
 
@@ -412,8 +503,9 @@ def analyze(
     memory: MemoryOpt = None,
     eta_compute: Annotated[float | None, typer.Option(help="override compute efficiency")] = None,
     eta_memory: Annotated[float | None, typer.Option(help="override memory efficiency")] = None,
-    overhead: Annotated[str | None, typer.Option(help="override per-step overhead, e.g. 20us")]
-    = None,
+    overhead: Annotated[
+        str | None, typer.Option(help="override per-step overhead, e.g. 20us")
+    ] = None,
     fmt: FormatOpt = Fmt.table,
 ) -> None:
     """Prefill and decode on the roofline: per-op FLOPs, bytes, intensity vs ridge, bound, time,
@@ -431,34 +523,56 @@ def analyze(
     if not plan.weights_fit:
         raise _not_fit(m, hw, dep, plan)
     if m.max_position_embeddings and s + o > m.max_position_embeddings:
-        warn(f"{s + o:,} tokens exceed {m.id}'s max_position_embeddings "
-             f"({m.max_position_embeddings:,})")
+        warn(
+            f"{s + o:,} tokens exceed {m.id}'s max_position_embeddings "
+            f"({m.max_position_embeddings:,})"
+        )
     kv_end = float(kv_bytes_per_sequence(m, dep, s + o, eng.block_tokens)) * b
     fits = kv_end <= plan.kv_budget_bytes
     mb = int(max_batch(plan, m, dep, s + o))
     if not fits:
-        warn(f"batch {b} needs {fmt_bytes(kv_end)} of KV per GPU at {s + o:,} tokens but the "
-             f"budget is {fmt_bytes(plan.kv_budget_bytes)}: at most {mb} sequences fit "
-             "(see `roofline capacity`)")
+        warn(
+            f"batch {b} needs {fmt_bytes(kv_end)} of KV per GPU at {s + o:,} tokens but the "
+            f"budget is {fmt_bytes(plan.kv_budget_bytes)}: at most {mb} sequences fit "
+            "(see `roofline capacity`)"
+        )
     r = request(m, hw, dep, b, s, o, replicas, eff)
     inputs = {
-        "model": m.id, "hardware": hw.id, "gpus": n_gpus, "replicas": replicas,
-        "tp": dep.tp, "pp": dep.pp, "ep": dep.ep,
-        "weights": dep.weights.name, "weight_bits": dep.linear_bits,
-        "kv_dtype": dep.kv.name, "kv_bits": dep.kv.bits, "act_dtype": dep.activations.name,
-        "compute_dtype": r.decode.compute_dtype, "sparsity": "2:4" if dep.sparse_2_4 else None,
-        "batch": b, "prompt_tokens": s, "output_tokens": o, "engine": eng.name,
-        "memory_capacity_bytes": plan.capacity_bytes, "efficiency": _efficiency_json(eff),
+        "model": m.id,
+        "hardware": hw.id,
+        "gpus": n_gpus,
+        "replicas": replicas,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "weight_bits": dep.linear_bits,
+        "kv_dtype": dep.kv.name,
+        "kv_bits": dep.kv.bits,
+        "act_dtype": dep.activations.name,
+        "compute_dtype": r.decode.compute_dtype,
+        "sparsity": "2:4" if dep.sparse_2_4 else None,
+        "batch": b,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "engine": eng.name,
+        "memory_capacity_bytes": plan.capacity_bytes,
+        "efficiency": _efficiency_json(eff),
         "decode_context_tokens_mean": s + o / 2.0,
     }
     timing = {
-        k: {"ttft_s": t.ttft_s, "tpot_s": t.tpot_s, "e2e_s": t.e2e_s,
+        k: {
+            "ttft_s": t.ttft_s,
+            "tpot_s": t.tpot_s,
+            "e2e_s": t.e2e_s,
             "output_tokens_per_s": t.output_tokens_per_s,
-            "decode_time_fraction": t.decode_time_fraction}
+            "decode_time_fraction": t.decode_time_fraction,
+        }
         for k, t in (("ideal", r.ideal), ("expected", r.expected))
     }
     doc = render.document(
-        "analyze", inputs,
+        "analyze",
+        inputs,
         prefill=_phase_json(r.prefill),
         decode=_phase_json(r.decode),
         memory={
@@ -494,8 +608,9 @@ def capacity(
     context: Annotated[str, typer.Option(help="tokens per sequence (prompt + output)")] = "8k",
     engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
     memory: MemoryOpt = None,
-    block: Annotated[int | None, typer.Option(help="KV block size in tokens (engine default)")]
-    = None,
+    block: Annotated[
+        int | None, typer.Option(help="KV block size in tokens (engine default)")
+    ] = None,
     fmt: FormatOpt = Fmt.table,
 ) -> None:
     """Memory per GPU and the largest batch that fits at a context length.
@@ -515,20 +630,36 @@ def capacity(
     if not plan.weights_fit:
         reason = str(_not_fit(m, hw, dep, plan))
     elif mb == 0:
-        reason = (f"one sequence of {ctx:,} tokens needs "
-                  f"{fmt_bytes(float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)))} of KV "
-                  f"per GPU; the budget is {fmt_bytes(plan.kv_budget_bytes)}")
+        reason = (
+            f"one sequence of {ctx:,} tokens needs "
+            f"{fmt_bytes(float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)))} of KV "
+            f"per GPU; the budget is {fmt_bytes(plan.kv_budget_bytes)}"
+        )
     limit = m.max_position_embeddings or 131072
     grid = sorted({c for c in (1024, 4096, 8192, 32768, 131072, limit) if c <= limit} | {ctx})
     by_ctx = max_batch(plan, m, dep, np.array(grid, dtype=float))
-    inputs = {"model": m.id, "hardware": hw.id, "gpus": dep.gpus_per_replica, "tp": dep.tp,
-              "pp": dep.pp, "ep": dep.ep, "weights": dep.weights.name, "kv_dtype": dep.kv.name,
-              "context_tokens": ctx, "engine": eng.name, "engine_rule": eng.source,
-              "memory_fraction": eng.memory_fraction, "block_tokens": eng.block_tokens}
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "gpus": dep.gpus_per_replica,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "context_tokens": ctx,
+        "engine": eng.name,
+        "engine_rule": eng.source,
+        "memory_fraction": eng.memory_fraction,
+        "block_tokens": eng.block_tokens,
+    }
     doc = render.document(
-        "capacity", inputs,
-        max_batch=mb, kv_budget_bytes=plan.kv_budget_bytes,
-        weights_bytes_per_gpu=plan.weights_bytes, reason=reason,
+        "capacity",
+        inputs,
+        max_batch=mb,
+        kv_budget_bytes=plan.kv_budget_bytes,
+        weights_bytes_per_gpu=plan.weights_bytes,
+        reason=reason,
         memory={
             "capacity_bytes": plan.capacity_bytes,
             "weights_bytes_per_gpu": plan.weights_bytes,
@@ -537,8 +668,9 @@ def capacity(
             "kv_budget_bytes": plan.kv_budget_bytes,
             "kv_bytes_per_token_per_gpu": kv_bytes_per_token(m, dep.kv.bits, dep.tp, dep.pp),
         },
-        max_batch_by_context=[{"context_tokens": c, "max_batch": int(v)}
-                              for c, v in zip(grid, by_ctx, strict=True)],
+        max_batch_by_context=[
+            {"context_tokens": c, "max_batch": int(v)} for c, v in zip(grid, by_ctx, strict=True)
+        ],
     )
     render.emit_json(doc) if fmt is Fmt.json else render.capacity_table(doc)
 

@@ -1,4 +1,5 @@
-"""The error hierarchy. Every user mistake raises a RooflineError; the CLI prints one line and exits 2."""
+"""The error hierarchy. Every user mistake raises a RooflineError; the CLI prints one line and
+exits 2."""
 
 from __future__ import annotations
 

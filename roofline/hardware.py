@@ -1,4 +1,5 @@
-"""Accelerators, links and memory tiers. SI units inside; the catalog converts from datasheet units."""
+"""Accelerators, links and memory tiers. SI units inside; the catalog converts from datasheet
+units."""
 
 from __future__ import annotations
 

@@ -41,23 +41,43 @@ class Engine:
 
 ENGINES: dict[str, Engine] = {
     "vllm": Engine(
-        "vllm", 0.90, "fraction_of_capacity", 1.0 * GB, 8192, 16,
+        "vllm",
+        0.90,
+        "fraction_of_capacity",
+        1.0 * GB,
+        8192,
+        16,
         "vLLM docs: gpu_memory_utilization=0.9, block_size=16, max_num_batched_tokens=8192 "
         "profile run; ~1 GB for CUDA context, graphs and NCCL buffers (vLLM start-up memory log; "
         "uncertain)",
     ),
     "sglang": Engine(
-        "sglang", 0.88, "fraction_of_capacity", 0.0, 0, 1,
+        "sglang",
+        0.88,
+        "fraction_of_capacity",
+        0.0,
+        0,
+        1,
         "SGLang server args: mem_fraction_static (0.88 on large GPUs; uncertain, it varies with "
         "GPU size and TP); token-granular KV pool (page size 1)",
     ),
     "trtllm": Engine(
-        "trtllm", 0.90, "fraction_of_free", 1.0 * GB, 8192, 32,
+        "trtllm",
+        0.90,
+        "fraction_of_free",
+        1.0 * GB,
+        8192,
+        32,
         "TensorRT-LLM docs: kv_cache_free_gpu_mem_fraction=0.9 of the memory left after weights "
         "and activations, tokens_per_block=32, max_num_tokens=8192",
     ),
     "ideal": Engine(
-        "ideal", 1.0, "ideal", 0.0, 0, 1,
+        "ideal",
+        1.0,
+        "ideal",
+        0.0,
+        0,
+        1,
         "upper bound: every byte that is not a weight holds KV, no paging waste",
     ),
 }
@@ -109,8 +129,10 @@ def activation_peak_bytes(model: ModelArch, dep: Deployment, tokens: ArrayLike) 
     scores): the residual stream and one layer's widest intermediate alive at once —
     t·(2·D + max(3·F_ffn, (N+2K)·H)/TP)·b_a — plus fp32 logits for up to 256 sampled rows."""
     m, t = model, np.asarray(tokens, dtype=float)
-    f = max(m.intermediate_size if not m.is_moe else 0,
-            m.num_experts_per_tok * m.expert_width + m.n_shared_experts * m.expert_width)
+    f = max(
+        m.intermediate_size if not m.is_moe else 0,
+        m.num_experts_per_tok * m.expert_width + m.n_shared_experts * m.expert_width,
+    )
     widest = max(3 * f, (m.num_attention_heads + 2 * m.n_kv_heads) * m.d_head)
     logits = np.minimum(t, 256) * m.vocab_size * 4 / dep.tp
     return t * (2 * m.hidden_size + widest / dep.tp) * dep.activations.bytes_per_value + logits
@@ -132,14 +154,21 @@ class MemoryPlan:
         return self.kv_budget_bytes > 0
 
 
-def plan_memory(model: ModelArch, hw: Accelerator, dep: Deployment, eng: Engine,
-                capacity_bytes: float | None = None) -> MemoryPlan:
+def plan_memory(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    capacity_bytes: float | None = None,
+) -> MemoryPlan:
     """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory)."""
     cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
     if cap <= 0:
         raise InputError(f"memory capacity must be positive, got {cap}")
     weights = weight_bytes_per_gpu(model, dep)
-    act = float(activation_peak_bytes(model, dep, eng.profile_tokens)) if eng.profile_tokens else 0.0
+    act = (
+        float(activation_peak_bytes(model, dep, eng.profile_tokens)) if eng.profile_tokens else 0.0
+    )
     runtime = eng.runtime_overhead_bytes
     if eng.rule == "fraction_of_capacity":
         budget = cap * eng.memory_fraction - weights - act - runtime
@@ -150,7 +179,9 @@ def plan_memory(model: ModelArch, hw: Accelerator, dep: Deployment, eng: Engine,
     return MemoryPlan(cap, weights, act, runtime, max(budget, 0.0), eng)
 
 
-def max_batch(plan: MemoryPlan, model: ModelArch, dep: Deployment, context: ArrayLike) -> FloatArray:
+def max_batch(
+    plan: MemoryPlan, model: ModelArch, dep: Deployment, context: ArrayLike
+) -> FloatArray:
     """Largest number of sequences of `context` tokens whose KV fits in the budget:
     floor(KV budget / (kv per token × ceil(T / block)·block)) (window-capped per layer)."""
     per_seq = kv_bytes_per_sequence(model, dep, context, plan.engine.block_tokens)

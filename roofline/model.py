@@ -1,7 +1,7 @@
 """Model architectures: the Hugging Face config.json fields we need, and parameter counting.
 
-Symbols (scaling book, "How to Scale Your Model"): L layers, D hidden size, N query heads, K KV heads,
-H head dim, F FFN width, V vocabulary, E routed experts, k experts per token.
+Symbols (scaling book, "How to Scale Your Model"): L layers, D hidden size, N query heads,
+K KV heads, H head dim, F FFN width, V vocabulary, E routed experts, k experts per token.
 """
 
 from __future__ import annotations
@@ -179,7 +179,9 @@ class ModelArch:
 
     def _layer_params(self, moe: bool) -> int:
         ffn = (
-            self.n_routed_experts * self.expert_params + self.shared_expert_params + self.router_params
+            self.n_routed_experts * self.expert_params
+            + self.shared_expert_params
+            + self.router_params
             if moe
             else self.dense_mlp_params
         )

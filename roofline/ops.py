@@ -134,7 +134,8 @@ def kv_heads_per_gpu(model: ModelArch, tp: int) -> float:
 def kv_bytes_per_token_layer(model: ModelArch, kv_bits: float, tp: int = 1) -> float:
     """KV-cache bytes per token per layer per GPU.
     MHA/GQA/MQA: 2·K·H·b_kv (K split over TP, replicated past TP = K).
-    MLA: (kv_lora_rank + qk_rope_head_dim)·b_kv, replicated on every TP rank (DeepSeek-V2 §2.1.3)."""
+    MLA: (kv_lora_rank + qk_rope_head_dim)·b_kv, replicated on every TP rank
+    (DeepSeek-V2 §2.1.3)."""
     b = kv_bits / 8.0
     if model.is_mla:
         return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * b
@@ -178,8 +179,9 @@ class _Builder:
         if self.tp <= 1:
             return
         message = _arr(tokens) * self.m.hidden_size * self.b_a
-        self.add(name, "allreduce", layers * per_layer, flops=0.0, message_bytes=message,
-                 ranks=self.tp)
+        self.add(
+            name, "allreduce", layers * per_layer, flops=0.0, message_bytes=message, ranks=self.tp
+        )
 
     # ---- attention -------------------------------------------------------------------------
     def attention_projections(self, layers: int, tokens) -> None:
@@ -203,8 +205,9 @@ class _Builder:
         k = m.n_kv_heads
         qkv = m.attn_linear_params - n * h * d - (d if m.attention_bias else 0)
         self.matmul("attn.qkv", layers, qkv, d, (n + 2 * k) * h / tp, tokens)
-        self.matmul("attn.o", layers, n * h * d + (d if m.attention_bias else 0), n * h / tp, d,
-                    tokens)
+        self.matmul(
+            "attn.o", layers, n * h * d + (d if m.attention_bias else 0), n * h / tp, d, tokens
+        )
 
     def attention_decode(self, g: LayerGroup, batch, mean_context) -> None:
         """Decode attention for a batch at an (effective, window-capped) KV length T."""
@@ -236,8 +239,9 @@ class _Builder:
             kvh = kv_heads_per_gpu(m, tp)
             flops = pairs * heads * 4.0 * m.d_head
             act = tokens * (2.0 * heads + 2.0 * kvh) * m.d_head * self.b_a
-        self.add(_window_name("attn.core", g), "attention", g.count, flops, kv=tokens * kv_tok,
-                 act=act)
+        self.add(
+            _window_name("attn.core", g), "attention", g.count, flops, kv=tokens * kv_tok, act=act
+        )
 
     # ---- feed-forward ----------------------------------------------------------------------
     def ffn(self, g: LayerGroup, tokens) -> None:
@@ -250,7 +254,9 @@ class _Builder:
             return
         e, k = m.n_routed_experts, m.num_experts_per_tok
         self.add(
-            "moe.router", "matmul", g.count,
+            "moe.router",
+            "matmul",
+            g.count,
             flops=2.0 * m.router_params * t,
             weight=m.router_params * self.b_o,
             act=t * (d + e) * self.b_a,
@@ -258,7 +264,9 @@ class _Builder:
         f = m.expert_width
         distinct = expected_experts(e, k, t)
         self.add(
-            "moe.experts", "matmul", g.count,
+            "moe.experts",
+            "matmul",
+            g.count,
             flops=2.0 * m.expert_params * k * t / tp,
             weight=distinct * m.expert_params * self.b_w / tp,
             act=t * k * (2 * d + 3 * f) * self.b_a / tp,
@@ -269,22 +277,36 @@ class _Builder:
             self.matmul("moe.shared", g.count, m.shared_expert_params, d, 3 * f_s / tp, t)
         if self.dep.ep > 1:
             message = t * k * d * self.b_a / self.dep.ep
-            self.add("ep.alltoall", "alltoall", g.count * 2, flops=0.0, message_bytes=message,
-                     ranks=self.dep.ep)
+            self.add(
+                "ep.alltoall",
+                "alltoall",
+                g.count * 2,
+                flops=0.0,
+                message_bytes=message,
+                ranks=self.dep.ep,
+            )
         else:
             self.allreduce("tp.allreduce(moe)", g.count, t, 1)
 
     # ---- embedding and head ----------------------------------------------------------------
     def embed(self, tokens) -> None:
         t = _arr(tokens)
-        self.add("embed", "gather", 1, 0.0, weight=t * self.m.hidden_size * self.b_o / self.tp,
-                 act=t * self.m.hidden_size * self.b_a)
+        self.add(
+            "embed",
+            "gather",
+            1,
+            0.0,
+            weight=t * self.m.hidden_size * self.b_o / self.tp,
+            act=t * self.m.hidden_size * self.b_a,
+        )
 
     def lm_head(self, logit_tokens) -> None:
         m, t = self.m, _arr(logit_tokens)
         params = m.vocab_size * m.hidden_size
         self.add(
-            "lm_head", "matmul", 1,
+            "lm_head",
+            "matmul",
+            1,
             flops=2.0 * params * t / self.tp,
             weight=params * self.b_o / self.tp,
             act=t * (m.hidden_size + m.vocab_size / self.tp) * self.b_a,

@@ -92,7 +92,9 @@ def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: E
         intensity = arithmetic_intensity(op.flops, op.bytes)
         t_ideal = op_time_s(op.flops, op.bytes, peak, w)
         t_exp = op_time_s(op.flops, op.bytes, peak, w, eff.compute, eff.memory)
-        results.append(OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp))
+        results.append(
+            OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp)
+        )
 
     def total(attr: str):
         return sum((getattr(r.op, attr) for r in results), zero)
@@ -100,23 +102,47 @@ def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: E
     t_ideal = sum((r.t_ideal_s for r in results), zero)
     t_exp = sum((r.t_expected_s for r in results), zero) + eff.step_overhead_s
     return PhaseResult(
-        name, dtype, tuple(results), total("flops"), total("weight_bytes"), total("kv_bytes"),
-        total("act_bytes"), link_total, ridge, t_ideal, t_exp,
+        name,
+        dtype,
+        tuple(results),
+        total("flops"),
+        total("weight_bytes"),
+        total("kv_bytes"),
+        total("act_bytes"),
+        link_total,
+        ridge,
+        t_ideal,
+        t_exp,
     )
 
 
-def prefill(model: ModelArch, hw: Accelerator, dep: Deployment, batch: ArrayLike,
-            prompt: ArrayLike, eff: Efficiency | None = None) -> PhaseResult:
+def prefill(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    batch: ArrayLike,
+    prompt: ArrayLike,
+    eff: Efficiency | None = None,
+) -> PhaseResult:
     """One batched prefill of `batch` prompts of `prompt` tokens."""
-    return _evaluate("prefill", prefill_ops(model, hw, dep, batch, prompt), hw, dep,
-                     eff or hw.efficiency)
+    return _evaluate(
+        "prefill", prefill_ops(model, hw, dep, batch, prompt), hw, dep, eff or hw.efficiency
+    )
 
 
-def decode(model: ModelArch, hw: Accelerator, dep: Deployment, batch: ArrayLike,
-           context: ArrayLike, steps: ArrayLike = 1, eff: Efficiency | None = None) -> PhaseResult:
+def decode(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    batch: ArrayLike,
+    context: ArrayLike,
+    steps: ArrayLike = 1,
+    eff: Efficiency | None = None,
+) -> PhaseResult:
     """The mean decode step over `steps` steps starting at KV length `context`."""
-    return _evaluate("decode", decode_ops(model, hw, dep, batch, context, steps), hw, dep,
-                     eff or hw.efficiency)
+    return _evaluate(
+        "decode", decode_ops(model, hw, dep, batch, context, steps), hw, dep, eff or hw.efficiency
+    )
 
 
 @dataclass(frozen=True)
@@ -144,9 +170,16 @@ def _timing(ttft, tpot, batch, output, replicas) -> Timing:
     return Timing(ttft, tpot, e2e, replicas * np.asarray(batch) * o / e2e, decode_s / e2e)
 
 
-def request(model: ModelArch, hw: Accelerator, dep: Deployment, batch: ArrayLike,
-            prompt: ArrayLike, output: ArrayLike, replicas: int = 1,
-            eff: Efficiency | None = None) -> RequestResult:
+def request(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    batch: ArrayLike,
+    prompt: ArrayLike,
+    output: ArrayLike,
+    replicas: int = 1,
+    eff: Efficiency | None = None,
+) -> RequestResult:
     """A static batch of `batch` requests, each `prompt` tokens in and `output` tokens out."""
     b, s, o = (np.asarray(x, dtype=float) for x in (batch, prompt, output))
     if np.any(b < 1) or np.any(s < 0) or np.any(o < 1):

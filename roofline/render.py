@@ -133,7 +133,11 @@ def hardware_show_table(doc: Mapping[str, Any]) -> None:
         ("name", h["name"]),
         ("vendor / family", f"{h['vendor']} / {h['family']}"),
         ("aliases", ", ".join(h["aliases"]) or "—"),
-        ("memory", f"{fmt_bytes(h['memory_capacity_bytes'])} {h['memory_type']}".strip()),
+        (
+            "memory",
+            f"{fmt_bytes(h['memory_capacity_bytes'])} {h['memory_type']} (datasheet "
+            f"{fmt_bytes(h['memory_nominal_bytes'])})",
+        ),
         ("bandwidth", f"{h['memory_bandwidth_bytes_per_s'] / 1e12:.4g} TB/s"),
         ("2:4 sparsity doubles tensor peak", _num(h["sparsity_2_4"])),
     ]
@@ -144,13 +148,19 @@ def hardware_show_table(doc: Mapping[str, Any]) -> None:
         if link:
             lat = f", {link['latency_s'] * 1e6:.3g} µs" if link["latency_s"] is not None else ""
             rows.append(
-                (label.replace("_", "-"),
-                 f"{link['name']}: {link['bandwidth_bytes_per_s'] / 1e9:.4g} GB/s per direction{lat}")
+                (
+                    label.replace("_", "-"),
+                    f"{link['name']}: {link['bandwidth_bytes_per_s'] / 1e9:.4g} GB/s "
+                    f"per direction{lat}",
+                )
             )
     eff = h["efficiency"]
     rows.append(
-        ("efficiency", f"compute {eff['compute']:.2f}, memory {eff['memory']:.2f}, "
-         f"overhead {fmt_seconds(eff['step_overhead_s'])} ({eff['source']})")
+        (
+            "efficiency",
+            f"compute {eff['compute']:.2f}, memory {eff['memory']:.2f}, "
+            f"overhead {fmt_seconds(eff['step_overhead_s'])} ({eff['source']})",
+        )
     )
     rows.append(("source", h["source"]))
     if h["notes"]:
@@ -171,7 +181,9 @@ def hardware_show_table(doc: Mapping[str, Any]) -> None:
 def tiers_table(doc: Mapping[str, Any]) -> None:
     rows = [
         (
-            t["id"], t["kind"], t["name"],
+            t["id"],
+            t["kind"],
+            t["name"],
             f"{t['bandwidth_bytes_per_s'] / 1e9:.4g} GB/s",
             "—" if t["latency_s"] is None else fmt_seconds(t["latency_s"]),
             "—" if t["capacity_bytes"] is None else fmt_bytes(t["capacity_bytes"]),
@@ -186,8 +198,11 @@ def tiers_table(doc: Mapping[str, Any]) -> None:
 def models_list_table(doc: Mapping[str, Any]) -> None:
     rows = [
         (
-            m["id"], m["attention"], "MoE" if m["moe"] else "dense",
-            f"{m['params_total'] / 1e9:,.2f}B", f"{m['params_active'] / 1e9:,.2f}B",
+            m["id"],
+            m["attention"],
+            "MoE" if m["moe"] else "dense",
+            f"{m['params_total'] / 1e9:,.2f}B",
+            f"{m['params_active'] / 1e9:,.2f}B",
             _num(m["kv_bytes_per_token_bf16"]),
         )
         for m in doc["models"]
@@ -203,9 +218,14 @@ def models_show_table(doc: Mapping[str, Any]) -> None:
         ("name", m["name"]),
         ("attention", m["attention"]),
         ("config", shape),
-        ("layer groups", "; ".join(
-            f"{g['count']}× {'window ' + str(g['window']) if g['window'] else 'full'}"
-            f"{' MoE' if g['moe'] else ''}" for g in m["layer_groups"])),
+        (
+            "layer groups",
+            "; ".join(
+                f"{g['count']}× {'window ' + str(g['window']) if g['window'] else 'full'}"
+                f"{' MoE' if g['moe'] else ''}"
+                for g in m["layer_groups"]
+            ),
+        ),
         ("params total", f"{m['params_total']:,} ({m['params_total'] / 1e9:.2f}B)"),
         ("params active", f"{m['params_active']:,} ({m['params_active'] / 1e9:.2f}B)"),
         ("KV bytes/token (bf16)", f"{m['kv_bytes_per_token_bf16']:,}"),
@@ -217,9 +237,16 @@ def models_show_table(doc: Mapping[str, Any]) -> None:
         rows.append(("notes", m["notes"]))
     con = stdout_console()
     con.print(_kv_table(m["id"], rows))
-    con.print(_rows_table("Parameters by component", ("component", "params", "share"), [
-        (k, f"{v:,}", f"{v / m['params_total']:.1%}") for k, v in m["params_breakdown"].items()
-    ]))
+    con.print(
+        _rows_table(
+            "Parameters by component",
+            ("component", "params", "share"),
+            [
+                (k, f"{v:,}", f"{v / m['params_total']:.1%}")
+                for k, v in m["params_breakdown"].items()
+            ],
+        )
+    )
 
 
 # ---- kv -------------------------------------------------------------------------------------
@@ -235,11 +262,21 @@ def kv_table(doc: Mapping[str, Any]) -> None:
     ]
     con = stdout_console()
     con.print(_kv_table(f"KV cache of {i['model']}", rows))
-    con.print(_rows_table("By layer group", ("layers", "window", "tokens held", "bytes"), [
-        (str(g["layers"]), _num(g["window"]), f"{g['tokens_held']:,.0f}",
-         fmt_bytes(g["kv_bytes_per_sequence"]))
-        for g in r["layer_groups"]
-    ]))
+    con.print(
+        _rows_table(
+            "By layer group",
+            ("layers", "window", "tokens held", "bytes"),
+            [
+                (
+                    str(g["layers"]),
+                    _num(g["window"]),
+                    f"{g['tokens_held']:,.0f}",
+                    fmt_bytes(g["kv_bytes_per_sequence"]),
+                )
+                for g in r["layer_groups"]
+            ],
+        )
+    )
 
 
 # ---- capacity -------------------------------------------------------------------------------
@@ -258,9 +295,16 @@ def capacity_table(doc: Mapping[str, Any]) -> None:
         rows.append(("reason", doc["reason"]))
     con = stdout_console()
     con.print(_kv_table(f"{i['model']} on {i['gpus']}× {i['hardware']}", rows))
-    con.print(_rows_table("Max batch by context", ("context tokens", "max batch"), [
-        (f"{p['context_tokens']:,}", f"{p['max_batch']:,}") for p in doc["max_batch_by_context"]
-    ]))
+    con.print(
+        _rows_table(
+            "Max batch by context",
+            ("context tokens", "max batch"),
+            [
+                (f"{p['context_tokens']:,}", f"{p['max_batch']:,}")
+                for p in doc["max_batch_by_context"]
+            ],
+        )
+    )
 
 
 # ---- analyze --------------------------------------------------------------------------------
@@ -276,9 +320,14 @@ def analyze_table(doc: Mapping[str, Any]) -> None:
         )
         rows = [
             (
-                o["name"], str(o["layers"]), _c(fmt_count(o["flops"])), _c(fmt_bytes(o["bytes"])),
+                o["name"],
+                str(o["layers"]),
+                _c(fmt_count(o["flops"])),
+                _c(fmt_bytes(o["bytes"])),
                 _num(o["arithmetic_intensity"]) if o["arithmetic_intensity"] is not None else "—",
-                o["bound"], _c(fmt_seconds(o["t_ideal_s"])), _c(fmt_seconds(o["t_expected_s"])),
+                o["bound"],
+                _c(fmt_seconds(o["t_ideal_s"])),
+                _c(fmt_seconds(o["t_expected_s"])),
             )
             for o in p["ops"]
         ]
@@ -293,10 +342,16 @@ def analyze_table(doc: Mapping[str, Any]) -> None:
             ("TTFT", fmt_seconds(doc["ideal"]["ttft_s"]), fmt_seconds(doc["expected"]["ttft_s"])),
             ("TPOT", fmt_seconds(doc["ideal"]["tpot_s"]), fmt_seconds(doc["expected"]["tpot_s"])),
             ("E2E", fmt_seconds(doc["ideal"]["e2e_s"]), fmt_seconds(doc["expected"]["e2e_s"])),
-            ("output tokens/s", _num(doc["ideal"]["output_tokens_per_s"]),
-             _num(doc["expected"]["output_tokens_per_s"])),
-            ("decode share of time", f"{doc['ideal']['decode_time_fraction']:.1%}",
-             f"{doc['expected']['decode_time_fraction']:.1%}"),
+            (
+                "output tokens/s",
+                _num(doc["ideal"]["output_tokens_per_s"]),
+                _num(doc["expected"]["output_tokens_per_s"]),
+            ),
+            (
+                "decode share of time",
+                f"{doc['ideal']['decode_time_fraction']:.1%}",
+                f"{doc['expected']['decode_time_fraction']:.1%}",
+            ),
         ],
     )
     con.print(summary)

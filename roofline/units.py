@@ -1,7 +1,7 @@
 """SI constants, parsing of human sizes ("32k", "80GB", "3.35TB/s", "50ms") and formatting.
 
-Everything inside the core is SI: bytes, seconds, FLOP, FLOP/s, bytes/s. Conversions happen only here,
-at the edges (catalog loading, command-line parsing, rendering).
+Everything inside the core is SI: bytes, seconds, FLOP, FLOP/s, bytes/s. Conversions happen
+only here, at the edges (catalog loading, command-line parsing, rendering).
 """
 
 from __future__ import annotations

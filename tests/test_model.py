@@ -65,6 +65,13 @@ def test_layer_groups_model_local_attention(cat):
 
 
 def test_head_dim_defaults_to_d_over_n():
-    m = ModelArch(id="x", model_type="llama", hidden_size=4096, num_hidden_layers=2,
-                  num_attention_heads=32, vocab_size=10, intermediate_size=8)
+    m = ModelArch(
+        id="x",
+        model_type="llama",
+        hidden_size=4096,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        vocab_size=10,
+        intermediate_size=8,
+    )
     assert m.d_head == 128 and m.n_kv_heads == 32 and m.attention_kind == "MHA"

@@ -18,9 +18,15 @@ from roofline.parallel import allreduce_time_s
 from roofline.phases import decode, prefill, request
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 
-LLAMA2_13B = ModelArch(id="llama-2-13b", model_type="llama", hidden_size=5120,
-                       num_hidden_layers=40, num_attention_heads=40, vocab_size=32000,
-                       intermediate_size=13824)
+LLAMA2_13B = ModelArch(
+    id="llama-2-13b",
+    model_type="llama",
+    hidden_size=5120,
+    num_hidden_layers=40,
+    num_attention_heads=40,
+    vocab_size=32000,
+    intermediate_size=13824,
+)
 
 
 # ---- KV cache ----------------------------------------------------------------------------------
@@ -164,8 +170,14 @@ def test_request_metrics_are_consistent(cat):
 
 def test_reasoning_trace_is_decode_dominated(cat):
     # the seed: reasoning traces past 10,000 tokens spend upwards of 99% of time in decode
-    r = request(cat.model("deepseek-r1-distill-llama-8b"), cat.accelerator("h100"), Deployment(),
-                1, 500, 10_000)
+    r = request(
+        cat.model("deepseek-r1-distill-llama-8b"),
+        cat.accelerator("h100"),
+        Deployment(),
+        1,
+        500,
+        10_000,
+    )
     assert float(r.ideal.decode_time_fraction) > 0.99
 
 

@@ -1,0 +1,55 @@
+"""Benchmarks: a cold CLI query (interpreter start included) and a vectorized decode sweep."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from roofline import Deployment, load_catalog
+from roofline.phases import decode
+
+
+def cold_query(runs: int = 5) -> float:
+    cmd = [
+        sys.executable,
+        "-m",
+        "roofline",
+        "analyze",
+        "llama-3.1-70b",
+        "h100",
+        "--tp",
+        "4",
+        "--weights",
+        "fp8",
+        "--batch",
+        "32",
+        "--format",
+        "json",
+    ]
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def sweep(points: int = 10_000) -> float:
+    cat = load_catalog()
+    m, hw = cat.model("deepseek-r1"), cat.accelerator("h200")
+    batch = np.repeat(np.arange(1, 101), points // 100)
+    context = np.tile(np.linspace(1024, 131072, points // 100), 100)
+    t0 = time.perf_counter()
+    decode(m, hw, Deployment(tp=8), batch, context)
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    q = cold_query()
+    print(f"cold `roofline analyze` (best of 5, interpreter start included): {q * 1e3:.0f} ms")
+    n = 10_000
+    s = sweep(n)
+    print(f"vectorized decode sweep: {n:,} points in {s * 1e3:.1f} ms ({n / s:,.0f} points/s)")

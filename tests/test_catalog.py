@@ -1,0 +1,106 @@
+"""Catalog health and strict loading: every shipped entry is sourced; broken files are named."""
+
+from pathlib import Path
+
+import pytest
+
+from roofline.catalog import Catalog, load_catalog, validate_dirs
+from roofline.errors import CatalogError, UnknownEntryError
+
+REQUIRED_HARDWARE = """nvidia-a100-40gb-sxm nvidia-a100-80gb-sxm nvidia-a100-80gb-pcie
+nvidia-h100-sxm nvidia-h100-pcie nvidia-h200-sxm nvidia-h800-sxm nvidia-b200-hgx nvidia-gb200
+nvidia-l40s
+nvidia-rtx-4090 amd-mi300x amd-mi325x intel-gaudi3 google-tpu-v5e google-tpu-v6e apple-m1-max
+apple-m2-ultra apple-m3-max apple-m3-ultra apple-m4-max apple-m4-pro""".split()
+REQUIRED_MODELS = """llama-2-7b llama-2-70b llama-3-8b llama-3-70b llama-3.1-8b llama-3.1-70b
+llama-3.1-405b llama-3.3-70b deepseek-v3 deepseek-r1 deepseek-r1-distill-llama-8b
+deepseek-r1-distill-llama-70b deepseek-r1-distill-qwen-32b qwq-32b qwen3-32b qwen3-30b-a3b
+qwen3-235b-a22b mixtral-8x7b gpt-oss-120b gemma-3-27b""".split()
+REQUIRED_TIERS = """pcie4-x16 pcie5-x16 pcie6-x16 cxl2-x8 cxl2-x16 micron-cz120 samsung-cmm-d
+ddr5-socket-genoa nvme-gen4 nvme-gen5 nvlink-c2c infiniband-ndr""".split()
+
+GOOD_ACCEL = """accelerators:
+- id: test-gpu
+  name: Test GPU
+  vendor: test
+  family: test
+  memory: {capacity_gb: 10, bandwidth_tb_s: 1.0}
+  dense_tflops: {bf16: 100}
+  sparsity_2_4: false
+  source: "a test"
+"""
+
+
+def test_required_entries_exist(cat):
+    assert set(REQUIRED_HARDWARE) <= set(cat.accelerators)
+    assert set(REQUIRED_MODELS) <= set(cat.models)
+    assert set(REQUIRED_TIERS) <= set(cat.tiers)
+
+
+def test_every_entry_has_a_source(cat):
+    for table in (cat.accelerators, cat.tiers, cat.models):
+        for entry in table.values():
+            assert entry.source.strip(), entry.id
+
+
+def test_shipped_catalog_validates():
+    root = Path(__file__).resolve().parent.parent
+    assert validate_dirs([root / "hardware", root / "models"]) == []
+
+
+def test_aliases_and_did_you_mean(cat):
+    assert cat.accelerator("h100").id == "nvidia-h100-sxm"
+    assert cat.accelerator("H100").id == "nvidia-h100-sxm"
+    with pytest.raises(UnknownEntryError) as e:
+        cat.accelerator("nvidia-h100-sxn")
+    assert "nvidia-h100-sxm" in e.value.hint
+
+
+def _write(tmp_path: Path, text: str, name: str = "x.yaml") -> Path:
+    (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda t: t.replace("vendor: test", "vendor: test\n  bandwith_tb_s: 3"),
+            "unknown key 'bandwith_tb_s'",
+        ),
+        (lambda t: t.replace("bf16: 100", "bf16: 1e14"), "key 'bf16' must be a number"),
+        (lambda t: t.replace('  source: "a test"\n', ""), "missing required key 'source'"),
+        (lambda t: t.replace("capacity_gb: 10", "capacity_gb: -10"), "must not be negative"),
+        (lambda t: t.replace("sparsity_2_4: false", "sparsity_2_4: 1"), "true or false"),
+        (lambda t: t + "  notes: [unclosed\n", "not valid YAML"),
+    ],
+)
+def test_broken_files_name_file_entry_and_key(tmp_path, edit, message):
+    directory = _write(tmp_path, edit(GOOD_ACCEL))
+    with pytest.raises(CatalogError) as e:
+        Catalog().add_dir(directory)
+    text = str(e.value)
+    assert message in text and "x.yaml" in text
+    if "YAML" not in message:
+        assert "test-gpu" in text
+
+
+def test_duplicate_ids_rejected(tmp_path):
+    _write(tmp_path, GOOD_ACCEL, "a.yaml")
+    _write(tmp_path, GOOD_ACCEL, "b.yaml")
+    with pytest.raises(CatalogError, match="duplicate id"):
+        Catalog().add_dir(tmp_path)
+
+
+def test_user_catalog_adds_and_overrides(tmp_path, monkeypatch):
+    override = GOOD_ACCEL.replace("id: test-gpu", "id: nvidia-h100-sxm").replace(
+        "bandwidth_tb_s: 1.0", "bandwidth_tb_s: 9.0"
+    )
+    _write(tmp_path, GOOD_ACCEL, "a.yaml")
+    _write(tmp_path, override, "b.yaml")
+    cat = load_catalog([tmp_path])
+    assert cat.accelerator("test-gpu").memory_bandwidth_bytes_per_s == 1e12
+    assert cat.accelerator("nvidia-h100-sxm").memory_bandwidth_bytes_per_s == 9e12
+    assert load_catalog().accelerator("nvidia-h100-sxm").memory_bandwidth_bytes_per_s == 3.35e12
+    monkeypatch.setenv("ROOFLINE_CATALOG", str(tmp_path))
+    assert load_catalog().accelerator("test-gpu").name == "Test GPU"

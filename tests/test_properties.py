@@ -1,0 +1,101 @@
+"""Property tests (hypothesis) for the physics: monotonicity, linearity, bounds."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.catalog import load_catalog
+from roofline.hardware import Efficiency
+from roofline.memory import ENGINES, kv_bytes_per_sequence, max_batch, plan_memory
+from roofline.ops import Deployment
+from roofline.phases import decode, request
+from roofline.precision import WEIGHT_FORMATS
+from roofline.roofline import arithmetic_intensity, bound, op_time_s
+
+CAT = load_catalog()
+MODELS = ["llama-3.1-8b", "deepseek-r1", "gemma-3-27b", "mixtral-8x7b", "gpt-oss-120b"]
+positive = st.floats(min_value=1e3, max_value=1e15, allow_nan=False)
+eta = st.floats(min_value=0.05, max_value=1.0)
+
+
+@given(flops=positive, q=positive, extra=positive, peak=positive, bw=positive)
+def test_time_never_decreases_with_more_bytes(flops, q, extra, peak, bw):
+    assert op_time_s(flops, q + extra, peak, bw) >= op_time_s(flops, q, peak, bw)
+
+
+@given(flops=positive, q=positive, peak=positive, bw=positive, factor=st.floats(1.0, 100.0))
+def test_time_never_decreases_with_less_bandwidth(flops, q, peak, bw, factor):
+    assert op_time_s(flops, q, peak, bw / factor) >= op_time_s(flops, q, peak, bw)
+
+
+@given(flops=positive, q=positive, peak=positive, bw=positive)
+def test_bound_flips_exactly_at_the_ridge(flops, q, peak, bw):
+    ridge = peak / bw
+    i = arithmetic_intensity(flops, q)
+    compute_time, memory_time = flops / peak, q / bw
+    assert (bound(i, ridge) == "compute") == (i >= ridge)
+    # at the ridge both terms are equal; above it the math term dominates
+    if i > ridge * (1 + 1e-9):
+        assert compute_time >= memory_time
+    if i < ridge * (1 - 1e-9):
+        assert memory_time >= compute_time
+
+
+@settings(max_examples=30, deadline=None)
+@given(model=st.sampled_from(MODELS), t=st.integers(1, 100_000), k=st.integers(2, 8))
+def test_kv_is_linear_in_context_without_windows(model, t, k):
+    m = CAT.model(model)
+    dep = Deployment()
+    one, many = kv_bytes_per_sequence(m, dep, t), kv_bytes_per_sequence(m, dep, k * t)
+    if all(g.window is None for g in m.layer_groups):
+        assert np.isclose(many, k * one)
+    else:  # windowed layers stop growing: never more than linear
+        assert many <= k * one * (1 + 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(model=st.sampled_from(MODELS), t=st.integers(1, 200_000), more=st.integers(0, 200_000))
+def test_max_batch_never_increases_with_context(model, t, more):
+    m, hw = CAT.model(model), CAT.accelerator("b200")
+    dep = Deployment(tp=8, weights=WEIGHT_FORMATS["fp8"])
+    plan = plan_memory(m, hw, dep, ENGINES["vllm"])
+    assert max_batch(plan, m, dep, t + more) <= max_batch(plan, m, dep, t)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    model=st.sampled_from(MODELS),
+    batch=st.integers(1, 256),
+    prompt=st.integers(1, 8192),
+    output=st.integers(1, 8192),
+    c=eta,
+    m_=eta,
+    overhead=st.floats(0, 1e-3),
+)
+def test_expected_is_never_faster_than_ideal(model, batch, prompt, output, c, m_, overhead):
+    eff = Efficiency(compute=c, memory=m_, step_overhead_s=overhead, source="test")
+    r = request(
+        CAT.model(model), CAT.accelerator("h200"), Deployment(tp=8), batch, prompt, output, eff=eff
+    )
+    assert r.expected.ttft_s >= r.ideal.ttft_s
+    assert r.expected.tpot_s >= r.ideal.tpot_s
+    assert r.expected.output_tokens_per_s <= r.ideal.output_tokens_per_s
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    model=st.sampled_from(MODELS),
+    batch=st.integers(1, 512),
+    t=st.integers(1, 65536),
+    dt=st.integers(1, 65536),
+)
+def test_decode_step_time_grows_with_context(model, batch, t, dt):
+    m, hw = CAT.model(model), CAT.accelerator("h100")
+    dep = Deployment(tp=8)
+    assert decode(m, hw, dep, batch, t + dt).t_ideal_s >= decode(m, hw, dep, batch, t).t_ideal_s
+
+
+def test_efficiencies_in_catalog_are_in_unit_interval():
+    for hw in CAT.accelerators.values():
+        assert 0 < hw.efficiency.compute <= 1 and 0 < hw.efficiency.memory <= 1
+        assert hw.efficiency.step_overhead_s >= 0
