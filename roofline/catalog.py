@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from functools import cache
 from importlib import resources
@@ -27,6 +27,7 @@ from roofline.errors import CatalogError, UnknownEntryError
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.model import ModelArch
 from roofline.units import GB, TB, TFLOPS, US, MiB
+from roofline.validate import Case
 
 NUM = (int, float)
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -47,8 +48,16 @@ _MEMORY_KEYS = {
 _EFFICIENCY_KEYS = {
     "compute": (NUM, False),
     "memory": (NUM, False),
+    "memory_weight_only": (NUM, False),
     "step_overhead_us": (NUM, False),
     "source": (str, True),
+}
+_FAMILY_KEYS = {
+    "id": (str, True),
+    "name": (str, True),
+    "efficiency": (dict, True),
+    "source": (str, True),
+    "notes": (str, False),
 }
 _ACCELERATOR_KEYS = {
     "id": (str, True),
@@ -129,7 +138,7 @@ _MODEL_TYPES = (
     "gemma3_text",
     "gpt_oss",
 )
-_SECTIONS = ("accelerators", "tiers", "models")
+_SECTIONS = ("accelerators", "tiers", "models", "families")
 
 
 def _type_name(t: Any) -> str:
@@ -189,6 +198,39 @@ def _link(where: str, data: Any, id_: str) -> Tier:
     )
 
 
+def _efficiency(where: str, data: Any) -> Efficiency:
+    e = _check(where, data, _EFFICIENCY_KEYS)
+    for key in ("compute", "memory", "memory_weight_only"):
+        if key in e and not 0 < e[key] <= 1:
+            raise CatalogError(f"{where}: key '{key}' must be in (0, 1], got {e[key]}")
+    wo = e.get("memory_weight_only")
+    return Efficiency(
+        compute=float(e.get("compute", 1.0)),
+        memory=float(e.get("memory", 1.0)),
+        memory_weight_only=None if wo is None else float(wo),
+        step_overhead_s=float(e.get("step_overhead_us", 0.0)) * US,
+        source=e["source"],
+    )
+
+
+@dataclass(frozen=True)
+class Family:
+    """A hardware family and the efficiencies its members share unless they set their own."""
+
+    id: str
+    name: str
+    efficiency: Efficiency
+    source: str
+    aliases: tuple[str, ...] = ()
+
+
+def _family(where: str, data: Any) -> Family:
+    d = _check(where, data, _FAMILY_KEYS)
+    return Family(
+        d["id"], d["name"], _efficiency(f"{where}: efficiency", d["efficiency"]), d["source"]
+    )
+
+
 def _accelerator(where: str, data: Any) -> Accelerator:
     d = _check(where, data, _ACCELERATOR_KEYS)
     mem = _check(f"{where}: memory", d["memory"], _MEMORY_KEYS)
@@ -196,18 +238,7 @@ def _accelerator(where: str, data: Any) -> Accelerator:
     if not peaks:
         raise CatalogError(f"{where}: dense_tflops needs at least one dtype")
     eff_data = d.get("efficiency")
-    eff = Efficiency()
-    if eff_data is not None:
-        e = _check(f"{where}: efficiency", eff_data, _EFFICIENCY_KEYS)
-        for key in ("compute", "memory"):
-            if key in e and not 0 < e[key] <= 1:
-                raise CatalogError(f"{where}: efficiency '{key}' must be in (0, 1], got {e[key]}")
-        eff = Efficiency(
-            compute=float(e.get("compute", 1.0)),
-            memory=float(e.get("memory", 1.0)),
-            step_overhead_s=float(e.get("step_overhead_us", 0.0)) * US,
-            source=e["source"],
-        )
+    eff = Efficiency() if eff_data is None else _efficiency(f"{where}: efficiency", eff_data)
     fraction = float(d.get("gpu_memory_fraction", 1.0))
     if not 0 < fraction <= 1:
         raise CatalogError(f"{where}: key 'gpu_memory_fraction' must be in (0, 1], got {fraction}")
@@ -299,7 +330,7 @@ def _model(where: str, data: Any) -> ModelArch:
     return ModelArch(**d)
 
 
-_BUILDERS = {"accelerators": _accelerator, "tiers": _tier, "models": _model}
+_BUILDERS = {"accelerators": _accelerator, "tiers": _tier, "models": _model, "families": _family}
 
 
 def _load_file(path: Path) -> dict[str, list[Any]]:
@@ -342,7 +373,9 @@ class Catalog:
     accelerators: dict[str, Accelerator] = field(default_factory=dict)
     tiers: dict[str, Tier] = field(default_factory=dict)
     models: dict[str, ModelArch] = field(default_factory=dict)
+    families: dict[str, Family] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)  # "section:id" -> file path
+    own_efficiency: set[str] = field(default_factory=set)  # accelerators that set their own
 
     def add_dir(self, directory: Path) -> None:
         """Load every *.yaml below a directory; ids repeated inside it are an error, ids already
@@ -363,7 +396,18 @@ class Catalog:
                     seen[key] = path
                     table[entry.id] = entry
                     self.origin[key] = str(path)
+                    if section == "accelerators":
+                        own = entry.efficiency != Efficiency()
+                        (self.own_efficiency.add if own else self.own_efficiency.discard)(entry.id)
         self._check_aliases()
+        self._apply_families()
+
+    def _apply_families(self) -> None:
+        """Give every accelerator without its own efficiency block its family's."""
+        for hw_id, hw in list(self.accelerators.items()):
+            family = self.families.get(hw.family)
+            if hw_id not in self.own_efficiency and family is not None:
+                self.accelerators[hw_id] = replace(hw, efficiency=family.efficiency)
 
     def _check_aliases(self) -> None:
         for section in _SECTIONS:
@@ -434,10 +478,70 @@ def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
     base = _shipped()
     if not dirs:
         return base
-    cat = Catalog(dict(base.accelerators), dict(base.tiers), dict(base.models), dict(base.origin))
+    cat = Catalog(
+        dict(base.accelerators),
+        dict(base.tiers),
+        dict(base.models),
+        dict(base.families),
+        dict(base.origin),
+        set(base.own_efficiency),
+    )
     for directory in dirs:
         cat.add_dir(directory)
     return cat
+
+
+_CASE_KEYS: dict[str, tuple[Any, bool]] = {
+    "id": (str, True),
+    "model": (str, True),
+    "hardware": (str, True),
+    "gpus": (int, True),
+    "tp": (int, True),
+    "pp": (int, True),
+    "ep": (int, True),
+    "weights": (str, True),
+    "kv": (str, True),
+    "batch": ((int, type(None)), True),
+    "prompt": (int, True),
+    "output": (int, True),
+    "metric": (str, True),
+    "measured": (NUM, True),
+    "source": (str, True),
+    "notes": (str, False),
+    "engine": (str, False),
+}
+
+
+def load_cases(path: str | Path) -> list[Case]:
+    """Read published measurements (schema of validation/public_cases.yaml), strictly."""
+    p = Path(path)
+    try:
+        raw = (
+            yaml.safe_load(p.read_text(encoding="utf-8"))
+            if str(path) != "-"
+            else yaml.safe_load(__import__("sys").stdin.read())
+        )
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cases"), list):
+        raise CatalogError(f"{path}: expected a mapping with a 'cases' list")
+    cases, seen = [], set()
+    for i, entry in enumerate(raw["cases"]):
+        name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+        where = f"{path}: case '{name}'"
+        d = _check(where, entry, _CASE_KEYS)
+        if d["id"] in seen:
+            raise CatalogError(f"{where}: duplicate id")
+        seen.add(d["id"])
+        for key in ("gpus", "tp", "pp", "ep", "output"):
+            _positive(where, key, d[key])
+        _positive(where, "measured", d["measured"])
+        if d["batch"] is not None:
+            _positive(where, "batch", d["batch"])
+        cases.append(Case(**{**d, "measured": float(d["measured"])}))
+    return cases
 
 
 def validate_dirs(dirs: Iterable[Path]) -> list[str]:

@@ -17,7 +17,14 @@ import numpy as np
 import typer
 
 from roofline import __version__, render
-from roofline.catalog import Catalog, load_catalog, shipped_dirs, user_dirs, validate_dirs
+from roofline.catalog import (
+    Catalog,
+    load_cases,
+    load_catalog,
+    shipped_dirs,
+    user_dirs,
+    validate_dirs,
+)
 from roofline.errors import DoesNotFitError, InputError, RooflineError
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.memory import (
@@ -34,6 +41,7 @@ from roofline.ops import Deployment, kv_bytes_per_token_layer
 from roofline.phases import PhaseResult, request
 from roofline.precision import KV_FORMATS, activation_format, kv_format, weight_format
 from roofline.units import fmt_bytes, parse_bytes, parse_count, parse_seconds
+from roofline.validate import evaluate, summarize
 
 app = typer.Typer(
     help="Analytical roofline calculator for LLM inference: how fast and how big, from first "
@@ -673,6 +681,47 @@ def capacity(
         ],
     )
     render.emit_json(doc) if fmt is Fmt.json else render.capacity_table(doc)
+
+
+# ---- validate -------------------------------------------------------------------------------
+@app.command()
+@guarded
+def validate(
+    cases: Annotated[
+        Path, typer.Argument(help="cases YAML (schema of validation/public_cases.yaml)")
+    ],
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """Predictions against published measurements: ideal, expected, measured, speed ratio, error.
+    Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
+    cat = _catalog()
+    results = []
+    for case in load_cases(cases):
+        try:
+            m, hw = cat.model(case.model), cat.accelerator(case.hardware)
+        except RooflineError as exc:
+            raise InputError(f"case '{case.id}': {exc}", hint=exc.hint) from None
+        results.append(evaluate(case, m, hw))
+    rows = [
+        {
+            "id": r.case.id,
+            "model": r.case.model,
+            "hardware": r.case.hardware,
+            "metric": r.case.metric,
+            "regime": r.regime,
+            "batch": r.batch,
+            "ideal": r.ideal,
+            "expected": r.expected,
+            "measured": r.measured,
+            "speed_ratio_ideal": r.speed_ratio_ideal,
+            "error_expected": r.error_expected,
+            "bound_violation": r.bound_violation,
+            "efficiency_source": cat.accelerator(r.case.hardware).efficiency.source,
+        }
+        for r in results
+    ]
+    doc = render.document("validate", {"cases": str(cases)}, cases=rows, summary=summarize(results))
+    render.emit_json(doc) if fmt is Fmt.json else render.validate_table(doc)
 
 
 def main() -> None:

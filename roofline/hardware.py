@@ -39,9 +39,15 @@ class Efficiency:
     memory: float = 1.0
     step_overhead_s: float = 0.0
     source: str = "uncalibrated default (speed of light)"
+    memory_weight_only: float | None = None  # matmuls on weight-only quantised weights (int4, q4_0)
+
+    @property
+    def memory_dequant(self) -> float:
+        """Bandwidth share of weight-only quantised matmuls (dequantise-in-kernel is slower)."""
+        return self.memory if self.memory_weight_only is None else self.memory_weight_only
 
     def __post_init__(self) -> None:
-        for name in ("compute", "memory"):
+        for name in ("compute", "memory", "memory_dequant"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise InputError(f"efficiency {name} must be in (0, 1], got {value}")

@@ -89,6 +89,7 @@ class Op:
     kv_bytes: FloatArray
     act_bytes: FloatArray
     sparse: bool = False  # runs on 2:4 sparse tensor cores
+    quantized: bool = False  # its weights are stored in the deployment's weight format
     message_bytes: FloatArray | float = 0.0  # collectives: bytes per rank per call
     ranks: int = 1
 
@@ -173,6 +174,7 @@ class _Builder:
             weight=params * self.b_w / self.tp,
             act=t * (d_in + d_out) * self.b_a,
             sparse=self.dep.sparse_2_4,
+            quantized=True,
         )
 
     def allreduce(self, name: str, layers: int, tokens, per_layer: int) -> None:
@@ -271,6 +273,7 @@ class _Builder:
             weight=distinct * m.expert_params * self.b_w / tp,
             act=t * k * (2 * d + 3 * f) * self.b_a / tp,
             sparse=self.dep.sparse_2_4,
+            quantized=True,
         )
         if m.shared_expert_params:
             f_s = m.n_shared_experts * f

@@ -91,7 +91,9 @@ def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: E
         w = hw.memory_bandwidth_bytes_per_s
         intensity = arithmetic_intensity(op.flops, op.bytes)
         t_ideal = op_time_s(op.flops, op.bytes, peak, w)
-        t_exp = op_time_s(op.flops, op.bytes, peak, w, eff.compute, eff.memory)
+        dequant = op.quantized and dep.weights.weight_only
+        eta_m = eff.memory_dequant if dequant else eff.memory
+        t_exp = op_time_s(op.flops, op.bytes, peak, w, eff.compute, eta_m)
         results.append(
             OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp)
         )

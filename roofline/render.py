@@ -364,3 +364,48 @@ def analyze_table(doc: Mapping[str, Any]) -> None:
         f"compute in {i['compute_dtype']}; efficiency compute {eff['compute']:.2f}, memory "
         f"{eff['memory']:.2f}, overhead {fmt_seconds(eff['step_overhead_s'])} ({eff['source']})"
     )
+
+
+# ---- validate -------------------------------------------------------------------------------
+def validate_table(doc: Mapping[str, Any]) -> None:
+    con = stdout_console()
+    rows = [
+        (
+            c["id"],
+            c["metric"],
+            _num(c["ideal"]),
+            _num(c["expected"]),
+            _num(c["measured"]),
+            f"{c['speed_ratio_ideal']:.2f}" + (" !" if c["bound_violation"] else ""),
+            f"{c['error_expected']:+.0%}",
+        )
+        for c in doc["cases"]
+    ]
+    cols = ("case", "metric", "ideal", "expected", "measured", "meas/ideal", "error")
+    con.print(_rows_table("Predictions against published measurements", cols, rows))
+    s = doc["summary"]
+    regimes = [("all", s), *s["regimes"].items()]
+    con.print(
+        _rows_table(
+            "Summary (error of the expected prediction; meas/ideal = share of the speed of light)",
+            (
+                "regime",
+                "cases",
+                "bound violations",
+                "median |error|",
+                "max |error|",
+                "median meas/ideal",
+            ),
+            [
+                (
+                    name,
+                    str(r["cases"]),
+                    str(r["bound_violations"]),
+                    f"{r['median_abs_error']:.1%}",
+                    f"{r['max_abs_error']:.1%}",
+                    _num(r["median_speed_ratio_ideal"]),
+                )
+                for name, r in regimes
+            ],
+        )
+    )

@@ -1,0 +1,170 @@
+"""Predictions against published measurements: ideal (speed of light) and expected (calibrated).
+
+A case names a model, an accelerator, a deployment, a workload and one measured metric. For each:
+- ideal: the roofline at η = 1 and no overhead. A measurement faster than this is a bug in the
+  model or the catalog (missing bytes or FLOPs, a wrong datasheet figure), never noise;
+- expected: the family's calibrated efficiencies and per-step overhead;
+- speed_ratio_ideal: how close the hardware ran to the speed of light (1.0 = at it; > 1 violates);
+- error_expected: expected / measured − 1 for the metric as stated.
+
+Throughput cases model steady-state continuous batching with `batch` sequences in flight per
+replica: each request pays a prefill of its prompt (batched with the others) and decodes at the
+batch's step time, so one cycle of B requests takes t_prefill(B, S) + (O − 1)·t_decode(B) and
+yields B·O tokens. With `batch: null`, B is the largest batch the engine's KV budget allows at
+prompt + output tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.errors import InputError
+from roofline.hardware import Accelerator, Efficiency
+from roofline.memory import engine, max_batch, plan_memory
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.phases import decode, prefill
+from roofline.precision import kv_format, weight_format
+
+# metric -> (regime, kind): kind "time" (smaller is faster) or "rate" (larger is faster)
+METRICS: dict[str, tuple[str, str]] = {
+    "ttft_ms": ("ttft", "time"),
+    "tpot_ms": ("decode", "time"),
+    "decode_tokens_per_s_per_user": ("decode", "rate"),
+    "e2e_latency_ms": ("decode", "time"),
+    "output_tokens_per_s": ("throughput", "rate"),
+    "output_tokens_per_s_per_gpu": ("throughput", "rate"),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published measurement (schema of validation/public_cases.yaml)."""
+
+    id: str
+    model: str
+    hardware: str
+    gpus: int
+    tp: int
+    pp: int
+    ep: int
+    weights: str
+    kv: str
+    batch: int | None
+    prompt: int
+    output: int
+    metric: str
+    measured: float
+    source: str
+    notes: str = ""
+    engine: str = "vllm"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: Case
+    regime: str
+    batch: int
+    ideal: float
+    expected: float
+    measured: float
+    speed_ratio_ideal: float
+    error_expected: float
+
+    @property
+    def bound_violation(self) -> bool:
+        return self.speed_ratio_ideal > 1.0 + 1e-9
+
+
+def _metric(
+    case: Case, ttft_s: float, tpot_s: float, t_prefill_s: float, replicas: int, batch: int
+) -> float:
+    s, o = case.prompt, case.output
+    if case.metric == "ttft_ms":
+        return ttft_s * 1e3
+    if case.metric == "tpot_ms":
+        return tpot_s * 1e3
+    if case.metric == "decode_tokens_per_s_per_user":
+        return 1.0 / tpot_s
+    if case.metric == "e2e_latency_ms":
+        return (ttft_s + (o - 1) * tpot_s) * 1e3
+    per_replica = batch * o / (t_prefill_s + (o - 1) * tpot_s)
+    total = replicas * per_replica
+    del s
+    return total if case.metric == "output_tokens_per_s" else total / case.gpus
+
+
+def evaluate(
+    case: Case, model: ModelArch, hw: Accelerator, efficiency: Efficiency | None = None
+) -> CaseResult:
+    """Ideal and expected predictions of one case's metric."""
+    where = f"case '{case.id}'"
+    if case.metric not in METRICS:
+        raise InputError(
+            f"{where}: unknown metric '{case.metric}'", hint=f"use one of {', '.join(METRICS)}"
+        )
+    try:
+        dep = Deployment(
+            weights=weight_format(case.weights),
+            kv=kv_format(case.kv),
+            tp=case.tp,
+            pp=case.pp,
+            ep=case.ep,
+        )
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
+    if case.gpus % dep.gpus_per_replica:
+        raise InputError(f"{where}: gpus {case.gpus} is not a multiple of tp × pp")
+    replicas = case.gpus // dep.gpus_per_replica
+    eff = efficiency or hw.efficiency
+    batch = case.batch
+    if batch is None:
+        plan = plan_memory(model, hw, dep, engine(case.engine))
+        batch = int(max_batch(plan, model, dep, case.prompt + case.output))
+        if batch < 1:
+            raise InputError(
+                f"{where}: not one sequence of {case.prompt + case.output} tokens "
+                f"fits next to the weights"
+            )
+    regime, kind = METRICS[case.metric]
+    prompt = max(case.prompt, 1)
+    steps = max(case.output - 1, 1)
+    p = prefill(model, hw, dep, batch, prompt, eff)
+    d = decode(model, hw, dep, batch, case.prompt + 1, steps, eff)
+    values = {}
+    for name, pre, dec in (
+        ("ideal", p.t_ideal_s, d.t_ideal_s),
+        ("expected", p.t_expected_s, d.t_expected_s),
+    ):
+        values[name] = _metric(case, float(pre), float(dec), float(pre), replicas, batch)
+    ideal, expected = values["ideal"], values["expected"]
+    speed = ideal / case.measured if kind == "time" else case.measured / ideal
+    return CaseResult(
+        case, regime, batch, ideal, expected, case.measured, speed, expected / case.measured - 1.0
+    )
+
+
+def summarize(results: list[CaseResult]) -> dict[str, object]:
+    """Bound violations, median and max absolute error of the expected prediction, per regime."""
+
+    def stats(rs: list[CaseResult]) -> dict[str, object]:
+        errors = np.abs([r.error_expected for r in rs]) if rs else np.array([np.nan])
+        return {
+            "cases": len(rs),
+            "bound_violations": sum(r.bound_violation for r in rs),
+            "median_abs_error": float(np.median(errors)),
+            "max_abs_error": float(np.max(errors)),
+            "median_speed_ratio_ideal": float(np.median([r.speed_ratio_ideal for r in rs]))
+            if rs
+            else None,
+        }
+
+    out = stats(results)
+    out["regimes"] = {
+        regime: stats([r for r in results if r.regime == regime])
+        for regime in dict.fromkeys(m[0] for m in METRICS.values())
+        if any(r.regime == regime for r in results)
+    }
+    return out

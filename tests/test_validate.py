@@ -1,0 +1,92 @@
+"""`roofline validate` on the published cases: the ideal bound holds, the expected error is small,
+and the catalog's family efficiencies are exactly what the calibration method produces."""
+
+from pathlib import Path
+
+import pytest
+
+from roofline.catalog import load_cases
+from roofline.validate import evaluate, summarize
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLIC = ROOT / "validation/public_cases.yaml"
+EXTRA = ROOT / "validation/extra_cases.yaml"
+
+
+@pytest.fixture(scope="module")
+def public(cat):
+    return [
+        evaluate(c, cat.model(c.model), cat.accelerator(c.hardware)) for c in load_cases(PUBLIC)
+    ]
+
+
+def test_public_cases_are_the_shared_ones():
+    shared = ROOT.parent / "shared/validation/public_cases.yaml"
+    if shared.exists():  # the copy in the repository must not drift from the shared reference
+        assert shared.read_text() == PUBLIC.read_text()
+
+
+def test_no_case_beats_the_speed_of_light(public, cat):
+    extra = [
+        evaluate(c, cat.model(c.model), cat.accelerator(c.hardware)) for c in load_cases(EXTRA)
+    ]
+    for r in public + extra:
+        assert r.speed_ratio_ideal <= 1.0, r.case.id
+
+
+def test_expected_error_within_20_percent_median(public):
+    s = summarize(public)
+    assert s["bound_violations"] == 0
+    assert s["median_abs_error"] < 0.20
+    assert set(s["regimes"]) == {"ttft", "decode", "throughput"}
+    for regime in s["regimes"].values():
+        assert regime["median_abs_error"] < 0.25
+
+
+def test_speed_ratio_direction(public):
+    # a time metric: ideal / measured; a rate: measured / ideal — both below 1 when slower than SOL
+    r = next(r for r in public if r.case.metric == "ttft_ms")
+    assert r.speed_ratio_ideal == pytest.approx(r.ideal / r.measured)
+    r = next(r for r in public if r.case.metric == "output_tokens_per_s")
+    assert r.speed_ratio_ideal == pytest.approx(r.measured / r.ideal)
+
+
+def test_catalog_efficiencies_come_from_the_calibration(cat):
+    from validation.calibrate import fit
+
+    for family, f in fit().items():
+        eff = cat.families[family].efficiency
+        assert eff.memory == pytest.approx(f["memory"]), family
+        assert eff.step_overhead_s == pytest.approx(f["step_overhead_us"] * 1e-6), family
+        if f["compute"] is not None:
+            assert eff.compute == pytest.approx(f["compute"]), family
+        if f["memory_weight_only"] is not None:
+            assert eff.memory_weight_only == pytest.approx(f["memory_weight_only"]), family
+
+
+def test_cli_validate_json(run):
+    r = run("validate", str(PUBLIC), "--format", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert len(doc["cases"]) == 15
+    case = doc["cases"][0]
+    for key in ("id", "ideal", "expected", "measured", "speed_ratio_ideal", "error_expected"):
+        assert key in case
+    assert {"bound_violations", "median_abs_error", "max_abs_error"} <= set(doc["summary"])
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (("  metric: ttft_ms", "  metric: ttft_hours"), "unknown metric 'ttft_hours'"),
+        (("model: llama-3.3-70b", "model: llama-3.3-7b"), "unknown models 'llama-3.3-7b'"),
+        (("weights: fp8", "weights: fp7"), "unknown weight format"),
+        (("measured: 406.77", "measured: -1"), "must not be negative"),
+    ],
+)
+def test_bad_cases_exit_2_naming_the_case(run, tmp_path, edit, needle):
+    path = tmp_path / "cases.yaml"
+    path.write_text(PUBLIC.read_text().replace(*edit, 1))
+    r = run("validate", str(path))
+    assert r.code == 2 and r.stdout == "" and needle in r.stderr
+    assert "case '" in r.stderr
