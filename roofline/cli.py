@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -27,9 +28,12 @@ from roofline.catalog import (
 )
 from roofline.errors import DoesNotFitError, InputError, RooflineError
 from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.kvcache import allocation_waste, attention_variants, parse_lengths
+from roofline.levers import evaluate_levers
 from roofline.memory import (
     ENGINES,
     MemoryPlan,
+    activation_peak_bytes,
     engine,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
@@ -37,8 +41,8 @@ from roofline.memory import (
     plan_memory,
 )
 from roofline.model import ModelArch
-from roofline.ops import Deployment, kv_bytes_per_token_layer
-from roofline.phases import PhaseResult, request
+from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
+from roofline.phases import PhaseResult, decode, prefill, request
 from roofline.precision import KV_FORMATS, activation_format, kv_format, weight_format
 from roofline.units import fmt_bytes, parse_bytes, parse_count, parse_seconds
 from roofline.validate import evaluate, summarize
@@ -137,6 +141,17 @@ def _tokens(text: str, what: str, minimum: float = 0) -> int:
             f"{what} must be a whole number of tokens from {minimum:g} to 1e9, got {text}"
         )
     return int(value)
+
+
+def _kv_budget(kv_budget: str | None, sink: str | None, window: str | None) -> int | None:
+    """Tokens an eviction policy keeps: --kv-budget, or StreamingLLM's sink + window."""
+    if kv_budget is not None and (sink or window):
+        raise InputError("give either --kv-budget or --sink/--window, not both")
+    if kv_budget is not None:
+        return _tokens(kv_budget, "--kv-budget", 1)
+    if sink or window:
+        return _tokens(sink or "0", "--sink", 0) + _tokens(window or "0", "--window", 1)
+    return None
 
 
 def _batch(value: int) -> int:
@@ -382,30 +397,133 @@ def catalog_validate(
 def kv(
     model: Annotated[str, typer.Argument(help="model id or alias")],
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", help=f"{', '.join(KV_FORMATS)}")] = "bf16",
+    kv_bits: Annotated[
+        float | None,
+        typer.Option(help="override bits per KV element, e.g. 6 (DeepSeek-V2's deployment)"),
+    ] = None,
     context: Annotated[str, typer.Option(help="tokens per sequence, e.g. 32k")] = "32k",
     batch: Annotated[int, typer.Option(help="sequences")] = 1,
     tp: Annotated[int, typer.Option(help="tensor parallel: bytes per GPU")] = 1,
+    compare: Annotated[
+        bool, typer.Option("--compare", help="the model's attention next to MHA, GQA, MQA and MLA")
+    ] = False,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="with --compare: a baseline model (at bf16), e.g. deepseek-llm-67b"),
+    ] = None,
+    allocation: Annotated[
+        str | None, typer.Option(help="paged or contiguous: allocated vs used KV for --lengths")
+    ] = None,
+    lengths: Annotated[
+        str,
+        typer.Option(
+            help="sequence lengths: 100,250,900 | FILE | sharegpt | alpaca | "
+            "lognormal:mean=500,sigma=0.9 | uniform:low=1,high=2048 (n=…, seed=…)"
+        ),
+    ] = "sharegpt",
+    max_len: Annotated[
+        str, typer.Option("--max-len", help="tokens a contiguous allocation reserves per request")
+    ] = "2048",
+    block: Annotated[int, typer.Option(help="paged KV block size in tokens")] = 16,
+    kv_budget: Annotated[
+        str | None,
+        typer.Option("--kv-budget", help="KV eviction: tokens kept per sequence (H2O, SnapKV)"),
+    ] = None,
+    sink: Annotated[str | None, typer.Option(help="StreamingLLM: attention-sink tokens")] = None,
+    window: Annotated[str | None, typer.Option(help="StreamingLLM: recent-window tokens")] = None,
     fmt: FormatOpt = Fmt.table,
 ) -> None:
-    """KV-cache bytes per token, per sequence and per batch.
+    """KV-cache bytes per token, per sequence and per batch; attention variants (--compare),
+    paged vs contiguous allocation (--allocation), eviction (--kv-budget or --sink/--window).
     Example: roofline kv deepseek-r1 --context 32k --format json"""
-    m = _catalog().model(model)
+    cat = _catalog()
+    m = cat.model(model)
     fmt_kv = kv_format(kv_dtype)
+    if kv_bits is not None:
+        if not 1 <= kv_bits <= 32:
+            raise InputError(f"--kv-bits must be from 1 to 32, got {kv_bits}")
+        fmt_kv = replace(fmt_kv, name=f"{kv_bits:g}-bit", bits=kv_bits)
     ctx = _tokens(context, "--context", 1)
-    dep = Deployment(kv=fmt_kv, tp=tp)
+    budget = _kv_budget(kv_budget, sink, window)
+    dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
+    b_kv = fmt_kv.bits / 8
+    if compare:
+        ref = cat.model(baseline) if baseline else None
+        ref_bytes = kv_bytes_per_token(ref, 16.0) if ref else None
+        mha_bytes = None
+        rows = []
+        for v in attention_variants(m):
+            per_token = v.kv_elements_per_token_layer * m.num_hidden_layers * b_kv
+            mha_bytes = per_token if v.name == "MHA" else mha_bytes
+            rows.append(
+                {"variant": v.name, "description": v.description, "kv_bytes_per_token": per_token}
+            )
+        for r in rows:
+            r["ratio_to_mha"] = r["kv_bytes_per_token"] / mha_bytes
+            r["reduction_vs_mha"] = 1 - r["ratio_to_mha"]
+            if ref_bytes:
+                r["ratio_to_baseline"] = r["kv_bytes_per_token"] / ref_bytes
+                r["reduction_vs_baseline"] = 1 - r["ratio_to_baseline"]
+        inputs = {
+            "model": m.id,
+            "kv_dtype": fmt_kv.name,
+            "kv_bits": fmt_kv.bits,
+            "baseline": ref.id if ref else None,
+            "baseline_kv_bytes_per_token": ref_bytes,
+            "baseline_kv_bits": 16.0 if ref else None,
+        }
+        doc = render.document("kv --compare", inputs, variants=rows)
+        render.emit_json(doc) if fmt is Fmt.json else render.kv_compare_table(doc)
+        return
+    if allocation is not None:
+        limit = _tokens(max_len, "--max-len", 1)
+        if not 1 <= block <= 65536:
+            raise InputError(f"--block must be from 1 to 65536 tokens, got {block}")
+        values, desc = parse_lengths(lengths, limit)
+        per_token = kv_bytes_per_token(m, fmt_kv.bits, tp)
+        reports = {
+            a: allocation_waste(values, per_token, a, block, limit) for a in ("contiguous", "paged")
+        }
+        chosen = reports.get(allocation)
+        if chosen is None:
+            raise InputError(f"--allocation must be paged or contiguous, got {allocation}")
+        inputs = {
+            "model": m.id,
+            "kv_dtype": fmt_kv.name,
+            "allocation": allocation,
+            "block_tokens": block,
+            "max_len_tokens": limit,
+            "lengths": desc,
+        }
+        doc = render.document(
+            "kv --allocation",
+            inputs,
+            sequences=chosen.sequences,
+            mean_length_tokens=chosen.mean_length,
+            used_bytes=chosen.used_bytes,
+            allocated_bytes=chosen.allocated_bytes,
+            waste_fraction=chosen.waste_fraction,
+            compare={
+                a: {"allocated_bytes": r.allocated_bytes, "waste_fraction": r.waste_fraction}
+                for a, r in reports.items()
+            },
+        )
+        render.emit_json(doc) if fmt is Fmt.json else render.kv_allocation_table(doc)
+        return
     per_layer = kv_bytes_per_token_layer(m, fmt_kv.bits, tp)
     per_seq = float(kv_bytes_per_sequence(m, dep, ctx))
-    groups = [
-        {
-            "layers": g.count,
-            "window": g.window,
-            "tokens_held": min(ctx, g.window) if g.window else ctx,
-            "kv_bytes_per_sequence": g.count
-            * (min(ctx, g.window) if g.window else ctx)
-            * per_layer,
-        }
-        for g in m.layer_groups
-    ]
+    groups = []
+    for g in m.layer_groups:
+        cap = cached_tokens_cap(g.window, dep)
+        held = min(ctx, cap) if cap else ctx
+        groups.append(
+            {
+                "layers": g.count,
+                "window": g.window,
+                "tokens_held": held,
+                "kv_bytes_per_sequence": g.count * held * per_layer,
+            }
+        )
     inputs = {
         "model": m.id,
         "kv_dtype": fmt_kv.name,
@@ -413,7 +531,19 @@ def kv(
         "context_tokens": ctx,
         "batch": _batch(batch),
         "tp": tp,
+        "kv_budget_tokens": budget,
     }
+    eviction = None
+    if budget is not None:
+        full = float(kv_bytes_per_sequence(m, replace(dep, kv_token_budget=None), ctx))
+        eviction = {
+            "kv_budget_tokens": budget,
+            "kv_bytes_per_sequence_without_eviction": full,
+            "kv_bytes_saved_per_sequence": full - per_seq,
+            "saved_fraction": 1 - per_seq / full,
+            "accuracy_modelled": False,
+            "note": "accuracy effects of eviction are not modelled",
+        }
     doc = render.document(
         "kv",
         inputs,
@@ -423,6 +553,7 @@ def kv(
         kv_bytes_per_sequence=per_seq,
         kv_bytes_total=per_seq * batch,
         layer_groups=groups,
+        eviction=eviction,
     )
     render.emit_json(doc) if fmt is Fmt.json else render.kv_table(doc)
 
@@ -681,6 +812,137 @@ def capacity(
         ],
     )
     render.emit_json(doc) if fmt is Fmt.json else render.capacity_table(doc)
+
+
+# ---- bytes ----------------------------------------------------------------------------------
+@app.command("bytes")
+@guarded
+def bytes_(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    act_dtype: ActOpt = "bf16",
+    sparsity: SparsityOpt = None,
+    batch: Annotated[int, typer.Option(help="concurrent sequences")] = 1,
+    prompt: Annotated[str, typer.Option(help="prompt tokens (the prefill)")] = "1k",
+    context: Annotated[
+        str | None, typer.Option(help="KV length of the decode step (default: the prompt)")
+    ] = None,
+    kv_budget: Annotated[
+        str | None, typer.Option("--kv-budget", help="KV eviction: tokens kept per sequence")
+    ] = None,
+    levers: Annotated[bool, typer.Option("--levers", help="what-if table of every lever")] = False,
+    max_len: Annotated[
+        str | None,
+        typer.Option(
+            "--max-len", help="tokens contiguous allocation reserves (default: max positions)"
+        ),
+    ] = None,
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    memory: MemoryOpt = None,
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """Where the bytes go: weight, KV and activation I/O per prefill and decode step, how the
+    split moves with batch and context, and (--levers) what each lever saves.
+    Example: roofline bytes llama-3.1-405b h100 --tp 8 --weights fp8 --batch 64 --context 32k"""
+    cat = _catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    budget = _tokens(kv_budget, "--kv-budget", 1) if kv_budget else None
+    dep = replace(
+        _deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None),
+        kv_token_budget=budget,
+    )
+    b = _batch(batch)
+    s = _tokens(prompt, "--prompt", 1)
+    ctx = _tokens(context, "--context", 1) if context else s
+    eng = engine(engine_name)
+    cap = _capacity(hw, memory)
+    p = prefill(m, hw, dep, b, s)
+    d = decode(m, hw, dep, b, ctx)
+
+    def phase(r: PhaseResult) -> dict[str, Any]:
+        total = float(r.bytes)
+        return {
+            **{k: v for k, v in _phase_json(r).items() if k != "ops"},
+            "weight_share": float(r.weight_bytes) / total,
+            "kv_share": float(r.kv_bytes) / total,
+            "activation_share": float(r.activation_bytes) / total,
+        }
+
+    batches = np.array([1, 8, 32, 128, 512], dtype=float)
+    contexts = np.array([1024, 8192, 32768, 131072], dtype=float)
+    grid = decode(m, hw, dep, batches[:, None], contexts[None, :])
+    kv_over_w = grid.kv_bytes / grid.weight_bytes
+    weight_read = float(d.weight_bytes)
+    kv_tok = float(d.kv_bytes) / (b * ctx)  # KV bytes per cached token read per step
+    windowed = budget is not None or any(g.window for g in m.layer_groups)
+    crossover = {
+        "context_at_batch": None if windowed else weight_read / (b * kv_tok),
+        "batch_at_context": weight_read / (ctx * kv_tok) if kv_tok > 0 else None,
+    }
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "weight_bits": dep.linear_bits,
+        "kv_dtype": dep.kv.name,
+        "batch": b,
+        "prompt_tokens": s,
+        "context_tokens": ctx,
+        "kv_budget_tokens": budget,
+        "efficiency": _efficiency_json(hw.efficiency),
+    }
+    result: dict[str, Any] = {
+        "prefill": phase(p),
+        "decode": phase(d),
+        "activation": {
+            "prefill_traffic_bytes": float(p.activation_bytes),
+            "prefill_peak_bytes": float(activation_peak_bytes(m, dep, b * s)),
+            "decode_traffic_bytes": float(d.activation_bytes),
+        },
+        "split": {
+            "batches": batches.astype(int).tolist(),
+            "contexts": contexts.astype(int).tolist(),
+            "kv_over_weight": kv_over_w,
+        },
+        "crossover": crossover,
+        "levers": None,
+    }
+    if levers:
+        limit = _tokens(max_len, "--max-len", 1) if max_len else (m.max_position_embeddings or ctx)
+        rows = evaluate_levers(m, hw, dep, eng, b, ctx, limit, budget or 2048, capacity_bytes=cap)
+        base = rows[0]
+        result["levers"] = {
+            "max_len_tokens": limit,
+            "kv_budget_tokens": budget or 2048,
+            "note": "accuracy effects of KV eviction and quantisation are not modelled",
+            "rows": [
+                {
+                    "lever": r.lever.name,
+                    "bits_per_weight": r.bits_per_weight,
+                    "weight_bytes_per_gpu": r.weight_bytes_per_gpu,
+                    "kv_bytes_per_token": r.kv_bytes_per_token,
+                    "kv_bytes_per_sequence": r.kv_bytes_per_sequence,
+                    "t_step_ideal_s": r.t_step_ideal_s,
+                    "t_step_expected_s": r.t_step_expected_s,
+                    "max_batch": r.max_batch,
+                    "weight_ratio": r.weight_bytes_per_gpu / base.weight_bytes_per_gpu,
+                    "kv_ratio": r.kv_bytes_per_sequence / base.kv_bytes_per_sequence,
+                    "step_ratio": r.t_step_ideal_s / base.t_step_ideal_s,
+                    "max_batch_ratio": r.max_batch / base.max_batch if base.max_batch else None,
+                }
+                for r in rows
+            ],
+        }
+    doc = render.document("bytes", inputs, **result)
+    render.emit_json(doc) if fmt is Fmt.json else render.bytes_table(doc)
 
 
 # ---- validate -------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
 from roofline.model import ModelArch
-from roofline.ops import Deployment, kv_bytes_per_token_layer
+from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
 from roofline.roofline import FloatArray
 from roofline.units import GB
 
@@ -114,12 +114,14 @@ def kv_bytes_per_sequence(
     model: ModelArch, dep: Deployment, context: ArrayLike, block_tokens: int = 1
 ) -> FloatArray:
     """KV bytes one sequence of `context` tokens holds per GPU: sliding-window layers keep at most
-    their window; each layer's slots round up to whole blocks."""
+    their window, an eviction budget caps every layer; each layer's slots round up to whole
+    blocks."""
     t = np.asarray(context, dtype=float)
     per_layer = kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp)
+    caps = [(g.count, cached_tokens_cap(g.window, dep)) for g in model.layer_groups]
     slots = sum(
-        g.count * np.ceil((t if g.window is None else np.minimum(t, g.window)) / block_tokens)
-        for g in model.layer_groups
+        count * np.ceil((t if cap is None else np.minimum(t, cap)) / block_tokens)
+        for count, cap in caps
     )
     return slots * block_tokens * per_layer / dep.pp
 

@@ -47,8 +47,13 @@ class Deployment:
     ep: int = 1
     sparse_2_4: bool = False
     compute_dtype: str | None = None  # override the dtype matmuls run in
+    kv_token_budget: int | None = None  # KV eviction (H2O, SnapKV, StreamingLLM): tokens kept
 
     def __post_init__(self) -> None:
+        if self.kv_token_budget is not None and not 1 <= self.kv_token_budget <= 1e9:
+            raise InputError(
+                f"--kv-budget must be from 1 to 1e9 tokens, got {self.kv_token_budget}"
+            )
         for name in ("tp", "pp", "ep"):
             value = getattr(self, name)
             if not isinstance(value, int) or not 1 <= value <= 4096:
@@ -321,6 +326,12 @@ class _Builder:
             self.add("pp.send", "p2p", self.dep.pp - 1, 0.0, message_bytes=message, ranks=2)
 
 
+def cached_tokens_cap(window: int | None, dep: Deployment) -> int | None:
+    """Most tokens a layer keeps in its KV cache: its sliding window and/or the eviction budget."""
+    caps = [c for c in (window, dep.kv_token_budget) if c is not None]
+    return min(caps) if caps else None
+
+
 def _window_name(base: str, g: LayerGroup) -> str:
     return f"{base}[window {g.window}]" if g.window is not None else base
 
@@ -367,7 +378,7 @@ def decode_ops(
     first = _arr(context)
 
     def attention(g: LayerGroup) -> None:
-        mean_t = sum_capped(first, first + n - 1.0, g.window) / n
+        mean_t = sum_capped(first, first + n - 1.0, cached_tokens_cap(g.window, dep)) / n
         b.attention_decode(g, batch, mean_t)
 
     _layer_ops(b, batch, attention)

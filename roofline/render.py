@@ -260,6 +260,15 @@ def kv_table(doc: Mapping[str, Any]) -> None:
         (f"per sequence at {i['context_tokens']:,} tokens", fmt_bytes(r["kv_bytes_per_sequence"])),
         (f"total for batch {i['batch']:,}", fmt_bytes(r["kv_bytes_total"])),
     ]
+    ev = r.get("eviction")
+    if ev:
+        rows += [
+            (
+                f"eviction to {ev['kv_budget_tokens']:,} tokens saves",
+                f"{fmt_bytes(ev['kv_bytes_saved_per_sequence'])} per sequence "
+                f"({ev['saved_fraction']:.1%}); accuracy effects are not modelled",
+            ),
+        ]
     con = stdout_console()
     con.print(_kv_table(f"KV cache of {i['model']}", rows))
     con.print(
@@ -409,3 +418,143 @@ def validate_table(doc: Mapping[str, Any]) -> None:
             ],
         )
     )
+
+
+# ---- kv levers ------------------------------------------------------------------------------
+def kv_compare_table(doc: Mapping[str, Any]) -> None:
+    i = doc["inputs"]
+    has_base = i["baseline"] is not None
+    cols = ["variant", "KV heads×dim", "KV B/token", "÷ MHA", "saved"]
+    if has_base:
+        cols += ["÷ baseline", "saved"]
+    rows = []
+    for v in doc["variants"]:
+        row = [
+            v["variant"],
+            v["description"],
+            f"{v['kv_bytes_per_token']:,.0f}",
+            f"{v['ratio_to_mha']:.3f}",
+            f"{v['reduction_vs_mha']:.1%}",
+        ]
+        if has_base:
+            row += [f"{v['ratio_to_baseline']:.3f}", f"{v['reduction_vs_baseline']:.1%}"]
+        rows.append(row)
+    title = f"KV bytes per token of {i['model']} and its attention variants ({i['kv_dtype']} KV)"
+    if has_base:
+        title += f"; baseline {i['baseline']} at bf16"
+    stdout_console().print(_rows_table(title, cols, rows))
+
+
+def kv_allocation_table(doc: Mapping[str, Any]) -> None:
+    i = doc["inputs"]
+    rows = [
+        ("lengths", i["lengths"]),
+        (
+            "sequences / mean length",
+            f"{doc['sequences']:,} / {doc['mean_length_tokens']:,.0f} tokens",
+        ),
+        ("used KV", fmt_bytes(doc["used_bytes"])),
+        (f"allocated ({i['allocation']})", fmt_bytes(doc["allocated_bytes"])),
+        ("waste", f"{doc['waste_fraction']:.1%}"),
+    ]
+    for name, r in doc["compare"].items():
+        rows.append((f"  {name} would waste", f"{r['waste_fraction']:.1%}"))
+    title = (
+        f"KV allocation for {i['model']}: block {i['block_tokens']} tokens, contiguous "
+        f"reserves {i['max_len_tokens']:,} per request"
+    )
+    stdout_console().print(_kv_table(title, rows))
+
+
+# ---- bytes ----------------------------------------------------------------------------------
+def bytes_table(doc: Mapping[str, Any]) -> None:
+    con = stdout_console()
+    i = doc["inputs"]
+    rows = []
+    for phase in ("prefill", "decode"):
+        p = doc[phase]
+        rows.append(
+            (
+                phase,
+                _c(fmt_bytes(p["weight_bytes"])),
+                f"{p['weight_share']:.0%}",
+                _c(fmt_bytes(p["kv_bytes"])),
+                f"{p['kv_share']:.0%}",
+                _c(fmt_bytes(p["activation_bytes"])),
+                f"{p['activation_share']:.0%}",
+                _num(p["arithmetic_intensity"]),
+                p["bound"],
+                _c(fmt_seconds(p["t_ideal_s"])),
+                _c(fmt_seconds(p["t_expected_s"])),
+            )
+        )
+    title = (
+        f"Where the bytes go: {i['model']} on {i['hardware']} (per GPU), batch {i['batch']}, "
+        f"prompt {i['prompt_tokens']:,}, decode at {i['context_tokens']:,} tokens"
+    )
+    cols = (
+        "step",
+        "weights",
+        "%",
+        "KV",
+        "%",
+        "activations",
+        "%",
+        "FLOP/B",
+        "bound",
+        "ideal",
+        "expect",
+    )
+    con.print(_rows_table(title, cols, rows))
+    act = doc["activation"]
+    con.print(
+        f"activation peak in prefill: {fmt_bytes(act['prefill_peak_bytes'])} (fused attention: the "
+        f"S×S scores are never stored); decode activation traffic "
+        f"{fmt_bytes(doc['decode']['activation_bytes'])} per step"
+    )
+    split = doc["split"]
+    ctxs = split["contexts"]
+    con.print(
+        _rows_table(
+            "KV read per decode step ÷ weight read (above 1: the KV cache dominates)",
+            ["batch", *[f"{c:,}" for c in ctxs]],
+            [
+                [f"{b:,}", *[f"{v:.2f}" for v in row]]
+                for b, row in zip(split["batches"], split["kv_over_weight"], strict=True)
+            ],
+        )
+    )
+    x = doc["crossover"]
+    line = (
+        f"KV read passes weight read at {x['context_at_batch']:,.0f} tokens of context for "
+        f"batch {i['batch']}"
+        if x["context_at_batch"] is not None
+        else "the KV read never passes the weight read (windows cap it)"
+    )
+    if x["batch_at_context"] is not None:
+        line += f", or at batch {x['batch_at_context']:,.0f} for {i['context_tokens']:,} tokens"
+    con.print(line)
+    if doc.get("levers"):
+        lev = doc["levers"]
+        rows = [
+            (
+                r["lever"],
+                f"{r['bits_per_weight']:.3g}",
+                _c(fmt_bytes(r["weight_bytes_per_gpu"])),
+                f"{r['kv_bytes_per_token']:,.0f}",
+                _c(fmt_seconds(r["t_step_ideal_s"])),
+                f"{r['step_ratio']:.2f}",
+                f"{r['max_batch']:,}",
+            )
+            for r in lev["rows"]
+        ]
+        cols = ("lever", "bits/w", "weights/GPU", "KV B/tok", "step", "÷ base", "max batch")
+        con.print(
+            _rows_table(
+                f"Levers at batch {i['batch']}, {i['context_tokens']:,} tokens, ideal step; "
+                f"contiguous reserves {lev['max_len_tokens']:,} tokens (more in --format json)",
+                cols,
+                rows,
+            )
+        )
+        con.print("KV eviction: accuracy effects are not modelled.")

@@ -1,0 +1,158 @@
+"""KV-cache levers: attention variants compared, paged vs contiguous allocation, eviction.
+
+- Attention variants (DeepSeek-V2 report, Table 1, per token per layer in elements):
+  MHA 2·N·H, GQA 2·K·H, MQA 2·H, MLA d_c + d_rope (DeepSeek-V2: d_c = 4·H, d_rope = H/2, "equal to
+  GQA with only 2.25 groups").
+- Allocation (Kwon et al., "Efficient Memory Management for LLM Serving with PagedAttention",
+  SOSP'23): contiguous allocation reserves the maximum length for every request; paged allocation
+  rounds each sequence up to whole blocks, wasting only part of its last block.
+- Eviction (H2O, Zhang et al. 2023; SnapKV, Li et al. 2024; StreamingLLM, Xiao et al. 2023): a
+  fixed number of tokens per sequence is kept (sink + recent window for StreamingLLM). Accuracy
+  effects are not modelled.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from roofline.errors import InputError
+from roofline.model import ModelArch
+from roofline.roofline import FloatArray
+
+
+@dataclass(frozen=True)
+class AttentionVariant:
+    name: str
+    description: str
+    kv_elements_per_token_layer: float  # K and V (or latent) elements per token per layer
+
+
+def attention_variants(model: ModelArch) -> list[AttentionVariant]:
+    """The model's own attention next to MHA, GQA (its K), MQA and an MLA of the same head width.
+    For an MLA model, 'MHA of its own width' uses N heads of qk_nope_head_dim (DeepSeek-V2's H)."""
+    n = model.num_attention_heads
+    h = model.qk_nope_head_dim if model.is_mla and model.qk_nope_head_dim else model.d_head
+    k = model.n_kv_heads
+    own = (
+        (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+        if model.is_mla
+        else 2 * k * model.d_head
+    )
+    rows = [
+        AttentionVariant(f"own {model.attention_kind}", "as configured", own),
+        AttentionVariant("MHA", f"{n}×{h}", 2 * n * h),
+    ]
+    if not model.is_mla:
+        rows.append(AttentionVariant("GQA", f"{k}×{h}", 2 * k * h))
+    rows += [
+        AttentionVariant("MQA", f"1×{h}", 2 * h),
+        AttentionVariant("MLA", f"latent {4 * h}+{h // 2}", 4 * h + h / 2),  # d_c = 4H, rope H/2
+    ]
+    return rows
+
+
+@dataclass(frozen=True)
+class AllocationReport:
+    sequences: int
+    used_bytes: float
+    allocated_bytes: float
+    waste_fraction: float
+    mean_length: float
+
+
+def allocation_waste(
+    lengths: FloatArray, kv_bytes_per_token: float, allocation: str, block_tokens: int, max_len: int
+) -> AllocationReport:
+    """Allocated vs used KV bytes for a set of sequence lengths.
+    contiguous: every request reserves max_len tokens (pre-vLLM servers);
+    paged: ceil(L / block)·block tokens per sequence."""
+    lengths = np.minimum(np.asarray(lengths, dtype=float), max_len)
+    used = float(lengths.sum()) * kv_bytes_per_token
+    if allocation == "contiguous":
+        slots = len(lengths) * float(max_len)
+    elif allocation == "paged":
+        slots = float((np.ceil(lengths / block_tokens) * block_tokens).sum())
+    else:
+        raise InputError(f"--allocation must be paged or contiguous, got {allocation}")
+    allocated = slots * kv_bytes_per_token
+    return AllocationReport(
+        len(lengths), used, allocated, 1.0 - used / allocated, float(lengths.mean())
+    )
+
+
+# Named length distributions: (generator, default parameters, description)
+NAMED = {
+    "sharegpt": (
+        "lognormal",
+        {"mean": 500.0, "sigma": 0.9},
+        "ShareGPT-like chat lengths: log-normal, mean 500 tokens (vLLM paper §6: mean "
+        "input 161 + output 338 tokens), sigma 0.9 [sigma uncertain]",
+    ),
+    "alpaca": (
+        "lognormal",
+        {"mean": 78.0, "sigma": 0.6},
+        "Alpaca-like instruction lengths: log-normal, mean 78 tokens (vLLM paper §6: "
+        "input 19 + output 58), sigma 0.6 [sigma uncertain]",
+    ),
+}
+
+
+def parse_lengths(
+    spec: str, max_len: int, n: int = 10_000, seed: int = 0
+) -> tuple[FloatArray, str]:
+    """Sequence lengths from a list ("100,250,900"), a file of numbers (whitespace or comma
+    separated), or a distribution: sharegpt, alpaca, lognormal:mean=500,sigma=0.9,
+    uniform:low=1,high=2048, fixed:length=1000 (optional n=… and seed=…). Lengths are clipped
+    to [1, max_len]. Returns the lengths and a description of where they came from."""
+    text = spec.strip()
+    if re.fullmatch(r"[0-9.,\s]+", text):
+        values = np.array([float(x) for x in re.split(r"[,\s]+", text) if x])
+        desc = f"{len(values)} listed lengths"
+    elif Path(text).is_file():
+        raw = Path(text).read_text(encoding="utf-8")
+        try:
+            values = np.array([float(x) for x in re.split(r"[,\s]+", raw) if x])
+        except ValueError:
+            raise InputError(
+                f"{text}: expected numbers separated by commas or whitespace"
+            ) from None
+        desc = f"{len(values)} lengths from {text}"
+    else:
+        name, _, arg_text = text.partition(":")
+        params: dict[str, float] = {}
+        for item in filter(None, arg_text.split(",")):
+            key, _, value = item.partition("=")
+            try:
+                params[key.strip()] = float(value)
+            except ValueError:
+                raise InputError(f"--lengths: cannot read '{item}' (use key=number)") from None
+        n, seed = int(params.pop("n", n)), int(params.pop("seed", seed))
+        desc_prefix = ""
+        if name in NAMED:
+            kind, defaults, desc_prefix = NAMED[name]
+            params = {**defaults, **params}
+            name = kind
+        rng = np.random.default_rng(seed)
+        if name == "lognormal":
+            mean, sigma = params.get("mean", 500.0), params.get("sigma", 0.9)
+            mu = np.log(mean) - sigma**2 / 2  # so that E[L] = mean
+            values = rng.lognormal(mu, sigma, n)
+        elif name == "uniform":
+            values = rng.uniform(params.get("low", 1.0), params.get("high", max_len), n)
+        elif name == "fixed":
+            values = np.full(n, params.get("length", max_len))
+        else:
+            raise InputError(
+                f"--lengths: unknown distribution '{name}'",
+                hint="use a list, a file, sharegpt, alpaca, lognormal:mean=…,sigma=…, "
+                "uniform:low=…,high=… or fixed:length=…",
+            )
+        shown = ", ".join(f"{k}={v:g}" for k, v in params.items())
+        desc = (desc_prefix + "; " if desc_prefix else "") + f"{name}({shown}), n={n}, seed={seed}"
+    if values.size == 0 or np.any(values <= 0):
+        raise InputError("--lengths needs at least one positive length")
+    return np.clip(np.round(values), 1, max_len), desc
