@@ -252,6 +252,7 @@ def _efficiency_json(eff: Efficiency) -> dict[str, Any]:
     return {
         "compute": eff.compute,
         "memory": eff.memory,
+        "memory_weight_only": eff.memory_dequant,
         "step_overhead_s": eff.step_overhead_s,
         "source": eff.source,
     }
