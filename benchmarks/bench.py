@@ -47,9 +47,39 @@ def sweep(points: int = 10_000) -> float:
     return time.perf_counter() - t0
 
 
+def cliff_sweep() -> float:
+    cmd = [
+        sys.executable,
+        "-m",
+        "roofline",
+        "cliff",
+        "llama-3.1-405b",
+        "h100",
+        "--tp",
+        "8",
+        "--weights",
+        "fp8",
+        "--kv-dtype",
+        "fp8",
+        "--prompt",
+        "1k",
+        "--output",
+        "16k",
+        "--batch",
+        "4..128:4",
+        "--format",
+        "json",
+    ]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
 if __name__ == "__main__":
     q = cold_query()
     print(f"cold `roofline analyze` (best of 5, interpreter start included): {q * 1e3:.0f} ms")
     n = 10_000
     s = sweep(n)
     print(f"vectorized decode sweep: {n:,} points in {s * 1e3:.1f} ms ({n / s:,.0f} points/s)")
+    c = cliff_sweep()
+    print(f"cliff sweep, 32 batch settings x 512 requests of 16k output tokens: {c:.2f} s")

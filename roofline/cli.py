@@ -44,6 +44,7 @@ from roofline.model import ModelArch
 from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
 from roofline.phases import PhaseResult, decode, prefill, request
 from roofline.precision import KV_FORMATS, activation_format, kv_format, weight_format
+from roofline.scheduler import StepModel, simulate
 from roofline.units import fmt_bytes, parse_bytes, parse_count, parse_seconds
 from roofline.validate import evaluate, summarize
 
@@ -944,6 +945,136 @@ def bytes_(
         }
     doc = render.document("bytes", inputs, **result)
     render.emit_json(doc) if fmt is Fmt.json else render.bytes_table(doc)
+
+
+# ---- cliff ----------------------------------------------------------------------------------
+def _batch_sweep(spec: str) -> list[int]:
+    """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (arithmetic step)."""
+    try:
+        if ".." in spec:
+            lo_text, _, rest = spec.partition("..")
+            hi_text, _, step_text = rest.partition(":")
+            lo, hi = int(lo_text), int(hi_text)
+            if step_text:
+                values = list(range(lo, hi + 1, int(step_text)))
+            else:
+                values = sorted(
+                    {int(v) for v in np.geomspace(lo, hi, int(np.log2(hi / lo)) + 1)} | {hi}
+                )
+        else:
+            values = [int(v) for v in spec.split(",") if v.strip()]
+    except (ValueError, ZeroDivisionError):
+        raise InputError(
+            f"cannot read --batch {spec!r}: use 1,8,64 or 1..1024 or 8..256:8"
+        ) from None
+    if not values or min(values) < 1 or max(values) > 65536 or len(values) > 256:
+        raise InputError(f"--batch {spec!r}: 1 to 256 settings, each from 1 to 65536")
+    return values
+
+
+@app.command()
+@guarded
+def cliff(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    prompt: Annotated[str, typer.Option(help="prompt tokens per request")] = "1k",
+    output: Annotated[str, typer.Option(help="output tokens per request (the trace)")] = "16k",
+    batch: Annotated[
+        str, typer.Option(help="max concurrent sequences to sweep: 1,8,64 | 1..1024 | 8..256:8")
+    ] = "1..1024",
+    requests: Annotated[
+        int | None, typer.Option(help="requests served per setting (default 4 × the largest batch)")
+    ] = None,
+    preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
+    swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
+    ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    memory: MemoryOpt = None,
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """The reasoning cliff: sweep max concurrent sequences through a continuous-batching
+    scheduler with preemption; throughput, TTFT, TPOT and recompute against batch.
+    Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
+    --output 16k --batch 8..128:8"""
+    cat = _catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    dep = _deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
+    s, o = _tokens(prompt, "--prompt", 1), _tokens(output, "--output", 1)
+    settings = _batch_sweep(batch)
+    n = requests if requests is not None else 4 * max(settings)
+    if not 1 <= n <= 100_000:
+        raise InputError(f"--requests must be from 1 to 100000, got {n}")
+    if preemption not in ("recompute", "swap"):
+        raise InputError(f"--preemption must be recompute or swap, got {preemption}")
+    tier = cat.tier(swap_tier) if preemption == "swap" else None
+    eng = engine(engine_name)
+    plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
+    if not plan.weights_fit:
+        raise _not_fit(m, hw, dep, plan)
+    blk = eng.block_tokens
+    block_bytes = float(kv_bytes_per_sequence(m, dep, blk, blk))
+    budget_blocks = int(plan.kv_budget_bytes // block_bytes)
+    per_request = float(kv_bytes_per_sequence(m, dep, s + o, blk))
+    cliff_batch = int(plan.kv_budget_bytes // per_request)
+    if int(np.ceil((s + 1) / blk)) > budget_blocks:
+        raise InputError(
+            f"not one prompt of {s:,} tokens fits in the KV budget "
+            f"({fmt_bytes(plan.kv_budget_bytes)})"
+        )
+    steps = StepModel(m, hw, dep, max(settings), s + o, ideal)
+    prompts, outputs = np.full(n, s, dtype=np.int64), np.full(n, o, dtype=np.int64)
+    points = [
+        simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, tier) for b in settings
+    ]
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "requests": n,
+        "preemption": preemption,
+        "swap_tier": tier.id if tier else None,
+        "step_times": "ideal" if ideal else "expected",
+        "engine": eng.name,
+        "kv_budget_bytes": plan.kv_budget_bytes,
+        "block_tokens": blk,
+        "efficiency": _efficiency_json(hw.efficiency),
+    }
+    doc = render.document(
+        "cliff",
+        inputs,
+        cliff_batch=cliff_batch,
+        points=[
+            {
+                "batch": p.max_seqs,
+                "output_tokens_per_s": p.output_tokens_per_s,
+                "ttft_mean_s": p.ttft_mean_s,
+                "ttft_p99_s": p.ttft_p99_s,
+                "tpot_mean_s": p.tpot_mean_s,
+                "tpot_p99_s": p.tpot_p99_s,
+                "preemptions": p.preemptions,
+                "recomputed_tokens": p.recomputed_tokens,
+                "swapped_bytes": p.swapped_bytes,
+                "preemption_time_fraction": p.preemption_time_fraction,
+                "decode_time_fraction": p.decode_time_fraction,
+                "peak_kv_fraction": p.peak_kv_fraction,
+                "makespan_s": p.makespan_s,
+                "past_cliff": p.max_seqs > cliff_batch,
+            }
+            for p in points
+        ],
+    )
+    render.emit_json(doc) if fmt is Fmt.json else render.cliff_table(doc)
 
 
 # ---- validate -------------------------------------------------------------------------------

@@ -558,3 +558,48 @@ def bytes_table(doc: Mapping[str, Any]) -> None:
             )
         )
         con.print("KV eviction: accuracy effects are not modelled.")
+
+
+# ---- cliff ----------------------------------------------------------------------------------
+def _bar(value: float, top: float, width: int = 20) -> str:
+    return "█" * max(1, round(width * value / top)) if top > 0 else ""
+
+
+def cliff_table(doc: Mapping[str, Any]) -> None:
+    con = stdout_console()
+    i, pts, cliff = doc["inputs"], doc["points"], doc["cliff_batch"]
+    rows = [
+        (
+            f"{p['batch']:,}" + (" ▲" if p["past_cliff"] else ""),
+            f"{p['output_tokens_per_s']:,.0f}",
+            _c(fmt_seconds(p["ttft_mean_s"])),
+            _c(fmt_seconds(p["tpot_mean_s"])),
+            _c(fmt_seconds(p["tpot_p99_s"])),
+            f"{p['preemptions']:,}",
+            f"{p['preemption_time_fraction']:.0%}",
+            f"{p['decode_time_fraction']:.1%}",
+        )
+        for p in pts
+    ]
+    title = (
+        f"Reasoning cliff: {i['model']} on {i['hardware']} TP{i['tp']}, {i['weights']} "
+        f"weights, {i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out, "
+        f"{i['requests']:,} requests, {i['preemption']}; cliff at batch {cliff:,} (▲ past it)"
+    )
+    cols = ("batch", "tok/s", "TTFT", "TPOT", "TPOT p99", "preempt", "lost", "decode")
+    con.print(_rows_table(title, cols, rows))
+    top_tps = max(p["output_tokens_per_s"] for p in pts)
+    top_tpot = max(p["tpot_mean_s"] for p in pts)
+    chart = _rows_table(
+        "Throughput and TPOT against batch (bars scaled to the largest value)",
+        ("batch", "output tokens/s", "TPOT"),
+        [
+            (
+                f"{p['batch']:,}" + (" ▲" if p["past_cliff"] else ""),
+                _bar(p["output_tokens_per_s"], top_tps),
+                _bar(p["tpot_mean_s"], top_tpot),
+            )
+            for p in pts
+        ],
+    )
+    con.print(chart)

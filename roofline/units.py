@@ -86,6 +86,8 @@ def fmt_bytes(n: float) -> str:
 
 def fmt_seconds(t: float) -> str:
     """Human duration: s, ms or µs with three significant figures."""
+    if abs(t) >= 1000:
+        return f"{t:,.0f} s"
     if abs(t) >= 1:
         return f"{t:.3g} s"
     if abs(t) >= 1e-3:

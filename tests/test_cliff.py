@@ -1,0 +1,110 @@
+"""The reasoning cliff simulator: conservation, no preemption below the cliff, recompute cost."""
+
+import numpy as np
+import pytest
+
+from roofline.memory import ENGINES, kv_bytes_per_sequence, plan_memory
+from roofline.ops import Deployment
+from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.scheduler import StepModel, simulate
+
+DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=8)
+
+
+@pytest.fixture(scope="module")
+def setup(cat):
+    m, hw = cat.model("llama-3.1-405b"), cat.accelerator("h100")
+    eng = ENGINES["vllm"]
+    plan = plan_memory(m, hw, DEP, eng)
+    blk = eng.block_tokens
+    budget_blocks = int(plan.kv_budget_bytes // float(kv_bytes_per_sequence(m, DEP, blk, blk)))
+    return m, hw, StepModel(m, hw, DEP, 256, 17_000, ideal=False), budget_blocks, blk
+
+
+def test_below_the_cliff_no_preemption(setup):
+    _, _, steps, budget_blocks, blk = setup
+    s, o = 1000, 16000
+    cliff = budget_blocks // int(np.ceil((s + o) / blk))  # whole traces that fit, in blocks
+    n = 4 * cliff
+    p = simulate(steps, np.full(n, s), np.full(n, o), cliff, budget_blocks, blk)
+    assert p.preemptions == 0 and p.recomputed_tokens == 0
+    past = simulate(steps, np.full(n, s), np.full(n, o), 3 * cliff, budget_blocks, blk)
+    assert past.preemptions > 0
+    assert past.tpot_mean_s > 1.3 * p.tpot_mean_s  # TPOT rises steeply past the cliff
+    assert past.output_tokens_per_s < 1.5 * p.output_tokens_per_s  # throughput stops improving
+    assert past.ttft_mean_s < p.ttft_mean_s  # while TTFT falls a little
+
+
+def test_every_request_finishes_with_its_tokens(setup):
+    _, _, steps, budget_blocks, blk = setup
+    rng = np.random.default_rng(1)
+    prompts, outputs = rng.integers(10, 3000, 40), rng.integers(1, 20000, 40)
+    p = simulate(steps, prompts, outputs, 64, budget_blocks, blk)
+    assert p.finished == 40
+    assert p.output_tokens_per_s * p.makespan_s == pytest.approx(outputs.sum())
+
+
+def test_recompute_cost_is_prefill_of_prompt_plus_generated(setup):
+    _, _, steps, _, blk = setup
+    # a budget of 10 blocks (160 tokens): two sequences of 50 prompt tokens and 60 outputs each
+    # need 7 blocks each at the end, so the second is preempted and recomputed once
+    p = simulate(steps, np.array([50, 50]), np.array([60, 60]), 2, 10, blk)
+    assert p.preemptions >= 1
+    # every recompute re-prefills prompt + the tokens generated so far: more than the prompt
+    assert p.recomputed_tokens > 50 * p.preemptions
+    assert p.finished == 2
+
+
+def test_swap_changes_the_curve(setup, cat):
+    _, _, steps, budget_blocks, blk = setup
+    n, s, o = 256, 1000, 16000
+    recompute = simulate(steps, np.full(n, s), np.full(n, o), 96, budget_blocks, blk)
+    swap = simulate(
+        steps, np.full(n, s), np.full(n, o), 96, budget_blocks, blk, "swap", cat.tier("nvlink-c2c")
+    )
+    assert swap.recomputed_tokens == 0 and swap.swapped_bytes > 0
+    assert swap.output_tokens_per_s != pytest.approx(recompute.output_tokens_per_s)
+
+
+def test_cliff_cli_json(run):
+    doc = run(
+        "cliff",
+        "llama-3.1-405b",
+        "h100",
+        "--tp",
+        "8",
+        "--weights",
+        "fp8",
+        "--kv-dtype",
+        "fp8",
+        "--prompt",
+        "1k",
+        "--output",
+        "16k",
+        "--batch",
+        "16,32,64,96",
+        "--format",
+        "json",
+    ).json()
+    # budget / (32,256 B per token × 17,008 tokens rounded to blocks) by the same rule
+    assert 30 < doc["cliff_batch"] < 60
+    keys = {
+        "batch",
+        "output_tokens_per_s",
+        "ttft_mean_s",
+        "ttft_p99_s",
+        "tpot_mean_s",
+        "tpot_p99_s",
+        "preemptions",
+        "recomputed_tokens",
+        "decode_time_fraction",
+    }
+    for p in doc["points"]:
+        assert keys <= set(p)
+        if p["batch"] <= doc["cliff_batch"]:
+            assert p["preemptions"] == 0
+
+
+def test_cliff_bad_batch_spec(run):
+    r = run("cliff", "llama-3.1-8b", "h100", "--batch", "1..x")
+    assert r.code == 2 and "--batch" in r.stderr and r.stdout == ""
