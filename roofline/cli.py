@@ -990,6 +990,16 @@ def cliff(
     requests: Annotated[
         int | None, typer.Option(help="requests served per setting (default 4 × the largest batch)")
     ] = None,
+    prompt_dist: Annotated[
+        str | None,
+        typer.Option(
+            help="draw prompt lengths: lognormal:mean=1000,sigma=0.5 | uniform:low=…,high=… | FILE"
+        ),
+    ] = None,
+    output_dist: Annotated[
+        str | None, typer.Option(help="draw output lengths, e.g. lognormal:mean=16000,sigma=0.5")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed for drawn lengths")] = 0,
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
     ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
@@ -1012,6 +1022,18 @@ def cliff(
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     tier = cat.tier(swap_tier) if preemption == "swap" else None
+    if prompt_dist:
+        prompts, prompt_desc = parse_lengths(prompt_dist, 10**7, n, seed)
+    else:
+        prompts, prompt_desc = np.full(n, float(s)), f"fixed {s}"
+    if output_dist:
+        outputs, output_desc = parse_lengths(output_dist, 10**7, n, seed + 1)
+    else:
+        outputs, output_desc = np.full(n, float(o)), f"fixed {o}"
+    prompts, outputs = prompts.astype(np.int64), outputs.astype(np.int64)
+    if len(prompts) != n or len(outputs) != n:
+        raise InputError(f"--prompt-dist/--output-dist must give {n} lengths (--requests)")
+    s, o = round(float(prompts.mean())), round(float(outputs.mean()))
     eng = engine(engine_name)
     plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
     if not plan.weights_fit:
@@ -1026,11 +1048,15 @@ def cliff(
             f"not one prompt of {s:,} tokens fits in the KV budget "
             f"({fmt_bytes(plan.kv_budget_bytes)})"
         )
-    steps = StepModel(m, hw, dep, max(settings), s + o, ideal)
-    prompts, outputs = np.full(n, s, dtype=np.int64), np.full(n, o, dtype=np.int64)
+    steps = StepModel(m, hw, dep, max(settings), int(prompts.max() + outputs.max()), ideal)
     points = [
         simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, tier) for b in settings
     ]
+    baseline = (
+        [simulate(steps, prompts, outputs, b, budget_blocks, blk) for b in settings]
+        if tier is not None
+        else points
+    )
     inputs = {
         "model": m.id,
         "hardware": hw.id,
@@ -1041,6 +1067,8 @@ def cliff(
         "kv_dtype": dep.kv.name,
         "prompt_tokens": s,
         "output_tokens": o,
+        "prompt_lengths": prompt_desc,
+        "output_lengths": output_desc,
         "requests": n,
         "preemption": preemption,
         "swap_tier": tier.id if tier else None,
@@ -1070,8 +1098,10 @@ def cliff(
                 "peak_kv_fraction": p.peak_kv_fraction,
                 "makespan_s": p.makespan_s,
                 "past_cliff": p.max_seqs > cliff_batch,
+                "throughput_vs_recompute": p.output_tokens_per_s / r.output_tokens_per_s,
+                "tpot_vs_recompute": p.tpot_mean_s / r.tpot_mean_s,
             }
-            for p in points
+            for p, r in zip(points, baseline, strict=True)
         ],
     )
     render.emit_json(doc) if fmt is Fmt.json else render.cliff_table(doc)

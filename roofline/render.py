@@ -584,9 +584,15 @@ def cliff_table(doc: Mapping[str, Any]) -> None:
     title = (
         f"Reasoning cliff: {i['model']} on {i['hardware']} TP{i['tp']}, {i['weights']} "
         f"weights, {i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out, "
-        f"{i['requests']:,} requests, {i['preemption']}; cliff at batch {cliff:,} (▲ past it)"
+        f"{i['requests']:,} requests, {i['preemption']}; cliff at batch {cliff:,} (▲ past it); "
+        "lost = share of time recomputing or swapping"
     )
     cols = ("batch", "tok/s", "TTFT", "TPOT", "TPOT p99", "preempt", "lost", "decode")
+    if i["preemption"] == "swap":
+        cols = (*cols, "vs recompute")
+        rows = [
+            (*r, f"{p['throughput_vs_recompute']:.2f}×") for r, p in zip(rows, pts, strict=True)
+        ]
     con.print(_rows_table(title, cols, rows))
     top_tps = max(p["output_tokens_per_s"] for p in pts)
     top_tpot = max(p["tpot_mean_s"] for p in pts)

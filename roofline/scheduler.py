@@ -5,8 +5,9 @@ scheduler admits waiting requests (preempted ones first) while a slot is free (`
 their *current* KV (prompt + tokens generated so far) fits in the paged KV budget; it does not
 know their final length. When the next step's blocks do not fit, it preempts the most recently
 admitted sequence: `recompute` (vLLM's default) drops its KV and later rebuilds it with a prefill
-of prompt + generated tokens; `swap` copies its KV to a host tier and back, both ways over the
-link. Nothing changes between events, so the simulation advances in spans of many steps.
+of prompt + generated tokens, which also samples the next token; `swap` copies its KV to a host
+tier and back, both ways over the link. Nothing changes between events, so the simulation
+advances in spans of many steps.
 
 Step-time model (closed form, from the roofline core): a decode step of B sequences holding
 Σ c_i cached tokens takes base(B) + Σ_groups k_g · Σ_i min(c_i, w_g), where base(B) is the step at
@@ -159,7 +160,7 @@ def simulate(
             t_preempt += t_re
             new = fresh[generated[fresh] == 0]
             first_token_s[new] = now
-            generated[new] = 1
+            generated[fresh] += 1  # a prefill (first or recompute) samples the next token
             running.extend(admitted)
             done = [r for r in admitted if generated[r] >= outputs[r]]
             for r in done:

@@ -108,3 +108,65 @@ def test_cliff_cli_json(run):
 def test_cliff_bad_batch_spec(run):
     r = run("cliff", "llama-3.1-8b", "h100", "--batch", "1..x")
     assert r.code == 2 and "--batch" in r.stderr and r.stdout == ""
+
+
+class StubSteps(StepModel):
+    """Hand-checkable step times: decode step d(B) = 1 + 0.5·B s, prefill p(L) = 0.1·L s."""
+
+    def __init__(self) -> None:
+        self.base_s = np.array([1.5, 2.0])
+        self.groups = []
+        self.kv_bytes_per_token = 1.0
+
+    def prefill_total_s(self, lengths):
+        return float(0.1 * np.sum(lengths))
+
+
+def test_hand_worked_schedule():
+    # Two requests, prompt 4, output 8; blocks of 4 tokens, a budget of 5 blocks (20 tokens).
+    # t=0     admit both (each needs ceil((4+1)/4) = 2 blocks; 4 <= 5); one prefill of 4 + 4
+    #         tokens: 0.8 s; each samples its first token (context 5).
+    # decode  both: 2·ceil((5+k)/4) <= 5 allows k = 3 steps at d(2) = 2.0 s: 6.0 s; context 8.
+    # preempt the next step needs 2·ceil(9/4) = 6 > 5 blocks: the later request is preempted.
+    # decode  the first alone: 4 steps to its 8th token at d(1) = 1.5 s: 6.0 s; it finishes.
+    # recompute the second: prefill of 4 prompt + 4 generated = 8 tokens: 0.8 s (samples token 5)
+    # decode  3 steps at d(1): 4.5 s. Makespan 0.8 + 6 + 6 + 0.8 + 4.5 = 18.1 s.
+    p = simulate(StubSteps(), np.array([4, 4]), np.array([8, 8]), 2, 5, 4)
+    assert p.makespan_s == pytest.approx(18.1)
+    assert p.preemptions == 1 and p.recomputed_tokens == 8
+    assert p.ttft_mean_s == pytest.approx(0.8)
+    assert p.tpot_mean_s == pytest.approx(((6.0 + 6.0) / 7 + (6.0 + 6.0 + 0.8 + 4.5) / 7) / 2)
+    assert p.output_tokens_per_s == pytest.approx(16 / 18.1)
+    assert p.decode_time_fraction == pytest.approx(16.5 / 18.1)
+    assert p.preemption_time_fraction == pytest.approx(0.8 / 18.1)
+
+
+def test_cliff_swap_reports_the_difference_and_drawn_lengths(run):
+    doc = run(
+        "cliff",
+        "llama-3.1-405b",
+        "h100",
+        "--tp",
+        "8",
+        "--weights",
+        "fp8",
+        "--kv-dtype",
+        "fp8",
+        "--batch",
+        "16,160",
+        "--preemption",
+        "swap",
+        "--swap-tier",
+        "cxl2-x16",
+        "--output-dist",
+        "lognormal:mean=16000,sigma=0.5",
+        "--requests",
+        "320",
+        "--format",
+        "json",
+    ).json()
+    assert "lognormal" in doc["inputs"]["output_lengths"]
+    below, past = doc["points"]
+    assert below["throughput_vs_recompute"] == pytest.approx(1.0)  # nothing to swap below
+    assert past["swapped_bytes"] > 0 and past["recomputed_tokens"] == 0
+    assert past["throughput_vs_recompute"] != pytest.approx(1.0)
