@@ -13,6 +13,7 @@ A later entry with the same id replaces an earlier one.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
@@ -519,7 +520,7 @@ def load_cases(path: str | Path) -> list[Case]:
         raw = (
             yaml.safe_load(p.read_text(encoding="utf-8"))
             if str(path) != "-"
-            else yaml.safe_load(__import__("sys").stdin.read())
+            else yaml.safe_load(sys.stdin.read())
         )
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
@@ -542,6 +543,59 @@ def load_cases(path: str | Path) -> list[Case]:
             _positive(where, "batch", d["batch"])
         cases.append(Case(**{**d, "measured": float(d["measured"])}))
     return cases
+
+
+_SPEC_KEYS: dict[str, tuple[Any, bool]] = {
+    "name": (str, False),
+    "model": (str, True),
+    "hardware": (str, True),
+    "tp": (int, False),
+    "pp": (int, False),
+    "ep": (int, False),
+    "gpus": (int, False),
+    "weights": (str, False),
+    "kv_dtype": (str, False),
+    "engine": (str, False),
+    "memory": ((str, int, float), False),
+    "batch": (int, False),
+    "prompt": ((str, int), False),
+    "output": ((str, int), False),
+    "context": ((str, int), False),
+    "checks": (dict, True),
+}
+_SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
+    "min_batch": (int, False),
+    "max_tpot": ((str, int, float), False),
+    "max_ttft": ((str, int, float), False),
+    "min_throughput": (NUM, False),
+    "fits": (bool, False),
+}
+
+
+def load_spec(path: str | Path) -> list[dict[str, Any]]:
+    """Deployments to check, from YAML or JSON ('-' reads stdin): one mapping, a list, or a
+    mapping with a 'deployments' list. Keys are validated; values keep their human units."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(
+            f"{name}: is not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
+        ) from None
+    except OSError as exc:
+        raise CatalogError(f"{name}: cannot read ({exc.strerror})") from None
+    if isinstance(raw, dict) and "deployments" in raw:
+        raw = raw["deployments"]
+    entries = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, entry in enumerate(entries):
+        label = entry.get("name", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+        where = f"{name}: deployment '{label}'"
+        d = _check(where, entry, _SPEC_KEYS)
+        _check(f"{where}: checks", d["checks"], _SPEC_CHECK_KEYS)
+        out.append({**d, "name": label})
+    return out
 
 
 def validate_dirs(dirs: Iterable[Path]) -> list[str]:

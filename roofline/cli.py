@@ -75,6 +75,10 @@ class Fmt(str, Enum):
 
 
 FormatOpt = Annotated[Fmt, typer.Option("--format", "-f", help="table for people, json for pipes")]
+RowFormat = Annotated[
+    render.RowFmt,
+    typer.Option("--format", "-f", help="table, json, jsonl, csv or markdown"),
+]
 MAX_TOKENS = 1e9
 MAX_BATCH = 1e7
 
@@ -305,13 +309,13 @@ def _model_json(m: ModelArch) -> dict[str, Any]:
 # ---- hardware -------------------------------------------------------------------------------
 @hardware_app.command("list")
 @guarded
-def hardware_list(fmt: FormatOpt = Fmt.table) -> None:
+def hardware_list(fmt: RowFormat = render.RowFmt.table) -> None:
     """List accelerators. Example: roofline hardware list --format json | jq '.hardware[].id'"""
     cat = _catalog()
     doc = render.document(
         "hardware list", {}, hardware=[_hardware_json(h) for h in cat.accelerators.values()]
     )
-    render.emit_json(doc) if fmt is Fmt.json else render.hardware_list_table(doc)
+    render.emit(doc, fmt, doc["hardware"], render.hardware_list_table)
 
 
 @hardware_app.command("show")
@@ -331,7 +335,7 @@ def hardware_show(
 
 @hardware_app.command("tiers")
 @guarded
-def hardware_tiers(fmt: FormatOpt = Fmt.table) -> None:
+def hardware_tiers(fmt: RowFormat = render.RowFmt.table) -> None:
     """List memory tiers and links (PCIe, CXL, DDR5, NVMe, NVLink-C2C, InfiniBand).
     Example: roofline hardware tiers"""
     tiers = [
@@ -347,18 +351,18 @@ def hardware_tiers(fmt: FormatOpt = Fmt.table) -> None:
         for t in _catalog().tiers.values()
     ]
     doc = render.document("hardware tiers", {}, tiers=tiers)
-    render.emit_json(doc) if fmt is Fmt.json else render.tiers_table(doc)
+    render.emit(doc, fmt, doc["tiers"], render.tiers_table)
 
 
 # ---- models ---------------------------------------------------------------------------------
 @models_app.command("list")
 @guarded
-def models_list(fmt: FormatOpt = Fmt.table) -> None:
+def models_list(fmt: RowFormat = render.RowFmt.table) -> None:
     """List models. Example: roofline models list"""
     doc = render.document(
         "models list", {}, models=[_model_json(m) for m in _catalog().models.values()]
     )
-    render.emit_json(doc) if fmt is Fmt.json else render.models_list_table(doc)
+    render.emit(doc, fmt, doc["models"], render.models_list_table)
 
 
 @models_app.command("show")
@@ -1005,7 +1009,7 @@ def cliff(
     ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
     engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
     memory: MemoryOpt = None,
-    fmt: FormatOpt = Fmt.table,
+    fmt: RowFormat = render.RowFmt.table,
 ) -> None:
     """The reasoning cliff: sweep max concurrent sequences through a continuous-batching
     scheduler with preemption; throughput, TTFT, TPOT and recompute against batch.
@@ -1104,7 +1108,7 @@ def cliff(
             for p, r in zip(points, baseline, strict=True)
         ],
     )
-    render.emit_json(doc) if fmt is Fmt.json else render.cliff_table(doc)
+    render.emit(doc, fmt, doc["points"], render.cliff_table)
 
 
 # ---- validate -------------------------------------------------------------------------------
@@ -1114,7 +1118,7 @@ def validate(
     cases: Annotated[
         Path, typer.Argument(help="cases YAML (schema of validation/public_cases.yaml)")
     ],
-    fmt: FormatOpt = Fmt.table,
+    fmt: RowFormat = render.RowFmt.table,
 ) -> None:
     """Predictions against published measurements: ideal, expected, measured, speed ratio, error.
     Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
@@ -1145,7 +1149,7 @@ def validate(
         for r in results
     ]
     doc = render.document("validate", {"cases": str(cases)}, cases=rows, summary=summarize(results))
-    render.emit_json(doc) if fmt is Fmt.json else render.validate_table(doc)
+    render.emit(doc, fmt, doc["cases"], render.validate_table)
 
 
 def main() -> None:
@@ -1156,3 +1160,7 @@ def main() -> None:
         hint = f" ({exc.hint})" if exc.hint else ""
         print(f"error: {exc}{hint}", file=sys.stderr)
         sys.exit(2)
+
+
+# the commands for CI and pipes live in their own module and register on `app`
+from roofline import cli_tools  # noqa: E402, F401

@@ -7,11 +7,13 @@ disagree.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,55 @@ def emit_json(doc: Mapping[str, Any]) -> None:
     sys.stdout.write(json.dumps(to_jsonable(doc), indent=2, allow_nan=False) + "\n")
 
 
+class RowFmt(str, Enum):
+    """Output formats for commands whose results are rows."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    markdown = "markdown"
+
+
+def _cell(value: Any) -> Any:
+    """A flat cell for CSV/Markdown: nested values become compact JSON."""
+    value = to_jsonable(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return "" if value is None else value
+
+
+def emit(
+    doc: Mapping[str, Any],
+    fmt: RowFmt,
+    rows: Sequence[Mapping[str, Any]],
+    table: Callable[[Mapping[str, Any]], None],
+) -> None:
+    """Write a result: the whole document (json), one object per row (jsonl), a CSV with a
+    header, a Markdown table for pull requests, or Rich tables."""
+    out = sys.stdout
+    if fmt is RowFmt.json:
+        emit_json(doc)
+    elif fmt is RowFmt.jsonl:
+        for r in rows:
+            out.write(json.dumps(to_jsonable(r), allow_nan=False) + "\n")
+    elif fmt in (RowFmt.csv, RowFmt.markdown):
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        if fmt is RowFmt.csv:
+            w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: _cell(r.get(k)) for k in fields})
+        else:
+            out.write("| " + " | ".join(fields) + " |\n")
+            out.write("|" + "|".join("---" for _ in fields) + "|\n")
+            for r in rows:
+                cells = (str(_cell(r.get(k))).replace("|", "\\|") for k in fields)
+                out.write("| " + " | ".join(cells) + " |\n")
+    else:
+        table(doc)
+
+
 def document(command: str, inputs: Mapping[str, Any], **results: Any) -> dict[str, Any]:
     """The JSON envelope: schema_version, command, inputs (every assumption), then results."""
     doc = {"schema_version": SCHEMA_VERSION, "command": command, "inputs": dict(inputs), **results}
@@ -93,10 +144,17 @@ def _kv_table(title: str, rows: Iterable[tuple[str, str]]) -> Table:
     return t
 
 
-def _rows_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+def _rows_table(
+    title: str, columns: Sequence[str], rows: Iterable[Sequence[str]], wrap_last: bool = False
+) -> Table:
     t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", pad_edge=False)
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=True)
+        last = i == len(columns) - 1
+        t.add_column(
+            c,
+            justify="left" if i == 0 or (last and wrap_last) else "right",
+            no_wrap=not (last and wrap_last),
+        )
     for r in rows:
         t.add_row(*r)
     return t
@@ -609,3 +667,20 @@ def cliff_table(doc: Mapping[str, Any]) -> None:
         ],
     )
     con.print(chart)
+
+
+# ---- check ----------------------------------------------------------------------------------
+def check_table(doc: Mapping[str, Any]) -> None:
+    rows = [
+        (r["deployment"], r["name"], "ok" if r["ok"] else "FAIL", r["detail"])
+        for r in doc["checks"]
+    ]
+    verdict = "all assertions hold" if doc["ok"] else "some assertions FAIL"
+    stdout_console().print(
+        _rows_table(
+            f"roofline check: {verdict}",
+            ("deployment", "check", "result", "detail"),
+            rows,
+            wrap_last=True,
+        )
+    )

@@ -1,0 +1,134 @@
+"""Capacity and SLO assertions for CI: does a deployment fit, hold a batch, meet TPOT/TTFT and
+throughput targets? Pure: returns Check records; the CLI maps them to exit codes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.hardware import Accelerator, Efficiency
+from roofline.memory import Engine, kv_bytes_per_sequence, max_batch, plan_memory
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.phases import request
+from roofline.units import fmt_bytes, fmt_seconds
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The assertions; None means not checked."""
+
+    min_batch: int | None = None
+    max_tpot_s: float | None = None
+    max_ttft_s: float | None = None
+    min_throughput: float | None = None  # output tokens/s over all replicas
+    fits: bool = False
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    limit: float | bool
+    value: float | bool
+    unit: str
+    detail: str
+
+
+def run_checks(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    *,
+    batch: int,
+    prompt: int,
+    output: int,
+    context: int,
+    limits: Limits,
+    replicas: int = 1,
+    capacity_bytes: float | None = None,
+    ideal: bool = False,
+    eff: Efficiency | None = None,
+) -> list[Check]:
+    """Evaluate every requested assertion. Latency and throughput use the expected (calibrated)
+    prediction unless `ideal`; capacity uses the engine's KV budget at `context` tokens."""
+    plan = plan_memory(model, hw, dep, eng, capacity_bytes)
+    mb = int(max_batch(plan, model, dep, context)) if plan.weights_fit else 0
+    kv_needed = float(kv_bytes_per_sequence(model, dep, context, eng.block_tokens)) * batch
+    out: list[Check] = []
+    if limits.fits:
+        ok = plan.weights_fit and kv_needed <= plan.kv_budget_bytes
+        out.append(
+            Check(
+                "fits",
+                ok,
+                True,
+                ok,
+                "",
+                (
+                    f"weights {fmt_bytes(plan.weights_bytes)}/GPU, KV for batch {batch} at "
+                    f"{context:,} tokens {fmt_bytes(kv_needed)} vs budget "
+                    f"{fmt_bytes(plan.kv_budget_bytes)}"
+                ),
+            )
+        )
+    if limits.min_batch is not None:
+        ok = mb >= limits.min_batch
+        out.append(
+            Check(
+                "min_batch",
+                ok,
+                limits.min_batch,
+                mb,
+                "sequences",
+                f"max batch {mb} at {context:,} tokens "
+                f"({'≥' if ok else '<'} {limits.min_batch}, "
+                f"{mb - limits.min_batch:+d})",
+            )
+        )
+    wants_speed = any(
+        x is not None for x in (limits.max_tpot_s, limits.max_ttft_s, limits.min_throughput)
+    )
+    if wants_speed and not plan.weights_fit:
+        for name in ("max_tpot", "max_ttft", "min_throughput"):
+            limit = getattr(
+                limits, {"max_tpot": "max_tpot_s", "max_ttft": "max_ttft_s"}.get(name, name)
+            )
+            if limit is not None:
+                out.append(Check(name, False, limit, float("nan"), "", "the weights do not fit"))
+        return out
+    if wants_speed:
+        r = request(model, hw, dep, batch, prompt, output, replicas, eff)
+        t = r.ideal if ideal else r.expected
+        kind = "ideal" if ideal else "expected"
+        for name, limit, value, unit, smaller in (
+            ("max_tpot", limits.max_tpot_s, float(t.tpot_s), "s", True),
+            ("max_ttft", limits.max_ttft_s, float(t.ttft_s), "s", True),
+            (
+                "min_throughput",
+                limits.min_throughput,
+                float(t.output_tokens_per_s),
+                "tokens/s",
+                False,
+            ),
+        ):
+            if limit is None:
+                continue
+            ok = value <= limit if smaller else value >= limit
+            margin = (value / limit - 1) if limit else 0.0
+            shown = (
+                (fmt_seconds(value), fmt_seconds(limit))
+                if unit == "s"
+                else (f"{value:,.0f} {unit}", f"{limit:,.0f}")
+            )
+            out.append(
+                Check(
+                    name,
+                    ok,
+                    limit,
+                    value,
+                    unit,
+                    f"{kind} {shown[0]} vs limit {shown[1]} ({margin:+.1%})",
+                )
+            )
+    return out

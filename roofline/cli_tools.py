@@ -1,0 +1,216 @@
+"""Commands for CI and pipes: `check` (capacity and SLO assertions with exit codes) and `sweep`
+(a vectorized grid, one row per point). Registered on the app in roofline/cli.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from roofline import render
+from roofline.catalog import load_spec
+from roofline.checks import Limits, run_checks
+from roofline.cli import (
+    EpOpt,
+    KvOpt,
+    MemoryOpt,
+    PpOpt,
+    RowFormat,
+    TpOpt,
+    WeightsOpt,
+    _capacity,
+    _catalog,
+    _deployment,
+    _gpus,
+    _tokens,
+    app,
+    guarded,
+)
+from roofline.errors import InputError, RooflineError
+from roofline.memory import engine
+from roofline.units import parse_bytes, parse_seconds
+
+
+def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
+    cat = _catalog()
+    where = f"deployment '{d['name']}'"
+    try:
+        m, hw = cat.model(d["model"]), cat.accelerator(d["hardware"])
+        dep = _deployment(
+            d.get("weights", "bf16"),
+            d.get("kv_dtype", "bf16"),
+            "bf16",
+            d.get("tp", 1),
+            d.get("pp", 1),
+            d.get("ep", 1),
+            None,
+            None,
+        )
+        _, replicas = _gpus(d.get("gpus"), dep)
+        prompt = _tokens(str(d.get("prompt", "1k")), "prompt", 0)
+        output = _tokens(str(d.get("output", "1k")), "output", 1)
+        context = _tokens(str(d.get("context", prompt + output)), "context", 1)
+        c = d["checks"]
+        limits = Limits(
+            min_batch=c.get("min_batch"),
+            max_tpot_s=None
+            if c.get("max_tpot") is None
+            else parse_seconds(c["max_tpot"], "max_tpot"),
+            max_ttft_s=None
+            if c.get("max_ttft") is None
+            else parse_seconds(c["max_ttft"], "max_ttft"),
+            min_throughput=c.get("min_throughput"),
+            fits=bool(c.get("fits", False)),
+        )
+        if not (
+            limits.fits
+            or any(
+                x is not None
+                for x in (
+                    limits.min_batch,
+                    limits.max_tpot_s,
+                    limits.max_ttft_s,
+                    limits.min_throughput,
+                )
+            )
+        ):
+            raise InputError(
+                "no assertion given (--fits, --min-batch, --max-tpot, --max-ttft, --min-throughput)"
+            )
+        batch = d.get("batch") or limits.min_batch or 1
+        if not 1 <= batch <= 10**7:
+            raise InputError(f"batch must be from 1 to 1e7, got {batch}")
+        memory = d.get("memory")
+        cap = _capacity(hw, None if memory is None else str(memory))
+        eng = engine(d.get("engine", "vllm"))
+    except RooflineError as exc:
+        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
+    checks = run_checks(
+        m,
+        hw,
+        dep,
+        eng,
+        batch=batch,
+        prompt=prompt,
+        output=output,
+        context=context,
+        limits=limits,
+        replicas=replicas,
+        capacity_bytes=cap,
+        ideal=ideal,
+    )
+    return {
+        "name": d["name"],
+        "model": m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "batch": batch,
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+        "context_tokens": context,
+        "ok": all(c.ok for c in checks),
+        "checks": [
+            {
+                "name": c.name,
+                "ok": c.ok,
+                "limit": c.limit,
+                "value": c.value,
+                "unit": c.unit,
+                "detail": c.detail,
+            }
+            for c in checks
+        ],
+    }
+
+
+@app.command()
+@guarded
+def check(
+    model: Annotated[str | None, typer.Argument(help="model id (or use --spec)")] = None,
+    hardware: Annotated[str | None, typer.Argument(help="accelerator id")] = None,
+    spec: Annotated[
+        str | None, typer.Option(help="YAML/JSON file of one or many deployments ('-' for stdin)")
+    ] = None,
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    gpus: Annotated[int | None, typer.Option(help="GPUs in all; the rest are DP replicas")] = None,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    batch: Annotated[
+        int | None, typer.Option(help="batch for latency (default --min-batch)")
+    ] = None,
+    prompt: Annotated[str, typer.Option(help="prompt tokens")] = "1k",
+    output: Annotated[str, typer.Option(help="output tokens")] = "1k",
+    context: Annotated[
+        str | None, typer.Option(help="tokens per sequence for capacity (default prompt + output)")
+    ] = None,
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    memory: MemoryOpt = None,
+    min_batch: Annotated[int | None, typer.Option(help="assert max batch ≥ N at --context")] = None,
+    max_tpot: Annotated[str | None, typer.Option(help="assert TPOT ≤, e.g. 50ms")] = None,
+    max_ttft: Annotated[str | None, typer.Option(help="assert TTFT ≤, e.g. 2s")] = None,
+    min_throughput: Annotated[
+        float | None, typer.Option(help="assert output tokens/s (all replicas) ≥")
+    ] = None,
+    fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
+    ideal: Annotated[bool, typer.Option("--ideal", help="use speed-of-light predictions")] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="report, never exit 1")] = False,
+    fmt: RowFormat = render.RowFmt.table,
+) -> None:
+    """Capacity and SLO assertions for CI: exit 0 when all hold, 1 when any fails, 2 on bad
+    input. Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
+    --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
+    if spec is not None:
+        if model or hardware:
+            raise InputError("give MODEL HARDWARE or --spec, not both")
+        deployments = load_spec(spec)
+    else:
+        if not (model and hardware):
+            raise InputError("give MODEL HARDWARE, or --spec FILE")
+        d: dict[str, Any] = {
+            "name": f"{model} on {hardware}",
+            "model": model,
+            "hardware": hardware,
+            "tp": tp,
+            "pp": pp,
+            "ep": ep,
+            "gpus": gpus,
+            "weights": weights,
+            "kv_dtype": kv_dtype,
+            "engine": engine_name,
+            "prompt": prompt,
+            "output": output,
+            "batch": batch,
+            "checks": {
+                "min_batch": min_batch,
+                "max_tpot": max_tpot,
+                "max_ttft": max_ttft,
+                "min_throughput": min_throughput,
+                "fits": fits,
+            },
+        }
+        if context is not None:
+            d["context"] = context
+        if memory is not None:
+            d["memory"] = str(parse_bytes(memory, "--memory"))
+        deployments = [d]
+    results = [_evaluate_spec(d, ideal) for d in deployments]
+    ok = all(r["ok"] for r in results)
+    rows = [{"deployment": r["name"], **c} for r in results for c in r["checks"]]
+    doc = render.document(
+        "check", {"spec": spec, "ideal": ideal}, ok=ok, deployments=results, checks=rows
+    )
+    render.emit(doc, fmt, rows, render.check_table)
+    if not ok:
+        failed = [f"{r['deployment']}: {r['name']}" for r in rows if not r["ok"]]
+        render.stderr_console().print(f"check failed: {', '.join(failed)}", markup=False)
+        if not exit_zero:
+            raise typer.Exit(1)
+
+
+__all__ = ["Path", "check"]

@@ -1,0 +1,118 @@
+"""Issue #6: `check` exit codes and JSON, spec files, and the row formats (jsonl, csv, markdown)."""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_check_passes_exit_0(run):
+    r = run(
+        "check",
+        "llama-3.1-8b",
+        "h100",
+        "--context",
+        "8k",
+        "--min-batch",
+        "32",
+        "--fits",
+        "--batch",
+        "32",
+        "--format",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert doc["ok"] is True
+    names = {c["name"] for c in doc["checks"]}
+    assert names == {"fits", "min_batch"}
+    for c in doc["checks"]:
+        assert {"name", "ok", "limit", "value"} <= set(c)
+
+
+def test_check_fails_exit_1_and_says_by_how_much(run):
+    # Llama-3.1-8B bf16 on H100: budget 0.9·85.5 GB − 16.1 GB weights − ~2 GB ≈ 58.9 GB;
+    # one 32k sequence holds 32,000 × 131,072 B = 4.2 GB, so at most ~14 fit, never 64
+    r = run(
+        "check", "llama-3.1-8b", "h100", "--context", "32k", "--min-batch", "64", "--format", "json"
+    )
+    assert r.code == 1
+    doc = r.json()  # the report is still printed
+    c = doc["checks"][0]
+    assert c["name"] == "min_batch" and c["ok"] is False and c["limit"] == 64
+    assert 10 <= c["value"] <= 16 and "-" in c["detail"]
+    assert "check failed" in r.stderr
+
+
+def test_check_exit_zero(run):
+    r = run("check", "llama-3.1-8b", "h100", "--context", "32k", "--min-batch", "64", "--exit-zero")
+    assert r.code == 0 and "FAIL" in r.stdout
+
+
+def test_check_latency_limits(run):
+    ok = run("check", "llama-3.1-8b", "h100", "--max-tpot", "1s", "--format", "json").json()
+    assert ok["ok"]
+    bad = run("check", "llama-3.1-8b", "h100", "--max-tpot", "1ms", "--format", "json")
+    assert bad.code == 1
+    c = bad.json()["checks"][0]
+    assert c["value"] > c["limit"] == 0.001
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["check", "llama-3.1-8b", "h100"], "no assertion"),
+        (["check", "llama-3.1-8b"], "MODEL HARDWARE"),
+        (["check", "llama-3.1-8b", "h100", "--max-tpot", "fast"], "max_tpot"),
+        (["check", "--spec", "/nonexistent.yaml"], "cannot read"),
+    ],
+)
+def test_check_bad_input_exit_2(run, args, needle):
+    r = run(*args)
+    assert r.code == 2 and r.stdout == "" and needle in r.stderr
+
+
+def test_check_spec_file_and_stdin(run, tmp_path):
+    r = run("check", "--spec", str(ROOT / "examples/deploy.yaml"), "--format", "json")
+    assert r.code == 0, r.stderr
+    assert len(r.json()["deployments"]) == 2
+    bad = tmp_path / "deploy.json"
+    bad.write_text(
+        json.dumps({"model": "llama-3.1-8b", "hardware": "h100", "checks": {"min_batch": 10000}})
+    )
+    assert run("check", "--spec", str(bad)).code == 1
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("model: llama-3.1-8b\nhardware: h100\nchecks: {max_tpo: 50ms}\n")
+    r = run("check", "--spec", str(typo))
+    assert r.code == 2 and "max_tpo" in r.stderr and "did you mean" in r.stderr
+
+
+def test_jsonl_lines_parse_one_by_one(run):
+    r = run("validate", str(ROOT / "validation/public_cases.yaml"), "--format", "jsonl")
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 15
+    for line in lines:
+        assert "speed_ratio_ideal" in json.loads(line)
+
+
+def test_csv_has_a_header_and_one_row_per_point(run):
+    r = run("hardware", "list", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == 22
+    assert "memory_bandwidth_bytes_per_s" in rows[0]
+
+
+def test_markdown_table(run):
+    r = run("models", "list", "--format", "markdown")
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("| id |") and set(lines[1]) <= {"|", "-"}
+    assert len(lines) == 2 + 23
+
+
+def test_no_color_tables_are_plain(run):
+    r = run("hardware", "list", env={"NO_COLOR": "1"})
+    assert "\x1b[" not in r.stdout
