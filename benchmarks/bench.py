@@ -47,6 +47,44 @@ def sweep(points: int = 10_000) -> float:
     return time.perf_counter() - t0
 
 
+def grid_sweep() -> tuple[int, float, float]:
+    """A 102,400-point sweep: the core alone, and the CLI end to end writing JSONL."""
+    from roofline.memory import ENGINES
+    from roofline.sweep import Grid, run_sweep
+
+    cat = load_catalog()
+    grid = Grid(
+        [cat.model("llama-3.1-8b")],
+        [cat.accelerator("h100")],
+        ["bf16"],
+        ["bf16"],
+        [1],
+        list(range(1, 1025)),
+        list(range(1000, 100_001, 1000)),
+        [1000],
+    )
+    t0 = time.perf_counter()
+    run_sweep(grid, ENGINES["vllm"])
+    core = time.perf_counter() - t0
+    cmd = [
+        sys.executable,
+        "-m",
+        "roofline",
+        "sweep",
+        "--batch",
+        "1..1024:1",
+        "--prompt",
+        "1k..100k:1k",
+        "--output",
+        "1k",
+        "--format",
+        "jsonl",
+    ]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return grid.points, core, time.perf_counter() - t0
+
+
 def cliff_sweep() -> float:
     cmd = [
         sys.executable,
@@ -81,5 +119,10 @@ if __name__ == "__main__":
     n = 10_000
     s = sweep(n)
     print(f"vectorized decode sweep: {n:,} points in {s * 1e3:.1f} ms ({n / s:,.0f} points/s)")
+    points, core, cli = grid_sweep()
+    print(
+        f"sweep of {points:,} points: core {core:.2f} s ({points / core:,.0f} points/s), "
+        f"CLI to JSONL {cli:.2f} s ({points / cli:,.0f} points/s)"
+    )
     c = cliff_sweep()
     print(f"cliff sweep, 32 batch settings x 512 requests of 16k output tokens: {c:.2f} s")

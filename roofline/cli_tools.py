@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 
 from roofline import render
@@ -29,6 +31,8 @@ from roofline.cli import (
 )
 from roofline.errors import InputError, RooflineError
 from roofline.memory import engine
+from roofline.precision import kv_format, weight_format
+from roofline.sweep import COLUMNS, Grid, run_sweep
 from roofline.units import parse_bytes, parse_seconds
 
 
@@ -214,3 +218,80 @@ def check(
 
 
 __all__ = ["Path", "check"]
+
+
+def _list(spec: str, what: str, parse: Callable[[str], int]) -> list[int]:
+    """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (a step); items take human units."""
+    try:
+        if ".." in spec:
+            lo_text, _, rest = spec.partition("..")
+            hi_text, _, step_text = rest.partition(":")
+            lo, hi = parse(lo_text), parse(hi_text)
+            if step_text:
+                values = list(range(lo, hi + 1, parse(step_text)))
+            else:
+                count = int(np.log2(hi / lo)) + 1 if hi >= lo > 0 else 0
+                values = sorted({int(v) for v in np.geomspace(lo, hi, count)} | {hi})
+        else:
+            values = [parse(v) for v in spec.split(",") if v.strip()]
+    except (ValueError, ZeroDivisionError):
+        raise InputError(
+            f"cannot read {what} {spec!r}: use 1,8,64 or 1..1024 or 8..256:8"
+        ) from None
+    if not values:
+        raise InputError(f"{what} {spec!r} gives no values")
+    return values
+
+
+def _names(spec: str) -> list[str]:
+    return [x.strip() for x in spec.split(",") if x.strip()]
+
+
+@app.command()
+@guarded
+def sweep(
+    model: Annotated[str, typer.Option(help="model ids, comma-separated")] = "llama-3.1-8b",
+    hardware: Annotated[str, typer.Option(help="accelerator ids, comma-separated")] = "h100",
+    weights: Annotated[str, typer.Option(help="weight formats, comma-separated")] = "bf16",
+    kv_dtype: Annotated[
+        str, typer.Option("--kv-dtype", help="KV formats, comma-separated")
+    ] = "bf16",
+    tp: Annotated[str, typer.Option(help="tensor-parallel degrees: 1,2,4,8")] = "1",
+    batch: Annotated[str, typer.Option(help="1,8,64 | 1..1024 | 8..256:8")] = "1,8,64",
+    prompt: Annotated[str, typer.Option(help="prompt tokens: 1k,4k | 1k..32k")] = "1k",
+    output: Annotated[str, typer.Option(help="output tokens: 256,1k | 1k..16k")] = "1k",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    fmt: RowFormat = render.RowFmt.jsonl,
+) -> None:
+    """A grid over model, hardware, formats, TP, batch, prompt and output through the vectorized
+    core; one row per point with the analyze summary (expected and ideal).
+    Example: roofline sweep --batch 1,8,64 --hardware h100,h200,mi300x --weights bf16,fp8,int4"""
+    cat = _catalog()
+    count = lambda text: _tokens(text, "a token count", 0)  # noqa: E731
+    grid = Grid(
+        models=[cat.model(x) for x in _names(model)],
+        hardware=[cat.accelerator(x) for x in _names(hardware)],
+        weights=[weight_format(x).name for x in _names(weights)],
+        kv_dtypes=[kv_format(x).name for x in _names(kv_dtype)],
+        tps=_list(tp, "--tp", int),
+        batches=_list(batch, "--batch", count),
+        prompts=_list(prompt, "--prompt", count),
+        outputs=_list(output, "--output", count),
+    )
+    if min(grid.batches) < 1 or min(grid.outputs) < 1 or min(grid.tps) < 1:
+        raise InputError("--batch, --output and --tp values must be at least 1")
+    if grid.points > 10_000_000:
+        raise InputError(f"{grid.points:,} points is more than the 10,000,000 a sweep allows")
+    eng = engine(engine_name)
+    progress = render.progress_bar("sweep", len(grid.combos)) if grid.points > 200_000 else None
+    cols = run_sweep(grid, eng, progress or (lambda x: x))
+    rows = [dict(zip(COLUMNS, values, strict=True)) for values in zip(*cols.values(), strict=True)]
+    inputs = {
+        "engine": eng.name,
+        "points": grid.points,
+        "efficiency": "expected columns use each accelerator's family efficiencies",
+    }
+    # the whole document is only built where it is printed (json) or drawn (table)
+    whole = fmt in (render.RowFmt.json, render.RowFmt.table)
+    doc = render.document("sweep", inputs, points=rows) if whole else {}
+    render.emit(doc, fmt, rows, render.sweep_table)

@@ -89,7 +89,11 @@ def emit(
         emit_json(doc)
     elif fmt is RowFmt.jsonl:
         for r in rows:
-            out.write(json.dumps(to_jsonable(r), allow_nan=False) + "\n")
+            try:  # fast path: rows of plain finite values
+                line = json.dumps(r, allow_nan=False)
+            except (TypeError, ValueError):
+                line = json.dumps(to_jsonable(r), allow_nan=False)
+            out.write(line + "\n")
     elif fmt in (RowFmt.csv, RowFmt.markdown):
         fields = list(dict.fromkeys(k for r in rows for k in r))
         if fmt is RowFmt.csv:
@@ -684,3 +688,55 @@ def check_table(doc: Mapping[str, Any]) -> None:
             wrap_last=True,
         )
     )
+
+
+# ---- sweep ----------------------------------------------------------------------------------
+def progress_bar(description: str, total: int):
+    """A transient progress bar on stderr (never stdout) for long loops."""
+    from rich.progress import track
+
+    def wrap(items):
+        return track(
+            items, description=description, total=total, transient=True, console=stderr_console()
+        )
+
+    return wrap
+
+
+def sweep_table(doc: Mapping[str, Any], limit: int = 60) -> None:
+    pts = doc["points"]
+    rows = [
+        (
+            p["model"],
+            p["hardware"],
+            str(p["tp"]),
+            p["weights"],
+            p["kv_dtype"],
+            f"{p['batch']:,}",
+            f"{p['prompt_tokens']:,}",
+            f"{p['output_tokens']:,}",
+            _c(fmt_seconds(p["ttft_s"])),
+            _c(fmt_seconds(p["tpot_s"])),
+            f"{p['output_tokens_per_s']:,.0f}",
+            _num(p["fits"]),
+        )
+        for p in pts[:limit]
+    ]
+    cols = (
+        "model",
+        "hardware",
+        "TP",
+        "weights",
+        "KV",
+        "batch",
+        "prompt",
+        "output",
+        "TTFT",
+        "TPOT",
+        "tok/s",
+        "fits",
+    )
+    more = (
+        f" (first {limit} of {len(pts):,}; use --format jsonl or csv)" if len(pts) > limit else ""
+    )
+    stdout_console().print(_rows_table(f"Sweep, expected times{more}", cols, rows))

@@ -116,3 +116,32 @@ def test_markdown_table(run):
 def test_no_color_tables_are_plain(run):
     r = run("hardware", "list", env={"NO_COLOR": "1"})
     assert "\x1b[" not in r.stdout
+
+
+def test_sweep_jsonl_one_line_per_point(run):
+    r = run("sweep", "--model", "llama-3.1-8b,mixtral-8x7b", "--hardware", "h100,mi300x",
+            "--weights", "bf16,fp8", "--batch", "1,8,64", "--prompt", "1k,4k")
+    lines = r.stdout.strip().splitlines()
+    assert r.code == 0 and len(lines) == 2 * 2 * 2 * 3 * 2
+    rows = [json.loads(line) for line in lines]
+    assert {"ttft_s", "tpot_s", "output_tokens_per_s", "fits", "max_batch"} <= set(rows[0])
+
+
+def test_sweep_matches_analyze(run):
+    row = json.loads(run("sweep", "--model", "llama-3.1-70b", "--hardware", "h100", "--tp", "4",
+                         "--weights", "fp8", "--batch", "32", "--prompt", "2k", "--output",
+                         "512").stdout)
+    doc = run("analyze", "llama-3.1-70b", "h100", "--tp", "4", "--weights", "fp8", "--batch",
+              "32", "--prompt", "2k", "--output", "512", "--format", "json").json()
+    assert row["tpot_s"] == pytest.approx(doc["expected"]["tpot_s"])
+    assert row["ttft_ideal_s"] == pytest.approx(doc["ideal"]["ttft_s"])
+    assert row["max_batch"] == doc["memory"]["max_batch"]
+
+
+def test_sweep_csv_and_ranges(run):
+    r = run("sweep", "--batch", "1..64", "--output", "256,1k", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == 7 * 2  # 1, 2, 4, ..., 64 × two outputs
+    assert rows[0]["batch"] == "1" and "tpot_s" in rows[0]
+    bad = run("sweep", "--batch", "1..x")
+    assert bad.code == 2 and "--batch" in bad.stderr
