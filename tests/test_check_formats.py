@@ -119,8 +119,10 @@ def test_no_color_tables_are_plain(run):
 
 
 def test_sweep_jsonl_one_line_per_point(run):
-    r = run("sweep", "--model", "llama-3.1-8b,mixtral-8x7b", "--hardware", "h100,mi300x",
-            "--weights", "bf16,fp8", "--batch", "1,8,64", "--prompt", "1k,4k")
+    r = run(
+        *"sweep --model llama-3.1-8b,mixtral-8x7b --hardware h100,mi300x".split(),
+        *"--weights bf16,fp8 --batch 1,8,64 --prompt 1k,4k".split(),
+    )
     lines = r.stdout.strip().splitlines()
     assert r.code == 0 and len(lines) == 2 * 2 * 2 * 3 * 2
     rows = [json.loads(line) for line in lines]
@@ -128,11 +130,11 @@ def test_sweep_jsonl_one_line_per_point(run):
 
 
 def test_sweep_matches_analyze(run):
-    row = json.loads(run("sweep", "--model", "llama-3.1-70b", "--hardware", "h100", "--tp", "4",
-                         "--weights", "fp8", "--batch", "32", "--prompt", "2k", "--output",
-                         "512").stdout)
-    doc = run("analyze", "llama-3.1-70b", "h100", "--tp", "4", "--weights", "fp8", "--batch",
-              "32", "--prompt", "2k", "--output", "512", "--format", "json").json()
+    workload = "--tp 4 --weights fp8 --batch 32 --prompt 2k --output 512".split()
+    row = json.loads(
+        run("sweep", "--model", "llama-3.1-70b", "--hardware", "h100", *workload).stdout
+    )
+    doc = run("analyze", "llama-3.1-70b", "h100", *workload, "--format", "json").json()
     assert row["tpot_s"] == pytest.approx(doc["expected"]["tpot_s"])
     assert row["ttft_ideal_s"] == pytest.approx(doc["ideal"]["ttft_s"])
     assert row["max_batch"] == doc["memory"]["max_batch"]
