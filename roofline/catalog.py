@@ -12,6 +12,7 @@ A later entry with the same id replaces an earlier one.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -26,6 +27,7 @@ import yaml
 
 from roofline.errors import CatalogError, UnknownEntryError
 from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.hfconfig import entry_from_config
 from roofline.model import ModelArch
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
@@ -449,7 +451,36 @@ class Catalog:
         return self._get("tiers", "tier", name)
 
     def model(self, name: str) -> ModelArch:
+        """A model by id or alias, or straight from a Hugging Face config.json path."""
+        if name.endswith(".json") and Path(name).is_file():
+            return model_from_config(name)
         return self._get("models", "models", name)
+
+
+def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
+    """A catalog entry (dict) from a local Hugging Face config.json; no network."""
+    p = Path(path)
+    try:
+        cfg = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError(f"{p}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{p}: is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(cfg, dict):
+        raise CatalogError(f"{p}: expected a JSON object")
+    stem = p.parent.name if p.name == "config.json" else p.stem
+    return entry_from_config(cfg, model_id or stem.lower(), str(p))
+
+
+def model_from_config(path: str | Path, model_id: str | None = None) -> ModelArch:
+    """A validated ModelArch from a config.json, through the same checks as the catalog."""
+    entry = read_hf_config(path, model_id)
+    return _model(f"{path}: model '{entry['id']}'", entry)
+
+
+def model_yaml(entry: dict[str, Any]) -> str:
+    """The catalog YAML of one imported entry."""
+    return yaml.safe_dump({"models": [entry]}, sort_keys=False, width=100)
 
 
 def shipped_dirs() -> list[Path]:

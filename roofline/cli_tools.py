@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,7 +13,7 @@ import numpy as np
 import typer
 
 from roofline import render
-from roofline.catalog import load_spec
+from roofline.catalog import load_spec, model_from_config, model_yaml, read_hf_config
 from roofline.checks import Limits, run_checks
 from roofline.cli import (
     EpOpt,
@@ -28,6 +30,7 @@ from roofline.cli import (
     _tokens,
     app,
     guarded,
+    models_app,
 )
 from roofline.errors import InputError, RooflineError
 from roofline.memory import engine
@@ -295,3 +298,31 @@ def sweep(
     whole = fmt in (render.RowFmt.json, render.RowFmt.table)
     doc = render.document("sweep", inputs, points=rows) if whole else {}
     render.emit(doc, fmt, rows, render.sweep_table)
+
+
+@models_app.command("import")
+@guarded
+def models_import(
+    config: Annotated[Path, typer.Argument(help="a local Hugging Face config.json")],
+    id_: Annotated[
+        str | None, typer.Option("--id", help="catalog id (default: folder name)")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--output", "-o", help="write the YAML here")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json")] = "yaml",
+) -> None:
+    """Turn a local config.json into a catalog entry (no network), checked like the catalog.
+    Example: roofline models import ./Qwen3-30B-A3B/config.json -o models/qwen3-30b-a3b.yaml"""
+    entry = read_hf_config(config, id_)
+    m = model_from_config(config, id_)
+    if fmt not in ("yaml", "json"):
+        raise InputError(f"--format must be yaml or json, got {fmt}")
+    text = model_yaml(entry) if fmt == "yaml" else json.dumps({"models": [entry]}, indent=2) + "\n"
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+        render.stderr_console().print(
+            f"wrote {out}: {m.id}, {m.params_total / 1e9:.2f}B parameters "
+            f"({m.params_active / 1e9:.2f}B active)",
+            markup=False,
+        )
+    else:
+        sys.stdout.write(text)
