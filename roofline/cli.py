@@ -43,6 +43,7 @@ from roofline.memory import (
 from roofline.model import ModelArch
 from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
 from roofline.phases import PhaseResult, decode, prefill, request
+from roofline.plot import check_output, save_cliff
 from roofline.precision import KV_FORMATS, activation_format, kv_format, weight_format
 from roofline.scheduler import StepModel, simulate
 from roofline.units import fmt_bytes, parse_bytes, parse_count, parse_seconds
@@ -952,26 +953,32 @@ def bytes_(
 
 
 # ---- cliff ----------------------------------------------------------------------------------
-def _batch_sweep(spec: str) -> list[int]:
-    """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (arithmetic step)."""
+def _int_list(spec: str, what: str, parse: Callable[[str], int] = int) -> list[int]:
+    """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (a step); items may take units."""
     try:
         if ".." in spec:
             lo_text, _, rest = spec.partition("..")
             hi_text, _, step_text = rest.partition(":")
-            lo, hi = int(lo_text), int(hi_text)
+            lo, hi = parse(lo_text), parse(hi_text)
             if step_text:
-                values = list(range(lo, hi + 1, int(step_text)))
+                values = list(range(lo, hi + 1, parse(step_text)))
             else:
-                values = sorted(
-                    {int(v) for v in np.geomspace(lo, hi, int(np.log2(hi / lo)) + 1)} | {hi}
-                )
+                count = int(np.log2(hi / lo)) + 1 if hi >= lo > 0 else 0
+                values = sorted({round(v) for v in np.geomspace(lo, hi, count)} | {hi})
         else:
-            values = [int(v) for v in spec.split(",") if v.strip()]
-    except (ValueError, ZeroDivisionError):
+            values = [parse(v) for v in spec.split(",") if v.strip()]
+    except (ValueError, ZeroDivisionError, RooflineError):
         raise InputError(
-            f"cannot read --batch {spec!r}: use 1,8,64 or 1..1024 or 8..256:8"
+            f"cannot read {what} {spec!r}: use 1,8,64 or 1..1024 or 8..256:8"
         ) from None
-    if not values or min(values) < 1 or max(values) > 65536 or len(values) > 256:
+    if not values:
+        raise InputError(f"{what} {spec!r} gives no values")
+    return values
+
+
+def _batch_sweep(spec: str) -> list[int]:
+    values = _int_list(spec, "--batch")
+    if min(values) < 1 or max(values) > 65536 or len(values) > 256:
         raise InputError(f"--batch {spec!r}: 1 to 256 settings, each from 1 to 65536")
     return values
 
@@ -1009,12 +1016,18 @@ def cliff(
     ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
     engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
     memory: MemoryOpt = None,
+    chart: Annotated[
+        Path | None,
+        typer.Option("--chart", "-o", help="also write cliff.svg|png|pdf (needs roofline[plot])"),
+    ] = None,
     fmt: RowFormat = render.RowFmt.table,
 ) -> None:
     """The reasoning cliff: sweep max concurrent sequences through a continuous-batching
     scheduler with preemption; throughput, TTFT, TPOT and recompute against batch.
     Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
     --output 16k --batch 8..128:8"""
+    if chart is not None:
+        check_output(chart)
     cat = _catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = _deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
@@ -1109,6 +1122,9 @@ def cliff(
         ],
     )
     render.emit(doc, fmt, doc["points"], render.cliff_table)
+    if chart is not None:
+        save_cliff(doc, chart)
+        render.stderr_console().print(f"wrote {chart}", markup=False)
 
 
 # ---- validate -------------------------------------------------------------------------------

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 
 from roofline import render
@@ -27,6 +25,9 @@ from roofline.cli import (
     _catalog,
     _deployment,
     _gpus,
+    _hardware_json,
+    _int_list,
+    _phase_json,
     _tokens,
     app,
     guarded,
@@ -34,6 +35,8 @@ from roofline.cli import (
 )
 from roofline.errors import InputError, RooflineError
 from roofline.memory import engine
+from roofline.phases import decode, prefill
+from roofline.plot import check_output, save_roofline, text_roofline
 from roofline.precision import kv_format, weight_format
 from roofline.sweep import COLUMNS, Grid, run_sweep
 from roofline.units import parse_bytes, parse_seconds
@@ -223,29 +226,6 @@ def check(
 __all__ = ["Path", "check"]
 
 
-def _list(spec: str, what: str, parse: Callable[[str], int]) -> list[int]:
-    """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (a step); items take human units."""
-    try:
-        if ".." in spec:
-            lo_text, _, rest = spec.partition("..")
-            hi_text, _, step_text = rest.partition(":")
-            lo, hi = parse(lo_text), parse(hi_text)
-            if step_text:
-                values = list(range(lo, hi + 1, parse(step_text)))
-            else:
-                count = int(np.log2(hi / lo)) + 1 if hi >= lo > 0 else 0
-                values = sorted({int(v) for v in np.geomspace(lo, hi, count)} | {hi})
-        else:
-            values = [parse(v) for v in spec.split(",") if v.strip()]
-    except (ValueError, ZeroDivisionError):
-        raise InputError(
-            f"cannot read {what} {spec!r}: use 1,8,64 or 1..1024 or 8..256:8"
-        ) from None
-    if not values:
-        raise InputError(f"{what} {spec!r} gives no values")
-    return values
-
-
 def _names(spec: str) -> list[str]:
     return [x.strip() for x in spec.split(",") if x.strip()]
 
@@ -276,10 +256,10 @@ def sweep(
         hardware=[cat.accelerator(x) for x in _names(hardware)],
         weights=[weight_format(x).name for x in _names(weights)],
         kv_dtypes=[kv_format(x).name for x in _names(kv_dtype)],
-        tps=_list(tp, "--tp", int),
-        batches=_list(batch, "--batch", count),
-        prompts=_list(prompt, "--prompt", count),
-        outputs=_list(output, "--output", count),
+        tps=_int_list(tp, "--tp", int),
+        batches=_int_list(batch, "--batch", count),
+        prompts=_int_list(prompt, "--prompt", count),
+        outputs=_int_list(output, "--output", count),
     )
     if min(grid.batches) < 1 or min(grid.outputs) < 1 or min(grid.tps) < 1:
         raise InputError("--batch, --output and --tp values must be at least 1")
@@ -326,3 +306,57 @@ def models_import(
         )
     else:
         sys.stdout.write(text)
+
+
+@app.command()
+@guarded
+def plot(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    batch: Annotated[int, typer.Option(help="concurrent sequences")] = 1,
+    prompt: Annotated[str, typer.Option(help="prompt tokens")] = "1k",
+    context: Annotated[str | None, typer.Option(help="decode KV length (default prompt)")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "--chart", "-o", help="write chart.svg|png|pdf (roofline[plot])"),
+    ] = None,
+    width: Annotated[int, typer.Option(help="terminal chart width in characters")] = 80,
+) -> None:
+    """The roofline chart: attainable FLOP/s against intensity, the bandwidth slope and a compute
+    roof per dtype, the ridge, and the workload's prefill and decode ops placed on it.
+    Example: roofline plot llama-3.1-8b h100 --batch 8 --prompt 4k"""
+    if output is not None:
+        check_output(output)
+    cat = _catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    dep = _deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
+    s = _tokens(prompt, "--prompt", 1)
+    ctx = _tokens(context, "--context", 1) if context else s
+    if not 30 <= width <= 400:
+        raise InputError(f"--width must be from 30 to 400, got {width}")
+    p, d = prefill(m, hw, dep, batch, s), decode(m, hw, dep, batch, ctx)
+    doc = render.document(
+        "plot",
+        {
+            "model": m.id,
+            "hardware": hw.id,
+            "batch": batch,
+            "prompt_tokens": s,
+            "context_tokens": ctx,
+            "compute_dtype": d.compute_dtype,
+            "ridge_flops_per_byte": d.ridge_flops_per_byte,
+        },
+        hardware=_hardware_json(hw),
+        prefill=_phase_json(p),
+        decode=_phase_json(d),
+    )
+    if output is not None:
+        save_roofline(doc, output)
+        render.stderr_console().print(f"wrote {output}", markup=False)
+        return
+    sys.stdout.write(text_roofline(doc, width=width - 28) + "\n")
