@@ -645,7 +645,7 @@ def analyze(
     batch: Annotated[int, typer.Option(help="concurrent sequences per replica")] = 1,
     prompt: Annotated[str, typer.Option(help="prompt tokens, e.g. 1k")] = "1k",
     output: Annotated[str, typer.Option(help="output tokens, e.g. 10k")] = "1k",
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
     memory: MemoryOpt = None,
     eta_compute: Annotated[float | None, typer.Option(help="override compute efficiency")] = None,
     eta_memory: Annotated[float | None, typer.Option(help="override memory efficiency")] = None,
@@ -664,7 +664,7 @@ def analyze(
     b = _batch(batch)
     s, o = _tokens(prompt, "--prompt", 0), _tokens(output, "--output", 1)
     eff = _efficiency(hw, eta_compute, eta_memory, overhead)
-    eng = engine(engine_name)
+    eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
     if not plan.weights_fit:
         raise _not_fit(m, hw, dep, plan)
@@ -752,7 +752,7 @@ def capacity(
     act_dtype: ActOpt = "bf16",
     sparsity: SparsityOpt = None,
     context: Annotated[str, typer.Option(help="tokens per sequence (prompt + output)")] = "8k",
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
     memory: MemoryOpt = None,
     block: Annotated[
         int | None, typer.Option(help="KV block size in tokens (engine default)")
@@ -765,7 +765,7 @@ def capacity(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = _deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None)
     ctx = _tokens(context, "--context", 1)
-    eng = engine(engine_name)
+    eng = engine(engine_name, hw)
     if block is not None:
         if not 1 <= block <= 65536:
             raise InputError(f"--block must be from 1 to 65536 tokens, got {block}")
@@ -849,7 +849,7 @@ def bytes_(
             "--max-len", help="tokens contiguous allocation reserves (default: max positions)"
         ),
     ] = None,
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
     memory: MemoryOpt = None,
     fmt: FormatOpt = Fmt.table,
 ) -> None:
@@ -866,7 +866,7 @@ def bytes_(
     b = _batch(batch)
     s = _tokens(prompt, "--prompt", 1)
     ctx = _tokens(context, "--context", 1) if context else s
-    eng = engine(engine_name)
+    eng = engine(engine_name, hw)
     cap = _capacity(hw, memory)
     p = prefill(m, hw, dep, b, s)
     d = decode(m, hw, dep, b, ctx)
@@ -1014,7 +1014,7 @@ def cliff(
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
     ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
     memory: MemoryOpt = None,
     chart: Annotated[
         Path | None,
@@ -1051,7 +1051,7 @@ def cliff(
     if len(prompts) != n or len(outputs) != n:
         raise InputError(f"--prompt-dist/--output-dist must give {n} lengths (--requests)")
     s, o = round(float(prompts.mean())), round(float(outputs.mean()))
-    eng = engine(engine_name)
+    eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
     if not plan.weights_fit:
         raise _not_fit(m, hw, dep, plan)

@@ -93,7 +93,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             raise InputError(f"batch must be from 1 to 1e7, got {batch}")
         memory = d.get("memory")
         cap = _capacity(hw, None if memory is None else str(memory))
-        eng = engine(d.get("engine", "vllm"))
+        eng = engine(d.get("engine", "auto"), hw)
     except RooflineError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     checks = run_checks(
@@ -159,7 +159,7 @@ def check(
     context: Annotated[
         str | None, typer.Option(help="tokens per sequence for capacity (default prompt + output)")
     ] = None,
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
     memory: MemoryOpt = None,
     min_batch: Annotated[int | None, typer.Option(help="assert max batch ≥ N at --context")] = None,
     max_tpot: Annotated[str | None, typer.Option(help="assert TPOT ≤, e.g. 50ms")] = None,
@@ -243,7 +243,7 @@ def sweep(
     batch: Annotated[str, typer.Option(help="1,8,64 | 1..1024 | 8..256:8")] = "1,8,64",
     prompt: Annotated[str, typer.Option(help="prompt tokens: 1k,4k | 1k..32k")] = "1k",
     output: Annotated[str, typer.Option(help="output tokens: 256,1k | 1k..16k")] = "1k",
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "vllm",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
     fmt: RowFormat = render.RowFmt.jsonl,
 ) -> None:
     """A grid over model, hardware, formats, TP, batch, prompt and output through the vectorized
@@ -265,12 +265,12 @@ def sweep(
         raise InputError("--batch, --output and --tp values must be at least 1")
     if grid.points > 10_000_000:
         raise InputError(f"{grid.points:,} points is more than the 10,000,000 a sweep allows")
-    eng = engine(engine_name)
+    engine(engine_name)  # an unknown name fails before any work
     progress = render.progress_bar("sweep", len(grid.combos)) if grid.points > 200_000 else None
-    cols = run_sweep(grid, eng, progress or (lambda x: x))
+    cols = run_sweep(grid, engine_name, progress or (lambda x: x))
     rows = [dict(zip(COLUMNS, values, strict=True)) for values in zip(*cols.values(), strict=True)]
     inputs = {
-        "engine": eng.name,
+        "engine": engine_name,
         "points": grid.points,
         "efficiency": "expected columns use each accelerator's family efficiencies",
     }

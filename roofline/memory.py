@@ -71,6 +71,16 @@ ENGINES: dict[str, Engine] = {
         "TensorRT-LLM docs: kv_cache_free_gpu_mem_fraction=0.9 of the memory left after weights "
         "and activations, tokens_per_block=32, max_num_tokens=8192",
     ),
+    "llamacpp": Engine(
+        "llamacpp",
+        1.0,
+        "fraction_of_capacity",
+        0.0,
+        512,
+        1,
+        "llama.cpp: the KV cache for n_ctx tokens and compute buffers for one n_ubatch (512) "
+        "micro-batch in the memory the GPU may use (Metal's wired share on unified memory)",
+    ),
     "ideal": Engine(
         "ideal",
         1.0,
@@ -83,10 +93,15 @@ ENGINES: dict[str, Engine] = {
 }
 
 
-def engine(name: str) -> Engine:
+def engine(name: str, hw: Accelerator | None = None) -> Engine:
+    """An engine by name; "auto" is llama.cpp on unified-memory chips and vLLM elsewhere."""
     key = name.lower()
+    if key == "auto":
+        key = "llamacpp" if hw is not None and hw.unified_memory else "vllm"
     if key not in ENGINES:
-        raise InputError(f"unknown engine '{name}'", hint=f"choose one of {', '.join(ENGINES)}")
+        raise InputError(
+            f"unknown engine '{name}'", hint=f"choose auto or one of {', '.join(ENGINES)}"
+        )
     return ENGINES[key]
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.hardware import Accelerator
-from roofline.memory import Engine, kv_bytes_per_sequence, max_batch, plan_memory
+from roofline.memory import engine, kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import request
@@ -65,7 +65,7 @@ class Grid:
 
 
 def run_sweep(
-    grid: Grid, eng: Engine, progress: Callable[[Iterable], Iterable] = lambda x: x
+    grid: Grid, engine_name: str, progress: Callable[[Iterable], Iterable] = lambda x: x
 ) -> dict[str, list]:
     """Evaluate every grid point; returns columns (lists), one entry per point, in COLUMNS order."""
     b, s, o = (
@@ -82,6 +82,7 @@ def run_sweep(
     for m, hw, w, kv, tp in progress(grid.combos):
         dep = Deployment(weights=weight_format(w), kv=kv_format(kv), tp=tp)
         r = request(m, hw, dep, b, s, o)
+        eng = engine(engine_name, hw)
         plan = plan_memory(m, hw, dep, eng)
         ctx = s + o
         mb = max_batch(plan, m, dep, ctx) if plan.weights_fit else np.zeros(n)

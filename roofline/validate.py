@@ -59,7 +59,7 @@ class Case:
     measured: float
     source: str
     notes: str = ""
-    engine: str = "vllm"
+    engine: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def evaluate(
     eff = efficiency or hw.efficiency
     batch = case.batch
     if batch is None:
-        plan = plan_memory(model, hw, dep, engine(case.engine))
+        plan = plan_memory(model, hw, dep, engine(case.engine, hw))
         batch = int(max_batch(plan, model, dep, case.prompt + case.output))
         if batch < 1:
             raise InputError(
