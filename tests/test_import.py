@@ -21,6 +21,9 @@ HF = Path(__file__).resolve().parent / "data/hf"
         ("gpt-oss-120b", 116.83e9, None),  # gpt-oss model card
         ("gemma-3-27b-it", 27.01e9, None),  # Gemma 3 report, text decoder
         ("QwQ-32B", 32.76e9, None),  # count of the Qwen2.5-32B shape
+        ("Mistral-7B-v0.1", 7.24e9, None),  # Mistral 7B: "7.3B" rounded; 7.24B counted on HF
+        ("Qwen3-32B", 32.8e9, None),  # Qwen model card
+        ("DeepSeek-V2", 236e9, 21e9),  # DeepSeek-V2 report
     ],
 )
 def test_import_gives_published_counts(folder, published_total, published_active):
@@ -28,6 +31,16 @@ def test_import_gives_published_counts(folder, published_total, published_active
     assert m.params_total == pytest.approx(published_total, rel=0.005)
     if published_active:
         assert m.params_active == pytest.approx(published_active, rel=0.03)
+
+
+def test_gemma2_non_embedding_count_is_exact():
+    # Gemma 2 report (arXiv 2408.00118), Table 2: Gemma 2 9B has 8,324,201,984 non-embedding
+    # parameters; its embedding (256000 × 3584) is tied with the output head
+    m = model_from_config(HF / "gemma-2-9b/config.json")
+    p = m.param_breakdown()
+    assert p["total"] - p["embedding"] == 8_324_201_984
+    # local/global alternation starting with a local layer: 21 of each, window 4096
+    assert {(g.count, g.window) for g in m.layer_groups} == {(21, 4096), (21, None)}
 
 
 def test_import_matches_the_catalog_entry(cat):
