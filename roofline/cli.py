@@ -438,6 +438,13 @@ def kv(
     ] = None,
     sink: Annotated[str | None, typer.Option(help="StreamingLLM: attention-sink tokens")] = None,
     window: Annotated[str | None, typer.Option(help="StreamingLLM: recent-window tokens")] = None,
+    hardware: Annotated[
+        str | None,
+        typer.Option(
+            help="with --kv-budget: accelerator for the max-batch gain (with --tp, --weights)"
+        ),
+    ] = None,
+    weights: Annotated[str, typer.Option(help="with --hardware: weight format")] = "bf16",
     fmt: FormatOpt = Fmt.table,
 ) -> None:
     """KV-cache bytes per token, per sequence and per batch; attention variants (--compare),
@@ -548,9 +555,23 @@ def kv(
             "kv_bytes_per_sequence_without_eviction": full,
             "kv_bytes_saved_per_sequence": full - per_seq,
             "saved_fraction": 1 - per_seq / full,
+            # decode reads the whole cache every step: the read saved equals the bytes saved
+            "decode_kv_read_saved_bytes_per_step": (full - per_seq) * batch,
+            "max_batch_without_eviction": None,
+            "max_batch_with_eviction": None,
             "accuracy_modelled": False,
             "note": "accuracy effects of eviction are not modelled",
         }
+        if hardware is not None:
+            hw = cat.accelerator(hardware)
+            eng = engine("auto", hw)
+            with_w = replace(dep, weights=weight_format(weights))
+            plan = plan_memory(m, hw, with_w, eng)
+            eviction["hardware"] = hw.id
+            eviction["max_batch_without_eviction"] = int(
+                max_batch(plan, m, replace(with_w, kv_token_budget=None), ctx)
+            )
+            eviction["max_batch_with_eviction"] = int(max_batch(plan, m, with_w, ctx))
     doc = render.document(
         "kv",
         inputs,

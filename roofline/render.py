@@ -330,7 +330,16 @@ def kv_table(doc: Mapping[str, Any]) -> None:
                 f"{fmt_bytes(ev['kv_bytes_saved_per_sequence'])} per sequence "
                 f"({ev['saved_fraction']:.1%}); accuracy effects are not modelled",
             ),
+            ("decode KV read saved per step", fmt_bytes(ev["decode_kv_read_saved_bytes_per_step"])),
         ]
+        if ev["max_batch_with_eviction"] is not None:
+            rows.append(
+                (
+                    f"max batch on {ev['hardware']}",
+                    f"{ev['max_batch_without_eviction']:,} → "
+                    f"{ev['max_batch_with_eviction']:,} sequences",
+                )
+            )
     con = stdout_console()
     con.print(_kv_table(f"KV cache of {i['model']}", rows))
     con.print(

@@ -178,3 +178,50 @@ def test_allocation_cli_and_errors(run):
     assert r.code == 2 and "unknown distribution" in r.stderr
     r = run("kv", "llama-3.1-8b", "--kv-budget", "1k", "--sink", "4")
     assert r.code == 2 and "not both" in r.stderr
+
+
+def test_kv_eviction_cli_max_batch_gain(run, cat):
+    doc = run(
+        "kv",
+        "llama-3.1-8b",
+        "--context",
+        "32000",
+        "--kv-budget",
+        "2000",
+        "--batch",
+        "16",
+        "--hardware",
+        "h100",
+        "--format",
+        "json",
+    ).json()
+    ev = doc["eviction"]
+    per_token = 131_072
+    assert ev["kv_bytes_saved_per_sequence"] == (32000 - 2000) * per_token
+    assert ev["decode_kv_read_saved_bytes_per_step"] == 16 * (32000 - 2000) * per_token
+    budget = plan_memory(
+        cat.model("llama-3.1-8b"), cat.accelerator("h100"), Deployment(), ENGINES["vllm"]
+    ).kv_budget_bytes
+    assert ev["max_batch_without_eviction"] == budget // (32000 * per_token)
+    assert ev["max_batch_with_eviction"] == budget // (2000 * per_token)
+    assert ev["accuracy_modelled"] is False
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "mixtral-8x7b", "gemma-3-27b", "qwen3-32b"]),
+    batch=st.integers(1, 256),
+    context=st.integers(64, 65536),
+)
+def test_every_lever_reduces_or_keeps_bytes(model, batch, context):
+    from roofline.catalog import load_catalog
+
+    cat = load_catalog()
+    m, hw = cat.model(model), cat.accelerator("b200")
+    rows = evaluate_levers(m, hw, Deployment(tp=2), ENGINES["vllm"], batch, context, 131072, 2048)
+    base = rows[0]
+    for r in rows[1:]:
+        assert r.weight_bytes_per_gpu <= base.weight_bytes_per_gpu
+        assert r.kv_bytes_per_sequence <= base.kv_bytes_per_sequence
+        assert r.t_step_ideal_s <= base.t_step_ideal_s * (1 + 1e-9)
+        assert r.max_batch >= base.max_batch
