@@ -1,0 +1,566 @@
+"""Commands on one deployment's physics: `kv`, `analyze`, `capacity`, `bytes`. Registered on the
+app in roofline/cli.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from roofline import render
+from roofline.cli import (
+    ActOpt,
+    ComputeOpt,
+    EpOpt,
+    Fmt,
+    FormatOpt,
+    KvOpt,
+    MemoryOpt,
+    PpOpt,
+    SparsityOpt,
+    TpOpt,
+    WeightsOpt,
+    _batch,
+    _capacity,
+    _catalog,
+    _deployment,
+    _efficiency,
+    _efficiency_json,
+    _gpus,
+    _kv_budget,
+    _not_fit,
+    _phase_json,
+    _tokens,
+    app,
+    guarded,
+    warn,
+)
+from roofline.errors import InputError
+from roofline.kvcache import allocation_waste, attention_variants, parse_lengths
+from roofline.levers import evaluate_levers
+from roofline.memory import (
+    activation_peak_bytes,
+    engine,
+    kv_bytes_per_sequence,
+    kv_bytes_per_token,
+    max_batch,
+    plan_memory,
+)
+from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
+from roofline.phases import PhaseResult, decode, prefill, request
+from roofline.precision import KV_FORMATS, kv_format, weight_format
+from roofline.units import fmt_bytes
+
+
+# ---- kv -------------------------------------------------------------------------------------
+@app.command()
+@guarded
+def kv(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help=f"{', '.join(KV_FORMATS)}")] = "bf16",
+    kv_bits: Annotated[
+        float | None,
+        typer.Option(help="override bits per KV element, e.g. 6 (DeepSeek-V2's deployment)"),
+    ] = None,
+    context: Annotated[str, typer.Option(help="tokens per sequence, e.g. 32k")] = "32k",
+    batch: Annotated[int, typer.Option(help="sequences")] = 1,
+    tp: Annotated[int, typer.Option(help="tensor parallel: bytes per GPU")] = 1,
+    compare: Annotated[
+        bool, typer.Option("--compare", help="the model's attention next to MHA, GQA, MQA and MLA")
+    ] = False,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="with --compare: a baseline model (at bf16), e.g. deepseek-llm-67b"),
+    ] = None,
+    allocation: Annotated[
+        str | None, typer.Option(help="paged or contiguous: allocated vs used KV for --lengths")
+    ] = None,
+    lengths: Annotated[
+        str,
+        typer.Option(
+            help="sequence lengths: 100,250,900 | FILE | sharegpt | alpaca | "
+            "lognormal:mean=500,sigma=0.9 | uniform:low=1,high=2048 (n=…, seed=…)"
+        ),
+    ] = "sharegpt",
+    max_len: Annotated[
+        str, typer.Option("--max-len", help="tokens a contiguous allocation reserves per request")
+    ] = "2048",
+    block: Annotated[int, typer.Option(help="paged KV block size in tokens")] = 16,
+    kv_budget: Annotated[
+        str | None,
+        typer.Option("--kv-budget", help="KV eviction: tokens kept per sequence (H2O, SnapKV)"),
+    ] = None,
+    sink: Annotated[str | None, typer.Option(help="StreamingLLM: attention-sink tokens")] = None,
+    window: Annotated[str | None, typer.Option(help="StreamingLLM: recent-window tokens")] = None,
+    hardware: Annotated[
+        str | None,
+        typer.Option(
+            help="with --kv-budget: accelerator for the max-batch gain (with --tp, --weights)"
+        ),
+    ] = None,
+    weights: Annotated[str, typer.Option(help="with --hardware: weight format")] = "bf16",
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """KV-cache bytes per token, per sequence and per batch; attention variants (--compare),
+    paged vs contiguous allocation (--allocation), eviction (--kv-budget or --sink/--window).
+    Example: roofline kv deepseek-r1 --context 32k --format json"""
+    cat = _catalog()
+    m = cat.model(model)
+    fmt_kv = kv_format(kv_dtype)
+    if kv_bits is not None:
+        if not 1 <= kv_bits <= 32:
+            raise InputError(f"--kv-bits must be from 1 to 32, got {kv_bits}")
+        fmt_kv = replace(fmt_kv, name=f"{kv_bits:g}-bit", bits=kv_bits)
+    ctx = _tokens(context, "--context", 1)
+    budget = _kv_budget(kv_budget, sink, window)
+    dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
+    b_kv = fmt_kv.bits / 8
+    if compare:
+        ref = cat.model(baseline) if baseline else None
+        ref_bytes = kv_bytes_per_token(ref, 16.0) if ref else None
+        mha_bytes = None
+        rows = []
+        for v in attention_variants(m):
+            per_token = v.kv_elements_per_token_layer * m.num_hidden_layers * b_kv
+            mha_bytes = per_token if v.name == "MHA" else mha_bytes
+            rows.append(
+                {"variant": v.name, "description": v.description, "kv_bytes_per_token": per_token}
+            )
+        for r in rows:
+            r["ratio_to_mha"] = r["kv_bytes_per_token"] / mha_bytes
+            r["reduction_vs_mha"] = 1 - r["ratio_to_mha"]
+            if ref_bytes:
+                r["ratio_to_baseline"] = r["kv_bytes_per_token"] / ref_bytes
+                r["reduction_vs_baseline"] = 1 - r["ratio_to_baseline"]
+        inputs = {
+            "model": m.id,
+            "kv_dtype": fmt_kv.name,
+            "kv_bits": fmt_kv.bits,
+            "baseline": ref.id if ref else None,
+            "baseline_kv_bytes_per_token": ref_bytes,
+            "baseline_kv_bits": 16.0 if ref else None,
+        }
+        doc = render.document("kv --compare", inputs, variants=rows)
+        render.emit_json(doc) if fmt is Fmt.json else render.kv_compare_table(doc)
+        return
+    if allocation is not None:
+        limit = _tokens(max_len, "--max-len", 1)
+        if not 1 <= block <= 65536:
+            raise InputError(f"--block must be from 1 to 65536 tokens, got {block}")
+        values, desc = parse_lengths(lengths, limit)
+        per_token = kv_bytes_per_token(m, fmt_kv.bits, tp)
+        reports = {
+            a: allocation_waste(values, per_token, a, block, limit) for a in ("contiguous", "paged")
+        }
+        chosen = reports.get(allocation)
+        if chosen is None:
+            raise InputError(f"--allocation must be paged or contiguous, got {allocation}")
+        inputs = {
+            "model": m.id,
+            "kv_dtype": fmt_kv.name,
+            "allocation": allocation,
+            "block_tokens": block,
+            "max_len_tokens": limit,
+            "lengths": desc,
+        }
+        doc = render.document(
+            "kv --allocation",
+            inputs,
+            sequences=chosen.sequences,
+            mean_length_tokens=chosen.mean_length,
+            used_bytes=chosen.used_bytes,
+            allocated_bytes=chosen.allocated_bytes,
+            waste_fraction=chosen.waste_fraction,
+            compare={
+                a: {"allocated_bytes": r.allocated_bytes, "waste_fraction": r.waste_fraction}
+                for a, r in reports.items()
+            },
+        )
+        render.emit_json(doc) if fmt is Fmt.json else render.kv_allocation_table(doc)
+        return
+    per_layer = kv_bytes_per_token_layer(m, fmt_kv.bits, tp)
+    per_seq = float(kv_bytes_per_sequence(m, dep, ctx))
+    groups = []
+    for g in m.layer_groups:
+        cap = cached_tokens_cap(g.window, dep)
+        held = min(ctx, cap) if cap else ctx
+        groups.append(
+            {
+                "layers": g.count,
+                "window": g.window,
+                "tokens_held": held,
+                "kv_bytes_per_sequence": g.count * held * per_layer,
+            }
+        )
+    inputs = {
+        "model": m.id,
+        "kv_dtype": fmt_kv.name,
+        "kv_bits": fmt_kv.bits,
+        "context_tokens": ctx,
+        "batch": _batch(batch),
+        "tp": tp,
+        "kv_budget_tokens": budget,
+    }
+    eviction = None
+    if budget is not None:
+        full = float(kv_bytes_per_sequence(m, replace(dep, kv_token_budget=None), ctx))
+        eviction = {
+            "kv_budget_tokens": budget,
+            "kv_bytes_per_sequence_without_eviction": full,
+            "kv_bytes_saved_per_sequence": full - per_seq,
+            "saved_fraction": 1 - per_seq / full,
+            # decode reads the whole cache every step: the read saved equals the bytes saved
+            "decode_kv_read_saved_bytes_per_step": (full - per_seq) * batch,
+            "max_batch_without_eviction": None,
+            "max_batch_with_eviction": None,
+            "accuracy_modelled": False,
+            "note": "accuracy effects of eviction are not modelled",
+        }
+        if hardware is not None:
+            hw = cat.accelerator(hardware)
+            eng = engine("auto", hw)
+            with_w = replace(dep, weights=weight_format(weights))
+            plan = plan_memory(m, hw, with_w, eng)
+            eviction["hardware"] = hw.id
+            eviction["max_batch_without_eviction"] = int(
+                max_batch(plan, m, replace(with_w, kv_token_budget=None), ctx)
+            )
+            eviction["max_batch_with_eviction"] = int(max_batch(plan, m, with_w, ctx))
+    doc = render.document(
+        "kv",
+        inputs,
+        attention=m.attention_kind,
+        kv_bytes_per_token_per_layer=per_layer,
+        kv_bytes_per_token=kv_bytes_per_token(m, fmt_kv.bits, tp),
+        kv_bytes_per_sequence=per_seq,
+        kv_bytes_total=per_seq * batch,
+        layer_groups=groups,
+        eviction=eviction,
+    )
+    render.emit_json(doc) if fmt is Fmt.json else render.kv_table(doc)
+
+
+@app.command()
+@guarded
+def analyze(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    gpus: Annotated[int | None, typer.Option(help="GPUs in all; the rest are DP replicas")] = None,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    act_dtype: ActOpt = "bf16",
+    compute: ComputeOpt = None,
+    sparsity: SparsityOpt = None,
+    batch: Annotated[int, typer.Option(help="concurrent sequences per replica")] = 1,
+    prompt: Annotated[str, typer.Option(help="prompt tokens, e.g. 1k")] = "1k",
+    output: Annotated[str, typer.Option(help="output tokens, e.g. 10k")] = "1k",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
+    memory: MemoryOpt = None,
+    eta_compute: Annotated[float | None, typer.Option(help="override compute efficiency")] = None,
+    eta_memory: Annotated[float | None, typer.Option(help="override memory efficiency")] = None,
+    overhead: Annotated[
+        str | None, typer.Option(help="override per-step overhead, e.g. 20us")
+    ] = None,
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """Prefill and decode on the roofline: per-op FLOPs, bytes, intensity vs ridge, bound, time,
+    and TTFT / TPOT / E2E / throughput, ideal and expected.
+    Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
+    cat = _catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    dep = _deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
+    n_gpus, replicas = _gpus(gpus, dep)
+    b = _batch(batch)
+    s, o = _tokens(prompt, "--prompt", 0), _tokens(output, "--output", 1)
+    eff = _efficiency(hw, eta_compute, eta_memory, overhead)
+    eng = engine(engine_name, hw)
+    plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
+    if not plan.weights_fit:
+        raise _not_fit(m, hw, dep, plan)
+    if m.max_position_embeddings and s + o > m.max_position_embeddings:
+        warn(
+            f"{s + o:,} tokens exceed {m.id}'s max_position_embeddings "
+            f"({m.max_position_embeddings:,})"
+        )
+    kv_end = float(kv_bytes_per_sequence(m, dep, s + o, eng.block_tokens)) * b
+    fits = kv_end <= plan.kv_budget_bytes
+    mb = int(max_batch(plan, m, dep, s + o))
+    if not fits:
+        warn(
+            f"batch {b} needs {fmt_bytes(kv_end)} of KV per GPU at {s + o:,} tokens but the "
+            f"budget is {fmt_bytes(plan.kv_budget_bytes)}: at most {mb} sequences fit "
+            "(see `roofline capacity`)"
+        )
+    r = request(m, hw, dep, b, s, o, replicas, eff)
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "gpus": n_gpus,
+        "replicas": replicas,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "weight_bits": dep.linear_bits,
+        "kv_dtype": dep.kv.name,
+        "kv_bits": dep.kv.bits,
+        "act_dtype": dep.activations.name,
+        "compute_dtype": r.decode.compute_dtype,
+        "sparsity": "2:4" if dep.sparse_2_4 else None,
+        "batch": b,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "engine": eng.name,
+        "memory_capacity_bytes": plan.capacity_bytes,
+        "efficiency": _efficiency_json(eff),
+        "decode_context_tokens_mean": s + o / 2.0,
+    }
+    timing = {
+        k: {
+            "ttft_s": t.ttft_s,
+            "tpot_s": t.tpot_s,
+            "e2e_s": t.e2e_s,
+            "output_tokens_per_s": t.output_tokens_per_s,
+            "decode_time_fraction": t.decode_time_fraction,
+        }
+        for k, t in (("ideal", r.ideal), ("expected", r.expected))
+    }
+    doc = render.document(
+        "analyze",
+        inputs,
+        prefill=_phase_json(r.prefill),
+        decode=_phase_json(r.decode),
+        memory={
+            "capacity_bytes": plan.capacity_bytes,
+            "weights_bytes_per_gpu": plan.weights_bytes,
+            "activation_bytes": plan.activation_bytes,
+            "runtime_overhead_bytes": plan.runtime_overhead_bytes,
+            "kv_budget_bytes": plan.kv_budget_bytes,
+            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(m, dep.kv.bits, dep.tp, dep.pp),
+            "kv_bytes_at_end": kv_end,
+            "max_batch": mb,
+            "fits": fits,
+        },
+        **timing,
+        decode_time_fraction=r.expected.decode_time_fraction,
+    )
+    render.emit_json(doc) if fmt is Fmt.json else render.analyze_table(doc)
+
+
+# ---- capacity -------------------------------------------------------------------------------
+@app.command()
+@guarded
+def capacity(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    act_dtype: ActOpt = "bf16",
+    sparsity: SparsityOpt = None,
+    context: Annotated[str, typer.Option(help="tokens per sequence (prompt + output)")] = "8k",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
+    memory: MemoryOpt = None,
+    block: Annotated[
+        int | None, typer.Option(help="KV block size in tokens (engine default)")
+    ] = None,
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """Memory per GPU and the largest batch that fits at a context length.
+    Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
+    cat = _catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    dep = _deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None)
+    ctx = _tokens(context, "--context", 1)
+    eng = engine(engine_name, hw)
+    if block is not None:
+        if not 1 <= block <= 65536:
+            raise InputError(f"--block must be from 1 to 65536 tokens, got {block}")
+        eng = type(eng)(**{**eng.__dict__, "block_tokens": block})
+    plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
+    mb = int(max_batch(plan, m, dep, ctx))
+    reason = None
+    if not plan.weights_fit:
+        reason = str(_not_fit(m, hw, dep, plan))
+    elif mb == 0:
+        reason = (
+            f"one sequence of {ctx:,} tokens needs "
+            f"{fmt_bytes(float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)))} of KV "
+            f"per GPU; the budget is {fmt_bytes(plan.kv_budget_bytes)}"
+        )
+    limit = m.max_position_embeddings or 131072
+    grid = sorted({c for c in (1024, 4096, 8192, 32768, 131072, limit) if c <= limit} | {ctx})
+    by_ctx = max_batch(plan, m, dep, np.array(grid, dtype=float))
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "gpus": dep.gpus_per_replica,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "context_tokens": ctx,
+        "engine": eng.name,
+        "engine_rule": eng.source,
+        "memory_fraction": eng.memory_fraction,
+        "block_tokens": eng.block_tokens,
+    }
+    doc = render.document(
+        "capacity",
+        inputs,
+        max_batch=mb,
+        kv_budget_bytes=plan.kv_budget_bytes,
+        weights_bytes_per_gpu=plan.weights_bytes,
+        reason=reason,
+        memory={
+            "capacity_bytes": plan.capacity_bytes,
+            "weights_bytes_per_gpu": plan.weights_bytes,
+            "activation_bytes": plan.activation_bytes,
+            "runtime_overhead_bytes": plan.runtime_overhead_bytes,
+            "kv_budget_bytes": plan.kv_budget_bytes,
+            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(m, dep.kv.bits, dep.tp, dep.pp),
+        },
+        max_batch_by_context=[
+            {"context_tokens": c, "max_batch": int(v)} for c, v in zip(grid, by_ctx, strict=True)
+        ],
+    )
+    render.emit_json(doc) if fmt is Fmt.json else render.capacity_table(doc)
+
+
+# ---- bytes ----------------------------------------------------------------------------------
+@app.command("bytes")
+@guarded
+def bytes_(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    act_dtype: ActOpt = "bf16",
+    sparsity: SparsityOpt = None,
+    batch: Annotated[int, typer.Option(help="concurrent sequences")] = 1,
+    prompt: Annotated[str, typer.Option(help="prompt tokens (the prefill)")] = "1k",
+    context: Annotated[
+        str | None, typer.Option(help="KV length of the decode step (default: the prompt)")
+    ] = None,
+    kv_budget: Annotated[
+        str | None, typer.Option("--kv-budget", help="KV eviction: tokens kept per sequence")
+    ] = None,
+    levers: Annotated[bool, typer.Option("--levers", help="what-if table of every lever")] = False,
+    max_len: Annotated[
+        str | None,
+        typer.Option(
+            "--max-len", help="tokens contiguous allocation reserves (default: max positions)"
+        ),
+    ] = None,
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
+    memory: MemoryOpt = None,
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """Where the bytes go: weight, KV and activation I/O per prefill and decode step, how the
+    split moves with batch and context, and (--levers) what each lever saves.
+    Example: roofline bytes llama-3.1-405b h100 --tp 8 --weights fp8 --batch 64 --context 32k"""
+    cat = _catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    budget = _tokens(kv_budget, "--kv-budget", 1) if kv_budget else None
+    dep = replace(
+        _deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None),
+        kv_token_budget=budget,
+    )
+    b = _batch(batch)
+    s = _tokens(prompt, "--prompt", 1)
+    ctx = _tokens(context, "--context", 1) if context else s
+    eng = engine(engine_name, hw)
+    cap = _capacity(hw, memory)
+    p = prefill(m, hw, dep, b, s)
+    d = decode(m, hw, dep, b, ctx)
+
+    def phase(r: PhaseResult) -> dict[str, Any]:
+        total = float(r.bytes)
+        return {
+            **{k: v for k, v in _phase_json(r).items() if k != "ops"},
+            "weight_share": float(r.weight_bytes) / total,
+            "kv_share": float(r.kv_bytes) / total,
+            "activation_share": float(r.activation_bytes) / total,
+        }
+
+    batches = np.array([1, 8, 32, 128, 512], dtype=float)
+    contexts = np.array([1024, 8192, 32768, 131072], dtype=float)
+    grid = decode(m, hw, dep, batches[:, None], contexts[None, :])
+    kv_over_w = grid.kv_bytes / grid.weight_bytes
+    weight_read = float(d.weight_bytes)
+    kv_tok = float(d.kv_bytes) / (b * ctx)  # KV bytes per cached token read per step
+    windowed = budget is not None or any(g.window for g in m.layer_groups)
+    crossover = {
+        "context_at_batch": None if windowed else weight_read / (b * kv_tok),
+        "batch_at_context": weight_read / (ctx * kv_tok) if kv_tok > 0 else None,
+    }
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "weight_bits": dep.linear_bits,
+        "kv_dtype": dep.kv.name,
+        "batch": b,
+        "prompt_tokens": s,
+        "context_tokens": ctx,
+        "kv_budget_tokens": budget,
+        "efficiency": _efficiency_json(hw.efficiency),
+    }
+    result: dict[str, Any] = {
+        "prefill": phase(p),
+        "decode": phase(d),
+        "activation": {
+            "prefill_traffic_bytes": float(p.activation_bytes),
+            "prefill_peak_bytes": float(activation_peak_bytes(m, dep, b * s)),
+            "decode_traffic_bytes": float(d.activation_bytes),
+        },
+        "split": {
+            "batches": batches.astype(int).tolist(),
+            "contexts": contexts.astype(int).tolist(),
+            "kv_over_weight": kv_over_w,
+        },
+        "crossover": crossover,
+        "levers": None,
+    }
+    if levers:
+        limit = _tokens(max_len, "--max-len", 1) if max_len else (m.max_position_embeddings or ctx)
+        rows = evaluate_levers(m, hw, dep, eng, b, ctx, limit, budget or 2048, capacity_bytes=cap)
+        base = rows[0]
+        result["levers"] = {
+            "max_len_tokens": limit,
+            "kv_budget_tokens": budget or 2048,
+            "note": "accuracy effects of KV eviction and quantisation are not modelled",
+            "rows": [
+                {
+                    "lever": r.lever.name,
+                    "bits_per_weight": r.bits_per_weight,
+                    "weight_bytes_per_gpu": r.weight_bytes_per_gpu,
+                    "kv_bytes_per_token": r.kv_bytes_per_token,
+                    "kv_bytes_per_sequence": r.kv_bytes_per_sequence,
+                    "t_step_ideal_s": r.t_step_ideal_s,
+                    "t_step_expected_s": r.t_step_expected_s,
+                    "max_batch": r.max_batch,
+                    "weight_ratio": r.weight_bytes_per_gpu / base.weight_bytes_per_gpu,
+                    "kv_ratio": r.kv_bytes_per_sequence / base.kv_bytes_per_sequence,
+                    "step_ratio": r.t_step_ideal_s / base.t_step_ideal_s,
+                    "max_batch_ratio": r.max_batch / base.max_batch if base.max_batch else None,
+                }
+                for r in rows
+            ],
+        }
+    doc = render.document("bytes", inputs, **result)
+    render.emit_json(doc) if fmt is Fmt.json else render.bytes_table(doc)

@@ -1,0 +1,230 @@
+"""Commands on serving many requests: `cliff` (the scheduler sweep) and `validate` (against
+published measurements). Registered on the app in roofline/cli.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from roofline import render
+from roofline.catalog import (
+    load_cases,
+)
+from roofline.cli import (
+    EpOpt,
+    KvOpt,
+    MemoryOpt,
+    PpOpt,
+    RowFormat,
+    TpOpt,
+    WeightsOpt,
+    _batch_sweep,
+    _capacity,
+    _catalog,
+    _deployment,
+    _efficiency_json,
+    _not_fit,
+    _tokens,
+    app,
+    guarded,
+)
+from roofline.errors import InputError, RooflineError
+from roofline.kvcache import parse_lengths
+from roofline.memory import (
+    engine,
+    kv_bytes_per_sequence,
+    plan_memory,
+)
+from roofline.plot import check_output, save_cliff
+from roofline.scheduler import StepModel, simulate
+from roofline.units import fmt_bytes
+from roofline.validate import evaluate, summarize
+
+
+# ---- cliff ----------------------------------------------------------------------------------
+@app.command()
+@guarded
+def cliff(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    prompt: Annotated[str, typer.Option(help="prompt tokens per request")] = "1k",
+    output: Annotated[str, typer.Option(help="output tokens per request (the trace)")] = "16k",
+    batch: Annotated[
+        str, typer.Option(help="max concurrent sequences to sweep: 1,8,64 | 1..1024 | 8..256:8")
+    ] = "1..1024",
+    requests: Annotated[
+        int | None, typer.Option(help="requests served per setting (default 4 × the largest batch)")
+    ] = None,
+    prompt_dist: Annotated[
+        str | None,
+        typer.Option(
+            help="draw prompt lengths: lognormal:mean=1000,sigma=0.5 | uniform:low=…,high=… | FILE"
+        ),
+    ] = None,
+    output_dist: Annotated[
+        str | None, typer.Option(help="draw output lengths, e.g. lognormal:mean=16000,sigma=0.5")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed for drawn lengths")] = 0,
+    preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
+    swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
+    ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
+    memory: MemoryOpt = None,
+    chart: Annotated[
+        Path | None,
+        typer.Option("--chart", "-o", help="also write cliff.svg|png|pdf (needs roofline[plot])"),
+    ] = None,
+    fmt: RowFormat = render.RowFmt.table,
+) -> None:
+    """The reasoning cliff: sweep max concurrent sequences through a continuous-batching
+    scheduler with preemption; throughput, TTFT, TPOT and recompute against batch.
+    Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
+    --output 16k --batch 8..128:8"""
+    if chart is not None:
+        check_output(chart)
+    cat = _catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    dep = _deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
+    s, o = _tokens(prompt, "--prompt", 1), _tokens(output, "--output", 1)
+    settings = _batch_sweep(batch)
+    n = requests if requests is not None else 4 * max(settings)
+    if not 1 <= n <= 100_000:
+        raise InputError(f"--requests must be from 1 to 100000, got {n}")
+    if preemption not in ("recompute", "swap"):
+        raise InputError(f"--preemption must be recompute or swap, got {preemption}")
+    tier = cat.tier(swap_tier) if preemption == "swap" else None
+    if prompt_dist:
+        prompts, prompt_desc = parse_lengths(prompt_dist, 10**7, n, seed)
+    else:
+        prompts, prompt_desc = np.full(n, float(s)), f"fixed {s}"
+    if output_dist:
+        outputs, output_desc = parse_lengths(output_dist, 10**7, n, seed + 1)
+    else:
+        outputs, output_desc = np.full(n, float(o)), f"fixed {o}"
+    prompts, outputs = prompts.astype(np.int64), outputs.astype(np.int64)
+    if len(prompts) != n or len(outputs) != n:
+        raise InputError(f"--prompt-dist/--output-dist must give {n} lengths (--requests)")
+    s, o = round(float(prompts.mean())), round(float(outputs.mean()))
+    eng = engine(engine_name, hw)
+    plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
+    if not plan.weights_fit:
+        raise _not_fit(m, hw, dep, plan)
+    blk = eng.block_tokens
+    block_bytes = float(kv_bytes_per_sequence(m, dep, blk, blk))
+    budget_blocks = int(plan.kv_budget_bytes // block_bytes)
+    per_request = float(kv_bytes_per_sequence(m, dep, s + o, blk))
+    cliff_batch = int(plan.kv_budget_bytes // per_request)
+    if int(np.ceil((s + 1) / blk)) > budget_blocks:
+        raise InputError(
+            f"not one prompt of {s:,} tokens fits in the KV budget "
+            f"({fmt_bytes(plan.kv_budget_bytes)})"
+        )
+    steps = StepModel(m, hw, dep, max(settings), int(prompts.max() + outputs.max()), ideal)
+    points = [
+        simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, tier) for b in settings
+    ]
+    baseline = (
+        [simulate(steps, prompts, outputs, b, budget_blocks, blk) for b in settings]
+        if tier is not None
+        else points
+    )
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "prompt_lengths": prompt_desc,
+        "output_lengths": output_desc,
+        "requests": n,
+        "preemption": preemption,
+        "swap_tier": tier.id if tier else None,
+        "step_times": "ideal" if ideal else "expected",
+        "engine": eng.name,
+        "kv_budget_bytes": plan.kv_budget_bytes,
+        "block_tokens": blk,
+        "efficiency": _efficiency_json(hw.efficiency),
+    }
+    doc = render.document(
+        "cliff",
+        inputs,
+        cliff_batch=cliff_batch,
+        points=[
+            {
+                "batch": p.max_seqs,
+                "output_tokens_per_s": p.output_tokens_per_s,
+                "ttft_mean_s": p.ttft_mean_s,
+                "ttft_p99_s": p.ttft_p99_s,
+                "tpot_mean_s": p.tpot_mean_s,
+                "tpot_p99_s": p.tpot_p99_s,
+                "preemptions": p.preemptions,
+                "recomputed_tokens": p.recomputed_tokens,
+                "swapped_bytes": p.swapped_bytes,
+                "preemption_time_fraction": p.preemption_time_fraction,
+                "decode_time_fraction": p.decode_time_fraction,
+                "peak_kv_fraction": p.peak_kv_fraction,
+                "makespan_s": p.makespan_s,
+                "past_cliff": p.max_seqs > cliff_batch,
+                "throughput_vs_recompute": p.output_tokens_per_s / r.output_tokens_per_s,
+                "tpot_vs_recompute": p.tpot_mean_s / r.tpot_mean_s,
+            }
+            for p, r in zip(points, baseline, strict=True)
+        ],
+    )
+    render.emit(doc, fmt, doc["points"], render.cliff_table)
+    if chart is not None:
+        save_cliff(doc, chart)
+        render.stderr_console().print(f"wrote {chart}", markup=False)
+
+
+# ---- validate -------------------------------------------------------------------------------
+@app.command()
+@guarded
+def validate(
+    cases: Annotated[
+        Path, typer.Argument(help="cases YAML (schema of validation/public_cases.yaml)")
+    ],
+    fmt: RowFormat = render.RowFmt.table,
+) -> None:
+    """Predictions against published measurements: ideal, expected, measured, speed ratio, error.
+    Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
+    cat = _catalog()
+    results = []
+    for case in load_cases(cases):
+        try:
+            m, hw = cat.model(case.model), cat.accelerator(case.hardware)
+        except RooflineError as exc:
+            raise InputError(f"case '{case.id}': {exc}", hint=exc.hint) from None
+        results.append(evaluate(case, m, hw))
+    rows = [
+        {
+            "id": r.case.id,
+            "model": r.case.model,
+            "hardware": r.case.hardware,
+            "metric": r.case.metric,
+            "regime": r.regime,
+            "batch": r.batch,
+            "ideal": r.ideal,
+            "expected": r.expected,
+            "measured": r.measured,
+            "speed_ratio_ideal": r.speed_ratio_ideal,
+            "error_expected": r.error_expected,
+            "bound_violation": r.bound_violation,
+            "efficiency_source": cat.accelerator(r.case.hardware).efficiency.source,
+        }
+        for r in results
+    ]
+    doc = render.document("validate", {"cases": str(cases)}, cases=rows, summary=summarize(results))
+    render.emit(doc, fmt, doc["cases"], render.validate_table)
