@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint fmt wheel-smoke bench clean
+.PHONY: venv demo test lint fmt wheel-smoke bench golden clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ wheel-smoke: $(STAMP)
 	cd /tmp && $(CURDIR)/.smoke/bin/roofline hardware list --format json \
 		| $(CURDIR)/.smoke/bin/python -c "import json,sys; d=json.load(sys.stdin); n=len(d['hardware']); assert n >= 22, n; print(f'wheel-smoke: {n} accelerators from the installed wheel')"
 	rm -rf .smoke
+
+# Rewrite tests/golden/*.json (the JSON key contracts), then review the diff.
+golden: $(STAMP)
+	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

@@ -1,0 +1,61 @@
+"""Golden JSON contracts: the key structure (names, nesting, order and value types) of each
+command's `--format json`, compared with tests/golden/*.json. Values are not frozen here (other
+tests derive them independently); a changed key shows up in review as a golden diff.
+Regenerate with `make golden` (UPDATE_GOLDEN=1) and review the diff."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+ROOT = Path(__file__).resolve().parent.parent
+
+COMMANDS = {
+    "analyze": ["analyze", "llama-3.1-8b", "h100", "--prompt", "4k", "--output", "1k"],
+    "capacity": ["capacity", "llama-3.1-405b", "h100", "--tp", "8", "--weights", "fp8"],
+    "kv": ["kv", "deepseek-r1", "--context", "32k"],
+    "kv_compare": ["kv", "llama-3.1-70b", "--compare"],
+    "kv_allocation": ["kv", "llama-3.1-8b", "--allocation", "paged", "--lengths", "100,200"],
+    "bytes": ["bytes", "llama-3.1-8b", "h100", "--levers"],
+    "hardware_show": ["hardware", "show", "h100"],
+    "models_show": ["models", "show", "mixtral-8x7b"],
+    "cliff": [
+        "cliff",
+        "llama-3.1-8b",
+        "h100",
+        "--batch",
+        "1,8",
+        "--requests",
+        "8",
+        "--output",
+        "1k",
+    ],
+    "check": ["check", "llama-3.1-8b", "h100", "--fits", "--max-tpot", "1s"],
+    "validate": ["validate", str(ROOT / "validation/public_cases.yaml")],
+}
+
+
+def skeleton(value):
+    """The shape of a JSON value: dict keys in order, the first item of lists, type names."""
+    if isinstance(value, dict):
+        return {k: skeleton(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [skeleton(value[0])] if value else []
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "null" if value is None else "string"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_json_contract(run, name):
+    doc = run(*COMMANDS[name], "--format", "json").json()
+    assert doc["schema_version"] == 1
+    shape = skeleton(doc)
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(json.dumps(shape, indent=1) + "\n")
+    assert shape == json.loads(path.read_text()), f"JSON contract of {name} changed"
