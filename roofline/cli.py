@@ -343,6 +343,25 @@ def hardware_tiers(fmt: RowFormat = render.RowFmt.table) -> None:
     render.emit(doc, fmt, doc["tiers"], render.tiers_table)
 
 
+@hardware_app.command("families")
+@guarded
+def hardware_families(fmt: RowFormat = render.RowFmt.table) -> None:
+    """The calibrated efficiencies each hardware family shares, with their provenance.
+    Example: roofline hardware families --format json | jq '.families[].efficiency.memory'"""
+    cat = _catalog()
+    families = [
+        {
+            "id": f.id,
+            "name": f.name,
+            "efficiency": _efficiency_json(f.efficiency),
+            "members": [h.id for h in cat.accelerators.values() if h.family == f.id],
+        }
+        for f in cat.families.values()
+    ]
+    doc = render.document("hardware families", {}, families=families)
+    render.emit(doc, fmt, doc["families"], render.families_table)
+
+
 # ---- models ---------------------------------------------------------------------------------
 @models_app.command("list")
 @guarded

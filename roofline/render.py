@@ -256,6 +256,24 @@ def tiers_table(doc: Mapping[str, Any]) -> None:
     stdout_console().print(_rows_table("Memory tiers and links", cols, rows))
 
 
+def families_table(doc: Mapping[str, Any]) -> None:
+    rows = [
+        (
+            f["id"],
+            f"{f['efficiency']['compute']:.2f}",
+            f"{f['efficiency']['memory']:.2f}",
+            f"{f['efficiency']['memory_weight_only']:.2f}",
+            fmt_seconds(f["efficiency"]["step_overhead_s"]),
+            f["efficiency"]["source"],
+        )
+        for f in doc["families"]
+    ]
+    cols = ("family", "compute", "memory", "weight-only", "overhead/step", "provenance")
+    stdout_console().print(
+        _rows_table("Calibrated efficiencies by hardware family", cols, rows, wrap_last=True)
+    )
+
+
 # ---- models ---------------------------------------------------------------------------------
 def models_list_table(doc: Mapping[str, Any]) -> None:
     rows = [

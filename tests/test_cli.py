@@ -12,6 +12,7 @@ JSON_COMMANDS = [
     ["hardware", "list"],
     ["hardware", "show", "h100"],
     ["hardware", "tiers"],
+    ["hardware", "families"],
     ["models", "list"],
     ["models", "show", "deepseek-r1"],
     ["kv", "llama-3.1-405b", "--context", "32k"],
