@@ -36,6 +36,7 @@ from roofline.kvcache import parse_lengths
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
+    kv_bytes_per_token,
     plan_memory,
 )
 from roofline.plot import check_output, save_cliff
@@ -118,7 +119,8 @@ def cliff(
     if not plan.weights_fit:
         raise _not_fit(m, hw, dep, plan)
     blk = eng.block_tokens
-    block_bytes = float(kv_bytes_per_sequence(m, dep, blk, blk))
+    # a whole-model block: `blk` tokens in every layer (the unit StepModel.blocks counts in)
+    block_bytes = kv_bytes_per_token(m, dep.kv.bits, dep.tp, dep.pp) * blk
     budget_blocks = int(plan.kv_budget_bytes // block_bytes)
     per_request = float(kv_bytes_per_sequence(m, dep, s + o, blk))
     cliff_batch = int(plan.kv_budget_bytes // per_request)

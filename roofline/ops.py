@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.errors import InputError
-from roofline.hardware import Accelerator, Tier
+from roofline.hardware import Accelerator
 from roofline.model import LayerGroup, ModelArch
 from roofline.precision import (
     ACTIVATION_FORMATS,
@@ -156,13 +156,10 @@ class _Builder:
         self.b_w = dep.linear_bits / 8.0
         self.b_o = dep.other_bits / 8.0
         self.b_a = dep.activations.bytes_per_value
-        self.b_kv = dep.kv.bytes_per_value
         self.tp = dep.tp
         self.ops: list[Op] = []
-        link = hw.scale_up or hw.host_link
-        if link is None and (dep.tp > 1 or dep.pp > 1):
+        if hw.scale_up is None and hw.host_link is None and (dep.tp > 1 or dep.pp > 1):
             raise InputError(f"{hw.id} has no scale-up or host link for --tp/--pp > 1")
-        self.link: Tier | None = link
 
     def add(self, name: str, kind: str, layers: int, flops, weight=0.0, kv=0.0, act=0.0, **kw):
         z = lambda x: _arr(x) * layers  # noqa: E731 - totals over the repeated layers
@@ -182,13 +179,12 @@ class _Builder:
             quantized=True,
         )
 
-    def allreduce(self, name: str, layers: int, tokens, per_layer: int) -> None:
+    def allreduce(self, name: str, layers: int, tokens) -> None:
+        """One all-reduce of the layer's activations (t·D values) per layer under TP."""
         if self.tp <= 1:
             return
         message = _arr(tokens) * self.m.hidden_size * self.b_a
-        self.add(
-            name, "allreduce", layers * per_layer, flops=0.0, message_bytes=message, ranks=self.tp
-        )
+        self.add(name, "allreduce", layers, flops=0.0, message_bytes=message, ranks=self.tp)
 
     # ---- attention -------------------------------------------------------------------------
     def attention_projections(self, layers: int, tokens) -> None:
@@ -229,7 +225,7 @@ class _Builder:
             flops = b * 4.0 * heads * m.d_head * t_kv
             act = b * 2.0 * heads * m.d_head * self.b_a
         kv = b * t_kv * kv_tok  # the whole cache of T tokens (T−1 read + the new entry written)
-        self.add(_window_name("attn.core", g), "attention", g.count, flops, kv=kv, act=act)
+        self.add(attention_op_name(g), "attention", g.count, flops, kv=kv, act=act)
 
     def attention_prefill(self, g: LayerGroup, batch, prompt) -> None:
         """Causal prefill attention under a fused kernel: Σ_i min(i, w) query-key pairs."""
@@ -246,9 +242,7 @@ class _Builder:
             kvh = kv_heads_per_gpu(m, tp)
             flops = pairs * heads * 4.0 * m.d_head
             act = tokens * (2.0 * heads + 2.0 * kvh) * m.d_head * self.b_a
-        self.add(
-            _window_name("attn.core", g), "attention", g.count, flops, kv=tokens * kv_tok, act=act
-        )
+        self.add(attention_op_name(g), "attention", g.count, flops, kv=tokens * kv_tok, act=act)
 
     # ---- feed-forward ----------------------------------------------------------------------
     def ffn(self, g: LayerGroup, tokens) -> None:
@@ -257,7 +251,7 @@ class _Builder:
         if not g.moe:
             f = m.intermediate_size
             self.matmul("mlp", g.count, m.dense_mlp_params, d, 3 * f / tp, t)
-            self.allreduce("tp.allreduce(mlp)", g.count, t, 1)
+            self.allreduce("tp.allreduce(mlp)", g.count, t)
             return
         e, k = m.n_routed_experts, m.num_experts_per_tok
         self.add(
@@ -294,7 +288,7 @@ class _Builder:
                 ranks=self.dep.ep,
             )
         else:
-            self.allreduce("tp.allreduce(moe)", g.count, t, 1)
+            self.allreduce("tp.allreduce(moe)", g.count, t)
 
     # ---- embedding and head ----------------------------------------------------------------
     def embed(self, tokens) -> None:
@@ -332,8 +326,9 @@ def cached_tokens_cap(window: int | None, dep: Deployment) -> int | None:
     return min(caps) if caps else None
 
 
-def _window_name(base: str, g: LayerGroup) -> str:
-    return f"{base}[window {g.window}]" if g.window is not None else base
+def attention_op_name(g: LayerGroup) -> str:
+    """The name of a layer group's attention-core op: attn.core, or attn.core[window w]."""
+    return f"attn.core[window {g.window}]" if g.window is not None else "attn.core"
 
 
 def _layer_ops(b: _Builder, tokens, attention) -> list[Op]:
@@ -343,7 +338,7 @@ def _layer_ops(b: _Builder, tokens, attention) -> list[Op]:
     for g in b.m.layer_groups:
         b.attention_projections(g.count, tokens)
         attention(g)
-        b.allreduce("tp.allreduce(attn)", g.count, tokens, 1)
+        b.allreduce("tp.allreduce(attn)", g.count, tokens)
         b.ffn(g, tokens)
     b.pipeline(tokens)
     return b.ops

@@ -24,7 +24,12 @@ import numpy as np
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.model import ModelArch
-from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
+from roofline.ops import (
+    Deployment,
+    attention_op_name,
+    cached_tokens_cap,
+    kv_bytes_per_token_layer,
+)
 from roofline.phases import decode, prefill
 
 
@@ -64,21 +69,39 @@ class StepModel:
         batches = np.arange(1, max_batch + 1, dtype=float)
         empty = decode(model, hw, dep, batches, 1.0, eff=eff)
         self.base_s = np.asarray(pick(empty), dtype=float)  # index B-1
-        self.groups = []
+        layers = model.num_hidden_layers
+        self.kv_groups = tuple(
+            (g.count / layers, cached_tokens_cap(g.window, dep)) for g in model.layer_groups
+        )
+        self.groups = []  # (seconds per cached token per sequence, cap) per layer group
         for g in model.layer_groups:
             cap = cached_tokens_cap(g.window, dep)
-            one = decode(model, hw, dep, 1, 1.0, eff=eff)
-            two = decode(model, hw, dep, 1, 1025.0, eff=eff)
-            name = next(
-                r.op.name for r in one.ops if r.op.kind == "attention" and r.op.layers == g.count
-            )
-            t1 = next(float(pick(r)) for r in one.ops if r.op.name == name)
-            t2 = next(float(pick(r)) for r in two.ops if r.op.name == name)
-            self.groups.append(((t2 - t1) / 1024.0, cap))
+            far = 1025 if cap is None else min(cap, 1025)  # both points below the cap
+            name = attention_op_name(g)
+            times = [
+                next(
+                    float(pick(r))
+                    for r in decode(model, hw, dep, 1, t, eff=eff).ops
+                    if r.op.name == name
+                )
+                for t in (1.0, float(far))
+            ]
+            self.groups.append(((times[1] - times[0]) / max(far - 1, 1), cap))
         self.grid = np.unique(np.geomspace(1, max(max_len, 2), 256).round())
         self.prefill_s = np.asarray(pick(prefill(model, hw, dep, 1, self.grid, eff=eff)))
         self.kv_bytes_per_token = (
             kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers / dep.pp
+        )
+
+    kv_groups: tuple[tuple[float, int | None], ...] = ((1.0, None),)  # (share of layers, cap)
+
+    def blocks(self, tokens: np.ndarray | int, block: int) -> np.ndarray:
+        """KV blocks a sequence of `tokens` holds, in whole-model blocks (block tokens × every
+        layer): sliding-window or evicted layers stop growing at their cap, block by block."""
+        t = np.asarray(tokens, dtype=float)
+        return sum(
+            share * np.ceil((t if cap is None else np.minimum(t, cap)) / block)
+            for share, cap in self.kv_groups
         )
 
     def decode_span_s(self, contexts: np.ndarray, steps: int) -> float:
@@ -120,17 +143,17 @@ def simulate(
     peak_blocks = 0
 
     def blocks_for(tokens: np.ndarray | int) -> np.ndarray:
-        return np.ceil(np.asarray(tokens) / block).astype(np.int64)
+        return steps.blocks(tokens, block)
 
     while waiting or running:
         ctx = prompts[running] + generated[running] if running else np.zeros(0, dtype=np.int64)
-        used = int(blocks_for(ctx + 1).sum())  # blocks the running set needs for its next step
+        used = float(blocks_for(ctx + 1).sum())  # blocks the running set needs for its next step
         # admit while a slot is free and the request's current KV (+ its next token) fits next
         # to everyone else's next step (so a just-preempted sequence is not readmitted at once)
         admitted = []
         while waiting and len(running) + len(admitted) < max_seqs:
             r = waiting[0]
-            need = int(blocks_for(prompts[r] + generated[r] + 1))
+            need = float(blocks_for(prompts[r] + generated[r] + 1))
             if used + need > budget_blocks:
                 break
             waiting.pop(0)
@@ -177,7 +200,7 @@ def simulate(
         lo, hi = 0, k_finish
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if int(blocks_for(ctx + mid).sum()) <= budget_blocks:
+            if float(blocks_for(ctx + mid).sum()) <= budget_blocks:
                 lo = mid
             else:
                 hi = mid - 1
@@ -195,7 +218,7 @@ def simulate(
             waiting.insert(0, victim)
             continue
         t = steps.decode_span_s(ctx.astype(float), k)
-        peak_blocks = max(peak_blocks, int(blocks_for(ctx + k).sum()))
+        peak_blocks = max(peak_blocks, float(blocks_for(ctx + k).sum()))
         now += t
         t_decode += t
         generated[run] += k

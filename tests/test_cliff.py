@@ -170,3 +170,27 @@ def test_cliff_swap_reports_the_difference_and_drawn_lengths(run):
     assert below["throughput_vs_recompute"] == pytest.approx(1.0)  # nothing to swap below
     assert past["swapped_bytes"] > 0 and past["recomputed_tokens"] == 0
     assert past["throughput_vs_recompute"] != pytest.approx(1.0)
+
+
+def test_windowed_model_no_preemption_at_its_cliff(run):
+    # gpt-oss-120b: half its layers keep only a 128-token window, so a trace holds far less KV
+    # than tokens × all layers; the simulator counts blocks the same way as the cliff formula
+    doc = run(
+        "cliff",
+        "gpt-oss-120b",
+        "h100",
+        "--weights",
+        "mxfp4",
+        "--batch",
+        "4,8,16",
+        "--requests",
+        "48",
+        "--output",
+        "16k",
+        "--format",
+        "json",
+    ).json()
+    cliff = doc["cliff_batch"]
+    for p in doc["points"]:
+        if p["batch"] <= cliff:
+            assert p["preemptions"] == 0, p
