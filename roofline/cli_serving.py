@@ -77,6 +77,12 @@ def cliff(
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
     ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
+    chunked_prefill: Annotated[
+        bool,
+        typer.Option(
+            "--chunked-prefill", help="prefill rides on decode steps (no separate weight read)"
+        ),
+    ] = False,
     engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
     memory: MemoryOpt = None,
     chart: Annotated[
@@ -131,10 +137,16 @@ def cliff(
         )
     steps = StepModel(m, hw, dep, max(settings), int(prompts.max() + outputs.max()), ideal)
     points = [
-        simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, tier) for b in settings
+        simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, tier, chunked_prefill)
+        for b in settings
     ]
     baseline = (
-        [simulate(steps, prompts, outputs, b, budget_blocks, blk) for b in settings]
+        [
+            simulate(
+                steps, prompts, outputs, b, budget_blocks, blk, chunked_prefill=chunked_prefill
+            )
+            for b in settings
+        ]
         if tier is not None
         else points
     )
@@ -152,6 +164,7 @@ def cliff(
         "output_lengths": output_desc,
         "requests": n,
         "preemption": preemption,
+        "chunked_prefill": chunked_prefill,
         "swap_tier": tier.id if tier else None,
         "step_times": "ideal" if ideal else "expected",
         "engine": eng.name,

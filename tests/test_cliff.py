@@ -118,7 +118,7 @@ class StubSteps(StepModel):
         self.groups = []
         self.kv_bytes_per_token = 1.0
 
-    def prefill_total_s(self, lengths):
+    def prefill_total_s(self, lengths, chunked=False):
         return float(0.1 * np.sum(lengths))
 
 
@@ -194,3 +194,18 @@ def test_windowed_model_no_preemption_at_its_cliff(run):
     for p in doc["points"]:
         if p["batch"] <= cliff:
             assert p["preemptions"] == 0, p
+
+
+class GridSteps(StepModel):
+    """Only the prefill grid: t(1) = 0.05 s (the weight read), t(1000) = 1.0 s."""
+
+    def __init__(self) -> None:
+        self.grid = np.array([1.0, 1000.0])
+        self.prefill_s = np.array([0.05, 1.0])
+
+
+def test_chunked_prefill_saves_the_weight_read_of_each_prefill():
+    steps = GridSteps()
+    assert steps.prefill_total_s(np.array([1000.0, 1000.0])) == pytest.approx(2.0)
+    # chunked: each prefill rides on a decode step's weight read: t(L) − t(1) = 0.95 s
+    assert steps.prefill_total_s(np.array([1000.0, 1000.0]), True) == pytest.approx(1.9)
