@@ -223,9 +223,6 @@ def check(
             raise typer.Exit(1)
 
 
-__all__ = ["Path", "check"]
-
-
 def _names(spec: str) -> list[str]:
     return [x.strip() for x in spec.split(",") if x.strip()]
 
@@ -250,7 +247,10 @@ def sweep(
     core; one row per point with the analyze summary (expected and ideal).
     Example: roofline sweep --batch 1,8,64 --hardware h100,h200,mi300x --weights bf16,fp8,int4"""
     cat = _catalog()
-    count = lambda text: _tokens(text, "a token count", 0)  # noqa: E731
+
+    def count(text: str) -> int:
+        return _tokens(text, "a token count", 0)
+
     grid = Grid(
         models=[cat.model(x) for x in _names(model)],
         hardware=[cat.accelerator(x) for x in _names(hardware)],

@@ -162,8 +162,8 @@ class _Builder:
             raise InputError(f"{hw.id} has no scale-up or host link for --tp/--pp > 1")
 
     def add(self, name: str, kind: str, layers: int, flops, weight=0.0, kv=0.0, act=0.0, **kw):
-        z = lambda x: _arr(x) * layers  # noqa: E731 - totals over the repeated layers
-        self.ops.append(Op(name, kind, layers, z(flops), z(weight), z(kv), z(act), **kw))
+        flops, weight, kv, act = (_arr(x) * layers for x in (flops, weight, kv, act))
+        self.ops.append(Op(name, kind, layers, flops, weight, kv, act, **kw))  # totals
 
     def matmul(self, name: str, layers: int, params: float, d_in: float, d_out: float, tokens):
         """A TP-sharded linear layer: 2·P·t/TP FLOPs, P·b_w/TP weight bytes, in/out activations."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -89,7 +90,10 @@ def run_sweep(
         kv_need = kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens) * b
         fits = (kv_need <= plan.kv_budget_bytes) & plan.weights_fit
         e, i = r.expected, r.ideal
-        full = lambda x: np.broadcast_to(np.asarray(x), (n,)).tolist()  # noqa: E731
+
+        def full(x: Any) -> list:
+            return np.broadcast_to(np.asarray(x), (n,)).tolist()
+
         for key, values in (
             ("model", [m.id] * n),
             ("hardware", [hw.id] * n),
