@@ -28,7 +28,7 @@ import yaml
 from roofline.errors import CatalogError, UnknownEntryError
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.hfconfig import entry_from_config
-from roofline.model import ModelArch
+from roofline.model import MODEL_TYPES, ModelArch
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
 
@@ -127,20 +127,6 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
 }
 _PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, False)}
 _TIER_KINDS = ("link", "memory", "storage", "network")
-_MODEL_TYPES = (
-    "llama",
-    "mistral",
-    "mixtral",
-    "qwen2",
-    "qwen3",
-    "qwen3_moe",
-    "deepseek_v2",
-    "deepseek_v3",
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "gpt_oss",
-)
 _SECTIONS = ("accelerators", "tiers", "models", "families")
 
 
@@ -299,10 +285,10 @@ def _tier(where: str, data: Any) -> Tier:
 
 def _model(where: str, data: Any) -> ModelArch:
     d = dict(_check(where, data, _MODEL_KEYS))
-    if d["model_type"] not in _MODEL_TYPES:
+    if d["model_type"] not in MODEL_TYPES:
         raise CatalogError(
             f"{where}: model_type '{d['model_type']}' is not supported "
-            f"(supported: {', '.join(_MODEL_TYPES)})"
+            f"(supported: {', '.join(MODEL_TYPES)})"
         )
     for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
         _positive(where, key, d[key])

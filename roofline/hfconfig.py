@@ -11,21 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.errors import InputError
+from roofline.model import MODEL_TYPES
 
-SUPPORTED = (
-    "llama",
-    "mistral",
-    "mixtral",
-    "qwen2",
-    "qwen3",
-    "qwen3_moe",
-    "deepseek_v2",
-    "deepseek_v3",
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "gpt_oss",
-)
+SUPPORTED = MODEL_TYPES
 _SHAPE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 # config classes whose tie_word_embeddings defaults to True (transformers Gemma2Config,
 # Gemma3TextConfig); the others default to False, as ModelArch does

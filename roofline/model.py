@@ -9,6 +9,21 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+# the Hugging Face model_type values the catalog and the config importer understand
+MODEL_TYPES = (
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gpt_oss",
+)
 # model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN)
 _FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}
 # model_type values with a per-head RMSNorm on q and k (size H each)
