@@ -499,13 +499,34 @@ def _phase_json(p: PhaseResult) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Console entry point: user errors exit 2 with one line; internal errors also exit 2."""
+    """Console entry point. Every bad input (our checks, or the parser's: a missing argument, an
+    unknown option, a value of the wrong type) is one line on stderr and exit 2."""
     try:
-        app()
+        rv = app(standalone_mode=False, prog_name="roofline")
     except RooflineError as exc:  # raised outside a guarded command (e.g. a callback)
         hint = f" ({exc.hint})" if exc.hint else ""
         print(f"error: {exc}{hint}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:
+        # the parser's usage errors carry an exit code and a message (Click's UsageError)
+        code, message = getattr(exc, "exit_code", None), getattr(exc, "format_message", None)
+        if code is None or message is None:
+            if type(exc).__name__ == "Abort":
+                print("error: interrupted", file=sys.stderr)
+                sys.exit(130)
+            raise
+        ctx = getattr(exc, "ctx", None)
+        text = message()
+        if not text and ctx is not None:  # no arguments at all: show the help
+            print(ctx.get_help())
+            sys.exit(0)
+        where = ctx.command_path if ctx is not None else "roofline"
+        print(f"error: {text} (see {where} -h)", file=sys.stderr)
+        sys.exit(code)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 # the commands live in modules by theme and register themselves on `app`

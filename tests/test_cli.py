@@ -195,3 +195,26 @@ def test_readme_documents_every_command():
         "make demo",
     ):
         assert cmd in readme, cmd
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["analyze", "llama-3.1-8b"], "Missing argument"),
+        (["analyze", "llama-3.1-8b", "h100", "--batch", "abc"], "--batch"),
+        (["analyze", "llama-3.1-8b", "h100", "--frobnicate"], "--frobnicate"),
+        (["nope"], "No such command"),
+    ],
+)
+def test_parser_errors_are_one_line_from_the_entry_point(args, needle):
+    root = Path(__file__).resolve().parent.parent
+    p = subprocess.run(
+        [sys.executable, "-m", "roofline", *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=False,
+    )
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
