@@ -70,3 +70,12 @@ def test_unknown_format_suggests():
     with pytest.raises(InputError) as e:
         weight_format("fp88")
     assert "did you mean 'fp8'" in e.value.hint
+
+
+def test_package_docstring_example():
+    import doctest
+
+    import roofline
+
+    result = doctest.testmod(roofline)
+    assert result.attempted >= 1 and result.failed == 0
