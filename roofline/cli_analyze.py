@@ -19,6 +19,7 @@ from roofline.cli import (
     KvOpt,
     MemoryOpt,
     PpOpt,
+    RowFormat,
     SparsityOpt,
     TpOpt,
     WeightsOpt,
@@ -29,6 +30,7 @@ from roofline.cli import (
     _efficiency,
     _efficiency_json,
     _gpus,
+    _int_list,
     _kv_budget,
     _not_fit,
     _phase_json,
@@ -47,10 +49,12 @@ from roofline.memory import (
     kv_bytes_per_token,
     max_batch,
     plan_memory,
+    weight_bytes_per_gpu,
 )
 from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
 from roofline.phases import PhaseResult, decode, prefill, request
 from roofline.precision import KV_FORMATS, kv_format, weight_format
+from roofline.speculative import speculate as spec_core
 from roofline.units import fmt_bytes
 
 
@@ -564,3 +568,106 @@ def bytes_(
         }
     doc = render.document("bytes", inputs, **result)
     render.emit_json(doc) if fmt is Fmt.json else render.bytes_table(doc)
+
+
+# ---- speculate ------------------------------------------------------------------------------
+@app.command()
+@guarded
+def speculate(
+    model: Annotated[str, typer.Argument(help="target model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    draft: Annotated[str, typer.Option(help="draft model id (runs on the same GPUs)")],
+    gamma: Annotated[
+        str, typer.Option(help="draft tokens per round: 4 | 1,2,4 | 1..8:1")
+    ] = "1..8:1",
+    acceptance: Annotated[float, typer.Option(help="per-token acceptance rate α in [0, 1]")] = 0.7,
+    tp: TpOpt = 1,
+    weights: WeightsOpt = "bf16",
+    draft_weights: Annotated[
+        str | None, typer.Option(help="draft weight format (default: --weights)")
+    ] = None,
+    kv_dtype: KvOpt = "bf16",
+    batch: Annotated[int, typer.Option(help="concurrent sequences")] = 1,
+    context: Annotated[str, typer.Option(help="KV length during decode, e.g. 4k")] = "4k",
+    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
+    fmt: RowFormat = render.RowFmt.table,
+) -> None:
+    """Speculative decoding: a draft proposes γ tokens, the target verifies them in one pass of
+    γ + 1 tokens; expected tokens per round (1 − α^(γ+1)) / (1 − α), time per token, speed-up,
+    and how far the verify pass moves decode towards the ridge.
+    Example: roofline speculate llama-3.1-70b h100 --tp 4 --draft llama-3.1-8b --acceptance 0.8"""
+    cat = _catalog()
+    m, d_m, hw = cat.model(model), cat.model(draft), cat.accelerator(hardware)
+    if not 0.0 <= acceptance <= 1.0:
+        raise InputError(f"--acceptance must be in [0, 1], got {acceptance}")
+    dep = _deployment(weights, kv_dtype, "bf16", tp, 1, 1, None, None)
+    d_dep = replace(dep, weights=weight_format(draft_weights or weights))
+    gammas = _int_list(gamma, "--gamma")
+    if min(gammas) < 1 or max(gammas) > 64:
+        raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
+    b, ctx = _batch(batch), _tokens(context, "--context", 1)
+    eng = engine(engine_name, hw)
+    plan = plan_memory(m, hw, dep, eng)
+    if not plan.weights_fit:
+        raise _not_fit(m, hw, dep, plan)
+    draft_weights_bytes = weight_bytes_per_gpu(d_m, d_dep)
+    kv_need = (
+        float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens))
+        + float(kv_bytes_per_sequence(d_m, d_dep, ctx, eng.block_tokens))
+    ) * b
+    s = spec_core(m, d_m, hw, dep, d_dep, b, ctx, np.array(gammas, dtype=float), acceptance)
+    rows = [
+        {
+            "gamma": int(g),
+            "tokens_per_round": s.tokens_per_round[i],
+            "draft_step_s": float(s.draft.t_expected_s),
+            "verify_step_s": s.verify.t_expected_s[i],
+            "verify_arithmetic_intensity": s.verify.arithmetic_intensity[i],
+            "verify_bound": s.verify.bound[i],
+            "tpot_ideal_s": s.tpot_ideal_s[i],
+            "tpot_expected_s": s.tpot_expected_s[i],
+            "speedup_ideal": s.speedup_ideal[i],
+            "speedup_expected": s.speedup_expected[i],
+        }
+        for i, g in enumerate(gammas)
+    ]
+    best = max(rows, key=lambda r: r["speedup_expected"])
+    inputs = {
+        "model": m.id,
+        "draft": d_m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "weights": dep.weights.name,
+        "draft_weights": d_dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "batch": b,
+        "context_tokens": ctx,
+        "acceptance": acceptance,
+        "efficiency": _efficiency_json(hw.efficiency),
+        "note": "i.i.d. acceptance; the draft shares the target's GPUs and tokenizer",
+    }
+    doc = render.document(
+        "speculate",
+        inputs,
+        baseline={
+            "tpot_ideal_s": s.baseline.t_ideal_s,
+            "tpot_expected_s": s.baseline.t_expected_s,
+            "arithmetic_intensity": s.baseline.arithmetic_intensity,
+            "ridge_flops_per_byte": s.baseline.ridge_flops_per_byte,
+            "bound": s.baseline.bound,
+        },
+        best_gamma=best["gamma"],
+        memory={
+            "draft_weights_bytes_per_gpu": draft_weights_bytes,
+            "kv_bytes_target_and_draft": kv_need,
+            "kv_budget_bytes": plan.kv_budget_bytes,
+            "fits": draft_weights_bytes + kv_need <= plan.kv_budget_bytes,
+        },
+        rows=rows,
+    )
+    if not doc["memory"]["fits"]:
+        warn(
+            f"draft weights ({fmt_bytes(draft_weights_bytes)}) and both KV caches "
+            f"({fmt_bytes(kv_need)}) exceed the KV budget ({fmt_bytes(plan.kv_budget_bytes)})"
+        )
+    render.emit(doc, fmt, doc["rows"], render.speculate_table)

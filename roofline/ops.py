@@ -212,18 +212,21 @@ class _Builder:
             "attn.o", layers, n * h * d + (d if m.attention_bias else 0), n * h / tp, d, tokens
         )
 
-    def attention_decode(self, g: LayerGroup, batch, mean_context) -> None:
-        """Decode attention for a batch at an (effective, window-capped) KV length T."""
+    def attention_decode(self, g: LayerGroup, batch, mean_context, queries=1.0) -> None:
+        """Decode attention for a batch at an (effective, window-capped) KV length T, with
+        `queries` new tokens per sequence (1 for decode, γ+1 to verify speculative drafts): the
+        cache is read once for all of them (flash-decoding), the math scales with the queries."""
         m, tp, b, t_kv = self.m, self.tp, _arr(batch), _arr(mean_context)
+        q = _arr(queries)
         heads = m.num_attention_heads / tp
         kv_tok = kv_bytes_per_token_layer(m, self.dep.kv.bits, tp)
         if m.is_mla:
             d_c, d_r = (m.kv_lora_rank or 0), (m.qk_rope_head_dim or 0)
-            flops = b * heads * (2.0 * (d_c + d_r) + 2.0 * d_c) * t_kv
-            act = b * heads * ((d_c + d_r) + d_c) * self.b_a
+            flops = b * q * heads * (2.0 * (d_c + d_r) + 2.0 * d_c) * t_kv
+            act = b * q * heads * ((d_c + d_r) + d_c) * self.b_a
         else:
-            flops = b * 4.0 * heads * m.d_head * t_kv
-            act = b * 2.0 * heads * m.d_head * self.b_a
+            flops = b * q * 4.0 * heads * m.d_head * t_kv
+            act = b * q * 2.0 * heads * m.d_head * self.b_a
         kv = b * t_kv * kv_tok  # the whole cache of T tokens (T−1 read + the new entry written)
         self.add(attention_op_name(g), "attention", g.count, flops, kv=kv, act=act)
 
@@ -363,19 +366,23 @@ def decode_ops(
     batch: ArrayLike,
     context: ArrayLike,
     steps: ArrayLike = 1,
+    new_tokens: ArrayLike = 1,
 ) -> list[Op]:
     """Ops of the mean decode step over `steps` consecutive steps, the first at KV length
     `context` (tokens attended, including the new one). Everything but attention is the same
     every step; attention is affine in the KV length, so the mean step uses the mean
-    window-capped length Σ min(t, w) / steps, exact in closed form."""
+    window-capped length Σ min(t, w) / steps, exact in closed form. `new_tokens` > 1 makes it a
+    verification step of speculative decoding: every sequence feeds that many tokens at once."""
     b = _Builder(model, dep, hw)
     n = np.maximum(_arr(steps), 1.0)
     first = _arr(context)
+    q = _arr(new_tokens)
 
     def attention(g: LayerGroup) -> None:
         mean_t = sum_capped(first, first + n - 1.0, cached_tokens_cap(g.window, dep)) / n
-        b.attention_decode(g, batch, mean_t)
+        b.attention_decode(g, batch, mean_t, q)
 
-    _layer_ops(b, batch, attention)
-    b.lm_head(batch)
+    tokens = _arr(batch) * q
+    _layer_ops(b, tokens, attention)
+    b.lm_head(tokens)
     return b.ops

@@ -140,10 +140,16 @@ def decode(
     context: ArrayLike,
     steps: ArrayLike = 1,
     eff: Efficiency | None = None,
+    new_tokens: ArrayLike = 1,
 ) -> PhaseResult:
-    """The mean decode step over `steps` steps starting at KV length `context`."""
+    """The mean decode step over `steps` steps starting at KV length `context`; `new_tokens`
+    tokens per sequence per step (more than one verifies speculative drafts)."""
     return _evaluate(
-        "decode", decode_ops(model, hw, dep, batch, context, steps), hw, dep, eff or hw.efficiency
+        "decode",
+        decode_ops(model, hw, dep, batch, context, steps, new_tokens),
+        hw,
+        dep,
+        eff or hw.efficiency,
     )
 
 

@@ -767,3 +767,37 @@ def sweep_table(doc: Mapping[str, Any], limit: int = 60) -> None:
         f" (first {limit} of {len(pts):,}; use --format jsonl or csv)" if len(pts) > limit else ""
     )
     stdout_console().print(_rows_table(f"Sweep, expected times{more}", cols, rows))
+
+
+# ---- speculate ------------------------------------------------------------------------------
+def speculate_table(doc: Mapping[str, Any]) -> None:
+    i, base = doc["inputs"], doc["baseline"]
+    rows = [
+        (
+            str(r["gamma"]) + (" ★" if r["gamma"] == doc["best_gamma"] else ""),
+            f"{r['tokens_per_round']:.2f}",
+            _num(r["verify_arithmetic_intensity"]),
+            r["verify_bound"],
+            _c(fmt_seconds(r["tpot_expected_s"])),
+            f"{r['speedup_expected']:.2f}×",
+            f"{r['speedup_ideal']:.2f}×",
+        )
+        for r in doc["rows"]
+    ]
+    title = (
+        f"Speculative decoding: {i['model']} verified on {i['hardware']} TP{i['tp']}, "
+        f"draft {i['draft']}, α = {i['acceptance']:g}, batch {i['batch']}, "
+        f"{i['context_tokens']:,} tokens; plain decode {fmt_seconds(base['tpot_expected_s'])}"
+        f"/token at {_num(base['arithmetic_intensity'])} FLOP/B (ridge "
+        f"{_num(base['ridge_flops_per_byte'])})"
+    )
+    cols = (
+        "γ",
+        "tokens/round",
+        "verify FLOP/B",
+        "verify bound",
+        "TPOT",
+        "speed-up",
+        "ideal speed-up",
+    )
+    stdout_console().print(_rows_table(title, cols, rows))

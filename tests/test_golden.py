@@ -34,6 +34,17 @@ COMMANDS = {
     ],
     "check": ["check", "llama-3.1-8b", "h100", "--fits", "--max-tpot", "1s"],
     "validate": ["validate", str(ROOT / "validation/public_cases.yaml")],
+    "speculate": [
+        "speculate",
+        "llama-3.1-70b",
+        "h100",
+        "--tp",
+        "4",
+        "--draft",
+        "llama-3.1-8b",
+        "--gamma",
+        "2,4",
+    ],
 }
 
 
