@@ -15,12 +15,15 @@ from roofline.catalog import (
 )
 from roofline.cli import (
     EpOpt,
+    Fmt,
+    FormatOpt,
     KvOpt,
     MemoryOpt,
     PpOpt,
     RowFormat,
     TpOpt,
     WeightsOpt,
+    _batch,
     _batch_sweep,
     _capacity,
     _catalog,
@@ -30,7 +33,9 @@ from roofline.cli import (
     _tokens,
     app,
     guarded,
+    warn,
 )
+from roofline.disagg import disaggregate
 from roofline.errors import InputError, RooflineError
 from roofline.kvcache import parse_lengths
 from roofline.memory import (
@@ -243,3 +248,83 @@ def validate(
     ]
     doc = render.document("validate", {"cases": str(cases)}, cases=rows, summary=summarize(results))
     render.emit(doc, fmt, doc["cases"], render.validate_table)
+
+
+# ---- disagg ---------------------------------------------------------------------------------
+@app.command()
+@guarded
+def disagg(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    prefill_hardware: Annotated[str, typer.Option("--prefill", help="prefill accelerator")],
+    decode_hardware: Annotated[str, typer.Option("--decode", help="decode accelerator")],
+    prefill_tp: Annotated[int, typer.Option(help="TP of a prefill replica")] = 1,
+    decode_tp: Annotated[int, typer.Option(help="TP of a decode replica")] = 1,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    link: Annotated[str, typer.Option(help="tier id the KV cache travels over")] = "infiniband-ndr",
+    batch: Annotated[int, typer.Option(help="sequences a decode replica decodes at once")] = 32,
+    prompt: Annotated[str, typer.Option(help="prompt tokens")] = "4k",
+    output: Annotated[str, typer.Option(help="output tokens")] = "1k",
+    ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """Prefill/decode disaggregation against colocated serving: TTFT, TPOT, tokens/s per GPU,
+    the KV transfer and the prefill:decode pool ratio.
+    Example: roofline disagg llama-3.1-70b --prefill h100 --decode h200 --prefill-tp 4
+    --decode-tp 4 --batch 64 --prompt 8k --output 1k"""
+    cat = _catalog()
+    m = cat.model(model)
+    p_hw, d_hw, tier = (
+        cat.accelerator(prefill_hardware),
+        cat.accelerator(decode_hardware),
+        cat.tier(link),
+    )
+    p_dep = _deployment(weights, kv_dtype, "bf16", prefill_tp, 1, 1, None, None)
+    d_dep = _deployment(weights, kv_dtype, "bf16", decode_tp, 1, 1, None, None)
+    b, s, o = _batch(batch), _tokens(prompt, "--prompt", 1), _tokens(output, "--output", 1)
+    for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
+        plan = plan_memory(m, hw, dep, engine("auto", hw))
+        if not plan.weights_fit:
+            raise _not_fit(m, hw, dep, plan)
+    d_plan = plan_memory(m, d_hw, d_dep, engine("auto", d_hw))
+    kv_need = float(kv_bytes_per_sequence(m, d_dep, s + o, 16)) * b
+    if kv_need > d_plan.kv_budget_bytes:
+        warn(
+            f"batch {b} needs {fmt_bytes(kv_need)} of KV per decode GPU; the budget is "
+            f"{fmt_bytes(d_plan.kv_budget_bytes)}"
+        )
+    r = disaggregate(m, p_hw, d_hw, p_dep, d_dep, tier, b, s, o, ideal)
+    serving = {
+        name: {
+            "ttft_s": x.ttft_s,
+            "tpot_s": x.tpot_s,
+            "output_tokens_per_s_per_gpu": x.output_tokens_per_s_per_gpu,
+            "gpus_per_decode_replica": x.gpus,
+        }
+        for name, x in (("colocated", r.colocated), ("disaggregated", r.disaggregated))
+    }
+    inputs = {
+        "model": m.id,
+        "prefill_hardware": p_hw.id,
+        "decode_hardware": d_hw.id,
+        "prefill_tp": p_dep.tp,
+        "decode_tp": d_dep.tp,
+        "weights": p_dep.weights.name,
+        "kv_dtype": p_dep.kv.name,
+        "link": tier.id,
+        "batch": b,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "step_times": "ideal" if ideal else "expected",
+    }
+    doc = render.document(
+        "disagg",
+        inputs,
+        **serving,
+        prefill_s=r.prefill_s,
+        decode_step_s=r.decode_step_s,
+        kv_transfer_s=r.kv_transfer_s,
+        kv_bytes_per_request=r.kv_bytes_per_request,
+        prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
+    )
+    render.emit_json(doc) if fmt is Fmt.json else render.disagg_table(doc)

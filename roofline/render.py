@@ -801,3 +801,32 @@ def speculate_table(doc: Mapping[str, Any]) -> None:
         "ideal speed-up",
     )
     stdout_console().print(_rows_table(title, cols, rows))
+
+
+# ---- disagg ---------------------------------------------------------------------------------
+def disagg_table(doc: Mapping[str, Any]) -> None:
+    i = doc["inputs"]
+    rows = [
+        (
+            name,
+            _c(fmt_seconds(doc[name]["ttft_s"])),
+            _c(fmt_seconds(doc[name]["tpot_s"])),
+            f"{doc[name]['output_tokens_per_s_per_gpu']:,.0f}",
+            f"{doc[name]['gpus_per_decode_replica']:.2f}",
+        )
+        for name in ("colocated", "disaggregated")
+    ]
+    title = (
+        f"{i['model']}: prefill on {i['prefill_hardware']} TP{i['prefill_tp']}, decode on "
+        f"{i['decode_hardware']} TP{i['decode_tp']}, batch {i['batch']}, "
+        f"{i['prompt_tokens']:,} in / {i['output_tokens']:,} out ({i['step_times']})"
+    )
+    con = stdout_console()
+    con.print(
+        _rows_table(title, ("serving", "TTFT", "TPOT", "tok/s per GPU", "GPUs per unit"), rows)
+    )
+    con.print(
+        f"KV cache per request {fmt_bytes(doc['kv_bytes_per_request'])}, sent over {i['link']} in "
+        f"{fmt_seconds(doc['kv_transfer_s'])}; {doc['prefill_replicas_per_decode_replica']:.2f} "
+        "prefill replicas keep one decode replica busy"
+    )

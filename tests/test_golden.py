@@ -34,6 +34,18 @@ COMMANDS = {
     ],
     "check": ["check", "llama-3.1-8b", "h100", "--fits", "--max-tpot", "1s"],
     "validate": ["validate", str(ROOT / "validation/public_cases.yaml")],
+    "disagg": [
+        "disagg",
+        "llama-3.1-70b",
+        "--prefill",
+        "h100",
+        "--decode",
+        "h200",
+        "--prefill-tp",
+        "4",
+        "--decode-tp",
+        "4",
+    ],
     "speculate": [
         "speculate",
         "llama-3.1-70b",

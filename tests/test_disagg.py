@@ -1,0 +1,56 @@
+"""Disaggregation in closed form: identities that follow from the cycle accounting."""
+
+import pytest
+
+from roofline.disagg import disaggregate
+from roofline.ops import Deployment
+from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+
+DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=4)
+
+
+def test_same_hardware_same_work_less_interference(cat):
+    m, hw, link = cat.model("llama-3.1-70b"), cat.accelerator("h200"), cat.tier("infiniband-ndr")
+    r = disaggregate(m, hw, hw, DEP, DEP, link, 64, 8000, 1000)
+    # the same total work on the same chips: tokens/s per GPU match; (the KV transfer overlaps)
+    assert r.disaggregated.output_tokens_per_s_per_gpu == pytest.approx(
+        r.colocated.output_tokens_per_s_per_gpu
+    )
+    # but decode no longer waits for prefills: TPOT = one decode step, lower than colocated
+    assert r.disaggregated.tpot_s == pytest.approx(r.decode_step_s)
+    assert r.colocated.tpot_s == pytest.approx(r.decode_step_s + 64 * r.prefill_s / 999)
+    # prefill replicas per decode replica keep the pools balanced: B·t_p / ((O − 1)·t_d)
+    assert r.prefill_replicas_per_decode_replica == pytest.approx(
+        64 * r.prefill_s / (999 * r.decode_step_s)
+    )
+
+
+def test_kv_transfer_by_hand(cat):
+    m, hw, link = cat.model("llama-3.1-70b"), cat.accelerator("h100"), cat.tier("infiniband-ndr")
+    r = disaggregate(m, hw, hw, DEP, DEP, link, 8, 8000, 100)
+    # fp8 KV: 80 layers × 2 × 8 heads × 128 × 1 B = 163,840 B/token; TP4: each GPU sends a
+    # quarter over its own 50 GB/s NDR port (+ 2 µs start latency)
+    assert r.kv_bytes_per_request == 163_840 * 8000
+    assert r.kv_transfer_s == pytest.approx(163_840 * 8000 / 4 / 50e9 + 2e-6)
+
+
+def test_cli_disagg(run):
+    doc = run(
+        "disagg",
+        "llama-3.1-70b",
+        "--prefill",
+        "b200",
+        "--decode",
+        "h200",
+        "--prefill-tp",
+        "4",
+        "--decode-tp",
+        "4",
+        "--weights",
+        "fp8",
+        "--format",
+        "json",
+    ).json()
+    for key in ("colocated", "disaggregated"):
+        assert {"ttft_s", "tpot_s", "output_tokens_per_s_per_gpu"} <= set(doc[key])
+    assert doc["disaggregated"]["tpot_s"] < doc["colocated"]["tpot_s"]
