@@ -55,7 +55,8 @@ from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
 from roofline.phases import PhaseResult, decode, prefill, request
 from roofline.precision import KV_FORMATS, kv_format, weight_format
 from roofline.speculative import speculate as spec_core
-from roofline.units import fmt_bytes
+from roofline.tiers import max_batch_with_tier, spill
+from roofline.units import fmt_bytes, parse_bytes
 
 
 # ---- kv -------------------------------------------------------------------------------------
@@ -671,3 +672,92 @@ def speculate(
             f"({fmt_bytes(kv_need)}) exceed the KV budget ({fmt_bytes(plan.kv_budget_bytes)})"
         )
     render.emit(doc, fmt, doc["rows"], render.speculate_table)
+
+
+# ---- tiers ----------------------------------------------------------------------------------
+@app.command()
+@guarded
+def tiers(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    tier: Annotated[
+        str,
+        typer.Option(
+            help="tier id: cxl2-x16, micron-cz120, ddr5-socket-genoa, "
+            "nvme-gen5, ... (see roofline hardware tiers)"
+        ),
+    ] = "cxl2-x16",
+    tier_capacity: Annotated[
+        str | None,
+        typer.Option(help="tier capacity per GPU, e.g. 256GB (default: the tier entry's capacity)"),
+    ] = None,
+    tp: TpOpt = 1,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    context: Annotated[str, typer.Option(help="tokens per sequence")] = "32k",
+    batch: Annotated[
+        int | None, typer.Option(help="sequences (default: as many as HBM + tier hold)")
+    ] = None,
+    ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
+    fmt: FormatOpt = Fmt.table,
+) -> None:
+    """KV cache spilled from HBM to a slower tier (CXL, host DDR5, NVMe): how many more sequences
+    fit, and what the tier read costs each decode step (overlapped and serial bounds).
+    Example: roofline tiers llama-3.1-70b h100 --tp 4 --tier cxl2-x16 --tier-capacity 256GB"""
+    cat = _catalog()
+    m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
+    dep = _deployment(weights, kv_dtype, "bf16", tp, 1, 1, None, None)
+    ctx = _tokens(context, "--context", 1)
+    if tier_capacity is not None:
+        cap = parse_bytes(tier_capacity, "--tier-capacity")
+    elif t.capacity_bytes is not None:
+        cap = t.capacity_bytes
+    else:
+        raise InputError(f"tier {t.id} has no capacity in the catalog", hint="pass --tier-capacity")
+    if not 0 < cap < 1e15:
+        raise InputError(f"--tier-capacity must be positive and below 1 PB, got {tier_capacity}")
+    plan = plan_memory(m, hw, dep, engine("auto", hw))
+    if not plan.weights_fit:
+        raise _not_fit(m, hw, dep, plan)
+    hbm_only = int(max_batch(plan, m, dep, ctx))
+    with_tier = max_batch_with_tier(plan, m, dep, ctx, cap)
+    b = _batch(batch) if batch is not None else max(with_tier, 1)
+    base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal)
+    r = spill(m, hw, dep, plan, t, b, ctx, ideal)
+    rows = []
+    for name, x in (("HBM only", base), (f"with {t.id}", r)):
+        rows.append(
+            {
+                "placement": name,
+                "batch": x.batch,
+                "kv_bytes_per_gpu": x.kv_bytes,
+                "spilled_bytes_per_gpu": x.spilled_bytes,
+                "t_tier_s": x.t_tier_s,
+                "tpot_overlap_s": x.t_step_overlap_s,
+                "tpot_serial_s": x.t_step_serial_s,
+                "output_tokens_per_s_overlap": x.batch / x.t_step_overlap_s,
+                "output_tokens_per_s_serial": x.batch / x.t_step_serial_s,
+            }
+        )
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tier": t.id,
+        "tp": dep.tp,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "context_tokens": ctx,
+        "tier_capacity_bytes": cap,
+        "tier_bandwidth_bytes_per_s": r.tier_bandwidth_bytes_per_s,
+        "hbm_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
+        "step_times": "ideal" if ideal else "expected",
+    }
+    doc = render.document(
+        "tiers",
+        inputs,
+        max_batch_hbm=hbm_only,
+        max_batch_with_tier=with_tier,
+        kv_budget_bytes=plan.kv_budget_bytes,
+        rows=rows,
+    )
+    render.emit_json(doc) if fmt is Fmt.json else render.tiers_spill_table(doc)

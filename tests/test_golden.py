@@ -46,6 +46,7 @@ COMMANDS = {
         "--decode-tp",
         "4",
     ],
+    "tiers": ["tiers", "llama-3.1-70b", "h100", "--tp", "4", "--tier-capacity", "128GB"],
     "speculate": [
         "speculate",
         "llama-3.1-70b",
