@@ -44,9 +44,10 @@ from roofline.memory import (
     kv_bytes_per_token,
     plan_memory,
 )
+from roofline.planner import plans
 from roofline.plot import check_output, save_cliff
 from roofline.scheduler import StepModel, simulate
-from roofline.units import fmt_bytes
+from roofline.units import fmt_bytes, parse_seconds
 from roofline.validate import evaluate, summarize
 
 
@@ -328,3 +329,68 @@ def disagg(
         prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
     )
     render.emit_json(doc) if fmt is Fmt.json else render.disagg_table(doc)
+
+
+# ---- plan -----------------------------------------------------------------------------------
+@app.command()
+@guarded
+def plan(
+    model: Annotated[str, typer.Argument(help="model id or alias")],
+    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    gpus: Annotated[int, typer.Option(help="GPUs to spend")] = 8,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = "bf16",
+    prompt: Annotated[str, typer.Option(help="prompt tokens")] = "1k",
+    output: Annotated[str, typer.Option(help="output tokens")] = "4k",
+    max_tp: Annotated[int, typer.Option(help="largest TP (one scale-up domain)")] = 8,
+    max_tpot: Annotated[
+        str | None, typer.Option(help="SLO: keep plans with TPOT ≤, e.g. 50ms")
+    ] = None,
+    fmt: RowFormat = render.RowFmt.table,
+) -> None:
+    """Parallelism plans for N GPUs: every TP × PP × DP split with its memory, batch, TTFT, TPOT
+    and throughput, best first (within --max-tpot if given).
+    Example: roofline plan llama-3.1-405b h100 --gpus 16 --weights fp8 --prompt 1k --output 16k"""
+    cat = _catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    if not 1 <= gpus <= 4096:
+        raise InputError(f"--gpus must be from 1 to 4096, got {gpus}")
+    if not 1 <= max_tp <= 4096:
+        raise InputError(f"--max-tp must be from 1 to 4096, got {max_tp}")
+    base = _deployment(weights, kv_dtype, "bf16", 1, 1, 1, None, None)
+    s, o = _tokens(prompt, "--prompt", 0), _tokens(output, "--output", 1)
+    slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
+    results = plans(m, hw, base, engine("auto", hw), gpus, s, o, max_tp)
+    rows = [
+        {
+            "tp": p.tp,
+            "pp": p.pp,
+            "dp": p.dp,
+            "fits": p.fits,
+            "weights_bytes_per_gpu": p.weights_bytes_per_gpu,
+            "kv_budget_bytes": p.kv_budget_bytes,
+            "batch_per_replica": p.batch,
+            "concurrency": p.concurrency,
+            "ttft_s": p.ttft_s,
+            "tpot_s": p.tpot_s,
+            "output_tokens_per_s": p.output_tokens_per_s,
+            "meets_slo": bool(p.fits and (slo is None or p.tpot_s <= slo)),
+        }
+        for p in results
+    ]
+    rows.sort(key=lambda r: (not r["meets_slo"], -r["output_tokens_per_s"]))
+    best = next((r for r in rows if r["meets_slo"]), None)
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "gpus": gpus,
+        "weights": base.weights.name,
+        "kv_dtype": base.kv.name,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "max_tp": max_tp,
+        "max_tpot_s": slo,
+        "efficiency": _efficiency_json(hw.efficiency),
+    }
+    doc = render.document("plan", inputs, best=best, plans=rows)
+    render.emit(doc, fmt, doc["plans"], render.plan_table)

@@ -868,3 +868,44 @@ def tiers_spill_table(doc: Mapping[str, Any]) -> None:
         "for parked or preempted sequences (roofline cliff --preemption swap) far more than "
         "throughput for active ones."
     )
+
+
+# ---- plan -----------------------------------------------------------------------------------
+def plan_table(doc: Mapping[str, Any]) -> None:
+    i = doc["inputs"]
+    rows = []
+    for r in doc["plans"]:
+        mark = " ★" if (doc["best"] and r is doc["best"]) or r == doc["best"] else ""
+        if not r["fits"]:
+            rows.append(
+                (
+                    f"TP{r['tp']} PP{r['pp']} DP{r['dp']}",
+                    "no",
+                    "—",
+                    "—",
+                    "—",
+                    "—",
+                    "—",
+                    _c(fmt_bytes(r["weights_bytes_per_gpu"])),
+                )
+            )
+            continue
+        rows.append(
+            (
+                f"TP{r['tp']} PP{r['pp']} DP{r['dp']}{mark}",
+                "yes" if r["meets_slo"] else "SLO ✗",
+                f"{r['batch_per_replica']:,}",
+                f"{r['concurrency']:,}",
+                _c(fmt_seconds(r["ttft_s"])),
+                _c(fmt_seconds(r["tpot_s"])),
+                f"{r['output_tokens_per_s']:,.0f}",
+                _c(fmt_bytes(r["weights_bytes_per_gpu"])),
+            )
+        )
+    title = (
+        f"Plans for {i['model']} on {i['gpus']}× {i['hardware']} ({i['weights']} weights, "
+        f"{i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out), "
+        "best first"
+    )
+    cols = ("plan", "ok", "batch/replica", "in flight", "TTFT", "TPOT", "tok/s", "weights/GPU")
+    stdout_console().print(_rows_table(title, cols, rows))

@@ -47,6 +47,7 @@ COMMANDS = {
         "4",
     ],
     "tiers": ["tiers", "llama-3.1-70b", "h100", "--tp", "4", "--tier-capacity", "128GB"],
+    "plan": ["plan", "llama-3.1-70b", "h100", "--gpus", "4", "--weights", "fp8"],
     "speculate": [
         "speculate",
         "llama-3.1-70b",
