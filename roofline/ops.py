@@ -165,15 +165,27 @@ class _Builder:
         flops, weight, kv, act = (_arr(x) * layers for x in (flops, weight, kv, act))
         self.ops.append(Op(name, kind, layers, flops, weight, kv, act, **kw))  # totals
 
-    def matmul(self, name: str, layers: int, params: float, d_in: float, d_out: float, tokens):
-        """A TP-sharded linear layer: 2·P·t/TP FLOPs, P·b_w/TP weight bytes, in/out activations."""
+    def matmul(
+        self,
+        name: str,
+        layers: int,
+        params: float,
+        d_in: float,
+        d_out: float,
+        tokens,
+        sharded: bool = True,
+    ):
+        """A linear layer: 2·P·t FLOPs and P·b_w weight bytes, divided over TP when `sharded`
+        (replicated layers, like MLA's latent down-projections in vLLM, run whole on every
+        rank), plus its input and output activations."""
         t = _arr(tokens)
+        split = self.tp if sharded else 1
         self.add(
             name,
             "matmul",
             layers,
-            flops=2.0 * params * t / self.tp,
-            weight=params * self.b_w / self.tp,
+            flops=2.0 * params * t / split,
+            weight=params * self.b_w / split,
             act=t * (d_in + d_out) * self.b_a,
             sparse=self.dep.sparse_2_4,
             quantized=True,
@@ -193,16 +205,19 @@ class _Builder:
         if m.is_mla:
             qk = (m.qk_nope_head_dim or 0) + (m.qk_rope_head_dim or 0)
             latent = (m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0)
-            if m.q_lora_rank:
-                self.matmul("attn.q_a", layers, d * m.q_lora_rank, d, m.q_lora_rank / tp, tokens)
+            if m.q_lora_rank:  # the down-projections are replicated on every TP rank
+                self.matmul(
+                    "attn.q_a", layers, d * m.q_lora_rank, d, m.q_lora_rank, tokens, sharded=False
+                )
                 self.matmul(
                     "attn.q_b", layers, m.q_lora_rank * n * qk, m.q_lora_rank, n * qk / tp, tokens
                 )
             else:
                 self.matmul("attn.q", layers, d * n * qk, d, n * qk / tp, tokens)
-            self.matmul("attn.kv_a", layers, d * latent, d, latent, tokens)
-            kv_b = (m.kv_lora_rank or 0) * n * ((m.qk_nope_head_dim or 0) + m.v_dim)
-            self.matmul("attn.kv_b", layers, kv_b, m.kv_lora_rank or 0, n * qk / tp, tokens)
+            self.matmul("attn.kv_a", layers, d * latent, d, latent, tokens, sharded=False)
+            kv_up = (m.qk_nope_head_dim or 0) + m.v_dim
+            kv_b = (m.kv_lora_rank or 0) * n * kv_up
+            self.matmul("attn.kv_b", layers, kv_b, m.kv_lora_rank or 0, n * kv_up / tp, tokens)
             self.matmul("attn.o", layers, n * m.v_dim * d, n * m.v_dim / tp, d, tokens)
             return
         k = m.n_kv_heads
