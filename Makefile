@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint fmt wheel-smoke bench golden clean
+.PHONY: venv demo test lint fmt wheel-smoke bench golden accuracy clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ wheel-smoke: $(STAMP)
 # Rewrite tests/golden/*.json (the JSON key contracts), then review the diff.
 golden: $(STAMP)
 	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py
+
+# Rewrite docs/ACCURACY.md with the tables `roofline validate` prints now.
+accuracy: $(STAMP)
+	$(BIN)/python validation/accuracy_doc.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

@@ -90,3 +90,10 @@ def test_bad_cases_exit_2_naming_the_case(run, tmp_path, edit, needle):
     r = run("validate", str(path))
     assert r.code == 2 and r.stdout == "" and needle in r.stderr
     assert "case '" in r.stderr
+
+
+def test_accuracy_doc_is_current():
+    from validation.accuracy_doc import render
+
+    doc = (ROOT / "docs/ACCURACY.md").read_text()
+    assert doc == render(), "docs/ACCURACY.md is stale: run `make accuracy`"
