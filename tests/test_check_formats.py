@@ -99,18 +99,18 @@ def test_jsonl_lines_parse_one_by_one(run):
         assert "speed_ratio_ideal" in json.loads(line)
 
 
-def test_csv_has_a_header_and_one_row_per_point(run):
+def test_csv_has_a_header_and_one_row_per_point(run, cat):
     r = run("hardware", "list", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
-    assert len(rows) == 22
+    assert len(rows) == len(cat.accelerators) >= 22
     assert "memory_bandwidth_bytes_per_s" in rows[0]
 
 
-def test_markdown_table(run):
+def test_markdown_table(run, cat):
     r = run("models", "list", "--format", "markdown")
     lines = r.stdout.strip().splitlines()
     assert lines[0].startswith("| id |") and set(lines[1]) <= {"|", "-"}
-    assert len(lines) == 2 + 23
+    assert len(lines) == 2 + len(cat.models)
 
 
 def test_no_color_tables_are_plain(run):

@@ -75,3 +75,13 @@ def test_head_dim_defaults_to_d_over_n():
         intermediate_size=8,
     )
     assert m.d_head == 128 and m.n_kv_heads == 32 and m.attention_kind == "MHA"
+
+
+def test_every_catalog_model_matches_its_published_total(cat):
+    # each entry's `published.params_total_b` comes from its model card or report
+    checked = 0
+    for m in cat.models.values():
+        if m.published_params_total:
+            assert m.params_total == pytest.approx(m.published_params_total, rel=0.01), m.id
+            checked += 1
+    assert checked >= 30
