@@ -115,6 +115,8 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
     "moe_intermediate_size": (int, False),
     "n_shared_experts": (int, False),
     "first_k_dense_replace": (int, False),
+    "interleave_moe_layer_step": (int, False),
+    "intermediate_size_mlp": (int, False),
     "q_lora_rank": ((int, type(None)), False),
     "kv_lora_rank": (int, False),
     "qk_nope_head_dim": (int, False),

@@ -3,7 +3,8 @@
 Most catalog keys are config.json names already; the mapping renames the few that differ by
 model_type (num_local_experts / num_experts → n_routed_experts, a MoE's intermediate_size →
 moe_intermediate_size), unwraps multimodal `text_config`, and spells out local-attention layouts
-(Gemma 2 alternates local and global layers starting with a local one).
+(Gemma 2 alternates local and global layers starting with a local one; Llama 4 runs chunked
+attention, modelled as a window, on its RoPE layers and global attention on every 4th).
 """
 
 from __future__ import annotations
@@ -37,11 +38,10 @@ def entry_from_config(
     cfg: dict[str, Any], model_id: str, where: str = "config.json", source: str | None = None
 ) -> dict[str, Any]:
     """A catalog entry (the keys of models/*.yaml) from a config.json mapping."""
-    if "text_config" in cfg and isinstance(cfg["text_config"], dict):  # Gemma 3 multimodal
-        cfg = {
-            **cfg["text_config"],
-            "model_type": cfg["text_config"].get("model_type", "gemma3_text"),
-        }
+    if "text_config" in cfg and isinstance(cfg["text_config"], dict):  # Gemma 3, Llama 4
+        text_type = {"gemma3": "gemma3_text", "llama4": "llama4_text"}.get(cfg.get("model_type"))
+        text = cfg["text_config"]
+        cfg = {**text, "model_type": text.get("model_type", text_type)}
     model_type = cfg.get("model_type")
     if model_type not in SUPPORTED:
         raise InputError(
@@ -65,6 +65,7 @@ def entry_from_config(
         entry.pop("attention_bias", None) if not cfg.get("attention_bias") else None
     moe_types = {
         "mixtral": "num_local_experts",
+        "llama4_text": "num_local_experts",
         "qwen3_moe": "num_experts",
         "gpt_oss": "num_local_experts",
         "deepseek_v2": "n_routed_experts",
@@ -75,7 +76,15 @@ def entry_from_config(
         entry["num_experts_per_tok"] = int(
             cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", where)
         )
-        if model_type in ("mixtral", "gpt_oss"):
+        if model_type == "llama4_text":
+            # routed experts and one shared expert of intermediate_size; dense layers of _mlp
+            width = int(_need(cfg, "intermediate_size", where))
+            entry["intermediate_size"] = width
+            entry["moe_intermediate_size"] = width
+            entry["n_shared_experts"] = 1
+            entry["interleave_moe_layer_step"] = int(cfg.get("interleave_moe_layer_step") or 1)
+            entry["intermediate_size_mlp"] = int(_need(cfg, "intermediate_size_mlp", where))
+        elif model_type in ("mixtral", "gpt_oss"):
             width = int(_need(cfg, "intermediate_size", where))
             entry["intermediate_size"] = width
             entry["moe_intermediate_size"] = width
@@ -104,7 +113,13 @@ def entry_from_config(
         entry["q_lora_rank"] = cfg.get("q_lora_rank") or None
         if cfg.get("num_nextn_predict_layers"):
             entry["num_nextn_predict_layers"] = int(cfg["num_nextn_predict_layers"])
-    # local attention
+    # local attention (Llama 4: chunked attention on the RoPE layers, every 4th layer global)
+    chunk = cfg.get("attention_chunk_size")
+    if model_type == "llama4_text" and chunk:
+        layers = entry["num_hidden_layers"]
+        rope = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
+        entry["sliding_window"] = int(chunk)
+        entry["layer_types"] = ["sliding_attention" if r else "full_attention" for r in rope]
     window = cfg.get("sliding_window")
     if model_type == "qwen2" and not cfg.get("use_sliding_window"):
         window = None

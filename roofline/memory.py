@@ -147,7 +147,7 @@ def activation_peak_bytes(model: ModelArch, dep: Deployment, tokens: ArrayLike) 
     t·(2·D + max(3·F_ffn, (N+2K)·H)/TP)·b_a — plus fp32 logits for up to 256 sampled rows."""
     m, t = model, np.asarray(tokens, dtype=float)
     f = max(
-        m.intermediate_size if not m.is_moe else 0,
+        m.dense_ffn_width,
         m.num_experts_per_tok * m.expert_width + m.n_shared_experts * m.expert_width,
     )
     widest = max(3 * f, (m.num_attention_heads + 2 * m.n_kv_heads) * m.d_head)

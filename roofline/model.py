@@ -23,6 +23,7 @@ MODEL_TYPES = (
     "gemma3",
     "gemma3_text",
     "gpt_oss",
+    "llama4_text",
 )
 # model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN)
 _FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}
@@ -63,6 +64,8 @@ class ModelArch:
     moe_intermediate_size: int | None = None
     n_shared_experts: int = 0
     first_k_dense_replace: int = 0
+    interleave_moe_layer_step: int = 1  # Llama 4: every step-th layer is MoE
+    intermediate_size_mlp: int | None = None  # Llama 4: width of the dense (non-MoE) FFN
     # multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
@@ -121,7 +124,14 @@ class ModelArch:
         return self.sliding_window  # every layer local (Mistral 7B v0.1)
 
     def layer_is_moe(self, i: int) -> bool:
-        return self.is_moe and i >= self.first_k_dense_replace
+        """MoE from layer first_k_dense_replace on (DeepSeek), on every step-th layer (Llama 4's
+        interleave_moe_layer_step: layers step−1, 2·step−1, ...)."""
+        step = self.interleave_moe_layer_step
+        return self.is_moe and i >= self.first_k_dense_replace and (i + 1) % step == 0
+
+    @property
+    def dense_ffn_width(self) -> int:
+        return self.intermediate_size_mlp or self.intermediate_size
 
     @property
     def layer_groups(self) -> tuple[LayerGroup, ...]:
@@ -172,7 +182,7 @@ class ModelArch:
     @property
     def dense_mlp_params(self) -> int:
         """Gated FFN (SwiGLU/GeGLU): gate, up and down = 3·D·F."""
-        return 3 * self.hidden_size * self.intermediate_size
+        return 3 * self.hidden_size * self.dense_ffn_width
 
     @property
     def expert_params(self) -> int:

@@ -267,7 +267,7 @@ class _Builder:
         m, tp, t = self.m, self.tp, _arr(tokens)
         d = m.hidden_size
         if not g.moe:
-            f = m.intermediate_size
+            f = m.dense_ffn_width
             self.matmul("mlp", g.count, m.dense_mlp_params, d, 3 * f / tp, t)
             self.allreduce("tp.allreduce(mlp)", g.count, t)
             return

@@ -24,6 +24,7 @@ HF = Path(__file__).resolve().parent / "data/hf"
         ("Mistral-7B-v0.1", 7.24e9, None),  # Mistral 7B: "7.3B" rounded; 7.24B counted on HF
         ("Qwen3-32B", 32.8e9, None),  # Qwen model card
         ("DeepSeek-V2", 236e9, 21e9),  # DeepSeek-V2 report
+        ("Llama-4-Maverick-17B-128E", 400e9, 17e9),  # Meta Llama 4 blog
     ],
 )
 def test_import_gives_published_counts(folder, published_total, published_active):
