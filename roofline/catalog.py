@@ -32,6 +32,15 @@ from roofline.model import MODEL_TYPES, ModelArch
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
 
+# The C build of PyYAML's SafeLoader when present (ten times faster; the same safe subset).
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _safe_load(text: str) -> Any:
+    """yaml.safe_load, through libyaml when it is available."""
+    return yaml.load(text, Loader=SafeLoader)
+
+
 NUM = (int, float)
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
@@ -328,7 +337,7 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
     """Parse one YAML file into {section: [entries]} with validation."""
     try:
         with path.open(encoding="utf-8") as f:
-            raw = yaml.safe_load(f)
+            raw = _safe_load(f.read())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
@@ -537,9 +546,9 @@ def load_cases(path: str | Path) -> list[Case]:
     p = Path(path)
     try:
         raw = (
-            yaml.safe_load(p.read_text(encoding="utf-8"))
+            _safe_load(p.read_text(encoding="utf-8"))
             if str(path) != "-"
-            else yaml.safe_load(sys.stdin.read())
+            else _safe_load(sys.stdin.read())
         )
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
@@ -597,7 +606,7 @@ def load_spec(path: str | Path) -> list[dict[str, Any]]:
     name = "<stdin>" if str(path) == "-" else str(path)
     try:
         text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
-        raw = yaml.safe_load(text)
+        raw = _safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogError(
             f"{name}: is not valid YAML or JSON ({getattr(exc, 'problem', exc)})"

@@ -104,3 +104,10 @@ def test_user_catalog_adds_and_overrides(tmp_path, monkeypatch):
     assert load_catalog().accelerator("nvidia-h100-sxm").memory_bandwidth_bytes_per_s == 3.35e12
     monkeypatch.setenv("ROOFLINE_CATALOG", str(tmp_path))
     assert load_catalog().accelerator("test-gpu").name == "Test GPU"
+
+
+def test_yaml_is_loaded_safely(tmp_path):
+    # a Python object tag must not be constructed (safe loading), only rejected
+    (tmp_path / "evil.yaml").write_text("accelerators: !!python/object/apply:os.system ['true']\n")
+    with pytest.raises(CatalogError, match="not valid YAML"):
+        Catalog().add_dir(tmp_path)
