@@ -45,6 +45,7 @@ WEIGHT_FORMATS: dict[str, Format] = {
         Format("fp16", 16.0, "fp16", False, "IEEE half precision"),
         Format("fp8", 8.0, "fp8", False, "FP8 E4M3, per-tensor or per-channel scales (negligible)"),
         Format("int8", 8.0, "bf16", True, "weight-only int8, per-channel scales (negligible)"),
+        Format("w8a8", 8.0, "int8", False, "int8 weights and activations (SmoothQuant)"),
         Format("int4", 4.125, "bf16", True, "weight-only int4, group 128, fp16 scale (AWQ/GPTQ)"),
         Format("int4-g32", 5.0, "bf16", True, "weight-only int4, group 32, bf16 scale and zero"),
         Format("nvfp4", 4.5, "fp4", False, "NVFP4: 16 values share an FP8 scale"),
@@ -83,10 +84,41 @@ COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
 }
 
 
-def _lookup(table: dict[str, Format], name: str, what: str) -> Format:
+# Other names engines and model cards use for the same number formats...
+ALIASES: dict[str, str] = {
+    "float32": "fp32",
+    "f32": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "f16": "fp16",
+    "half": "fp16",
+    "fp8_e4m3": "fp8",
+    "fp8-e4m3": "fp8",
+    "e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+}
+# ...and for weight quantisation schemes (weights only).
+WEIGHT_ALIASES: dict[str, str] = {
+    **ALIASES,
+    "w8a16": "int8",
+    "int8-weight-only": "int8",
+    "w4a16": "int4",
+    "awq": "int4",
+    "gptq": "int4",
+    "int4-awq": "int4",
+    "int4-gptq": "int4",
+    "smoothquant": "w8a8",
+    "q4_k": "q4_k_m",
+}
+
+
+def _lookup(
+    table: dict[str, Format], name: str, what: str, aliases: dict[str, str] = ALIASES
+) -> Format:
     from difflib import get_close_matches
 
     key = name.lower()
+    key = key if key in table else aliases.get(key, key)
     if key in table:
         return table[key]
     close = get_close_matches(key, table, n=1)
@@ -96,7 +128,7 @@ def _lookup(table: dict[str, Format], name: str, what: str) -> Format:
 
 def weight_format(name: str) -> Format:
     """Look up a weight format by name (case-insensitive)."""
-    return _lookup(WEIGHT_FORMATS, name, "weight")
+    return _lookup(WEIGHT_FORMATS, name, "weight", WEIGHT_ALIASES)
 
 
 def kv_format(name: str) -> Format:

@@ -79,3 +79,14 @@ def test_package_docstring_example():
 
     result = doctest.testmod(roofline)
     assert result.attempted >= 1 and result.failed == 0
+
+
+def test_format_aliases():
+    assert weight_format("AWQ").name == "int4"
+    assert weight_format("bfloat16").name == "bf16"
+    assert weight_format("smoothquant").compute == "int8"
+    from roofline.precision import kv_format
+
+    assert kv_format("fp8_e4m3").name == "fp8"
+    with pytest.raises(InputError):
+        kv_format("awq")  # a weight format is no KV format
