@@ -105,11 +105,14 @@ def evaluate(
         raise InputError(
             f"{where}: unknown metric '{case.metric}'", hint=f"use one of {', '.join(METRICS)}"
         )
+    # expert parallelism wider than TP (attention data-parallel + EP, as in DeepSeek serving) is
+    # modelled as one group of `ep` GPUs splitting attention and experts (see docs/ACCURACY.md)
+    tp = case.ep if case.ep > case.tp and case.ep % case.tp == 0 else case.tp
     try:
         dep = Deployment(
             weights=weight_format(case.weights),
             kv=kv_format(case.kv),
-            tp=case.tp,
+            tp=tp,
             pp=case.pp,
             ep=case.ep,
         )

@@ -97,3 +97,14 @@ def test_accuracy_doc_is_current():
 
     doc = (ROOT / "docs/ACCURACY.md").read_text()
     assert doc == render(), "docs/ACCURACY.md is stale: run `make accuracy`"
+
+
+def test_attention_dp_with_wide_ep_is_evaluated(cat):
+    # tp 1, ep 8 on 8 GPUs (attention data-parallel, experts over 8): one group of 8 GPUs
+    from dataclasses import replace
+
+    base = next(c for c in load_cases(PUBLIC) if c.model == "deepseek-r1")
+    wide = replace(base, tp=1, ep=8)
+    r = evaluate(wide, cat.model(wide.model), cat.accelerator(wide.hardware))
+    same = evaluate(base, cat.model(base.model), cat.accelerator(base.hardware))
+    assert r.ideal == pytest.approx(same.ideal)
