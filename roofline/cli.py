@@ -436,6 +436,8 @@ def _batch_sweep(spec: str) -> list[int]:
 
 
 # ---- shared workload options ----------------------------------------------------------------
+ModelArg = Annotated[str, typer.Argument(help="model id, alias or a config.json path")]
+HardwareArg = Annotated[str, typer.Argument(help="accelerator id or alias")]
 TpOpt = Annotated[int, typer.Option(help="tensor-parallel degree")]
 PpOpt = Annotated[int, typer.Option(help="pipeline-parallel degree")]
 EpOpt = Annotated[int, typer.Option(help="expert-parallel degree (divides --tp)")]

@@ -16,8 +16,10 @@ from roofline.cli import (
     EpOpt,
     Fmt,
     FormatOpt,
+    HardwareArg,
     KvOpt,
     MemoryOpt,
+    ModelArg,
     PpOpt,
     RowFormat,
     SparsityOpt,
@@ -63,7 +65,7 @@ from roofline.units import fmt_bytes, parse_bytes
 @app.command()
 @guarded
 def kv(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
+    model: ModelArg,
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", help=f"{', '.join(KV_FORMATS)}")] = "bf16",
     kv_bits: Annotated[
         float | None,
@@ -250,8 +252,8 @@ def kv(
 @app.command()
 @guarded
 def analyze(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
-    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    model: ModelArg,
+    hardware: HardwareArg,
     tp: TpOpt = 1,
     pp: PpOpt = 1,
     ep: EpOpt = 1,
@@ -361,8 +363,8 @@ def analyze(
 @app.command()
 @guarded
 def capacity(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
-    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    model: ModelArg,
+    hardware: HardwareArg,
     tp: TpOpt = 1,
     pp: PpOpt = 1,
     ep: EpOpt = 1,
@@ -444,8 +446,8 @@ def capacity(
 @app.command("bytes")
 @guarded
 def bytes_(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
-    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    model: ModelArg,
+    hardware: HardwareArg,
     tp: TpOpt = 1,
     pp: PpOpt = 1,
     ep: EpOpt = 1,
@@ -576,7 +578,7 @@ def bytes_(
 @guarded
 def speculate(
     model: Annotated[str, typer.Argument(help="target model id or alias")],
-    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    hardware: HardwareArg,
     draft: Annotated[str, typer.Option(help="draft model id (runs on the same GPUs)")],
     gamma: Annotated[
         str, typer.Option(help="draft tokens per round: 4 | 1,2,4 | 1..8:1")
@@ -678,8 +680,8 @@ def speculate(
 @app.command()
 @guarded
 def tiers(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
-    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    model: ModelArg,
+    hardware: HardwareArg,
     tier: Annotated[
         str,
         typer.Option(

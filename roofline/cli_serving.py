@@ -17,8 +17,10 @@ from roofline.cli import (
     EpOpt,
     Fmt,
     FormatOpt,
+    HardwareArg,
     KvOpt,
     MemoryOpt,
+    ModelArg,
     PpOpt,
     RowFormat,
     TpOpt,
@@ -55,8 +57,8 @@ from roofline.validate import evaluate, summarize
 @app.command()
 @guarded
 def cliff(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
-    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    model: ModelArg,
+    hardware: HardwareArg,
     tp: TpOpt = 1,
     pp: PpOpt = 1,
     ep: EpOpt = 1,
@@ -255,7 +257,7 @@ def validate(
 @app.command()
 @guarded
 def disagg(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
+    model: ModelArg,
     prefill_hardware: Annotated[str, typer.Option("--prefill", help="prefill accelerator")],
     decode_hardware: Annotated[str, typer.Option("--decode", help="decode accelerator")],
     prefill_tp: Annotated[int, typer.Option(help="TP of a prefill replica")] = 1,
@@ -335,8 +337,8 @@ def disagg(
 @app.command()
 @guarded
 def plan(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
-    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    model: ModelArg,
+    hardware: HardwareArg,
     gpus: Annotated[int, typer.Option(help="GPUs to spend")] = 8,
     weights: WeightsOpt = "bf16",
     kv_dtype: KvOpt = "bf16",

@@ -15,8 +15,10 @@ from roofline.catalog import load_spec, model_from_config, model_yaml, read_hf_c
 from roofline.checks import Limits, run_checks
 from roofline.cli import (
     EpOpt,
+    HardwareArg,
     KvOpt,
     MemoryOpt,
+    ModelArg,
     PpOpt,
     RowFormat,
     TpOpt,
@@ -311,8 +313,8 @@ def models_import(
 @app.command()
 @guarded
 def plot(
-    model: Annotated[str, typer.Argument(help="model id or alias")],
-    hardware: Annotated[str, typer.Argument(help="accelerator id or alias")],
+    model: ModelArg,
+    hardware: HardwareArg,
     tp: TpOpt = 1,
     pp: PpOpt = 1,
     ep: EpOpt = 1,
