@@ -36,6 +36,10 @@ def render() -> str:
         + "\n```\n\nAnd on the extra rows "
         "(`roofline validate validation/extra_cases.yaml`):\n\n```\n"
         + table("validation/extra_cases.yaml")
+        + "\n```\n\nHeld out of the calibration: published vLLM latencies on 8× MI300X "
+        "(`roofline validate validation/heldout_cases.yaml`), a check on the amd-instinct family, "
+        "which borrows\nthe NVIDIA figures for want of AMD cases to fit:\n\n```\n"
+        + table("validation/heldout_cases.yaml")
         + "\n```\n\n"
         + tail
     )
