@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -184,7 +185,8 @@ def _efficiency(
     base = hw.efficiency
     if eta_compute is None and eta_memory is None and overhead is None:
         return base
-    return Efficiency(
+    return replace(
+        base,
         compute=base.compute if eta_compute is None else eta_compute,
         memory=base.memory if eta_memory is None else eta_memory,
         step_overhead_s=base.step_overhead_s if overhead is None else parse_seconds(overhead),

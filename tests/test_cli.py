@@ -218,3 +218,20 @@ def test_parser_errors_are_one_line_from_the_entry_point(args, needle):
     assert p.returncode == 2 and p.stdout == ""
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
+
+
+def test_efficiency_override_keeps_the_other_catalog_figures(run):
+    # --overhead alone must not drop the family's weight-only memory efficiency (0.66)
+    doc = run(
+        "analyze",
+        "llama-3.1-8b",
+        "h100",
+        "--weights",
+        "int4",
+        "--overhead",
+        "0us",
+        "--format",
+        "json",
+    ).json()
+    assert doc["inputs"]["efficiency"]["memory_weight_only"] == 0.66
+    assert doc["inputs"]["efficiency"]["step_overhead_s"] == 0
