@@ -43,12 +43,11 @@ from roofline.kvcache import parse_lengths
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
-    kv_bytes_per_token,
     plan_memory,
 )
 from roofline.planner import plans
 from roofline.plot import check_output, save_cliff
-from roofline.scheduler import StepModel, simulate
+from roofline.scheduler import StepModel, kv_budget_blocks, simulate
 from roofline.units import fmt_bytes, parse_seconds
 from roofline.validate import evaluate, summarize
 
@@ -133,9 +132,7 @@ def cliff(
     if not plan.weights_fit:
         raise _not_fit(m, hw, dep, plan)
     blk = eng.block_tokens
-    # a whole-model block: `blk` tokens in every layer (the unit StepModel.blocks counts in)
-    block_bytes = kv_bytes_per_token(m, dep.kv.bits, dep.tp, dep.pp) * blk
-    budget_blocks = int(plan.kv_budget_bytes // block_bytes)
+    budget_blocks = kv_budget_blocks(plan, m, dep, blk)
     per_request = float(kv_bytes_per_sequence(m, dep, s + o, blk))
     cliff_batch = int(plan.kv_budget_bytes // per_request)
     if int(np.ceil((s + 1) / blk)) > budget_blocks:

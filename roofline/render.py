@@ -875,7 +875,7 @@ def plan_table(doc: Mapping[str, Any]) -> None:
     i = doc["inputs"]
     rows = []
     for r in doc["plans"]:
-        mark = " ★" if (doc["best"] and r is doc["best"]) or r == doc["best"] else ""
+        mark = " ★" if r == doc["best"] else ""
         if not r["fits"]:
             rows.append(
                 (

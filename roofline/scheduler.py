@@ -23,6 +23,7 @@ import numpy as np
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.memory import MemoryPlan
 from roofline.model import ModelArch
 from roofline.ops import (
     Deployment,
@@ -121,6 +122,13 @@ class StepModel:
         if chunked:
             t = np.maximum(t - self.prefill_s[0], 0.0)
         return float(np.sum(t))
+
+
+def kv_budget_blocks(plan: MemoryPlan, model: ModelArch, dep: Deployment, block: int) -> int:
+    """The KV budget in whole-model blocks (`block` tokens in every layer), the unit
+    StepModel.blocks counts in."""
+    per_block = kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers
+    return int(plan.kv_budget_bytes // (per_block / dep.pp * block))
 
 
 def simulate(

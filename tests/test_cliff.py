@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from roofline.memory import ENGINES, kv_bytes_per_sequence, plan_memory
+from roofline.memory import ENGINES, plan_memory
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
-from roofline.scheduler import StepModel, simulate
+from roofline.scheduler import StepModel, kv_budget_blocks, simulate
 
 DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=8)
 
@@ -17,7 +17,9 @@ def setup(cat):
     eng = ENGINES["vllm"]
     plan = plan_memory(m, hw, DEP, eng)
     blk = eng.block_tokens
-    budget_blocks = int(plan.kv_budget_bytes // float(kv_bytes_per_sequence(m, DEP, blk, blk)))
+    budget_blocks = kv_budget_blocks(plan, m, DEP, blk)
+    # the same budget by hand: 32,256 B per token per GPU (fp8 KV, TP8) × 16-token blocks
+    assert budget_blocks == int(plan.kv_budget_bytes // (32_256 * 16))
     return m, hw, StepModel(m, hw, DEP, 256, 17_000, ideal=False), budget_blocks, blk
 
 
