@@ -146,8 +146,9 @@ def activation_peak_bytes(model: ModelArch, dep: Deployment, tokens: ArrayLike) 
     scores): the residual stream and one layer's widest intermediate alive at once —
     t·(2·D + max(3·F_ffn, (N+2K)·H)/TP)·b_a — plus fp32 logits for up to 256 sampled rows."""
     m, t = model, np.asarray(tokens, dtype=float)
+    has_dense = any(not g.moe for g in m.layer_groups)  # a pure MoE's intermediate_size is unused
     f = max(
-        m.dense_ffn_width,
+        m.dense_ffn_width if has_dense else 0,
         m.num_experts_per_tok * m.expert_width + m.n_shared_experts * m.expert_width,
     )
     widest = max(3 * f, (m.num_attention_heads + 2 * m.n_kv_heads) * m.d_head)
