@@ -333,8 +333,10 @@ def _model(where: str, data: Any) -> ModelArch:
 _BUILDERS = {"accelerators": _accelerator, "tiers": _tier, "models": _model, "families": _family}
 
 
-def _load_file(path: Path) -> dict[str, list[Any]]:
-    """Parse one YAML file into {section: [entries]} with validation."""
+def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[Any]]:
+    """Parse one YAML file into {section: [entries]} with validation. With a `problems` list,
+    a bad entry is recorded there and skipped, so one pass finds every bad entry; without it the
+    first problem raises."""
     try:
         with path.open(encoding="utf-8") as f:
             raw = _safe_load(f.read())
@@ -344,6 +346,8 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
         raise CatalogError(
             f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})"
         ) from None
+    except UnicodeDecodeError:
+        raise CatalogError(f"{path}: is not UTF-8 text") from None
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
     if raw is None:
@@ -361,9 +365,18 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
         built = []
         for i, entry in enumerate(entries):
             name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
-            built.append(_BUILDERS[section](f"{path}: {section[:-1]} '{name}'", entry))
+            try:
+                built.append(_BUILDERS[section](f"{path}: {section[:-1]} '{name}'", entry))
+            except CatalogError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
         out[section] = built
     return out
+
+
+def _yaml_files(directory: Path) -> list[Path]:
+    return sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml"))
 
 
 @dataclass
@@ -377,29 +390,45 @@ class Catalog:
     origin: dict[str, str] = field(default_factory=dict)  # "section:id" -> file path
     own_efficiency: set[str] = field(default_factory=set)  # accelerators that set their own
 
-    def add_dir(self, directory: Path) -> None:
+    def add_dir(self, directory: Path, problems: list[str] | None = None) -> None:
         """Load every *.yaml below a directory; ids repeated inside it are an error, ids already
-        in the catalog from an earlier directory are overridden."""
+        in the catalog from an earlier directory are overridden. With a `problems` list every
+        problem is recorded there instead of raising the first."""
         if not directory.is_dir():
             raise CatalogError(f"{directory}: catalog directory does not exist")
         seen: dict[str, Path] = {}
-        for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
-            for section, entries in _load_file(path).items():
+        for path in _yaml_files(directory):
+            try:
+                sections = _load_file(path, problems)
+            except CatalogError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
+                continue
+            for section, entries in sections.items():
                 table = getattr(self, section)
                 for entry in entries:
                     key = f"{section}:{entry.id}"
                     if key in seen:
-                        raise CatalogError(
+                        duplicate = CatalogError(
                             f"{path}: {section[:-1]} '{entry.id}': duplicate id "
                             f"(also in {seen[key]})"
                         )
+                        if problems is None:
+                            raise duplicate
+                        problems.append(str(duplicate))
+                        continue
                     seen[key] = path
                     table[entry.id] = entry
                     self.origin[key] = str(path)
                     if section == "accelerators":
                         own = entry.efficiency != Efficiency()
                         (self.own_efficiency.add if own else self.own_efficiency.discard)(entry.id)
-        self._check_aliases()
+        alias_problems = self.alias_problems()
+        if alias_problems and problems is None:
+            raise CatalogError(alias_problems[0])
+        if problems is not None:
+            problems.extend(p for p in alias_problems if p not in problems)
         self._apply_families()
 
     def _apply_families(self) -> None:
@@ -409,7 +438,9 @@ class Catalog:
             if hw_id not in self.own_efficiency and family is not None:
                 self.accelerators[hw_id] = replace(hw, efficiency=family.efficiency)
 
-    def _check_aliases(self) -> None:
+    def alias_problems(self) -> list[str]:
+        """Every alias that two entries of one section claim (an id always wins over an alias)."""
+        problems = []
         for section in _SECTIONS:
             table = getattr(self, section)
             owner: dict[str, str] = {}
@@ -418,11 +449,13 @@ class Catalog:
                     if alias in table and alias != entry.id:
                         continue  # an id always wins over an alias (a user override)
                     if alias in owner and owner[alias] != entry.id:
-                        raise CatalogError(
+                        problems.append(
                             f"{self.origin[f'{section}:{entry.id}']}: {section[:-1]} "
                             f"'{entry.id}': alias '{alias}' is also used by '{owner[alias]}'"
                         )
+                        continue
                     owner[alias] = entry.id
+        return problems
 
     def _get(self, section: str, what: str, name: str) -> Any:
         table = getattr(self, section)
@@ -627,15 +660,14 @@ def load_spec(path: str | Path) -> list[dict[str, Any]]:
 
 
 def validate_dirs(dirs: Iterable[Path]) -> list[str]:
-    """Check catalog directories file by file; return every problem found (empty: all good)."""
+    """Check catalog directories as the loader would combine them; return every problem found:
+    bad YAML, bad entries (each entry's problem), duplicate ids, alias collisions (empty: all
+    good)."""
     problems: list[str] = []
+    cat = Catalog()
     for directory in dirs:
         if not directory.is_dir():
             problems.append(f"{directory}: catalog directory does not exist")
             continue
-        for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
-            try:
-                _load_file(path)
-            except CatalogError as exc:
-                problems.append(str(exc))
+        cat.add_dir(directory, problems)
     return problems

@@ -13,30 +13,9 @@ from roofline import render
 from roofline.catalog import (
     load_cases,
 )
-from roofline.cli import (
-    EpOpt,
-    Fmt,
-    FormatOpt,
-    HardwareArg,
-    KvOpt,
-    MemoryOpt,
-    ModelArg,
-    PpOpt,
-    RowFormat,
-    TpOpt,
-    WeightsOpt,
-    _batch,
-    _batch_sweep,
-    _capacity,
-    _catalog,
-    _deployment,
-    _efficiency_json,
-    _not_fit,
-    _tokens,
-    app,
-    guarded,
-    warn,
-)
+from roofline.cli import convert
+from roofline.cli import options as opt
+from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.disagg import disaggregate
 from roofline.errors import InputError, RooflineError
 from roofline.kvcache import parse_lengths
@@ -56,59 +35,50 @@ from roofline.validate import evaluate, summarize
 @app.command()
 @guarded
 def cliff(
-    model: ModelArg,
-    hardware: HardwareArg,
-    tp: TpOpt = 1,
-    pp: PpOpt = 1,
-    ep: EpOpt = 1,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
-    prompt: Annotated[str, typer.Option(help="prompt tokens per request")] = "1k",
-    output: Annotated[str, typer.Option(help="output tokens per request (the trace)")] = "16k",
-    batch: Annotated[
-        str, typer.Option(help="max concurrent sequences to sweep: 1,8,64 | 1..1024 | 8..256:8")
-    ] = "1..1024",
-    requests: Annotated[
-        int | None, typer.Option(help="requests served per setting (default 4 × the largest batch)")
-    ] = None,
-    prompt_dist: Annotated[
-        str | None,
-        typer.Option(
-            help="draw prompt lengths: lognormal:mean=1000,sigma=0.5 | uniform:low=…,high=… | FILE"
-        ),
-    ] = None,
-    output_dist: Annotated[
-        str | None, typer.Option(help="draw output lengths, e.g. lognormal:mean=16000,sigma=0.5")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="seed for drawn lengths")] = 0,
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    max_seqs: opt.MaxSeqs = "1..1024",
+    requests: opt.Requests = None,
+    prompt_dist: opt.PromptDist = None,
+    output_dist: opt.OutputDist = None,
+    seed: opt.Seed = 0,
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
-    ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
+    ideal: opt.Ideal = False,
     chunked_prefill: Annotated[
         bool,
         typer.Option(
             "--chunked-prefill", help="prefill rides on decode steps (no separate weight read)"
         ),
     ] = False,
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
-    memory: MemoryOpt = None,
-    chart: Annotated[
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    out: Annotated[
         Path | None,
-        typer.Option("--chart", "-o", help="also write cliff.svg|png|pdf (needs roofline[plot])"),
+        typer.Option("--out", "-o", help="also write the chart to FILE.svg|png|pdf (plot extra)"),
     ] = None,
-    fmt: RowFormat = render.RowFmt.table,
+    fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """The reasoning cliff: sweep max concurrent sequences through a continuous-batching
-    scheduler with preemption; throughput, TTFT, TPOT and recompute against batch.
+    """The reasoning cliff: throughput and latency against max concurrent sequences.
+
+    Every request arrives at t = 0 (a closed batch, not a request rate) and a continuous-batching
+    scheduler with preemption serves them; --requests defaults to 4 x the largest --max-seqs.
     Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
-    --output 16k --batch 8..128:8"""
-    if chart is not None:
-        check_output(chart)
-    cat = _catalog()
+    --output 16k --max-seqs 8..128:8"""
+    if out is not None:
+        check_output(out)
+    cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = _deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
-    s, o = _tokens(prompt, "--prompt", 1), _tokens(output, "--output", 1)
-    settings = _batch_sweep(batch)
+    dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
+    s, o = opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
+    settings = opt.batch_sweep(max_seqs)
     n = requests if requests is not None else 4 * max(settings)
     if not 1 <= n <= 100_000:
         raise InputError(f"--requests must be from 1 to 100000, got {n}")
@@ -128,9 +98,9 @@ def cliff(
         raise InputError(f"--prompt-dist/--output-dist must give {n} lengths (--requests)")
     s, o = round(float(prompts.mean())), round(float(outputs.mean()))
     eng = engine(engine_name, hw)
-    plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
+    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
-        raise _not_fit(m, hw, dep, plan)
+        raise opt.not_fit(m, hw, dep, plan)
     blk = eng.block_tokens
     budget_blocks = kv_budget_blocks(plan, m, dep, blk)
     per_request = float(kv_bytes_per_sequence(m, dep, s + o, blk))
@@ -168,6 +138,7 @@ def cliff(
         "prompt_lengths": prompt_desc,
         "output_lengths": output_desc,
         "requests": n,
+        "arrivals": "all at t = 0",
         "preemption": preemption,
         "chunked_prefill": chunked_prefill,
         "swap_tier": tier.id if tier else None,
@@ -175,7 +146,7 @@ def cliff(
         "engine": eng.name,
         "kv_budget_bytes": plan.kv_budget_bytes,
         "block_tokens": blk,
-        "efficiency": _efficiency_json(hw.efficiency),
+        "efficiency": convert.efficiency_json(hw.efficiency),
     }
     doc = render.document(
         "cliff",
@@ -204,9 +175,9 @@ def cliff(
         ],
     )
     render.emit(doc, fmt, doc["points"], render.cliff_table)
-    if chart is not None:
-        save_cliff(doc, chart)
-        render.stderr_console().print(f"wrote {chart}", markup=False)
+    if out is not None:
+        save_cliff(doc, out)
+        note(f"wrote {out}")
 
 
 # ---- validate -------------------------------------------------------------------------------
@@ -216,11 +187,11 @@ def validate(
     cases: Annotated[
         Path, typer.Argument(help="cases YAML (schema of validation/public_cases.yaml)")
     ],
-    fmt: RowFormat = render.RowFmt.table,
+    fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Predictions against published measurements: ideal, expected, measured, speed ratio, error.
     Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
-    cat = _catalog()
+    cat = catalog()
     results = []
     for case in load_cases(cases):
         try:
@@ -254,40 +225,44 @@ def validate(
 @app.command()
 @guarded
 def disagg(
-    model: ModelArg,
+    model: opt.ModelArg,
     prefill_hardware: Annotated[str, typer.Option("--prefill", help="prefill accelerator")],
     decode_hardware: Annotated[str, typer.Option("--decode", help="decode accelerator")],
     prefill_tp: Annotated[int, typer.Option(help="TP of a prefill replica")] = 1,
     decode_tp: Annotated[int, typer.Option(help="TP of a decode replica")] = 1,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     link: Annotated[str, typer.Option(help="tier id the KV cache travels over")] = "infiniband-ndr",
-    batch: Annotated[int, typer.Option(help="sequences a decode replica decodes at once")] = 32,
-    prompt: Annotated[str, typer.Option(help="prompt tokens")] = "4k",
-    output: Annotated[str, typer.Option(help="output tokens")] = "1k",
-    ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
-    fmt: FormatOpt = Fmt.table,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    engine_name: opt.Engine = opt.ENGINE,
+    ideal: opt.Ideal = False,
+    fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """Prefill/decode disaggregation against colocated serving: TTFT, TPOT, tokens/s per GPU,
-    the KV transfer and the prefill:decode pool ratio.
+    """Prefill/decode disaggregation against colocated serving.
+
+    TTFT of one request (its prefill plus the KV transfer), TPOT at --batch, tokens/s per GPU, the
+    KV transfer and the prefill:decode pool ratio.
     Example: roofline disagg llama-3.1-70b --prefill h100 --decode h200 --prefill-tp 4
     --decode-tp 4 --batch 64 --prompt 8k --output 1k"""
-    cat = _catalog()
+    cat = catalog()
     m = cat.model(model)
     p_hw, d_hw, tier = (
         cat.accelerator(prefill_hardware),
         cat.accelerator(decode_hardware),
         cat.tier(link),
     )
-    p_dep = _deployment(weights, kv_dtype, "bf16", prefill_tp, 1, 1, None, None)
-    d_dep = _deployment(weights, kv_dtype, "bf16", decode_tp, 1, 1, None, None)
-    b, s, o = _batch(batch), _tokens(prompt, "--prompt", 1), _tokens(output, "--output", 1)
+    p_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, prefill_tp)
+    d_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, decode_tp)
+    b, s, o = opt.batch(batch), opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
     for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
-        plan = plan_memory(m, hw, dep, engine("auto", hw))
+        plan = plan_memory(m, hw, dep, engine(engine_name, hw))
         if not plan.weights_fit:
-            raise _not_fit(m, hw, dep, plan)
-    d_plan = plan_memory(m, d_hw, d_dep, engine("auto", d_hw))
-    kv_need = float(kv_bytes_per_sequence(m, d_dep, s + o, 16)) * b
+            raise opt.not_fit(m, hw, dep, plan)
+    d_eng = engine(engine_name, d_hw)
+    d_plan = plan_memory(m, d_hw, d_dep, d_eng)
+    kv_need = float(kv_bytes_per_sequence(m, d_dep, s + o, d_eng.block_tokens)) * b
     if kv_need > d_plan.kv_budget_bytes:
         warn(
             f"batch {b} needs {fmt_bytes(kv_need)} of KV per decode GPU; the budget is "
@@ -315,6 +290,7 @@ def disagg(
         "batch": b,
         "prompt_tokens": s,
         "output_tokens": o,
+        "engine": d_eng.name,
         "step_times": "ideal" if ideal else "expected",
     }
     doc = render.document(
@@ -327,39 +303,48 @@ def disagg(
         kv_bytes_per_request=r.kv_bytes_per_request,
         prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
     )
-    render.emit_json(doc) if fmt is Fmt.json else render.disagg_table(doc)
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.disagg_table(doc)
 
 
 # ---- plan -----------------------------------------------------------------------------------
 @app.command()
 @guarded
 def plan(
-    model: ModelArg,
-    hardware: HardwareArg,
-    gpus: Annotated[int, typer.Option(help="GPUs to spend")] = 8,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
-    prompt: Annotated[str, typer.Option(help="prompt tokens")] = "1k",
-    output: Annotated[str, typer.Option(help="output tokens")] = "4k",
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    gpus: opt.Gpus = None,
+    ep: opt.Ep = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
     max_tp: Annotated[int, typer.Option(help="largest TP (one scale-up domain)")] = 8,
     max_tpot: Annotated[
         str | None, typer.Option(help="SLO: keep plans with TPOT ≤, e.g. 50ms")
     ] = None,
-    fmt: RowFormat = render.RowFmt.table,
+    fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """Parallelism plans for N GPUs: every TP × PP × DP split with its memory, batch, TTFT, TPOT
+    """Parallelism plans for N GPUs, best first.
+
+    Every TP x PP x DP split of --gpus (default 8, one node) with its memory, batch, TTFT, TPOT
     and throughput, best first (within --max-tpot if given).
     Example: roofline plan llama-3.1-405b h100 --gpus 16 --weights fp8 --prompt 1k --output 16k"""
-    cat = _catalog()
+    cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
+    gpus = 8 if gpus is None else gpus
     if not 1 <= gpus <= 4096:
         raise InputError(f"--gpus must be from 1 to 4096, got {gpus}")
     if not 1 <= max_tp <= 4096:
         raise InputError(f"--max-tp must be from 1 to 4096, got {max_tp}")
-    base = _deployment(weights, kv_dtype, "bf16", 1, 1, 1, None, None)
-    s, o = _tokens(prompt, "--prompt", 0), _tokens(output, "--output", 1)
+    if not 1 <= ep <= gpus:
+        raise InputError(f"--ep must be from 1 to --gpus ({gpus}), got {ep}")
+    base = opt.deployment(weights, kv_dtype, tp=ep, ep=ep)  # plans() sets each TP it tries
+    s, o = opt.tokens(prompt, "--prompt", 0), opt.tokens(output, "--output", 1)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
-    results = plans(m, hw, base, engine("auto", hw), gpus, s, o, max_tp)
+    eng = engine(engine_name, hw)
+    results = plans(m, hw, base, eng, gpus, s, o, max_tp, capacity_bytes=opt.capacity(hw, memory))
     rows = [
         {
             "tp": p.tp,
@@ -383,13 +368,15 @@ def plan(
         "model": m.id,
         "hardware": hw.id,
         "gpus": gpus,
+        "ep": ep,
+        "engine": eng.name,
         "weights": base.weights.name,
         "kv_dtype": base.kv.name,
         "prompt_tokens": s,
         "output_tokens": o,
         "max_tp": max_tp,
         "max_tpot_s": slo,
-        "efficiency": _efficiency_json(hw.efficiency),
+        "efficiency": convert.efficiency_json(hw.efficiency),
     }
     doc = render.document("plan", inputs, best=best, plans=rows)
     render.emit(doc, fmt, doc["plans"], render.plan_table)

@@ -10,37 +10,9 @@ import numpy as np
 import typer
 
 from roofline import render
-from roofline.cli import (
-    ActOpt,
-    ComputeOpt,
-    EpOpt,
-    Fmt,
-    FormatOpt,
-    HardwareArg,
-    KvOpt,
-    MemoryOpt,
-    ModelArg,
-    PpOpt,
-    RowFormat,
-    SparsityOpt,
-    TpOpt,
-    WeightsOpt,
-    _batch,
-    _capacity,
-    _catalog,
-    _deployment,
-    _efficiency,
-    _efficiency_json,
-    _gpus,
-    _int_list,
-    _kv_budget,
-    _not_fit,
-    _phase_json,
-    _tokens,
-    app,
-    guarded,
-    warn,
-)
+from roofline.cli import convert
+from roofline.cli import options as opt
+from roofline.cli.app import app, catalog, guarded, warn
 from roofline.errors import InputError
 from roofline.kvcache import allocation_waste, attention_variants, parse_lengths
 from roofline.levers import evaluate_levers
@@ -55,7 +27,7 @@ from roofline.memory import (
 )
 from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
 from roofline.phases import PhaseResult, decode, prefill, request
-from roofline.precision import KV_FORMATS, kv_format, weight_format
+from roofline.precision import kv_format, weight_format
 from roofline.speculative import speculate as spec_core
 from roofline.tiers import max_batch_with_tier, spill
 from roofline.units import fmt_bytes, parse_bytes
@@ -65,15 +37,15 @@ from roofline.units import fmt_bytes, parse_bytes
 @app.command()
 @guarded
 def kv(
-    model: ModelArg,
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help=f"{', '.join(KV_FORMATS)}")] = "bf16",
+    model: opt.ModelArg,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     kv_bits: Annotated[
         float | None,
         typer.Option(help="override bits per KV element, e.g. 6 (DeepSeek-V2's deployment)"),
     ] = None,
-    context: Annotated[str, typer.Option(help="tokens per sequence, e.g. 32k")] = "32k",
-    batch: Annotated[int, typer.Option(help="sequences")] = 1,
-    tp: Annotated[int, typer.Option(help="tensor parallel: bytes per GPU")] = 1,
+    context: opt.Context = None,
+    batch: opt.Batch = opt.BATCH,
+    tp: opt.Tp = 1,
     compare: Annotated[
         bool, typer.Option("--compare", help="the model's attention next to MHA, GQA, MQA and MLA")
     ] = False,
@@ -95,10 +67,7 @@ def kv(
         str, typer.Option("--max-len", help="tokens a contiguous allocation reserves per request")
     ] = "2048",
     block: Annotated[int, typer.Option(help="paged KV block size in tokens")] = 16,
-    kv_budget: Annotated[
-        str | None,
-        typer.Option("--kv-budget", help="KV eviction: tokens kept per sequence (H2O, SnapKV)"),
-    ] = None,
+    kv_budget: opt.KvBudget = None,
     sink: Annotated[str | None, typer.Option(help="StreamingLLM: attention-sink tokens")] = None,
     window: Annotated[str | None, typer.Option(help="StreamingLLM: recent-window tokens")] = None,
     hardware: Annotated[
@@ -107,21 +76,23 @@ def kv(
             help="with --kv-budget: accelerator for the max-batch gain (with --tp, --weights)"
         ),
     ] = None,
-    weights: Annotated[str, typer.Option(help="with --hardware: weight format")] = "bf16",
-    fmt: FormatOpt = Fmt.table,
+    weights: opt.Weights = opt.WEIGHTS,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """KV-cache bytes per token, per sequence and per batch; attention variants (--compare),
     paged vs contiguous allocation (--allocation), eviction (--kv-budget or --sink/--window).
     Example: roofline kv deepseek-r1 --context 32k --format json"""
-    cat = _catalog()
+    cat = catalog()
     m = cat.model(model)
     fmt_kv = kv_format(kv_dtype)
     if kv_bits is not None:
         if not 1 <= kv_bits <= 32:
             raise InputError(f"--kv-bits must be from 1 to 32, got {kv_bits}")
         fmt_kv = replace(fmt_kv, name=f"{kv_bits:g}-bit", bits=kv_bits)
-    ctx = _tokens(context, "--context", 1)
-    budget = _kv_budget(kv_budget, sink, window)
+    ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context)[2]
+    budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
     b_kv = fmt_kv.bits / 8
     if compare:
@@ -150,10 +121,10 @@ def kv(
             "baseline_kv_bits": 16.0 if ref else None,
         }
         doc = render.document("kv --compare", inputs, variants=rows)
-        render.emit_json(doc) if fmt is Fmt.json else render.kv_compare_table(doc)
+        render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_compare_table(doc)
         return
     if allocation is not None:
-        limit = _tokens(max_len, "--max-len", 1)
+        limit = opt.tokens(max_len, "--max-len", 1)
         if not 1 <= block <= 65536:
             raise InputError(f"--block must be from 1 to 65536 tokens, got {block}")
         values, desc = parse_lengths(lengths, limit)
@@ -185,7 +156,7 @@ def kv(
                 for a, r in reports.items()
             },
         )
-        render.emit_json(doc) if fmt is Fmt.json else render.kv_allocation_table(doc)
+        render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_allocation_table(doc)
         return
     per_layer = kv_bytes_per_token_layer(m, fmt_kv.bits, tp)
     per_seq = float(kv_bytes_per_sequence(m, dep, ctx))
@@ -206,7 +177,7 @@ def kv(
         "kv_dtype": fmt_kv.name,
         "kv_bits": fmt_kv.bits,
         "context_tokens": ctx,
-        "batch": _batch(batch),
+        "batch": opt.batch(batch),
         "tp": tp,
         "kv_budget_tokens": budget,
     }
@@ -227,9 +198,9 @@ def kv(
         }
         if hardware is not None:
             hw = cat.accelerator(hardware)
-            eng = engine("auto", hw)
+            eng = engine(engine_name, hw)
             with_w = replace(dep, weights=weight_format(weights))
-            plan = plan_memory(m, hw, with_w, eng)
+            plan = plan_memory(m, hw, with_w, eng, opt.capacity(hw, memory))
             eviction["hardware"] = hw.id
             eviction["max_batch_without_eviction"] = int(
                 max_batch(plan, m, replace(with_w, kv_token_budget=None), ctx)
@@ -246,49 +217,51 @@ def kv(
         layer_groups=groups,
         eviction=eviction,
     )
-    render.emit_json(doc) if fmt is Fmt.json else render.kv_table(doc)
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_table(doc)
 
 
 @app.command()
 @guarded
 def analyze(
-    model: ModelArg,
-    hardware: HardwareArg,
-    tp: TpOpt = 1,
-    pp: PpOpt = 1,
-    ep: EpOpt = 1,
-    gpus: Annotated[int | None, typer.Option(help="GPUs in all; the rest are DP replicas")] = None,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
-    act_dtype: ActOpt = "bf16",
-    compute: ComputeOpt = None,
-    sparsity: SparsityOpt = None,
-    batch: Annotated[int, typer.Option(help="concurrent sequences per replica")] = 1,
-    prompt: Annotated[str, typer.Option(help="prompt tokens, e.g. 1k")] = "1k",
-    output: Annotated[str, typer.Option(help="output tokens, e.g. 10k")] = "1k",
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
-    memory: MemoryOpt = None,
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    gpus: opt.Gpus = None,
+    dp: opt.Dp = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    act_dtype: opt.ActDtype = opt.ACT_DTYPE,
+    compute: opt.Compute = None,
+    sparsity: opt.Sparsity = None,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
     eta_compute: Annotated[float | None, typer.Option(help="override compute efficiency")] = None,
     eta_memory: Annotated[float | None, typer.Option(help="override memory efficiency")] = None,
     overhead: Annotated[
         str | None, typer.Option(help="override per-step overhead, e.g. 20us")
     ] = None,
-    fmt: FormatOpt = Fmt.table,
+    fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """Prefill and decode on the roofline: per-op FLOPs, bytes, intensity vs ridge, bound, time,
     and TTFT / TPOT / E2E / throughput, ideal and expected.
     Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
-    cat = _catalog()
+    cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = _deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
-    n_gpus, replicas = _gpus(gpus, dep)
-    b = _batch(batch)
-    s, o = _tokens(prompt, "--prompt", 0), _tokens(output, "--output", 1)
-    eff = _efficiency(hw, eta_compute, eta_memory, overhead)
+    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
+    n_gpus, replicas = opt.replicas(dep, gpus, dp)
+    b = opt.batch(batch)
+    s, o, ctx = opt.workload(prompt, output, context)
+    eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(engine_name, hw)
-    plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
+    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
-        raise _not_fit(m, hw, dep, plan)
+        raise opt.not_fit(m, hw, dep, plan)
     if m.max_position_embeddings and s + o > m.max_position_embeddings:
         warn(
             f"{s + o:,} tokens exceed {m.id}'s max_position_embeddings "
@@ -296,7 +269,7 @@ def analyze(
         )
     kv_end = float(kv_bytes_per_sequence(m, dep, s + o, eng.block_tokens)) * b
     fits = kv_end <= plan.kv_budget_bytes
-    mb = int(max_batch(plan, m, dep, s + o))
+    mb = int(max_batch(plan, m, dep, ctx))
     if not fits:
         warn(
             f"batch {b} needs {fmt_bytes(kv_end)} of KV per GPU at {s + o:,} tokens but the "
@@ -304,6 +277,7 @@ def analyze(
             "(see `roofline capacity`)"
         )
     r = request(m, hw, dep, b, s, o, replicas, eff)
+    single = prefill(m, hw, dep, 1, max(s, 1), eff)  # one request on an idle replica
     inputs = {
         "model": m.id,
         "hardware": hw.id,
@@ -322,14 +296,17 @@ def analyze(
         "batch": b,
         "prompt_tokens": s,
         "output_tokens": o,
+        "context_tokens": ctx,
+        "workload": "static batch: --batch requests launched together on each replica",
         "engine": eng.name,
         "memory_capacity_bytes": plan.capacity_bytes,
-        "efficiency": _efficiency_json(eff),
+        "efficiency": convert.efficiency_json(eff),
         "decode_context_tokens_mean": s + o / 2.0,
     }
     timing = {
         k: {
-            "ttft_s": t.ttft_s,
+            "batch_prefill_s": t.ttft_s,
+            "ttft_s": float(getattr(single, f"t_{k}_s")),
             "tpot_s": t.tpot_s,
             "e2e_s": t.e2e_s,
             "output_tokens_per_s": t.output_tokens_per_s,
@@ -340,8 +317,8 @@ def analyze(
     doc = render.document(
         "analyze",
         inputs,
-        prefill=_phase_json(r.prefill),
-        decode=_phase_json(r.decode),
+        prefill=convert.phase_json(r.prefill),
+        decode=convert.phase_json(r.decode),
         memory={
             "capacity_bytes": plan.capacity_bytes,
             "weights_bytes_per_gpu": plan.weights_bytes,
@@ -356,46 +333,53 @@ def analyze(
         **timing,
         decode_time_fraction=r.expected.decode_time_fraction,
     )
-    render.emit_json(doc) if fmt is Fmt.json else render.analyze_table(doc)
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.analyze_table(doc)
 
 
 # ---- capacity -------------------------------------------------------------------------------
 @app.command()
 @guarded
 def capacity(
-    model: ModelArg,
-    hardware: HardwareArg,
-    tp: TpOpt = 1,
-    pp: PpOpt = 1,
-    ep: EpOpt = 1,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
-    act_dtype: ActOpt = "bf16",
-    sparsity: SparsityOpt = None,
-    context: Annotated[str, typer.Option(help="tokens per sequence (prompt + output)")] = "8k",
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
-    memory: MemoryOpt = None,
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    act_dtype: opt.ActDtype = opt.ACT_DTYPE,
+    sparsity: opt.Sparsity = None,
+    gpus: opt.Gpus = None,
+    dp: opt.Dp = 1,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
     block: Annotated[
         int | None, typer.Option(help="KV block size in tokens (engine default)")
     ] = None,
-    fmt: FormatOpt = Fmt.table,
+    fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """Memory per GPU and the largest batch that fits at a context length.
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
-    cat = _catalog()
+    cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = _deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None)
-    ctx = _tokens(context, "--context", 1)
+    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None)
+    n_gpus, replicas = opt.replicas(dep, gpus, dp)
+    b = opt.batch(batch)
+    ctx = opt.workload(prompt, output, context)[2]
     eng = engine(engine_name, hw)
     if block is not None:
         if not 1 <= block <= 65536:
             raise InputError(f"--block must be from 1 to 65536 tokens, got {block}")
         eng = type(eng)(**{**eng.__dict__, "block_tokens": block})
-    plan = plan_memory(m, hw, dep, eng, _capacity(hw, memory))
+    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     mb = int(max_batch(plan, m, dep, ctx))
     reason = None
     if not plan.weights_fit:
-        reason = str(_not_fit(m, hw, dep, plan))
+        reason = str(opt.not_fit(m, hw, dep, plan))
     elif mb == 0:
         reason = (
             f"one sequence of {ctx:,} tokens needs "
@@ -408,12 +392,14 @@ def capacity(
     inputs = {
         "model": m.id,
         "hardware": hw.id,
-        "gpus": dep.gpus_per_replica,
+        "gpus": n_gpus,
+        "replicas": replicas,
         "tp": dep.tp,
         "pp": dep.pp,
         "ep": dep.ep,
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
+        "batch": b,
         "context_tokens": ctx,
         "engine": eng.name,
         "engine_rule": eng.source,
@@ -424,6 +410,8 @@ def capacity(
         "capacity",
         inputs,
         max_batch=mb,
+        max_concurrency=mb * replicas,
+        batch_fits=b <= mb,
         kv_budget_bytes=plan.kv_budget_bytes,
         weights_bytes_per_gpu=plan.weights_bytes,
         reason=reason,
@@ -439,63 +427,64 @@ def capacity(
             {"context_tokens": c, "max_batch": int(v)} for c, v in zip(grid, by_ctx, strict=True)
         ],
     )
-    render.emit_json(doc) if fmt is Fmt.json else render.capacity_table(doc)
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.capacity_table(doc)
 
 
 # ---- bytes ----------------------------------------------------------------------------------
 @app.command("bytes")
 @guarded
 def bytes_(
-    model: ModelArg,
-    hardware: HardwareArg,
-    tp: TpOpt = 1,
-    pp: PpOpt = 1,
-    ep: EpOpt = 1,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
-    act_dtype: ActOpt = "bf16",
-    sparsity: SparsityOpt = None,
-    batch: Annotated[int, typer.Option(help="concurrent sequences")] = 1,
-    prompt: Annotated[str, typer.Option(help="prompt tokens (the prefill)")] = "1k",
-    context: Annotated[
-        str | None, typer.Option(help="KV length of the decode step (default: the prompt)")
-    ] = None,
-    kv_budget: Annotated[
-        str | None, typer.Option("--kv-budget", help="KV eviction: tokens kept per sequence")
-    ] = None,
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    act_dtype: opt.ActDtype = opt.ACT_DTYPE,
+    sparsity: opt.Sparsity = None,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    kv_budget: opt.KvBudget = None,
     levers: Annotated[bool, typer.Option("--levers", help="what-if table of every lever")] = False,
     max_len: Annotated[
         str | None,
         typer.Option(
-            "--max-len", help="tokens contiguous allocation reserves (default: max positions)"
+            "--max-len",
+            help="tokens a contiguous allocation reserves per request (default: --context)",
         ),
     ] = None,
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
-    memory: MemoryOpt = None,
-    fmt: FormatOpt = Fmt.table,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """Where the bytes go: weight, KV and activation I/O per prefill and decode step, how the
-    split moves with batch and context, and (--levers) what each lever saves.
+    """Where the bytes go: weight, KV and activation I/O per step.
+
+    Per prefill and per decode step (the decode step at --context, default prompt + output), how
+    the split moves with batch and context, and (--levers) what each lever saves; max batch is
+    measured at --context as in `capacity`.
     Example: roofline bytes llama-3.1-405b h100 --tp 8 --weights fp8 --batch 64 --context 32k"""
-    cat = _catalog()
+    cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    budget = _tokens(kv_budget, "--kv-budget", 1) if kv_budget else None
+    budget = opt.tokens(kv_budget, "--kv-budget", 1) if kv_budget else None
     dep = replace(
-        _deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None),
+        opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None),
         kv_token_budget=budget,
     )
-    b = _batch(batch)
-    s = _tokens(prompt, "--prompt", 1)
-    ctx = _tokens(context, "--context", 1) if context else s
+    b = opt.batch(batch)
+    s, o, ctx = opt.workload(prompt, output, context)
+    s = max(s, 1)
     eng = engine(engine_name, hw)
-    cap = _capacity(hw, memory)
+    cap = opt.capacity(hw, memory)
     p = prefill(m, hw, dep, b, s)
     d = decode(m, hw, dep, b, ctx)
 
     def phase(r: PhaseResult) -> dict[str, Any]:
         total = float(r.bytes)
         return {
-            **{k: v for k, v in _phase_json(r).items() if k != "ops"},
+            **{k: v for k, v in convert.phase_json(r).items() if k != "ops"},
             "weight_share": float(r.weight_bytes) / total,
             "kv_share": float(r.kv_bytes) / total,
             "activation_share": float(r.activation_bytes) / total,
@@ -523,9 +512,10 @@ def bytes_(
         "kv_dtype": dep.kv.name,
         "batch": b,
         "prompt_tokens": s,
+        "output_tokens": o,
         "context_tokens": ctx,
         "kv_budget_tokens": budget,
-        "efficiency": _efficiency_json(hw.efficiency),
+        "efficiency": convert.efficiency_json(hw.efficiency),
     }
     result: dict[str, Any] = {
         "prefill": phase(p),
@@ -544,7 +534,7 @@ def bytes_(
         "levers": None,
     }
     if levers:
-        limit = _tokens(max_len, "--max-len", 1) if max_len else (m.max_position_embeddings or ctx)
+        limit = opt.tokens(max_len, "--max-len", 1) if max_len else ctx
         rows = evaluate_levers(m, hw, dep, eng, b, ctx, limit, budget or 2048, capacity_bytes=cap)
         base = rows[0]
         result["levers"] = {
@@ -570,49 +560,55 @@ def bytes_(
             ],
         }
     doc = render.document("bytes", inputs, **result)
-    render.emit_json(doc) if fmt is Fmt.json else render.bytes_table(doc)
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.bytes_table(doc)
 
 
 # ---- speculate ------------------------------------------------------------------------------
 @app.command()
 @guarded
 def speculate(
-    model: Annotated[str, typer.Argument(help="target model id or alias")],
-    hardware: HardwareArg,
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
     draft: Annotated[str, typer.Option(help="draft model id (runs on the same GPUs)")],
     gamma: Annotated[
         str, typer.Option(help="draft tokens per round: 4 | 1,2,4 | 1..8:1")
     ] = "1..8:1",
     acceptance: Annotated[float, typer.Option(help="per-token acceptance rate α in [0, 1]")] = 0.7,
-    tp: TpOpt = 1,
-    weights: WeightsOpt = "bf16",
+    tp: opt.Tp = 1,
+    ep: opt.Ep = 1,
+    weights: opt.Weights = opt.WEIGHTS,
     draft_weights: Annotated[
         str | None, typer.Option(help="draft weight format (default: --weights)")
     ] = None,
-    kv_dtype: KvOpt = "bf16",
-    batch: Annotated[int, typer.Option(help="concurrent sequences")] = 1,
-    context: Annotated[str, typer.Option(help="KV length during decode, e.g. 4k")] = "4k",
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
-    fmt: RowFormat = render.RowFmt.table,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """Speculative decoding: a draft proposes γ tokens, the target verifies them in one pass of
-    γ + 1 tokens; expected tokens per round (1 − α^(γ+1)) / (1 − α), time per token, speed-up,
+    """Speculative decoding: speed-up per draft length γ.
+
+    A draft proposes γ tokens, the target verifies them in one pass of γ + 1 tokens; expected
+    tokens per round (1 − α^(γ+1)) / (1 − α), time per token, speed-up,
     and how far the verify pass moves decode towards the ridge.
     Example: roofline speculate llama-3.1-70b h100 --tp 4 --draft llama-3.1-8b --acceptance 0.8"""
-    cat = _catalog()
+    cat = catalog()
     m, d_m, hw = cat.model(model), cat.model(draft), cat.accelerator(hardware)
     if not 0.0 <= acceptance <= 1.0:
         raise InputError(f"--acceptance must be in [0, 1], got {acceptance}")
-    dep = _deployment(weights, kv_dtype, "bf16", tp, 1, 1, None, None)
-    d_dep = replace(dep, weights=weight_format(draft_weights or weights))
-    gammas = _int_list(gamma, "--gamma")
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, 1, ep)
+    d_dep = replace(dep, weights=weight_format(draft_weights or weights), ep=1)
+    gammas = opt.int_list(gamma, "--gamma")
     if min(gammas) < 1 or max(gammas) > 64:
         raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
-    b, ctx = _batch(batch), _tokens(context, "--context", 1)
+    b, ctx = opt.batch(batch), opt.workload(prompt, output, context)[2]
     eng = engine(engine_name, hw)
-    plan = plan_memory(m, hw, dep, eng)
+    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
-        raise _not_fit(m, hw, dep, plan)
+        raise opt.not_fit(m, hw, dep, plan)
     draft_weights_bytes = weight_bytes_per_gpu(d_m, d_dep)
     kv_need = (
         float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens))
@@ -643,10 +639,12 @@ def speculate(
         "weights": dep.weights.name,
         "draft_weights": d_dep.weights.name,
         "kv_dtype": dep.kv.name,
+        "ep": dep.ep,
         "batch": b,
         "context_tokens": ctx,
+        "engine": eng.name,
         "acceptance": acceptance,
-        "efficiency": _efficiency_json(hw.efficiency),
+        "efficiency": convert.efficiency_json(hw.efficiency),
         "note": "i.i.d. acceptance; the draft shares the target's GPUs and tokenizer",
     }
     doc = render.document(
@@ -680,8 +678,8 @@ def speculate(
 @app.command()
 @guarded
 def tiers(
-    model: ModelArg,
-    hardware: HardwareArg,
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
     tier: Annotated[
         str,
         typer.Option(
@@ -693,23 +691,27 @@ def tiers(
         str | None,
         typer.Option(help="tier capacity per GPU, e.g. 256GB (default: the tier entry's capacity)"),
     ] = None,
-    tp: TpOpt = 1,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
-    context: Annotated[str, typer.Option(help="tokens per sequence")] = "32k",
-    batch: Annotated[
-        int | None, typer.Option(help="sequences (default: as many as HBM + tier hold)")
-    ] = None,
-    ideal: Annotated[bool, typer.Option("--ideal", help="speed-of-light step times")] = False,
-    fmt: FormatOpt = Fmt.table,
+    tp: opt.Tp = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    batch: opt.BatchOrAuto = None,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    ideal: opt.Ideal = False,
+    fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """KV cache spilled from HBM to a slower tier (CXL, host DDR5, NVMe): how many more sequences
-    fit, and what the tier read costs each decode step (overlapped and serial bounds).
+    """KV cache spilled from HBM to a slower tier (CXL, DDR5, NVMe).
+
+    How many more sequences fit, and what the tier read costs each decode step (overlapped and
+    serial bounds); --batch defaults to as many as HBM + tier hold.
     Example: roofline tiers llama-3.1-70b h100 --tp 4 --tier cxl2-x16 --tier-capacity 256GB"""
-    cat = _catalog()
+    cat = catalog()
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
-    dep = _deployment(weights, kv_dtype, "bf16", tp, 1, 1, None, None)
-    ctx = _tokens(context, "--context", 1)
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp)
+    ctx = opt.workload(prompt, output, context)[2]
     if tier_capacity is not None:
         cap = parse_bytes(tier_capacity, "--tier-capacity")
     elif t.capacity_bytes is not None:
@@ -718,12 +720,12 @@ def tiers(
         raise InputError(f"tier {t.id} has no capacity in the catalog", hint="pass --tier-capacity")
     if not 0 < cap < 1e15:
         raise InputError(f"--tier-capacity must be positive and below 1 PB, got {tier_capacity}")
-    plan = plan_memory(m, hw, dep, engine("auto", hw))
+    plan = plan_memory(m, hw, dep, engine(engine_name, hw), opt.capacity(hw, memory))
     if not plan.weights_fit:
-        raise _not_fit(m, hw, dep, plan)
+        raise opt.not_fit(m, hw, dep, plan)
     hbm_only = int(max_batch(plan, m, dep, ctx))
     with_tier = max_batch_with_tier(plan, m, dep, ctx, cap)
-    b = _batch(batch) if batch is not None else max(with_tier, 1)
+    b = opt.batch(batch) if batch is not None else max(with_tier, 1)
     base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal)
     r = spill(m, hw, dep, plan, t, b, ctx, ideal)
     rows = []
@@ -762,4 +764,4 @@ def tiers(
         kv_budget_bytes=plan.kv_budget_bytes,
         rows=rows,
     )
-    render.emit_json(doc) if fmt is Fmt.json else render.tiers_spill_table(doc)
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.tiers_spill_table(doc)
