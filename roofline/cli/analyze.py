@@ -63,10 +63,8 @@ def kv(
             "lognormal:mean=500,sigma=0.9 | uniform:low=1,high=2048 (n=…, seed=…)"
         ),
     ] = "sharegpt",
-    max_len: Annotated[
-        str, typer.Option("--max-len", help="tokens a contiguous allocation reserves per request")
-    ] = "2048",
-    block: Annotated[int, typer.Option(help="paged KV block size in tokens")] = 16,
+    max_len: opt.MaxLen = None,
+    block: opt.Block = None,
     kv_budget: opt.KvBudget = None,
     sink: Annotated[str | None, typer.Option(help="StreamingLLM: attention-sink tokens")] = None,
     window: Annotated[str | None, typer.Option(help="StreamingLLM: recent-window tokens")] = None,
@@ -81,8 +79,10 @@ def kv(
     memory: opt.Memory = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """KV-cache bytes per token, per sequence and per batch; attention variants (--compare),
-    paged vs contiguous allocation (--allocation), eviction (--kv-budget or --sink/--window).
+    """KV-cache bytes per token, sequence and batch.
+
+    At --context (default prompt + output); attention variants (--compare), paged vs contiguous
+    allocation (--allocation), eviction (--kv-budget or --sink/--window).
     Example: roofline kv deepseek-r1 --context 32k --format json"""
     cat = catalog()
     m = cat.model(model)
@@ -124,9 +124,8 @@ def kv(
         render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_compare_table(doc)
         return
     if allocation is not None:
-        limit = opt.tokens(max_len, "--max-len", 1)
-        if not 1 <= block <= 65536:
-            raise InputError(f"--block must be from 1 to 65536 tokens, got {block}")
+        limit = opt.tokens(max_len, "--max-len", 1) if max_len else ctx
+        block = opt.block(block, engine(engine_name).block_tokens)
         values, desc = parse_lengths(lengths, limit)
         per_token = kv_bytes_per_token(m, fmt_kv.bits, tp)
         reports = {
@@ -248,8 +247,11 @@ def analyze(
     ] = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """Prefill and decode on the roofline: per-op FLOPs, bytes, intensity vs ridge, bound, time,
-    and TTFT / TPOT / E2E / throughput, ideal and expected.
+    """Prefill and decode on the roofline, op by op.
+
+    Per-op FLOPs, bytes, intensity vs ridge, bound and time for a static batch (--batch requests
+    launched together): the batch's prefill (batch_prefill_s), one request's TTFT on an idle
+    replica (ttft_s), TPOT, E2E and throughput, ideal and expected.
     Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
@@ -267,7 +269,7 @@ def analyze(
             f"{s + o:,} tokens exceed {m.id}'s max_position_embeddings "
             f"({m.max_position_embeddings:,})"
         )
-    kv_end = float(kv_bytes_per_sequence(m, dep, s + o, eng.block_tokens)) * b
+    kv_end = float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * b
     fits = kv_end <= plan.kv_budget_bytes
     mb = int(max_batch(plan, m, dep, ctx))
     if not fits:
@@ -357,12 +359,13 @@ def capacity(
     context: opt.Context = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
-    block: Annotated[
-        int | None, typer.Option(help="KV block size in tokens (engine default)")
-    ] = None,
+    block: opt.Block = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """Memory per GPU and the largest batch that fits at a context length.
+    """Memory per GPU and the largest batch that fits.
+
+    At --context tokens per sequence (default prompt + output), by the engine's KV-budget rule;
+    with --gpus/--dp the concurrency of all replicas.
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
@@ -371,10 +374,7 @@ def capacity(
     b = opt.batch(batch)
     ctx = opt.workload(prompt, output, context)[2]
     eng = engine(engine_name, hw)
-    if block is not None:
-        if not 1 <= block <= 65536:
-            raise InputError(f"--block must be from 1 to 65536 tokens, got {block}")
-        eng = type(eng)(**{**eng.__dict__, "block_tokens": block})
+    eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     mb = int(max_batch(plan, m, dep, ctx))
     reason = None
@@ -449,18 +449,12 @@ def bytes_(
     context: opt.Context = None,
     kv_budget: opt.KvBudget = None,
     levers: Annotated[bool, typer.Option("--levers", help="what-if table of every lever")] = False,
-    max_len: Annotated[
-        str | None,
-        typer.Option(
-            "--max-len",
-            help="tokens a contiguous allocation reserves per request (default: --context)",
-        ),
-    ] = None,
+    max_len: opt.MaxLen = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """Where the bytes go: weight, KV and activation I/O per step.
+    """Where the bytes go: weight, KV and activation I/O.
 
     Per prefill and per decode step (the decode step at --context, default prompt + output), how
     the split moves with batch and context, and (--levers) what each lever saves; max batch is
@@ -703,7 +697,7 @@ def tiers(
     ideal: opt.Ideal = False,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """KV cache spilled from HBM to a slower tier (CXL, DDR5, NVMe).
+    """KV spilled from HBM to a slower tier (CXL, DDR5).
 
     How many more sequences fit, and what the tier read costs each decode step (overlapped and
     serial bounds); --batch defaults to as many as HBM + tier hold.

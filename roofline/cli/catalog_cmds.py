@@ -37,7 +37,9 @@ from roofline.errors import InputError
 @hardware_app.command("list")
 @guarded
 def hardware_list(fmt: opt.RowFormat = render.RowFmt.table) -> None:
-    """List accelerators. Example: roofline hardware list --format json | jq '.hardware[].id'"""
+    """List accelerators: memory, bandwidth, peaks, ridge.
+
+    Example: roofline hardware list --format json | jq '.hardware[].id'"""
     cat = catalog()
     doc = render.document(
         "hardware list", {}, hardware=[convert.hardware_json(h) for h in cat.accelerators.values()]
@@ -51,7 +53,9 @@ def hardware_show(
     hardware: Annotated[str, typer.Argument(help="id or alias, e.g. h100")],
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """Show one accelerator. Example: roofline hardware show h100"""
+    """Show one accelerator with every figure and source.
+
+    Example: roofline hardware show h100"""
     doc = render.document(
         "hardware show",
         {"hardware": hardware},
@@ -63,7 +67,9 @@ def hardware_show(
 @hardware_app.command("tiers")
 @guarded
 def hardware_tiers(fmt: opt.RowFormat = render.RowFmt.table) -> None:
-    """List memory tiers and links (PCIe, CXL, DDR5, NVMe, NVLink-C2C, InfiniBand).
+    """List memory tiers and links (PCIe, CXL, DDR5, NVMe).
+
+    Also NVLink-C2C and InfiniBand: bandwidth, latency and capacity.
     Example: roofline hardware tiers"""
     tiers = [
         {
@@ -84,7 +90,9 @@ def hardware_tiers(fmt: opt.RowFormat = render.RowFmt.table) -> None:
 @hardware_app.command("families")
 @guarded
 def hardware_families(fmt: opt.RowFormat = render.RowFmt.table) -> None:
-    """The calibrated efficiencies each hardware family shares, with their provenance.
+    """Calibrated efficiencies per hardware family.
+
+    The efficiencies each family's accelerators share, with their provenance.
     Example: roofline hardware families --format json | jq '.families[].efficiency.memory'"""
     cat = catalog()
     families = [
@@ -104,7 +112,9 @@ def hardware_families(fmt: opt.RowFormat = render.RowFmt.table) -> None:
 @models_app.command("list")
 @guarded
 def models_list(fmt: opt.RowFormat = render.RowFmt.table) -> None:
-    """List models. Example: roofline models list"""
+    """List models: attention, parameters, KV per token.
+
+    Example: roofline models list"""
     doc = render.document(
         "models list", {}, models=[convert.model_json(m) for m in catalog().models.values()]
     )
@@ -117,7 +127,9 @@ def models_show(
     model: Annotated[str, typer.Argument(help="id or alias, e.g. llama-3.1-8b")],
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """Show one model and its parameter breakdown. Example: roofline models show deepseek-r1"""
+    """Show one model and its parameter breakdown.
+
+    Example: roofline models show deepseek-r1"""
     doc = render.document(
         "models show", {"model": model}, model=convert.model_json(catalog().model(model))
     )
@@ -131,7 +143,9 @@ def catalog_validate(
         list[Path] | None, typer.Argument(help="directories (default: all in use)")
     ] = None,
 ) -> None:
-    """Check catalog files and print every problem with file, entry and key.
+    """Check catalog files; print every problem.
+
+    Each problem names the file, the entry and the key; exit 2 if there is any.
     Example: roofline catalog validate ./my-catalog"""
     targets = list(dirs) if dirs else shipped_dirs() + user_dirs(catalog_dirs())
     problems = validate_dirs(targets)

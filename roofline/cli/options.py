@@ -118,6 +118,15 @@ MaxSeqs = Annotated[
         "--max-seqs", help="scheduler's max concurrent sequences: 64 | 1,8,64 | 1..1024 | 8..256:8"
     ),
 ]
+MaxLen = Annotated[
+    str | None,
+    typer.Option(
+        "--max-len", help="tokens a contiguous allocation reserves per request (default --context)"
+    ),
+]
+Block = Annotated[
+    int | None, typer.Option("--block", help="paged-KV block in tokens (default: the engine's)")
+]
 KvBudget = Annotated[
     str | None,
     typer.Option("--kv-budget", help="KV eviction (H2O, SnapKV): tokens kept per sequence"),
@@ -140,6 +149,15 @@ def workload(prompt: str, output: str, context: str | None) -> tuple[int, int, i
     s, o = tokens(prompt, "--prompt", 0), tokens(output, "--output", 1)
     ctx = tokens(context, "--context", 1) if context is not None else s + o
     return s, o, ctx
+
+
+def block(value: int | None, engine_block: int) -> int:
+    """The paged-KV block: --block, or the engine's."""
+    if value is None:
+        return engine_block
+    if not 1 <= value <= 65536:
+        raise InputError(f"--block must be from 1 to 65536 tokens, got {value}")
+    return value
 
 
 def batch(value: int) -> int:

@@ -66,7 +66,7 @@ def cliff(
     ] = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """The reasoning cliff: throughput and latency against max concurrent sequences.
+    """The reasoning cliff: throughput against max-seqs.
 
     Every request arrives at t = 0 (a closed batch, not a request rate) and a continuous-batching
     scheduler with preemption serves them; --requests defaults to 4 x the largest --max-seqs.
@@ -189,7 +189,9 @@ def validate(
     ],
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """Predictions against published measurements: ideal, expected, measured, speed ratio, error.
+    """Predictions against published measurements.
+
+    Ideal, expected, measured, the speed ratio and the error per case, with a summary.
     Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
     cat = catalog()
     results = []
@@ -240,7 +242,7 @@ def disagg(
     ideal: opt.Ideal = False,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """Prefill/decode disaggregation against colocated serving.
+    """Prefill/decode disaggregation vs colocated serving.
 
     TTFT of one request (its prefill plus the KV transfer), TPOT at --batch, tokens/s per GPU, the
     KV transfer and the prefill:decode pool ratio.

@@ -227,7 +227,7 @@ def sweep(
     engine_name: opt.Engine = opt.ENGINE,
     fmt: opt.RowFormat = render.RowFmt.jsonl,
 ) -> None:
-    """A grid of analyze summaries, one row per point (vectorized).
+    """A grid of analyze summaries, one row per point.
 
     Every option takes a comma list or a range (1..1024, 8..256:8): model, hardware, formats, TP,
     batch, prompt and output through the vectorized core; expected and ideal per point.
@@ -287,7 +287,7 @@ def plot(
     width: Annotated[int, typer.Option(help="terminal chart width in characters")] = 80,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """The roofline chart with the workload's prefill and decode ops placed on it.
+    """The roofline chart with the workload's ops on it.
 
     Attainable FLOP/s against intensity, the bandwidth slope and a compute roof per dtype, the
     ridge; the decode step is at --context (default prompt + output). A terminal chart, the
