@@ -1,23 +1,45 @@
 """roofline: an analytical roofline calculator for LLM inference.
 
-The Python API re-exports the pure core: load a catalog, pick a model and an accelerator, describe
-the deployment, and ask for a prefill, a decode step or a whole request.
+The Python API is the pure core every command calls (SI units in, frozen dataclasses out; scalars
+or numpy arrays broadcast). docs/API.md walks through each with runnable examples.
 
     >>> from roofline import load_catalog, Deployment, request
     >>> cat = load_catalog()
     >>> r = request(cat.model("llama-3.1-8b"), cat.accelerator("h100"), Deployment(), 1, 4096, 256)
     >>> round(float(r.decode.arithmetic_intensity), 1)
     1.1
+
+By command:
+    catalog, models, hardware   load_catalog, Catalog.model / .accelerator / .tier,
+                                model_from_config (a config.json or a cached Hugging Face repo)
+    analyze                     prefill, decode, request (PhaseResult, RequestResult)
+    kv                          kv_footprint, compare_attention, allocation_waste, eviction_gain
+    capacity                    plan_memory, max_batch, kv_bytes_per_token, kv_bytes_per_sequence
+    bytes                       byte_traffic, evaluate_levers
+    speculate                   speculate
+    tiers                       spill, max_batch_with_tier
+    cliff                       StepModel, simulate
+    plan, disagg                plans, disaggregate
+    sweep                       Grid, run_sweep
+    check, validate             run_checks, Limits, load_cases, evaluate, summarize
 """
 
 from roofline.catalog import Catalog, load_cases, load_catalog, model_from_config
 from roofline.checks import Limits, run_checks
+from roofline.disagg import disaggregate
 from roofline.errors import CatalogError, DoesNotFitError, InputError, RooflineError
 from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.kvcache import (
+    allocation_waste,
+    compare_attention,
+    eviction_gain,
+    kv_footprint,
+)
 from roofline.levers import evaluate_levers
 from roofline.memory import (
     ENGINES,
     MemoryPlan,
+    engine,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     max_batch,
@@ -26,8 +48,13 @@ from roofline.memory import (
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, RequestResult, decode, prefill, request
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.planner import plans
+from roofline.precision import KV_FORMATS, WEIGHT_FORMATS, kv_format, weight_format
 from roofline.scheduler import StepModel, simulate
+from roofline.speculative import speculate
+from roofline.sweep import Grid, run_sweep
+from roofline.tiers import max_batch_with_tier, spill
+from roofline.traffic import byte_traffic
 from roofline.validate import evaluate, summarize
 
 __version__ = "0.1.0"
@@ -42,6 +69,7 @@ __all__ = [
     "Deployment",
     "DoesNotFitError",
     "Efficiency",
+    "Grid",
     "InputError",
     "Limits",
     "MemoryPlan",
@@ -52,19 +80,33 @@ __all__ = [
     "StepModel",
     "Tier",
     "__version__",
+    "allocation_waste",
+    "byte_traffic",
+    "compare_attention",
     "decode",
+    "disaggregate",
+    "engine",
     "evaluate",
     "evaluate_levers",
+    "eviction_gain",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
+    "kv_footprint",
+    "kv_format",
     "load_cases",
     "load_catalog",
     "max_batch",
+    "max_batch_with_tier",
     "model_from_config",
     "plan_memory",
+    "plans",
     "prefill",
     "request",
     "run_checks",
+    "run_sweep",
     "simulate",
+    "speculate",
+    "spill",
     "summarize",
+    "weight_format",
 ]

@@ -3,7 +3,7 @@ app in roofline/cli.py."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Annotated, Any
 
 import numpy as np
@@ -14,10 +14,15 @@ from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.errors import InputError
-from roofline.kvcache import allocation_waste, attention_variants, parse_lengths
+from roofline.kvcache import (
+    allocation_waste,
+    compare_attention,
+    eviction_gain,
+    kv_footprint,
+    parse_lengths,
+)
 from roofline.levers import evaluate_levers
 from roofline.memory import (
-    activation_peak_bytes,
     engine,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
@@ -25,11 +30,12 @@ from roofline.memory import (
     plan_memory,
     weight_bytes_per_gpu,
 )
-from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
-from roofline.phases import PhaseResult, decode, prefill, request
+from roofline.ops import Deployment
+from roofline.phases import PhaseResult, prefill, request
 from roofline.precision import kv_format, weight_format
 from roofline.speculative import speculate as spec_core
 from roofline.tiers import max_batch_with_tier, spill
+from roofline.traffic import byte_traffic
 from roofline.units import fmt_bytes, parse_bytes
 
 
@@ -94,24 +100,27 @@ def kv(
     ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context)[2]
     budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
-    b_kv = fmt_kv.bits / 8
     if compare:
         ref = cat.model(baseline) if baseline else None
         ref_bytes = kv_bytes_per_token(ref, 16.0) if ref else None
-        mha_bytes = None
-        rows = []
-        for v in attention_variants(m):
-            per_token = v.kv_elements_per_token_layer * m.num_hidden_layers * b_kv
-            mha_bytes = per_token if v.name == "MHA" else mha_bytes
-            rows.append(
-                {"variant": v.name, "description": v.description, "kv_bytes_per_token": per_token}
-            )
-        for r in rows:
-            r["ratio_to_mha"] = r["kv_bytes_per_token"] / mha_bytes
-            r["reduction_vs_mha"] = 1 - r["ratio_to_mha"]
-            if ref_bytes:
-                r["ratio_to_baseline"] = r["kv_bytes_per_token"] / ref_bytes
-                r["reduction_vs_baseline"] = 1 - r["ratio_to_baseline"]
+        rows = [
+            {
+                "variant": r.variant,
+                "description": r.description,
+                "kv_bytes_per_token": r.kv_bytes_per_token,
+                "ratio_to_mha": r.ratio_to_mha,
+                "reduction_vs_mha": 1 - r.ratio_to_mha,
+                **(
+                    {
+                        "ratio_to_baseline": r.ratio_to_baseline,
+                        "reduction_vs_baseline": 1 - r.ratio_to_baseline,
+                    }
+                    if r.ratio_to_baseline is not None
+                    else {}
+                ),
+            }
+            for r in compare_attention(m, fmt_kv.bits, ref_bytes)
+        ]
         inputs = {
             "model": m.id,
             "kv_dtype": fmt_kv.name,
@@ -157,63 +166,50 @@ def kv(
         )
         render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_allocation_table(doc)
         return
-    per_layer = kv_bytes_per_token_layer(m, fmt_kv.bits, tp)
-    per_seq = float(kv_bytes_per_sequence(m, dep, ctx))
-    groups = []
-    for g in m.layer_groups:
-        cap = cached_tokens_cap(g.window, dep)
-        held = min(ctx, cap) if cap else ctx
-        groups.append(
-            {
-                "layers": g.count,
-                "window": g.window,
-                "tokens_held": held,
-                "kv_bytes_per_sequence": g.count * held * per_layer,
-            }
-        )
+    b = opt.batch(batch)
+    kv = kv_footprint(m, dep, ctx, b)
     inputs = {
         "model": m.id,
         "kv_dtype": fmt_kv.name,
         "kv_bits": fmt_kv.bits,
         "context_tokens": ctx,
-        "batch": opt.batch(batch),
+        "batch": b,
         "tp": tp,
         "kv_budget_tokens": budget,
     }
     eviction = None
     if budget is not None:
-        full = float(kv_bytes_per_sequence(m, replace(dep, kv_token_budget=None), ctx))
+        hw = cat.accelerator(hardware) if hardware is not None else None
+        with_w = replace(dep, weights=weight_format(weights))
+        plan = (
+            plan_memory(m, hw, with_w, engine(engine_name, hw), opt.capacity(hw, memory))
+            if hw is not None
+            else None
+        )
+        gain = eviction_gain(m, with_w, ctx, b, plan)
         eviction = {
-            "kv_budget_tokens": budget,
-            "kv_bytes_per_sequence_without_eviction": full,
-            "kv_bytes_saved_per_sequence": full - per_seq,
-            "saved_fraction": 1 - per_seq / full,
-            # decode reads the whole cache every step: the read saved equals the bytes saved
-            "decode_kv_read_saved_bytes_per_step": (full - per_seq) * batch,
-            "max_batch_without_eviction": None,
-            "max_batch_with_eviction": None,
+            "kv_budget_tokens": gain.kv_budget_tokens,
+            "kv_bytes_per_sequence_without_eviction": gain.kv_bytes_per_sequence_without_eviction,
+            "kv_bytes_saved_per_sequence": gain.kv_bytes_per_sequence_without_eviction
+            - gain.kv_bytes_per_sequence_with_eviction,
+            "saved_fraction": gain.saved_fraction,
+            "decode_kv_read_saved_bytes_per_step": gain.decode_kv_read_saved_bytes_per_step,
+            "max_batch_without_eviction": gain.max_batch_without_eviction,
+            "max_batch_with_eviction": gain.max_batch_with_eviction,
             "accuracy_modelled": False,
             "note": "accuracy effects of eviction are not modelled",
         }
-        if hardware is not None:
-            hw = cat.accelerator(hardware)
-            eng = engine(engine_name, hw)
-            with_w = replace(dep, weights=weight_format(weights))
-            plan = plan_memory(m, hw, with_w, eng, opt.capacity(hw, memory))
+        if hw is not None:
             eviction["hardware"] = hw.id
-            eviction["max_batch_without_eviction"] = int(
-                max_batch(plan, m, replace(with_w, kv_token_budget=None), ctx)
-            )
-            eviction["max_batch_with_eviction"] = int(max_batch(plan, m, with_w, ctx))
     doc = render.document(
         "kv",
         inputs,
         attention=m.attention_kind,
-        kv_bytes_per_token_per_layer=per_layer,
-        kv_bytes_per_token=kv_bytes_per_token(m, fmt_kv.bits, tp),
-        kv_bytes_per_sequence=per_seq,
-        kv_bytes_total=per_seq * batch,
-        layer_groups=groups,
+        kv_bytes_per_token_per_layer=kv.kv_bytes_per_token_per_layer,
+        kv_bytes_per_token=kv.kv_bytes_per_token,
+        kv_bytes_per_sequence=kv.kv_bytes_per_sequence,
+        kv_bytes_total=kv.kv_bytes_total,
+        layer_groups=[asdict(g) for g in kv.layer_groups],
         eviction=eviction,
     )
     render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_table(doc)
@@ -472,29 +468,14 @@ def bytes_(
     s = max(s, 1)
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)
-    p = prefill(m, hw, dep, b, s)
-    d = decode(m, hw, dep, b, ctx)
+    t = byte_traffic(m, hw, dep, b, s, ctx)
 
     def phase(r: PhaseResult) -> dict[str, Any]:
-        total = float(r.bytes)
         return {
             **{k: v for k, v in convert.phase_json(r).items() if k != "ops"},
-            "weight_share": float(r.weight_bytes) / total,
-            "kv_share": float(r.kv_bytes) / total,
-            "activation_share": float(r.activation_bytes) / total,
+            **t.shares(r),
         }
 
-    batches = np.array([1, 8, 32, 128, 512], dtype=float)
-    contexts = np.array([1024, 8192, 32768, 131072], dtype=float)
-    grid = decode(m, hw, dep, batches[:, None], contexts[None, :])
-    kv_over_w = grid.kv_bytes / grid.weight_bytes
-    weight_read = float(d.weight_bytes)
-    kv_tok = float(d.kv_bytes) / (b * ctx)  # KV bytes per cached token read per step
-    windowed = budget is not None or any(g.window for g in m.layer_groups)
-    crossover = {
-        "context_at_batch": None if windowed else weight_read / (b * kv_tok),
-        "batch_at_context": weight_read / (ctx * kv_tok) if kv_tok > 0 else None,
-    }
     inputs = {
         "model": m.id,
         "hardware": hw.id,
@@ -512,19 +493,22 @@ def bytes_(
         "efficiency": convert.efficiency_json(hw.efficiency),
     }
     result: dict[str, Any] = {
-        "prefill": phase(p),
-        "decode": phase(d),
+        "prefill": phase(t.prefill),
+        "decode": phase(t.decode),
         "activation": {
-            "prefill_traffic_bytes": float(p.activation_bytes),
-            "prefill_peak_bytes": float(activation_peak_bytes(m, dep, b * s)),
-            "decode_traffic_bytes": float(d.activation_bytes),
+            "prefill_traffic_bytes": float(t.prefill.activation_bytes),
+            "prefill_peak_bytes": t.prefill_activation_peak_bytes,
+            "decode_traffic_bytes": float(t.decode.activation_bytes),
         },
         "split": {
-            "batches": batches.astype(int).tolist(),
-            "contexts": contexts.astype(int).tolist(),
-            "kv_over_weight": kv_over_w,
+            "batches": list(t.split_batches),
+            "contexts": list(t.split_contexts),
+            "kv_over_weight": t.kv_over_weight,
         },
-        "crossover": crossover,
+        "crossover": {
+            "context_at_batch": t.crossover_context_at_batch,
+            "batch_at_context": t.crossover_batch_at_context,
+        },
         "levers": None,
     }
     if levers:
