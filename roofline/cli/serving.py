@@ -1,5 +1,5 @@
-"""Commands on serving many requests: `cliff` (the scheduler sweep) and `validate` (against
-published measurements). Registered on the app in roofline/cli.py."""
+"""Commands on serving many requests: `cliff` (the scheduler with every request at t = 0) and
+`disagg` (prefill/decode disaggregation)."""
 
 from __future__ import annotations
 
@@ -10,25 +10,20 @@ import numpy as np
 import typer
 
 from roofline import render
-from roofline.catalog import (
-    load_cases,
-)
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.disagg import disaggregate
-from roofline.errors import InputError, RooflineError
+from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
     plan_memory,
 )
-from roofline.planner import plans
 from roofline.plot import check_output, save_cliff
 from roofline.scheduler import StepModel, kv_budget_blocks, simulate
-from roofline.units import fmt_bytes, parse_seconds
-from roofline.validate import evaluate, summarize
+from roofline.units import fmt_bytes
 
 
 # ---- cliff ----------------------------------------------------------------------------------
@@ -180,49 +175,6 @@ def cliff(
         note(f"wrote {out}")
 
 
-# ---- validate -------------------------------------------------------------------------------
-@app.command()
-@guarded
-def validate(
-    cases: Annotated[
-        Path, typer.Argument(help="cases YAML (schema of validation/public_cases.yaml)")
-    ],
-    fmt: opt.RowFormat = render.RowFmt.table,
-) -> None:
-    """Predictions against published measurements.
-
-    Ideal, expected, measured, the speed ratio and the error per case, with a summary.
-    Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
-    cat = catalog()
-    results = []
-    for case in load_cases(cases):
-        try:
-            m, hw = cat.model(case.model), cat.accelerator(case.hardware)
-        except RooflineError as exc:
-            raise InputError(f"case '{case.id}': {exc}", hint=exc.hint) from None
-        results.append(evaluate(case, m, hw))
-    rows = [
-        {
-            "id": r.case.id,
-            "model": r.case.model,
-            "hardware": r.case.hardware,
-            "metric": r.case.metric,
-            "regime": r.regime,
-            "batch": r.batch,
-            "ideal": r.ideal,
-            "expected": r.expected,
-            "measured": r.measured,
-            "speed_ratio_ideal": r.speed_ratio_ideal,
-            "error_expected": r.error_expected,
-            "bound_violation": r.bound_violation,
-            "efficiency_source": cat.accelerator(r.case.hardware).efficiency.source,
-        }
-        for r in results
-    ]
-    doc = render.document("validate", {"cases": str(cases)}, cases=rows, summary=summarize(results))
-    render.emit(doc, fmt, doc["cases"], render.validate_table)
-
-
 # ---- disagg ---------------------------------------------------------------------------------
 @app.command()
 @guarded
@@ -306,79 +258,3 @@ def disagg(
         prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
     )
     render.emit_json(doc) if fmt is opt.Fmt.json else render.disagg_table(doc)
-
-
-# ---- plan -----------------------------------------------------------------------------------
-@app.command()
-@guarded
-def plan(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
-    gpus: opt.Gpus = None,
-    ep: opt.Ep = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
-    max_tp: Annotated[int, typer.Option(help="largest TP (one scale-up domain)")] = 8,
-    max_tpot: Annotated[
-        str | None, typer.Option(help="SLO: keep plans with TPOT ≤, e.g. 50ms")
-    ] = None,
-    fmt: opt.RowFormat = render.RowFmt.table,
-) -> None:
-    """Parallelism plans for N GPUs, best first.
-
-    Every TP x PP x DP split of --gpus (default 8, one node) with its memory, batch, TTFT, TPOT
-    and throughput, best first (within --max-tpot if given).
-    Example: roofline plan llama-3.1-405b h100 --gpus 16 --weights fp8 --prompt 1k --output 16k"""
-    cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
-    gpus = 8 if gpus is None else gpus
-    if not 1 <= gpus <= 4096:
-        raise InputError(f"--gpus must be from 1 to 4096, got {gpus}")
-    if not 1 <= max_tp <= 4096:
-        raise InputError(f"--max-tp must be from 1 to 4096, got {max_tp}")
-    if not 1 <= ep <= gpus:
-        raise InputError(f"--ep must be from 1 to --gpus ({gpus}), got {ep}")
-    base = opt.deployment(weights, kv_dtype, tp=ep, ep=ep)  # plans() sets each TP it tries
-    s, o = opt.tokens(prompt, "--prompt", 0), opt.tokens(output, "--output", 1)
-    slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
-    eng = engine(engine_name, hw)
-    results = plans(m, hw, base, eng, gpus, s, o, max_tp, capacity_bytes=opt.capacity(hw, memory))
-    rows = [
-        {
-            "tp": p.tp,
-            "pp": p.pp,
-            "dp": p.dp,
-            "fits": p.fits,
-            "weights_bytes_per_gpu": p.weights_bytes_per_gpu,
-            "kv_budget_bytes": p.kv_budget_bytes,
-            "batch_per_replica": p.batch,
-            "concurrency": p.concurrency,
-            "ttft_s": p.ttft_s,
-            "tpot_s": p.tpot_s,
-            "output_tokens_per_s": p.output_tokens_per_s,
-            "meets_slo": bool(p.fits and (slo is None or p.tpot_s <= slo)),
-        }
-        for p in results
-    ]
-    rows.sort(key=lambda r: (not r["meets_slo"], -r["output_tokens_per_s"]))
-    best = next((r for r in rows if r["meets_slo"]), None)
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "gpus": gpus,
-        "ep": ep,
-        "engine": eng.name,
-        "weights": base.weights.name,
-        "kv_dtype": base.kv.name,
-        "prompt_tokens": s,
-        "output_tokens": o,
-        "max_tp": max_tp,
-        "max_tpot_s": slo,
-        "efficiency": convert.efficiency_json(hw.efficiency),
-    }
-    doc = render.document("plan", inputs, best=best, plans=rows)
-    render.emit(doc, fmt, doc["plans"], render.plan_table)

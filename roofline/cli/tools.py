@@ -1,5 +1,6 @@
-"""Commands for CI and pipes: `check` (capacity and SLO assertions with exit codes) and `sweep`
-(a vectorized grid, one row per point) and `plot` (the roofline chart)."""
+"""Commands for CI, pipes and people: `check` (capacity and SLO assertions with exit codes),
+`sweep` (a vectorized grid, one row per point), `plot` (the roofline chart) and `validate`
+(predictions against published measurements)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from roofline import render
-from roofline.catalog import load_spec
+from roofline.catalog import load_cases, load_spec
 from roofline.checks import Limits, run_checks
 from roofline.cli import convert
 from roofline.cli import options as opt
@@ -22,6 +23,7 @@ from roofline.plot import check_output, save_roofline, text_roofline
 from roofline.precision import kv_format, weight_format
 from roofline.sweep import COLUMNS, Grid, run_sweep
 from roofline.units import parse_bytes, parse_seconds
+from roofline.validate import evaluate, summarize
 
 
 def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
@@ -328,3 +330,46 @@ def plot(
         render.emit_json(doc)
         return
     sys.stdout.write(text_roofline(doc, width=width - 28) + "\n")
+
+
+# ---- validate -------------------------------------------------------------------------------
+@app.command()
+@guarded
+def validate(
+    cases: Annotated[
+        Path, typer.Argument(help="cases YAML (schema of validation/public_cases.yaml)")
+    ],
+    fmt: opt.RowFormat = render.RowFmt.table,
+) -> None:
+    """Predictions against published measurements.
+
+    Ideal, expected, measured, the speed ratio and the error per case, with a summary.
+    Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
+    cat = catalog()
+    results = []
+    for case in load_cases(cases):
+        try:
+            m, hw = cat.model(case.model), cat.accelerator(case.hardware)
+        except RooflineError as exc:
+            raise InputError(f"case '{case.id}': {exc}", hint=exc.hint) from None
+        results.append(evaluate(case, m, hw))
+    rows = [
+        {
+            "id": r.case.id,
+            "model": r.case.model,
+            "hardware": r.case.hardware,
+            "metric": r.case.metric,
+            "regime": r.regime,
+            "batch": r.batch,
+            "ideal": r.ideal,
+            "expected": r.expected,
+            "measured": r.measured,
+            "speed_ratio_ideal": r.speed_ratio_ideal,
+            "error_expected": r.error_expected,
+            "bound_violation": r.bound_violation,
+            "efficiency_source": cat.accelerator(r.case.hardware).efficiency.source,
+        }
+        for r in results
+    ]
+    doc = render.document("validate", {"cases": str(cases)}, cases=rows, summary=summarize(results))
+    render.emit(doc, fmt, doc["cases"], render.validate_table)
