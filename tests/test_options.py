@@ -43,8 +43,8 @@ def _is_option(p: Any) -> bool:
 
 
 def _type(p: Any) -> str:
-    annotation = p.type_descriptor.annotation
-    return getattr(annotation, "__name__", str(annotation))
+    """The parameter's type name (str, int, path, ...)."""
+    return p.type.name
 
 
 def _signature(p: Any) -> tuple[str, str, object]:
@@ -100,7 +100,7 @@ def test_output_means_tokens_and_files_use_out():
         for p in cmd.params:
             if "--output" in getattr(p, "opts", []):
                 assert _type(p) == "str", path  # a token count such as 1k, never a path
-            if _type(p) == "Path" and p.param_type_name == "option":
+            if _type(p) == "path" and p.param_type_name == "option":
                 assert "--out" in p.opts, path
 
 
