@@ -12,8 +12,10 @@ A later entry with the same id replaces an earlier one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pickle
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -375,6 +377,92 @@ def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[
     return out
 
 
+class _ParseCache:
+    """Parsed catalog files, pickled in the user's cache directory and keyed by each file's path,
+    modification time and size, so a query parses only the files that changed since the last one
+    (a cold start parses them all). The cache is rebuilt transparently when the code that defines
+    the entries changes, and skipped silently where the directory is read-only or unset
+    (ROOFLINE_CACHE_DIR, else XDG_CACHE_HOME/roofline, else ~/.cache/roofline; ROOFLINE_NO_CACHE=1
+    turns it off). Only files without problems are cached, so errors are always reported."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[tuple[int, int], dict[str, list[Any]]]] | None = None
+        self.dirty = False
+
+    @staticmethod
+    def path() -> Path | None:
+        if os.environ.get("ROOFLINE_NO_CACHE"):
+            return None
+        base = os.environ.get("ROOFLINE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+        root = Path(base) if base else Path.home() / ".cache"
+        if not os.environ.get("ROOFLINE_CACHE_DIR"):
+            root = root / "roofline"
+        code = Path(__file__).resolve().parent
+        stamp = "-".join(
+            str((code / f).stat().st_mtime_ns) for f in ("catalog.py", "hardware.py", "model.py")
+        )
+        return root / f"catalog-{hashlib.sha1(stamp.encode()).hexdigest()[:12]}.pickle"
+
+    def _load(self) -> dict[str, Any]:
+        if self.entries is None:
+            self.entries = {}
+            where = self.path()
+            if where is not None and where.is_file():
+                try:
+                    with where.open("rb") as f:
+                        self.entries = pickle.load(f)
+                except Exception:  # a stale or broken cache is rebuilt, never an error
+                    self.entries = {}
+        return self.entries
+
+    def get(self, path: Path) -> dict[str, list[Any]] | None:
+        st = path.stat()
+        hit = self._load().get(str(path))
+        return hit[1] if hit and hit[0] == (st.st_mtime_ns, st.st_size) else None
+
+    def put(self, path: Path, sections: dict[str, list[Any]]) -> None:
+        st = path.stat()
+        self._load()[str(path)] = ((st.st_mtime_ns, st.st_size), sections)
+        self.dirty = True
+
+    def save(self) -> None:
+        where = self.path()
+        if not self.dirty or where is None:
+            return
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            tmp = where.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as f:
+                pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp.replace(where)
+            self.dirty = False
+            for old in where.parent.glob("catalog-*.pickle"):  # caches of older code
+                if old != where:
+                    old.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only cache directory only costs speed
+
+
+_PARSED = _ParseCache()
+
+
+def _load_file_cached(path: Path, problems: list[str] | None = None) -> dict[str, list[Any]]:
+    """_load_file through the parse cache."""
+    try:
+        hit = _PARSED.get(path)
+    except OSError:
+        hit = None
+    if hit is not None:
+        return hit
+    found: list[str] = []
+    sections = _load_file(path, found if problems is not None else None)
+    if problems is not None:
+        problems.extend(found)
+    if not found:
+        _PARSED.put(path, sections)
+    return sections
+
+
 def _yaml_files(directory: Path) -> list[Path]:
     return sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml"))
 
@@ -399,7 +487,7 @@ class Catalog:
         seen: dict[str, Path] = {}
         for path in _yaml_files(directory):
             try:
-                sections = _load_file(path, problems)
+                sections = _load_file_cached(path, problems)
             except CatalogError as exc:
                 if problems is None:
                     raise
@@ -425,6 +513,7 @@ class Catalog:
                         own = entry.efficiency != Efficiency()
                         (self.own_efficiency.add if own else self.own_efficiency.discard)(entry.id)
         alias_problems = self.alias_problems()
+        _PARSED.save()
         if alias_problems and problems is None:
             raise CatalogError(alias_problems[0])
         if problems is not None:
