@@ -24,38 +24,75 @@ By command:
     check, validate             run_checks, Limits, load_cases, evaluate, summarize
 """
 
-from roofline.catalog import Catalog, load_cases, load_catalog, model_from_config
-from roofline.checks import Limits, run_checks
-from roofline.disagg import disaggregate
-from roofline.errors import CatalogError, DoesNotFitError, InputError, RooflineError
-from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.kvcache import (
-    allocation_waste,
-    compare_attention,
-    eviction_gain,
-    kv_footprint,
-)
-from roofline.levers import evaluate_levers
-from roofline.memory import (
-    ENGINES,
-    MemoryPlan,
-    engine,
-    kv_bytes_per_sequence,
-    kv_bytes_per_token,
-    max_batch,
-    plan_memory,
-)
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.phases import PhaseResult, RequestResult, decode, prefill, request
-from roofline.planner import plans
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS, kv_format, weight_format
-from roofline.scheduler import StepModel, simulate
-from roofline.speculative import speculate
-from roofline.sweep import Grid, run_sweep
-from roofline.tiers import max_batch_with_tier, spill
-from roofline.traffic import byte_traffic
-from roofline.validate import evaluate, summarize
+import importlib
+from typing import Any
+
+# name -> module: the API is imported on first use, so `roofline` (and the command line, which
+# needs only a few modules per command) starts fast
+_API = {
+    "Accelerator": "roofline.hardware",
+    "Catalog": "roofline.catalog",
+    "CatalogError": "roofline.errors",
+    "Deployment": "roofline.ops",
+    "DoesNotFitError": "roofline.errors",
+    "ENGINES": "roofline.memory",
+    "Efficiency": "roofline.hardware",
+    "Grid": "roofline.sweep",
+    "InputError": "roofline.errors",
+    "KV_FORMATS": "roofline.precision",
+    "Limits": "roofline.checks",
+    "MemoryPlan": "roofline.memory",
+    "ModelArch": "roofline.model",
+    "PhaseResult": "roofline.phases",
+    "RequestResult": "roofline.phases",
+    "RooflineError": "roofline.errors",
+    "StepModel": "roofline.scheduler",
+    "Tier": "roofline.hardware",
+    "WEIGHT_FORMATS": "roofline.precision",
+    "allocation_waste": "roofline.kvcache",
+    "byte_traffic": "roofline.traffic",
+    "compare_attention": "roofline.kvcache",
+    "decode": "roofline.phases",
+    "disaggregate": "roofline.disagg",
+    "engine": "roofline.memory",
+    "evaluate": "roofline.validate",
+    "evaluate_levers": "roofline.levers",
+    "eviction_gain": "roofline.kvcache",
+    "kv_bytes_per_sequence": "roofline.memory",
+    "kv_bytes_per_token": "roofline.memory",
+    "kv_footprint": "roofline.kvcache",
+    "kv_format": "roofline.precision",
+    "load_cases": "roofline.catalog",
+    "load_catalog": "roofline.catalog",
+    "max_batch": "roofline.memory",
+    "max_batch_with_tier": "roofline.tiers",
+    "model_from_config": "roofline.catalog",
+    "plan_memory": "roofline.memory",
+    "plans": "roofline.planner",
+    "prefill": "roofline.phases",
+    "request": "roofline.phases",
+    "run_checks": "roofline.checks",
+    "run_sweep": "roofline.sweep",
+    "simulate": "roofline.scheduler",
+    "speculate": "roofline.speculative",
+    "spill": "roofline.tiers",
+    "summarize": "roofline.validate",
+    "weight_format": "roofline.precision",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'roofline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))
+
 
 __version__ = "0.1.0"
 
