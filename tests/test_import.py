@@ -5,9 +5,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from roofline.catalog import Catalog, model_from_config, read_hf_config
 from roofline.errors import CatalogError
+from roofline.hfconfig import SUPPORTED
 
 HF = Path(__file__).resolve().parent / "data/hf"
 
@@ -295,3 +298,71 @@ def test_imported_weights_round_trip_through_the_catalog(run, tmp_path):
 def test_shipped_catalog_declares_no_native_weights(cat):
     # the lead decides the CLI default; the shipped YAMLs stay format-free
     assert all(m.native_weights is None for m in cat.models.values())
+
+
+def test_granitemoe_abridged_config_gives_the_published_total():
+    # ibm-granite/granite-3.1-3b-a800m-instruct, the config.json fields the importer reads.
+    # Granite 3.0 report Table 1: the 3B-A800M MoE has 3.3B parameters (40 experts, top 8,
+    # expert width 512, tied embeddings)
+    cfg = {
+        "architectures": ["GraniteMoeForCausalLM"],
+        "model_type": "granitemoe",
+        "hidden_size": 1536,
+        "intermediate_size": 512,
+        "num_attention_heads": 24,
+        "num_key_value_heads": 8,
+        "num_experts_per_tok": 8,
+        "num_hidden_layers": 32,
+        "num_local_experts": 40,
+        "tie_word_embeddings": True,
+        "vocab_size": 49155,
+    }
+    m = _arch(cfg)
+    assert m.n_routed_experts == 40 and m.expert_width == 512
+    assert m.params_total == pytest.approx(3.3e9, rel=0.015)
+
+
+def test_glm4_dense_layer_count_by_hand():
+    # transformers Glm4DecoderLayer: four RMSNorms (input, post_self_attn, post_attention,
+    # post_mlp), q/k/v bias only (attention_bias), gate_up fused (2F x D) and down (D x F).
+    # D=64, N=4, K=2, H=32, F=96, V=100, untied:
+    #   attention 64*(4+2*2)*32 + 4*32*64 = 16384 + 8192, bias (4+4)*32 = 256
+    #   mlp 3*64*96 = 18432; norms 4*64 = 256  -> 43520 per layer
+    cfg = {
+        "architectures": ["Glm4ForCausalLM"],
+        "model_type": "glm4",
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 32,
+        "attention_bias": True,
+        "partial_rotary_factor": 0.5,
+        "tie_word_embeddings": False,
+        "vocab_size": 100,
+    }
+    assert _arch(cfg).params_total == 2 * 43520 + 2 * 100 * 64 + 64
+
+
+_PLAIN = sorted(
+    p
+    for p in [*HF.glob("*/config.json"), *EXAMPLES.glob("*/config.json")]
+    if "text_config" not in json.loads(p.read_text())
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    path=st.sampled_from(_PLAIN),
+    name=st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=12),
+)
+def test_architectures_alone_give_the_same_model(path, name):
+    # Property: a config whose model_type the importer does not know reads exactly as the
+    # model_type its `architectures` class implements.
+    assume(name not in SUPPORTED and name not in ("kimi_k2", "minimax", "minimax_m1"))
+    cfg = json.loads(path.read_text())
+    reference = _arch(cfg)
+    renamed = _arch({**cfg, "model_type": name})
+    assert renamed.param_breakdown() == reference.param_breakdown()
+    assert renamed.layer_groups == reference.layer_groups
