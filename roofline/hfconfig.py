@@ -38,6 +38,7 @@ ARCHITECTURES: dict[str, str] = {
     "GptOssForCausalLM": "gpt_oss",
     "Llama4ForCausalLM": "llama4_text",
     "Phi3ForCausalLM": "phi3",
+    "GlmForCausalLM": "glm",
     "Glm4ForCausalLM": "glm4",
     "Glm4MoeForCausalLM": "glm4_moe",
     "Olmo2ForCausalLM": "olmo2",
@@ -323,8 +324,9 @@ def entry_from_config(
             entry[key] = cfg[key]
     if "tie_word_embeddings" not in entry and model_type in _TIED_BY_DEFAULT:
         entry["tie_word_embeddings"] = True  # the transformers config class default
-    if model_type in ("glm4", "glm4_moe"):
-        # GLM attention_bias is on q, k and v only (transformers Glm4Attention, Glm4MoeAttention)
+    if model_type in ("glm", "glm4", "glm4_moe"):
+        # GLM attention_bias is on q, k and v only (transformers GlmAttention, Glm4Attention,
+        # Glm4MoeAttention: o_proj has no bias)
         if entry.pop("attention_bias", False):
             entry["qkv_bias"] = True
         if cfg.get("use_qk_norm"):

@@ -26,6 +26,7 @@ MODEL_TYPES = (
     "llama4_text",
     "qwen2_moe",
     "phi3",
+    "glm",
     "glm4",
     "glm4_moe",
     "olmo2",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from roofline.catalog import load_catalog
-from roofline.errors import InputError
+from roofline.errors import InputError, UnknownEntryError
 from roofline.hfcache import cached_config, hub_cache_dir, is_repo_id
 
 HF = Path(__file__).resolve().parent / "data/hf"
@@ -89,5 +89,5 @@ def test_catalog_ids_and_paths_are_not_repo_ids(cat, tmp_path):
     assert is_repo_id("meta-llama/Llama-3.1-8B")
     assert not is_repo_id("llama-3.1-8b") and not is_repo_id("a/b/config.json")
     assert not is_repo_id("../x") and not is_repo_id(str(tmp_path))
-    with pytest.raises(Exception, match="unknown models 'llama-9'"):
+    with pytest.raises(UnknownEntryError, match="unknown models 'llama-9'"):
         cat.model("llama-9")

@@ -186,7 +186,10 @@ def test_glm45_air_structure():
     # q/k norm (use_qk_norm false); the MTP layer is counted apart from the total
     assert [(g.count, g.moe) for g in m.layer_groups] == [(1, False), (45, True)]
     assert m.qkv_bias and not m.attention_bias and not m.use_qk_norm
-    assert m.num_nextn_predict_layers == 1 and m.param_breakdown()["mtp"] > 0
+    p = m.param_breakdown()
+    assert m.num_nextn_predict_layers == 1 and p["mtp"] > 0
+    # the model card's 12B active leaves out the embedding and output head
+    assert p["active"] - p["embedding"] - p["lm_head"] == pytest.approx(12e9, rel=0.03)
     d, n, k, h = 4096, 96, 8, 128
     assert m.attn_linear_params == d * (n + 2 * k) * h + n * h * d + (n + 2 * k) * h
 
@@ -366,3 +369,25 @@ def test_architectures_alone_give_the_same_model(path, name):
     renamed = _arch({**cfg, "model_type": name})
     assert renamed.param_breakdown() == reference.param_breakdown()
     assert renamed.layer_groups == reference.layer_groups
+
+
+def test_glm_abridged_config_gives_the_published_total():
+    # THUDM/glm-4-9b-chat-hf (model_type glm), the fields the importer reads; its model page
+    # states 9.4B parameters. Two norms per layer, q/k/v bias, fused gate_up.
+    cfg = {
+        "architectures": ["GlmForCausalLM"],
+        "model_type": "glm",
+        "attention_bias": True,
+        "head_dim": 128,
+        "hidden_size": 4096,
+        "intermediate_size": 13696,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 40,
+        "num_key_value_heads": 2,
+        "partial_rotary_factor": 0.5,
+        "tie_word_embeddings": False,
+        "vocab_size": 151552,
+    }
+    m = _arch(cfg)
+    assert m.qkv_bias and not m.attention_bias
+    assert m.params_total == pytest.approx(9.4e9, rel=0.015)
