@@ -391,3 +391,11 @@ def test_glm_abridged_config_gives_the_published_total():
     m = _arch(cfg)
     assert m.qkv_bias and not m.attention_bias
     assert m.params_total == pytest.approx(9.4e9, rel=0.015)
+
+
+def test_import_takes_a_model_folder(run):
+    r = run("models", "import", str(EXAMPLES / "GLM-4.5-Air"))
+    assert r.code == 0
+    entry = yaml.safe_load(r.stdout)["models"][0]
+    assert entry["id"] == "glm-4.5-air" and entry["model_type"] == "glm4_moe"
+    assert entry["qkv_bias"] is True and "attention_bias" not in entry
