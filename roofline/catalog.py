@@ -27,10 +27,12 @@ from typing import Any
 
 import yaml
 
-from roofline.errors import CatalogError, UnknownEntryError
+from roofline.errors import CatalogError, RooflineError, UnknownEntryError
 from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.hfcache import cached_config, is_repo_id
 from roofline.hfconfig import entry_from_config
 from roofline.model import MODEL_TYPES, ModelArch
+from roofline.precision import weight_format
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
 
@@ -121,6 +123,9 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
     "max_position_embeddings": (int, False),
     "tie_word_embeddings": (bool, False),
     "attention_bias": (bool, False),
+    "qkv_bias": (bool, False),
+    "use_qk_norm": (bool, False),
+    "weights": (str, False),
     "n_routed_experts": (int, False),
     "num_experts_per_tok": (int, False),
     "moe_intermediate_size": (int, False),
@@ -325,6 +330,11 @@ def _model(where: str, data: Any) -> ModelArch:
             )
         d["layer_types"] = tuple(types)
     d.pop("uncertain", None)
+    if "weights" in d:  # the format the checkpoint ships in (set by `models import`)
+        try:
+            d["native_weights"] = weight_format(d.pop("weights")).name
+        except RooflineError as exc:
+            raise CatalogError(f"{where}: key 'weights': {exc}") from None
     d["aliases"] = tuple(str(a) for a in d.get("aliases", []))
     total, active = published.get("params_total_b"), published.get("params_active_b")
     d["published_params_total"] = None if total is None else total * 1e9
@@ -570,15 +580,29 @@ class Catalog:
         return self._get("tiers", "tier", name)
 
     def model(self, name: str) -> ModelArch:
-        """A model by id or alias, or straight from a Hugging Face config.json path."""
+        """A model by id or alias, straight from a Hugging Face config.json path, or by Hub repo
+        id (`org/name`, not a catalog id) from the local Hugging Face cache."""
         if name.endswith(".json") and Path(name).is_file():
             return model_from_config(name)
-        return self._get("models", "models", name)
+        try:
+            return self._get("models", "models", name)
+        except UnknownEntryError:
+            if not is_repo_id(name):
+                raise
+        return model_from_config(name)
 
 
 def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
-    """A catalog entry (dict) from a local Hugging Face config.json; no network."""
-    p = Path(path)
+    """A catalog entry (dict) from a local Hugging Face config.json, a folder holding one, or a
+    Hub repo id (`org/name`) found in the local Hugging Face cache; never the network."""
+    p, source = Path(path), None
+    if p.is_dir():
+        p = p / "config.json"
+    elif not p.exists() and is_repo_id(str(path)):
+        repo = str(path)
+        p = cached_config(repo)
+        model_id = model_id or repo.split("/")[1].lower()
+        source = f"{repo} config.json (Hugging Face cache {p.parent.name[:12]})"
     try:
         cfg = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -588,7 +612,7 @@ def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, A
     if not isinstance(cfg, dict):
         raise CatalogError(f"{p}: expected a JSON object")
     stem = p.parent.name if p.name == "config.json" else p.stem
-    return entry_from_config(cfg, model_id or stem.lower(), str(p))
+    return entry_from_config(cfg, model_id or stem.lower(), str(p), source)
 
 
 def model_from_config(path: str | Path, model_id: str | None = None) -> ModelArch:
