@@ -181,6 +181,7 @@ def models_import(
     text = model_yaml(entry) if fmt == "yaml" else json.dumps({"models": [entry]}, indent=2) + "\n"
     if out is not None:
         try:
+            out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise InputError(f"cannot write {out}: {exc.strerror}") from None
