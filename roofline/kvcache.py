@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.errors import InputError
+from roofline.files import read_text
 from roofline.memory import MemoryPlan, kv_bytes_per_sequence, kv_bytes_per_token, max_batch
 from roofline.model import ModelArch
 from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
@@ -219,7 +220,7 @@ def parse_lengths(
         values = np.array([float(x) for x in re.split(r"[,\s]+", text) if x])
         desc = f"{len(values)} listed lengths"
     elif Path(text).is_file():
-        raw = Path(text).read_text(encoding="utf-8")
+        raw = read_text(text)
         try:
             values = np.array([float(x) for x in re.split(r"[,\s]+", raw) if x])
         except ValueError:
