@@ -1,0 +1,417 @@
+"""Presentation core: consoles, the JSON envelope, row formats and a width-safe table layout.
+
+Every command builds one JSON-ready dict (keys carry units, numbers are finite, order is fixed);
+`--format json` prints it, `--format table` draws tables from the same dict, so the two never
+disagree. Tables never hide a number: at any width of 60 columns or more, numeric cells keep
+their full text (they never wrap and are never elided), text cells fold, long text moves under
+the table as numbered notes, and a table too wide for the console is printed stacked, one
+key/value block per row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from roofline.units import fmt_bytes, fmt_seconds
+
+SCHEMA_VERSION = 1
+MIN_WIDTH = 60  # narrowest layout we promise; narrower or nonsense COLUMNS clamps or falls back
+FALLBACK_WIDTH = 80  # what Rich uses for pipes, files and CI logs
+NOTE_AFTER = 28  # text cells of a `note` column longer than this move under the table
+TEXT_MIN = 10  # a text column is never squeezed narrower than this (or its longest cell)
+ELLIPSIS = "…"
+
+
+def console_width() -> int:
+    """The width to lay out for: COLUMNS when it is a number ≥ 60 (1-59 clamp to 60), else the
+    terminal's width, else 80. COLUMNS=0, negative or garbage never yields a zero-width console."""
+    raw = os.environ.get("COLUMNS", "").strip()
+    try:
+        cols = int(raw)
+    except ValueError:
+        cols = 0
+    if cols > 0:
+        return max(cols, MIN_WIDTH)
+    try:
+        if sys.stdout.isatty():
+            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return FALLBACK_WIDTH
+
+
+def stdout_console() -> Console:
+    return Console(file=sys.stdout, width=console_width(), highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, width=console_width(), highlight=False, soft_wrap=True)
+
+
+def to_jsonable(value: Any) -> Any:
+    """numpy scalars/arrays → Python; NaN/inf → None (JSON has neither)."""
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def emit_json(doc: Mapping[str, Any]) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(doc), indent=2, allow_nan=False) + "\n")
+
+
+class RowFmt(str, Enum):
+    """Output formats for commands whose results are rows."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    markdown = "markdown"
+
+
+def _cell(value: Any) -> Any:
+    """A flat cell for CSV/Markdown: nested values become compact JSON."""
+    value = to_jsonable(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return "" if value is None else value
+
+
+def emit(
+    doc: Mapping[str, Any],
+    fmt: RowFmt,
+    rows: Sequence[Mapping[str, Any]],
+    table: Callable[[Mapping[str, Any]], None],
+) -> None:
+    """Write a result: the whole document (json), one object per row (jsonl), a CSV with a
+    header, a Markdown table for pull requests, or Rich tables."""
+    out = sys.stdout
+    if fmt is RowFmt.json:
+        emit_json(doc)
+    elif fmt is RowFmt.jsonl:
+        for r in rows:
+            try:  # fast path: rows of plain finite values
+                line = json.dumps(r, allow_nan=False)
+            except (TypeError, ValueError):
+                line = json.dumps(to_jsonable(r), allow_nan=False)
+            out.write(line + "\n")
+    elif fmt in (RowFmt.csv, RowFmt.markdown):
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        if fmt is RowFmt.csv:
+            w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: _cell(r.get(k)) for k in fields})
+        else:
+            out.write("| " + " | ".join(fields) + " |\n")
+            out.write("|" + "|".join("---" for _ in fields) + "|\n")
+            for r in rows:
+                cells = (str(_cell(r.get(k))).replace("|", "\\|") for k in fields)
+                out.write("| " + " | ".join(cells) + " |\n")
+    else:
+        table(doc)
+
+
+def document(command: str, inputs: Mapping[str, Any], **results: Any) -> dict[str, Any]:
+    """The JSON envelope: schema_version, command, inputs (every assumption), then results."""
+    doc = {"schema_version": SCHEMA_VERSION, "command": command, "inputs": dict(inputs), **results}
+    return to_jsonable(doc)
+
+
+def progress_bar(description: str, total: int):
+    """A transient progress bar on stderr (never stdout) for long loops."""
+    from rich.progress import track
+
+    def wrap(items):
+        return track(
+            items, description=description, total=total, transient=True, console=stderr_console()
+        )
+
+    return wrap
+
+
+# ---- number formatting ----------------------------------------------------------------------
+def num(x: Any, digits: int = 3) -> str:
+    """A number as short text: ints with thousands separators, floats to `digits` significant
+    figures (whole below 100,000), None as an em dash, booleans as yes/no."""
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if x == 0:
+            return "0"
+        if abs(x) >= 1e5 or abs(x) < 1e-2:
+            return f"{x:.{digits}g}"
+        return f"{x:,.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return str(x)
+
+
+def compact(text: str) -> str:
+    """Compact a formatted quantity for narrow tables: '1.03 GB' -> '1.03GB'."""
+    return text.replace(" ", "")
+
+
+def cbytes(n: float | None) -> str:
+    return "—" if n is None else compact(fmt_bytes(n))
+
+
+def csec(t: float | None) -> str:
+    return "—" if t is None else compact(fmt_seconds(t))
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    return "—" if x is None else f"{x:.{digits}%}"
+
+
+# ---- width-safe layout ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Col:
+    """A table column. `header` may hold newlines to keep a numeric column narrow; `text`
+    columns fold, numeric ones never wrap; `note` columns move long cells under the table."""
+
+    header: str
+    text: bool = False
+    note: bool = False
+
+    @property
+    def label(self) -> str:
+        """The header on one line: 'weights\n/GPU' -> 'weights/GPU', 'pre-\nempt' -> 'pre-empt'."""
+        out = ""
+        for part in self.header.split("\n"):
+            glue = "" if not out or out.endswith("-") or part.startswith("/") else " "
+            out += glue + part
+        return out
+
+
+# Short constructors, so that a column list reads like the header it draws.
+def N(header: str) -> Col:
+    return Col(header)
+
+
+def T(header: str) -> Col:
+    return Col(header, text=True)
+
+
+def NOTE(header: str) -> Col:
+    return Col(header, text=True, note=True)
+
+
+def _cells_to_notes(
+    cols: Sequence[Col], rows: list[list[str]], notes: list[str]
+) -> list[list[str]]:
+    """Replace long cells of note columns with [n] markers; the text joins `notes`."""
+    for j, c in enumerate(cols):
+        if not c.note or all(len(r[j]) <= NOTE_AFTER for r in rows):
+            continue
+        for r in rows:
+            if not r[j] or r[j] == "—":
+                continue
+            if r[j] not in notes:
+                notes.append(r[j])
+            r[j] = f"[{notes.index(r[j]) + 1}]"
+    return rows
+
+
+def _needed_width(cols: Sequence[Col], rows: list[list[str]], whole_key: bool) -> int:
+    """The narrowest the table can be drawn without eliding a number or squeezing text
+    (`whole_key`: the first column is kept unbroken too)."""
+    total = 0
+    for j, c in enumerate(cols):
+        head = max(len(line) for line in c.header.split("\n"))
+        longest = max([len(r[j]) for r in rows] + [0])
+        whole = not c.text or (j == 0 and whole_key)
+        total += max(head, longest) if whole else max(min(longest, TEXT_MIN), 4)
+    # SIMPLE_HEAVY: one space per edge and per divider, one space of padding each side
+    # inside (pad_edge=False drops the outer two)
+    n = len(cols)
+    return total + 2 + (n - 1) + 2 * n - 2
+
+
+def _build(cols: Sequence[Col], rows: list[list[str]], whole_key: bool) -> Table:
+    t = Table(box=box.SIMPLE_HEAVY, pad_edge=False, show_header=True)
+    for j, c in enumerate(cols):
+        if c.text and not (j == 0 and whole_key):
+            t.add_column(c.header, justify="left", overflow="fold", no_wrap=False)
+        else:
+            head = max(len(line) for line in c.header.split("\n"))
+            longest = max([len(r[j]) for r in rows] + [head])
+            t.add_column(
+                c.header,
+                justify="left" if j == 0 else "right",
+                no_wrap=True,
+                overflow="ellipsis",
+                min_width=longest,
+            )
+    for r in rows:
+        t.add_row(*(Text(x) for x in r))
+    return t
+
+
+def _fits(table: Table, width: int) -> bool:
+    probe = Console(file=io.StringIO(), width=width, highlight=False, color_system=None)
+    probe.print(table)
+    return ELLIPSIS not in probe.file.getvalue()
+
+
+def wrap_items(con: Console, items: Sequence[str], indent: str = "", sep: str = "  ") -> None:
+    """Print short items packed into lines of the console's width; an item is never split
+    unless it alone is wider than a line (then it folds)."""
+    width = con.width
+    line = indent
+    for item in items:
+        piece = item if line == indent else sep + item
+        if line != indent and len(line) + len(piece) > width:
+            con.print(Text(line), overflow="fold")
+            line = indent + item
+        else:
+            line += piece
+    if line.strip():
+        con.print(Text(line), overflow="fold")
+
+
+def say(con: Console, text: str, style: str | None = None) -> None:
+    """A paragraph, wrapped at spaces (words longer than the line fold), never elided."""
+    con.print(Text(text, style=style or ""), overflow="fold")
+
+
+def print_notes(con: Console, notes: Sequence[str]) -> None:
+    for k, n in enumerate(notes, 1):
+        say(con, f"[{k}] {n}")
+
+
+def print_rows(
+    con: Console,
+    title: str,
+    cols: Sequence[Col],
+    rows: Iterable[Sequence[str]],
+    notes: list[str] | None = None,
+) -> None:
+    """A titled table that never hides a number: drawn as columns when it fits the console,
+    else stacked (the first cell as a heading, then `header: value` pairs packed per line).
+    Long cells of note columns are printed under it as numbered notes."""
+    body = [[str(x) for x in r] for r in rows]
+    own_notes = notes if notes is not None else []
+    start = len(own_notes)
+    body = _cells_to_notes(cols, body, own_notes)
+    if title:
+        say(con, title, "bold")
+    for whole_key in (True, False):
+        if _needed_width(cols, body, whole_key) <= con.width:
+            table = _build(cols, body, whole_key)
+            if _fits(table, con.width):
+                con.print(table)
+                break
+    else:
+        for r in body:
+            say(con, f"{cols[0].label} {r[0]}" if not cols[0].text else r[0], "bold")
+            wrap_items(con, [f"{c.label}: {v}" for c, v in zip(cols[1:], r[1:], strict=True)], "  ")
+        con.print()
+    if notes is None:
+        for k, n in enumerate(own_notes[start:], start + 1):
+            say(con, f"[{k}] {n}")
+
+
+def print_pairs(con: Console, title: str, pairs: Iterable[tuple[str, str]]) -> None:
+    """A key/value block: `key  value` per line, values wrapped under themselves."""
+    pairs = list(pairs)
+    if title:
+        say(con, title, "bold")
+    keyw = min(max((len(k) for k, _ in pairs), default=0), con.width // 2 - 2)
+    t = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1, 0, 1))
+    t.add_column("key", style="bold", overflow="fold", min_width=min(keyw, 12))
+    t.add_column("value", overflow="fold")
+    for k, v in pairs:
+        t.add_row(Text(k), Text(v))
+    con.print(t)
+
+
+# ---- the inputs header ----------------------------------------------------------------------
+def _fmt_input(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        if key.endswith("_bytes_per_s"):
+            return compact(fmt_bytes(value)) + "/s"
+        if key.endswith("_bytes"):
+            return compact(fmt_bytes(value))
+        if key.endswith("_s"):
+            return compact(fmt_seconds(value))
+        if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return num(value)
+    return str(value)
+
+
+def inputs_items(inputs: Mapping[str, Any], notes: list[str]) -> list[str]:
+    """`key=value` items for every set input (None is left out); long text goes to notes."""
+    items = []
+    for k, v in inputs.items():
+        if v is None or v == "":
+            continue
+        if isinstance(v, Mapping):
+            inner = [
+                f"{kk} {_fmt_input(kk, vv)}"
+                for kk, vv in v.items()
+                if vv is not None and not (isinstance(vv, str) and len(vv) > NOTE_AFTER)
+            ]
+            longs = [vv for vv in v.values() if isinstance(vv, str) and len(vv) > NOTE_AFTER]
+            for text in longs:
+                if text not in notes:
+                    notes.append(text)
+            marks = "".join(f" [i{notes.index(t) + 1}]" for t in longs)
+            items.append(f"{k}=" + ", ".join(inner) + marks)
+        elif isinstance(v, (list, tuple)):
+            items.append(f"{k}=" + ",".join(_fmt_input(k, x) for x in v))
+        elif isinstance(v, str) and len(v) > 2 * NOTE_AFTER:
+            if v not in notes:
+                notes.append(v)
+            items.append(f"{k}=[i{notes.index(v) + 1}]")
+        else:
+            items.append(f"{k}={_fmt_input(k, v)}")
+    return items
+
+
+def inputs_header(con: Console, inputs: Mapping[str, Any], label: str = "inputs") -> None:
+    """Echo the inputs and defaults that produced the output, as wrapped key=value text, so a
+    reader knows which workload every figure below refers to."""
+    notes: list[str] = []
+    items = inputs_items(inputs, notes)
+    if not items:
+        return
+    wrap_items(con, [f"{label}:", *items], sep=" ")
+    for k, n in enumerate(notes, 1):
+        say(con, f"  [i{k}] {n}")
+    con.print()
+
+
+def start(doc: Mapping[str, Any]) -> Console:
+    """The stdout console for a table output, with the inputs header already printed."""
+    con = stdout_console()
+    inputs_header(con, doc.get("inputs") or {})
+    return con

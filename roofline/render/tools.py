@@ -1,0 +1,153 @@
+"""Tables of the batch tools: validate (against measurements), check (CI assertions), sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from roofline.render.core import (
+    NOTE,
+    N,
+    T,
+    csec,
+    inputs_header,
+    num,
+    print_rows,
+    start,
+    stdout_console,
+)
+
+
+# ---- validate -------------------------------------------------------------------------------
+def validate_table(doc: Mapping[str, Any]) -> None:
+    con = start(doc)
+    rows = [
+        (
+            c["id"],
+            c["metric"],
+            num(c["ideal"]),
+            num(c["expected"]),
+            num(c["measured"]),
+            f"{c['speed_ratio_ideal']:.2f}" + (" !" if c["bound_violation"] else ""),
+            f"{c['error_expected']:+.0%}",
+        )
+        for c in doc["cases"]
+    ]
+    cols = (
+        T("case"),
+        T("metric"),
+        N("ideal"),
+        N("expected"),
+        N("measured"),
+        N("meas/\nideal"),
+        N("error"),
+    )
+    print_rows(
+        con,
+        "Predictions against published measurements (! = faster than the speed of light)",
+        cols,
+        rows,
+    )
+    s = doc["summary"]
+    regimes = [("all", s), *s["regimes"].items()]
+    print_rows(
+        con,
+        "Summary (error of the expected prediction; meas/ideal = share of the speed of light)",
+        (
+            T("regime"),
+            N("cases"),
+            N("bound\nviolations"),
+            N("median\n|error|"),
+            N("max\n|error|"),
+            N("median\nmeas/ideal"),
+        ),
+        [
+            (
+                name,
+                str(r["cases"]),
+                str(r["bound_violations"]),
+                f"{r['median_abs_error']:.1%}",
+                f"{r['max_abs_error']:.1%}",
+                num(r["median_speed_ratio_ideal"]),
+            )
+            for name, r in regimes
+        ],
+    )
+
+
+# ---- check ----------------------------------------------------------------------------------
+_DEPLOYMENT_KEYS = (
+    "model",
+    "hardware",
+    "tp",
+    "pp",
+    "ep",
+    "gpus",
+    "weights",
+    "kv_dtype",
+    "batch",
+    "prompt_tokens",
+    "output_tokens",
+    "context_tokens",
+    "engine",
+)
+
+
+def check_table(doc: Mapping[str, Any]) -> None:
+    con = start(doc)
+    for d in doc.get("deployments", []):
+        inputs_header(
+            con, {k: d[k] for k in _DEPLOYMENT_KEYS if k in d}, label=d.get("name", "deployment")
+        )
+    rows = [
+        (r["deployment"], r["name"], "ok" if r["ok"] else "FAIL", r["detail"])
+        for r in doc["checks"]
+    ]
+    verdict = "all assertions hold" if doc["ok"] else "some assertions FAIL"
+    print_rows(
+        con,
+        f"roofline check: {verdict}",
+        (T("deployment"), T("check"), T("result"), NOTE("detail")),
+        rows,
+    )
+
+
+# ---- sweep ----------------------------------------------------------------------------------
+def sweep_table(doc: Mapping[str, Any], limit: int = 60) -> None:
+    con = start(doc) if doc.get("inputs") else stdout_console()
+    pts = doc["points"]
+    rows = [
+        (
+            p["model"],
+            p["hardware"],
+            str(p["tp"]),
+            p["weights"],
+            p["kv_dtype"],
+            f"{p['batch']:,}",
+            f"{p['prompt_tokens']:,}",
+            f"{p['output_tokens']:,}",
+            csec(p["ttft_s"]),
+            csec(p["tpot_s"]),
+            f"{p['output_tokens_per_s']:,.0f}",
+            num(p["fits"]),
+        )
+        for p in pts[:limit]
+    ]
+    cols = (
+        T("model"),
+        T("hardware"),
+        N("TP"),
+        T("weights"),
+        T("KV"),
+        N("batch"),
+        N("prompt"),
+        N("output"),
+        N("TTFT"),
+        N("TPOT"),
+        N("tok/s"),
+        T("fits"),
+    )
+    more = (
+        f" (first {limit} of {len(pts):,}; use --format jsonl or csv)" if len(pts) > limit else ""
+    )
+    print_rows(con, f"Sweep, expected times{more}", cols, rows)
