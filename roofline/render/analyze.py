@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rich.console import Console
+
 from roofline.render.core import (
     N,
     T,
@@ -15,14 +17,14 @@ from roofline.render.core import (
     print_pairs,
     print_rows,
     say,
-    start,
+    table_output,
 )
 from roofline.units import fmt_bytes, fmt_count, fmt_seconds
 
 
 # ---- kv -------------------------------------------------------------------------------------
-def kv_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def kv_table(doc: Mapping[str, Any], con: Console) -> None:
     i, r = doc["inputs"], doc
     rows = [
         ("attention", r["attention"]),
@@ -67,8 +69,8 @@ def kv_table(doc: Mapping[str, Any]) -> None:
     )
 
 
-def kv_compare_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def kv_compare_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
     has_base = i["baseline"] is not None
     cols = [T("variant"), T("KV heads×dim"), N("KV\nB/token"), N("÷ MHA"), N("saved")]
@@ -92,8 +94,8 @@ def kv_compare_table(doc: Mapping[str, Any]) -> None:
     print_rows(con, title, cols, rows)
 
 
-def kv_allocation_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def kv_allocation_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
     rows = [
         ("lengths", i["lengths"]),
@@ -115,8 +117,8 @@ def kv_allocation_table(doc: Mapping[str, Any]) -> None:
 
 
 # ---- capacity -------------------------------------------------------------------------------
-def capacity_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def capacity_table(doc: Mapping[str, Any], con: Console) -> None:
     i, mem = doc["inputs"], doc["memory"]
     rows = [
         ("usable memory per GPU", fmt_bytes(mem["capacity_bytes"])),
@@ -139,8 +141,8 @@ def capacity_table(doc: Mapping[str, Any]) -> None:
 
 
 # ---- analyze --------------------------------------------------------------------------------
-def analyze_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
     for phase in ("prefill", "decode"):
         p = doc[phase]
@@ -207,13 +209,13 @@ def analyze_table(doc: Mapping[str, Any]) -> None:
         con,
         f"decode intensity is {doc['decode']['ridge_over_intensity']:,.0f}× below the ridge; "
         f"compute in {i['compute_dtype']}; efficiency compute {eff['compute']:.2f}, memory "
-        f"{eff['memory']:.2f}, overhead {fmt_seconds(eff['step_overhead_s'])} (source: see inputs)",
+        f"{eff['memory']:.2f}, overhead {fmt_seconds(eff['step_overhead_s'])}",
     )
 
 
 # ---- bytes ----------------------------------------------------------------------------------
-def bytes_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def bytes_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
     phases = [(name, doc[name]) for name in ("prefill", "decode")]
     print_rows(

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from roofline.render.core import NOTE, N, T, cbytes, num, print_pairs, print_rows, start
+from rich.console import Console
+
+from roofline.render.core import NOTE, N, T, cbytes, num, print_pairs, print_rows, table_output
 from roofline.units import fmt_bytes, fmt_seconds
 
 
@@ -16,8 +18,8 @@ def _peak(peaks: Mapping[str, float], *keys: str) -> str:
     return "—"
 
 
-def hardware_list_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def hardware_list_table(doc: Mapping[str, Any], con: Console) -> None:
     rows = [
         (
             h["id"],
@@ -47,8 +49,8 @@ def hardware_list_table(doc: Mapping[str, Any]) -> None:
     )
 
 
-def hardware_show_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def hardware_show_table(doc: Mapping[str, Any], con: Console) -> None:
     h = doc["hardware"]
     rows = [
         ("name", h["name"]),
@@ -98,8 +100,8 @@ def hardware_show_table(doc: Mapping[str, Any]) -> None:
     )
 
 
-def tiers_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def tiers_table(doc: Mapping[str, Any], con: Console) -> None:
     rows = [
         (
             t["id"],
@@ -115,8 +117,8 @@ def tiers_table(doc: Mapping[str, Any]) -> None:
     print_rows(con, "Memory tiers and links", cols, rows)
 
 
-def families_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def families_table(doc: Mapping[str, Any], con: Console) -> None:
     rows = [
         (
             f["id"],
@@ -139,8 +141,8 @@ def families_table(doc: Mapping[str, Any]) -> None:
     print_rows(con, "Calibrated efficiencies by hardware family", cols, rows)
 
 
-def models_list_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def models_list_table(doc: Mapping[str, Any], con: Console) -> None:
     rows = [
         (
             m["id"],
@@ -156,8 +158,8 @@ def models_list_table(doc: Mapping[str, Any]) -> None:
     print_rows(con, "Models", cols, rows)
 
 
-def models_show_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def models_show_table(doc: Mapping[str, Any], con: Console) -> None:
     m = doc["model"]
     shape = ", ".join(f"{k}={v}" for k, v in m["config"].items() if v is not None)
     rows = [

@@ -11,6 +11,7 @@ key/value block per row.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -156,7 +157,7 @@ def progress_bar(description: str, total: int):
 # ---- number formatting ----------------------------------------------------------------------
 def num(x: Any, digits: int = 3) -> str:
     """A number as short text: ints with thousands separators, floats to `digits` significant
-    figures (whole below 100,000), None as an em dash, booleans as yes/no."""
+    figures (whole from 1,000 to 10 million), None as an em dash, booleans as yes/no."""
     if x is None:
         return "—"
     if isinstance(x, bool):
@@ -166,7 +167,7 @@ def num(x: Any, digits: int = 3) -> str:
     if isinstance(x, float):
         if x == 0:
             return "0"
-        if abs(x) >= 1e5 or abs(x) < 1e-2:
+        if abs(x) >= 1e7 or abs(x) < 1e-2:
             return f"{x:.{digits}g}"
         return f"{x:,.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
     return str(x)
@@ -238,36 +239,56 @@ def _cells_to_notes(
     return rows
 
 
-def _needed_width(cols: Sequence[Col], rows: list[list[str]], whole_key: bool) -> int:
-    """The narrowest the table can be drawn without eliding a number or squeezing text
-    (`whole_key`: the first column is kept unbroken too)."""
-    total = 0
-    for j, c in enumerate(cols):
-        head = max(len(line) for line in c.header.split("\n"))
-        longest = max([len(r[j]) for r in rows] + [0])
-        whole = not c.text or (j == 0 and whole_key)
-        total += max(head, longest) if whole else max(min(longest, TEXT_MIN), 4)
-    # SIMPLE_HEAVY: one space per edge and per divider, one space of padding each side
-    # inside (pad_edge=False drops the outer two)
+def _text_min(c: Col, cells: Sequence[str]) -> int:
+    head = max((len(w) for w in c.header.split()), default=1)
+    return max(min(max((len(x) for x in cells), default=0), TEXT_MIN), head)
+
+
+def _widths(cols: Sequence[Col], rows: list[list[str]], width: int, whole_key: bool):
+    """Content widths per column that fit `width`, or None. Numeric columns (and the first
+    column when `whole_key`) get their longest cell; text columns share what is left, each at
+    least TEXT_MIN (or its longest cell or header word), in proportion to what they lack."""
     n = len(cols)
-    return total + 2 + (n - 1) + 2 * n - 2
-
-
-def _build(cols: Sequence[Col], rows: list[list[str]], whole_key: bool) -> Table:
-    t = Table(box=box.SIMPLE_HEAVY, pad_edge=False, show_header=True)
+    avail = width - (3 * n - 1)  # SIMPLE_HEAVY: edges, dividers, inner padding (pad_edge off)
+    full, lo = [], []
     for j, c in enumerate(cols):
-        if c.text and not (j == 0 and whole_key):
-            t.add_column(c.header, justify="left", overflow="fold", no_wrap=False)
-        else:
-            head = max(len(line) for line in c.header.split("\n"))
-            longest = max([len(r[j]) for r in rows] + [head])
-            t.add_column(
-                c.header,
-                justify="left" if j == 0 else "right",
-                no_wrap=True,
-                overflow="ellipsis",
-                min_width=longest,
-            )
+        cells = [r[j] for r in rows]
+        head = max(len(line) for line in c.header.split("\n"))
+        natural = (
+            max([head, *(len(x) for x in cells)])
+            if not c.text
+            else max([_text_min(c, cells), *(len(x) for x in cells)])
+        )
+        full.append(natural)
+        whole = not c.text or (j == 0 and whole_key)
+        lo.append(natural if whole else _text_min(c, cells))
+    if sum(lo) > avail:
+        return None
+    spare = avail - sum(lo)
+    need = [f - m for f, m in zip(full, lo, strict=True)]
+    if spare >= sum(need):
+        return full
+    out = list(lo)
+    if cols[0].text:  # the row key (an id) first, so that it stays whole when it can
+        out[0] += min(need[0], spare)
+        spare -= out[0] - lo[0]
+        need[0] = 0
+    for j in range(n):
+        if need[j] and sum(need):
+            out[j] += need[j] * spare // sum(need)
+    return out
+
+
+def _build(cols: Sequence[Col], rows: list[list[str]], widths: Sequence[int]) -> Table:
+    t = Table(box=box.SIMPLE_HEAVY, pad_edge=False, show_header=True)
+    for j, (c, w) in enumerate(zip(cols, widths, strict=True)):
+        t.add_column(
+            c.header,
+            justify="left" if c.text or j == 0 else "right",
+            no_wrap=not c.text,
+            overflow="fold" if c.text else "ellipsis",
+            width=w,
+        )
     for r in rows:
         t.add_row(*(Text(x) for x in r))
     return t
@@ -322,8 +343,9 @@ def print_rows(
     if title:
         say(con, title, "bold")
     for whole_key in (True, False):
-        if _needed_width(cols, body, whole_key) <= con.width:
-            table = _build(cols, body, whole_key)
+        widths = _widths(cols, body, con.width, whole_key)
+        if widths is not None:
+            table = _build(cols, body, widths)
             if _fits(table, con.width):
                 con.print(table)
                 break
@@ -397,21 +419,28 @@ def inputs_items(inputs: Mapping[str, Any], notes: list[str]) -> list[str]:
     return items
 
 
-def inputs_header(con: Console, inputs: Mapping[str, Any], label: str = "inputs") -> None:
+def inputs_header(con: Console, inputs: Mapping[str, Any], label: str = "inputs") -> list[str]:
     """Echo the inputs and defaults that produced the output, as wrapped key=value text, so a
-    reader knows which workload every figure below refers to."""
+    reader knows which workload every figure below refers to. Returns the long texts (marked
+    [i1], [i2], ...) for the caller to print as notes at the end."""
     notes: list[str] = []
     items = inputs_items(inputs, notes)
-    if not items:
-        return
-    wrap_items(con, [f"{label}:", *items], sep=" ")
-    for k, n in enumerate(notes, 1):
-        say(con, f"  [i{k}] {n}")
-    con.print()
+    if items:
+        wrap_items(con, [f"{label}:", *items], sep=" ")
+        con.print()
+    return notes
 
 
-def start(doc: Mapping[str, Any]) -> Console:
-    """The stdout console for a table output, with the inputs header already printed."""
-    con = stdout_console()
-    inputs_header(con, doc.get("inputs") or {})
-    return con
+def table_output(draw: Callable[..., None]) -> Callable[..., None]:
+    """Wrap `draw(doc, con, ...)` into the public `table(doc, ...)`: a stdout console, the
+    inputs header first, the inputs' long notes last."""
+
+    @functools.wraps(draw)
+    def table(doc: Mapping[str, Any], *args: Any, **kwargs: Any) -> None:
+        con = stdout_console()
+        notes = inputs_header(con, doc.get("inputs") or {})
+        draw(doc, con, *args, **kwargs)
+        for k, n in enumerate(notes, 1):
+            say(con, f"[i{k}] {n}")
+
+    return table

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from roofline.render.core import N, T, cbytes, csec, num, print_rows, say, start
+from rich.console import Console
+
+from roofline.render.core import N, T, cbytes, csec, num, print_rows, say, table_output
 from roofline.units import fmt_bytes, fmt_seconds
 
 
@@ -14,8 +16,8 @@ def _bar(value: float, top: float, width: int = 20) -> str:
     return "█" * max(1, round(width * value / top)) if top > 0 else ""
 
 
-def cliff_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def cliff_table(doc: Mapping[str, Any], con: Console) -> None:
     i, pts, cliff = doc["inputs"], doc["points"], doc["cliff_batch"]
     rows = [
         [
@@ -69,8 +71,8 @@ def cliff_table(doc: Mapping[str, Any]) -> None:
 
 
 # ---- speculate ------------------------------------------------------------------------------
-def speculate_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
     i, base = doc["inputs"], doc["baseline"]
     rows = [
         (
@@ -104,8 +106,8 @@ def speculate_table(doc: Mapping[str, Any]) -> None:
 
 
 # ---- disagg ---------------------------------------------------------------------------------
-def disagg_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
     rows = [
         (
@@ -134,8 +136,8 @@ def disagg_table(doc: Mapping[str, Any]) -> None:
 
 
 # ---- tiers ----------------------------------------------------------------------------------
-def tiers_spill_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def tiers_spill_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
     rows = [
         (
@@ -173,8 +175,8 @@ def tiers_spill_table(doc: Mapping[str, Any]) -> None:
 
 
 # ---- plan -----------------------------------------------------------------------------------
-def plan_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def plan_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
     rows = []
     for r in doc["plans"]:

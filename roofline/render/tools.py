@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rich.console import Console
+
 from roofline.render.core import (
     NOTE,
     N,
@@ -13,14 +15,13 @@ from roofline.render.core import (
     inputs_header,
     num,
     print_rows,
-    start,
-    stdout_console,
+    table_output,
 )
 
 
 # ---- validate -------------------------------------------------------------------------------
-def validate_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def validate_table(doc: Mapping[str, Any], con: Console) -> None:
     rows = [
         (
             c["id"],
@@ -93,8 +94,8 @@ _DEPLOYMENT_KEYS = (
 )
 
 
-def check_table(doc: Mapping[str, Any]) -> None:
-    con = start(doc)
+@table_output
+def check_table(doc: Mapping[str, Any], con: Console) -> None:
     for d in doc.get("deployments", []):
         inputs_header(
             con, {k: d[k] for k in _DEPLOYMENT_KEYS if k in d}, label=d.get("name", "deployment")
@@ -113,8 +114,8 @@ def check_table(doc: Mapping[str, Any]) -> None:
 
 
 # ---- sweep ----------------------------------------------------------------------------------
-def sweep_table(doc: Mapping[str, Any], limit: int = 60) -> None:
-    con = start(doc) if doc.get("inputs") else stdout_console()
+@table_output
+def sweep_table(doc: Mapping[str, Any], con: Console, limit: int = 60) -> None:
     pts = doc["points"]
     rows = [
         (
