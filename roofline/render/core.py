@@ -226,9 +226,9 @@ def NOTE(header: str) -> Col:
 def _cells_to_notes(
     cols: Sequence[Col], rows: list[list[str]], notes: list[str]
 ) -> list[list[str]]:
-    """Replace long cells of note columns with [n] markers; the text joins `notes`."""
+    """Replace the cells of note columns with [n] markers; the text joins `notes`."""
     for j, c in enumerate(cols):
-        if not c.note or all(len(r[j]) <= NOTE_AFTER for r in rows):
+        if not c.note:
             continue
         for r in rows:
             if not r[j] or r[j] == "—":
@@ -326,37 +326,49 @@ def print_notes(con: Console, notes: Sequence[str]) -> None:
         say(con, f"[{k}] {n}")
 
 
-def print_rows(
-    con: Console,
-    title: str,
-    cols: Sequence[Col],
-    rows: Iterable[Sequence[str]],
-    notes: list[str] | None = None,
-) -> None:
-    """A titled table that never hides a number: drawn as columns when it fits the console,
-    else stacked (the first cell as a heading, then `header: value` pairs packed per line).
-    Long cells of note columns are printed under it as numbered notes."""
-    body = [[str(x) for x in r] for r in rows]
-    own_notes = notes if notes is not None else []
-    start = len(own_notes)
-    body = _cells_to_notes(cols, body, own_notes)
-    if title:
-        say(con, title, "bold")
+def _draw(con: Console, cols: Sequence[Col], body: list[list[str]]) -> bool:
+    """Print `body` as a table if it fits the console without eliding a cell."""
     for whole_key in (True, False):
         widths = _widths(cols, body, con.width, whole_key)
         if widths is not None:
             table = _build(cols, body, widths)
             if _fits(table, con.width):
                 con.print(table)
-                break
-    else:
+                return True
+    return False
+
+
+def _notes_fit_inline(cols: Sequence[Col], body: list[list[str]], width: int) -> bool:
+    widths = _widths(cols, body, width, True)
+    if widths is None:
+        return False
+    for j, c in enumerate(cols):
+        longest = max((len(r[j]) for r in body), default=0)
+        # inline when each cell takes at most two lines of a column at least NOTE_AFTER wide
+        if c.note and not (widths[j] >= min(NOTE_AFTER, longest) and 2 * widths[j] >= longest):
+            return False
+    return True
+
+
+def print_rows(
+    con: Console, title: str, cols: Sequence[Col], rows: Iterable[Sequence[str]]
+) -> None:
+    """A titled table that never hides a number: drawn as columns when it fits the console,
+    else stacked (the first cell as a heading, then `header: value` pairs packed per line).
+    Cells of note columns too long to sit whole in the table are printed under it as
+    numbered notes."""
+    body = [[str(x) for x in r] for r in rows]
+    notes: list[str] = []
+    if any(c.note for c in cols) and not _notes_fit_inline(cols, body, con.width):
+        body = _cells_to_notes(cols, body, notes)
+    if title:
+        say(con, title, "bold")
+    if not _draw(con, cols, body):
         for r in body:
             say(con, f"{cols[0].label} {r[0]}" if not cols[0].text else r[0], "bold")
             wrap_items(con, [f"{c.label}: {v}" for c, v in zip(cols[1:], r[1:], strict=True)], "  ")
         con.print()
-    if notes is None:
-        for k, n in enumerate(own_notes[start:], start + 1):
-            say(con, f"[{k}] {n}")
+    print_notes(con, notes)
 
 
 def print_pairs(con: Console, title: str, pairs: Iterable[tuple[str, str]]) -> None:
