@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import (
+    SUB,
     N,
     T,
     cbytes,
@@ -73,7 +74,7 @@ def kv_table(doc: Mapping[str, Any], con: Console) -> None:
 def kv_compare_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
     has_base = i["baseline"] is not None
-    cols = [T("variant"), T("KV heads×dim"), N("KV\nB/token"), N("÷ MHA"), N("saved")]
+    cols = [T("variant"), SUB("KV heads×dim"), N("KV\nB/token"), N("÷ MHA"), N("saved")]
     if has_base:
         cols += [N("÷ base"), N("saved\nvs base")]
     rows = []

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import NOTE, N, T, cbytes, num, print_pairs, print_rows, table_output
+from roofline.render.core import NOTE, SUB, N, T, cbytes, num, print_pairs, print_rows, table_output
 from roofline.units import fmt_bytes, fmt_seconds
 
 
@@ -34,7 +34,7 @@ def hardware_list_table(doc: Mapping[str, Any], con: Console) -> None:
     ]
     cols = (
         T("id"),
-        T("name"),
+        SUB("name"),
         N("memory"),
         N("BW\nTB/s"),
         N("16-bit\nTFLOPS"),
@@ -113,7 +113,7 @@ def tiers_table(doc: Mapping[str, Any], con: Console) -> None:
         )
         for t in doc["tiers"]
     ]
-    cols = (T("id"), T("kind"), T("name"), N("GB/s\nper dir"), N("latency"), N("capacity"))
+    cols = (T("id"), T("kind"), SUB("name"), N("GB/s\nper dir"), N("latency"), N("capacity"))
     print_rows(con, "Memory tiers and links", cols, rows)
 
 

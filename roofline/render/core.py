@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -194,11 +195,14 @@ def pct(x: float | None, digits: int = 0) -> str:
 @dataclass(frozen=True)
 class Col:
     """A table column. `header` may hold newlines to keep a numeric column narrow; `text`
-    columns fold, numeric ones never wrap; `note` columns move long cells under the table."""
+    columns fold, numeric ones never wrap; `note` columns move long cells under the table;
+    `under` columns (a name beside an id) join the first column when the table is short of
+    room, rather than being folded into a narrow strip."""
 
     header: str
     text: bool = False
     note: bool = False
+    under: bool = False  # short of room, the cell goes under the row's first cell
 
     @property
     def label(self) -> str:
@@ -223,6 +227,14 @@ def NOTE(header: str) -> Col:
     return Col(header, text=True, note=True)
 
 
+def SUB(header: str) -> Col:
+    return Col(header, text=True, under=True)
+
+
+def _len(cell: str) -> int:
+    return max(len(line) for line in cell.split("\n"))
+
+
 def _cells_to_notes(
     cols: Sequence[Col], rows: list[list[str]], notes: list[str]
 ) -> list[list[str]]:
@@ -241,7 +253,7 @@ def _cells_to_notes(
 
 def _text_min(c: Col, cells: Sequence[str]) -> int:
     head = max((len(w) for w in c.header.split()), default=1)
-    return max(min(max((len(x) for x in cells), default=0), TEXT_MIN), head)
+    return max(min(max((_len(x) for x in cells), default=0), TEXT_MIN), head)
 
 
 def _widths(cols: Sequence[Col], rows: list[list[str]], width: int, whole_key: bool):
@@ -255,9 +267,9 @@ def _widths(cols: Sequence[Col], rows: list[list[str]], width: int, whole_key: b
         cells = [r[j] for r in rows]
         head = max(len(line) for line in c.header.split("\n"))
         natural = (
-            max([head, *(len(x) for x in cells)])
+            max([head, *(_len(x) for x in cells)])
             if not c.text
-            else max([_text_min(c, cells), *(len(x) for x in cells)])
+            else max([_text_min(c, cells), *(_len(x) for x in cells)])
         )
         full.append(natural)
         whole = not c.text or (j == 0 and whole_key)
@@ -290,8 +302,19 @@ def _build(cols: Sequence[Col], rows: list[list[str]], widths: Sequence[int]) ->
             width=w,
         )
     for r in rows:
-        t.add_row(*(Text(x) for x in r))
+        t.add_row(
+            *(Text(_wrap(x, w) if c.text else x) for c, w, x in zip(cols, widths, r, strict=True))
+        )
     return t
+
+
+def _wrap(cell: str, width: int) -> str:
+    """Pre-wrap a text cell at spaces and after hyphens (ids like 'gptfast-a100-llama2-7b'
+    break between their parts), so that Rich never has to cut a word mid-way."""
+    return "\n".join(
+        "\n".join(textwrap.wrap(line, width, break_on_hyphens=True) or [""])
+        for line in cell.split("\n")
+    )
 
 
 def _fits(table: Table, width: int) -> bool:
@@ -326,15 +349,38 @@ def print_notes(con: Console, notes: Sequence[str]) -> None:
         say(con, f"[{k}] {n}")
 
 
+def _layouts(cols: Sequence[Col], body: list[list[str]]):
+    """Candidate layouts, best first: (columns, rows, keep the first column whole, nothing
+    may fold). With `under` columns: all columns side by side only if nothing folds, then
+    the `under` cells moved into the first column."""
+    if not any(c.under for c in cols):
+        yield cols, body, True, False
+        yield cols, body, False, False
+        return
+    yield cols, body, True, True
+    subs = [j for j, c in enumerate(cols) if c.under]
+    keep = [j for j, c in enumerate(cols) if j and not c.under]
+    head = Col(" / ".join([cols[0].label, *(cols[j].label for j in subs)]), text=True)
+    merged = [
+        ["\n".join([r[0], *(r[j] for j in subs if r[j])]), *(r[j] for j in keep)] for r in body
+    ]
+    mcols = [head, *(cols[j] for j in keep)]
+    yield mcols, merged, True, False
+    yield mcols, merged, False, False
+
+
 def _draw(con: Console, cols: Sequence[Col], body: list[list[str]]) -> bool:
     """Print `body` as a table if it fits the console without eliding a cell."""
-    for whole_key in (True, False):
-        widths = _widths(cols, body, con.width, whole_key)
-        if widths is not None:
-            table = _build(cols, body, widths)
-            if _fits(table, con.width):
-                con.print(table)
-                return True
+    for lcols, lbody, whole_key, strict in _layouts(cols, body):
+        widths = _widths(lcols, lbody, con.width, whole_key)
+        if widths is None:
+            continue
+        if strict and widths != _widths(lcols, lbody, 10**6, whole_key):
+            continue
+        table = _build(lcols, lbody, widths)
+        if _fits(table, con.width):
+            con.print(table)
+            return True
     return False
 
 
@@ -343,7 +389,7 @@ def _notes_fit_inline(cols: Sequence[Col], body: list[list[str]], width: int) ->
     if widths is None:
         return False
     for j, c in enumerate(cols):
-        longest = max((len(r[j]) for r in body), default=0)
+        longest = max((_len(r[j]) for r in body), default=0)
         # inline when each cell takes at most two lines of a column at least NOTE_AFTER wide
         if c.note and not (widths[j] >= min(NOTE_AFTER, longest) and 2 * widths[j] >= longest):
             return False

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from roofline.render.core import (
     NOTE,
+    SUB,
     N,
     T,
     csec,
@@ -36,7 +37,7 @@ def validate_table(doc: Mapping[str, Any], con: Console) -> None:
     ]
     cols = (
         T("case"),
-        T("metric"),
+        SUB("metric"),
         N("ideal"),
         N("expected"),
         N("measured"),
