@@ -176,7 +176,7 @@ def models_show_table(doc: Mapping[str, Any], con: Console) -> None:
         ),
         ("params total", f"{m['params_total']:,} ({m['params_total'] / 1e9:.2f}B)"),
         ("params active", f"{m['params_active']:,} ({m['params_active'] / 1e9:.2f}B)"),
-        ("KV bytes/token (bf16)", f"{m['kv_bytes_per_token_bf16']:,}"),
+        ("KV bytes/token (bf16)", num(m["kv_bytes_per_token_bf16"])),
         ("source", m["source"]),
     ]
     if m["params_mtp"]:

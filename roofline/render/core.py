@@ -34,7 +34,7 @@ from roofline.units import fmt_bytes, fmt_seconds
 SCHEMA_VERSION = 1
 MIN_WIDTH = 60  # narrowest layout we promise; narrower or nonsense COLUMNS clamps or falls back
 FALLBACK_WIDTH = 80  # what Rich uses for pipes, files and CI logs
-NOTE_AFTER = 28  # text cells of a `note` column longer than this move under the table
+NOTE_AFTER = 28  # note cells stay inline only in a column this wide; longer inputs go to notes
 TEXT_MIN = 10  # a text column is never squeezed narrower than this (or its longest cell)
 ELLIPSIS = "…"
 
@@ -417,6 +417,19 @@ def print_rows(
     print_notes(con, notes)
 
 
+def split_constant(
+    cols: Sequence[Col], rows: Sequence[Sequence[str]]
+) -> tuple[list[str], list[Col], list[list[str]]]:
+    """Columns whose value is the same in every row (of two or more), as `label=value` items
+    to print once, and the table without them (the first column always stays)."""
+    if len(rows) < 2:
+        return [], list(cols), [list(r) for r in rows]
+    same = [j for j in range(1, len(cols)) if len({r[j] for r in rows}) == 1]
+    items = [f"{cols[j].label}={rows[0][j]}" for j in same]
+    keep = [j for j in range(len(cols)) if j not in same]
+    return items, [cols[j] for j in keep], [[r[j] for j in keep] for r in rows]
+
+
 def print_pairs(con: Console, title: str, pairs: Iterable[tuple[str, str]]) -> None:
     """A key/value block: `key  value` per line, values wrapped under themselves."""
     pairs = list(pairs)
@@ -429,6 +442,7 @@ def print_pairs(con: Console, title: str, pairs: Iterable[tuple[str, str]]) -> N
     for k, v in pairs:
         t.add_row(Text(k), Text(v))
     con.print(t)
+    con.print()
 
 
 # ---- the inputs header ----------------------------------------------------------------------

@@ -16,7 +16,9 @@ from roofline.render.core import (
     inputs_header,
     num,
     print_rows,
+    split_constant,
     table_output,
+    wrap_items,
 )
 
 
@@ -152,4 +154,7 @@ def sweep_table(doc: Mapping[str, Any], con: Console, limit: int = 60) -> None:
     more = (
         f" (first {limit} of {len(pts):,}; use --format jsonl or csv)" if len(pts) > limit else ""
     )
+    same, cols, rows = split_constant(cols, rows)
+    if same and len(same) < len(cols):
+        wrap_items(con, ["same in every row:", *same], sep=" ")
     print_rows(con, f"Sweep, expected times{more}", cols, rows)
