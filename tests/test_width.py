@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from roofline.render import console_width
-from roofline.render.core import NOTE, N, T, print_rows
+from roofline.render.layout import NOTE, N, T, print_rows
 
 WIDTHS = (60, 80, 120)
 

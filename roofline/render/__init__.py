@@ -1,7 +1,8 @@
 """Presentation: JSON documents and Rich tables. The only package (with the CLI) that imports rich.
 
 One module per group of commands, each table beside its siblings only:
-`core` (envelope, formats, consoles, the width-safe layout), `catalog` (hardware, tiers,
+`core` (envelope, row formats, consoles, number formatting), `layout` (the width-safe table
+layout and the inputs header), `catalog` (hardware, tiers,
 families, models), `analyze` (analyze, kv, capacity, bytes), `serving` (cliff, disagg, plan,
 tiers spill, speculate), `tools` (validate, check, sweep).
 """

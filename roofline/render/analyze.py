@@ -7,19 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import (
-    SUB,
-    N,
-    T,
-    cbytes,
-    csec,
-    num,
-    pct,
-    print_pairs,
-    print_rows,
-    say,
-    table_output,
-)
+from roofline.render.core import cbytes, csec, num, pct
+from roofline.render.layout import SUB, N, T, print_pairs, print_rows, say, table_output
 from roofline.units import fmt_bytes, fmt_count, fmt_seconds
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import NOTE, SUB, N, T, cbytes, num, print_pairs, print_rows, table_output
+from roofline.render.core import cbytes, num
+from roofline.render.layout import NOTE, SUB, N, T, print_pairs, print_rows, table_output
 from roofline.units import fmt_bytes, fmt_seconds
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import N, T, cbytes, csec, num, print_rows, say, table_output
+from roofline.render.core import cbytes, csec, num
+from roofline.render.layout import N, T, print_rows, say, table_output
 from roofline.units import fmt_bytes, fmt_seconds
 
 

@@ -7,14 +7,13 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import (
+from roofline.render.core import csec, num
+from roofline.render.layout import (
     NOTE,
     SUB,
     N,
     T,
-    csec,
     inputs_header,
-    num,
     print_rows,
     split_constant,
     table_output,
