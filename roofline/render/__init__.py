@@ -1,10 +1,10 @@
 """Presentation: JSON documents and Rich tables. The only package (with the CLI) that imports rich.
 
-One module per group of commands, each table beside its siblings only:
-`core` (envelope, row formats, consoles, number formatting), `layout` (the width-safe table
-layout and the inputs header), `catalog` (hardware, tiers,
-families, models), `analyze` (analyze, kv, capacity, bytes), `serving` (cliff, disagg, plan,
-tiers spill, speculate), `tools` (validate, check, sweep).
+One module per group of commands, each table beside its siblings only: `core` (envelope, row
+formats, consoles, number formatting), `layout` (the width-safe table layout and the inputs
+header), `catalog` (hardware, tiers, families, models), `analyze` (analyze, kv, capacity,
+bytes), `serving` (cliff, disagg, plan, tiers spill, speculate), `tools` (validate, check,
+sweep).
 """
 
 from roofline.render.analyze import (
