@@ -8,10 +8,12 @@ import io
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from roofline.render import console_width
-from roofline.render.layout import NOTE, N, T, print_rows
+from roofline.render.layout import NOTE, SUB, N, T, print_rows
 
 WIDTHS = (60, 80, 120)
 
@@ -151,3 +153,42 @@ def test_too_wide_table_is_stacked_with_every_number():
     assert "…" not in out and all(v in out for v in values)
     assert "metric 7: 31,415,926.5" in out  # stacked: header: value
     assert "[1] a long provenance text" in out  # long text under the table
+
+
+_number = st.one_of(
+    st.integers(-(10**9), 10**12).map(lambda n: f"{n:,}"),
+    st.floats(1e-3, 1e9, allow_nan=False).map(lambda x: f"{x:.3g}"),
+    st.floats(0, 1).map(lambda x: f"{x:.1%}"),
+)
+_word = st.text("abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=24)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.integers(60, 200),
+    kinds=st.lists(st.sampled_from("ntsx"), min_size=1, max_size=14),
+    n_rows=st.integers(1, 4),
+    data=st.data(),
+)
+def test_any_table_keeps_every_number_whole(width, kinds, n_rows, data):
+    """Property: whatever the columns and the width (>= 60), every numeric cell appears whole
+    on one line, nothing is elided, and no line is wider than the console."""
+    make = {"n": N, "t": T, "s": SUB, "x": NOTE}
+    cols = [T("key"), *(make[k](f"{k}{j}") for j, k in enumerate(kinds))]
+    rows = []
+    for _ in range(n_rows):
+        cells = [data.draw(_word)]
+        for k in kinds:
+            text = " ".join(data.draw(st.lists(_word, min_size=1, max_size=6)))
+            cells.append(data.draw(_number) if k == "n" else text)
+        rows.append(cells)
+    con = Console(file=io.StringIO(), width=width, highlight=False, color_system=None)
+    print_rows(con, "t", cols, rows)
+    out = con.file.getvalue()
+    lines = out.splitlines()
+    assert "…" not in out
+    assert all(len(line.rstrip()) <= width for line in lines)
+    for r in rows:
+        for k, cell in zip(kinds, r[1:], strict=True):
+            if k == "n":
+                assert any(cell in line for line in lines), (cell, out)
