@@ -1,0 +1,178 @@
+"""Presentation core: the JSON envelope, row formats, consoles and number formatting.
+
+Every command builds one JSON-ready dict (keys carry units, numbers are finite, order is fixed);
+`--format json` prints it, `--format table` draws tables from the same dict (see layout.py), so
+the two never disagree.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from roofline.units import fmt_bytes, fmt_seconds
+
+SCHEMA_VERSION = 1
+MIN_WIDTH = 60  # narrowest layout we promise; narrower or nonsense COLUMNS clamps or falls back
+FALLBACK_WIDTH = 80  # what Rich uses for pipes, files and CI logs
+
+
+def console_width() -> int:
+    """The width to lay out for: COLUMNS when it is a number ≥ 60 (1-59 clamp to 60), else the
+    terminal's width, else 80. COLUMNS=0, negative or garbage never yields a zero-width console."""
+    raw = os.environ.get("COLUMNS", "").strip()
+    try:
+        cols = int(raw)
+    except ValueError:
+        cols = 0
+    if cols > 0:
+        return max(cols, MIN_WIDTH)
+    try:
+        if sys.stdout.isatty():
+            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return FALLBACK_WIDTH
+
+
+def stdout_console() -> Console:
+    return Console(file=sys.stdout, width=console_width(), highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, width=console_width(), highlight=False, soft_wrap=True)
+
+
+def to_jsonable(value: Any) -> Any:
+    """numpy scalars/arrays → Python; NaN/inf → None (JSON has neither)."""
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def emit_json(doc: Mapping[str, Any]) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(doc), indent=2, allow_nan=False) + "\n")
+
+
+class RowFmt(str, Enum):
+    """Output formats for commands whose results are rows."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    markdown = "markdown"
+
+
+def _cell(value: Any) -> Any:
+    """A flat cell for CSV/Markdown: nested values become compact JSON."""
+    value = to_jsonable(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return "" if value is None else value
+
+
+def emit(
+    doc: Mapping[str, Any],
+    fmt: RowFmt,
+    rows: Sequence[Mapping[str, Any]],
+    table: Callable[[Mapping[str, Any]], None],
+) -> None:
+    """Write a result: the whole document (json), one object per row (jsonl), a CSV with a
+    header, a Markdown table for pull requests, or Rich tables."""
+    out = sys.stdout
+    if fmt is RowFmt.json:
+        emit_json(doc)
+    elif fmt is RowFmt.jsonl:
+        for r in rows:
+            try:  # fast path: rows of plain finite values
+                line = json.dumps(r, allow_nan=False)
+            except (TypeError, ValueError):
+                line = json.dumps(to_jsonable(r), allow_nan=False)
+            out.write(line + "\n")
+    elif fmt in (RowFmt.csv, RowFmt.markdown):
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        if fmt is RowFmt.csv:
+            w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: _cell(r.get(k)) for k in fields})
+        else:
+            out.write("| " + " | ".join(fields) + " |\n")
+            out.write("|" + "|".join("---" for _ in fields) + "|\n")
+            for r in rows:
+                cells = (str(_cell(r.get(k))).replace("|", "\\|") for k in fields)
+                out.write("| " + " | ".join(cells) + " |\n")
+    else:
+        table(doc)
+
+
+def document(command: str, inputs: Mapping[str, Any], **results: Any) -> dict[str, Any]:
+    """The JSON envelope: schema_version, command, inputs (every assumption), then results."""
+    doc = {"schema_version": SCHEMA_VERSION, "command": command, "inputs": dict(inputs), **results}
+    return to_jsonable(doc)
+
+
+def progress_bar(description: str, total: int):
+    """A transient progress bar on stderr (never stdout) for long loops."""
+    from rich.progress import track
+
+    def wrap(items):
+        return track(
+            items, description=description, total=total, transient=True, console=stderr_console()
+        )
+
+    return wrap
+
+
+# ---- number formatting ----------------------------------------------------------------------
+def num(x: Any, digits: int = 3) -> str:
+    """A number as short text: ints with thousands separators, floats to `digits` significant
+    figures (whole from 1,000 to 10 million), None as an em dash, booleans as yes/no."""
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if x == 0:
+            return "0"
+        if abs(x) >= 1e7 or abs(x) < 1e-2:
+            return f"{x:.{digits}g}"
+        return f"{x:,.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return str(x)
+
+
+def compact(text: str) -> str:
+    """Compact a formatted quantity for narrow tables: '1.03 GB' -> '1.03GB'."""
+    return text.replace(" ", "")
+
+
+def cbytes(n: float | None) -> str:
+    return "—" if n is None else compact(fmt_bytes(n))
+
+
+def csec(t: float | None) -> str:
+    return "—" if t is None else compact(fmt_seconds(t))
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    return "—" if x is None else f"{x:.{digits}%}"

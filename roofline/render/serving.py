@@ -1,0 +1,215 @@
+"""Tables of serving questions: cliff, disagg, plan, tiers (KV spill) and speculate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+
+from roofline.render.core import cbytes, csec, num
+from roofline.render.layout import N, T, print_rows, say, table_output
+from roofline.units import fmt_bytes, fmt_seconds
+
+
+# ---- cliff ----------------------------------------------------------------------------------
+def _bar(value: float, top: float, width: int = 20) -> str:
+    return "█" * max(1, round(width * value / top)) if top > 0 else ""
+
+
+@table_output
+def cliff_table(doc: Mapping[str, Any], con: Console) -> None:
+    i, pts, cliff = doc["inputs"], doc["points"], doc["cliff_batch"]
+    rows = [
+        [
+            f"{p['batch']:,}" + (" ▲" if p["past_cliff"] else ""),
+            f"{p['output_tokens_per_s']:,.0f}",
+            csec(p["ttft_mean_s"]),
+            csec(p["tpot_mean_s"]),
+            csec(p["tpot_p99_s"]),
+            f"{p['preemptions']:,}",
+            f"{p['preemption_time_fraction']:.0%}",
+            f"{p['decode_time_fraction']:.1%}",
+        ]
+        for p in pts
+    ]
+    title = (
+        f"Reasoning cliff: {i['model']} on {i['hardware']} TP{i['tp']}, {i['weights']} "
+        f"weights, {i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out, "
+        f"{i['requests']:,} requests, {i['preemption']}; cliff at batch {cliff:,} (▲ past it); "
+        "lost = share of time recomputing or swapping"
+    )
+    cols = [
+        N("batch"),
+        N("tok/s"),
+        N("TTFT"),
+        N("TPOT"),
+        N("TPOT\np99"),
+        N("pre-\nempt"),
+        N("lost"),
+        N("decode"),
+    ]
+    if i["preemption"] == "swap":
+        cols.append(N("vs re-\ncompute"))
+        for r, p in zip(rows, pts, strict=True):
+            r.append(f"{p['throughput_vs_recompute']:.2f}×")
+    print_rows(con, title, cols, rows)
+    top_tps = max(p["output_tokens_per_s"] for p in pts)
+    top_tpot = max(p["tpot_mean_s"] for p in pts)
+    print_rows(
+        con,
+        "Throughput and TPOT against batch (bars scaled to the largest value)",
+        (N("batch"), T("output tokens/s"), T("TPOT")),
+        [
+            (
+                f"{p['batch']:,}" + (" ▲" if p["past_cliff"] else ""),
+                _bar(p["output_tokens_per_s"], top_tps),
+                _bar(p["tpot_mean_s"], top_tpot),
+            )
+            for p in pts
+        ],
+    )
+
+
+# ---- speculate ------------------------------------------------------------------------------
+@table_output
+def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
+    i, base = doc["inputs"], doc["baseline"]
+    rows = [
+        (
+            str(r["gamma"]) + (" ★" if r["gamma"] == doc["best_gamma"] else ""),
+            f"{r['tokens_per_round']:.2f}",
+            num(r["verify_arithmetic_intensity"]),
+            r["verify_bound"],
+            csec(r["tpot_expected_s"]),
+            f"{r['speedup_expected']:.2f}×",
+            f"{r['speedup_ideal']:.2f}×",
+        )
+        for r in doc["rows"]
+    ]
+    title = (
+        f"Speculative decoding: {i['model']} verified on {i['hardware']} TP{i['tp']}, "
+        f"draft {i['draft']}, α = {i['acceptance']:g}, batch {i['batch']}, "
+        f"{i['context_tokens']:,} tokens; plain decode {fmt_seconds(base['tpot_expected_s'])}"
+        f"/token at {num(base['arithmetic_intensity'])} FLOP/B (ridge "
+        f"{num(base['ridge_flops_per_byte'])}); ★ best γ"
+    )
+    cols = (
+        N("γ"),
+        N("tokens\n/round"),
+        N("verify\nFLOP/B"),
+        T("verify\nbound"),
+        N("TPOT"),
+        N("speed-\nup"),
+        N("ideal\nspeed-up"),
+    )
+    print_rows(con, title, cols, rows)
+
+
+# ---- disagg ---------------------------------------------------------------------------------
+@table_output
+def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
+    i = doc["inputs"]
+    rows = [
+        (
+            name,
+            csec(doc[name]["ttft_s"]),
+            csec(doc[name]["tpot_s"]),
+            f"{doc[name]['output_tokens_per_s_per_gpu']:,.0f}",
+            f"{doc[name]['gpus_per_decode_replica']:.2f}",
+        )
+        for name in ("colocated", "disaggregated")
+    ]
+    title = (
+        f"{i['model']}: prefill on {i['prefill_hardware']} TP{i['prefill_tp']}, decode on "
+        f"{i['decode_hardware']} TP{i['decode_tp']}, batch {i['batch']}, "
+        f"{i['prompt_tokens']:,} in / {i['output_tokens']:,} out ({i['step_times']})"
+    )
+    cols = (T("serving"), N("TTFT"), N("TPOT"), N("tok/s\nper GPU"), N("GPUs\nper unit"))
+    print_rows(con, title, cols, rows)
+    say(
+        con,
+        f"KV cache per request {fmt_bytes(doc['kv_bytes_per_request'])}, sent over {i['link']} "
+        f"in {fmt_seconds(doc['kv_transfer_s'])}; "
+        f"{doc['prefill_replicas_per_decode_replica']:.2f} prefill replicas keep one decode "
+        "replica busy",
+    )
+
+
+# ---- tiers ----------------------------------------------------------------------------------
+@table_output
+def tiers_spill_table(doc: Mapping[str, Any], con: Console) -> None:
+    i = doc["inputs"]
+    rows = [
+        (
+            r["placement"],
+            f"{r['batch']:,}",
+            cbytes(r["kv_bytes_per_gpu"]),
+            cbytes(r["spilled_bytes_per_gpu"]),
+            f"{csec(r['tpot_overlap_s'])}–{csec(r['tpot_serial_s'])}",
+            f"{r['output_tokens_per_s_serial']:,.0f}–{r['output_tokens_per_s_overlap']:,.0f}",
+        )
+        for r in doc["rows"]
+    ]
+    title = (
+        f"{i['model']} on {i['hardware']} TP{i['tp']} at {i['context_tokens']:,} tokens: "
+        f"{fmt_bytes(i['tier_capacity_bytes'])} of {i['tier']} per GPU at "
+        f"{i['tier_bandwidth_bytes_per_s'] / 1e9:.3g} GB/s (HBM "
+        f"{i['hbm_bandwidth_bytes_per_s'] / 1e12:.3g} TB/s)"
+    )
+    cols = (
+        T("KV placement"),
+        N("batch"),
+        N("KV/GPU"),
+        N("in tier"),
+        N("TPOT\noverlap–serial"),
+        N("tok/s\nserial–overlap"),
+    )
+    print_rows(con, title, cols, rows)
+    say(
+        con,
+        f"max batch: {doc['max_batch_hbm']:,} in HBM alone, {doc['max_batch_with_tier']:,} "
+        "with the tier. Spilled KV is read over the tier every decode step: a tier adds capacity "
+        "for parked or preempted sequences (roofline cliff --preemption swap) far more than "
+        "throughput for active ones.",
+    )
+
+
+# ---- plan -----------------------------------------------------------------------------------
+@table_output
+def plan_table(doc: Mapping[str, Any], con: Console) -> None:
+    i = doc["inputs"]
+    rows = []
+    for r in doc["plans"]:
+        name = f"TP{r['tp']} PP{r['pp']} DP{r['dp']}"
+        if not r["fits"]:
+            rows.append((name, "no", "—", "—", "—", "—", "—", cbytes(r["weights_bytes_per_gpu"])))
+            continue
+        rows.append(
+            (
+                name + (" ★" if r == doc["best"] else ""),
+                "yes" if r["meets_slo"] else "SLO ✗",
+                f"{r['batch_per_replica']:,}",
+                f"{r['concurrency']:,}",
+                csec(r["ttft_s"]),
+                csec(r["tpot_s"]),
+                f"{r['output_tokens_per_s']:,.0f}",
+                cbytes(r["weights_bytes_per_gpu"]),
+            )
+        )
+    title = (
+        f"Plans for {i['model']} on {i['gpus']}× {i['hardware']} ({i['weights']} weights, "
+        f"{i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out), "
+        "best first (★)"
+    )
+    cols = (
+        T("plan"),
+        T("ok"),
+        N("batch/\nreplica"),
+        N("in\nflight"),
+        N("TTFT"),
+        N("TPOT"),
+        N("tok/s"),
+        N("weights\n/GPU"),
+    )
+    print_rows(con, title, cols, rows)

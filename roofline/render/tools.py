@@ -1,0 +1,159 @@
+"""Tables of the batch tools: validate (against measurements), check (CI assertions), sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+
+from roofline.render.core import csec, num
+from roofline.render.layout import (
+    NOTE,
+    SUB,
+    N,
+    T,
+    inputs_header,
+    print_rows,
+    split_constant,
+    table_output,
+    wrap_items,
+)
+
+
+# ---- validate -------------------------------------------------------------------------------
+@table_output
+def validate_table(doc: Mapping[str, Any], con: Console) -> None:
+    rows = [
+        (
+            c["id"],
+            c["metric"],
+            num(c["ideal"]),
+            num(c["expected"]),
+            num(c["measured"]),
+            f"{c['speed_ratio_ideal']:.2f}" + (" !" if c["bound_violation"] else ""),
+            f"{c['error_expected']:+.0%}",
+        )
+        for c in doc["cases"]
+    ]
+    cols = (
+        T("case"),
+        SUB("metric"),
+        N("ideal"),
+        N("expected"),
+        N("measured"),
+        N("meas/\nideal"),
+        N("error"),
+    )
+    print_rows(
+        con,
+        "Predictions against published measurements (! = faster than the speed of light)",
+        cols,
+        rows,
+    )
+    s = doc["summary"]
+    regimes = [("all", s), *s["regimes"].items()]
+    print_rows(
+        con,
+        "Summary (error of the expected prediction; meas/ideal = share of the speed of light)",
+        (
+            T("regime"),
+            N("cases"),
+            N("bound\nviolations"),
+            N("median\n|error|"),
+            N("max\n|error|"),
+            N("median\nmeas/ideal"),
+        ),
+        [
+            (
+                name,
+                str(r["cases"]),
+                str(r["bound_violations"]),
+                f"{r['median_abs_error']:.1%}",
+                f"{r['max_abs_error']:.1%}",
+                num(r["median_speed_ratio_ideal"]),
+            )
+            for name, r in regimes
+        ],
+    )
+
+
+# ---- check ----------------------------------------------------------------------------------
+_DEPLOYMENT_KEYS = (
+    "model",
+    "hardware",
+    "tp",
+    "pp",
+    "ep",
+    "gpus",
+    "weights",
+    "kv_dtype",
+    "batch",
+    "prompt_tokens",
+    "output_tokens",
+    "context_tokens",
+    "engine",
+)
+
+
+@table_output
+def check_table(doc: Mapping[str, Any], con: Console) -> None:
+    for d in doc.get("deployments", []):
+        inputs_header(
+            con, {k: d[k] for k in _DEPLOYMENT_KEYS if k in d}, label=d.get("name", "deployment")
+        )
+    rows = [
+        (r["deployment"], r["name"], "ok" if r["ok"] else "FAIL", r["detail"])
+        for r in doc["checks"]
+    ]
+    verdict = "all assertions hold" if doc["ok"] else "some assertions FAIL"
+    print_rows(
+        con,
+        f"roofline check: {verdict}",
+        (T("deployment"), T("check"), T("result"), NOTE("detail")),
+        rows,
+    )
+
+
+# ---- sweep ----------------------------------------------------------------------------------
+@table_output
+def sweep_table(doc: Mapping[str, Any], con: Console, limit: int = 60) -> None:
+    pts = doc["points"]
+    rows = [
+        (
+            p["model"],
+            p["hardware"],
+            str(p["tp"]),
+            p["weights"],
+            p["kv_dtype"],
+            f"{p['batch']:,}",
+            f"{p['prompt_tokens']:,}",
+            f"{p['output_tokens']:,}",
+            csec(p["batch_prefill_s"]),
+            csec(p["tpot_s"]),
+            f"{p['output_tokens_per_s']:,.0f}",
+            num(p["fits"]),
+        )
+        for p in pts[:limit]
+    ]
+    cols = (
+        T("model"),
+        T("hardware"),
+        N("TP"),
+        T("weights"),
+        T("KV"),
+        N("batch"),
+        N("prompt"),
+        N("output"),
+        N("batch\nprefill"),
+        N("TPOT"),
+        N("tok/s"),
+        T("fits"),
+    )
+    more = (
+        f" (first {limit} of {len(pts):,}; use --format jsonl or csv)" if len(pts) > limit else ""
+    )
+    same, cols, rows = split_constant(cols, rows)
+    if same and len(same) < len(cols):
+        wrap_items(con, ["same in every row:", *same], sep=" ")
+    print_rows(con, f"Sweep, expected times{more}", cols, rows)
