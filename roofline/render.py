@@ -873,39 +873,72 @@ def tiers_spill_table(doc: Mapping[str, Any]) -> None:
 # ---- plan -----------------------------------------------------------------------------------
 def plan_table(doc: Mapping[str, Any]) -> None:
     i = doc["inputs"]
-    rows = []
-    for r in doc["plans"]:
+    fit = [r for r in doc["plans"] if r["fits"]]
+    slo = f" with TPOT ≤ {fmt_seconds(i['max_tpot_s'])}" if i.get("max_tpot_s") else ""
+
+    def table(title: str, cols: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+        t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", pad_edge=False)
+        for k, c in enumerate(cols):  # the layout wraps between its words; numbers never elide
+            t.add_column(c, justify="left" if k == 0 else "right", no_wrap=k > 0, overflow="fold")
+        for r in rows:
+            t.add_row(*r)
+        return t
+
+    def name(r: Mapping[str, Any]) -> str:
         mark = " ★" if r == doc["best"] else ""
-        if not r["fits"]:
-            rows.append(
-                (
-                    f"TP{r['tp']} PP{r['pp']} DP{r['dp']}",
-                    "no",
-                    "—",
-                    "—",
-                    "—",
-                    "—",
-                    "—",
-                    _c(fmt_bytes(r["weights_bytes_per_gpu"])),
-                )
-            )
-            continue
-        rows.append(
-            (
-                f"TP{r['tp']} PP{r['pp']} DP{r['dp']}{mark}",
-                "yes" if r["meets_slo"] else "SLO ✗",
-                f"{r['batch_per_replica']:,}",
-                f"{r['concurrency']:,}",
-                _c(fmt_seconds(r["ttft_s"])),
-                _c(fmt_seconds(r["tpot_s"])),
-                f"{r['output_tokens_per_s']:,.0f}",
-                _c(fmt_bytes(r["weights_bytes_per_gpu"])),
+        return f"{r['layout']}{mark}" + ("" if r["meets_slo"] else " (SLO ✗)")
+
+    through = [
+        (
+            name(r),
+            f"{r['batch_per_replica']:,}",
+            _c(fmt_seconds(r["tpot_s"])),
+            f"{r['output_tokens_per_s']:,.0f}",
+            f"{r['ideal_output_tokens_per_s']:,.0f}",
+        )
+        for r in fit
+    ]
+    out = stdout_console()
+    out.print(
+        table(
+            f"Layouts for {i['model']} on {i['gpus']}× {i['hardware']} ({i['weights']} weights, "
+            f"{i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out), best "
+            f"first: throughput at the largest batch per replica that fits{slo}",
+            ("layout", "batch", "TPOT", "tok/s", "ideal"),
+            through,
+        )
+    )
+    latency = [
+        (
+            r["layout"],
+            _c(fmt_seconds(r["latency_ttft_s"])),
+            _c(fmt_seconds(r["latency_tpot_s"])),
+            r["dominant"],
+            _c(fmt_bytes(r["weights_bytes_per_gpu"])),
+        )
+        for r in fit
+    ]
+    out.print(
+        table(
+            "Latency of one request (batch 1), what dominates the decode step at the batch "
+            "above, weights per GPU",
+            ("layout", "TTFT", "TPOT", "decode", "weights"),
+            latency,
+        )
+    )
+    refused = [r for r in doc["plans"] if not r["fits"]]
+    if refused:
+        out.print(
+            "do not fit (weights + runtime exceed the engine's share of memory): "
+            + ", ".join(
+                f"{r['layout']} ({_c(fmt_bytes(r['weights_bytes_per_gpu']))})" for r in refused
             )
         )
-    title = (
-        f"Plans for {i['model']} on {i['gpus']}× {i['hardware']} ({i['weights']} weights, "
-        f"{i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out), "
-        "best first"
-    )
-    cols = ("plan", "ok", "batch/replica", "in flight", "TTFT", "TPOT", "tok/s", "weights/GPU")
-    stdout_console().print(_rows_table(title, cols, rows))
+    if doc.get("explanation"):
+        stdout_console().print(doc["explanation"])
+    if doc.get("lowest_latency"):
+        f = doc["lowest_latency"]
+        stdout_console().print(
+            f"lowest latency: {f['layout']}, TPOT {fmt_seconds(f['latency_tpot_s'])} and TTFT "
+            f"{fmt_seconds(f['latency_ttft_s'])} for one request"
+        )
