@@ -46,7 +46,9 @@ def test_data_parallelism_strands_kv_capacity(cat):
     # 405B on 16 H100: TP8 × DP2 holds two full copies of the weights (51 GB per GPU); TP8 × PP2
     # holds one (26 GB per GPU), leaving more HBM for KV: more sequences in flight
     m, hw = cat.model("llama-3.1-405b"), cat.accelerator("h100")
-    found = plans(m, hw, FP8, ENGINES["vllm"], 16, 1000, 16000, scale_out=cat.tier("infiniband-ndr"))
+    found = plans(
+        m, hw, FP8, ENGINES["vllm"], 16, 1000, 16000, scale_out=cat.tier("infiniband-ndr")
+    )
     by = {(p.layout.tp, p.layout.pp, p.layout.dp, p.layout.pipeline_microbatches): p for p in found}
     assert by[(8, 2, 1, 2)].concurrency > by[(8, 1, 2, 1)].concurrency
     assert not by[(1, 1, 16, 1)].fits  # 405 GB of fp8 weights do not fit one 80 GB GPU
