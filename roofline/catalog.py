@@ -579,6 +579,7 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "source": (str, True),
     "notes": (str, False),
     "engine": (str, False),
+    "attention_dp": (int, False),
 }
 
 

@@ -283,9 +283,9 @@ def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:
         "gpus_per_node": links.gpus_per_node if links else None,
         "cross_node_tp": lay.cross_node_tp,
         "scale_out": lay.scale_out.id if lay.scale_out else None,
-        "links": {
-            k: (getattr(links, k).name if links and getattr(links, k) else None)
-            for k in ("tp", "ep", "pp")
+        "links": {  # null where the layout has no such collective
+            k: (getattr(links, k).name if links and getattr(links, k) and used else None)
+            for k, used in (("tp", lay.attention_tp > 1), ("ep", lay.ep > 1), ("pp", lay.pp > 1))
         },
     }
 
