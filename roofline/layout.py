@@ -173,18 +173,11 @@ def _check(name: str, value: int) -> None:
         raise InputError(f"--{name} must be a whole number from 1 to {MAX_DEGREE}, got {value}")
 
 
-def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None = None) -> Layout:
-    """The layout checked against the model and the hardware; `nodes` resolved. One clear line
-    per problem (InputError, exit 2)."""
-    for name in ("tp", "pp", "ep", "dp", "attention_dp"):
-        _check(name.replace("_", "-"), getattr(layout, name))
-    if layout.microbatches is not None:
-        _check("microbatches", layout.microbatches)
-    if gpus is not None and gpus != layout.gpus:
-        raise InputError(
-            f"--gpus {gpus} must equal TP x PP x DP = {layout.tp} x {layout.pp} x {layout.dp} "
-            f"= {layout.gpus}"
-        )
+def check_shape(model: ModelArch, tp: int, pp: int = 1, ep: int = 1, attention_dp: int = 1) -> None:
+    """The model-only rules, checked wherever a step is built (every command): heads split over
+    the attention TP group, KV heads divide it or are divided by it, PP <= layers, EP divides the
+    routed experts and TP."""
+    layout = Layout(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp)
     if layout.pp > model.num_hidden_layers:
         raise InputError(
             f"--pp {layout.pp} exceeds {model.id}'s {model.num_hidden_layers} layers: every "
@@ -219,6 +212,21 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None
             f"--ep {layout.ep} must divide --tp {layout.tp}: experts are spread over a stage's "
             "GPUs (with attention-DP, use --ep equal to --tp)"
         )
+
+
+def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None = None) -> Layout:
+    """The layout checked against the model and the hardware; `nodes` resolved. One clear line
+    per problem (InputError, exit 2)."""
+    for name in ("tp", "pp", "ep", "dp", "attention_dp"):
+        _check(name.replace("_", "-"), getattr(layout, name))
+    if layout.microbatches is not None:
+        _check("microbatches", layout.microbatches)
+    if gpus is not None and gpus != layout.gpus:
+        raise InputError(
+            f"--gpus {gpus} must equal TP x PP x DP = {layout.tp} x {layout.pp} x {layout.dp} "
+            f"= {layout.gpus}"
+        )
+    check_shape(model, layout.tp, layout.pp, layout.ep, layout.attention_dp)
     if layout.attention_dp > 1:
         if not model.is_moe:
             raise InputError("--attention-dp needs a mixture-of-experts model (EP on the experts)")
@@ -246,6 +254,8 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None
             f"{layout.gpus} GPUs span {nodes} nodes of {per_node} {hw.id}: give a network with "
             "--scale-out (e.g. infiniband-ndr)"
         )
+    atp = layout.attention_tp
+    what = "TP" if layout.attention_dp == 1 else f"attention TP (TP / attention-DP = {atp})"
     if atp > per_node and not layout.cross_node_tp:
         raise InputError(
             f"{what} {atp} spans more than one node of {per_node} {hw.id} (its scale-up domain): "

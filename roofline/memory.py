@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
-from roofline.layout import distinct_stages, stage_layer_counts
+from roofline.layout import check_shape, distinct_stages, stage_layer_counts
 from roofline.model import ModelArch
 from roofline.ops import (
     Deployment,
@@ -194,6 +194,7 @@ def plan_memory(
     capacity_bytes: float | None = None,
 ) -> MemoryPlan:
     """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory)."""
+    check_shape(model, dep.tp, dep.pp, dep.ep, dep.attention_dp)
     cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
     if cap <= 0:
         raise InputError(f"memory capacity must be positive, got {cap}")

@@ -31,6 +31,7 @@ from roofline.hardware import Accelerator, Tier
 from roofline.layout import (
     Links,
     Stage,
+    check_shape,
     default_microbatches,
     expert_load_imbalance,
     stages,
@@ -245,6 +246,7 @@ class _Builder:
         self, model: ModelArch, dep: Deployment, hw: Accelerator, stage: Stage | None = None
     ) -> None:
         self.m, self.dep, self.hw = model, dep, hw
+        check_shape(model, dep.tp, dep.pp, dep.ep, dep.attention_dp)  # no fractional heads
         self.stage = stage or stages(model, dep.pp)[0]
         self.b_w = dep.linear_bits / 8.0
         self.b_o = dep.other_bits / 8.0

@@ -59,6 +59,10 @@ def _dep(cat, m, hw, **kw) -> Deployment:
         ("analyze", "llama-3.1-8b", "h100", "--tp", "8", "--nodes", "2"),  # 4 per node < TP
         ("capacity", "llama-3.1-8b", "h100", "--tp", "6"),
         ("bytes", "llama-3.1-8b", "h100", "--tp", "6"),
+        ("kv", "llama-3.1-8b", "--tp", "6"),  # every command that builds a step refuses it
+        ("check", "llama-3.1-8b", "h100", "--tp", "6", "--fits"),
+        ("speculate", "llama-3.1-70b", "h100", "--draft", "llama-3.1-8b", "--tp", "6"),
+        ("cliff", "llama-3.1-8b", "h100", "--tp", "6"),
         ("analyze", "llama-3.1-8b", "h100", "--microbatches", "0", "--pp", "2"),
         ("analyze", "llama-3.1-8b", "h100", "--tp", "16", "--scale-out", "nvme-gen5"),
     ],

@@ -20,7 +20,7 @@ from roofline.kvcache import (
     kv_footprint,
     parse_lengths,
 )
-from roofline.layout import bubble_fraction
+from roofline.layout import bubble_fraction, check_shape
 from roofline.levers import evaluate_levers
 from roofline.memory import (
     engine,
@@ -97,6 +97,7 @@ def kv(
     ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context)[2]
     budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
+    check_shape(m, tp)
     if compare:
         ref = cat.model(baseline) if baseline else None
         ref_bytes = kv_bytes_per_token(ref, 16.0) if ref else None
