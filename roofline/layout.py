@@ -221,6 +221,10 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None
         _check(name.replace("_", "-"), getattr(layout, name))
     if layout.microbatches is not None:
         _check("microbatches", layout.microbatches)
+        if layout.pp == 1 and layout.microbatches > 1:
+            raise InputError(
+                "--microbatches splits a batch between pipeline stages: it needs --pp > 1"
+            )
     if gpus is not None and gpus != layout.gpus:
         raise InputError(
             f"--gpus {gpus} must equal TP x PP x DP = {layout.tp} x {layout.pp} x {layout.dp} "

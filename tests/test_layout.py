@@ -64,6 +64,7 @@ def _dep(cat, m, hw, **kw) -> Deployment:
         ("speculate", "llama-3.1-70b", "h100", "--draft", "llama-3.1-8b", "--tp", "6"),
         ("cliff", "llama-3.1-8b", "h100", "--tp", "6"),
         ("analyze", "llama-3.1-8b", "h100", "--microbatches", "0", "--pp", "2"),
+        ("analyze", "llama-3.1-8b", "h100", "--microbatches", "4"),  # no pipeline to split
         ("analyze", "llama-3.1-8b", "h100", "--tp", "16", "--scale-out", "nvme-gen5"),
     ],
 )
@@ -310,3 +311,12 @@ def test_pipeline_ideal_never_slower_than_expected(cat):
         b = np.array([1.0, 8.0, 64.0])
         d = decode(m, hw, dep, b, 2000, steps=100)
         assert np.all(d.t_ideal_s <= d.t_expected_s)
+
+
+@given(pp=st.sampled_from([1, 2, 4, 8, 16, 32]))
+def test_more_stages_never_store_more_per_gpu(pp):
+    from roofline.catalog import load_catalog
+
+    m = load_catalog().model("llama-3.1-8b")
+    if pp > 1:
+        assert weights_per_gpu(m, Deployment(pp=pp)) < weights_per_gpu(m, Deployment(pp=pp // 2))
