@@ -320,3 +320,15 @@ def test_more_stages_never_store_more_per_gpu(pp):
     m = load_catalog().model("llama-3.1-8b")
     if pp > 1:
         assert weights_per_gpu(m, Deployment(pp=pp)) < weights_per_gpu(m, Deployment(pp=pp // 2))
+
+
+def test_links_follow_the_domains(cat):
+    # A100 PCIe: an NVLink bridge joins 2 GPUs (scale_up.domain_gpus 2); TP4 in the same 8-GPU
+    # server all-reduces over PCIe (host_link.domain_gpus 8); GB200: 72 GPUs on NVLink
+    m = cat.model("llama-3.1-70b")
+    pcie = cat.accelerator("nvidia-a100-80gb-pcie")
+    assert links(validate(Layout(tp=2), m, pcie), pcie).tp is pcie.scale_up
+    assert links(validate(Layout(tp=4), m, pcie), pcie).tp is pcie.host_link
+    gb = cat.accelerator("gb200")
+    lay = validate(Layout(tp=8, pp=8), m, gb)  # 64 GPUs, one NVL72 domain: no network needed
+    assert lay.nodes == 1 and links(lay, gb).pp is gb.scale_up
