@@ -102,7 +102,7 @@ def cliff_sweep() -> float:
         "1k",
         "--output",
         "16k",
-        "--batch",
+        "--max-seqs",
         "4..128:4",
         "--format",
         "json",
