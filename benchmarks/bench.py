@@ -102,7 +102,7 @@ def cliff_sweep() -> float:
         "1k",
         "--output",
         "16k",
-        "--batch",
+        "--max-seqs",
         "4..128:4",
         "--format",
         "json",
@@ -112,7 +112,38 @@ def cliff_sweep() -> float:
     return time.perf_counter() - t0
 
 
+def plan_search(model: str, hardware: str, gpus: int) -> tuple[int, float, float]:
+    """`plan` for a model on N GPUs: the layout search in-process (best of 3), and the CLI end to
+    end (interpreter start included, best of 3)."""
+    from roofline.memory import ENGINES
+    from roofline.ops import Deployment
+    from roofline.planner import plans
+    from roofline.precision import WEIGHT_FORMATS
+
+    cat = load_catalog()
+    m, hw, net = cat.model(model), cat.accelerator(hardware), cat.tier("infiniband-ndr")
+    base = Deployment(weights=WEIGHT_FORMATS["fp8"])
+    core = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        found = plans(m, hw, base, ENGINES["vllm"], gpus, 1000, 1000, scale_out=net)
+        core = min(core, time.perf_counter() - t0)
+    cmd = [sys.executable, "-m", "roofline", "plan", model, hardware, "--gpus", str(gpus)]
+    cli = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run([*cmd, "--weights", "fp8"], check=True, capture_output=True)
+        cli = min(cli, time.perf_counter() - t0)
+    return len(found), core, cli
+
+
 if __name__ == "__main__":
+    for model, hardware in (("deepseek-r1", "h200"), ("llama-3.1-405b", "h100")):
+        n_layouts, core, cli = plan_search(model, hardware, 16)
+        print(
+            f"plan {model} {hardware} --gpus 16: {n_layouts} layouts searched in "
+            f"{core * 1e3:.0f} ms (CLI end to end {cli * 1e3:.0f} ms)"
+        )
     q = cold_query()
     print(f"cold `roofline analyze` (best of 5, interpreter start included): {q * 1e3:.0f} ms")
     n = 10_000

@@ -53,6 +53,7 @@ _LINK_KEYS = {
     "name": (str, True),
     "bandwidth_gb_s": (NUM, True),
     "latency_us": (NUM, False),
+    "domain_gpus": (int, False),
     "source": (str, False),
 }
 _MEMORY_KEYS = {
@@ -202,7 +203,14 @@ def _link(where: str, data: Any, id_: str) -> Tier:
         bandwidth_bytes_per_s=_positive(where, "bandwidth_gb_s", d["bandwidth_gb_s"]) * GB,
         latency_s=None if latency is None else latency * US,
         source=d.get("source", ""),
+        domain_gpus=_domain(where, d.get("domain_gpus")),
     )
+
+
+def _domain(where: str, value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= 100_000:
+        raise CatalogError(f"{where}: key 'domain_gpus' must be from 1 to 100000, got {value}")
+    return value
 
 
 def _efficiency(where: str, data: Any) -> Efficiency:
@@ -688,6 +696,7 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "source": (str, True),
     "notes": (str, False),
     "engine": (str, False),
+    "attention_dp": (int, False),
 }
 
 

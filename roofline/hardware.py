@@ -24,6 +24,7 @@ class Tier:
     latency_s: float | None = None
     capacity_bytes: float | None = None
     aliases: tuple[str, ...] = ()
+    domain_gpus: int | None = None  # GPUs one link domain connects (8 in an HGX box, 72 in NVL72)
     source: str = ""
     notes: str = ""
 

@@ -20,8 +20,14 @@ from numpy.typing import ArrayLike
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
+from roofline.layout import check_shape, distinct_stages, stage_layer_counts
 from roofline.model import ModelArch
-from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
+from roofline.ops import (
+    Deployment,
+    cached_tokens_cap,
+    kv_bytes_per_token_layer,
+    stage_weight_bytes,
+)
 from roofline.roofline import FloatArray
 from roofline.units import GB
 
@@ -115,30 +121,38 @@ def weight_bytes_total(model: ModelArch, dep: Deployment) -> float:
 
 
 def weight_bytes_per_gpu(model: ModelArch, dep: Deployment) -> float:
-    """Weights per GPU: the whole model split over TP × PP (experts over EP × TP/EP: the same
-    share). Norms are replicated but negligible."""
-    return weight_bytes_total(model, dep) / dep.gpus_per_replica
+    """Weights on the most loaded GPU: the stage accounting the step time reads from
+    (ops.stage_weight_bytes: replicated MLA down-projections and K/V heads whole, experts over
+    EP, embedding and head on the end stages), maximised over the PP stages."""
+    return max(stage_weight_bytes(model, dep, st) for st in distinct_stages(model, dep.pp))
 
 
 def kv_bytes_per_token(model: ModelArch, kv_bits: float, tp: int = 1, pp: int = 1) -> float:
-    """KV bytes per token summed over the layers a GPU holds, all layers at full attention."""
-    return kv_bytes_per_token_layer(model, kv_bits, tp) * model.num_hidden_layers / pp
+    """KV bytes per token summed over the layers of the largest PP stage (ceil(L / PP) under
+    vLLM's split), all layers at full attention; `tp` is the attention TP group."""
+    layers = max(stage_layer_counts(model.num_hidden_layers, pp))
+    return kv_bytes_per_token_layer(model, kv_bits, tp) * layers
 
 
 def kv_bytes_per_sequence(
     model: ModelArch, dep: Deployment, context: ArrayLike, block_tokens: int = 1
 ) -> FloatArray:
-    """KV bytes one sequence of `context` tokens holds per GPU: sliding-window layers keep at most
-    their window, an eviction budget caps every layer; each layer's slots round up to whole
-    blocks."""
+    """KV bytes one sequence of `context` tokens holds on a GPU that serves it (the most loaded
+    PP stage; under attention-DP only the GPUs of its attention-DP group hold it): sliding-window
+    layers keep at most their window, an eviction budget caps every layer; each layer's slots
+    round up to whole blocks."""
     t = np.asarray(context, dtype=float)
-    per_layer = kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp)
-    caps = [(g.count, cached_tokens_cap(g.window, dep)) for g in model.layer_groups]
-    slots = sum(
-        count * np.ceil((t if cap is None else np.minimum(t, cap)) / block_tokens)
-        for count, cap in caps
-    )
-    return slots * block_tokens * per_layer / dep.pp
+    per_layer = kv_bytes_per_token_layer(model, dep.kv.bits, dep.attention_tp)
+
+    def slots(st) -> FloatArray:
+        caps = [(g.count, cached_tokens_cap(g.window, dep)) for g in st.groups]
+        return sum(
+            count * np.ceil((t if cap is None else np.minimum(t, cap)) / block_tokens)
+            for count, cap in caps
+        )
+
+    most = np.maximum.reduce([np.asarray(slots(st)) for st in distinct_stages(model, dep.pp)])
+    return most * block_tokens * per_layer
 
 
 def activation_peak_bytes(model: ModelArch, dep: Deployment, tokens: ArrayLike) -> FloatArray:
@@ -180,6 +194,7 @@ def plan_memory(
     capacity_bytes: float | None = None,
 ) -> MemoryPlan:
     """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory)."""
+    check_shape(model, dep.tp, dep.pp, dep.ep, dep.attention_dp)
     cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
     if cap <= 0:
         raise InputError(f"memory capacity must be positive, got {cap}")
@@ -201,6 +216,7 @@ def max_batch(
     plan: MemoryPlan, model: ModelArch, dep: Deployment, context: ArrayLike
 ) -> FloatArray:
     """Largest number of sequences of `context` tokens whose KV fits in the budget:
-    floor(KV budget / (kv per token × ceil(T / block)·block)) (window-capped per layer)."""
+    floor(KV budget / (kv per token × ceil(T / block)·block)) (window-capped per layer), times
+    the attention-DP groups (each holds its own sequences)."""
     per_seq = kv_bytes_per_sequence(model, dep, context, plan.engine.block_tokens)
-    return np.floor(plan.kv_budget_bytes / np.maximum(per_seq, 1e-30))
+    return np.floor(plan.kv_budget_bytes / np.maximum(per_seq, 1e-30)) * dep.attention_dp

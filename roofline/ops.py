@@ -12,7 +12,11 @@ Every quantity broadcasts: batch, prompt and context may be numpy arrays. Counts
 - MoE weight reads use the expected number of distinct experts the step's t tokens touch,
   E·(1 − (1 − k/E)^t), under uniform routing.
 Per GPU: matmuls, heads and experts split over tensor parallelism; KV heads split too but are
-replicated when TP > K; the MLA latent is replicated on every TP rank.
+replicated when TP > K; the MLA latent is replicated on every TP rank. Under attention-DP a GPU
+runs attention for its own B / attention-DP sequences over the attention TP group; under EP the
+busiest expert rank sets the MoE time (layout.expert_load_imbalance). Under PP the ops are one
+stage's (its layers; the embedding on the first stage, the head on the last, a send between).
+Weight bytes read by an op are exactly the bytes `stage_weight_bytes` says the GPU stores.
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.errors import InputError
-from roofline.hardware import Accelerator
+from roofline.hardware import Accelerator, Tier
+from roofline.layout import (
+    Links,
+    Stage,
+    check_shape,
+    default_microbatches,
+    expert_load_imbalance,
+    stages,
+)
 from roofline.model import LayerGroup, ModelArch
 from roofline.precision import (
     ACTIVATION_FORMATS,
@@ -37,7 +49,9 @@ from roofline.roofline import FloatArray
 
 @dataclass(frozen=True)
 class Deployment:
-    """How a model runs: number formats, parallelism, sparsity."""
+    """How a model runs: number formats, sparsity, and the parallel layout of one replica (TP GPUs
+    per stage, PP stages, EP and attention-DP inside a stage, micro-batches, the links; see
+    roofline.layout, which validates it)."""
 
     weights: Format = field(default_factory=lambda: WEIGHT_FORMATS["bf16"])
     kv: Format = field(default_factory=lambda: KV_FORMATS["bf16"])
@@ -48,25 +62,40 @@ class Deployment:
     sparse_2_4: bool = False
     compute_dtype: str | None = None  # override the dtype matmuls run in
     kv_token_budget: int | None = None  # KV eviction (H2O, SnapKV, StreamingLLM): tokens kept
+    attention_dp: int = 1  # attention data-parallel groups inside a stage (EP on the experts)
+    microbatches: int | None = None  # pipeline micro-batches (None: PP, vLLM's virtual engines)
+    links: Links | None = None  # the link of each collective (None: the GPU's scale-up link)
 
     def __post_init__(self) -> None:
         if self.kv_token_budget is not None and not 1 <= self.kv_token_budget <= 1e9:
             raise InputError(
                 f"--kv-budget must be from 1 to 1e9 tokens, got {self.kv_token_budget}"
             )
-        for name in ("tp", "pp", "ep"):
+        for name in ("tp", "pp", "ep", "attention_dp"):
             value = getattr(self, name)
             if not isinstance(value, int) or not 1 <= value <= 4096:
-                raise InputError(f"--{name} must be a whole number from 1 to 4096, got {value}")
+                flag = name.replace("_", "-")
+                raise InputError(f"--{flag} must be a whole number from 1 to 4096, got {value}")
         if self.tp % self.ep:
             raise InputError(
                 f"--ep {self.ep} must divide --tp {self.tp}: experts are spread over the "
                 "tensor-parallel group"
             )
+        if self.tp % self.attention_dp:
+            raise InputError(f"--attention-dp {self.attention_dp} must divide --tp {self.tp}")
 
     @property
     def gpus_per_replica(self) -> int:
         return self.tp * self.pp
+
+    @property
+    def attention_tp(self) -> int:
+        """GPUs one attention layer (and a dense FFN) is split over: TP / attention-DP."""
+        return self.tp // self.attention_dp
+
+    @property
+    def pipeline_microbatches(self) -> int:
+        return default_microbatches(self.pp) if self.microbatches is None else self.microbatches
 
     @property
     def linear_bits(self) -> float:
@@ -97,6 +126,7 @@ class Op:
     quantized: bool = False  # its weights are stored in the deployment's weight format
     message_bytes: FloatArray | float = 0.0  # collectives: bytes per rank per call
     ranks: int = 1
+    link: Tier | None = None  # collectives: the link they run over (None: the GPU's scale-up)
 
     @property
     def bytes(self) -> FloatArray:
@@ -104,7 +134,7 @@ class Op:
 
     @property
     def is_collective(self) -> bool:
-        return self.kind in ("allreduce", "alltoall", "p2p")
+        return self.kind in ("allreduce", "alltoall", "p2p", "bubble")  # not on the roofline
 
 
 def _arr(x: ArrayLike) -> FloatArray:
@@ -148,93 +178,135 @@ def kv_bytes_per_token_layer(model: ModelArch, kv_bits: float, tp: int = 1) -> f
     return 2.0 * kv_heads_per_gpu(model, tp) * model.d_head * b
 
 
-class _Builder:
-    """Builds the op list of one step; a helper object so the formulas read in one place."""
+def attention_matmuls(model: ModelArch, tp: int) -> list[tuple[str, float, float, float]]:
+    """(name, parameters per GPU, input width, output width per GPU) of one attention layer's
+    projections split over `tp` GPUs (Megatron-LM column/row parallel). MLA's down-projections
+    (q_a, kv_a) are replicated on every rank (vLLM ReplicatedLinear); GQA's K/V projections are
+    split by KV head and replicated past TP = K (vLLM QKVParallelLinear)."""
+    m = model
+    d, n, h = m.hidden_size, m.num_attention_heads, m.d_head
+    if m.is_mla:
+        qk = (m.qk_nope_head_dim or 0) + (m.qk_rope_head_dim or 0)
+        latent = (m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0)
+        out = []
+        if m.q_lora_rank:
+            r = m.q_lora_rank
+            out += [("attn.q_a", d * r, d, r), ("attn.q_b", r * n * qk / tp, r, n * qk / tp)]
+        else:
+            out.append(("attn.q", d * n * qk / tp, d, n * qk / tp))
+        out.append(("attn.kv_a", d * latent, d, latent))
+        kv_up = (m.qk_nope_head_dim or 0) + m.v_dim
+        c = m.kv_lora_rank or 0
+        out.append(("attn.kv_b", c * n * kv_up / tp, c, n * kv_up / tp))
+        out.append(("attn.o", n * m.v_dim * d / tp, n * m.v_dim / tp, d))
+        return out
+    k = m.n_kv_heads
+    kvh = kv_heads_per_gpu(m, tp)
+    bias_o = d if m.attention_bias else 0
+    qkv = m.attn_linear_params - n * h * d - bias_o
+    kv_part = qkv * 2 * k / (n + 2 * k)
+    per_gpu = (qkv - kv_part) / tp + kv_part * kvh / k
+    return [
+        ("attn.qkv", per_gpu, d, (n / tp + 2 * kvh) * h),
+        ("attn.o", (n * h * d + bias_o) / tp, n * h / tp, d),
+    ]
 
-    def __init__(self, model: ModelArch, dep: Deployment, hw: Accelerator) -> None:
+
+def stage_weight_bytes(model: ModelArch, dep: Deployment, stage: Stage) -> float:
+    """Weight bytes one GPU of a stage stores, the single accounting the memory plan and the
+    step time share: attention and dense FFN over the attention TP group (replicated parts
+    whole), routed experts E/EP per rank each over TP/EP (= E·P/TP), shared experts over the
+    attention TP group, router and norms replicated, embedding (first stage) and head (last
+    stage) vocab-parallel over TP; a tied embedding is stored on both end stages under PP."""
+    m, atp, tp = model, dep.attention_tp, dep.tp
+    b_w, b_o = dep.linear_bits / 8.0, dep.other_bits / 8.0
+    attn = sum(p for _, p, _, _ in attention_matmuls(m, atp)) * b_w
+    norms = (m.attn_norm_params + m.layer_norm_params) * b_o
+    total = 0.0
+    for g in stage.groups:
+        if g.moe:
+            ffn = (m.n_routed_experts * m.expert_params / tp + m.shared_expert_params / atp) * b_w
+            ffn += m.router_params * b_o
+        else:
+            ffn = m.dense_mlp_params * b_w / atp
+        total += g.count * (attn + norms + ffn)
+    table = m.vocab_size * m.hidden_size * b_o / tp
+    if stage.first:
+        total += table
+    if stage.last:
+        total += m.hidden_size * b_o + (0.0 if m.tie_word_embeddings and stage.first else table)
+    return total
+
+
+class _Builder:
+    """Builds the op list of one step of one pipeline stage, per GPU; a helper object so the
+    formulas read in one place."""
+
+    def __init__(
+        self, model: ModelArch, dep: Deployment, hw: Accelerator, stage: Stage | None = None
+    ) -> None:
         self.m, self.dep, self.hw = model, dep, hw
+        check_shape(model, dep.tp, dep.pp, dep.ep, dep.attention_dp)  # no fractional heads
+        self.stage = stage or stages(model, dep.pp)[0]
         self.b_w = dep.linear_bits / 8.0
         self.b_o = dep.other_bits / 8.0
         self.b_a = dep.activations.bytes_per_value
-        self.tp = dep.tp
+        self.tp, self.atp, self.adp = dep.tp, dep.attention_tp, dep.attention_dp
         self.ops: list[Op] = []
-        if hw.scale_up is None and hw.host_link is None and (dep.tp > 1 or dep.pp > 1):
+        default = hw.scale_up or hw.host_link
+        if default is None and (dep.tp > 1 or dep.pp > 1):
             raise InputError(f"{hw.id} has no scale-up or host link for --tp/--pp > 1")
+        links = dep.links
+        self.link_tp = links.tp if links else default
+        self.link_ep = links.ep if links else default
+        self.link_pp = links.pp if links else default
 
     def add(self, name: str, kind: str, layers: int, flops, weight=0.0, kv=0.0, act=0.0, **kw):
         flops, weight, kv, act = (_arr(x) * layers for x in (flops, weight, kv, act))
         self.ops.append(Op(name, kind, layers, flops, weight, kv, act, **kw))  # totals
 
-    def matmul(
-        self,
-        name: str,
-        layers: int,
-        params: float,
-        d_in: float,
-        d_out: float,
-        tokens,
-        sharded: bool = True,
-    ):
-        """A linear layer: 2·P·t FLOPs and P·b_w weight bytes, divided over TP when `sharded`
-        (replicated layers, like MLA's latent down-projections in vLLM, run whole on every
-        rank), plus its input and output activations."""
+    def rank_batch(self, batch) -> FloatArray:
+        """Sequences on the busiest attention-DP rank: B / attention-DP, at least one."""
+        b = _arr(batch)
+        return np.maximum(b / self.adp, np.minimum(b, 1.0)) if self.adp > 1 else b
+
+    def matmul(self, name: str, layers: int, params: float, d_in: float, d_out: float, tokens):
+        """A linear layer holding `params` parameters on this GPU: 2·P·t FLOPs, P·b_w weight
+        bytes, and its input and output activations (widths per GPU)."""
         t = _arr(tokens)
-        split = self.tp if sharded else 1
         self.add(
             name,
             "matmul",
             layers,
-            flops=2.0 * params * t / split,
-            weight=params * self.b_w / split,
+            flops=2.0 * params * t,
+            weight=params * self.b_w,
             act=t * (d_in + d_out) * self.b_a,
             sparse=self.dep.sparse_2_4,
             quantized=True,
         )
 
     def allreduce(self, name: str, layers: int, tokens) -> None:
-        """One all-reduce of the layer's activations (t·D values) per layer under TP."""
-        if self.tp <= 1:
+        """One all-reduce of t·D activations per layer over the attention TP group."""
+        if self.atp <= 1:
             return
         message = _arr(tokens) * self.m.hidden_size * self.b_a
-        self.add(name, "allreduce", layers, flops=0.0, message_bytes=message, ranks=self.tp)
+        self.add(
+            name, "allreduce", layers, 0.0, message_bytes=message, ranks=self.atp, link=self.link_tp
+        )
 
     # ---- attention -------------------------------------------------------------------------
     def attention_projections(self, layers: int, tokens) -> None:
-        m, tp = self.m, self.tp
-        d, n, h = m.hidden_size, m.num_attention_heads, m.d_head
-        if m.is_mla:
-            qk = (m.qk_nope_head_dim or 0) + (m.qk_rope_head_dim or 0)
-            latent = (m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0)
-            if m.q_lora_rank:  # the down-projections are replicated on every TP rank
-                self.matmul(
-                    "attn.q_a", layers, d * m.q_lora_rank, d, m.q_lora_rank, tokens, sharded=False
-                )
-                self.matmul(
-                    "attn.q_b", layers, m.q_lora_rank * n * qk, m.q_lora_rank, n * qk / tp, tokens
-                )
-            else:
-                self.matmul("attn.q", layers, d * n * qk, d, n * qk / tp, tokens)
-            self.matmul("attn.kv_a", layers, d * latent, d, latent, tokens, sharded=False)
-            kv_up = (m.qk_nope_head_dim or 0) + m.v_dim
-            kv_b = (m.kv_lora_rank or 0) * n * kv_up
-            self.matmul("attn.kv_b", layers, kv_b, m.kv_lora_rank or 0, n * kv_up / tp, tokens)
-            self.matmul("attn.o", layers, n * m.v_dim * d, n * m.v_dim / tp, d, tokens)
-            return
-        k = m.n_kv_heads
-        qkv = m.attn_linear_params - n * h * d - (d if m.attention_bias else 0)
-        self.matmul("attn.qkv", layers, qkv, d, (n + 2 * k) * h / tp, tokens)
-        self.matmul(
-            "attn.o", layers, n * h * d + (d if m.attention_bias else 0), n * h / tp, d, tokens
-        )
+        for name, params, d_in, d_out in attention_matmuls(self.m, self.atp):
+            self.matmul(name, layers, params, d_in, d_out, tokens)
 
     def attention_decode(self, g: LayerGroup, batch, mean_context, queries=1.0) -> None:
         """Decode attention for a batch at an (effective, window-capped) KV length T, with
         `queries` new tokens per sequence (1 for decode, γ+1 to verify speculative drafts): the
         cache is read once for all of them (flash-decoding), the math scales with the queries."""
-        m, tp, b, t_kv = self.m, self.tp, _arr(batch), _arr(mean_context)
+        m, b, t_kv = self.m, self.rank_batch(batch), _arr(mean_context)
         q = _arr(queries)
-        heads = m.num_attention_heads / tp
-        kv_tok = kv_bytes_per_token_layer(m, self.dep.kv.bits, tp)
+        heads = m.num_attention_heads / self.atp
+        kv_tok = kv_bytes_per_token_layer(m, self.dep.kv.bits, self.atp)
         if m.is_mla:
             d_c, d_r = (m.kv_lora_rank or 0), (m.qk_rope_head_dim or 0)
             flops = b * q * heads * (2.0 * (d_c + d_r) + 2.0 * d_c) * t_kv
@@ -247,77 +319,81 @@ class _Builder:
 
     def attention_prefill(self, g: LayerGroup, batch, prompt) -> None:
         """Causal prefill attention under a fused kernel: Σ_i min(i, w) query-key pairs."""
-        m, tp, b, s = self.m, self.tp, _arr(batch), _arr(prompt)
-        heads = m.num_attention_heads / tp
+        m, b, s = self.m, self.rank_batch(batch), _arr(prompt)
+        heads = m.num_attention_heads / self.atp
         pairs = b * sum_capped(1.0, s, g.window)
         tokens = b * s
-        kv_tok = kv_bytes_per_token_layer(m, self.dep.kv.bits, tp)
+        kv_tok = kv_bytes_per_token_layer(m, self.dep.kv.bits, self.atp)
         if m.is_mla:  # prefill runs un-absorbed: per head qk = nope + rope, v = v_head_dim
             qk = (m.qk_nope_head_dim or 0) + (m.qk_rope_head_dim or 0)
             flops = pairs * heads * (2.0 * qk + 2.0 * m.v_dim)
             act = tokens * heads * (2.0 * qk + 2.0 * m.v_dim) * self.b_a
         else:
-            kvh = kv_heads_per_gpu(m, tp)
+            kvh = kv_heads_per_gpu(m, self.atp)
             flops = pairs * heads * 4.0 * m.d_head
             act = tokens * (2.0 * heads + 2.0 * kvh) * m.d_head * self.b_a
         self.add(attention_op_name(g), "attention", g.count, flops, kv=tokens * kv_tok, act=act)
 
     # ---- feed-forward ----------------------------------------------------------------------
-    def ffn(self, g: LayerGroup, tokens) -> None:
-        m, tp, t = self.m, self.tp, _arr(tokens)
+    def ffn(self, g: LayerGroup, tokens, rank_tokens) -> None:
+        """Dense FFN over the attention TP group; MoE: router, routed experts on the busiest
+        expert rank (expected top-k load imbalance), shared experts, and the collectives: one
+        all-reduce over TP without attention-DP (every rank holds every token, vLLM's EP), an
+        all-to-all dispatch and combine over EP with it (DeepEP), plus the shared experts'
+        all-reduce when the attention TP group is wider than one GPU."""
+        m, tp, atp, t, tr = self.m, self.tp, self.atp, _arr(tokens), _arr(rank_tokens)
         d = m.hidden_size
         if not g.moe:
             f = m.dense_ffn_width
-            self.matmul("mlp", g.count, m.dense_mlp_params, d, 3 * f / tp, t)
-            self.allreduce("tp.allreduce(mlp)", g.count, t)
+            self.matmul("mlp", g.count, m.dense_mlp_params / atp, d, 3 * f / atp, tr)
+            self.allreduce("tp.allreduce(mlp)", g.count, tr)
             return
-        e, k = m.n_routed_experts, m.num_experts_per_tok
+        e, k, ep = m.n_routed_experts, m.num_experts_per_tok, self.dep.ep
         self.add(
             "moe.router",
             "matmul",
             g.count,
-            flops=2.0 * m.router_params * t,
+            flops=2.0 * m.router_params * tr,
             weight=m.router_params * self.b_o,
-            act=t * (d + e) * self.b_a,
+            act=tr * (d + e) * self.b_a,
         )
         f = m.expert_width
-        distinct = expected_experts(e, k, t)
+        imbalance = expert_load_imbalance(t, k, e, ep) if ep > 1 else 1.0
         self.add(
             "moe.experts",
             "matmul",
             g.count,
-            flops=2.0 * m.expert_params * k * t / tp,
-            weight=distinct * m.expert_params * self.b_w / tp,
-            act=t * k * (2 * d + 3 * f) * self.b_a / tp,
+            flops=2.0 * m.expert_params * k * t * imbalance / tp,
+            weight=expected_experts(e, k, t) * m.expert_params * self.b_w / tp,
+            act=t * k * (2 * d + 3 * f) * self.b_a * imbalance / tp,
             sparse=self.dep.sparse_2_4,
             quantized=True,
         )
         if m.shared_expert_params:
             f_s = m.n_shared_experts * f
-            self.matmul("moe.shared", g.count, m.shared_expert_params, d, 3 * f_s / tp, t)
-        if self.dep.ep > 1:
-            message = t * k * d * self.b_a / self.dep.ep
+            self.matmul("moe.shared", g.count, m.shared_expert_params / atp, d, 3 * f_s / atp, tr)
+        if self.adp > 1:
+            message = t * k * d * self.b_a / ep
             self.add(
                 "ep.alltoall",
                 "alltoall",
                 g.count * 2,
-                flops=0.0,
+                0.0,
                 message_bytes=message,
-                ranks=self.dep.ep,
+                ranks=ep,
+                link=self.link_ep,
             )
+            if m.shared_expert_params:
+                self.allreduce("tp.allreduce(shared)", g.count, tr)
         else:
-            self.allreduce("tp.allreduce(moe)", g.count, t)
+            self.allreduce("tp.allreduce(moe)", g.count, tr)
 
-    # ---- embedding and head ----------------------------------------------------------------
+    # ---- embedding, head, stage boundary ---------------------------------------------------
     def embed(self, tokens) -> None:
         t = _arr(tokens)
+        d = self.m.hidden_size
         self.add(
-            "embed",
-            "gather",
-            1,
-            0.0,
-            weight=t * self.m.hidden_size * self.b_o / self.tp,
-            act=t * self.m.hidden_size * self.b_a,
+            "embed", "gather", 1, 0.0, weight=t * d * self.b_o / self.atp, act=t * d * self.b_a
         )
 
     def lm_head(self, logit_tokens) -> None:
@@ -332,10 +408,10 @@ class _Builder:
             act=t * (m.hidden_size + m.vocab_size / self.tp) * self.b_a,
         )
 
-    def pipeline(self, tokens) -> None:
-        if self.dep.pp > 1:
-            message = _arr(tokens) * self.m.hidden_size * self.b_a
-            self.add("pp.send", "p2p", self.dep.pp - 1, 0.0, message_bytes=message, ranks=2)
+    def send(self, tokens) -> None:
+        """The stage's output activations (t·D values per GPU) sent to the next stage."""
+        message = _arr(tokens) * self.m.hidden_size * self.b_a
+        self.add("pp.send", "p2p", 1, 0.0, message_bytes=message, ranks=2, link=self.link_pp)
 
 
 def cached_tokens_cap(window: int | None, dep: Deployment) -> int | None:
@@ -349,28 +425,40 @@ def attention_op_name(g: LayerGroup) -> str:
     return f"attn.core[window {g.window}]" if g.window is not None else "attn.core"
 
 
-def _layer_ops(b: _Builder, tokens, attention) -> list[Op]:
-    """Embedding, then per layer group: projections, attention core, all-reduce, FFN; then pipeline
-    transfers. The head is added by the caller (its token count differs by phase)."""
-    b.embed(tokens)
-    for g in b.m.layer_groups:
-        b.attention_projections(g.count, tokens)
+def _layer_ops(b: _Builder, tokens, rank_tokens, attention) -> list[Op]:
+    """The stage's embedding (first stage), then per layer group: projections, attention core,
+    all-reduce, FFN; then the send to the next stage (all but the last). The head is added by
+    the caller (its token count differs by phase)."""
+    st = b.stage
+    if st.first:
+        b.embed(rank_tokens)
+    for g in st.groups:
+        b.attention_projections(g.count, rank_tokens)
         attention(g)
-        b.allreduce("tp.allreduce(attn)", g.count, tokens)
-        b.ffn(g, tokens)
-    b.pipeline(tokens)
+        b.allreduce("tp.allreduce(attn)", g.count, rank_tokens)
+        b.ffn(g, tokens, rank_tokens)
+    if not st.last:
+        b.send(rank_tokens)
     return b.ops
 
 
 def prefill_ops(
-    model: ModelArch, hw: Accelerator, dep: Deployment, batch: ArrayLike, prompt: ArrayLike
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    batch: ArrayLike,
+    prompt: ArrayLike,
+    stage: Stage | None = None,
 ) -> list[Op]:
-    """Ops of one prefill of `batch` prompts of `prompt` tokens (causal); logits for the last
-    token of each sequence only."""
-    b = _Builder(model, dep, hw)
-    tokens = _arr(batch) * _arr(prompt)
-    _layer_ops(b, tokens, lambda g: b.attention_prefill(g, batch, prompt))
-    b.lm_head(batch)
+    """Ops of one prefill of `batch` prompts of `prompt` tokens (causal) on one GPU of `stage`
+    (default the first); logits for the last token of each sequence only."""
+    b = _Builder(model, dep, hw, stage)
+    s = _arr(prompt)
+    _layer_ops(
+        b, _arr(batch) * s, b.rank_batch(batch) * s, lambda g: b.attention_prefill(g, batch, s)
+    )
+    if b.stage.last:
+        b.lm_head(batch)
     return b.ops
 
 
@@ -382,13 +470,15 @@ def decode_ops(
     context: ArrayLike,
     steps: ArrayLike = 1,
     new_tokens: ArrayLike = 1,
+    stage: Stage | None = None,
 ) -> list[Op]:
     """Ops of the mean decode step over `steps` consecutive steps, the first at KV length
-    `context` (tokens attended, including the new one). Everything but attention is the same
-    every step; attention is affine in the KV length, so the mean step uses the mean
-    window-capped length Σ min(t, w) / steps, exact in closed form. `new_tokens` > 1 makes it a
-    verification step of speculative decoding: every sequence feeds that many tokens at once."""
-    b = _Builder(model, dep, hw)
+    `context` (tokens attended, including the new one), on one GPU of `stage` (default the
+    first). Everything but attention is the same every step; attention is affine in the KV
+    length, so the mean step uses the mean window-capped length Σ min(t, w) / steps, exact in
+    closed form. `new_tokens` > 1 makes it a verification step of speculative decoding: every
+    sequence feeds that many tokens at once."""
+    b = _Builder(model, dep, hw, stage)
     n = np.maximum(_arr(steps), 1.0)
     first = _arr(context)
     q = _arr(new_tokens)
@@ -398,6 +488,7 @@ def decode_ops(
         b.attention_decode(g, batch, mean_t, q)
 
     tokens = _arr(batch) * q
-    _layer_ops(b, tokens, attention)
-    b.lm_head(tokens)
+    _layer_ops(b, tokens, b.rank_batch(batch) * q, attention)
+    if b.stage.last:
+        b.lm_head(tokens)
     return b.ops

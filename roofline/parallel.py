@@ -51,3 +51,11 @@ def is_latency_bound(link: Tier, ranks: int, message_bytes: ArrayLike) -> np.nda
     """True where the start latencies cost more than moving the bytes (small messages)."""
     m = np.asarray(message_bytes, dtype=float)
     return _alpha(link) * (ranks - 1) > (ranks - 1) / max(ranks, 1) * m / link.bandwidth_bytes_per_s
+
+
+def send_time_s(link: Tier, message_bytes: ArrayLike) -> FloatArray:
+    """Point-to-point send of M bytes (a pipeline stage's activations to the next stage): one
+    start latency plus the bytes at the link's per-direction bandwidth, α + M / W (the alpha-beta
+    model of one message; Hockney 1994)."""
+    m = np.asarray(message_bytes, dtype=float)
+    return _alpha(link) + m / link.bandwidth_bytes_per_s

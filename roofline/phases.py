@@ -14,16 +14,17 @@ hardware entry's efficiencies and adds its fixed per-step overhead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
+from roofline.layout import distinct_stages, pipeline_time_s
 from roofline.model import ModelArch
 from roofline.ops import Deployment, Op, decode_ops, prefill_ops
-from roofline.parallel import allreduce_time_s, alltoall_time_s, is_latency_bound
+from roofline.parallel import allreduce_time_s, alltoall_time_s, is_latency_bound, send_time_s
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
 
 
@@ -78,10 +79,14 @@ def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: E
     link_total = zero
     for op in ops:
         if op.is_collective:
-            assert link is not None  # the op builder refuses TP/PP > 1 without a link
-            timer = alltoall_time_s if op.kind == "alltoall" else allreduce_time_s
-            t = timer(link, op.ranks, op.message_bytes) * op.layers
-            latency = is_latency_bound(link, op.ranks, op.message_bytes)
+            lk = op.link or link
+            assert lk is not None  # the op builder refuses TP/PP > 1 without a link
+            if op.kind == "p2p":
+                t = send_time_s(lk, op.message_bytes) * op.layers
+            else:
+                timer = alltoall_time_s if op.kind == "alltoall" else allreduce_time_s
+                t = timer(lk, op.ranks, op.message_bytes) * op.layers
+            latency = is_latency_bound(lk, op.ranks, op.message_bytes)
             verdict = np.where(latency, "latency", "link")
             link_total = link_total + np.asarray(op.message_bytes) * op.layers
             results.append(OpResult(op, zero, ridge, verdict, t, t))
@@ -118,6 +123,61 @@ def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: E
     )
 
 
+def _scaled(r: OpResult, m) -> OpResult:
+    op = r.op
+    scaled = replace(
+        op,
+        flops=op.flops * m,
+        weight_bytes=op.weight_bytes * m,
+        kv_bytes=op.kv_bytes * m,
+        act_bytes=op.act_bytes * m,
+        message_bytes=np.asarray(op.message_bytes) * m,
+    )
+    return replace(r, op=scaled, t_ideal_s=r.t_ideal_s * m, t_expected_s=r.t_expected_s * m)
+
+
+def _pipelined(name: str, model: ModelArch, hw, dep: Deployment, eff, batch, build, rounds=1.0):
+    """One step of a PP pipeline: `batch` in m micro-batches (dep.microbatches, at most the
+    batch) through every stage; each distinct stage is evaluated for one micro-batch and the
+    slowest sets the pace (layout.pipeline_time_s). Per GPU a step does m micro-batch passes
+    (each reads the stage's weights again); the idle fill/drain time is a `pp.bubble` row, so
+    the rows still add up to the step. Without PP: the one stage, as is."""
+    if dep.pp == 1:
+        return _evaluate(name, build(batch, None), hw, dep, eff)
+    b = np.asarray(batch, dtype=float)
+    m = np.minimum(float(dep.pipeline_microbatches), np.maximum(b, 1.0))
+    results = [
+        _evaluate(name, build(b / m, st), hw, dep, eff) for st in distinct_stages(model, dep.pp)
+    ]
+    slow = max(results, key=lambda r: float(np.max(r.t_expected_s)))
+    n = np.maximum(np.asarray(rounds, dtype=float), 1.0)
+    stage_i = np.maximum.reduce([r.t_ideal_s for r in results])
+    stage_e = np.maximum.reduce([r.t_expected_s for r in results])
+    t_i = pipeline_time_s(stage_i, dep.pp, m, n) / n
+    t_e = pipeline_time_s(stage_e, dep.pp, m, n) / n
+    zero = np.zeros_like(t_e)
+    bubble_op = Op("pp.bubble", "bubble", 1, zero, zero, zero, zero)
+    bubble = OpResult(
+        bubble_op,
+        zero,
+        slow.ridge_flops_per_byte,
+        np.full(np.shape(t_e), "pipeline"),
+        t_i - m * slow.t_ideal_s,
+        t_e - m * slow.t_expected_s,
+    )
+    return replace(
+        slow,
+        ops=(*(_scaled(r, m) for r in slow.ops), bubble),
+        flops=slow.flops * m,
+        weight_bytes=slow.weight_bytes * m,
+        kv_bytes=slow.kv_bytes * m,
+        activation_bytes=slow.activation_bytes * m,
+        link_bytes=slow.link_bytes * m,
+        t_ideal_s=t_i,
+        t_expected_s=t_e,
+    )
+
+
 def prefill(
     model: ModelArch,
     hw: Accelerator,
@@ -126,9 +186,16 @@ def prefill(
     prompt: ArrayLike,
     eff: Efficiency | None = None,
 ) -> PhaseResult:
-    """One batched prefill of `batch` prompts of `prompt` tokens."""
-    return _evaluate(
-        "prefill", prefill_ops(model, hw, dep, batch, prompt), hw, dep, eff or hw.efficiency
+    """One batched prefill of `batch` prompts of `prompt` tokens (under PP: m micro-batches
+    through the stages, GPipe's (m + pp − 1) stage times)."""
+    return _pipelined(
+        "prefill",
+        model,
+        hw,
+        dep,
+        eff or hw.efficiency,
+        batch,
+        lambda b, st: prefill_ops(model, hw, dep, b, prompt, st),
     )
 
 
@@ -143,13 +210,17 @@ def decode(
     new_tokens: ArrayLike = 1,
 ) -> PhaseResult:
     """The mean decode step over `steps` steps starting at KV length `context`; `new_tokens`
-    tokens per sequence per step (more than one verifies speculative drafts)."""
-    return _evaluate(
+    tokens per sequence per step (more than one verifies speculative drafts). Under PP the
+    `steps` rounds share one pipeline fill and drain (layout.pipeline_time_s)."""
+    return _pipelined(
         "decode",
-        decode_ops(model, hw, dep, batch, context, steps, new_tokens),
+        model,
         hw,
         dep,
         eff or hw.efficiency,
+        batch,
+        lambda b, st: decode_ops(model, hw, dep, b, context, steps, new_tokens, st),
+        steps,
     )
 
 

@@ -1,40 +1,196 @@
-"""Parallelism plans for N GPUs: every (TP, PP, DP) with TP·PP·DP = N, evaluated with the same
-memory and step-time model, so the trade-offs the seed essay describes show as numbers:
-data parallelism replicates the weights and strands KV capacity; tensor parallelism pools memory
-and bandwidth (more KV room, a later cliff) at the cost of all-reduces; pipeline parallelism splits
-layers with only point-to-point traffic. Each replica runs the largest batch its KV budget holds
-at prompt + output tokens (capped by `batch_cap`), in steady state as in `validate`; under
-pipeline parallelism those sequences travel in PP micro-batches.
+"""Parallel layouts of N GPUs for one model, searched and ranked with the same memory and
+step-time model as `analyze`: every TP x PP x DP = N, and for MoE models every EP degree and
+attention-DP split the layout rules allow (roofline.layout.validate), PP micro-batches from the
+engine default (PP, vLLM's virtual engines) to twice that.
+
+Each layout is measured twice:
+- throughput: the largest batch per replica whose KV fits (no other cap) and whose TPOT meets
+  the limit, as a static batch cycle t_prefill(B) + (O − 1)·TPOT(B) (phases.request), all replicas;
+- latency: one request alone (batch 1): TTFT and TPOT.
+Both expected (calibrated) and ideal (speed of light). The decode step of the chosen batch is
+split into what it spends its time on (weight reads, KV reads, compute, communication, pipeline
+bubble, fixed overhead) so the winner can be explained by its dominant term.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline.hardware import Accelerator
+import numpy as np
+
+from roofline.errors import InputError
+from roofline.hardware import Accelerator, Tier
+from roofline.layout import Layout, links, validate
 from roofline.memory import Engine, max_batch, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.phases import decode, prefill
+from roofline.phases import PhaseResult, request
+
+TERMS = ("weights", "kv", "activations", "compute", "communication", "pipeline bubble", "overhead")
 
 
 @dataclass(frozen=True)
 class Plan:
-    tp: int
-    pp: int
-    dp: int
+    layout: Layout
     fits: bool
     weights_bytes_per_gpu: float
     kv_budget_bytes: float
-    batch: int  # sequences per replica
+    max_batch: int  # sequences per replica the KV budget holds at prompt + output
+    batch: int  # sequences per replica chosen (largest meeting the TPOT limit)
     concurrency: int  # sequences in flight on all GPUs
-    ttft_s: float
+    meets_slo: bool
+    ttft_s: float  # the batch's prefill (static batch)
     tpot_s: float
-    output_tokens_per_s: float  # all replicas, steady state
+    output_tokens_per_s: float  # all replicas
+    ideal_output_tokens_per_s: float
+    latency_ttft_s: float  # one request alone
+    latency_tpot_s: float
+    ideal_latency_tpot_s: float
+    decode_terms_s: dict[str, float]  # the chosen batch's decode step by where time goes
+
+    @property
+    def dominant(self) -> str:
+        if not self.decode_terms_s:
+            return ""
+        return max(self.decode_terms_s, key=self.decode_terms_s.__getitem__)
 
 
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def candidate_layouts(
+    model: ModelArch,
+    hw: Accelerator,
+    gpus: int,
+    scale_out: Tier | None = None,
+    nodes: int | None = None,
+    cross_node_tp: bool = False,
+    max_tp: int | None = None,
+    microbatch_factors: tuple[int, ...] = (1, 2),
+) -> list[Layout]:
+    """Every layout of `gpus` GPUs the rules accept: TP x PP x DP = gpus; EP over a divisor of TP
+    that divides the routed experts; attention-DP (with EP = TP) for MoE models; micro-batches
+    m = factor x PP under PP."""
+    out = []
+    for tp in divisors(gpus):
+        if max_tp is not None and tp > max_tp:
+            continue
+        for pp in divisors(gpus // tp):
+            # EP off, or over the whole stage (vLLM's --enable-expert-parallel, SGLang's
+            # --ep-size = --tp); attention-DP off or one group per GPU (DeepSeek-V3's layout)
+            eps = [1, tp] if model.is_moe and tp > 1 and model.n_routed_experts % tp == 0 else [1]
+            for ep in eps:
+                for adp in [1, tp] if ep == tp > 1 else [1]:
+                    factors = microbatch_factors if pp > 1 else (1,)
+                    for f in dict.fromkeys(factors):
+                        lay = Layout(
+                            tp, pp, ep, gpus // (tp * pp), adp, f * pp if pp > 1 else None,
+                            nodes, cross_node_tp, scale_out,
+                        )  # fmt: skip
+                        try:
+                            out.append(validate(lay, model, hw))
+                        except InputError:
+                            continue
+    return out
+
+
+def decode_terms(phase: PhaseResult, index: int | tuple = ()) -> dict[str, float]:
+    """Where a decode step's expected time goes: memory-bound ops split by their weight, KV and
+    activation bytes; compute-bound ops as compute; collectives as communication; the pipeline
+    bubble; and what is left (the fixed per-step overhead)."""
+    terms = dict.fromkeys(TERMS, 0.0)
+    for r in phase.ops:
+        t = (
+            float(np.asarray(r.t_expected_s)[index])
+            if np.ndim(r.t_expected_s)
+            else float(r.t_expected_s)
+        )
+        if r.op.kind == "bubble":
+            terms["pipeline bubble"] += t
+        elif r.op.is_collective:
+            terms["communication"] += t
+        elif str(np.asarray(r.bound)[index] if np.ndim(r.bound) else r.bound) == "compute":
+            terms["compute"] += t
+        else:
+            parts = [np.asarray(x, dtype=float) for x in (r.op.weight_bytes, r.op.kv_bytes)]
+            w, kv = (float(p[index]) if p.ndim else float(p) for p in parts)
+            a = np.asarray(r.op.act_bytes, dtype=float)
+            act = float(a[index]) if a.ndim else float(a)
+            total = max(w + kv + act, 1e-30)
+            terms["weights"] += t * w / total
+            terms["kv"] += t * kv / total
+            terms["activations"] += t * act / total
+    total = np.asarray(phase.t_expected_s)
+    step = float(total[index]) if total.ndim else float(total)
+    terms["overhead"] = max(step - sum(terms.values()), 0.0)
+    return terms
+
+
+def _batch_grid(most: int, points: int = 96) -> np.ndarray:
+    """Batch 1 (latency), the memory limit, and a geometric grid between them (steps of
+    (most)^(1/96): under 10% apart up to 10,000 sequences), evaluated in one broadcast call."""
+    grid = np.unique(np.round(np.geomspace(1, most, points)))
+    return np.unique(np.concatenate([[1.0], grid, [float(most)]]))
+
+
+def evaluate(
+    model: ModelArch,
+    hw: Accelerator,
+    base: Deployment,
+    eng: Engine,
+    lay: Layout,
+    prompt: int,
+    output: int,
+    max_tpot_s: float | None = None,
+    capacity_bytes: float | None = None,
+) -> Plan:
+    """One layout: memory, the largest batch meeting the TPOT limit, and batch-1 latency."""
+    dep = replace(
+        base,
+        tp=lay.tp,
+        pp=lay.pp,
+        ep=lay.ep,
+        attention_dp=lay.attention_dp,
+        microbatches=lay.microbatches,
+        links=links(lay, hw),
+    )
+    mem = plan_memory(model, hw, dep, eng, capacity_bytes)
+    most = int(max_batch(mem, model, dep, prompt + output)) if mem.weights_fit else 0
+    if most < 1:
+        nan = float("nan")
+        return Plan(lay, False, mem.weights_bytes, mem.kv_budget_bytes, 0, 0, 0, False,
+                    nan, nan, 0.0, 0.0, nan, nan, nan, {})  # fmt: skip
+    grid = _batch_grid(most)
+    r = request(model, hw, dep, grid, prompt, output, lay.dp)
+    tpot = np.asarray(r.expected.tpot_s)
+    ok = tpot <= max_tpot_s if max_tpot_s is not None else np.ones_like(tpot, dtype=bool)
+    meets = bool(ok.any())
+    i = int(np.nonzero(ok)[0].max()) if meets else 0
+    b = int(grid[i])
+
+    def at(x, j=i) -> float:
+        return float(np.asarray(x)[j]) if np.ndim(x) else float(x)
+
+    l_ttft, l_tpot, l_ideal = at(r.expected.ttft_s, 0), at(tpot, 0), at(r.ideal.tpot_s, 0)
+    return Plan(
+        lay,
+        True,
+        mem.weights_bytes,
+        mem.kv_budget_bytes,
+        most,
+        b,
+        b * lay.dp,
+        meets,
+        at(r.expected.ttft_s),
+        at(r.expected.tpot_s),
+        at(r.expected.output_tokens_per_s),
+        at(r.ideal.output_tokens_per_s),
+        l_ttft,
+        l_tpot,
+        l_ideal,
+        decode_terms(r.decode, (i,) if np.ndim(r.decode.t_expected_s) else ()),
+    )
 
 
 def plans(
@@ -45,46 +201,41 @@ def plans(
     gpus: int,
     prompt: int,
     output: int,
-    max_tp: int = 8,
-    batch_cap: int = 1024,
+    max_tpot_s: float | None = None,
     capacity_bytes: float | None = None,
+    scale_out: Tier | None = None,
+    nodes: int | None = None,
+    cross_node_tp: bool = False,
+    max_tp: int | None = None,
 ) -> list[Plan]:
-    """Every TP·PP·DP = gpus with TP ≤ max_tp (one scale-up domain) and PP ≤ the layers (split as
-    evenly as they go; memory uses the average stage). Expert parallelism stays at base.ep, so
-    only TP degrees it divides are tried."""
-    out = []
-    for tp in (d for d in divisors(gpus) if d <= max_tp and d % base.ep == 0):
-        for pp in (d for d in divisors(gpus // tp) if d <= model.num_hidden_layers):
-            dp = gpus // (tp * pp)
-            dep = replace(base, tp=tp, pp=pp)
-            plan = plan_memory(model, hw, dep, eng, capacity_bytes)
-            b = min(int(max_batch(plan, model, dep, prompt + output)), batch_cap)
-            if not plan.weights_fit or b < 1:
-                out.append(
-                    Plan(
-                        tp,
-                        pp,
-                        dp,
-                        False,
-                        plan.weights_bytes,
-                        plan.kv_budget_bytes,
-                        0,
-                        0,
-                        float("nan"),
-                        float("nan"),
-                        0.0,
-                    )
-                )
-                continue
-            # b sequences per replica (each stage holds the KV of its layers for all of them),
-            # in pp micro-batches of m: every sequence advances one token per round, and a
-            # round is one full-model step of m sequences (pp stages of 1/pp of the layers each)
-            steps = max(output - 1, 1)
-            m = max(b / pp, 1.0)
-            ttft = float(prefill(model, hw, dep, m, max(prompt, 1)).t_expected_s)
-            t_fill = float(prefill(model, hw, dep, b, max(prompt, 1)).t_expected_s) / pp
-            t_d = float(decode(model, hw, dep, m, prompt + 1, steps).t_expected_s)
-            tokens_per_s = dp * b * output / (t_fill + steps * t_d)
-            fields = (plan.weights_bytes, plan.kv_budget_bytes, b, dp * b, ttft, t_d)
-            out.append(Plan(tp, pp, dp, True, *fields, tokens_per_s))
-    return out
+    """Every valid layout of `gpus` GPUs, best first: those meeting the TPOT limit by
+    throughput, then the rest."""
+    found = [
+        evaluate(model, hw, base, eng, lay, prompt, output, max_tpot_s, capacity_bytes)
+        for lay in candidate_layouts(model, hw, gpus, scale_out, nodes, cross_node_tp, max_tp)
+    ]
+    if not found:
+        raise InputError(
+            f"no layout of {gpus} GPUs suits {model.id} on {hw.id}: check the heads, layers and "
+            "node size (or pass --cross-node-tp)"
+        )
+    return sorted(found, key=lambda p: (not (p.fits and p.meets_slo), -p.output_tokens_per_s))
+
+
+def explain(best: Plan, runner_up: Plan | None) -> str:
+    """One sentence on why the best layout wins: its dominant decode term, and its lead."""
+    lay = best.layout
+    terms = best.decode_terms_s
+    step = sum(terms.values()) or 1.0
+    share = terms[best.dominant] / step
+    text = (
+        f"{lay.describe()} wins: {best.output_tokens_per_s:,.0f} tok/s at batch {best.batch} per "
+        f"replica; its decode step is {share:.0%} {best.dominant}"
+    )
+    second = sorted(((v, k) for k, v in terms.items() if k != best.dominant), reverse=True)[0]
+    if second[0] > 0:
+        text += f" and {second[0] / step:.0%} {second[1]}"
+    if runner_up is not None and runner_up.fits and runner_up.output_tokens_per_s > 0:
+        lead = best.output_tokens_per_s / runner_up.output_tokens_per_s - 1
+        text += f"; {lead:.1%} ahead of {runner_up.layout.describe()}"
+    return text

@@ -60,6 +60,7 @@ class Case:
     source: str
     notes: str = ""
     engine: str = "auto"
+    attention_dp: int = 1  # attention data-parallel groups per stage (EP on the experts)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ def evaluate(
             tp=tp,
             pp=case.pp,
             ep=case.ep,
+            attention_dp=case.attention_dp,
         )
     except InputError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None

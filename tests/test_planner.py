@@ -1,36 +1,72 @@
-"""Parallelism plans: the splits are complete, DP strands KV capacity, results are ranked."""
+"""Layout search: the splits are complete and valid, DP strands KV capacity, no batch cap but
+memory, the ideal bounds the expected, results are ranked and the winner explained."""
 
-from roofline.memory import ENGINES, weight_bytes_total
+from roofline.memory import ENGINES
 from roofline.ops import Deployment
-from roofline.planner import plans
+from roofline.planner import candidate_layouts, plans
 from roofline.precision import WEIGHT_FORMATS
 
 FP8 = Deployment(weights=WEIGHT_FORMATS["fp8"])
 
 
-def test_every_split_is_listed_once(cat):
+def test_every_valid_split_is_listed_once(cat):
+    # Llama-3.1-70B (64 query / 8 KV heads, 80 layers) on 8 H100: TP and PP over the divisors
+    # of 8, PP micro-batches PP and 2·PP; all TP degrees divide the heads
     m, hw = cat.model("llama-3.1-70b"), cat.accelerator("h100")
-    ps = plans(m, hw, FP8, ENGINES["vllm"], 8, 1000, 1000)
-    assert sorted((p.tp, p.pp, p.dp) for p in ps) == sorted(
-        (tp, pp, 8 // (tp * pp))
+    got = sorted(
+        (lay.tp, lay.pp, lay.dp, lay.pipeline_microbatches) for lay in candidate_layouts(m, hw, 8)
+    )
+    want = sorted(
+        (tp, pp, 8 // (tp * pp), mb)
         for tp in (1, 2, 4, 8)
         for pp in (1, 2, 4, 8)
-        if tp * pp <= 8 and 8 % (tp * pp) == 0
+        if tp * pp <= 8
+        for mb in ((pp, 2 * pp) if pp > 1 else (1,))
     )
-    for p in ps:  # weights are split over TP × PP and replicated over DP
-        assert p.weights_bytes_per_gpu == weight_bytes_total(m, FP8) / (p.tp * p.pp)
+    assert got == want
+
+
+def test_no_fractional_heads_and_no_tp_past_the_node(cat):
+    # 24 GPUs for a 64-head model: TP 3, 6, 12, 24 split heads fractionally, TP > 8 leaves the
+    # NVLink domain: only TP 1, 2, 4, 8 remain (the issue's TP6·PP4 is gone)
+    m, hw = cat.model("llama-3.1-70b"), cat.accelerator("h100")
+    layouts = candidate_layouts(m, hw, 24, scale_out=cat.tier("infiniband-ndr"))
+    assert {lay.tp for lay in layouts} == {1, 2, 4, 8}
+    assert all(lay.gpus == 24 for lay in layouts)
+
+
+def test_moe_layouts_include_ep_and_attention_dp(cat):
+    m, hw = cat.model("deepseek-r1"), cat.accelerator("h200")
+    layouts = candidate_layouts(m, hw, 16, scale_out=cat.tier("infiniband-ndr"))
+    assert any(lay.ep == lay.tp == lay.attention_dp == 16 for lay in layouts)
+    assert all(m.n_routed_experts % lay.ep == 0 for lay in layouts)
 
 
 def test_data_parallelism_strands_kv_capacity(cat):
     # 405B on 16 H100: TP8 × DP2 holds two full copies of the weights (51 GB per GPU); TP8 × PP2
     # holds one (26 GB per GPU), leaving more HBM for KV: more sequences in flight
     m, hw = cat.model("llama-3.1-405b"), cat.accelerator("h100")
-    by = {(p.tp, p.pp, p.dp): p for p in plans(m, hw, FP8, ENGINES["vllm"], 16, 1000, 16000)}
-    assert by[(8, 2, 1)].concurrency > by[(8, 1, 2)].concurrency
-    assert not by[(1, 1, 16)].fits  # 405 GB of fp8 weights do not fit one 80 GB GPU
+    found = plans(
+        m, hw, FP8, ENGINES["vllm"], 16, 1000, 16000, scale_out=cat.tier("infiniband-ndr")
+    )
+    by = {(p.layout.tp, p.layout.pp, p.layout.dp, p.layout.pipeline_microbatches): p for p in found}
+    assert by[(8, 2, 1, 2)].concurrency > by[(8, 1, 2, 1)].concurrency
+    assert not by[(1, 1, 16, 1)].fits  # 405 GB of fp8 weights do not fit one 80 GB GPU
 
 
-def test_cli_plan_ranked_and_slo(run):
+def test_no_batch_cap_but_memory_and_ideal_bounds_expected(cat):
+    # DeepSeek-R1's MLA cache is 70 kB per token: thousands of 2k-token sequences fit, and
+    # without a TPOT limit each layout runs the largest batch that fits
+    m, hw = cat.model("deepseek-r1"), cat.accelerator("h200")
+    found = [p for p in plans(m, hw, FP8, ENGINES["vllm"], 8, 1000, 1000) if p.fits]
+    assert max(p.batch for p in found) > 1024
+    for p in found:
+        assert p.batch == p.max_batch
+        assert p.ideal_output_tokens_per_s >= p.output_tokens_per_s
+        assert p.ideal_latency_tpot_s <= p.latency_tpot_s
+
+
+def test_cli_plan_ranked_slo_and_explained(run):
     doc = run(
         "plan",
         "llama-3.1-70b",
@@ -49,3 +85,14 @@ def test_cli_plan_ranked_and_slo(run):
     tput = [p["output_tokens_per_s"] for p in ok]
     assert tput == sorted(tput, reverse=True)
     assert doc["best"] == ok[0]
+    assert doc["best"]["layout"] in doc["explanation"]
+    assert doc["best"]["dominant"] in doc["explanation"]
+    fastest = min(p["latency_tpot_s"] for p in doc["plans"] if p["fits"])
+    assert doc["lowest_latency"]["latency_tpot_s"] == fastest
+
+
+def test_cli_plan_multi_node_table(run):
+    r = run("plan", "deepseek-r1", "h200", "--gpus", "16", "--weights", "fp8")
+    assert r.code == 0 and "ADP16" in r.stdout and "wins" in r.stdout
+    bad = run("plan", "deepseek-r1", "h200", "--gpus", "16", "--scale-out", "nvme-gen5")
+    assert bad.code == 2 and bad.stdout == ""

@@ -20,6 +20,7 @@ from roofline.kvcache import (
     kv_footprint,
     parse_lengths,
 )
+from roofline.layout import bubble_fraction, check_shape
 from roofline.levers import evaluate_levers
 from roofline.memory import (
     engine,
@@ -96,6 +97,7 @@ def kv(
     ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context)[2]
     budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
+    check_shape(m, tp)
     if compare:
         ref = cat.model(baseline) if baseline else None
         ref_bytes = kv_bytes_per_token(ref, 16.0) if ref else None
@@ -221,6 +223,11 @@ def analyze(
     ep: opt.Ep = 1,
     gpus: opt.Gpus = None,
     dp: opt.Dp = 1,
+    attention_dp: opt.AttentionDp = 1,
+    microbatches: opt.Microbatches = None,
+    nodes: opt.Nodes = None,
+    cross_node_tp: opt.CrossNodeTp = False,
+    scale_out: opt.ScaleOut = opt.SCALE_OUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
@@ -249,7 +256,10 @@ def analyze(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
     opt.check_sparsity(dep, hw)
-    n_gpus, replicas = opt.replicas(dep, gpus, dp)
+    lay, dep = opt.layout(
+        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
+    )
+    n_gpus, replicas = lay.gpus, lay.dp
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
@@ -262,7 +272,7 @@ def analyze(
             f"{s + o:,} tokens exceed {m.id}'s max_position_embeddings "
             f"({m.max_position_embeddings:,})"
         )
-    kv_end = float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * b
+    kv_end = float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * -(-b // lay.attention_dp)
     fits = kv_end <= plan.kv_budget_bytes
     mb = int(max_batch(plan, m, dep, ctx))
     if not fits:
@@ -281,6 +291,7 @@ def analyze(
         "tp": dep.tp,
         "pp": dep.pp,
         "ep": dep.ep,
+        **opt.layout_json(lay, dep),
         "weights": dep.weights.name,
         "weight_bits": dep.linear_bits,
         "kv_dtype": dep.kv.name,
@@ -320,15 +331,34 @@ def analyze(
             "activation_bytes": plan.activation_bytes,
             "runtime_overhead_bytes": plan.runtime_overhead_bytes,
             "kv_budget_bytes": plan.kv_budget_bytes,
-            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(m, dep.kv.bits, dep.tp, dep.pp),
+            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(
+                m, dep.kv.bits, dep.attention_tp, dep.pp
+            ),
             "kv_bytes_at_end": kv_end,
             "max_batch": mb,
             "fits": fits,
         },
         **timing,
+        pipeline={
+            "stages": dep.pp,
+            "microbatches": dep.pipeline_microbatches,
+            "gpipe_bubble_fraction": float(
+                bubble_fraction(dep.pp, min(dep.pipeline_microbatches, b))
+            ),
+            "prefill_idle_fraction": _idle(r.prefill),
+            "decode_idle_fraction": _idle(r.decode),
+        },
         decode_time_fraction=r.expected.decode_time_fraction,
     )
     render.emit_json(doc) if fmt is opt.Fmt.json else render.analyze_table(doc)
+
+
+def _idle(p: PhaseResult) -> float:
+    """Share of a pipelined step a GPU waits (the `pp.bubble` row); 0 without PP."""
+    last = p.ops[-1] if p.ops else None
+    if last is None or last.op.kind != "bubble":
+        return 0.0
+    return float(last.t_expected_s / p.t_expected_s)
 
 
 # ---- capacity -------------------------------------------------------------------------------
@@ -346,6 +376,11 @@ def capacity(
     sparsity: opt.Sparsity = None,
     gpus: opt.Gpus = None,
     dp: opt.Dp = 1,
+    attention_dp: opt.AttentionDp = 1,
+    microbatches: opt.Microbatches = None,
+    nodes: opt.Nodes = None,
+    cross_node_tp: opt.CrossNodeTp = False,
+    scale_out: opt.ScaleOut = opt.SCALE_OUT,
     batch: opt.Batch = opt.BATCH,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
@@ -364,7 +399,10 @@ def capacity(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None)
     opt.check_sparsity(dep, hw)
-    n_gpus, replicas = opt.replicas(dep, gpus, dp)
+    lay, dep = opt.layout(
+        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
+    )
+    n_gpus, replicas = lay.gpus, lay.dp
     b = opt.batch(batch)
     ctx = opt.workload(prompt, output, context)[2]
     eng = engine(engine_name, hw)
@@ -391,6 +429,7 @@ def capacity(
         "tp": dep.tp,
         "pp": dep.pp,
         "ep": dep.ep,
+        **opt.layout_json(lay, dep),
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         "batch": b,
@@ -415,7 +454,9 @@ def capacity(
             "activation_bytes": plan.activation_bytes,
             "runtime_overhead_bytes": plan.runtime_overhead_bytes,
             "kv_budget_bytes": plan.kv_budget_bytes,
-            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(m, dep.kv.bits, dep.tp, dep.pp),
+            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(
+                m, dep.kv.bits, dep.attention_tp, dep.pp
+            ),
         },
         max_batch_by_context=[
             {"context_tokens": c, "max_batch": int(v)} for c, v in zip(grid, by_ctx, strict=True)
@@ -433,6 +474,11 @@ def bytes_(
     tp: opt.Tp = 1,
     pp: opt.Pp = 1,
     ep: opt.Ep = 1,
+    attention_dp: opt.AttentionDp = 1,
+    microbatches: opt.Microbatches = None,
+    nodes: opt.Nodes = None,
+    cross_node_tp: opt.CrossNodeTp = False,
+    scale_out: opt.ScaleOut = opt.SCALE_OUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
@@ -462,6 +508,9 @@ def bytes_(
         kv_token_budget=budget,
     )
     opt.check_sparsity(dep, hw)
+    lay, dep = opt.layout(
+        cat, m, hw, dep, None, 1, attention_dp, microbatches, nodes, cross_node_tp, scale_out
+    )
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context)
     s = max(s, 1)
@@ -481,6 +530,7 @@ def bytes_(
         "tp": dep.tp,
         "pp": dep.pp,
         "ep": dep.ep,
+        **opt.layout_json(lay, dep),
         "weights": dep.weights.name,
         "weight_bits": dep.linear_bits,
         "kv_dtype": dep.kv.name,

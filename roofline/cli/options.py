@@ -19,8 +19,12 @@ import numpy as np
 import typer
 
 from roofline import render
+from roofline.catalog import Catalog
 from roofline.errors import DoesNotFitError, InputError, RooflineError
 from roofline.hardware import Accelerator, Efficiency
+from roofline.layout import Layout
+from roofline.layout import links as layout_links
+from roofline.layout import validate as validate_layout
 from roofline.memory import ENGINES, MemoryPlan
 from roofline.model import ModelArch
 from roofline.ops import Deployment
@@ -70,6 +74,26 @@ Dp = Annotated[int, typer.Option("--dp", help="data-parallel replicas")]
 Gpus = Annotated[
     int | None, typer.Option("--gpus", help="GPUs in all, TP x PP x DP (default: from --dp)")
 ]
+AttentionDp = Annotated[
+    int,
+    typer.Option(
+        "--attention-dp", help="attention data-parallel groups per stage (MoE; needs --ep = --tp)"
+    ),
+]
+Microbatches = Annotated[
+    int | None,
+    typer.Option("--microbatches", help="pipeline micro-batches (default: --pp, as vLLM does)"),
+]
+Nodes = Annotated[
+    int | None, typer.Option("--nodes", help="nodes the GPUs sit in (default: as few as hold them)")
+]
+CrossNodeTp = Annotated[
+    bool, typer.Option("--cross-node-tp", help="allow TP all-reduces across nodes (slow)")
+]
+ScaleOut = Annotated[
+    str, typer.Option("--scale-out", help="network between nodes: infiniband-ndr, -xdr, roce-400g")
+]
+SCALE_OUT = "infiniband-ndr"
 
 # ---- formats and engine ---------------------------------------------------------------------
 Weights = Annotated[
@@ -217,6 +241,53 @@ def replicas(dep: Deployment, gpus: int | None, dp: int = 1) -> tuple[int, int]:
     if dp != 1 and gpus != per * dp:
         raise InputError(f"--gpus {gpus} disagrees with TP x PP x DP = {per * dp}")
     return gpus, gpus // per
+
+
+def layout(
+    cat: Catalog,
+    m: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    gpus: int | None = None,
+    dp: int = 1,
+    attention_dp: int = 1,
+    microbatches: int | None = None,
+    nodes: int | None = None,
+    cross_node_tp: bool = False,
+    scale_out: str = SCALE_OUT,
+) -> tuple[Layout, Deployment]:
+    """The validated layout (roofline.layout) and the deployment carrying it: GPUs from --gpus
+    or --dp, attention-DP, micro-batches, nodes and the link of each collective."""
+    if not 1 <= attention_dp <= MAX_GPUS:
+        raise InputError(f"--attention-dp must be from 1 to {MAX_GPUS}, got {attention_dp}")
+    dep = replace(dep, attention_dp=attention_dp)
+    _, n_replicas = replicas(dep, gpus, dp)
+    net = cat.tier(scale_out)
+    if net.kind != "network":
+        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
+    lay = Layout(
+        dep.tp, dep.pp, dep.ep, n_replicas, attention_dp, microbatches, nodes, cross_node_tp, net
+    )
+    lay = validate_layout(lay, m, hw)
+    return lay, replace(dep, microbatches=microbatches, links=layout_links(lay, hw))
+
+
+def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:
+    """The layout echoed in `inputs`: degrees, micro-batches, nodes and each collective's link."""
+    links = dep.links
+    return {
+        "attention_dp": lay.attention_dp,
+        "attention_tp": lay.attention_tp,
+        "microbatches": lay.pipeline_microbatches,
+        "nodes": lay.nodes,
+        "gpus_per_node": links.gpus_per_node if links else None,
+        "cross_node_tp": lay.cross_node_tp,
+        "scale_out": lay.scale_out.id if lay.scale_out else None,
+        "links": {  # null where the layout has no such collective
+            k: (getattr(links, k).name if links and getattr(links, k) and used else None)
+            for k, used in (("tp", lay.attention_tp > 1), ("ep", lay.ep > 1), ("pp", lay.pp > 1))
+        },
+    }
 
 
 def efficiency(

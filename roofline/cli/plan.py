@@ -11,11 +11,39 @@ from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded
 from roofline.errors import InputError
-from roofline.memory import (
-    engine,
-)
-from roofline.planner import plans
+from roofline.memory import engine
+from roofline.planner import Plan, explain, plans
 from roofline.units import parse_seconds
+
+
+def _row(p: Plan) -> dict[str, object]:
+    lay = p.layout
+    return {
+        "layout": lay.describe(),
+        "tp": lay.tp,
+        "pp": lay.pp,
+        "ep": lay.ep,
+        "attention_dp": lay.attention_dp,
+        "dp": lay.dp,
+        "microbatches": lay.pipeline_microbatches,
+        "nodes": lay.nodes,
+        "fits": p.fits,
+        "weights_bytes_per_gpu": p.weights_bytes_per_gpu,
+        "kv_budget_bytes": p.kv_budget_bytes,
+        "max_batch_per_replica": p.max_batch,
+        "batch_per_replica": p.batch,
+        "concurrency": p.concurrency,
+        "ttft_s": p.ttft_s,
+        "tpot_s": p.tpot_s,
+        "output_tokens_per_s": p.output_tokens_per_s,
+        "ideal_output_tokens_per_s": p.ideal_output_tokens_per_s,
+        "latency_ttft_s": p.latency_ttft_s,
+        "latency_tpot_s": p.latency_tpot_s,
+        "ideal_latency_tpot_s": p.ideal_latency_tpot_s,
+        "decode_terms_s": p.decode_terms_s,
+        "dominant": p.dominant,
+        "meets_slo": bool(p.fits and p.meets_slo),
+    }
 
 
 # ---- plan -----------------------------------------------------------------------------------
@@ -25,62 +53,56 @@ def plan(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
     gpus: opt.Gpus = None,
-    ep: opt.Ep = 1,
+    nodes: opt.Nodes = None,
+    cross_node_tp: opt.CrossNodeTp = False,
+    scale_out: opt.ScaleOut = opt.SCALE_OUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
-    max_tp: Annotated[int, typer.Option(help="largest TP (one scale-up domain)")] = 8,
+    max_tp: Annotated[
+        int | None, typer.Option(help="largest TP to try (default: the layout rules decide)")
+    ] = None,
     max_tpot: Annotated[
-        str | None, typer.Option(help="SLO: keep plans with TPOT ≤, e.g. 50ms")
+        str | None, typer.Option(help="SLO: throughput at the largest batch with TPOT ≤, e.g. 50ms")
     ] = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """Parallelism plans for N GPUs, best first.
+    """Parallel layouts for N GPUs, searched and best first.
 
-    Every TP x PP x DP split of --gpus (default 8, one node) with its memory, batch, TTFT, TPOT
-    and throughput, best first (within --max-tpot if given).
-    Example: roofline plan llama-3.1-405b h100 --gpus 16 --weights fp8 --prompt 1k --output 16k"""
+    Every TP x PP x EP x attention-DP x DP split of --gpus (default 8) the layout rules accept,
+    with memory, the largest batch that fits (and meets --max-tpot), throughput (expected and
+    ideal), batch-1 latency, and what dominates the decode step; the winner is explained.
+    Example: roofline plan deepseek-r1 h200 --gpus 16 --weights fp8 --max-tpot 50ms"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     gpus = 8 if gpus is None else gpus
-    if not 1 <= gpus <= 4096:
-        raise InputError(f"--gpus must be from 1 to 4096, got {gpus}")
-    if not 1 <= max_tp <= 4096:
-        raise InputError(f"--max-tp must be from 1 to 4096, got {max_tp}")
-    if not 1 <= ep <= gpus:
-        raise InputError(f"--ep must be from 1 to --gpus ({gpus}), got {ep}")
-    base = opt.deployment(weights, kv_dtype, tp=ep, ep=ep)  # plans() sets each TP it tries
+    if not 1 <= gpus <= opt.MAX_GPUS:
+        raise InputError(f"--gpus must be from 1 to {opt.MAX_GPUS}, got {gpus}")
+    if max_tp is not None and not 1 <= max_tp <= opt.MAX_GPUS:
+        raise InputError(f"--max-tp must be from 1 to {opt.MAX_GPUS}, got {max_tp}")
+    net = cat.tier(scale_out)
+    if net.kind != "network":
+        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
+    base = opt.deployment(weights, kv_dtype)
     s, o = opt.tokens(prompt, "--prompt", 0), opt.tokens(output, "--output", 1)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
     eng = engine(engine_name, hw)
-    results = plans(m, hw, base, eng, gpus, s, o, max_tp, capacity_bytes=opt.capacity(hw, memory))
-    rows = [
-        {
-            "tp": p.tp,
-            "pp": p.pp,
-            "dp": p.dp,
-            "fits": p.fits,
-            "weights_bytes_per_gpu": p.weights_bytes_per_gpu,
-            "kv_budget_bytes": p.kv_budget_bytes,
-            "batch_per_replica": p.batch,
-            "concurrency": p.concurrency,
-            "ttft_s": p.ttft_s,
-            "tpot_s": p.tpot_s,
-            "output_tokens_per_s": p.output_tokens_per_s,
-            "meets_slo": bool(p.fits and (slo is None or p.tpot_s <= slo)),
-        }
-        for p in results
-    ]
-    rows.sort(key=lambda r: (not r["meets_slo"], -r["output_tokens_per_s"]))
-    best = next((r for r in rows if r["meets_slo"]), None)
+    cap = opt.capacity(hw, memory)
+    found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nodes, cross_node_tp, max_tp)
+    rows = [_row(p) for p in found]
+    ok = [p for p in found if p.fits and p.meets_slo]
+    best = rows[found.index(ok[0])] if ok else None
+    fast = min((p for p in found if p.fits), key=lambda p: p.latency_tpot_s, default=None)
     inputs = {
         "model": m.id,
         "hardware": hw.id,
         "gpus": gpus,
-        "ep": ep,
+        "nodes": nodes,
+        "scale_out": net.id,
+        "cross_node_tp": cross_node_tp,
         "engine": eng.name,
         "weights": base.weights.name,
         "kv_dtype": base.kv.name,
@@ -88,7 +110,15 @@ def plan(
         "output_tokens": o,
         "max_tp": max_tp,
         "max_tpot_s": slo,
+        "workload": "static batch per replica: the largest that fits and meets --max-tpot",
         "efficiency": convert.efficiency_json(hw.efficiency),
     }
-    doc = render.document("plan", inputs, best=best, plans=rows)
+    doc = render.document(
+        "plan",
+        inputs,
+        best=best,
+        lowest_latency=rows[found.index(fast)] if fast else None,
+        explanation=explain(ok[0], ok[1] if len(ok) > 1 else None) if ok else None,
+        plans=rows,
+    )
     render.emit(doc, fmt, doc["plans"], render.plan_table)

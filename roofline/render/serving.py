@@ -179,37 +179,61 @@ def tiers_spill_table(doc: Mapping[str, Any], con: Console) -> None:
 @table_output
 def plan_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
-    rows = []
-    for r in doc["plans"]:
-        name = f"TP{r['tp']} PP{r['pp']} DP{r['dp']}"
-        if not r["fits"]:
-            rows.append((name, "no", "—", "—", "—", "—", "—", cbytes(r["weights_bytes_per_gpu"])))
-            continue
-        rows.append(
+    fit = [r for r in doc["plans"] if r["fits"]]
+    slo = f" with TPOT ≤ {fmt_seconds(i['max_tpot_s'])}" if i.get("max_tpot_s") else ""
+
+    def name(r: Mapping[str, Any]) -> str:
+        mark = " ★" if r == doc["best"] else ""
+        return f"{r['layout']}{mark}" + ("" if r["meets_slo"] else " (SLO ✗)")
+
+    print_rows(
+        con,
+        f"Layouts for {i['model']} on {i['gpus']}× {i['hardware']} ({i['weights']} weights, "
+        f"{i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out), best "
+        f"first (★): throughput at the largest batch per replica that fits{slo}",
+        (T("layout"), N("batch"), N("TPOT"), N("tok/s"), N("ideal\ntok/s")),
+        [
             (
-                name + (" ★" if r == doc["best"] else ""),
-                "yes" if r["meets_slo"] else "SLO ✗",
+                name(r),
                 f"{r['batch_per_replica']:,}",
-                f"{r['concurrency']:,}",
-                csec(r["ttft_s"]),
                 csec(r["tpot_s"]),
                 f"{r['output_tokens_per_s']:,.0f}",
+                f"{r['ideal_output_tokens_per_s']:,.0f}",
+            )
+            for r in fit
+        ],
+    )
+    print_rows(
+        con,
+        "One request alone (batch 1): TTFT and TPOT; what dominates the decode step at the batch "
+        "above; weights per GPU",
+        (T("layout"), N("TTFT"), N("TPOT"), T("decode"), N("weights\n/GPU")),
+        [
+            (
+                r["layout"],
+                csec(r["latency_ttft_s"]),
+                csec(r["latency_tpot_s"]),
+                r["dominant"],
                 cbytes(r["weights_bytes_per_gpu"]),
             )
+            for r in fit
+        ],
+    )
+    refused = [r for r in doc["plans"] if not r["fits"]]
+    if refused:
+        say(
+            con,
+            "do not fit (weights + runtime exceed the engine's share of memory): "
+            + ", ".join(
+                f"{r['layout']} ({fmt_bytes(r['weights_bytes_per_gpu'])})" for r in refused
+            ),
         )
-    title = (
-        f"Plans for {i['model']} on {i['gpus']}× {i['hardware']} ({i['weights']} weights, "
-        f"{i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out), "
-        "best first (★)"
-    )
-    cols = (
-        T("plan"),
-        T("ok"),
-        N("batch/\nreplica"),
-        N("in\nflight"),
-        N("TTFT"),
-        N("TPOT"),
-        N("tok/s"),
-        N("weights\n/GPU"),
-    )
-    print_rows(con, title, cols, rows)
+    if doc.get("explanation"):
+        say(con, doc["explanation"])
+    if doc.get("lowest_latency"):
+        f = doc["lowest_latency"]
+        say(
+            con,
+            f"lowest latency: {f['layout']}, TPOT {fmt_seconds(f['latency_tpot_s'])} and TTFT "
+            f"{fmt_seconds(f['latency_ttft_s'])} for one request",
+        )
