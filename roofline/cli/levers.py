@@ -4,6 +4,7 @@ slower memory tier)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -11,9 +12,10 @@ import typer
 
 from roofline import render
 from roofline.cli import convert
+from roofline.cli import levers_view as view
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, warn
-from roofline.errors import InputError
+from roofline.errors import DoesNotFitError, InputError
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
@@ -21,70 +23,163 @@ from roofline.memory import (
     plan_memory,
     weight_bytes_per_gpu,
 )
+from roofline.offload import gpu_memory_needed, most_gpu_layers
+from roofline.offload import offload as offload_core
+from roofline.plot import check_output
 from roofline.precision import weight_format
+from roofline.speculative import (
+    DRAFTERS,
+    alpha_from_tau,
+    crossover_batch,
+    drafter_weight_bytes,
+)
 from roofline.speculative import speculate as spec_core
 from roofline.tiers import max_batch_with_tier, spill
 from roofline.units import fmt_bytes, parse_bytes
 
 
 # ---- speculate ------------------------------------------------------------------------------
+def _acceptance(text: str) -> float | list[float]:
+    """One α, or per-position rates p_1,p_2,... (each in [0, 1])."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(
+            f"--acceptance {text!r}: give one rate (0.7) or one per position"
+        ) from None
+    if not values or any(not 0.0 <= v <= 1.0 for v in values):
+        raise InputError(f"--acceptance must be in [0, 1] (one rate or a list), got {text}")
+    return values[0] if len(values) == 1 else values
+
+
 @app.command()
 @guarded
 def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    draft: Annotated[str, typer.Option(help="draft model id (runs on the same GPUs)")],
+    drafter: Annotated[
+        str,
+        typer.Option(
+            help="auto | draft (a separate model) | eagle | eagle3 | mtp | medusa | ngram "
+            "(auto: mtp if the model has MTP layers, draft with --draft, else eagle)"
+        ),
+    ] = "auto",
+    draft: Annotated[
+        str | None, typer.Option(help="draft model id (runs on the same GPUs)")
+    ] = None,
     gamma: Annotated[
         str, typer.Option(help="draft tokens per round: 4 | 1,2,4 | 1..8:1")
     ] = "1..8:1",
-    acceptance: Annotated[float, typer.Option(help="per-token acceptance rate α in [0, 1]")] = 0.7,
+    acceptance: Annotated[
+        str,
+        typer.Option(help="acceptance α per draft token, or one per position: 0.9,0.8,0.7"),
+    ] = "0.7",
+    decay: Annotated[
+        float, typer.Option(help="geometric decay of α by position: p_i = α·decay^(i−1)")
+    ] = 1.0,
+    tau: Annotated[
+        float | None,
+        typer.Option(help="measured mean accepted tokens per round (bonus included) at max γ"),
+    ] = None,
+    tree_tokens: Annotated[
+        int | None, typer.Option(help="tree verification: tokens verified per sequence")
+    ] = None,
+    draft_vocab: Annotated[
+        int | None, typer.Option(help="draft head's vocabulary (EAGLE-3 default 32000)")
+    ] = None,
     tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
     ep: opt.Ep = 1,
+    gpus: opt.Gpus = None,
+    dp: opt.Dp = 1,
     weights: opt.Weights = opt.WEIGHTS,
     draft_weights: Annotated[
         str | None, typer.Option(help="draft weight format (default: --weights)")
     ] = None,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    act_dtype: opt.ActDtype = opt.ACT_DTYPE,
+    compute: opt.Compute = None,
+    sparsity: opt.Sparsity = None,
     batch: opt.Batch = opt.BATCH,
+    batches: opt.Batches = opt.BATCHES,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
     context: opt.Context = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="also write the speed-up chart to FILE.svg|png|pdf"),
+    ] = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """Speculative decoding: speed-up per draft length γ.
+    """Speculative decoding: speed-up against batch, per drafter.
 
-    A draft proposes γ tokens, the target verifies them in one pass of γ + 1 tokens; expected
-    tokens per round (1 − α^(γ+1)) / (1 − α), time per token, speed-up,
-    and how far the verify pass moves decode towards the ridge.
-    Example: roofline speculate llama-3.1-70b h100 --tp 4 --draft llama-3.1-8b --acceptance 0.8"""
+    Each drafter pays its own cost (a draft model's steps, a fused EAGLE/MTP head, Medusa heads,
+    n-gram lookup); the verify pass over γ + 1 (or --tree-tokens) tokens per sequence and the
+    rejection sampler are timed like any step. Rows: speed-up per γ at --batch; the best γ per
+    batch over --batches and the crossover batch where speculation stops paying.
+    Example: roofline speculate llama-3.1-8b h100 --drafter eagle --tau 3.2 --gamma 4"""
     cat = catalog()
-    m, d_m, hw = cat.model(model), cat.model(draft), cat.accelerator(hardware)
-    if not 0.0 <= acceptance <= 1.0:
-        raise InputError(f"--acceptance must be in [0, 1], got {acceptance}")
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, 1, ep)
-    d_dep = replace(dep, weights=weight_format(draft_weights or weights), ep=1)
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    kind = drafter.lower()
+    if kind == "auto":
+        kind = "draft" if draft else ("mtp" if m.num_nextn_predict_layers else "eagle")
+    if kind not in DRAFTERS:
+        raise InputError(
+            f"unknown --drafter '{drafter}'", hint=f"choose auto or {', '.join(DRAFTERS)}"
+        )
+    if kind == "draft" and draft is None:
+        raise InputError("--drafter draft needs --draft MODEL")
+    if not 0.0 < decay <= 1.0:
+        raise InputError(f"--decay must be in (0, 1], got {decay}")
+    d_m = cat.model(draft) if kind == "draft" and draft else None
+    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
+    opt.replicas(dep, gpus, dp)
+    d_dep = replace(dep, weights=weight_format(draft_weights or weights), ep=1, pp=1)
     gammas = opt.int_list(gamma, "--gamma")
     if min(gammas) < 1 or max(gammas) > 64:
         raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
-    b, ctx = opt.batch(batch), opt.workload(prompt, output, context)[2]
+    if tree_tokens is not None and not max(gammas) + 1 <= tree_tokens <= 4096:
+        raise InputError(f"--tree-tokens must be from γ + 1 = {max(gammas) + 1} to 4096")
+    if draft_vocab is not None and not 1 <= draft_vocab <= 10**7:
+        raise InputError(f"--draft-vocab must be from 1 to 1e7, got {draft_vocab}")
+    acc = _acceptance(acceptance)
+    if tau is not None:
+        if isinstance(acc, list):
+            raise InputError("give --tau or a per-position --acceptance list, not both")
+        acc = alpha_from_tau(tau, max(gammas), decay)
+    b = opt.batch(batch)
+    sweep = opt.batch_sweep(batches, "--batches")
+    ctx = opt.workload(prompt, output, context)[2]
+    if out is not None:
+        check_output(out)
     eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
-    draft_weights_bytes = weight_bytes_per_gpu(d_m, d_dep)
-    kv_need = (
-        float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens))
-        + float(kv_bytes_per_sequence(d_m, d_dep, ctx, eng.block_tokens))
-    ) * b
-    s = spec_core(m, d_m, hw, dep, d_dep, b, ctx, np.array(gammas, dtype=float), acceptance)
+    g = np.array(gammas, dtype=float)
+    common = {"drafter": kind, "decay": decay, "tree_tokens": tree_tokens}
+    common["draft_vocab"] = draft_vocab
+    s = spec_core(m, d_m, hw, dep, d_dep, b, ctx, g, acc, **common)
+    sw = spec_core(
+        m, d_m, hw, dep, d_dep, np.array(sweep, float)[None, :], ctx, g[:, None], acc, **common
+    )
+    if d_m is not None:
+        drafter_bytes = weight_bytes_per_gpu(d_m, d_dep)
+        kv_need = float(kv_bytes_per_sequence(d_m, d_dep, ctx, eng.block_tokens)) * b
+    else:
+        drafter_bytes = drafter_weight_bytes(m, kind, dep, max(gammas), draft_vocab)
+        kv_need = 0.0
+    kv_need += float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * b
     rows = [
         {
-            "gamma": int(g),
+            "gamma": int(gv),
             "tokens_per_round": s.tokens_per_round[i],
-            "draft_step_s": float(s.draft.t_expected_s),
+            "verify_tokens_per_sequence": s.verify_tokens[i],
+            "draft_round_s": s.t_draft_round_expected_s[i],
             "verify_step_s": s.verify.t_expected_s[i],
+            "sampling_s": s.t_sample_round_s[i],
             "verify_arithmetic_intensity": s.verify.arithmetic_intensity[i],
             "verify_bound": s.verify.bound[i],
             "tpot_ideal_s": s.tpot_ideal_s[i],
@@ -92,50 +187,80 @@ def speculate(
             "speedup_ideal": s.speedup_ideal[i],
             "speedup_expected": s.speedup_expected[i],
         }
-        for i, g in enumerate(gammas)
+        for i, gv in enumerate(gammas)
     ]
     best = max(rows, key=lambda r: r["speedup_expected"])
+    best_g = np.argmax(sw.speedup_expected, axis=0)
+    cols = np.arange(len(sweep))
+    by_batch = [
+        {
+            "batch": bv,
+            "best_gamma": gammas[int(best_g[j])],
+            "tokens_per_round": sw.tokens_per_round[best_g[j]],
+            "tpot_baseline_s": sw.tpot_baseline_expected_s[0, j],
+            "tpot_expected_s": sw.tpot_expected_s[best_g[j], j],
+            "speedup_expected": sw.speedup_expected[best_g[j], j],
+            "speedup_ideal": sw.speedup_ideal[best_g[j], j],
+            "verify_bound": sw.verify.bound[best_g[j], j],
+            "output_tokens_per_s": bv / sw.tpot_expected_s[best_g[j], j],
+        }
+        for j, bv in enumerate(sweep)
+    ]
+    best_speedups = sw.speedup_expected[best_g, cols]
     inputs = {
         "model": m.id,
-        "draft": d_m.id,
         "hardware": hw.id,
+        "drafter": kind,
+        "draft": d_m.id if d_m else None,
         "tp": dep.tp,
-        "weights": dep.weights.name,
-        "draft_weights": d_dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        "pp": dep.pp,
         "ep": dep.ep,
+        "weights": dep.weights.name,
+        "draft_weights": d_dep.weights.name if d_m else None,
+        "kv_dtype": dep.kv.name,
         "batch": b,
+        "batches": sweep,
         "context_tokens": ctx,
         "engine": eng.name,
-        "acceptance": acceptance,
+        "acceptance": acc,
+        "decay": decay,
+        "tau": tau,
+        "tau_gamma": max(gammas) if tau is not None else None,
+        "tree_tokens": tree_tokens,
         "efficiency": convert.efficiency_json(hw.efficiency),
-        "note": "i.i.d. acceptance; the draft shares the target's GPUs and tokenizer",
+        "note": "acceptance p_i per draft position; a fused drafter (EAGLE, MTP, Medusa) runs "
+        "in the target's step without an engine overhead of its own; sampling reads fp32 rows",
     }
     doc = render.document(
         "speculate",
         inputs,
         baseline={
-            "tpot_ideal_s": s.baseline.t_ideal_s,
-            "tpot_expected_s": s.baseline.t_expected_s,
+            "tpot_ideal_s": s.tpot_baseline_ideal_s,
+            "tpot_expected_s": s.tpot_baseline_expected_s,
             "arithmetic_intensity": s.baseline.arithmetic_intensity,
             "ridge_flops_per_byte": s.baseline.ridge_flops_per_byte,
             "bound": s.baseline.bound,
         },
         best_gamma=best["gamma"],
         memory={
-            "draft_weights_bytes_per_gpu": draft_weights_bytes,
+            "drafter_weights_bytes_per_gpu": drafter_bytes,
             "kv_bytes_target_and_draft": kv_need,
             "kv_budget_bytes": plan.kv_budget_bytes,
-            "fits": draft_weights_bytes + kv_need <= plan.kv_budget_bytes,
+            "fits": drafter_bytes + kv_need <= plan.kv_budget_bytes,
         },
         rows=rows,
+        by_batch=by_batch,
+        crossover_batch=crossover_batch(sweep, best_speedups),
     )
     if not doc["memory"]["fits"]:
         warn(
-            f"draft weights ({fmt_bytes(draft_weights_bytes)}) and both KV caches "
+            f"drafter weights ({fmt_bytes(drafter_bytes)}) and the KV caches "
             f"({fmt_bytes(kv_need)}) exceed the KV budget ({fmt_bytes(plan.kv_budget_bytes)})"
         )
-    render.emit(doc, fmt, doc["rows"], render.speculate_table)
+    if out is not None:
+        view.save_speedup(doc, out)
+        warn(f"wrote {out}")
+    render.emit(doc, fmt, doc["by_batch"], view.speculate_table)
 
 
 # ---- tiers ----------------------------------------------------------------------------------
@@ -229,3 +354,180 @@ def tiers(
         rows=rows,
     )
     render.emit_json(doc) if fmt is opt.Fmt.json else render.tiers_spill_table(doc)
+
+
+# ---- offload --------------------------------------------------------------------------------
+def _default_host(hw_id: str, family: str) -> str:
+    """The usual host: Grace for GH200, a desktop for GeForce, else a Genoa socket."""
+    if hw_id == "nvidia-gh200":
+        return "nvidia-grace"
+    return "amd-ryzen-9-9950x" if family == "nvidia-geforce" else "amd-epyc-9654"
+
+
+@app.command()
+@guarded
+def offload(
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    host: Annotated[
+        str | None,
+        typer.Option(help="host CPU entry (RAM and cores): amd-epyc-9654, intel-xeon-8480, ..."),
+    ] = None,
+    gpu_layers: Annotated[
+        int | None,
+        typer.Option(help="layers on the GPU, llama.cpp's -ngl (L+1 puts the head there too)"),
+    ] = None,
+    gpu_fraction: Annotated[
+        float | None, typer.Option(help="share of the layers on the GPU instead of --gpu-layers")
+    ] = None,
+    mode: Annotated[
+        str, typer.Option(help="cpu: the CPU runs host layers (llama.cpp); stream: copy to GPU")
+    ] = "cpu",
+    block_batches: Annotated[
+        int, typer.Option(help="stream: batches run per weight copy (FlexGen's block)")
+    ] = 1,
+    sharing: Annotated[
+        int | None, typer.Option(help="GPUs reading the host memory at once (default --tp)")
+    ] = None,
+    link_efficiency: Annotated[
+        float | None,
+        typer.Option(help="share of the host link's nominal bandwidth (default: DMA model)"),
+    ] = None,
+    host_memory: Annotated[
+        str | None, typer.Option(help="host RAM instead of the CPU entry's, e.g. 128GB")
+    ] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="also sweep --gpu-layers 0..L+1")] = False,
+    tp: opt.Tp = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    ideal: opt.Ideal = False,
+    fmt: opt.FormatOpt = opt.Fmt.table,
+) -> None:
+    """A model that does not fit the GPU: weights split with host RAM.
+
+    llama.cpp's -ngl (host layers computed by the CPU) or FlexGen-style streaming over the host
+    link; serial (sum of tiers) and overlapped (slowest link per layer) decode bounds;
+    --gpu-layers defaults to as many as fit.
+    Example: roofline offload llama-3.1-70b rtx-4090 --weights q4_k_m --host ryzen-9950x"""
+    cat = catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    h = cat.accelerator(host or _default_host(hw.id, hw.family))
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp)
+    b = opt.batch(batch)
+    ctx = opt.workload(prompt, output, context)[2]
+    share = tp if sharing is None else sharing
+    if not 1 <= share <= 64:
+        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
+    if link_efficiency is not None and not 0 < link_efficiency <= 1:
+        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    if not 1 <= block_batches <= 4096:
+        raise InputError(f"--block-batches must be from 1 to 4096, got {block_batches}")
+    # auto: llama.cpp's rule for its partial offload, vLLM's for streaming
+    auto = "llamacpp" if mode == "cpu" else "vllm"
+    eng = engine(auto if engine_name == "auto" else engine_name, hw)
+    cap = opt.capacity(hw, memory) * eng.memory_fraction - eng.runtime_overhead_bytes
+    host_cap = parse_bytes(host_memory, "--host-memory") if host_memory else h.memory_capacity_bytes
+    L = m.num_hidden_layers
+    if gpu_layers is not None and gpu_fraction is not None:
+        raise InputError("give --gpu-layers or --gpu-fraction, not both")
+    if gpu_fraction is not None:
+        if not 0 <= gpu_fraction <= 1:
+            raise InputError(f"--gpu-fraction must be in [0, 1], got {gpu_fraction}")
+        gpu_layers = round(gpu_fraction * L)
+    fit_max = most_gpu_layers(m, hw, h, dep, cap, b, ctx, mode)
+    n = fit_max if gpu_layers is None else gpu_layers
+    if not 0 <= n <= 4096:
+        raise InputError(f"--gpu-layers must be from 0 to {L + 1}, got {n}")
+    kw = {"mode": mode, "block": block_batches, "sharing": share}
+    kw.update(link_eff=link_efficiency, ideal=ideal)
+    o = offload_core(m, hw, h, dep, n, b, ctx, **kw)
+    need = gpu_memory_needed(o, m, dep)
+    if need > cap:
+        raise DoesNotFitError(
+            f"{n} layers of {m.id} in {dep.weights.name} need {fmt_bytes(need)} on {hw.id}, "
+            f"more than {fmt_bytes(cap)}",
+            hint=f"at most --gpu-layers {fit_max} fit",
+        )
+    if o.host_weights_bytes + o.host_kv_bytes > host_cap:
+        raise DoesNotFitError(
+            f"the host share ({fmt_bytes(o.host_weights_bytes + o.host_kv_bytes)}) exceeds "
+            f"{h.id}'s {fmt_bytes(host_cap)} of RAM",
+            hint="pass --host-memory, a larger host, or fewer bits (--weights q4_k_m)",
+        )
+    full = offload_core(m, hw, h, dep, L + 1, b, ctx, **kw)
+    on_gpu = "GPU (copied)"
+    tiers_rows = [
+        {
+            "tier": f"{hw.id} memory",
+            "layers": float(o.gpu_layers) + (1.0 if o.head_on_gpu else 0.0),
+            "weights_bytes": o.gpu_weights_bytes,
+            "runs_on": "GPU",
+            "bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
+            "t_step_s": float(o.t_gpu_s),
+        },
+        {
+            "tier": f"{h.id} RAM",
+            "layers": float(L - o.gpu_layers) + (0.0 if o.head_on_gpu else 1.0),
+            "weights_bytes": o.host_weights_bytes,
+            "runs_on": "CPU" if mode == "cpu" else on_gpu,
+            "bandwidth_bytes_per_s": o.host_bandwidth_bytes_per_s,
+            "t_step_s": float(o.t_host_s + o.t_copy_s),
+        },
+    ]
+    points = []
+    if sweep:
+        for k in sorted({*range(0, L + 2, max(L // 8, 1)), L + 1, fit_max}):
+            p = offload_core(m, hw, h, dep, k, b, ctx, **kw)
+            points.append(
+                {
+                    "gpu_layers": k,
+                    "gpu_weights_bytes": p.gpu_weights_bytes,
+                    "fits": gpu_memory_needed(p, m, dep) <= cap,
+                    "decode_tokens_per_s_serial": float(1.0 / p.tpot_serial_s),
+                    "decode_tokens_per_s_overlap": float(1.0 / p.tpot_overlap_s),
+                }
+            )
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "host": h.id,
+        "mode": mode,
+        "layers": L,
+        "gpu_layers": n,
+        "gpu_layers_max_fit": fit_max,
+        "tp": tp,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "batch": b,
+        "context_tokens": ctx,
+        "block_batches": block_batches,
+        "sharing": share,
+        "link_efficiency": link_efficiency,
+        "gpu_capacity_bytes": cap,
+        "host_capacity_bytes": host_cap,
+        "host_efficiency": convert.efficiency_json(h.efficiency),
+        "step_times": "ideal" if ideal else "expected",
+    }
+    doc = render.document(
+        "offload",
+        inputs,
+        weights_bytes_total=full.gpu_weights_bytes + full.host_weights_bytes,
+        tiers=tiers_rows,
+        result={
+            "tpot_serial_s": float(o.tpot_serial_s),
+            "tpot_overlap_s": float(o.tpot_overlap_s),
+            "t_copy_s": float(o.t_copy_s),
+            "t_transfer_s": float(o.t_transfer_s),
+            "decode_tokens_per_s_serial": float(b / o.tpot_serial_s),
+            "decode_tokens_per_s_overlap": float(b / o.tpot_overlap_s),
+            "gpu_memory_needed_bytes": need,
+        },
+        sweep=points,
+    )
+    render.emit_json(doc) if fmt is opt.Fmt.json else view.offload_table(doc)

@@ -101,6 +101,19 @@ BatchOrAuto = Annotated[
     int | None,
     typer.Option("--batch", help="sequences a replica runs at once (default: see the command)"),
 ]
+Batches = Annotated[
+    str,
+    typer.Option("--batches", help="batch sizes to sweep: 1..256 | 1,8,64 | 8..256:8"),
+]
+BATCHES = "1..256"
+WiredLimit = Annotated[
+    str | None,
+    typer.Option(
+        "--wired-limit",
+        help="unified memory the GPU may wire, e.g. 480GB (default: what macOS allows, "
+        "sysctl iogpu.wired_limit_mb raises it)",
+    ),
+]
 LENGTHS_HELP = "100,250,900 | FILE | lognormal:mean=1000,sigma=0.5 | uniform:low=1,high=2048"
 PromptDist = Annotated[
     str | None, typer.Option("--prompt-dist", help=f"draw prompt lengths: {LENGTHS_HELP}")
