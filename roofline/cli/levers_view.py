@@ -116,7 +116,7 @@ def offload_table(doc: Mapping[str, Any]) -> None:
         f"TPOT {fmt_seconds(r['tpot_serial_s'])} serial (sum of tiers) – "
         f"{fmt_seconds(r['tpot_overlap_s'])} overlapped (slowest link per layer): "
         f"{r['decode_tokens_per_s_serial']:,.1f}–{r['decode_tokens_per_s_overlap']:,.1f} tok/s "
-        f"at batch {doc['inputs']['batch']}; all on the GPU would need {fmt_bytes(doc['weights_bytes_total'])}"
+        f"at batch {i['batch']}; all on the GPU would need {fmt_bytes(doc['weights_bytes_total'])}"
     )
     if doc.get("sweep"):
         rows_s = [
