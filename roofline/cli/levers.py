@@ -34,7 +34,7 @@ from roofline.speculative import (
     drafter_weight_bytes,
 )
 from roofline.speculative import speculate as spec_core
-from roofline.tiers import max_batch_with_tier, spill
+from roofline.tiers import max_batch_with_tier, reload_prefix, spill
 from roofline.units import fmt_bytes, parse_bytes
 
 
@@ -280,6 +280,21 @@ def tiers(
         str | None,
         typer.Option(help="tier capacity per GPU, e.g. 256GB (default: the tier entry's capacity)"),
     ] = None,
+    sharing: Annotated[
+        int | None,
+        typer.Option(help="GPUs reading the tier at once (default --tp; 1: a device per GPU)"),
+    ] = None,
+    link_efficiency: Annotated[
+        float | None,
+        typer.Option(help="share of the host link's nominal bandwidth (default: DMA model)"),
+    ] = None,
+    prefix: Annotated[
+        str | None,
+        typer.Option(help="returning turn: cached prefix tokens reloaded from the tier, e.g. 32k"),
+    ] = None,
+    dma_tokens: Annotated[
+        int, typer.Option(help="tokens per KV copy (per layer) when reloading a prefix")
+    ] = 256,
     tp: opt.Tp = 1,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
@@ -295,7 +310,8 @@ def tiers(
     """KV spilled from HBM to a slower tier (CXL, DDR5).
 
     How many more sequences fit, and what the tier read costs each decode step (overlapped and
-    serial bounds); --batch defaults to as many as HBM + tier hold.
+    serial bounds) with the tier shared by --sharing GPUs; --batch defaults to as many as HBM +
+    tier hold; --prefix: TTFT of a returning turn that reloads its cached KV.
     Example: roofline tiers llama-3.1-70b h100 --tp 4 --tier cxl2-x16 --tier-capacity 256GB"""
     cat = catalog()
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
@@ -312,11 +328,19 @@ def tiers(
     plan = plan_memory(m, hw, dep, engine(engine_name, hw), opt.capacity(hw, memory))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
+    share = tp if sharing is None else sharing
+    if not 1 <= share <= 64:
+        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
+    if link_efficiency is not None and not 0 < link_efficiency <= 1:
+        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    if not 1 <= dma_tokens <= 1_000_000:
+        raise InputError(f"--dma-tokens must be from 1 to 1e6, got {dma_tokens}")
     hbm_only = int(max_batch(plan, m, dep, ctx))
     with_tier = max_batch_with_tier(plan, m, dep, ctx, cap)
     b = opt.batch(batch) if batch is not None else max(with_tier, 1)
-    base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal)
-    r = spill(m, hw, dep, plan, t, b, ctx, ideal)
+    kw = {"sharing": share, "link_eff": link_efficiency}
+    base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal, **kw)
+    r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
     rows = []
     for name, x in (("HBM only", base), (f"with {t.id}", r)):
         rows.append(
@@ -342,9 +366,30 @@ def tiers(
         "context_tokens": ctx,
         "tier_capacity_bytes": cap,
         "tier_bandwidth_bytes_per_s": r.tier_bandwidth_bytes_per_s,
+        "tier_nominal_bandwidth_bytes_per_s": t.bandwidth_bytes_per_s,
         "hbm_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
+        "sharing": share,
+        "link_efficiency": link_efficiency,
         "step_times": "ideal" if ideal else "expected",
     }
+    reload = None
+    if prefix is not None:
+        s_new = opt.workload(prompt, output, context)[0]
+        p_tokens = opt.tokens(prefix, "--prefix", 1)
+        x = reload_prefix(m, hw, dep, t, p_tokens, s_new, dma_tokens, **kw, ideal=ideal)
+        reload = {
+            "prefix_tokens": x.prefix_tokens,
+            "new_tokens": x.new_tokens,
+            "kv_bytes_per_gpu": x.kv_bytes,
+            "dma_tokens": dma_tokens,
+            "link_efficiency": x.link_efficiency,
+            "bandwidth_bytes_per_s": x.bandwidth_bytes_per_s,
+            "t_reload_s": x.t_reload_s,
+            "t_prefill_new_s": x.t_prefill_new_s,
+            "ttft_overlap_s": x.ttft_overlap_s,
+            "ttft_serial_s": x.ttft_serial_s,
+            "ttft_recompute_s": x.t_recompute_s,
+        }
     doc = render.document(
         "tiers",
         inputs,
@@ -352,8 +397,14 @@ def tiers(
         max_batch_with_tier=with_tier,
         kv_budget_bytes=plan.kv_budget_bytes,
         rows=rows,
+        reload=reload,
     )
-    render.emit_json(doc) if fmt is opt.Fmt.json else render.tiers_spill_table(doc)
+    if fmt is opt.Fmt.json:
+        render.emit_json(doc)
+        return
+    view.tiers_table(doc)
+    if reload is not None:
+        view.reload_lines(doc)
 
 
 # ---- offload --------------------------------------------------------------------------------
@@ -461,10 +512,10 @@ def offload(
             hint="pass --host-memory, a larger host, or fewer bits (--weights q4_k_m)",
         )
     full = offload_core(m, hw, h, dep, L + 1, b, ctx, **kw)
-    on_gpu = "GPU (copied)"
+    on_gpu = "GPU*"
     tiers_rows = [
         {
-            "tier": f"{hw.id} memory",
+            "tier": "GPU",
             "layers": float(o.gpu_layers) + (1.0 if o.head_on_gpu else 0.0),
             "weights_bytes": o.gpu_weights_bytes,
             "runs_on": "GPU",
@@ -472,7 +523,7 @@ def offload(
             "t_step_s": float(o.t_gpu_s),
         },
         {
-            "tier": f"{h.id} RAM",
+            "tier": "host",
             "layers": float(L - o.gpu_layers) + (0.0 if o.head_on_gpu else 1.0),
             "weights_bytes": o.host_weights_bytes,
             "runs_on": "CPU" if mode == "cpu" else on_gpu,

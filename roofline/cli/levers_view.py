@@ -98,7 +98,7 @@ def offload_table(doc: Mapping[str, Any]) -> None:
             f"{r['layers']:g}",
             _c(fmt_bytes(r["weights_bytes"])),
             r["runs_on"],
-            f"{r['bandwidth_bytes_per_s'] / 1e9:,.4g} GB/s",
+            f"{r['bandwidth_bytes_per_s'] / 1e9:,.4g}",
             _c(fmt_seconds(r["t_step_s"])),
         )
         for r in doc["tiers"]
@@ -108,9 +108,7 @@ def offload_table(doc: Mapping[str, Any]) -> None:
         f"{i['gpu_layers']}/{i['layers']} layers on the GPU, {i['mode']}, batch {i['batch']}"
     )
     con = render.stdout_console()
-    con.print(
-        _rows_table(title, ("tier", "layers", "weights", "runs on", "bandwidth", "time"), rows)
-    )
+    con.print(_rows_table(title, ("tier", "layers", "weights", "on", "GB/s", "time"), rows))
     r = doc["result"]
     con.print(
         f"TPOT {fmt_seconds(r['tpot_serial_s'])} serial (sum of tiers) – "
@@ -154,3 +152,52 @@ def edge_table(doc: Mapping[str, Any]) -> None:
     )
     cols = ("device", "placement", "GPU may use", "needs", "fits", "tok/s", "TTFT")
     render.stdout_console().print(_rows_table(title, cols, rows))
+
+
+# ---- tiers: reload of a cached prefix -------------------------------------------------------
+def reload_lines(doc: Mapping[str, Any]) -> None:
+    r = doc["reload"]
+    render.stdout_console().print(
+        f"Returning turn: {r['prefix_tokens']:,} cached tokens ({fmt_bytes(r['kv_bytes_per_gpu'])}"
+        f" of KV per GPU) reloaded at {r['bandwidth_bytes_per_s'] / 1e9:,.4g} GB/s (copies of "
+        f"{r['dma_tokens']} tokens per layer, link efficiency {r['link_efficiency']:.2f}) in "
+        f"{fmt_seconds(r['t_reload_s'])}; prefill of {r['new_tokens']:,} new tokens "
+        f"{fmt_seconds(r['t_prefill_new_s'])}. TTFT {fmt_seconds(r['ttft_overlap_s'])} (overlapped)"
+        f" – {fmt_seconds(r['ttft_serial_s'])} (serial), against "
+        f"{fmt_seconds(r['ttft_recompute_s'])} to recompute the whole prompt."
+    )
+
+
+def tiers_table(doc: Mapping[str, Any]) -> None:
+    """KV in HBM only against KV spilled to the tier, one column each (fits 60 columns)."""
+    i = doc["inputs"]
+    hbm, tier = doc["rows"]
+
+    def cells(label: str, f) -> tuple[str, str, str]:
+        return (label, f(hbm), f(tier))
+
+    rows = [
+        cells("batch", lambda r: f"{r['batch']:,}"),
+        cells("KV per GPU", lambda r: _c(fmt_bytes(r["kv_bytes_per_gpu"]))),
+        cells("in the tier", lambda r: _c(fmt_bytes(r["spilled_bytes_per_gpu"]))),
+        cells("TPOT overlapped", lambda r: _c(fmt_seconds(r["tpot_overlap_s"]))),
+        cells("TPOT serial", lambda r: _c(fmt_seconds(r["tpot_serial_s"]))),
+        cells("tok/s overlapped", lambda r: f"{r['output_tokens_per_s_overlap']:,.0f}"),
+        cells("tok/s serial", lambda r: f"{r['output_tokens_per_s_serial']:,.0f}"),
+    ]
+    title = (
+        f"{i['model']} on {i['hardware']} TP{i['tp']} at {i['context_tokens']:,} tokens: "
+        f"{fmt_bytes(i['tier_capacity_bytes'])} of {i['tier']} per GPU, read at "
+        f"{i['tier_bandwidth_bytes_per_s'] / 1e9:.4g} GB/s per GPU ({i['sharing']} sharing "
+        f"{i['tier_nominal_bandwidth_bytes_per_s'] / 1e9:.4g} GB/s; HBM "
+        f"{i['hbm_bandwidth_bytes_per_s'] / 1e12:.3g} TB/s)"
+    )
+    cols = ("", "HBM only", "with the tier")
+    con = render.stdout_console()
+    con.print(_rows_table(title, cols, rows))
+    con.print(
+        f"max batch: {doc['max_batch_hbm']:,} in HBM alone, {doc['max_batch_with_tier']:,} "
+        "with the tier. Spilled KV is read over the "
+        "tier every decode step: a tier adds capacity for parked or preempted sequences "
+        "(roofline cliff --preemption swap) far more than throughput for active ones."
+    )
