@@ -7,11 +7,28 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rich import box
+from rich.table import Table
+
 from roofline import render
 from roofline.plot import _pyplot, check_output
 from roofline.units import fmt_bytes, fmt_seconds
 
-_c, _num, _rows_table = render._c, render._num, render._rows_table
+_c, _num = render._c, render._num
+
+
+def _rows_table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
+    """render's row table, except that the first (label) column folds onto more lines when the
+    terminal is narrow, so that no number is ever elided."""
+    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", pad_edge=False)
+    for i, c in enumerate(columns):
+        if i == 0:
+            t.add_column(c, justify="left", overflow="fold")
+        else:
+            t.add_column(c, justify="right", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    return t
 
 
 def _x(value: float | None) -> str:
@@ -136,11 +153,10 @@ def edge_table(doc: Mapping[str, Any]) -> None:
     i = doc["inputs"]
     rows = [
         (
-            r["hardware"],
-            r["placement"],
-            _c(fmt_bytes(r["usable_bytes"])),
-            _c(fmt_bytes(r["needed_bytes"])),
+            r["hardware"] + ("" if r["gpu_layers"] is None else f" + host, -ngl {r['gpu_layers']}"),
             r["fits"],
+            _c(fmt_bytes(r["needed_bytes"])),
+            _c(fmt_bytes(r["usable_bytes"])),
             "—" if r["decode_tokens_per_s"] is None else f"{r['decode_tokens_per_s']:,.1f}",
             "—" if r["ttft_s"] is None else _c(fmt_seconds(r["ttft_s"])),
         )
@@ -148,9 +164,10 @@ def edge_table(doc: Mapping[str, Any]) -> None:
     ]
     title = (
         f"{i['model']} in {i['weights']} ({fmt_bytes(doc['weights_bytes'])} of weights), "
-        f"{i['context_tokens']:,} tokens of context, batch {i['batch']}"
+        f"{i['context_tokens']:,} tokens of context, batch {i['batch']}; 'needs' and 'GPU may "
+        "use' count what sits on the GPU"
     )
-    cols = ("device", "placement", "GPU may use", "needs", "fits", "tok/s", "TTFT")
+    cols = ("device", "fits", "needs", "may use", "tok/s", "TTFT")
     render.stdout_console().print(_rows_table(title, cols, rows))
 
 

@@ -21,7 +21,7 @@ import typer
 from roofline import render
 from roofline.errors import DoesNotFitError, InputError, RooflineError
 from roofline.hardware import Accelerator, Efficiency
-from roofline.memory import ENGINES, MemoryPlan
+from roofline.memory import ENGINES, MemoryPlan, default_wired_limit_bytes
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.precision import activation_format, kv_format, weight_format
@@ -248,14 +248,30 @@ def efficiency(
     )
 
 
-def capacity(hw: Accelerator, memory: str | None) -> float:
-    """Bytes per GPU the engine may use: --memory, or the catalog's usable memory."""
+def capacity(hw: Accelerator, memory: str | None, wired_limit: str | None = None) -> float:
+    """Bytes per GPU the engine may use: --memory, or the catalog's usable memory. On Apple
+    unified memory the GPU may wire what macOS allows for that RAM size
+    (memory.default_wired_limit_bytes), or --wired-limit when it was raised."""
+    ram = hw.memory_capacity_bytes
+    if memory is not None:
+        ram = parse_bytes(memory, "--memory")
+        if not 0 < ram < 1e15:
+            raise InputError(f"--memory must be positive and below 1 PB, got {memory}")
+    if wired_limit is not None:
+        if not hw.unified_memory:
+            raise InputError(f"--wired-limit applies to unified memory; {hw.id} has its own")
+        limit = parse_bytes(wired_limit, "--wired-limit")
+        if not 0 < limit <= ram:
+            raise InputError(
+                f"--wired-limit must be positive and at most the RAM ({fmt_bytes(ram)}), "
+                f"got {wired_limit}"
+            )
+        return limit
     if memory is None:
         return hw.usable_memory_bytes
-    value = parse_bytes(memory, "--memory")
-    if not 0 < value < 1e15:
-        raise InputError(f"--memory must be positive and below 1 PB, got {memory}")
-    return value * hw.gpu_memory_fraction
+    if hw.unified_memory and hw.vendor == "apple":
+        return default_wired_limit_bytes(ram)
+    return ram * hw.gpu_memory_fraction
 
 
 def int_list(spec: str, what: str, parse: Callable[[str], int] = int) -> list[int]:
