@@ -82,7 +82,7 @@ def offload(
     ideal: opt.Ideal = False,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """A model that does not fit the GPU: weights split with host RAM.
+    """Weights split between the GPU and host RAM.
 
     llama.cpp's -ngl (host layers computed by the CPU) or FlexGen-style streaming over the host
     link; serial (sum of tiers) and overlapped (slowest link per layer) decode bounds;
@@ -257,7 +257,7 @@ def _edge_row(
 def edge(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    compare: Annotated[
+    devices: Annotated[
         str | None,
         typer.Option(help="more devices side by side, e.g. dgx-spark,rtx-5090,strix-halo"),
     ] = None,
@@ -266,7 +266,7 @@ def edge(
         str | None, typer.Option(help="host CPU for discrete GPUs (default: per GPU)")
     ] = None,
     tp: opt.Tp = 1,
-    weights: opt.Weights = "q4_k_m",
+    weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     batch: opt.Batch = opt.BATCH,
     prompt: opt.Prompt = opt.PROMPT,
@@ -280,7 +280,7 @@ def edge(
 
     Unified memory against the GPU-wired limit (what macOS allows for the RAM, --wired-limit when
     raised; 'near limit' within 10%), a discrete GPU alone or with host RAM (-ngl), side by side.
-    --memory and --wired-limit apply to HARDWARE; --compare devices use their catalog entries.
+    --memory and --wired-limit apply to HARDWARE; --devices use their catalog entries.
     Example: roofline edge deepseek-r1 m3-ultra --weights q4_k_m --wired-limit 480GB"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
@@ -291,9 +291,10 @@ def edge(
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context)
-    devices = [hw] + [cat.accelerator(x.strip()) for x in (compare or "").split(",") if x.strip()]
+    extra = [cat.accelerator(x.strip()) for x in (devices or "").split(",") if x.strip()]
+    devs = [hw, *extra]
     rows = []
-    for i, dev in enumerate(devices):
+    for i, dev in enumerate(devs):
         cap = opt.capacity(dev, memory, wired_limit) if i == 0 else dev.usable_memory_bytes
         ram = parse_bytes(memory, "--memory") if i == 0 and memory else dev.memory_capacity_bytes
         h = cat.accelerator(host or _default_host(dev.id, dev.family)) if dev.host_link else None
@@ -308,7 +309,7 @@ def edge(
     inputs = {
         "model": m.id,
         "hardware": hw.id,
-        "compare": [d.id for d in devices[1:]],
+        "devices": [d.id for d in extra],
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         "batch": b,
