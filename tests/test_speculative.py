@@ -205,3 +205,25 @@ def test_cli_speculate_chart(run, tmp_path):
     out = tmp_path / "speedup.svg"
     r = run("speculate", "llama-3.1-8b", "h100", "--gamma", "3", "--batches", "1,4", "-o", str(out))
     assert r.code == 0 and out.read_text().startswith("<?xml")
+
+
+def test_lever_cases_validate_without_bound_violations(run):
+    """validation/levers_cases.yaml runs through `roofline validate`: no measured speed-up beats
+    its round's expected tokens E, no measured rate beats the speed of light."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "validation/levers_cases.yaml"
+    doc = run("validate", str(path), "--format", "json").json()
+    assert doc["summary"]["bound_violations"] == 0
+    assert "speculative" in doc["summary"]["regimes"]
+
+
+def test_lever_case_schema_is_strict(run, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "cases:\n- {id: x, model: llama-3.1-8b, hardware: h100, gpus: 1, tp: 1, pp: 1, ep: 1,\n"
+        "   weights: bf16, kv: bf16, batch: 1, prompt: 1, output: 8, metric: speedup,\n"
+        "   measured: 2.0, source: s, speculative: {drafter: eagle, gamma: 3}}\n"
+    )
+    r = run("validate", str(bad))
+    assert r.code == 2 and "tau" in r.stderr
