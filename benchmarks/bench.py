@@ -112,6 +112,41 @@ def cliff_sweep() -> float:
     return time.perf_counter() - t0
 
 
+def lever_queries() -> dict[str, float]:
+    """Cold CLI queries of the lever commands: a speculation sweep (8 gammas x 9 batches), an
+    offload placement search with its -ngl sweep, and a side-by-side edge comparison."""
+    commands = {
+        "speculate (8 gammas x 9 batches)": ["speculate", "llama-3.1-70b", "h100", "--tp", "4"],
+        "offload --sweep": [
+            "offload",
+            "llama-3.1-70b",
+            "rtx-4090",
+            "--weights",
+            "q4_k_m",
+            "--sweep",
+        ],
+        "edge (4 devices)": [
+            "edge",
+            "llama-3.1-70b",
+            "m4-max",
+            "--weights",
+            "q4_k_m",
+            "--devices",
+            "dgx-spark,rtx-5090,rtx-4090",
+        ],
+    }
+    out = {}
+    for name, args in commands.items():
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "roofline", *args, "--format", "json"],
+            check=True,
+            capture_output=True,
+        )
+        out[name] = time.perf_counter() - t0
+    return out
+
+
 if __name__ == "__main__":
     q = cold_query()
     print(f"cold `roofline analyze` (best of 5, interpreter start included): {q * 1e3:.0f} ms")
@@ -125,3 +160,5 @@ if __name__ == "__main__":
     )
     c = cliff_sweep()
     print(f"cliff sweep, 32 batch settings x 512 requests of 16k output tokens: {c:.2f} s")
+    for name, t in lever_queries().items():
+        print(f"cold `roofline {name}`: {t * 1e3:.0f} ms")

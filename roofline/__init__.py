@@ -16,8 +16,10 @@ By command:
     kv                          kv_footprint, compare_attention, allocation_waste, eviction_gain
     capacity                    plan_memory, max_batch, kv_bytes_per_token, kv_bytes_per_sequence
     bytes                       byte_traffic, evaluate_levers
-    speculate                   speculate
-    tiers                       spill, max_batch_with_tier
+    speculate                   speculate, alpha_from_tau, crossover_batch
+    tiers                       spill, max_batch_with_tier, reload_prefix
+    offload, edge               roofline.offload.offload, most_gpu_layers,
+                                default_wired_limit_bytes
     cliff                       StepModel, simulate
     plan, disagg                plans, disaggregate
     sweep                       Grid, run_sweep
@@ -39,6 +41,7 @@ from roofline.levers import evaluate_levers
 from roofline.memory import (
     ENGINES,
     MemoryPlan,
+    default_wired_limit_bytes,
     engine,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
@@ -46,14 +49,15 @@ from roofline.memory import (
     plan_memory,
 )
 from roofline.model import ModelArch
+from roofline.offload import most_gpu_layers
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, RequestResult, decode, prefill, request
 from roofline.planner import plans
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS, kv_format, weight_format
 from roofline.scheduler import StepModel, simulate
-from roofline.speculative import speculate
+from roofline.speculative import alpha_from_tau, crossover_batch, speculate
 from roofline.sweep import Grid, run_sweep
-from roofline.tiers import max_batch_with_tier, spill
+from roofline.tiers import max_batch_with_tier, reload_prefix, spill
 from roofline.traffic import byte_traffic
 from roofline.validate import evaluate, summarize
 
@@ -81,9 +85,12 @@ __all__ = [
     "Tier",
     "__version__",
     "allocation_waste",
+    "alpha_from_tau",
     "byte_traffic",
     "compare_attention",
+    "crossover_batch",
     "decode",
+    "default_wired_limit_bytes",
     "disaggregate",
     "engine",
     "evaluate",
@@ -98,9 +105,11 @@ __all__ = [
     "max_batch",
     "max_batch_with_tier",
     "model_from_config",
+    "most_gpu_layers",
     "plan_memory",
     "plans",
     "prefill",
+    "reload_prefix",
     "request",
     "run_checks",
     "run_sweep",

@@ -166,9 +166,6 @@ def offload(
     g_eff = gpu.efficiency
     g_split = split_step(decode(model, gpu, dep, b, context, eff=g_eff), L, g_eff, ideal)
     layer_w = layer_weight_bytes(model, dep)
-    head_w = head_weight_bytes(model, dep)
-    kv_seq = float(np.max(kv_bytes_per_sequence(model, dep, context)))
-    kv_layer = kv_seq / L * float(np.max(b))
     link = gpu.host_link
     link_bw = None if link is None else link.bandwidth_bytes_per_s
     zero = np.zeros_like(b)
@@ -213,11 +210,9 @@ def offload(
         t_transfer = zero
         serial = t_gpu + t_host + t_copy
         overlap = t_gpu + n_host * np.maximum(g_split.per_layer_s, t_layer_copy)
-    embed_w = model.vocab_size * model.hidden_size * dep.other_bits / 8.0
-    gpu_weights = n_gpu * layer_w + (head_w if head_gpu or mode == "stream" else 0.0)
-    host_weights = n_host * layer_w + embed_w + (0.0 if head_gpu or mode == "stream" else head_w)
-    if mode == "stream":
-        gpu_weights += 2 * layer_w if n_host else 0.0  # double buffer for the copies
+    gpu_weights, host_weights, gpu_kv, host_kv = placement_bytes(
+        model, dep, n_gpu, head_gpu, b, context, mode
+    )
     return Offload(
         mode,
         L,
@@ -225,8 +220,8 @@ def offload(
         head_gpu,
         gpu_weights,
         host_weights,
-        n_gpu * kv_layer if mode == "cpu" else L * kv_layer,
-        n_host * kv_layer if mode == "cpu" else 0.0,
+        gpu_kv,
+        host_kv,
         host_bw,
         t_gpu + zero,
         t_host + zero,
@@ -235,6 +230,34 @@ def offload(
         serial,
         overlap,
     )
+
+
+def placement_bytes(
+    model: ModelArch,
+    dep: Deployment,
+    n_gpu: int,
+    head_gpu: bool,
+    batch: ArrayLike,
+    context: ArrayLike,
+    mode: str = "cpu",
+) -> tuple[float, float, float, float]:
+    """(GPU weights, host weights, GPU KV, host KV) per GPU: repeating layers where they run,
+    the embedding in host RAM, the head on the GPU when placed there (always when streaming);
+    streaming double-buffers two layers on the GPU and keeps every layer's KV there."""
+    L = model.num_hidden_layers
+    n_host = L - n_gpu
+    layer_w = layer_weight_bytes(model, dep)
+    head_w = head_weight_bytes(model, dep)
+    embed_w = model.vocab_size * model.hidden_size * dep.other_bits / 8.0
+    kv_seq = float(np.max(kv_bytes_per_sequence(model, dep, context)))
+    kv_layer = kv_seq / L * float(np.max(np.asarray(batch, dtype=float)))
+    on_gpu_head = head_gpu or mode == "stream"
+    gpu_w = n_gpu * layer_w + (head_w if on_gpu_head else 0.0)
+    host_w = n_host * layer_w + embed_w + (0.0 if on_gpu_head else head_w)
+    if mode == "stream":
+        gpu_w += 2 * layer_w if n_host else 0.0  # double buffer for the copies
+        return gpu_w, host_w, L * kv_layer, 0.0
+    return gpu_w, host_w, n_gpu * kv_layer, n_host * kv_layer
 
 
 def gpu_memory_needed(o: Offload, model: ModelArch, dep: Deployment, ubatch: int = 512) -> float:
@@ -254,10 +277,14 @@ def most_gpu_layers(
     context: int,
     mode: str = "cpu",
 ) -> int:
-    """The largest -ngl (0 .. L+1) whose GPU share fits in `capacity_bytes`."""
+    """The largest -ngl (0 .. L+1) whose GPU share fits in `capacity_bytes` (bytes only: no step
+    is timed)."""
+    del gpu, host
+    act = float(activation_peak_bytes(model, dep, 512))
     best = 0
     for n in range(model.num_hidden_layers + 2):
-        o = offload(model, gpu, host, dep, n, batch, context, mode)
-        if gpu_memory_needed(o, model, dep) <= capacity_bytes:
+        n_gpu, head_gpu = placement(model, n)
+        gw, _, gkv, _ = placement_bytes(model, dep, n_gpu, head_gpu, batch, context, mode)
+        if gw + gkv + act <= capacity_bytes:
             best = n
     return best
