@@ -19,7 +19,7 @@ Drafter kinds and their cost per round (γ draft steps, then one verify pass):
 - eagle / eagle3: a head inside the target's graph (Li et al., EAGLE ICML 2024; EAGLE-3, arXiv
   2503.01840): per draft step one decoder layer of the target's shape plus the target's LM head
   (EAGLE-3: a reduced draft vocabulary, 32,000 tokens in the released heads); no engine step
-  overhead of its own.
+  overhead of its own; a 2D → D fc fuses the token embedding with the target's feature.
 - mtp: DeepSeek-V3's multi-token-prediction module (DeepSeek-V3 report §2.2): per draft token one
   transformer block of the target's (MoE) shape, the 2D×D projection and the shared output head.
 - medusa: γ parallel heads (Cai et al., Medusa ICML 2024 §2.1.1), each a residual block of D×D and
@@ -167,7 +167,7 @@ def medusa_heads_time_s(
     )
 
 
-def mtp_projection_time_s(
+def fusion_projection_time_s(
     target: ModelArch,
     hw: Accelerator,
     dep: Deployment,
@@ -175,7 +175,8 @@ def mtp_projection_time_s(
     eff: Efficiency,
     ideal: bool,
 ) -> FloatArray:
-    """MTP's eh_proj, [embedding; hidden] (2D) → D: 2·2D²·t FLOPs, 2D²·b_w bytes per GPU."""
+    """The fused drafters' input projection, [embedding; hidden] (2D) → D: MTP's eh_proj
+    (DeepSeek-V3 §2.2), EAGLE's fc (Li et al. 2024 §4.1); 2·2D²·t FLOPs, 2D²·b_w bytes per GPU."""
     params = 2.0 * target.hidden_size**2 / dep.tp
     flops = 2.0 * params * np.asarray(tokens, dtype=float)
     q = params * dep.linear_bits / 8.0
@@ -264,10 +265,10 @@ def speculate(
         head = head_model(target, drafter, draft_vocab)
         h_dep = replace(dep, pp=1)
         d_step = decode(head, hw, h_dep, b, context, eff=in_graph, new_tokens=width)
-        d_ideal, d_exp = g * d_step.t_ideal_s, g * d_step.t_expected_s
-        if drafter == "mtp":
-            d_ideal = d_ideal + g * mtp_projection_time_s(target, hw, dep, b * width, e, True)
-            d_exp = d_exp + g * mtp_projection_time_s(target, hw, dep, b * width, e, False)
+        proj_ideal = fusion_projection_time_s(target, hw, dep, b * width, e, True)
+        proj_exp = fusion_projection_time_s(target, hw, dep, b * width, e, False)
+        d_ideal = g * (d_step.t_ideal_s + proj_ideal)
+        d_exp = g * (d_step.t_expected_s + proj_exp)
     elif drafter == "medusa":
         d_ideal = medusa_heads_time_s(target, hw, dep, b, g, e, True) + zero
         d_exp = medusa_heads_time_s(target, hw, dep, b, g, e, False) + zero
@@ -332,5 +333,5 @@ def drafter_weight_bytes(
     p = head.param_breakdown()
     layer = (p["total"] - p["embedding"] - p["lm_head"]) * dep.linear_bits / 8.0
     own_head = p["embedding"] * dep.other_bits / 8.0 if kind == "eagle3" else 0.0
-    extra = 2 * d * d * dep.linear_bits / 8.0 if kind == "mtp" else 0.0
+    extra = 2 * d * d * dep.linear_bits / 8.0  # the 2D → D fusion projection
     return (layer + own_head + extra) / dep.tp

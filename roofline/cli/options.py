@@ -311,5 +311,10 @@ def not_fit(m: ModelArch, hw: Accelerator, dep: Deployment, plan: MemoryPlan) ->
         f"{fmt_bytes(plan.activation_bytes + plan.runtime_overhead_bytes)}"
         f" of activations and runtime, more than {plan.engine.name} leaves on {hw.id} "
         f"({fmt_bytes(plan.capacity_bytes * plan.engine.memory_fraction)})",
-        hint="raise --tp or --pp, or use smaller --weights",
+        hint=(
+            "raise the GPU-wired limit (sudo sysctl iogpu.wired_limit_mb=N) and pass "
+            "--wired-limit, or use smaller --weights"
+            if hw.unified_memory and hw.vendor == "apple"
+            else "raise --tp or --pp, or use smaller --weights"
+        ),
     )
