@@ -109,3 +109,21 @@ def test_cli_offload_errors(run):
         assert r.code == 2 and r.stdout == "" and r.stderr.startswith("error:"), args
     sweep = run("offload", "llama-3.1-8b", "rtx-4090", "--sweep", "--format", "json").json()
     assert sweep["sweep"][-1]["gpu_layers"] == 33 and sweep["inputs"]["gpu_layers"] == 33
+
+
+def test_offload_case_through_validate(run, tmp_path):
+    """An offload case (schema of validation/levers_cases.yaml): the ideal (overlapped, η = 1)
+    is never slower than the expected (serial, calibrated) rate."""
+    path = tmp_path / "cases.yaml"
+    path.write_text(
+        "cases:\n- {id: ngl20, model: llama-3.1-70b, hardware: rtx-4090, gpus: 1, tp: 1, pp: 1,\n"
+        "   ep: 1, weights: q4_k_m, kv: fp16, batch: 1, prompt: 0, output: 128,\n"
+        "   metric: decode_tokens_per_s_per_user, measured: 2.0, source: synthetic,\n"
+        "   offload: {host: ryzen-9950x, gpu_layers: 20}}\n"
+    )
+    doc = run("validate", str(path), "--format", "json").json()
+    (case,) = doc["cases"]
+    assert case["regime"] == "decode" and case["ideal"] >= case["expected"] > 0
+    path.write_text(path.read_text().replace("gpu_layers: 20", "gpu_layerz: 20"))
+    r = run("validate", str(path))
+    assert r.code == 2 and "gpu_layerz" in r.stderr
