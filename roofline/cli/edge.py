@@ -218,7 +218,7 @@ def _edge_row(
     status = wired_status(need, cap)
     row: dict[str, object] = {
         "hardware": hw.id,
-        "placement": "unified" if hw.unified_memory else "GPU",
+        "placement": "unified" if hw.unified_memory else ("CPU" if hw.family == "cpu" else "GPU"),
         "usable_bytes": cap,
         "needed_bytes": need,
         "fits": {"fits": "yes", "near": "near limit", "over": "no"}[status],
