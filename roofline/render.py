@@ -769,40 +769,6 @@ def sweep_table(doc: Mapping[str, Any], limit: int = 60) -> None:
     stdout_console().print(_rows_table(f"Sweep, expected times{more}", cols, rows))
 
 
-# ---- speculate ------------------------------------------------------------------------------
-def speculate_table(doc: Mapping[str, Any]) -> None:
-    i, base = doc["inputs"], doc["baseline"]
-    rows = [
-        (
-            str(r["gamma"]) + (" ★" if r["gamma"] == doc["best_gamma"] else ""),
-            f"{r['tokens_per_round']:.2f}",
-            _num(r["verify_arithmetic_intensity"]),
-            r["verify_bound"],
-            _c(fmt_seconds(r["tpot_expected_s"])),
-            f"{r['speedup_expected']:.2f}×",
-            f"{r['speedup_ideal']:.2f}×",
-        )
-        for r in doc["rows"]
-    ]
-    title = (
-        f"Speculative decoding: {i['model']} verified on {i['hardware']} TP{i['tp']}, "
-        f"draft {i['draft']}, α = {i['acceptance']:g}, batch {i['batch']}, "
-        f"{i['context_tokens']:,} tokens; plain decode {fmt_seconds(base['tpot_expected_s'])}"
-        f"/token at {_num(base['arithmetic_intensity'])} FLOP/B (ridge "
-        f"{_num(base['ridge_flops_per_byte'])})"
-    )
-    cols = (
-        "γ",
-        "tokens/round",
-        "verify FLOP/B",
-        "verify bound",
-        "TPOT",
-        "speed-up",
-        "ideal speed-up",
-    )
-    stdout_console().print(_rows_table(title, cols, rows))
-
-
 # ---- disagg ---------------------------------------------------------------------------------
 def disagg_table(doc: Mapping[str, Any]) -> None:
     i = doc["inputs"]
@@ -829,44 +795,6 @@ def disagg_table(doc: Mapping[str, Any]) -> None:
         f"KV cache per request {fmt_bytes(doc['kv_bytes_per_request'])}, sent over {i['link']} in "
         f"{fmt_seconds(doc['kv_transfer_s'])}; {doc['prefill_replicas_per_decode_replica']:.2f} "
         "prefill replicas keep one decode replica busy"
-    )
-
-
-# ---- tiers ----------------------------------------------------------------------------------
-def tiers_spill_table(doc: Mapping[str, Any]) -> None:
-    i = doc["inputs"]
-    rows = [
-        (
-            r["placement"],
-            f"{r['batch']:,}",
-            _c(fmt_bytes(r["kv_bytes_per_gpu"])),
-            _c(fmt_bytes(r["spilled_bytes_per_gpu"])),
-            f"{_c(fmt_seconds(r['tpot_overlap_s']))}–{_c(fmt_seconds(r['tpot_serial_s']))}",
-            f"{r['output_tokens_per_s_serial']:,.0f}–{r['output_tokens_per_s_overlap']:,.0f}",
-        )
-        for r in doc["rows"]
-    ]
-    title = (
-        f"{i['model']} on {i['hardware']} TP{i['tp']} at {i['context_tokens']:,} tokens: "
-        f"{fmt_bytes(i['tier_capacity_bytes'])} of {i['tier']} per GPU at "
-        f"{i['tier_bandwidth_bytes_per_s'] / 1e9:.3g} GB/s (HBM "
-        f"{i['hbm_bandwidth_bytes_per_s'] / 1e12:.3g} TB/s)"
-    )
-    cols = (
-        "KV placement",
-        "batch",
-        "KV/GPU",
-        "in tier",
-        "TPOT (overlap–serial)",
-        "tok/s (serial–overlap)",
-    )
-    con = stdout_console()
-    con.print(_rows_table(title, cols, rows))
-    con.print(
-        f"max batch: {doc['max_batch_hbm']:,} in HBM alone, {doc['max_batch_with_tier']:,} "
-        "with the tier. Spilled KV is read over the tier every decode step: a tier adds capacity "
-        "for parked or preempted sequences (roofline cliff --preemption swap) far more than "
-        "throughput for active ones."
     )
 
 
