@@ -137,6 +137,41 @@ def plan_search(model: str, hardware: str, gpus: int) -> tuple[int, float, float
     return len(found), core, cli
 
 
+def lever_queries() -> dict[str, float]:
+    """Cold CLI queries of the lever commands: a speculation sweep (8 gammas x 9 batches), an
+    offload placement search with its -ngl sweep, and a side-by-side edge comparison."""
+    commands = {
+        "speculate (8 gammas x 9 batches)": ["speculate", "llama-3.1-70b", "h100", "--tp", "4"],
+        "offload --sweep": [
+            "offload",
+            "llama-3.1-70b",
+            "rtx-4090",
+            "--weights",
+            "q4_k_m",
+            "--sweep",
+        ],
+        "edge (4 devices)": [
+            "edge",
+            "llama-3.1-70b",
+            "m4-max",
+            "--weights",
+            "q4_k_m",
+            "--devices",
+            "dgx-spark,rtx-5090,rtx-4090",
+        ],
+    }
+    out = {}
+    for name, args in commands.items():
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "roofline", *args, "--format", "json"],
+            check=True,
+            capture_output=True,
+        )
+        out[name] = time.perf_counter() - t0
+    return out
+
+
 if __name__ == "__main__":
     for model, hardware in (("deepseek-r1", "h200"), ("llama-3.1-405b", "h100")):
         n_layouts, core, cli = plan_search(model, hardware, 16)
@@ -156,3 +191,5 @@ if __name__ == "__main__":
     )
     c = cliff_sweep()
     print(f"cliff sweep, 32 batch settings x 512 requests of 16k output tokens: {c:.2f} s")
+    for name, t in lever_queries().items():
+        print(f"cold `roofline {name}`: {t * 1e3:.0f} ms")

@@ -16,8 +16,10 @@ By command:
     kv                          kv_footprint, compare_attention, allocation_waste, eviction_gain
     capacity                    plan_memory, max_batch, kv_bytes_per_token, kv_bytes_per_sequence
     bytes                       byte_traffic, evaluate_levers
-    speculate                   speculate
-    tiers                       spill, max_batch_with_tier
+    speculate                   speculate, alpha_from_tau, crossover_batch
+    tiers                       spill, max_batch_with_tier, reload_prefix
+    offload, edge               roofline.offload.offload, most_gpu_layers,
+                                default_wired_limit_bytes
     cliff                       StepModel, simulate
     plan, disagg                plans, disaggregate
     sweep                       Grid, run_sweep
@@ -30,6 +32,11 @@ from typing import Any
 # name -> module: the API is imported on first use, so `roofline` (and the command line, which
 # needs only a few modules per command) starts fast
 _API = {
+    "reload_prefix": "roofline.tiers",
+    "crossover_batch": "roofline.speculative",
+    "alpha_from_tau": "roofline.speculative",
+    "most_gpu_layers": "roofline.offload",
+    "default_wired_limit_bytes": "roofline.memory",
     "Accelerator": "roofline.hardware",
     "Catalog": "roofline.catalog",
     "CatalogError": "roofline.errors",
@@ -118,9 +125,12 @@ __all__ = [
     "Tier",
     "__version__",
     "allocation_waste",
+    "alpha_from_tau",
     "byte_traffic",
     "compare_attention",
+    "crossover_batch",
     "decode",
+    "default_wired_limit_bytes",
     "disaggregate",
     "engine",
     "evaluate",
@@ -135,9 +145,11 @@ __all__ = [
     "max_batch",
     "max_batch_with_tier",
     "model_from_config",
+    "most_gpu_layers",
     "plan_memory",
     "plans",
     "prefill",
+    "reload_prefix",
     "request",
     "run_checks",
     "run_sweep",

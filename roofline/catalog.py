@@ -697,6 +697,24 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "notes": (str, False),
     "engine": (str, False),
     "attention_dp": (int, False),
+    "speculative": (dict, False),
+    "offload": (dict, False),
+}
+# lever cases (validation/levers_cases.yaml): a speculative-decoding or a weight-offload setting
+_CASE_SPECULATIVE_KEYS: dict[str, tuple[Any, bool]] = {
+    "drafter": (str, True),
+    "gamma": (int, True),
+    "tau": (NUM, False),
+    "acceptance": (NUM, False),
+    "decay": (NUM, False),
+    "tree_tokens": (int, False),
+    "draft_vocab": (int, False),
+}
+_CASE_OFFLOAD_KEYS: dict[str, tuple[Any, bool]] = {
+    "host": (str, True),
+    "gpu_layers": (int, True),
+    "mode": (str, False),
+    "block_batches": (int, False),
 }
 
 
@@ -722,6 +740,12 @@ def load_cases(path: str | Path) -> list[Case]:
         _positive(where, "measured", d["measured"])
         if d["batch"] is not None:
             _positive(where, "batch", d["batch"])
+        if "speculative" in d:
+            _check(f"{where}: speculative", d["speculative"], _CASE_SPECULATIVE_KEYS)
+            if ("tau" in d["speculative"]) == ("acceptance" in d["speculative"]):
+                raise CatalogError(f"{where}: speculative needs one of 'tau' or 'acceptance'")
+        if "offload" in d:
+            _check(f"{where}: offload", d["offload"], _CASE_OFFLOAD_KEYS)
         cases.append(Case(**{**d, "measured": float(d["measured"])}))
     return cases
 

@@ -220,3 +220,27 @@ def max_batch(
     the attention-DP groups (each holds its own sequences)."""
     per_seq = kv_bytes_per_sequence(model, dep, context, plan.engine.block_tokens)
     return np.floor(plan.kv_budget_bytes / np.maximum(per_seq, 1e-30)) * dep.attention_dp
+
+
+# ---- the GPU-wired limit of unified memory (Apple silicon) ----------------------------------
+WIRED_SMALL_RAM_BYTES = 36 * GB
+WIRED_WARN_BAND = 0.10
+
+
+def default_wired_limit_bytes(ram_bytes: float) -> float:
+    """What macOS lets Metal wire by default (MTLDevice.recommendedMaxWorkingSetSize): 2/3 of RAM
+    up to 36 GB, 3/4 above. Observed: 10,922.67 MB on a 16 GB M1 (= 2/3; llama-cpp-python issue
+    #687 log), about 48 of 64 GB on M1/M2 Max (llama.cpp issue #1870), about 36 of 48 GB on an M5
+    Pro (osaurus PR #1958), 75% (GPUStack issue #1375). macOS 26 reports 107.52 of 128 GiB (0.84,
+    antirez/ds4 PR #893): newer releases may allow more [uncertain]. `sudo sysctl
+    iogpu.wired_limit_mb=N` raises it (Metal then reports N)."""
+    return ram_bytes * (2.0 / 3.0 if ram_bytes <= WIRED_SMALL_RAM_BYTES else 0.75)
+
+
+def wired_status(needed_bytes: float, limit_bytes: float) -> str:
+    """'fits', 'near' (within WIRED_WARN_BAND of the limit: little room for compute buffers and
+    the OS; MLX pages past recommendedMaxWorkingSetSize instead of failing, osaurus PR #1958) or
+    'over'."""
+    if needed_bytes > limit_bytes:
+        return "over"
+    return "near" if needed_bytes > (1.0 - WIRED_WARN_BAND) * limit_bytes else "fits"

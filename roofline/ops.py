@@ -40,6 +40,7 @@ from roofline.model import LayerGroup, ModelArch
 from roofline.precision import (
     ACTIVATION_FORMATS,
     KV_FORMATS,
+    OTHER_BITS,
     WEIGHT_FORMATS,
     Format,
     sparse_2_4_bits,
@@ -104,7 +105,10 @@ class Deployment:
 
     @property
     def other_bits(self) -> float:
-        """Embedding, output head, router and norms stay in 16 bit (32 for an fp32 model)."""
+        """Embedding, output head, router and norms: 16 bit (32 for an fp32 model), except in
+        GGUF and MLX files, which quantise embedding and head too (precision.OTHER_BITS)."""
+        if self.weights.name in OTHER_BITS:
+            return OTHER_BITS[self.weights.name]
         return 32.0 if self.weights.name == "fp32" else 16.0
 
     def compute(self, hw: Accelerator) -> str:

@@ -198,3 +198,27 @@ def save_cliff(doc: Mapping[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def save_speedup(doc: Mapping[str, Any], path: Path) -> None:
+    """Speculative decoding: speed-up (best γ) against batch, log x, with 1× and the crossover
+    marked."""
+    check_output(path)
+    plt = _pyplot()
+    rows = doc["by_batch"]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    b = [r["batch"] for r in rows]
+    ax.plot(b, [r["speedup_expected"] for r in rows], "o-", label="expected (best γ)")
+    ax.plot(b, [r["speedup_ideal"] for r in rows], "s--", label="ideal (η = 1)")
+    ax.axhline(1.0, color="grey", linestyle=":")
+    if doc["crossover_batch"] is not None:
+        ax.axvline(doc["crossover_batch"], color="tab:red", linestyle=":", label="crossover")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch (sequences)")
+    ax.set_ylabel("speed-up over plain decode")
+    i = doc["inputs"]
+    ax.set_title(f"Speculative decoding ({i['drafter']}): {i['model']} on {i['hardware']}")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -11,6 +11,8 @@ Sources for the layouts:
 - q8_0 / q4_0: ggml block formats, 32 values + one fp16 scale: 8.5 and 4.5 bits.
 - q4_k_m: llama.cpp's mixed "medium" recipe; 4.85 bits per weight is the average llama.cpp reports
   for Llama models (llama.cpp quantize README).
+- iq2_xxs, q2_k, q3_k_m, q5_k_m, q6_k, mlx-4bit, mlx-8bit: see GGUF_MLX_NOTE; their embedding and
+  head bits are in OTHER_BITS.
 - KV int8/int4: per-token, per-head asymmetric quantisation with an fp16 scale and zero point per
   head (LMDeploy KV-cache quantisation docs): 8 + 32/H and 4 + 32/H bits; H = 128 assumed.
 """
@@ -53,7 +55,42 @@ WEIGHT_FORMATS: dict[str, Format] = {
         Format("q8_0", 8.5, "fp16", True, "ggml Q8_0: 32 int8 + fp16 scale"),
         Format("q4_0", 4.5, "fp16", True, "ggml Q4_0: 32 int4 + fp16 scale"),
         Format("q4_k_m", 4.85, "fp16", True, "llama.cpp Q4_K_M mixed recipe (average)"),
+        # llama.cpp mixed recipes and MLX group quantisation (sources in GGUF_MLX_NOTE below)
+        Format("iq2_xxs", 2.06, "fp16", True, "llama.cpp IQ2_XXS (2.06 bpw)"),
+        Format("q2_k", 3.35, "fp16", True, "llama.cpp Q2_K mixed recipe (3.35 bpw, Llama-2-7B)"),
+        Format("q3_k_m", 3.91, "fp16", True, "llama.cpp Q3_K_M mixed recipe (3.91 bpw)"),
+        Format("q5_k_m", 5.68, "fp16", True, "llama.cpp Q5_K_M mixed recipe (5.68 bpw)"),
+        Format("q6_k", 6.56, "fp16", True, "llama.cpp Q6_K (6.5625 bpw)"),
+        Format("mlx-4bit", 4.5, "fp16", True, "MLX 4-bit, group 64, fp16 scale and bias"),
+        Format("mlx-8bit", 8.5, "fp16", True, "MLX 8-bit, group 64, fp16 scale and bias"),
     )
+}
+
+GGUF_MLX_NOTE = """
+Bits per weight of the GGUF mixed recipes: llama.cpp tools/quantize README, table "Llama 2 7B"
+(Q2_K 3.35, Q3_K_M 3.91, Q4_K_M 4.84, Q5_K_M 5.68, Q6_K 6.56 bits per weight, the whole file);
+IQ2_XXS 2.06 bpw from `llama-quantize --help`. Block types (k-quants PR #1684): Q2_K 2.5625,
+Q3_K 3.4375, Q4_K 4.5, Q5_K 5.5, Q6_K 6.5625 bpw. MLX (mlx-lm convert -q): group size 64 with an
+fp16 scale and bias per group, 4 + 32/64 = 4.5 and 8 + 32/64 = 8.5 bits.
+"""
+
+# Embedding and output head of GGUF and MLX files are quantised too (the linear layers' format sets
+# the rest). llama.cpp (llama-quant.cpp, llama_tensor_get_type): output.weight becomes Q6_K (Q5_K
+# for IQ2_XXS; Q8_0 stays Q8_0), token_embd the recipe's base type (Q2_K for IQ2_XXS); the value is
+# the mean of the two, as the model's `other` parameters are mostly those two matrices. MLX's
+# nn.quantize quantises Embedding and Linear alike (4.5 / 8.5 bits).
+# q4_0 would take (4.5 + 6.5625) / 2 as well; it stays at 16 bits until the apple-m family's
+# memory_weight_only is re-fitted on it (validation/calibrate.py fits that share on q4_0 cases).
+OTHER_BITS: dict[str, float] = {
+    "q8_0": 8.5,
+    "q4_k_m": (4.5 + 6.5625) / 2,
+    "iq2_xxs": (2.5625 + 5.5) / 2,
+    "q2_k": (2.5625 + 6.5625) / 2,
+    "q3_k_m": (3.4375 + 6.5625) / 2,
+    "q5_k_m": (5.5 + 6.5625) / 2,
+    "q6_k": 6.5625,
+    "mlx-4bit": 4.5,
+    "mlx-8bit": 8.5,
 }
 
 KV_FORMATS: dict[str, Format] = {
@@ -109,6 +146,12 @@ WEIGHT_ALIASES: dict[str, str] = {
     "int4-gptq": "int4",
     "smoothquant": "w8a8",
     "q4_k": "q4_k_m",
+    "mlx-4": "mlx-4bit",
+    "mlx4": "mlx-4bit",
+    "mlx-q4": "mlx-4bit",
+    "mlx-8": "mlx-8bit",
+    "mlx8": "mlx-8bit",
+    "mlx-q8": "mlx-8bit",
 }
 
 

@@ -7,6 +7,17 @@ bracket the step (the two-bound band of GenZ / LLMServingSim-style tier models):
 - overlap: max(t_hbm, t_tier), the tier read fully hidden behind the HBM work;
 - serial: t_hbm + t_tier, nothing hidden,
 where t_hbm is the step with only the HBM-resident bytes and t_tier = spilled KV / tier bandwidth.
+
+The tier bandwidth one GPU gets is shared and below nominal (roofline.offload): min(B_link·η_link,
+B_tier / sharing), with `sharing` GPUs reading the same tier at once (eight GPUs on one 307 GB/s
+DDR5 socket get 38 GB/s each, not 512) and η_link the DMA efficiency of the copy size.
+
+KV reload of a cached prefix (a returning chat turn; LMCache, vLLM's CPU KV offload, SGLang
+HiCache): the prefix's KV comes back from the tier in copies of `dma_tokens` tokens per layer while
+the new tokens prefill; TTFT lies between max(t_reload, t_prefill_new) (layer-by-layer overlap) and
+t_reload + t_prefill_new (serial), against recomputing the whole prompt. The new tokens' prefill
+attends to the prefix: t_prefill_new ≈ max(t_prefill(P + S) − t_prefill(P), t_prefill(S)), the
+increment of a causal prefill, never below a standalone prefill of S (which reads the weights once).
 """
 
 from __future__ import annotations
@@ -16,8 +27,9 @@ from dataclasses import dataclass
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.memory import MemoryPlan, kv_bytes_per_sequence, max_batch
 from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.phases import decode
+from roofline.offload import LINK_PROTOCOL_EFFICIENCY, link_efficiency, shared_bandwidth
+from roofline.ops import Deployment, kv_bytes_per_token_layer
+from roofline.phases import decode, prefill
 
 
 @dataclass(frozen=True)
@@ -38,11 +50,10 @@ class TierResult:
         return self.t_step_hbm_s + self.t_tier_s
 
 
-def tier_bandwidth(hw: Accelerator, tier: Tier) -> float:
-    """What a GPU can read from a tier: the tier's bandwidth, capped by the host link's."""
-    if hw.host_link is None:
-        return tier.bandwidth_bytes_per_s
-    return min(tier.bandwidth_bytes_per_s, hw.host_link.bandwidth_bytes_per_s)
+def tier_bandwidth(hw: Accelerator, tier: Tier, sharing: int = 1, link_eff: float = 1.0) -> float:
+    """What one GPU can read from a tier: min(host link · η_link, tier bandwidth / sharing)."""
+    link = None if hw.host_link is None else hw.host_link.bandwidth_bytes_per_s
+    return float(shared_bandwidth(tier.bandwidth_bytes_per_s, link, sharing, link_eff))
 
 
 def max_batch_with_tier(
@@ -70,6 +81,8 @@ def spill(
     context: int,
     ideal: bool = False,
     eff: Efficiency | None = None,
+    sharing: int = 1,
+    link_eff: float | None = None,
 ) -> TierResult:
     """One decode step of `batch` sequences at `context` tokens with KV beyond HBM in `tier`."""
     per_seq = float(kv_bytes_per_sequence(model, dep, context, plan.engine.block_tokens))
@@ -81,5 +94,64 @@ def spill(
     e = eff or hw.efficiency
     eta = 1.0 if ideal else e.memory
     t_hbm = max(t_all - spilled / (hw.memory_bandwidth_bytes_per_s * eta), 0.0)
-    bw = tier_bandwidth(hw, tier)
+    eta = (1.0 if ideal else LINK_PROTOCOL_EFFICIENCY) if link_eff is None else link_eff
+    bw = tier_bandwidth(hw, tier, sharing, eta)
     return TierResult(batch, kv, spilled, bw, t_hbm, spilled / bw)
+
+
+@dataclass(frozen=True)
+class Reload:
+    """TTFT of a returning turn: a prefix's KV reloaded from a tier, new tokens prefilled."""
+
+    prefix_tokens: int
+    new_tokens: int
+    kv_bytes: float  # the prefix's KV per GPU
+    bandwidth_bytes_per_s: float  # effective, after sharing and DMA efficiency
+    link_efficiency: float
+    t_reload_s: float
+    t_prefill_new_s: float
+    t_recompute_s: float  # prefill of the whole prompt instead
+
+    @property
+    def ttft_overlap_s(self) -> float:
+        return max(self.t_reload_s, self.t_prefill_new_s)
+
+    @property
+    def ttft_serial_s(self) -> float:
+        return self.t_reload_s + self.t_prefill_new_s
+
+
+def reload_prefix(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    tier: Tier,
+    prefix: int,
+    new: int,
+    dma_tokens: int = 256,
+    sharing: int = 1,
+    link_eff: float | None = None,
+    ideal: bool = False,
+    eff: Efficiency | None = None,
+) -> Reload:
+    """Reload `prefix` tokens of KV from `tier` in copies of `dma_tokens` tokens per layer, then
+    (or while) prefilling `new` tokens; and the recompute alternative."""
+    kv = float(kv_bytes_per_sequence(model, dep, prefix))
+    block = dma_tokens * kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp)
+    if link_eff is not None:
+        eta = link_eff
+    elif ideal or hw.host_link is None:
+        eta = 1.0
+    else:
+        eta = float(link_efficiency(block, hw.host_link.bandwidth_bytes_per_s))
+    bw = tier_bandwidth(hw, tier, sharing, eta)
+
+    def t(tokens: int) -> float:
+        if tokens <= 0:
+            return 0.0
+        p = prefill(model, hw, dep, 1, tokens, eff)
+        return float(p.t_ideal_s if ideal else p.t_expected_s)
+
+    whole = t(prefix + new)
+    new_s = max(whole - t(prefix), t(new))
+    return Reload(prefix, new, kv, bw, eta, kv / bw, new_s, whole)

@@ -36,6 +36,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "e2e_latency_ms": ("decode", "time"),
     "output_tokens_per_s": ("throughput", "rate"),
     "output_tokens_per_s_per_gpu": ("throughput", "rate"),
+    "speedup": ("speculative", "rate"),  # speculative decoding over plain decode (lever cases)
 }
 
 
@@ -61,6 +62,8 @@ class Case:
     notes: str = ""
     engine: str = "auto"
     attention_dp: int = 1  # attention data-parallel groups per stage (EP on the experts)
+    speculative: dict | None = None  # lever cases: a drafter setting (roofline.lever_cases)
+    offload: dict | None = None  # lever cases: weights split with host RAM
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,11 @@ def _metric(
 
 
 def evaluate(
-    case: Case, model: ModelArch, hw: Accelerator, efficiency: Efficiency | None = None
+    case: Case,
+    model: ModelArch,
+    hw: Accelerator,
+    efficiency: Efficiency | None = None,
+    host: Accelerator | None = None,
 ) -> CaseResult:
     """Ideal and expected predictions of one case's metric."""
     where = f"case '{case.id}'"
@@ -124,6 +131,13 @@ def evaluate(
         raise InputError(f"{where}: gpus {case.gpus} is not a multiple of tp × pp")
     replicas = case.gpus // dep.gpus_per_replica
     eff = efficiency or hw.efficiency
+    if case.speculative is not None or case.offload is not None:
+        from roofline.lever_cases import evaluate_lever
+
+        regime, batch, ideal, expected = evaluate_lever(case, model, hw, dep, eff, host)
+        speed = case.measured / ideal
+        err = expected / case.measured - 1.0
+        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
     batch = case.batch
     if batch is None:
         plan = plan_memory(model, hw, dep, engine(case.engine, hw))

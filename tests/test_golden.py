@@ -48,6 +48,18 @@ COMMANDS = {
     ],
     "tiers": ["tiers", "llama-3.1-70b", "h100", "--tp", "4", "--tier-capacity", "128GB"],
     "plan": ["plan", "llama-3.1-70b", "h100", "--gpus", "4", "--weights", "fp8"],
+    "offload": ["offload", "llama-3.1-70b", "rtx-4090", "--weights", "q4_k_m", "--sweep"],
+    "edge": [
+        "edge",
+        "deepseek-r1",
+        "m3-ultra",
+        "--weights",
+        "q4_k_m",
+        "--wired-limit",
+        "480GB",
+        "--devices",
+        "rtx-5090",
+    ],
     "speculate": [
         "speculate",
         "llama-3.1-70b",

@@ -36,6 +36,9 @@ COMMANDS = [
     ["bytes", "llama-3.1-8b", "h100", "--batch", "32", "--context", "8192"],
     ["bytes", "llama-3.1-70b", "h100", "--tp", "4", "--levers"],
     ["speculate", "llama-3.1-70b", "h100", "--tp", "4", "--draft", "llama-3.1-8b"],
+    ["offload", "llama-3.1-70b", "rtx-4090", "--weights", "q4_k_m", "--sweep"],
+    ["edge", "llama-3.1-70b", "m4-max", "--weights", "q4_k_m", "--devices", "dgx-spark,rtx-4090"],
+    ["tiers", "llama-3.1-70b", "h100", "--tp", "4", "--tier-capacity", "256GB", "--prefix", "8k"],
     [
         "tiers",
         "llama-3.1-70b",

@@ -239,6 +239,7 @@ def analyze(
     context: opt.Context = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
+    wired_limit: opt.WiredLimit = None,
     eta_compute: Annotated[float | None, typer.Option(help="override compute efficiency")] = None,
     eta_memory: Annotated[float | None, typer.Option(help="override memory efficiency")] = None,
     overhead: Annotated[
@@ -264,7 +265,7 @@ def analyze(
     s, o, ctx = opt.workload(prompt, output, context)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(engine_name, hw)
-    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
+    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
     if m.max_position_embeddings and s + o > m.max_position_embeddings:
@@ -387,6 +388,7 @@ def capacity(
     context: opt.Context = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
+    wired_limit: opt.WiredLimit = None,
     block: opt.Block = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
@@ -407,7 +409,7 @@ def capacity(
     ctx = opt.workload(prompt, output, context)[2]
     eng = engine(engine_name, hw)
     eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))
-    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
+    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
     mb = int(max_batch(plan, m, dep, ctx))
     reason = None
     if not plan.weights_fit:

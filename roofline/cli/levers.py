@@ -4,6 +4,7 @@ slower memory tier)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -12,7 +13,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
-from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.errors import InputError
 from roofline.memory import (
     engine,
@@ -21,70 +22,161 @@ from roofline.memory import (
     plan_memory,
     weight_bytes_per_gpu,
 )
+from roofline.plot import check_output, save_speedup
 from roofline.precision import weight_format
+from roofline.speculative import (
+    DRAFTERS,
+    alpha_from_tau,
+    crossover_batch,
+    drafter_weight_bytes,
+)
 from roofline.speculative import speculate as spec_core
-from roofline.tiers import max_batch_with_tier, spill
+from roofline.tiers import max_batch_with_tier, reload_prefix, spill
 from roofline.units import fmt_bytes, parse_bytes
 
 
 # ---- speculate ------------------------------------------------------------------------------
+def _acceptance(text: str) -> float | list[float]:
+    """One α, or per-position rates p_1,p_2,... (each in [0, 1])."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(
+            f"--acceptance {text!r}: give one rate (0.7) or one per position"
+        ) from None
+    if not values or any(not 0.0 <= v <= 1.0 for v in values):
+        raise InputError(f"--acceptance must be in [0, 1] (one rate or a list), got {text}")
+    return values[0] if len(values) == 1 else values
+
+
 @app.command()
 @guarded
 def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    draft: Annotated[str, typer.Option(help="draft model id (runs on the same GPUs)")],
+    drafter: Annotated[
+        str,
+        typer.Option(
+            help="auto | draft (a separate model) | eagle | eagle3 | mtp | medusa | ngram "
+            "(auto: mtp if the model has MTP layers, draft with --draft, else eagle)"
+        ),
+    ] = "auto",
+    draft: Annotated[
+        str | None, typer.Option(help="draft model id (runs on the same GPUs)")
+    ] = None,
     gamma: Annotated[
         str, typer.Option(help="draft tokens per round: 4 | 1,2,4 | 1..8:1")
     ] = "1..8:1",
-    acceptance: Annotated[float, typer.Option(help="per-token acceptance rate α in [0, 1]")] = 0.7,
+    acceptance: Annotated[
+        str,
+        typer.Option(help="acceptance α per draft token, or one per position: 0.9,0.8,0.7"),
+    ] = "0.7",
+    decay: Annotated[
+        float, typer.Option(help="geometric decay of α by position: p_i = α·decay^(i−1)")
+    ] = 1.0,
+    tau: Annotated[
+        float | None,
+        typer.Option(help="measured mean accepted tokens per round (bonus included) at max γ"),
+    ] = None,
+    tree_tokens: Annotated[
+        int | None, typer.Option(help="tree verification: tokens verified per sequence")
+    ] = None,
+    draft_vocab: Annotated[
+        int | None, typer.Option(help="draft head's vocabulary (EAGLE-3 default 32000)")
+    ] = None,
     tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
     ep: opt.Ep = 1,
+    gpus: opt.Gpus = None,
+    dp: opt.Dp = 1,
     weights: opt.Weights = opt.WEIGHTS,
     draft_weights: Annotated[
         str | None, typer.Option(help="draft weight format (default: --weights)")
     ] = None,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    act_dtype: opt.ActDtype = opt.ACT_DTYPE,
+    compute: opt.Compute = None,
+    sparsity: opt.Sparsity = None,
     batch: opt.Batch = opt.BATCH,
+    batches: opt.Batches = opt.BATCHES,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
     context: opt.Context = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="also write the speed-up chart to FILE.svg|png|pdf"),
+    ] = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """Speculative decoding: speed-up per draft length γ.
+    """Speculative decoding: speed-up against batch, per drafter.
 
-    A draft proposes γ tokens, the target verifies them in one pass of γ + 1 tokens; expected
-    tokens per round (1 − α^(γ+1)) / (1 − α), time per token, speed-up,
-    and how far the verify pass moves decode towards the ridge.
-    Example: roofline speculate llama-3.1-70b h100 --tp 4 --draft llama-3.1-8b --acceptance 0.8"""
+    Each drafter pays its own cost (a draft model's steps, a fused EAGLE/MTP head, Medusa heads,
+    n-gram lookup); the verify pass over γ + 1 (or --tree-tokens) tokens per sequence and the
+    rejection sampler are timed like any step. Rows: speed-up per γ at --batch; the best γ per
+    batch over --batches and the crossover batch where speculation stops paying.
+    Example: roofline speculate llama-3.1-8b h100 --drafter eagle --tau 3.2 --gamma 4"""
     cat = catalog()
-    m, d_m, hw = cat.model(model), cat.model(draft), cat.accelerator(hardware)
-    if not 0.0 <= acceptance <= 1.0:
-        raise InputError(f"--acceptance must be in [0, 1], got {acceptance}")
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, 1, ep)
-    d_dep = replace(dep, weights=weight_format(draft_weights or weights), ep=1)
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    kind = drafter.lower()
+    if kind == "auto":
+        kind = "draft" if draft else ("mtp" if m.num_nextn_predict_layers else "eagle")
+    if kind not in DRAFTERS:
+        raise InputError(
+            f"unknown --drafter '{drafter}'", hint=f"choose auto or {', '.join(DRAFTERS)}"
+        )
+    if kind == "draft" and draft is None:
+        raise InputError("--drafter draft needs --draft MODEL")
+    if not 0.0 < decay <= 1.0:
+        raise InputError(f"--decay must be in (0, 1], got {decay}")
+    d_m = cat.model(draft) if kind == "draft" and draft else None
+    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
+    opt.replicas(dep, gpus, dp)
+    d_dep = replace(dep, weights=weight_format(draft_weights or weights), ep=1, pp=1)
     gammas = opt.int_list(gamma, "--gamma")
     if min(gammas) < 1 or max(gammas) > 64:
         raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
-    b, ctx = opt.batch(batch), opt.workload(prompt, output, context)[2]
+    if tree_tokens is not None and not max(gammas) + 1 <= tree_tokens <= 4096:
+        raise InputError(f"--tree-tokens must be from γ + 1 = {max(gammas) + 1} to 4096")
+    if draft_vocab is not None and not 1 <= draft_vocab <= 10**7:
+        raise InputError(f"--draft-vocab must be from 1 to 1e7, got {draft_vocab}")
+    acc = _acceptance(acceptance)
+    if tau is not None:
+        if isinstance(acc, list):
+            raise InputError("give --tau or a per-position --acceptance list, not both")
+        acc = alpha_from_tau(tau, max(gammas), decay)
+    b = opt.batch(batch)
+    sweep = opt.batch_sweep(batches, "--batches")
+    ctx = opt.workload(prompt, output, context)[2]
+    if out is not None:
+        check_output(out)
     eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
-    draft_weights_bytes = weight_bytes_per_gpu(d_m, d_dep)
-    kv_need = (
-        float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens))
-        + float(kv_bytes_per_sequence(d_m, d_dep, ctx, eng.block_tokens))
-    ) * b
-    s = spec_core(m, d_m, hw, dep, d_dep, b, ctx, np.array(gammas, dtype=float), acceptance)
+    g = np.array(gammas, dtype=float)
+    common = {"drafter": kind, "decay": decay, "tree_tokens": tree_tokens}
+    common["draft_vocab"] = draft_vocab
+    s = spec_core(m, d_m, hw, dep, d_dep, b, ctx, g, acc, **common)
+    sw = spec_core(
+        m, d_m, hw, dep, d_dep, np.array(sweep, float)[None, :], ctx, g[:, None], acc, **common
+    )
+    if d_m is not None:
+        drafter_bytes = weight_bytes_per_gpu(d_m, d_dep)
+        kv_need = float(kv_bytes_per_sequence(d_m, d_dep, ctx, eng.block_tokens)) * b
+    else:
+        drafter_bytes = drafter_weight_bytes(m, kind, dep, max(gammas), draft_vocab)
+        kv_need = 0.0
+    kv_need += float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * b
     rows = [
         {
-            "gamma": int(g),
+            "gamma": int(gv),
             "tokens_per_round": s.tokens_per_round[i],
-            "draft_step_s": float(s.draft.t_expected_s),
+            "verify_tokens_per_sequence": s.verify_tokens[i],
+            "draft_round_s": s.t_draft_round_expected_s[i],
             "verify_step_s": s.verify.t_expected_s[i],
+            "sampling_s": s.t_sample_round_s[i],
             "verify_arithmetic_intensity": s.verify.arithmetic_intensity[i],
             "verify_bound": s.verify.bound[i],
             "tpot_ideal_s": s.tpot_ideal_s[i],
@@ -92,50 +184,80 @@ def speculate(
             "speedup_ideal": s.speedup_ideal[i],
             "speedup_expected": s.speedup_expected[i],
         }
-        for i, g in enumerate(gammas)
+        for i, gv in enumerate(gammas)
     ]
     best = max(rows, key=lambda r: r["speedup_expected"])
+    best_g = np.argmax(sw.speedup_expected, axis=0)
+    cols = np.arange(len(sweep))
+    by_batch = [
+        {
+            "batch": bv,
+            "best_gamma": gammas[int(best_g[j])],
+            "tokens_per_round": sw.tokens_per_round[best_g[j]],
+            "tpot_baseline_s": sw.tpot_baseline_expected_s[0, j],
+            "tpot_expected_s": sw.tpot_expected_s[best_g[j], j],
+            "speedup_expected": sw.speedup_expected[best_g[j], j],
+            "speedup_ideal": sw.speedup_ideal[best_g[j], j],
+            "verify_bound": sw.verify.bound[best_g[j], j],
+            "output_tokens_per_s": bv / sw.tpot_expected_s[best_g[j], j],
+        }
+        for j, bv in enumerate(sweep)
+    ]
+    best_speedups = sw.speedup_expected[best_g, cols]
     inputs = {
         "model": m.id,
-        "draft": d_m.id,
         "hardware": hw.id,
+        "drafter": kind,
+        "draft": d_m.id if d_m else None,
         "tp": dep.tp,
-        "weights": dep.weights.name,
-        "draft_weights": d_dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        "pp": dep.pp,
         "ep": dep.ep,
+        "weights": dep.weights.name,
+        "draft_weights": d_dep.weights.name if d_m else None,
+        "kv_dtype": dep.kv.name,
         "batch": b,
+        "batches": sweep,
         "context_tokens": ctx,
         "engine": eng.name,
-        "acceptance": acceptance,
+        "acceptance": acc,
+        "decay": decay,
+        "tau": tau,
+        "tau_gamma": max(gammas) if tau is not None else None,
+        "tree_tokens": tree_tokens,
         "efficiency": convert.efficiency_json(hw.efficiency),
-        "note": "i.i.d. acceptance; the draft shares the target's GPUs and tokenizer",
+        "note": "acceptance p_i per draft position; a fused drafter (EAGLE, MTP, Medusa) runs "
+        "in the target's step without an engine overhead of its own; sampling reads fp32 rows",
     }
     doc = render.document(
         "speculate",
         inputs,
         baseline={
-            "tpot_ideal_s": s.baseline.t_ideal_s,
-            "tpot_expected_s": s.baseline.t_expected_s,
+            "tpot_ideal_s": s.tpot_baseline_ideal_s,
+            "tpot_expected_s": s.tpot_baseline_expected_s,
             "arithmetic_intensity": s.baseline.arithmetic_intensity,
             "ridge_flops_per_byte": s.baseline.ridge_flops_per_byte,
             "bound": s.baseline.bound,
         },
         best_gamma=best["gamma"],
         memory={
-            "draft_weights_bytes_per_gpu": draft_weights_bytes,
+            "drafter_weights_bytes_per_gpu": drafter_bytes,
             "kv_bytes_target_and_draft": kv_need,
             "kv_budget_bytes": plan.kv_budget_bytes,
-            "fits": draft_weights_bytes + kv_need <= plan.kv_budget_bytes,
+            "fits": drafter_bytes + kv_need <= plan.kv_budget_bytes,
         },
         rows=rows,
+        by_batch=by_batch,
+        crossover_batch=crossover_batch(sweep, best_speedups),
     )
     if not doc["memory"]["fits"]:
         warn(
-            f"draft weights ({fmt_bytes(draft_weights_bytes)}) and both KV caches "
+            f"drafter weights ({fmt_bytes(drafter_bytes)}) and the KV caches "
             f"({fmt_bytes(kv_need)}) exceed the KV budget ({fmt_bytes(plan.kv_budget_bytes)})"
         )
-    render.emit(doc, fmt, doc["rows"], render.speculate_table)
+    if out is not None:
+        save_speedup(doc, out)
+        note(f"wrote {out}")
+    render.emit(doc, fmt, doc["by_batch"], render.speculate_table)
 
 
 # ---- tiers ----------------------------------------------------------------------------------
@@ -155,6 +277,21 @@ def tiers(
         str | None,
         typer.Option(help="tier capacity per GPU, e.g. 256GB (default: the tier entry's capacity)"),
     ] = None,
+    sharing: Annotated[
+        int | None,
+        typer.Option(help="GPUs reading the tier at once (default --tp; 1: a device per GPU)"),
+    ] = None,
+    link_efficiency: Annotated[
+        float | None,
+        typer.Option(help="share of the host link's nominal bandwidth (default: DMA model)"),
+    ] = None,
+    prefix: Annotated[
+        str | None,
+        typer.Option(help="returning turn: cached prefix tokens reloaded from the tier, e.g. 32k"),
+    ] = None,
+    dma_tokens: Annotated[
+        int, typer.Option(help="tokens per KV copy (per layer) when reloading a prefix")
+    ] = 256,
     tp: opt.Tp = 1,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
@@ -170,7 +307,8 @@ def tiers(
     """KV spilled from HBM to a slower tier (CXL, DDR5).
 
     How many more sequences fit, and what the tier read costs each decode step (overlapped and
-    serial bounds); --batch defaults to as many as HBM + tier hold.
+    serial bounds) with the tier shared by --sharing GPUs; --batch defaults to as many as HBM +
+    tier hold; --prefix: TTFT of a returning turn that reloads its cached KV.
     Example: roofline tiers llama-3.1-70b h100 --tp 4 --tier cxl2-x16 --tier-capacity 256GB"""
     cat = catalog()
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
@@ -187,11 +325,19 @@ def tiers(
     plan = plan_memory(m, hw, dep, engine(engine_name, hw), opt.capacity(hw, memory))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
+    share = tp if sharing is None else sharing
+    if not 1 <= share <= 64:
+        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
+    if link_efficiency is not None and not 0 < link_efficiency <= 1:
+        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    if not 1 <= dma_tokens <= 1_000_000:
+        raise InputError(f"--dma-tokens must be from 1 to 1e6, got {dma_tokens}")
     hbm_only = int(max_batch(plan, m, dep, ctx))
     with_tier = max_batch_with_tier(plan, m, dep, ctx, cap)
     b = opt.batch(batch) if batch is not None else max(with_tier, 1)
-    base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal)
-    r = spill(m, hw, dep, plan, t, b, ctx, ideal)
+    kw = {"sharing": share, "link_eff": link_efficiency}
+    base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal, **kw)
+    r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
     rows = []
     for name, x in (("HBM only", base), (f"with {t.id}", r)):
         rows.append(
@@ -217,9 +363,30 @@ def tiers(
         "context_tokens": ctx,
         "tier_capacity_bytes": cap,
         "tier_bandwidth_bytes_per_s": r.tier_bandwidth_bytes_per_s,
+        "tier_nominal_bandwidth_bytes_per_s": t.bandwidth_bytes_per_s,
         "hbm_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
+        "sharing": share,
+        "link_efficiency": link_efficiency,
         "step_times": "ideal" if ideal else "expected",
     }
+    reload = None
+    if prefix is not None:
+        s_new = opt.workload(prompt, output, context)[0]
+        p_tokens = opt.tokens(prefix, "--prefix", 1)
+        x = reload_prefix(m, hw, dep, t, p_tokens, s_new, dma_tokens, **kw, ideal=ideal)
+        reload = {
+            "prefix_tokens": x.prefix_tokens,
+            "new_tokens": x.new_tokens,
+            "kv_bytes_per_gpu": x.kv_bytes,
+            "dma_tokens": dma_tokens,
+            "link_efficiency": x.link_efficiency,
+            "bandwidth_bytes_per_s": x.bandwidth_bytes_per_s,
+            "t_reload_s": x.t_reload_s,
+            "t_prefill_new_s": x.t_prefill_new_s,
+            "ttft_overlap_s": x.ttft_overlap_s,
+            "ttft_serial_s": x.ttft_serial_s,
+            "ttft_recompute_s": x.t_recompute_s,
+        }
     doc = render.document(
         "tiers",
         inputs,
@@ -227,5 +394,9 @@ def tiers(
         max_batch_with_tier=with_tier,
         kv_budget_bytes=plan.kv_budget_bytes,
         rows=rows,
+        reload=reload,
     )
-    render.emit_json(doc) if fmt is opt.Fmt.json else render.tiers_spill_table(doc)
+    if fmt is opt.Fmt.json:
+        render.emit_json(doc)
+        return
+    render.tiers_spill_table(doc)

@@ -25,7 +25,7 @@ from roofline.hardware import Accelerator, Efficiency
 from roofline.layout import Layout
 from roofline.layout import links as layout_links
 from roofline.layout import validate as validate_layout
-from roofline.memory import ENGINES, MemoryPlan
+from roofline.memory import ENGINES, MemoryPlan, default_wired_limit_bytes
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.precision import activation_format, kv_format, weight_format
@@ -124,6 +124,19 @@ Batch = Annotated[int, typer.Option("--batch", help="sequences a replica runs at
 BatchOrAuto = Annotated[
     int | None,
     typer.Option("--batch", help="sequences a replica runs at once (default: see the command)"),
+]
+Batches = Annotated[
+    str,
+    typer.Option("--batches", help="batch sizes to sweep: 1..256 | 1,8,64 | 8..256:8"),
+]
+BATCHES = "1..256"
+WiredLimit = Annotated[
+    str | None,
+    typer.Option(
+        "--wired-limit",
+        help="unified memory the GPU may wire, e.g. 480GB (default: what macOS allows, "
+        "sysctl iogpu.wired_limit_mb raises it)",
+    ),
 ]
 LENGTHS_HELP = "100,250,900 | FILE | lognormal:mean=1000,sigma=0.5 | uniform:low=1,high=2048"
 PromptDist = Annotated[
@@ -306,14 +319,30 @@ def efficiency(
     )
 
 
-def capacity(hw: Accelerator, memory: str | None) -> float:
-    """Bytes per GPU the engine may use: --memory, or the catalog's usable memory."""
+def capacity(hw: Accelerator, memory: str | None, wired_limit: str | None = None) -> float:
+    """Bytes per GPU the engine may use: --memory, or the catalog's usable memory. On Apple
+    unified memory the GPU may wire what macOS allows for that RAM size
+    (memory.default_wired_limit_bytes), or --wired-limit when it was raised."""
+    ram = hw.memory_capacity_bytes
+    if memory is not None:
+        ram = parse_bytes(memory, "--memory")
+        if not 0 < ram < 1e15:
+            raise InputError(f"--memory must be positive and below 1 PB, got {memory}")
+    if wired_limit is not None:
+        if not hw.unified_memory:
+            raise InputError(f"--wired-limit applies to unified memory; {hw.id} has its own")
+        limit = parse_bytes(wired_limit, "--wired-limit")
+        if not 0 < limit <= ram:
+            raise InputError(
+                f"--wired-limit must be positive and at most the RAM ({fmt_bytes(ram)}), "
+                f"got {wired_limit}"
+            )
+        return limit
     if memory is None:
         return hw.usable_memory_bytes
-    value = parse_bytes(memory, "--memory")
-    if not 0 < value < 1e15:
-        raise InputError(f"--memory must be positive and below 1 PB, got {memory}")
-    return value * hw.gpu_memory_fraction
+    if hw.unified_memory and hw.vendor == "apple":
+        return default_wired_limit_bytes(ram)
+    return ram * hw.gpu_memory_fraction
 
 
 MAX_LIST = 100_000  # values a list or range option may expand to
@@ -378,5 +407,10 @@ def not_fit(m: ModelArch, hw: Accelerator, dep: Deployment, plan: MemoryPlan) ->
         f"{fmt_bytes(plan.activation_bytes + plan.runtime_overhead_bytes)}"
         f" of activations and runtime, more than {plan.engine.name} leaves on {hw.id} "
         f"({fmt_bytes(plan.capacity_bytes * plan.engine.memory_fraction)})",
-        hint="raise --tp or --pp, or use smaller --weights",
+        hint=(
+            "raise the GPU-wired limit (sudo sysctl iogpu.wired_limit_mb=N) and pass "
+            "--wired-limit, or use smaller --weights"
+            if hw.unified_memory and hw.vendor == "apple"
+            else "raise --tp or --pp, or use smaller --weights"
+        ),
     )

@@ -352,9 +352,10 @@ def validate(
     for case in load_cases(cases):
         try:
             m, hw = cat.model(case.model), cat.accelerator(case.hardware)
+            host = cat.accelerator(case.offload["host"]) if case.offload else None
         except RooflineError as exc:
             raise InputError(f"case '{case.id}': {exc}", hint=exc.hint) from None
-        results.append(evaluate(case, m, hw))
+        results.append(evaluate(case, m, hw, host=host))
     rows = [
         {
             "id": r.case.id,

@@ -3,8 +3,8 @@
 One module per group of commands, each table beside its siblings only: `core` (envelope, row
 formats, consoles, number formatting), `layout` (the width-safe table layout and the inputs
 header), `catalog` (hardware, tiers, families, models), `analyze` (analyze, kv, capacity,
-bytes), `serving` (cliff, disagg, plan, tiers spill, speculate), `tools` (validate, check,
-sweep).
+bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offload, edge),
+`tools` (validate, check, sweep).
 """
 
 from roofline.render.analyze import (
@@ -35,13 +35,13 @@ from roofline.render.core import (
     stdout_console,
     to_jsonable,
 )
-from roofline.render.serving import (
-    cliff_table,
-    disagg_table,
-    plan_table,
+from roofline.render.levers import (
+    edge_table,
+    offload_table,
     speculate_table,
     tiers_spill_table,
 )
+from roofline.render.serving import cliff_table, disagg_table, plan_table
 from roofline.render.tools import check_table, sweep_table, validate_table
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "console_width",
     "disagg_table",
     "document",
+    "edge_table",
     "emit",
     "emit_json",
     "families_table",
@@ -65,6 +66,7 @@ __all__ = [
     "kv_table",
     "models_list_table",
     "models_show_table",
+    "offload_table",
     "plan_table",
     "progress_bar",
     "speculate_table",

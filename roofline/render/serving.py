@@ -1,4 +1,4 @@
-"""Tables of serving questions: cliff, disagg, plan, tiers (KV spill) and speculate."""
+"""Tables of serving questions: cliff, disagg and plan."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import cbytes, csec, num
+from roofline.render.core import cbytes, csec
 from roofline.render.layout import N, T, print_rows, say, table_output
 from roofline.units import fmt_bytes, fmt_seconds
 
@@ -71,41 +71,6 @@ def cliff_table(doc: Mapping[str, Any], con: Console) -> None:
     )
 
 
-# ---- speculate ------------------------------------------------------------------------------
-@table_output
-def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
-    i, base = doc["inputs"], doc["baseline"]
-    rows = [
-        (
-            str(r["gamma"]) + (" ★" if r["gamma"] == doc["best_gamma"] else ""),
-            f"{r['tokens_per_round']:.2f}",
-            num(r["verify_arithmetic_intensity"]),
-            r["verify_bound"],
-            csec(r["tpot_expected_s"]),
-            f"{r['speedup_expected']:.2f}×",
-            f"{r['speedup_ideal']:.2f}×",
-        )
-        for r in doc["rows"]
-    ]
-    title = (
-        f"Speculative decoding: {i['model']} verified on {i['hardware']} TP{i['tp']}, "
-        f"draft {i['draft']}, α = {i['acceptance']:g}, batch {i['batch']}, "
-        f"{i['context_tokens']:,} tokens; plain decode {fmt_seconds(base['tpot_expected_s'])}"
-        f"/token at {num(base['arithmetic_intensity'])} FLOP/B (ridge "
-        f"{num(base['ridge_flops_per_byte'])}); ★ best γ"
-    )
-    cols = (
-        N("γ"),
-        N("tokens\n/round"),
-        N("verify\nFLOP/B"),
-        T("verify\nbound"),
-        N("TPOT"),
-        N("speed-\nup"),
-        N("ideal\nspeed-up"),
-    )
-    print_rows(con, title, cols, rows)
-
-
 # ---- disagg ---------------------------------------------------------------------------------
 @table_output
 def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
@@ -133,45 +98,6 @@ def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
         f"in {fmt_seconds(doc['kv_transfer_s'])}; "
         f"{doc['prefill_replicas_per_decode_replica']:.2f} prefill replicas keep one decode "
         "replica busy",
-    )
-
-
-# ---- tiers ----------------------------------------------------------------------------------
-@table_output
-def tiers_spill_table(doc: Mapping[str, Any], con: Console) -> None:
-    i = doc["inputs"]
-    rows = [
-        (
-            r["placement"],
-            f"{r['batch']:,}",
-            cbytes(r["kv_bytes_per_gpu"]),
-            cbytes(r["spilled_bytes_per_gpu"]),
-            f"{csec(r['tpot_overlap_s'])}–{csec(r['tpot_serial_s'])}",
-            f"{r['output_tokens_per_s_serial']:,.0f}–{r['output_tokens_per_s_overlap']:,.0f}",
-        )
-        for r in doc["rows"]
-    ]
-    title = (
-        f"{i['model']} on {i['hardware']} TP{i['tp']} at {i['context_tokens']:,} tokens: "
-        f"{fmt_bytes(i['tier_capacity_bytes'])} of {i['tier']} per GPU at "
-        f"{i['tier_bandwidth_bytes_per_s'] / 1e9:.3g} GB/s (HBM "
-        f"{i['hbm_bandwidth_bytes_per_s'] / 1e12:.3g} TB/s)"
-    )
-    cols = (
-        T("KV placement"),
-        N("batch"),
-        N("KV/GPU"),
-        N("in tier"),
-        N("TPOT\noverlap–serial"),
-        N("tok/s\nserial–overlap"),
-    )
-    print_rows(con, title, cols, rows)
-    say(
-        con,
-        f"max batch: {doc['max_batch_hbm']:,} in HBM alone, {doc['max_batch_with_tier']:,} "
-        "with the tier. Spilled KV is read over the tier every decode step: a tier adds capacity "
-        "for parked or preempted sequences (roofline cliff --preemption swap) far more than "
-        "throughput for active ones.",
     )
 
 

@@ -1,0 +1,327 @@
+"""Commands for models that outgrow one GPU's memory: `offload` (weights split with host RAM,
+llama.cpp's -ngl or FlexGen streaming) and `edge` (what a Mac, a Spark or a desktop GPU can run,
+side by side, against the GPU-wired limit of unified memory)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from roofline import render
+from roofline.cli import convert
+from roofline.cli import options as opt
+from roofline.cli.app import app, catalog, guarded, warn
+from roofline.errors import DoesNotFitError, InputError
+from roofline.memory import (
+    ENGINES,
+    activation_peak_bytes,
+    default_wired_limit_bytes,
+    engine,
+    kv_bytes_per_sequence,
+    weight_bytes_per_gpu,
+    wired_status,
+)
+from roofline.offload import LINK_PROTOCOL_EFFICIENCY, gpu_memory_needed, most_gpu_layers
+from roofline.offload import offload as offload_core
+from roofline.phases import decode, prefill
+from roofline.units import fmt_bytes, parse_bytes
+
+
+# ---- offload --------------------------------------------------------------------------------
+def _default_host(hw_id: str, family: str) -> str:
+    """The usual host: Grace for GH200, a desktop for GeForce, else a Genoa socket."""
+    if hw_id == "nvidia-gh200":
+        return "nvidia-grace"
+    return "amd-ryzen-9-9950x" if family == "nvidia-geforce" else "amd-epyc-9654"
+
+
+@app.command()
+@guarded
+def offload(
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    host: Annotated[
+        str | None,
+        typer.Option(help="host CPU entry (RAM and cores): amd-epyc-9654, intel-xeon-8480, ..."),
+    ] = None,
+    gpu_layers: Annotated[
+        int | None,
+        typer.Option(help="layers on the GPU, llama.cpp's -ngl (L+1 puts the head there too)"),
+    ] = None,
+    gpu_fraction: Annotated[
+        float | None, typer.Option(help="share of the layers on the GPU instead of --gpu-layers")
+    ] = None,
+    mode: Annotated[
+        str, typer.Option(help="cpu: the CPU runs host layers (llama.cpp); stream: copy to GPU")
+    ] = "cpu",
+    block_batches: Annotated[
+        int, typer.Option(help="stream: batches run per weight copy (FlexGen's block)")
+    ] = 1,
+    sharing: Annotated[
+        int | None, typer.Option(help="GPUs reading the host memory at once (default --tp)")
+    ] = None,
+    link_efficiency: Annotated[
+        float | None,
+        typer.Option(help="share of the host link's nominal bandwidth (default: DMA model)"),
+    ] = None,
+    host_memory: Annotated[
+        str | None, typer.Option(help="host RAM instead of the CPU entry's, e.g. 128GB")
+    ] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="also sweep --gpu-layers 0..L+1")] = False,
+    tp: opt.Tp = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    ideal: opt.Ideal = False,
+    fmt: opt.FormatOpt = opt.Fmt.table,
+) -> None:
+    """Weights split between the GPU and host RAM.
+
+    llama.cpp's -ngl (host layers computed by the CPU) or FlexGen-style streaming over the host
+    link; serial (sum of tiers) and overlapped (slowest link per layer) decode bounds;
+    --gpu-layers defaults to as many as fit.
+    Example: roofline offload llama-3.1-70b rtx-4090 --weights q4_k_m --host ryzen-9950x"""
+    cat = catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    h = cat.accelerator(host or _default_host(hw.id, hw.family))
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp)
+    b = opt.batch(batch)
+    ctx = opt.workload(prompt, output, context)[2]
+    share = tp if sharing is None else sharing
+    if not 1 <= share <= 64:
+        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
+    if link_efficiency is not None and not 0 < link_efficiency <= 1:
+        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    if not 1 <= block_batches <= 4096:
+        raise InputError(f"--block-batches must be from 1 to 4096, got {block_batches}")
+    # auto: llama.cpp's rule for its partial offload, vLLM's for streaming
+    auto = "llamacpp" if mode == "cpu" else "vllm"
+    eng = engine(auto if engine_name == "auto" else engine_name, hw)
+    cap = opt.capacity(hw, memory) * eng.memory_fraction - eng.runtime_overhead_bytes
+    host_cap = parse_bytes(host_memory, "--host-memory") if host_memory else h.memory_capacity_bytes
+    L = m.num_hidden_layers
+    if gpu_layers is not None and gpu_fraction is not None:
+        raise InputError("give --gpu-layers or --gpu-fraction, not both")
+    if gpu_fraction is not None:
+        if not 0 <= gpu_fraction <= 1:
+            raise InputError(f"--gpu-fraction must be in [0, 1], got {gpu_fraction}")
+        gpu_layers = round(gpu_fraction * L)
+    fit_max = most_gpu_layers(m, hw, h, dep, cap, b, ctx, mode)
+    n = fit_max if gpu_layers is None else gpu_layers
+    if not 0 <= n <= 4096:
+        raise InputError(f"--gpu-layers must be from 0 to {L + 1}, got {n}")
+    kw = {"mode": mode, "block": block_batches, "sharing": share}
+    kw.update(link_eff=link_efficiency, ideal=ideal)
+    o = offload_core(m, hw, h, dep, n, b, ctx, **kw)
+    need = gpu_memory_needed(o, m, dep)
+    if need > cap:
+        raise DoesNotFitError(
+            f"{n} layers of {m.id} in {dep.weights.name} need {fmt_bytes(need)} on {hw.id}, "
+            f"more than {fmt_bytes(cap)}",
+            hint=f"at most --gpu-layers {fit_max} fit",
+        )
+    if o.host_weights_bytes + o.host_kv_bytes > host_cap:
+        raise DoesNotFitError(
+            f"the host share ({fmt_bytes(o.host_weights_bytes + o.host_kv_bytes)}) exceeds "
+            f"{h.id}'s {fmt_bytes(host_cap)} of RAM",
+            hint="pass --host-memory, a larger host, or fewer bits (--weights q4_k_m)",
+        )
+    full = offload_core(m, hw, h, dep, L + 1, b, ctx, **kw)
+    on_gpu = "GPU*"
+    tiers_rows = [
+        {
+            "tier": "GPU",
+            "layers": float(o.gpu_layers) + (1.0 if o.head_on_gpu else 0.0),
+            "weights_bytes": o.gpu_weights_bytes,
+            "runs_on": "GPU",
+            "bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
+            "t_step_s": float(o.t_gpu_s),
+        },
+        {
+            "tier": "host",
+            "layers": float(L - o.gpu_layers) + (0.0 if o.head_on_gpu else 1.0),
+            "weights_bytes": o.host_weights_bytes,
+            "runs_on": "CPU" if mode == "cpu" else on_gpu,
+            "bandwidth_bytes_per_s": o.host_bandwidth_bytes_per_s,
+            "t_step_s": float(o.t_host_s + o.t_copy_s),
+        },
+    ]
+    points = []
+    if sweep:
+        for k in sorted({*range(0, L + 2, max(L // 8, 1)), L + 1, fit_max}):
+            p = offload_core(m, hw, h, dep, k, b, ctx, **kw)
+            points.append(
+                {
+                    "gpu_layers": k,
+                    "gpu_weights_bytes": p.gpu_weights_bytes,
+                    "fits": gpu_memory_needed(p, m, dep) <= cap,
+                    "decode_tokens_per_s_serial": float(1.0 / p.tpot_serial_s),
+                    "decode_tokens_per_s_overlap": float(1.0 / p.tpot_overlap_s),
+                }
+            )
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "host": h.id,
+        "mode": mode,
+        "layers": L,
+        "gpu_layers": n,
+        "gpu_layers_max_fit": fit_max,
+        "tp": tp,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "batch": b,
+        "context_tokens": ctx,
+        "block_batches": block_batches,
+        "sharing": share,
+        "link_efficiency": link_efficiency,
+        "gpu_capacity_bytes": cap,
+        "host_capacity_bytes": host_cap,
+        "host_efficiency": convert.efficiency_json(h.efficiency),
+        "step_times": "ideal" if ideal else "expected",
+    }
+    doc = render.document(
+        "offload",
+        inputs,
+        weights_bytes_total=full.gpu_weights_bytes + full.host_weights_bytes,
+        tiers=tiers_rows,
+        result={
+            "tpot_serial_s": float(o.tpot_serial_s),
+            "tpot_overlap_s": float(o.tpot_overlap_s),
+            "t_copy_s": float(o.t_copy_s),
+            "t_transfer_s": float(o.t_transfer_s),
+            "decode_tokens_per_s_serial": float(b / o.tpot_serial_s),
+            "decode_tokens_per_s_overlap": float(b / o.tpot_overlap_s),
+            "gpu_memory_needed_bytes": need,
+        },
+        sweep=points,
+    )
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.offload_table(doc)
+
+
+# ---- edge -----------------------------------------------------------------------------------
+def _edge_row(
+    m, hw, h, dep, b: int, s: int, o: int, ctx: int, cap: float, ram: float
+) -> dict[str, object]:
+    """One device: all in (unified or discrete) memory, else GPU + host RAM (llama.cpp -ngl)."""
+    eng = ENGINES["llamacpp"]
+    kv = float(kv_bytes_per_sequence(m, dep, ctx)) * b
+    act = float(activation_peak_bytes(m, dep, eng.profile_tokens))
+    need = weight_bytes_per_gpu(m, dep) + kv + act
+    status = wired_status(need, cap)
+    row: dict[str, object] = {
+        "hardware": hw.id,
+        "placement": "unified" if hw.unified_memory else ("CPU" if hw.family == "cpu" else "GPU"),
+        "usable_bytes": cap,
+        "needed_bytes": need,
+        "fits": {"fits": "yes", "near": "near limit", "over": "no"}[status],
+        "gpu_layers": None,
+        "decode_tokens_per_s": None,
+        "ttft_s": None,
+    }
+    if status == "over" and hw.unified_memory and need <= ram:
+        row["fits"] = "raise limit" if hw.vendor == "apple" else "raise --memory"
+    if status != "over" or row["fits"] != "no":
+        step = decode(m, hw, dep, b, s + 1, max(o - 1, 1))
+        row["decode_tokens_per_s"] = b / float(step.t_expected_s)
+        row["ttft_s"] = float(prefill(m, hw, dep, 1, max(s, 1)).t_expected_s)
+        return row
+    if hw.host_link is None or h is None:
+        return row
+    n = most_gpu_layers(m, hw, h, dep, cap, b, ctx)
+    x = offload_core(m, hw, h, dep, n, b, ctx)
+    if x.host_weights_bytes + x.host_kv_bytes > h.memory_capacity_bytes:
+        return row
+    link = hw.host_link.bandwidth_bytes_per_s * LINK_PROTOCOL_EFFICIENCY
+    ttft = float(prefill(m, hw, dep, 1, max(s, 1)).t_expected_s) + x.host_weights_bytes / link
+    row.update(
+        placement=f"GPU + {h.id}",
+        needed_bytes=gpu_memory_needed(x, m, dep),
+        fits="split",
+        gpu_layers=n,
+        decode_tokens_per_s=float(b / x.tpot_serial_s),
+        ttft_s=ttft,
+    )
+    return row
+
+
+@app.command()
+@guarded
+def edge(
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    devices: Annotated[
+        str | None,
+        typer.Option(help="more devices side by side, e.g. dgx-spark,rtx-5090,strix-halo"),
+    ] = None,
+    wired_limit: opt.WiredLimit = None,
+    host: Annotated[
+        str | None, typer.Option(help="host CPU for discrete GPUs (default: per GPU)")
+    ] = None,
+    tp: opt.Tp = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    fmt: opt.RowFormat = render.RowFmt.table,
+) -> None:
+    """What a Mac, a Spark or a desktop GPU can run: fit and speed.
+
+    Unified memory against the GPU-wired limit (what macOS allows for the RAM, --wired-limit when
+    raised; 'near limit' within 10%), a discrete GPU alone or with host RAM (-ngl), side by side.
+    --memory and --wired-limit apply to HARDWARE; --devices use their catalog entries.
+    Example: roofline edge deepseek-r1 m3-ultra --weights q4_k_m --wired-limit 480GB"""
+    cat = catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    if tp != 1:
+        raise InputError("edge compares single devices: --tp must be 1")
+    if engine_name not in ("auto", "llamacpp"):
+        raise InputError("edge uses llama.cpp's memory rule: --engine must be auto or llamacpp")
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp)
+    b = opt.batch(batch)
+    s, o, ctx = opt.workload(prompt, output, context)
+    extra = [cat.accelerator(x.strip()) for x in (devices or "").split(",") if x.strip()]
+    devs = [hw, *extra]
+    rows = []
+    for i, dev in enumerate(devs):
+        cap = opt.capacity(dev, memory, wired_limit) if i == 0 else dev.usable_memory_bytes
+        ram = parse_bytes(memory, "--memory") if i == 0 and memory else dev.memory_capacity_bytes
+        h = cat.accelerator(host or _default_host(dev.id, dev.family)) if dev.host_link else None
+        rows.append(_edge_row(m, dev, h, dep, b, s, o, ctx, cap, ram))
+    first = rows[0]
+    if first["fits"] == "near limit":
+        warn(
+            f"{m.id} needs {fmt_bytes(first['needed_bytes'])}, within 10% of the "
+            f"{fmt_bytes(first['usable_bytes'])} {hw.id} may use: little room for the OS and "
+            "compute buffers (MLX pages past the limit, llama.cpp warns)"
+        )
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "devices": [d.id for d in extra],
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "batch": b,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "context_tokens": ctx,
+        "wired_limit_bytes": None if wired_limit is None else first["usable_bytes"],
+        "wired_limit_default_bytes": default_wired_limit_bytes(
+            parse_bytes(memory, "--memory") if memory else hw.memory_capacity_bytes
+        )
+        if hw.unified_memory and hw.vendor == "apple"
+        else None,
+        "engine": "llamacpp",
+    }
+    doc = render.document("edge", inputs, weights_bytes=weight_bytes_per_gpu(m, dep), rows=rows)
+    render.emit(doc, fmt, doc["rows"], render.edge_table)

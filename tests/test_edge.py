@@ -1,0 +1,98 @@
+"""Edge devices: the GPU-wired limit of unified memory, quantized embedding and head in GGUF and
+MLX files, the new formats and catalog entries, and the edge command."""
+
+import pytest
+
+from roofline.cli import options as opt
+from roofline.memory import default_wired_limit_bytes, weight_bytes_total, wired_status
+from roofline.ops import Deployment
+from roofline.precision import weight_format
+
+GiB = 2**30
+
+
+def test_wired_limit_by_hand():
+    # a 16 GB M1 reports recommendedMaxWorkingSetSize = 10922.67 MB = 2/3 of 16,384 MB
+    assert default_wired_limit_bytes(16 * GiB) / 2**20 == pytest.approx(10922.67, abs=0.01)
+    assert default_wired_limit_bytes(36e9) == pytest.approx(24e9)  # 2/3 up to 36 GB
+    assert default_wired_limit_bytes(64e9) == pytest.approx(48e9)  # 3/4 above
+    assert default_wired_limit_bytes(512e9) == pytest.approx(384e9)
+
+
+def test_wired_warning_band():
+    assert wired_status(80, 100) == "fits"
+    assert wired_status(95, 100) == "near"  # within 10% of the limit
+    assert wired_status(101, 100) == "over"
+
+
+def test_capacity_follows_the_ram_size_and_the_raised_limit(cat):
+    m1, m3u, h100 = cat.accelerator("m1"), cat.accelerator("m3-ultra"), cat.accelerator("h100")
+    assert opt.capacity(m1, "16GB") == pytest.approx(16e9 * 2 / 3)
+    assert opt.capacity(m3u, None, "480GB") == 480e9
+    with pytest.raises(Exception, match="at most the RAM"):
+        opt.capacity(m3u, None, "600GB")
+    with pytest.raises(Exception, match="unified memory"):
+        opt.capacity(h100, None, "60GB")
+
+
+def test_gguf_and_mlx_quantize_embedding_and_head(cat):
+    # llama.cpp Q4_K_M: token_embd Q4_K (4.5 bpw), output Q6_K (6.5625): mean 5.53125
+    assert Deployment(weights=weight_format("q4_k_m")).other_bits == pytest.approx(5.53125)
+    assert Deployment(weights=weight_format("bf16")).other_bits == 16.0
+    # MLX 4-bit, group 64 with an fp16 scale and bias: 4.5 bits everywhere, so Llama-2-7B's
+    # 6,738,415,616 parameters take 6,738,415,616·4.5/8 = 3,790,358,784 B
+    m = cat.model("llama-2-7b")
+    assert weight_bytes_total(m, Deployment(weights=weight_format("mlx-4bit"))) == pytest.approx(
+        6_738_415_616 * 4.5 / 8, rel=1e-4
+    )
+
+
+def test_new_formats_bits_from_the_llama_cpp_table():
+    table = {"iq2_xxs": 2.06, "q2_k": 3.35, "q3_k_m": 3.91, "q5_k_m": 5.68, "q6_k": 6.56}
+    for name, bits in table.items():
+        assert weight_format(name).bits == bits
+    assert weight_format("mlx-8bit").bits == 8.5 and weight_format("MLX4").name == "mlx-4bit"
+
+
+def test_new_devices_are_in_the_catalog(cat):
+    assert cat.accelerator("dgx-spark").memory_bandwidth_bytes_per_s == pytest.approx(273e9)
+    assert cat.accelerator("rtx-pro-6000").memory_capacity_bytes == pytest.approx(96e9)
+    assert cat.accelerator("rtx-5060-ti").memory_bandwidth_bytes_per_s == pytest.approx(448e9)
+    assert cat.accelerator("gh200").host_link.bandwidth_bytes_per_s == pytest.approx(450e9)
+    assert cat.accelerator("strix-halo").memory_bandwidth_bytes_per_s == pytest.approx(256e9)
+    assert cat.accelerator("jetson-thor").memory_capacity_bytes == pytest.approx(128e9)
+    assert cat.accelerator("jetson-orin").memory_bandwidth_bytes_per_s == pytest.approx(204.8e9)
+    for cpu in ("epyc-9654", "xeon-8480", "9950x", "grace"):
+        assert cat.accelerator(cpu).family == "cpu" and cat.accelerator(cpu).source
+
+
+def test_cli_deepseek_r1_on_a_512gb_mac(run):
+    args = ("edge", "deepseek-r1", "m3-ultra", "--weights", "q4_k_m", "--format", "json")
+    # 671B·4.85/8 ≈ 407 GB of weights: more than the 384 GB macOS wires by default
+    default = run(*args).json()["rows"][0]
+    assert default["fits"] == "raise limit"
+    raised = run(*args, "--wired-limit", "480GB").json()["rows"][0]
+    assert raised["fits"] == "yes"
+    # people run it at about 20 tok/s after raising iogpu.wired_limit_mb (llama.cpp / MLX reports)
+    assert 12 < raised["decode_tokens_per_s"] < 30
+
+
+def test_cli_edge_side_by_side(run):
+    doc = run(
+        "edge",
+        "llama-3.1-70b",
+        "m4-max",
+        "--weights",
+        "q4_k_m",
+        "--devices",
+        "dgx-spark,rtx-4090",
+        "--format",
+        "json",
+    ).json()
+    mac, spark, rtx = doc["rows"]
+    assert mac["fits"] == "yes" and spark["fits"] == "yes"
+    assert rtx["fits"] == "split" and 0 < rtx["gpu_layers"] < 80
+    # the split card spends most of its step on the host: slower than the unified machines
+    assert rtx["decode_tokens_per_s"] < mac["decode_tokens_per_s"]
+    bad = run("edge", "llama-3.1-8b", "h100", "--wired-limit", "10GB")
+    assert bad.code == 2 and "unified" in bad.stderr
