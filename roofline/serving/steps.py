@@ -1,0 +1,161 @@
+"""Step times for the serving simulator, in closed form from the roofline core (roofline.phases).
+
+A forward step of a continuous-batching engine carries `n` tokens: one per decoding sequence plus
+the prefill chunks scheduled with them. Its time is split into two parts, each taken from
+`phases.decode`/`phases.prefill` once per configuration and interpolated:
+
+- lin(n): everything but attention for n tokens (weight read, matmul FLOPs, collectives, the
+  per-step overhead) = the decode step of a batch of n at an empty cache (KV length 1).
+- attention: decode attention is affine in the KV length (roofline: bytes and FLOPs both linear
+  in T), so a decoding sequence at KV length T adds k_g·(min(T, w_g) − 1) per layer group g
+  (k_g from two decode points, w_g the window or eviction cap); the causal prefill attention of
+  the first S tokens of a prompt is A(S) = prefill(1, S) − lin(S), so a chunk covering prompt
+  tokens o+1 … o+c costs A(o+c) − A(o) (its queries attend the prefix before them).
+
+A single prompt of S tokens alone in a step therefore costs exactly prefill(1, S), and a single
+sequence decoding from KV length S+1 for O−1 steps costs exactly (O−1) × decode(1, S+1, O−1).
+Ideal (η = 1, no overhead) or expected step times, as the caller chooses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.hardware import Accelerator, Efficiency
+from roofline.memory import MemoryPlan
+from roofline.model import ModelArch
+from roofline.ops import (
+    Deployment,
+    attention_op_name,
+    cached_tokens_cap,
+    kv_bytes_per_token_layer,
+)
+from roofline.phases import decode, prefill
+
+
+def _grid(top: int, points: int = 192) -> np.ndarray:
+    """Integer grid 1 … top: every integer up to 64, then log-spaced."""
+    top = max(int(top), 2)
+    head = np.arange(1, min(top, 64) + 1, dtype=float)
+    tail = np.geomspace(64, top, points).round() if top > 64 else np.zeros(0)
+    return np.unique(np.concatenate([head, tail, [float(top)]]))
+
+
+class StepModel:
+    """Decode and prefill step times for one replica, precomputed once per configuration.
+
+    `max_batch`: the most sequences decoding at once; `max_len`: the longest prompt (+ generated
+    tokens, for a recompute) a prefill may cover; `max_tokens`: the most tokens one step carries
+    (defaults to max_batch + max_len)."""
+
+    kv_groups: tuple[tuple[float, int | None], ...] = ((1.0, None),)  # (share of layers, cap)
+
+    def __init__(
+        self,
+        model: ModelArch,
+        hw: Accelerator,
+        dep: Deployment,
+        max_batch: int,
+        max_len: int,
+        ideal: bool,
+        eff: Efficiency | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        eff = eff or hw.efficiency
+        pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
+        batches = np.arange(1, max_batch + 1, dtype=float)
+        self.base_s = np.asarray(pick(decode(model, hw, dep, batches, 1.0, eff=eff)), dtype=float)
+        top = max(max_tokens or 0, max_batch + max_len, 2)
+        self.token_grid = _grid(top)
+        self.lin_s = np.asarray(
+            pick(decode(model, hw, dep, self.token_grid, 1.0, eff=eff)), dtype=float
+        ) * np.ones_like(self.token_grid)
+        layers = model.num_hidden_layers
+        self.kv_groups = tuple(
+            (g.count / layers, cached_tokens_cap(g.window, dep)) for g in model.layer_groups
+        )
+        self.groups = []  # (seconds per cached token per sequence, cap) per layer group
+        for g in model.layer_groups:
+            cap = cached_tokens_cap(g.window, dep)
+            far = 1025 if cap is None else min(cap, 1025)  # both points at or below the cap
+            name = attention_op_name(g)
+            times = [
+                next(
+                    float(pick(r))
+                    for r in decode(model, hw, dep, 1, t, eff=eff).ops
+                    if r.op.name == name
+                )
+                for t in (1.0, float(far))
+            ]
+            self.groups.append(((times[1] - times[0]) / max(far - 1, 1), cap))
+        self.grid = _grid(max(max_len, 2))
+        self.prefill_s = np.asarray(pick(prefill(model, hw, dep, 1, self.grid, eff=eff)))
+        # cumulative causal attention of the first S prompt tokens, never decreasing
+        attn = self.prefill_s - np.interp(self.grid, self.token_grid, self.lin_s)
+        self.attn_cum_s = np.maximum.accumulate(np.maximum(attn, 0.0))
+        self.kv_bytes_per_token = (
+            kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers / dep.pp
+        )
+
+    # ---- KV blocks ---------------------------------------------------------------------------
+    def blocks(self, tokens: np.ndarray | int, block: int) -> np.ndarray:
+        """KV blocks a sequence of `tokens` holds, in whole-model blocks (block tokens × every
+        layer): sliding-window or evicted layers stop growing at their cap, block by block."""
+        t = np.asarray(tokens, dtype=float)
+        return sum(
+            share * np.ceil((t if cap is None else np.minimum(t, cap)) / block)
+            for share, cap in self.kv_groups
+        )
+
+    # ---- step times --------------------------------------------------------------------------
+    def lin(self, tokens: float) -> float:
+        """Non-attention time of one step carrying `tokens` tokens."""
+        return float(np.interp(tokens, self.token_grid, self.lin_s))
+
+    def attention_decode_s(self, contexts: np.ndarray, steps: int) -> float:
+        """Decode attention of `steps` steps, summed over sequences whose first step attends
+        `contexts` tokens (the new one included); the mean length is contexts + (steps−1)/2."""
+        mid = contexts + (steps - 1) / 2.0
+        t = 0.0
+        for k, cap in self.groups:
+            t += k * steps * float(np.sum((mid if cap is None else np.minimum(mid, cap)) - 1.0))
+        return t
+
+    def decode_span_s(self, contexts: np.ndarray, steps: int) -> float:
+        """`steps` decode steps of len(contexts) sequences, the first step at KV `contexts`."""
+        b = len(contexts)
+        return float(self.base_s[b - 1]) * steps + self.attention_decode_s(contexts, steps)
+
+    def prefill_attention_s(self, done: np.ndarray, upto: np.ndarray) -> float:
+        """Causal attention of prompt tokens done+1 … upto, summed over prompts."""
+        g, a_cum = self.grid, self.attn_cum_s
+        a = np.interp(upto, g, a_cum, left=0.0) - np.interp(done, g, a_cum, left=0.0)
+        return float(np.sum(a))
+
+    def prefill_step_s(self, lengths: np.ndarray) -> float:
+        """One prefill-only step of whole prompts of `lengths` tokens batched together (the
+        engine's non-chunked prefill): lin(Σ L) + Σ A(L); a single prompt costs prefill(1, L)."""
+        lengths = np.asarray(lengths, dtype=float)
+        return self.lin(float(lengths.sum())) + self.prefill_attention_s(
+            np.zeros_like(lengths), lengths
+        )
+
+    def mixed_span_s(
+        self, contexts: np.ndarray, steps: int, chunk_done: np.ndarray, chunk_upto: np.ndarray
+    ) -> float:
+        """`steps` steps each carrying one decode token per sequence at `contexts` plus an even
+        share of the prefill tokens chunk_done+1 … chunk_upto (chunked prefill)."""
+        prefill_tokens = float(np.sum(chunk_upto - chunk_done))
+        per_step = len(contexts) + prefill_tokens / steps
+        return (
+            self.lin(per_step) * steps
+            + self.attention_decode_s(contexts, steps)
+            + self.prefill_attention_s(chunk_done, chunk_upto)
+        )
+
+
+def kv_budget_blocks(plan: MemoryPlan, model: ModelArch, dep: Deployment, block: int) -> int:
+    """The KV budget in whole-model blocks (`block` tokens in every layer), the unit
+    StepModel.blocks counts in."""
+    per_block = kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers
+    return int(plan.kv_budget_bytes // (per_block / dep.pp * block))
