@@ -113,255 +113,367 @@ def simulate_requests(
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
     arrival_s[:N] and each finish releases the next request (until `release_until_s`)."""
-    n = len(prompts)
-    if rules.max_seqs > len(steps.base_s):
-        raise InputError(
-            f"the step model covers batches up to {len(steps.base_s)}, not {rules.max_seqs}"
-        )
-    prompts = np.asarray(prompts, dtype=np.int64)
-    outputs = np.asarray(outputs, dtype=np.int64)
-    arrival = np.array(arrival_s, dtype=float)
-    next_release = n
-    if closed_loop is not None:
-        next_release = min(closed_loop, n)
-        arrival[next_release:] = math.inf
-    budget, blk, cap_tokens = rules.budget_blocks, rules.block_tokens, rules.max_batched_tokens
-    generated = np.full(n, 1 if prefilled else 0, dtype=np.int64)
-    pf_left = np.zeros(n, dtype=np.int64)  # prefill tokens still to run (0: decoding)
-    pf_total = np.zeros(n, dtype=np.int64)  # length of the current prefill pass
-    admitted_s = np.full(n, np.nan)
-    first_token_s = arrival.copy() if prefilled else np.full(n, np.nan)
-    finish_s = np.full(n, np.nan)
-    last_tok = first_token_s.copy()
-    recompute_pass = np.zeros(n, dtype=bool)
-    kv_ready = np.full(n, prefilled)  # arrived with its KV (a disaggregated decode pool)
-    waiting: deque[int] = deque()
-    active: list[int] = []  # admission order
-    swapped: set[int] = set()
-    itl_v: list[np.ndarray] = []
-    itl_w: list[np.ndarray] = []
-    na = 0
-    now = 0.0
-    acc = dict.fromkeys(("busy", "prefill", "decode", "preempt", "act", "dec", "wait", "kv"), 0.0)
-    preemptions = recomputed = 0
-    swapped_bytes = peak_blocks = 0.0
-    bw = rules.swap_bandwidth_bytes_per_s
-
-    def blocks(tokens) -> np.ndarray:
-        return steps.blocks(tokens, blk)
-
-    def advance(dt: float, n_dec: int, kv_blocks: float) -> None:
-        """Integrate the state over a span of dt seconds that starts now."""
-        nonlocal now
-        end = now + dt
-        acc["busy"] += dt
-        acc["act"] += len(active) * dt
-        acc["dec"] += n_dec * dt
-        acc["kv"] += kv_blocks * dt
-        wait = len(waiting) * dt
-        if na < n:  # arrivals during the span queue for the rest of it
-            j = int(np.searchsorted(arrival, end, side="right"))
-            if j > na:
-                wait += float(np.sum(end - arrival[na:j]))
-        acc["wait"] += wait
-        now = end
-
-    def finish(rs) -> None:
-        nonlocal next_release
-        for r in rs:
-            r = int(r)
-            finish_s[r] = now
-            active.remove(r)
-            if next_release < n and now < release_until_s:
-                arrival[next_release] = now
-                next_release += 1
-
-    def complete_prefill(rs: np.ndarray) -> None:
-        """Prompts whose prefill (first or recompute) ended now: each samples a token."""
-        if rs.size == 0:
-            return
-        fresh = generated[rs] == 0
-        first_token_s[rs[fresh]] = now
-        again = rs[~fresh]
-        if again.size:
-            itl_v.append(now - last_tok[again])
-            itl_w.append(np.ones(again.size))
-        generated[rs] += 1
-        last_tok[rs] = now
-        pf_left[rs] = 0
-        recompute_pass[rs] = False
-        finish(rs[generated[rs] >= outputs[rs]])
-
-    def decode_gaps(dec: np.ndarray, k: int, t: float) -> None:
-        t_step = t / k
-        itl_v.append(now + t_step - last_tok[dec])
-        itl_w.append(np.ones(dec.size))
-        if k > 1:
-            itl_v.append(np.array([t_step]))
-            itl_w.append(np.array([float(dec.size * (k - 1))]))
-
-    while True:
-        if na < n and arrival[na] <= now:
-            j = int(np.searchsorted(arrival, now, side="right"))
-            waiting.extend(range(na, j))
-            na = j
-        if not active and not waiting:
-            if na >= n or not math.isfinite(arrival[na]):
-                break
-            now = float(arrival[na])  # idle until the next arrival
-            continue
-        # ---- admission ----
-        if waiting and len(active) < rules.max_seqs:
-            act = np.array(active, dtype=np.int64)
-            used = float(blocks(prompts[act] + generated[act] + 1).sum()) if active else 0.0
-            while waiting and len(active) < rules.max_seqs:
-                r = waiting[0]
-                need = float(blocks(int(prompts[r] + generated[r]) + 1))
-                if used + need > budget:
-                    break
-                waiting.popleft()
-                used += need
-                active.append(r)
-                if math.isnan(admitted_s[r]):
-                    admitted_s[r] = now
-                if r in swapped:  # swap back in: the engine waits for the copy
-                    swapped.discard(r)
-                    moved = float(prompts[r] + generated[r]) * steps.kv_bytes_per_token
-                    swapped_bytes += moved
-                    t_sw = moved / bw if bw else 0.0
-                    acc["preempt"] += t_sw
-                    advance(t_sw, 0, used)
-                elif kv_ready[r]:
-                    kv_ready[r] = False  # arrived with its KV (a disaggregated decode pool)
-                else:
-                    pf_left[r] = pf_total[r] = prompts[r] + generated[r]
-                    if generated[r] > 0:
-                        recompute_pass[r] = True
-                        recomputed += int(pf_total[r])
-            if not active:
-                raise InputError(
-                    f"a request of {int(prompts[waiting[0]]):,} prompt tokens can never fit in "
-                    f"the KV budget ({budget} blocks of {blk} tokens)"
-                )
-        act = np.array(active, dtype=np.int64)
-        left = pf_left[act]
-        is_pf = left > 0
-        dec, pfr = act[~is_pf], act[is_pf]
-        ctx = prompts[dec] + generated[dec]
-        reserved = float(blocks(prompts[pfr] + generated[pfr] + 1).sum()) if pfr.size else 0.0
-        # ---- a prefill-only step (non-chunked) ----
-        if pfr.size and not rules.chunked_prefill:
-            lens = left[is_pf]
-            take = 1
-            if cap_tokens is not None:
-                take = max(1, int(np.searchsorted(np.cumsum(lens), cap_tokens, side="right")))
-            else:
-                take = lens.size
-            t = steps.prefill_step_s(lens[:take])
-            re_tokens = float(lens[:take][recompute_pass[pfr[:take]]].sum())
-            acc["prefill"] += t
-            acc["preempt"] += t * re_tokens / float(lens[:take].sum())
-            kv_now = reserved + (float(blocks(ctx + 1).sum()) if dec.size else 0.0)
-            advance(t, 0, kv_now)
-            peak_blocks = max(peak_blocks, kv_now)
-            complete_prefill(pfr[:take])
-            continue
-        # ---- a span of decode steps (with prefill chunks when chunked) ----
-        k = int((outputs[dec] - generated[dec]).min()) if dec.size else 1 << 40
-        if pfr.size:
-            room = cap_tokens - dec.size
-            cum = np.cumsum(left[is_pf])
-            k = min(k, -(-int(cum[0]) // room))
-        kv_room = budget - reserved
-        if dec.size and float(blocks(ctx + k).sum()) > kv_room:
-            lo, hi = 0, k  # the most steps whose blocks still fit
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if float(blocks(ctx + mid).sum()) <= kv_room:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            k = lo
-        if k == 0:  # the next step does not fit: preempt the most recently admitted sequence
-            victim = active.pop()
-            preemptions += 1
-            if rules.preemption == "swap" and generated[victim] > 0 and pf_left[victim] == 0:
-                moved = float(prompts[victim] + generated[victim]) * steps.kv_bytes_per_token
-                swapped_bytes += moved
-                t_sw = moved / bw if bw else 0.0
-                acc["preempt"] += t_sw
-                advance(t_sw, 0, float(blocks(ctx + 1).sum()))
-                swapped.add(victim)
-            pf_left[victim] = 0
-            waiting.appendleft(victim)
-            continue
-        lens = left[is_pf]
-
-        ctx_f = ctx.astype(float)
-        pf = (room, cum, lens, pf_total[pfr] - lens) if pfr.size else None
-        t, processed, t_pf = _span(steps, ctx_f, k, pf)
-        if not waiting and len(active) < rules.max_seqs and na < n and math.isfinite(arrival[na]):
-            # an arrival can be admitted: stop at the first step boundary after it
-            k_cut = max(1, math.ceil((float(arrival[na]) - now) * k / t)) if t > 0 else k
-            if k_cut < k:
-                k = k_cut
-                t, processed, t_pf = _span(steps, ctx_f, k, pf)
-        acc["prefill"] += t_pf
-        acc["decode"] += t - t_pf
-        if processed is not None and processed.sum():
-            re_tokens = float(processed[recompute_pass[pfr]].sum())
-            acc["preempt"] += t_pf * re_tokens / float(processed.sum())
-        kv_mid = reserved + (float(blocks(ctx + (k + 1) // 2).sum()) if dec.size else 0.0)
-        kv_end = reserved + (float(blocks(ctx + k).sum()) if dec.size else 0.0)
-        peak_blocks = max(peak_blocks, kv_end)
-        if dec.size:
-            decode_gaps(dec, k, t)
-        advance(t, dec.size, kv_mid)
-        if dec.size:
-            generated[dec] += k
-            last_tok[dec] = now
-        if processed is not None:
-            pf_left[pfr] -= processed
-            complete_prefill(pfr[pf_left[pfr] == 0])
-        if dec.size:
-            finish(dec[generated[dec] >= outputs[dec]])
-    return Trace(
-        arrival,
-        admitted_s,
-        first_token_s,
-        finish_s,
-        prompts,
-        outputs,
-        np.concatenate(itl_v) if itl_v else np.zeros(0),
-        np.concatenate(itl_w) if itl_w else np.zeros(0),
-        preemptions,
-        recomputed,
-        swapped_bytes,
-        acc["busy"],
-        acc["prefill"],
-        acc["decode"],
-        acc["preempt"],
-        acc["act"],
-        acc["dec"],
-        acc["wait"],
-        acc["kv"],
-        peak_blocks,
-        budget,
-        now,
+    return _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop).run(
+        release_until_s
     )
 
 
-def _span(steps: StepModel, ctx: np.ndarray, k: int, pf: tuple | None):
-    """Time of k steps for sequences decoding at `ctx`, with pf = (token room per step, cumulative
-    prefill tokens left, tokens left, tokens done) of the prompts in prefill: the time, the prefill
-    tokens each prompt gets, and the share of the time the prefill adds."""
+class _Sim:
+    """The state of one simulation. Decoding sequences are kept in arrays aligned with `dec`
+    (their contexts, tokens left, last token time), rebuilt only when the set changes."""
+
+    def __init__(self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop):
+        n = len(prompts)
+        if rules.max_seqs > len(steps.base_s):
+            raise InputError(
+                f"the step model covers batches up to {len(steps.base_s)}, not {rules.max_seqs}"
+            )
+        self.steps, self.rules, self.n = steps, rules, n
+        self.prompts = np.asarray(prompts, dtype=np.int64)
+        self.outputs = np.asarray(outputs, dtype=np.int64)
+        self.arrival = np.array(arrival_s, dtype=float)
+        self.next_release = n
+        if closed_loop is not None:
+            self.next_release = min(closed_loop, n)
+            self.arrival[self.next_release :] = math.inf
+        self.generated = np.full(n, 1 if prefilled else 0, dtype=np.int64)
+        self.pf_left = np.zeros(n, dtype=np.int64)
+        self.pf_total = np.zeros(n, dtype=np.int64)
+        self.res_blocks = np.zeros(n)
+        self.admitted_s = np.full(n, np.nan)
+        self.first_token_s = self.arrival.copy() if prefilled else np.full(n, np.nan)
+        self.finish_s = np.full(n, np.nan)
+        self.last_tok = self.first_token_s.copy()
+        self.recompute_pass = np.zeros(n, dtype=bool)
+        self.kv_ready = np.full(n, prefilled)
+        self.waiting: deque[int] = deque()
+        self.active: list[int] = []  # admission order
+        self.prefilling: list[int] = []  # admission order
+        self.decoding: list[int] = []
+        self.swapped: set[int] = set()
+        self.reserved = 0.0  # KV blocks held by prompts in prefill
+        self.dirty = True
+        self.stalled = True  # decoders' last tokens may predate the current time
+        self.itl_arrays: list[np.ndarray] = []
+        self.itl_scalar: list[tuple[float, float]] = []
+        self.na = 0
+        self.now = 0.0
+        self.acc = dict.fromkeys(
+            ("busy", "prefill", "decode", "preempt", "act", "dec", "wait", "kv"), 0.0
+        )
+        self.preemptions = self.recomputed = 0
+        self.swapped_bytes = self.peak_blocks = 0.0
+        self.simple_kv = steps.kv_groups == ((1.0, None),)
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def blocks_sum(self, ctx: np.ndarray, extra: int) -> float:
+        blk = self.rules.block_tokens
+        if self.simple_kv:
+            return float(((ctx + (extra + blk - 1)) // blk).sum())
+        return float(self.steps.blocks(ctx + extra, blk).sum())
+
+    def rebuild(self) -> None:
+        if self.dirty:
+            d = np.array(self.decoding, dtype=np.int64)
+            self.dec = d
+            self.dec_ctx = self.prompts[d] + self.generated[d]
+            self.dec_rem = self.outputs[d] - self.generated[d]
+            self.dirty = False
+
+    def flush(self) -> None:
+        """Write the decoders' progress back to the per-request arrays."""
+        if not self.dirty and self.dec.size:
+            self.generated[self.dec] = self.dec_ctx - self.prompts[self.dec]
+
+    def advance(self, dt: float, n_dec: int, kv_blocks: float) -> None:
+        end = self.now + dt
+        acc = self.acc
+        acc["busy"] += dt
+        acc["act"] += len(self.active) * dt
+        acc["dec"] += n_dec * dt
+        acc["kv"] += kv_blocks * dt
+        wait = len(self.waiting) * dt
+        if self.na < self.n and self.arrival[self.na] <= end:
+            j = int(np.searchsorted(self.arrival, end, side="right"))
+            wait += float(np.sum(end - self.arrival[self.na : j]))
+        acc["wait"] += wait
+        self.now = end
+
+    def finish(self, rs) -> None:
+        for r in rs:
+            r = int(r)
+            self.finish_s[r] = self.now
+            self.active.remove(r)
+            self.decoding.remove(r)
+            if self.next_release < self.n and self.now < self.release_until_s:
+                self.arrival[self.next_release] = self.now
+                self.next_release += 1
+        self.dirty = True
+
+    def swap_stall(self, r: int) -> None:
+        moved = float(self.prompts[r] + self.generated[r]) * self.steps.kv_bytes_per_token
+        self.swapped_bytes += moved
+        bw = self.rules.swap_bandwidth_bytes_per_s
+        t_sw = moved / bw if bw else 0.0
+        self.acc["preempt"] += t_sw
+        self.advance(t_sw, 0, self.reserved)
+        self.stalled = True
+
+    def complete_prefill(self, rs: np.ndarray) -> None:
+        """Prompts whose prefill (first or recompute) ended now: each samples a token."""
+        if rs.size == 0:
+            return
+        self.flush()
+        g = self.generated
+        fresh = g[rs] == 0
+        self.first_token_s[rs[fresh]] = self.now
+        again = rs[~fresh]
+        if again.size:
+            self.itl_arrays.append(self.now - self.last_tok[again])
+        g[rs] += 1
+        self.last_tok[rs] = self.now
+        self.pf_left[rs] = 0
+        self.recompute_pass[rs] = False
+        self.reserved -= float(self.res_blocks[rs].sum())
+        self.res_blocks[rs] = 0.0
+        for r in rs.tolist():
+            self.prefilling.remove(r)
+            self.decoding.append(r)
+        self.dirty = True
+        done = rs[g[rs] >= self.outputs[rs]]
+        if done.size:
+            self.finish(done)
+
+    # ---- admission -------------------------------------------------------------------------
+    def admit(self) -> None:
+        rules, steps, blk = self.rules, self.steps, self.rules.block_tokens
+        self.flush()
+        self.rebuild()
+        n_dec = self.dec.size
+        # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
+        used = self.reserved + (float(self.dec_ctx.sum()) + n_dec) / blk + n_dec
+        exact = False
+        while self.waiting and len(self.active) < rules.max_seqs:
+            r = self.waiting[0]
+            tokens = int(self.prompts[r] + self.generated[r]) + 1
+            need = -(-tokens // blk) if self.simple_kv else float(steps.blocks(tokens, blk))
+            if used + need > rules.budget_blocks:
+                if exact:
+                    break
+                used = self.reserved + (self.blocks_sum(self.dec_ctx, 1) if n_dec else 0.0)
+                used += sum(float(self.res_blocks[x]) for x in self.decoding_new)
+                exact = True
+                if used + need > rules.budget_blocks:
+                    break
+            self.waiting.popleft()
+            used += need
+            self.active.append(r)
+            if math.isnan(self.admitted_s[r]):
+                self.admitted_s[r] = self.now
+            if r in self.swapped:  # swap back in: the engine waits for the copy
+                self.swapped.discard(r)
+                self.swap_stall(r)
+                self.decoding.append(r)
+                self.decoding_new.append(r)
+                self.res_blocks[r] = need
+                self.dirty = True
+            elif self.kv_ready[r]:  # arrived with its KV (a disaggregated decode pool)
+                self.kv_ready[r] = False
+                self.stalled = True
+                self.decoding.append(r)
+                self.decoding_new.append(r)
+                self.res_blocks[r] = need
+                self.dirty = True
+            else:
+                self.pf_left[r] = self.pf_total[r] = self.prompts[r] + self.generated[r]
+                self.res_blocks[r] = need
+                self.reserved += need
+                self.prefilling.append(r)
+                if self.generated[r] > 0:
+                    self.recompute_pass[r] = True
+                    self.recomputed += int(self.pf_total[r])
+        if not self.active:
+            raise InputError(
+                f"a request of {int(self.prompts[self.waiting[0]]):,} prompt tokens can never "
+                f"fit in the KV budget ({rules.budget_blocks} blocks of {blk} tokens)"
+            )
+
+    def preempt(self) -> None:
+        """The next step does not fit: preempt the most recently admitted sequence."""
+        self.flush()
+        victim = self.active.pop()
+        self.preemptions += 1
+        if victim in self.prefilling:
+            self.prefilling.remove(victim)
+            self.reserved -= float(self.res_blocks[victim])
+            self.res_blocks[victim] = 0.0
+        else:
+            self.decoding.remove(victim)
+            if self.rules.preemption == "swap" and self.generated[victim] > 0:
+                self.swap_stall(victim)
+                self.swapped.add(victim)
+        self.pf_left[victim] = 0
+        self.dirty = True
+        self.waiting.appendleft(victim)
+
+    # ---- the loop --------------------------------------------------------------------------
+    def run(self, release_until_s: float) -> Trace:
+        self.release_until_s = release_until_s
+        rules, steps, n, arrival = self.rules, self.steps, self.n, self.arrival
+        blk, cap_tokens, budget = rules.block_tokens, rules.max_batched_tokens, rules.budget_blocks
+        while True:
+            self.decoding_new: list[int] = []
+            if self.na < n and arrival[self.na] <= self.now:
+                j = int(np.searchsorted(arrival, self.now, side="right"))
+                self.waiting.extend(range(self.na, j))
+                self.na = j
+            if not self.active and not self.waiting:
+                if self.na >= n or not math.isfinite(arrival[self.na]):
+                    break
+                self.now = float(arrival[self.na])  # idle until the next arrival
+                continue
+            if self.waiting and len(self.active) < rules.max_seqs:
+                self.admit()
+            self.rebuild()
+            dec, ctx, n_dec = self.dec, self.dec_ctx, self.dec.size
+            if self.prefilling:
+                pfr = np.array(self.prefilling, dtype=np.int64)
+                lens = self.pf_left[pfr]
+            # ---- a prefill-only step (non-chunked) ----
+            if self.prefilling and not rules.chunked_prefill:
+                take = lens.size
+                if cap_tokens is not None:
+                    take = max(1, int(np.searchsorted(np.cumsum(lens), cap_tokens, "right")))
+                t = steps.prefill_step_s(lens[:take])
+                re_tokens = float(lens[:take][self.recompute_pass[pfr[:take]]].sum())
+                self.acc["prefill"] += t
+                self.acc["preempt"] += t * re_tokens / float(lens[:take].sum())
+                kv_now = self.reserved + (self.blocks_sum(ctx, 1) if n_dec else 0.0)
+                self.advance(t, 0, kv_now)
+                self.peak_blocks = max(self.peak_blocks, kv_now)
+                self.stalled = True
+                self.complete_prefill(pfr[:take])
+                continue
+            # ---- a span of decode steps (with prefill chunks when chunked) ----
+            k = int(self.dec_rem.min()) if n_dec else 1 << 40
+            pf = None
+            if self.prefilling:
+                room = cap_tokens - n_dec
+                cum = np.cumsum(lens)
+                k = min(k, -(-int(cum[0]) // room))
+                pf = (room, cum, lens, self.pf_total[pfr] - lens)
+            kv_room = budget - self.reserved
+            total = float(ctx.sum()) if n_dec else 0.0
+            if (
+                n_dec
+                and (total + n_dec * (k + blk)) / blk > kv_room
+                and self.blocks_sum(ctx, k) > kv_room
+            ):
+                lo, hi = 0, k  # the most steps whose blocks still fit
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if self.blocks_sum(ctx, mid) <= kv_room:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                k = lo
+            if k == 0:
+                self.preempt()
+                continue
+            t, t_dec, processed = _span(steps, ctx, total, k, pf)
+            if (
+                not self.waiting
+                and len(self.active) < rules.max_seqs
+                and self.na < n
+                and math.isfinite(arrival[self.na])
+            ):  # an arrival can be admitted: stop at the first step boundary after it
+                k_cut = max(1, math.ceil((float(arrival[self.na]) - self.now) * k / t))
+                if k_cut < k:
+                    k = k_cut
+                    t, t_dec, processed = _span(steps, ctx, total, k, pf)
+            self.acc["prefill"] += t - t_dec
+            self.acc["decode"] += t_dec
+            if processed is not None:
+                tokens = float(processed.sum())
+                if tokens:
+                    re_tokens = float(processed[self.recompute_pass[pfr]].sum())
+                    self.acc["preempt"] += (t - t_dec) * re_tokens / tokens
+            kv_end = self.reserved + (self.blocks_sum(ctx, k) if n_dec else 0.0)
+            self.peak_blocks = max(self.peak_blocks, kv_end)
+            kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
+            if n_dec:
+                t_step = t / k
+                if self.stalled:
+                    self.itl_arrays.append(self.now + t_step - self.last_tok[dec])
+                    if k > 1:
+                        self.itl_scalar.append((t_step, float(n_dec * (k - 1))))
+                else:
+                    self.itl_scalar.append((t_step, float(n_dec * k)))
+            self.advance(t, n_dec, kv_mid)
+            self.stalled = False
+            if n_dec:
+                ctx += k
+                self.dec_rem -= k
+                self.last_tok[dec] = self.now
+            if processed is not None:
+                self.pf_left[pfr] -= processed
+                self.complete_prefill(pfr[self.pf_left[pfr] == 0])
+            if n_dec:
+                done = np.flatnonzero(self.dec_rem <= 0) if not self.dirty else None
+                if done is None:  # the set changed in complete_prefill: use the flushed arrays
+                    done = dec[self.generated[dec] >= self.outputs[dec]]
+                    if done.size:
+                        self.finish(done)
+                elif done.size:
+                    self.flush()
+                    self.finish(dec[done])
+        self.flush()
+        values = [*self.itl_arrays, np.array([v for v, _ in self.itl_scalar])]
+        weights = [np.ones(a.size) for a in self.itl_arrays]
+        weights.append(np.array([w for _, w in self.itl_scalar]))
+        acc = self.acc
+        return Trace(
+            self.arrival,
+            self.admitted_s,
+            self.first_token_s,
+            self.finish_s,
+            self.prompts,
+            self.outputs,
+            np.concatenate(values),
+            np.concatenate(weights),
+            self.preemptions,
+            self.recomputed,
+            self.swapped_bytes,
+            acc["busy"],
+            acc["prefill"],
+            acc["decode"],
+            acc["preempt"],
+            acc["act"],
+            acc["dec"],
+            acc["wait"],
+            acc["kv"],
+            self.peak_blocks,
+            budget,
+            self.now,
+        )
+
+
+def _span(steps: StepModel, ctx: np.ndarray, total: float, k: int, pf: tuple | None):
+    """k steps for sequences decoding at `ctx` (Σ ctx = total), with pf = (token room per step,
+    cumulative prefill tokens left, tokens left, tokens done) of the prompts in prefill: the time,
+    the decode part of it, and the prefill tokens each prompt gets."""
+    t_dec = steps.decode_span_s(ctx, k, total) if len(ctx) else 0.0
     if pf is None:
-        return steps.decode_span_s(ctx, k), None, 0.0
+        return t_dec, t_dec, None
     room, cum, lens, done = pf
     tokens = min(k * room, int(cum[-1]))
     processed = np.clip(tokens - (cum - lens), 0, lens)
-    t = steps.mixed_span_s(ctx, k, done, done + processed)
-    return t, processed, t - (steps.decode_span_s(ctx, k) if len(ctx) else 0.0)
+    n = len(ctx)
+    t_pf = (steps.lin(n + tokens / k) - (steps.lin(n) if n else 0.0)) * k
+    t_pf += steps.prefill_attention_s(done, done + processed)
+    if not n:
+        t_pf = steps.lin(tokens / k) * k + steps.prefill_attention_s(done, done + processed)
+    return t_dec + t_pf, t_dec, processed
 
 
 # ---- the reasoning cliff: every request at t = 0 ---------------------------------------------

@@ -1,16 +1,18 @@
 """Step times for the serving simulator, in closed form from the roofline core (roofline.phases).
 
-A forward step of a continuous-batching engine carries `n` tokens: one per decoding sequence plus
-the prefill chunks scheduled with them. Its time is split into two parts, each taken from
-`phases.decode`/`phases.prefill` once per configuration and interpolated:
+A forward step of a continuous-batching engine carries one token per decoding sequence plus the
+prefill chunks scheduled with them. Its time is assembled from `phases.decode`/`phases.prefill`,
+evaluated once per configuration on a grid and interpolated:
 
-- lin(n): everything but attention for n tokens (weight read, matmul FLOPs, collectives, the
-  per-step overhead) = the decode step of a batch of n at an empty cache (KV length 1).
-- attention: decode attention is affine in the KV length (roofline: bytes and FLOPs both linear
-  in T), so a decoding sequence at KV length T adds k_g·(min(T, w_g) − 1) per layer group g
-  (k_g from two decode points, w_g the window or eviction cap); the causal prefill attention of
-  the first S tokens of a prompt is A(S) = prefill(1, S) − lin(S), so a chunk covering prompt
-  tokens o+1 … o+c costs A(o+c) − A(o) (its queries attend the prefix before them).
+- base(B): the decode step of B sequences at an empty cache (weight read, matmuls, collectives,
+  B LM-head rows, the per-step overhead).
+- decode attention is affine in the KV length (roofline: its bytes and FLOPs are both linear in
+  T), so a sequence attending T tokens adds k_g·(min(T, w_g) − 1) per layer group g (k_g from two
+  decode points, w_g the window or eviction cap).
+- a prompt of S tokens alone: A(S) = its attention-core ops (causal, so the queries of a chunk
+  o+1 … o+c attend the prefix before them: the chunk costs A(o+c) − A(o)), lin(S) = every other
+  op. Prefill tokens added to a step of n tokens cost lin(n + p) − lin(n): the weight read is
+  paid once per step, which is what chunked prefill buys.
 
 A single prompt of S tokens alone in a step therefore costs exactly prefill(1, S), and a single
 sequence decoding from KV length S+1 for O−1 steps costs exactly (O−1) × decode(1, S+1, O−1).
@@ -65,11 +67,7 @@ class StepModel:
         pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
         batches = np.arange(1, max_batch + 1, dtype=float)
         self.base_s = np.asarray(pick(decode(model, hw, dep, batches, 1.0, eff=eff)), dtype=float)
-        top = max(max_tokens or 0, max_batch + max_len, 2)
-        self.token_grid = _grid(top)
-        self.lin_s = np.asarray(
-            pick(decode(model, hw, dep, self.token_grid, 1.0, eff=eff)), dtype=float
-        ) * np.ones_like(self.token_grid)
+        top = max(max_tokens or 0, max_batch + max_len, max_len, 2)
         layers = model.num_hidden_layers
         self.kv_groups = tuple(
             (g.count / layers, cached_tokens_cap(g.window, dep)) for g in model.layer_groups
@@ -88,14 +86,31 @@ class StepModel:
                 for t in (1.0, float(far))
             ]
             self.groups.append(((times[1] - times[0]) / max(far - 1, 1), cap))
-        self.grid = _grid(max(max_len, 2))
-        self.prefill_s = np.asarray(pick(prefill(model, hw, dep, 1, self.grid, eff=eff)))
-        # cumulative causal attention of the first S prompt tokens, never decreasing
-        attn = self.prefill_s - np.interp(self.grid, self.token_grid, self.lin_s)
-        self.attn_cum_s = np.maximum.accumulate(np.maximum(attn, 0.0))
+        # one prompt of S tokens: its attention-core ops are A(S), everything else lin(S)
+        self.grid = _grid(top)
+        self.token_grid = self.grid
+        pre = prefill(model, hw, dep, 1, self.grid, eff=eff)
+        self.prefill_s = np.asarray(pick(pre), dtype=float) * np.ones_like(self.grid)
+        names = {attention_op_name(g) for g in model.layer_groups}
+        attn = sum(
+            (np.asarray(pick(r), dtype=float) for r in pre.ops if r.op.name in names),
+            np.zeros_like(self.grid),
+        )
+        self.attn_cum_s = np.maximum.accumulate(attn)
+        self.lin_s = self.prefill_s - attn
+        self._tables()
         self.kv_bytes_per_token = (
             kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers / dep.pp
         )
+
+    TABLE_MAX = 1 << 18
+
+    def _tables(self) -> None:
+        """Per-integer lookup tables of lin and A (np.interp on the grids, done once)."""
+        top = int(min(self.token_grid[-1], self.TABLE_MAX))
+        self.lin_table = np.interp(np.arange(top + 2), self.token_grid, self.lin_s).tolist()
+        alen = int(min(self.grid[-1], self.TABLE_MAX))
+        self.attn_table = np.interp(np.arange(alen + 1), self.grid, self.attn_cum_s, left=0.0)
 
     # ---- KV blocks ---------------------------------------------------------------------------
     def blocks(self, tokens: np.ndarray | int, block: int) -> np.ndarray:
@@ -110,24 +125,39 @@ class StepModel:
     # ---- step times --------------------------------------------------------------------------
     def lin(self, tokens: float) -> float:
         """Non-attention time of one step carrying `tokens` tokens."""
+        tab = getattr(self, "lin_table", None)
+        if tab is not None and tokens < len(tab) - 1:
+            i = int(tokens)
+            return tab[i] + (tokens - i) * (tab[i + 1] - tab[i])
         return float(np.interp(tokens, self.token_grid, self.lin_s))
 
-    def attention_decode_s(self, contexts: np.ndarray, steps: int) -> float:
+    def attention_decode_s(
+        self, contexts: np.ndarray, steps: int, total: float | None = None
+    ) -> float:
         """Decode attention of `steps` steps, summed over sequences whose first step attends
-        `contexts` tokens (the new one included); the mean length is contexts + (steps−1)/2."""
-        mid = contexts + (steps - 1) / 2.0
+        `contexts` tokens (the new one included); the mean length is contexts + (steps−1)/2.
+        `total` = Σ contexts when the caller has it."""
+        b = len(contexts)
         t = 0.0
         for k, cap in self.groups:
-            t += k * steps * float(np.sum((mid if cap is None else np.minimum(mid, cap)) - 1.0))
+            if cap is None:
+                s = float(np.sum(contexts)) if total is None else total
+                t += k * steps * (s + b * ((steps - 1) / 2.0 - 1.0))
+            else:
+                mid = contexts + (steps - 1) / 2.0
+                t += k * steps * float(np.sum(np.minimum(mid, cap) - 1.0))
         return t
 
-    def decode_span_s(self, contexts: np.ndarray, steps: int) -> float:
+    def decode_span_s(self, contexts: np.ndarray, steps: int, total: float | None = None) -> float:
         """`steps` decode steps of len(contexts) sequences, the first step at KV `contexts`."""
         b = len(contexts)
-        return float(self.base_s[b - 1]) * steps + self.attention_decode_s(contexts, steps)
+        return float(self.base_s[b - 1]) * steps + self.attention_decode_s(contexts, steps, total)
 
     def prefill_attention_s(self, done: np.ndarray, upto: np.ndarray) -> float:
         """Causal attention of prompt tokens done+1 … upto, summed over prompts."""
+        tab = getattr(self, "attn_table", None)
+        if tab is not None and done.dtype.kind == "i" and int(np.max(upto)) < len(tab):
+            return float(np.sum(tab[upto] - tab[done]))
         g, a_cum = self.grid, self.attn_cum_s
         a = np.interp(upto, g, a_cum, left=0.0) - np.interp(done, g, a_cum, left=0.0)
         return float(np.sum(a))
