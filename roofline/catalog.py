@@ -12,6 +12,7 @@ A later entry with the same id replaces an earlier one.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import sys
@@ -25,10 +26,11 @@ from typing import Any
 
 import yaml
 
-from roofline.errors import CatalogError, UnknownEntryError
+from roofline.errors import CatalogError, InputError, UnknownEntryError
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.hfconfig import entry_from_config
 from roofline.model import MODEL_TYPES, ModelArch
+from roofline.serving.cost import Price
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
 
@@ -384,6 +386,8 @@ class Catalog:
             raise CatalogError(f"{directory}: catalog directory does not exist")
         seen: dict[str, Path] = {}
         for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
+            if path.name == PRICES_FILE:
+                continue  # read by load_prices
             for section, entries in _load_file(path).items():
                 table = getattr(self, section)
                 for entry in entries:
@@ -639,3 +643,70 @@ def validate_dirs(dirs: Iterable[Path]) -> list[str]:
             except CatalogError as exc:
                 problems.append(str(exc))
     return problems
+
+
+# ---- prices, power and serving traces (roofline.serving) -----------------------------------
+PRICES_FILE = "prices.yaml"
+_OFFER_KEYS = {
+    "cloud": (str, True),
+    "usd_per_gpu_hour": (NUM, True),
+    "date": ((str, _dt.date), True),
+    "source": (str, True),
+}
+_PRICE_KEYS = {
+    "id": (str, True),
+    "usd_per_gpu_hour": (NUM, True),
+    "offers": (list, True),
+    "board_power_w": (NUM, True),
+    "power_source": (str, True),
+    "uncertain": (list, False),
+    "notes": (str, False),
+}
+
+
+def load_prices(path: str | Path | None = None) -> dict[str, Price]:
+    """GPU-hour prices and board power by accelerator id (hardware/prices.yaml), strictly."""
+    if path is None:
+        path = shipped_dirs()[0] / PRICES_FILE
+    path = Path(path)
+    try:
+        raw = _safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
+    if not isinstance(raw, dict) or set(raw) != {"prices"} or not isinstance(raw["prices"], list):
+        raise CatalogError(f"{path}: expected one top-level key 'prices' holding a list")
+    out: dict[str, Price] = {}
+    for i, entry in enumerate(raw["prices"]):
+        name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+        where = f"{path}: price '{name}'"
+        d = _check(where, entry, _PRICE_KEYS)
+        for j, offer in enumerate(d["offers"]):
+            _check(f"{where}: offer #{j + 1}", offer, _OFFER_KEYS)
+        if d["id"] in out:
+            raise CatalogError(f"{where}: duplicate id")
+        out[d["id"]] = Price(
+            d["id"],
+            _positive(where, "usd_per_gpu_hour", d["usd_per_gpu_hour"]),
+            _positive(where, "board_power_w", d["board_power_w"]),
+            f"{path.name}: median of {len(d['offers'])} on-demand offers; {d['power_source']}",
+        )
+    return out
+
+
+def read_jsonl(path: str | Path) -> list[Any]:
+    """One JSON value per non-empty line (a request trace); errors name the line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    out = []
+    for i, line in enumerate(lines):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path} line {i + 1}: not JSON ({exc.msg})") from None
+    return out

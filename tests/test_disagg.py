@@ -2,7 +2,7 @@
 
 import pytest
 
-from roofline.disagg import disaggregate
+from roofline.serving.disagg import disaggregate
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 
