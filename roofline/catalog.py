@@ -639,7 +639,7 @@ def validate_dirs(dirs: Iterable[Path]) -> list[str]:
             continue
         for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
             try:
-                _load_file(path)
+                load_prices(path) if path.name == PRICES_FILE else _load_file(path)
             except CatalogError as exc:
                 problems.append(str(exc))
     return problems
