@@ -24,6 +24,7 @@ closed form. The cliff (`simulate`) is the same model with every request arrivin
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 
@@ -137,14 +138,14 @@ class _Sim:
             self.next_release = min(closed_loop, n)
             self.arrival[self.next_release :] = math.inf
         self.generated = np.full(n, 1 if prefilled else 0, dtype=np.int64)
-        self.pf_left = np.zeros(n, dtype=np.int64)
-        self.pf_total = np.zeros(n, dtype=np.int64)
-        self.res_blocks = np.zeros(n)
+        self.pf_left = [0] * n  # prefill tokens still to run (Python lists: read one at a time)
+        self.pf_total = [0] * n
+        self.res_blocks = [0.0] * n
         self.admitted_s = np.full(n, np.nan)
         self.first_token_s = self.arrival.copy() if prefilled else np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
         self.last_tok = self.first_token_s.copy()
-        self.recompute_pass = np.zeros(n, dtype=bool)
+        self.recompute_pass = [False] * n
         self.kv_ready = np.full(n, prefilled)
         self.waiting: deque[int] = deque()
         self.active: list[int] = []  # admission order
@@ -164,6 +165,8 @@ class _Sim:
         self.preemptions = self.recomputed = 0
         self.swapped_bytes = self.peak_blocks = 0.0
         self.simple_kv = steps.kv_groups == ((1.0, None),)
+        self.arr_list = self.arrival.tolist()
+        self.arr_cum = [0.0, *np.cumsum(self.arrival[: self.next_release]).tolist()]
 
     # ---- helpers ---------------------------------------------------------------------------
     def blocks_sum(self, ctx: np.ndarray, extra: int) -> float:
@@ -193,9 +196,13 @@ class _Sim:
         acc["dec"] += n_dec * dt
         acc["kv"] += kv_blocks * dt
         wait = len(self.waiting) * dt
-        if self.na < self.n and self.arrival[self.na] <= end:
-            j = int(np.searchsorted(self.arrival, end, side="right"))
-            wait += float(np.sum(end - self.arrival[self.na : j]))
+        na, arr = self.na, self.arr_list
+        if na < self.n and arr[na] <= end:
+            j = bisect_right(arr, end, na)
+            if j < len(self.arr_cum):
+                wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
+            else:  # closed loop: released arrivals are not in the prefix sums
+                wait += sum(end - a for a in arr[na:j])
         acc["wait"] += wait
         self.now = end
 
@@ -207,6 +214,7 @@ class _Sim:
             self.decoding.remove(r)
             if self.next_release < self.n and self.now < self.release_until_s:
                 self.arrival[self.next_release] = self.now
+                self.arr_list[self.next_release] = self.now
                 self.next_release += 1
         self.dirty = True
 
@@ -219,10 +227,11 @@ class _Sim:
         self.advance(t_sw, 0, self.reserved)
         self.stalled = True
 
-    def complete_prefill(self, rs: np.ndarray) -> None:
+    def complete_prefill(self, done: list[int]) -> None:
         """Prompts whose prefill (first or recompute) ended now: each samples a token."""
-        if rs.size == 0:
+        if not done:
             return
+        rs = np.array(done, dtype=np.int64)
         self.flush()
         g = self.generated
         fresh = g[rs] == 0
@@ -232,11 +241,11 @@ class _Sim:
             self.itl_arrays.append(self.now - self.last_tok[again])
         g[rs] += 1
         self.last_tok[rs] = self.now
-        self.pf_left[rs] = 0
-        self.recompute_pass[rs] = False
-        self.reserved -= float(self.res_blocks[rs].sum())
-        self.res_blocks[rs] = 0.0
-        for r in rs.tolist():
+        for r in done:
+            self.pf_left[r] = 0
+            self.recompute_pass[r] = False
+            self.reserved -= self.res_blocks[r]
+            self.res_blocks[r] = 0.0
             self.prefilling.remove(r)
             self.decoding.append(r)
         self.dirty = True
@@ -261,7 +270,7 @@ class _Sim:
                 if exact:
                     break
                 used = self.reserved + (self.blocks_sum(self.dec_ctx, 1) if n_dec else 0.0)
-                used += sum(float(self.res_blocks[x]) for x in self.decoding_new)
+                used += sum(self.res_blocks[x] for x in self.decoding_new)
                 exact = True
                 if used + need > rules.budget_blocks:
                     break
@@ -285,13 +294,13 @@ class _Sim:
                 self.res_blocks[r] = need
                 self.dirty = True
             else:
-                self.pf_left[r] = self.pf_total[r] = self.prompts[r] + self.generated[r]
+                self.pf_left[r] = self.pf_total[r] = tokens - 1
                 self.res_blocks[r] = need
                 self.reserved += need
                 self.prefilling.append(r)
                 if self.generated[r] > 0:
                     self.recompute_pass[r] = True
-                    self.recomputed += int(self.pf_total[r])
+                    self.recomputed += tokens - 1
         if not self.active:
             raise InputError(
                 f"a request of {int(self.prompts[self.waiting[0]]):,} prompt tokens can never "
@@ -305,7 +314,7 @@ class _Sim:
         self.preemptions += 1
         if victim in self.prefilling:
             self.prefilling.remove(victim)
-            self.reserved -= float(self.res_blocks[victim])
+            self.reserved -= self.res_blocks[victim]
             self.res_blocks[victim] = 0.0
         else:
             self.decoding.remove(victim)
@@ -337,17 +346,23 @@ class _Sim:
             self.rebuild()
             dec, ctx, n_dec = self.dec, self.dec_ctx, self.dec.size
             if self.prefilling:
-                pfr = np.array(self.prefilling, dtype=np.int64)
-                lens = self.pf_left[pfr]
+                pfr = list(self.prefilling)
+                lens = [self.pf_left[r] for r in pfr]
             # ---- a prefill-only step (non-chunked) ----
             if self.prefilling and not rules.chunked_prefill:
-                take = lens.size
-                if cap_tokens is not None:
-                    take = max(1, int(np.searchsorted(np.cumsum(lens), cap_tokens, "right")))
+                take, total = 0, 0
+                for x in lens:  # whole prompts up to the token budget, at least one
+                    if take and cap_tokens is not None and total + x > cap_tokens:
+                        break
+                    take, total = take + 1, total + x
                 t = steps.prefill_step_s(lens[:take])
-                re_tokens = float(lens[:take][self.recompute_pass[pfr[:take]]].sum())
+                re_tokens = sum(
+                    x
+                    for x, r in zip(lens[:take], pfr[:take], strict=True)
+                    if self.recompute_pass[r]
+                )
                 self.acc["prefill"] += t
-                self.acc["preempt"] += t * re_tokens / float(lens[:take].sum())
+                self.acc["preempt"] += t * re_tokens / total
                 kv_now = self.reserved + (self.blocks_sum(ctx, 1) if n_dec else 0.0)
                 self.advance(t, 0, kv_now)
                 self.peak_blocks = max(self.peak_blocks, kv_now)
@@ -359,9 +374,8 @@ class _Sim:
             pf = None
             if self.prefilling:
                 room = cap_tokens - n_dec
-                cum = np.cumsum(lens)
-                k = min(k, -(-int(cum[0]) // room))
-                pf = (room, cum, lens, self.pf_total[pfr] - lens)
+                k = min(k, -(-lens[0] // room))
+                pf = (room, lens, [self.pf_total[r] - x for r, x in zip(pfr, lens, strict=True)])
             kv_room = budget - self.reserved
             total = float(ctx.sum()) if n_dec else 0.0
             if (
@@ -394,9 +408,11 @@ class _Sim:
             self.acc["prefill"] += t - t_dec
             self.acc["decode"] += t_dec
             if processed is not None:
-                tokens = float(processed.sum())
+                tokens = sum(processed)
                 if tokens:
-                    re_tokens = float(processed[self.recompute_pass[pfr]].sum())
+                    re_tokens = sum(
+                        x for x, r in zip(processed, pfr, strict=True) if self.recompute_pass[r]
+                    )
                     self.acc["preempt"] += (t - t_dec) * re_tokens / tokens
             kv_end = self.reserved + (self.blocks_sum(ctx, k) if n_dec else 0.0)
             self.peak_blocks = max(self.peak_blocks, kv_end)
@@ -416,8 +432,9 @@ class _Sim:
                 self.dec_rem -= k
                 self.last_tok[dec] = self.now
             if processed is not None:
-                self.pf_left[pfr] -= processed
-                self.complete_prefill(pfr[self.pf_left[pfr] == 0])
+                for r, x in zip(pfr, processed, strict=True):
+                    self.pf_left[r] -= x
+                self.complete_prefill([r for r in pfr if self.pf_left[r] == 0])
             if n_dec:
                 done = np.flatnonzero(self.dec_rem <= 0) if not self.dirty else None
                 if done is None:  # the set changed in complete_prefill: use the flushed arrays
@@ -460,19 +477,22 @@ class _Sim:
 
 def _span(steps: StepModel, ctx: np.ndarray, total: float, k: int, pf: tuple | None):
     """k steps for sequences decoding at `ctx` (Σ ctx = total), with pf = (token room per step,
-    cumulative prefill tokens left, tokens left, tokens done) of the prompts in prefill: the time,
-    the decode part of it, and the prefill tokens each prompt gets."""
-    t_dec = steps.decode_span_s(ctx, k, total) if len(ctx) else 0.0
+    tokens left, tokens done) of the prompts in prefill, first come first served: the time, the
+    decode part of it, and the prefill tokens each prompt gets."""
+    n = len(ctx)
+    t_dec = steps.decode_span_s(ctx, k, total) if n else 0.0
     if pf is None:
         return t_dec, t_dec, None
-    room, cum, lens, done = pf
-    tokens = min(k * room, int(cum[-1]))
-    processed = np.clip(tokens - (cum - lens), 0, lens)
-    n = len(ctx)
+    room, lens, dones = pf
+    budget = k * room
+    processed = []
+    for x in lens:
+        take = x if x < budget else budget
+        processed.append(take)
+        budget -= take
+    tokens = k * room - budget
     t_pf = (steps.lin(n + tokens / k) - (steps.lin(n) if n else 0.0)) * k
-    t_pf += steps.prefill_attention_s(done, done + processed)
-    if not n:
-        t_pf = steps.lin(tokens / k) * k + steps.prefill_attention_s(done, done + processed)
+    t_pf += steps.prefill_attention_s(dones, [d + x for d, x in zip(dones, processed, strict=True)])
     return t_dec + t_pf, t_dec, processed
 
 

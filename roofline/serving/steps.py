@@ -110,7 +110,9 @@ class StepModel:
         top = int(min(self.token_grid[-1], self.TABLE_MAX))
         self.lin_table = np.interp(np.arange(top + 2), self.token_grid, self.lin_s).tolist()
         alen = int(min(self.grid[-1], self.TABLE_MAX))
-        self.attn_table = np.interp(np.arange(alen + 1), self.grid, self.attn_cum_s, left=0.0)
+        self.attn_list = np.interp(
+            np.arange(alen + 1), self.grid, self.attn_cum_s, left=0.0
+        ).tolist()
 
     # ---- KV blocks ---------------------------------------------------------------------------
     def blocks(self, tokens: np.ndarray | int, block: int) -> np.ndarray:
@@ -153,11 +155,12 @@ class StepModel:
         b = len(contexts)
         return float(self.base_s[b - 1]) * steps + self.attention_decode_s(contexts, steps, total)
 
-    def prefill_attention_s(self, done: np.ndarray, upto: np.ndarray) -> float:
-        """Causal attention of prompt tokens done+1 … upto, summed over prompts."""
-        tab = getattr(self, "attn_table", None)
-        if tab is not None and done.dtype.kind == "i" and int(np.max(upto)) < len(tab):
-            return float(np.sum(tab[upto] - tab[done]))
+    def prefill_attention_s(self, done, upto) -> float:
+        """Causal attention of prompt tokens done+1 … upto, summed over prompts (lists or
+        arrays of whole token counts)."""
+        tab = getattr(self, "attn_list", None)
+        if tab is not None and isinstance(done, list) and (not upto or max(upto) < len(tab)):
+            return sum(tab[u] - tab[d] for d, u in zip(done, upto, strict=True))
         g, a_cum = self.grid, self.attn_cum_s
         a = np.interp(upto, g, a_cum, left=0.0) - np.interp(done, g, a_cum, left=0.0)
         return float(np.sum(a))
@@ -165,22 +168,22 @@ class StepModel:
     def prefill_step_s(self, lengths: np.ndarray) -> float:
         """One prefill-only step of whole prompts of `lengths` tokens batched together (the
         engine's non-chunked prefill): lin(Σ L) + Σ A(L); a single prompt costs prefill(1, L)."""
-        lengths = np.asarray(lengths, dtype=float)
-        return self.lin(float(lengths.sum())) + self.prefill_attention_s(
-            np.zeros_like(lengths), lengths
-        )
+        if not isinstance(lengths, list):
+            lengths = np.asarray(lengths).astype(int).tolist()
+        return self.lin(float(sum(lengths))) + self.prefill_attention_s([0] * len(lengths), lengths)
 
     def mixed_span_s(
         self, contexts: np.ndarray, steps: int, chunk_done: np.ndarray, chunk_upto: np.ndarray
     ) -> float:
         """`steps` steps each carrying one decode token per sequence at `contexts` plus an even
         share of the prefill tokens chunk_done+1 … chunk_upto (chunked prefill)."""
-        prefill_tokens = float(np.sum(chunk_upto - chunk_done))
-        per_step = len(contexts) + prefill_tokens / steps
+        done = np.asarray(chunk_done).astype(int).tolist()
+        upto = np.asarray(chunk_upto).astype(int).tolist()
+        per_step = len(contexts) + (sum(upto) - sum(done)) / steps
         return (
             self.lin(per_step) * steps
             + self.attention_decode_s(contexts, steps)
-            + self.prefill_attention_s(chunk_done, chunk_upto)
+            + self.prefill_attention_s(done, upto)
         )
 
 
