@@ -170,7 +170,7 @@ def size(
                 continue
             per = with_rate(w, rate / n, seed)
             res = [metrics(run_replicas(rep, per, 1, ideal), slo, rep.gpus) for ideal in (1, 0)]
-            ideal_m, exp_m = (_scale(m, n, rate) for m in res)
+            ideal_m, exp_m = (_scale(m, n, rate, float(w.outputs.mean())) for m in res)
             gpus = rep.gpus * n
             usd = cost_per_hour(price, gpus)
             tok_s = exp_m.output_tokens_per_s
@@ -200,17 +200,21 @@ def _none(hw: Accelerator, dep: Deployment, note: str, r1: float = 0.0) -> Sized
     )
 
 
-def _scale(m: ServeMetrics, replicas: int, rate: float) -> ServeMetrics:
-    """Metrics of one representative replica, scaled to `replicas` of them serving `rate`."""
-    k = replicas
+def _scale(m: ServeMetrics, replicas: int, rate: float, mean_output: float) -> ServeMetrics:
+    """Metrics of one representative replica, scaled to `replicas` serving `rate` in steady
+    state: the queue is stable (checked), so the deployment completes requests at the offered
+    rate; a short simulation's drain at the end would otherwise understate throughput."""
+    gpus = m.gpus * replicas
+    tok_s = rate * mean_output
     return replace(
         m,
-        requests_per_s=m.requests_per_s * k,
-        output_tokens_per_s=m.output_tokens_per_s * k,
-        goodput_requests_per_s=m.goodput_requests_per_s * k,
-        mean_in_system=m.mean_in_system * k,
-        gpus=m.gpus * k,
-        requests=m.requests * k,
+        requests_per_s=rate,
+        output_tokens_per_s=tok_s,
+        output_tokens_per_s_per_gpu=tok_s / gpus,
+        goodput_requests_per_s=rate * m.slo_attainment,
+        mean_in_system=m.mean_in_system * replicas,
+        gpus=gpus,
+        requests=m.requests * replicas,
     )
 
 
