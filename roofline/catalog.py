@@ -710,3 +710,49 @@ def read_jsonl(path: str | Path) -> list[Any]:
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path} line {i + 1}: not JSON ({exc.msg})") from None
     return out
+
+
+_SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
+    "id": (str, True),
+    "model": (str, True),
+    "hardware": (str, True),
+    "tp": (int, False),
+    "pp": (int, False),
+    "ep": (int, False),
+    "weights": (str, True),
+    "kv": (str, True),
+    "engine": (str, False),
+    "arrivals": (str, True),
+    "rate": (NUM, False),
+    "concurrency": (int, False),
+    "requests": (int, True),
+    "prompt": ((int, str), True),
+    "output": ((int, str), True),
+    "metric": (str, True),
+    "measured": (NUM, True),
+    "source": (str, True),
+    "notes": (str, False),
+}
+
+
+def load_serving_cases(path: str | Path) -> list[dict[str, Any]]:
+    """Published serving measurements (validation/serving_cases.yaml), key-checked strictly."""
+    path = Path(path)
+    try:
+        raw = _safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
+    if not isinstance(raw, dict) or set(raw) != {"cases"} or not isinstance(raw["cases"], list):
+        raise CatalogError(f"{path}: expected one top-level key 'cases' holding a list")
+    seen: set[str] = set()
+    out = []
+    for i, entry in enumerate(raw["cases"]):
+        name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+        d = _check(f"{path}: case '{name}'", entry, _SERVING_CASE_KEYS)
+        if d["id"] in seen:
+            raise CatalogError(f"{path}: case '{name}': duplicate id")
+        seen.add(d["id"])
+        out.append(dict(d))
+    return out

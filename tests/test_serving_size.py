@@ -147,3 +147,31 @@ def test_disaggregated_littles_law(cat):
     w = make_workload(1000, 100, rate=15.0, requests=4000, seed=4)
     r = serve_disaggregated(m, pools, w, Slo())
     assert r.expected.mean_in_system == pytest.approx(15.0 * r.expected.e2e_s.mean, rel=0.03)
+
+
+def test_serving_cases_run_and_keep_ideal_below_expected(cat):
+    from roofline.catalog import load_serving_cases
+    from roofline.serving.validation import run_serving_cases, summary
+
+    rows = run_serving_cases(load_serving_cases("validation/serving_cases.yaml"), cat)
+    assert len(rows) >= 10
+    for r in rows:
+        assert r["measured"] > 0 and np.isfinite(r["expected"]) and r["source"]
+        if r["metric"].endswith("_ms"):
+            assert r["ideal"] <= r["expected"]  # the speed of light is never slower
+        else:
+            assert r["ideal"] >= r["expected"] * (1 - 1e-9)
+    assert summary(rows)["cases"] == len(rows)
+
+
+def test_serving_cases_loader_is_strict(tmp_path):
+    from roofline.catalog import load_serving_cases
+
+    bad = tmp_path / "cases.yaml"
+    bad.write_text(
+        "cases:\n- {id: a, model: m, hardware: h, weights: bf16, kv: bf16,"
+        " arrivals: poisson, requests: 1, prompt: 1, output: 1, metric: x,"
+        " measured: 1, source: s, speed: 3}\n"
+    )
+    with pytest.raises(CatalogError, match="unknown key 'speed'"):
+        load_serving_cases(bad)
