@@ -154,7 +154,6 @@ class _Sim:
         self.swapped: set[int] = set()
         self.reserved = 0.0  # KV blocks held by prompts in prefill
         self.dirty = True
-        self.stalled = True  # decoders' last tokens may predate the current time
         self.itl_arrays: list[np.ndarray] = []
         self.itl_scalar: list[tuple[float, float]] = []
         self.na = 0
@@ -166,6 +165,9 @@ class _Sim:
         self.swapped_bytes = self.peak_blocks = 0.0
         self.simple_kv = steps.kv_groups == ((1.0, None),)
         self.arr_list = self.arrival.tolist()
+        self.capped = any(cap is not None for _, cap in getattr(steps, "groups", []))
+        self.off = self.spans = 0  # decode steps / spans since the decoder arrays were built
+        self.last_shared = 0.0  # when every decoder last got a token (if spans > 0)
         self.arr_cum = [0.0, *np.cumsum(self.arrival[: self.next_release]).tolist()]
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -176,17 +178,29 @@ class _Sim:
         return float(self.steps.blocks(ctx + extra, blk).sum())
 
     def rebuild(self) -> None:
+        """Decoder arrays at `off` = 0: contexts and tokens left, their sum and minimum; every
+        decode span then adds its steps to `off` instead of touching the arrays."""
         if self.dirty:
             d = np.array(self.decoding, dtype=np.int64)
             self.dec = d
-            self.dec_ctx = self.prompts[d] + self.generated[d]
-            self.dec_rem = self.outputs[d] - self.generated[d]
+            self.dec_ctx0 = self.prompts[d] + self.generated[d]
+            self.dec_rem0 = self.outputs[d] - self.generated[d]
+            self.dec_total0 = float(self.dec_ctx0.sum()) if d.size else 0.0
+            self.dec_min0 = int(self.dec_rem0.min()) if d.size else 0
+            self.off = self.spans = 0
             self.dirty = False
 
+    def ctx(self) -> np.ndarray:
+        """The decoders' current contexts."""
+        return self.dec_ctx0 + self.off if self.off else self.dec_ctx0
+
     def flush(self) -> None:
-        """Write the decoders' progress back to the per-request arrays."""
+        """Write the decoders' progress (tokens, last token time) to the per-request arrays."""
         if not self.dirty and self.dec.size:
-            self.generated[self.dec] = self.dec_ctx - self.prompts[self.dec]
+            if self.off:
+                self.generated[self.dec] = self.dec_ctx0 + self.off - self.prompts[self.dec]
+            if self.spans:
+                self.last_tok[self.dec] = self.last_shared
 
     def advance(self, dt: float, n_dec: int, kv_blocks: float) -> None:
         end = self.now + dt
@@ -225,23 +239,24 @@ class _Sim:
         t_sw = moved / bw if bw else 0.0
         self.acc["preempt"] += t_sw
         self.advance(t_sw, 0, self.reserved)
-        self.stalled = True
 
     def complete_prefill(self, done: list[int]) -> None:
         """Prompts whose prefill (first or recompute) ended now: each samples a token."""
         if not done:
             return
-        rs = np.array(done, dtype=np.int64)
         self.flush()
-        g = self.generated
-        fresh = g[rs] == 0
-        self.first_token_s[rs[fresh]] = self.now
-        again = rs[~fresh]
-        if again.size:
-            self.itl_arrays.append(self.now - self.last_tok[again])
-        g[rs] += 1
-        self.last_tok[rs] = self.now
+        g, now = self.generated, self.now
+        finished = []
         for r in done:
+            gr = int(g[r])
+            if gr == 0:
+                self.first_token_s[r] = now
+            else:  # a recompute samples the next token: one more gap
+                self.itl_scalar.append((now - float(self.last_tok[r]), 1.0))
+            g[r] = gr + 1
+            self.last_tok[r] = now
+            if gr + 1 >= self.outputs[r]:
+                finished.append(r)
             self.pf_left[r] = 0
             self.recompute_pass[r] = False
             self.reserved -= self.res_blocks[r]
@@ -249,9 +264,8 @@ class _Sim:
             self.prefilling.remove(r)
             self.decoding.append(r)
         self.dirty = True
-        done = rs[g[rs] >= self.outputs[rs]]
-        if done.size:
-            self.finish(done)
+        if finished:
+            self.finish(finished)
 
     # ---- admission -------------------------------------------------------------------------
     def admit(self) -> None:
@@ -260,7 +274,8 @@ class _Sim:
         self.rebuild()
         n_dec = self.dec.size
         # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
-        used = self.reserved + (float(self.dec_ctx.sum()) + n_dec) / blk + n_dec
+        total = self.dec_total0 + n_dec * self.off
+        used = self.reserved + (total + n_dec) / blk + n_dec
         exact = False
         while self.waiting and len(self.active) < rules.max_seqs:
             r = self.waiting[0]
@@ -269,7 +284,7 @@ class _Sim:
             if used + need > rules.budget_blocks:
                 if exact:
                     break
-                used = self.reserved + (self.blocks_sum(self.dec_ctx, 1) if n_dec else 0.0)
+                used = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
                 used += sum(self.res_blocks[x] for x in self.decoding_new)
                 exact = True
                 if used + need > rules.budget_blocks:
@@ -288,7 +303,6 @@ class _Sim:
                 self.dirty = True
             elif self.kv_ready[r]:  # arrived with its KV (a disaggregated decode pool)
                 self.kv_ready[r] = False
-                self.stalled = True
                 self.decoding.append(r)
                 self.decoding_new.append(r)
                 self.res_blocks[r] = need
@@ -332,7 +346,7 @@ class _Sim:
         blk, cap_tokens, budget = rules.block_tokens, rules.max_batched_tokens, rules.budget_blocks
         while True:
             self.decoding_new: list[int] = []
-            if self.na < n and arrival[self.na] <= self.now:
+            if self.na < n and self.arr_list[self.na] <= self.now:
                 j = int(np.searchsorted(arrival, self.now, side="right"))
                 self.waiting.extend(range(self.na, j))
                 self.na = j
@@ -344,7 +358,9 @@ class _Sim:
             if self.waiting and len(self.active) < rules.max_seqs:
                 self.admit()
             self.rebuild()
-            dec, ctx, n_dec = self.dec, self.dec_ctx, self.dec.size
+            dec, n_dec = self.dec, self.dec.size
+            total = self.dec_total0 + n_dec * self.off
+            ctx = self.ctx() if n_dec and self.capped else None
             if self.prefilling:
                 pfr = list(self.prefilling)
                 lens = [self.pf_left[r] for r in pfr]
@@ -363,38 +379,36 @@ class _Sim:
                 )
                 self.acc["prefill"] += t
                 self.acc["preempt"] += t * re_tokens / total
-                kv_now = self.reserved + (self.blocks_sum(ctx, 1) if n_dec else 0.0)
+                kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
                 self.advance(t, 0, kv_now)
                 self.peak_blocks = max(self.peak_blocks, kv_now)
-                self.stalled = True
                 self.complete_prefill(pfr[:take])
                 continue
             # ---- a span of decode steps (with prefill chunks when chunked) ----
-            k = int(self.dec_rem.min()) if n_dec else 1 << 40
+            kmin = self.dec_min0 - self.off
+            k = kmin if n_dec else 1 << 40
             pf = None
             if self.prefilling:
                 room = cap_tokens - n_dec
                 k = min(k, -(-lens[0] // room))
                 pf = (room, lens, [self.pf_total[r] - x for r, x in zip(pfr, lens, strict=True)])
             kv_room = budget - self.reserved
-            total = float(ctx.sum()) if n_dec else 0.0
-            if (
-                n_dec
-                and (total + n_dec * (k + blk)) / blk > kv_room
-                and self.blocks_sum(ctx, k) > kv_room
-            ):
-                lo, hi = 0, k  # the most steps whose blocks still fit
-                while lo < hi:
-                    mid = (lo + hi + 1) // 2
-                    if self.blocks_sum(ctx, mid) <= kv_room:
-                        lo = mid
-                    else:
-                        hi = mid - 1
-                k = lo
+            near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
+            if near:
+                cur = self.ctx()
+                if self.blocks_sum(cur, k) > kv_room:
+                    lo, hi = 0, k  # the most steps whose blocks still fit
+                    while lo < hi:
+                        mid = (lo + hi + 1) // 2
+                        if self.blocks_sum(cur, mid) <= kv_room:
+                            lo = mid
+                        else:
+                            hi = mid - 1
+                    k = lo
             if k == 0:
                 self.preempt()
                 continue
-            t, t_dec, processed = _span(steps, ctx, total, k, pf)
+            t, t_dec, processed = _span(steps, n_dec, ctx, total, k, pf)
             if (
                 not self.waiting
                 and len(self.active) < rules.max_seqs
@@ -404,7 +418,7 @@ class _Sim:
                 k_cut = max(1, math.ceil((float(arrival[self.na]) - self.now) * k / t))
                 if k_cut < k:
                     k = k_cut
-                    t, t_dec, processed = _span(steps, ctx, total, k, pf)
+                    t, t_dec, processed = _span(steps, n_dec, ctx, total, k, pf)
             self.acc["prefill"] += t - t_dec
             self.acc["decode"] += t_dec
             if processed is not None:
@@ -414,36 +428,35 @@ class _Sim:
                         x for x, r in zip(processed, pfr, strict=True) if self.recompute_pass[r]
                     )
                     self.acc["preempt"] += (t - t_dec) * re_tokens / tokens
-            kv_end = self.reserved + (self.blocks_sum(ctx, k) if n_dec else 0.0)
+            if not n_dec:
+                kv_end = self.reserved
+            elif near or not self.simple_kv:
+                kv_end = self.reserved + self.blocks_sum(self.ctx(), k)
+            else:  # far from full: the paging waste taken as half a block per sequence
+                kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
             self.peak_blocks = max(self.peak_blocks, kv_end)
             kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
             if n_dec:
                 t_step = t / k
-                if self.stalled:
-                    self.itl_arrays.append(self.now + t_step - self.last_tok[dec])
-                    if k > 1:
-                        self.itl_scalar.append((t_step, float(n_dec * (k - 1))))
+                if self.spans:  # every decoder got its last token at the end of the last span
+                    self.itl_scalar.append((self.now + t_step - self.last_shared, float(n_dec)))
                 else:
-                    self.itl_scalar.append((t_step, float(n_dec * k)))
+                    self.itl_arrays.append(self.now + t_step - self.last_tok[dec])
+                if k > 1:
+                    self.itl_scalar.append((t_step, float(n_dec * (k - 1))))
             self.advance(t, n_dec, kv_mid)
-            self.stalled = False
             if n_dec:
-                ctx += k
-                self.dec_rem -= k
-                self.last_tok[dec] = self.now
+                self.off += k
+                self.spans += 1
+                self.last_shared = self.now
             if processed is not None:
                 for r, x in zip(pfr, processed, strict=True):
                     self.pf_left[r] -= x
                 self.complete_prefill([r for r in pfr if self.pf_left[r] == 0])
-            if n_dec:
-                done = np.flatnonzero(self.dec_rem <= 0) if not self.dirty else None
-                if done is None:  # the set changed in complete_prefill: use the flushed arrays
-                    done = dec[self.generated[dec] >= self.outputs[dec]]
-                    if done.size:
-                        self.finish(done)
-                elif done.size:
-                    self.flush()
-                    self.finish(dec[done])
+            if n_dec and k == kmin:  # some decoders produced their last token
+                done = dec[self.dec_rem0 == self.off]
+                self.flush()
+                self.finish(done.tolist())
         self.flush()
         values = [*self.itl_arrays, np.array([v for v, _ in self.itl_scalar])]
         weights = [np.ones(a.size) for a in self.itl_arrays]
@@ -475,12 +488,12 @@ class _Sim:
         )
 
 
-def _span(steps: StepModel, ctx: np.ndarray, total: float, k: int, pf: tuple | None):
-    """k steps for sequences decoding at `ctx` (Σ ctx = total), with pf = (token room per step,
-    tokens left, tokens done) of the prompts in prefill, first come first served: the time, the
-    decode part of it, and the prefill tokens each prompt gets."""
-    n = len(ctx)
-    t_dec = steps.decode_span_s(ctx, k, total) if n else 0.0
+def _span(steps: StepModel, n: int, ctx, total: float, k: int, pf: tuple | None):
+    """k steps for n sequences decoding (Σ contexts = total; `ctx` the contexts, needed only
+    for windowed layers), with pf = (token room per step, tokens left, tokens done) of the
+    prompts in prefill, first come first served: the time, the decode part of it, and the
+    prefill tokens each prompt gets."""
+    t_dec = steps.decode_n_s(n, k, total, ctx) if n else 0.0
     if pf is None:
         return t_dec, t_dec, None
     room, lens, dones = pf

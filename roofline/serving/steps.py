@@ -134,26 +134,32 @@ class StepModel:
         return float(np.interp(tokens, self.token_grid, self.lin_s))
 
     def attention_decode_s(
-        self, contexts: np.ndarray, steps: int, total: float | None = None
+        self, contexts, steps: int, total: float | None = None, b: int | None = None
     ) -> float:
         """Decode attention of `steps` steps, summed over sequences whose first step attends
         `contexts` tokens (the new one included); the mean length is contexts + (steps−1)/2.
-        `total` = Σ contexts when the caller has it."""
-        b = len(contexts)
+        `total` = Σ contexts and `b` = their number when the caller has them (then `contexts`
+        is needed only for windowed layers)."""
+        b = len(contexts) if b is None else b
         t = 0.0
         for k, cap in self.groups:
             if cap is None:
                 s = float(np.sum(contexts)) if total is None else total
                 t += k * steps * (s + b * ((steps - 1) / 2.0 - 1.0))
             else:
-                mid = contexts + (steps - 1) / 2.0
+                mid = np.asarray(contexts) + (steps - 1) / 2.0
                 t += k * steps * float(np.sum(np.minimum(mid, cap) - 1.0))
         return t
 
     def decode_span_s(self, contexts: np.ndarray, steps: int, total: float | None = None) -> float:
         """`steps` decode steps of len(contexts) sequences, the first step at KV `contexts`."""
-        b = len(contexts)
-        return float(self.base_s[b - 1]) * steps + self.attention_decode_s(contexts, steps, total)
+        return self.decode_n_s(len(contexts), steps, total, contexts)
+
+    def decode_n_s(self, b: int, steps: int, total: float | None, contexts=None) -> float:
+        """`steps` decode steps of b sequences whose contexts sum to `total`."""
+        return float(self.base_s[b - 1]) * steps + self.attention_decode_s(
+            contexts, steps, total, b
+        )
 
     def prefill_attention_s(self, done, upto) -> float:
         """Causal attention of prompt tokens done+1 … upto, summed over prompts (lists or
