@@ -27,6 +27,7 @@ import math
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -120,8 +121,10 @@ def simulate_requests(
 
 
 class _Sim:
-    """The state of one simulation. Decoding sequences are kept in arrays aligned with `dec`
-    (their contexts, tokens left, last token time), rebuilt only when the set changes."""
+    """The state of one simulation, in Python scalars (the spans are short; numpy only when the
+    KV budget is near or a layer has a window). A decoding sequence r holds context
+    base[r] + G, where G counts the decode steps so far: a span of k steps adds k to G and
+    touches no sequence; each sequence's last step is G = fin[r] (a heap orders them)."""
 
     def __init__(self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop):
         n = len(prompts)
@@ -130,32 +133,44 @@ class _Sim:
                 f"the step model covers batches up to {len(steps.base_s)}, not {rules.max_seqs}"
             )
         self.steps, self.rules, self.n = steps, rules, n
-        self.prompts = np.asarray(prompts, dtype=np.int64)
-        self.outputs = np.asarray(outputs, dtype=np.int64)
-        self.arrival = np.array(arrival_s, dtype=float)
+        self.prompts_np = np.asarray(prompts, dtype=np.int64)
+        self.outputs_np = np.asarray(outputs, dtype=np.int64)
+        self.prompts = self.prompts_np.tolist()
+        self.outputs = self.outputs_np.tolist()
+        arrival = np.array(arrival_s, dtype=float)
         self.next_release = n
         if closed_loop is not None:
             self.next_release = min(closed_loop, n)
-            self.arrival[self.next_release :] = math.inf
-        self.generated = np.full(n, 1 if prefilled else 0, dtype=np.int64)
-        self.pf_left = [0] * n  # prefill tokens still to run (Python lists: read one at a time)
-        self.pf_total = [0] * n
-        self.res_blocks = [0.0] * n
-        self.admitted_s = np.full(n, np.nan)
-        self.first_token_s = self.arrival.copy() if prefilled else np.full(n, np.nan)
-        self.finish_s = np.full(n, np.nan)
-        self.last_tok = self.first_token_s.copy()
+            arrival[self.next_release :] = math.inf
+        self.arr = arrival.tolist()
+        self.arr_cum = [0.0, *np.cumsum(arrival[: self.next_release]).tolist()]
+        self.gen = [1 if prefilled else 0] * n  # tokens generated (decoders: see base)
+        self.pf_left = [0] * n  # prefill tokens still to run
+        self.pf_total = [0] * n  # length of the current prefill pass
+        self.res_blocks = [0.0] * n  # KV blocks a prompt in prefill holds
         self.recompute_pass = [False] * n
-        self.kv_ready = np.full(n, prefilled)
+        self.kv_ready = [prefilled] * n  # arrived with its KV (a disaggregated decode pool)
+        nan = math.nan
+        self.admitted_s = [nan] * n
+        self.first_token_s = list(self.arr) if prefilled else [nan] * n
+        self.finish_s = [nan] * n
+        self.last_tok = list(self.first_token_s)
         self.waiting: deque[int] = deque()
         self.active: list[int] = []  # admission order
         self.prefilling: list[int] = []  # admission order
-        self.decoding: list[int] = []
+        self.decoding: dict[int, None] = {}
+        self.base: dict[int, int] = {}
+        self.fin: dict[int, int] = {}
+        self.heap: list[tuple[int, int]] = []
+        self.S = 0  # Σ base over decoders: Σ contexts = S + n·G
+        self.G = 0
+        self.spans = 0
+        self.fresh: list[int] = []  # decoders with no decode span since they joined
+        self.last_shared = 0.0  # end of the last decode span
         self.swapped: set[int] = set()
-        self.reserved = 0.0  # KV blocks held by prompts in prefill
-        self.dirty = True
-        self.itl_arrays: list[np.ndarray] = []
-        self.itl_scalar: list[tuple[float, float]] = []
+        self.reserved = 0.0
+        self.itl_v: list[float] = []
+        self.itl_w: list[float] = []
         self.na = 0
         self.now = 0.0
         self.acc = dict.fromkeys(
@@ -164,44 +179,47 @@ class _Sim:
         self.preemptions = self.recomputed = 0
         self.swapped_bytes = self.peak_blocks = 0.0
         self.simple_kv = steps.kv_groups == ((1.0, None),)
-        self.arr_list = self.arrival.tolist()
         self.capped = any(cap is not None for _, cap in getattr(steps, "groups", []))
-        self.off = self.spans = 0  # decode steps / spans since the decoder arrays were built
-        self.last_shared = 0.0  # when every decoder last got a token (if spans > 0)
-        self.arr_cum = [0.0, *np.cumsum(self.arrival[: self.next_release]).tolist()]
 
-    # ---- helpers ---------------------------------------------------------------------------
+    # ---- decoders --------------------------------------------------------------------------
+    def join(self, r: int) -> None:
+        b = self.prompts[r] + self.gen[r] - self.G
+        self.base[r] = b
+        self.S += b
+        f = self.G + self.outputs[r] - self.gen[r]
+        self.fin[r] = f
+        heappush(self.heap, (f, r))
+        self.decoding[r] = None
+        self.fresh.append(r)
+
+    def leave(self, r: int) -> None:
+        b = self.base.pop(r)
+        self.gen[r] = b + self.G - self.prompts[r]
+        self.S -= b
+        del self.fin[r]
+        del self.decoding[r]
+        if r in self.fresh:
+            self.fresh.remove(r)
+        elif self.spans:
+            self.last_tok[r] = self.last_shared
+
+    def ctx(self) -> np.ndarray:
+        base = self.base
+        return np.fromiter((base[r] for r in self.decoding), np.int64, len(base)) + self.G
+
+    def kmin(self) -> int:
+        heap, fin = self.heap, self.fin
+        while fin.get(heap[0][1]) != heap[0][0]:
+            heappop(heap)  # a sequence that left (preempted) before its last step
+        return heap[0][0] - self.G
+
     def blocks_sum(self, ctx: np.ndarray, extra: int) -> float:
         blk = self.rules.block_tokens
         if self.simple_kv:
             return float(((ctx + (extra + blk - 1)) // blk).sum())
         return float(self.steps.blocks(ctx + extra, blk).sum())
 
-    def rebuild(self) -> None:
-        """Decoder arrays at `off` = 0: contexts and tokens left, their sum and minimum; every
-        decode span then adds its steps to `off` instead of touching the arrays."""
-        if self.dirty:
-            d = np.array(self.decoding, dtype=np.int64)
-            self.dec = d
-            self.dec_ctx0 = self.prompts[d] + self.generated[d]
-            self.dec_rem0 = self.outputs[d] - self.generated[d]
-            self.dec_total0 = float(self.dec_ctx0.sum()) if d.size else 0.0
-            self.dec_min0 = int(self.dec_rem0.min()) if d.size else 0
-            self.off = self.spans = 0
-            self.dirty = False
-
-    def ctx(self) -> np.ndarray:
-        """The decoders' current contexts."""
-        return self.dec_ctx0 + self.off if self.off else self.dec_ctx0
-
-    def flush(self) -> None:
-        """Write the decoders' progress (tokens, last token time) to the per-request arrays."""
-        if not self.dirty and self.dec.size:
-            if self.off:
-                self.generated[self.dec] = self.dec_ctx0 + self.off - self.prompts[self.dec]
-            if self.spans:
-                self.last_tok[self.dec] = self.last_shared
-
+    # ---- time ------------------------------------------------------------------------------
     def advance(self, dt: float, n_dec: int, kv_blocks: float) -> None:
         end = self.now + dt
         acc = self.acc
@@ -210,8 +228,8 @@ class _Sim:
         acc["dec"] += n_dec * dt
         acc["kv"] += kv_blocks * dt
         wait = len(self.waiting) * dt
-        na, arr = self.na, self.arr_list
-        if na < self.n and arr[na] <= end:
+        na, arr = self.na, self.arr
+        if na < self.n and arr[na] <= end:  # arrivals during the span queue for the rest of it
             j = bisect_right(arr, end, na)
             if j < len(self.arr_cum):
                 wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
@@ -220,20 +238,15 @@ class _Sim:
         acc["wait"] += wait
         self.now = end
 
-    def finish(self, rs) -> None:
-        for r in rs:
-            r = int(r)
-            self.finish_s[r] = self.now
-            self.active.remove(r)
-            self.decoding.remove(r)
-            if self.next_release < self.n and self.now < self.release_until_s:
-                self.arrival[self.next_release] = self.now
-                self.arr_list[self.next_release] = self.now
-                self.next_release += 1
-        self.dirty = True
+    def finish(self, r: int) -> None:
+        self.finish_s[r] = self.now
+        self.active.remove(r)
+        if self.next_release < self.n and self.now < self.release_until_s:
+            self.arr[self.next_release] = self.now
+            self.next_release += 1
 
     def swap_stall(self, r: int) -> None:
-        moved = float(self.prompts[r] + self.generated[r]) * self.steps.kv_bytes_per_token
+        moved = float(self.prompts[r] + self.gen[r]) * self.steps.kv_bytes_per_token
         self.swapped_bytes += moved
         bw = self.rules.swap_bandwidth_bytes_per_s
         t_sw = moved / bw if bw else 0.0
@@ -242,50 +255,41 @@ class _Sim:
 
     def complete_prefill(self, done: list[int]) -> None:
         """Prompts whose prefill (first or recompute) ended now: each samples a token."""
-        if not done:
-            return
-        self.flush()
-        g, now = self.generated, self.now
-        finished = []
+        now = self.now
         for r in done:
-            gr = int(g[r])
-            if gr == 0:
+            g = self.gen[r]
+            if g == 0:
                 self.first_token_s[r] = now
             else:  # a recompute samples the next token: one more gap
-                self.itl_scalar.append((now - float(self.last_tok[r]), 1.0))
-            g[r] = gr + 1
+                self.itl_v.append(now - self.last_tok[r])
+                self.itl_w.append(1.0)
+            self.gen[r] = g + 1
             self.last_tok[r] = now
-            if gr + 1 >= self.outputs[r]:
-                finished.append(r)
             self.pf_left[r] = 0
             self.recompute_pass[r] = False
             self.reserved -= self.res_blocks[r]
             self.res_blocks[r] = 0.0
             self.prefilling.remove(r)
-            self.decoding.append(r)
-        self.dirty = True
-        if finished:
-            self.finish(finished)
+            if g + 1 >= self.outputs[r]:
+                self.finish(r)
+            else:
+                self.join(r)
 
-    # ---- admission -------------------------------------------------------------------------
+    # ---- admission and preemption ----------------------------------------------------------
     def admit(self) -> None:
         rules, steps, blk = self.rules, self.steps, self.rules.block_tokens
-        self.flush()
-        self.rebuild()
-        n_dec = self.dec.size
+        n_dec = len(self.decoding)
         # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
-        total = self.dec_total0 + n_dec * self.off
-        used = self.reserved + (total + n_dec) / blk + n_dec
+        used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
         exact = False
         while self.waiting and len(self.active) < rules.max_seqs:
             r = self.waiting[0]
-            tokens = int(self.prompts[r] + self.generated[r]) + 1
+            tokens = self.prompts[r] + self.gen[r] + 1
             need = -(-tokens // blk) if self.simple_kv else float(steps.blocks(tokens, blk))
             if used + need > rules.budget_blocks:
                 if exact:
                     break
-                used = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
-                used += sum(self.res_blocks[x] for x in self.decoding_new)
+                used = self.reserved + (self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0)
                 exact = True
                 if used + need > rules.budget_blocks:
                     break
@@ -297,96 +301,86 @@ class _Sim:
             if r in self.swapped:  # swap back in: the engine waits for the copy
                 self.swapped.discard(r)
                 self.swap_stall(r)
-                self.decoding.append(r)
-                self.decoding_new.append(r)
-                self.res_blocks[r] = need
-                self.dirty = True
+                self.join(r)
             elif self.kv_ready[r]:  # arrived with its KV (a disaggregated decode pool)
                 self.kv_ready[r] = False
-                self.decoding.append(r)
-                self.decoding_new.append(r)
-                self.res_blocks[r] = need
-                self.dirty = True
+                self.join(r)
             else:
                 self.pf_left[r] = self.pf_total[r] = tokens - 1
                 self.res_blocks[r] = need
                 self.reserved += need
                 self.prefilling.append(r)
-                if self.generated[r] > 0:
+                if self.gen[r] > 0:
                     self.recompute_pass[r] = True
                     self.recomputed += tokens - 1
         if not self.active:
             raise InputError(
-                f"a request of {int(self.prompts[self.waiting[0]]):,} prompt tokens can never "
+                f"a request of {self.prompts[self.waiting[0]]:,} prompt tokens can never "
                 f"fit in the KV budget ({rules.budget_blocks} blocks of {blk} tokens)"
             )
 
     def preempt(self) -> None:
         """The next step does not fit: preempt the most recently admitted sequence."""
-        self.flush()
         victim = self.active.pop()
         self.preemptions += 1
-        if victim in self.prefilling:
+        if victim in self.decoding:
+            self.leave(victim)
+            if self.rules.preemption == "swap" and self.gen[victim] > 0:
+                self.swap_stall(victim)
+                self.swapped.add(victim)
+        else:
             self.prefilling.remove(victim)
             self.reserved -= self.res_blocks[victim]
             self.res_blocks[victim] = 0.0
-        else:
-            self.decoding.remove(victim)
-            if self.rules.preemption == "swap" and self.generated[victim] > 0:
-                self.swap_stall(victim)
-                self.swapped.add(victim)
         self.pf_left[victim] = 0
-        self.dirty = True
         self.waiting.appendleft(victim)
 
     # ---- the loop --------------------------------------------------------------------------
     def run(self, release_until_s: float) -> Trace:
         self.release_until_s = release_until_s
-        rules, steps, n, arrival = self.rules, self.steps, self.n, self.arrival
+        rules, steps, n, arr = self.rules, self.steps, self.n, self.arr
         blk, cap_tokens, budget = rules.block_tokens, rules.max_batched_tokens, rules.budget_blocks
+        acc = self.acc
         while True:
-            self.decoding_new: list[int] = []
-            if self.na < n and self.arr_list[self.na] <= self.now:
-                j = int(np.searchsorted(arrival, self.now, side="right"))
+            if self.na < n and arr[self.na] <= self.now:
+                j = bisect_right(arr, self.now, self.na)
                 self.waiting.extend(range(self.na, j))
                 self.na = j
             if not self.active and not self.waiting:
-                if self.na >= n or not math.isfinite(arrival[self.na]):
+                if self.na >= n or not math.isfinite(arr[self.na]):
                     break
-                self.now = float(arrival[self.na])  # idle until the next arrival
+                self.now = arr[self.na]  # idle until the next arrival
                 continue
             if self.waiting and len(self.active) < rules.max_seqs:
                 self.admit()
-            self.rebuild()
-            dec, n_dec = self.dec, self.dec.size
-            total = self.dec_total0 + n_dec * self.off
-            ctx = self.ctx() if n_dec and self.capped else None
+            n_dec = len(self.decoding)
+            total = float(self.S + n_dec * self.G)
             if self.prefilling:
                 pfr = list(self.prefilling)
                 lens = [self.pf_left[r] for r in pfr]
-            # ---- a prefill-only step (non-chunked) ----
+            # ---- a prefill-only step (non-chunked): the decodes wait ----
             if self.prefilling and not rules.chunked_prefill:
-                take, total = 0, 0
+                take, tokens = 0, 0
                 for x in lens:  # whole prompts up to the token budget, at least one
-                    if take and cap_tokens is not None and total + x > cap_tokens:
+                    if take and cap_tokens is not None and tokens + x > cap_tokens:
                         break
-                    take, total = take + 1, total + x
+                    take, tokens = take + 1, tokens + x
                 t = steps.prefill_step_s(lens[:take])
                 re_tokens = sum(
                     x
                     for x, r in zip(lens[:take], pfr[:take], strict=True)
                     if self.recompute_pass[r]
                 )
-                self.acc["prefill"] += t
-                self.acc["preempt"] += t * re_tokens / total
+                acc["prefill"] += t
+                acc["preempt"] += t * re_tokens / tokens
                 kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
                 self.advance(t, 0, kv_now)
                 self.peak_blocks = max(self.peak_blocks, kv_now)
                 self.complete_prefill(pfr[:take])
                 continue
             # ---- a span of decode steps (with prefill chunks when chunked) ----
-            kmin = self.dec_min0 - self.off
-            k = kmin if n_dec else 1 << 40
+            kmin = self.kmin() if n_dec else 1 << 40
+            k = kmin
             pf = None
             if self.prefilling:
                 room = cap_tokens - n_dec
@@ -394,17 +388,16 @@ class _Sim:
                 pf = (room, lens, [self.pf_total[r] - x for r, x in zip(pfr, lens, strict=True)])
             kv_room = budget - self.reserved
             near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
-            if near:
-                cur = self.ctx()
-                if self.blocks_sum(cur, k) > kv_room:
-                    lo, hi = 0, k  # the most steps whose blocks still fit
-                    while lo < hi:
-                        mid = (lo + hi + 1) // 2
-                        if self.blocks_sum(cur, mid) <= kv_room:
-                            lo = mid
-                        else:
-                            hi = mid - 1
-                    k = lo
+            ctx = self.ctx() if n_dec and (near or self.capped) else None
+            if near and self.blocks_sum(ctx, k) > kv_room:
+                lo, hi = 0, k  # the most steps whose blocks still fit
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if self.blocks_sum(ctx, mid) <= kv_room:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                k = lo
             if k == 0:
                 self.preempt()
                 continue
@@ -413,64 +406,70 @@ class _Sim:
                 not self.waiting
                 and len(self.active) < rules.max_seqs
                 and self.na < n
-                and math.isfinite(arrival[self.na])
+                and arr[self.na] < math.inf
             ):  # an arrival can be admitted: stop at the first step boundary after it
-                k_cut = max(1, math.ceil((float(arrival[self.na]) - self.now) * k / t))
+                k_cut = max(1, math.ceil((arr[self.na] - self.now) * k / t))
                 if k_cut < k:
                     k = k_cut
                     t, t_dec, processed = _span(steps, n_dec, ctx, total, k, pf)
-            self.acc["prefill"] += t - t_dec
-            self.acc["decode"] += t_dec
+            acc["prefill"] += t - t_dec
+            acc["decode"] += t_dec
             if processed is not None:
                 tokens = sum(processed)
                 if tokens:
                     re_tokens = sum(
                         x for x, r in zip(processed, pfr, strict=True) if self.recompute_pass[r]
                     )
-                    self.acc["preempt"] += (t - t_dec) * re_tokens / tokens
+                    acc["preempt"] += (t - t_dec) * re_tokens / tokens
             if not n_dec:
                 kv_end = self.reserved
             elif near or not self.simple_kv:
-                kv_end = self.reserved + self.blocks_sum(self.ctx(), k)
+                kv_end = self.reserved + self.blocks_sum(ctx if ctx is not None else self.ctx(), k)
             else:  # far from full: the paging waste taken as half a block per sequence
                 kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
             self.peak_blocks = max(self.peak_blocks, kv_end)
             kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
             if n_dec:
                 t_step = t / k
-                if self.spans:  # every decoder got its last token at the end of the last span
-                    self.itl_scalar.append((self.now + t_step - self.last_shared, float(n_dec)))
-                else:
-                    self.itl_arrays.append(self.now + t_step - self.last_tok[dec])
+                first = self.now + t_step
+                fresh = self.fresh
+                for r in fresh:  # their last token came at their own time
+                    self.itl_v.append(first - self.last_tok[r])
+                    self.itl_w.append(1.0)
+                if n_dec > len(fresh):  # the rest got theirs at the end of the last span
+                    self.itl_v.append(first - self.last_shared)
+                    self.itl_w.append(float(n_dec - len(fresh)))
                 if k > 1:
-                    self.itl_scalar.append((t_step, float(n_dec * (k - 1))))
+                    self.itl_v.append(t_step)
+                    self.itl_w.append(float(n_dec * (k - 1)))
             self.advance(t, n_dec, kv_mid)
             if n_dec:
-                self.off += k
+                self.G += k
                 self.spans += 1
                 self.last_shared = self.now
+                self.fresh = []
             if processed is not None:
                 for r, x in zip(pfr, processed, strict=True):
                     self.pf_left[r] -= x
                 self.complete_prefill([r for r in pfr if self.pf_left[r] == 0])
             if n_dec and k == kmin:  # some decoders produced their last token
-                done = dec[self.dec_rem0 == self.off]
-                self.flush()
-                self.finish(done.tolist())
-        self.flush()
-        values = [*self.itl_arrays, np.array([v for v, _ in self.itl_scalar])]
-        weights = [np.ones(a.size) for a in self.itl_arrays]
-        weights.append(np.array([w for _, w in self.itl_scalar]))
-        acc = self.acc
+                heap, fin = self.heap, self.fin
+                while heap and heap[0][0] <= self.G:
+                    f, r = heappop(heap)
+                    if fin.get(r) == f:
+                        self.leave(r)
+                        self.last_tok[r] = self.now
+                        self.finish(r)
+        f = np.array
         return Trace(
-            self.arrival,
-            self.admitted_s,
-            self.first_token_s,
-            self.finish_s,
-            self.prompts,
-            self.outputs,
-            np.concatenate(values),
-            np.concatenate(weights),
+            f(self.arr),
+            f(self.admitted_s),
+            f(self.first_token_s),
+            f(self.finish_s),
+            self.prompts_np,
+            self.outputs_np,
+            f(self.itl_v),
+            f(self.itl_w),
             self.preemptions,
             self.recomputed,
             self.swapped_bytes,
