@@ -235,6 +235,8 @@ class _Sim:
                 wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
             else:  # closed loop: released arrivals are not in the prefix sums
                 wait += sum(end - a for a in arr[na:j])
+            self.waiting.extend(range(na, j))  # they wait from now on
+            self.na = j
         acc["wait"] += wait
         self.now = end
 
@@ -323,6 +325,7 @@ class _Sim:
         """The next step does not fit: preempt the most recently admitted sequence."""
         victim = self.active.pop()
         self.preemptions += 1
+        self.waiting.appendleft(victim)  # it waits (and counts as queued) from now
         if victim in self.decoding:
             self.leave(victim)
             if self.rules.preemption == "swap" and self.gen[victim] > 0:
@@ -333,7 +336,6 @@ class _Sim:
             self.reserved -= self.res_blocks[victim]
             self.res_blocks[victim] = 0.0
         self.pf_left[victim] = 0
-        self.waiting.appendleft(victim)
 
     # ---- the loop --------------------------------------------------------------------------
     def run(self, release_until_s: float) -> Trace:
