@@ -1,34 +1,98 @@
 """roofline: an analytical roofline calculator for LLM inference.
 
-The Python API re-exports the pure core: load a catalog, pick a model and an accelerator, describe
-the deployment, and ask for a prefill, a decode step or a whole request.
+The Python API is the pure core every command calls (SI units in, frozen dataclasses out; scalars
+or numpy arrays broadcast). docs/API.md walks through each with runnable examples.
 
     >>> from roofline import load_catalog, Deployment, request
     >>> cat = load_catalog()
     >>> r = request(cat.model("llama-3.1-8b"), cat.accelerator("h100"), Deployment(), 1, 4096, 256)
     >>> round(float(r.decode.arithmetic_intensity), 1)
     1.1
+
+By command:
+    catalog, models, hardware   load_catalog, Catalog.model / .accelerator / .tier,
+                                model_from_config (a config.json or a cached Hugging Face repo)
+    analyze                     prefill, decode, request (PhaseResult, RequestResult)
+    kv                          kv_footprint, compare_attention, allocation_waste, eviction_gain
+    capacity                    plan_memory, max_batch, kv_bytes_per_token, kv_bytes_per_sequence
+    bytes                       byte_traffic, evaluate_levers
+    speculate                   speculate
+    tiers                       spill, max_batch_with_tier
+    cliff                       StepModel, simulate
+    plan, disagg                plans, disaggregate
+    sweep                       Grid, run_sweep
+    check, validate             run_checks, Limits, load_cases, evaluate, summarize
 """
 
-from roofline.catalog import Catalog, load_cases, load_catalog, model_from_config
-from roofline.checks import Limits, run_checks
-from roofline.errors import CatalogError, DoesNotFitError, InputError, RooflineError
-from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.levers import evaluate_levers
-from roofline.memory import (
-    ENGINES,
-    MemoryPlan,
-    kv_bytes_per_sequence,
-    kv_bytes_per_token,
-    max_batch,
-    plan_memory,
-)
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.phases import PhaseResult, RequestResult, decode, prefill, request
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
-from roofline.scheduler import StepModel, simulate
-from roofline.validate import evaluate, summarize
+import importlib
+from typing import Any
+
+# name -> module: the API is imported on first use, so `roofline` (and the command line, which
+# needs only a few modules per command) starts fast
+_API = {
+    "Accelerator": "roofline.hardware",
+    "Catalog": "roofline.catalog",
+    "CatalogError": "roofline.errors",
+    "Deployment": "roofline.ops",
+    "DoesNotFitError": "roofline.errors",
+    "ENGINES": "roofline.memory",
+    "Efficiency": "roofline.hardware",
+    "Grid": "roofline.sweep",
+    "InputError": "roofline.errors",
+    "KV_FORMATS": "roofline.precision",
+    "Limits": "roofline.checks",
+    "MemoryPlan": "roofline.memory",
+    "ModelArch": "roofline.model",
+    "PhaseResult": "roofline.phases",
+    "RequestResult": "roofline.phases",
+    "RooflineError": "roofline.errors",
+    "StepModel": "roofline.scheduler",
+    "Tier": "roofline.hardware",
+    "WEIGHT_FORMATS": "roofline.precision",
+    "allocation_waste": "roofline.kvcache",
+    "byte_traffic": "roofline.traffic",
+    "compare_attention": "roofline.kvcache",
+    "decode": "roofline.phases",
+    "disaggregate": "roofline.disagg",
+    "engine": "roofline.memory",
+    "evaluate": "roofline.validate",
+    "evaluate_levers": "roofline.levers",
+    "eviction_gain": "roofline.kvcache",
+    "kv_bytes_per_sequence": "roofline.memory",
+    "kv_bytes_per_token": "roofline.memory",
+    "kv_footprint": "roofline.kvcache",
+    "kv_format": "roofline.precision",
+    "load_cases": "roofline.catalog",
+    "load_catalog": "roofline.catalog",
+    "max_batch": "roofline.memory",
+    "max_batch_with_tier": "roofline.tiers",
+    "model_from_config": "roofline.catalog",
+    "plan_memory": "roofline.memory",
+    "plans": "roofline.planner",
+    "prefill": "roofline.phases",
+    "request": "roofline.phases",
+    "run_checks": "roofline.checks",
+    "run_sweep": "roofline.sweep",
+    "simulate": "roofline.scheduler",
+    "speculate": "roofline.speculative",
+    "spill": "roofline.tiers",
+    "summarize": "roofline.validate",
+    "weight_format": "roofline.precision",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'roofline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))
+
 
 __version__ = "0.1.0"
 
@@ -42,6 +106,7 @@ __all__ = [
     "Deployment",
     "DoesNotFitError",
     "Efficiency",
+    "Grid",
     "InputError",
     "Limits",
     "MemoryPlan",
@@ -52,19 +117,33 @@ __all__ = [
     "StepModel",
     "Tier",
     "__version__",
+    "allocation_waste",
+    "byte_traffic",
+    "compare_attention",
     "decode",
+    "disaggregate",
+    "engine",
     "evaluate",
     "evaluate_levers",
+    "eviction_gain",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
+    "kv_footprint",
+    "kv_format",
     "load_cases",
     "load_catalog",
     "max_batch",
+    "max_batch_with_tier",
     "model_from_config",
     "plan_memory",
+    "plans",
     "prefill",
     "request",
     "run_checks",
+    "run_sweep",
     "simulate",
+    "speculate",
+    "spill",
     "summarize",
+    "weight_format",
 ]

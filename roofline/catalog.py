@@ -13,8 +13,10 @@ A later entry with the same id replaces an earlier one.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
+import pickle
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,10 +28,12 @@ from typing import Any
 
 import yaml
 
-from roofline.errors import CatalogError, InputError, UnknownEntryError
+from roofline.errors import CatalogError, InputError, RooflineError, UnknownEntryError
 from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.hfcache import cached_config, is_repo_id
 from roofline.hfconfig import entry_from_config
 from roofline.model import MODEL_TYPES, ModelArch
+from roofline.precision import weight_format
 from roofline.serving.cost import Price
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
@@ -121,6 +125,9 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
     "max_position_embeddings": (int, False),
     "tie_word_embeddings": (bool, False),
     "attention_bias": (bool, False),
+    "qkv_bias": (bool, False),
+    "use_qk_norm": (bool, False),
+    "weights": (str, False),
     "n_routed_experts": (int, False),
     "num_experts_per_tok": (int, False),
     "moe_intermediate_size": (int, False),
@@ -325,6 +332,11 @@ def _model(where: str, data: Any) -> ModelArch:
             )
         d["layer_types"] = tuple(types)
     d.pop("uncertain", None)
+    if "weights" in d:  # the format the checkpoint ships in (set by `models import`)
+        try:
+            d["native_weights"] = weight_format(d.pop("weights")).name
+        except RooflineError as exc:
+            raise CatalogError(f"{where}: key 'weights': {exc}") from None
     d["aliases"] = tuple(str(a) for a in d.get("aliases", []))
     total, active = published.get("params_total_b"), published.get("params_active_b")
     d["published_params_total"] = None if total is None else total * 1e9
@@ -335,8 +347,10 @@ def _model(where: str, data: Any) -> ModelArch:
 _BUILDERS = {"accelerators": _accelerator, "tiers": _tier, "models": _model, "families": _family}
 
 
-def _load_file(path: Path) -> dict[str, list[Any]]:
-    """Parse one YAML file into {section: [entries]} with validation."""
+def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[Any]]:
+    """Parse one YAML file into {section: [entries]} with validation. With a `problems` list,
+    a bad entry is recorded there and skipped, so one pass finds every bad entry; without it the
+    first problem raises."""
     try:
         with path.open(encoding="utf-8") as f:
             raw = _safe_load(f.read())
@@ -346,6 +360,8 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
         raise CatalogError(
             f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})"
         ) from None
+    except UnicodeDecodeError:
+        raise CatalogError(f"{path}: is not UTF-8 text") from None
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
     if raw is None:
@@ -363,9 +379,104 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
         built = []
         for i, entry in enumerate(entries):
             name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
-            built.append(_BUILDERS[section](f"{path}: {section[:-1]} '{name}'", entry))
+            try:
+                built.append(_BUILDERS[section](f"{path}: {section[:-1]} '{name}'", entry))
+            except CatalogError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
         out[section] = built
     return out
+
+
+class _ParseCache:
+    """Parsed catalog files, pickled in the user's cache directory and keyed by each file's path,
+    modification time and size, so a query parses only the files that changed since the last one
+    (a cold start parses them all). The cache is rebuilt transparently when the code that defines
+    the entries changes, and skipped silently where the directory is read-only or unset
+    (ROOFLINE_CACHE_DIR, else XDG_CACHE_HOME/roofline, else ~/.cache/roofline; ROOFLINE_NO_CACHE=1
+    turns it off). Only files without problems are cached, so errors are always reported."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[tuple[int, int], dict[str, list[Any]]]] | None = None
+        self.dirty = False
+
+    @staticmethod
+    def path() -> Path | None:
+        if os.environ.get("ROOFLINE_NO_CACHE"):
+            return None
+        base = os.environ.get("ROOFLINE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+        root = Path(base) if base else Path.home() / ".cache"
+        if not os.environ.get("ROOFLINE_CACHE_DIR"):
+            root = root / "roofline"
+        code = Path(__file__).resolve().parent
+        stamp = "-".join(
+            str((code / f).stat().st_mtime_ns) for f in ("catalog.py", "hardware.py", "model.py")
+        )
+        return root / f"catalog-{hashlib.sha1(stamp.encode()).hexdigest()[:12]}.pickle"
+
+    def _load(self) -> dict[str, Any]:
+        if self.entries is None:
+            self.entries = {}
+            where = self.path()
+            if where is not None and where.is_file():
+                try:
+                    with where.open("rb") as f:
+                        self.entries = pickle.load(f)
+                except Exception:  # a stale or broken cache is rebuilt, never an error
+                    self.entries = {}
+        return self.entries
+
+    def get(self, path: Path) -> dict[str, list[Any]] | None:
+        st = path.stat()
+        hit = self._load().get(str(path))
+        return hit[1] if hit and hit[0] == (st.st_mtime_ns, st.st_size) else None
+
+    def put(self, path: Path, sections: dict[str, list[Any]]) -> None:
+        st = path.stat()
+        self._load()[str(path)] = ((st.st_mtime_ns, st.st_size), sections)
+        self.dirty = True
+
+    def save(self) -> None:
+        where = self.path()
+        if not self.dirty or where is None:
+            return
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            tmp = where.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as f:
+                pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp.replace(where)
+            self.dirty = False
+            for old in where.parent.glob("catalog-*.pickle"):  # caches of older code
+                if old != where:
+                    old.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only cache directory only costs speed
+
+
+_PARSED = _ParseCache()
+
+
+def _load_file_cached(path: Path, problems: list[str] | None = None) -> dict[str, list[Any]]:
+    """_load_file through the parse cache."""
+    try:
+        hit = _PARSED.get(path)
+    except OSError:
+        hit = None
+    if hit is not None:
+        return hit
+    found: list[str] = []
+    sections = _load_file(path, found if problems is not None else None)
+    if problems is not None:
+        problems.extend(found)
+    if not found:
+        _PARSED.put(path, sections)
+    return sections
+
+
+def _yaml_files(directory: Path) -> list[Path]:
+    return sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml"))
 
 
 @dataclass
@@ -379,31 +490,48 @@ class Catalog:
     origin: dict[str, str] = field(default_factory=dict)  # "section:id" -> file path
     own_efficiency: set[str] = field(default_factory=set)  # accelerators that set their own
 
-    def add_dir(self, directory: Path) -> None:
+    def add_dir(self, directory: Path, problems: list[str] | None = None) -> None:
         """Load every *.yaml below a directory; ids repeated inside it are an error, ids already
-        in the catalog from an earlier directory are overridden."""
+        in the catalog from an earlier directory are overridden. With a `problems` list every
+        problem is recorded there instead of raising the first."""
         if not directory.is_dir():
             raise CatalogError(f"{directory}: catalog directory does not exist")
         seen: dict[str, Path] = {}
-        for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
+        for path in _yaml_files(directory):
             if path.name == PRICES_FILE:
                 continue  # read by load_prices
-            for section, entries in _load_file(path).items():
+            try:
+                sections = _load_file_cached(path, problems)
+            except CatalogError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
+                continue
+            for section, entries in sections.items():
                 table = getattr(self, section)
                 for entry in entries:
                     key = f"{section}:{entry.id}"
                     if key in seen:
-                        raise CatalogError(
+                        duplicate = CatalogError(
                             f"{path}: {section[:-1]} '{entry.id}': duplicate id "
                             f"(also in {seen[key]})"
                         )
+                        if problems is None:
+                            raise duplicate
+                        problems.append(str(duplicate))
+                        continue
                     seen[key] = path
                     table[entry.id] = entry
                     self.origin[key] = str(path)
                     if section == "accelerators":
                         own = entry.efficiency != Efficiency()
                         (self.own_efficiency.add if own else self.own_efficiency.discard)(entry.id)
-        self._check_aliases()
+        alias_problems = self.alias_problems()
+        _PARSED.save()
+        if alias_problems and problems is None:
+            raise CatalogError(alias_problems[0])
+        if problems is not None:
+            problems.extend(p for p in alias_problems if p not in problems)
         self._apply_families()
 
     def _apply_families(self) -> None:
@@ -413,7 +541,9 @@ class Catalog:
             if hw_id not in self.own_efficiency and family is not None:
                 self.accelerators[hw_id] = replace(hw, efficiency=family.efficiency)
 
-    def _check_aliases(self) -> None:
+    def alias_problems(self) -> list[str]:
+        """Every alias that two entries of one section claim (an id always wins over an alias)."""
+        problems = []
         for section in _SECTIONS:
             table = getattr(self, section)
             owner: dict[str, str] = {}
@@ -422,11 +552,13 @@ class Catalog:
                     if alias in table and alias != entry.id:
                         continue  # an id always wins over an alias (a user override)
                     if alias in owner and owner[alias] != entry.id:
-                        raise CatalogError(
+                        problems.append(
                             f"{self.origin[f'{section}:{entry.id}']}: {section[:-1]} "
                             f"'{entry.id}': alias '{alias}' is also used by '{owner[alias]}'"
                         )
+                        continue
                     owner[alias] = entry.id
+        return problems
 
     def _get(self, section: str, what: str, name: str) -> Any:
         table = getattr(self, section)
@@ -452,15 +584,29 @@ class Catalog:
         return self._get("tiers", "tier", name)
 
     def model(self, name: str) -> ModelArch:
-        """A model by id or alias, or straight from a Hugging Face config.json path."""
+        """A model by id or alias, straight from a Hugging Face config.json path, or by Hub repo
+        id (`org/name`, not a catalog id) from the local Hugging Face cache."""
         if name.endswith(".json") and Path(name).is_file():
             return model_from_config(name)
-        return self._get("models", "models", name)
+        try:
+            return self._get("models", "models", name)
+        except UnknownEntryError:
+            if not is_repo_id(name):
+                raise
+        return model_from_config(name)
 
 
 def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
-    """A catalog entry (dict) from a local Hugging Face config.json; no network."""
-    p = Path(path)
+    """A catalog entry (dict) from a local Hugging Face config.json, a folder holding one, or a
+    Hub repo id (`org/name`) found in the local Hugging Face cache; never the network."""
+    p, source = Path(path), None
+    if p.is_dir():
+        p = p / "config.json"
+    elif not p.exists() and is_repo_id(str(path)):
+        repo = str(path)
+        p = cached_config(repo)
+        model_id = model_id or repo.split("/")[1].lower()
+        source = f"{repo} config.json (Hugging Face cache {p.parent.name[:12]})"
     try:
         cfg = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -470,7 +616,7 @@ def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, A
     if not isinstance(cfg, dict):
         raise CatalogError(f"{p}: expected a JSON object")
     stem = p.parent.name if p.name == "config.json" else p.stem
-    return entry_from_config(cfg, model_id or stem.lower(), str(p))
+    return entry_from_config(cfg, model_id or stem.lower(), str(p), source)
 
 
 def model_from_config(path: str | Path, model_id: str | None = None) -> ModelArch:
@@ -631,15 +777,19 @@ def load_spec(path: str | Path) -> list[dict[str, Any]]:
 
 
 def validate_dirs(dirs: Iterable[Path]) -> list[str]:
-    """Check catalog directories file by file; return every problem found (empty: all good)."""
+    """Check catalog directories as the loader would combine them; return every problem found:
+    bad YAML, bad entries (each entry's problem), duplicate ids, alias collisions (empty: all
+    good)."""
     problems: list[str] = []
+    cat = Catalog()
     for directory in dirs:
         if not directory.is_dir():
             problems.append(f"{directory}: catalog directory does not exist")
             continue
-        for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
+        cat.add_dir(directory, problems)
+        if (directory / PRICES_FILE).is_file():
             try:
-                load_prices(path) if path.name == PRICES_FILE else _load_file(path)
+                load_prices(directory / PRICES_FILE)
             except CatalogError as exc:
                 problems.append(str(exc))
     return problems

@@ -5,6 +5,12 @@ model_type (num_local_experts / num_experts → n_routed_experts, a MoE's interm
 moe_intermediate_size), unwraps multimodal `text_config`, and spells out local-attention layouts
 (Gemma 2 alternates local and global layers starting with a local one; Llama 4 runs chunked
 attention, modelled as a window, on its RoPE layers and global attention on every 4th).
+
+A model_type the importer does not know is read through its `architectures` class when that class
+is one it knows: Kimi-K2 ships model_type `kimi_k2` with DeepseekV3ForCausalLM (Moonshot's
+deployment guide: "Kimi-K2 reuses the DeepseekV3CausalLM architecture"), so it imports as
+deepseek_v3. `quantization_config` sets the format the checkpoint ships in (`weights`), see
+`quantized_weights`.
 """
 
 from __future__ import annotations
@@ -13,8 +19,44 @@ from typing import Any
 
 from roofline.errors import InputError
 from roofline.model import MODEL_TYPES
+from roofline.precision import WEIGHT_FORMATS
 
 SUPPORTED = MODEL_TYPES
+# transformers model classes (config.json `architectures`) -> the model_type they implement
+ARCHITECTURES: dict[str, str] = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "GptOssForCausalLM": "gpt_oss",
+    "Llama4ForCausalLM": "llama4_text",
+    "Phi3ForCausalLM": "phi3",
+    "GlmForCausalLM": "glm",
+    "Glm4ForCausalLM": "glm4",
+    "Glm4MoeForCausalLM": "glm4_moe",
+    "Olmo2ForCausalLM": "olmo2",
+    "GraniteForCausalLM": "granite",
+    "GraniteMoeForCausalLM": "granitemoe",
+}
+# model_types that are an architecture the importer knows under another name
+_TYPE_ALIASES = {"kimi_k2": "deepseek_v3"}
+# hybrid linear-attention models: refused, because their linear ("lightning") layers keep a
+# fixed-size state instead of a KV cache that grows with context, which roofline cannot express
+_LINEAR_ATTENTION = {
+    "minimax": "MiniMax-Text-01",
+    "minimax_text_01": "MiniMax-Text-01",
+    "minimax_m1": "MiniMax-M1",
+    "MiniMaxText01ForCausalLM": "MiniMax-Text-01",
+    "MiniMaxM1ForCausalLM": "MiniMax-M1",
+    "MiniMaxForCausalLM": "MiniMax-Text-01",
+}
 _SHAPE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 # config classes whose tie_word_embeddings defaults to True (transformers Gemma2Config,
 # Gemma3TextConfig); the others default to False, as ModelArch does
@@ -26,6 +68,31 @@ _OPTIONAL = (
     "tie_word_embeddings",
     "attention_bias",
 )
+# where each MoE family keeps its routed-expert count
+_EXPERT_COUNT = {
+    "mixtral": "num_local_experts",
+    "llama4_text": "num_local_experts",
+    "qwen2_moe": "num_experts",
+    "qwen3_moe": "num_experts",
+    "gpt_oss": "num_local_experts",
+    "granitemoe": "num_local_experts",
+    "deepseek_v2": "n_routed_experts",
+    "deepseek_v3": "n_routed_experts",
+    "glm4_moe": "n_routed_experts",
+}
+# families that read sliding_window: every layer local unless layer_types or a pattern says
+# otherwise (transformers Phi3Attention passes config.sliding_window to every layer too)
+_WINDOWED = ("gemma2", "gemma3", "gemma3_text", "gpt_oss", "mistral", "phi3")
+QUANT_METHODS = (
+    "awq",
+    "gptq",
+    "fp8",
+    "fbgemm_fp8",
+    "compressed-tensors",
+    "mxfp4",
+    "modelopt",
+    "bitsandbytes",
+)
 
 
 def _need(cfg: dict[str, Any], key: str, where: str) -> Any:
@@ -34,85 +101,171 @@ def _need(cfg: dict[str, Any], key: str, where: str) -> Any:
     return cfg[key]
 
 
-def entry_from_config(
-    cfg: dict[str, Any], model_id: str, where: str = "config.json", source: str | None = None
-) -> dict[str, Any]:
-    """A catalog entry (the keys of models/*.yaml) from a config.json mapping."""
-    if "text_config" in cfg and isinstance(cfg["text_config"], dict):  # Gemma 3, Llama 4
-        text_type = {"gemma3": "gemma3_text", "llama4": "llama4_text"}.get(cfg.get("model_type"))
-        text = cfg["text_config"]
-        cfg = {**text, "model_type": text.get("model_type", text_type)}
+def _refuse_linear_attention(name: str, where: str) -> None:
+    raise InputError(
+        f"{where}: {name} is not supported: 7 of every 8 of its layers use lightning (linear) "
+        "attention, whose state does not grow with context, and roofline models softmax "
+        "attention with a KV cache that does (counting them as softmax layers would overstate "
+        "its KV memory and decode bytes several-fold)"
+    )
+
+
+def resolve_model_type(cfg: dict[str, Any], where: str = "config.json") -> str:
+    """The model_type to read a config as: its own when known, else its `architectures` class,
+    else a documented alias (kimi_k2). Hybrid linear-attention models are refused by name."""
     model_type = cfg.get("model_type")
-    if model_type not in SUPPORTED:
-        raise InputError(
-            f"{where}: model_type {model_type!r} is not supported",
-            hint=f"supported: {', '.join(SUPPORTED)}",
-        )
-    entry: dict[str, Any] = {
-        "id": model_id,
-        "name": model_id,
-        "source": source or f"imported from {where}",
-        "model_type": model_type,
-    }
-    for key in _SHAPE:
-        entry[key] = int(_need(cfg, key, where))
-    for key in _OPTIONAL:
-        if cfg.get(key) is not None:
-            entry[key] = cfg[key]
-    if "tie_word_embeddings" not in entry and model_type in _TIED_BY_DEFAULT:
-        entry["tie_word_embeddings"] = True  # the transformers config class default
-    if model_type != "gpt_oss":
-        entry.pop("attention_bias", None) if not cfg.get("attention_bias") else None
-    moe_types = {
-        "mixtral": "num_local_experts",
-        "llama4_text": "num_local_experts",
-        "qwen3_moe": "num_experts",
-        "gpt_oss": "num_local_experts",
-        "deepseek_v2": "n_routed_experts",
-        "deepseek_v3": "n_routed_experts",
-    }
-    if model_type in moe_types:
-        entry["n_routed_experts"] = int(_need(cfg, moe_types[model_type], where))
-        entry["num_experts_per_tok"] = int(
-            cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", where)
-        )
-        if model_type == "llama4_text":
-            # routed experts and one shared expert of intermediate_size; dense layers of _mlp
-            width = int(_need(cfg, "intermediate_size", where))
-            entry["intermediate_size"] = width
-            entry["moe_intermediate_size"] = width
-            entry["n_shared_experts"] = 1
-            entry["interleave_moe_layer_step"] = int(cfg.get("interleave_moe_layer_step") or 1)
-            entry["intermediate_size_mlp"] = int(_need(cfg, "intermediate_size_mlp", where))
-        elif model_type in ("mixtral", "gpt_oss"):
-            width = int(_need(cfg, "intermediate_size", where))
-            entry["intermediate_size"] = width
-            entry["moe_intermediate_size"] = width
-        else:
-            entry["moe_intermediate_size"] = int(_need(cfg, "moe_intermediate_size", where))
-            entry["intermediate_size"] = int(
-                cfg.get("intermediate_size") or entry["moe_intermediate_size"]
-            )
-        if model_type == "qwen3_moe" and (
-            cfg.get("decoder_sparse_step", 1) != 1 or cfg.get("mlp_only_layers")
-        ):
-            raise InputError(
-                f"{where}: qwen3_moe with dense layers (decoder_sparse_step / "
-                "mlp_only_layers) is not supported"
-            )
-        if model_type.startswith("deepseek"):
-            if cfg.get("moe_layer_freq", 1) != 1:
-                raise InputError(f"{where}: moe_layer_freq other than 1 is not supported")
-            entry["n_shared_experts"] = int(cfg.get("n_shared_experts") or 0)
-            entry["first_k_dense_replace"] = int(cfg.get("first_k_dense_replace") or 0)
+    archs = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+    for name in [model_type, *archs]:
+        if name in _LINEAR_ATTENTION:
+            _refuse_linear_attention(_LINEAR_ATTENTION[name], where)
+    if model_type in SUPPORTED:
+        return model_type
+    for arch in archs:
+        if arch in ARCHITECTURES:
+            return ARCHITECTURES[arch]
+    if model_type in _TYPE_ALIASES:
+        return _TYPE_ALIASES[model_type]
+    shown = f" (architectures {', '.join(archs)})" if archs else ""
+    raise InputError(
+        f"{where}: model_type {model_type!r}{shown} is not supported",
+        hint=f"supported model_types: {', '.join(SUPPORTED)}; "
+        f"architectures: {', '.join(ARCHITECTURES)}",
+    )
+
+
+def _int_weights(method: str, bits: Any, group: Any, where: str) -> tuple[str, str]:
+    """Integer weight-only formats (AWQ, GPTQ, compressed-tensors pack-quantized): 8 bits →
+    int8; 4 bits with groups of 32 or fewer → int4-g32, coarser groups or per-channel → int4
+    (group 128; a group of 64 stores 4.25 bits, 3% more than int4 counts)."""
+    size = f", group {group}" if group not in (None, -1, 0) else ", per channel"
+    if bits == 8:
+        return "int8", f"{method} 8-bit{size}"
+    if bits == 4:
+        fine = isinstance(group, int) and 0 < group <= 32
+        return ("int4-g32" if fine else "int4"), f"{method} 4-bit{size}"
+    raise InputError(
+        f"{where}: quantization_config: {method} with {bits}-bit weights has no weight format "
+        "in roofline (4 and 8 bits are modelled)",
+        hint="remove quantization_config from a copy of config.json and pass --weights",
+    )
+
+
+def _compressed_tensors(q: dict[str, Any], where: str) -> tuple[str, str]:
+    """llm-compressor's format: the first config group's weights (num_bits, type, group_size)
+    and whether activations are quantized too (w8a8)."""
+    groups = [g for g in (q.get("config_groups") or {}).values() if isinstance(g, dict)]
+    weights = groups[0].get("weights") if groups else None
+    if not isinstance(weights, dict):
+        raise InputError(f"{where}: quantization_config: compressed-tensors without config_groups")
+    bits, kind, group = (
+        weights.get("num_bits"),
+        weights.get("type", "int"),
+        weights.get("group_size"),
+    )
+    acts = groups[0].get("input_activations")
+    if kind == "float" and bits == 8:
+        return "fp8", "compressed-tensors fp8"
+    if kind == "float" and bits == 4 and group in (16, 32):
+        return ("nvfp4" if group == 16 else "mxfp4"), f"compressed-tensors fp4, group {group}"
+    if kind == "int" and bits == 8 and isinstance(acts, dict) and acts.get("num_bits") == 8:
+        return "w8a8", "compressed-tensors int8 weights and activations"
+    if kind == "int":
+        return _int_weights("compressed-tensors", bits, group, where)
+    raise InputError(
+        f"{where}: quantization_config: compressed-tensors {kind} {bits}-bit weights "
+        f"(group {group}) have no weight format in roofline",
+        hint="remove quantization_config from a copy of config.json and pass --weights",
+    )
+
+
+def quantized_weights(q: dict[str, Any], where: str = "config.json") -> tuple[str, str]:
+    """(weight format, description) of a config.json `quantization_config`.
+
+    awq / gptq: `bits` and `group_size` (see _int_weights); fp8 and fbgemm_fp8 (DeepSeek's
+    128×128 block scales add 32/16384 bits per weight, negligible) → fp8; mxfp4 (gpt-oss) →
+    mxfp4; compressed-tensors: see _compressed_tensors; modelopt `quant_algo` FP8 / NVFP4 /
+    W4A16_AWQ → fp8 / nvfp4 / int4; bitsandbytes load_in_8bit → int8, load_in_4bit → int4 (NF4
+    with double-quantised block scales, about 4.13 bits). Any other method is an InputError naming
+    it: a silent 16-bit fallback would overstate a quantized checkpoint's bytes 2-4x."""
+    method = str(q.get("quant_method", "")).lower()
+    if method in ("awq", "gptq"):
+        bits = q.get("bits", q.get("w_bit"))
+        return _int_weights(method, bits, q.get("group_size", q.get("q_group_size")), where)
+    if method in ("fp8", "fbgemm_fp8"):
+        block = q.get("weight_block_size")
+        return "fp8", f"{method}" + (f", {block[0]}x{block[1]} blocks" if block else "")
+    if method == "mxfp4":
+        return "mxfp4", "mxfp4"
+    if method == "compressed-tensors":
+        return _compressed_tensors(q, where)
+    if method == "modelopt":
+        algo = str(q.get("quant_algo", "")).upper()
+        mapped = {"FP8": "fp8", "NVFP4": "nvfp4", "W4A16_AWQ": "int4"}.get(algo)
+        if mapped:
+            return mapped, f"modelopt {algo}"
+        raise InputError(f"{where}: quantization_config: modelopt quant_algo {algo!r} is not known")
+    if method == "bitsandbytes":
+        if q.get("load_in_8bit"):
+            return "int8", "bitsandbytes 8-bit"
+        if q.get("load_in_4bit"):
+            return "int4", f"bitsandbytes 4-bit {q.get('bnb_4bit_quant_type', 'nf4')}"
+    raise InputError(
+        f"{where}: quantization_config quant_method {method or None!r} is not supported",
+        hint=f"known: {', '.join(QUANT_METHODS)}; to import the shape alone, remove "
+        "quantization_config from a copy of config.json and pass --weights",
+    )
+
+
+def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str) -> None:
+    """Expert counts and widths, renamed to the catalog's DeepSeek-style keys."""
+    entry["n_routed_experts"] = int(_need(cfg, _EXPERT_COUNT[model_type], where))
+    entry["num_experts_per_tok"] = int(
+        cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", where)
+    )
+    if model_type == "llama4_text":
+        # routed experts and one shared expert of intermediate_size; dense layers of _mlp
+        width = int(_need(cfg, "intermediate_size", where))
+        entry["intermediate_size"] = width
+        entry["moe_intermediate_size"] = width
+        entry["n_shared_experts"] = 1
+        entry["interleave_moe_layer_step"] = int(cfg.get("interleave_moe_layer_step") or 1)
+        entry["intermediate_size_mlp"] = int(_need(cfg, "intermediate_size_mlp", where))
+    elif model_type in ("mixtral", "gpt_oss", "granitemoe"):
+        width = int(_need(cfg, "intermediate_size", where))
+        entry["intermediate_size"] = width
+        entry["moe_intermediate_size"] = width
     else:
-        entry["intermediate_size"] = int(_need(cfg, "intermediate_size", where))
-    if model_type.startswith("deepseek"):
-        for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            entry[key] = int(_need(cfg, key, where))
-        entry["q_lora_rank"] = cfg.get("q_lora_rank") or None
+        entry["moe_intermediate_size"] = int(_need(cfg, "moe_intermediate_size", where))
+        entry["intermediate_size"] = int(
+            cfg.get("intermediate_size") or entry["moe_intermediate_size"]
+        )
+    if model_type in ("qwen2_moe", "qwen3_moe") and (
+        cfg.get("decoder_sparse_step", 1) != 1 or cfg.get("mlp_only_layers")
+    ):
+        raise InputError(
+            f"{where}: {model_type} with dense layers (decoder_sparse_step / "
+            "mlp_only_layers) is not supported"
+        )
+    if model_type == "qwen2_moe" and cfg.get("shared_expert_intermediate_size"):
+        # one shared expert of shared_expert_intermediate_size, counted as n routed-width ones
+        # (same parameters and FLOPs: 3·D·(n·F_moe)); transformers Qwen2MoeSparseMoeBlock
+        shared, width = int(cfg["shared_expert_intermediate_size"]), entry["moe_intermediate_size"]
+        if shared % width:
+            raise InputError(
+                f"{where}: shared_expert_intermediate_size {shared} is not a multiple of "
+                f"moe_intermediate_size {width}, which roofline needs to count the shared expert"
+            )
+        entry["n_shared_experts"] = shared // width
+    if model_type.startswith("deepseek") or model_type == "glm4_moe":
+        if cfg.get("moe_layer_freq", 1) != 1:
+            raise InputError(f"{where}: moe_layer_freq other than 1 is not supported")
+        entry["n_shared_experts"] = int(cfg.get("n_shared_experts") or 0)
+        entry["first_k_dense_replace"] = int(cfg.get("first_k_dense_replace") or 0)
         if cfg.get("num_nextn_predict_layers"):
             entry["num_nextn_predict_layers"] = int(cfg["num_nextn_predict_layers"])
+
+
+def _local_attention(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str):
     # local attention (Llama 4: chunked attention on the RoPE layers, every 4th layer global)
     chunk = cfg.get("attention_chunk_size")
     if model_type == "llama4_text" and chunk:
@@ -123,7 +276,7 @@ def entry_from_config(
     window = cfg.get("sliding_window")
     if model_type == "qwen2" and not cfg.get("use_sliding_window"):
         window = None
-    if window and model_type in ("gemma2", "gemma3", "gemma3_text", "gpt_oss", "mistral"):
+    if window and model_type in _WINDOWED:
         entry["sliding_window"] = int(window)
         types = cfg.get("layer_types")
         if types:
@@ -137,4 +290,63 @@ def entry_from_config(
             entry["sliding_window_pattern"] = int(cfg.get("sliding_window_pattern") or 6)
         elif model_type == "gpt_oss":
             raise InputError(f"{where}: missing field 'layer_types'")
+
+
+def entry_from_config(
+    cfg: dict[str, Any], model_id: str, where: str = "config.json", source: str | None = None
+) -> dict[str, Any]:
+    """A catalog entry (the keys of models/*.yaml) from a config.json mapping."""
+    outer = cfg
+    if "text_config" in cfg and isinstance(cfg["text_config"], dict):  # Gemma 3, Llama 4, Kimi
+        text_type = {"gemma3": "gemma3_text", "llama4": "llama4_text"}.get(cfg.get("model_type"))
+        text = cfg["text_config"]
+        cfg = {**text, "model_type": text.get("model_type", text_type)}
+    model_type = resolve_model_type(cfg, where)
+    types = cfg.get("layer_types") or []
+    odd = sorted({t for t in types if t not in ("sliding_attention", "full_attention")})
+    if odd:
+        raise InputError(
+            f"{where}: layer_types {', '.join(map(str, odd))} are not supported (roofline models "
+            "softmax attention with a KV cache: full or sliding-window)"
+        )
+    entry: dict[str, Any] = {
+        "id": model_id,
+        "name": model_id,
+        "source": source or f"imported from {where}",
+        "model_type": model_type,
+    }
+    if model_type != cfg.get("model_type"):
+        entry["notes"] = f"config.json model_type {cfg.get('model_type')!r} read as {model_type}"
+    for key in _SHAPE:
+        entry[key] = int(_need(cfg, key, where))
+    for key in _OPTIONAL:
+        if cfg.get(key) is not None:
+            entry[key] = cfg[key]
+    if "tie_word_embeddings" not in entry and model_type in _TIED_BY_DEFAULT:
+        entry["tie_word_embeddings"] = True  # the transformers config class default
+    if model_type in ("glm", "glm4", "glm4_moe"):
+        # GLM attention_bias is on q, k and v only (transformers GlmAttention, Glm4Attention,
+        # Glm4MoeAttention: o_proj has no bias)
+        if entry.pop("attention_bias", False):
+            entry["qkv_bias"] = True
+        if cfg.get("use_qk_norm"):
+            entry["use_qk_norm"] = True
+    elif model_type != "gpt_oss" and not cfg.get("attention_bias"):
+        entry.pop("attention_bias", None)
+    if model_type in _EXPERT_COUNT:
+        _moe(cfg, entry, model_type, where)
+    else:
+        entry["intermediate_size"] = int(_need(cfg, "intermediate_size", where))
+    if model_type.startswith("deepseek"):
+        for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            entry[key] = int(_need(cfg, key, where))
+        entry["q_lora_rank"] = cfg.get("q_lora_rank") or None
+    _local_attention(cfg, entry, model_type, where)
+    quant = cfg.get("quantization_config") or outer.get("quantization_config")
+    if isinstance(quant, dict):
+        fmt, what = quantized_weights(quant, where)
+        assert fmt in WEIGHT_FORMATS, fmt
+        entry["weights"] = fmt
+        note = f"checkpoint weights: {what} (format {fmt})"
+        entry["notes"] = f"{entry['notes']}; {note}" if "notes" in entry else note
     return entry

@@ -14,13 +14,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from roofline.errors import InputError
+from roofline.memory import MemoryPlan, kv_bytes_per_sequence, kv_bytes_per_token, max_batch
 from roofline.model import ModelArch
+from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
 from roofline.roofline import FloatArray
 
 
@@ -53,6 +55,110 @@ def attention_variants(model: ModelArch) -> list[AttentionVariant]:
         AttentionVariant("MLA", f"latent {4 * h}+{h // 2}", 4 * h + h / 2),  # d_c = 4H, rope H/2
     ]
     return rows
+
+
+@dataclass(frozen=True)
+class LayerGroupKv:
+    layers: int
+    window: int | None
+    tokens_held: int
+    kv_bytes_per_sequence: float
+
+
+@dataclass(frozen=True)
+class KvFootprint:
+    """The KV cache of `batch` sequences of `context` tokens, per GPU (KV heads split over TP,
+    layers over PP)."""
+
+    kv_bytes_per_token_per_layer: float
+    kv_bytes_per_token: float  # all layers at full attention
+    kv_bytes_per_sequence: float  # window- and eviction-capped at the context
+    kv_bytes_total: float
+    layer_groups: tuple[LayerGroupKv, ...]
+
+
+def kv_footprint(model: ModelArch, dep: Deployment, context: int, batch: int = 1) -> KvFootprint:
+    """KV bytes per token, per sequence and per batch (DESIGN.md §3: 2·K·H·b per token per layer,
+    MLA (kv_lora_rank + qk_rope_head_dim)·b; sliding-window layers hold at most their window, an
+    eviction budget caps every layer)."""
+    per_layer = kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp)
+    per_seq = float(kv_bytes_per_sequence(model, dep, context))
+    groups = []
+    for g in model.layer_groups:
+        cap = cached_tokens_cap(g.window, dep)
+        held = min(context, cap) if cap else context
+        groups.append(LayerGroupKv(g.count, g.window, held, g.count * held * per_layer / dep.pp))
+    return KvFootprint(
+        per_layer,
+        kv_bytes_per_token(model, dep.kv.bits, dep.tp, dep.pp),
+        per_seq,
+        per_seq * batch,
+        tuple(groups),
+    )
+
+
+@dataclass(frozen=True)
+class AttentionComparison:
+    variant: str
+    description: str
+    kv_bytes_per_token: float
+    ratio_to_mha: float
+    ratio_to_baseline: float | None  # against `baseline` at its own bits, when one is given
+
+
+def compare_attention(
+    model: ModelArch, kv_bits: float, baseline_kv_bytes_per_token: float | None = None
+) -> list[AttentionComparison]:
+    """The model's attention next to MHA, GQA, MQA and MLA of the same head width, in KV bytes
+    per token over all layers (DeepSeek-V2 report, Table 1)."""
+    variants = attention_variants(model)
+    scale = model.num_hidden_layers * kv_bits / 8
+    mha = next(v for v in variants if v.name == "MHA").kv_elements_per_token_layer * scale
+    rows = []
+    for v in variants:
+        per_token = v.kv_elements_per_token_layer * scale
+        ref = baseline_kv_bytes_per_token
+        rows.append(
+            AttentionComparison(
+                v.name, v.description, per_token, per_token / mha, per_token / ref if ref else None
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class EvictionGain:
+    """What keeping `kv_budget_tokens` per sequence saves (accuracy effects not modelled)."""
+
+    kv_budget_tokens: int
+    kv_bytes_per_sequence_without_eviction: float
+    kv_bytes_per_sequence_with_eviction: float
+    decode_kv_read_saved_bytes_per_step: float  # decode reads the whole cache every step
+    max_batch_without_eviction: int | None
+    max_batch_with_eviction: int | None
+
+    @property
+    def saved_fraction(self) -> float:
+        return 1 - self.kv_bytes_per_sequence_with_eviction / (
+            self.kv_bytes_per_sequence_without_eviction
+        )
+
+
+def eviction_gain(
+    model: ModelArch, dep: Deployment, context: int, batch: int, plan: MemoryPlan | None = None
+) -> EvictionGain:
+    """KV bytes and decode read saved by evicting down to dep.kv_token_budget tokens (H2O,
+    SnapKV, StreamingLLM), and the max batch with and without it when a memory plan is given."""
+    if dep.kv_token_budget is None:
+        raise InputError("eviction needs a KV budget (--kv-budget or --sink/--window)")
+    full_dep = replace(dep, kv_token_budget=None)
+    full = float(kv_bytes_per_sequence(model, full_dep, context))
+    kept = float(kv_bytes_per_sequence(model, dep, context))
+    without = with_ = None
+    if plan is not None:
+        without = int(max_batch(plan, model, full_dep, context))
+        with_ = int(max_batch(plan, model, dep, context))
+    return EvictionGain(dep.kv_token_budget, full, kept, (full - kept) * batch, without, with_)
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,26 @@ MODEL_TYPES = (
     "gemma3_text",
     "gpt_oss",
     "llama4_text",
+    "qwen2_moe",
+    "phi3",
+    "glm",
+    "glm4",
+    "glm4_moe",
+    "olmo2",
+    "granite",
+    "granitemoe",
 )
-# model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN)
-_FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}
+# model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN);
+# transformers Gemma2/Gemma3 and Glm4DecoderLayer (post_self_attn_layernorm, post_mlp_layernorm)
+_FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
 # model_type values with a per-head RMSNorm on q and k (size H each)
 _QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
-# model_type values whose q, k, v projections carry a bias (Qwen2 hard-codes it)
-_QKV_BIAS_TYPES = {"qwen2"}
+# model_type values whose q, k, v projections carry a bias the config does not state
+# (transformers Qwen2Attention and Qwen2MoeAttention hard-code bias=True on q, k, v only)
+_QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
+# model_type values whose router carries a per-expert bias (DeepSeek-V3 and GLM-4.5
+# e_score_correction_bias, gpt-oss router bias)
+_ROUTER_BIAS_TYPES = {"deepseek_v3", "gpt_oss", "glm4_moe"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,8 @@ class ModelArch:
     max_position_embeddings: int | None = None
     tie_word_embeddings: bool = False
     attention_bias: bool = False  # bias on q, k, v and o (gpt-oss)
+    qkv_bias: bool = False  # bias on q, k and v only (GLM-4 / GLM-4.5 attention_bias)
+    use_qk_norm: bool = False  # per-head RMSNorm on q and k (GLM-4.5 use_qk_norm)
     # mixture of experts
     n_routed_experts: int = 0  # E
     num_experts_per_tok: int = 0  # k
@@ -83,6 +98,7 @@ class ModelArch:
     notes: str = ""
     published_params_total: float | None = None
     published_params_active: float | None = None
+    native_weights: str | None = None  # the weight format the checkpoint ships in (imported)
 
     # ---- derived shape -------------------------------------------------------------------------
     @property
@@ -156,7 +172,7 @@ class ModelArch:
         params = d * (n + 2 * k) * h + n * h * d
         if self.attention_bias:
             params += (n + 2 * k) * h + d
-        elif self.model_type in _QKV_BIAS_TYPES:
+        elif self.qkv_bias or self.model_type in _QKV_BIAS_TYPES:
             params += (n + 2 * k) * h
         return params
 
@@ -166,10 +182,15 @@ class ModelArch:
 
     @property
     def attn_norm_params(self) -> int:
-        """Norm weights inside attention: MLA's q/kv latent norms, q/k norms, gpt-oss sinks."""
+        """Norm weights inside attention: MLA's q/kv latent norms, q/k norms, gpt-oss sinks.
+        Per-head q/k norms are H each; OLMo 2 normalises the whole q and k projections
+        (transformers Olmo2Attention q_norm over N·H, k_norm over K·H)."""
         if self.is_mla:
             return (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
-        extra = 2 * self.d_head if self.model_type in _QK_NORM_TYPES else 0
+        per_head = self.model_type in _QK_NORM_TYPES or self.use_qk_norm
+        extra = 2 * self.d_head if per_head else 0
+        if self.model_type == "olmo2":
+            extra += (self.num_attention_heads + self.n_kv_heads) * self.d_head
         if self.model_type == "gpt_oss":
             extra += self.num_attention_heads  # learned attention-sink logit per head
         return extra
@@ -197,10 +218,13 @@ class ModelArch:
 
     @property
     def router_params(self) -> int:
-        """Gate D·E, plus a bias per expert (DeepSeek-V3 e_score_correction_bias, gpt-oss)."""
+        """Gate D·E, plus a bias per expert (DeepSeek-V3 and GLM-4.5 e_score_correction_bias,
+        gpt-oss), plus Qwen2-MoE's sigmoid shared_expert_gate (D×1, transformers
+        Qwen2MoeSparseMoeBlock)."""
         e = self.n_routed_experts
-        bias = e if self.model_type in {"deepseek_v3", "gpt_oss"} else 0
-        return self.hidden_size * e + bias
+        bias = e if self.model_type in _ROUTER_BIAS_TYPES else 0
+        shared_gate = self.hidden_size if self.model_type == "qwen2_moe" else 0
+        return self.hidden_size * e + bias + shared_gate
 
     def _layer_params(self, moe: bool) -> int:
         ffn = (

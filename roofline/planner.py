@@ -47,15 +47,17 @@ def plans(
     output: int,
     max_tp: int = 8,
     batch_cap: int = 1024,
+    capacity_bytes: float | None = None,
 ) -> list[Plan]:
     """Every TP·PP·DP = gpus with TP ≤ max_tp (one scale-up domain) and PP ≤ the layers (split as
-    evenly as they go; memory uses the average stage)."""
+    evenly as they go; memory uses the average stage). Expert parallelism stays at base.ep, so
+    only TP degrees it divides are tried."""
     out = []
-    for tp in (d for d in divisors(gpus) if d <= max_tp):
+    for tp in (d for d in divisors(gpus) if d <= max_tp and d % base.ep == 0):
         for pp in (d for d in divisors(gpus // tp) if d <= model.num_hidden_layers):
             dp = gpus // (tp * pp)
-            dep = replace(base, tp=tp, pp=pp, ep=1)
-            plan = plan_memory(model, hw, dep, eng)
+            dep = replace(base, tp=tp, pp=pp)
+            plan = plan_memory(model, hw, dep, eng, capacity_bytes)
             b = min(int(max_batch(plan, model, dep, prompt + output)), batch_cap)
             if not plan.weights_fit or b < 1:
                 out.append(

@@ -742,7 +742,7 @@ def sweep_table(doc: Mapping[str, Any], limit: int = 60) -> None:
             f"{p['batch']:,}",
             f"{p['prompt_tokens']:,}",
             f"{p['output_tokens']:,}",
-            _c(fmt_seconds(p["ttft_s"])),
+            _c(fmt_seconds(p["batch_prefill_s"])),
             _c(fmt_seconds(p["tpot_s"])),
             f"{p['output_tokens_per_s']:,.0f}",
             _num(p["fits"]),

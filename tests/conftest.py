@@ -13,6 +13,15 @@ from roofline.catalog import Catalog, load_catalog
 from roofline.cli import app
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
+    """The tests' catalog parse cache lives in a temporary directory, not the user's."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ROOFLINE_CACHE_DIR", str(tmp_path_factory.mktemp("roofline-cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def cat() -> Catalog:
     return load_catalog()

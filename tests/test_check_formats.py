@@ -126,7 +126,7 @@ def test_sweep_jsonl_one_line_per_point(run):
     lines = r.stdout.strip().splitlines()
     assert r.code == 0 and len(lines) == 2 * 2 * 2 * 3 * 2
     rows = [json.loads(line) for line in lines]
-    assert {"ttft_s", "tpot_s", "output_tokens_per_s", "fits", "max_batch"} <= set(rows[0])
+    assert {"batch_prefill_s", "tpot_s", "output_tokens_per_s", "fits", "max_batch"} <= set(rows[0])
 
 
 def test_sweep_matches_analyze(run):
@@ -136,7 +136,7 @@ def test_sweep_matches_analyze(run):
     )
     doc = run("analyze", "llama-3.1-70b", "h100", *workload, "--format", "json").json()
     assert row["tpot_s"] == pytest.approx(doc["expected"]["tpot_s"])
-    assert row["ttft_ideal_s"] == pytest.approx(doc["ideal"]["ttft_s"])
+    assert row["batch_prefill_ideal_s"] == pytest.approx(doc["ideal"]["batch_prefill_s"])
     assert row["max_batch"] == doc["memory"]["max_batch"]
 
 

@@ -81,6 +81,7 @@ def test_analyze_json_contract(run):
     assert doc["memory"]["fits"] is True
     for key in ("ideal", "expected"):
         assert set(doc[key]) == {
+            "batch_prefill_s",
             "ttft_s",
             "tpot_s",
             "e2e_s",
@@ -89,6 +90,16 @@ def test_analyze_json_contract(run):
         }
     assert 0 < doc["decode_time_fraction"] < 1
     assert doc["inputs"]["efficiency"]["source"]
+    # at batch 1 the static batch's prefill is the single request's TTFT
+    assert doc["ideal"]["ttft_s"] == doc["ideal"]["batch_prefill_s"]
+
+
+def test_analyze_batch_prefill_is_not_a_requests_ttft(run):
+    """64 prompts launched together take ~64x one prompt's prefill (compute-bound, linear in
+    tokens); a single request's TTFT stays that of one prompt."""
+    args = ("analyze", "llama-3.1-8b", "h100", "--prompt", "4k", "--batch", "64", "-f", "json")
+    ideal = run(*args).json()["ideal"]
+    assert 50 < ideal["batch_prefill_s"] / ideal["ttft_s"] < 70
 
 
 def test_analyze_efficiency_override_is_echoed(run):

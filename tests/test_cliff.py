@@ -84,7 +84,7 @@ def test_cliff_cli_json(run):
         "1k",
         "--output",
         "16k",
-        "--batch",
+        "--max-seqs",
         "16,32,64,96",
         "--format",
         "json",
@@ -109,8 +109,8 @@ def test_cliff_cli_json(run):
 
 
 def test_cliff_bad_batch_spec(run):
-    r = run("cliff", "llama-3.1-8b", "h100", "--batch", "1..x")
-    assert r.code == 2 and "--batch" in r.stderr and r.stdout == ""
+    r = run("cliff", "llama-3.1-8b", "h100", "--max-seqs", "1..x")
+    assert r.code == 2 and "--max-seqs" in r.stderr and r.stdout == ""
 
 
 class StubSteps(StepModel):
@@ -155,7 +155,7 @@ def test_cliff_swap_reports_the_difference_and_drawn_lengths(run):
         "fp8",
         "--kv-dtype",
         "fp8",
-        "--batch",
+        "--max-seqs",
         "16,160",
         "--preemption",
         "swap",
@@ -184,7 +184,7 @@ def test_windowed_model_no_preemption_at_its_cliff(run):
         "h100",
         "--weights",
         "mxfp4",
-        "--batch",
+        "--max-seqs",
         "4,8,16",
         "--requests",
         "48",

@@ -25,7 +25,7 @@ COMMANDS = {
         "cliff",
         "llama-3.1-8b",
         "h100",
-        "--batch",
+        "--max-seqs",
         "1,8",
         "--requests",
         "8",

@@ -26,13 +26,13 @@ def test_plot_file_outputs(run, tmp_path):
         "cliff",
         "llama-3.1-8b",
         "h100",
-        "--batch",
+        "--max-seqs",
         "1,16,64",
         "--requests",
         "32",
         "--output",
         "4k",
-        "--chart",
+        "--out",
         str(png),
     )
     assert r.code == 0 and png.read_bytes()[:4] == b"\x89PNG"

@@ -1,9 +1,9 @@
-"""Commands for CI and pipes: `check` (capacity and SLO assertions with exit codes) and `sweep`
-(a vectorized grid, one row per point). Registered on the app in roofline/cli.py."""
+"""Commands for CI, pipes and people: `check` (capacity and SLO assertions with exit codes),
+`sweep` (a vectorized grid, one row per point), `plot` (the roofline chart) and `validate`
+(predictions against published measurements)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,30 +11,11 @@ from typing import Annotated, Any
 import typer
 
 from roofline import render
-from roofline.catalog import load_spec, model_from_config, model_yaml, read_hf_config
+from roofline.catalog import load_cases, load_spec
 from roofline.checks import Limits, run_checks
-from roofline.cli import (
-    EpOpt,
-    HardwareArg,
-    KvOpt,
-    MemoryOpt,
-    ModelArg,
-    PpOpt,
-    RowFormat,
-    TpOpt,
-    WeightsOpt,
-    _capacity,
-    _catalog,
-    _deployment,
-    _gpus,
-    _hardware_json,
-    _int_list,
-    _phase_json,
-    _tokens,
-    app,
-    guarded,
-    models_app,
-)
+from roofline.cli import convert
+from roofline.cli import options as opt
+from roofline.cli.app import app, catalog, guarded, note
 from roofline.errors import InputError, RooflineError
 from roofline.memory import engine
 from roofline.phases import decode, prefill
@@ -42,14 +23,15 @@ from roofline.plot import check_output, save_roofline, text_roofline
 from roofline.precision import kv_format, weight_format
 from roofline.sweep import COLUMNS, Grid, run_sweep
 from roofline.units import parse_bytes, parse_seconds
+from roofline.validate import evaluate, summarize
 
 
 def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
-    cat = _catalog()
+    cat = catalog()
     where = f"deployment '{d['name']}'"
     try:
         m, hw = cat.model(d["model"]), cat.accelerator(d["hardware"])
-        dep = _deployment(
+        dep = opt.deployment(
             d.get("weights", "bf16"),
             d.get("kv_dtype", "bf16"),
             "bf16",
@@ -59,10 +41,10 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             None,
             None,
         )
-        _, replicas = _gpus(d.get("gpus"), dep)
-        prompt = _tokens(str(d.get("prompt", "1k")), "prompt", 0)
-        output = _tokens(str(d.get("output", "1k")), "output", 1)
-        context = _tokens(str(d.get("context", prompt + output)), "context", 1)
+        _, replicas = opt.replicas(dep, d.get("gpus"), d.get("dp", 1))
+        prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 0)
+        output = opt.tokens(str(d.get("output", "1k")), "output", 1)
+        context = opt.tokens(str(d.get("context", prompt + output)), "context", 1)
         c = d["checks"]
         limits = Limits(
             min_batch=c.get("min_batch"),
@@ -94,7 +76,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
         if not 1 <= batch <= 10**7:
             raise InputError(f"batch must be from 1 to 1e7, got {batch}")
         memory = d.get("memory")
-        cap = _capacity(hw, None if memory is None else str(memory))
+        cap = opt.capacity(hw, None if memory is None else str(memory))
         eng = engine(d.get("engine", "auto"), hw)
     except RooflineError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
@@ -147,22 +129,19 @@ def check(
     spec: Annotated[
         str | None, typer.Option(help="YAML/JSON file of one or many deployments ('-' for stdin)")
     ] = None,
-    tp: TpOpt = 1,
-    pp: PpOpt = 1,
-    ep: EpOpt = 1,
-    gpus: Annotated[int | None, typer.Option(help="GPUs in all; the rest are DP replicas")] = None,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
-    batch: Annotated[
-        int | None, typer.Option(help="batch for latency (default --min-batch)")
-    ] = None,
-    prompt: Annotated[str, typer.Option(help="prompt tokens")] = "1k",
-    output: Annotated[str, typer.Option(help="output tokens")] = "1k",
-    context: Annotated[
-        str | None, typer.Option(help="tokens per sequence for capacity (default prompt + output)")
-    ] = None,
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
-    memory: MemoryOpt = None,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    gpus: opt.Gpus = None,
+    dp: opt.Dp = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    batch: opt.BatchOrAuto = None,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
     min_batch: Annotated[int | None, typer.Option(help="assert max batch ≥ N at --context")] = None,
     max_tpot: Annotated[str | None, typer.Option(help="assert TPOT ≤, e.g. 50ms")] = None,
     max_ttft: Annotated[str | None, typer.Option(help="assert TTFT ≤, e.g. 2s")] = None,
@@ -170,12 +149,14 @@ def check(
         float | None, typer.Option(help="assert output tokens/s (all replicas) ≥")
     ] = None,
     fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
-    ideal: Annotated[bool, typer.Option("--ideal", help="use speed-of-light predictions")] = False,
+    ideal: opt.Ideal = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="report, never exit 1")] = False,
-    fmt: RowFormat = render.RowFmt.table,
+    fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
-    """Capacity and SLO assertions for CI: exit 0 when all hold, 1 when any fails, 2 on bad
-    input. Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
+    """Capacity and SLO assertions for CI, with exit codes.
+
+    Exit 0 when all hold, 1 when any fails, 2 on bad input; --batch defaults to --min-batch (or 1).
+    Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
     --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
     if spec is not None:
         if model or hardware:
@@ -192,6 +173,7 @@ def check(
             "pp": pp,
             "ep": ep,
             "gpus": gpus,
+            "dp": dp,
             "weights": weights,
             "kv_dtype": kv_dtype,
             "engine": engine_name,
@@ -238,30 +220,34 @@ def sweep(
     kv_dtype: Annotated[
         str, typer.Option("--kv-dtype", help="KV formats, comma-separated")
     ] = "bf16",
-    tp: Annotated[str, typer.Option(help="tensor-parallel degrees: 1,2,4,8")] = "1",
-    batch: Annotated[str, typer.Option(help="1,8,64 | 1..1024 | 8..256:8")] = "1,8,64",
-    prompt: Annotated[str, typer.Option(help="prompt tokens: 1k,4k | 1k..32k")] = "1k",
-    output: Annotated[str, typer.Option(help="output tokens: 256,1k | 1k..16k")] = "1k",
-    engine_name: Annotated[str, typer.Option("--engine", help="KV-budget rule")] = "auto",
-    fmt: RowFormat = render.RowFmt.jsonl,
+    tp: Annotated[str, typer.Option("--tp", help="tensor-parallel degrees: 1,2,4,8")] = "1",
+    batch: Annotated[
+        str, typer.Option("--batch", help="sequences per replica: 1,8,64 | 1..1024 | 8..256:8")
+    ] = str(opt.BATCH),
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    engine_name: opt.Engine = opt.ENGINE,
+    fmt: opt.RowFormat = render.RowFmt.jsonl,
 ) -> None:
-    """A grid over model, hardware, formats, TP, batch, prompt and output through the vectorized
-    core; one row per point with the analyze summary (expected and ideal).
+    """A grid of analyze summaries, one row per point.
+
+    Every option takes a comma list or a range (1..1024, 8..256:8): model, hardware, formats, TP,
+    batch, prompt and output through the vectorized core; expected and ideal per point.
     Example: roofline sweep --batch 1,8,64 --hardware h100,h200,mi300x --weights bf16,fp8,int4"""
-    cat = _catalog()
+    cat = catalog()
 
     def count(text: str) -> int:
-        return _tokens(text, "a token count", 0)
+        return opt.tokens(text, "a token count", 0)
 
     grid = Grid(
         models=[cat.model(x) for x in _names(model)],
         hardware=[cat.accelerator(x) for x in _names(hardware)],
         weights=[weight_format(x).name for x in _names(weights)],
         kv_dtypes=[kv_format(x).name for x in _names(kv_dtype)],
-        tps=_int_list(tp, "--tp", int),
-        batches=_int_list(batch, "--batch", count),
-        prompts=_int_list(prompt, "--prompt", count),
-        outputs=_int_list(output, "--output", count),
+        tps=opt.int_list(tp, "--tp", int),
+        batches=opt.int_list(batch, "--batch", count),
+        prompts=opt.int_list(prompt, "--prompt", count),
+        outputs=opt.int_list(output, "--output", count),
     )
     if min(grid.batches) < 1 or min(grid.outputs) < 1 or min(grid.tps) < 1:
         raise InputError("--batch, --output and --tp values must be at least 1")
@@ -282,63 +268,41 @@ def sweep(
     render.emit(doc, fmt, rows, render.sweep_table)
 
 
-@models_app.command("import")
-@guarded
-def models_import(
-    config: Annotated[Path, typer.Argument(help="a local Hugging Face config.json")],
-    id_: Annotated[
-        str | None, typer.Option("--id", help="catalog id (default: folder name)")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--output", "-o", help="write the YAML here")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json")] = "yaml",
-) -> None:
-    """Turn a local config.json into a catalog entry (no network), checked like the catalog.
-    Example: roofline models import ./Qwen3-30B-A3B/config.json -o models/qwen3-30b-a3b.yaml"""
-    entry = read_hf_config(config, id_)
-    m = model_from_config(config, id_)
-    if fmt not in ("yaml", "json"):
-        raise InputError(f"--format must be yaml or json, got {fmt}")
-    text = model_yaml(entry) if fmt == "yaml" else json.dumps({"models": [entry]}, indent=2) + "\n"
-    if out is not None:
-        out.write_text(text, encoding="utf-8")
-        render.stderr_console().print(
-            f"wrote {out}: {m.id}, {m.params_total / 1e9:.2f}B parameters "
-            f"({m.params_active / 1e9:.2f}B active)",
-            markup=False,
-        )
-    else:
-        sys.stdout.write(text)
-
-
 @app.command()
 @guarded
 def plot(
-    model: ModelArg,
-    hardware: HardwareArg,
-    tp: TpOpt = 1,
-    pp: PpOpt = 1,
-    ep: EpOpt = 1,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = "bf16",
-    batch: Annotated[int, typer.Option(help="concurrent sequences")] = 1,
-    prompt: Annotated[str, typer.Option(help="prompt tokens")] = "1k",
-    context: Annotated[str | None, typer.Option(help="decode KV length (default prompt)")] = None,
-    output: Annotated[
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    context: opt.Context = None,
+    out: Annotated[
         Path | None,
-        typer.Option("--output", "--chart", "-o", help="write chart.svg|png|pdf (roofline[plot])"),
+        typer.Option("--out", "-o", help="write the chart to FILE.svg|png|pdf (roofline[plot])"),
     ] = None,
     width: Annotated[int, typer.Option(help="terminal chart width in characters")] = 80,
+    fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
-    """The roofline chart: attainable FLOP/s against intensity, the bandwidth slope and a compute
-    roof per dtype, the ridge, and the workload's prefill and decode ops placed on it.
-    Example: roofline plot llama-3.1-8b h100 --batch 8 --prompt 4k"""
-    if output is not None:
-        check_output(output)
-    cat = _catalog()
+    """The roofline chart with the workload's ops on it.
+
+    Attainable FLOP/s against intensity, the bandwidth slope and a compute roof per dtype, the
+    ridge; the decode step is at --context (default prompt + output). A terminal chart, the
+    chart's data with --format json, or an SVG/PNG/PDF with -o.
+    Example: roofline plot llama-3.1-8b h100 --batch 8 --prompt 4k -o roofline.svg"""
+    if out is not None:
+        check_output(out)
+    cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = _deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
-    s = _tokens(prompt, "--prompt", 1)
-    ctx = _tokens(context, "--context", 1) if context else s
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep)
+    s, o, ctx = opt.workload(prompt, output, context)
+    s = max(s, 1)
+    batch = opt.batch(batch)
     if not 30 <= width <= 400:
         raise InputError(f"--width must be from 30 to 400, got {width}")
     p, d = prefill(m, hw, dep, batch, s), decode(m, hw, dep, batch, ctx)
@@ -349,16 +313,63 @@ def plot(
             "hardware": hw.id,
             "batch": batch,
             "prompt_tokens": s,
+            "output_tokens": o,
             "context_tokens": ctx,
             "compute_dtype": d.compute_dtype,
             "ridge_flops_per_byte": d.ridge_flops_per_byte,
         },
-        hardware=_hardware_json(hw),
-        prefill=_phase_json(p),
-        decode=_phase_json(d),
+        hardware=convert.hardware_json(hw),
+        prefill=convert.phase_json(p),
+        decode=convert.phase_json(d),
     )
-    if output is not None:
-        save_roofline(doc, output)
-        render.stderr_console().print(f"wrote {output}", markup=False)
+    if out is not None:
+        save_roofline(doc, out)
+        note(f"wrote {out}")
+        return
+    if fmt is opt.Fmt.json:
+        render.emit_json(doc)
         return
     sys.stdout.write(text_roofline(doc, width=width - 28) + "\n")
+
+
+# ---- validate -------------------------------------------------------------------------------
+@app.command()
+@guarded
+def validate(
+    cases: Annotated[
+        Path, typer.Argument(help="cases YAML (schema of validation/public_cases.yaml)")
+    ],
+    fmt: opt.RowFormat = render.RowFmt.table,
+) -> None:
+    """Predictions against published measurements.
+
+    Ideal, expected, measured, the speed ratio and the error per case, with a summary.
+    Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
+    cat = catalog()
+    results = []
+    for case in load_cases(cases):
+        try:
+            m, hw = cat.model(case.model), cat.accelerator(case.hardware)
+        except RooflineError as exc:
+            raise InputError(f"case '{case.id}': {exc}", hint=exc.hint) from None
+        results.append(evaluate(case, m, hw))
+    rows = [
+        {
+            "id": r.case.id,
+            "model": r.case.model,
+            "hardware": r.case.hardware,
+            "metric": r.case.metric,
+            "regime": r.regime,
+            "batch": r.batch,
+            "ideal": r.ideal,
+            "expected": r.expected,
+            "measured": r.measured,
+            "speed_ratio_ideal": r.speed_ratio_ideal,
+            "error_expected": r.error_expected,
+            "bound_violation": r.bound_violation,
+            "efficiency_source": cat.accelerator(r.case.hardware).efficiency.source,
+        }
+        for r in results
+    ]
+    doc = render.document("validate", {"cases": str(cases)}, cases=rows, summary=summarize(results))
+    render.emit(doc, fmt, doc["cases"], render.validate_table)

@@ -1,0 +1,166 @@
+"""The Typer application, the catalog the commands read, and the mapping of errors to exit codes.
+
+Exit codes: 0 done; 1 a check failed (`check`); 2 bad input (unknown id, malformed catalog,
+out-of-range value, a model that does not fit); 3 an internal error (a bug: one line asking for a
+report; the traceback only with ROOFLINE_DEBUG=1); 130 interrupted. stdout carries only results.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from roofline import __version__
+from roofline.catalog import Catalog, load_catalog
+from roofline.errors import RooflineError
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+REPORT_URL = "the roofline issue tracker"
+
+app = typer.Typer(
+    help="Analytical roofline calculator for LLM inference: how fast and how big, from first "
+    "principles.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+hardware_app = typer.Typer(
+    help="Accelerators, links and memory tiers in the catalog.", no_args_is_help=True
+)
+models_app = typer.Typer(help="Model architectures in the catalog.", no_args_is_help=True)
+catalog_app = typer.Typer(help="Check catalog files.", no_args_is_help=True)
+app.add_typer(hardware_app, name="hardware")
+app.add_typer(models_app, name="models")
+app.add_typer(catalog_app, name="catalog")
+
+_state: dict[str, list[str]] = {"catalog_dirs": []}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_line(text: str) -> str:
+    """Messages are one line even when the input that caused them held a newline."""
+    return " ".join(str(text).split())
+
+
+def fail(exc: RooflineError) -> None:
+    """One line on stderr, exit code 2."""
+    hint = f" ({exc.hint})" if exc.hint else ""
+    print(_one_line(f"error: {exc}{hint}"), file=sys.stderr)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def guarded(fn: F) -> F:
+    """Turn RooflineError into one stderr line and exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RooflineError as exc:
+            fail(exc)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def warn(message: str) -> None:
+    print(_one_line(f"warning: {message}"), file=sys.stderr)
+
+
+def note(message: str) -> None:
+    """A message for people (e.g. 'wrote chart.svg') on stderr, never on stdout."""
+    print(_one_line(message), file=sys.stderr)
+
+
+def catalog() -> Catalog:
+    """The shipped catalog plus --catalog directories and ROOFLINE_CATALOG."""
+    return load_catalog(_state["catalog_dirs"])
+
+
+def catalog_dirs() -> list[str]:
+    return list(_state["catalog_dirs"])
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"roofline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    catalog: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--catalog",
+            help="Extra catalog directory (repeatable); adds to or overrides entries. "
+            "ROOFLINE_CATALOG holds more, separated by ':'.",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Analytical roofline calculator for LLM inference."""
+    _state["catalog_dirs"] = [str(p) for p in catalog or []]
+
+
+def main() -> None:
+    """Console entry point. Every bad input (our checks, or the parser's: a missing argument, an
+    unknown option, a value of the wrong type) is one line on stderr and exit 2; a bug is one line
+    and exit 3 (with the traceback under ROOFLINE_DEBUG=1)."""
+    try:
+        rv = app(standalone_mode=False, prog_name="roofline")
+    except RooflineError as exc:  # raised outside a guarded command (e.g. a callback)
+        hint = f" ({exc.hint})" if exc.hint else ""
+        print(_one_line(f"error: {exc}{hint}"), file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # `roofline ... | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        os._exit(EXIT_OK)
+    except Exception as exc:
+        # the parser's usage errors carry an exit code and a message (Click's UsageError)
+        code, message = getattr(exc, "exit_code", None), getattr(exc, "format_message", None)
+        if type(exc).__name__ == "Abort":
+            print("error: interrupted", file=sys.stderr)
+            sys.exit(EXIT_INTERRUPTED)
+        if code is None or message is None:
+            _internal_error(exc)
+        ctx = getattr(exc, "ctx", None)
+        text = message()
+        if not text and ctx is not None:  # no arguments at all: show the help
+            print(ctx.get_help())
+            sys.exit(EXIT_OK)
+        where = ctx.command_path if ctx is not None else "roofline"
+        print(_one_line(f"error: {text} (see {where} -h)"), file=sys.stderr)
+        sys.exit(code)
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _internal_error(exc: BaseException) -> None:
+    """A bug, not a user mistake: one line, exit 3; the traceback with ROOFLINE_DEBUG=1."""
+    if os.environ.get("ROOFLINE_DEBUG"):
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    where = f"{type(exc).__name__}: {exc}"
+    print(
+        _one_line(
+            f"internal error: {where} (a bug in roofline; please report it to {REPORT_URL} "
+            "with the command line; ROOFLINE_DEBUG=1 shows the traceback)"
+        ),
+        file=sys.stderr,
+    )
+    sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,193 @@
+"""Catalog commands: `hardware list|show|tiers|families`, `models list|show|import`, `catalog
+validate`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from roofline import render
+from roofline.catalog import (
+    model_from_config,
+    model_yaml,
+    read_hf_config,
+    shipped_dirs,
+    user_dirs,
+    validate_dirs,
+)
+from roofline.cli import convert
+from roofline.cli import options as opt
+from roofline.cli.app import (
+    catalog,
+    catalog_app,
+    catalog_dirs,
+    guarded,
+    hardware_app,
+    models_app,
+    note,
+)
+from roofline.errors import InputError
+
+
+# ---- hardware -------------------------------------------------------------------------------
+@hardware_app.command("list")
+@guarded
+def hardware_list(fmt: opt.RowFormat = render.RowFmt.table) -> None:
+    """List accelerators: memory, bandwidth, peaks, ridge.
+
+    Example: roofline hardware list --format json | jq '.hardware[].id'"""
+    cat = catalog()
+    doc = render.document(
+        "hardware list", {}, hardware=[convert.hardware_json(h) for h in cat.accelerators.values()]
+    )
+    render.emit(doc, fmt, doc["hardware"], render.hardware_list_table)
+
+
+@hardware_app.command("show")
+@guarded
+def hardware_show(
+    hardware: Annotated[str, typer.Argument(help="id or alias, e.g. h100")],
+    fmt: opt.FormatOpt = opt.Fmt.table,
+) -> None:
+    """Show one accelerator with every figure and source.
+
+    Example: roofline hardware show h100"""
+    doc = render.document(
+        "hardware show",
+        {"hardware": hardware},
+        hardware=convert.hardware_json(catalog().accelerator(hardware)),
+    )
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.hardware_show_table(doc)
+
+
+@hardware_app.command("tiers")
+@guarded
+def hardware_tiers(fmt: opt.RowFormat = render.RowFmt.table) -> None:
+    """List memory tiers and links (PCIe, CXL, DDR5, NVMe).
+
+    Also NVLink-C2C and InfiniBand: bandwidth, latency and capacity.
+    Example: roofline hardware tiers"""
+    tiers = [
+        {
+            "id": t.id,
+            "name": t.name,
+            "kind": t.kind,
+            "bandwidth_bytes_per_s": t.bandwidth_bytes_per_s,
+            "latency_s": t.latency_s,
+            "capacity_bytes": t.capacity_bytes,
+            "source": t.source,
+        }
+        for t in catalog().tiers.values()
+    ]
+    doc = render.document("hardware tiers", {}, tiers=tiers)
+    render.emit(doc, fmt, doc["tiers"], render.tiers_table)
+
+
+@hardware_app.command("families")
+@guarded
+def hardware_families(fmt: opt.RowFormat = render.RowFmt.table) -> None:
+    """Calibrated efficiencies per hardware family.
+
+    The efficiencies each family's accelerators share, with their provenance.
+    Example: roofline hardware families --format json | jq '.families[].efficiency.memory'"""
+    cat = catalog()
+    families = [
+        {
+            "id": f.id,
+            "name": f.name,
+            "efficiency": convert.efficiency_json(f.efficiency),
+            "members": [h.id for h in cat.accelerators.values() if h.family == f.id],
+        }
+        for f in cat.families.values()
+    ]
+    doc = render.document("hardware families", {}, families=families)
+    render.emit(doc, fmt, doc["families"], render.families_table)
+
+
+# ---- models ---------------------------------------------------------------------------------
+@models_app.command("list")
+@guarded
+def models_list(fmt: opt.RowFormat = render.RowFmt.table) -> None:
+    """List models: attention, parameters, KV per token.
+
+    Example: roofline models list"""
+    doc = render.document(
+        "models list", {}, models=[convert.model_json(m) for m in catalog().models.values()]
+    )
+    render.emit(doc, fmt, doc["models"], render.models_list_table)
+
+
+@models_app.command("show")
+@guarded
+def models_show(
+    model: Annotated[str, typer.Argument(help="id or alias, e.g. llama-3.1-8b")],
+    fmt: opt.FormatOpt = opt.Fmt.table,
+) -> None:
+    """Show one model and its parameter breakdown.
+
+    Example: roofline models show deepseek-r1"""
+    doc = render.document(
+        "models show", {"model": model}, model=convert.model_json(catalog().model(model))
+    )
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.models_show_table(doc)
+
+
+# ---- catalog --------------------------------------------------------------------------------
+@catalog_app.command("validate")
+def catalog_validate(
+    dirs: Annotated[
+        list[Path] | None, typer.Argument(help="directories (default: all in use)")
+    ] = None,
+) -> None:
+    """Check catalog files; print every problem.
+
+    Each problem names the file, the entry and the key; exit 2 if there is any.
+    Example: roofline catalog validate ./my-catalog"""
+    targets = list(dirs) if dirs else shipped_dirs() + user_dirs(catalog_dirs())
+    problems = validate_dirs(targets)
+    err = render.stderr_console()
+    for p in problems:
+        err.print(f"error: {p}", markup=False)
+    if problems:
+        raise typer.Exit(2)
+    err.print(f"ok: {', '.join(str(d) for d in targets)}", markup=False)
+
+
+@models_app.command("import")
+@guarded
+def models_import(
+    config: Annotated[
+        str, typer.Argument(help="a config.json path, or a Hugging Face repo id in the local cache")
+    ],
+    id_: Annotated[
+        str | None, typer.Option("--id", help="catalog id (default: folder or repo name)")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="write the YAML here")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json")] = "yaml",
+) -> None:
+    """Turn a Hugging Face config.json into a catalog entry.
+
+    Reads a local file or the local Hugging Face cache (never the network); the entry is checked
+    like the catalog.
+    Example: roofline models import examples/configs/kimi-k2/config.json -o kimi-k2.yaml"""
+    if fmt not in ("yaml", "json"):
+        raise InputError(f"--format must be yaml or json, got {fmt}")
+    entry = read_hf_config(config, id_)
+    m = model_from_config(config, id_)
+    text = model_yaml(entry) if fmt == "yaml" else json.dumps({"models": [entry]}, indent=2) + "\n"
+    if out is not None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write {out}: {exc.strerror}") from None
+        note(
+            f"wrote {out}: {m.id}, {m.params_total / 1e9:.2f}B parameters "
+            f"({m.params_active / 1e9:.2f}B active)"
+        )
+    else:
+        sys.stdout.write(text)

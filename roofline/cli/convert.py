@@ -1,0 +1,138 @@
+"""Core objects as JSON-ready dicts (SI units in the keys), shared by the commands' documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.memory import kv_bytes_per_token
+from roofline.model import ModelArch
+from roofline.phases import PhaseResult
+
+
+def link_json(link: Tier | None) -> dict[str, Any] | None:
+    if link is None:
+        return None
+    return {
+        "name": link.name,
+        "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+        "latency_s": link.latency_s,
+    }
+
+
+def hardware_json(hw: Accelerator) -> dict[str, Any]:
+    return {
+        "id": hw.id,
+        "name": hw.name,
+        "vendor": hw.vendor,
+        "family": hw.family,
+        "aliases": list(hw.aliases),
+        "memory_type": hw.memory_type,
+        "memory_capacity_bytes": hw.memory_capacity_bytes,
+        "memory_nominal_bytes": hw.memory_nominal_bytes,
+        "usable_memory_bytes": hw.usable_memory_bytes,
+        "memory_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
+        "peak_flops_per_s": dict(hw.peak_flops_per_s),
+        "ridge_flops_per_byte": {k: hw.ridge_flops_per_byte(k) for k in hw.peak_flops_per_s},
+        "sparsity_2_4": hw.sparsity_2_4,
+        "gpu_memory_fraction": hw.gpu_memory_fraction,
+        "scale_up": link_json(hw.scale_up),
+        "host_link": link_json(hw.host_link),
+        "efficiency": efficiency_json(hw.efficiency),
+        "source": hw.source,
+        "notes": hw.notes,
+    }
+
+
+def efficiency_json(eff: Efficiency) -> dict[str, Any]:
+    return {
+        "compute": eff.compute,
+        "memory": eff.memory,
+        "memory_weight_only": eff.memory_dequant,
+        "step_overhead_s": eff.step_overhead_s,
+        "source": eff.source,
+    }
+
+
+def model_json(m: ModelArch) -> dict[str, Any]:
+    p = m.param_breakdown()
+    return {
+        "id": m.id,
+        "name": m.name,
+        "aliases": list(m.aliases),
+        "attention": m.attention_kind,
+        "moe": m.is_moe,
+        "params_total": p["total"],
+        "params_active": p["active"],
+        "params_mtp": p["mtp"],
+        "params_breakdown": {k: v for k, v in p.items() if k not in ("total", "active", "mtp")},
+        "kv_bytes_per_token_bf16": kv_bytes_per_token(m, 16.0),
+        "max_position_embeddings": m.max_position_embeddings,
+        "layer_groups": [
+            {"count": g.count, "window": g.window, "moe": g.moe} for g in m.layer_groups
+        ],
+        "config": {
+            k: getattr(m, k)
+            for k in (
+                "model_type",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "num_key_value_heads",
+                "head_dim",
+                "intermediate_size",
+                "vocab_size",
+                "n_routed_experts",
+                "num_experts_per_tok",
+                "moe_intermediate_size",
+                "n_shared_experts",
+                "first_k_dense_replace",
+                "kv_lora_rank",
+                "qk_rope_head_dim",
+                "sliding_window",
+            )
+        },
+        "source": m.source,
+        "notes": m.notes,
+    }
+
+
+def phase_json(p: PhaseResult) -> dict[str, Any]:
+    ops = [
+        {
+            "name": r.op.name,
+            "kind": r.op.kind,
+            "layers": r.op.layers,
+            "flops": r.op.flops,
+            "weight_bytes": r.op.weight_bytes,
+            "kv_bytes": r.op.kv_bytes,
+            "activation_bytes": r.op.act_bytes,
+            "bytes": r.op.bytes,
+            "link_bytes": np.asarray(r.op.message_bytes) * r.op.layers,
+            "arithmetic_intensity": None if r.op.is_collective else r.intensity,
+            "ridge_flops_per_byte": None if r.op.is_collective else r.ridge_flops_per_byte,
+            "bound": r.bound,
+            "t_ideal_s": r.t_ideal_s,
+            "t_expected_s": r.t_expected_s,
+        }
+        for r in p.ops
+    ]
+    intensity = p.arithmetic_intensity
+    return {
+        "compute_dtype": p.compute_dtype,
+        "flops": p.flops,
+        "weight_bytes": p.weight_bytes,
+        "kv_bytes": p.kv_bytes,
+        "activation_bytes": p.activation_bytes,
+        "bytes": p.bytes,
+        "link_bytes": p.link_bytes,
+        "arithmetic_intensity": intensity,
+        "ridge_flops_per_byte": p.ridge_flops_per_byte,
+        "ridge_over_intensity": p.ridge_flops_per_byte / intensity,
+        "bound": p.bound,
+        "t_ideal_s": p.t_ideal_s,
+        "t_expected_s": p.t_expected_s,
+        "ops": ops,
+    }

@@ -1,0 +1,286 @@
+"""Every option the commands share, declared once: the same name, type, meaning and default in
+every command (a test walks the app and checks). Also the parsers that turn their text into the
+core's values, so each command only parses, calls the core and renders.
+
+The workload vocabulary (docs/METRICS.md): `--prompt` and `--output` are tokens per request;
+`--context` is the tokens a sequence holds (default prompt + output); `--batch` is the sequences a
+replica runs at once. The layout: `--tp --pp --ep` per replica, `--dp` replicas, `--gpus` in all
+(= TP x PP x DP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from enum import Enum
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from roofline import render
+from roofline.errors import DoesNotFitError, InputError, RooflineError
+from roofline.hardware import Accelerator, Efficiency
+from roofline.memory import ENGINES, MemoryPlan
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.precision import activation_format, kv_format, weight_format
+from roofline.units import fmt_bytes, parse_bytes, parse_count, parse_seconds
+
+# ---- the defaults, one place ----------------------------------------------------------------
+PROMPT = "1k"
+OUTPUT = "1k"
+BATCH = 1
+WEIGHTS = "bf16"
+KV_DTYPE = "bf16"
+ACT_DTYPE = "bf16"
+ENGINE = "auto"
+MAX_TOKENS = 1e9
+MAX_BATCH = 1e7
+MAX_GPUS = 4096
+
+
+class Fmt(str, Enum):
+    table = "table"
+    json = "json"
+
+
+# ---- arguments ------------------------------------------------------------------------------
+ModelArg = Annotated[
+    str,
+    typer.Argument(
+        help="model id or alias, a config.json path, or a Hugging Face repo id in the local cache"
+    ),
+]
+HardwareArg = Annotated[str, typer.Argument(help="accelerator id or alias, e.g. h100")]
+
+# ---- output ---------------------------------------------------------------------------------
+FormatOpt = Annotated[Fmt, typer.Option("--format", "-f", help="table for people, json for pipes")]
+RowFormat = Annotated[
+    render.RowFmt,
+    typer.Option("--format", "-f", help="table, json, jsonl, csv or markdown"),
+]
+Ideal = Annotated[bool, typer.Option("--ideal", help="speed-of-light step times (eta = 1)")]
+
+# ---- layout ---------------------------------------------------------------------------------
+Tp = Annotated[int, typer.Option("--tp", help="tensor-parallel degree per replica")]
+Pp = Annotated[int, typer.Option("--pp", help="pipeline-parallel stages per replica")]
+Ep = Annotated[int, typer.Option("--ep", help="expert-parallel degree (divides --tp)")]
+Dp = Annotated[int, typer.Option("--dp", help="data-parallel replicas")]
+Gpus = Annotated[
+    int | None, typer.Option("--gpus", help="GPUs in all, TP x PP x DP (default: from --dp)")
+]
+
+# ---- formats and engine ---------------------------------------------------------------------
+Weights = Annotated[
+    str, typer.Option("--weights", help="weight format: bf16, fp8, int4, nvfp4, q4_k_m, ...")
+]
+KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV-cache format: bf16, fp8, int8, int4")]
+ActDtype = Annotated[str, typer.Option("--act-dtype", help="activation format: bf16, fp8, ...")]
+Engine = Annotated[
+    str, typer.Option("--engine", help=f"serving engine's KV-budget rule: {', '.join(ENGINES)}")
+]
+Memory = Annotated[
+    str | None, typer.Option("--memory", help="memory per GPU instead of the catalog's, e.g. 64GB")
+]
+Sparsity = Annotated[str | None, typer.Option("--sparsity", help="2:4 for structured sparsity")]
+Compute = Annotated[
+    str | None, typer.Option("--compute", help="override the matmul dtype, e.g. fp8")
+]
+
+# ---- workload -------------------------------------------------------------------------------
+Prompt = Annotated[str, typer.Option("--prompt", help="prompt tokens per request, e.g. 4k")]
+Output = Annotated[str, typer.Option("--output", help="output tokens per request, e.g. 1k")]
+Context = Annotated[
+    str | None,
+    typer.Option("--context", help="tokens a sequence holds, e.g. 32k (default prompt + output)"),
+]
+Batch = Annotated[int, typer.Option("--batch", help="sequences a replica runs at once")]
+# where "as many as fit" is the useful default (tiers) or the batch follows another option (check)
+BatchOrAuto = Annotated[
+    int | None,
+    typer.Option("--batch", help="sequences a replica runs at once (default: see the command)"),
+]
+LENGTHS_HELP = "100,250,900 | FILE | lognormal:mean=1000,sigma=0.5 | uniform:low=1,high=2048"
+PromptDist = Annotated[
+    str | None, typer.Option("--prompt-dist", help=f"draw prompt lengths: {LENGTHS_HELP}")
+]
+OutputDist = Annotated[
+    str | None, typer.Option("--output-dist", help=f"draw output lengths: {LENGTHS_HELP}")
+]
+Requests = Annotated[
+    int | None, typer.Option("--requests", help="requests to simulate (default: see the command)")
+]
+Seed = Annotated[int, typer.Option("--seed", help="seed for drawn lengths and arrivals")]
+MaxSeqs = Annotated[
+    str,
+    typer.Option(
+        "--max-seqs", help="scheduler's max concurrent sequences: 64 | 1,8,64 | 1..1024 | 8..256:8"
+    ),
+]
+MaxLen = Annotated[
+    str | None,
+    typer.Option(
+        "--max-len", help="tokens a contiguous allocation reserves per request (default --context)"
+    ),
+]
+Block = Annotated[
+    int | None, typer.Option("--block", help="paged-KV block in tokens (default: the engine's)")
+]
+KvBudget = Annotated[
+    str | None,
+    typer.Option("--kv-budget", help="KV eviction (H2O, SnapKV): tokens kept per sequence"),
+]
+
+
+# ---- parsers --------------------------------------------------------------------------------
+def tokens(text: str, what: str, minimum: float = 0) -> int:
+    """A whole number of tokens from `minimum` to 1e9, with SI suffixes (4k, 32Ki)."""
+    value = parse_count(text, what)
+    if not minimum <= value <= MAX_TOKENS or value != int(value):
+        raise InputError(
+            f"{what} must be a whole number of tokens from {minimum:g} to 1e9, got {text}"
+        )
+    return int(value)
+
+
+def workload(prompt: str, output: str, context: str | None) -> tuple[int, int, int]:
+    """(prompt, output, context) tokens; context defaults to prompt + output."""
+    s, o = tokens(prompt, "--prompt", 0), tokens(output, "--output", 1)
+    ctx = tokens(context, "--context", 1) if context is not None else s + o
+    return s, o, ctx
+
+
+def block(value: int | None, engine_block: int) -> int:
+    """The paged-KV block: --block, or the engine's."""
+    if value is None:
+        return engine_block
+    if not 1 <= value <= 65536:
+        raise InputError(f"--block must be from 1 to 65536 tokens, got {value}")
+    return value
+
+
+def batch(value: int) -> int:
+    if not 1 <= value <= MAX_BATCH:
+        raise InputError(f"--batch must be from 1 to {MAX_BATCH:.0e}, got {value}")
+    return value
+
+
+def kv_budget(budget: str | None, sink: str | None = None, window: str | None = None) -> int | None:
+    """Tokens an eviction policy keeps: --kv-budget, or StreamingLLM's sink + window."""
+    if budget is not None and (sink or window):
+        raise InputError("give either --kv-budget or --sink/--window, not both")
+    if budget is not None:
+        return tokens(budget, "--kv-budget", 1)
+    if sink or window:
+        return tokens(sink or "0", "--sink", 0) + tokens(window or "0", "--window", 1)
+    return None
+
+
+def deployment(
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    act_dtype: str = ACT_DTYPE,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    sparsity: str | None = None,
+    compute: str | None = None,
+    budget: int | None = None,
+) -> Deployment:
+    if sparsity not in (None, "none", "2:4"):
+        raise InputError(f"--sparsity must be 2:4 or none, got {sparsity}")
+    return Deployment(
+        weights=weight_format(weights),
+        kv=kv_format(kv_dtype),
+        activations=activation_format(act_dtype),
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        sparse_2_4=sparsity == "2:4",
+        compute_dtype=compute,
+        kv_token_budget=budget,
+    )
+
+
+def replicas(dep: Deployment, gpus: int | None, dp: int = 1) -> tuple[int, int]:
+    """(GPUs in all, data-parallel replicas) from --gpus or --dp."""
+    if not 1 <= dp <= MAX_GPUS:
+        raise InputError(f"--dp must be from 1 to {MAX_GPUS}, got {dp}")
+    per = dep.gpus_per_replica
+    if gpus is None:
+        return per * dp, dp
+    if not 1 <= gpus <= MAX_GPUS:
+        raise InputError(f"--gpus must be from 1 to {MAX_GPUS}, got {gpus}")
+    if gpus % per:
+        raise InputError(f"--gpus {gpus} must be a multiple of TP x PP = {per}")
+    if dp != 1 and gpus != per * dp:
+        raise InputError(f"--gpus {gpus} disagrees with TP x PP x DP = {per * dp}")
+    return gpus, gpus // per
+
+
+def efficiency(
+    hw: Accelerator, eta_compute: float | None, eta_memory: float | None, overhead: str | None
+) -> Efficiency:
+    """The family's calibrated efficiency, with any command-line overrides."""
+    base = hw.efficiency
+    if eta_compute is None and eta_memory is None and overhead is None:
+        return base
+    return replace(
+        base,
+        compute=base.compute if eta_compute is None else eta_compute,
+        memory=base.memory if eta_memory is None else eta_memory,
+        step_overhead_s=base.step_overhead_s if overhead is None else parse_seconds(overhead),
+        source=f"command line (catalog: {base.source})",
+    )
+
+
+def capacity(hw: Accelerator, memory: str | None) -> float:
+    """Bytes per GPU the engine may use: --memory, or the catalog's usable memory."""
+    if memory is None:
+        return hw.usable_memory_bytes
+    value = parse_bytes(memory, "--memory")
+    if not 0 < value < 1e15:
+        raise InputError(f"--memory must be positive and below 1 PB, got {memory}")
+    return value * hw.gpu_memory_fraction
+
+
+def int_list(spec: str, what: str, parse: Callable[[str], int] = int) -> list[int]:
+    """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (a step); items may take units."""
+    try:
+        if ".." in spec:
+            lo_text, _, rest = spec.partition("..")
+            hi_text, _, step_text = rest.partition(":")
+            lo, hi = parse(lo_text), parse(hi_text)
+            if step_text:
+                values = list(range(lo, hi + 1, parse(step_text)))
+            else:
+                count = int(np.log2(hi / lo)) + 1 if hi >= lo > 0 else 0
+                values = sorted({round(v) for v in np.geomspace(lo, hi, count)} | {hi})
+        else:
+            values = [parse(v) for v in spec.split(",") if v.strip()]
+    except (ValueError, ZeroDivisionError, RooflineError):
+        raise InputError(
+            f"cannot read {what} {spec!r}: use 1,8,64 or 1..1024 or 8..256:8"
+        ) from None
+    if not values:
+        raise InputError(f"{what} {spec!r} gives no values")
+    return values
+
+
+def batch_sweep(spec: str, what: str = "--max-seqs") -> list[int]:
+    values = int_list(spec, what)
+    if min(values) < 1 or max(values) > 65536 or len(values) > 256:
+        raise InputError(f"{what} {spec!r}: 1 to 256 settings, each from 1 to 65536")
+    return values
+
+
+def not_fit(m: ModelArch, hw: Accelerator, dep: Deployment, plan: MemoryPlan) -> DoesNotFitError:
+    return DoesNotFitError(
+        f"{m.id} in {dep.weights.name} needs {fmt_bytes(plan.weights_bytes)} of weights per GPU "
+        f"(TP{dep.tp} PP{dep.pp}) plus "
+        f"{fmt_bytes(plan.activation_bytes + plan.runtime_overhead_bytes)}"
+        f" of activations and runtime, more than {plan.engine.name} leaves on {hw.id} "
+        f"({fmt_bytes(plan.capacity_bytes * plan.engine.memory_fraction)})",
+        hint="raise --tp or --pp, or use smaller --weights",
+    )

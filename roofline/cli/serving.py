@@ -1,0 +1,260 @@
+"""Commands on serving many requests: `cliff` (the scheduler with every request at t = 0) and
+`disagg` (prefill/decode disaggregation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from roofline import render
+from roofline.cli import convert
+from roofline.cli import options as opt
+from roofline.cli.app import app, catalog, guarded, note, warn
+from roofline.disagg import disaggregate
+from roofline.errors import InputError
+from roofline.kvcache import parse_lengths
+from roofline.memory import (
+    engine,
+    kv_bytes_per_sequence,
+    plan_memory,
+)
+from roofline.plot import check_output, save_cliff
+from roofline.scheduler import StepModel, kv_budget_blocks, simulate
+from roofline.units import fmt_bytes
+
+
+# ---- cliff ----------------------------------------------------------------------------------
+@app.command()
+@guarded
+def cliff(
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    max_seqs: opt.MaxSeqs = "1..1024",
+    requests: opt.Requests = None,
+    prompt_dist: opt.PromptDist = None,
+    output_dist: opt.OutputDist = None,
+    seed: opt.Seed = 0,
+    preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
+    swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
+    ideal: opt.Ideal = False,
+    chunked_prefill: Annotated[
+        bool,
+        typer.Option(
+            "--chunked-prefill", help="prefill rides on decode steps (no separate weight read)"
+        ),
+    ] = False,
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="also write the chart to FILE.svg|png|pdf (plot extra)"),
+    ] = None,
+    fmt: opt.RowFormat = render.RowFmt.table,
+) -> None:
+    """The reasoning cliff: throughput against max-seqs.
+
+    Every request arrives at t = 0 (a closed batch, not a request rate) and a continuous-batching
+    scheduler with preemption serves them; --requests defaults to 4 x the largest --max-seqs.
+    Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
+    --output 16k --max-seqs 8..128:8"""
+    if out is not None:
+        check_output(out)
+    cat = catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
+    s, o = opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
+    settings = opt.batch_sweep(max_seqs)
+    n = requests if requests is not None else 4 * max(settings)
+    if not 1 <= n <= 100_000:
+        raise InputError(f"--requests must be from 1 to 100000, got {n}")
+    if preemption not in ("recompute", "swap"):
+        raise InputError(f"--preemption must be recompute or swap, got {preemption}")
+    tier = cat.tier(swap_tier) if preemption == "swap" else None
+    if prompt_dist:
+        prompts, prompt_desc = parse_lengths(prompt_dist, 10**7, n, seed)
+    else:
+        prompts, prompt_desc = np.full(n, float(s)), f"fixed {s}"
+    if output_dist:
+        outputs, output_desc = parse_lengths(output_dist, 10**7, n, seed + 1)
+    else:
+        outputs, output_desc = np.full(n, float(o)), f"fixed {o}"
+    prompts, outputs = prompts.astype(np.int64), outputs.astype(np.int64)
+    if len(prompts) != n or len(outputs) != n:
+        raise InputError(f"--prompt-dist/--output-dist must give {n} lengths (--requests)")
+    s, o = round(float(prompts.mean())), round(float(outputs.mean()))
+    eng = engine(engine_name, hw)
+    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
+    if not plan.weights_fit:
+        raise opt.not_fit(m, hw, dep, plan)
+    blk = eng.block_tokens
+    budget_blocks = kv_budget_blocks(plan, m, dep, blk)
+    per_request = float(kv_bytes_per_sequence(m, dep, s + o, blk))
+    cliff_batch = int(plan.kv_budget_bytes // per_request)
+    if int(np.ceil((s + 1) / blk)) > budget_blocks:
+        raise InputError(
+            f"not one prompt of {s:,} tokens fits in the KV budget "
+            f"({fmt_bytes(plan.kv_budget_bytes)})"
+        )
+    steps = StepModel(m, hw, dep, max(settings), int(prompts.max() + outputs.max()), ideal)
+    points = [
+        simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, tier, chunked_prefill)
+        for b in settings
+    ]
+    baseline = (
+        [
+            simulate(
+                steps, prompts, outputs, b, budget_blocks, blk, chunked_prefill=chunked_prefill
+            )
+            for b in settings
+        ]
+        if tier is not None
+        else points
+    )
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "prompt_lengths": prompt_desc,
+        "output_lengths": output_desc,
+        "requests": n,
+        "arrivals": "all at t = 0",
+        "preemption": preemption,
+        "chunked_prefill": chunked_prefill,
+        "swap_tier": tier.id if tier else None,
+        "step_times": "ideal" if ideal else "expected",
+        "engine": eng.name,
+        "kv_budget_bytes": plan.kv_budget_bytes,
+        "block_tokens": blk,
+        "efficiency": convert.efficiency_json(hw.efficiency),
+    }
+    doc = render.document(
+        "cliff",
+        inputs,
+        cliff_batch=cliff_batch,
+        points=[
+            {
+                "batch": p.max_seqs,
+                "output_tokens_per_s": p.output_tokens_per_s,
+                "ttft_mean_s": p.ttft_mean_s,
+                "ttft_p99_s": p.ttft_p99_s,
+                "tpot_mean_s": p.tpot_mean_s,
+                "tpot_p99_s": p.tpot_p99_s,
+                "preemptions": p.preemptions,
+                "recomputed_tokens": p.recomputed_tokens,
+                "swapped_bytes": p.swapped_bytes,
+                "preemption_time_fraction": p.preemption_time_fraction,
+                "decode_time_fraction": p.decode_time_fraction,
+                "peak_kv_fraction": p.peak_kv_fraction,
+                "makespan_s": p.makespan_s,
+                "past_cliff": p.max_seqs > cliff_batch,
+                "throughput_vs_recompute": p.output_tokens_per_s / r.output_tokens_per_s,
+                "tpot_vs_recompute": p.tpot_mean_s / r.tpot_mean_s,
+            }
+            for p, r in zip(points, baseline, strict=True)
+        ],
+    )
+    render.emit(doc, fmt, doc["points"], render.cliff_table)
+    if out is not None:
+        save_cliff(doc, out)
+        note(f"wrote {out}")
+
+
+# ---- disagg ---------------------------------------------------------------------------------
+@app.command()
+@guarded
+def disagg(
+    model: opt.ModelArg,
+    prefill_hardware: Annotated[str, typer.Option("--prefill", help="prefill accelerator")],
+    decode_hardware: Annotated[str, typer.Option("--decode", help="decode accelerator")],
+    prefill_tp: Annotated[int, typer.Option(help="TP of a prefill replica")] = 1,
+    decode_tp: Annotated[int, typer.Option(help="TP of a decode replica")] = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    link: Annotated[str, typer.Option(help="tier id the KV cache travels over")] = "infiniband-ndr",
+    batch: opt.Batch = opt.BATCH,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    engine_name: opt.Engine = opt.ENGINE,
+    ideal: opt.Ideal = False,
+    fmt: opt.FormatOpt = opt.Fmt.table,
+) -> None:
+    """Prefill/decode disaggregation vs colocated serving.
+
+    TTFT of one request (its prefill plus the KV transfer), TPOT at --batch, tokens/s per GPU, the
+    KV transfer and the prefill:decode pool ratio.
+    Example: roofline disagg llama-3.1-70b --prefill h100 --decode h200 --prefill-tp 4
+    --decode-tp 4 --batch 64 --prompt 8k --output 1k"""
+    cat = catalog()
+    m = cat.model(model)
+    p_hw, d_hw, tier = (
+        cat.accelerator(prefill_hardware),
+        cat.accelerator(decode_hardware),
+        cat.tier(link),
+    )
+    p_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, prefill_tp)
+    d_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, decode_tp)
+    b, s, o = opt.batch(batch), opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
+    for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
+        plan = plan_memory(m, hw, dep, engine(engine_name, hw))
+        if not plan.weights_fit:
+            raise opt.not_fit(m, hw, dep, plan)
+    d_eng = engine(engine_name, d_hw)
+    d_plan = plan_memory(m, d_hw, d_dep, d_eng)
+    kv_need = float(kv_bytes_per_sequence(m, d_dep, s + o, d_eng.block_tokens)) * b
+    if kv_need > d_plan.kv_budget_bytes:
+        warn(
+            f"batch {b} needs {fmt_bytes(kv_need)} of KV per decode GPU; the budget is "
+            f"{fmt_bytes(d_plan.kv_budget_bytes)}"
+        )
+    r = disaggregate(m, p_hw, d_hw, p_dep, d_dep, tier, b, s, o, ideal)
+    serving = {
+        name: {
+            "ttft_s": x.ttft_s,
+            "tpot_s": x.tpot_s,
+            "output_tokens_per_s_per_gpu": x.output_tokens_per_s_per_gpu,
+            "gpus_per_decode_replica": x.gpus,
+        }
+        for name, x in (("colocated", r.colocated), ("disaggregated", r.disaggregated))
+    }
+    inputs = {
+        "model": m.id,
+        "prefill_hardware": p_hw.id,
+        "decode_hardware": d_hw.id,
+        "prefill_tp": p_dep.tp,
+        "decode_tp": d_dep.tp,
+        "weights": p_dep.weights.name,
+        "kv_dtype": p_dep.kv.name,
+        "link": tier.id,
+        "batch": b,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "engine": d_eng.name,
+        "step_times": "ideal" if ideal else "expected",
+    }
+    doc = render.document(
+        "disagg",
+        inputs,
+        **serving,
+        prefill_s=r.prefill_s,
+        decode_step_s=r.decode_step_s,
+        kv_transfer_s=r.kv_transfer_s,
+        kv_bytes_per_request=r.kv_bytes_per_request,
+        prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
+    )
+    render.emit_json(doc) if fmt is opt.Fmt.json else render.disagg_table(doc)

@@ -1,0 +1,75 @@
+"""The parse cache: a changed file is parsed again, a broken or read-only cache is never an
+error, and problems are never cached away."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from roofline import catalog
+from roofline.catalog import load_catalog
+
+ENTRY = """accelerators:
+- id: test-gpu
+  name: Test GPU
+  vendor: test
+  family: nvidia-datacenter
+  memory: {{type: HBM3, capacity_gb: {gb}, bandwidth_tb_s: 1.0}}
+  dense_tflops: {{bf16: 100}}
+  sparsity_2_4: false
+  source: "a test"
+"""
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(catalog, "_PARSED", catalog._ParseCache())
+    return tmp_path / "cache"
+
+
+def test_cache_is_written_and_a_changed_file_is_parsed_again(tmp_path, fresh_cache):
+    user = tmp_path / "cat"
+    user.mkdir()
+    f = user / "gpu.yaml"
+    f.write_text(ENTRY.format(gb=10))
+    assert load_catalog([user]).accelerator("test-gpu").memory_capacity_bytes == 10e9
+    assert list(fresh_cache.glob("catalog-*.pickle"))
+    f.write_text(ENTRY.format(gb=200))  # another size: parsed again, not served from the cache
+    assert load_catalog([user]).accelerator("test-gpu").memory_capacity_bytes == 200e9
+
+
+def test_broken_cache_is_rebuilt(tmp_path, fresh_cache, monkeypatch):
+    load_catalog([])
+    for p in fresh_cache.glob("catalog-*.pickle"):
+        p.write_bytes(b"not a pickle")
+    monkeypatch.setattr(catalog, "_PARSED", catalog._ParseCache())
+    catalog._shipped.cache_clear()
+    assert load_catalog([]).accelerator("h100").id == "nvidia-h100-sxm"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only directories")
+def test_read_only_cache_dir_is_not_an_error(tmp_path, fresh_cache):
+    fresh_cache.mkdir()
+    fresh_cache.chmod(0o500)
+    catalog._shipped.cache_clear()
+    assert load_catalog([]).accelerator("h100")
+
+
+def test_unwritable_cache_location_is_not_an_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory would go")
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setattr(catalog, "_PARSED", catalog._ParseCache())
+    catalog._shipped.cache_clear()
+    assert load_catalog([]).accelerator("h100")
+
+
+def test_problems_are_not_cached(tmp_path, fresh_cache):
+    user = tmp_path / "cat"
+    user.mkdir()
+    (user / "gpu.yaml").write_text(ENTRY.format(gb=10).replace("vendor: test", "vendr: test"))
+    for _ in range(2):
+        problems = catalog.validate_dirs([user])
+        assert len(problems) == 1 and "vendr" in problems[0]
