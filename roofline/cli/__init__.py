@@ -7,7 +7,7 @@ bytes), `levers` (speculate, tiers), `serving` (many requests: cliff, disagg), `
 layouts), `tools` (check, sweep, plot, validate) and `catalog_cmds` (hardware, models, catalog).
 """
 
-from roofline.cli import analyze, catalog_cmds, levers, plan, serving, tools  # noqa: F401
+from roofline.cli import analyze, catalog_cmds, levers, plan, serving, tools, traffic  # noqa: F401
 from roofline.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -39,7 +39,7 @@ def cliff(
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
-    max_seqs: opt.MaxSeqs = "1..1024",
+    max_seqs: opt.MaxSeqs = None,
     requests: opt.Requests = None,
     prompt_dist: opt.PromptDist = None,
     output_dist: opt.OutputDist = None,
@@ -47,12 +47,7 @@ def cliff(
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
     ideal: opt.Ideal = False,
-    chunked_prefill: Annotated[
-        bool,
-        typer.Option(
-            "--chunked-prefill", help="prefill rides on decode steps (no separate weight read)"
-        ),
-    ] = False,
+    chunked_prefill: opt.ChunkedPrefill = True,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     out: Annotated[
@@ -64,7 +59,8 @@ def cliff(
     """The reasoning cliff: throughput against max-seqs.
 
     Every request arrives at t = 0 (a closed batch, not a request rate) and a continuous-batching
-    scheduler with preemption serves them; --requests defaults to 4 x the largest --max-seqs.
+    scheduler with preemption serves them; --max-seqs defaults to 1..1024 and --requests to 4 x
+    the largest --max-seqs.
     Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
     --output 16k --max-seqs 8..128:8"""
     if out is not None:
@@ -73,7 +69,7 @@ def cliff(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
     s, o = opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
-    settings = opt.batch_sweep(max_seqs)
+    settings = opt.batch_sweep(max_seqs or "1..1024")
     n = requests if requests is not None else 4 * max(settings)
     if not 1 <= n <= 100_000:
         raise InputError(f"--requests must be from 1 to 100000, got {n}")
