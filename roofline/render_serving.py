@@ -163,3 +163,34 @@ def size_table(doc: Mapping[str, Any]) -> None:
     for line in misses:
         con.print(line)
     con.print(f"energy: {i['energy_assumption']}")
+
+
+def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
+    tr = doc["traffic"]
+    rows = []
+    for name in ("colocated", "disaggregated"):
+        x = tr[name]
+        e = x["metrics"] or {}
+        shape = (
+            "1" if name == "colocated" else (f"{x['prefill_replicas']}P+{x['decode_replicas']}D")
+        )
+        rows.append(
+            (
+                name,
+                shape,
+                f"{x['goodput_per_gpu']:.3g}",
+                f"{x['gpus']:,}" if x["units"] else "-",
+                _t((e.get("ttft_s") or {}).get("p99")),
+                _t((e.get("tpot_s") or {}).get("p99")),
+            )
+        )
+    slo = _slo_text(tr)
+    con = stdout_console()
+    con.print(
+        f"Under {tr['rate']:g} req/s ({tr['requests']} requests per point), {slo}: goodput per "
+        "GPU = the highest rate a unit (a replica, or P prefill + D decode replicas) serves "
+        "within the SLOs / its GPUs, in req/s per GPU"
+    )
+    con.print(_tight(("serving", "unit", "req/s/GPU", "GPUs", "TTFT p99", "TPOT p99"), rows))
+    if tr["better"]:
+        con.print(f"better by goodput per GPU: {tr['better']}")

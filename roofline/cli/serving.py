@@ -23,7 +23,7 @@ from roofline.memory import (
 )
 from roofline.plot import check_output, save_cliff
 from roofline.scheduler import StepModel, kv_budget_blocks, simulate
-from roofline.units import fmt_bytes
+from roofline.units import fmt_bytes, parse_seconds
 
 
 # ---- cliff ----------------------------------------------------------------------------------
@@ -188,9 +188,30 @@ def disagg(
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
     ideal: opt.Ideal = False,
+    rate: opt.Rate = None,
+    prompt_dist: opt.PromptDist = None,
+    output_dist: opt.OutputDist = None,
+    requests: opt.Requests = None,
+    seed: opt.Seed = 0,
+    slo_ttft: opt.SloTtft = None,
+    slo_tpot: opt.SloTpot = None,
+    slo_pct: opt.SloPct = opt.SLO_PCT,
+    link_efficiency: Annotated[
+        float, typer.Option(help="share of the link's bandwidth a KV transfer reaches")
+    ] = 1.0,
+    transfer_overhead: Annotated[
+        str, typer.Option(help="fixed cost per KV transfer (set-up, block tables), e.g. 1ms")
+    ] = "0s",
+    layerwise: Annotated[
+        bool, typer.Option("--layerwise", help="send each layer's KV as soon as it is computed")
+    ] = False,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """Prefill/decode disaggregation vs colocated serving.
+
+    With --rate: both under the same traffic and SLOs, compared by goodput per GPU (each unit's
+    highest rate within the SLOs / its GPUs) and the GPUs the rate needs; the KV transfer per
+    request goes over --link at --link-efficiency plus --transfer-overhead.
 
     TTFT of one request (its prefill plus the KV transfer), TPOT at --batch, tokens/s per GPU, the
     KV transfer and the prefill:decode pool ratio.
@@ -253,4 +274,84 @@ def disagg(
         kv_bytes_per_request=r.kv_bytes_per_request,
         prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
     )
-    render.emit_json(doc) if fmt is opt.Fmt.json else render.disagg_table(doc)
+    if rate is not None:
+        doc["traffic"] = _traffic(
+            m,
+            p_hw,
+            d_hw,
+            p_dep,
+            d_dep,
+            tier,
+            d_eng,
+            r.prefill_replicas_per_decode_replica,
+            (prompt, output, prompt_dist, output_dist, rate, requests, seed),
+            opt.slo(slo_ttft, slo_tpot, slo_pct),
+            (link_efficiency, parse_seconds(transfer_overhead, "--transfer-overhead"), layerwise),
+        )
+    if fmt is opt.Fmt.json:
+        render.emit_json(doc)
+    else:
+        render.disagg_table(doc)
+        if rate is not None:
+            from roofline.render_serving import disagg_traffic_table
+
+            disagg_traffic_table(doc)
+
+
+def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link_args):
+    """The colocated/disaggregated comparison under traffic, as JSON."""
+    from roofline.cli.traffic import metrics_json
+    from roofline.serving.disagg import KvLink, compare_under_traffic
+    from roofline.serving.serve import make_replica
+
+    prompt, output, prompt_dist, output_dist, rate, requests, seed = wl
+    rates = opt.rates(rate)
+    if len(rates) != 1:
+        raise InputError("disagg takes one --rate")
+    w = opt.serving_workload(
+        prompt, output, prompt_dist, output_dist, rates[0], None, requests or 300, None, seed
+    )
+    max_len = int(w.prompts.max() + w.outputs.max())
+    colo = make_replica(m, d_hw, d_dep, eng, max_len)
+    pre = make_replica(
+        m,
+        p_hw,
+        p_dep,
+        engine("auto", p_hw),
+        max_len,
+        chunked_prefill=False,
+        max_batched_tokens=8192,
+    )
+    link = KvLink(tier, *link_args)
+    # the pool ratio at the batch a decode replica reaches (KV or max-seqs bound), not --batch
+    s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
+    per_seq = float(colo.expected.blocks(int(s_mean + o_mean / 2) + 1, colo.rules.block_tokens))
+    b = int(max(1, min(colo.rules.max_seqs, colo.rules.budget_blocks // max(per_seq, 1.0))))
+    ratio = disaggregate(
+        m, p_hw, d_hw, p_dep, d_dep, tier, b, max(int(s_mean), 1), max(int(o_mean), 2)
+    ).prefill_replicas_per_decode_replica
+    modes = compare_under_traffic(m, colo, pre, colo, link, w, slo, ratio, seed)
+    out = {
+        "rate": rates[0],
+        "requests": w.n,
+        "slo_ttft_s": slo.ttft_s,
+        "slo_tpot_s": slo.tpot_s,
+        "slo_pct": slo.pct,
+        "link_efficiency": link.efficiency,
+        "transfer_overhead_s": link.fixed_s,
+        "layerwise": link.layerwise,
+    }
+    for x in modes:
+        out[x.name] = {
+            "prefill_replicas": x.prefill_replicas,
+            "decode_replicas": x.decode_replicas,
+            "gpus_per_unit": x.gpus_per_unit,
+            "max_rate_per_unit": x.max_rate_per_unit,
+            "goodput_per_gpu": x.goodput_per_gpu,
+            "units": x.units,
+            "gpus": x.gpus,
+            "metrics": metrics_json(x.metrics, None, x.gpus) if x.metrics else None,
+        }
+    better = max(modes, key=lambda x: x.goodput_per_gpu)
+    out["better"] = better.name if better.goodput_per_gpu > 0 else None
+    return out

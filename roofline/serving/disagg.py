@@ -255,3 +255,65 @@ def max_rate_disaggregated(
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     return lo
+
+
+@dataclass(frozen=True)
+class TrafficMode:
+    """One way of serving a rate within the SLOs: the unit (a replica, or a set of pools), the
+    highest rate one unit serves within the SLOs, the units the rate needs and the metrics."""
+
+    name: str
+    prefill_replicas: int
+    decode_replicas: int
+    gpus_per_unit: int
+    max_rate_per_unit: float
+    goodput_per_gpu: float  # max_rate_per_unit / gpus_per_unit: requests/s per GPU within SLO
+    units: int
+    gpus: int
+    metrics: ServeMetrics | None
+
+
+def compare_under_traffic(
+    model: ModelArch,
+    colo: Replica,
+    pre: Replica,
+    dec: Replica,
+    link: KvLink,
+    w: Workload,
+    slo: Slo,
+    ratio: float,
+    seed: int = 0,
+) -> tuple[TrafficMode, TrafficMode]:
+    """Colocated (chunked prefill, one pool) against disaggregated pools under the same SLOs and
+    workload, by goodput per GPU: each unit's highest rate within the SLOs (a rate grid search),
+    divided by its GPUs. Pool shapes tried: 1-4 decode replicas with the prefill replicas the
+    closed-form `ratio` (prefill replicas per decode replica) suggests."""
+    from roofline.serving.size import capacity_estimate, max_rate
+
+    rate = float(w.rate or 0.0)
+    r_colo = max_rate(colo, w, slo, False, seed, capacity_estimate(colo, w))
+    colo_mode = _mode("colocated", 0, 1, colo.gpus, r_colo, rate, None)
+    if r_colo > 0:
+        per = with_rate(w, rate / colo_mode.units, seed) if rate else w
+        m = metrics(run_replicas(colo, per, 1, False), slo, colo.gpus)
+        colo_mode = replace(colo_mode, metrics=m)
+    shapes = sorted({(max(1, round(ratio * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
+    best: TrafficMode | None = None
+    for n_p, n_d in shapes:
+        pools = Pools(pre, dec, n_p, n_d, link)
+        hi = 2.0 * n_d * capacity_estimate(dec, w) / 0.7
+        r = max_rate_disaggregated(model, pools, w, slo, hi, seed)
+        cand = _mode("disaggregated", n_p, n_d, pools.gpus, r, rate, None)
+        if best is None or cand.goodput_per_gpu > best.goodput_per_gpu:
+            best = cand
+    assert best is not None
+    if best.max_rate_per_unit > 0:
+        pools = Pools(pre, dec, best.prefill_replicas, best.decode_replicas, link)
+        per = with_rate(w, rate / best.units, seed) if rate else w
+        best = replace(best, metrics=_pooled(model, pools, per, slo, False)[0])
+    return colo_mode, best
+
+
+def _mode(name, n_p, n_d, gpus, r_max, rate, m) -> TrafficMode:
+    units = math.ceil(rate / r_max * (1 - 1e-12)) if r_max > 0 and rate > 0 else 0
+    return TrafficMode(name, n_p, n_d, gpus, r_max, r_max / gpus, units, units * gpus, m)
