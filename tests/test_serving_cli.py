@@ -188,3 +188,42 @@ def test_disagg_under_traffic_compares_goodput_per_gpu(run):
     )
     best = max(("colocated", "disaggregated"), key=lambda n: tr[n]["goodput_per_gpu"])
     assert tr["better"] == best
+
+
+def test_check_measures_tpot_at_the_given_context(run, cat):
+    from roofline.ops import Deployment
+    from roofline.phases import decode
+    from roofline.precision import WEIGHT_FORMATS
+
+    doc = run(
+        "check",
+        "llama-3.1-70b",
+        "h100",
+        "--tp",
+        "4",
+        "--weights",
+        "fp8",
+        "--batch",
+        "8",
+        "--context",
+        "32k",
+        "--max-tpot",
+        "1s",
+        "--format",
+        "json",
+    ).json()
+    (c,) = doc["checks"]
+    # the decode step of 8 sequences holding 32,000 tokens each, not the 1k/1k default mean
+    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], tp=4)
+    step = decode(cat.model("llama-3.1-70b"), cat.accelerator("h100"), dep, 8, 32_000)
+    assert c["value"] == pytest.approx(float(step.t_expected_s))
+
+
+def test_check_under_traffic_exit_codes(run):
+    base = ["check", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "100", "--rate", "5"]
+    ok = run(*base, "--max-ttft-p99", "5s", "--min-goodput", "1")
+    assert ok.code == 0
+    bad = run(*base, "--max-tpot-p99", "1us")
+    assert bad.code == 1 and "max_tpot_p99" in bad.stderr
+    r = run("check", "llama-3.1-8b", "h100", "--max-tpot-p99", "1s")
+    assert r.code == 2 and "--rate" in r.stderr and r.stdout == ""

@@ -12,7 +12,7 @@ import typer
 
 from roofline import render
 from roofline.catalog import load_cases, load_spec
-from roofline.checks import Limits, run_checks
+from roofline.checks import Limits, TrafficLimits, run_checks, run_traffic_checks
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, note
@@ -57,8 +57,10 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             min_throughput=c.get("min_throughput"),
             fits=bool(c.get("fits", False)),
         )
+        traffic = _traffic_limits(d)
         if not (
-            limits.fits
+            traffic is not None
+            or limits.fits
             or any(
                 x is not None
                 for x in (
@@ -94,6 +96,19 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
         capacity_bytes=cap,
         ideal=ideal,
     )
+    if traffic is not None:
+        checks += run_traffic_checks(
+            m,
+            hw,
+            dep,
+            eng,
+            prompt=prompt,
+            output=output,
+            limits=traffic,
+            replicas=replicas,
+            capacity_bytes=cap,
+            ideal=ideal,
+        )
     return {
         "name": d["name"],
         "model": m.id,
@@ -119,6 +134,32 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             for c in checks
         ],
     }
+
+
+def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
+    """--rate with --max-ttft-p99, --max-tpot-p99, --min-goodput (spec keys of the same names)."""
+    c = d["checks"]
+    keys = ("max_ttft_p99", "max_tpot_p99", "min_goodput")
+    given = {k: c.get(k) for k in keys if c.get(k) is not None}
+    if d.get("rate") is None:
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise InputError(f"{flags}: requires --rate")
+        return None
+    rates = opt.rates(str(d["rate"]))
+    if len(rates) != 1:
+        raise InputError("check takes one --rate")
+    if not given:
+        raise InputError("--rate needs --max-ttft-p99, --max-tpot-p99 or --min-goodput")
+    g = given.get("min_goodput")
+    if g is not None and not (isinstance(g, int | float) and g >= 0):
+        raise InputError(f"--min-goodput must be a rate >= 0, got {g}")
+    return TrafficLimits(
+        rates[0],
+        parse_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,
+        parse_seconds(given["max_tpot_p99"], "--max-tpot-p99") if "max_tpot_p99" in given else None,
+        g,
+    )
 
 
 @app.command()
@@ -149,6 +190,16 @@ def check(
         float | None, typer.Option(help="assert output tokens/s (all replicas) ≥")
     ] = None,
     fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
+    rate: opt.Rate = None,
+    max_ttft_p99: Annotated[
+        str | None, typer.Option(help="under --rate: assert p99 TTFT ≤, e.g. 2s")
+    ] = None,
+    max_tpot_p99: Annotated[
+        str | None, typer.Option(help="under --rate: assert p99 TPOT ≤, e.g. 50ms")
+    ] = None,
+    min_goodput: Annotated[
+        float | None, typer.Option(help="under --rate: assert goodput ≥ requests/s")
+    ] = None,
     ideal: opt.Ideal = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="report, never exit 1")] = False,
     fmt: opt.RowFormat = render.RowFmt.table,
@@ -186,8 +237,13 @@ def check(
                 "max_ttft": max_ttft,
                 "min_throughput": min_throughput,
                 "fits": fits,
+                "max_ttft_p99": max_ttft_p99,
+                "max_tpot_p99": max_tpot_p99,
+                "min_goodput": min_goodput,
             },
         }
+        if rate is not None:
+            d["rate"] = rate
         if context is not None:
             d["context"] = context
         if memory is not None:
