@@ -15,6 +15,7 @@ from roofline.memory import (
     engine,
 )
 from roofline.planner import plans
+from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
 from roofline.units import parse_seconds
 
 
@@ -36,6 +37,7 @@ def plan(
     max_tpot: Annotated[
         str | None, typer.Option(help="SLO: keep plans with TPOT ≤, e.g. 50ms")
     ] = None,
+    price: opt.Price = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Parallelism plans for N GPUs, best first.
@@ -57,6 +59,7 @@ def plan(
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
     eng = engine(engine_name, hw)
     results = plans(m, hw, base, eng, gpus, s, o, max_tp, capacity_bytes=opt.capacity(hw, memory))
+    usd = opt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     rows = [
         {
             "tp": p.tp,
@@ -70,6 +73,9 @@ def plan(
             "ttft_s": p.ttft_s,
             "tpot_s": p.tpot_s,
             "output_tokens_per_s": p.output_tokens_per_s,
+            "cost_per_million_output_tokens": cost_per_million_output_tokens(
+                cost_per_hour(usd, gpus), p.output_tokens_per_s
+            ),
             "meets_slo": bool(p.fits and (slo is None or p.tpot_s <= slo)),
         }
         for p in results
@@ -88,6 +94,7 @@ def plan(
         "output_tokens": o,
         "max_tp": max_tp,
         "max_tpot_s": slo,
+        "price_usd_per_gpu_hour": usd.usd_per_gpu_hour if usd else None,
         "efficiency": convert.efficiency_json(hw.efficiency),
     }
     doc = render.document("plan", inputs, best=best, plans=rows)
