@@ -108,6 +108,7 @@ def serve_table(doc: Mapping[str, Any]) -> None:
         )
         for p in pts
     ]
+    con.print(head)
     con.print(_tight(("rate", "TTFT p99", "TPOT p99", "tok/s/GPU", "goodput", "SLO"), rows))
     top_ttft = max(p["expected"]["ttft_s"]["p99"] for p in pts)
     top_tpot = max(p["expected"]["tpot_s"]["p99"] for p in pts)

@@ -41,7 +41,7 @@ MaxBatchedTokens = Annotated[
 ]
 Preemption = Annotated[str, typer.Option("--preemption", help="recompute or swap")]
 SATURATION_REQUESTS = 400
-SIZE_REQUESTS = 400  # requests per simulated point of the size search
+SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serve)
 SIZE_HARDWARE = "h100,h200,b200,mi300x"
 
 
