@@ -139,9 +139,65 @@ def size_4() -> float:
     cat = load_catalog()
     hws = [cat.accelerator(h) for h in ("h100", "h200", "b200", "mi300x")]
     base = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"])
-    w = make_workload(2000, 300, rate=10.0, requests=400, seed=0)
+    w = make_workload(2000, 300, rate=10.0, requests=1000, seed=0)
     t0 = time.perf_counter()
     size(cat.model("llama-3.1-70b"), hws, base, engine("vllm"), w, Slo(2.0, 0.05), load_prices())
+    return time.perf_counter() - t0
+
+
+def serve_cli(requests: int = 10_000) -> float:
+    """`roofline serve` end to end (interpreter start included), without the saturation search."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "roofline",
+        "serve",
+        "llama-3.1-8b",
+        "h100",
+        "--rate",
+        "10",
+        "--prompt-dist",
+        "sharegpt",
+        "--output-dist",
+        "sharegpt",
+        "--requests",
+        str(requests),
+        "--no-saturation",
+        "--format",
+        "json",
+    ]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def size_cli() -> float:
+    """`roofline size` over h100, h200, b200, mi300x end to end."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "roofline",
+        "size",
+        "llama-3.1-70b",
+        "--rate",
+        "10",
+        "--weights",
+        "fp8",
+        "--kv-dtype",
+        "fp8",
+        "--prompt",
+        "2k",
+        "--output",
+        "300",
+        "--slo-ttft",
+        "2s",
+        "--slo-tpot",
+        "50ms",
+        "--format",
+        "json",
+    ]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
     return time.perf_counter() - t0
 
 

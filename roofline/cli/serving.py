@@ -13,7 +13,6 @@ from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, note, warn
-from roofline.disagg import disaggregate
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
 from roofline.memory import (
@@ -22,7 +21,9 @@ from roofline.memory import (
     plan_memory,
 )
 from roofline.plot import check_output, save_cliff
-from roofline.scheduler import StepModel, kv_budget_blocks, simulate
+from roofline.serving.disagg import disaggregate
+from roofline.serving.scheduler import simulate
+from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.units import fmt_bytes, parse_seconds
 
 
