@@ -73,7 +73,7 @@ _API = {
     "request": "roofline.phases",
     "run_checks": "roofline.checks",
     "run_sweep": "roofline.sweep",
-    "simulate": "roofline.serving.scheduler",
+    "simulate": "roofline.serving.cliff",
     "speculate": "roofline.speculative",
     "spill": "roofline.tiers",
     "summarize": "roofline.validate",

@@ -1,6 +1,7 @@
 """Moved to roofline.serving (scheduler and steps); kept so existing imports keep working."""
 
-from roofline.serving.scheduler import CliffPoint, EngineRules, simulate, simulate_requests
+from roofline.serving.cliff import CliffPoint, simulate
+from roofline.serving.scheduler import EngineRules, simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
 
 __all__ = [

@@ -6,7 +6,7 @@ import pytest
 from roofline.memory import ENGINES, plan_memory
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
-from roofline.serving.scheduler import simulate
+from roofline.serving.cliff import simulate
 from roofline.serving.steps import StepModel, kv_budget_blocks
 
 DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=8)

@@ -21,8 +21,8 @@ from roofline.memory import (
     plan_memory,
 )
 from roofline.plot import check_output, save_cliff
+from roofline.serving.cliff import simulate
 from roofline.serving.disagg import disaggregate
-from roofline.serving.scheduler import simulate
 from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.units import fmt_bytes, parse_seconds
 

@@ -18,7 +18,7 @@ the vLLM scheduler docs):
 Nothing changes between events (an arrival that can be admitted, a prompt finishing its prefill, a
 sequence finishing, the KV budget running out), so the simulation advances in spans of many
 identical steps: the decode contexts grow by one token per step, which StepModel integrates in
-closed form. The cliff (`simulate`) is the same model with every request arriving at t = 0.
+closed form. The cliff (roofline.serving.cliff) is this model with every request at t = 0.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from heapq import heappop, heappush
 import numpy as np
 
 from roofline.errors import InputError
-from roofline.hardware import Tier
 from roofline.serving.steps import StepModel
 
 
@@ -508,71 +507,3 @@ def _span(steps: StepModel, n: int, ctx, total: float, k: int, pf: tuple | None)
     t_pf = (steps.lin(n + tokens / k) - (steps.lin(n) if n else 0.0)) * k
     t_pf += steps.prefill_attention_s(dones, [d + x for d, x in zip(dones, processed, strict=True)])
     return t_dec + t_pf, t_dec, processed
-
-
-# ---- the reasoning cliff: every request at t = 0 ---------------------------------------------
-@dataclass(frozen=True)
-class CliffPoint:
-    max_seqs: int
-    output_tokens_per_s: float
-    ttft_mean_s: float
-    ttft_p99_s: float
-    tpot_mean_s: float
-    tpot_p99_s: float
-    preemptions: int
-    recomputed_tokens: int
-    swapped_bytes: float
-    preemption_time_fraction: float
-    decode_time_fraction: float
-    peak_kv_fraction: float
-    makespan_s: float
-    finished: int
-
-
-def simulate(
-    steps: StepModel,
-    prompts: np.ndarray,
-    outputs: np.ndarray,
-    max_seqs: int,
-    budget_blocks: int,
-    block: int,
-    preemption: str = "recompute",
-    swap_tier: Tier | None = None,
-    chunked_prefill: bool = False,
-    max_batched_tokens: int | None = None,
-) -> CliffPoint:
-    """The cliff: every request arrives at t = 0; serve them all and summarise this max_seqs.
-    Chunked prefill needs a token budget; by default 2048 + max_seqs tokens per step."""
-    if chunked_prefill and max_batched_tokens is None:
-        max_batched_tokens = 2048 + max_seqs
-    rules = EngineRules(
-        max_seqs,
-        budget_blocks,
-        block,
-        max_batched_tokens,
-        chunked_prefill,
-        preemption,
-        swap_tier.bandwidth_bytes_per_s if swap_tier else None,
-    )
-    tr = simulate_requests(steps, np.zeros(len(prompts)), prompts, outputs, rules)
-    ttft = tr.first_token_s - tr.arrival_s
-    o = tr.outputs
-    tpot = np.where(o > 1, (tr.finish_s - tr.first_token_s) / np.maximum(o - 1, 1), 0.0)
-    total = tr.prefill_s + tr.decode_s
-    now = tr.makespan_s
-    return CliffPoint(
-        max_seqs,
-        float(o.sum() / now),
-        float(ttft.mean()),
-        float(np.percentile(ttft, 99)),
-        float(tpot.mean()),
-        float(np.percentile(tpot, 99)),
-        tr.preemptions,
-        tr.recomputed_tokens,
-        tr.swapped_bytes,
-        tr.preempt_s / now if now else 0.0,
-        tr.decode_s / total if total else 0.0,
-        tr.peak_blocks / budget_blocks,
-        now,
-        int(np.isfinite(tr.finish_s).sum()),
-    )
