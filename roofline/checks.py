@@ -22,6 +22,7 @@ class Limits:
     max_ttft_s: float | None = None
     min_throughput: float | None = None  # output tokens/s over all replicas
     fits: bool = False
+    min_concurrency: int | None = None  # sequences in flight over all replicas
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,20 @@ def run_checks(
                 f"max batch {mb} at {context:,} tokens "
                 f"({'≥' if ok else '<'} {limits.min_batch}, "
                 f"{mb - limits.min_batch:+d})",
+            )
+        )
+    if limits.min_concurrency is not None:
+        total = mb * replicas
+        ok = total >= limits.min_concurrency
+        out.append(
+            Check(
+                "min_concurrency",
+                ok,
+                limits.min_concurrency,
+                total,
+                "sequences",
+                f"{replicas} replica(s) x max batch {mb} = {total} at {context:,} tokens "
+                f"({'≥' if ok else '<'} {limits.min_concurrency})",
             )
         )
     wants_speed = any(

@@ -227,3 +227,13 @@ def test_check_under_traffic_exit_codes(run):
     assert bad.code == 1 and "max_tpot_p99" in bad.stderr
     r = run("check", "llama-3.1-8b", "h100", "--max-tpot-p99", "1s")
     assert r.code == 2 and "--rate" in r.stderr and r.stdout == ""
+
+
+def test_check_min_concurrency_counts_every_replica(run):
+    args = ["check", "llama-3.1-70b", "h100", "--tp", "4", "--weights", "fp8", "--context", "32k"]
+    one = run(*args, "--min-batch", "1", "--format", "json").json()
+    mb = one["checks"][0]["value"]  # max batch of one replica at 32k tokens
+    two = run(*args, "--dp", "2", "--min-concurrency", str(2 * mb), "--format", "json").json()
+    assert two["ok"] and two["checks"][0]["value"] == 2 * mb
+    r = run(*args, "--dp", "2", "--min-concurrency", str(2 * mb + 1))
+    assert r.code == 1

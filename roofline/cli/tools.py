@@ -48,6 +48,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
         c = d["checks"]
         limits = Limits(
             min_batch=c.get("min_batch"),
+            min_concurrency=c.get("min_concurrency"),
             max_tpot_s=None
             if c.get("max_tpot") is None
             else parse_seconds(c["max_tpot"], "max_tpot"),
@@ -65,6 +66,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
                 x is not None
                 for x in (
                     limits.min_batch,
+                    limits.min_concurrency,
                     limits.max_tpot_s,
                     limits.max_ttft_s,
                     limits.min_throughput,
@@ -184,6 +186,10 @@ def check(
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     min_batch: Annotated[int | None, typer.Option(help="assert max batch ≥ N at --context")] = None,
+    min_concurrency: Annotated[
+        int | None,
+        typer.Option(help="assert sequences in flight over all replicas ≥ N at --context"),
+    ] = None,
     max_tpot: Annotated[str | None, typer.Option(help="assert TPOT ≤, e.g. 50ms")] = None,
     max_ttft: Annotated[str | None, typer.Option(help="assert TTFT ≤, e.g. 2s")] = None,
     min_throughput: Annotated[
@@ -233,6 +239,7 @@ def check(
             "batch": batch,
             "checks": {
                 "min_batch": min_batch,
+                "min_concurrency": min_concurrency,
                 "max_tpot": max_tpot,
                 "max_ttft": max_ttft,
                 "min_throughput": min_throughput,
