@@ -237,3 +237,23 @@ def test_check_min_concurrency_counts_every_replica(run):
     assert two["ok"] and two["checks"][0]["value"] == 2 * mb
     r = run(*args, "--dp", "2", "--min-concurrency", str(2 * mb + 1))
     assert r.code == 1
+
+
+def test_sweep_prices_each_point(run):
+    out = run(
+        "sweep",
+        "--batch",
+        "1,64",
+        "--hardware",
+        "h100,rtx-4090",
+        "--price",
+        "h100=2.0",
+        "--format",
+        "json",
+    ).json()
+    for p in out["points"]:
+        if p["hardware"] == "nvidia-h100-sxm":  # $2.00 x TP1 over tokens per hour, per million
+            want = 2.0 / (p["output_tokens_per_s"] * 3600) * 1e6
+            assert p["cost_per_million_output_tokens"] == pytest.approx(want)
+        else:  # no list price for a consumer card
+            assert p["cost_per_million_output_tokens"] is None

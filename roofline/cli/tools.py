@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 
 from roofline import render
@@ -290,6 +291,7 @@ def sweep(
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
+    price: opt.Price = None,
     fmt: opt.RowFormat = render.RowFmt.jsonl,
 ) -> None:
     """A grid of analyze summaries, one row per point.
@@ -319,7 +321,9 @@ def sweep(
     engine(engine_name)  # an unknown name fails before any work
     progress = render.progress_bar("sweep", len(grid.combos)) if grid.points > 200_000 else None
     cols = run_sweep(grid, engine_name, progress or (lambda x: x))
-    rows = [dict(zip(COLUMNS, values, strict=True)) for values in zip(*cols.values(), strict=True)]
+    cols["cost_per_million_output_tokens"] = _cost_column(cols, price)
+    names = (*COLUMNS, "cost_per_million_output_tokens")
+    rows = [dict(zip(names, values, strict=True)) for values in zip(*cols.values(), strict=True)]
     inputs = {
         "engine": engine_name,
         "points": grid.points,
@@ -329,6 +333,19 @@ def sweep(
     whole = fmt in (render.RowFmt.json, render.RowFmt.table)
     doc = render.document("sweep", inputs, points=rows) if whole else {}
     render.emit(doc, fmt, rows, render.sweep_table)
+
+
+def _cost_column(cols: dict[str, list], spec: str | None) -> list:
+    """$/million output tokens of each point (one replica of TP GPUs at its static-batch
+    throughput), None where the accelerator has no price."""
+    prices = opt.price_table(catalog(), spec)
+    usd = {
+        h: (p.usd_per_gpu_hour if (p := prices.get(h)) else np.nan) for h in set(cols["hardware"])
+    }
+    per_hour = np.array([usd[h] for h in cols["hardware"]]) * np.asarray(cols["tp"], dtype=float)
+    tok = np.asarray(cols["output_tokens_per_s"], dtype=float)
+    cost = per_hour / (tok * 3600.0) * 1e6
+    return [None if not np.isfinite(c) else c for c in cost.tolist()]
 
 
 @app.command()
