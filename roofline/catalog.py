@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import pickle
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
@@ -29,6 +28,7 @@ from typing import Any
 import yaml
 
 from roofline.errors import CatalogError, InputError, RooflineError, UnknownEntryError
+from roofline.files import read_text
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.hfcache import cached_config, is_repo_id
 from roofline.hfconfig import entry_from_config
@@ -351,19 +351,15 @@ def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[
     """Parse one YAML file into {section: [entries]} with validation. With a `problems` list,
     a bad entry is recorded there and skipped, so one pass finds every bad entry; without it the
     first problem raises."""
+    text = read_text(path)
     try:
-        with path.open(encoding="utf-8") as f:
-            raw = _safe_load(f.read())
+        raw = _safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
         raise CatalogError(
             f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})"
         ) from None
-    except UnicodeDecodeError:
-        raise CatalogError(f"{path}: is not UTF-8 text") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -596,6 +592,15 @@ class Catalog:
         return model_from_config(name)
 
 
+def _no_constant(path: Path):
+    """json.loads accepts NaN and Infinity; a config.json holding them is refused by name."""
+
+    def refuse(name: str) -> None:
+        raise CatalogError(f"{path}: {name} is not a number a config may hold")
+
+    return refuse
+
+
 def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
     """A catalog entry (dict) from a local Hugging Face config.json, a folder holding one, or a
     Hub repo id (`org/name`) found in the local Hugging Face cache; never the network."""
@@ -607,10 +612,9 @@ def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, A
         p = cached_config(repo)
         model_id = model_id or repo.split("/")[1].lower()
         source = f"{repo} config.json (Hugging Face cache {p.parent.name[:12]})"
+    text = read_text(p)
     try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CatalogError(f"{p}: cannot read ({exc.strerror})") from None
+        cfg = json.loads(text, parse_constant=_no_constant(p))
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{p}: is not valid JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(cfg, dict):
@@ -693,17 +697,11 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
 
 def load_cases(path: str | Path) -> list[Case]:
     """Read published measurements (schema of validation/public_cases.yaml), strictly."""
-    p = Path(path)
+    text = read_text(path, stdin_dash=True)
     try:
-        raw = (
-            _safe_load(p.read_text(encoding="utf-8"))
-            if str(path) != "-"
-            else _safe_load(sys.stdin.read())
-        )
+        raw = _safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cases"), list):
         raise CatalogError(f"{path}: expected a mapping with a 'cases' list")
     cases, seen = [], set()
@@ -754,18 +752,18 @@ def load_spec(path: str | Path) -> list[dict[str, Any]]:
     """Deployments to check, from YAML or JSON ('-' reads stdin): one mapping, a list, or a
     mapping with a 'deployments' list. Keys are validated; values keep their human units."""
     name = "<stdin>" if str(path) == "-" else str(path)
+    text = read_text(path, stdin_dash=True)
     try:
-        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
         raw = _safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogError(
             f"{name}: is not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
         ) from None
-    except OSError as exc:
-        raise CatalogError(f"{name}: cannot read ({exc.strerror})") from None
     if isinstance(raw, dict) and "deployments" in raw:
         raw = raw["deployments"]
     entries = raw if isinstance(raw, list) else [raw]
+    if not entries or raw is None:
+        raise CatalogError(f"{name}: no deployments to check")
     out = []
     for i, entry in enumerate(entries):
         label = entry.get("name", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
@@ -819,12 +817,11 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     if path is None:
         path = shipped_dirs()[0] / PRICES_FILE
     path = Path(path)
+    text = read_text(path)
     try:
-        raw = _safe_load(path.read_text(encoding="utf-8"))
+        raw = _safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(raw, dict) or set(raw) != {"prices"} or not isinstance(raw["prices"], list):
         raise CatalogError(f"{path}: expected one top-level key 'prices' holding a list")
     out: dict[str, Price] = {}
@@ -848,10 +845,7 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
 def read_jsonl(path: str | Path) -> list[Any]:
     """One JSON value per non-empty line (a request trace); errors name the line."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    lines = read_text(path).splitlines()
     out = []
     for i, line in enumerate(lines):
         if line.strip():
@@ -888,12 +882,11 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
 def load_serving_cases(path: str | Path) -> list[dict[str, Any]]:
     """Published serving measurements (validation/serving_cases.yaml), key-checked strictly."""
     path = Path(path)
+    text = read_text(path)
     try:
-        raw = _safe_load(path.read_text(encoding="utf-8"))
+        raw = _safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(raw, dict) or set(raw) != {"cases"} or not isinstance(raw["cases"], list):
         raise CatalogError(f"{path}: expected one top-level key 'cases' holding a list")
     seen: set[str] = set()

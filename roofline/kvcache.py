@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.errors import InputError
+from roofline.files import read_text
 from roofline.memory import MemoryPlan, kv_bytes_per_sequence, kv_bytes_per_token, max_batch
 from roofline.model import ModelArch
 from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
@@ -207,8 +208,29 @@ NAMED = {
 }
 
 
+MAX_SAMPLES = 1_000_000  # lengths a distribution may draw (n=...)
+_PARAMS = {"lognormal": ("mean", "sigma"), "uniform": ("low", "high"), "fixed": ("length",)}
+
+
+def _check_params(name: str, params: dict[str, float], what: str) -> None:
+    """Distribution parameters must be known, finite and in range before anything is drawn."""
+    for key, value in params.items():
+        if key not in _PARAMS[name]:
+            raise InputError(
+                f"{what}: {name} has no parameter '{key}' ({', '.join(_PARAMS[name])})"
+            )
+        if not np.isfinite(value):
+            raise InputError(f"{what}: {key}={value} is not a finite number")
+    if name == "lognormal" and (params.get("mean", 1) <= 0 or params.get("sigma", 0) < 0):
+        raise InputError(f"{what}: lognormal needs mean > 0 and sigma >= 0")
+    if name == "uniform" and not 0 < params.get("low", 1) <= params.get("high", 1):
+        raise InputError(f"{what}: uniform needs 0 < low <= high")
+    if name == "fixed" and params.get("length", 1) <= 0:
+        raise InputError(f"{what}: fixed needs length > 0")
+
+
 def parse_lengths(
-    spec: str, max_len: int, n: int = 10_000, seed: int = 0
+    spec: str, max_len: int, n: int = 10_000, seed: int = 0, what: str = "--lengths"
 ) -> tuple[FloatArray, str]:
     """Sequence lengths from a list ("100,250,900"), a file of numbers (whitespace or comma
     separated), or a distribution: sharegpt, alpaca, lognormal:mean=500,sigma=0.9,
@@ -219,7 +241,7 @@ def parse_lengths(
         values = np.array([float(x) for x in re.split(r"[,\s]+", text) if x])
         desc = f"{len(values)} listed lengths"
     elif Path(text).is_file():
-        raw = Path(text).read_text(encoding="utf-8")
+        raw = read_text(text)
         try:
             values = np.array([float(x) for x in re.split(r"[,\s]+", raw) if x])
         except ValueError:
@@ -235,13 +257,20 @@ def parse_lengths(
             try:
                 params[key.strip()] = float(value)
             except ValueError:
-                raise InputError(f"--lengths: cannot read '{item}' (use key=number)") from None
-        n, seed = int(params.pop("n", n)), int(params.pop("seed", seed))
+                raise InputError(f"{what}: cannot read '{item}' (use key=number)") from None
+        n_value, seed_value = params.pop("n", n), params.pop("seed", seed)
+        if not (np.isfinite(n_value) and 1 <= n_value <= MAX_SAMPLES and n_value == int(n_value)):
+            raise InputError(f"{what}: n must be a whole number from 1 to {MAX_SAMPLES:,}")
+        if not (np.isfinite(seed_value) and 0 <= seed_value < 2**63):
+            raise InputError(f"{what}: seed must be a whole number >= 0")
+        n, seed = int(n_value), int(seed_value)
         desc_prefix = ""
         if name in NAMED:
             kind, defaults, desc_prefix = NAMED[name]
             params = {**defaults, **params}
             name = kind
+        if name in _PARAMS:
+            _check_params(name, params, what)
         rng = np.random.default_rng(seed)
         if name == "lognormal":
             mean, sigma = params.get("mean", 500.0), params.get("sigma", 0.9)
@@ -253,12 +282,14 @@ def parse_lengths(
             values = np.full(n, params.get("length", max_len))
         else:
             raise InputError(
-                f"--lengths: unknown distribution '{name}'",
+                f"{what}: unknown distribution '{name}'",
                 hint="use a list, a file, sharegpt, alpaca, lognormal:mean=…,sigma=…, "
                 "uniform:low=…,high=… or fixed:length=…",
             )
         shown = ", ".join(f"{k}={v:g}" for k, v in params.items())
         desc = (desc_prefix + "; " if desc_prefix else "") + f"{name}({shown}), n={n}, seed={seed}"
-    if values.size == 0 or np.any(values <= 0):
-        raise InputError("--lengths needs at least one positive length")
+    if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise InputError(f"{what} needs at least one length, each positive and finite")
+    if values.size > MAX_SAMPLES:
+        raise InputError(f"{what}: more than {MAX_SAMPLES:,} lengths")
     return np.clip(np.round(values), 1, max_len), desc

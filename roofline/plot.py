@@ -118,7 +118,9 @@ def _pyplot():
 def check_output(path: Path) -> None:
     """Fail early (before any work or output) on a bad chart path or a missing matplotlib."""
     if path.suffix.lower() not in (".svg", ".png", ".pdf"):
-        raise InputError(f"--output {path}: use a .svg, .png or .pdf file name")
+        raise InputError(f"--out {path}: use a .svg, .png or .pdf file name")
+    if not path.parent.is_dir():
+        raise InputError(f"--out {path}: the directory {path.parent} does not exist")
     _pyplot()
 
 

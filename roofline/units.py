@@ -55,25 +55,32 @@ def parse_count(text: str | int | float, what: str = "value") -> float:
 
 
 def parse_bytes(text: str | int | float, what: str = "size") -> float:
-    """Parse a byte size: "80GB" (80e9), "80GiB" (80·2^30), "512MB", or a plain number of bytes."""
+    """Parse a byte size written with its unit: "80GB" (80e9), "80GiB" (80·2^30), "512MB", "4096B".
+    Text needs a unit (a bare "80" is more likely 80 GB than 80 bytes, so it is refused); a
+    Python number is bytes."""
     if isinstance(text, (int, float)):
         return float(text)
     m = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]*)", text.strip())
     suffix = m.group(2).lower() if m else None
-    if not m or (suffix and suffix not in _BYTE_SUFFIX):
-        raise InputError(f"cannot read {what} {text!r}: use a size such as 80GB, 24GiB or 512MB")
-    return float(m.group(1)) * (_BYTE_SUFFIX[suffix] if suffix else 1.0)
+    if not m or suffix not in _BYTE_SUFFIX:
+        hint = " (a unit is required)" if m and not suffix else ""
+        raise InputError(
+            f"cannot read {what} {text!r}{hint}: use a size such as 80GB, 24GiB or 512MB"
+        )
+    return float(m.group(1)) * _BYTE_SUFFIX[suffix]
 
 
 def parse_seconds(text: str | int | float, what: str = "time") -> float:
-    """Parse a duration: "50ms", "2s", "300us"; a bare number is seconds."""
+    """Parse a duration written with its unit: "50ms", "2s", "300us". Text needs a unit (a bare
+    "50" would be 50 seconds where 50 ms was meant); a Python number is seconds."""
     if isinstance(text, (int, float)):
         return float(text)
     m = re.fullmatch(_NUMBER + r"\s*([a-zA-Zµ]*)", text.strip())
     suffix = m.group(2).lower() if m else None
-    if not m or (suffix and suffix not in _TIME_SUFFIX):
-        raise InputError(f"cannot read {what} {text!r}: use a time such as 50ms, 2s or 300us")
-    return float(m.group(1)) * (_TIME_SUFFIX[suffix] if suffix else 1.0)
+    if not m or suffix not in _TIME_SUFFIX:
+        hint = " (a unit is required)" if m and not suffix else ""
+        raise InputError(f"cannot read {what} {text!r}{hint}: use a time such as 50ms, 2s or 300us")
+    return float(m.group(1)) * _TIME_SUFFIX[suffix]
 
 
 def fmt_bytes(n: float) -> str:

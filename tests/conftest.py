@@ -51,3 +51,30 @@ def run(monkeypatch: pytest.MonkeyPatch):
         return Result(r.exit_code, r.stdout, r.stderr)
 
     return _run
+
+
+@pytest.fixture
+def run_main(monkeypatch: pytest.MonkeyPatch):
+    """Invoke the real entry point, roofline.cli.main (which turns the parser's usage errors into
+    one line), with argv and stdout/stderr captured: what a shell sees."""
+    import contextlib
+    import io
+    import sys
+
+    from roofline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.delenv("ROOFLINE_CATALOG", raising=False)
+
+    def _run(*args: str) -> Result:
+        out, err = io.StringIO(), io.StringIO()
+        monkeypatch.setattr(sys, "argv", ["roofline", *args])
+        code = 0
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+        return Result(code, out.getvalue(), err.getvalue())
+
+    return _run

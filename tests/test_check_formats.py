@@ -68,7 +68,7 @@ def test_check_latency_limits(run):
         (["check", "llama-3.1-8b", "h100"], "no assertion"),
         (["check", "llama-3.1-8b"], "MODEL HARDWARE"),
         (["check", "llama-3.1-8b", "h100", "--max-tpot", "fast"], "max_tpot"),
-        (["check", "--spec", "/nonexistent.yaml"], "cannot read"),
+        (["check", "--spec", "/nonexistent.yaml"], "no such file"),
     ],
 )
 def test_check_bad_input_exit_2(run, args, needle):

@@ -21,7 +21,15 @@ def test_bytes_and_seconds():
     assert parse_bytes("512 MB") == 512e6
     assert parse_seconds("50ms") == pytest.approx(0.05)
     assert parse_seconds("300us") == pytest.approx(3e-4)
-    assert parse_seconds("2") == 2.0
+    assert parse_seconds("2s") == 2.0
+    assert parse_bytes(4096) == 4096.0  # a Python number is already SI
+
+
+@pytest.mark.parametrize("parse", [parse_bytes, parse_seconds])
+def test_text_without_a_unit_is_refused(parse):
+    """`--max-tpot 50` would be 50 seconds and `--memory 80` 80 bytes: both are refused."""
+    with pytest.raises(InputError, match="unit is required"):
+        parse("50")
 
 
 @pytest.mark.parametrize("bad", ["", "abc", "12 parsecs", "-5k", "1e"])

@@ -250,6 +250,7 @@ def analyze(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
+    opt.check_sparsity(dep, hw)
     n_gpus, replicas = opt.replicas(dep, gpus, dp)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context)
@@ -369,6 +370,7 @@ def capacity(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None)
+    opt.check_sparsity(dep, hw)
     n_gpus, replicas = opt.replicas(dep, gpus, dp)
     b = opt.batch(batch)
     ctx = opt.workload(prompt, output, context)[2]
@@ -466,6 +468,7 @@ def bytes_(
         opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None),
         kv_token_budget=budget,
     )
+    opt.check_sparsity(dep, hw)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context)
     s = max(s, 1)

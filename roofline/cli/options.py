@@ -245,26 +245,42 @@ def capacity(hw: Accelerator, memory: str | None) -> float:
     return value * hw.gpu_memory_fraction
 
 
+MAX_LIST = 100_000  # values a list or range option may expand to
+
+
 def int_list(spec: str, what: str, parse: Callable[[str], int] = int) -> list[int]:
-    """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (a step); items may take units."""
+    """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (a step); items may take units. The
+    size of a range is checked before it is expanded."""
     try:
         if ".." in spec:
             lo_text, _, rest = spec.partition("..")
             hi_text, _, step_text = rest.partition(":")
             lo, hi = parse(lo_text), parse(hi_text)
-            if step_text:
-                values = list(range(lo, hi + 1, parse(step_text)))
-            else:
-                count = int(np.log2(hi / lo)) + 1 if hi >= lo > 0 else 0
-                values = sorted({round(v) for v in np.geomspace(lo, hi, count)} | {hi})
+            step = parse(step_text) if step_text else None
         else:
             values = [parse(v) for v in spec.split(",") if v.strip()]
     except (ValueError, ZeroDivisionError, RooflineError):
         raise InputError(
             f"cannot read {what} {spec!r}: use 1,8,64 or 1..1024 or 8..256:8"
         ) from None
+    if ".." in spec:
+        if hi < lo:
+            raise InputError(f"{what} {spec!r}: the range runs backwards ({lo} > {hi})")
+        if step is not None:
+            if step < 1:
+                raise InputError(f"{what} {spec!r}: the step must be at least 1")
+            if (hi - lo) // step + 1 > MAX_LIST:
+                raise InputError(f"{what} {spec!r}: more than {MAX_LIST:,} values")
+            values = list(range(lo, hi + 1, step))
+        elif lo < 1:
+            raise InputError(f"{what} {spec!r}: a powers-of-two range starts at 1 or more")
+        else:
+            count = int(np.log2(hi / lo)) + 1
+            values = sorted({round(v) for v in np.geomspace(lo, hi, count)} | {hi})
     if not values:
         raise InputError(f"{what} {spec!r} gives no values")
+    if len(values) > MAX_LIST:
+        raise InputError(f"{what} {spec!r}: more than {MAX_LIST:,} values")
     return values
 
 
@@ -273,6 +289,15 @@ def batch_sweep(spec: str, what: str = "--max-seqs") -> list[int]:
     if min(values) < 1 or max(values) > 65536 or len(values) > 256:
         raise InputError(f"{what} {spec!r}: 1 to 256 settings, each from 1 to 65536")
     return values
+
+
+def check_sparsity(dep: Deployment, hw: Accelerator) -> None:
+    """2:4 sparsity needs sparse tensor cores: without them it neither halves the weights nor
+    doubles the peak, so a model must not 'fit' through it."""
+    if dep.sparse_2_4 and not hw.sparsity_2_4:
+        raise InputError(
+            f"--sparsity 2:4: {hw.id} has no 2:4 sparse tensor cores (catalog: sparsity_2_4 false)"
+        )
 
 
 def not_fit(m: ModelArch, hw: Accelerator, dep: Deployment, plan: MemoryPlan) -> DoesNotFitError:

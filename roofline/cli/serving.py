@@ -78,11 +78,11 @@ def cliff(
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     tier = cat.tier(swap_tier) if preemption == "swap" else None
     if prompt_dist:
-        prompts, prompt_desc = parse_lengths(prompt_dist, 10**7, n, seed)
+        prompts, prompt_desc = parse_lengths(prompt_dist, 10**7, n, seed, "--prompt-dist")
     else:
         prompts, prompt_desc = np.full(n, float(s)), f"fixed {s}"
     if output_dist:
-        outputs, output_desc = parse_lengths(output_dist, 10**7, n, seed + 1)
+        outputs, output_desc = parse_lengths(output_dist, 10**7, n, seed + 1, "--output-dist")
     else:
         outputs, output_desc = np.full(n, float(o)), f"fixed {o}"
     prompts, outputs = prompts.astype(np.int64), outputs.astype(np.int64)

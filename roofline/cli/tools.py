@@ -23,7 +23,7 @@ from roofline.phases import decode, prefill
 from roofline.plot import check_output, save_roofline, text_roofline
 from roofline.precision import kv_format, weight_format
 from roofline.sweep import COLUMNS, Grid, run_sweep
-from roofline.units import parse_bytes, parse_seconds
+from roofline.units import parse_seconds
 from roofline.validate import evaluate, summarize
 
 
@@ -52,10 +52,10 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             min_concurrency=c.get("min_concurrency"),
             max_tpot_s=None
             if c.get("max_tpot") is None
-            else parse_seconds(c["max_tpot"], "max_tpot"),
+            else parse_seconds(str(c["max_tpot"]), "max_tpot"),
             max_ttft_s=None
             if c.get("max_ttft") is None
-            else parse_seconds(c["max_ttft"], "max_ttft"),
+            else parse_seconds(str(c["max_ttft"]), "max_ttft"),
             min_throughput=c.get("min_throughput"),
             fits=bool(c.get("fits", False)),
         )
@@ -77,7 +77,9 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             raise InputError(
                 "no assertion given (--fits, --min-batch, --max-tpot, --max-ttft, --min-throughput)"
             )
-        batch = d.get("batch") or limits.min_batch or 1
+        if limits.min_batch is not None and limits.min_batch < 1:
+            raise InputError(f"min_batch must be at least 1, got {limits.min_batch}")
+        batch = d["batch"] if d.get("batch") is not None else (limits.min_batch or 1)
         if not 1 <= batch <= 10**7:
             raise InputError(f"batch must be from 1 to 1e7, got {batch}")
         memory = d.get("memory")
@@ -255,7 +257,7 @@ def check(
         if context is not None:
             d["context"] = context
         if memory is not None:
-            d["memory"] = str(parse_bytes(memory, "--memory"))
+            d["memory"] = memory
         deployments = [d]
     results = [_evaluate_spec(d, ideal) for d in deployments]
     ok = all(r["ok"] for r in results)

@@ -1,0 +1,30 @@
+"""Reading the files a user names (catalogs, config.json, check specs, cases, length lists):
+every I/O or decoding problem becomes one CatalogError line naming the file, so no command ends
+in a traceback because a path is wrong, a directory, unreadable or not UTF-8 text."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from roofline.errors import CatalogError
+
+
+def read_text(path: str | Path, stdin_dash: bool = False) -> str:
+    """The UTF-8 text of a file ('-' is standard input where `stdin_dash`)."""
+    if stdin_dash and str(path) == "-":
+        try:
+            return sys.stdin.read()
+        except UnicodeDecodeError:
+            raise CatalogError("<stdin>: is not UTF-8 text") from None
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CatalogError(f"{p}: is not UTF-8 text") from None
+    except IsADirectoryError:
+        raise CatalogError(f"{p}: is a directory, not a file") from None
+    except FileNotFoundError:
+        raise CatalogError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise CatalogError(f"{p}: cannot read ({exc.strerror or exc})") from None

@@ -1,0 +1,68 @@
+"""Root causes of silent wrong answers and tracebacks (issue 14), one test each: every bad input
+is one stderr line, exit 2, nothing on stdout."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _refused(r, needle: str) -> None:
+    assert r.code == 2, r.stdout + r.stderr
+    assert r.stdout == "" and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        # zero is a value, not "not given": checking batch 0 must not silently check batch 1
+        (["check", "llama-3.1-8b", "h100", "--batch", "0", "--fits"], "batch must be"),
+        (["check", "llama-3.1-8b", "h100", "--min-batch", "0"], "min_batch must be"),
+        # a range that runs backwards or expands to a billion values is refused before any work
+        (["sweep", "--batch", "64..1"], "runs backwards"),
+        (["sweep", "--batch", "1..1000000000:1"], "more than"),
+        (["sweep", "--batch", "1..64:0"], "step must be"),
+        # bare numbers that would mean seconds or bytes
+        (["plan", "llama-3.1-8b", "h100", "--max-tpot", "50"], "unit is required"),
+        (["analyze", "llama-3.1-8b", "h100", "--memory", "80"], "unit is required"),
+        # 2:4 sparsity on a chip without sparse tensor cores cannot halve the weights
+        (["capacity", "llama-3.1-8b", "v100", "--sparsity", "2:4"], "no 2:4 sparse"),
+        # a chart into a directory that does not exist fails before any work
+        (["plot", "llama-3.1-8b", "h100", "-o", "/nonexistent/dir/x.svg"], "does not exist"),
+    ],
+)
+def test_refused(run, args, needle):
+    _refused(run(*args), needle)
+
+
+def test_empty_spec_checks_nothing_and_is_refused(run, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("deployments: []\n")
+    _refused(run("check", "--spec", str(spec)), "no deployments")
+
+
+@pytest.mark.parametrize("what", ["catalog", "spec", "lengths", "config"])
+def test_files_that_are_not_utf8_are_one_line(run, tmp_path, what):
+    bad = tmp_path / ("config.json" if what == "config" else "x.yaml")
+    bad.write_bytes(b"\xff\xfe\x00 not text \xc3\x28")
+    args = {
+        "catalog": ["catalog", "validate", str(tmp_path)],
+        "spec": ["check", "--spec", str(bad)],
+        "lengths": ["kv", "llama-3.1-8b", "--allocation", "paged", "--lengths", str(bad)],
+        "config": ["models", "import", str(bad)],
+    }[what]
+    r = run(*args)
+    assert r.code == 2 and r.stdout == "" and "not UTF-8" in r.stderr
+
+
+def test_config_with_nan_is_refused(run, tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(
+        '{"model_type": "llama", "hidden_size": NaN, "num_hidden_layers": 2,'
+        ' "num_attention_heads": 2, "vocab_size": 10, "intermediate_size": 4}'
+    )
+    _refused(run("models", "import", str(cfg)), "NaN")
+
+
+def test_message_with_a_newline_in_the_input_stays_one_line(run):
+    r = run("analyze", "llama-3.1-8b\nrm -rf", "h100")
+    assert r.code == 2 and r.stderr.count("\n") == 1
