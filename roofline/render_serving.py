@@ -11,12 +11,13 @@ from rich import box
 from rich.table import Table
 
 from roofline.render import _bar, _c, _kv_table, _rows_table, stdout_console
-from roofline.units import fmt_seconds
+from roofline.units import fmt_bytes, fmt_seconds
 
 
 def _tight(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
-    """A rows table with one space between columns (collapsed padding), for 60 columns."""
-    t = Table(box=box.SIMPLE_HEAVY, pad_edge=False, collapse_padding=True, padding=(0, 1))
+    """A rows table with one space between columns (the box's divider, no padding): 60 columns
+    hold eight numeric columns."""
+    t = Table(box=box.SIMPLE_HEAVY, pad_edge=False, padding=(0, 0))
     for i, c in enumerate(columns):
         t.add_column(c, justify="left" if i == 0 else "right", no_wrap=True)
     for r in rows:
@@ -195,3 +196,78 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
     con.print(_tight(("serving", "unit", "req/s/GPU", "GPUs", "TTFT p99", "TPOT p99"), rows))
     if tr["better"]:
         con.print(f"better by goodput per GPU: {tr['better']}")
+
+
+def cliff_table(doc: Mapping[str, Any]) -> None:
+    """The cliff sweep (the serving scheduler with every request at t = 0), 60-column safe."""
+    con = stdout_console()
+    i, pts, cliff = doc["inputs"], doc["points"], doc["cliff_batch"]
+    swap = i["preemption"] == "swap"
+    rows = []
+    for p in pts:
+        row = [
+            f"{p['batch']:,}" + (" ▲" if p["past_cliff"] else ""),
+            f"{p['output_tokens_per_s']:,.0f}",
+            _t(p["ttft_mean_s"]),
+            _t(p["tpot_mean_s"]),
+            _t(p["tpot_p99_s"]),
+            f"{p['preemptions']:,}",
+            f"{p['preemption_time_fraction']:.0%}",
+        ]
+        row.append(
+            f"{p['throughput_vs_recompute']:.2f}x" if swap else f"{p['decode_time_fraction']:.1%}"
+        )
+        rows.append(tuple(row))
+    con.print(
+        f"Reasoning cliff: {i['model']} on {i['hardware']} TP{i['tp']}, {i['weights']} weights, "
+        f"{i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out, "
+        f"{i['requests']:,} requests all arriving at t = 0, {i['preemption']}; cliff at batch "
+        f"{cliff:,} (▲ past it); lost = share of time recomputing or swapping"
+        + ("; vs rec. = throughput against recompute" if swap else "")
+    )
+    cols = ("batch", "tok/s", "TTFT", "TPOT", "TPOT p99", "preempt", "lost")
+    con.print(_tight((*cols, "vs rec." if swap else "decode"), rows))
+    top_tps = max(p["output_tokens_per_s"] for p in pts)
+    top_tpot = max(p["tpot_mean_s"] for p in pts)
+    con.print("Throughput and TPOT against batch (bars scaled to the largest value)")
+    con.print(
+        _tight(
+            ("batch", "output tokens/s", "TPOT"),
+            [
+                (
+                    f"{p['batch']:,}" + (" ▲" if p["past_cliff"] else ""),
+                    _bar(p["output_tokens_per_s"], top_tps),
+                    _bar(p["tpot_mean_s"], top_tpot),
+                )
+                for p in pts
+            ],
+        )
+    )
+
+
+def disagg_table(doc: Mapping[str, Any]) -> None:
+    """Closed-form colocated vs disaggregated serving, 60-column safe."""
+    i = doc["inputs"]
+    rows = [
+        (
+            name,
+            _t(doc[name]["ttft_s"]),
+            _t(doc[name]["tpot_s"]),
+            f"{doc[name]['output_tokens_per_s_per_gpu']:,.0f}",
+            f"{doc[name]['gpus_per_decode_replica']:.2f}",
+        )
+        for name in ("colocated", "disaggregated")
+    ]
+    con = stdout_console()
+    con.print(
+        f"{i['model']}: prefill on {i['prefill_hardware']} TP{i['prefill_tp']}, decode on "
+        f"{i['decode_hardware']} TP{i['decode_tp']}, batch {i['batch']}, "
+        f"{i['prompt_tokens']:,} in / {i['output_tokens']:,} out ({i['step_times']}); TTFT of "
+        "one request on idle replicas; GPUs per unit = a decode replica and its prefill share"
+    )
+    con.print(_tight(("serving", "TTFT", "TPOT", "tok/s/GPU", "GPUs/unit"), rows))
+    con.print(
+        f"KV cache per request {fmt_bytes(doc['kv_bytes_per_request'])}, sent over {i['link']} in "
+        f"{fmt_seconds(doc['kv_transfer_s'])}; {doc['prefill_replicas_per_decode_replica']:.2f} "
+        "prefill replicas keep one decode replica busy"
+    )

@@ -10,6 +10,7 @@ import numpy as np
 import typer
 
 from roofline import render
+from roofline import render_serving as rs
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, note, warn
@@ -166,7 +167,7 @@ def cliff(
             for p, r in zip(points, baseline, strict=True)
         ],
     )
-    render.emit(doc, fmt, doc["points"], render.cliff_table)
+    render.emit(doc, fmt, doc["points"], rs.cliff_table)
     if out is not None:
         save_cliff(doc, out)
         note(f"wrote {out}")
@@ -292,7 +293,7 @@ def disagg(
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
     else:
-        render.disagg_table(doc)
+        rs.disagg_table(doc)
         if rate is not None:
             from roofline.render_serving import disagg_traffic_table
 
