@@ -144,6 +144,8 @@ def size_table(doc: Mapping[str, Any]) -> None:
     for d in deps:
         mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
         layout = f"TP{d['tp']}" + (f"PP{d['pp']}" if d["pp"] > 1 else "")
+        if d.get("prefill_replicas"):
+            layout += f" {d['prefill_replicas']}P{d['decode_replicas']}D"
         name = f"{_short(d['hardware'])} {layout}"
         if not d["meets_slo"]:
             misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")

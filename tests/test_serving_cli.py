@@ -297,3 +297,35 @@ def test_sweep_prices_each_point(run):
             assert p["cost_per_million_output_tokens"] == pytest.approx(want)
         else:  # no list price for a consumer card
             assert p["cost_per_million_output_tokens"] is None
+
+
+def test_size_disagg_adds_pool_deployments(run):
+    doc = run(
+        "size",
+        "llama-3.1-8b",
+        "--rate",
+        "20",
+        "--hardware",
+        "h100",
+        "--prompt",
+        "2k",
+        "--output",
+        "200",
+        "--slo-ttft",
+        "1s",
+        "--slo-tpot",
+        "40ms",
+        "--disagg",
+        "--requests",
+        "150",
+        "--format",
+        "json",
+    ).json()
+    pools = [d for d in doc["deployments"] if d["prefill_replicas"]]
+    assert pools and doc["inputs"]["disaggregated"]
+    for d in pools:
+        if d["meets_slo"]:  # units of P prefill + D decode replicas, each TP x PP GPUs
+            per_unit = (d["prefill_replicas"] + d["decode_replicas"]) * d["tp"] * d["pp"]
+            assert d["gpus"] == d["replicas"] * per_unit
+            assert d["expected"]["ttft_s"]["p99"] <= 1.0 and d["expected"]["tpot_s"]["p99"] <= 0.04
+    assert sum(d["best"] for d in doc["deployments"]) == 1

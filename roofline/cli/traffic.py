@@ -287,6 +287,13 @@ def size(
     engine_name: opt.Engine = opt.ENGINE,
     price: opt.Price = None,
     minimize: opt.Minimize = "cost",
+    disagg: Annotated[
+        bool,
+        typer.Option("--disagg", help="also disaggregated prefill/decode pools (slower search)"),
+    ] = False,
+    link: Annotated[
+        str, typer.Option(help="tier id the KV cache travels over between pools (--disagg)")
+    ] = "infiniband-ndr",
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Deployments that meet the SLOs at a rate, with cost.
@@ -319,6 +326,12 @@ def size(
     prices = opt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
     rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed)
+    if disagg:
+        from roofline.serving.disagg import KvLink
+        from roofline.serving.size import rank, size_disaggregated
+
+        extra = size_disaggregated(m, hws, base, eng, w, slo, prices, KvLink(cat.tier(link)), seed)
+        rows = rank(rows + extra, minimize)
     deployments = []
     for d in rows:
         p = prices.get(d.hardware)
@@ -330,6 +343,8 @@ def size(
                 "ep": d.ep,
                 "dp": d.replicas,
                 "replicas": d.replicas,
+                "prefill_replicas": d.prefill_replicas,
+                "decode_replicas": d.decode_replicas,
                 "gpus": d.gpus,
                 "meets_slo": d.meets_slo,
                 "best": d.best,
@@ -354,6 +369,8 @@ def size(
         **_slo_json(slo),
         "engine": eng.name,
         "minimize": minimize,
+        "disaggregated": disagg,
+        "link": cat.tier(link).id if disagg else None,
         "search": "rates on a 5% geometric grid per layout; replicas = ceil(rate / best rate)",
         "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in {h.id for h in hws}},
         "energy_assumption": ENERGY_ASSUMPTION,

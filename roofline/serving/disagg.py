@@ -297,6 +297,24 @@ def compare_under_traffic(
         per = with_rate(w, rate / colo_mode.units, seed) if rate else w
         m = metrics(run_replicas(colo, per, 1, False), slo, colo.gpus)
         colo_mode = replace(colo_mode, metrics=m)
+    return colo_mode, best_pools(model, pre, dec, link, w, slo, ratio, seed)
+
+
+def best_pools(
+    model: ModelArch,
+    pre: Replica,
+    dec: Replica,
+    link: KvLink,
+    w: Workload,
+    slo: Slo,
+    ratio: float,
+    seed: int = 0,
+) -> TrafficMode:
+    """The pool shape (P prefill + D decode replicas) with the most goodput per GPU: D from 1 to
+    4, P from the closed-form `ratio`; with its units for w.rate and the metrics there."""
+    from roofline.serving.size import capacity_estimate
+
+    rate = float(w.rate or 0.0)
     shapes = sorted({(max(1, round(ratio * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
     best: TrafficMode | None = None
     for n_p, n_d in shapes:
@@ -311,7 +329,7 @@ def compare_under_traffic(
         pools = Pools(pre, dec, best.prefill_replicas, best.decode_replicas, link)
         per = with_rate(w, rate / best.units, seed) if rate else w
         best = replace(best, metrics=_pooled(model, pools, per, slo, False)[0])
-    return colo_mode, best
+    return best
 
 
 def _mode(name, n_p, n_d, gpus, r_max, rate, m) -> TrafficMode:

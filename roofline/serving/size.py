@@ -62,6 +62,8 @@ class Sized:
     frontier: bool = False
     best: bool = False
     note: str = ""
+    prefill_replicas: int = 0  # > 0: a disaggregated deployment of `replicas` (P + D) units
+    decode_replicas: int = 0
 
 
 def layouts(model: ModelArch, hw: Accelerator, base: Deployment, eng: Engine) -> list[Deployment]:
@@ -192,6 +194,76 @@ def size(
                 )
             )
     return _rank(out, minimize)
+
+
+def size_disaggregated(
+    model: ModelArch,
+    accelerators: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    w: Workload,
+    slo: Slo,
+    prices: dict[str, Price],
+    link,
+    seed: int = 0,
+) -> list[Sized]:
+    """Disaggregated deployments, one per accelerator x layout (both pools on that accelerator
+    and layout): the pool shape with the most goodput per GPU (roofline.serving.disagg
+    .best_pools), as many units as the rate needs. Ranked by `rank` with the colocated ones."""
+    from roofline.serving.disagg import best_pools, disaggregate
+
+    rate = float(w.rate or 0.0)
+    max_len = int(w.prompts.max() + w.outputs.max())
+    s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
+    out: list[Sized] = []
+    for hw in accelerators:
+        price = prices.get(hw.id)
+        for dep in layouts(model, hw, base, eng):
+            try:
+                dec = make_replica(model, hw, dep, eng, max_len)
+                pre = make_replica(
+                    model, hw, dep, eng, max_len, chunked_prefill=False, max_batched_tokens=8192
+                )
+            except RooflineError as exc:
+                out.append(_none(hw, dep, str(exc)))
+                continue
+            per_seq = float(dec.expected.blocks(int(s_mean + o_mean / 2) + 1, eng.block_tokens))
+            b = int(max(1, min(dec.rules.max_seqs, dec.rules.budget_blocks // max(per_seq, 1))))
+            link_tier = link.tier
+            ratio = disaggregate(
+                model, hw, hw, dep, dep, link_tier, b, max(int(s_mean), 1), max(int(o_mean), 2)
+            ).prefill_replicas_per_decode_replica
+            mode = best_pools(model, pre, dec, link, w, slo, ratio, seed)
+            if not mode.units or mode.metrics is None:
+                out.append(_none(hw, dep, "disaggregated: misses the SLOs even at light load"))
+                continue
+            m = _scale(mode.metrics, mode.units, rate, o_mean)
+            usd = cost_per_hour(price, mode.gpus)
+            out.append(
+                Sized(
+                    hw.id,
+                    dep.tp,
+                    dep.pp,
+                    dep.ep,
+                    mode.units,
+                    mode.gpus,
+                    mode.max_rate_per_unit,
+                    m.meets_slo,
+                    m,
+                    None,
+                    usd,
+                    cost_per_million_output_tokens(usd, m.output_tokens_per_s),
+                    joules_per_output_token(price, mode.gpus, m.utilisation, m.output_tokens_per_s),
+                    prefill_replicas=mode.prefill_replicas,
+                    decode_replicas=mode.decode_replicas,
+                )
+            )
+    return out
+
+
+def rank(rows: list[Sized], minimize: str) -> list[Sized]:
+    """Best first among those that meet the SLOs, frontier and best marked (public _rank)."""
+    return _rank([replace(r, frontier=False, best=False) for r in rows], minimize)
 
 
 def _none(hw: Accelerator, dep: Deployment, note: str, r1: float = 0.0) -> Sized:
