@@ -102,7 +102,7 @@ def cliff_sweep() -> float:
         "1k",
         "--output",
         "16k",
-        "--batch",
+        "--max-seqs",
         "4..128:4",
         "--format",
         "json",
@@ -220,3 +220,5 @@ if __name__ == "__main__":
     print(
         f"size: Llama-3.1-70B over 4 accelerators x layouts x replicas: {sz:.2f} s (target < 5 s)"
     )
+    print(f"`roofline serve` of 10,000 requests, CLI end to end: {serve_cli():.2f} s")
+    print(f"`roofline size` over 4 accelerators, CLI end to end: {size_cli():.2f} s")
