@@ -172,6 +172,95 @@ def lever_queries() -> dict[str, float]:
     return out
 
 
+def serve_10k() -> float:
+    """roofline.serving: 10,000 Poisson requests through the scheduler, ideal and expected."""
+    from roofline.memory import engine
+    from roofline.serving.serve import Slo, make_replica, serve
+    from roofline.serving.workload import make_workload
+
+    cat = load_catalog()
+    m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
+    t0 = time.perf_counter()
+    rep = make_replica(m, hw, Deployment(), engine("vllm"), 2200)
+    w = make_workload("sharegpt", "sharegpt", rate=10.0, requests=10_000, seed=0)
+    serve(rep, w, Slo(2.0, 0.05))
+    return time.perf_counter() - t0
+
+
+def size_4() -> float:
+    """roofline.serving.size over h100, h200, b200, mi300x for Llama-3.1-70B at 10 req/s."""
+    from roofline.catalog import load_prices
+    from roofline.memory import engine
+    from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+    from roofline.serving.serve import Slo
+    from roofline.serving.size import size
+    from roofline.serving.workload import make_workload
+
+    cat = load_catalog()
+    hws = [cat.accelerator(h) for h in ("h100", "h200", "b200", "mi300x")]
+    base = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"])
+    w = make_workload(2000, 300, rate=10.0, requests=1000, seed=0)
+    t0 = time.perf_counter()
+    size(cat.model("llama-3.1-70b"), hws, base, engine("vllm"), w, Slo(2.0, 0.05), load_prices())
+    return time.perf_counter() - t0
+
+
+def serve_cli(requests: int = 10_000) -> float:
+    """`roofline serve` end to end (interpreter start included), without the saturation search."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "roofline",
+        "serve",
+        "llama-3.1-8b",
+        "h100",
+        "--rate",
+        "10",
+        "--prompt-dist",
+        "sharegpt",
+        "--output-dist",
+        "sharegpt",
+        "--requests",
+        str(requests),
+        "--no-saturation",
+        "--format",
+        "json",
+    ]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def size_cli() -> float:
+    """`roofline size` over h100, h200, b200, mi300x end to end."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "roofline",
+        "size",
+        "llama-3.1-70b",
+        "--rate",
+        "10",
+        "--weights",
+        "fp8",
+        "--kv-dtype",
+        "fp8",
+        "--prompt",
+        "2k",
+        "--output",
+        "300",
+        "--slo-ttft",
+        "2s",
+        "--slo-tpot",
+        "50ms",
+        "--format",
+        "json",
+    ]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
 if __name__ == "__main__":
     for model, hardware in (("deepseek-r1", "h200"), ("llama-3.1-405b", "h100")):
         n_layouts, core, cli = plan_search(model, hardware, 16)
@@ -193,3 +282,12 @@ if __name__ == "__main__":
     print(f"cliff sweep, 32 batch settings x 512 requests of 16k output tokens: {c:.2f} s")
     for name, t in lever_queries().items():
         print(f"cold `roofline {name}`: {t * 1e3:.0f} ms")
+
+    sv = serve_10k()
+    print(f"serve: 10,000 Poisson requests, ideal + expected: {sv:.2f} s (target < 1 s)")
+    sz = size_4()
+    print(
+        f"size: Llama-3.1-70B over 4 accelerators x layouts x replicas: {sz:.2f} s (target < 5 s)"
+    )
+    print(f"`roofline serve` of 10,000 requests, CLI end to end: {serve_cli():.2f} s")
+    print(f"`roofline size` over 4 accelerators, CLI end to end: {size_cli():.2f} s")

@@ -12,6 +12,7 @@ A later entry with the same id replaces an earlier one.
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import os
@@ -26,13 +27,14 @@ from typing import Any
 
 import yaml
 
-from roofline.errors import CatalogError, RooflineError, UnknownEntryError
+from roofline.errors import CatalogError, InputError, RooflineError, UnknownEntryError
 from roofline.files import read_text
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.hfcache import cached_config, is_repo_id
 from roofline.hfconfig import entry_from_config
 from roofline.model import MODEL_TYPES, ModelArch
 from roofline.precision import weight_format
+from roofline.serving.cost import Price
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
 
@@ -500,6 +502,8 @@ class Catalog:
             raise CatalogError(f"{directory}: catalog directory does not exist")
         seen: dict[str, Path] = {}
         for path in _yaml_files(directory):
+            if path.name == PRICES_FILE:
+                continue  # read by load_prices
             try:
                 sections = _load_file_cached(path, problems)
             except CatalogError as exc:
@@ -814,4 +818,117 @@ def validate_dirs(dirs: Iterable[Path]) -> list[str]:
             problems.append(f"{directory}: catalog directory does not exist")
             continue
         cat.add_dir(directory, problems)
+        if (directory / PRICES_FILE).is_file():
+            try:
+                load_prices(directory / PRICES_FILE)
+            except CatalogError as exc:
+                problems.append(str(exc))
     return problems
+
+
+# ---- prices, power and serving traces (roofline.serving) -----------------------------------
+PRICES_FILE = "prices.yaml"
+_OFFER_KEYS = {
+    "cloud": (str, True),
+    "usd_per_gpu_hour": (NUM, True),
+    "date": ((str, _dt.date), True),
+    "source": (str, True),
+}
+_PRICE_KEYS = {
+    "id": (str, True),
+    "usd_per_gpu_hour": (NUM, True),
+    "offers": (list, True),
+    "board_power_w": (NUM, True),
+    "power_source": (str, True),
+    "uncertain": (list, False),
+    "notes": (str, False),
+}
+
+
+def load_prices(path: str | Path | None = None) -> dict[str, Price]:
+    """GPU-hour prices and board power by accelerator id (hardware/prices.yaml), strictly."""
+    if path is None:
+        path = shipped_dirs()[0] / PRICES_FILE
+    path = Path(path)
+    text = read_text(path)
+    try:
+        raw = _safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(raw, dict) or set(raw) != {"prices"} or not isinstance(raw["prices"], list):
+        raise CatalogError(f"{path}: expected one top-level key 'prices' holding a list")
+    out: dict[str, Price] = {}
+    for i, entry in enumerate(raw["prices"]):
+        name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+        where = f"{path}: price '{name}'"
+        d = _check(where, entry, _PRICE_KEYS)
+        for j, offer in enumerate(d["offers"]):
+            _check(f"{where}: offer #{j + 1}", offer, _OFFER_KEYS)
+        if d["id"] in out:
+            raise CatalogError(f"{where}: duplicate id")
+        out[d["id"]] = Price(
+            d["id"],
+            _positive(where, "usd_per_gpu_hour", d["usd_per_gpu_hour"]),
+            _positive(where, "board_power_w", d["board_power_w"]),
+            f"{path.name}: median of {len(d['offers'])} on-demand offers; {d['power_source']}",
+        )
+    return out
+
+
+def read_jsonl(path: str | Path) -> list[Any]:
+    """One JSON value per non-empty line (a request trace); errors name the line."""
+    path = Path(path)
+    lines = read_text(path).splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path} line {i + 1}: not JSON ({exc.msg})") from None
+    return out
+
+
+_SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
+    "id": (str, True),
+    "model": (str, True),
+    "hardware": (str, True),
+    "tp": (int, False),
+    "pp": (int, False),
+    "ep": (int, False),
+    "weights": (str, True),
+    "kv": (str, True),
+    "engine": (str, False),
+    "arrivals": (str, True),
+    "rate": (NUM, False),
+    "concurrency": (int, False),
+    "requests": (int, True),
+    "prompt": ((int, str), True),
+    "output": ((int, str), True),
+    "metric": (str, True),
+    "measured": (NUM, True),
+    "source": (str, True),
+    "notes": (str, False),
+}
+
+
+def load_serving_cases(path: str | Path) -> list[dict[str, Any]]:
+    """Published serving measurements (validation/serving_cases.yaml), key-checked strictly."""
+    path = Path(path)
+    text = read_text(path)
+    try:
+        raw = _safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(raw, dict) or set(raw) != {"cases"} or not isinstance(raw["cases"], list):
+        raise CatalogError(f"{path}: expected one top-level key 'cases' holding a list")
+    seen: set[str] = set()
+    out = []
+    for i, entry in enumerate(raw["cases"]):
+        name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+        d = _check(f"{path}: case '{name}'", entry, _SERVING_CASE_KEYS)
+        if d["id"] in seen:
+            raise CatalogError(f"{path}: case '{name}': duplicate id")
+        seen.add(d["id"])
+        out.append(dict(d))
+    return out

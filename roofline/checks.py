@@ -9,7 +9,7 @@ from roofline.hardware import Accelerator, Efficiency
 from roofline.memory import Engine, kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.phases import request
+from roofline.phases import decode, request
 from roofline.units import fmt_bytes, fmt_seconds
 
 
@@ -22,6 +22,7 @@ class Limits:
     max_ttft_s: float | None = None
     min_throughput: float | None = None  # output tokens/s over all replicas
     fits: bool = False
+    min_concurrency: int | None = None  # sequences in flight over all replicas
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,20 @@ def run_checks(
                 f"{mb - limits.min_batch:+d})",
             )
         )
+    if limits.min_concurrency is not None:
+        total = mb * replicas
+        ok = total >= limits.min_concurrency
+        out.append(
+            Check(
+                "min_concurrency",
+                ok,
+                limits.min_concurrency,
+                total,
+                "sequences",
+                f"{replicas} replica(s) x max batch {mb} = {total} at {context:,} tokens "
+                f"({'≥' if ok else '<'} {limits.min_concurrency})",
+            )
+        )
     wants_speed = any(
         x is not None for x in (limits.max_tpot_s, limits.max_ttft_s, limits.min_throughput)
     )
@@ -101,8 +116,14 @@ def run_checks(
         r = request(model, hw, dep, batch, prompt, output, replicas, eff)
         t = r.ideal if ideal else r.expected
         kind = "ideal" if ideal else "expected"
+        tpot, where = float(t.tpot_s), ""
+        if context != prompt + output:
+            # the TPOT asked for is the decode step of `batch` sequences holding `context`
+            # tokens, not the mean over the default prompt + output lengths
+            d = decode(model, hw, dep, batch, context, 1, eff)
+            tpot, where = float(d.t_ideal_s if ideal else d.t_expected_s), f" at {context:,} tokens"
         for name, limit, value, unit, smaller in (
-            ("max_tpot", limits.max_tpot_s, float(t.tpot_s), "s", True),
+            ("max_tpot", limits.max_tpot_s, tpot, "s", True),
             ("max_ttft", limits.max_ttft_s, float(t.ttft_s), "s", True),
             (
                 "min_throughput",
@@ -128,7 +149,70 @@ def run_checks(
                     limit,
                     value,
                     unit,
-                    f"{kind} {shown[0]} vs limit {shown[1]} ({margin:+.1%})",
+                    f"{kind} {shown[0]}{where if name == 'max_tpot' else ''} vs limit "
+                    f"{shown[1]} ({margin:+.1%})",
                 )
             )
+    return out
+
+
+@dataclass(frozen=True)
+class TrafficLimits:
+    """Assertions under a request rate (roofline.serving); None means not checked."""
+
+    rate: float
+    max_ttft_p99_s: float | None = None
+    max_tpot_p99_s: float | None = None
+    min_goodput: float | None = None  # requests/s meeting both p99 limits as per-request SLOs
+
+
+def run_traffic_checks(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    *,
+    prompt: int,
+    output: int,
+    limits: TrafficLimits,
+    replicas: int = 1,
+    capacity_bytes: float | None = None,
+    ideal: bool = False,
+    requests: int = 1000,
+) -> list[Check]:
+    """Serve `requests` Poisson requests at limits.rate on `replicas` replicas (the serving
+    simulator, docs/METRICS.md) and check p99 TTFT, p99 TPOT and goodput."""
+    from roofline.serving.serve import Slo, make_replica, serve
+    from roofline.serving.workload import make_workload
+
+    rep = make_replica(model, hw, dep, eng, prompt + output + 1, capacity_bytes=capacity_bytes)
+    w = make_workload(max(prompt, 1), output, rate=limits.rate, requests=requests)
+    res = serve(rep, w, Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, 99.0), replicas)
+    m = res.ideal if ideal else res.expected
+    kind = f"{'ideal' if ideal else 'expected'} at {limits.rate:g} req/s"
+    out = []
+    for name, limit, value, smaller in (
+        ("max_ttft_p99", limits.max_ttft_p99_s, m.ttft_s.p99, True),
+        ("max_tpot_p99", limits.max_tpot_p99_s, m.tpot_s.p99, True),
+        ("min_goodput", limits.min_goodput, m.goodput_requests_per_s, False),
+    ):
+        if limit is None:
+            continue
+        ok = value <= limit if smaller else value >= limit
+        shown = (
+            (fmt_seconds(value), fmt_seconds(limit))
+            if smaller
+            else (f"{value:.3g} req/s", f"{limit:.3g}")
+        )
+        margin = (value / limit - 1) if limit else 0.0
+        out.append(
+            Check(
+                name,
+                ok,
+                limit,
+                value,
+                "s" if smaller else "requests/s",
+                f"{kind}: {shown[0]} vs limit {shown[1]} ({margin:+.1%})",
+            )
+        )
     return out

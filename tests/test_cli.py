@@ -87,7 +87,12 @@ def test_analyze_json_contract(run):
             "e2e_s",
             "output_tokens_per_s",
             "decode_time_fraction",
+            "cost_per_million_output_tokens",
         }
+        # $/h of the GPUs over output tokens per hour, per million (hardware/prices.yaml)
+        usd = doc["inputs"]["price_usd_per_gpu_hour"] * doc["inputs"]["gpus"]
+        want = usd / (doc[key]["output_tokens_per_s"] * 3600) * 1e6
+        assert doc[key]["cost_per_million_output_tokens"] == pytest.approx(want)
     assert 0 < doc["decode_time_fraction"] < 1
     assert doc["inputs"]["efficiency"]["source"]
     # at batch 1 the static batch's prefill is the single request's TTFT

@@ -6,7 +6,8 @@ import pytest
 from roofline.memory import ENGINES, plan_memory
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
-from roofline.scheduler import StepModel, kv_budget_blocks, simulate
+from roofline.serving.cliff import simulate
+from roofline.serving.steps import StepModel, kv_budget_blocks
 
 DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=8)
 
@@ -120,7 +121,7 @@ class StubSteps(StepModel):
         self.groups = []
         self.kv_bytes_per_token = 1.0
 
-    def prefill_total_s(self, lengths, chunked=False):
+    def prefill_step_s(self, lengths):
         return float(0.1 * np.sum(lengths))
 
 
@@ -199,15 +200,33 @@ def test_windowed_model_no_preemption_at_its_cliff(run):
 
 
 class GridSteps(StepModel):
-    """Only the prefill grid: t(1) = 0.05 s (the weight read), t(1000) = 1.0 s."""
+    """Hand-checkable step model: non-attention time lin(n) = 0.05 + 1e-5·(n − 1) s for a step of
+    n tokens (0.05 s is the weight read), causal prefill attention A(S) = 0.5·S/1000 s."""
 
     def __init__(self) -> None:
+        self.token_grid = np.array([1.0, 4096.0])
+        self.lin_s = np.array([0.05, 0.05 + 4095e-5])
+        self.base_s = np.array([0.05 + b * 1e-5 for b in range(8)])  # lin(B), B = 1..8
         self.grid = np.array([1.0, 1000.0])
-        self.prefill_s = np.array([0.05, 1.0])
+        self.attn_cum_s = np.array([0.0005, 0.5])
+        self.groups = []
 
 
-def test_chunked_prefill_saves_the_weight_read_of_each_prefill():
+def test_batched_prefill_reads_the_weights_once():
     steps = GridSteps()
-    assert steps.prefill_total_s(np.array([1000.0, 1000.0])) == pytest.approx(2.0)
-    # chunked: each prefill rides on a decode step's weight read: t(L) − t(1) = 0.95 s
-    assert steps.prefill_total_s(np.array([1000.0, 1000.0]), True) == pytest.approx(1.9)
+    # one prompt of 1000: lin(1000) + A(1000) = 0.05 + 0.00999 + 0.5
+    assert steps.prefill_step_s(np.array([1000.0])) == pytest.approx(0.55999)
+    # two prompts in one step: lin(2000) + 2·A(1000) = 0.05 + 0.01999 + 1.0 (one weight read,
+    # where the old model summed two separate prefills: 2 × 0.55999)
+    assert steps.prefill_step_s(np.array([1000.0, 1000.0])) == pytest.approx(1.06999)
+
+
+def test_chunked_prefill_rides_on_decode_steps():
+    steps = GridSteps()
+    # 4 sequences decoding (no attention cost in this stub) and a 1000-token prompt split over
+    # 2 steps: 2 × lin(4 + 500) + A(1000) − A(0) = 2 × (0.05 + 503e-5) + 0.5
+    t = steps.mixed_span_s(np.full(4, 10.0), 2, np.array([0.0]), np.array([1000.0]))
+    assert t == pytest.approx(0.61006)
+    # the prefill's share: 0.51 s on top of the 2 decode steps 2 × lin(4) = 0.10006 s, with no
+    # second weight read
+    assert t - steps.decode_span_s(np.full(4, 10.0), 2) == pytest.approx(0.51)

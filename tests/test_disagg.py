@@ -2,9 +2,9 @@
 
 import pytest
 
-from roofline.disagg import disaggregate
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.serving.disagg import disaggregate
 
 DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=4)
 

@@ -66,6 +66,12 @@ def argv(draw: st.DrawFn) -> list[str]:
         args += ["--max-seqs", "1,4", "--requests", "8", "--output", "64"]
     if path == "sweep":
         args += ["--prompt", "1k"]
+    if path in ("serve", "size", "disagg"):
+        args += ["--requests", "40"]
+    if path == "serve":
+        args += ["--no-saturation"]
+    if path == "size":
+        args += ["--hardware", "h100"]
     return args
 
 

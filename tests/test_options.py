@@ -77,9 +77,9 @@ def test_sweep_grid_defaults_match_the_shared_defaults():
         assert str(sweep[name]) == str(analyze[name]), name
 
 
-# where an option has no meaning: cliff and plan serve whole requests (context = prompt +
+# where an option has no meaning: cliff, plan and serve take whole requests (context = prompt +
 # output), plan searches the TP degree itself, plot asks no memory question (no KV budget)
-NOT_MEANINGFUL = {"--context": {"cliff", "plan"}, "--tp": {"plan"}, "--engine": {"plot"}}
+NOT_MEANINGFUL = {"--context": {"cliff", "plan", "serve"}, "--tp": {"plan"}, "--engine": {"plot"}}
 
 
 @pytest.mark.parametrize(

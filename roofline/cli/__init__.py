@@ -8,7 +8,16 @@ disagg), `plan` (parallel layouts), `tools` (check, sweep, plot, validate) and `
 (hardware, models, catalog).
 """
 
-from roofline.cli import analyze, catalog_cmds, edge, levers, plan, serving, tools  # noqa: F401
+from roofline.cli import (  # noqa: F401  (each module registers its commands)
+    analyze,
+    catalog_cmds,
+    edge,
+    levers,
+    plan,
+    serving,
+    tools,
+    traffic,
+)
 from roofline.cli.app import app, main
 
 __all__ = ["app", "main"]

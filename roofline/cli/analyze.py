@@ -32,6 +32,7 @@ from roofline.memory import (
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, prefill, request
 from roofline.precision import kv_format, weight_format
+from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
 from roofline.traffic import byte_traffic
 from roofline.units import fmt_bytes
 
@@ -245,6 +246,7 @@ def analyze(
     overhead: Annotated[
         str | None, typer.Option(help="override per-step overhead, e.g. 20us")
     ] = None,
+    price: opt.Price = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """Prefill and decode on the roofline, op by op.
@@ -284,6 +286,7 @@ def analyze(
         )
     r = request(m, hw, dep, b, s, o, replicas, eff)
     single = prefill(m, hw, dep, 1, max(s, 1), eff)  # one request on an idle replica
+    usd = opt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     inputs = {
         "model": m.id,
         "hardware": hw.id,
@@ -309,6 +312,7 @@ def analyze(
         "memory_capacity_bytes": plan.capacity_bytes,
         "efficiency": convert.efficiency_json(eff),
         "decode_context_tokens_mean": s + o / 2.0,
+        "price_usd_per_gpu_hour": usd.usd_per_gpu_hour if usd else None,
     }
     timing = {
         k: {
@@ -318,6 +322,9 @@ def analyze(
             "e2e_s": t.e2e_s,
             "output_tokens_per_s": t.output_tokens_per_s,
             "decode_time_fraction": t.decode_time_fraction,
+            "cost_per_million_output_tokens": cost_per_million_output_tokens(
+                cost_per_hour(usd, n_gpus), float(t.output_tokens_per_s)
+            ),
         }
         for k, t in (("ideal", r.ideal), ("expected", r.expected))
     }

@@ -61,10 +61,7 @@ def offload(
     sharing: Annotated[
         int | None, typer.Option(help="GPUs reading the host memory at once (default --tp)")
     ] = None,
-    link_efficiency: Annotated[
-        float | None,
-        typer.Option(help="share of the host link's nominal bandwidth (default: DMA model)"),
-    ] = None,
+    link_efficiency: opt.LinkEfficiency = None,
     host_memory: Annotated[
         str | None, typer.Option(help="host RAM instead of the CPU entry's, e.g. 128GB")
     ] = None,

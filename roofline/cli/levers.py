@@ -281,10 +281,7 @@ def tiers(
         int | None,
         typer.Option(help="GPUs reading the tier at once (default --tp; 1: a device per GPU)"),
     ] = None,
-    link_efficiency: Annotated[
-        float | None,
-        typer.Option(help="share of the host link's nominal bandwidth (default: DMA model)"),
-    ] = None,
+    link_efficiency: opt.LinkEfficiency = None,
     prefix: Annotated[
         str | None,
         typer.Option(help="returning turn: cached prefix tokens reloaded from the tier, e.g. 32k"),

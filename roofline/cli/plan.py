@@ -13,10 +13,11 @@ from roofline.cli.app import app, catalog, guarded
 from roofline.errors import InputError
 from roofline.memory import engine
 from roofline.planner import Plan, explain, plans
+from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
 from roofline.units import parse_seconds
 
 
-def _row(p: Plan) -> dict[str, object]:
+def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
     lay = p.layout
     return {
         "layout": lay.describe(),
@@ -37,6 +38,9 @@ def _row(p: Plan) -> dict[str, object]:
         "tpot_s": p.tpot_s,
         "output_tokens_per_s": p.output_tokens_per_s,
         "ideal_output_tokens_per_s": p.ideal_output_tokens_per_s,
+        "cost_per_million_output_tokens": cost_per_million_output_tokens(
+            usd_per_hour, p.output_tokens_per_s
+        ),
         "latency_ttft_s": p.latency_ttft_s,
         "latency_tpot_s": p.latency_tpot_s,
         "ideal_latency_tpot_s": p.ideal_latency_tpot_s,
@@ -68,6 +72,7 @@ def plan(
     max_tpot: Annotated[
         str | None, typer.Option(help="SLO: throughput at the largest batch with TPOT ≤, e.g. 50ms")
     ] = None,
+    price: opt.Price = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Parallel layouts for N GPUs, searched and best first.
@@ -92,7 +97,8 @@ def plan(
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)
     found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nodes, cross_node_tp, max_tp)
-    rows = [_row(p) for p in found]
+    usd = opt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
+    rows = [_row(p, cost_per_hour(usd, gpus)) for p in found]
     ok = [p for p in found if p.fits and p.meets_slo]
     best = rows[found.index(ok[0])] if ok else None
     fast = min((p for p in found if p.fits), key=lambda p: p.latency_tpot_s, default=None)
@@ -111,6 +117,7 @@ def plan(
         "max_tp": max_tp,
         "max_tpot_s": slo,
         "workload": "static batch per replica: the largest that fits and meets --max-tpot",
+        "price_usd_per_gpu_hour": usd.usd_per_gpu_hour if usd else None,
         "efficiency": convert.efficiency_json(hw.efficiency),
     }
     doc = render.document(

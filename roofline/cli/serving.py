@@ -13,7 +13,6 @@ from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, note, warn
-from roofline.disagg import disaggregate
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
 from roofline.memory import (
@@ -22,8 +21,15 @@ from roofline.memory import (
     plan_memory,
 )
 from roofline.plot import check_output, save_cliff
-from roofline.scheduler import StepModel, kv_budget_blocks, simulate
-from roofline.units import fmt_bytes
+from roofline.serving.cliff import simulate
+from roofline.serving.disagg import disaggregate
+from roofline.serving.steps import StepModel, kv_budget_blocks
+from roofline.units import fmt_bytes, parse_seconds
+
+
+def _ratio(a: float, b: float) -> float | None:
+    """a / b, or None where b is 0 (e.g. TPOT of one-token outputs)."""
+    return a / b if b else None
 
 
 # ---- cliff ----------------------------------------------------------------------------------
@@ -39,7 +45,7 @@ def cliff(
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
-    max_seqs: opt.MaxSeqs = "1..1024",
+    max_seqs: opt.MaxSeqs = None,
     requests: opt.Requests = None,
     prompt_dist: opt.PromptDist = None,
     output_dist: opt.OutputDist = None,
@@ -47,12 +53,7 @@ def cliff(
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
     ideal: opt.Ideal = False,
-    chunked_prefill: Annotated[
-        bool,
-        typer.Option(
-            "--chunked-prefill", help="prefill rides on decode steps (no separate weight read)"
-        ),
-    ] = False,
+    chunked_prefill: opt.ChunkedPrefill = True,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     out: Annotated[
@@ -64,7 +65,8 @@ def cliff(
     """The reasoning cliff: throughput against max-seqs.
 
     Every request arrives at t = 0 (a closed batch, not a request rate) and a continuous-batching
-    scheduler with preemption serves them; --requests defaults to 4 x the largest --max-seqs.
+    scheduler with preemption serves them; --max-seqs defaults to 1..1024 and --requests to 4 x
+    the largest --max-seqs.
     Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
     --output 16k --max-seqs 8..128:8"""
     if out is not None:
@@ -73,7 +75,7 @@ def cliff(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
     s, o = opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
-    settings = opt.batch_sweep(max_seqs)
+    settings = opt.batch_sweep(max_seqs or "1..1024")
     n = requests if requests is not None else 4 * max(settings)
     if not 1 <= n <= 100_000:
         raise InputError(f"--requests must be from 1 to 100000, got {n}")
@@ -163,8 +165,8 @@ def cliff(
                 "peak_kv_fraction": p.peak_kv_fraction,
                 "makespan_s": p.makespan_s,
                 "past_cliff": p.max_seqs > cliff_batch,
-                "throughput_vs_recompute": p.output_tokens_per_s / r.output_tokens_per_s,
-                "tpot_vs_recompute": p.tpot_mean_s / r.tpot_mean_s,
+                "throughput_vs_recompute": _ratio(p.output_tokens_per_s, r.output_tokens_per_s),
+                "tpot_vs_recompute": _ratio(p.tpot_mean_s, r.tpot_mean_s),
             }
             for p, r in zip(points, baseline, strict=True)
         ],
@@ -192,9 +194,28 @@ def disagg(
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
     ideal: opt.Ideal = False,
+    rate: opt.Rate = None,
+    prompt_dist: opt.PromptDist = None,
+    output_dist: opt.OutputDist = None,
+    requests: opt.Requests = None,
+    seed: opt.Seed = 0,
+    slo_ttft: opt.SloTtft = None,
+    slo_tpot: opt.SloTpot = None,
+    slo_pct: opt.SloPct = opt.SLO_PCT,
+    link_efficiency: opt.LinkEfficiency = None,
+    transfer_overhead: Annotated[
+        str, typer.Option(help="fixed cost per KV transfer (set-up, block tables), e.g. 1ms")
+    ] = "0s",
+    layerwise: Annotated[
+        bool, typer.Option("--layerwise", help="send each layer's KV as soon as it is computed")
+    ] = False,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """Prefill/decode disaggregation vs colocated serving.
+
+    With --rate: both under the same traffic and SLOs, compared by goodput per GPU (each unit's
+    highest rate within the SLOs / its GPUs) and the GPUs the rate needs; the KV transfer per
+    request goes over --link at --link-efficiency plus --transfer-overhead.
 
     TTFT of one request (its prefill plus the KV transfer), TPOT at --batch, tokens/s per GPU, the
     KV transfer and the prefill:decode pool ratio.
@@ -257,4 +278,86 @@ def disagg(
         kv_bytes_per_request=r.kv_bytes_per_request,
         prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
     )
-    render.emit_json(doc) if fmt is opt.Fmt.json else render.disagg_table(doc)
+    if rate is not None:
+        doc["traffic"] = _traffic(
+            m,
+            p_hw,
+            d_hw,
+            p_dep,
+            d_dep,
+            tier,
+            d_eng,
+            r.prefill_replicas_per_decode_replica,
+            (prompt, output, prompt_dist, output_dist, rate, requests, seed),
+            opt.slo(slo_ttft, slo_tpot, slo_pct),
+            (
+                1.0 if link_efficiency is None else link_efficiency,
+                parse_seconds(transfer_overhead, "--transfer-overhead"),
+                layerwise,
+            ),
+        )
+    if fmt is opt.Fmt.json:
+        render.emit_json(doc)
+    else:
+        render.disagg_table(doc)
+        if rate is not None:
+            render.disagg_traffic_table(doc)
+
+
+def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link_args):
+    """The colocated/disaggregated comparison under traffic, as JSON."""
+    from roofline.cli.traffic import metrics_json
+    from roofline.serving.disagg import KvLink, compare_under_traffic
+    from roofline.serving.serve import make_replica
+
+    prompt, output, prompt_dist, output_dist, rate, requests, seed = wl
+    rates = opt.rates(rate)
+    if len(rates) != 1:
+        raise InputError("disagg takes one --rate")
+    w = opt.serving_workload(
+        prompt, output, prompt_dist, output_dist, rates[0], None, requests or 300, None, seed
+    )
+    max_len = int(w.prompts.max() + w.outputs.max())
+    colo = make_replica(m, d_hw, d_dep, eng, max_len)
+    pre = make_replica(
+        m,
+        p_hw,
+        p_dep,
+        engine("auto", p_hw),
+        max_len,
+        chunked_prefill=False,
+        max_batched_tokens=8192,
+    )
+    link = KvLink(tier, *link_args)
+    # the pool ratio at the batch a decode replica reaches (KV or max-seqs bound), not --batch
+    s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
+    per_seq = float(colo.expected.blocks(int(s_mean + o_mean / 2) + 1, colo.rules.block_tokens))
+    b = int(max(1, min(colo.rules.max_seqs, colo.rules.budget_blocks // max(per_seq, 1.0))))
+    ratio = disaggregate(
+        m, p_hw, d_hw, p_dep, d_dep, tier, b, max(int(s_mean), 1), max(int(o_mean), 2)
+    ).prefill_replicas_per_decode_replica
+    modes = compare_under_traffic(m, colo, pre, colo, link, w, slo, ratio, seed)
+    out = {
+        "rate": rates[0],
+        "requests": w.n,
+        "slo_ttft_s": slo.ttft_s,
+        "slo_tpot_s": slo.tpot_s,
+        "slo_pct": slo.pct,
+        "link_efficiency": link.efficiency,
+        "transfer_overhead_s": link.fixed_s,
+        "layerwise": link.layerwise,
+    }
+    for x in modes:
+        out[x.name] = {
+            "prefill_replicas": x.prefill_replicas,
+            "decode_replicas": x.decode_replicas,
+            "gpus_per_unit": x.gpus_per_unit,
+            "max_rate_per_unit": x.max_rate_per_unit,
+            "goodput_per_gpu": x.goodput_per_gpu,
+            "units": x.units,
+            "gpus": x.gpus,
+            "metrics": metrics_json(x.metrics, None, x.gpus) if x.metrics else None,
+        }
+    better = max(modes, key=lambda x: x.goodput_per_gpu)
+    out["better"] = better.name if better.goodput_per_gpu > 0 else None
+    return out

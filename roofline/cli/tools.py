@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 
 from roofline import render
 from roofline.catalog import load_cases, load_spec
-from roofline.checks import Limits, run_checks
+from roofline.checks import Limits, TrafficLimits, run_checks, run_traffic_checks
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, note
@@ -48,6 +49,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
         c = d["checks"]
         limits = Limits(
             min_batch=c.get("min_batch"),
+            min_concurrency=c.get("min_concurrency"),
             max_tpot_s=None
             if c.get("max_tpot") is None
             else parse_seconds(str(c["max_tpot"]), "max_tpot"),
@@ -57,12 +59,15 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             min_throughput=c.get("min_throughput"),
             fits=bool(c.get("fits", False)),
         )
+        traffic = _traffic_limits(d)
         if not (
-            limits.fits
+            traffic is not None
+            or limits.fits
             or any(
                 x is not None
                 for x in (
                     limits.min_batch,
+                    limits.min_concurrency,
                     limits.max_tpot_s,
                     limits.max_ttft_s,
                     limits.min_throughput,
@@ -96,6 +101,19 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
         capacity_bytes=cap,
         ideal=ideal,
     )
+    if traffic is not None:
+        checks += run_traffic_checks(
+            m,
+            hw,
+            dep,
+            eng,
+            prompt=prompt,
+            output=output,
+            limits=traffic,
+            replicas=replicas,
+            capacity_bytes=cap,
+            ideal=ideal,
+        )
     return {
         "name": d["name"],
         "model": m.id,
@@ -123,6 +141,32 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
     }
 
 
+def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
+    """--rate with --max-ttft-p99, --max-tpot-p99, --min-goodput (spec keys of the same names)."""
+    c = d["checks"]
+    keys = ("max_ttft_p99", "max_tpot_p99", "min_goodput")
+    given = {k: c.get(k) for k in keys if c.get(k) is not None}
+    if d.get("rate") is None:
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise InputError(f"{flags}: requires --rate")
+        return None
+    rates = opt.rates(str(d["rate"]))
+    if len(rates) != 1:
+        raise InputError("check takes one --rate")
+    if not given:
+        raise InputError("--rate needs --max-ttft-p99, --max-tpot-p99 or --min-goodput")
+    g = given.get("min_goodput")
+    if g is not None and not (isinstance(g, int | float) and g >= 0):
+        raise InputError(f"--min-goodput must be a rate >= 0, got {g}")
+    return TrafficLimits(
+        rates[0],
+        parse_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,
+        parse_seconds(given["max_tpot_p99"], "--max-tpot-p99") if "max_tpot_p99" in given else None,
+        g,
+    )
+
+
 @app.command()
 @guarded
 def check(
@@ -145,12 +189,26 @@ def check(
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     min_batch: Annotated[int | None, typer.Option(help="assert max batch ≥ N at --context")] = None,
+    min_concurrency: Annotated[
+        int | None,
+        typer.Option(help="assert sequences in flight over all replicas ≥ N at --context"),
+    ] = None,
     max_tpot: Annotated[str | None, typer.Option(help="assert TPOT ≤, e.g. 50ms")] = None,
     max_ttft: Annotated[str | None, typer.Option(help="assert TTFT ≤, e.g. 2s")] = None,
     min_throughput: Annotated[
         float | None, typer.Option(help="assert output tokens/s (all replicas) ≥")
     ] = None,
     fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
+    rate: opt.Rate = None,
+    max_ttft_p99: Annotated[
+        str | None, typer.Option(help="under --rate: assert p99 TTFT ≤, e.g. 2s")
+    ] = None,
+    max_tpot_p99: Annotated[
+        str | None, typer.Option(help="under --rate: assert p99 TPOT ≤, e.g. 50ms")
+    ] = None,
+    min_goodput: Annotated[
+        float | None, typer.Option(help="under --rate: assert goodput ≥ requests/s")
+    ] = None,
     ideal: opt.Ideal = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="report, never exit 1")] = False,
     fmt: opt.RowFormat = render.RowFmt.table,
@@ -184,12 +242,18 @@ def check(
             "batch": batch,
             "checks": {
                 "min_batch": min_batch,
+                "min_concurrency": min_concurrency,
                 "max_tpot": max_tpot,
                 "max_ttft": max_ttft,
                 "min_throughput": min_throughput,
                 "fits": fits,
+                "max_ttft_p99": max_ttft_p99,
+                "max_tpot_p99": max_tpot_p99,
+                "min_goodput": min_goodput,
             },
         }
+        if rate is not None:
+            d["rate"] = rate
         if context is not None:
             d["context"] = context
         if memory is not None:
@@ -229,6 +293,7 @@ def sweep(
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
+    price: opt.Price = None,
     fmt: opt.RowFormat = render.RowFmt.jsonl,
 ) -> None:
     """A grid of analyze summaries, one row per point.
@@ -258,7 +323,9 @@ def sweep(
     engine(engine_name)  # an unknown name fails before any work
     progress = render.progress_bar("sweep", len(grid.combos)) if grid.points > 200_000 else None
     cols = run_sweep(grid, engine_name, progress or (lambda x: x))
-    rows = [dict(zip(COLUMNS, values, strict=True)) for values in zip(*cols.values(), strict=True)]
+    cols["cost_per_million_output_tokens"] = _cost_column(cols, price)
+    names = (*COLUMNS, "cost_per_million_output_tokens")
+    rows = [dict(zip(names, values, strict=True)) for values in zip(*cols.values(), strict=True)]
     inputs = {
         "engine": engine_name,
         "points": grid.points,
@@ -268,6 +335,19 @@ def sweep(
     whole = fmt in (render.RowFmt.json, render.RowFmt.table)
     doc = render.document("sweep", inputs, points=rows) if whole else {}
     render.emit(doc, fmt, rows, render.sweep_table)
+
+
+def _cost_column(cols: dict[str, list], spec: str | None) -> list:
+    """$/million output tokens of each point (one replica of TP GPUs at its static-batch
+    throughput), None where the accelerator has no price."""
+    prices = opt.price_table(catalog(), spec)
+    usd = {
+        h: (p.usd_per_gpu_hour if (p := prices.get(h)) else np.nan) for h in set(cols["hardware"])
+    }
+    per_hour = np.array([usd[h] for h in cols["hardware"]]) * np.asarray(cols["tp"], dtype=float)
+    tok = np.asarray(cols["output_tokens_per_s"], dtype=float)
+    cost = per_hour / (tok * 3600.0) * 1e6
+    return [None if not np.isfinite(c) else c for c in cost.tolist()]
 
 
 @app.command()

@@ -4,7 +4,7 @@ One module per group of commands, each table beside its siblings only: `core` (e
 formats, consoles, number formatting), `layout` (the width-safe table layout and the inputs
 header), `catalog` (hardware, tiers, families, models), `analyze` (analyze, kv, capacity,
 bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offload, edge),
-`tools` (validate, check, sweep).
+`tools` (validate, check, sweep), `traffic` (serve, size, disagg under a rate).
 """
 
 from roofline.render.analyze import (
@@ -43,6 +43,7 @@ from roofline.render.levers import (
 )
 from roofline.render.serving import cliff_table, disagg_table, plan_table
 from roofline.render.tools import check_table, sweep_table, validate_table
+from roofline.render.traffic import disagg_traffic_table, serve_table, size_table
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -54,6 +55,7 @@ __all__ = [
     "cliff_table",
     "console_width",
     "disagg_table",
+    "disagg_traffic_table",
     "document",
     "edge_table",
     "emit",
@@ -69,6 +71,8 @@ __all__ = [
     "offload_table",
     "plan_table",
     "progress_bar",
+    "serve_table",
+    "size_table",
     "speculate_table",
     "stderr_console",
     "stdout_console",

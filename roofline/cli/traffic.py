@@ -1,0 +1,390 @@
+"""Commands on serving under traffic: `serve` (a deployment under a request rate: percentiles,
+goodput, saturation) and `size` (accelerators x layouts x replicas that meet the SLOs at a rate,
+with cost). Metric names: docs/METRICS.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from roofline import render
+from roofline.cli import convert
+from roofline.cli import options as opt
+from roofline.cli.app import app, catalog, guarded, note
+from roofline.errors import InputError
+from roofline.memory import engine
+from roofline.serving.cost import (
+    ENERGY_ASSUMPTION,
+    cost_per_hour,
+    cost_per_million_output_tokens,
+    joules_per_output_token,
+)
+from roofline.serving.serve import (
+    DEFAULT_MAX_BATCHED_TOKENS,
+    DEFAULT_MAX_SEQS,
+    ServeMetrics,
+    make_replica,
+    saturation_rate,
+)
+from roofline.serving.serve import (
+    serve as serve_core,
+)
+from roofline.serving.size import size as size_core
+from roofline.serving.workload import with_rate
+
+MaxBatchedTokens = Annotated[
+    int,
+    typer.Option("--max-batched-tokens", help="scheduler's token budget per step"),
+]
+Preemption = Annotated[str, typer.Option("--preemption", help="recompute or swap")]
+SATURATION_REQUESTS = 400
+SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serve)
+SIZE_HARDWARE = "h100,h200,b200,mi300x"
+
+
+def _pcts(p) -> dict[str, float]:
+    return {"p50": p.p50, "p90": p.p90, "p99": p.p99, "mean": p.mean}
+
+
+def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, Any]:
+    """One set of serve metrics with cost and energy, keys as in docs/METRICS.md."""
+    gpus = m.gpus if gpus is None else gpus
+    usd = cost_per_hour(price, gpus)
+    return {
+        "ttft_s": _pcts(m.ttft_s),
+        "tpot_s": _pcts(m.tpot_s),
+        "itl_s": _pcts(m.itl_s),
+        "e2e_s": _pcts(m.e2e_s),
+        "queue_s": _pcts(m.queue_s),
+        "throughput": {
+            "requests_per_s": m.requests_per_s,
+            "output_tokens_per_s": m.output_tokens_per_s,
+            "output_tokens_per_s_per_gpu": m.output_tokens_per_s_per_gpu,
+            "output_tokens_per_s_per_user": m.output_tokens_per_s_per_user,
+        },
+        "goodput_requests_per_s": m.goodput_requests_per_s,
+        "slo_attainment": m.slo_attainment,
+        "meets_slo": m.meets_slo,
+        "mean_running_batch": m.mean_running_batch,
+        "mean_queue_length": m.mean_queue_length,
+        "mean_in_system": m.mean_in_system,
+        "kv_occupancy": m.kv_occupancy,
+        "utilisation": m.utilisation,
+        "preemptions": m.preemptions,
+        "requests": m.requests,
+        "gpus": gpus,
+        "cost_per_hour": usd,
+        "cost_per_million_output_tokens": cost_per_million_output_tokens(
+            usd, m.output_tokens_per_s
+        ),
+        "joules_per_output_token": joules_per_output_token(
+            price, gpus, m.utilisation, m.output_tokens_per_s
+        ),
+    }
+
+
+def _slo_json(slo) -> dict[str, Any]:
+    return {"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_pct": slo.pct}
+
+
+def _one(values: list[int], what: str) -> int:
+    if len(values) != 1:
+        raise InputError(f"{what} takes one value here")
+    return values[0]
+
+
+# ---- serve ----------------------------------------------------------------------------------
+@app.command()
+@guarded
+def serve(
+    model: opt.ModelArg,
+    hardware: opt.HardwareArg,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    dp: opt.Dp = 1,
+    gpus: opt.Gpus = None,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    prompt_dist: opt.PromptDist = None,
+    output_dist: opt.OutputDist = None,
+    rate: opt.Rate = None,
+    concurrency: opt.Concurrency = None,
+    requests: opt.Requests = None,
+    duration: opt.Duration = None,
+    seed: opt.Seed = 0,
+    slo_ttft: opt.SloTtft = None,
+    slo_tpot: opt.SloTpot = None,
+    slo_pct: opt.SloPct = opt.SLO_PCT,
+    max_seqs: opt.MaxSeqs = None,
+    max_batched_tokens: MaxBatchedTokens = DEFAULT_MAX_BATCHED_TOKENS,
+    chunked_prefill: opt.ChunkedPrefill = True,
+    preemption: Preemption = "recompute",
+    engine_name: opt.Engine = opt.ENGINE,
+    memory: opt.Memory = None,
+    price: opt.Price = None,
+    saturation: Annotated[
+        bool, typer.Option("--saturation/--no-saturation", help="search the saturation rate")
+    ] = True,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="also write the rate chart to FILE.svg|png|pdf"),
+    ] = None,
+    fmt: opt.RowFormat = render.RowFmt.table,
+) -> None:
+    """A deployment under a request rate: latency and goodput.
+
+    TTFT, TPOT, ITL and E2E percentiles, throughput, goodput and SLO attainment, batch, queue,
+    KV occupancy, utilisation, cost and energy.
+
+    Requests arrive at --rate (Poisson; a list or range gives one row per rate and a chart of
+    p99 TTFT and TPOT against rate) or from --concurrency users, and a continuous-batching
+    scheduler (chunked prefill, paged KV, preemption) serves them on --dp replicas; the
+    saturation rate is where the queue grows without bound. Metrics: docs/METRICS.md.
+    Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
+    --output 500 --slo-ttft 2s --slo-tpot 50ms"""
+    from roofline.plot_serving import check_output, save_serve
+
+    if out is not None:
+        check_output(out)
+    cat = catalog()
+    m, hw = cat.model(model), cat.accelerator(hardware)
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep)
+    n_gpus, n_rep = opt.replicas(dep, gpus, dp)
+    slo = opt.slo(slo_ttft, slo_tpot, slo_pct)
+    if (rate is None) == (concurrency is None) and not (prompt_dist or "").endswith(".jsonl"):
+        raise InputError("give --rate (requests/s) or --concurrency (users)")
+    rate_list = opt.rates(rate) if rate is not None else [None]
+    if preemption not in ("recompute", "swap"):
+        raise InputError(f"--preemption must be recompute or swap, got {preemption}")
+    base = opt.serving_workload(
+        prompt,
+        output,
+        prompt_dist,
+        output_dist,
+        rate_list[0],
+        concurrency,
+        requests,
+        duration,
+        seed,
+    )
+    eng = engine(engine_name, hw)
+    max_len = int(base.prompts.max() + base.outputs.max())
+    tier = cat.tier("pcie5-x16") if preemption == "swap" else None
+    rep = make_replica(
+        m,
+        hw,
+        dep,
+        eng,
+        max_len,
+        _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else DEFAULT_MAX_SEQS,
+        max_batched_tokens,
+        chunked_prefill,
+        preemption,
+        tier,
+        opt.capacity(hw, memory),
+    )
+    price = opt.price_table(cat, price).get(hw.id)
+    points = []
+    for r in rate_list:
+        w = base if r is None or r == rate_list[0] else with_rate(base, r, seed)
+        res = serve_core(rep, w, slo, n_rep)
+        points.append(
+            {
+                "rate": w.rate if r is None else r,
+                "concurrency": concurrency,
+                "ideal": metrics_json(res.ideal, price),
+                "expected": metrics_json(res.expected, price),
+            }
+        )
+    sat = None
+    if saturation and concurrency is None:
+        probe = base if base.n <= SATURATION_REQUESTS else _head(base, SATURATION_REQUESTS)
+        sat = {
+            "ideal": saturation_rate(rep, probe, True, seed) * n_rep,
+            "expected": saturation_rate(rep, probe, False, seed) * n_rep,
+        }
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "dp": n_rep,
+        "gpus": n_gpus,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        **base.description,
+        "rates": rate_list if rate is not None else None,
+        "concurrency": concurrency,
+        **_slo_json(slo),
+        "engine": eng.name,
+        "max_seqs": rep.rules.max_seqs,
+        "max_batched_tokens": rep.rules.max_batched_tokens,
+        "chunked_prefill": chunked_prefill,
+        "preemption": preemption,
+        "block_tokens": rep.rules.block_tokens,
+        "kv_budget_blocks": rep.rules.budget_blocks,
+        "routing": "round robin over replicas",
+        "saturation_probe_requests": min(base.n, SATURATION_REQUESTS) if sat else None,
+        "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
+        "price_source": price.source if price else None,
+        "energy_assumption": ENERGY_ASSUMPTION,
+        "efficiency": convert.efficiency_json(hw.efficiency),
+    }
+    extra = {"ideal": points[0]["ideal"], "expected": points[0]["expected"]}
+    doc = render.document(
+        "serve", inputs, **(extra if len(points) == 1 else {}), saturation_rate=sat, points=points
+    )
+    rows = [{"rate": p["rate"], **_flat(p["expected"])} for p in doc["points"]]
+    render.emit(doc, fmt, rows, render.serve_table)
+    if out is not None:
+        save_serve(doc, out)
+        note(f"wrote {out}")
+
+
+def _head(w, n: int):
+    from roofline.serving.workload import Workload
+
+    return Workload(
+        w.arrival_s[:n], w.prompts[:n], w.outputs[:n], w.rate, w.concurrency, None, w.description
+    )
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}_"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+# ---- size -----------------------------------------------------------------------------------
+@app.command()
+@guarded
+def size(
+    model: opt.ModelArg,
+    rate: opt.Rate = None,
+    hardware: opt.HardwareList = None,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    prompt: opt.Prompt = opt.PROMPT,
+    output: opt.Output = opt.OUTPUT,
+    prompt_dist: opt.PromptDist = None,
+    output_dist: opt.OutputDist = None,
+    requests: opt.Requests = None,
+    seed: opt.Seed = 0,
+    slo_ttft: opt.SloTtft = None,
+    slo_tpot: opt.SloTpot = None,
+    slo_pct: opt.SloPct = opt.SLO_PCT,
+    engine_name: opt.Engine = opt.ENGINE,
+    price: opt.Price = None,
+    minimize: opt.Minimize = "cost",
+    disagg: Annotated[
+        bool,
+        typer.Option("--disagg", help="also disaggregated prefill/decode pools (slower search)"),
+    ] = False,
+    link: Annotated[
+        str, typer.Option(help="tier id the KV cache travels over between pools (--disagg)")
+    ] = "infiniband-ndr",
+    fmt: opt.RowFormat = render.RowFmt.table,
+) -> None:
+    """Deployments that meet the SLOs at a rate, with cost.
+
+    Searches accelerators x layouts (TP 1-8, PP 2 only if needed, EP = TP for MoE) x replicas:
+    each layout's highest rate per replica within the SLOs sets its replica count. Prints GPUs,
+    $/hour, $/million output tokens, J/token and the frontier of tokens/s per GPU against
+    tokens/s per user; the cheapest (or --minimize gpus) is marked best.
+    Example: roofline size llama-3.1-70b --rate 10 --hardware h100,h200,b200,mi300x
+    --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
+    if rate is None:
+        raise InputError("size needs --rate (requests/s)")
+    r = opt.rates(rate)
+    if len(r) != 1:
+        raise InputError("size takes one --rate")
+    cat = catalog()
+    m = cat.model(model)
+    names = [h.strip() for h in (hardware or SIZE_HARDWARE).split(",") if h.strip()]
+    if not names or len(names) > 32:
+        raise InputError("--hardware: give 1 to 32 accelerators, e.g. h100,h200")
+    hws = [cat.accelerator(h) for h in names]
+    base = opt.deployment(weights, kv_dtype)
+    slo = opt.slo(slo_ttft, slo_tpot, slo_pct)
+    requests = SIZE_REQUESTS if requests is None else requests
+    if not 20 <= requests <= 100_000:
+        raise InputError(f"--requests must be from 20 to 100000, got {requests}")
+    w = opt.serving_workload(
+        prompt, output, prompt_dist, output_dist, r[0], None, requests, None, seed
+    )
+    prices = opt.price_table(cat, price)
+    eng = engine(engine_name, hws[0])
+    rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed)
+    if disagg:
+        from roofline.serving.disagg import KvLink
+        from roofline.serving.size import rank, size_disaggregated
+
+        extra = size_disaggregated(m, hws, base, eng, w, slo, prices, KvLink(cat.tier(link)), seed)
+        rows = rank(rows + extra, minimize)
+    deployments = []
+    for d in rows:
+        p = prices.get(d.hardware)
+        deployments.append(
+            {
+                "hardware": d.hardware,
+                "tp": d.tp,
+                "pp": d.pp,
+                "ep": d.ep,
+                "dp": d.replicas,
+                "replicas": d.replicas,
+                "prefill_replicas": d.prefill_replicas,
+                "decode_replicas": d.decode_replicas,
+                "gpus": d.gpus,
+                "meets_slo": d.meets_slo,
+                "best": d.best,
+                "frontier": d.frontier,
+                "max_rate_per_replica": d.max_rate_per_replica,
+                "cost_per_hour": d.cost_per_hour,
+                "cost_per_million_output_tokens": d.cost_per_million_output_tokens,
+                "joules_per_output_token": d.joules_per_output_token,
+                "price_usd_per_gpu_hour": p.usd_per_gpu_hour if p else None,
+                "note": d.note,
+                "expected": metrics_json(d.expected, p) if d.expected else None,
+                "ideal": metrics_json(d.ideal, p) if d.ideal else None,
+            }
+        )
+    inputs = {
+        "model": m.id,
+        "hardware": [h.id for h in hws],
+        "rate": r[0],
+        "weights": base.weights.name,
+        "kv_dtype": base.kv.name,
+        **w.description,
+        **_slo_json(slo),
+        "engine": eng.name,
+        "minimize": minimize,
+        "disaggregated": disagg,
+        "link": cat.tier(link).id if disagg else None,
+        "search": "rates on a 5% geometric grid per layout; replicas = ceil(rate / best rate)",
+        "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in {h.id for h in hws}},
+        "energy_assumption": ENERGY_ASSUMPTION,
+    }
+    best = next((d for d in deployments if d["best"]), None)
+    doc = render.document("size", inputs, best=best, deployments=deployments)
+    flat = [{k: v for k, v in d.items() if k not in ("expected", "ideal")} for d in deployments]
+    for f, d in zip(flat, deployments, strict=True):
+        e = d["expected"] or {}
+        f["ttft_p99_s"] = (e.get("ttft_s") or {}).get("p99")
+        f["tpot_p99_s"] = (e.get("tpot_s") or {}).get("p99")
+        f["output_tokens_per_s_per_gpu"] = (e.get("throughput") or {}).get(
+            "output_tokens_per_s_per_gpu"
+        )
+    render.emit(doc, fmt, flat, render.size_table)
+
+
+__all__ = ["serve", "size"]

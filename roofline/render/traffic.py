@@ -1,0 +1,193 @@
+"""Tables of serving under traffic: serve (latency percentiles, throughput, goodput against a
+request rate, with a p99 chart), size (deployments meeting the SLOs, with cost) and disagg under
+a rate (colocated against disaggregated by goodput per GPU)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+
+from roofline.render.core import csec, stdout_console
+from roofline.render.layout import N, T, print_pairs, print_rows, say, table_output
+from roofline.render.serving import _bar
+from roofline.units import fmt_seconds
+
+
+def _t(x: float | None) -> str:
+    return "-" if x is None else csec(x)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _usd(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"${x:.3g}" if x < 100 else f"${x:,.0f}"
+
+
+def _short(hw: str) -> str:
+    """nvidia-h100-sxm -> h100-sxm: the vendor is implied by the chip."""
+    vendor, _, rest = hw.partition("-")
+    return rest if vendor in ("nvidia", "amd", "google", "intel", "apple") and rest else hw
+
+
+def _slo_text(i: Mapping[str, Any]) -> str:
+    parts = []
+    if i.get("slo_ttft_s") is not None:
+        parts.append(f"TTFT <= {fmt_seconds(i['slo_ttft_s'])}")
+    if i.get("slo_tpot_s") is not None:
+        parts.append(f"TPOT <= {fmt_seconds(i['slo_tpot_s'])}")
+    return f"SLO p{i['slo_pct']:g}: " + " and ".join(parts) if parts else "no SLO"
+
+
+# ---- serve ----------------------------------------------------------------------------------
+@table_output
+def serve_table(doc: Mapping[str, Any], con: Console) -> None:
+    i, pts = doc["inputs"], doc["points"]
+    load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else "Poisson arrivals"
+    head = (
+        f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
+        f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
+        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}; "
+        "expected step times (ideal in --format json). TTFT = queue + prefill."
+    )
+    sat = doc.get("saturation_rate")
+    if len(pts) == 1:
+        e = pts[0]["expected"]
+        j = e["joules_per_output_token"]
+        pairs = [
+            ("rate", f"{pts[0]['rate']:.3g} req/s" if pts[0]["rate"] else "-"),
+            ("TTFT p50 / p99", f"{_t(e['ttft_s']['p50'])} / {_t(e['ttft_s']['p99'])}"),
+            ("TPOT p50 / p99", f"{_t(e['tpot_s']['p50'])} / {_t(e['tpot_s']['p99'])}"),
+            ("ITL p50 / p99", f"{_t(e['itl_s']['p50'])} / {_t(e['itl_s']['p99'])}"),
+            ("E2E p50 / p99", f"{_t(e['e2e_s']['p50'])} / {_t(e['e2e_s']['p99'])}"),
+            ("queue mean", _t(e["queue_s"]["mean"])),
+            ("requests/s", f"{e['throughput']['requests_per_s']:.3g}"),
+            ("output tok/s", f"{e['throughput']['output_tokens_per_s']:,.0f}"),
+            ("tok/s per GPU", f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}"),
+            ("tok/s per user", f"{e['throughput']['output_tokens_per_s_per_user']:,.1f}"),
+            ("goodput", f"{e['goodput_requests_per_s']:.3g} req/s"),
+            ("SLO attainment", _pct(e["slo_attainment"])),
+            ("meets SLO", "yes" if e["meets_slo"] else "NO"),
+            ("running batch", f"{e['mean_running_batch']:.1f}"),
+            ("queue length", f"{e['mean_queue_length']:.1f}"),
+            ("KV occupancy", _pct(e["kv_occupancy"])),
+            ("utilisation", _pct(e["utilisation"])),
+            ("$/M output tok", _usd(e["cost_per_million_output_tokens"])),
+            ("J/output token", "-" if j is None else f"{j:.3g}"),
+        ]
+        if sat:
+            pairs.append(("saturation", f"{sat['expected']:.3g} req/s"))
+        print_pairs(con, head, pairs)
+        return
+    print_rows(
+        con,
+        head,
+        (N("rate"), N("TTFT\np99"), N("TPOT\np99"), N("tok/s\n/GPU"), N("good-\nput"), T("SLO")),
+        [
+            (
+                f"{p['rate']:.3g}",
+                _t(p["expected"]["ttft_s"]["p99"]),
+                _t(p["expected"]["tpot_s"]["p99"]),
+                f"{p['expected']['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
+                f"{p['expected']['goodput_requests_per_s']:.3g}",
+                "ok" if p["expected"]["meets_slo"] else "MISS",
+            )
+            for p in pts
+        ],
+    )
+    top_ttft = max(p["expected"]["ttft_s"]["p99"] for p in pts)
+    top_tpot = max(p["expected"]["tpot_s"]["p99"] for p in pts)
+    print_rows(
+        con,
+        "p99 TTFT and TPOT against rate (bars scaled to the largest; MISS where the SLO breaks)",
+        (T("rate"), T("TTFT p99"), T("TPOT p99")),
+        [
+            (
+                f"{p['rate']:.3g}" + ("" if p["expected"]["meets_slo"] else " MISS"),
+                _bar(p["expected"]["ttft_s"]["p99"], top_ttft, 16),
+                _bar(p["expected"]["tpot_s"]["p99"], top_tpot, 16),
+            )
+            for p in pts
+        ],
+    )
+    if sat:
+        say(con, f"saturation rate: {sat['expected']:.3g} req/s (ideal {sat['ideal']:.3g})")
+
+
+# ---- size -----------------------------------------------------------------------------------
+@table_output
+def size_table(doc: Mapping[str, Any], con: Console) -> None:
+    i, deps = doc["inputs"], doc["deployments"]
+    rows, misses = [], []
+    for d in deps:
+        mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
+        layout = f"TP{d['tp']}" + (f"PP{d['pp']}" if d["pp"] > 1 else "")
+        if d.get("prefill_replicas"):
+            layout += f" {d['prefill_replicas']}P{d['decode_replicas']}D"
+        name = f"{_short(d['hardware'])} {layout}"
+        if not d["meets_slo"]:
+            misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")
+            continue
+        e = d["expected"]
+        rows.append(
+            (
+                f"{name}{' ' + mark if mark else ''}",
+                f"{d['gpus']:,}",
+                _usd(d["cost_per_hour"]),
+                _usd(d["cost_per_million_output_tokens"]),
+                f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
+                f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
+            )
+        )
+    head = (
+        f"Deployments of {i['model']} ({i['weights']} weights) serving {i['rate']:g} req/s, "
+        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}. "
+        f"* = best ({i['minimize']}), f = on the frontier of tok/s per GPU vs tok/s per user; "
+        "GPUs = replicas x TP x PP; tok = output tokens/s; more in --format json"
+    )
+    if rows:
+        cols = (T("deployment"), N("GPUs"), N("$/h"), N("$/Mtok"), N("tok/\nGPU"), N("tok/\nuser"))
+        print_rows(con, head, cols, rows)
+    else:
+        say(con, head)
+        say(con, "no deployment meets the SLOs")
+    for line in misses:
+        say(con, line)
+    say(con, f"energy: {i['energy_assumption']}")
+
+
+# ---- disagg under a rate --------------------------------------------------------------------
+def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
+    """Printed after `disagg_table` (which opens with the inputs header)."""
+    con = stdout_console()
+    tr = doc["traffic"]
+    rows = []
+    for name in ("colocated", "disaggregated"):
+        x = tr[name]
+        e = x["metrics"] or {}
+        shape = "1" if name == "colocated" else f"{x['prefill_replicas']}P+{x['decode_replicas']}D"
+        rows.append(
+            (
+                name,
+                shape,
+                f"{x['goodput_per_gpu']:.3g}",
+                f"{x['gpus']:,}" if x["units"] else "-",
+                _t((e.get("ttft_s") or {}).get("p99")),
+                _t((e.get("tpot_s") or {}).get("p99")),
+            )
+        )
+    print_rows(
+        con,
+        f"Under {tr['rate']:g} req/s ({tr['requests']} requests per point), {_slo_text(tr)}: "
+        "goodput per GPU = the highest rate a unit (a replica, or P prefill + D decode replicas) "
+        "serves within the SLOs / its GPUs, in req/s per GPU",
+        (T("serving"), T("unit"), N("req/s\n/GPU"), N("GPUs"), N("TTFT\np99"), N("TPOT\np99")),
+        rows,
+    )
+    if tr["better"]:
+        say(con, f"better by goodput per GPU: {tr['better']}")

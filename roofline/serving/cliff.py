@@ -1,0 +1,80 @@
+"""The reasoning cliff: the serving scheduler (roofline.serving.scheduler) with every request
+arriving at t = 0, summarised per max-seqs setting (throughput, TTFT, TPOT, preemption)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.hardware import Tier
+from roofline.serving.scheduler import EngineRules, simulate_requests
+from roofline.serving.steps import StepModel
+
+
+# ---- the reasoning cliff: every request at t = 0 ---------------------------------------------
+@dataclass(frozen=True)
+class CliffPoint:
+    max_seqs: int
+    output_tokens_per_s: float
+    ttft_mean_s: float
+    ttft_p99_s: float
+    tpot_mean_s: float
+    tpot_p99_s: float
+    preemptions: int
+    recomputed_tokens: int
+    swapped_bytes: float
+    preemption_time_fraction: float
+    decode_time_fraction: float
+    peak_kv_fraction: float
+    makespan_s: float
+    finished: int
+
+
+def simulate(
+    steps: StepModel,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    max_seqs: int,
+    budget_blocks: int,
+    block: int,
+    preemption: str = "recompute",
+    swap_tier: Tier | None = None,
+    chunked_prefill: bool = False,
+    max_batched_tokens: int | None = None,
+) -> CliffPoint:
+    """The cliff: every request arrives at t = 0; serve them all and summarise this max_seqs.
+    Chunked prefill needs a token budget; by default 2048 + max_seqs tokens per step."""
+    if chunked_prefill and max_batched_tokens is None:
+        max_batched_tokens = 2048 + max_seqs
+    rules = EngineRules(
+        max_seqs,
+        budget_blocks,
+        block,
+        max_batched_tokens,
+        chunked_prefill,
+        preemption,
+        swap_tier.bandwidth_bytes_per_s if swap_tier else None,
+    )
+    tr = simulate_requests(steps, np.zeros(len(prompts)), prompts, outputs, rules)
+    ttft = tr.first_token_s - tr.arrival_s
+    o = tr.outputs
+    tpot = np.where(o > 1, (tr.finish_s - tr.first_token_s) / np.maximum(o - 1, 1), 0.0)
+    total = tr.prefill_s + tr.decode_s
+    now = tr.makespan_s
+    return CliffPoint(
+        max_seqs,
+        float(o.sum() / now),
+        float(ttft.mean()),
+        float(np.percentile(ttft, 99)),
+        float(tpot.mean()),
+        float(np.percentile(tpot, 99)),
+        tr.preemptions,
+        tr.recomputed_tokens,
+        tr.swapped_bytes,
+        tr.preempt_s / now if now else 0.0,
+        tr.decode_s / total if total else 0.0,
+        tr.peak_blocks / budget_blocks,
+        now,
+        int(np.isfinite(tr.finish_s).sum()),
+    )

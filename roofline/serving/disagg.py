@@ -1,0 +1,337 @@
+"""Prefill/decode disaggregation against colocated serving: in closed form (steady state), and
+under traffic as two pools of replicas with a queue in front of each and the KV transfer between.
+
+Closed form (`disaggregate`):
+
+Colocated (one pool, continuous batching): B sequences decode together and every request's
+prefill (t_p for one prompt) stalls the batch once, so a cycle of B requests takes
+B·t_p + (O − 1)·t_d(B) and the effective time per output token is that over (O − 1).
+Disaggregated (DistServe, Zhong et al. OSDI'24; Splitwise, Patel et al. ISCA'24): prefill replicas
+run prompts one at a time on compute-rich hardware, ship the prompt's KV cache over a link
+(t_x = KV bytes per GPU / link bandwidth per direction) to decode replicas that only decode. TTFT =
+t_p + t_x, TPOT = t_d(B). The pools are sized so prefill keeps up with decode: prefill replicas
+per decode replica = B·t_p / ((O − 1)·t_d(B)).
+
+Under traffic (`serve_disaggregated`): requests queue for the prefill pool (dealt round robin, each
+replica running prefill-only steps with the engine's rules), their KV cache crosses the link
+(`kv_transfer_s`), then they queue for the decode pool (dealt round robin in the order they
+become ready) and decode there with the continuous-batching scheduler; the first token counts
+as delivered once its KV reaches the decode pool (TTFT = queue + prefill + transfer). Link
+contention between transfers is not modelled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from roofline.errors import InputError
+from roofline.hardware import Accelerator, Tier
+from roofline.memory import kv_bytes_per_token
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.phases import decode, prefill
+from roofline.serving.scheduler import Trace, simulate_requests
+from roofline.serving.serve import Replica, ServeMetrics, Slo, metrics, run_replicas
+from roofline.serving.workload import Workload, with_rate
+
+
+@dataclass(frozen=True)
+class Serving:
+    """One way of serving: latencies and output tokens per second per GPU."""
+
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s_per_gpu: float
+    gpus: float  # GPUs per unit of capacity (a decode replica and its share of prefill)
+
+
+@dataclass(frozen=True)
+class Disaggregation:
+    colocated: Serving
+    disaggregated: Serving
+    prefill_s: float  # one prompt on the prefill pool
+    decode_step_s: float  # one step of the decode batch
+    kv_transfer_s: float
+    kv_bytes_per_request: float
+    prefill_replicas_per_decode_replica: float
+
+
+def disaggregate(
+    model: ModelArch,
+    prefill_hw: Accelerator,
+    decode_hw: Accelerator,
+    prefill_dep: Deployment,
+    decode_dep: Deployment,
+    link: Tier,
+    batch: int,
+    prompt: int,
+    output: int,
+    ideal: bool = False,
+) -> Disaggregation:
+    """Colocated serving on `decode_hw` against prefill on `prefill_hw` plus decode on
+    `decode_hw`, for requests of `prompt` tokens in and `output` out, `batch` decoding at once."""
+
+    def t(r) -> float:
+        return float(r.t_ideal_s if ideal else r.t_expected_s)
+
+    steps = max(output - 1, 1)
+    t_d = t(decode(model, decode_hw, decode_dep, batch, prompt + 1, steps))
+    # colocated: prompts prefill on the decode hardware and stall the decode batch
+    t_p_colo = t(prefill(model, decode_hw, decode_dep, 1, max(prompt, 1)))
+    cycle = batch * t_p_colo + steps * t_d
+    colo = Serving(
+        ttft_s=t_p_colo,
+        tpot_s=cycle / steps,
+        output_tokens_per_s_per_gpu=batch * output / cycle / decode_dep.gpus_per_replica,
+        gpus=decode_dep.gpus_per_replica,
+    )
+    # disaggregated: each GPU of the prefill replica sends its share of the prompt's KV cache
+    t_p = t(prefill(model, prefill_hw, prefill_dep, 1, max(prompt, 1)))
+    kv_total = kv_bytes_per_token(model, decode_dep.kv.bits) * prompt
+    per_gpu = kv_bytes_per_token(model, decode_dep.kv.bits, prefill_dep.tp, prefill_dep.pp) * prompt
+    t_x = per_gpu / link.bandwidth_bytes_per_s + (link.latency_s or 0.0)
+    ratio = batch * t_p / (steps * t_d)
+    gpus = decode_dep.gpus_per_replica + ratio * prefill_dep.gpus_per_replica
+    dis = Serving(
+        ttft_s=t_p + t_x,
+        tpot_s=t_d,
+        output_tokens_per_s_per_gpu=batch * output / (steps * t_d) / gpus,
+        gpus=gpus,
+    )
+    return Disaggregation(colo, dis, t_p, t_d, t_x, kv_total, ratio)
+
+
+# ---- disaggregated pools under traffic -------------------------------------------------------
+@dataclass(frozen=True)
+class KvLink:
+    """How the prompt's KV cache travels from a prefill replica to a decode replica: each GPU of
+    the prefill replica sends its shard over its own port of `tier` at `efficiency` × the link's
+    bandwidth, plus the link's start latency and a fixed cost per transfer (connection set-up,
+    block-table exchange). `layerwise`: layers are sent as soon as they are computed (DistServe
+    §4.3, Mooncake), so only the part that outlasts the prefill, or at least the last layer's
+    share, is exposed."""
+
+    tier: Tier
+    efficiency: float = 1.0
+    fixed_s: float = 0.0
+    layerwise: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 < self.efficiency <= 1:
+            raise InputError(f"link efficiency must be in (0, 1], got {self.efficiency}")
+        if not (math.isfinite(self.fixed_s) and self.fixed_s >= 0):
+            raise InputError(f"the fixed cost per transfer must be >= 0 s, got {self.fixed_s}")
+
+
+def kv_transfer_s(
+    model: ModelArch,
+    p_dep: Deployment,
+    kv_bits: float,
+    link: KvLink,
+    prompts: np.ndarray,
+    prefill_s: np.ndarray | float = 0.0,
+) -> np.ndarray:
+    """Exposed transfer time per request: KV bytes per prefill GPU / (bandwidth × efficiency)
+    + start latency + fixed cost; with layer-wise overlap, max(t / L, t − prefill time)."""
+    per_gpu = kv_bytes_per_token(model, kv_bits, p_dep.tp, p_dep.pp) * np.asarray(prompts, float)
+    t = per_gpu / (link.tier.bandwidth_bytes_per_s * link.efficiency)
+    t = t + (link.tier.latency_s or 0.0) + link.fixed_s
+    if link.layerwise:
+        t = np.maximum(t / model.num_hidden_layers, t - np.asarray(prefill_s, dtype=float))
+    return t
+
+
+@dataclass(frozen=True)
+class Pools:
+    prefill: Replica
+    decode: Replica
+    prefill_replicas: int
+    decode_replicas: int
+    link: KvLink
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill.gpus * self.prefill_replicas + self.decode.gpus * self.decode_replicas
+
+
+def _pooled(
+    model: ModelArch, pools: Pools, w: Workload, slo: Slo, ideal: bool
+) -> tuple[ServeMetrics, float]:
+    """Prefill pool (prefill-only steps, queue in front), KV transfer, decode pool (queue in
+    front, requests arrive with their KV and first token); returns the metrics and the mean
+    exposed transfer time."""
+    n = w.n
+    # prefill pool: each request ends with its first token
+    pre = Workload(w.arrival_s, w.prompts, np.ones(n, np.int64), w.rate, None, None, {})
+    first = np.empty(n)
+    admitted = np.empty(n)
+    traces = run_replicas(pools.prefill, pre, pools.prefill_replicas, ideal)
+    for j, tr in enumerate(traces):
+        first[j :: pools.prefill_replicas] = tr.first_token_s
+        admitted[j :: pools.prefill_replicas] = tr.admitted_s
+    t_x = kv_transfer_s(
+        model, pools.prefill.dep, pools.decode.dep.kv.bits, pools.link, w.prompts, first - admitted
+    )
+    ready = first + t_x
+    order = np.argsort(ready, kind="stable")
+    steps = pools.decode.ideal if ideal else pools.decode.expected
+    finish = np.empty(n)
+    dec_traces = []
+    for j in range(pools.decode_replicas):
+        idx = order[j :: pools.decode_replicas]
+        tr = simulate_requests(
+            steps, ready[idx], w.prompts[idx], w.outputs[idx], pools.decode.rules, prefilled=True
+        )
+        finish[idx] = tr.finish_s
+        dec_traces.append(tr)
+    all_tr = traces + dec_traces
+    reps = len(all_tr)
+    merged = Trace(
+        w.arrival_s,
+        admitted,
+        ready,
+        finish,
+        w.prompts,
+        w.outputs,
+        np.concatenate([t.itl_s for t in dec_traces]),
+        np.concatenate([t.itl_weight for t in dec_traces]),
+        sum(t.preemptions for t in all_tr),
+        sum(t.recomputed_tokens for t in all_tr),
+        sum(t.swapped_bytes for t in all_tr),
+        sum(t.busy_s for t in all_tr) / reps,
+        sum(t.prefill_s for t in all_tr),
+        sum(t.decode_s for t in all_tr),
+        sum(t.preempt_s for t in all_tr),
+        sum(t.active_integral for t in all_tr) / reps,
+        sum(t.decoding_integral for t in dec_traces) / len(dec_traces),
+        sum(t.waiting_integral for t in all_tr) / reps,
+        sum(t.kv_block_integral / t.budget_blocks for t in dec_traces) / len(dec_traces),
+        max(t.peak_blocks for t in dec_traces),
+        1,
+        float(finish.max()),
+    )
+    m = metrics([merged], slo, pools.gpus)
+    in_system = (
+        sum(t.active_integral + t.waiting_integral for t in all_tr) + float(t_x.sum())
+    ) / m.window_s
+    return replace(m, mean_in_system=in_system), float(t_x.mean())
+
+
+@dataclass(frozen=True)
+class DisaggResult:
+    ideal: ServeMetrics
+    expected: ServeMetrics
+    kv_transfer_mean_s: float
+    pools: Pools
+
+
+def serve_disaggregated(model: ModelArch, pools: Pools, w: Workload, slo: Slo) -> DisaggResult:
+    """Serve the workload on a prefill pool and a decode pool; ideal and expected step times."""
+    if w.concurrency is not None:
+        raise InputError("disaggregated serving takes an open-loop workload (--rate), not users")
+    ideal, _ = _pooled(model, pools, w, slo, True)
+    expected, t_x = _pooled(model, pools, w, slo, False)
+    return DisaggResult(ideal, expected, t_x, pools)
+
+
+def max_rate_disaggregated(
+    model: ModelArch, pools: Pools, w: Workload, slo: Slo, hi: float, seed: int = 0
+) -> float:
+    """The highest request rate the pools serve within the SLOs (bisection from `hi` down,
+    assuming latency grows with the rate); 0 if even hi/64 misses."""
+
+    def ok(rate: float) -> bool:
+        return _pooled(model, pools, with_rate(w, rate, seed), slo, False)[0].meets_slo
+
+    if ok(hi):
+        return hi
+    lo = hi / 64.0
+    if not ok(lo):
+        return 0.0
+    while hi - lo > 0.03 * lo:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+@dataclass(frozen=True)
+class TrafficMode:
+    """One way of serving a rate within the SLOs: the unit (a replica, or a set of pools), the
+    highest rate one unit serves within the SLOs, the units the rate needs and the metrics."""
+
+    name: str
+    prefill_replicas: int
+    decode_replicas: int
+    gpus_per_unit: int
+    max_rate_per_unit: float
+    goodput_per_gpu: float  # max_rate_per_unit / gpus_per_unit: requests/s per GPU within SLO
+    units: int
+    gpus: int
+    metrics: ServeMetrics | None
+
+
+def compare_under_traffic(
+    model: ModelArch,
+    colo: Replica,
+    pre: Replica,
+    dec: Replica,
+    link: KvLink,
+    w: Workload,
+    slo: Slo,
+    ratio: float,
+    seed: int = 0,
+) -> tuple[TrafficMode, TrafficMode]:
+    """Colocated (chunked prefill, one pool) against disaggregated pools under the same SLOs and
+    workload, by goodput per GPU: each unit's highest rate within the SLOs (a rate grid search),
+    divided by its GPUs. Pool shapes tried: 1-4 decode replicas with the prefill replicas the
+    closed-form `ratio` (prefill replicas per decode replica) suggests."""
+    from roofline.serving.size import capacity_estimate, max_rate
+
+    rate = float(w.rate or 0.0)
+    r_colo = max_rate(colo, w, slo, False, seed, capacity_estimate(colo, w))
+    colo_mode = _mode("colocated", 0, 1, colo.gpus, r_colo, rate, None)
+    if r_colo > 0:
+        per = with_rate(w, rate / colo_mode.units, seed) if rate else w
+        m = metrics(run_replicas(colo, per, 1, False), slo, colo.gpus)
+        colo_mode = replace(colo_mode, metrics=m)
+    return colo_mode, best_pools(model, pre, dec, link, w, slo, ratio, seed)
+
+
+def best_pools(
+    model: ModelArch,
+    pre: Replica,
+    dec: Replica,
+    link: KvLink,
+    w: Workload,
+    slo: Slo,
+    ratio: float,
+    seed: int = 0,
+) -> TrafficMode:
+    """The pool shape (P prefill + D decode replicas) with the most goodput per GPU: D from 1 to
+    4, P from the closed-form `ratio`; with its units for w.rate and the metrics there."""
+    from roofline.serving.size import capacity_estimate
+
+    rate = float(w.rate or 0.0)
+    shapes = sorted({(max(1, round(ratio * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
+    best: TrafficMode | None = None
+    for n_p, n_d in shapes:
+        pools = Pools(pre, dec, n_p, n_d, link)
+        hi = 2.0 * n_d * capacity_estimate(dec, w) / 0.7
+        r = max_rate_disaggregated(model, pools, w, slo, hi, seed)
+        cand = _mode("disaggregated", n_p, n_d, pools.gpus, r, rate, None)
+        if best is None or cand.goodput_per_gpu > best.goodput_per_gpu:
+            best = cand
+    assert best is not None
+    if best.max_rate_per_unit > 0:
+        pools = Pools(pre, dec, best.prefill_replicas, best.decode_replicas, link)
+        per = with_rate(w, rate / best.units, seed) if rate else w
+        best = replace(best, metrics=_pooled(model, pools, per, slo, False)[0])
+    return best
+
+
+def _mode(name, n_p, n_d, gpus, r_max, rate, m) -> TrafficMode:
+    units = math.ceil(rate / r_max * (1 - 1e-12)) if r_max > 0 and rate > 0 else 0
+    return TrafficMode(name, n_p, n_d, gpus, r_max, r_max / gpus, units, units * gpus, m)

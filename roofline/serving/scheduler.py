@@ -1,0 +1,514 @@
+"""A continuous-batching scheduler (vLLM-like) driven by roofline step times, with arrivals.
+
+Requests arrive over time (any arrival times, or a closed loop of N users each sending its next
+request when the last one finishes). The engine's rules, as in vLLM (Kwon et al., SOSP'23, and
+the vLLM scheduler docs):
+
+- At most `max_seqs` sequences are active. Waiting requests are admitted first come, first served
+  (preempted ones first) while a slot is free and their *current* KV (prompt + tokens generated so
+  far, + the next token) fits in the paged KV budget next to every active sequence's next step.
+- Non-chunked prefill (vLLM V0's default): a prefill-only step runs the admitted prompts, packed up
+  to `max_batched_tokens`, and stalls the running decodes. Chunked prefill (vLLM V1's default):
+  every step carries one token per decoding sequence plus prefill tokens up to the token budget
+  (`max_batched_tokens`), first come first served, so prefills share steps with running decodes.
+- When the next step's KV blocks do not fit, the most recently admitted sequence is preempted:
+  `recompute` (vLLM's default) drops its KV and later re-prefills prompt + generated tokens (which
+  samples its next token); `swap` copies its KV to a host tier and back over the link.
+
+Nothing changes between events (an arrival that can be admitted, a prompt finishing its prefill, a
+sequence finishing, the KV budget running out), so the simulation advances in spans of many
+identical steps: the decode contexts grow by one token per step, which StepModel integrates in
+closed form. The cliff (roofline.serving.cliff) is this model with every request at t = 0.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import deque
+from dataclasses import dataclass
+from heapq import heappop, heappush
+
+import numpy as np
+
+from roofline.errors import InputError
+from roofline.serving.steps import StepModel
+
+
+@dataclass(frozen=True)
+class EngineRules:
+    """The scheduler's limits. `max_batched_tokens` None: a prefill step takes every admitted
+    prompt (no token budget)."""
+
+    max_seqs: int
+    budget_blocks: int
+    block_tokens: int
+    max_batched_tokens: int | None = None
+    chunked_prefill: bool = False
+    preemption: str = "recompute"
+    swap_bandwidth_bytes_per_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_seqs <= 65_536:
+            raise InputError(f"max sequences must be from 1 to 65536, got {self.max_seqs}")
+        if self.budget_blocks < 1:
+            raise InputError("the KV budget holds no block: the model leaves no room for KV")
+        if self.block_tokens < 1:
+            raise InputError(f"block tokens must be at least 1, got {self.block_tokens}")
+        if self.preemption not in ("recompute", "swap"):
+            raise InputError(f"--preemption must be recompute or swap, got {self.preemption}")
+        if self.chunked_prefill and self.max_batched_tokens is None:
+            raise InputError("chunked prefill needs a token budget per step")
+        if self.max_batched_tokens is not None and self.max_batched_tokens <= (
+            self.max_seqs if self.chunked_prefill else 0
+        ):
+            raise InputError(
+                f"the token budget per step ({self.max_batched_tokens}) must exceed max sequences "
+                f"({self.max_seqs}) with chunked prefill"
+            )
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What happened to every request, and time integrals of the engine's state."""
+
+    arrival_s: np.ndarray
+    admitted_s: np.ndarray  # first admission (end of queueing)
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    prompts: np.ndarray
+    outputs: np.ndarray
+    itl_s: np.ndarray  # inter-token gaps (values)
+    itl_weight: np.ndarray  # how many gaps have each value
+    preemptions: int
+    recomputed_tokens: int
+    swapped_bytes: float
+    busy_s: float
+    prefill_s: float
+    decode_s: float
+    preempt_s: float
+    active_integral: float  # ∫ active sequences dt
+    decoding_integral: float  # ∫ decoding sequences dt
+    waiting_integral: float  # ∫ queued requests dt
+    kv_block_integral: float  # ∫ KV blocks in use dt
+    peak_blocks: float
+    budget_blocks: int
+    makespan_s: float
+
+    @property
+    def served(self) -> np.ndarray:
+        """Requests that arrived (a closed loop stopped by a duration leaves the rest unsent)."""
+        return np.isfinite(self.arrival_s)
+
+
+def simulate_requests(
+    steps: StepModel,
+    arrival_s: np.ndarray,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    rules: EngineRules,
+    prefilled: bool = False,
+    closed_loop: int | None = None,
+    release_until_s: float = math.inf,
+) -> Trace:
+    """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
+    first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
+    arrival_s[:N] and each finish releases the next request (until `release_until_s`)."""
+    return _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop).run(
+        release_until_s
+    )
+
+
+class _Sim:
+    """The state of one simulation, in Python scalars (the spans are short; numpy only when the
+    KV budget is near or a layer has a window). A decoding sequence r holds context
+    base[r] + G, where G counts the decode steps so far: a span of k steps adds k to G and
+    touches no sequence; each sequence's last step is G = fin[r] (a heap orders them)."""
+
+    def __init__(self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop):
+        n = len(prompts)
+        if rules.max_seqs > len(steps.base_s):
+            raise InputError(
+                f"the step model covers batches up to {len(steps.base_s)}, not {rules.max_seqs}"
+            )
+        self.steps, self.rules, self.n = steps, rules, n
+        self.prompts_np = np.asarray(prompts, dtype=np.int64)
+        self.outputs_np = np.asarray(outputs, dtype=np.int64)
+        self.prompts = self.prompts_np.tolist()
+        self.outputs = self.outputs_np.tolist()
+        arrival = np.array(arrival_s, dtype=float)
+        self.next_release = n
+        if closed_loop is not None:
+            self.next_release = min(closed_loop, n)
+            arrival[self.next_release :] = math.inf
+        self.arr = arrival.tolist()
+        self.arr_cum = [0.0, *np.cumsum(arrival[: self.next_release]).tolist()]
+        self.gen = [1 if prefilled else 0] * n  # tokens generated (decoders: see base)
+        self.pf_left = [0] * n  # prefill tokens still to run
+        self.pf_total = [0] * n  # length of the current prefill pass
+        self.res_blocks = [0.0] * n  # KV blocks a prompt in prefill holds
+        self.recompute_pass = [False] * n
+        self.kv_ready = [prefilled] * n  # arrived with its KV (a disaggregated decode pool)
+        nan = math.nan
+        self.admitted_s = [nan] * n
+        self.first_token_s = list(self.arr) if prefilled else [nan] * n
+        self.finish_s = [nan] * n
+        self.last_tok = list(self.first_token_s)
+        self.waiting: deque[int] = deque()
+        self.active: list[int] = []  # admission order
+        self.prefilling: list[int] = []  # admission order
+        self.decoding: dict[int, None] = {}
+        self.base: dict[int, int] = {}
+        self.fin: dict[int, int] = {}
+        self.heap: list[tuple[int, int]] = []
+        self.S = 0  # Σ base over decoders: Σ contexts = S + n·G
+        self.G = 0
+        self.spans = 0
+        self.fresh: list[int] = []  # decoders with no decode span since they joined
+        self.last_shared = 0.0  # end of the last decode span
+        self.swapped: set[int] = set()
+        self.reserved = 0.0
+        self.itl_v: list[float] = []
+        self.itl_w: list[float] = []
+        self.na = 0
+        self.now = 0.0
+        self.acc = dict.fromkeys(
+            ("busy", "prefill", "decode", "preempt", "act", "dec", "wait", "kv"), 0.0
+        )
+        self.preemptions = self.recomputed = 0
+        self.swapped_bytes = self.peak_blocks = 0.0
+        self.simple_kv = steps.kv_groups == ((1.0, None),)
+        self.capped = any(cap is not None for _, cap in getattr(steps, "groups", []))
+
+    # ---- decoders --------------------------------------------------------------------------
+    def join(self, r: int) -> None:
+        b = self.prompts[r] + self.gen[r] - self.G
+        self.base[r] = b
+        self.S += b
+        f = self.G + self.outputs[r] - self.gen[r]
+        self.fin[r] = f
+        heappush(self.heap, (f, r))
+        self.decoding[r] = None
+        self.fresh.append(r)
+
+    def leave(self, r: int) -> None:
+        b = self.base.pop(r)
+        self.gen[r] = b + self.G - self.prompts[r]
+        self.S -= b
+        del self.fin[r]
+        del self.decoding[r]
+        if r in self.fresh:
+            self.fresh.remove(r)
+        elif self.spans:
+            self.last_tok[r] = self.last_shared
+
+    def ctx(self) -> np.ndarray:
+        base = self.base
+        return np.fromiter((base[r] for r in self.decoding), np.int64, len(base)) + self.G
+
+    def kmin(self) -> int:
+        heap, fin = self.heap, self.fin
+        while fin.get(heap[0][1]) != heap[0][0]:
+            heappop(heap)  # a sequence that left (preempted) before its last step
+        return heap[0][0] - self.G
+
+    def blocks_sum(self, ctx: np.ndarray, extra: int) -> float:
+        blk = self.rules.block_tokens
+        if self.simple_kv:
+            return float(((ctx + (extra + blk - 1)) // blk).sum())
+        return float(self.steps.blocks(ctx + extra, blk).sum())
+
+    # ---- time ------------------------------------------------------------------------------
+    def advance(self, dt: float, n_dec: int, kv_blocks: float) -> None:
+        end = self.now + dt
+        acc = self.acc
+        acc["busy"] += dt
+        acc["act"] += len(self.active) * dt
+        acc["dec"] += n_dec * dt
+        acc["kv"] += kv_blocks * dt
+        wait = len(self.waiting) * dt
+        na, arr = self.na, self.arr
+        if na < self.n and arr[na] <= end:  # arrivals during the span queue for the rest of it
+            j = bisect_right(arr, end, na)
+            if j < len(self.arr_cum):
+                wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
+            else:  # closed loop: released arrivals are not in the prefix sums
+                wait += sum(end - a for a in arr[na:j])
+            self.waiting.extend(range(na, j))  # they wait from now on
+            self.na = j
+        acc["wait"] += wait
+        self.now = end
+
+    def finish(self, r: int) -> None:
+        self.finish_s[r] = self.now
+        self.active.remove(r)
+        if self.next_release < self.n and self.now < self.release_until_s:
+            self.arr[self.next_release] = self.now
+            self.next_release += 1
+
+    def swap_stall(self, r: int) -> None:
+        moved = float(self.prompts[r] + self.gen[r]) * self.steps.kv_bytes_per_token
+        self.swapped_bytes += moved
+        bw = self.rules.swap_bandwidth_bytes_per_s
+        t_sw = moved / bw if bw else 0.0
+        self.acc["preempt"] += t_sw
+        self.advance(t_sw, 0, self.reserved)
+
+    def complete_prefill(self, done: list[int]) -> None:
+        """Prompts whose prefill (first or recompute) ended now: each samples a token."""
+        now = self.now
+        for r in done:
+            g = self.gen[r]
+            if g == 0:
+                self.first_token_s[r] = now
+            else:  # a recompute samples the next token: one more gap
+                self.itl_v.append(now - self.last_tok[r])
+                self.itl_w.append(1.0)
+            self.gen[r] = g + 1
+            self.last_tok[r] = now
+            self.pf_left[r] = 0
+            self.recompute_pass[r] = False
+            self.reserved -= self.res_blocks[r]
+            self.res_blocks[r] = 0.0
+            self.prefilling.remove(r)
+            if g + 1 >= self.outputs[r]:
+                self.finish(r)
+            else:
+                self.join(r)
+
+    # ---- admission and preemption ----------------------------------------------------------
+    def admit(self) -> None:
+        rules, steps, blk = self.rules, self.steps, self.rules.block_tokens
+        n_dec = len(self.decoding)
+        # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
+        used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
+        exact = False
+        while self.waiting and len(self.active) < rules.max_seqs:
+            r = self.waiting[0]
+            tokens = self.prompts[r] + self.gen[r] + 1
+            need = -(-tokens // blk) if self.simple_kv else float(steps.blocks(tokens, blk))
+            if used + need > rules.budget_blocks:
+                if exact:
+                    break
+                used = self.reserved + (self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0)
+                exact = True
+                if used + need > rules.budget_blocks:
+                    break
+            self.waiting.popleft()
+            used += need
+            self.active.append(r)
+            if math.isnan(self.admitted_s[r]):
+                self.admitted_s[r] = self.now
+            if r in self.swapped:  # swap back in: the engine waits for the copy
+                self.swapped.discard(r)
+                self.swap_stall(r)
+                self.join(r)
+            elif self.kv_ready[r]:  # arrived with its KV (a disaggregated decode pool)
+                self.kv_ready[r] = False
+                self.join(r)
+            else:
+                self.pf_left[r] = self.pf_total[r] = tokens - 1
+                self.res_blocks[r] = need
+                self.reserved += need
+                self.prefilling.append(r)
+                if self.gen[r] > 0:
+                    self.recompute_pass[r] = True
+                    self.recomputed += tokens - 1
+        if not self.active:
+            r = self.waiting[0]
+            held = int(self.prompts[r] + self.gen[r])
+            raise InputError(
+                f"one request alone outgrows the KV budget ({rules.budget_blocks:,} blocks of "
+                f"{blk} tokens): it holds {held:,} tokens ({int(self.prompts[r]):,} prompt + "
+                f"{int(self.gen[r]):,} generated) of the {int(self.prompts[r] + self.outputs[r]):,}"
+                " it needs",
+                hint="shorten --output or --prompt, or add memory (--tp, --kv-dtype fp8)",
+            )
+
+    def preempt(self) -> None:
+        """The next step does not fit: preempt the most recently admitted sequence."""
+        victim = self.active.pop()
+        self.preemptions += 1
+        self.waiting.appendleft(victim)  # it waits (and counts as queued) from now
+        if victim in self.decoding:
+            self.leave(victim)
+            if self.rules.preemption == "swap" and self.gen[victim] > 0:
+                self.swap_stall(victim)
+                self.swapped.add(victim)
+        else:
+            self.prefilling.remove(victim)
+            self.reserved -= self.res_blocks[victim]
+            self.res_blocks[victim] = 0.0
+        self.pf_left[victim] = 0
+
+    # ---- the loop --------------------------------------------------------------------------
+    def run(self, release_until_s: float) -> Trace:
+        self.release_until_s = release_until_s
+        rules, steps, n, arr = self.rules, self.steps, self.n, self.arr
+        blk, cap_tokens, budget = rules.block_tokens, rules.max_batched_tokens, rules.budget_blocks
+        acc = self.acc
+        while True:
+            if self.na < n and arr[self.na] <= self.now:
+                j = bisect_right(arr, self.now, self.na)
+                self.waiting.extend(range(self.na, j))
+                self.na = j
+            if not self.active and not self.waiting:
+                if self.na >= n or not math.isfinite(arr[self.na]):
+                    break
+                self.now = arr[self.na]  # idle until the next arrival
+                continue
+            if self.waiting and len(self.active) < rules.max_seqs:
+                self.admit()
+            n_dec = len(self.decoding)
+            total = float(self.S + n_dec * self.G)
+            if self.prefilling:
+                pfr = list(self.prefilling)
+                lens = [self.pf_left[r] for r in pfr]
+            # ---- a prefill-only step (non-chunked): the decodes wait ----
+            if self.prefilling and not rules.chunked_prefill:
+                take, tokens = 0, 0
+                for x in lens:  # whole prompts up to the token budget, at least one
+                    if take and cap_tokens is not None and tokens + x > cap_tokens:
+                        break
+                    take, tokens = take + 1, tokens + x
+                t = steps.prefill_step_s(lens[:take])
+                re_tokens = sum(
+                    x
+                    for x, r in zip(lens[:take], pfr[:take], strict=True)
+                    if self.recompute_pass[r]
+                )
+                acc["prefill"] += t
+                acc["preempt"] += t * re_tokens / tokens
+                kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
+                self.advance(t, 0, kv_now)
+                self.peak_blocks = max(self.peak_blocks, kv_now)
+                self.complete_prefill(pfr[:take])
+                continue
+            # ---- a span of decode steps (with prefill chunks when chunked) ----
+            kmin = self.kmin() if n_dec else 1 << 40
+            k = kmin
+            pf = None
+            if self.prefilling:
+                room = cap_tokens - n_dec
+                k = min(k, -(-lens[0] // room))
+                pf = (room, lens, [self.pf_total[r] - x for r, x in zip(pfr, lens, strict=True)])
+            kv_room = budget - self.reserved
+            near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
+            ctx = self.ctx() if n_dec and (near or self.capped) else None
+            if near and self.blocks_sum(ctx, k) > kv_room:
+                lo, hi = 0, k  # the most steps whose blocks still fit
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if self.blocks_sum(ctx, mid) <= kv_room:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                k = lo
+            if k == 0:
+                self.preempt()
+                continue
+            t, t_dec, processed = _span(steps, n_dec, ctx, total, k, pf)
+            if (
+                not self.waiting
+                and len(self.active) < rules.max_seqs
+                and self.na < n
+                and arr[self.na] < math.inf
+            ):  # an arrival can be admitted: stop at the first step boundary after it
+                k_cut = max(1, math.ceil((arr[self.na] - self.now) * k / t))
+                if k_cut < k:
+                    k = k_cut
+                    t, t_dec, processed = _span(steps, n_dec, ctx, total, k, pf)
+            acc["prefill"] += t - t_dec
+            acc["decode"] += t_dec
+            if processed is not None:
+                tokens = sum(processed)
+                if tokens:
+                    re_tokens = sum(
+                        x for x, r in zip(processed, pfr, strict=True) if self.recompute_pass[r]
+                    )
+                    acc["preempt"] += (t - t_dec) * re_tokens / tokens
+            if not n_dec:
+                kv_end = self.reserved
+            elif near or not self.simple_kv:
+                kv_end = self.reserved + self.blocks_sum(ctx if ctx is not None else self.ctx(), k)
+            else:  # far from full: the paging waste taken as half a block per sequence
+                kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
+            self.peak_blocks = max(self.peak_blocks, kv_end)
+            kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
+            if n_dec:
+                t_step = t / k
+                first = self.now + t_step
+                fresh = self.fresh
+                for r in fresh:  # their last token came at their own time
+                    self.itl_v.append(first - self.last_tok[r])
+                    self.itl_w.append(1.0)
+                if n_dec > len(fresh):  # the rest got theirs at the end of the last span
+                    self.itl_v.append(first - self.last_shared)
+                    self.itl_w.append(float(n_dec - len(fresh)))
+                if k > 1:
+                    self.itl_v.append(t_step)
+                    self.itl_w.append(float(n_dec * (k - 1)))
+            self.advance(t, n_dec, kv_mid)
+            if n_dec:
+                self.G += k
+                self.spans += 1
+                self.last_shared = self.now
+                self.fresh = []
+            if processed is not None:
+                for r, x in zip(pfr, processed, strict=True):
+                    self.pf_left[r] -= x
+                self.complete_prefill([r for r in pfr if self.pf_left[r] == 0])
+            if n_dec and k == kmin:  # some decoders produced their last token
+                heap, fin = self.heap, self.fin
+                while heap and heap[0][0] <= self.G:
+                    f, r = heappop(heap)
+                    if fin.get(r) == f:
+                        self.leave(r)
+                        self.last_tok[r] = self.now
+                        self.finish(r)
+        f = np.array
+        return Trace(
+            f(self.arr),
+            f(self.admitted_s),
+            f(self.first_token_s),
+            f(self.finish_s),
+            self.prompts_np,
+            self.outputs_np,
+            f(self.itl_v),
+            f(self.itl_w),
+            self.preemptions,
+            self.recomputed,
+            self.swapped_bytes,
+            acc["busy"],
+            acc["prefill"],
+            acc["decode"],
+            acc["preempt"],
+            acc["act"],
+            acc["dec"],
+            acc["wait"],
+            acc["kv"],
+            self.peak_blocks,
+            budget,
+            self.now,
+        )
+
+
+def _span(steps: StepModel, n: int, ctx, total: float, k: int, pf: tuple | None):
+    """k steps for n sequences decoding (Σ contexts = total; `ctx` the contexts, needed only
+    for windowed layers), with pf = (token room per step, tokens left, tokens done) of the
+    prompts in prefill, first come first served: the time, the decode part of it, and the
+    prefill tokens each prompt gets."""
+    t_dec = steps.decode_n_s(n, k, total, ctx) if n else 0.0
+    if pf is None:
+        return t_dec, t_dec, None
+    room, lens, dones = pf
+    budget = k * room
+    processed = []
+    for x in lens:
+        take = x if x < budget else budget
+        processed.append(take)
+        budget -= take
+    tokens = k * room - budget
+    t_pf = (steps.lin(n + tokens / k) - (steps.lin(n) if n else 0.0)) * k
+    t_pf += steps.prefill_attention_s(dones, [d + x for d, x in zip(dones, processed, strict=True)])
+    return t_dec + t_pf, t_dec, processed

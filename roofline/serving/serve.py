@@ -1,0 +1,339 @@
+"""Serving metrics under a workload: percentiles, throughput, goodput, SLO attainment, saturation.
+
+Definitions (docs/METRICS.md, once): for each request, TTFT = first token − arrival (queueing +
+prefill, chunked or not; + KV transfer when disaggregated); TPOT = (finish − first token)/(O − 1)
+for O > 1 output tokens; ITL = every gap between consecutive output tokens of a request (weighted:
+one per gap); E2E = finish − arrival. Throughput = requests (output tokens) finished / the window
+from the first arrival to the last finish, over all replicas. Goodput = requests meeting every
+SLO / the same window (DistServe, Zhong et al. OSDI'24, defines goodput as the rate served within
+SLO). SLO attainment = share of requests meeting every SLO. A deployment meets the SLOs when the
+`pct`-th percentile of TTFT and of TPOT are within their limits. Requests go to replicas in turn
+(round robin).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.errors import InputError
+from roofline.hardware import Accelerator, Tier
+from roofline.memory import Engine, plan_memory
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.serving.scheduler import EngineRules, Trace, simulate_requests
+from roofline.serving.steps import StepModel, kv_budget_blocks
+from roofline.serving.workload import Workload, with_rate
+
+DEFAULT_MAX_SEQS = 256  # vLLM max_num_seqs default
+DEFAULT_MAX_BATCHED_TOKENS = 2048  # vLLM V1 online-serving default with chunked prefill [uncertain]
+
+
+@dataclass(frozen=True)
+class Slo:
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    pct: float = 99.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.pct <= 100:
+            raise InputError(f"--slo-pct must be in (0, 100], got {self.pct}")
+        for name in ("ttft_s", "tpot_s"):
+            v = getattr(self, name)
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise InputError(f"--slo-{name[:4]} must be a positive time, got {v}")
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+
+    def at(self, pct: float) -> float:
+        return {50.0: self.p50, 90.0: self.p90, 99.0: self.p99}.get(pct, math.nan)
+
+
+def percentiles(x: np.ndarray, weights: np.ndarray | None = None) -> Percentiles:
+    """p50, p90, p99 (inverted CDF of the weighted sample) and the mean; zeros when empty."""
+    x = np.asarray(x, dtype=float)
+    if x.size == 0:
+        return Percentiles(0.0, 0.0, 0.0, 0.0)
+    if weights is None:
+        p = np.percentile(x, [50, 90, 99])
+        return Percentiles(float(p[0]), float(p[1]), float(p[2]), float(x.mean()))
+    order = np.argsort(x)
+    xs, cw = x[order], np.cumsum(np.asarray(weights, dtype=float)[order])
+    idx = np.searchsorted(cw, np.array([0.5, 0.9, 0.99]) * cw[-1])
+    p = xs[np.minimum(idx, xs.size - 1)]
+    return Percentiles(float(p[0]), float(p[1]), float(p[2]), float(np.sum(x * weights) / cw[-1]))
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica's engine: step times (ideal and expected) and the scheduler's rules."""
+
+    hw: Accelerator
+    dep: Deployment
+    rules: EngineRules
+    ideal: StepModel
+    expected: StepModel
+
+    @property
+    def gpus(self) -> int:
+        return self.dep.gpus_per_replica
+
+
+def make_replica(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    max_len: int,
+    max_seqs: int = DEFAULT_MAX_SEQS,
+    max_batched_tokens: int | None = DEFAULT_MAX_BATCHED_TOKENS,
+    chunked_prefill: bool = True,
+    preemption: str = "recompute",
+    swap_tier: Tier | None = None,
+    capacity_bytes: float | None = None,
+) -> Replica:
+    """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
+    longest prompt + output it must hold. Raises InputError if the weights or one request do not
+    fit."""
+    plan = plan_memory(model, hw, dep, eng, capacity_bytes)
+    if not plan.weights_fit:
+        raise InputError(f"{model.id} does not fit on {hw.id} at TP{dep.tp} PP{dep.pp}")
+    blk = eng.block_tokens
+    budget = kv_budget_blocks(plan, model, dep, blk)
+    if chunked_prefill and max_batched_tokens is not None:
+        max_batched_tokens = max(max_batched_tokens, max_seqs + 1)
+    rules = EngineRules(
+        max_seqs,
+        max(budget, 0),
+        blk,
+        max_batched_tokens,
+        chunked_prefill,
+        preemption,
+        swap_tier.bandwidth_bytes_per_s if swap_tier else None,
+    )
+    top = max_seqs + (max_batched_tokens or max_len)
+    steps = [
+        StepModel(model, hw, dep, max_seqs, max_len, ideal, max_tokens=top)
+        for ideal in (True, False)
+    ]
+    if float(steps[0].blocks(max_len + 1, blk)) > budget:
+        raise InputError(
+            f"one request of {max_len:,} tokens does not fit in the KV budget of {hw.id} at "
+            f"TP{dep.tp} PP{dep.pp} ({budget} blocks of {blk} tokens)"
+        )
+    return Replica(hw, dep, rules, steps[0], steps[1])
+
+
+@dataclass(frozen=True)
+class ServeMetrics:
+    ttft_s: Percentiles
+    tpot_s: Percentiles
+    itl_s: Percentiles
+    e2e_s: Percentiles
+    queue_s: Percentiles
+    requests_per_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float  # 1 / mean TPOT
+    goodput_requests_per_s: float
+    slo_attainment: float
+    meets_slo: bool
+    mean_running_batch: float  # per replica, time-averaged, sequences decoding
+    mean_active: float  # per replica, admitted (prefilling or decoding)
+    mean_queue_length: float  # per replica, waiting for admission
+    mean_in_system: float  # over all replicas (Little's law: = rate × mean E2E)
+    kv_occupancy: float  # time-averaged share of the KV budget in use
+    utilisation: float  # share of the window a replica is running a step
+    preemptions: int
+    queued_at_last_arrival: int
+    window_s: float
+    gpus: int
+    requests: int
+
+
+def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
+    """Summarise the traces of all replicas (or of one, standing for all when `gpus` counts one)."""
+    cat = {
+        k: np.concatenate([getattr(t, k)[t.served] for t in traces])
+        for k in ("arrival_s", "admitted_s", "first_token_s", "finish_s", "outputs")
+    }
+    a, f, first, o = cat["arrival_s"], cat["finish_s"], cat["first_token_s"], cat["outputs"]
+    ttft, e2e = first - a, f - a
+    tpot = np.where(o > 1, (f - first) / np.maximum(o - 1, 1), 0.0)
+    window = float(f.max() - a.min()) if a.size else 0.0
+    window = window if window > 0 else 1.0
+    ok = np.ones(a.size, dtype=bool)
+    if slo.ttft_s is not None:
+        ok &= ttft <= slo.ttft_s
+    if slo.tpot_s is not None:
+        ok &= tpot <= slo.tpot_s
+    ttft_p, tpot_p = percentiles(ttft), percentiles(tpot)
+    q = np.percentile(ttft, slo.pct), np.percentile(tpot, slo.pct)
+    meets = (slo.ttft_s is None or q[0] <= slo.ttft_s) and (
+        slo.tpot_s is None or q[1] <= slo.tpot_s
+    )
+    spans = [t.makespan_s - float(np.nanmin(t.arrival_s)) for t in traces]
+    n_rep = len(traces)
+    last = float(a.max())
+    queued = int(np.sum((a <= last) & (cat["admitted_s"] > last)))
+
+    def mean_of(attr: str) -> float:
+        return sum(getattr(t, attr) / max(s, 1e-30) for t, s in zip(traces, spans, strict=True))
+
+    out_tokens = float(o.sum())
+    return ServeMetrics(
+        ttft_p,
+        tpot_p,
+        percentiles(
+            np.concatenate([t.itl_s for t in traces]),
+            np.concatenate([t.itl_weight for t in traces]),
+        ),
+        percentiles(e2e),
+        percentiles(cat["admitted_s"] - a),
+        a.size / window,
+        out_tokens / window,
+        out_tokens / window / gpus,
+        1.0 / tpot_p.mean if tpot_p.mean > 0 else 0.0,
+        float(ok.sum()) / window,
+        float(ok.mean()) if a.size else 0.0,
+        bool(meets),
+        mean_of("decoding_integral") / n_rep,
+        mean_of("active_integral") / n_rep,
+        mean_of("waiting_integral") / n_rep,
+        sum(t.active_integral + t.waiting_integral for t in traces) / window,
+        sum(
+            t.kv_block_integral / max(s, 1e-30) / t.budget_blocks
+            for t, s in zip(traces, spans, strict=True)
+        )
+        / n_rep,
+        sum(t.busy_s / max(s, 1e-30) for t, s in zip(traces, spans, strict=True)) / n_rep,
+        sum(t.preemptions for t in traces),
+        queued,
+        window,
+        gpus,
+        int(a.size),
+    )
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    ideal: ServeMetrics
+    expected: ServeMetrics
+    replicas: int
+
+
+def run_replicas(
+    rep: Replica, w: Workload, replicas: int, ideal: bool, one: bool = False
+) -> list[Trace]:
+    """Simulate every replica (requests dealt round robin), or only the first when `one`."""
+    steps = rep.ideal if ideal else rep.expected
+    traces = []
+    for j in range(1 if one else replicas):
+        sel = slice(j, None, replicas)
+        users = None
+        if w.concurrency is not None:
+            users = len(range(j, w.concurrency, replicas))
+            if users == 0:
+                continue
+        traces.append(
+            simulate_requests(
+                steps,
+                w.arrival_s[sel],
+                w.prompts[sel],
+                w.outputs[sel],
+                rep.rules,
+                closed_loop=users,
+                release_until_s=w.duration_s if w.duration_s is not None else math.inf,
+            )
+        )
+    return traces
+
+
+def serve(
+    rep: Replica, w: Workload, slo: Slo, replicas: int = 1, one_replica: bool = False
+) -> ServeResult:
+    """Serve the workload on `replicas` copies of the replica; ideal and expected step times."""
+    if not 1 <= replicas <= 100_000:
+        raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
+    out = []
+    for ideal in (True, False):
+        traces = run_replicas(rep, w, replicas, ideal, one_replica)
+        gpus = rep.gpus * (len(traces) if one_replica else replicas)
+        out.append(metrics(traces, slo, gpus))
+    return ServeResult(out[0], out[1], replicas)
+
+
+def _unstable(rep: Replica, w: Workload, rate: float, ideal: bool, seed: int) -> bool:
+    """Queue growth: more than 5% of the requests (+5) still queued when the last one arrives."""
+    m = metrics(run_replicas(rep, with_rate(w, rate, seed), 1, ideal), Slo(), rep.gpus)
+    return m.queued_at_last_arrival > 0.05 * m.requests + 5
+
+
+def saturation_rate(
+    rep: Replica, w: Workload, ideal: bool = False, seed: int = 0, rel_tol: float = 0.02
+) -> float:
+    """The request rate per replica past which the queue grows without bound, by bisection on
+    the rate with the queue-growth criterion above (Poisson arrivals, the workload's lengths)."""
+    lo, hi = 0.0, 1.0
+    while not _unstable(rep, w, hi, ideal, seed):
+        lo, hi = hi, hi * 2.0
+        if hi > 1e6:
+            return math.inf
+    while lo == 0.0:
+        if not _unstable(rep, w, hi / 2.0, ideal, seed):
+            lo = hi / 2.0
+        else:
+            hi /= 2.0
+            if hi < 1e-6:
+                return 0.0
+    while hi - lo > rel_tol * lo:
+        mid = 0.5 * (lo + hi)
+        if _unstable(rep, w, mid, ideal, seed):
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def max_rate_within_slo(
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    ideal: bool = False,
+    seed: int = 0,
+    rel_tol: float = 0.03,
+    hi: float | None = None,
+) -> float:
+    """The highest request rate per replica at which the replica meets the SLOs (0 if none):
+    bisection below the saturation rate `hi`, assuming latency grows with the rate."""
+    hi = hi if hi is not None else saturation_rate(rep, w, ideal, seed)
+
+    def ok(rate: float) -> bool:
+        tr = run_replicas(rep, with_rate(w, rate, seed), 1, ideal)
+        return metrics(tr, slo, rep.gpus).meets_slo
+
+    if not math.isfinite(hi) or hi <= 0:
+        return 0.0
+    if ok(hi):
+        return hi
+    lo = hi / 64.0
+    if not ok(lo):
+        return 0.0
+    while hi - lo > rel_tol * lo:
+        mid = 0.5 * (lo + hi)
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+__all__ = ["Replica", "ServeMetrics", "ServeResult", "Slo", "make_replica", "serve"]

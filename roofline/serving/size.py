@@ -1,0 +1,328 @@
+"""Sizing: which accelerators, layouts and replica counts serve a request rate within the SLOs,
+and what they cost.
+
+For each accelerator and each layout (TP ∈ {1, 2, 4, 8} within the scale-up domain, PP = 2 only
+when the weights need it, EP = TP for mixture-of-experts models; DP = replicas), the highest
+request rate one replica serves within the SLOs is found by searching a geometric grid of rates
+(step `GRID`): doubling to bracket, then bisection on the grid indices, each point a simulation
+of the same requests (one seed, so rates only stretch or compress the arrival times). Replicas =
+ceil(rate / that rate) (requests dealt round robin). Cost per hour, $ per million output tokens
+and joules per output token follow from roofline.serving.cost. The frontier is the Pareto set of
+output tokens/s per GPU against output tokens/s per user (1 / mean TPOT), the plot
+aiconfigurator users read; the cheapest (or the fewest GPUs) is marked best.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from roofline.errors import InputError, RooflineError
+from roofline.hardware import Accelerator
+from roofline.memory import Engine, plan_memory
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.serving.cost import (
+    Price,
+    cost_per_hour,
+    cost_per_million_output_tokens,
+    joules_per_output_token,
+)
+from roofline.serving.serve import (
+    Replica,
+    ServeMetrics,
+    Slo,
+    make_replica,
+    metrics,
+    run_replicas,
+)
+from roofline.serving.workload import Workload, with_rate
+
+GRID = 1.05  # rate grid step: the sizing answer is within 5% of the boundary
+MINIMIZE = ("cost", "gpus")
+
+
+@dataclass(frozen=True)
+class Sized:
+    hardware: str
+    tp: int
+    pp: int
+    ep: int
+    replicas: int  # = dp
+    gpus: int
+    max_rate_per_replica: float  # requests/s one replica serves within the SLOs (0: none)
+    meets_slo: bool
+    expected: ServeMetrics | None
+    ideal: ServeMetrics | None
+    cost_per_hour: float | None
+    cost_per_million_output_tokens: float | None
+    joules_per_output_token: float | None
+    frontier: bool = False
+    best: bool = False
+    note: str = ""
+    prefill_replicas: int = 0  # > 0: a disaggregated deployment of `replicas` (P + D) units
+    decode_replicas: int = 0
+
+
+def layouts(model: ModelArch, hw: Accelerator, base: Deployment, eng: Engine) -> list[Deployment]:
+    """TP 1, 2, 4, 8 (PP 2 at TP 8 only if TP 8 alone does not hold the weights), EP = TP for
+    MoE models; TP > 1 needs a scale-up link."""
+    out = []
+    tps = (1, 2, 4, 8) if hw.scale_up is not None else (1,)
+    for tp in tps:
+        dep = replace(base, tp=tp, pp=1, ep=tp if model.is_moe else 1)
+        if plan_memory(model, hw, dep, eng).weights_fit:
+            out.append(dep)
+    if not out and hw.scale_up is not None:
+        dep = replace(base, tp=8, pp=2, ep=8 if model.is_moe else 1)
+        if plan_memory(model, hw, dep, eng).weights_fit:
+            out.append(dep)
+    return out
+
+
+def _ok(rep: Replica, w: Workload, slo: Slo, rate: float, ideal: bool, seed: int) -> bool:
+    m = metrics(run_replicas(rep, with_rate(w, rate, seed), 1, ideal), slo, rep.gpus)
+    growing = m.queued_at_last_arrival > 0.05 * m.requests + 5
+    return m.meets_slo and not growing
+
+
+def max_rate(
+    rep: Replica, w: Workload, slo: Slo, ideal: bool = False, seed: int = 0, start: float = 1.0
+) -> float:
+    """The highest rate on the grid start·GRID^k (k integer) at which one replica meets the SLOs
+    with a stable queue; 0 if even start·GRID^-200 misses."""
+
+    def at(k: int) -> bool:
+        return _ok(rep, w, slo, start * GRID**k, ideal, seed)
+
+    step = 8  # grid steps per bracket jump (×1.48)
+    if at(0):
+        lo = 0
+        while at(lo + step):
+            lo += step
+            if lo > 600:
+                return start * GRID**lo
+        hi = lo + step
+    else:
+        hi = 0
+        while not at(hi - step):
+            hi -= step
+            if hi < -200:
+                return 0.0
+        lo = hi - step
+    while hi - lo > 1:  # at(lo) and not at(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if at(mid) else (lo, mid)
+    return start * GRID**lo
+
+
+def capacity_estimate(rep: Replica, w: Workload) -> float:
+    """Requests/s a replica sustains at its largest batch, in closed form (the colocated cycle of
+    roofline.serving.disagg): B requests per B·t_prefill + (O − 1)·t_decode(B), with B the most
+    sequences of mean length the KV budget and max_seqs allow. Only a starting point."""
+    steps, rules = rep.expected, rep.rules
+    s, o = float(w.prompts.mean()), float(w.outputs.mean())
+    per_seq = float(steps.blocks(int(s + o / 2) + 1, rules.block_tokens))
+    b = int(max(1, min(rules.max_seqs, rules.budget_blocks // max(per_seq, 1.0))))
+    t_d = steps.decode_span_s(np.full(b, s + o / 2), 1)
+    t_p = steps.prefill_step_s(np.array([s]))
+    return 0.7 * b / (b * t_p + max(o - 1, 1) * t_d)
+
+
+def size(
+    model: ModelArch,
+    accelerators: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    w: Workload,
+    slo: Slo,
+    prices: dict[str, Price],
+    minimize: str = "cost",
+    seed: int = 0,
+    max_replicas: int = 4096,
+) -> list[Sized]:
+    """Every accelerator × layout with its replica count for rate w.rate; sorted best first."""
+    if minimize not in MINIMIZE:
+        raise InputError(f"--minimize must be cost or gpus, got {minimize}")
+    if w.rate is None:
+        raise InputError("sizing needs a request rate (--rate)")
+    rate = float(w.rate)
+    max_len = int(w.prompts.max() + w.outputs.max())
+    out: list[Sized] = []
+    for hw in accelerators:
+        price = prices.get(hw.id)
+        deps = layouts(model, hw, base, eng)
+        if not deps:
+            out.append(_none(hw, base, f"{model.id} does not fit on 8 × {hw.id}"))
+        for dep in deps:
+            try:
+                rep = make_replica(model, hw, dep, eng, max_len)
+            except RooflineError as exc:
+                out.append(_none(hw, dep, str(exc)))
+                continue
+            r1 = max_rate(rep, w, slo, False, seed, capacity_estimate(rep, w))
+            if r1 <= 0:
+                out.append(_none(hw, dep, "misses the SLOs even at light load", r1))
+                continue
+            n = math.ceil(rate / r1 * (1 - 1e-12))
+            if n > max_replicas:
+                out.append(_none(hw, dep, f"needs more than {max_replicas} replicas", r1))
+                continue
+            per = with_rate(w, rate / n, seed)
+            res = [metrics(run_replicas(rep, per, 1, ideal), slo, rep.gpus) for ideal in (1, 0)]
+            ideal_m, exp_m = (_scale(m, n, rate, float(w.outputs.mean())) for m in res)
+            gpus = rep.gpus * n
+            usd = cost_per_hour(price, gpus)
+            tok_s = exp_m.output_tokens_per_s
+            out.append(
+                Sized(
+                    hw.id,
+                    dep.tp,
+                    dep.pp,
+                    dep.ep,
+                    n,
+                    gpus,
+                    r1,
+                    exp_m.meets_slo,
+                    exp_m,
+                    ideal_m,
+                    usd,
+                    cost_per_million_output_tokens(usd, tok_s),
+                    joules_per_output_token(price, gpus, exp_m.utilisation, tok_s),
+                )
+            )
+    return _rank(out, minimize)
+
+
+def size_disaggregated(
+    model: ModelArch,
+    accelerators: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    w: Workload,
+    slo: Slo,
+    prices: dict[str, Price],
+    link,
+    seed: int = 0,
+) -> list[Sized]:
+    """Disaggregated deployments, one per accelerator x layout (both pools on that accelerator
+    and layout): the pool shape with the most goodput per GPU (roofline.serving.disagg
+    .best_pools), as many units as the rate needs. Ranked by `rank` with the colocated ones."""
+    from roofline.serving.disagg import best_pools, disaggregate
+
+    rate = float(w.rate or 0.0)
+    max_len = int(w.prompts.max() + w.outputs.max())
+    s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
+    out: list[Sized] = []
+    for hw in accelerators:
+        price = prices.get(hw.id)
+        for dep in layouts(model, hw, base, eng):
+            try:
+                dec = make_replica(model, hw, dep, eng, max_len)
+                pre = make_replica(
+                    model, hw, dep, eng, max_len, chunked_prefill=False, max_batched_tokens=8192
+                )
+            except RooflineError as exc:
+                out.append(_none(hw, dep, str(exc)))
+                continue
+            per_seq = float(dec.expected.blocks(int(s_mean + o_mean / 2) + 1, eng.block_tokens))
+            b = int(max(1, min(dec.rules.max_seqs, dec.rules.budget_blocks // max(per_seq, 1))))
+            link_tier = link.tier
+            ratio = disaggregate(
+                model, hw, hw, dep, dep, link_tier, b, max(int(s_mean), 1), max(int(o_mean), 2)
+            ).prefill_replicas_per_decode_replica
+            mode = best_pools(model, pre, dec, link, w, slo, ratio, seed)
+            if not mode.units or mode.metrics is None:
+                out.append(_none(hw, dep, "disaggregated: misses the SLOs even at light load"))
+                continue
+            m = _scale(mode.metrics, mode.units, rate, o_mean)
+            usd = cost_per_hour(price, mode.gpus)
+            out.append(
+                Sized(
+                    hw.id,
+                    dep.tp,
+                    dep.pp,
+                    dep.ep,
+                    mode.units,
+                    mode.gpus,
+                    mode.max_rate_per_unit,
+                    m.meets_slo,
+                    m,
+                    None,
+                    usd,
+                    cost_per_million_output_tokens(usd, m.output_tokens_per_s),
+                    joules_per_output_token(price, mode.gpus, m.utilisation, m.output_tokens_per_s),
+                    prefill_replicas=mode.prefill_replicas,
+                    decode_replicas=mode.decode_replicas,
+                )
+            )
+    return out
+
+
+def rank(rows: list[Sized], minimize: str) -> list[Sized]:
+    """Best first among those that meet the SLOs, frontier and best marked (public _rank)."""
+    return _rank([replace(r, frontier=False, best=False) for r in rows], minimize)
+
+
+def _none(hw: Accelerator, dep: Deployment, note: str, r1: float = 0.0) -> Sized:
+    return Sized(
+        hw.id, dep.tp, dep.pp, dep.ep, 0, 0, r1, False, None, None, None, None, None, note=note
+    )
+
+
+def _scale(m: ServeMetrics, replicas: int, rate: float, mean_output: float) -> ServeMetrics:
+    """Metrics of one representative replica, scaled to `replicas` serving `rate` in steady
+    state: the queue is stable (checked), so the deployment completes requests at the offered
+    rate; a short simulation's drain at the end would otherwise understate throughput."""
+    gpus = m.gpus * replicas
+    tok_s = rate * mean_output
+    return replace(
+        m,
+        requests_per_s=rate,
+        output_tokens_per_s=tok_s,
+        output_tokens_per_s_per_gpu=tok_s / gpus,
+        goodput_requests_per_s=rate * m.slo_attainment,
+        mean_in_system=m.mean_in_system * replicas,
+        gpus=gpus,
+        requests=m.requests * replicas,
+    )
+
+
+def _rank(rows: list[Sized], minimize: str) -> list[Sized]:
+    ok = [r for r in rows if r.meets_slo]
+    # Pareto frontier: no other deployment is at least as good on both axes and better on one
+    pts = [
+        (r.expected.output_tokens_per_s_per_gpu, r.expected.output_tokens_per_s_per_user)
+        for r in ok
+    ]
+    front = set()
+    for i, (a, b) in enumerate(pts):
+        if not any(
+            (c >= a and d >= b and (c > a or d > b)) for j, (c, d) in enumerate(pts) if j != i
+        ):
+            front.add(i)
+    ok = [replace(r, frontier=i in front) for i, r in enumerate(ok)]
+    inf = math.inf
+
+    def key(r: Sized):
+        cost = r.cost_per_hour if r.cost_per_hour is not None else inf
+        return (cost, r.gpus) if minimize == "cost" else (r.gpus, cost)
+
+    ok.sort(key=key)
+    if ok:
+        ok[0] = replace(ok[0], best=True)
+    rest = sorted((r for r in rows if not r.meets_slo), key=lambda r: (r.hardware, r.tp, r.pp))
+    return ok + rest
+
+
+def frontier_points(rows: list[Sized]) -> np.ndarray:
+    """(tokens/s per GPU, tokens/s per user) of the frontier deployments, for charts."""
+    return np.array(
+        [
+            (r.expected.output_tokens_per_s_per_gpu, r.expected.output_tokens_per_s_per_user)
+            for r in rows
+            if r.frontier and r.expected is not None
+        ]
+    )

@@ -1,0 +1,200 @@
+"""Step times for the serving simulator, in closed form from the roofline core (roofline.phases).
+
+A forward step of a continuous-batching engine carries one token per decoding sequence plus the
+prefill chunks scheduled with them. Its time is assembled from `phases.decode`/`phases.prefill`,
+evaluated once per configuration on a grid and interpolated:
+
+- base(B): the decode step of B sequences at an empty cache (weight read, matmuls, collectives,
+  B LM-head rows, the per-step overhead).
+- decode attention is affine in the KV length (roofline: its bytes and FLOPs are both linear in
+  T), so a sequence attending T tokens adds k_g·(min(T, w_g) − 1) per layer group g (k_g from two
+  decode points, w_g the window or eviction cap).
+- a prompt of S tokens alone: A(S) = its attention-core ops (causal, so the queries of a chunk
+  o+1 … o+c attend the prefix before them: the chunk costs A(o+c) − A(o)), lin(S) = every other
+  op. Prefill tokens added to a step of n tokens cost lin(n + p) − lin(n): the weight read is
+  paid once per step, which is what chunked prefill buys.
+
+A single prompt of S tokens alone in a step therefore costs exactly prefill(1, S), and a single
+sequence decoding from KV length S+1 for O−1 steps costs exactly (O−1) × decode(1, S+1, O−1).
+Ideal (η = 1, no overhead) or expected step times, as the caller chooses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.hardware import Accelerator, Efficiency
+from roofline.memory import MemoryPlan
+from roofline.model import ModelArch
+from roofline.ops import (
+    Deployment,
+    attention_op_name,
+    cached_tokens_cap,
+    kv_bytes_per_token_layer,
+)
+from roofline.phases import decode, prefill
+
+
+def _grid(top: int, points: int = 192) -> np.ndarray:
+    """Integer grid 1 … top: every integer up to 64, then log-spaced."""
+    top = max(int(top), 2)
+    head = np.arange(1, min(top, 64) + 1, dtype=float)
+    tail = np.geomspace(64, top, points).round() if top > 64 else np.zeros(0)
+    return np.unique(np.concatenate([head, tail, [float(top)]]))
+
+
+class StepModel:
+    """Decode and prefill step times for one replica, precomputed once per configuration.
+
+    `max_batch`: the most sequences decoding at once; `max_len`: the longest prompt (+ generated
+    tokens, for a recompute) a prefill may cover; `max_tokens`: the most tokens one step carries
+    (defaults to max_batch + max_len)."""
+
+    kv_groups: tuple[tuple[float, int | None], ...] = ((1.0, None),)  # (share of layers, cap)
+
+    def __init__(
+        self,
+        model: ModelArch,
+        hw: Accelerator,
+        dep: Deployment,
+        max_batch: int,
+        max_len: int,
+        ideal: bool,
+        eff: Efficiency | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        eff = eff or hw.efficiency
+        pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
+        batches = np.arange(1, max_batch + 1, dtype=float)
+        self.base_s = np.asarray(pick(decode(model, hw, dep, batches, 1.0, eff=eff)), dtype=float)
+        top = max(max_tokens or 0, max_batch + max_len, max_len, 2)
+        layers = model.num_hidden_layers
+        self.kv_groups = tuple(
+            (g.count / layers, cached_tokens_cap(g.window, dep)) for g in model.layer_groups
+        )
+        self.groups = []  # (seconds per cached token per sequence, cap) per layer group
+        for g in model.layer_groups:
+            cap = cached_tokens_cap(g.window, dep)
+            far = 1025 if cap is None else min(cap, 1025)  # both points at or below the cap
+            name = attention_op_name(g)
+            times = [
+                next(
+                    float(pick(r))
+                    for r in decode(model, hw, dep, 1, t, eff=eff).ops
+                    if r.op.name == name
+                )
+                for t in (1.0, float(far))
+            ]
+            self.groups.append(((times[1] - times[0]) / max(far - 1, 1), cap))
+        # one prompt of S tokens: its attention-core ops are A(S), everything else lin(S)
+        self.grid = _grid(top)
+        self.token_grid = self.grid
+        pre = prefill(model, hw, dep, 1, self.grid, eff=eff)
+        self.prefill_s = np.asarray(pick(pre), dtype=float) * np.ones_like(self.grid)
+        names = {attention_op_name(g) for g in model.layer_groups}
+        attn = sum(
+            (np.asarray(pick(r), dtype=float) for r in pre.ops if r.op.name in names),
+            np.zeros_like(self.grid),
+        )
+        self.attn_cum_s = np.maximum.accumulate(attn)
+        self.lin_s = self.prefill_s - attn
+        self._tables()
+        self.kv_bytes_per_token = (
+            kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers / dep.pp
+        )
+
+    TABLE_MAX = 1 << 18
+
+    def _tables(self) -> None:
+        """Per-integer lookup tables of lin and A (np.interp on the grids, done once)."""
+        top = int(min(self.token_grid[-1], self.TABLE_MAX))
+        self.lin_table = np.interp(np.arange(top + 2), self.token_grid, self.lin_s).tolist()
+        alen = int(min(self.grid[-1], self.TABLE_MAX))
+        self.attn_list = np.interp(
+            np.arange(alen + 1), self.grid, self.attn_cum_s, left=0.0
+        ).tolist()
+
+    # ---- KV blocks ---------------------------------------------------------------------------
+    def blocks(self, tokens: np.ndarray | int, block: int) -> np.ndarray:
+        """KV blocks a sequence of `tokens` holds, in whole-model blocks (block tokens × every
+        layer): sliding-window or evicted layers stop growing at their cap, block by block."""
+        t = np.asarray(tokens, dtype=float)
+        return sum(
+            share * np.ceil((t if cap is None else np.minimum(t, cap)) / block)
+            for share, cap in self.kv_groups
+        )
+
+    # ---- step times --------------------------------------------------------------------------
+    def lin(self, tokens: float) -> float:
+        """Non-attention time of one step carrying `tokens` tokens."""
+        tab = getattr(self, "lin_table", None)
+        if tab is not None and tokens < len(tab) - 1:
+            i = int(tokens)
+            return tab[i] + (tokens - i) * (tab[i + 1] - tab[i])
+        return float(np.interp(tokens, self.token_grid, self.lin_s))
+
+    def attention_decode_s(
+        self, contexts, steps: int, total: float | None = None, b: int | None = None
+    ) -> float:
+        """Decode attention of `steps` steps, summed over sequences whose first step attends
+        `contexts` tokens (the new one included); the mean length is contexts + (steps−1)/2.
+        `total` = Σ contexts and `b` = their number when the caller has them (then `contexts`
+        is needed only for windowed layers)."""
+        b = len(contexts) if b is None else b
+        t = 0.0
+        for k, cap in self.groups:
+            if cap is None:
+                s = float(np.sum(contexts)) if total is None else total
+                t += k * steps * (s + b * ((steps - 1) / 2.0 - 1.0))
+            else:
+                mid = np.asarray(contexts) + (steps - 1) / 2.0
+                t += k * steps * float(np.sum(np.minimum(mid, cap) - 1.0))
+        return t
+
+    def decode_span_s(self, contexts: np.ndarray, steps: int, total: float | None = None) -> float:
+        """`steps` decode steps of len(contexts) sequences, the first step at KV `contexts`."""
+        return self.decode_n_s(len(contexts), steps, total, contexts)
+
+    def decode_n_s(self, b: int, steps: int, total: float | None, contexts=None) -> float:
+        """`steps` decode steps of b sequences whose contexts sum to `total`."""
+        return float(self.base_s[b - 1]) * steps + self.attention_decode_s(
+            contexts, steps, total, b
+        )
+
+    def prefill_attention_s(self, done, upto) -> float:
+        """Causal attention of prompt tokens done+1 … upto, summed over prompts (lists or
+        arrays of whole token counts)."""
+        tab = getattr(self, "attn_list", None)
+        if tab is not None and isinstance(done, list) and (not upto or max(upto) < len(tab)):
+            return sum(tab[u] - tab[d] for d, u in zip(done, upto, strict=True))
+        g, a_cum = self.grid, self.attn_cum_s
+        a = np.interp(upto, g, a_cum, left=0.0) - np.interp(done, g, a_cum, left=0.0)
+        return float(np.sum(a))
+
+    def prefill_step_s(self, lengths: np.ndarray) -> float:
+        """One prefill-only step of whole prompts of `lengths` tokens batched together (the
+        engine's non-chunked prefill): lin(Σ L) + Σ A(L); a single prompt costs prefill(1, L)."""
+        if not isinstance(lengths, list):
+            lengths = np.asarray(lengths).astype(int).tolist()
+        return self.lin(float(sum(lengths))) + self.prefill_attention_s([0] * len(lengths), lengths)
+
+    def mixed_span_s(
+        self, contexts: np.ndarray, steps: int, chunk_done: np.ndarray, chunk_upto: np.ndarray
+    ) -> float:
+        """`steps` steps each carrying one decode token per sequence at `contexts` plus an even
+        share of the prefill tokens chunk_done+1 … chunk_upto (chunked prefill)."""
+        done = np.asarray(chunk_done).astype(int).tolist()
+        upto = np.asarray(chunk_upto).astype(int).tolist()
+        per_step = len(contexts) + (sum(upto) - sum(done)) / steps
+        return (
+            self.lin(per_step) * steps
+            + self.attention_decode_s(contexts, steps)
+            + self.prefill_attention_s(done, upto)
+        )
+
+
+def kv_budget_blocks(plan: MemoryPlan, model: ModelArch, dep: Deployment, block: int) -> int:
+    """The KV budget in whole-model blocks (`block` tokens in every layer), the unit
+    StepModel.blocks counts in."""
+    per_block = kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers
+    return int(plan.kv_budget_bytes // (per_block / dep.pp * block))

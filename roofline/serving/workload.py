@@ -1,0 +1,177 @@
+"""A serving workload: when requests arrive and how long their prompts and answers are.
+
+Arrivals: a Poisson process at `rate` requests/s (exponential gaps, the usual open-loop model of
+independent users; vLLM's benchmark_serving draws the same), or a closed loop of `concurrency`
+users who each send their next request when the last one finishes (no think time), or the
+arrival times of a trace. Lengths: fixed, or anything `roofline.kvcache.parse_lengths` reads (a
+list, a file of numbers, sharegpt, alpaca, lognormal:…, uniform:…, fixed:…), or a trace's.
+Gaps are drawn at unit rate and divided by the rate, so one seed gives the same requests at every
+rate, only closer together or further apart.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline.errors import InputError
+from roofline.kvcache import parse_lengths
+
+MAX_REQUESTS = 1_000_000
+MAX_TOKENS = 10_000_000
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests sorted by arrival. `concurrency` set: a closed loop (arrival_s of the first
+    `concurrency` requests is 0, the rest are released as requests finish, until duration_s)."""
+
+    arrival_s: np.ndarray
+    prompts: np.ndarray
+    outputs: np.ndarray
+    rate: float | None
+    concurrency: int | None
+    duration_s: float | None
+    description: dict[str, Any]
+
+    @property
+    def n(self) -> int:
+        return len(self.prompts)
+
+
+def _count(rate: float | None, requests: int | None, duration_s: float | None, conc) -> int:
+    if requests is not None:
+        if not 1 <= requests <= MAX_REQUESTS:
+            raise InputError(f"--requests must be from 1 to {MAX_REQUESTS:,}, got {requests}")
+        return int(requests)
+    if duration_s is not None:
+        if not (math.isfinite(duration_s) and duration_s > 0):
+            raise InputError(f"--duration must be a positive time, got {duration_s}")
+        if rate is not None:
+            n = math.ceil(rate * duration_s)
+            if n > MAX_REQUESTS:
+                raise InputError(
+                    f"--rate × --duration asks for {n:,} requests; at most {MAX_REQUESTS:,}"
+                )
+            return max(n, 1)
+        return min(MAX_REQUESTS, max(10 * (conc or 1), 10_000))  # released until the duration
+    return 1000
+
+
+def _lengths(spec: str | int, n: int, seed: int, what: str) -> tuple[np.ndarray, str]:
+    if isinstance(spec, int | np.integer):
+        if not 1 <= spec <= MAX_TOKENS:
+            raise InputError(f"--{what} must be from 1 to {MAX_TOKENS:,} tokens, got {spec}")
+        return np.full(n, int(spec), dtype=np.int64), f"fixed {spec}"
+    values, desc = parse_lengths(spec, MAX_TOKENS, n, seed)
+    if len(values) < n:  # a list or file shorter than the run is repeated in order
+        values = np.resize(values, n)
+    return values[:n].astype(np.int64), desc
+
+
+def make_workload(
+    prompt: str | int = 1000,
+    output: str | int = 200,
+    rate: float | None = None,
+    concurrency: int | None = None,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    seed: int = 0,
+) -> Workload:
+    """Build a workload; exactly one of `rate` and `concurrency`. Sizes and parameters are checked
+    before anything is allocated."""
+    if (rate is None) == (concurrency is None):
+        raise InputError("give a request rate (--rate) or a number of users (--concurrency)")
+    if rate is not None and not (math.isfinite(rate) and 0 < rate <= 1e6):
+        raise InputError(f"--rate must be a positive number of requests/s up to 1e6, got {rate}")
+    if concurrency is not None and not 1 <= concurrency <= 100_000:
+        raise InputError(f"--concurrency must be from 1 to 100000, got {concurrency}")
+    if not 0 <= seed < 2**32:
+        raise InputError(f"--seed must be from 0 to 2^32 − 1, got {seed}")
+    n = _count(rate, requests, duration_s, concurrency)
+    prompts, p_desc = _lengths(prompt, n, seed + 1, "prompt")
+    outputs, o_desc = _lengths(output, n, seed + 2, "output")
+    if rate is not None:
+        gaps = np.random.default_rng(seed).exponential(1.0, n)
+        gaps[0] = 0.0  # the first request arrives at t = 0
+        arrival = np.cumsum(gaps) / rate
+        arrivals = f"Poisson, {rate:g} requests/s"
+    else:
+        arrival = np.zeros(n)
+        arrivals = f"closed loop, {concurrency} users, no think time"
+    desc = {
+        "arrivals": arrivals,
+        "requests": n,
+        "duration_s": duration_s,
+        "seed": seed,
+        "prompt_lengths": p_desc,
+        "output_lengths": o_desc,
+        "prompt_tokens_mean": float(prompts.mean()),
+        "output_tokens_mean": float(outputs.mean()),
+    }
+    return Workload(arrival, prompts, outputs, rate, concurrency, duration_s, desc)
+
+
+def workload_from_trace(records: list[dict[str, Any]], where: str = "trace") -> Workload:
+    """A workload from trace records {input_tokens, output_tokens, optional arrival_s}; records
+    without arrival times need `with_rate` (Poisson) afterwards, or arrive at t = 0."""
+    if not records:
+        raise InputError(f"{where}: no requests")
+    if len(records) > MAX_REQUESTS:
+        raise InputError(f"{where}: at most {MAX_REQUESTS:,} requests, got {len(records):,}")
+    keys = {"input_tokens", "output_tokens", "arrival_s"}
+    p = np.empty(len(records), dtype=np.int64)
+    o = np.empty(len(records), dtype=np.int64)
+    a = np.zeros(len(records))
+    timed = None
+    for i, rec in enumerate(records):
+        line = f"{where} line {i + 1}"
+        if not isinstance(rec, dict):
+            raise InputError(f"{line}: expected an object")
+        extra = set(rec) - keys
+        if extra:
+            raise InputError(f"{line}: unknown key '{sorted(extra)[0]}' (use {sorted(keys)})")
+        for key, arr in (("input_tokens", p), ("output_tokens", o)):
+            v = rec.get(key)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_TOKENS:
+                raise InputError(f"{line}: {key} must be a whole number from 1 to {MAX_TOKENS:,}")
+            arr[i] = v
+        has = "arrival_s" in rec
+        if timed is None:
+            timed = has
+        elif timed != has:
+            raise InputError(f"{line}: give arrival_s on every line or on none")
+        if has:
+            v = rec["arrival_s"]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise InputError(f"{line}: arrival_s must be a number of seconds")
+            if v < 0:
+                raise InputError(f"{line}: arrival_s must not be negative")
+            a[i] = v
+    order = np.argsort(a, kind="stable")
+    desc = {
+        "arrivals": f"trace ({where})" if timed else "trace without times: all at t = 0",
+        "requests": len(records),
+        "duration_s": None,
+        "seed": None,
+        "prompt_lengths": f"{len(records)} from {where}",
+        "output_lengths": f"{len(records)} from {where}",
+        "prompt_tokens_mean": float(p.mean()),
+        "output_tokens_mean": float(o.mean()),
+    }
+    span = float(a.max() - a.min()) if timed else 0.0
+    rate = (len(records) - 1) / span if span > 0 else None
+    return Workload(a[order] - a.min(), p[order], o[order], rate, None, None, desc)
+
+
+def with_rate(w: Workload, rate: float, seed: int = 0) -> Workload:
+    """The same requests arriving as a Poisson process at `rate` (for a rate sweep)."""
+    if not (math.isfinite(rate) and 0 < rate <= 1e6):
+        raise InputError(f"--rate must be a positive number of requests/s up to 1e6, got {rate}")
+    gaps = np.random.default_rng(seed).exponential(1.0, w.n)
+    gaps[0] = 0.0
+    desc = {**w.description, "arrivals": f"Poisson, {rate:g} requests/s"}
+    return Workload(np.cumsum(gaps) / rate, w.prompts, w.outputs, rate, None, None, desc)
