@@ -5,12 +5,15 @@ their meaning (0 ok, 1 failed check, 2 bad input, 3 internal error)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 import typer.main
 
 from roofline.cli import app
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
 
 ROOT = typer.main.get_command(app)
 
@@ -151,3 +154,16 @@ def test_catalog_validate_lists_every_problem(run, tmp_path):
     lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
     assert r.code == 2 and len(lines) == 3, r.stderr
     assert "'one'" in lines[0] and "'two'" in lines[1] and "hidden_size" in lines[1]
+
+
+def test_weights_auto_is_the_checkpoint_format(run):
+    """--weights defaults to auto: an imported checkpoint's own format (gpt-oss-20b ships MXFP4
+    per its quantization_config), bf16 for a catalog model with none recorded, and an explicit
+    --weights wins."""
+    cfg = str(ROOT_DIR / "examples" / "configs" / "gpt-oss-20b" / "config.json")
+    doc = run("analyze", cfg, "h100", "--format", "json").json()
+    assert doc["inputs"]["weights"] == "mxfp4"
+    doc = run("analyze", cfg, "h100", "--weights", "bf16", "--format", "json").json()
+    assert doc["inputs"]["weights"] == "bf16"
+    doc = run("analyze", "llama-3.1-8b", "h100", "--format", "json").json()
+    assert doc["inputs"]["weights"] == "bf16"

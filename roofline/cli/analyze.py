@@ -179,7 +179,7 @@ def kv(
     eviction = None
     if budget is not None:
         hw = cat.accelerator(hardware) if hardware is not None else None
-        with_w = replace(dep, weights=weight_format(weights))
+        with_w = replace(dep, weights=weight_format(opt.resolve_weights(weights, m)))
         plan = (
             plan_memory(m, hw, with_w, engine(engine_name, hw), opt.capacity(hw, memory))
             if hw is not None
@@ -257,7 +257,7 @@ def analyze(
     Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
+    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
     opt.check_sparsity(dep, hw)
     lay, dep = opt.layout(
         cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
@@ -406,7 +406,7 @@ def capacity(
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None)
+    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None, model=m)
     opt.check_sparsity(dep, hw)
     lay, dep = opt.layout(
         cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
@@ -513,7 +513,7 @@ def bytes_(
     m, hw = cat.model(model), cat.accelerator(hardware)
     budget = opt.tokens(kv_budget, "--kv-budget", 1) if kv_budget else None
     dep = replace(
-        opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None),
+        opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None, model=m),
         kv_token_budget=budget,
     )
     opt.check_sparsity(dep, hw)

@@ -87,7 +87,7 @@ def offload(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     h = cat.accelerator(host or _default_host(hw.id, hw.family))
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp)
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b = opt.batch(batch)
     ctx = opt.workload(prompt, output, context)[2]
     share = tp if sharing is None else sharing
@@ -284,7 +284,7 @@ def edge(
         raise InputError("edge compares single devices: --tp must be 1")
     if engine_name not in ("auto", "llamacpp"):
         raise InputError("edge uses llama.cpp's memory rule: --engine must be auto or llamacpp")
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp)
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context)
     extra = [cat.accelerator(x.strip()) for x in (devices or "").split(",") if x.strip()]

@@ -131,9 +131,10 @@ def speculate(
     if not 0.0 < decay <= 1.0:
         raise InputError(f"--decay must be in (0, 1], got {decay}")
     d_m = cat.model(draft) if kind == "draft" and draft else None
-    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute)
+    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
     opt.replicas(dep, gpus, dp)
-    d_dep = replace(dep, weights=weight_format(draft_weights or weights), ep=1, pp=1)
+    d_weights = opt.resolve_weights(draft_weights or weights, d_m or m)
+    d_dep = replace(dep, weights=weight_format(d_weights), ep=1, pp=1)
     gammas = opt.int_list(gamma, "--gamma")
     if min(gammas) < 1 or max(gammas) > 64:
         raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
@@ -309,7 +310,7 @@ def tiers(
     Example: roofline tiers llama-3.1-70b h100 --tp 4 --tier cxl2-x16 --tier-capacity 256GB"""
     cat = catalog()
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp)
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     ctx = opt.workload(prompt, output, context)[2]
     if tier_capacity is not None:
         cap = parse_bytes(tier_capacity, "--tier-capacity")

@@ -35,7 +35,7 @@ from roofline.units import fmt_bytes, parse_bytes, parse_count, parse_seconds
 PROMPT = "1k"
 OUTPUT = "1k"
 BATCH = 1
-WEIGHTS = "bf16"
+WEIGHTS = "auto"  # the format the checkpoint ships in (quantization_config), else bf16
 KV_DTYPE = "bf16"
 ACT_DTYPE = "bf16"
 ENGINE = "auto"
@@ -97,7 +97,12 @@ SCALE_OUT = "infiniband-ndr"
 
 # ---- formats and engine ---------------------------------------------------------------------
 Weights = Annotated[
-    str, typer.Option("--weights", help="weight format: bf16, fp8, int4, nvfp4, q4_k_m, ...")
+    str,
+    typer.Option(
+        "--weights",
+        help="weight format: auto (the checkpoint's own, from its quantization_config; else "
+        "bf16), bf16, fp8, int4, nvfp4, q4_k_m, ...",
+    ),
 ]
 KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV-cache format: bf16, fp8, int8, int4")]
 ActDtype = Annotated[str, typer.Option("--act-dtype", help="activation format: bf16, fp8, ...")]
@@ -222,6 +227,14 @@ def kv_budget(budget: str | None, sink: str | None = None, window: str | None = 
     return None
 
 
+def resolve_weights(weights: str, model: ModelArch | None) -> str:
+    """--weights auto: the format the model's checkpoint ships in (an imported config's
+    quantization_config), else bf16."""
+    if weights != "auto":
+        return weights
+    return (model.native_weights if model is not None else None) or "bf16"
+
+
 def deployment(
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
@@ -232,11 +245,12 @@ def deployment(
     sparsity: str | None = None,
     compute: str | None = None,
     budget: int | None = None,
+    model: ModelArch | None = None,
 ) -> Deployment:
     if sparsity not in (None, "none", "2:4"):
         raise InputError(f"--sparsity must be 2:4 or none, got {sparsity}")
     return Deployment(
-        weights=weight_format(weights),
+        weights=weight_format(resolve_weights(weights, model)),
         kv=kv_format(kv_dtype),
         activations=activation_format(act_dtype),
         tp=tp,

@@ -73,7 +73,7 @@ def cliff(
         check_output(out)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None)
+    dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None, model=m)
     s, o = opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
     settings = opt.batch_sweep(max_seqs or "1..1024")
     n = requests if requests is not None else 4 * max(settings)
@@ -228,8 +228,8 @@ def disagg(
         cat.accelerator(decode_hardware),
         cat.tier(link),
     )
-    p_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, prefill_tp)
-    d_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, decode_tp)
+    p_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, prefill_tp, model=m)
+    d_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, decode_tp, model=m)
     b, s, o = opt.batch(batch), opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
     for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
         plan = plan_memory(m, hw, dep, engine(engine_name, hw))

@@ -33,7 +33,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
     try:
         m, hw = cat.model(d["model"]), cat.accelerator(d["hardware"])
         dep = opt.deployment(
-            d.get("weights", "bf16"),
+            d.get("weights", opt.WEIGHTS),
             d.get("kv_dtype", "bf16"),
             "bf16",
             d.get("tp", 1),
@@ -41,6 +41,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             d.get("ep", 1),
             None,
             None,
+            model=m,
         )
         _, replicas = opt.replicas(dep, d.get("gpus"), d.get("dp", 1))
         prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 0)
@@ -273,6 +274,10 @@ def check(
             raise typer.Exit(1)
 
 
+def _auto_formats(models: list[Any]) -> list[str]:
+    return sorted({opt.resolve_weights("auto", m) for m in models})
+
+
 def _names(spec: str) -> list[str]:
     return [x.strip() for x in spec.split(",") if x.strip()]
 
@@ -282,7 +287,9 @@ def _names(spec: str) -> list[str]:
 def sweep(
     model: Annotated[str, typer.Option(help="model ids, comma-separated")] = "llama-3.1-8b",
     hardware: Annotated[str, typer.Option(help="accelerator ids, comma-separated")] = "h100",
-    weights: Annotated[str, typer.Option(help="weight formats, comma-separated")] = "bf16",
+    weights: Annotated[
+        str, typer.Option("--weights", help="weight formats, comma-separated (auto: as shipped)")
+    ] = opt.WEIGHTS,
     kv_dtype: Annotated[
         str, typer.Option("--kv-dtype", help="KV formats, comma-separated")
     ] = "bf16",
@@ -306,10 +313,13 @@ def sweep(
     def count(text: str) -> int:
         return opt.tokens(text, "a token count", 0)
 
+    models = [cat.model(x) for x in _names(model)]
+    # auto: the formats the models' checkpoints ship in (bf16 where none is recorded)
+    formats = [f for x in _names(weights) for f in ([x] if x != "auto" else _auto_formats(models))]
     grid = Grid(
-        models=[cat.model(x) for x in _names(model)],
+        models=models,
         hardware=[cat.accelerator(x) for x in _names(hardware)],
-        weights=[weight_format(x).name for x in _names(weights)],
+        weights=list(dict.fromkeys(weight_format(x).name for x in formats)),
         kv_dtypes=[kv_format(x).name for x in _names(kv_dtype)],
         tps=opt.int_list(tp, "--tp", int),
         batches=opt.int_list(batch, "--batch", count),
@@ -381,7 +391,7 @@ def plot(
         check_output(out)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep)
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
     s, o, ctx = opt.workload(prompt, output, context)
     s = max(s, 1)
     batch = opt.batch(batch)

@@ -153,7 +153,7 @@ def serve(
         check_output(out)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep)
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
     n_gpus, n_rep = opt.replicas(dep, gpus, dp)
     slo = opt.slo(slo_ttft, slo_tpot, slo_pct)
     if (rate is None) == (concurrency is None) and not (prompt_dist or "").endswith(".jsonl"):
@@ -314,7 +314,7 @@ def size(
     if not names or len(names) > 32:
         raise InputError("--hardware: give 1 to 32 accelerators, e.g. h100,h200")
     hws = [cat.accelerator(h) for h in names]
-    base = opt.deployment(weights, kv_dtype)
+    base = opt.deployment(weights, kv_dtype, model=m)
     slo = opt.slo(slo_ttft, slo_tpot, slo_pct)
     requests = SIZE_REQUESTS if requests is None else requests
     if not 20 <= requests <= 100_000:
