@@ -25,6 +25,14 @@ from typing import Any
 
 import yaml
 
+from roofline.efficiency import (
+    AttentionCurve,
+    EngineProfile,
+    GemmCurve,
+    KernelSet,
+    LinkCurve,
+    WeightOnlyCurve,
+)
 from roofline.errors import CatalogError, UnknownEntryError
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.hfconfig import entry_from_config
@@ -62,6 +70,8 @@ _EFFICIENCY_KEYS = {
     "memory": (NUM, False),
     "memory_weight_only": (NUM, False),
     "step_overhead_us": (NUM, False),
+    "cases": (int, False),
+    "error_band": (NUM, False),
     "source": (str, True),
 }
 _FAMILY_KEYS = {
@@ -138,7 +148,58 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
 }
 _PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, False)}
 _TIER_KINDS = ("link", "memory", "storage", "network")
-_SECTIONS = ("accelerators", "tiers", "models", "families")
+_SECTIONS = ("accelerators", "tiers", "models", "families", "kernels", "engines")
+_ALIAS_SECTIONS = ("accelerators", "tiers", "models", "families")
+# hardware/kernels.yaml (validation/calibrate_kernels.py writes it) and hardware/engines.yaml
+_FIT = {"fit_median_error": (NUM, False), "rows": (int, False)}
+_GEMM_KEYS = {
+    "eta_max": (NUM, True),
+    "eta_memory": (NUM, True),
+    "m_half": (NUM, True),
+    "n_half": (NUM, True),
+    "latency_us": (NUM, True),
+    **_FIT,
+}
+_WO_KEYS = {
+    "alu_ops_per_weight": (NUM, True),
+    "eta_memory": (NUM, True),
+    "latency_us": (NUM, True),
+    **_FIT,
+}
+_ATTN_KEYS = {
+    "eta_memory": (NUM, True),
+    "latency_us": (NUM, True),
+    "per_query_head_ns": (NUM, True),
+    "streams_half": (NUM, True),
+    **_FIT,
+}
+_LINK_FIT_KEYS = {"latency_us": (NUM, True), "bandwidth_share": (NUM, True), **_FIT}
+_KERNEL_KEYS = {
+    "id": (str, True),
+    "accelerators": (list, True),
+    "borrowed_by": (list, True),
+    "gemm": (dict, True),
+    "gemm_source": (str, True),
+    "weight_only": (dict, False),
+    "weight_only_source": (str, False),
+    "decode_attention": (dict, False),
+    "decode_attention_source": (str, False),
+    "allreduce": (dict, False),
+    "allreduce_source": (str, False),
+    "notes": (str, False),
+}
+_ENGINE_KEYS = {
+    "id": (str, True),
+    "name": (str, True),
+    "cpu_step_us": (NUM, True),
+    "launch_us": (NUM, True),
+    "gap_us": (NUM, True),
+    "kernels_per_layer": (NUM, True),
+    "cuda_graphs_decode": (bool, True),
+    "cuda_graphs_prefill": (bool, True),
+    "source": (str, True),
+    "notes": (str, False),
+}
 
 
 def _type_name(t: Any) -> str:
@@ -210,6 +271,8 @@ def _efficiency(where: str, data: Any) -> Efficiency:
         memory_weight_only=None if wo is None else float(wo),
         step_overhead_s=float(e.get("step_overhead_us", 0.0)) * US,
         source=e["source"],
+        cases=int(e.get("cases", 0)),
+        error_band=None if "error_band" not in e else float(e["error_band"]),
     )
 
 
@@ -330,7 +393,125 @@ def _model(where: str, data: Any) -> ModelArch:
     return ModelArch(**d)
 
 
-_BUILDERS = {"accelerators": _accelerator, "tiers": _tier, "models": _model, "families": _family}
+def _share(where: str, key: str, value: float) -> float:
+    if not 0 < value <= 1:
+        raise CatalogError(f"{where}: key '{key}' must be in (0, 1], got {value}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """One GPU generation's kernel curves and the accelerators that use them."""
+
+    id: str
+    kernels: KernelSet
+    accelerators: tuple[str, ...]
+    borrowed_by: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+
+
+def _gemm_curve(where: str, data: Any) -> GemmCurve:
+    d = _check(where, data, _GEMM_KEYS)
+    return GemmCurve(
+        eta_max=_share(where, "eta_max", d["eta_max"]),
+        eta_memory=_share(where, "eta_memory", d["eta_memory"]),
+        m_half=float(d["m_half"]),
+        n_half=float(d["n_half"]),
+        latency_s=d["latency_us"] * US,
+        fit_median_error=d.get("fit_median_error"),
+    )
+
+
+def _names(where: str, key: str, values: list[Any]) -> tuple[str, ...]:
+    if not all(isinstance(v, str) for v in values):
+        raise CatalogError(f"{where}: key '{key}' must be a list of accelerator ids")
+    return tuple(values)
+
+
+def _kernel_entry(where: str, data: Any) -> KernelEntry:
+    d = _check(where, data, _KERNEL_KEYS)
+    for part in ("weight_only", "decode_attention", "allreduce"):
+        if (part in d) != (f"{part}_source" in d):
+            raise CatalogError(f"{where}: key '{part}' needs '{part}_source' (and vice versa)")
+    gemm = {}
+    for dtype, curve in d["gemm"].items():
+        if dtype not in DTYPES:
+            raise CatalogError(f"{where}: gemm: unknown dtype '{dtype}' ({', '.join(DTYPES)})")
+        gemm[dtype] = _gemm_curve(f"{where}: gemm.{dtype}", curve)
+    wo = {}
+    for name, curve in d.get("weight_only", {}).items():
+        if name not in ("int8", "int4"):
+            raise CatalogError(f"{where}: weight_only: unknown key '{name}' (int8 or int4)")
+        w = f"{where}: weight_only.{name}"
+        c = _check(w, curve, _WO_KEYS)
+        wo[name] = WeightOnlyCurve(
+            float(c["alu_ops_per_weight"]),
+            _share(w, "eta_memory", c["eta_memory"]),
+            c["latency_us"] * US,
+            c.get("fit_median_error"),
+        )
+    attn = None
+    if "decode_attention" in d:
+        w = f"{where}: decode_attention"
+        c = _check(w, d["decode_attention"], _ATTN_KEYS)
+        attn = AttentionCurve(
+            _share(w, "eta_memory", c["eta_memory"]),
+            c["latency_us"] * US,
+            c["per_query_head_ns"] * 1e-9,
+            float(c["streams_half"]),
+            c.get("fit_median_error"),
+        )
+    link = None
+    if "allreduce" in d:
+        lat, share = {}, {}
+        for n, curve in d["allreduce"].items():
+            w = f"{where}: allreduce.{n}"
+            if not str(n).isdigit() or int(n) < 2:
+                raise CatalogError(f"{w}: GPU counts must be whole numbers of at least 2")
+            c = _check(w, curve, _LINK_FIT_KEYS)
+            lat[int(n)] = c["latency_us"] * US
+            share[int(n)] = _share(w, "bandwidth_share", c["bandwidth_share"])
+        if not lat:
+            raise CatalogError(f"{where}: key 'allreduce' needs at least one GPU count")
+        link = LinkCurve(lat, share)
+    sources = "; ".join(
+        f"{k}: {d[k + '_source']}"
+        for k in ("gemm", "weight_only", "decode_attention", "allreduce")
+        if k + "_source" in d
+    )
+    ks = KernelSet(d["id"], gemm, wo, attn, link, sources)
+    return KernelEntry(
+        d["id"],
+        ks,
+        _names(where, "accelerators", d["accelerators"]),
+        _names(where, "borrowed_by", d["borrowed_by"]),
+    )
+
+
+def _engine_profile(where: str, data: Any) -> EngineProfile:
+    d = _check(where, data, _ENGINE_KEYS)
+    _positive(where, "kernels_per_layer", d["kernels_per_layer"])
+    return EngineProfile(
+        id=d["id"],
+        cpu_step_s=d["cpu_step_us"] * US,
+        launch_s=d["launch_us"] * US,
+        gap_s=d["gap_us"] * US,
+        kernels_per_layer=float(d["kernels_per_layer"]),
+        graphs_decode=d["cuda_graphs_decode"],
+        graphs_prefill=d["cuda_graphs_prefill"],
+        source=d["source"],
+        aliases=(),
+    )
+
+
+_BUILDERS = {
+    "accelerators": _accelerator,
+    "tiers": _tier,
+    "models": _model,
+    "families": _family,
+    "kernels": _kernel_entry,
+    "engines": _engine_profile,
+}
 
 
 def _load_file(path: Path) -> dict[str, list[Any]]:
@@ -376,6 +557,8 @@ class Catalog:
     families: dict[str, Family] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)  # "section:id" -> file path
     own_efficiency: set[str] = field(default_factory=set)  # accelerators that set their own
+    kernels: dict[str, KernelEntry] = field(default_factory=dict)
+    engines: dict[str, EngineProfile] = field(default_factory=dict)
 
     def add_dir(self, directory: Path) -> None:
         """Load every *.yaml below a directory; ids repeated inside it are an error, ids already
@@ -403,14 +586,28 @@ class Catalog:
         self._apply_families()
 
     def _apply_families(self) -> None:
-        """Give every accelerator without its own efficiency block its family's."""
+        """Give every accelerator without its own efficiency block its family's, then attach the
+        kernel curves of its GPU generation (hardware/kernels.yaml: measured, or borrowed) and
+        the engine profiles (hardware/engines.yaml)."""
         for hw_id, hw in list(self.accelerators.items()):
             family = self.families.get(hw.family)
+            eff = hw.efficiency
             if hw_id not in self.own_efficiency and family is not None:
-                self.accelerators[hw_id] = replace(hw, efficiency=family.efficiency)
+                eff = family.efficiency
+            kernels = None
+            for entry in self.kernels.values():
+                if hw_id in entry.accelerators or hw_id in entry.borrowed_by:
+                    kernels = replace(
+                        entry.kernels,
+                        borrowed=hw_id not in entry.accelerators,
+                        compute_ref=eff.compute,
+                        memory_ref=eff.memory,
+                    )
+            eff = replace(eff, kernels=kernels, engines=dict(self.engines), family=hw.family)
+            self.accelerators[hw_id] = replace(hw, efficiency=eff)
 
     def _check_aliases(self) -> None:
-        for section in _SECTIONS:
+        for section in _ALIAS_SECTIONS:
             table = getattr(self, section)
             owner: dict[str, str] = {}
             for entry in table.values():
@@ -514,6 +711,8 @@ def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
         dict(base.families),
         dict(base.origin),
         set(base.own_efficiency),
+        dict(base.kernels),
+        dict(base.engines),
     )
     for directory in dirs:
         cat.add_dir(directory)

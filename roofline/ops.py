@@ -97,6 +97,7 @@ class Op:
     quantized: bool = False  # its weights are stored in the deployment's weight format
     message_bytes: FloatArray | float = 0.0  # collectives: bytes per rank per call
     ranks: int = 1
+    gemm_n: float = 0.0  # matmuls: output columns per GPU (N after the TP shard; 0 = unknown)
 
     @property
     def bytes(self) -> FloatArray:
@@ -189,6 +190,7 @@ class _Builder:
             act=t * (d_in + d_out) * self.b_a,
             sparse=self.dep.sparse_2_4,
             quantized=True,
+            gemm_n=float(d_out),
         )
 
     def allreduce(self, name: str, layers: int, tokens) -> None:
@@ -291,6 +293,7 @@ class _Builder:
             act=t * k * (2 * d + 3 * f) * self.b_a / tp,
             sparse=self.dep.sparse_2_4,
             quantized=True,
+            gemm_n=2.0 * f / (tp / self.dep.ep),
         )
         if m.shared_expert_params:
             f_s = m.n_shared_experts * f
@@ -330,6 +333,7 @@ class _Builder:
             flops=2.0 * params * t / self.tp,
             weight=params * self.b_o / self.tp,
             act=t * (m.hidden_size + m.vocab_size / self.tp) * self.b_a,
+            gemm_n=m.vocab_size / self.tp,
         )
 
     def pipeline(self, tokens) -> None:

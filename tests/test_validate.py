@@ -51,17 +51,24 @@ def test_speed_ratio_direction(public):
     assert r.speed_ratio_ideal == pytest.approx(r.measured / r.ideal)
 
 
-def test_catalog_efficiencies_come_from_the_calibration(cat):
-    from validation.calibrate import fit
+def test_catalog_figures_come_from_the_calibration(cat):
+    # the engines' CPU step, the scalar shares of the families without kernel curves and every
+    # family's case count and error band are exactly what validation/calibrate.py fits
+    from validation.calibrate import bands, run
 
-    for family, f in fit().items():
-        eff = cat.families[family].efficiency
-        assert eff.memory == pytest.approx(f["memory"]), family
-        assert eff.step_overhead_s == pytest.approx(f["step_overhead_us"] * 1e-6), family
-        if f["compute"] is not None:
-            assert eff.compute == pytest.approx(f["compute"]), family
-        if f["memory_weight_only"] is not None:
-            assert eff.memory_weight_only == pytest.approx(f["memory_weight_only"]), family
+    _, full, loso, _ = run(cat)
+    for key, value in full.items():
+        kind, _, name = key.partition(":")
+        if kind == "cpu" and name != "*":
+            assert cat.engines[name].cpu_step_s == pytest.approx(round(value * 1e6) * 1e-6), key
+        elif kind in ("compute", "memory", "memory_weight_only"):
+            eff = cat.families[name].efficiency
+            got = eff.memory_dequant if kind == "memory_weight_only" else getattr(eff, kind)
+            assert got == pytest.approx(round(value, 2)), key
+    for fam, (n, band) in bands(loso, cat).items():
+        eff = cat.families[fam].efficiency
+        assert (eff.cases, eff.error_band) == (n, pytest.approx(round(band, 3), abs=1e-9)), fam
+    assert all(f.efficiency.step_overhead_s == 0 for f in cat.families.values())
 
 
 def test_cli_validate_json(run):
