@@ -186,6 +186,8 @@ _KERNEL_KEYS = {
     "decode_attention_source": (str, False),
     "allreduce": (dict, False),
     "allreduce_source": (str, False),
+    "engine_allreduce": (dict, False),
+    "engine_allreduce_source": (str, False),
     "notes": (str, False),
 }
 _ENGINE_KEYS = {
@@ -197,6 +199,7 @@ _ENGINE_KEYS = {
     "kernels_per_layer": (NUM, True),
     "cuda_graphs_decode": (bool, True),
     "cuda_graphs_prefill": (bool, True),
+    "allreduce_kernel": (str, True),
     "source": (str, True),
     "notes": (str, False),
 }
@@ -430,7 +433,7 @@ def _names(where: str, key: str, values: list[Any]) -> tuple[str, ...]:
 
 def _kernel_entry(where: str, data: Any) -> KernelEntry:
     d = _check(where, data, _KERNEL_KEYS)
-    for part in ("weight_only", "decode_attention", "allreduce"):
+    for part in ("weight_only", "decode_attention", "allreduce", "engine_allreduce"):
         if (part in d) != (f"{part}_source" in d):
             raise CatalogError(f"{where}: key '{part}' needs '{part}_source' (and vice versa)")
     gemm = {}
@@ -461,31 +464,38 @@ def _kernel_entry(where: str, data: Any) -> KernelEntry:
             float(c["streams_half"]),
             c.get("fit_median_error"),
         )
-    link = None
-    if "allreduce" in d:
-        lat, share = {}, {}
-        for n, curve in d["allreduce"].items():
-            w = f"{where}: allreduce.{n}"
-            if not str(n).isdigit() or int(n) < 2:
-                raise CatalogError(f"{w}: GPU counts must be whole numbers of at least 2")
-            c = _check(w, curve, _LINK_FIT_KEYS)
-            lat[int(n)] = c["latency_us"] * US
-            share[int(n)] = _share(w, "bandwidth_share", c["bandwidth_share"])
-        if not lat:
-            raise CatalogError(f"{where}: key 'allreduce' needs at least one GPU count")
-        link = LinkCurve(lat, share)
+    link = _link_curve(f"{where}: allreduce", d["allreduce"]) if "allreduce" in d else None
+    by_engine = {}
+    for name, table in d.get("engine_allreduce", {}).items():
+        if not isinstance(table, dict):
+            raise CatalogError(f"{where}: engine_allreduce.{name} must be a mapping")
+        by_engine[str(name)] = _link_curve(f"{where}: engine_allreduce.{name}", table)
     sources = "; ".join(
         f"{k}: {d[k + '_source']}"
-        for k in ("gemm", "weight_only", "decode_attention", "allreduce")
+        for k in ("gemm", "weight_only", "decode_attention", "allreduce", "engine_allreduce")
         if k + "_source" in d
     )
-    ks = KernelSet(d["id"], gemm, wo, attn, link, sources)
+    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, sources)
     return KernelEntry(
         d["id"],
         ks,
         _names(where, "accelerators", d["accelerators"]),
         _names(where, "borrowed_by", d["borrowed_by"]),
     )
+
+
+def _link_curve(where: str, table: dict[Any, Any]) -> LinkCurve:
+    lat, share = {}, {}
+    for n, curve in table.items():
+        w = f"{where}.{n}"
+        if not str(n).isdigit() or int(n) < 2:
+            raise CatalogError(f"{w}: GPU counts must be whole numbers of at least 2")
+        c = _check(w, curve, _LINK_FIT_KEYS)
+        lat[int(n)] = c["latency_us"] * US
+        share[int(n)] = _share(w, "bandwidth_share", c["bandwidth_share"])
+    if not lat:
+        raise CatalogError(f"{where}: needs at least one GPU count")
+    return LinkCurve(lat, share)
 
 
 def _engine_profile(where: str, data: Any) -> EngineProfile:
@@ -499,6 +509,7 @@ def _engine_profile(where: str, data: Any) -> EngineProfile:
         kernels_per_layer=float(d["kernels_per_layer"]),
         graphs_decode=d["cuda_graphs_decode"],
         graphs_prefill=d["cuda_graphs_prefill"],
+        allreduce_kernel=d["allreduce_kernel"],
         source=d["source"],
         aliases=(),
     )

@@ -100,7 +100,8 @@ class KernelSet:
     gemm: Mapping[str, GemmCurve]
     weight_only: Mapping[str, WeightOnlyCurve] = field(default_factory=dict)
     decode_attention: AttentionCurve | None = None
-    allreduce: LinkCurve | None = None
+    allreduce: LinkCurve | None = None  # NCCL
+    engine_allreduce: Mapping[str, LinkCurve] = field(default_factory=dict)  # engines' own
     source: str = ""
     borrowed: bool = False  # the accelerator has no data of its own: it uses this group's
     compute_ref: float = 1.0  # the family's scalar shares when the curves were attached: a
@@ -125,8 +126,47 @@ class EngineProfile:
     kernels_per_layer: float  # kernels one decoder layer launches (GEMMs, attention, norms, ...)
     graphs_decode: bool = True
     graphs_prefill: bool = False
+    allreduce_kernel: str = "nccl"  # whose measured all-reduce it runs: an engine id, or nccl
     source: str = ""
     aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Where an expected figure's efficiencies come from and how far to trust it."""
+
+    family: str
+    engine: str
+    kernels: str  # the GPU generation whose kernel curves apply ("" = scalar shares only)
+    kernels_borrowed: bool  # the accelerator has no kernel data of its own
+    cases: int  # published cases of the family behind the case-fitted figures
+    error_band: float | None  # the family's out-of-sample median |error| (relative)
+    source: str = ""
+
+    @property
+    def borrowed(self) -> bool:
+        """True when the figures are not the accelerator's own: borrowed curves or no cases."""
+        return self.kernels_borrowed or self.cases == 0
+
+    def band(self, value: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """(low, high) of an expected figure: value · (1 ∓ band); (value, value) without a band."""
+        v = np.asarray(value, dtype=float)
+        b = self.error_band or 0.0
+        return v * (1.0 - b), v * (1.0 + b)
+
+
+def calibration_of(eff, engine: str) -> Calibration:
+    """The calibration status of an Efficiency (roofline/hardware.py) under an engine."""
+    ks = eff.kernels
+    return Calibration(
+        family=eff.family,
+        engine=engine,
+        kernels="" if ks is None else ks.id,
+        kernels_borrowed=False if ks is None else ks.borrowed,
+        cases=eff.cases,
+        error_band=eff.error_band,
+        source=eff.source,
+    )
 
 
 def scaled(curve: GemmCurve, compute: float = 1.0, memory: float = 1.0) -> GemmCurve:

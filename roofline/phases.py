@@ -21,8 +21,10 @@ from numpy.typing import ArrayLike
 
 from roofline.efficiency import (
     KERNELS_PER_OP,
+    Calibration,
     GemmCurve,
     attention_decode_time_s,
+    calibration_of,
     dequant_time_s,
     gemm_time_s,
     scaled,
@@ -72,6 +74,7 @@ class PhaseResult:
     t_expected_s: FloatArray
     engine: str = ""  # the engine whose host costs the expected time includes
     t_overhead_s: FloatArray | float = 0.0  # of t_expected_s: engine + fixed per-step costs
+    calibration: Calibration | None = None  # family, engine, cases, borrowed, error band
 
     @property
     def bytes(self) -> FloatArray:
@@ -162,6 +165,10 @@ def _evaluate(
     zero = np.zeros(())
     link_total = zero
     measured_link = eff.kernels.allreduce if eff.kernels is not None else None
+    profile = eff.engines.get(engine_name or "") if eff.engines else None
+    custom_link = None
+    if eff.kernels is not None and profile is not None:
+        custom_link = eff.kernels.engine_allreduce.get(profile.allreduce_kernel)
     for op in ops:
         if op.is_collective:
             assert link is not None  # the op builder refuses TP/PP > 1 without a link
@@ -170,7 +177,11 @@ def _evaluate(
             t = t_ideal
             if measured_link is not None and op.kind == "allreduce":
                 t = measured_allreduce_time_s(link, measured_link, op.ranks, op.message_bytes)
-                t = t * op.layers
+                if custom_link is not None:  # the engine's own one-shot all-reduce, if faster
+                    t_own = measured_allreduce_time_s(link, custom_link, op.ranks, op.message_bytes)
+                    t = np.minimum(t, t_own)
+                # a one-shot kernel can beat the ring's per-step latencies; never the ideal
+                t = np.maximum(t * op.layers, t_ideal)
             latency = is_latency_bound(link, op.ranks, op.message_bytes)
             verdict = np.where(latency, "latency", "link")
             link_total = link_total + np.asarray(op.message_bytes) * op.layers
@@ -196,7 +207,6 @@ def _evaluate(
 
     t_ideal = sum((r.t_ideal_s for r in results), zero)
     t_ops = sum((r.t_expected_s for r in results), zero)
-    profile = eff.engines.get(engine_name or "") if eff.engines else None
     t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s
     return PhaseResult(
         name,
@@ -212,6 +222,7 @@ def _evaluate(
         t_exp,
         engine_name or "",
         t_exp - t_ops,
+        calibration_of(eff, engine_name or ""),
     )
 
 
@@ -301,6 +312,11 @@ class RequestResult:
     ideal: Timing
     expected: Timing
     replicas: int
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """Calibration status of the expected figures (family, engine, cases, error band)."""
+        return self.decode.calibration
 
 
 def _timing(ttft, tpot, batch, output, replicas) -> Timing:

@@ -198,9 +198,13 @@ def fit_decode_attention(df, bw):
 
 
 def fit_allreduce(df):
-    """Per GPU count: t = α + 2(n−1)/n · bytes / B_bus (NCCL all_reduce, fp16)."""
+    """Per GPU count: t = α + 2(n−1)/n · bytes / B_bus (NCCL all_reduce, fp16; or an engine's
+    custom all-reduce in CUDA-graph mode, bf16). message_size counts 2-byte elements."""
     out = {}
-    d = df[(df.op_name == "all_reduce") & (df.nccl_dtype == "half")]
+    if "nccl_dtype" in df:
+        d = df[(df.op_name == "all_reduce") & (df.nccl_dtype == "half")]
+    else:
+        d = df[df.backend.str.contains("graph")] if "backend" in df else df
     for n, g in d.groupby("num_gpus"):
         size = g.message_size.to_numpy(float) * 2.0  # elements of half -> bytes
         t = g.latency.to_numpy(float) * 1e-3
@@ -302,6 +306,28 @@ def main() -> None:
             }
             entry["allreduce_source"] = _rel(nccl_file)
             print(f"{gid} all-reduce: {entry['allreduce']}")
+            by_engine, sources = {}, []
+            for eng in ("vllm", "sglang", "trtllm"):
+                files = sorted(
+                    (DATA / g["chip"] / "comm" / eng).glob("*/custom_allreduce_perf.parquet"),
+                    key=lambda p: [int(x) if x.isdigit() else 0 for x in p.parent.name.split(".")],
+                )
+                if not files:
+                    continue
+                ar = fit_allreduce(pd.read_parquet(files[-1]))
+                by_engine[eng] = {
+                    str(n): {
+                        "latency_us": round(a * 1e6, 2),
+                        "bandwidth_share": round(min(b / link_bw, 1.0), 3),
+                        "fit_median_error": round(e, 3),
+                    }
+                    for n, (a, b, e) in ar.items()
+                }
+                sources.append(_rel(files[-1]))
+                print(f"{gid} {eng} custom all-reduce: {by_engine[eng]}")
+            if by_engine:
+                entry["engine_allreduce"] = by_engine
+                entry["engine_allreduce_source"] = "; ".join(sources)
         groups_out.append(entry)
     write_yaml(groups_out)
     write_samples(samples)
@@ -335,6 +361,7 @@ def plot(curves) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "roofline"  # the same file on every run
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
