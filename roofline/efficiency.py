@@ -3,10 +3,13 @@ adds per step. Pure functions, SI units, numpy broadcasting; the catalog supplie
 (hardware/kernels.yaml, fitted by validation/calibrate_kernels.py; hardware/engines.yaml).
 
 GEMM (one kernel, M tokens × N outputs × K inputs, F = 2MNK FLOPs, Q bytes):
-    t = t₀ + max(F·(1 + M½/M)·(1 + N½/N) / (P·η_max),  Q / (W·η_mem))
-The saturating factor M/(M + M½) is tile quantisation: a GEMM runs its M rows in tiles of a fixed
-height, so a small-M GEMM pays for about M½ rows of tensor-core work (NVIDIA, "Matrix
-Multiplication Background User's Guide", tile and wave quantisation); N/(N + N½) is the same for
+    t = t₀ + max(F·(1 + M½/(M + 16))·(1 + N½/N) / (P·η_max),  Q / (W·η_mem))
+The factor 1 + M½/(M + 16) is tile quantisation: a GEMM runs its M rows in tiles of a fixed
+height, so a moderate-M GEMM pays for about M½ extra rows of tensor-core work (NVIDIA, "Matrix
+Multiplication Background User's Guide", tile and wave quantisation); a GEMV-sized M (a few rows)
+runs small-tile / split-K kernels padded to the 16-row MMA tile (PTX ISA, mma.m16n8k16), hence
+M + 16 rather than M: the padding fades below 16 rows instead of growing as 1/M. N/(N + N½) is
+the same for
 the output tiles that must fill the SMs (a narrow TP shard leaves SMs idle). η_max is the plateau
 of a large GEMM (clocks under load, epilogue), η_mem the share of bandwidth a weight-streaming
 (small-M) GEMM reaches, t₀ the kernel's fixed latency (launch-to-completion of an empty tile).
@@ -34,6 +37,7 @@ from numpy.typing import ArrayLike
 
 FloatArray = np.ndarray
 
+MMA_ROWS = 16.0  # rows of the smallest tensor-core tile (PTX mma.m16n8k16): a GEMV pads to it
 M_TILE_ROWS = 128.0  # rows of M one CTA of a weight-only GEMM dequantises its weights for
 # Kernels one op of ops.py stands for, per layer: the MLP is gate/up + down, an MoE layer the two
 # grouped GEMMs (vLLM fused_moe, SGLang, TensorRT-LLM: w13 then w2).
@@ -191,21 +195,22 @@ def gemm_time_s(
     curve: GemmCurve,
     kernels: ArrayLike = 1.0,
 ) -> FloatArray:
-    """t = t₀·kernels + max(F(1 + M½/M)(1 + N½/N)/(P·η_max), Q/(W·η_mem)). With M½ = N½ = t₀ = 0
+    """t = t₀·kernels + max(F(1 + M½/(M+16))(1 + N½/N)/(P·η_max), Q/(W·η_mem)). With M½ = N½ = t₀ = 0
     this is the plain roofline at efficiencies (η_max, η_mem)."""
     f = np.asarray(flops, dtype=float)
     mm = np.maximum(np.asarray(m, dtype=float), 1e-9)
     nn = np.maximum(np.asarray(n, dtype=float), 1e-9)
-    shape = (1.0 + curve.m_half / mm) * (1.0 + curve.n_half / nn)
+    shape = (1.0 + curve.m_half / (mm + MMA_ROWS)) * (1.0 + curve.n_half / nn)
     t_math = f * shape / (peak_flops_per_s * curve.eta_max)
     t_mem = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * curve.eta_memory)
     return curve.latency_s * np.asarray(kernels, dtype=float) + np.maximum(t_math, t_mem)
 
 
 def compute_efficiency(m: ArrayLike, n: ArrayLike, curve: GemmCurve) -> FloatArray:
-    """η(M, N) = η_max · M/(M + M½) · N/(N + N½): the share of peak a compute-bound GEMM reaches."""
+    """η(M, N) = η_max / (1 + M½/(M + 16)) · N/(N + N½): the share of peak a compute-bound GEMM
+    reaches."""
     mm, nn = np.asarray(m, dtype=float), np.asarray(n, dtype=float)
-    return curve.eta_max * mm / (mm + curve.m_half) * nn / (nn + curve.n_half)
+    return curve.eta_max / (1.0 + curve.m_half / (mm + MMA_ROWS)) * nn / (nn + curve.n_half)
 
 
 def dequant_time_s(

@@ -124,14 +124,15 @@ def test_curve_shape_saturates_in_m_and_n():
     m = np.array([1.0, 10.0, 100.0, 1e3, 1e5])
     eta = compute_efficiency(m, 1e9, c)
     assert np.all(np.diff(eta) > 0) and eta[-1] < 0.8
-    assert eta[2] == pytest.approx(0.8 * 0.5, rel=1e-6)  # M = M½ reaches half the plateau
+    assert eta[2] == pytest.approx(0.8 / (1 + 100 / 116), rel=1e-6)  # M = M½: 100 rows padded
+    assert eta[0] == pytest.approx(0.8 / (1 + 100 / 17), rel=1e-6)  # a GEMV pads to 16 rows
     assert compute_efficiency(1e9, 50.0, c) == pytest.approx(0.4, rel=1e-6)  # N = N½
 
 
 def test_gemm_time_by_hand():
-    # 2·M·N·K = 2·64·8192·8192 FLOPs on 1e15 FLOP/s at η_max 0.5, M½ 64: twice the math time of
-    # the plateau, (1 + 64/64) = 2 → 8.59e9 · 2 / 5e14 = 34.4 µs; plus t₀ = 5 µs
-    c = GemmCurve(eta_max=0.5, eta_memory=1.0, m_half=64.0, latency_s=5e-6)
+    # 2·M·N·K = 2·64·8192·8192 FLOPs on 1e15 FLOP/s at η_max 0.5, M½ 80: twice the math time of
+    # the plateau, (1 + 80/(64+16)) = 2 → 8.59e9 · 2 / 5e14 = 34.4 µs; plus t₀ = 5 µs
+    c = GemmCurve(eta_max=0.5, eta_memory=1.0, m_half=80.0, latency_s=5e-6)
     f = 2.0 * 64 * 8192 * 8192
     t = gemm_time_s(f, 1.0, 64, np.inf, 1e15, 1e12, c)
     assert float(t) == pytest.approx(5e-6 + f * 2.0 / 5e14, rel=1e-9)

@@ -21,9 +21,10 @@ def public(cat):
 
 
 def test_public_cases_are_the_shared_ones():
-    shared = ROOT.parent / "shared/validation/public_cases.yaml"
-    if shared.exists():  # the copy in the repository must not drift from the shared reference
-        assert shared.read_text() == PUBLIC.read_text()
+    shared = ROOT.parent.parent / "shared/validation/public_cases.yaml"
+    if not shared.exists():  # outside the shared workspace there is nothing to compare with
+        pytest.skip(f"no shared reference at {shared}")
+    assert shared.read_text() == PUBLIC.read_text()
 
 
 def test_no_case_beats_the_speed_of_light(public, cat):
