@@ -195,8 +195,8 @@ def gemm_time_s(
     curve: GemmCurve,
     kernels: ArrayLike = 1.0,
 ) -> FloatArray:
-    """t = t₀·kernels + max(F(1 + M½/(M+16))(1 + N½/N)/(P·η_max), Q/(W·η_mem)). With M½ = N½ = t₀ = 0
-    this is the plain roofline at efficiencies (η_max, η_mem)."""
+    """t = t₀·kernels + max(F(1 + M½/(M+16))(1 + N½/N)/(P·η_max), Q/(W·η_mem)).
+    With M½ = N½ = t₀ = 0 this is the plain roofline at efficiencies (η_max, η_mem)."""
     f = np.asarray(flops, dtype=float)
     mm = np.maximum(np.asarray(m, dtype=float), 1e-9)
     nn = np.maximum(np.asarray(n, dtype=float), 1e-9)
