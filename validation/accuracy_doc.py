@@ -52,6 +52,21 @@ def summary_table(groups: dict[str, list]) -> str:
     return "\n".join(lines)
 
 
+def kernel_table(cat) -> str:
+    """Median |model / measured − 1| of each kernel curve over the rows it was fitted on."""
+    lines = ["| generation | curve | fit median abs error |", "|---|---|---:|"]
+    for gid, entry in cat.kernels.items():
+        ks = entry.kernels
+        curves = [(f"GEMM {d}", c) for d, c in ks.gemm.items() if d != "fp16"]
+        curves += [(f"weight-only {d}", c) for d, c in ks.weight_only.items()]
+        if ks.decode_attention is not None:
+            curves.append(("decode attention", ks.decode_attention))
+        for name, c in curves:
+            if c.fit_median_error is not None:
+                lines.append(f"| {gid} | {name} | {c.fit_median_error * 100:.1f}% |")
+    return "\n".join(lines)
+
+
 def render() -> str:
     cat, full, loso, never = run()
     public = {c.id for c in load_cases(ROOT / "validation/public_cases.yaml")}
@@ -79,6 +94,9 @@ def render() -> str:
         + "## Error bands per family\n\n| family | cases | out-of-sample median abs error |\n"
         + "|---|---:|---:|\n"
         + band_lines
+        + "\n\n## Kernel curves against their own measurements\n\n"
+        + "`validation/calibrate_kernels.py` on aiconfigurator-core 0.12.0 (N, K ≥ 512):\n\n"
+        + kernel_table(cat)
         + "\n\n## Fitted on all cases (in-sample, written to the catalog)\n\n"
         + fitted
         + "\n\n## Per case (public, then extra)\n\nmeas/ideal is the share of the speed of light "
