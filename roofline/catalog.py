@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from functools import cache
@@ -25,18 +25,14 @@ from typing import Any
 
 import yaml
 
-from roofline.efficiency import (
-    AttentionCurve,
-    EngineProfile,
-    GemmCurve,
-    KernelSet,
-    LinkCurve,
-    WeightOnlyCurve,
-)
+from roofline.catalog_kernels import KernelEntry, engine_profile, kernel_entry
+from roofline.efficiency import EngineProfile
 from roofline.errors import CatalogError, UnknownEntryError
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.hfconfig import entry_from_config
 from roofline.model import MODEL_TYPES, ModelArch
+from roofline.schema import NUM
+from roofline.schema import check as _check
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
 
@@ -49,7 +45,6 @@ def _safe_load(text: str) -> Any:
     return yaml.load(text, Loader=SafeLoader)
 
 
-NUM = (int, float)
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 # key -> (accepted types, required). bool is rejected where a number is expected.
@@ -150,97 +145,6 @@ _PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, Fals
 _TIER_KINDS = ("link", "memory", "storage", "network")
 _SECTIONS = ("accelerators", "tiers", "models", "families", "kernels", "engines")
 _ALIAS_SECTIONS = ("accelerators", "tiers", "models", "families")
-# hardware/kernels.yaml (validation/calibrate_kernels.py writes it) and hardware/engines.yaml
-_FIT = {"fit_median_error": (NUM, False), "rows": (int, False)}
-_GEMM_KEYS = {
-    "eta_max": (NUM, True),
-    "eta_memory": (NUM, True),
-    "m_half": (NUM, True),
-    "n_half": (NUM, True),
-    "latency_us": (NUM, True),
-    **_FIT,
-}
-_WO_KEYS = {
-    "alu_ops_per_weight": (NUM, True),
-    "eta_memory": (NUM, True),
-    "latency_us": (NUM, True),
-    **_FIT,
-}
-_ATTN_KEYS = {
-    "eta_memory": (NUM, True),
-    "latency_us": (NUM, True),
-    "per_query_head_ns": (NUM, True),
-    "streams_half": (NUM, True),
-    **_FIT,
-}
-_LINK_FIT_KEYS = {"latency_us": (NUM, True), "bandwidth_share": (NUM, True), **_FIT}
-_KERNEL_KEYS = {
-    "id": (str, True),
-    "accelerators": (list, True),
-    "borrowed_by": (list, True),
-    "gemm": (dict, True),
-    "gemm_source": (str, True),
-    "weight_only": (dict, False),
-    "weight_only_source": (str, False),
-    "decode_attention": (dict, False),
-    "decode_attention_source": (str, False),
-    "allreduce": (dict, False),
-    "allreduce_source": (str, False),
-    "engine_allreduce": (dict, False),
-    "engine_allreduce_source": (str, False),
-    "notes": (str, False),
-}
-_ENGINE_KEYS = {
-    "id": (str, True),
-    "name": (str, True),
-    "cpu_step_us": (NUM, True),
-    "launch_us": (NUM, True),
-    "gap_us": (NUM, True),
-    "kernels_per_layer": (NUM, True),
-    "cuda_graphs_decode": (bool, True),
-    "cuda_graphs_prefill": (bool, True),
-    "allreduce_kernel": (str, True),
-    "source": (str, True),
-    "notes": (str, False),
-}
-
-
-def _type_name(t: Any) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-    names.update({list: "a list", dict: "a mapping", type(None): "null"})
-    if isinstance(t, tuple):
-        if int in t and float in t:
-            t = tuple(x for x in t if x is not int)  # "a number" covers both
-        return " or ".join(dict.fromkeys(names.get(x, x.__name__) for x in t))
-    return names.get(t, t.__name__)
-
-
-def _check(where: str, data: Any, keys: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:
-    """Validate one mapping against its key table; return it unchanged."""
-    if not isinstance(data, dict):
-        raise CatalogError(f"{where}: expected a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in keys:
-            close = get_close_matches(str(key), keys, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise CatalogError(f"{where}: unknown key '{key}'{hint}")
-    for key, (types, required) in keys.items():
-        if key not in data:
-            if required:
-                raise CatalogError(f"{where}: missing required key '{key}'")
-            continue
-        value = data[key]
-        is_bool = isinstance(value, bool)
-        bool_ok = types is bool or (isinstance(types, tuple) and bool in types)
-        if not isinstance(value, types) or (is_bool and not bool_ok):
-            got = repr(value) if isinstance(value, str) else type(value).__name__
-            hint = (
-                " (write 1.0e+12 or use the human-scale unit key)" if isinstance(value, str) else ""
-            )
-            raise CatalogError(f"{where}: key '{key}' must be {_type_name(types)}, got {got}{hint}")
-        if isinstance(value, NUM) and not is_bool and value < 0:
-            raise CatalogError(f"{where}: key '{key}' must not be negative, got {value}")
-    return data
 
 
 def _positive(where: str, key: str, value: float) -> float:
@@ -396,132 +300,13 @@ def _model(where: str, data: Any) -> ModelArch:
     return ModelArch(**d)
 
 
-def _share(where: str, key: str, value: float) -> float:
-    if not 0 < value <= 1:
-        raise CatalogError(f"{where}: key '{key}' must be in (0, 1], got {value}")
-    return float(value)
-
-
-@dataclass(frozen=True)
-class KernelEntry:
-    """One GPU generation's kernel curves and the accelerators that use them."""
-
-    id: str
-    kernels: KernelSet
-    accelerators: tuple[str, ...]
-    borrowed_by: tuple[str, ...]
-    aliases: tuple[str, ...] = ()
-
-
-def _gemm_curve(where: str, data: Any) -> GemmCurve:
-    d = _check(where, data, _GEMM_KEYS)
-    return GemmCurve(
-        eta_max=_share(where, "eta_max", d["eta_max"]),
-        eta_memory=_share(where, "eta_memory", d["eta_memory"]),
-        m_half=float(d["m_half"]),
-        n_half=float(d["n_half"]),
-        latency_s=d["latency_us"] * US,
-        fit_median_error=d.get("fit_median_error"),
-    )
-
-
-def _names(where: str, key: str, values: list[Any]) -> tuple[str, ...]:
-    if not all(isinstance(v, str) for v in values):
-        raise CatalogError(f"{where}: key '{key}' must be a list of accelerator ids")
-    return tuple(values)
-
-
-def _kernel_entry(where: str, data: Any) -> KernelEntry:
-    d = _check(where, data, _KERNEL_KEYS)
-    for part in ("weight_only", "decode_attention", "allreduce", "engine_allreduce"):
-        if (part in d) != (f"{part}_source" in d):
-            raise CatalogError(f"{where}: key '{part}' needs '{part}_source' (and vice versa)")
-    gemm = {}
-    for dtype, curve in d["gemm"].items():
-        if dtype not in DTYPES:
-            raise CatalogError(f"{where}: gemm: unknown dtype '{dtype}' ({', '.join(DTYPES)})")
-        gemm[dtype] = _gemm_curve(f"{where}: gemm.{dtype}", curve)
-    wo = {}
-    for name, curve in d.get("weight_only", {}).items():
-        if name not in ("int8", "int4"):
-            raise CatalogError(f"{where}: weight_only: unknown key '{name}' (int8 or int4)")
-        w = f"{where}: weight_only.{name}"
-        c = _check(w, curve, _WO_KEYS)
-        wo[name] = WeightOnlyCurve(
-            float(c["alu_ops_per_weight"]),
-            _share(w, "eta_memory", c["eta_memory"]),
-            c["latency_us"] * US,
-            c.get("fit_median_error"),
-        )
-    attn = None
-    if "decode_attention" in d:
-        w = f"{where}: decode_attention"
-        c = _check(w, d["decode_attention"], _ATTN_KEYS)
-        attn = AttentionCurve(
-            _share(w, "eta_memory", c["eta_memory"]),
-            c["latency_us"] * US,
-            c["per_query_head_ns"] * 1e-9,
-            float(c["streams_half"]),
-            c.get("fit_median_error"),
-        )
-    link = _link_curve(f"{where}: allreduce", d["allreduce"]) if "allreduce" in d else None
-    by_engine = {}
-    for name, table in d.get("engine_allreduce", {}).items():
-        if not isinstance(table, dict):
-            raise CatalogError(f"{where}: engine_allreduce.{name} must be a mapping")
-        by_engine[str(name)] = _link_curve(f"{where}: engine_allreduce.{name}", table)
-    sources = "; ".join(
-        f"{k}: {d[k + '_source']}"
-        for k in ("gemm", "weight_only", "decode_attention", "allreduce", "engine_allreduce")
-        if k + "_source" in d
-    )
-    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, sources)
-    return KernelEntry(
-        d["id"],
-        ks,
-        _names(where, "accelerators", d["accelerators"]),
-        _names(where, "borrowed_by", d["borrowed_by"]),
-    )
-
-
-def _link_curve(where: str, table: dict[Any, Any]) -> LinkCurve:
-    lat, share = {}, {}
-    for n, curve in table.items():
-        w = f"{where}.{n}"
-        if not str(n).isdigit() or int(n) < 2:
-            raise CatalogError(f"{w}: GPU counts must be whole numbers of at least 2")
-        c = _check(w, curve, _LINK_FIT_KEYS)
-        lat[int(n)] = c["latency_us"] * US
-        share[int(n)] = _share(w, "bandwidth_share", c["bandwidth_share"])
-    if not lat:
-        raise CatalogError(f"{where}: needs at least one GPU count")
-    return LinkCurve(lat, share)
-
-
-def _engine_profile(where: str, data: Any) -> EngineProfile:
-    d = _check(where, data, _ENGINE_KEYS)
-    _positive(where, "kernels_per_layer", d["kernels_per_layer"])
-    return EngineProfile(
-        id=d["id"],
-        cpu_step_s=d["cpu_step_us"] * US,
-        launch_s=d["launch_us"] * US,
-        gap_s=d["gap_us"] * US,
-        kernels_per_layer=float(d["kernels_per_layer"]),
-        graphs_decode=d["cuda_graphs_decode"],
-        graphs_prefill=d["cuda_graphs_prefill"],
-        allreduce_kernel=d["allreduce_kernel"],
-        source=d["source"],
-        aliases=(),
-    )
-
-
 _BUILDERS = {
     "accelerators": _accelerator,
     "tiers": _tier,
     "models": _model,
     "families": _family,
-    "kernels": _kernel_entry,
-    "engines": _engine_profile,
+    "kernels": kernel_entry,
+    "engines": engine_profile,
 }
 
 
