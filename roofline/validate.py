@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.efficiency import Calibration
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.memory import ENGINES, engine, max_batch, plan_memory
@@ -76,6 +77,7 @@ class CaseResult:
     measured: float
     speed_ratio_ideal: float
     error_expected: float
+    calibration: Calibration | None = None  # family, engine, cases, borrowed, error band
 
     @property
     def bound_violation(self) -> bool:
@@ -199,7 +201,15 @@ def evaluate(
     ideal, expected = values["ideal"], values["expected"]
     speed = ideal / case.measured if kind == "time" else case.measured / ideal
     return CaseResult(
-        case, regime, batch, ideal, expected, case.measured, speed, expected / case.measured - 1.0
+        case,
+        regime,
+        batch,
+        ideal,
+        expected,
+        case.measured,
+        speed,
+        expected / case.measured - 1.0,
+        d.calibration,
     )
 
 
