@@ -67,6 +67,77 @@ def kernel_table(cat) -> str:
     return "\n".join(lines)
 
 
+GPT_FAST_TP = {1: 104.9, 2: 168.84, 4: 254.02, 8: 328.43}  # gpt-fast README, Llama-2-7B, A100
+
+
+def peer_checks(cat) -> str:
+    """TP scaling against gpt-fast, weight-only decode at batch 64, prefill GEMM sums."""
+    import csv
+
+    from roofline.efficiency import gemm_time_s
+    from roofline.ops import Deployment
+    from roofline.phases import decode, request
+    from roofline.precision import weight_format
+
+    a100, m7 = cat.accelerator("nvidia-a100-80gb-sxm"), cat.model("llama-2-7b")
+    rate = {
+        tp: 1.0
+        / float(request(m7, a100, Deployment(tp=tp), 1, 5, 200, engine="gptfast").expected.tpot_s)
+        for tp in GPT_FAST_TP
+    }
+    lines = [
+        "TP scaling of Llama-2-7B on A100 (batch 1, engine gptfast) against gpt-fast's README:\n",
+        "| TP | expected tok/s | published tok/s | expected scaling | published scaling |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for tp, pub in GPT_FAST_TP.items():
+        ours, theirs = rate[tp] / rate[1], pub / GPT_FAST_TP[1]
+        lines.append(f"| {tp} | {rate[tp]:.1f} | {pub} | {ours:.2f}× | {theirs:.2f}× |")
+    m70 = cat.model("llama-2-70b")
+    lines += [
+        "\nLlama-2-70B decode step on 8× A100 at batch 64, KV 512 (engine vllm): weight-only "
+        "kernels go compute-bound and carry their measured latency, so int4 is no longer ~2× "
+        "faster than bf16:\n",
+        "| weights | ideal ms | expected ms |",
+        "|---|---:|---:|",
+    ]
+    for w in ("bf16", "int8", "int4"):
+        d = decode(m70, a100, Deployment(weights=weight_format(w), tp=8), 64, 512, engine="vllm")
+        lines.append(
+            f"| {w} | {float(d.t_ideal_s) * 1e3:.2f} | {float(d.t_expected_s) * 1e3:.2f} |"
+        )
+    sums: dict[tuple[str, str, int], list[float]] = {}
+    wb = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5625}
+    ab = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5}
+    with (ROOT / "validation/kernel_prefill_gemms.csv").open() as f:
+        for r in csv.DictReader(f):
+            entry = cat.kernels[r["group"]]
+            hw = cat.accelerator(entry.accelerators[0])
+            m, n, k, dt = float(r["m"]), float(r["n"]), float(r["k"]), r["dtype"]
+            t = gemm_time_s(
+                2 * m * n * k,
+                n * k * wb[dt] + m * (n + k) * ab[dt],
+                m,
+                n,
+                hw.peak_flops_per_s[dt],
+                hw.memory_bandwidth_bytes_per_s,
+                entry.kernels.gemm[dt],
+            )
+            acc = sums.setdefault((r["group"], dt, int(m)), [0.0, 0.0])
+            acc[0] += float(t)
+            acc[1] += float(r["measured_s"])
+    lines += [
+        "\nPrefill GEMMs of a GPT-style layer (d 4096, qkv + o + up + down) against their measured "
+        "sum (validation/kernel_prefill_gemms.csv):\n",
+        "| generation | dtype | M = 512 | M = 2048 | M = 8192 |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for g, dt in dict.fromkeys((g, dt) for g, dt, _ in sums):
+        cells = [f"{sums[(g, dt, m)][0] / sums[(g, dt, m)][1] - 1:+.0%}" for m in (512, 2048, 8192)]
+        lines.append(f"| {g} | {dt} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def render() -> str:
     cat, full, loso, never = run()
     public = {c.id for c in load_cases(ROOT / "validation/public_cases.yaml")}
@@ -97,6 +168,8 @@ def render() -> str:
         + "\n\n## Kernel curves against their own measurements\n\n"
         + "`validation/calibrate_kernels.py` on aiconfigurator-core 0.12.0 (N, K ≥ 512):\n\n"
         + kernel_table(cat)
+        + "\n\n## Checks against peer figures\n\n"
+        + peer_checks(cat)
         + "\n\n## Fitted on all cases (in-sample, written to the catalog)\n\n"
         + fitted
         + "\n\n## Per case (public, then extra)\n\nmeas/ideal is the share of the speed of light "
