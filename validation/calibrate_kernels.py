@@ -14,7 +14,7 @@ matplotlib); roofline never imports this package. Writes
 Fitted forms (see roofline/efficiency.py for the formulas and their sources):
 - GEMM: t = t0 + max(F·(1 + M½/(M+16))·(1 + N½/N) / (P·η_max), Q / (W·η_mem)) per dtype;
 - weight-only GEMM: the 16-bit curve plus an ALU term ops·N·K·max(1, M/128) / P_fp32;
-- decode attention: t = t0 + KV bytes / (W·η_attn);
+- decode attention: t = t0 + rows·t_row + KV·(1 + S½/S) / (W·η_attn), fitted on cache-cold calls;
 - all-reduce: t = α + 2(n−1)/n · bytes / B_bus, α and B_bus per GPU count.
 One parameter set per generation and dtype, never per shape.
 """
@@ -179,6 +179,12 @@ def fit_decode_attention(df, bw):
     kv_len = (d.isl + d.step).to_numpy(float)
     kv_bytes = 2.0 * d.batch_size * d.num_key_value_heads * d.head_dim * 2.0 * kv_len
     kv_bytes = kv_bytes.to_numpy(float)
+    # Fit the cache-cold regime only: a benchmark that re-reads the same KV serves a cache that
+    # fits in L2 (A100 40 MB, H100 50 MB, L40S 96 MB: the vendors' whitepapers) from L2, which a
+    # real decode step never does (every layer's weights stream through L2 in between). Keep the
+    # latency-bound calls (KV < 1 MB) and those whose KV exceeds every L2 (> 128 MB).
+    cold = (kv_bytes < 1e6) | (kv_bytes > 128e6)
+    d, kv_bytes = d[cold], kv_bytes[cold]
     t = d.latency.to_numpy(float) * 1e-3
     rows = (d.batch_size * d.num_heads).to_numpy(float)
     streams = (d.batch_size * d.num_key_value_heads).to_numpy(float)
