@@ -70,6 +70,28 @@ def test_kernel_model_reproduces_the_measured_gemms_it_was_fitted_on():
         assert np.median(es) <= 0.16, group
 
 
+def test_curves_transfer_to_siblings_by_their_own_datasheets():
+    # held out of the fit: the same engine's GEMMs measured on H200, B300 and GB200, predicted
+    # from the H100 / B200 curves against each sibling's own peaks and bandwidth
+    errors: dict[str, list[float]] = {}
+    for r in _rows("kernel_sibling_sample.csv"):
+        hw = CAT.accelerator(r["hardware"])
+        m, n, k, dt = float(r["m"]), float(r["n"]), float(r["k"]), r["dtype"]
+        t = gemm_time_s(
+            2 * m * n * k,
+            n * k * WEIGHT_B[dt] + m * (n + k) * ACT_B[dt],
+            m,
+            n,
+            hw.peak_flops_per_s[dt],
+            hw.memory_bandwidth_bytes_per_s,
+            CAT.kernels[r["group"]].kernels.gemm[dt],
+        )
+        errors.setdefault(r["hardware"], []).append(abs(float(t) / float(r["measured_s"]) - 1))
+    assert set(errors) == {"nvidia-h200-sxm", "nvidia-b300-hgx", "nvidia-gb200"}
+    for hw_id, es in errors.items():
+        assert np.median(es) <= 0.15, hw_id
+
+
 def test_prefill_gemm_sums_within_15_percent_of_measured():
     # Σ of one GPT-style layer's four prefill GEMMs (qkv, o, up, down) at prompt-sized M (2048,
     # 8192 tokens) on the data-center generations; at M = 512 the one-parameter knee runs up to

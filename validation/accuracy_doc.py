@@ -135,6 +135,30 @@ def peer_checks(cat) -> str:
     for g, dt in dict.fromkeys((g, dt) for g, dt, _ in sums):
         cells = [f"{sums[(g, dt, m)][0] / sums[(g, dt, m)][1] - 1:+.0%}" for m in (512, 2048, 8192)]
         lines.append(f"| {g} | {dt} | " + " | ".join(cells) + " |")
+    errs: dict[tuple[str, str], list[float]] = {}
+    with (ROOT / "validation/kernel_sibling_sample.csv").open() as f:
+        for r in csv.DictReader(f):
+            hw = cat.accelerator(r["hardware"])
+            m, n, k, dt = float(r["m"]), float(r["n"]), float(r["k"]), r["dtype"]
+            t = gemm_time_s(
+                2 * m * n * k,
+                n * k * wb[dt] + m * (n + k) * ab[dt],
+                m,
+                n,
+                hw.peak_flops_per_s[dt],
+                hw.memory_bandwidth_bytes_per_s,
+                cat.kernels[r["group"]].kernels.gemm[dt],
+            )
+            errs.setdefault((r["hardware"], dt), []).append(float(t) / float(r["measured_s"]) - 1)
+    lines += [
+        "\nHeld-out siblings: GEMMs measured on H200, B300 and GB200 (same engine and version), "
+        "predicted from the H100 / B200 curves against each chip's own datasheet "
+        "(validation/kernel_sibling_sample.csv):\n",
+        "| hardware | dtype | median abs error | median signed error |",
+        "|---|---|---:|---:|",
+    ]
+    for (hw_id, dt), es in errs.items():
+        lines.append(f"| {hw_id} | {dt} | {np.median(np.abs(es)):.1%} | {np.median(es):+.1%} |")
     return "\n".join(lines)
 
 

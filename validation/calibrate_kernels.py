@@ -76,7 +76,7 @@ GROUPS = {
             "nvidia-h200-nvl",
         ],
         borrowers=["nvidia-h20"],
-        check_chip=("h200_sxm", "nvidia-h200-sxm"),
+        siblings=[("h200_sxm", "nvidia-h200-sxm")],
     ),
     "nvidia-blackwell": dict(
         chip="b200_sxm",
@@ -85,6 +85,7 @@ GROUPS = {
         attn=("vllm", "0.24.0"),
         nccl="2.27.3",
         members=["nvidia-b200-hgx", "nvidia-b300-hgx", "nvidia-gb200"],
+        siblings=[("b300_sxm", "nvidia-b300-hgx"), ("gb200", "nvidia-gb200")],
         borrowers=[],
     ),
     "nvidia-ada": dict(
@@ -343,6 +344,23 @@ def main() -> None:
         groups_out.append(entry)
     write_yaml(groups_out)
     write_samples(samples)
+    # held-out siblings: the same engine's GEMMs measured on another chip of the generation, which
+    # the curves (shares of the fitted chip's datasheet) predict against the sibling's datasheet
+    with (ROOT / "validation/kernel_sibling_sample.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["group", "hardware", "dtype", "m", "n", "k", "measured_s"])
+        for gid, g in GROUPS.items():
+            for chip, hw_id in g.get("siblings", []):
+                df = pd.read_parquet(_path(chip, "gemm", *g["gemm"], "gemm_perf.parquet"))
+                df = df[(df.n >= MIN_NK) & (df.k >= MIN_NK)]
+                for raw, dtype in DTYPES.items():
+                    d = df[df.gemm_dtype == raw]
+                    if d.empty or dtype not in cat.accelerator(hw_id).peak_flops_per_s:
+                        continue
+                    for row in d.sample(min(len(d), 60), random_state=1).itertuples():
+                        w.writerow(
+                            [gid, hw_id, dtype, row.m, row.n, row.k, f"{row.latency * 1e-3:.6e}"]
+                        )
     with (ROOT / "validation/kernel_prefill_gemms.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["group", "dtype", "m", "n", "k", "measured_s"])
