@@ -60,6 +60,8 @@ _KERNEL_KEYS = {
     "allreduce_source": (str, False),
     "engine_allreduce": (dict, False),
     "engine_allreduce_source": (str, False),
+    "alltoall": (dict, False),
+    "alltoall_source": (str, False),
     "notes": (str, False),
 }
 _ENGINE_KEYS = {
@@ -120,7 +122,7 @@ def _names(where: str, key: str, values: list[Any]) -> tuple[str, ...]:
 
 def kernel_entry(where: str, data: Any) -> KernelEntry:
     d = _check(where, data, _KERNEL_KEYS)
-    for part in ("weight_only", "decode_attention", "allreduce", "engine_allreduce"):
+    for part in ("weight_only", "decode_attention", "allreduce", "engine_allreduce", "alltoall"):
         if (part in d) != (f"{part}_source" in d):
             raise CatalogError(f"{where}: key '{part}' needs '{part}_source' (and vice versa)")
     gemm = {}
@@ -159,10 +161,18 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
         by_engine[str(name)] = _link_curve(f"{where}: engine_allreduce.{name}", table)
     sources = "; ".join(
         f"{k}: {d[k + '_source']}"
-        for k in ("gemm", "weight_only", "decode_attention", "allreduce", "engine_allreduce")
+        for k in (
+            "gemm",
+            "weight_only",
+            "decode_attention",
+            "allreduce",
+            "engine_allreduce",
+            "alltoall",
+        )
         if k + "_source" in d
     )
-    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, sources)
+    a2a = _link_curve(f"{where}: alltoall", d["alltoall"]) if "alltoall" in d else None
+    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, sources)
     return KernelEntry(
         d["id"],
         ks,

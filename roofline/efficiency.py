@@ -106,6 +106,7 @@ class KernelSet:
     decode_attention: AttentionCurve | None = None
     allreduce: LinkCurve | None = None  # NCCL
     engine_allreduce: Mapping[str, LinkCurve] = field(default_factory=dict)  # engines' own
+    alltoall: LinkCurve | None = None  # NCCL all-to-all (expert parallelism)
     source: str = ""
     borrowed: bool = False  # the accelerator has no data of its own: it uses this group's
     compute_ref: float = 1.0  # the family's scalar shares when the curves were attached: a

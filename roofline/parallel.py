@@ -10,9 +10,10 @@ all-to-all combine per MoE layer: t = α · (n−1) + (n−1)/n · M / W each.
 
 Expected (measured) all-reduce, where the GPU generation has nccl-tests-style data
 (hardware/kernels.yaml, fitted by validation/calibrate_kernels.py on aiconfigurator-core's NCCL
-timings): t = α(n) + 2(n−1)/n · M / (s(n)·W), with α(n) the measured per-call latency (the whole
-call, not one ring step) and s(n) the achieved share of the link's bandwidth ("bus bandwidth" in
-nccl-tests' PERFORMANCE.md terms), both per GPU count n. The ideal keeps the α-β ring above.
+timings): t = α(n) + 2(n−1)/n · M / (s(n)·W) (all-to-all: (n−1)/n), with α(n) the measured
+per-call latency (the whole call, not one ring step) and s(n) the achieved share of the link's
+bandwidth ("bus bandwidth" in nccl-tests' PERFORMANCE.md terms), both per GPU count n. The ideal
+keeps the α-β ring above; an expected collective is never faster than it.
 """
 
 from __future__ import annotations
@@ -69,3 +70,14 @@ def measured_allreduce_time_s(
         return np.zeros_like(m)
     alpha, share = curve.at(ranks)
     return alpha + 2.0 * (ranks - 1) / ranks * m / (share * link.bandwidth_bytes_per_s)
+
+
+def measured_alltoall_time_s(
+    link: Tier, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
+) -> FloatArray:
+    """α(n) + (n−1)/n · M / (s(n)·W) from measured NCCL all-to-all latency and bandwidth share."""
+    m = np.asarray(message_bytes, dtype=float)
+    if ranks <= 1:
+        return np.zeros_like(m)
+    alpha, share = curve.at(ranks)
+    return alpha + (ranks - 1) / ranks * m / (share * link.bandwidth_bytes_per_s)

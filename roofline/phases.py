@@ -8,8 +8,12 @@ Metrics, defined once (DESIGN.md §3):
 - output_tokens_per_s = replicas × batch × O / E2E (a static batch start to finish).
 - decode_time_fraction = (O−1)·TPOT / E2E.
 Times per op are summed over the layer (the sum of per-op maxima, not the max of the sums). The
-ideal time uses η = 1 and no overhead (the speed of light); the expected time divides peaks by the
-hardware entry's efficiencies and adds its fixed per-step overhead.
+ideal time uses η = 1 and no overhead (the speed of light). The expected time runs every op at its
+GPU generation's measured kernel curve (roofline/efficiency.py: GEMMs by shape and dtype,
+weight-only GEMMs, decode attention, measured collectives) or, for a family without curves, at the
+scalar shares; then the engine's per-step host costs (step_time_s) and any fixed overhead are
+added. The engine defaults to the CLI's auto rule (memory.engine). The ideal never depends on any
+of it.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from roofline.parallel import (
     alltoall_time_s,
     is_latency_bound,
     measured_allreduce_time_s,
+    measured_alltoall_time_s,
 )
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
 
@@ -181,6 +186,9 @@ def _evaluate(
                     t_own = measured_allreduce_time_s(link, custom_link, op.ranks, op.message_bytes)
                     t = np.minimum(t, t_own)
                 # a one-shot kernel can beat the ring's per-step latencies; never the ideal
+                t = np.maximum(t * op.layers, t_ideal)
+            elif op.kind == "alltoall" and eff.kernels is not None and eff.kernels.alltoall:
+                t = measured_alltoall_time_s(link, eff.kernels.alltoall, op.ranks, op.message_bytes)
                 t = np.maximum(t * op.layers, t_ideal)
             latency = is_latency_bound(link, op.ranks, op.message_bytes)
             verdict = np.where(latency, "latency", "link")

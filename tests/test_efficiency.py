@@ -23,7 +23,7 @@ from roofline.efficiency import (
 )
 from roofline.hardware import Efficiency
 from roofline.ops import Deployment
-from roofline.parallel import measured_allreduce_time_s
+from roofline.parallel import measured_allreduce_time_s, measured_alltoall_time_s
 from roofline.phases import decode, prefill, request
 from roofline.precision import weight_format
 
@@ -197,6 +197,21 @@ def test_measured_allreduce_by_hand():
     # between measured counts the figures interpolate in log2(n): 6 GPUs lies between 4 and 8
     a4, a8 = curve.at(4)[0], curve.at(8)[0]
     assert min(a4, a8) <= curve.at(6)[0] <= max(a4, a8)
+
+
+def test_measured_alltoall_by_hand_and_in_the_moe_step():
+    hw = CAT.accelerator("nvidia-h200-sxm")
+    curve = CAT.kernels["nvidia-hopper"].kernels.alltoall
+    alpha, share = curve.at(8)
+    t = measured_alltoall_time_s(hw.scale_up, curve, 8, 8e6)  # 7/8 · 8 MB / (share · 450 GB/s)
+    assert float(t) == pytest.approx(alpha + 7e6 / (share * 450e9), rel=1e-9)
+    m = CAT.model("deepseek-v3")
+    d = decode(m, hw, Deployment(weights=weight_format("fp8"), tp=8, ep=8), 64, 2048)
+    (op,) = [r for r in d.ops if r.op.kind == "alltoall"]
+    per_call = float(measured_alltoall_time_s(hw.scale_up, curve, 8, op.op.message_bytes))
+    assert float(op.t_expected_s) == pytest.approx(
+        max(per_call * op.op.layers, float(op.t_ideal_s))
+    )
 
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"]

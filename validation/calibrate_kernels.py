@@ -15,7 +15,8 @@ Fitted forms (see roofline/efficiency.py for the formulas and their sources):
 - GEMM: t = t0 + max(F·(1 + M½/(M+16))·(1 + N½/N) / (P·η_max), Q / (W·η_mem)) per dtype;
 - weight-only GEMM: the 16-bit curve plus an ALU term ops·N·K·max(1, M/128) / P_fp32;
 - decode attention: t = t0 + rows·t_row + KV·(1 + S½/S) / (W·η_attn), fitted on cache-cold calls;
-- all-reduce: t = α + 2(n−1)/n · bytes / B_bus, α and B_bus per GPU count.
+- all-reduce: t = α + 2(n−1)/n · bytes / B_bus, α and B_bus per GPU count (NCCL, and each
+  engine's own custom all-reduce); all-to-all: t = α + (n−1)/n · bytes / B (NCCL).
 One parameter set per generation and dtype, never per shape.
 """
 
@@ -210,18 +211,18 @@ def fit_decode_attention(df, bw):
     )
 
 
-def fit_allreduce(df):
+def fit_allreduce(df, op: str = "all_reduce"):
     """Per GPU count: t = α + 2(n−1)/n · bytes / B_bus (NCCL all_reduce, fp16; or an engine's
     custom all-reduce in CUDA-graph mode, bf16). message_size counts 2-byte elements."""
     out = {}
     if "nccl_dtype" in df:
-        d = df[(df.op_name == "all_reduce") & (df.nccl_dtype == "half")]
+        d = df[(df.op_name == op) & (df.nccl_dtype == "half")]
     else:
         d = df[df.backend.str.contains("graph")] if "backend" in df else df
     for n, g in d.groupby("num_gpus"):
         size = g.message_size.to_numpy(float) * 2.0  # elements of half -> bytes
         t = g.latency.to_numpy(float) * 1e-3
-        factor = 2.0 * (n - 1) / n
+        factor = (2.0 if op == "all_reduce" else 1.0) * (n - 1) / n  # all-to-all: (n−1)/n
 
         def resid(x, size=size, t=t, factor=factor):
             return np.log((np.exp(x[0]) + factor * size / np.exp(x[1])) / t)
@@ -318,6 +319,17 @@ def main() -> None:
                 for n, (a, b, e) in ar.items()
             }
             entry["allreduce_source"] = _rel(nccl_file)
+            a2a = fit_allreduce(pd.read_parquet(nccl_file), "alltoall")
+            entry["alltoall"] = {
+                str(n): {
+                    "latency_us": round(a * 1e6, 2),
+                    "bandwidth_share": round(min(b / link_bw, 1.0), 3),
+                    "fit_median_error": round(e, 3),
+                }
+                for n, (a, b, e) in a2a.items()
+            }
+            entry["alltoall_source"] = _rel(nccl_file)
+            print(f"{gid} all-to-all: {entry['alltoall']}")
             print(f"{gid} all-reduce: {entry['allreduce']}")
             by_engine, sources = {}, []
             for eng in ("vllm", "sglang", "trtllm"):
