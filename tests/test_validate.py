@@ -70,6 +70,7 @@ def test_catalog_figures_come_from_the_calibration(cat):
         eff = cat.families[fam].efficiency
         assert (eff.cases, eff.error_band) == (n, pytest.approx(round(band, 3), abs=1e-9)), fam
     assert all(f.efficiency.step_overhead_s == 0 for f in cat.families.values())
+    assert cat.engines["mlx"].cpu_step_s == cat.engines["llamacpp"].cpu_step_s  # borrowed
 
 
 def test_cli_validate_json(run):

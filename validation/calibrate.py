@@ -68,6 +68,9 @@ def _fmt(x: float) -> str:
 def write(cat: Catalog, full: dict[str, float], loso: list[CrossResult], bases: list[Base]) -> None:
     eng_path = ROOT / "hardware/engines.yaml"
     text = eng_path.read_text()
+    full = dict(full)
+    if "cpu:llamacpp" in full:  # MLX has no public case: it borrows llama.cpp's (engines.yaml)
+        full.setdefault("cpu:mlx", full["cpu:llamacpp"])
     for key, value in full.items():
         if key.startswith("cpu:") and key != "cpu:*":
             name = key[4:]
