@@ -430,20 +430,21 @@ def plot(curves) -> None:
     matplotlib.rcParams["svg.hashsalt"] = "roofline"  # the same file on every run
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    dtypes = ("bf16", "fp8", "fp4", "int8")
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(16, 4.2), sharey=True)
     m = np.logspace(0, 4.5, 200)
     colors = dict(zip(GROUPS, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
-    for ax, dtype in zip(axes, ("bf16", "fp8"), strict=True):
+    for ax, dtype in zip(axes, dtypes, strict=True):
         for (gid, dt), (eta_max, m_half, _, _, n_half) in curves.items():
             if dt == dtype:
                 eta = eta_max / (1.0 + m_half / (m + MMA_ROWS)) * 8192 / (8192 + n_half)
                 ax.plot(m, eta, label=gid, color=colors[gid])
         ax.set_xscale("log")
-        ax.set_title(f"{dtype} GEMM (N = 8192): η = η_max/(1 + M½/(M+16))·N/(N+N½)", fontsize=9)
+        ax.set_title(f"{dtype} GEMM, N = 8192", fontsize=9)
         ax.set_xlabel("M (tokens in the GEMM)")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("share of the dense tensor peak")
-    axes[0].legend(fontsize=8)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("η = η_max / (1 + M½/(M+16)) · N/(N+N½), share of dense peak")
     fig.suptitle(f"Fitted on {PKG} measured GEMM latencies", fontsize=9)
     fig.tight_layout()
     fig.savefig(ROOT / "docs/kernel_efficiency.svg", metadata={"Date": None})
