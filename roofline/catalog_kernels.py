@@ -14,6 +14,7 @@ from roofline.efficiency import (
     GemmCurve,
     KernelSet,
     LinkCurve,
+    PrefillAttentionCurve,
     WeightOnlyCurve,
 )
 from roofline.errors import CatalogError
@@ -45,6 +46,12 @@ _ATTN_KEYS = {
     "streams_half": (NUM, True),
     **_FIT,
 }
+_PREFILL_ATTN_KEYS = {
+    "eta_max": (NUM, True),
+    "s_half": (NUM, True),
+    "latency_us": (NUM, True),
+    **_FIT,
+}
 _LINK_FIT_KEYS = {"latency_us": (NUM, True), "bandwidth_share": (NUM, True), **_FIT}
 _KERNEL_KEYS = {
     "id": (str, True),
@@ -62,6 +69,8 @@ _KERNEL_KEYS = {
     "engine_allreduce_source": (str, False),
     "alltoall": (dict, False),
     "alltoall_source": (str, False),
+    "prefill_attention": (dict, False),
+    "prefill_attention_source": (str, False),
     "notes": (str, False),
 }
 _ENGINE_KEYS = {
@@ -122,7 +131,8 @@ def _names(where: str, key: str, values: list[Any]) -> tuple[str, ...]:
 
 def kernel_entry(where: str, data: Any) -> KernelEntry:
     d = _check(where, data, _KERNEL_KEYS)
-    for part in ("weight_only", "decode_attention", "allreduce", "engine_allreduce", "alltoall"):
+    parts = ("weight_only", "decode_attention", "prefill_attention", "allreduce", "alltoall")
+    for part in (*parts, "engine_allreduce"):
         if (part in d) != (f"{part}_source" in d):
             raise CatalogError(f"{where}: key '{part}' needs '{part}_source' (and vice versa)")
     gemm = {}
@@ -172,7 +182,17 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
         if k + "_source" in d
     )
     a2a = _link_curve(f"{where}: alltoall", d["alltoall"]) if "alltoall" in d else None
-    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, sources)
+    pre = None
+    if "prefill_attention" in d:
+        w = f"{where}: prefill_attention"
+        c = _check(w, d["prefill_attention"], _PREFILL_ATTN_KEYS)
+        pre = PrefillAttentionCurve(
+            _share(w, "eta_max", c["eta_max"]),
+            float(c["s_half"]),
+            c["latency_us"] * US,
+            c.get("fit_median_error"),
+        )
+    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, pre, sources)
     return KernelEntry(
         d["id"],
         ks,

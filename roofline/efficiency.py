@@ -18,7 +18,7 @@ ops_per_weight · N·K · max(1, M/128) / P_alu, on the non-tensor (FP32) units:
 rows of M dequantises the weights it uses (TensorRT-LLM fpA_intB kernels; Frantar et al., MARLIN,
 2024, §3), which is why those kernels go compute-bound at moderate batch.
 Attention (fused, flash): decode t = t₀ + rows·t_row + max(F/(P·η_max), KV·(1 + S½/S)/(W·η_attn))
-with S the KV streams; prefill runs at the 16-bit GEMM plateau.
+with S the KV streams; prefill t = t₀ + F·(1 + S½/s)/(P·η_max) over a prompt of s tokens.
 An engine adds per step: t_step = max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with n_k kernels
 per step (per layer × layers) and launch = 0 under CUDA graphs (one graph launch is part of the
 CPU step): a step is launch-bound when the CPU issues kernels slower than the GPU runs them
@@ -79,6 +79,16 @@ class AttentionCurve:
 
 
 @dataclass(frozen=True)
+class PrefillAttentionCurve:
+    """Causal flash attention over a prompt of s tokens: t = t₀ + F·(1 + S½/s)/(P·η_max)."""
+
+    eta_max: float
+    s_half: float = 0.0
+    latency_s: float = 0.0
+    fit_median_error: float | None = None
+
+
+@dataclass(frozen=True)
 class LinkCurve:
     """Measured all-reduce per GPU count: per-call latency α and the achieved bus bandwidth as a
     share of the measured chip's catalog link bandwidth (so a sibling with a slower link scales)."""
@@ -107,6 +117,7 @@ class KernelSet:
     allreduce: LinkCurve | None = None  # NCCL
     engine_allreduce: Mapping[str, LinkCurve] = field(default_factory=dict)  # engines' own
     alltoall: LinkCurve | None = None  # NCCL all-to-all (expert parallelism)
+    prefill_attention: PrefillAttentionCurve | None = None
     source: str = ""
     borrowed: bool = False  # the accelerator has no data of its own: it uses this group's
     compute_ref: float = 1.0  # the family's scalar shares when the curves were attached: a
@@ -243,6 +254,29 @@ def attention_decode_time_s(
     t_mem = q / (bw_bytes_per_s * curve.eta_memory)
     fixed = (curve.latency_s + curve.per_row_s * np.asarray(rows, dtype=float)) * layers
     return fixed + np.maximum(t_math, t_mem)
+
+
+def prefill_attention_time_s(
+    flops: ArrayLike,
+    bytes_moved: ArrayLike,
+    prompt: ArrayLike,
+    peak_flops_per_s: float,
+    bw_bytes_per_s: float,
+    curve: PrefillAttentionCurve,
+    eta_memory: float,
+    layers: float = 1.0,
+) -> FloatArray:
+    """Causal flash attention over s tokens: t₀·layers + max(F(1 + S½/s)/(P·η_max), Q/(W·η_m)):
+    a short sequence gives each head few query tiles to keep the SMs busy (Dao, FlashAttention-2,
+    2023, §3.2: parallelism over the sequence length)."""
+    s = np.maximum(np.asarray(prompt, dtype=float), 1.0)
+    t_math = (
+        np.asarray(flops, dtype=float)
+        * (1.0 + curve.s_half / s)
+        / (peak_flops_per_s * curve.eta_max)
+    )
+    t_mem = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * eta_memory)
+    return curve.latency_s * layers + np.maximum(t_math, t_mem)
 
 
 def step_time_s(

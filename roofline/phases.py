@@ -31,6 +31,7 @@ from roofline.efficiency import (
     calibration_of,
     dequant_time_s,
     gemm_time_s,
+    prefill_attention_time_s,
     scaled,
     step_time_s,
 )
@@ -148,7 +149,13 @@ def _expected_op_s(
         return attention_decode_time_s(
             op.flops, op.bytes, peak, w, attn, b16.eta_max, rows, streams, kernels
         )
-    # prefill attention (flash: compute-bound at the 16-bit plateau) and gathers (memory-bound)
+    if op.kind == "attention" and phase == "prefill" and ks.prefill_attention is not None:
+        pre = replace(ks.prefill_attention, eta_max=min(ks.prefill_attention.eta_max * sc, 1.0))
+        prompt = attn_shape[0]
+        return prefill_attention_time_s(
+            op.flops, op.bytes, prompt, peak, w, pre, b16.eta_memory, kernels
+        )
+    # attention without a measured curve (at the 16-bit plateau) and gathers (memory-bound)
     return gemm_time_s(op.flops, op.bytes, np.inf, np.inf, peak, w, b16, kernels)
 
 
@@ -160,7 +167,7 @@ def _evaluate(
     eff: Efficiency,
     layers: int = 0,
     engine_name: str | None = None,
-    attn_shape: tuple[ArrayLike, ArrayLike] = (1.0, 1.0),
+    attn_shape: tuple[ArrayLike, ArrayLike] = (1.0, 1.0),  # decode: rows, streams; prefill: s
 ):
     dtype = dep.compute(hw)
     ridge = hw.ridge_flops_per_byte(dtype)
@@ -267,6 +274,7 @@ def prefill(
         eff or hw.efficiency,
         model.num_hidden_layers,
         _engine_name(hw, engine),
+        (prompt, 1.0),  # attention shape of a prefill: the prompt length
     )
 
 

@@ -164,6 +164,18 @@ def test_gemm_time_by_hand():
     assert float(t2) == pytest.approx(134.2e-6 + 10e-6, rel=1e-9)
 
 
+def test_prefill_attention_by_hand():
+    from roofline.efficiency import PrefillAttentionCurve, prefill_attention_time_s
+
+    c = PrefillAttentionCurve(eta_max=0.5, s_half=1000.0, latency_s=10e-6)
+    # 1e12 FLOPs over a 1000-token prompt at 1e15 FLOP/s: (1 + 1000/1000) / 0.5 = 4 ms, + 2·10 µs
+    t = prefill_attention_time_s(1e12, 1.0, 1000, 1e15, 1e12, c, 1.0, layers=2)
+    assert float(t) == pytest.approx(4e-3 + 20e-6, rel=1e-9)
+    # longer prompts reach more of the plateau: per FLOP, 8k tokens beat 1k
+    long = prefill_attention_time_s(1e12, 1.0, 8000, 1e15, 1e12, c, 1.0)
+    assert float(long) < float(prefill_attention_time_s(1e12, 1.0, 1000, 1e15, 1e12, c, 1.0))
+
+
 def test_engine_step_overhead_by_hand():
     eng = EngineProfile("x", cpu_step_s=1e-3, launch_s=10e-6, gap_s=1e-6, kernels_per_layer=10)
     # decode under graphs: 5 ms GPU + 10·32 kernels × 1 µs gap + 1 ms CPU

@@ -61,6 +61,8 @@ def kernel_table(cat) -> str:
         curves += [(f"weight-only {d}", c) for d, c in ks.weight_only.items()]
         if ks.decode_attention is not None:
             curves.append(("decode attention", ks.decode_attention))
+        if ks.prefill_attention is not None:
+            curves.append(("prefill attention", ks.prefill_attention))
         for name, c in curves:
             if c.fit_median_error is not None:
                 lines.append(f"| {gid} | {name} | {c.fit_median_error * 100:.1f}% |")

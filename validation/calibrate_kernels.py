@@ -173,6 +173,36 @@ def fit_weight_only(df, base, peak, bw, b_w, p_alu):
     return float(r.x[0]), float(r.x[1]), float(np.exp(r.x[2])), float(np.median(err))
 
 
+def fit_prefill_attention(df, peak):
+    """Causal flash attention over s tokens: F = 2·b·H·d·s(s+1); t = t0 + F(1 + S½/s)/(P·η_max)
+    (short sequences fill few tiles per head), bf16 KV, full attention."""
+    d = df[df.kv_cache_dtype == "bfloat16"]
+    if "window_size" in d:
+        d = d[d.window_size == 0]
+    seq = d.isl.to_numpy(float)
+    flops = (2.0 * d.batch_size * d.num_heads * d.head_dim * d.isl * (d.isl + 1)).to_numpy(float)
+    t = d.latency.to_numpy(float) * 1e-3
+    keep = seq >= 16  # a one-token "prefill" is a decode call
+
+    def resid(x):
+        model = np.exp(x[2]) + flops * (1.0 + np.exp(x[1]) / seq) / (peak * x[0])
+        return np.log(model / t)[keep]
+
+    fits = [
+        least_squares(resid, [0.6, np.log(sh), np.log(1e-5)], bounds=([0.05, 0, -16], [1, 12, -7]))
+        for sh in (100.0, 1000.0)
+    ]
+    r = min(fits, key=lambda f: f.cost)
+    err = np.abs(np.exp(resid(r.x)) - 1.0)
+    return {
+        "eta_max": round(float(r.x[0]), 3),
+        "s_half": round(float(np.exp(r.x[1])), 1),
+        "latency_us": round(float(np.exp(r.x[2])) * 1e6, 2),
+        "fit_median_error": round(float(np.median(err)), 3),
+        "rows": int(keep.sum()),
+    }
+
+
 def fit_decode_attention(df, bw):
     """t = t0 + KV bytes/(W·η) for bf16 KV, full attention (no window)."""
     d = df[df.kv_cache_dtype == "bfloat16"]
@@ -306,6 +336,13 @@ def main() -> None:
             }
             entry["decode_attention_source"] = _rel(attn_file)
             print(f"{gid} decode attention: {entry['decode_attention']}")
+        ctx_file = _path(g["chip"], "attention", *g["attn"], "context_attention_perf.parquet")
+        if ctx_file.exists():
+            entry["prefill_attention"] = fit_prefill_attention(
+                pd.read_parquet(ctx_file), peaks["bf16"]
+            )
+            entry["prefill_attention_source"] = _rel(ctx_file)
+            print(f"{gid} prefill attention: {entry['prefill_attention']}")
         if g["nccl"]:
             nccl_file = _path(g["chip"], "comm", "nccl", g["nccl"], "nccl_perf.parquet")
             ar = fit_allreduce(pd.read_parquet(nccl_file))
