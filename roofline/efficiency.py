@@ -19,6 +19,8 @@ rows of M dequantises the weights it uses (TensorRT-LLM fpA_intB kernels; Franta
 2024, §3), which is why those kernels go compute-bound at moderate batch.
 Attention (fused, flash): decode t = t₀ + rows·t_row + max(F/(P·η_max), KV·(1 + S½/S)/(W·η_attn))
 with S the KV streams; prefill t = t₀ + F·(1 + S½/s)/(P·η_max) over a prompt of s tokens.
+MoE grouped GEMMs run on the dense curve at M = the rows each expert receives (tokens × k / experts
+touched), N = the expert's sharded width.
 An engine adds per step: t_step = max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with n_k kernels
 per step (per layer × layers) and launch = 0 under CUDA graphs (one graph launch is part of the
 CPU step): a step is launch-bound when the CPU issues kernels slower than the GPU runs them
