@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint fmt wheel-smoke bench golden accuracy clean
+.PHONY: venv demo test lint fmt wheel-smoke bench golden accuracy calibrate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,8 +47,19 @@ golden: $(STAMP)
 accuracy: $(STAMP)
 	$(BIN)/python validation/accuracy_doc.py
 
+# Refit the kernel curves (hardware/kernels.yaml, validation/kernel_gemm_sample.csv,
+# docs/kernel_efficiency.svg) from aiconfigurator-core's measured kernel timings, in a venv of
+# its own (CAL_VENV) so the package never enters the project's; then the case-level fit.
+CAL_VENV ?= .venv-calibrate
+calibrate: $(STAMP)
+	test -x $(CAL_VENV)/bin/python || $(PYTHON) -m venv $(CAL_VENV)
+	$(CAL_VENV)/bin/python -m pip install -q -e ".[calibrate]"
+	$(CAL_VENV)/bin/python validation/calibrate_kernels.py
+	$(BIN)/python validation/calibrate.py --write
+	$(BIN)/python validation/accuracy_doc.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
 clean:
-	rm -rf $(VENV) .smoke dist build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-calibrate .smoke dist build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import pickle
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from functools import cache
@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from roofline.catalog_kernels import KernelEntry, engine_profile, kernel_entry
+from roofline.efficiency import EngineProfile
 from roofline.errors import CatalogError, InputError, RooflineError, UnknownEntryError
 from roofline.files import read_text
 from roofline.hardware import Accelerator, Efficiency, Tier
@@ -34,6 +36,8 @@ from roofline.hfcache import cached_config, is_repo_id
 from roofline.hfconfig import entry_from_config
 from roofline.model import MODEL_TYPES, ModelArch
 from roofline.precision import weight_format
+from roofline.schema import NUM
+from roofline.schema import check as _check
 from roofline.serving.cost import Price
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
@@ -47,7 +51,6 @@ def _safe_load(text: str) -> Any:
     return yaml.load(text, Loader=SafeLoader)
 
 
-NUM = (int, float)
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 # key -> (accepted types, required). bool is rejected where a number is expected.
@@ -69,6 +72,8 @@ _EFFICIENCY_KEYS = {
     "memory": (NUM, False),
     "memory_weight_only": (NUM, False),
     "step_overhead_us": (NUM, False),
+    "cases": (int, False),
+    "error_band": (NUM, False),
     "source": (str, True),
 }
 _FAMILY_KEYS = {
@@ -148,45 +153,8 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
 }
 _PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, False)}
 _TIER_KINDS = ("link", "memory", "storage", "network")
-_SECTIONS = ("accelerators", "tiers", "models", "families")
-
-
-def _type_name(t: Any) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-    names.update({list: "a list", dict: "a mapping", type(None): "null"})
-    if isinstance(t, tuple):
-        if int in t and float in t:
-            t = tuple(x for x in t if x is not int)  # "a number" covers both
-        return " or ".join(dict.fromkeys(names.get(x, x.__name__) for x in t))
-    return names.get(t, t.__name__)
-
-
-def _check(where: str, data: Any, keys: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:
-    """Validate one mapping against its key table; return it unchanged."""
-    if not isinstance(data, dict):
-        raise CatalogError(f"{where}: expected a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in keys:
-            close = get_close_matches(str(key), keys, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise CatalogError(f"{where}: unknown key '{key}'{hint}")
-    for key, (types, required) in keys.items():
-        if key not in data:
-            if required:
-                raise CatalogError(f"{where}: missing required key '{key}'")
-            continue
-        value = data[key]
-        is_bool = isinstance(value, bool)
-        bool_ok = types is bool or (isinstance(types, tuple) and bool in types)
-        if not isinstance(value, types) or (is_bool and not bool_ok):
-            got = repr(value) if isinstance(value, str) else type(value).__name__
-            hint = (
-                " (write 1.0e+12 or use the human-scale unit key)" if isinstance(value, str) else ""
-            )
-            raise CatalogError(f"{where}: key '{key}' must be {_type_name(types)}, got {got}{hint}")
-        if isinstance(value, NUM) and not is_bool and value < 0:
-            raise CatalogError(f"{where}: key '{key}' must not be negative, got {value}")
-    return data
+_SECTIONS = ("accelerators", "tiers", "models", "families", "kernels", "engines")
+_ALIAS_SECTIONS = ("accelerators", "tiers", "models", "families")
 
 
 def _positive(where: str, key: str, value: float) -> float:
@@ -227,6 +195,8 @@ def _efficiency(where: str, data: Any) -> Efficiency:
         memory_weight_only=None if wo is None else float(wo),
         step_overhead_s=float(e.get("step_overhead_us", 0.0)) * US,
         source=e["source"],
+        cases=int(e.get("cases", 0)),
+        error_band=None if "error_band" not in e else float(e["error_band"]),
     )
 
 
@@ -352,7 +322,14 @@ def _model(where: str, data: Any) -> ModelArch:
     return ModelArch(**d)
 
 
-_BUILDERS = {"accelerators": _accelerator, "tiers": _tier, "models": _model, "families": _family}
+_BUILDERS = {
+    "accelerators": _accelerator,
+    "tiers": _tier,
+    "models": _model,
+    "families": _family,
+    "kernels": kernel_entry,
+    "engines": engine_profile,
+}
 
 
 def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[Any]]:
@@ -493,6 +470,8 @@ class Catalog:
     families: dict[str, Family] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)  # "section:id" -> file path
     own_efficiency: set[str] = field(default_factory=set)  # accelerators that set their own
+    kernels: dict[str, KernelEntry] = field(default_factory=dict)
+    engines: dict[str, EngineProfile] = field(default_factory=dict)
 
     def add_dir(self, directory: Path, problems: list[str] | None = None) -> None:
         """Load every *.yaml below a directory; ids repeated inside it are an error, ids already
@@ -539,16 +518,30 @@ class Catalog:
         self._apply_families()
 
     def _apply_families(self) -> None:
-        """Give every accelerator without its own efficiency block its family's."""
+        """Give every accelerator without its own efficiency block its family's, then attach the
+        kernel curves of its GPU generation (hardware/kernels.yaml: measured, or borrowed) and
+        the engine profiles (hardware/engines.yaml)."""
         for hw_id, hw in list(self.accelerators.items()):
             family = self.families.get(hw.family)
+            eff = hw.efficiency
             if hw_id not in self.own_efficiency and family is not None:
-                self.accelerators[hw_id] = replace(hw, efficiency=family.efficiency)
+                eff = family.efficiency
+            kernels = None
+            for entry in self.kernels.values():
+                if hw_id in entry.accelerators or hw_id in entry.borrowed_by:
+                    kernels = replace(
+                        entry.kernels,
+                        borrowed=hw_id not in entry.accelerators,
+                        compute_ref=eff.compute,
+                        memory_ref=eff.memory,
+                    )
+            eff = replace(eff, kernels=kernels, engines=dict(self.engines), family=hw.family)
+            self.accelerators[hw_id] = replace(hw, efficiency=eff)
 
     def alias_problems(self) -> list[str]:
         """Every alias that two entries of one section claim (an id always wins over an alias)."""
         problems = []
-        for section in _SECTIONS:
+        for section in _ALIAS_SECTIONS:
             table = getattr(self, section)
             owner: dict[str, str] = {}
             for entry in table.values():
@@ -676,6 +669,8 @@ def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
         dict(base.families),
         dict(base.origin),
         set(base.own_efficiency),
+        dict(base.kernels),
+        dict(base.engines),
     )
     for directory in dirs:
         cat.add_dir(directory)

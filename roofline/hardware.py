@@ -3,8 +3,10 @@ units."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from roofline.efficiency import EngineProfile, KernelSet
 from roofline.errors import InputError
 from roofline.precision import COMPUTE_FALLBACK
 
@@ -33,7 +35,10 @@ class Tier:
 class Efficiency:
     """Share of peak a real kernel reaches, and a fixed cost per forward step.
 
-    expected op time = max(F / (P·compute), Q / (W·memory)); a step adds step_overhead_s.
+    Without kernel curves: expected op time = max(F / (P·compute), Q / (W·memory)); a step adds
+    step_overhead_s. With `kernels` (a GPU generation's measured curves, roofline/efficiency.py)
+    each op runs at its own shape-dependent efficiency, and the engine profile named at
+    evaluation time (from `engines`) adds its per-step host costs.
     """
 
     compute: float = 1.0
@@ -41,6 +46,11 @@ class Efficiency:
     step_overhead_s: float = 0.0
     source: str = "uncalibrated default (speed of light)"
     memory_weight_only: float | None = None  # matmuls on weight-only quantised weights (int4, q4_0)
+    kernels: KernelSet | None = None  # per-op curves of the accelerator's GPU generation
+    engines: Mapping[str, EngineProfile] = field(default_factory=dict)  # per-step host costs
+    family: str = ""  # the hardware family whose figures these are (set by the catalog)
+    cases: int = 0  # public cases behind the case-fitted figures of the family
+    error_band: float | None = None  # out-of-sample median |error| of the family (LOSO)
 
     @property
     def memory_dequant(self) -> float:

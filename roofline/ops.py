@@ -131,6 +131,7 @@ class Op:
     message_bytes: FloatArray | float = 0.0  # collectives: bytes per rank per call
     ranks: int = 1
     link: Tier | None = None  # collectives: the link they run over (None: the GPU's scale-up)
+    gemm_n: float = 0.0  # matmuls: output columns per GPU (N after the TP shard; 0 = unknown)
 
     @property
     def bytes(self) -> FloatArray:
@@ -287,6 +288,7 @@ class _Builder:
             act=t * (d_in + d_out) * self.b_a,
             sparse=self.dep.sparse_2_4,
             quantized=True,
+            gemm_n=float(d_out),
         )
 
     def allreduce(self, name: str, layers: int, tokens) -> None:
@@ -372,6 +374,7 @@ class _Builder:
             act=t * k * (2 * d + 3 * f) * self.b_a * imbalance / tp,
             sparse=self.dep.sparse_2_4,
             quantized=True,
+            gemm_n=2.0 * f / (tp / self.dep.ep),
         )
         if m.shared_expert_params:
             f_s = m.n_shared_experts * f
@@ -410,6 +413,7 @@ class _Builder:
             flops=2.0 * params * t / self.tp,
             weight=params * self.b_o / self.tp,
             act=t * (m.hidden_size + m.vocab_size / self.tp) * self.b_a,
+            gemm_n=m.vocab_size / self.tp,
         )
 
     def send(self, tokens) -> None:

@@ -7,6 +7,13 @@ with W the per-direction link bandwidth and α the start latency of one step. Un
 parallelism a decoder layer does two all-reduces of its activations (after attention and after
 the FFN; Megatron-LM, Shoeybi et al. 2019). Expert parallelism does an all-to-all dispatch and an
 all-to-all combine per MoE layer: t = α · (n−1) + (n−1)/n · M / W each.
+
+Expected (measured) all-reduce, where the GPU generation has nccl-tests-style data
+(hardware/kernels.yaml, fitted by validation/calibrate_kernels.py on aiconfigurator-core's NCCL
+timings): t = α(n) + 2(n−1)/n · M / (s(n)·W) (all-to-all: (n−1)/n), with α(n) the measured
+per-call latency (the whole call, not one ring step) and s(n) the achieved share of the link's
+bandwidth ("bus bandwidth" in nccl-tests' PERFORMANCE.md terms), both per GPU count n. The ideal
+keeps the α-β ring above; an expected collective is never faster than it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.efficiency import LinkCurve
 from roofline.hardware import Tier
 from roofline.roofline import FloatArray
 
@@ -59,3 +67,25 @@ def send_time_s(link: Tier, message_bytes: ArrayLike) -> FloatArray:
     model of one message; Hockney 1994)."""
     m = np.asarray(message_bytes, dtype=float)
     return _alpha(link) + m / link.bandwidth_bytes_per_s
+
+
+def measured_allreduce_time_s(
+    link: Tier, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
+) -> FloatArray:
+    """α(n) + 2(n−1)/n · M / (s(n)·W) from measured per-call latency and bus-bandwidth share."""
+    m = np.asarray(message_bytes, dtype=float)
+    if ranks <= 1:
+        return np.zeros_like(m)
+    alpha, share = curve.at(ranks)
+    return alpha + 2.0 * (ranks - 1) / ranks * m / (share * link.bandwidth_bytes_per_s)
+
+
+def measured_alltoall_time_s(
+    link: Tier, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
+) -> FloatArray:
+    """α(n) + (n−1)/n · M / (s(n)·W) from measured NCCL all-to-all latency and bandwidth share."""
+    m = np.asarray(message_bytes, dtype=float)
+    if ranks <= 1:
+        return np.zeros_like(m)
+    alpha, share = curve.at(ranks)
+    return alpha + (ranks - 1) / ranks * m / (share * link.bandwidth_bytes_per_s)

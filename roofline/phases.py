@@ -8,8 +8,12 @@ Metrics, defined once (DESIGN.md §3):
 - output_tokens_per_s = replicas × batch × O / E2E (a static batch start to finish).
 - decode_time_fraction = (O−1)·TPOT / E2E.
 Times per op are summed over the layer (the sum of per-op maxima, not the max of the sums). The
-ideal time uses η = 1 and no overhead (the speed of light); the expected time divides peaks by the
-hardware entry's efficiencies and adds its fixed per-step overhead.
+ideal time uses η = 1 and no overhead (the speed of light). The expected time runs every op at its
+GPU generation's measured kernel curve (roofline/efficiency.py: GEMMs by shape and dtype,
+weight-only GEMMs, decode attention, measured collectives) or, for a family without curves, at the
+scalar shares; then the engine's per-step host costs (step_time_s) and any fixed overhead are
+added. The engine defaults to the CLI's auto rule (memory.engine). The ideal never depends on any
+of it.
 """
 
 from __future__ import annotations
@@ -19,12 +23,33 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.efficiency import (
+    KERNELS_PER_OP,
+    Calibration,
+    GemmCurve,
+    attention_decode_time_s,
+    calibration_of,
+    dequant_time_s,
+    gemm_time_s,
+    prefill_attention_time_s,
+    scaled,
+    step_time_s,
+)
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.layout import distinct_stages, pipeline_time_s
+from roofline.memory import ENGINES
+from roofline.memory import engine as default_engine
 from roofline.model import ModelArch
-from roofline.ops import Deployment, Op, decode_ops, prefill_ops
-from roofline.parallel import allreduce_time_s, alltoall_time_s, is_latency_bound, send_time_s
+from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
+from roofline.parallel import (
+    allreduce_time_s,
+    alltoall_time_s,
+    is_latency_bound,
+    measured_allreduce_time_s,
+    measured_alltoall_time_s,
+    send_time_s,
+)
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
 
 
@@ -55,6 +80,9 @@ class PhaseResult:
     ridge_flops_per_byte: float
     t_ideal_s: FloatArray
     t_expected_s: FloatArray
+    engine: str = ""  # the engine whose host costs the expected time includes
+    t_overhead_s: FloatArray | float = 0.0  # of t_expected_s: engine + fixed per-step costs
+    calibration: Calibration | None = None  # family, engine, cases, borrowed, error band
 
     @property
     def bytes(self) -> FloatArray:
@@ -69,7 +97,80 @@ class PhaseResult:
         return bound(self.arithmetic_intensity, self.ridge_flops_per_byte)
 
 
-def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: Efficiency):
+def _weight_bytes_per_value(op: Op, dep: Deployment) -> float:
+    return dep.linear_bits / 8.0 if op.quantized else dep.other_bits / 8.0
+
+
+def _gemm_m(op: Op, dep: Deployment) -> FloatArray:
+    """Rows of the op's GEMM (tokens; tokens per expert for an MoE layer): F·b_w / (2·Q_weights),
+    since F = 2·params·rows and Q_weights = params·b_w (ops.py)."""
+    w = np.asarray(op.weight_bytes, dtype=float)
+    f = np.asarray(op.flops, dtype=float)
+    rows = f * _weight_bytes_per_value(op, dep) / (2.0 * np.where(w > 0, w, 1.0))
+    return np.where(w > 0, np.maximum(rows, 1.0), 1.0)
+
+
+def _expected_op_s(
+    op: Op,
+    hw: Accelerator,
+    dep: Deployment,
+    eff: Efficiency,
+    dtype: str,
+    peak: float,
+    phase: str,
+    attn_shape: tuple[ArrayLike, ArrayLike],
+) -> FloatArray:
+    """An op's expected time under the accelerator's kernel curves (roofline/efficiency.py)."""
+    ks = eff.kernels
+    w = hw.memory_bandwidth_bytes_per_s
+    assert ks is not None
+    sc, sm = eff.compute / ks.compute_ref, eff.memory / ks.memory_ref  # CLI overrides scale
+    base = scaled(ks.gemm_curve(dtype) or GemmCurve(ks.compute_ref, ks.memory_ref), sc, sm)
+    b16 = scaled(ks.gemm_curve("bf16") or base, sc, sm)
+    kernels = KERNELS_PER_OP.get(op.name, 1.0) * op.layers
+    if op.kind == "matmul":
+        m = _gemm_m(op, dep)
+        n = op.gemm_n or np.inf
+        weight_only = op.quantized and (dep.weights.weight_only or dtype != dep.weights.compute)
+        if not weight_only:
+            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, base, kernels)
+        bits = dep.weights.bits
+        wo = ks.weight_only.get("int8" if bits > 6 else "int4")
+        if wo is None:  # no measured weight-only kernel: the 16-bit curve at the scalar share
+            curve = replace(b16, eta_memory=eff.memory_dequant)
+            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels)
+        curve = replace(b16, eta_memory=min(wo.eta_memory * sm, 1.0), latency_s=wo.latency_s)
+        weights = np.asarray(op.weight_bytes, dtype=float) / _weight_bytes_per_value(op, dep)
+        alu = hw.peak_flops_per_s.get("fp32", peak / 16.0)
+        t = gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels)
+        return t + dequant_time_s(weights, m, alu, wo)
+    if op.kind == "attention" and phase == "decode" and ks.decode_attention is not None:
+        rows, streams = attn_shape
+        attn = ks.decode_attention
+        attn = replace(attn, eta_memory=min(attn.eta_memory * sm, 1.0))
+        return attention_decode_time_s(
+            op.flops, op.bytes, peak, w, attn, b16.eta_max, rows, streams, kernels
+        )
+    if op.kind == "attention" and phase == "prefill" and ks.prefill_attention is not None:
+        pre = replace(ks.prefill_attention, eta_max=min(ks.prefill_attention.eta_max * sc, 1.0))
+        prompt = attn_shape[0]
+        return prefill_attention_time_s(
+            op.flops, op.bytes, prompt, peak, w, pre, b16.eta_memory, kernels
+        )
+    # attention without a measured curve (at the 16-bit plateau) and gathers (memory-bound)
+    return gemm_time_s(op.flops, op.bytes, np.inf, np.inf, peak, w, b16, kernels)
+
+
+def _evaluate(
+    name: str,
+    ops: list[Op],
+    hw: Accelerator,
+    dep: Deployment,
+    eff: Efficiency,
+    layers: int = 0,
+    engine_name: str | None = None,
+    attn_shape: tuple[ArrayLike, ArrayLike] = (1.0, 1.0),  # decode: rows, streams; prefill: s
+):
     dtype = dep.compute(hw)
     ridge = hw.ridge_flops_per_byte(dtype)
     attn_dtype = hw.resolve_compute(dep.activations.compute)
@@ -77,28 +178,50 @@ def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: E
     results = []
     zero = np.zeros(())
     link_total = zero
+    measured_link = eff.kernels.allreduce if eff.kernels is not None else None
+    profile = eff.engines.get(engine_name or "") if eff.engines else None
+    custom_link = None
+    if eff.kernels is not None and profile is not None:
+        custom_link = eff.kernels.engine_allreduce.get(profile.allreduce_kernel)
     for op in ops:
         if op.is_collective:
             lk = op.link or link
             assert lk is not None  # the op builder refuses TP/PP > 1 without a link
+            # measured NCCL curves were taken on the scale-up link (NVLink); other links keep
+            # the alpha-beta ideal as their expected time
+            measured = lk is link
             if op.kind == "p2p":
-                t = send_time_s(lk, op.message_bytes) * op.layers
+                t_ideal = send_time_s(lk, op.message_bytes) * op.layers
             else:
                 timer = alltoall_time_s if op.kind == "alltoall" else allreduce_time_s
-                t = timer(lk, op.ranks, op.message_bytes) * op.layers
+                t_ideal = timer(lk, op.ranks, op.message_bytes) * op.layers
+            t = t_ideal
+            if measured and measured_link is not None and op.kind == "allreduce":
+                t = measured_allreduce_time_s(lk, measured_link, op.ranks, op.message_bytes)
+                if custom_link is not None:  # the engine's own one-shot all-reduce, if faster
+                    t_own = measured_allreduce_time_s(lk, custom_link, op.ranks, op.message_bytes)
+                    t = np.minimum(t, t_own)
+                # a one-shot kernel can beat the ring's per-step latencies; never the ideal
+                t = np.maximum(t * op.layers, t_ideal)
+            elif measured and op.kind == "alltoall" and eff.kernels and eff.kernels.alltoall:
+                t = measured_alltoall_time_s(lk, eff.kernels.alltoall, op.ranks, op.message_bytes)
+                t = np.maximum(t * op.layers, t_ideal)
             latency = is_latency_bound(lk, op.ranks, op.message_bytes)
             verdict = np.where(latency, "latency", "link")
             link_total = link_total + np.asarray(op.message_bytes) * op.layers
-            results.append(OpResult(op, zero, ridge, verdict, t, t))
+            results.append(OpResult(op, zero, ridge, verdict, t_ideal, t))
             continue
         op_dtype = attn_dtype if op.kind == "attention" else dtype
         peak = hw.peak(op_dtype, sparse=op.sparse)
         w = hw.memory_bandwidth_bytes_per_s
         intensity = arithmetic_intensity(op.flops, op.bytes)
         t_ideal = op_time_s(op.flops, op.bytes, peak, w)
-        dequant = op.quantized and dep.weights.weight_only
-        eta_m = eff.memory_dequant if dequant else eff.memory
-        t_exp = op_time_s(op.flops, op.bytes, peak, w, eff.compute, eta_m)
+        if eff.kernels is None:
+            dequant = op.quantized and dep.weights.weight_only
+            eta_m = eff.memory_dequant if dequant else eff.memory
+            t_exp = op_time_s(op.flops, op.bytes, peak, w, eff.compute, eta_m)
+        else:
+            t_exp = _expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
         results.append(
             OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp)
         )
@@ -107,7 +230,8 @@ def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: E
         return sum((getattr(r.op, attr) for r in results), zero)
 
     t_ideal = sum((r.t_ideal_s for r in results), zero)
-    t_exp = sum((r.t_expected_s for r in results), zero) + eff.step_overhead_s
+    t_ops = sum((r.t_expected_s for r in results), zero)
+    t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s
     return PhaseResult(
         name,
         dtype,
@@ -120,6 +244,9 @@ def _evaluate(name: str, ops: list[Op], hw: Accelerator, dep: Deployment, eff: E
         ridge,
         t_ideal,
         t_exp,
+        engine_name or "",
+        t_exp - t_ops,
+        calibration_of(eff, engine_name or ""),
     )
 
 
@@ -136,18 +263,34 @@ def _scaled(r: OpResult, m) -> OpResult:
     return replace(r, op=scaled, t_ideal_s=r.t_ideal_s * m, t_expected_s=r.t_expected_s * m)
 
 
-def _pipelined(name: str, model: ModelArch, hw, dep: Deployment, eff, batch, build, rounds=1.0):
+def _pipelined(
+    name: str,
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eff: Efficiency,
+    batch: ArrayLike,
+    build,
+    engine_name: str,
+    shape,
+    rounds: ArrayLike = 1.0,
+):
     """One step of a PP pipeline: `batch` in m micro-batches (dep.microbatches, at most the
     batch) through every stage; each distinct stage is evaluated for one micro-batch and the
     slowest sets the pace (layout.pipeline_time_s). Per GPU a step does m micro-batch passes
     (each reads the stage's weights again); the idle fill/drain time is a `pp.bubble` row, so
-    the rows still add up to the step. Without PP: the one stage, as is."""
+    the rows still add up to the step. Without PP: the one stage, as is. `shape(b)` is the
+    attention shape of b sequences for the kernel model; each stage pays the engine's per-step
+    host costs for its own layers."""
     if dep.pp == 1:
-        return _evaluate(name, build(batch, None), hw, dep, eff)
+        layers = model.num_hidden_layers
+        return _evaluate(name, build(batch, None), hw, dep, eff, layers, engine_name, shape(batch))
     b = np.asarray(batch, dtype=float)
     m = np.minimum(float(dep.pipeline_microbatches), np.maximum(b, 1.0))
+    layers = max(model.num_hidden_layers // dep.pp, 1)
     results = [
-        _evaluate(name, build(b / m, st), hw, dep, eff) for st in distinct_stages(model, dep.pp)
+        _evaluate(name, build(b / m, st), hw, dep, eff, layers, engine_name, shape(b / m))
+        for st in distinct_stages(model, dep.pp)
     ]
     slow = max(results, key=lambda r: float(np.max(r.t_expected_s)))
     n = np.maximum(np.asarray(rounds, dtype=float), 1.0)
@@ -178,6 +321,20 @@ def _pipelined(name: str, model: ModelArch, hw, dep: Deployment, eff, batch, bui
     )
 
 
+def _engine_name(hw: Accelerator, engine: str | None) -> str:
+    """The engine whose host costs apply: as given, else the memory module's auto rule (llama.cpp
+    on unified memory, vLLM elsewhere), the one the CLI's --engine defaults to."""
+    if engine is None or engine.lower() == "auto":
+        return default_engine("auto", hw).name
+    name = engine.lower()
+    if name not in ENGINES and name not in hw.efficiency.engines:
+        known = sorted(set(ENGINES) | set(hw.efficiency.engines))
+        raise InputError(
+            f"unknown engine '{engine}'", hint=f"choose auto or one of {', '.join(known)}"
+        )
+    return name
+
+
 def prefill(
     model: ModelArch,
     hw: Accelerator,
@@ -185,9 +342,11 @@ def prefill(
     batch: ArrayLike,
     prompt: ArrayLike,
     eff: Efficiency | None = None,
+    engine: str | None = None,
 ) -> PhaseResult:
     """One batched prefill of `batch` prompts of `prompt` tokens (under PP: m micro-batches
-    through the stages, GPipe's (m + pp − 1) stage times)."""
+    through the stages, GPipe's (m + pp − 1) stage times); `engine` (default: the CLI's auto
+    rule) sets the per-step host costs of the expected time."""
     return _pipelined(
         "prefill",
         model,
@@ -196,6 +355,8 @@ def prefill(
         eff or hw.efficiency,
         batch,
         lambda b, st: prefill_ops(model, hw, dep, b, prompt, st),
+        _engine_name(hw, engine),
+        lambda b: (prompt, 1.0),  # attention shape of a prefill: the prompt length
     )
 
 
@@ -208,6 +369,7 @@ def decode(
     steps: ArrayLike = 1,
     eff: Efficiency | None = None,
     new_tokens: ArrayLike = 1,
+    engine: str | None = None,
 ) -> PhaseResult:
     """The mean decode step over `steps` steps starting at KV length `context`; `new_tokens`
     tokens per sequence per step (more than one verifies speculative drafts). Under PP the
@@ -220,8 +382,19 @@ def decode(
         eff or hw.efficiency,
         batch,
         lambda b, st: decode_ops(model, hw, dep, b, context, steps, new_tokens, st),
+        _engine_name(hw, engine),
+        lambda b: _attention_shape(model, dep, b, new_tokens),
         steps,
     )
+
+
+def _attention_shape(model: ModelArch, dep: Deployment, batch: ArrayLike, queries: ArrayLike):
+    """(query-head rows, KV streams) per GPU of a decode step's attention: B·q·H/TP rows; B·K/TP
+    streams (K heads replicated past TP = K; one latent stream per sequence under MLA)."""
+    b = np.asarray(batch, dtype=float)
+    rows = b * np.asarray(queries, dtype=float) * model.num_attention_heads / dep.tp
+    kv = 1.0 if model.is_mla else kv_heads_per_gpu(model, dep.tp)
+    return rows, b * kv
 
 
 @dataclass(frozen=True)
@@ -241,6 +414,11 @@ class RequestResult:
     expected: Timing
     replicas: int
 
+    @property
+    def calibration(self) -> Calibration | None:
+        """Calibration status of the expected figures (family, engine, cases, error band)."""
+        return self.decode.calibration
+
 
 def _timing(ttft, tpot, batch, output, replicas) -> Timing:
     o = np.asarray(output, dtype=float)
@@ -258,13 +436,14 @@ def request(
     output: ArrayLike,
     replicas: int = 1,
     eff: Efficiency | None = None,
+    engine: str | None = None,
 ) -> RequestResult:
     """A static batch of `batch` requests, each `prompt` tokens in and `output` tokens out."""
     b, s, o = (np.asarray(x, dtype=float) for x in (batch, prompt, output))
     if np.any(b < 1) or np.any(s < 0) or np.any(o < 1):
         raise InputError("batch and output must be at least 1 and the prompt at least 0 tokens")
-    p = prefill(model, hw, dep, b, np.maximum(s, 1.0), eff)
-    d = decode(model, hw, dep, b, s + 1.0, np.maximum(o - 1.0, 1.0), eff)
+    p = prefill(model, hw, dep, b, np.maximum(s, 1.0), eff, engine)
+    d = decode(model, hw, dep, b, s + 1.0, np.maximum(o - 1.0, 1.0), eff, engine=engine)
     ideal = _timing(p.t_ideal_s, d.t_ideal_s, b, o, replicas)
     expected = _timing(p.t_expected_s, d.t_expected_s, b, o, replicas)
     return RequestResult(p, d, ideal, expected, replicas)

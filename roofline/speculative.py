@@ -254,7 +254,9 @@ def speculate(
     b = np.asarray(batch, dtype=float)
     base = decode(target, hw, dep, b, context, eff=e)
     verify = decode(target, hw, dep, b, context, eff=e, new_tokens=t_v)
-    in_graph = replace(e, step_overhead_s=0.0)
+    # a drafter inside the target's graph pays no engine step of its own (no scheduling, no
+    # launches beyond the target's): no engine profile, no fixed overhead
+    in_graph = replace(e, step_overhead_s=0.0, engines={})
     d_step: PhaseResult | None = None
     zero = np.zeros(np.broadcast_shapes(g.shape, b.shape))
     if drafter == "draft":

@@ -12,6 +12,10 @@ replica: each request pays a prefill of its prompt (batched with the others) and
 batch's step time, so one cycle of B requests takes t_prefill(B, S) + (O − 1)·t_decode(B) and
 yields B·O tokens. With `batch: null`, B is the largest batch the engine's KV budget allows at
 prompt + output tokens.
+
+The engine of a case is its `engine:` key, else the one its source names (gpt-fast, llama.cpp,
+TensorRT-LLM / NIM / MLPerf, SGLang, vLLM, MLX), else the auto rule. Out-of-sample accuracy
+(roofline/crossval.py) leaves whole source tables out at once.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.efficiency import Calibration
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
-from roofline.memory import engine, max_batch, plan_memory
+from roofline.memory import ENGINES, engine, max_batch, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
@@ -76,6 +81,7 @@ class CaseResult:
     measured: float
     speed_ratio_ideal: float
     error_expected: float
+    calibration: Calibration | None = None  # family, engine, cases, borrowed, error band
 
     @property
     def bound_violation(self) -> bool:
@@ -100,19 +106,36 @@ def _metric(
     return total if case.metric == "output_tokens_per_s" else total / case.gpus
 
 
-def evaluate(
-    case: Case,
-    model: ModelArch,
-    hw: Accelerator,
-    efficiency: Efficiency | None = None,
-    host: Accelerator | None = None,
-) -> CaseResult:
-    """Ideal and expected predictions of one case's metric."""
+# keywords of a source naming the engine it ran on, most specific first
+ENGINE_KEYWORDS = (
+    ("gpt-fast", "gptfast"),
+    ("llama.cpp", "llamacpp"),
+    ("llama-bench", "llamacpp"),
+    ("tensorrt-llm", "trtllm"),
+    ("trtllm", "trtllm"),
+    ("nvidia nim", "trtllm"),
+    ("mlcommons", "trtllm"),
+    ("sglang", "sglang"),
+    ("vllm", "vllm"),
+    ("mlx", "mlx"),
+)
+
+
+def case_engine(case: Case, source: str | None = None) -> str:
+    """The engine a case ran on: its `engine:` key, else the first engine its source names
+    (`source` overrides the case's own, for rows that cite another case's notes), else auto."""
+    if case.engine.lower() != "auto":
+        return case.engine.lower()
+    text = (source or case.source).lower()
+    for word, name in ENGINE_KEYWORDS:
+        if word in text:
+            return name
+    return "auto"
+
+
+def case_deployment(case: Case) -> tuple[Deployment, int]:
+    """The case's deployment and its data-parallel replicas."""
     where = f"case '{case.id}'"
-    if case.metric not in METRICS:
-        raise InputError(
-            f"{where}: unknown metric '{case.metric}'", hint=f"use one of {', '.join(METRICS)}"
-        )
     # expert parallelism wider than TP (attention data-parallel + EP, as in DeepSeek serving) is
     # modelled as one group of `ep` GPUs splitting attention and experts (see docs/ACCURACY.md)
     tp = case.ep if case.ep > case.tp and case.ep % case.tp == 0 else case.tp
@@ -130,28 +153,67 @@ def evaluate(
     if case.gpus % dep.gpus_per_replica:
         raise InputError(f"{where}: gpus {case.gpus} is not a multiple of tp × pp")
     replicas = case.gpus // dep.gpus_per_replica
-    eff = efficiency or hw.efficiency
-    if case.speculative is not None or case.offload is not None:
-        from roofline.lever_cases import evaluate_lever
+    return dep, replicas
 
-        regime, batch, ideal, expected = evaluate_lever(case, model, hw, dep, eff, host)
-        speed = case.measured / ideal
-        err = expected / case.measured - 1.0
-        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
+
+def base_times(
+    case: Case,
+    model: ModelArch,
+    hw: Accelerator,
+    efficiency: Efficiency | None = None,
+    engine_name: str | None = None,
+):
+    """(deployment, replicas, batch, prefill, decode) of a case: the shared part of evaluate."""
+    where = f"case '{case.id}'"
+    dep, replicas = case_deployment(case)
+    eff = efficiency or hw.efficiency
+    name = engine_name or case_engine(case)
     batch = case.batch
     if batch is None:
-        plan = plan_memory(model, hw, dep, engine(case.engine, hw))
+        plan = plan_memory(model, hw, dep, engine(name if name in ENGINES else "auto", hw))
         batch = int(max_batch(plan, model, dep, case.prompt + case.output))
         if batch < 1:
             raise InputError(
                 f"{where}: not one sequence of {case.prompt + case.output} tokens "
                 f"fits next to the weights"
             )
-    regime, kind = METRICS[case.metric]
     prompt = max(case.prompt, 1)
     steps = max(case.output - 1, 1)
-    p = prefill(model, hw, dep, batch, prompt, eff)
-    d = decode(model, hw, dep, batch, case.prompt + 1, steps, eff)
+    p = prefill(model, hw, dep, batch, prompt, eff, name)
+    d = decode(model, hw, dep, batch, case.prompt + 1, steps, eff, engine=name)
+    return dep, replicas, batch, p, d
+
+
+def metric_value(case: Case, t_prefill_s: float, t_decode_s: float, replicas: int, batch: int):
+    """The case's metric from a prefill and a mean decode step time."""
+    return _metric(case, t_prefill_s, t_decode_s, t_prefill_s, replicas, batch)
+
+
+def evaluate(
+    case: Case,
+    model: ModelArch,
+    hw: Accelerator,
+    efficiency: Efficiency | None = None,
+    engine_name: str | None = None,
+    host: Accelerator | None = None,
+) -> CaseResult:
+    """Ideal and expected predictions of one case's metric."""
+    where = f"case '{case.id}'"
+    if case.metric not in METRICS:
+        raise InputError(
+            f"{where}: unknown metric '{case.metric}'", hint=f"use one of {', '.join(METRICS)}"
+        )
+    if case.speculative is not None or case.offload is not None:
+        from roofline.lever_cases import evaluate_lever
+
+        dep, _ = case_deployment(case)
+        eff = efficiency or hw.efficiency
+        regime, batch, ideal, expected = evaluate_lever(case, model, hw, dep, eff, host)
+        speed = case.measured / ideal
+        err = expected / case.measured - 1.0
+        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
+    _, replicas, batch, p, d = base_times(case, model, hw, efficiency, engine_name)
+    regime, kind = METRICS[case.metric]
     values = {}
     for name, pre, dec in (
         ("ideal", p.t_ideal_s, d.t_ideal_s),
@@ -161,7 +223,15 @@ def evaluate(
     ideal, expected = values["ideal"], values["expected"]
     speed = ideal / case.measured if kind == "time" else case.measured / ideal
     return CaseResult(
-        case, regime, batch, ideal, expected, case.measured, speed, expected / case.measured - 1.0
+        case,
+        regime,
+        batch,
+        ideal,
+        expected,
+        case.measured,
+        speed,
+        expected / case.measured - 1.0,
+        d.calibration,
     )
 
 

@@ -111,3 +111,62 @@ def test_yaml_is_loaded_safely(tmp_path):
     (tmp_path / "evil.yaml").write_text("accelerators: !!python/object/apply:os.system ['true']\n")
     with pytest.raises(CatalogError, match="not valid YAML"):
         Catalog().add_dir(tmp_path)
+
+
+GOOD_KERNELS = """kernels:
+- id: test-gen
+  accelerators: [test-gpu]
+  borrowed_by: []
+  gemm:
+    bf16: {eta_max: 0.8, eta_memory: 0.8, m_half: 100, n_half: 50, latency_us: 4}
+  gemm_source: "a test"
+"""
+GOOD_ENGINE = """engines:
+- id: test-engine
+  name: Test
+  cpu_step_us: 100
+  launch_us: 5
+  gap_us: 1
+  kernels_per_layer: 10
+  cuda_graphs_decode: true
+  cuda_graphs_prefill: false
+  allreduce_kernel: nccl
+  source: "a test"
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "edit", "entry", "message"),
+    [
+        (GOOD_KERNELS, ("eta_max: 0.8", "eta_max: 1.8"), "test-gen", "key 'eta_max' must be in"),
+        (GOOD_KERNELS, ("m_half", "m_halff"), "test-gen", "unknown key 'm_halff'"),
+        (GOOD_KERNELS, ("bf16:", "bf17:"), "test-gen", "unknown dtype 'bf17'"),
+        (GOOD_KERNELS, ('  gemm_source: "a test"\n', ""), "test-gen", "'gemm_source'"),
+        (
+            GOOD_KERNELS,
+            (
+                "  gemm_source",
+                "  allreduce: {'2': {latency_us: 5, bandwidth_share: 0.5}}\n  gemm_source",
+            ),
+            "test-gen",
+            "key 'allreduce' needs 'allreduce_source'",
+        ),
+        (GOOD_ENGINE, ("gap_us: 1", "gap_us: -1"), "test-engine", "must not be negative"),
+        (GOOD_ENGINE, ("cuda_graphs_decode: true", "cuda_graphs_decode: 1"), "test-engine", "true"),
+        (GOOD_ENGINE, ('  source: "a test"\n', ""), "test-engine", "missing required key 'source'"),
+    ],
+)
+def test_kernel_and_engine_files_are_strict(tmp_path, text, edit, entry, message):
+    directory = _write(tmp_path, text.replace(*edit, 1))
+    with pytest.raises(CatalogError) as e:
+        Catalog().add_dir(directory)
+    assert message in str(e.value) and "x.yaml" in str(e.value) and entry in str(e.value)
+
+
+def test_kernel_curves_attach_to_their_accelerators(tmp_path):
+    _write(tmp_path, GOOD_ACCEL + GOOD_KERNELS.replace("kernels:", "kernels:", 1), "a.yaml")
+    cat = Catalog()
+    cat.add_dir(tmp_path)
+    ks = cat.accelerator("test-gpu").efficiency.kernels
+    assert ks is not None and ks.id == "test-gen" and not ks.borrowed
+    assert ks.gemm["bf16"].latency_s == pytest.approx(4e-6)  # latency_us converted to seconds

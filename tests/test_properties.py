@@ -8,7 +8,7 @@ from roofline.catalog import load_catalog
 from roofline.hardware import Efficiency
 from roofline.memory import ENGINES, kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.ops import Deployment
-from roofline.phases import decode, request
+from roofline.phases import decode, prefill, request
 from roofline.precision import WEIGHT_FORMATS
 from roofline.roofline import arithmetic_intensity, bound, op_time_s
 
@@ -95,7 +95,15 @@ def test_decode_step_time_grows_with_context(model, batch, t, dt):
     assert decode(m, hw, dep, batch, t + dt).t_ideal_s >= decode(m, hw, dep, batch, t).t_ideal_s
 
 
-def test_efficiencies_in_catalog_are_in_unit_interval():
+def test_every_accelerator_expects_a_plausible_share_of_its_speed_of_light():
+    # a memory-bound decode (8B, batch 1) and a compute-bound prefill (8B, 4k tokens) must land
+    # between the ideal and 4× it on every catalog entry: a unit slip (µs for s, GB for GiB), a
+    # share outside (0, 1] or a per-op latency counted per token would leave this window
+    m = CAT.model("llama-3.1-8b")
     for hw in CAT.accelerators.values():
-        assert 0 < hw.efficiency.compute <= 1 and 0 < hw.efficiency.memory <= 1
-        assert hw.efficiency.step_overhead_s >= 0
+        dep = Deployment(
+            weights=WEIGHT_FORMATS["int4" if hw.memory_capacity_bytes < 20e9 else "bf16"]
+        )
+        for phase in (decode(m, hw, dep, 1, 1024), prefill(m, hw, dep, 1, 4096)):
+            ratio = float(phase.t_expected_s / phase.t_ideal_s)
+            assert 1.0 <= ratio < 4.0, (hw.id, phase.name, ratio)

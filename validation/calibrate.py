@@ -1,21 +1,19 @@
-"""Calibrate one set of efficiencies per hardware family from published measurements.
+"""Fit the case-level parameters on the published measurements and write them to the catalog.
 
-Method (run `python validation/calibrate.py`; it prints the figures written to
-hardware/families.yaml):
-1. decode regime, 16-bit and FP8 weights: grid search over memory efficiency η_m (0.30-1.00)
-   and a fixed per-step overhead o (0-2 ms) minimising the mean squared log(expected / measured).
-   With fewer than three such cases in a family, o is fixed at 0 and only η_m is fitted.
-2. decode regime, weight-only quantised weights (int8, int4, q4_0, ...): η for the dequantising
-   matmuls, with η_m and o from step 1.
-3. TTFT regime: compute efficiency η_c, with η_m and o from step 1.
-Throughput cases are not fitted: they check the combination (held out).
-Families without cases borrow another family's figures; hardware/families.yaml says which.
+The kernel curves (hardware/kernels.yaml) come from measured kernel timings
+(validation/calibrate_kernels.py) and are never tuned here. This script fits, by the method of
+roofline/crossval.py, on validation/public_cases.yaml + validation/extra_cases.yaml:
+- each engine's CPU time per step (`cpu_step_us` in hardware/engines.yaml);
+- the scalar shares of the families without kernel curves (hardware/families.yaml);
+and records per family the number of cases and the out-of-sample (leave-one-source-out) median
+|error| as its error band. Run `python validation/calibrate.py` (prints the figures) or
+`python validation/calibrate.py --write` (rewrites the two YAML files).
 """
 
 from __future__ import annotations
 
+import re
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -23,80 +21,90 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from roofline.catalog import load_cases, load_catalog  # noqa: E402
-from roofline.hardware import Efficiency  # noqa: E402
-from roofline.precision import weight_format  # noqa: E402
-from roofline.validate import METRICS, evaluate  # noqa: E402
+from roofline.catalog import Catalog, load_cases, load_catalog  # noqa: E402
+from roofline.crossval import Base, CrossResult, cross_validate, family_bands, make_bases  # noqa: E402
 
-ETAS = np.round(np.arange(0.30, 1.001, 0.02), 2)
-OVERHEADS_US = np.arange(0, 2001, 50)
+CASE_FILES = ("validation/public_cases.yaml", "validation/extra_cases.yaml")
+HELD_OUT = "validation/heldout_cases.yaml"
 
 
-def loss(cases, cat, eff: Efficiency) -> float:
-    errs = [
-        abs(
-            np.log(
-                evaluate(c, cat.model(c.model), cat.accelerator(c.hardware), eff).expected
-                / c.measured
-            )
-        )
-        for c in cases
-    ]
-    return float(np.mean(np.square(errs)))
+def fallback_shares(cat: Catalog) -> dict[str, float]:
+    """What a family without a training case borrows: the median over the kernel groups of the
+    16-bit GEMM plateau (η_max) and weight-streaming (η_mem) shares."""
+    curves = [k.kernels.gemm["bf16"] for k in cat.kernels.values() if "bf16" in k.kernels.gemm]
+    return {
+        "compute": float(np.median([c.eta_max for c in curves])),
+        "memory": float(np.median([c.eta_memory for c in curves])),
+    }
 
 
-def fit() -> dict[str, dict[str, object]]:
-    """Fitted efficiencies per family with the case ids behind each figure."""
-    cat = load_catalog()
-    cases = load_cases(ROOT / "validation/public_cases.yaml") + load_cases(
-        ROOT / "validation/extra_cases.yaml"
-    )
-    by_family: dict[str, list] = defaultdict(list)
-    for c in cases:
-        by_family[cat.accelerator(c.hardware).family].append(c)
-    out: dict[str, dict[str, object]] = {}
-    for family, fc in sorted(by_family.items()):
-        regime = {c.id: METRICS[c.metric][0] for c in fc}
-        wo = {c.id: weight_format(c.weights).weight_only for c in fc}
-        dec = [c for c in fc if regime[c.id] == "decode" and not wo[c.id]]
-        dec_wo = [c for c in fc if regime[c.id] == "decode" and wo[c.id]]
-        ttft = [c for c in fc if regime[c.id] == "ttft"]
-        overheads = OVERHEADS_US if len(dec) >= 3 else [0]
-        eta_m, o_us = 1.0, 0
-        if dec:
-            _, eta_m, o_us = min(
-                (loss(dec, cat, Efficiency(memory=e, step_overhead_s=o * 1e-6, source="fit")), e, o)
-                for e in ETAS
-                for o in overheads
-            )
-        base = {"memory": eta_m, "step_overhead_s": o_us * 1e-6, "source": "fit"}
-        eta_wo = eta_c = None
-        if dec_wo:
-            eta_wo = min(
-                (loss(dec_wo, cat, Efficiency(**base, memory_weight_only=e)), e) for e in ETAS
-            )[1]
-        if ttft:
-            eta_c = min((loss(ttft, cat, Efficiency(**base, compute=e)), e) for e in ETAS)[1]
-        out[family] = {
-            "memory": float(eta_m),
-            "step_overhead_us": int(o_us),
-            "memory_weight_only": None if eta_wo is None else float(eta_wo),
-            "compute": None if eta_c is None else float(eta_c),
-            "decode_cases": [c.id for c in dec],
-            "weight_only_cases": [c.id for c in dec_wo],
-            "ttft_cases": [c.id for c in ttft],
-        }
+def run(cat: Catalog | None = None):
+    """(catalog, fit on all cases, leave-one-source-out results, held-out results)."""
+    cat = cat or load_catalog()
+    cases = [c for f in CASE_FILES for c in load_cases(ROOT / f)]
+
+    def lookup(c):
+        return cat.model(c.model), cat.accelerator(c.hardware)
+
+    bases = make_bases(cases, lookup)
+    held = make_bases(load_cases(ROOT / HELD_OUT), lookup)
+    full, loso, never = cross_validate(bases, fallback_shares(cat), held)
+    return cat, full, loso, never
+
+
+def bands(loso: list[CrossResult], cat: Catalog) -> dict[str, tuple[int, float]]:
+    """Per family (cases, out-of-sample band); families without cases get the widest band."""
+    out = family_bands(loso)
+    widest = max(b for _, b in out.values())
+    for fam in cat.families:
+        out.setdefault(fam, (0, widest))
     return out
 
 
+def _fmt(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def write(cat: Catalog, full: dict[str, float], loso: list[CrossResult], bases: list[Base]) -> None:
+    eng_path = ROOT / "hardware/engines.yaml"
+    text = eng_path.read_text()
+    full = dict(full)
+    if "cpu:llamacpp" in full:  # MLX has no public case: it borrows llama.cpp's (engines.yaml)
+        full.setdefault("cpu:mlx", full["cpu:llamacpp"])
+    for key, value in full.items():
+        if key.startswith("cpu:") and key != "cpu:*":
+            name = key[4:]
+            pattern = rf"(- id: {re.escape(name)}\n(?:  .*\n)*?  cpu_step_us: )[0-9.]+"
+            text = re.sub(pattern, rf"\g<1>{round(value * 1e6)}", text)
+    eng_path.write_text(text)
+    fam_path = ROOT / "hardware/families.yaml"
+    text = fam_path.read_text()
+    b = bands(loso, cat)
+    for fam in cat.families:
+        n, band = b[fam]
+        block = rf"(- id: {re.escape(fam)}\n(?:  .*\n)*?)"
+        for key in ("compute", "memory", "memory_weight_only"):
+            if f"{key}:{fam}" in full:
+                text = re.sub(
+                    block + rf"(    {key}: )[0-9.]+",
+                    rf"\g<1>\g<2>{_fmt(full[f'{key}:{fam}'])}",
+                    text,
+                )
+        text = re.sub(block + r"(    cases: )[0-9]+", rf"\g<1>\g<2>{n}", text)
+        text = re.sub(block + r"(    error_band: )[0-9.]+", rf"\g<1>\g<2>{band:.3f}", text)
+    fam_path.write_text(text)
+
+
 def main() -> None:
-    for family, f in fit().items():
-        print(
-            f"{family}: memory {f['memory']:.2f}, step_overhead_us {f['step_overhead_us']}, "
-            f"memory_weight_only {f['memory_weight_only']}, compute {f['compute']}"
-        )
-        for key in ("decode_cases", "weight_only_cases", "ttft_cases"):
-            print(f"   {key}: {', '.join(f[key]) or '-'}")
+    cat, full, loso, _ = run()
+    for key, value in full.items():
+        shown = f"{value * 1e6:.0f} us" if key.startswith("cpu:") else f"{value:.2f}"
+        print(f"{key}: {shown}")
+    for fam, (n, band) in bands(loso, cat).items():
+        print(f"{fam}: {n} cases, out-of-sample median |error| {band:.3f}")
+    if "--write" in sys.argv:
+        write(cat, full, loso, [r.base for r in loso])
+        print("wrote hardware/engines.yaml and hardware/families.yaml")
 
 
 if __name__ == "__main__":

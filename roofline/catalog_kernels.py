@@ -1,0 +1,232 @@
+"""Loaders for hardware/kernels.yaml (per-op kernel curves per GPU generation, written by
+validation/calibrate_kernels.py) and hardware/engines.yaml (engine profiles): strict like the rest
+of the catalog, every error naming the file, the entry and the key. catalog.py reads the files and
+calls these builders on each parsed entry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.efficiency import (
+    AttentionCurve,
+    EngineProfile,
+    GemmCurve,
+    KernelSet,
+    LinkCurve,
+    PrefillAttentionCurve,
+    WeightOnlyCurve,
+)
+from roofline.errors import CatalogError
+from roofline.schema import NUM
+from roofline.schema import check as _check
+from roofline.units import US
+
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+_FIT = {"fit_median_error": (NUM, False), "rows": (int, False)}
+_GEMM_KEYS = {
+    "eta_max": (NUM, True),
+    "eta_memory": (NUM, True),
+    "m_half": (NUM, True),
+    "n_half": (NUM, True),
+    "latency_us": (NUM, True),
+    **_FIT,
+}
+_WO_KEYS = {
+    "alu_ops_per_weight": (NUM, True),
+    "eta_memory": (NUM, True),
+    "latency_us": (NUM, True),
+    **_FIT,
+}
+_ATTN_KEYS = {
+    "eta_memory": (NUM, True),
+    "latency_us": (NUM, True),
+    "per_query_head_ns": (NUM, True),
+    "streams_half": (NUM, True),
+    **_FIT,
+}
+_PREFILL_ATTN_KEYS = {
+    "eta_max": (NUM, True),
+    "s_half": (NUM, True),
+    "latency_us": (NUM, True),
+    **_FIT,
+}
+_LINK_FIT_KEYS = {"latency_us": (NUM, True), "bandwidth_share": (NUM, True), **_FIT}
+_KERNEL_KEYS = {
+    "id": (str, True),
+    "accelerators": (list, True),
+    "borrowed_by": (list, True),
+    "gemm": (dict, True),
+    "gemm_source": (str, True),
+    "weight_only": (dict, False),
+    "weight_only_source": (str, False),
+    "decode_attention": (dict, False),
+    "decode_attention_source": (str, False),
+    "allreduce": (dict, False),
+    "allreduce_source": (str, False),
+    "engine_allreduce": (dict, False),
+    "engine_allreduce_source": (str, False),
+    "alltoall": (dict, False),
+    "alltoall_source": (str, False),
+    "prefill_attention": (dict, False),
+    "prefill_attention_source": (str, False),
+    "notes": (str, False),
+}
+_ENGINE_KEYS = {
+    "id": (str, True),
+    "name": (str, True),
+    "cpu_step_us": (NUM, True),
+    "launch_us": (NUM, True),
+    "gap_us": (NUM, True),
+    "kernels_per_layer": (NUM, True),
+    "cuda_graphs_decode": (bool, True),
+    "cuda_graphs_prefill": (bool, True),
+    "allreduce_kernel": (str, True),
+    "source": (str, True),
+    "notes": (str, False),
+}
+
+
+def _positive(where: str, key: str, value: float) -> float:
+    if not value > 0:
+        raise CatalogError(f"{where}: key '{key}' must be positive, got {value}")
+    return float(value)
+
+
+def _share(where: str, key: str, value: float) -> float:
+    if not 0 < value <= 1:
+        raise CatalogError(f"{where}: key '{key}' must be in (0, 1], got {value}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """One GPU generation's kernel curves and the accelerators that use them."""
+
+    id: str
+    kernels: KernelSet
+    accelerators: tuple[str, ...]
+    borrowed_by: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+
+
+def _gemm_curve(where: str, data: Any) -> GemmCurve:
+    d = _check(where, data, _GEMM_KEYS)
+    return GemmCurve(
+        eta_max=_share(where, "eta_max", d["eta_max"]),
+        eta_memory=_share(where, "eta_memory", d["eta_memory"]),
+        m_half=float(d["m_half"]),
+        n_half=float(d["n_half"]),
+        latency_s=d["latency_us"] * US,
+        fit_median_error=d.get("fit_median_error"),
+    )
+
+
+def _names(where: str, key: str, values: list[Any]) -> tuple[str, ...]:
+    if not all(isinstance(v, str) for v in values):
+        raise CatalogError(f"{where}: key '{key}' must be a list of accelerator ids")
+    return tuple(values)
+
+
+def kernel_entry(where: str, data: Any) -> KernelEntry:
+    d = _check(where, data, _KERNEL_KEYS)
+    parts = ("weight_only", "decode_attention", "prefill_attention", "allreduce", "alltoall")
+    for part in (*parts, "engine_allreduce"):
+        if (part in d) != (f"{part}_source" in d):
+            raise CatalogError(f"{where}: key '{part}' needs '{part}_source' (and vice versa)")
+    gemm = {}
+    for dtype, curve in d["gemm"].items():
+        if dtype not in DTYPES:
+            raise CatalogError(f"{where}: gemm: unknown dtype '{dtype}' ({', '.join(DTYPES)})")
+        gemm[dtype] = _gemm_curve(f"{where}: gemm.{dtype}", curve)
+    wo = {}
+    for name, curve in d.get("weight_only", {}).items():
+        if name not in ("int8", "int4"):
+            raise CatalogError(f"{where}: weight_only: unknown key '{name}' (int8 or int4)")
+        w = f"{where}: weight_only.{name}"
+        c = _check(w, curve, _WO_KEYS)
+        wo[name] = WeightOnlyCurve(
+            float(c["alu_ops_per_weight"]),
+            _share(w, "eta_memory", c["eta_memory"]),
+            c["latency_us"] * US,
+            c.get("fit_median_error"),
+        )
+    attn = None
+    if "decode_attention" in d:
+        w = f"{where}: decode_attention"
+        c = _check(w, d["decode_attention"], _ATTN_KEYS)
+        attn = AttentionCurve(
+            _share(w, "eta_memory", c["eta_memory"]),
+            c["latency_us"] * US,
+            c["per_query_head_ns"] * 1e-9,
+            float(c["streams_half"]),
+            c.get("fit_median_error"),
+        )
+    link = _link_curve(f"{where}: allreduce", d["allreduce"]) if "allreduce" in d else None
+    by_engine = {}
+    for name, table in d.get("engine_allreduce", {}).items():
+        if not isinstance(table, dict):
+            raise CatalogError(f"{where}: engine_allreduce.{name} must be a mapping")
+        by_engine[str(name)] = _link_curve(f"{where}: engine_allreduce.{name}", table)
+    sources = "; ".join(
+        f"{k}: {d[k + '_source']}"
+        for k in (
+            "gemm",
+            "weight_only",
+            "decode_attention",
+            "allreduce",
+            "engine_allreduce",
+            "alltoall",
+        )
+        if k + "_source" in d
+    )
+    a2a = _link_curve(f"{where}: alltoall", d["alltoall"]) if "alltoall" in d else None
+    pre = None
+    if "prefill_attention" in d:
+        w = f"{where}: prefill_attention"
+        c = _check(w, d["prefill_attention"], _PREFILL_ATTN_KEYS)
+        pre = PrefillAttentionCurve(
+            _share(w, "eta_max", c["eta_max"]),
+            float(c["s_half"]),
+            c["latency_us"] * US,
+            c.get("fit_median_error"),
+        )
+    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, pre, sources)
+    return KernelEntry(
+        d["id"],
+        ks,
+        _names(where, "accelerators", d["accelerators"]),
+        _names(where, "borrowed_by", d["borrowed_by"]),
+    )
+
+
+def _link_curve(where: str, table: dict[Any, Any]) -> LinkCurve:
+    lat, share = {}, {}
+    for n, curve in table.items():
+        w = f"{where}.{n}"
+        if not str(n).isdigit() or int(n) < 2:
+            raise CatalogError(f"{w}: GPU counts must be whole numbers of at least 2")
+        c = _check(w, curve, _LINK_FIT_KEYS)
+        lat[int(n)] = c["latency_us"] * US
+        share[int(n)] = _share(w, "bandwidth_share", c["bandwidth_share"])
+    if not lat:
+        raise CatalogError(f"{where}: needs at least one GPU count")
+    return LinkCurve(lat, share)
+
+
+def engine_profile(where: str, data: Any) -> EngineProfile:
+    d = _check(where, data, _ENGINE_KEYS)
+    _positive(where, "kernels_per_layer", d["kernels_per_layer"])
+    return EngineProfile(
+        id=d["id"],
+        cpu_step_s=d["cpu_step_us"] * US,
+        launch_s=d["launch_us"] * US,
+        gap_s=d["gap_us"] * US,
+        kernels_per_layer=float(d["kernels_per_layer"]),
+        graphs_decode=d["cuda_graphs_decode"],
+        graphs_prefill=d["cuda_graphs_prefill"],
+        allreduce_kernel=d["allreduce_kernel"],
+        source=d["source"],
+        aliases=(),
+    )

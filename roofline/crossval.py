@@ -1,0 +1,227 @@
+"""The case-level fit and its honest (out-of-sample) accuracy.
+
+What the published end-to-end cases fit (everything else comes from kernel measurements,
+hardware/kernels.yaml, and is never tuned on a case):
+- per engine, its CPU time per step `cpu_step` (hardware/engines.yaml), from the decode-regime
+  cases that ran on it;
+- per hardware family without kernel curves (Apple M-series, ...), the scalar shares η_m (decode,
+  16-bit/FP8 weights), η_m for weight-only weights, and η_c (TTFT cases).
+Throughput cases are never fitted: they check the combination.
+
+The fit minimises the mean squared log(expected / measured) by grid search. Each case is evaluated
+once with cpu_step = 0 at the catalog's shares; a candidate's prediction is then exact arithmetic:
+t_step = t₀ + cpu_step for a family with kernel curves, t_step = t₀·η₀/η + cpu_step without (a
+family without curves runs its decode memory-bound and its prefill compute-bound at one share).
+
+Out of sample: leave-one-source-out — all cases citing the same source table (a case whose source
+is "notes of <id>" belongs to <id>'s table) leave together, the fit is redone on the rest, and the
+left-out cases are predicted. An engine with no training case takes the median of the fitted
+engines; a family share with no training case takes the median of the kernel groups' 16-bit GEMM
+shares (η_max, η_mem) — borrowed from microbenchmarks of other GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from roofline.hardware import Accelerator, Efficiency
+from roofline.model import ModelArch
+from roofline.precision import weight_format
+from roofline.validate import METRICS, Case, base_times, case_engine, evaluate, metric_value
+
+CPU_GRID_S = np.arange(0.0, 4001e-6, 25e-6)
+ETA_GRID = np.round(np.arange(0.20, 0.901, 0.01), 2)  # no family streams above 90% of its datasheet
+
+
+@dataclass(frozen=True)
+class Base:
+    """One case evaluated once at the catalog's shares with no per-step CPU time."""
+
+    case: Case
+    group: str
+    family: str
+    engine: str
+    regime: str
+    curves: bool  # True: the accelerator has kernel curves (measured or borrowed)
+    weight_only: bool
+    replicas: int
+    batch: int
+    t_prefill0_s: float
+    t_decode0_s: float
+    eta_compute0: float
+    eta_memory0: float
+    ideal: float
+    catalog_expected: float  # the expected metric under the catalog as shipped (the full fit)
+
+
+def source_group(case: Case, by_id: dict[str, Case]) -> str:
+    """The source table a case comes from: "notes of <id>" follows <id>; else the source up to its
+    first parenthesis or comma."""
+    ref = _referenced(case, by_id)
+    if ref is not None:
+        return source_group(ref, by_id)
+    return case.source.strip().split(" (")[0].split(",")[0].strip()
+
+
+def _no_cpu(eff: Efficiency) -> Efficiency:
+    return replace(eff, engines={k: replace(v, cpu_step_s=0.0) for k, v in eff.engines.items()})
+
+
+def make_bases(
+    cases: Iterable[Case], lookup: Callable[[Case], tuple[ModelArch, Accelerator]]
+) -> list[Base]:
+    """Evaluate every case once (cpu_step = 0); `lookup` gives a case's model and accelerator."""
+    cases = list(cases)
+    by_id = {c.id: c for c in cases}
+    out = []
+    for c in cases:
+        model, hw = lookup(c)
+        ref = _referenced(c, by_id)
+        name = case_engine(c, None if ref is None else f"{c.source} {ref.source}")
+        shipped = evaluate(c, model, hw, engine_name=name).expected
+        eff = _no_cpu(hw.efficiency)
+        if eff.kernels is None:  # the scalar shares are fitted: evaluate at 1, scale by 1/η
+            eff = replace(eff, compute=1.0, memory=1.0, memory_weight_only=1.0)
+        _, replicas, batch, p, d = base_times(c, model, hw, eff, name)
+        wo = weight_format(c.weights).weight_only
+        regime = METRICS[c.metric][0]
+        ideal = metric_value(c, float(p.t_ideal_s), float(d.t_ideal_s), replicas, batch)
+        out.append(
+            Base(
+                c,
+                source_group(c, by_id),
+                hw.family,
+                name,
+                regime,
+                eff.kernels is not None,
+                wo,
+                replicas,
+                batch,
+                float(p.t_expected_s),
+                float(d.t_expected_s),
+                eff.compute,
+                eff.memory_dequant if wo else eff.memory,
+                ideal,
+                shipped,
+            )
+        )
+    return out
+
+
+def _referenced(c: Case, by_id: dict[str, Case]) -> Case | None:
+    """The case whose notes a "notes of <id>" source cites, if it is among the cases."""
+    if not c.source.startswith("notes of "):
+        return None
+    ref = by_id.get(c.source[len("notes of ") :].split()[0])
+    return None if ref is None or ref.id == c.id else ref
+
+
+def predict(b: Base, params: dict[str, float]) -> float:
+    """The case's expected metric under fitted parameters (see the module docstring)."""
+    cpu = params.get(f"cpu:{b.engine}", params.get("cpu:*", 0.0))
+    if b.curves:
+        t_p, t_d = b.t_prefill0_s + cpu, b.t_decode0_s + cpu
+    else:
+        eta_c = params.get(f"compute:{b.family}", b.eta_compute0)
+        key = "memory_weight_only" if b.weight_only else "memory"
+        eta_m = params.get(f"{key}:{b.family}", b.eta_memory0)
+        t_p = b.t_prefill0_s * b.eta_compute0 / eta_c + cpu
+        t_d = b.t_decode0_s * b.eta_memory0 / eta_m + cpu
+    return metric_value(b.case, t_p, t_d, b.replicas, b.batch)
+
+
+def _loss(bases: list[Base], params: dict[str, float]) -> float:
+    errs = [np.log(predict(b, params) / b.case.measured) for b in bases]
+    return float(np.mean(np.square(errs))) if errs else 0.0
+
+
+def fit(bases: list[Base], fallback: dict[str, float]) -> dict[str, float]:
+    """Fitted parameters from the training cases (see the module docstring). `fallback` holds the
+    shares a family without training cases borrows ("compute", "memory")."""
+    params: dict[str, float] = {}
+    decode = [b for b in bases if b.regime == "decode" and not b.weight_only]
+    for engine in sorted({b.engine for b in decode}):
+        mine = [b for b in decode if b.engine == engine]
+        families = sorted({b.family for b in mine if not b.curves})
+        best = None
+        for cpu in CPU_GRID_S:
+            trial = {f"cpu:{engine}": cpu}
+            total = _loss([b for b in mine if b.curves], trial) * sum(b.curves for b in mine)
+            for fam in families:
+                fb = [b for b in mine if b.family == fam]
+                lo, eta = min((_loss(fb, {**trial, f"memory:{fam}": e}), e) for e in ETA_GRID)
+                trial[f"memory:{fam}"] = eta
+                total += lo * len(fb)
+            if best is None or total < best[0] - 1e-12:
+                best = (total, trial)
+        assert best is not None
+        params.update(best[1])
+    fitted = [v for k, v in params.items() if k.startswith("cpu:")]
+    params["cpu:*"] = float(np.median(fitted)) if fitted else 0.0
+    for fam in sorted({b.family for b in bases if not b.curves}):
+        params.setdefault(f"memory:{fam}", fallback["memory"])
+        for key, pick in (
+            ("memory_weight_only", lambda b: b.regime == "decode" and b.weight_only),
+            ("compute", lambda b: b.regime == "ttft"),
+        ):
+            fb = [b for b in bases if b.family == fam and pick(b)]
+            if fb:
+                params[f"{key}:{fam}"] = min(
+                    (_loss(fb, {**params, f"{key}:{fam}": e}), e) for e in ETA_GRID
+                )[1]
+            else:
+                default = params[f"memory:{fam}"] if key != "compute" else fallback["compute"]
+                params[f"{key}:{fam}"] = default
+    return params
+
+
+@dataclass(frozen=True)
+class CrossResult:
+    base: Base
+    in_sample: float  # expected under the shipped catalog (which holds the fit on every case)
+    out_of_sample: float  # expected with the fit on the cases of the other source tables
+
+    @property
+    def error_in(self) -> float:
+        return self.in_sample / self.base.case.measured - 1.0
+
+    @property
+    def error_out(self) -> float:
+        return self.out_of_sample / self.base.case.measured - 1.0
+
+    @property
+    def speed_ratio_ideal(self) -> float:
+        kind = METRICS[self.base.case.metric][1]
+        m, i = self.base.case.measured, self.base.ideal
+        return i / m if kind == "time" else m / i
+
+
+def cross_validate(
+    bases: list[Base], fallback: dict[str, float], held_out: Iterable[Base] = ()
+) -> tuple[dict[str, float], list[CrossResult], list[CrossResult]]:
+    """(fit on all, leave-one-source-out results, results on cases never fitted)."""
+    full = fit(bases, fallback)
+    out = []
+    for group in dict.fromkeys(b.group for b in bases):
+        train = [b for b in bases if b.group != group]
+        params = fit(train, fallback)
+        out += [
+            CrossResult(b, b.catalog_expected, predict(b, params))
+            for b in bases
+            if b.group == group
+        ]
+    order = {b.case.id: i for i, b in enumerate(bases)}
+    out.sort(key=lambda r: order[r.base.case.id])
+    never = [CrossResult(b, b.catalog_expected, b.catalog_expected) for b in held_out]
+    return full, out, never
+
+
+def family_bands(results: list[CrossResult]) -> dict[str, tuple[int, float]]:
+    """Per family: (cases, median |out-of-sample error|)."""
+    fams: dict[str, list[float]] = {}
+    for r in results:
+        fams.setdefault(r.base.family, []).append(abs(r.error_out))
+    return {f: (len(e), float(np.median(e))) for f, e in fams.items()}
