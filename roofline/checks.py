@@ -113,14 +113,14 @@ def run_checks(
                 out.append(Check(name, False, limit, float("nan"), "", "the weights do not fit"))
         return out
     if wants_speed:
-        r = request(model, hw, dep, batch, prompt, output, replicas, eff)
+        r = request(model, hw, dep, batch, prompt, output, replicas, eff, eng.name)
         t = r.ideal if ideal else r.expected
         kind = "ideal" if ideal else "expected"
         tpot, where = float(t.tpot_s), ""
         if context != prompt + output:
             # the TPOT asked for is the decode step of `batch` sequences holding `context`
             # tokens, not the mean over the default prompt + output lengths
-            d = decode(model, hw, dep, batch, context, 1, eff)
+            d = decode(model, hw, dep, batch, context, 1, eff, engine=eng.name)
             tpot, where = float(d.t_ideal_s if ideal else d.t_expected_s), f" at {context:,} tokens"
         for name, limit, value, unit, smaller in (
             ("max_tpot", limits.max_tpot_s, tpot, "s", True),

@@ -162,7 +162,7 @@ def evaluate(
         return Plan(lay, False, mem.weights_bytes, mem.kv_budget_bytes, 0, 0, 0, False,
                     nan, nan, 0.0, 0.0, nan, nan, nan, {})  # fmt: skip
     grid = _batch_grid(most)
-    r = request(model, hw, dep, grid, prompt, output, lay.dp)
+    r = request(model, hw, dep, grid, prompt, output, lay.dp, engine=eng.name)
     tpot = np.asarray(r.expected.tpot_s)
     ok = tpot <= max_tpot_s if max_tpot_s is not None else np.ones_like(tpot, dtype=bool)
     meets = bool(ok.any())

@@ -53,15 +53,16 @@ def byte_traffic(
     prompt: int,
     context: int,
     eff: Efficiency | None = None,
+    engine: str | None = None,
 ) -> ByteTraffic:
     """The byte split of one prefill and one decode step, the KV/weight ratio over a grid of
     batches and contexts, and the crossover where KV reads equal weight reads (KV per cached token
     read per step x batch x context = weight bytes)."""
-    p = prefill(model, hw, dep, batch, prompt, eff)
-    d = decode(model, hw, dep, batch, context, eff=eff)
+    p = prefill(model, hw, dep, batch, prompt, eff, engine)
+    d = decode(model, hw, dep, batch, context, eff=eff, engine=engine)
     batches = np.array(SPLIT_BATCHES, dtype=float)
     contexts = np.array(SPLIT_CONTEXTS, dtype=float)
-    grid = decode(model, hw, dep, batches[:, None], contexts[None, :], eff=eff)
+    grid = decode(model, hw, dep, batches[:, None], contexts[None, :], eff=eff, engine=engine)
     weight_read = float(d.weight_bytes)
     kv_per_token = float(d.kv_bytes) / (batch * context)  # per cached token read per step
     capped = dep.kv_token_budget is not None or any(g.window for g in model.layer_groups)

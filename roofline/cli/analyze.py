@@ -284,8 +284,8 @@ def analyze(
             f"budget is {fmt_bytes(plan.kv_budget_bytes)}: at most {mb} sequences fit "
             "(see `roofline capacity`)"
         )
-    r = request(m, hw, dep, b, s, o, replicas, eff)
-    single = prefill(m, hw, dep, 1, max(s, 1), eff)  # one request on an idle replica
+    r = request(m, hw, dep, b, s, o, replicas, eff, eng.name)
+    single = prefill(m, hw, dep, 1, max(s, 1), eff, eng.name)  # one request on an idle replica
     usd = opt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     inputs = {
         "model": m.id,
@@ -328,6 +328,11 @@ def analyze(
         }
         for k, t in (("ideal", r.ideal), ("expected", r.expected))
     }
+    cal = r.decode.calibration
+    low, high = cal.band(r.expected.tpot_s)
+    timing["expected"]["calibration"] = convert.calibration_json(cal)
+    timing["expected"]["tpot_band_s"] = [low, high]
+    timing["expected"]["step_overhead_s"] = float(r.decode.t_overhead_s)
     doc = render.document(
         "analyze",
         inputs,
@@ -525,7 +530,7 @@ def bytes_(
     s = max(s, 1)
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)
-    t = byte_traffic(m, hw, dep, b, s, ctx)
+    t = byte_traffic(m, hw, dep, b, s, ctx, engine=eng.name)
 
     def phase(r: PhaseResult) -> dict[str, Any]:
         return {

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.efficiency import Calibration
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.memory import kv_bytes_per_token
 from roofline.model import ModelArch
@@ -53,6 +54,20 @@ def efficiency_json(eff: Efficiency) -> dict[str, Any]:
         "memory_weight_only": eff.memory_dequant,
         "step_overhead_s": eff.step_overhead_s,
         "source": eff.source,
+    }
+
+
+def calibration_json(c: Calibration) -> dict[str, Any]:
+    """Where an expected figure's efficiencies come from and its out-of-sample error band."""
+    return {
+        "family": c.family,
+        "engine": c.engine,
+        "kernel_curves": c.kernels or None,
+        "kernel_curves_borrowed": c.kernels_borrowed,
+        "cases": c.cases,
+        "borrowed": c.borrowed,
+        "error_band": c.error_band,
+        "error_band_kind": "out-of-sample median |error| of the family (docs/ACCURACY.md)",
     }
 
 

@@ -193,7 +193,6 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
             ),
         ],
     )
-    eff = i["efficiency"]
     say(
         con,
         f"weights {fmt_bytes(mem['weights_bytes_per_gpu'])}/GPU, KV at the end "
@@ -203,9 +202,28 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
     say(
         con,
         f"decode intensity is {doc['decode']['ridge_over_intensity']:,.0f}× below the ridge; "
-        f"compute in {i['compute_dtype']}; efficiency compute {eff['compute']:.2f}, memory "
-        f"{eff['memory']:.2f}, overhead {fmt_seconds(eff['step_overhead_s'])}",
+        f"compute in {i['compute_dtype']}",
     )
+    exp = doc["expected"]
+    if "calibration" in exp:
+        cal = exp["calibration"]
+        band = cal["error_band"]
+        lo, hi = exp["tpot_band_s"]
+        curves = cal["kernel_curves"] or "scalar shares"
+        say(
+            con,
+            f"expected: {curves} kernel curves"
+            + (" (borrowed)" if cal["kernel_curves_borrowed"] else "")
+            + f", {cal['engine']} engine step costs {fmt_seconds(exp['step_overhead_s'])}; "
+            f"family {cal['family']} fitted on {cal['cases']} published cases"
+            + (
+                f", out-of-sample error band ±{band:.0%}: TPOT {fmt_seconds(lo)} to "
+                f"{fmt_seconds(hi)}"
+                if band
+                else ", no error band"
+            )
+            + (" — NOT calibrated on this family's own data" if cal["borrowed"] else ""),
+        )
 
 
 # ---- bytes ----------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ def make_replica(
     )
     top = max_seqs + (max_batched_tokens or max_len)
     steps = [
-        StepModel(model, hw, dep, max_seqs, max_len, ideal, max_tokens=top)
+        StepModel(model, hw, dep, max_seqs, max_len, ideal, max_tokens=top, engine=eng.name)
         for ideal in (True, False)
     ]
     if float(steps[0].blocks(max_len + 1, blk)) > budget:

@@ -62,11 +62,14 @@ class StepModel:
         ideal: bool,
         eff: Efficiency | None = None,
         max_tokens: int | None = None,
+        engine: str | None = None,
     ) -> None:
         eff = eff or hw.efficiency
         pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
         batches = np.arange(1, max_batch + 1, dtype=float)
-        self.base_s = np.asarray(pick(decode(model, hw, dep, batches, 1.0, eff=eff)), dtype=float)
+        self.base_s = np.asarray(
+            pick(decode(model, hw, dep, batches, 1.0, eff=eff, engine=engine)), dtype=float
+        )
         top = max(max_tokens or 0, max_batch + max_len, max_len, 2)
         layers = model.num_hidden_layers
         self.kv_groups = tuple(
@@ -80,7 +83,7 @@ class StepModel:
             times = [
                 next(
                     float(pick(r))
-                    for r in decode(model, hw, dep, 1, t, eff=eff).ops
+                    for r in decode(model, hw, dep, 1, t, eff=eff, engine=engine).ops
                     if r.op.name == name
                 )
                 for t in (1.0, float(far))
@@ -89,7 +92,7 @@ class StepModel:
         # one prompt of S tokens: its attention-core ops are A(S), everything else lin(S)
         self.grid = _grid(top)
         self.token_grid = self.grid
-        pre = prefill(model, hw, dep, 1, self.grid, eff=eff)
+        pre = prefill(model, hw, dep, 1, self.grid, eff=eff, engine=engine)
         self.prefill_s = np.asarray(pick(pre), dtype=float) * np.ones_like(self.grid)
         names = {attention_op_name(g) for g in model.layer_groups}
         attn = sum(
