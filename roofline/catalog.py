@@ -907,6 +907,17 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
 }
 
 
+def is_serving_case_file(path: str | Path) -> bool:
+    """True for a file of serving measurements under traffic (cases with `arrivals`), which
+    `validate` runs through the serving model rather than one step's physics."""
+    try:
+        raw = _safe_load(read_text(path, stdin_dash=True)) if str(path) != "-" else None
+    except yaml.YAMLError:
+        return False
+    cases = raw.get("cases") if isinstance(raw, dict) else None
+    return isinstance(cases, list) and any(isinstance(c, dict) and "arrivals" in c for c in cases)
+
+
 def load_serving_cases(path: str | Path) -> list[dict[str, Any]]:
     """Published serving measurements (validation/serving_cases.yaml), key-checked strictly."""
     path = Path(path)

@@ -164,6 +164,43 @@ def peer_checks(cat) -> str:
     return "\n".join(lines)
 
 
+OTHER_SETS = (
+    ("Parallel layouts", "validation/layout_cases.yaml"),
+    ("Speculative decoding, offload and edge devices", "validation/levers_cases.yaml"),
+    ("Serving under traffic (roofline serve)", "validation/serving_cases.yaml"),
+)
+
+
+def other_sets(cat) -> str:
+    """Case sets no fit has seen (every figure is out-of-sample), each with its own runner."""
+    from roofline.catalog import load_serving_cases
+    from roofline.serving.validation import run_serving_cases
+    from roofline.validate import evaluate
+
+    out = []
+    for title, rel in OTHER_SETS:
+        if "serving" in rel:
+            rows = run_serving_cases(load_serving_cases(ROOT / rel), cat)
+            got = [(r["id"], r["speed_ratio_ideal"], r["error_expected"]) for r in rows]
+        else:
+            got = []
+            for c in load_cases(ROOT / rel):
+                host = cat.accelerator(c.offload["host"]) if c.offload else None
+                r = evaluate(c, cat.model(c.model), cat.accelerator(c.hardware), host=host)
+                got.append((c.id, r.speed_ratio_ideal, r.error_expected))
+        viol = sum(ratio > 1 + 1e-9 for _, ratio, _ in got)
+        lines = [
+            f"### {title} (`{rel}`)\n",
+            f"{len(got)} cases, {viol} bound violations, median |error| "
+            f"{_median([e for _, _, e in got])} (out-of-sample: never used in a fit).\n",
+            "| case | meas/ideal | error |",
+            "|---|---:|---:|",
+            *(f"| {i} | {ratio:.2f} | {_pct(e)} |" for i, ratio, e in got),
+        ]
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
 def render() -> str:
     cat, full, loso, never = run()
     public = {c.id for c in load_cases(ROOT / "validation/public_cases.yaml")}
@@ -203,6 +240,8 @@ def render() -> str:
         + case_table(loso)
         + "\n\n## Held out of every fit\n\n"
         + case_table(never)
+        + "\n\n## Other published case sets\n\n"
+        + other_sets(cat)
         + "\n\n"
         + tail
     )

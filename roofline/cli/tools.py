@@ -12,7 +12,7 @@ import numpy as np
 import typer
 
 from roofline import render
-from roofline.catalog import load_cases, load_spec
+from roofline.catalog import is_serving_case_file, load_cases, load_serving_cases, load_spec
 from roofline.checks import Limits, TrafficLimits, run_checks, run_traffic_checks
 from roofline.cli import convert
 from roofline.cli import options as opt
@@ -438,6 +438,18 @@ def validate(
     Ideal, expected, measured, the speed ratio and the error per case, with a summary.
     Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
     cat = catalog()
+    if is_serving_case_file(cases):
+        from roofline.serving.validation import run_serving_cases, summary
+
+        rows = run_serving_cases(load_serving_cases(cases), cat)
+        doc = render.document(
+            "validate",
+            {"cases": str(cases), "model": "the serving model under traffic (roofline serve)"},
+            cases=rows,
+            summary=summary(rows),
+        )
+        render.emit(doc, fmt, doc["cases"], render.validate_table)
+        return
     results = []
     for case in load_cases(cases):
         try:

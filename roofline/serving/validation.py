@@ -95,18 +95,39 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
 
 
 def run_serving_cases(cases: list[dict[str, Any]], cat) -> list[dict[str, Any]]:
-    """Rows for `validate`: id, model, hardware, metric, ideal, expected, measured, error."""
-    return [vars(run_serving_case(c, cat)) for c in cases]
+    """Rows for `validate`: id, model, hardware, metric, ideal, expected, measured, error, and
+    (as for step cases) the speed ratio against the ideal and whether a measurement beat it."""
+    rows = []
+    for c in cases:
+        r = vars(run_serving_case(c, cat))
+        time_like = r["metric"].endswith("_ms")
+        ratio = r["ideal"] / r["measured"] if time_like else r["measured"] / r["ideal"]
+        rows.append(
+            {
+                **r,
+                "regime": "serving",
+                "batch": None,
+                "speed_ratio_ideal": ratio,
+                "bound_violation": ratio > 1 + 1e-9,
+            }
+        )
+    return rows
 
 
-def summary(rows: list[dict[str, Any]]) -> dict[str, float | int]:
-    """Median and largest absolute error of the expected prediction."""
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Cases, bound violations, median and largest absolute error of the expected prediction and
+    the median share of the speed of light: the shape of roofline.validate.summarize."""
     errs = np.abs([r["error_expected"] for r in rows])
-    return {
+    stats = {
         "cases": len(rows),
-        "median_abs_error_expected": float(np.median(errs)) if len(errs) else 0.0,
-        "max_abs_error_expected": float(errs.max()) if len(errs) else 0.0,
+        "bound_violations": sum(bool(r["bound_violation"]) for r in rows),
+        "median_abs_error": float(np.median(errs)) if len(errs) else None,
+        "max_abs_error": float(errs.max()) if len(errs) else None,
+        "median_speed_ratio_ideal": float(np.median([r["speed_ratio_ideal"] for r in rows]))
+        if rows
+        else None,
     }
+    return {**stats, "regimes": {"serving": dict(stats)}}
 
 
 __all__ = ["METRICS", "ServeMetrics", "run_serving_case", "run_serving_cases", "summary"]
