@@ -21,7 +21,7 @@ def public(cat):
 
 
 def test_public_cases_are_the_shared_ones():
-    shared = ROOT.parent.parent / "shared/validation/public_cases.yaml"
+    shared = ROOT.parent / "shared/validation/public_cases.yaml"  # beside the checkout
     if not shared.exists():  # outside the shared workspace there is nothing to compare with
         pytest.skip(f"no shared reference at {shared}")
     assert shared.read_text() == PUBLIC.read_text()
