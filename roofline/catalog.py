@@ -757,10 +757,14 @@ _SPEC_KEYS: dict[str, tuple[Any, bool]] = {
     "pp": (int, False),
     "ep": (int, False),
     "gpus": (int, False),
+    "dp": (int, False),
     "weights": (str, False),
     "kv_dtype": (str, False),
     "engine": (str, False),
     "memory": ((str, int, float), False),
+    "rate": ((str, int, float), False),
+    "requests": (int, False),
+    "seed": (int, False),
     "batch": (int, False),
     "prompt": ((str, int), False),
     "output": ((str, int), False),
@@ -773,6 +777,10 @@ _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
     "max_ttft": ((str, int, float), False),
     "min_throughput": (NUM, False),
     "fits": (bool, False),
+    "min_concurrency": (int, False),
+    "max_ttft_p99": ((str, int, float), False),
+    "max_tpot_p99": ((str, int, float), False),
+    "min_goodput": (NUM, False),
 }
 
 

@@ -179,6 +179,7 @@ def run_traffic_checks(
     capacity_bytes: float | None = None,
     ideal: bool = False,
     requests: int = 1000,
+    seed: int = 0,
 ) -> list[Check]:
     """Serve `requests` Poisson requests at limits.rate on `replicas` replicas (the serving
     simulator, docs/METRICS.md) and check p99 TTFT, p99 TPOT and goodput."""
@@ -186,7 +187,7 @@ def run_traffic_checks(
     from roofline.serving.workload import make_workload
 
     rep = make_replica(model, hw, dep, eng, prompt + output + 1, capacity_bytes=capacity_bytes)
-    w = make_workload(max(prompt, 1), output, rate=limits.rate, requests=requests)
+    w = make_workload(max(prompt, 1), output, rate=limits.rate, requests=requests, seed=seed)
     res = serve(rep, w, Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, 99.0), replicas)
     m = res.ideal if ideal else res.expected
     kind = f"{'ideal' if ideal else 'expected'} at {limits.rate:g} req/s"

@@ -147,3 +147,19 @@ def test_sweep_csv_and_ranges(run):
     assert rows[0]["batch"] == "1" and "tpot_s" in rows[0]
     bad = run("sweep", "--batch", "1..x")
     assert bad.code == 2 and "--batch" in bad.stderr
+
+
+def test_spec_with_a_rate_and_replicas(run, tmp_path):
+    """A spec file takes the same traffic keys as the command line: at 8 req/s two TP4 replicas
+    each see about 4 req/s, which one replica serves within the SLOs (and a single replica at 8
+    req/s is past its saturation rate, where p99 TTFT runs away)."""
+    spec = tmp_path / "spec.yaml"
+    body = (
+        "deployments:\n- name: chat\n  model: llama-3.1-70b\n  hardware: h100\n  tp: 4\n"
+        "  dp: {dp}\n  weights: fp8\n  rate: 8\n  requests: 400\n  prompt: 2k\n  output: 300\n"
+        "  checks: {{max_ttft_p99: 2s, max_tpot_p99: 50ms}}\n"
+    )
+    spec.write_text(body.format(dp=2))
+    assert run("check", "--spec", str(spec)).code == 0
+    spec.write_text(body.format(dp=1))
+    assert run("check", "--spec", str(spec)).code == 1

@@ -114,6 +114,8 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             replicas=replicas,
             capacity_bytes=cap,
             ideal=ideal,
+            requests=d.get("requests") or 1000,
+            seed=d.get("seed", 0),
         )
     return {
         "name": d["name"],
@@ -201,6 +203,8 @@ def check(
     ] = None,
     fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
     rate: opt.Rate = None,
+    requests: opt.Requests = None,
+    seed: opt.Seed = 0,
     max_ttft_p99: Annotated[
         str | None, typer.Option(help="under --rate: assert p99 TTFT ≤, e.g. 2s")
     ] = None,
@@ -255,6 +259,8 @@ def check(
         }
         if rate is not None:
             d["rate"] = rate
+            d["requests"] = requests
+            d["seed"] = seed
         if context is not None:
             d["context"] = context
         if memory is not None:
