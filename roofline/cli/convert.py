@@ -53,6 +53,8 @@ def efficiency_json(eff: Efficiency) -> dict[str, Any]:
         "memory": eff.memory,
         "memory_weight_only": eff.memory_dequant,
         "step_overhead_s": eff.step_overhead_s,
+        # per-step host costs come from the engine profile (hardware/engines.yaml), on top
+        "engine_cpu_step_s": {name: p.cpu_step_s for name, p in (eff.engines or {}).items()},
         "source": eff.source,
     }
 

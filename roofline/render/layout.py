@@ -296,6 +296,10 @@ def _fmt_input(key: str, value: Any) -> str:
         if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
             return f"{int(value):,}"
         return num(value)
+    if isinstance(value, Mapping):  # a nested block: its items, each formatted by its own key
+        unit = key if key.endswith("_s") else ""
+        items = (f"{k} {_fmt_input(unit or str(k), v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
     return str(value)
 
 
