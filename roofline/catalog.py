@@ -25,8 +25,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from roofline.errors import CatalogError, InputError, RooflineError, UnknownEntryError
 from roofline.files import read_text
 from roofline.hardware import Accelerator, Efficiency, Tier
@@ -38,13 +36,23 @@ from roofline.serving.cost import Price
 from roofline.units import GB, TB, TFLOPS, US, MiB
 from roofline.validate import Case
 
-# The C build of PyYAML's SafeLoader when present (ten times faster; the same safe subset).
-SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+class _LazyYaml:
+    """PyYAML, imported on first use: a catalog served from the parse cache never needs it."""
+
+    def __getattr__(self, name: str) -> Any:
+        import yaml
+
+        return getattr(yaml, name)
+
+
+yaml = _LazyYaml()
 
 
 def _safe_load(text: str) -> Any:
-    """yaml.safe_load, through libyaml when it is available."""
-    return yaml.load(text, Loader=SafeLoader)
+    """yaml.safe_load, through libyaml's SafeLoader when it is available (ten times faster; the
+    same safe subset)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 NUM = (int, float)
@@ -850,11 +858,14 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     if path is None:
         path = shipped_dirs()[0] / PRICES_FILE
     path = Path(path)
-    text = read_text(path)
-    try:
-        raw = _safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    raw = cached = _PARSED.get(path) if path.is_file() else None  # parsed before, unchanged
+    if raw is None:
+        text = read_text(path)
+        try:
+            raw = _safe_load(text)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", exc)
+            raise CatalogError(f"{path}: is not valid YAML ({problem})") from None
     if not isinstance(raw, dict) or set(raw) != {"prices"} or not isinstance(raw["prices"], list):
         raise CatalogError(f"{path}: expected one top-level key 'prices' holding a list")
     out: dict[str, Price] = {}
@@ -872,6 +883,9 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
             _positive(where, "board_power_w", d["board_power_w"]),
             f"{path.name}: median of {len(d['offers'])} on-demand offers; {d['power_source']}",
         )
+    if cached is None:  # only a file without problems is cached
+        _PARSED.put(path, raw)
+        _PARSED.save()
     return out
 
 

@@ -14,10 +14,12 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from roofline.units import fmt_bytes, fmt_seconds
 
@@ -45,10 +47,14 @@ def console_width() -> int:
 
 
 def stdout_console() -> Console:
+    from rich.console import Console  # rich only when something is drawn
+
     return Console(file=sys.stdout, width=console_width(), highlight=False, soft_wrap=False)
 
 
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, width=console_width(), highlight=False, soft_wrap=True)
 
 
