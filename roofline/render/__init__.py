@@ -11,16 +11,20 @@ import importlib
 from typing import Any
 
 from roofline.render.core import (
+    PARQUET_MISSING,
     SCHEMA_VERSION,
     RowFmt,
     console_width,
     document,
     emit,
     emit_json,
+    parquet_available,
     progress_bar,
     stderr_console,
     stdout_console,
     to_jsonable,
+    write_columns,
+    write_parquet,
 )
 
 # table -> module. Tables import rich, so a command that prints JSON never does: each name is a
@@ -73,6 +77,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "PARQUET_MISSING",
     "SCHEMA_VERSION",
     "RowFmt",
     "analyze_table",
@@ -96,6 +101,7 @@ __all__ = [
     "models_list_table",
     "models_show_table",
     "offload_table",
+    "parquet_available",
     "plan_table",
     "progress_bar",
     "serve_table",
@@ -108,4 +114,6 @@ __all__ = [
     "tiers_table",
     "to_jsonable",
     "validate_table",
+    "write_columns",
+    "write_parquet",
 ]
