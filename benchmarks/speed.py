@@ -55,7 +55,7 @@ a = LLMAnalysis(get_model_config_by_name("NousResearch_Llama-2-7b-hf"),
 n = 2000
 t = time.perf_counter()
 for i in range(n):
-    a.inference(batch_size_per_gpu=1 + i % 64, seq_len=1000, num_tokens_to_generate=1000)
+    a.inference(batch_size_per_gpu=1 + i % 32, seq_len=1000 + i % 1000, num_tokens_to_generate=1000)
 print((time.perf_counter() - t) / n)
 """
 
@@ -196,38 +196,35 @@ def sweep_big(points: int = 10_000_000) -> dict:
     }
 
 
-def per_point() -> dict:
-    """One point per call through the Python API, against llm-analysis's per-point call."""
+def _ours_per_point(n: int = 2000) -> float:
     from roofline import Deployment, load_catalog
     from roofline.phases import request
 
     cat = load_catalog()
     m, hw, dep = cat.model("llama-3.1-8b"), cat.accelerator("h100"), Deployment()
-    n = 2000
     t0 = time.perf_counter()
     for i in range(n):
-        request(m, hw, dep, 1 + i % 64, 1000, 1000)
-    ours = (time.perf_counter() - t0) / n
-    fast = None
-    try:
-        from roofline.point import PointModel
-    except ImportError:
-        pass
-    else:
-        pm = PointModel(m, hw, dep)
-        t0 = time.perf_counter()
-        for i in range(n):
-            pm.request(1 + i % 64, 1000, 1000)
-        fast = (time.perf_counter() - t0) / n
-    peer = None
-    if peer_ok():
-        run = subprocess.run([PEER, "-c", PEER_POINT], capture_output=True, text=True, env=ENV)
-        peer = float(run.stdout.strip()) if run.returncode == 0 else None
-    best = min(x for x in (ours, fast) if x is not None)
+        request(m, hw, dep, 1 + i % 32, 1000 + i % 1000, 1000)
+    return (time.perf_counter() - t0) / n
+
+
+def per_point(rounds: int = 3) -> dict:
+    """One distinct point per call through the Python API (`request` with Python scalars: the
+    scalar fast path), against llm-analysis's per-point `LLMAnalysis.inference`; interleaved
+    rounds, medians."""
+    peer = peer_ok()
+    ours, theirs = [], []
+    for _ in range(rounds):
+        ours.append(_ours_per_point())
+        if peer:
+            run = subprocess.run([PEER, "-c", PEER_POINT], capture_output=True, text=True, env=ENV)
+            if run.returncode == 0:
+                theirs.append(float(run.stdout.strip().splitlines()[-1]))
+    o = statistics.median(ours)
+    p = statistics.median(theirs) if theirs else None
     return {
-        "request_s_per_point": ours,
-        "point_model_s_per_point": fast,
-        "peer_s_per_point": peer,
-        "peer_over_ours": peer / best if peer else None,
+        "request_s_per_point": o,
+        "peer_s_per_point": p,
+        "peer_over_ours": p / o if p else None,
         "target": "peer_over_ours >= 1",
     }
