@@ -13,28 +13,26 @@ A later entry with the same id replaces an earlier one.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import pickle
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from difflib import get_close_matches
 from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.errors import CatalogError, InputError, RooflineError, UnknownEntryError
 from roofline.files import read_text
 from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.hfcache import cached_config, is_repo_id
-from roofline.hfconfig import entry_from_config
 from roofline.model import MODEL_TYPES, ModelArch
 from roofline.precision import weight_format
 from roofline.serving.cost import Price
 from roofline.units import GB, TB, TFLOPS, US, MiB
-from roofline.validate import Case
+
+if TYPE_CHECKING:  # imported where cases are loaded: a query never needs it
+    from roofline.validate import Case
 
 
 class _LazyYaml:
@@ -175,6 +173,8 @@ def _check(where: str, data: Any, keys: Mapping[str, tuple[Any, bool]]) -> dict[
         raise CatalogError(f"{where}: expected a mapping, got {type(data).__name__}")
     for key in data:
         if key not in keys:
+            from difflib import get_close_matches  # only on an error
+
             close = get_close_matches(str(key), keys, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise CatalogError(f"{where}: unknown key '{key}'{hint}")
@@ -425,7 +425,7 @@ class _ParseCache:
         stamp = "-".join(
             str((code / f).stat().st_mtime_ns) for f in ("catalog.py", "hardware.py", "model.py")
         )
-        return root / f"catalog-{hashlib.sha1(stamp.encode()).hexdigest()[:12]}.pickle"
+        return root / f"catalog-{zlib.crc32(stamp.encode()):08x}.pickle"
 
     def _load(self) -> dict[str, Any]:
         if self.entries is None:
@@ -581,6 +581,8 @@ class Catalog:
             if lowered == entry.id.lower() or lowered in (a.lower() for a in entry.aliases):
                 return entry
         names = list(table) + [a for e in table.values() for a in e.aliases]
+        from difflib import get_close_matches  # only on an error
+
         close = get_close_matches(lowered, names, n=3, cutoff=0.5)
         hint = (
             f"did you mean {' or '.join(repr(c) for c in close)}?"
@@ -603,6 +605,8 @@ class Catalog:
         try:
             return self._get("models", "models", name)
         except UnknownEntryError:
+            from roofline.hfcache import is_repo_id  # Hugging Face only for unknown names
+
             if not is_repo_id(name):
                 raise
         return model_from_config(name)
@@ -620,6 +624,9 @@ def _no_constant(path: Path):
 def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
     """A catalog entry (dict) from a local Hugging Face config.json, a folder holding one, or a
     Hub repo id (`org/name`) found in the local Hugging Face cache; never the network."""
+    from roofline.hfcache import cached_config, is_repo_id
+    from roofline.hfconfig import entry_from_config
+
     p, source = Path(path), None
     if p.is_dir():
         p = p / "config.json"
@@ -652,8 +659,8 @@ def model_yaml(entry: dict[str, Any]) -> str:
 
 def shipped_dirs() -> list[Path]:
     """The catalogs that ship with the package: inside the wheel, else the source checkout."""
-    packaged = resources.files("roofline") / "_catalog"
-    root = Path(str(packaged)) if packaged.is_dir() else Path(__file__).resolve().parent.parent
+    packaged = Path(__file__).resolve().parent / "_catalog"  # the wheel maps the catalogs here
+    root = packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent
     return [root / "hardware", root / "models"]
 
 
@@ -732,6 +739,8 @@ _CASE_OFFLOAD_KEYS: dict[str, tuple[Any, bool]] = {
 
 def load_cases(path: str | Path) -> list[Case]:
     """Read published measurements (schema of validation/public_cases.yaml), strictly."""
+    from roofline.validate import Case
+
     text = read_text(path, stdin_dash=True)
     try:
         raw = _safe_load(text)

@@ -7,7 +7,6 @@ the two never disagree.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -116,6 +115,8 @@ def emit(
     elif fmt in (RowFmt.csv, RowFmt.markdown):
         fields = list(dict.fromkeys(k for r in rows for k in r))
         if fmt is RowFmt.csv:
+            import csv  # only for --format csv
+
             w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
             w.writeheader()
             for r in rows:
