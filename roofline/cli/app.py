@@ -14,15 +14,17 @@ import sys
 import traceback
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 import typer.main
 from typer.core import TyperGroup
 
 from roofline import __version__
-from roofline.catalog import Catalog, load_catalog
 from roofline.errors import RooflineError
+
+if TYPE_CHECKING:
+    from roofline.catalog import Catalog
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 REPORT_URL = "the roofline issue tracker"
@@ -177,6 +179,8 @@ def note(message: str) -> None:
 
 def catalog() -> Catalog:
     """The shipped catalog plus --catalog directories and ROOFLINE_CATALOG."""
+    from roofline.catalog import load_catalog  # the core loads with the first command that runs
+
     return load_catalog(_state["catalog_dirs"])
 
 
