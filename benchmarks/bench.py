@@ -1,10 +1,14 @@
-"""Benchmarks: a cold CLI query (interpreter start included) and a vectorized decode sweep."""
+"""Benchmarks (`make bench`): the speed figures of benchmarks/speed.py, each as a ratio against its
+floor and written to benchmarks/results.json, then the command timings (plan, cold query, sweeps,
+cliff, levers, serve, size). benchmarks/README.md explains each figure."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -261,7 +265,62 @@ def size_cli() -> float:
     return time.perf_counter() - t0
 
 
-if __name__ == "__main__":
+def main() -> None:
+    import datetime
+    import json
+    import platform
+
+    import speed
+
+    results: dict = {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "python": platform.python_version(),
+    }
+    speed.prepare()
+    st = results["startup"] = speed.startup()
+    peer = st["peer_single_query_s"]
+    print(
+        f"single query `roofline analyze llama-3.1-8b h100 -f json`: {st['analyze_s'] * 1e3:.0f} ms"
+        f" = {st['analyze_over_floor']:.2f}x the bare-import floor ({st['floor_s'] * 1e3:.0f} ms)"
+        + (f", {st['analyze_over_peer']:.2f}x llm-analysis ({peer * 1e3:.0f} ms)" if peer else "")
+    )
+    print(
+        f"`roofline --help`: {st['help_s'] * 1e3:.0f} ms = {st['help_over_floor']:.2f}x the floor"
+    )
+    so = results["sweep_output"] = speed.sweep_output()
+    print(
+        f"sweep of {so['points']:,} points to CSV end to end: "
+        f"{so['csv_points_per_s']:,.0f} points/s"
+        f" ({so['csv_over_numpy_write']:.2f}x numpy's own savetxt, "
+        f"{so['numpy_savetxt_points_per_s']:,.0f} points/s); JSONL {so['jsonl_points_per_s']:,.0f}"
+    )
+    sc = results["sweep_core"] = speed.sweep_core()
+    print(
+        f"core sweep of {sc['points']:,} points in process: {sc['core_points_per_s']:,.0f} points/s"
+    )
+    if os.environ.get("BENCH_QUICK"):
+        results["sweep_big"] = None
+    else:
+        sb = results["sweep_big"] = speed.sweep_big()
+        print(
+            f"sweep of {sb['points']:,} points streamed to CSV: {sb['csv_s']:.0f} s, peak RSS "
+            f"{sb['peak_rss_mb']:.0f} MB (the bare imports: {sb['floor_rss_mb']:.0f} MB)"
+        )
+    pp = results["per_point"] = speed.per_point()
+    print(
+        f"per-point API (`request` on scalars): {pp['request_s_per_point'] * 1e6:.0f} us"
+        + (
+            f"; llm-analysis {pp['peer_s_per_point'] * 1e6:.0f} us "
+            f"({pp['peer_over_ours']:.2f}x ours)"
+            if pp["peer_s_per_point"]
+            else ""
+        )
+    )
+    out = Path(__file__).with_name("results.json")
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out}")
+
     for model, hardware in (("deepseek-r1", "h200"), ("llama-3.1-405b", "h100")):
         n_layouts, core, cli = plan_search(model, hardware, 16)
         print(
@@ -291,3 +350,7 @@ if __name__ == "__main__":
     )
     print(f"`roofline serve` of 10,000 requests, CLI end to end: {serve_cli():.2f} s")
     print(f"`roofline size` over 4 accelerators, CLI end to end: {size_cli():.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -13,42 +13,48 @@ A later entry with the same id replaces an earlier one.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import pickle
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from difflib import get_close_matches
 from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from roofline.catalog_kernels import KernelEntry, engine_profile, kernel_entry
 from roofline.efficiency import EngineProfile
 from roofline.errors import CatalogError, InputError, RooflineError, UnknownEntryError
 from roofline.files import read_text
 from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.hfcache import cached_config, is_repo_id
-from roofline.hfconfig import entry_from_config
 from roofline.model import MODEL_TYPES, ModelArch
 from roofline.precision import weight_format
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.serving.cost import Price
 from roofline.units import GB, TB, TFLOPS, US, MiB
-from roofline.validate import Case
 
-# The C build of PyYAML's SafeLoader when present (ten times faster; the same safe subset).
-SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:  # imported where cases are loaded: a query never needs it
+    from roofline.validate import Case
+
+
+class _LazyYaml:
+    """PyYAML, imported on first use: a catalog served from the parse cache never needs it."""
+
+    def __getattr__(self, name: str) -> Any:
+        import yaml
+
+        return getattr(yaml, name)
+
+
+yaml = _LazyYaml()
 
 
 def _safe_load(text: str) -> Any:
-    """yaml.safe_load, through libyaml when it is available."""
-    return yaml.load(text, Loader=SafeLoader)
+    """yaml.safe_load, through libyaml's SafeLoader when it is available (ten times faster; the
+    same safe subset)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -394,7 +400,7 @@ class _ParseCache:
         stamp = "-".join(
             str((code / f).stat().st_mtime_ns) for f in ("catalog.py", "hardware.py", "model.py")
         )
-        return root / f"catalog-{hashlib.sha1(stamp.encode()).hexdigest()[:12]}.pickle"
+        return root / f"catalog-{zlib.crc32(stamp.encode()):08x}.pickle"
 
     def _load(self) -> dict[str, Any]:
         if self.entries is None:
@@ -566,6 +572,8 @@ class Catalog:
             if lowered == entry.id.lower() or lowered in (a.lower() for a in entry.aliases):
                 return entry
         names = list(table) + [a for e in table.values() for a in e.aliases]
+        from difflib import get_close_matches  # only on an error
+
         close = get_close_matches(lowered, names, n=3, cutoff=0.5)
         hint = (
             f"did you mean {' or '.join(repr(c) for c in close)}?"
@@ -588,6 +596,8 @@ class Catalog:
         try:
             return self._get("models", "models", name)
         except UnknownEntryError:
+            from roofline.hfcache import is_repo_id  # Hugging Face only for unknown names
+
             if not is_repo_id(name):
                 raise
         return model_from_config(name)
@@ -605,6 +615,9 @@ def _no_constant(path: Path):
 def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
     """A catalog entry (dict) from a local Hugging Face config.json, a folder holding one, or a
     Hub repo id (`org/name`) found in the local Hugging Face cache; never the network."""
+    from roofline.hfcache import cached_config, is_repo_id
+    from roofline.hfconfig import entry_from_config
+
     p, source = Path(path), None
     if p.is_dir():
         p = p / "config.json"
@@ -637,8 +650,8 @@ def model_yaml(entry: dict[str, Any]) -> str:
 
 def shipped_dirs() -> list[Path]:
     """The catalogs that ship with the package: inside the wheel, else the source checkout."""
-    packaged = resources.files("roofline") / "_catalog"
-    root = Path(str(packaged)) if packaged.is_dir() else Path(__file__).resolve().parent.parent
+    packaged = Path(__file__).resolve().parent / "_catalog"  # the wheel maps the catalogs here
+    root = packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent
     return [root / "hardware", root / "models"]
 
 
@@ -719,6 +732,8 @@ _CASE_OFFLOAD_KEYS: dict[str, tuple[Any, bool]] = {
 
 def load_cases(path: str | Path) -> list[Case]:
     """Read published measurements (schema of validation/public_cases.yaml), strictly."""
+    from roofline.validate import Case
+
     text = read_text(path, stdin_dash=True)
     try:
         raw = _safe_load(text)
@@ -853,11 +868,14 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     if path is None:
         path = shipped_dirs()[0] / PRICES_FILE
     path = Path(path)
-    text = read_text(path)
-    try:
-        raw = _safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    raw = cached = _PARSED.get(path) if path.is_file() else None  # parsed before, unchanged
+    if raw is None:
+        text = read_text(path)
+        try:
+            raw = _safe_load(text)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", exc)
+            raise CatalogError(f"{path}: is not valid YAML ({problem})") from None
     if not isinstance(raw, dict) or set(raw) != {"prices"} or not isinstance(raw["prices"], list):
         raise CatalogError(f"{path}: expected one top-level key 'prices' holding a list")
     out: dict[str, Price] = {}
@@ -875,6 +893,9 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
             _positive(where, "board_power_w", d["board_power_w"]),
             f"{path.name}: median of {len(d['offers'])} on-demand offers; {d['power_source']}",
         )
+    if cached is None:  # only a file without problems is cached
+        _PARSED.put(path, raw)
+        _PARSED.save()
     return out
 
 

@@ -143,6 +143,8 @@ class Op:
 
 
 def _arr(x: ArrayLike) -> FloatArray:
+    if type(x) in (float, int, np.float64):  # one point: a numpy scalar, not a 0-d array
+        return np.float64(x)  # type: ignore[return-value]
     return np.asarray(x, dtype=float)
 
 

@@ -7,14 +7,25 @@ peak P and bandwidth W, T = max(F / P, Q / W); it is compute-bound iff F / Q >= 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
+_SCALARS = (float, int, np.float64)
+
+
+def _point(x: object) -> bool:
+    """One number (a Python or numpy scalar, or a 0-d array): the scalar fast path applies."""
+    return type(x) in _SCALARS or (type(x) is np.ndarray and x.ndim == 0)  # type: ignore[union-attr]
 
 
 def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> FloatArray:
     """I = F / Q in FLOP per byte (inf when nothing moves, 0 when nothing is computed)."""
+    if _point(flops) and _point(bytes_moved):  # one point: plain floats, same formula
+        fs, qs = float(flops), float(bytes_moved)
+        return np.float64(fs / qs if qs > 0 else (math.inf if fs > 0 else 0.0))
     f, q = np.asarray(flops, dtype=float), np.asarray(bytes_moved, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(q > 0, f / np.where(q > 0, q, 1.0), np.where(f > 0, np.inf, 0.0))
@@ -34,6 +45,12 @@ def op_time_s(
     eta_memory: float = 1.0,
 ) -> FloatArray:
     """T = max(F / (P·η_c), Q / (W·η_m)): math and memory traffic overlap perfectly within an op."""
+    p, w = peak_flops_per_s * eta_compute, bw_bytes_per_s * eta_memory
+    if _point(flops) and _point(bytes_moved) and p > 0 and w > 0:  # one point, plain floats
+        t_math_s, t_mem_s = float(flops) / p, float(bytes_moved) / w
+        if math.isnan(t_math_s) or math.isnan(t_mem_s):
+            return np.float64(math.nan)  # as np.maximum: NaN propagates
+        return np.float64(t_math_s if t_math_s >= t_mem_s else t_mem_s)
     t_math_s = np.asarray(flops, dtype=float) / (peak_flops_per_s * eta_compute)
     t_mem_s = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * eta_memory)
     return np.maximum(t_math_s, t_mem_s)
@@ -41,4 +58,6 @@ def op_time_s(
 
 def bound(intensity: ArrayLike, ridge_flops_per_byte: float) -> NDArray[np.str_]:
     """'compute' where I >= I* (the ridge point, at η = 1), else 'memory'."""
+    if _point(intensity):  # one point
+        return np.str_("compute" if float(intensity) >= ridge_flops_per_byte else "memory")
     return np.where(np.asarray(intensity) >= ridge_flops_per_byte, "compute", "memory")

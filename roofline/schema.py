@@ -6,7 +6,6 @@ CatalogError naming the place `where` and the key."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from difflib import get_close_matches
 from typing import Any
 
 from roofline.errors import CatalogError
@@ -30,6 +29,8 @@ def check(where: str, data: Any, keys: Mapping[str, tuple[Any, bool]]) -> dict[s
         raise CatalogError(f"{where}: expected a mapping, got {type(data).__name__}")
     for key in data:
         if key not in keys:
+            from difflib import get_close_matches  # only on an error
+
             close = get_close_matches(str(key), keys, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise CatalogError(f"{where}: unknown key '{key}'{hint}")

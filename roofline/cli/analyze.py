@@ -13,15 +13,7 @@ from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.errors import InputError
-from roofline.kvcache import (
-    allocation_waste,
-    compare_attention,
-    eviction_gain,
-    kv_footprint,
-    parse_lengths,
-)
 from roofline.layout import bubble_fraction, check_shape
-from roofline.levers import evaluate_levers
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
@@ -33,7 +25,6 @@ from roofline.ops import Deployment
 from roofline.phases import PhaseResult, prefill, request
 from roofline.precision import kv_format, weight_format
 from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
-from roofline.traffic import byte_traffic
 from roofline.units import fmt_bytes
 
 
@@ -88,6 +79,15 @@ def kv(
     At --context (default prompt + output); attention variants (--compare), paged vs contiguous
     allocation (--allocation), eviction (--kv-budget or --sink/--window).
     Example: roofline kv deepseek-r1 --context 32k --format json"""
+    # imported here: only `kv` needs them, and `analyze` should start fast
+    from roofline.kvcache import (
+        allocation_waste,
+        compare_attention,
+        eviction_gain,
+        kv_footprint,
+        parse_lengths,
+    )
+
     cat = catalog()
     m = cat.model(model)
     fmt_kv = kv_format(kv_dtype)
@@ -514,6 +514,9 @@ def bytes_(
     the split moves with batch and context, and (--levers) what each lever saves; max batch is
     measured at --context as in `capacity`.
     Example: roofline bytes llama-3.1-405b h100 --tp 8 --weights fp8 --batch 64 --context 32k"""
+    from roofline.levers import evaluate_levers  # only `bytes` needs these
+    from roofline.traffic import byte_traffic
+
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     budget = opt.tokens(kv_budget, "--kv-budget", 1) if kv_budget else None

@@ -8,23 +8,120 @@ report; the traceback only with ROOFLINE_DEBUG=1); 130 interrupted. stdout carri
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 
 from roofline import __version__
-from roofline.catalog import Catalog, load_catalog
 from roofline.errors import RooflineError
+
+if TYPE_CHECKING:
+    from roofline.catalog import Catalog
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 REPORT_URL = "the roofline issue tracker"
 
+# Every command: the module (in roofline/cli/) that registers it and its one-line help, in the
+# order `--help` lists them. The root group imports a command's module only when that command runs
+# (or its own help is shown), so `roofline analyze` imports no plotting, serving or catalog code.
+# tests/test_speed_cli.py checks this table against the commands' own docstrings.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "kv": ("analyze", "KV-cache bytes per token, sequence and batch."),
+    "analyze": ("analyze", "Prefill and decode on the roofline, op by op."),
+    "capacity": ("analyze", "Memory per GPU and the largest batch that fits."),
+    "bytes": ("analyze", "Where the bytes go: weight, KV and activation I/O."),
+    "offload": ("edge", "Weights split between the GPU and host RAM."),
+    "edge": ("edge", "What a Mac, a Spark or a desktop GPU can run: fit and speed."),
+    "speculate": ("levers", "Speculative decoding: speed-up against batch, per drafter."),
+    "tiers": ("levers", "KV spilled from HBM to a slower tier (CXL, DDR5)."),
+    "plan": ("plan", "Parallel layouts for N GPUs, searched and best first."),
+    "cliff": ("serving", "The reasoning cliff: throughput against max-seqs."),
+    "disagg": ("serving", "Prefill/decode disaggregation vs colocated serving."),
+    "check": ("tools", "Capacity and SLO assertions for CI, with exit codes."),
+    "sweep": ("tools", "A grid of analyze summaries, one row per point."),
+    "plot": ("tools", "The roofline chart with the workload's ops on it."),
+    "validate": ("tools", "Predictions against published measurements."),
+    "serve": ("traffic", "A deployment under a request rate: latency and goodput."),
+    "size": ("traffic", "Deployments that meet the SLOs at a rate, with cost."),
+    "hardware": ("catalog_cmds", "Accelerators, links and memory tiers in the catalog."),
+    "models": ("catalog_cmds", "Model architectures in the catalog."),
+    "catalog": ("catalog_cmds", "Check catalog files."),
+}
+
+
+class LazyGroup(TyperGroup):
+    """The root command. `--help` lists COMMANDS from the table; a command is imported and built
+    (typer inspects its signature) only when it is resolved. Reading `.commands` (tools that walk
+    the whole app: tests, docs) imports every module and builds everything."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._built: set[str] = set()
+        super().__init__(**kwargs)
+
+    @property
+    def commands(self) -> MutableMapping[str, Any]:  # type: ignore[override]
+        for name in COMMANDS:
+            self._build(name)
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: MutableMapping[str, Any]) -> None:
+        self._commands = dict(value)
+
+    def _build(self, name: str) -> None:
+        if name in self._built or name not in COMMANDS:
+            return
+        importlib.import_module(f"roofline.cli.{COMMANDS[name][0]}")
+        kw = {"pretty_exceptions_short": app.pretty_exceptions_short}
+        for info in app.registered_commands:
+            if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+                cmd = typer.main.get_command_from_info(
+                    info, rich_markup_mode=app.rich_markup_mode, **kw
+                )
+                self._commands[name] = cmd
+        for group in app.registered_groups:
+            if group.name == name:
+                self._commands[name] = typer.main.get_group_from_info(
+                    group,
+                    rich_markup_mode=app.rich_markup_mode,
+                    suggest_commands=app.suggest_commands,
+                    **kw,
+                )
+        self._built.add(name)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        self._build(cmd_name)
+        return self._commands.get(cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(n for n in self._commands if n not in COMMANDS)]
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The command list from the table, without importing any command."""
+        from typer._click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            if name in COMMANDS:
+                rows.append((name, make_default_short_help(COMMANDS[name][1], limit)))
+            else:
+                rows.append((name, self._commands[name].get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
 app = typer.Typer(
+    cls=LazyGroup,
     help="Analytical roofline calculator for LLM inference: how fast and how big, from first "
     "principles.",
     no_args_is_help=True,
@@ -82,6 +179,8 @@ def note(message: str) -> None:
 
 def catalog() -> Catalog:
     """The shipped catalog plus --catalog directories and ROOFLINE_CATALOG."""
+    from roofline.catalog import load_catalog  # the core loads with the first command that runs
+
     return load_catalog(_state["catalog_dirs"])
 
 

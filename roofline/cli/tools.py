@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +23,7 @@ from roofline.memory import engine
 from roofline.phases import decode, prefill
 from roofline.plot import check_output, save_roofline, text_roofline
 from roofline.precision import kv_format, weight_format
-from roofline.sweep import COLUMNS, Grid, run_sweep
+from roofline.sweep import COLUMNS, Grid, chunk_count, sweep_chunks
 from roofline.units import parse_seconds
 from roofline.validate import evaluate, summarize
 
@@ -288,6 +289,17 @@ def _names(spec: str) -> list[str]:
     return [x.strip() for x in spec.split(",") if x.strip()]
 
 
+class SweepFmt(str, Enum):
+    """Row formats, plus parquet (to a file, through the optional `parquet` extra)."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    markdown = "markdown"
+    parquet = "parquet"
+
+
 @app.command()
 @guarded
 def sweep(
@@ -307,13 +319,28 @@ def sweep(
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
     price: opt.Price = None,
-    fmt: opt.RowFormat = render.RowFmt.jsonl,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="write rows to FILE (needed for parquet)"),
+    ] = None,
+    fmt: Annotated[
+        SweepFmt,
+        typer.Option("--format", "-f", help="table, json, jsonl, csv, markdown or parquet (-o)"),
+    ] = SweepFmt.jsonl,
 ) -> None:
     """A grid of analyze summaries, one row per point.
 
     Every option takes a comma list or a range (1..1024, 8..256:8): model, hardware, formats, TP,
-    batch, prompt and output through the vectorized core; expected and ideal per point.
+    batch, prompt and output through the vectorized core; expected and ideal per point. CSV,
+    JSONL and Parquet stream column-wise in chunks (up to 10^7 points in flat memory).
     Example: roofline sweep --batch 1,8,64 --hardware h100,h200,mi300x --weights bf16,fp8,int4"""
+    if fmt is SweepFmt.parquet:
+        if out is None:
+            raise InputError("--format parquet writes a file: give -o FILE.parquet")
+        if not render.parquet_available():
+            raise InputError(render.PARQUET_MISSING)
+    if out is not None and fmt not in (SweepFmt.csv, SweepFmt.jsonl, SweepFmt.parquet):
+        raise InputError("-o/--out takes --format csv, jsonl or parquet")
     cat = catalog()
 
     def count(text: str) -> int:
@@ -337,33 +364,49 @@ def sweep(
     if grid.points > 10_000_000:
         raise InputError(f"{grid.points:,} points is more than the 10,000,000 a sweep allows")
     engine(engine_name)  # an unknown name fails before any work
-    progress = render.progress_bar("sweep", len(grid.combos)) if grid.points > 200_000 else None
-    cols = run_sweep(grid, engine_name, progress or (lambda x: x))
-    cols["cost_per_million_output_tokens"] = _cost_column(cols, price)
+    usd = {h: (p.usd_per_gpu_hour if p else None) for h, p in opt.price_table(cat, price).items()}
     names = (*COLUMNS, "cost_per_million_output_tokens")
-    rows = [dict(zip(names, values, strict=True)) for values in zip(*cols.values(), strict=True)]
+    chunks = sweep_chunks(grid, engine_name, usd_per_gpu_hour=usd)
+    if grid.points > 200_000:
+        chunks = render.progress_bar("sweep", chunk_count(grid))(chunks)
+    if fmt in (SweepFmt.csv, SweepFmt.jsonl, SweepFmt.parquet):
+        if fmt is SweepFmt.parquet:
+            render.write_parquet(chunks, names, str(out))
+        elif out is None:
+            render.write_columns(chunks, names, fmt.value, sys.stdout)
+        else:
+            with open(out, "w", encoding="utf-8", newline="") as f:
+                render.write_columns(chunks, names, fmt.value, f)
+        if out is not None:
+            note(f"wrote {grid.points:,} rows to {out}")
+        return
+    rows = [
+        dict(zip(names, values, strict=True))
+        for chunk in chunks
+        for values in _chunk_rows(chunk, names)
+    ]
     inputs = {
         "engine": engine_name,
         "points": grid.points,
         "efficiency": "expected columns use each accelerator's family efficiencies",
     }
     # the whole document is only built where it is printed (json) or drawn (table)
-    whole = fmt in (render.RowFmt.json, render.RowFmt.table)
+    whole = fmt in (SweepFmt.json, SweepFmt.table)
     doc = render.document("sweep", inputs, points=rows) if whole else {}
-    render.emit(doc, fmt, rows, render.sweep_table)
+    render.emit(doc, render.RowFmt(fmt.value), rows, render.sweep_table)
 
 
-def _cost_column(cols: dict[str, list], spec: str | None) -> list:
-    """$/million output tokens of each point (one replica of TP GPUs at its static-batch
-    throughput), None where the accelerator has no price."""
-    prices = opt.price_table(catalog(), spec)
-    usd = {
-        h: (p.usd_per_gpu_hour if (p := prices.get(h)) else np.nan) for h in set(cols["hardware"])
-    }
-    per_hour = np.array([usd[h] for h in cols["hardware"]]) * np.asarray(cols["tp"], dtype=float)
-    tok = np.asarray(cols["output_tokens_per_s"], dtype=float)
-    cost = per_hour / (tok * 3600.0) * 1e6
-    return [None if not np.isfinite(c) else c for c in cost.tolist()]
+def _chunk_rows(chunk: dict[str, Any], names: tuple[str, ...]) -> list[tuple]:
+    """A chunk of columns as rows of Python values (NaN as None), for the row-by-row formats."""
+    n = chunk["batch"].size
+    cols = []
+    for name in names:
+        v = chunk[name]
+        if np.ndim(v) == 0:
+            cols.append([v.item() if isinstance(v, np.generic) else v] * n)
+        else:
+            cols.append(render.to_jsonable(np.asarray(v).tolist()))
+    return list(zip(*cols, strict=True))
 
 
 @app.command()

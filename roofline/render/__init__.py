@@ -7,45 +7,77 @@ bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offlo
 `tools` (validate, check, sweep), `traffic` (serve, size, disagg under a rate).
 """
 
-from roofline.render.analyze import (
-    analyze_table,
-    bytes_table,
-    capacity_table,
-    kv_allocation_table,
-    kv_compare_table,
-    kv_table,
-)
-from roofline.render.catalog import (
-    families_table,
-    hardware_list_table,
-    hardware_show_table,
-    models_list_table,
-    models_show_table,
-    tiers_table,
-)
+import importlib
+from typing import Any
+
 from roofline.render.core import (
+    PARQUET_MISSING,
     SCHEMA_VERSION,
     RowFmt,
     console_width,
     document,
     emit,
     emit_json,
+    parquet_available,
     progress_bar,
     stderr_console,
     stdout_console,
     to_jsonable,
+    write_columns,
+    write_parquet,
 )
-from roofline.render.levers import (
-    edge_table,
-    offload_table,
-    speculate_table,
-    tiers_spill_table,
-)
-from roofline.render.serving import cliff_table, disagg_table, plan_table
-from roofline.render.tools import check_table, sweep_table, validate_table
-from roofline.render.traffic import disagg_traffic_table, serve_table, size_table
+
+# table -> module. Tables import rich, so a command that prints JSON never does: each name is a
+# small stand-in that imports its module when the table is first drawn.
+_TABLES = {
+    "analyze_table": "analyze",
+    "bytes_table": "analyze",
+    "capacity_table": "analyze",
+    "kv_allocation_table": "analyze",
+    "kv_compare_table": "analyze",
+    "kv_table": "analyze",
+    "families_table": "catalog",
+    "hardware_list_table": "catalog",
+    "hardware_show_table": "catalog",
+    "models_list_table": "catalog",
+    "models_show_table": "catalog",
+    "tiers_table": "catalog",
+    "edge_table": "levers",
+    "offload_table": "levers",
+    "speculate_table": "levers",
+    "tiers_spill_table": "levers",
+    "cliff_table": "serving",
+    "disagg_table": "serving",
+    "plan_table": "serving",
+    "check_table": "tools",
+    "sweep_table": "tools",
+    "validate_table": "tools",
+    "disagg_traffic_table": "traffic",
+    "serve_table": "traffic",
+    "size_table": "traffic",
+}
+
+
+def _deferred(name: str) -> Any:
+    module = f"roofline.render.{_TABLES[name]}"
+
+    def draw(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    draw.__name__ = draw.__qualname__ = name
+    draw.__doc__ = f"{module}.{name}, imported when first drawn."
+    return draw
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _TABLES:
+        raise AttributeError(f"module 'roofline.render' has no attribute {name!r}")
+    value = globals()[name] = _deferred(name)
+    return value
+
 
 __all__ = [
+    "PARQUET_MISSING",
     "SCHEMA_VERSION",
     "RowFmt",
     "analyze_table",
@@ -69,6 +101,7 @@ __all__ = [
     "models_list_table",
     "models_show_table",
     "offload_table",
+    "parquet_available",
     "plan_table",
     "progress_bar",
     "serve_table",
@@ -81,4 +114,6 @@ __all__ = [
     "tiers_table",
     "to_jsonable",
     "validate_table",
+    "write_columns",
+    "write_parquet",
 ]
