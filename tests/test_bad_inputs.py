@@ -66,3 +66,15 @@ def test_config_with_nan_is_refused(run, tmp_path):
 def test_message_with_a_newline_in_the_input_stays_one_line(run):
     r = run("analyze", "llama-3.1-8b\nrm -rf", "h100")
     assert r.code == 2 and r.stderr.count("\n") == 1
+
+
+def test_a_non_finite_result_is_null_and_said(capsys):
+    """JSON has no NaN or Infinity: such a value is written as null, and stderr says which."""
+    import math
+
+    from roofline.render import document
+
+    doc = document("x", {"a": 1.0}, result={"ok": 2.0, "ratio": math.inf, "rows": [math.nan]})
+    assert doc["result"] == {"ok": 2.0, "ratio": None, "rows": [None]}
+    err = capsys.readouterr().err
+    assert "2 value(s) not finite" in err and "result.ratio" in err and "result.rows[0]" in err

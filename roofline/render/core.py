@@ -57,18 +57,24 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, width=console_width(), highlight=False, soft_wrap=True)
 
 
-def to_jsonable(value: Any) -> Any:
-    """numpy scalars/arrays → Python; NaN/inf → None (JSON has neither)."""
+def to_jsonable(value: Any, nonfinite: list[str] | None = None, path: str = "") -> Any:
+    """numpy scalars/arrays → Python; NaN/inf → None (JSON has neither), their keys collected in
+    `nonfinite` so the caller can say why a number is null."""
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {
+            str(k): to_jsonable(v, nonfinite, f"{path}.{k}" if path else str(k))
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
+        return [to_jsonable(v, nonfinite, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist())
+        return to_jsonable(value.tolist(), nonfinite, path)
     if isinstance(value, np.generic):
-        return to_jsonable(value.item())
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return to_jsonable(value.item(), nonfinite, path)
+    if isinstance(value, float) and not math.isfinite(value):
+        if nonfinite is not None:
+            nonfinite.append(path)
+        return None
     return value
 
 
@@ -250,7 +256,15 @@ def write_parquet(chunks: Iterable[Mapping[str, Any]], names: Sequence[str], pat
 def document(command: str, inputs: Mapping[str, Any], **results: Any) -> dict[str, Any]:
     """The JSON envelope: schema_version, command, inputs (every assumption), then results."""
     doc = {"schema_version": SCHEMA_VERSION, "command": command, "inputs": dict(inputs), **results}
-    return to_jsonable(doc)
+    nonfinite: list[str] = []
+    out = to_jsonable(doc, nonfinite)
+    if nonfinite:  # a null must never pass silently for a number
+        more = f" and {len(nonfinite) - 5} more" if len(nonfinite) > 5 else ""
+        sys.stderr.write(
+            f"warning: {len(nonfinite)} value(s) not finite (infinite or undefined for these "
+            f"inputs), written as null: {', '.join(nonfinite[:5])}{more}\n"
+        )
+    return out
 
 
 def progress_bar(description: str, total: int):
