@@ -1,0 +1,382 @@
+"""Issue 9: more Hugging Face families import with their published parameter counts, and the
+models whose layers are not all softmax attention are refused with the reason.
+
+The abridged configs below carry the fields of each model's Hub config.json that the importer
+reads (the Hub file is named on each); the totals are the model cards' (source in each comment).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.catalog import _model, model_from_config
+from roofline.hfconfig import entry_from_config
+
+HF = Path(__file__).resolve().parent / "data/hf"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples/configs"
+
+
+def _arch(cfg):
+    return _model("test", entry_from_config(cfg, "test"))
+
+
+# https://huggingface.co/CohereForAI/c4ai-command-r-v01/blob/main/config.json
+COMMAND_R = {
+    "architectures": ["CohereForCausalLM"],
+    "model_type": "cohere",
+    "hidden_size": 8192,
+    "intermediate_size": 22528,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 64,
+    "num_hidden_layers": 40,
+    "vocab_size": 256000,
+    "use_qk_norm": False,
+    "logit_scale": 0.0625,
+}
+# https://huggingface.co/CohereForAI/c4ai-command-r-plus/blob/main/config.json
+COMMAND_R_PLUS = {
+    **COMMAND_R,
+    "hidden_size": 12288,
+    "intermediate_size": 33792,
+    "num_attention_heads": 96,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 64,
+    "use_qk_norm": True,
+    "logit_scale": 0.8333333333333334,
+}
+# https://huggingface.co/CohereLabs/c4ai-command-a-03-2025/blob/main/config.json
+COMMAND_A = {
+    "architectures": ["Cohere2ForCausalLM"],
+    "model_type": "cohere2",
+    "hidden_size": 12288,
+    "intermediate_size": 36864,
+    "num_attention_heads": 96,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 64,
+    "vocab_size": 256000,
+    "sliding_window": 4096,
+    "sliding_window_pattern": 4,
+}
+# https://huggingface.co/allenai/OLMoE-1B-7B-0924/blob/main/config.json
+OLMOE = {
+    "architectures": ["OlmoeForCausalLM"],
+    "model_type": "olmoe",
+    "hidden_size": 2048,
+    "intermediate_size": 1024,
+    "num_hidden_layers": 16,
+    "num_experts": 64,
+    "num_experts_per_tok": 8,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "vocab_size": 50304,
+    "tie_word_embeddings": False,
+    "clip_qkv": None,
+    "norm_topk_prob": False,
+}
+# https://huggingface.co/microsoft/Phi-3.5-MoE-instruct/blob/main/config.json
+PHI35_MOE = {
+    "architectures": ["PhiMoEForCausalLM"],
+    "model_type": "phimoe",
+    "attention_bias": True,
+    "hidden_size": 4096,
+    "intermediate_size": 6400,
+    "lm_head_bias": True,
+    "max_position_embeddings": 131072,
+    "num_attention_heads": 32,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 16,
+    "sliding_window": 131072,
+    "tie_word_embeddings": False,
+    "vocab_size": 32064,
+}
+# https://huggingface.co/ByteDance-Seed/Seed-OSS-36B-Instruct/blob/main/config.json
+SEED_OSS = {
+    "architectures": ["SeedOssForCausalLM"],
+    "model_type": "seed_oss",
+    "attention_bias": True,
+    "attention_out_bias": False,
+    "head_dim": 128,
+    "hidden_size": 5120,
+    "intermediate_size": 27648,
+    "mlp_bias": False,
+    "num_attention_heads": 80,
+    "num_hidden_layers": 64,
+    "num_key_value_heads": 8,
+    "tie_word_embeddings": False,
+    "vocab_size": 155136,
+}
+# https://huggingface.co/LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct/blob/main/config.json (own names)
+EXAONE_35 = {
+    "architectures": ["ExaoneForCausalLM"],
+    "model_type": "exaone",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_layers": 32,
+    "tie_word_embeddings": False,
+    "vocab_size": 102400,
+}
+# https://huggingface.co/LGAI-EXAONE/EXAONE-4.0-32B/blob/main/config.json
+EXAONE_4 = {
+    "architectures": ["Exaone4ForCausalLM"],
+    "model_type": "exaone4",
+    "head_dim": 128,
+    "hidden_size": 5120,
+    "intermediate_size": 27392,
+    "num_attention_heads": 40,
+    "num_hidden_layers": 64,
+    "num_key_value_heads": 8,
+    "sliding_window": 4096,
+    "sliding_window_pattern": "LLLG",
+    "tie_word_embeddings": False,
+    "vocab_size": 102400,
+}
+# https://huggingface.co/MiniMaxAI/MiniMax-M2/blob/main/config.json
+MINIMAX_M2 = {
+    "architectures": ["MiniMaxM2ForCausalLM"],
+    "model_type": "minimax_m2",
+    "attn_type_list": [1] * 62,
+    "head_dim": 128,
+    "hidden_size": 3072,
+    "intermediate_size": 1536,
+    "num_attention_heads": 48,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 62,
+    "num_key_value_heads": 8,
+    "num_local_experts": 256,
+    "qk_norm_type": "per_layer",
+    "shared_intermediate_size": 0,
+    "tie_word_embeddings": False,
+    "use_qk_norm": True,
+    "vocab_size": 200064,
+}
+# https://huggingface.co/baidu/ERNIE-4.5-0.3B-PT/blob/main/config.json
+ERNIE_03B = {
+    "architectures": ["Ernie4_5ForCausalLM"],
+    "model_type": "ernie4_5",
+    "head_dim": 128,
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 18,
+    "num_key_value_heads": 2,
+    "tie_word_embeddings": True,
+    "use_bias": False,
+    "vocab_size": 103424,
+}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "model_type", "published_total", "published_active"),
+    [
+        # Command-R model card: "a 35 billion parameter" model
+        (COMMAND_R, "cohere", 35e9, None),
+        # Command-R+ model card: "a 104 billion parameter" model
+        (COMMAND_R_PLUS, "cohere", 104e9, None),
+        # Command A model card: "a 111 billion parameter" model
+        (COMMAND_A, "cohere2", 111e9, None),
+        # OLMoE paper (arXiv 2409.02060): 6.9B total, 1.3B active per token
+        (OLMOE, "olmoe", 6.9e9, 1.3e9),
+        # Phi-3.5-MoE model card: 41.9B total (Hub), "6.6B active parameters"
+        (PHI35_MOE, "phimoe", 41.9e9, 6.6e9),
+        # Seed-OSS-36B model card: 36B parameters
+        (SEED_OSS, "llama", 36e9, None),
+        # EXAONE 3.5 report (arXiv 2412.04862) Table 1: 7.8B
+        (EXAONE_35, "llama", 7.8e9, None),
+        # EXAONE 4.0 model card: 32B
+        (EXAONE_4, "exaone4", 32e9, None),
+        # MiniMax-M2 model card: "230 billion total parameters"
+        (MINIMAX_M2, "minimax_m2", 230e9, None),
+        # ERNIE 4.5 model card: ERNIE-4.5-0.3B has 0.36B parameters
+        (ERNIE_03B, "llama", 0.36e9, None),
+    ],
+)
+def test_families_give_published_counts(cfg, model_type, published_total, published_active):
+    m = _arch(cfg)
+    assert m.model_type == model_type
+    assert m.params_total == pytest.approx(published_total, rel=0.015)
+    if published_active:
+        assert m.params_active == pytest.approx(published_active, rel=0.03)
+
+
+def test_cohere_block_by_hand():
+    # transformers CohereDecoderLayer: one input_layernorm (weight only) feeds attention and
+    # the MLP in parallel; tied embeddings (CohereConfig default). Command-R: D=8192, N=K=64,
+    # F=22528, V=256000: per layer 4*8192^2 + 3*8192*22528 + 8192 = 822,091,776
+    m = _arch(COMMAND_R)
+    assert m.tie_word_embeddings and m.layer_norm_params == 8192
+    assert m.params_total == 40 * 822_091_776 + 256000 * 8192 + 8192
+    # use_qk_norm (Command-R+): LayerNorm((N, H)) and ((K, H)): (96 + 8) * 128 weights
+    assert _arch(COMMAND_R_PLUS).attn_norm_params == 104 * 128
+
+
+def test_cohere2_and_exaone4_local_layers():
+    # Cohere2: every 4th layer global; EXAONE 4 "LLLG": the same, spelled as a string
+    for cfg in (COMMAND_A, EXAONE_4):
+        m = _arch(cfg)
+        assert [(g.count, g.window) for g in m.layer_groups] == [(48, 4096), (16, None)]
+        assert m.layer_window(3) is None and m.layer_window(4) == 4096
+
+
+def test_phimoe_by_hand():
+    # transformers PhimoeDecoderLayer: q, k, v, o with bias; LayerNorm (weight and bias) twice
+    # per layer and at the end; lm_head with a bias of V. D=4096, N=32, K=8, H=128, F=6400:
+    #   attention 4096*48*128 + 32*128*4096 + 48*128 + 4096 = 41,953,280
+    #   experts 16 * 3*4096*6400 = 1,258,291,200; router 4096*16; norms 4*4096
+    per_layer = 41_953_280 + 1_258_291_200 + 65_536 + 16_384
+    v = 32064
+    assert _arch(PHI35_MOE).params_total == 32 * per_layer + 2 * v * 4096 + v + 2 * 4096
+
+
+def test_olmoe_norms_cover_whole_projections():
+    # OlmoeAttention: q_norm over hidden_size (N*H), k_norm over K*H; 2 pre-norms per layer
+    m = _arch(OLMOE)
+    assert m.attn_norm_params == 2048 + 2048 and m.layer_norm_params == 2 * 2048
+
+
+def test_minimax_m2_active_without_embeddings():
+    # the card's "10 billion active" leaves out the embedding and output head
+    p = _arch(MINIMAX_M2).param_breakdown()
+    assert p["active"] - p["embedding"] - p["lm_head"] == pytest.approx(10e9, rel=0.03)
+
+
+def test_seed_oss_biases_on_qkv_only():
+    m = _arch(SEED_OSS)
+    assert m.qkv_bias and not m.attention_bias
+    both = _arch({**SEED_OSS, "attention_out_bias": True})
+    assert both.attention_bias and both.params_total - m.params_total == 64 * 5120
+
+
+def test_smollm3_is_a_llama_with_tied_embeddings():
+    # HuggingFaceTB/SmolLM3-3B config.json fields; NoPE layers (no_rope_layers) hold no weights.
+    # By hand: attention 2048*(16+8)*128 + 16*128*2048, MLP 3*2048*11008, norms 2*2048
+    cfg = {
+        "architectures": ["SmolLM3ForCausalLM"],
+        "model_type": "smollm3",
+        "hidden_size": 2048,
+        "intermediate_size": 11008,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 36,
+        "num_key_value_heads": 4,
+        "no_rope_layer_interval": 4,
+        "vocab_size": 128256,
+    }
+    per_layer = 2048 * 24 * 128 + 16 * 128 * 2048 + 3 * 2048 * 11008 + 2 * 2048
+    m = _arch(cfg)
+    assert m.model_type == "llama" and m.tie_word_embeddings
+    assert m.params_total == 36 * per_layer + 128256 * 2048 + 2048
+
+
+def test_starcoder2_two_matrix_mlp_with_biases():
+    # transformers Starcoder2MLP: c_fc (D->F) and c_proj (F->D) with biases; q, k, v, o with
+    # biases; LayerNorm weight and bias. D=64, N=4, K=2, H=16, F=256, V=100, tied, 2 layers:
+    #   attention 64*(4+4)*16 + 4*16*64 + (8*16 + 64) = 8192 + 4096 + 192
+    #   mlp 2*64*256 + 256 + 64 = 33088; norms 2 * 2*64 = 256
+    cfg = {
+        "architectures": ["Starcoder2ForCausalLM"],
+        "model_type": "starcoder2",
+        "hidden_size": 64,
+        "intermediate_size": 256,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "sliding_window": 4096,
+        "use_bias": True,
+        "vocab_size": 100,
+    }
+    per_layer = 8192 + 4096 + 192 + 33088 + 256
+    assert _arch(cfg).params_total == 2 * per_layer + 100 * 64 + 2 * 64
+
+
+def test_deepseek_v32_adds_the_indexer():
+    # DeepSeek-V3.2-Exp's config.json is DeepSeek-V3's plus the indexer (index_n_heads 64,
+    # index_head_dim 128, index_topk 2048). Indexer per layer (inference/model.py Indexer):
+    # wq_b 1536*64*128 + wk 7168*128 + k_norm 2*128 + weights_proj 7168*64 = 13,959,424
+    v3 = json.loads((HF / "DeepSeek-V3/config.json").read_text())
+    cfg = {
+        **v3,
+        "architectures": ["DeepseekV32ForCausalLM"],
+        "model_type": "deepseek_v32",
+        "index_n_heads": 64,
+        "index_head_dim": 128,
+        "index_topk": 2048,
+    }
+    m, base = _arch(cfg), _arch(v3)
+    assert m.params_total - base.params_total == 61 * 13_959_424
+    # Hub model page: 685B stored, the 671B model plus the MTP module
+    p = m.param_breakdown()
+    assert p["total"] + p["mtp"] == pytest.approx(685e9, rel=0.015)
+    with pytest.raises(Exception, match="DSA indexer of 32 heads"):
+        _arch({**cfg, "index_n_heads": 32})
+
+
+def test_mistral3_counts_the_text_decoder():
+    # Mistral-Small-3.1/3.2-24B (Mistral3ForConditionalGeneration): text_config is a Mistral
+    # decoder. By hand: D=5120, N=32, K=8, H=128, F=32768, V=131072, untied:
+    #   per layer 5120*48*128 + 32*128*5120 + 3*5120*32768 + 2*5120 = 555,755,520
+    # = 23.57B; the card's "24B" also holds the Pixtral vision encoder and projector (~0.44B),
+    # which roofline does not count (the import notes say so)
+    m = model_from_config(EXAMPLES / "Mistral-Small-3.1-24B-Instruct-2503/config.json")
+    assert m.model_type == "mistral"
+    assert m.params_total == 40 * 555_755_520 + 2 * 131072 * 5120 + 5120
+    assert "vision encoder" in m.notes and "not counted" in m.notes
+
+
+def test_qwen25_vl_flat_config_reads_as_qwen2():
+    # Qwen2.5-VL keeps its text fields at the top level (model_type qwen2_5_vl); the decoder
+    # is Qwen2's (transformers Qwen2_5_VLAttention: bias on q, k, v)
+    text = {
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_attention_heads": 28,
+        "num_hidden_layers": 28,
+        "num_key_value_heads": 4,
+        "tie_word_embeddings": False,
+        "vocab_size": 152064,
+    }
+    vl = _arch({**text, "model_type": "qwen2_5_vl", "vision_config": {"depth": 32}})
+    plain = _arch({**text, "model_type": "qwen2"})
+    assert vl.model_type == "qwen2" and vl.param_breakdown() == plain.param_breakdown()
+
+
+@pytest.mark.parametrize(
+    ("model_type", "arch", "name"),
+    [
+        ("qwen3_next", "Qwen3NextForCausalLM", "Qwen3-Next"),
+        ("falcon_h1", "FalconH1ForCausalLM", "Falcon-H1"),
+        ("granitemoehybrid", "GraniteMoeHybridForCausalLM", "Granite 4.0 hybrid"),
+        ("lfm2", "Lfm2ForCausalLM", "LFM2"),
+        ("jamba", "JambaForCausalLM", "Jamba"),
+        ("nemotron_h", "NemotronHForCausalLM", "Nemotron-H"),
+        ("my_hybrid", "Qwen3NextForCausalLM", "Qwen3-Next"),  # read through architectures
+    ],
+)
+def test_hybrid_models_are_refused_with_the_reason(run, tmp_path, model_type, arch, name):
+    cfg = {**COMMAND_R, "model_type": model_type, "architectures": [arch]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = run("models", "import", str(path))
+    assert r.code == 2 and r.stdout == ""
+    assert f"{name} is not supported" in r.stderr and "does not grow with context" in r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 2  # one line (and at most a hint)
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        ({**MINIMAX_M2, "attn_type_list": [0, 1] * 31}, "lightning (linear) attention"),
+        ({**PHI35_MOE, "lm_head_bias": False}, "lm_head_bias"),
+        ({**OLMOE, "mlp_bias": True}, "mlp_bias"),
+        ({**ERNIE_03B, "use_bias": True}, "use_bias"),
+        ({**SEED_OSS, "attention_bias": False, "attention_out_bias": True}, "o alone"),
+    ],
+)
+def test_fields_that_would_change_the_count_are_refused(run, tmp_path, edit, needle):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(edit))
+    r = run("models", "import", str(path))
+    assert r.code == 2 and needle in r.stderr and r.stdout == ""
