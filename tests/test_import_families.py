@@ -293,23 +293,19 @@ def test_starcoder2_two_matrix_mlp_with_biases():
 
 
 def test_deepseek_v32_adds_the_indexer():
-    # DeepSeek-V3.2-Exp's config.json is DeepSeek-V3's plus the indexer (index_n_heads 64,
-    # index_head_dim 128, index_topk 2048). Indexer per layer (inference/model.py Indexer):
-    # wq_b 1536*64*128 + wk 7168*128 + k_norm 2*128 + weights_proj 7168*64 = 13,959,424
-    v3 = json.loads((HF / "DeepSeek-V3/config.json").read_text())
-    cfg = {
-        **v3,
-        "architectures": ["DeepseekV32ForCausalLM"],
-        "model_type": "deepseek_v32",
-        "index_n_heads": 64,
-        "index_head_dim": 128,
-        "index_topk": 2048,
-    }
-    m, base = _arch(cfg), _arch(v3)
+    # deepseek-ai/DeepSeek-V3.2's config.json (examples/configs) is DeepSeek-V3's shape plus the
+    # indexer (index_n_heads 64, index_head_dim 128, index_topk 2048). Indexer per layer
+    # (DeepSeek-V3.2-Exp inference/model.py Indexer): wq_b 1536*64*128 + wk 7168*128 +
+    # k_norm 2*128 + weights_proj 7168*64 = 13,959,424
+    m = model_from_config(EXAMPLES / "DeepSeek-V3.2/config.json")
+    base = model_from_config(HF / "DeepSeek-V3/config.json")
+    assert m.model_type == "deepseek_v32" and m.native_weights == "fp8"
     assert m.params_total - base.params_total == 61 * 13_959_424
-    # Hub model page: 685B stored, the 671B model plus the MTP module
+    # Hugging Face model page of DeepSeek-V3.2(-Exp): 685B stored = the main model plus the MTP
+    # module (DeepSeek-V3's README: "671B of the main Model weights and 14B of the MTP Module")
     p = m.param_breakdown()
     assert p["total"] + p["mtp"] == pytest.approx(685e9, rel=0.015)
+    cfg = json.loads((EXAMPLES / "DeepSeek-V3.2/config.json").read_text())
     with pytest.raises(Exception, match="DSA indexer of 32 heads"):
         _arch({**cfg, "index_n_heads": 32})
 
