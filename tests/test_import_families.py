@@ -77,6 +77,13 @@ OLMOE = {
 # https://huggingface.co/microsoft/Phi-3.5-MoE-instruct/blob/main/config.json
 PHI35_MOE = {
     "architectures": ["PhiMoEForCausalLM"],
+    "auto_map": {
+        "AutoConfig": "configuration_phimoe.PhiMoEConfig",
+        "AutoModelForCausalLM": "modeling_phimoe.PhiMoEForCausalLM",
+    },
+    "input_jitter_noise": 0.01,
+    "original_max_position_embeddings": 4096,
+    "router_jitter_noise": 0.01,
     "model_type": "phimoe",
     "attention_bias": True,
     "hidden_size": 4096,
@@ -135,8 +142,25 @@ EXAONE_4 = {
     "tie_word_embeddings": False,
     "vocab_size": 102400,
 }
-# https://huggingface.co/MiniMaxAI/MiniMax-M2/blob/main/config.json
+# https://huggingface.co/MiniMaxAI/MiniMax-M2/blob/main/config.json, with the fields the importer
+# passes over unread: rotary_dim and scoring_func (no weights), the MTP modules (use_mtp,
+# num_mtp_modules: not in the published checkpoint's 230B), mlp_intermediate_size (no dense MLP
+# in transformers MiniMaxM2DecoderLayer), and the FP8 quantization_config
 MINIMAX_M2 = {
+    "mlp_intermediate_size": 8192,
+    "num_mtp_modules": 3,
+    "mtp_transformer_layers": 1,
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "float8_e4m3fn",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+        "modules_to_not_convert": ["gate", "e_score_correction_bias", "lm_head"],
+    },
+    "rotary_dim": 64,
+    "scoring_func": "sigmoid",
+    "use_mtp": True,
+    "use_routing_bias": True,
     "architectures": ["MiniMaxM2ForCausalLM"],
     "model_type": "minimax_m2",
     "attn_type_list": [1] * 62,
@@ -240,7 +264,9 @@ def test_olmoe_norms_cover_whole_projections():
 
 def test_minimax_m2_active_without_embeddings():
     # the card's "10 billion active" leaves out the embedding and output head
-    p = _arch(MINIMAX_M2).param_breakdown()
+    m = _arch(MINIMAX_M2)
+    assert m.native_weights == "fp8"
+    p = m.param_breakdown()
     assert p["active"] - p["embedding"] - p["lm_head"] == pytest.approx(10e9, rel=0.03)
 
 
