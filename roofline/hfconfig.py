@@ -357,6 +357,8 @@ def entry_from_config(
         text_type = TEXT_TYPES.get(cfg.get("model_type"))
         text = cfg["text_config"]
         cfg = {**text, "model_type": text.get("model_type", text_type)}
+        if "tie_word_embeddings" not in text and "tie_word_embeddings" in outer:
+            cfg["tie_word_embeddings"] = outer["tie_word_embeddings"]  # Qwen3-VL keeps it outside
     if cfg.get("model_type") == "exaone" and "num_layers" in cfg:  # EXAONE 3.5's own names
         cfg = {**cfg, "num_hidden_layers": cfg["num_layers"]}
     family = cfg.get("model_type")  # as the config names it, before aliases

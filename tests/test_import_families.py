@@ -402,3 +402,21 @@ def test_fields_that_would_change_the_count_are_refused(run, tmp_path, edit, nee
     path.write_text(json.dumps(edit))
     r = run("models", "import", str(path))
     assert r.code == 2 and needle in r.stderr and r.stdout == ""
+
+
+def test_wrapper_tie_word_embeddings_applies_to_its_text_config():
+    # Qwen3-VL states tie_word_embeddings beside text_config, not in it (Qwen/Qwen3-VL-4B-Instruct)
+    text = {
+        "model_type": "qwen3_vl_text",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "num_hidden_layers": 2,
+        "vocab_size": 100,
+    }
+    tied = _arch({"model_type": "qwen3_vl", "tie_word_embeddings": True, "text_config": text})
+    untied = _arch({"model_type": "qwen3_vl", "text_config": text})
+    assert tied.model_type == "qwen3" and tied.tie_word_embeddings
+    assert untied.params_total - tied.params_total == 100 * 64
