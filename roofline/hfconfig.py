@@ -36,6 +36,7 @@ _TIED_BY_DEFAULT = (
     "smollm3",
     "ernie4_5",
     "starcoder2",
+    "ernie4_5_moe",
 )
 _OPTIONAL = (
     "num_key_value_heads",
@@ -59,6 +60,7 @@ _EXPERT_COUNT = {
     "olmoe": "num_experts",
     "phimoe": "num_local_experts",
     "minimax_m2": "num_local_experts",
+    "ernie4_5_moe": "moe_num_experts",
 }
 # families that read sliding_window: every layer local unless layer_types or a pattern says
 # otherwise (transformers Phi3Attention passes config.sliding_window to every layer too)
@@ -210,7 +212,7 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
     """Expert counts and widths, renamed to the catalog's DeepSeek-style keys."""
     entry["n_routed_experts"] = int(_need(cfg, _EXPERT_COUNT[model_type], where))
     entry["num_experts_per_tok"] = int(
-        cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", where)
+        cfg.get("num_experts_per_tok") or cfg.get("moe_k") or _need(cfg, "experts_per_token", where)
     )
     if model_type == "llama4_text":
         # routed experts and one shared expert of intermediate_size; dense layers of _mlp
@@ -246,6 +248,19 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
                 f"moe_intermediate_size {width}, which roofline needs to count the shared expert"
             )
         entry["n_shared_experts"] = shared // width
+    if model_type == "ernie4_5_moe":
+        # transformers Ernie4_5_MoeDecoderLayer: MoE on layers moe_layer_start_index ..
+        # moe_layer_end_index every moe_layer_interval; one shared MLP of
+        # moe_intermediate_size x moe_num_shared_experts (counted as that many experts)
+        end = cfg.get("moe_layer_end_index")
+        last = entry["num_hidden_layers"] - 1
+        if cfg.get("moe_layer_interval", 1) != 1 or end not in (None, -1, last):
+            raise InputError(
+                f"{where}: ernie4_5_moe with moe_layer_interval other than 1 or dense layers "
+                "after moe_layer_end_index is not supported"
+            )
+        entry["n_shared_experts"] = int(cfg.get("moe_num_shared_experts") or 0)
+        entry["first_k_dense_replace"] = int(cfg.get("moe_layer_start_index") or 0)
     if model_type.startswith("deepseek") or model_type == "glm4_moe":
         if cfg.get("moe_layer_freq", 1) != 1:
             raise InputError(f"{where}: moe_layer_freq other than 1 is not supported")
@@ -316,7 +331,7 @@ def _family_fields(cfg: dict[str, Any], entry: dict[str, Any], family: Any, wher
             _refuse(where, "attention_out_bias without attention_bias (a bias on o alone)")
         if qkv:
             entry["attention_bias" if out else "qkv_bias"] = True
-    if family == "ernie4_5" and cfg.get("use_bias"):
+    if family in ("ernie4_5", "ernie4_5_moe") and cfg.get("use_bias"):
         _refuse(where, "use_bias true puts biases on ERNIE 4.5's projections")
     if model_type in ("cohere", "cohere2") and cfg.get("use_qk_norm"):
         entry["use_qk_norm"] = True

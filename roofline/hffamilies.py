@@ -41,6 +41,7 @@ ARCHITECTURES.update(
         "Exaone4ForCausalLM": "exaone4",
         "MiniMaxM2ForCausalLM": "minimax_m2",
         "DeepseekV32ForCausalLM": "deepseek_v32",
+        "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
         # Llama-shaped decoders (transformers SmolLM3Model: NoPE layers carry no weights;
         # Ernie4_5Model without use_bias; SeedOssAttention: biases read in _attention_biases)
         "SmolLM3ForCausalLM": "llama",

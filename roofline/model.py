@@ -40,6 +40,7 @@ MODEL_TYPES = (
     "exaone4",
     "minimax_m2",
     "deepseek_v32",
+    "ernie4_5_moe",
 )
 # model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN);
 # transformers Gemma2/Gemma3 and Glm4DecoderLayer (post_self_attn_layernorm, post_mlp_layernorm)
@@ -68,7 +69,15 @@ DSA_INDEX_HEADS, DSA_INDEX_HEAD_DIM = 64, 128
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
 # model_type values whose router carries a per-expert bias (DeepSeek-V3 and GLM-4.5
 # e_score_correction_bias, gpt-oss router bias)
-_ROUTER_BIAS_TYPES = {"deepseek_v3", "deepseek_v32", "gpt_oss", "glm4_moe", "minimax_m2"}
+# (ERNIE 4.5's moe_statics.e_score_correction_bias, transformers Ernie4_5_MoeStatics)
+_ROUTER_BIAS_TYPES = {
+    "deepseek_v3",
+    "deepseek_v32",
+    "gpt_oss",
+    "glm4_moe",
+    "minimax_m2",
+    "ernie4_5_moe",
+}
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,42 @@ ERNIE_03B = {
     "use_bias": False,
     "vocab_size": 103424,
 }
+# https://huggingface.co/baidu/ERNIE-4.5-21B-A3B-PT/blob/main/config.json
+ERNIE_21B = {
+    "architectures": ["Ernie4_5_MoeForCausalLM"],
+    "model_type": "ernie4_5_moe",
+    "head_dim": 128,
+    "hidden_size": 2560,
+    "intermediate_size": 12288,
+    "moe_intermediate_size": 1536,
+    "moe_k": 6,
+    "moe_layer_end_index": 27,
+    "moe_layer_interval": 1,
+    "moe_layer_start_index": 1,
+    "moe_num_experts": 64,
+    "moe_num_shared_experts": 2,
+    "num_attention_heads": 20,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "tie_word_embeddings": True,
+    "use_bias": False,
+    "vocab_size": 103424,
+}
+# https://huggingface.co/baidu/ERNIE-4.5-300B-A47B-PT/blob/main/config.json
+ERNIE_300B = {
+    **ERNIE_21B,
+    "hidden_size": 8192,
+    "intermediate_size": 28672,
+    "moe_intermediate_size": 3584,
+    "moe_k": 8,
+    "moe_layer_end_index": 53,
+    "moe_layer_start_index": 3,
+    "moe_num_shared_experts": 0,
+    "num_attention_heads": 64,
+    "num_hidden_layers": 54,
+    "num_key_value_heads": 8,
+    "tie_word_embeddings": False,
+}
 
 
 @pytest.mark.parametrize(
@@ -217,6 +253,10 @@ ERNIE_03B = {
         (MINIMAX_M2, "minimax_m2", 230e9, None),
         # ERNIE 4.5 model card: ERNIE-4.5-0.3B has 0.36B parameters
         (ERNIE_03B, "llama", 0.36e9, None),
+        # ERNIE 4.5 model card: ERNIE-4.5-300B-A47B, 300B total and 47B activated
+        (ERNIE_300B, "ernie4_5_moe", 300e9, 47e9),
+        # ERNIE-4.5-21B-A3B: 21.8B on its Hugging Face model page (the name rounds it to 21B)
+        (ERNIE_21B, "ernie4_5_moe", 21.8e9, None),
     ],
 )
 def test_families_give_published_counts(cfg, model_type, published_total, published_active):
@@ -260,6 +300,18 @@ def test_olmoe_norms_cover_whole_projections():
     # OlmoeAttention: q_norm over hidden_size (N*H), k_norm over K*H; 2 pre-norms per layer
     m = _arch(OLMOE)
     assert m.attn_norm_params == 2048 + 2048 and m.layer_norm_params == 2 * 2048
+
+
+def test_ernie45_moe_layers_and_shared_experts():
+    # transformers Ernie4_5_MoeDecoderLayer: dense before moe_layer_start_index; the shared MLP
+    # is moe_intermediate_size x moe_num_shared_experts wide; router gate plus
+    # e_score_correction_bias (moe_statics)
+    m = _arch(ERNIE_21B)
+    assert [(g.count, g.moe) for g in m.layer_groups] == [(1, False), (27, True)]
+    assert m.shared_expert_params == 2 * 3 * 2560 * 1536
+    assert m.router_params == 2560 * 64 + 64
+    with pytest.raises(Exception, match="moe_layer_interval"):
+        _arch({**ERNIE_21B, "moe_layer_interval": 2})
 
 
 def test_minimax_m2_active_without_embeddings():
