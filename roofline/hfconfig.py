@@ -61,6 +61,7 @@ _EXPERT_COUNT = {
     "phimoe": "num_local_experts",
     "minimax_m2": "num_local_experts",
     "ernie4_5_moe": "moe_num_experts",
+    "hunyuan_v1_moe": "num_experts",
 }
 # families that read sliding_window: every layer local unless layer_types or a pattern says
 # otherwise (transformers Phi3Attention passes config.sliding_window to every layer too)
@@ -208,8 +209,41 @@ def quantized_weights(q: dict[str, Any], where: str = "config.json") -> tuple[st
     )
 
 
+def _uniform(cfg: dict[str, Any], key: str, where: str) -> Any:
+    """A per-layer list (Hunyuan's moe_topk, num_experts, ...) whose entries all agree, as one
+    value; differing entries are refused (roofline's layers of one kind share one shape)."""
+    value = cfg.get(key)
+    if isinstance(value, list):
+        if len(set(value)) != 1:
+            raise InputError(f"{where}: per-layer {key} {sorted(set(value))} is not supported")
+        return value[0]
+    return value
+
+
+def _hunyuan(cfg: dict[str, Any], entry: dict[str, Any], where: str) -> None:
+    """Hunyuan-A13B (transformers HunYuanMoEV1): routed experts of moe_intermediate_size, a shared
+    MLP of num_shared_expert x intermediate_size (use_mixed_mlp_moe; counted as that many experts,
+    so the two widths must agree), dense layers before moe_layer_num_skipped, router gate.wg
+    without bias. Per-layer lists must be uniform."""
+    flat = {k: _uniform(cfg, k, where) for k in ("num_experts", "moe_topk", "num_shared_expert")}
+    entry["n_routed_experts"] = int(_need(flat, "num_experts", where))
+    entry["num_experts_per_tok"] = int(_need(flat, "moe_topk", where))
+    width = int(
+        _uniform(cfg, "moe_intermediate_size", where) or _need(cfg, "intermediate_size", where)
+    )
+    entry["moe_intermediate_size"] = width
+    entry["intermediate_size"] = int(_need(cfg, "intermediate_size", where))
+    if cfg.get("use_mixed_mlp_moe", True) and flat["num_shared_expert"]:
+        if entry["intermediate_size"] != width:
+            raise InputError(f"{where}: a shared MLP wider than the experts is not supported")
+        entry["n_shared_experts"] = int(flat["num_shared_expert"])
+    entry["first_k_dense_replace"] = int(cfg.get("moe_layer_num_skipped") or 0)
+
+
 def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str) -> None:
     """Expert counts and widths, renamed to the catalog's DeepSeek-style keys."""
+    if model_type == "hunyuan_v1_moe":
+        return _hunyuan(cfg, entry, where)
     entry["n_routed_experts"] = int(_need(cfg, _EXPERT_COUNT[model_type], where))
     entry["num_experts_per_tok"] = int(
         cfg.get("num_experts_per_tok") or cfg.get("moe_k") or _need(cfg, "experts_per_token", where)
@@ -333,8 +367,12 @@ def _family_fields(cfg: dict[str, Any], entry: dict[str, Any], family: Any, wher
             entry["attention_bias" if out else "qkv_bias"] = True
     if family in ("ernie4_5", "ernie4_5_moe") and cfg.get("use_bias"):
         _refuse(where, "use_bias true puts biases on ERNIE 4.5's projections")
-    if model_type in ("cohere", "cohere2") and cfg.get("use_qk_norm"):
-        entry["use_qk_norm"] = True
+    if cfg.get("use_qk_norm") and (
+        model_type in ("cohere", "cohere2", "hunyuan_v1_moe") or family == "hunyuan_v1_dense"
+    ):
+        entry["use_qk_norm"] = True  # Hunyuan: query_layernorm / key_layernorm over head_dim
+    if cfg.get("use_cla"):
+        _refuse(where, "use_cla shares K/V across layers (cross-layer attention)")
     if model_type == "phimoe" and cfg.get("lm_head_bias") is not True:
         _refuse(where, "phimoe without lm_head_bias true (every published Phi-3.5-MoE has it)")
     if model_type == "starcoder2":
@@ -376,6 +414,8 @@ def entry_from_config(
             cfg["tie_word_embeddings"] = outer["tie_word_embeddings"]  # Qwen3-VL keeps it outside
     if cfg.get("model_type") == "exaone" and "num_layers" in cfg:  # EXAONE 3.5's own names
         cfg = {**cfg, "num_hidden_layers": cfg["num_layers"]}
+    if "attention_head_dim" in cfg and cfg.get("head_dim") is None:  # Hunyuan's name
+        cfg = {**cfg, "head_dim": cfg["attention_head_dim"]}
     family = cfg.get("model_type")  # as the config names it, before aliases
     model_type = resolve_model_type(cfg, where)
     types = cfg.get("layer_types") or []

@@ -42,6 +42,8 @@ ARCHITECTURES.update(
         "MiniMaxM2ForCausalLM": "minimax_m2",
         "DeepseekV32ForCausalLM": "deepseek_v32",
         "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
+        "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
+        "HunYuanDenseV1ForCausalLM": "llama",  # with use_qk_norm (per-head q/k RMSNorm)
         # Llama-shaped decoders (transformers SmolLM3Model: NoPE layers carry no weights;
         # Ernie4_5Model without use_bias; SeedOssAttention: biases read in _attention_biases)
         "SmolLM3ForCausalLM": "llama",
@@ -61,6 +63,7 @@ TYPE_ALIASES = {
     "ernie4_5": "llama",
     "seed_oss": "llama",
     "exaone": "llama",
+    "hunyuan_v1_dense": "llama",
     "qwen2_vl": "qwen2",
     "qwen2_vl_text": "qwen2",
     "qwen2_5_vl": "qwen2",

@@ -41,6 +41,7 @@ MODEL_TYPES = (
     "minimax_m2",
     "deepseek_v32",
     "ernie4_5_moe",
+    "hunyuan_v1_moe",
 )
 # model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN);
 # transformers Gemma2/Gemma3 and Glm4DecoderLayer (post_self_attn_layernorm, post_mlp_layernorm)

@@ -228,6 +228,27 @@ ERNIE_300B = {
     "num_key_value_heads": 8,
     "tie_word_embeddings": False,
 }
+# https://huggingface.co/tencent/Hunyuan-A13B-Instruct/blob/main/config.json (per-layer lists)
+HUNYUAN_A13B = {
+    "architectures": ["HunYuanMoEV1ForCausalLM"],
+    "model_type": "hunyuan_v1_moe",
+    "attention_head_dim": 128,
+    "hidden_size": 4096,
+    "intermediate_size": 3072,
+    "moe_intermediate_size": [3072] * 32,
+    "moe_layer_num_skipped": 0,
+    "moe_topk": [8] * 32,
+    "num_attention_heads": 32,
+    "num_experts": 64,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_shared_expert": [1] * 32,
+    "tie_word_embeddings": True,
+    "use_cla": False,
+    "use_mixed_mlp_moe": True,
+    "use_qk_norm": True,
+    "vocab_size": 128167,
+}
 
 
 @pytest.mark.parametrize(
@@ -257,6 +278,8 @@ ERNIE_300B = {
         (ERNIE_300B, "ernie4_5_moe", 300e9, 47e9),
         # ERNIE-4.5-21B-A3B: 21.8B on its Hugging Face model page (the name rounds it to 21B)
         (ERNIE_21B, "ernie4_5_moe", 21.8e9, None),
+        # Hunyuan-A13B model card: "80 billion total parameters and 13 billion active"
+        (HUNYUAN_A13B, "hunyuan_v1_moe", 80e9, 13e9),
     ],
 )
 def test_families_give_published_counts(cfg, model_type, published_total, published_active):
@@ -312,6 +335,18 @@ def test_ernie45_moe_layers_and_shared_experts():
     assert m.router_params == 2560 * 64 + 64
     with pytest.raises(Exception, match="moe_layer_interval"):
         _arch({**ERNIE_21B, "moe_layer_interval": 2})
+
+
+def test_hunyuan_shared_mlp_and_qk_norm():
+    # transformers HunYuanMoEV1: per-head query_layernorm / key_layernorm (2 x 128), one shared
+    # MLP as wide as an expert, router gate.wg of D x E without bias
+    m = _arch(HUNYUAN_A13B)
+    assert m.attn_norm_params == 2 * 128 and m.n_shared_experts == 1
+    assert m.router_params == 4096 * 64
+    with pytest.raises(Exception, match="per-layer moe_topk"):
+        _arch({**HUNYUAN_A13B, "moe_topk": [8] * 31 + [2]})
+    with pytest.raises(Exception, match="use_cla"):
+        _arch({**HUNYUAN_A13B, "use_cla": True})
 
 
 def test_minimax_m2_active_without_embeddings():
