@@ -401,6 +401,29 @@ def _family_fields(cfg: dict[str, Any], entry: dict[str, Any], family: Any, wher
             )
 
 
+def _granite4_dense(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Granite 4.0 ships its pure-attention dense models (granite-4.0-micro) as granitemoehybrid
+    with every layer_types entry "attention" and no experts: its shared_mlp (input_linear D->2F,
+    output_linear F->D, transformers GraniteMoeHybridMLP) is a gated FFN of
+    shared_intermediate_size, so it reads as granite. Hybrids with Mamba layers stay refused."""
+    types = cfg.get("layer_types") or cfg.get("layers_block_type") or []
+    if (
+        cfg.get("model_type") != "granitemoehybrid"
+        or not types
+        or set(types) != {"attention"}
+        or cfg.get("num_local_experts")
+        or not cfg.get("shared_intermediate_size")
+    ):
+        return cfg
+    rest = {k: v for k, v in cfg.items() if k not in ("layer_types", "layers_block_type")}
+    return {
+        **rest,
+        "model_type": "granite",
+        "architectures": ["GraniteForCausalLM"],
+        "intermediate_size": cfg["shared_intermediate_size"],
+    }
+
+
 def entry_from_config(
     cfg: dict[str, Any], model_id: str, where: str = "config.json", source: str | None = None
 ) -> dict[str, Any]:
@@ -416,6 +439,7 @@ def entry_from_config(
         cfg = {**cfg, "num_hidden_layers": cfg["num_layers"]}
     if "attention_head_dim" in cfg and cfg.get("head_dim") is None:  # Hunyuan's name
         cfg = {**cfg, "head_dim": cfg["attention_head_dim"]}
+    cfg = _granite4_dense(cfg)
     family = cfg.get("model_type")  # as the config names it, before aliases
     model_type = resolve_model_type(cfg, where)
     types = cfg.get("layer_types") or []

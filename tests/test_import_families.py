@@ -507,3 +507,30 @@ def test_wrapper_tie_word_embeddings_applies_to_its_text_config():
     untied = _arch({"model_type": "qwen3_vl", "text_config": text})
     assert tied.model_type == "qwen3" and tied.tie_word_embeddings
     assert untied.params_total - tied.params_total == 100 * 64
+
+
+def test_granite4_all_attention_reads_as_granite_and_hybrids_stay_refused():
+    # ibm-granite/granite-4.0-micro: model_type granitemoehybrid, every layer "attention", no
+    # experts; its shared_mlp is a gated FFN of shared_intermediate_size. By hand: D=2560,
+    # N=40, K=8, H=64, F=8192, V=100352, tied: per layer 2560*56*64 + 40*64*2560 +
+    # 3*2560*8192 + 2*2560 = 78,648,320
+    cfg = {
+        "architectures": ["GraniteMoeHybridForCausalLM"],
+        "model_type": "granitemoehybrid",
+        "hidden_size": 2560,
+        "intermediate_size": 8192,
+        "layer_types": ["attention"] * 40,
+        "num_attention_heads": 40,
+        "num_hidden_layers": 40,
+        "num_key_value_heads": 8,
+        "num_local_experts": 0,
+        "shared_intermediate_size": 8192,
+        "tie_word_embeddings": True,
+        "vocab_size": 100352,
+    }
+    m = _arch(cfg)
+    assert m.model_type == "granite"
+    assert m.params_total == 40 * 78_648_320 + 100352 * 2560 + 2560
+    hybrid = {**cfg, "layer_types": ["mamba"] * 36 + ["attention"] * 4}
+    with pytest.raises(Exception, match=r"Granite 4\.0 hybrid is not supported"):
+        _arch(hybrid)
