@@ -37,6 +37,7 @@ _TIED_BY_DEFAULT = (
     "ernie4_5",
     "starcoder2",
     "ernie4_5_moe",
+    "gemma",
 )
 _OPTIONAL = (
     "num_key_value_heads",
@@ -76,6 +77,7 @@ _WINDOWED = (
     "starcoder2",
     "cohere2",
     "exaone4",
+    "olmo3",
 )
 QUANT_METHODS = (
     "awq",
@@ -340,7 +342,7 @@ def _local_attention(cfg: dict[str, Any], entry: dict[str, Any], model_type: str
                 ]
             else:
                 entry["sliding_window_pattern"] = int(pattern)
-        elif model_type == "gpt_oss":
+        elif model_type in ("gpt_oss", "olmo3"):  # (OLMo 3: 3 of 4 local, the last global)
             raise InputError(f"{where}: missing field 'layer_types'")
 
 

@@ -42,6 +42,8 @@ ARCHITECTURES.update(
         "MiniMaxM2ForCausalLM": "minimax_m2",
         "DeepseekV32ForCausalLM": "deepseek_v32",
         "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
+        "Olmo3ForCausalLM": "olmo3",
+        "GemmaForCausalLM": "llama",  # Gemma 1: a Llama shape with tied embeddings, GeGLU
         "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
         "HunYuanDenseV1ForCausalLM": "llama",  # with use_qk_norm (per-head q/k RMSNorm)
         # Llama-shaped decoders (transformers SmolLM3Model: NoPE layers carry no weights;
@@ -64,6 +66,7 @@ TYPE_ALIASES = {
     "seed_oss": "llama",
     "exaone": "llama",
     "hunyuan_v1_dense": "llama",
+    "gemma": "llama",
     "qwen2_vl": "qwen2",
     "qwen2_vl_text": "qwen2",
     "qwen2_5_vl": "qwen2",

@@ -42,6 +42,7 @@ MODEL_TYPES = (
     "deepseek_v32",
     "ernie4_5_moe",
     "hunyuan_v1_moe",
+    "olmo3",
 )
 # model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN);
 # transformers Gemma2/Gemma3 and Glm4DecoderLayer (post_self_attn_layernorm, post_mlp_layernorm)
@@ -50,9 +51,10 @@ _FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
 _QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "exaone4"}
 # model_type values whose q and k norms span the whole projection (N·H and K·H weights):
 # transformers Olmo2Attention, OlmoeAttention (q_norm over hidden_size, k_norm over K·H), and
-# MiniMaxM2Attention with qk_norm_type "per_layer" (q_norm over N·H, k_norm over K·H); Cohere's
+# Olmo3Attention (OLMo 2's, with sliding-window layers), MiniMaxM2Attention with qk_norm_type
+# "per_layer" (q_norm over N·H, k_norm over K·H); Cohere's
 # per-head LayerNorm((N, H)) and ((K, H)) (CohereAttention, use_qk_norm) holds as many weights
-_WHOLE_QK_NORM_TYPES = {"olmo2", "olmoe", "minimax_m2"}
+_WHOLE_QK_NORM_TYPES = {"olmo2", "olmo3", "olmoe", "minimax_m2"}
 # model_type values whose LayerNorms carry a bias as well as a weight (2·D each): transformers
 # PhimoeDecoderLayer and Starcoder2DecoderLayer use nn.LayerNorm, final norm included
 _NORM_BIAS_TYPES = {"phimoe", "starcoder2"}

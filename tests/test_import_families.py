@@ -534,3 +534,45 @@ def test_granite4_all_attention_reads_as_granite_and_hybrids_stay_refused():
     hybrid = {**cfg, "layer_types": ["mamba"] * 36 + ["attention"] * 4}
     with pytest.raises(Exception, match=r"Granite 4\.0 hybrid is not supported"):
         _arch(hybrid)
+
+
+def test_gemma_non_embedding_count_is_exact():
+    # Gemma report (arXiv 2403.08295) Table 2: Gemma 7B has 786,432,000 embedding and
+    # 7,751,248,896 non-embedding parameters (google/gemma-7b config.json fields; tied head)
+    cfg = {
+        "architectures": ["GemmaForCausalLM"],
+        "model_type": "gemma",
+        "head_dim": 256,
+        "hidden_size": 3072,
+        "intermediate_size": 24576,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 28,
+        "num_key_value_heads": 16,
+        "vocab_size": 256000,
+    }
+    p = _arch(cfg).param_breakdown()
+    assert p["embedding"] == 786_432_000 and p["lm_head"] == 0
+    assert p["total"] - p["embedding"] == 7_751_248_896
+
+
+def test_olmo3_windows_and_whole_projection_norms():
+    # allenai/Olmo-3-1025-7B: OLMo 2's block (post-norms, q/k RMSNorm over N*H and K*H) with
+    # sliding-window layers named in layer_types (3 local, then 1 global)
+    types = (["sliding_attention"] * 3 + ["full_attention"]) * 8
+    cfg = {
+        "architectures": ["Olmo3ForCausalLM"],
+        "model_type": "olmo3",
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "layer_types": types,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 32,
+        "sliding_window": 4096,
+        "vocab_size": 100278,
+    }
+    m = _arch(cfg)
+    assert [(g.count, g.window) for g in m.layer_groups] == [(24, 4096), (8, None)]
+    assert m.attn_norm_params == 2 * 4096
+    with pytest.raises(Exception, match="layer_types"):
+        _arch({k: v for k, v in cfg.items() if k != "layer_types"})
