@@ -74,6 +74,10 @@ TYPE_ALIASES = {
     "qwen3_vl_text": "qwen3",
     "qwen3_vl_moe_text": "qwen3_moe",
     "ministral3": "mistral",
+    # GLM-4.1V / GLM-4.5V text decoders: GLM-4's (four norms) and GLM-4.5's (transformers
+    # Glm4vTextDecoderLayer, Glm4vMoeTextDecoderLayer)
+    "glm4v_text": "glm4",
+    "glm4v_moe_text": "glm4_moe",
 }
 # multimodal wrappers whose text_config may lack a model_type: the text model_type to read
 TEXT_TYPES = {

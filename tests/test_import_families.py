@@ -576,3 +576,18 @@ def test_olmo3_windows_and_whole_projection_norms():
     assert m.attn_norm_params == 2 * 4096
     with pytest.raises(Exception, match="layer_types"):
         _arch({k: v for k, v in cfg.items() if k != "layer_types"})
+
+
+def test_glm45v_text_decoder_reads_as_glm45():
+    # GLM-4.5V (Glm4vMoeForConditionalGeneration) wraps a GLM-4.5-Air-shaped text decoder
+    # (model_type glm4v_moe_text); it counts exactly as the text-only GLM-4.5-Air
+    air = json.loads((EXAMPLES / "GLM-4.5-Air/config.json").read_text())
+    wrapped = {
+        "architectures": ["Glm4vMoeForConditionalGeneration"],
+        "model_type": "glm4v_moe",
+        "text_config": {**air, "model_type": "glm4v_moe_text"},
+        "vision_config": {"depth": 24, "hidden_size": 1536},
+    }
+    m = _arch(wrapped)
+    assert m.model_type == "glm4_moe" and "not counted" in m.notes
+    assert m.param_breakdown() == _arch(air).param_breakdown()
