@@ -105,14 +105,21 @@ def _refuse_linear_attention(name: str, why: str, where: str) -> None:
     )
 
 
+def _refuse_hybrid(cfg: dict[str, Any], where: str) -> None:
+    """Refuse, with the reason, a config whose model_type or class names a model with linear
+    attention or state-space layers (hffamilies.LINEAR_ATTENTION)."""
+    archs = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+    for name in [cfg.get("model_type"), *archs]:
+        if name in LINEAR_ATTENTION:
+            _refuse_linear_attention(*LINEAR_ATTENTION[name], where)
+
+
 def resolve_model_type(cfg: dict[str, Any], where: str = "config.json") -> str:
     """The model_type to read a config as: its own when known, else its `architectures` class,
     else a documented alias (kimi_k2). Hybrid linear-attention models are refused by name."""
     model_type = cfg.get("model_type")
     archs = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
-    for name in [model_type, *archs]:
-        if name in LINEAR_ATTENTION:
-            _refuse_linear_attention(*LINEAR_ATTENTION[name], where)
+    _refuse_hybrid(cfg, where)
     if model_type in SUPPORTED:
         return model_type
     for arch in archs:
@@ -430,7 +437,8 @@ def entry_from_config(
     cfg: dict[str, Any], model_id: str, where: str = "config.json", source: str | None = None
 ) -> dict[str, Any]:
     """A catalog entry (the keys of models/*.yaml) from a config.json mapping."""
-    outer = cfg
+    outer = cfg = _granite4_dense(cfg)
+    _refuse_hybrid(outer, where)  # a wrapper may name the hybrid only outside its text_config
     if "text_config" in cfg and isinstance(cfg["text_config"], dict):  # Gemma 3, Llama 4, Kimi
         text_type = TEXT_TYPES.get(cfg.get("model_type"))
         text = cfg["text_config"]
@@ -441,7 +449,6 @@ def entry_from_config(
         cfg = {**cfg, "num_hidden_layers": cfg["num_layers"]}
     if "attention_head_dim" in cfg and cfg.get("head_dim") is None:  # Hunyuan's name
         cfg = {**cfg, "head_dim": cfg["attention_head_dim"]}
-    cfg = _granite4_dense(cfg)
     family = cfg.get("model_type")  # as the config names it, before aliases
     model_type = resolve_model_type(cfg, where)
     types = cfg.get("layer_types") or []

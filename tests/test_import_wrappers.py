@@ -186,3 +186,15 @@ def test_glm45v_text_decoder_reads_as_glm45():
     m = _arch(wrapped)
     assert m.model_type == "glm4_moe" and "not counted" in m.notes
     assert m.param_breakdown() == _arch(air).param_breakdown()
+
+
+def test_a_hybrid_wrapper_is_refused_by_its_outer_name():
+    # Qwen3.5 (Qwen3_5MoeForConditionalGeneration): Gated DeltaNet layers; the reason is given
+    # even when the text_config carries no model_type of its own
+    cfg = {
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+        "model_type": "qwen3_5_moe",
+        "text_config": {"hidden_size": 2048, "num_hidden_layers": 40},
+    }
+    with pytest.raises(Exception, match="Gated DeltaNet"):
+        _arch(cfg)
