@@ -50,10 +50,9 @@ _FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
 # model_type values with a per-head RMSNorm on q and k (size H each)
 _QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "exaone4"}
 # model_type values whose q and k norms span the whole projection (N·H and K·H weights):
-# transformers Olmo2Attention, OlmoeAttention (q_norm over hidden_size, k_norm over K·H), and
-# Olmo3Attention (OLMo 2's, with sliding-window layers), MiniMaxM2Attention with qk_norm_type
-# "per_layer" (q_norm over N·H, k_norm over K·H); Cohere's
-# per-head LayerNorm((N, H)) and ((K, H)) (CohereAttention, use_qk_norm) holds as many weights
+# transformers Olmo2Attention and Olmo3Attention, OlmoeAttention (q_norm over hidden_size, k_norm
+# over K·H), MiniMaxM2Attention with qk_norm_type "per_layer" (q_norm over N·H, k_norm over K·H).
+# Cohere's per-head LayerNorm((N, H)) and ((K, H)) (CohereAttention, use_qk_norm) holds as many
 _WHOLE_QK_NORM_TYPES = {"olmo2", "olmo3", "olmoe", "minimax_m2"}
 # model_type values whose LayerNorms carry a bias as well as a weight (2·D each): transformers
 # PhimoeDecoderLayer and Starcoder2DecoderLayer use nn.LayerNorm, final norm included
@@ -70,9 +69,9 @@ DSA_INDEX_HEADS, DSA_INDEX_HEAD_DIM = 64, 128
 # model_type values whose q, k, v projections carry a bias the config does not state
 # (transformers Qwen2Attention and Qwen2MoeAttention hard-code bias=True on q, k, v only)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
-# model_type values whose router carries a per-expert bias (DeepSeek-V3 and GLM-4.5
-# e_score_correction_bias, gpt-oss router bias)
-# (ERNIE 4.5's moe_statics.e_score_correction_bias, transformers Ernie4_5_MoeStatics)
+# model_type values whose router carries a per-expert bias (DeepSeek-V3/V3.2, GLM-4.5 and
+# MiniMax-M2 e_score_correction_bias, gpt-oss router bias, ERNIE 4.5's
+# moe_statics.e_score_correction_bias: transformers Ernie4_5_MoeStatics)
 _ROUTER_BIAS_TYPES = {
     "deepseek_v3",
     "deepseek_v32",
@@ -220,7 +219,7 @@ class ModelArch:
     @property
     def attn_norm_params(self) -> int:
         """Norm weights inside attention: MLA's q/kv latent norms (+ DeepSeek-V3.2's indexer),
-        q/k norms, gpt-oss sinks. Per-head q/k norms are H each; OLMo 2, OLMoE and MiniMax-M2
+        q/k norms, gpt-oss sinks. Per-head q/k norms are H each; OLMo 2/3, OLMoE, MiniMax-M2
         normalise the whole q and k projections (N·H + K·H, _WHOLE_QK_NORM_TYPES), as many
         weights as Cohere's per-head-weighted LayerNorms when use_qk_norm is set."""
         if self.is_mla:
