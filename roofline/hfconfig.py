@@ -18,49 +18,27 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.errors import InputError
-from roofline.model import MODEL_TYPES
+from roofline.hffamilies import ARCHITECTURES, LINEAR_ATTENTION, TEXT_TYPES, TYPE_ALIASES
+from roofline.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, MODEL_TYPES
 from roofline.precision import WEIGHT_FORMATS
 
 SUPPORTED = MODEL_TYPES
-# transformers model classes (config.json `architectures`) -> the model_type they implement
-ARCHITECTURES: dict[str, str] = {
-    "LlamaForCausalLM": "llama",
-    "MistralForCausalLM": "mistral",
-    "MixtralForCausalLM": "mixtral",
-    "Qwen2ForCausalLM": "qwen2",
-    "Qwen2MoeForCausalLM": "qwen2_moe",
-    "Qwen3ForCausalLM": "qwen3",
-    "Qwen3MoeForCausalLM": "qwen3_moe",
-    "DeepseekV2ForCausalLM": "deepseek_v2",
-    "DeepseekV3ForCausalLM": "deepseek_v3",
-    "Gemma2ForCausalLM": "gemma2",
-    "Gemma3ForCausalLM": "gemma3_text",
-    "GptOssForCausalLM": "gpt_oss",
-    "Llama4ForCausalLM": "llama4_text",
-    "Phi3ForCausalLM": "phi3",
-    "GlmForCausalLM": "glm",
-    "Glm4ForCausalLM": "glm4",
-    "Glm4MoeForCausalLM": "glm4_moe",
-    "Olmo2ForCausalLM": "olmo2",
-    "GraniteForCausalLM": "granite",
-    "GraniteMoeForCausalLM": "granitemoe",
-}
-# model_types that are an architecture the importer knows under another name
-_TYPE_ALIASES = {"kimi_k2": "deepseek_v3"}
-# hybrid linear-attention models: refused, because their linear ("lightning") layers keep a
-# fixed-size state instead of a KV cache that grows with context, which roofline cannot express
-_LINEAR_ATTENTION = {
-    "minimax": "MiniMax-Text-01",
-    "minimax_text_01": "MiniMax-Text-01",
-    "minimax_m1": "MiniMax-M1",
-    "MiniMaxText01ForCausalLM": "MiniMax-Text-01",
-    "MiniMaxM1ForCausalLM": "MiniMax-M1",
-    "MiniMaxForCausalLM": "MiniMax-Text-01",
-}
 _SHAPE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 # config classes whose tie_word_embeddings defaults to True (transformers Gemma2Config,
-# Gemma3TextConfig); the others default to False, as ModelArch does
-_TIED_BY_DEFAULT = ("gemma2", "gemma3", "gemma3_text")
+# Gemma3TextConfig, CohereConfig, Cohere2Config, SmolLM3Config, Ernie4_5Config,
+# Starcoder2Config); the others default to False, as ModelArch does
+_TIED_BY_DEFAULT = (
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "cohere",
+    "cohere2",
+    "smollm3",
+    "ernie4_5",
+    "starcoder2",
+    "ernie4_5_moe",
+    "gemma",
+)
 _OPTIONAL = (
     "num_key_value_heads",
     "head_dim",
@@ -79,10 +57,28 @@ _EXPERT_COUNT = {
     "deepseek_v2": "n_routed_experts",
     "deepseek_v3": "n_routed_experts",
     "glm4_moe": "n_routed_experts",
+    "deepseek_v32": "n_routed_experts",
+    "olmoe": "num_experts",
+    "phimoe": "num_local_experts",
+    "minimax_m2": "num_local_experts",
+    "ernie4_5_moe": "moe_num_experts",
+    "hunyuan_v1_moe": "num_experts",
 }
 # families that read sliding_window: every layer local unless layer_types or a pattern says
 # otherwise (transformers Phi3Attention passes config.sliding_window to every layer too)
-_WINDOWED = ("gemma2", "gemma3", "gemma3_text", "gpt_oss", "mistral", "phi3")
+_WINDOWED = (
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gpt_oss",
+    "mistral",
+    "phi3",
+    "phimoe",
+    "starcoder2",
+    "cohere2",
+    "exaone4",
+    "olmo3",
+)
 QUANT_METHODS = (
     "awq",
     "gptq",
@@ -101,13 +97,21 @@ def _need(cfg: dict[str, Any], key: str, where: str) -> Any:
     return cfg[key]
 
 
-def _refuse_linear_attention(name: str, where: str) -> None:
+def _refuse_linear_attention(name: str, why: str, where: str) -> None:
     raise InputError(
-        f"{where}: {name} is not supported: 7 of every 8 of its layers use lightning (linear) "
-        "attention, whose state does not grow with context, and roofline models softmax "
-        "attention with a KV cache that does (counting them as softmax layers would overstate "
-        "its KV memory and decode bytes several-fold)"
+        f"{where}: {name} is not supported: {why}, whose state does not grow with context, "
+        "and roofline models softmax attention with a KV cache that does (counting them as "
+        "softmax layers would misstate its weights, KV memory and decode bytes)"
     )
+
+
+def _refuse_hybrid(cfg: dict[str, Any], where: str) -> None:
+    """Refuse, with the reason, a config whose model_type or class names a model with linear
+    attention or state-space layers (hffamilies.LINEAR_ATTENTION)."""
+    archs = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+    for name in [cfg.get("model_type"), *archs]:
+        if name in LINEAR_ATTENTION:
+            _refuse_linear_attention(*LINEAR_ATTENTION[name], where)
 
 
 def resolve_model_type(cfg: dict[str, Any], where: str = "config.json") -> str:
@@ -115,16 +119,14 @@ def resolve_model_type(cfg: dict[str, Any], where: str = "config.json") -> str:
     else a documented alias (kimi_k2). Hybrid linear-attention models are refused by name."""
     model_type = cfg.get("model_type")
     archs = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
-    for name in [model_type, *archs]:
-        if name in _LINEAR_ATTENTION:
-            _refuse_linear_attention(_LINEAR_ATTENTION[name], where)
+    _refuse_hybrid(cfg, where)
     if model_type in SUPPORTED:
         return model_type
     for arch in archs:
         if arch in ARCHITECTURES:
             return ARCHITECTURES[arch]
-    if model_type in _TYPE_ALIASES:
-        return _TYPE_ALIASES[model_type]
+    if model_type in TYPE_ALIASES:
+        return TYPE_ALIASES[model_type]
     shown = f" (architectures {', '.join(archs)})" if archs else ""
     raise InputError(
         f"{where}: model_type {model_type!r}{shown} is not supported",
@@ -216,11 +218,44 @@ def quantized_weights(q: dict[str, Any], where: str = "config.json") -> tuple[st
     )
 
 
+def _uniform(cfg: dict[str, Any], key: str, where: str) -> Any:
+    """A per-layer list (Hunyuan's moe_topk, num_experts, ...) whose entries all agree, as one
+    value; differing entries are refused (roofline's layers of one kind share one shape)."""
+    value = cfg.get(key)
+    if isinstance(value, list):
+        if len(set(value)) != 1:
+            raise InputError(f"{where}: per-layer {key} {sorted(set(value))} is not supported")
+        return value[0]
+    return value
+
+
+def _hunyuan(cfg: dict[str, Any], entry: dict[str, Any], where: str) -> None:
+    """Hunyuan-A13B (transformers HunYuanMoEV1): routed experts of moe_intermediate_size, a shared
+    MLP of num_shared_expert x intermediate_size (use_mixed_mlp_moe; counted as that many experts,
+    so the two widths must agree), dense layers before moe_layer_num_skipped, router gate.wg
+    without bias. Per-layer lists must be uniform."""
+    flat = {k: _uniform(cfg, k, where) for k in ("num_experts", "moe_topk", "num_shared_expert")}
+    entry["n_routed_experts"] = int(_need(flat, "num_experts", where))
+    entry["num_experts_per_tok"] = int(_need(flat, "moe_topk", where))
+    width = int(
+        _uniform(cfg, "moe_intermediate_size", where) or _need(cfg, "intermediate_size", where)
+    )
+    entry["moe_intermediate_size"] = width
+    entry["intermediate_size"] = int(_need(cfg, "intermediate_size", where))
+    if cfg.get("use_mixed_mlp_moe", True) and flat["num_shared_expert"]:
+        if entry["intermediate_size"] != width:
+            raise InputError(f"{where}: a shared MLP wider than the experts is not supported")
+        entry["n_shared_experts"] = int(flat["num_shared_expert"])
+    entry["first_k_dense_replace"] = int(cfg.get("moe_layer_num_skipped") or 0)
+
+
 def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str) -> None:
     """Expert counts and widths, renamed to the catalog's DeepSeek-style keys."""
+    if model_type == "hunyuan_v1_moe":
+        return _hunyuan(cfg, entry, where)
     entry["n_routed_experts"] = int(_need(cfg, _EXPERT_COUNT[model_type], where))
     entry["num_experts_per_tok"] = int(
-        cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", where)
+        cfg.get("num_experts_per_tok") or cfg.get("moe_k") or _need(cfg, "experts_per_token", where)
     )
     if model_type == "llama4_text":
         # routed experts and one shared expert of intermediate_size; dense layers of _mlp
@@ -230,7 +265,7 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
         entry["n_shared_experts"] = 1
         entry["interleave_moe_layer_step"] = int(cfg.get("interleave_moe_layer_step") or 1)
         entry["intermediate_size_mlp"] = int(_need(cfg, "intermediate_size_mlp", where))
-    elif model_type in ("mixtral", "gpt_oss", "granitemoe"):
+    elif model_type in ("mixtral", "gpt_oss", "granitemoe", "olmoe", "phimoe", "minimax_m2"):
         width = int(_need(cfg, "intermediate_size", where))
         entry["intermediate_size"] = width
         entry["moe_intermediate_size"] = width
@@ -256,6 +291,19 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
                 f"moe_intermediate_size {width}, which roofline needs to count the shared expert"
             )
         entry["n_shared_experts"] = shared // width
+    if model_type == "ernie4_5_moe":
+        # transformers Ernie4_5_MoeDecoderLayer: MoE on layers moe_layer_start_index ..
+        # moe_layer_end_index every moe_layer_interval; one shared MLP of
+        # moe_intermediate_size x moe_num_shared_experts (counted as that many experts)
+        end = cfg.get("moe_layer_end_index")
+        last = entry["num_hidden_layers"] - 1
+        if cfg.get("moe_layer_interval", 1) != 1 or end not in (None, -1, last):
+            raise InputError(
+                f"{where}: ernie4_5_moe with moe_layer_interval other than 1 or dense layers "
+                "after moe_layer_end_index is not supported"
+            )
+        entry["n_shared_experts"] = int(cfg.get("moe_num_shared_experts") or 0)
+        entry["first_k_dense_replace"] = int(cfg.get("moe_layer_start_index") or 0)
     if model_type.startswith("deepseek") or model_type == "glm4_moe":
         if cfg.get("moe_layer_freq", 1) != 1:
             raise InputError(f"{where}: moe_layer_freq other than 1 is not supported")
@@ -288,19 +336,120 @@ def _local_attention(cfg: dict[str, Any], entry: dict[str, Any], model_type: str
             ]
         elif model_type in ("gemma3", "gemma3_text"):
             entry["sliding_window_pattern"] = int(cfg.get("sliding_window_pattern") or 6)
-        elif model_type == "gpt_oss":
+        elif model_type in ("cohere2", "exaone4"):
+            # every p-th layer global (Cohere2Config sliding_window_pattern 4); EXAONE 4 may
+            # spell it as a string such as "LLLG" (L local, G global), repeated over the layers
+            pattern = cfg.get("sliding_window_pattern") or 4
+            if isinstance(pattern, str):
+                if set(pattern) - {"L", "G"}:
+                    raise InputError(f"{where}: sliding_window_pattern {pattern!r} is not L/G")
+                entry["layer_types"] = [
+                    "sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention"
+                    for i in range(entry["num_hidden_layers"])
+                ]
+            else:
+                entry["sliding_window_pattern"] = int(pattern)
+        elif model_type in ("gpt_oss", "olmo3"):  # (OLMo 3: 3 of 4 local, the last global)
             raise InputError(f"{where}: missing field 'layer_types'")
+
+
+def _refuse(where: str, what: str) -> None:
+    raise InputError(
+        f"{where}: {what}, which roofline does not count; refusing rather than miscount"
+    )
+
+
+def _family_fields(cfg: dict[str, Any], entry: dict[str, Any], family: Any, where: str) -> None:
+    """Fields of the families read as another model_type or needing a check: Seed-OSS biases
+    (SeedOssAttention: attention_bias on q, k, v; attention_out_bias on o), Cohere's use_qk_norm,
+    Phi-3.5-MoE's lm_head bias, StarCoder 2's biases (use_bias), MiniMax-M2's layer kinds and q/k
+    norm, DeepSeek-V3.2's indexer shape. Whatever would change the count unmodelled is refused."""
+    model_type = entry["model_type"]
+    if cfg.get("mlp_bias") and model_type != "starcoder2":
+        _refuse(where, "mlp_bias true puts biases on the FFN")
+    if family == "seed_oss" or "attention_out_bias" in cfg:
+        qkv, out = bool(cfg.get("attention_bias")), bool(cfg.get("attention_out_bias"))
+        entry.pop("attention_bias", None)
+        if out and not qkv:
+            _refuse(where, "attention_out_bias without attention_bias (a bias on o alone)")
+        if qkv:
+            entry["attention_bias" if out else "qkv_bias"] = True
+    if family in ("ernie4_5", "ernie4_5_moe") and cfg.get("use_bias"):
+        _refuse(where, "use_bias true puts biases on ERNIE 4.5's projections")
+    if cfg.get("use_qk_norm") and (
+        model_type in ("cohere", "cohere2", "hunyuan_v1_moe") or family == "hunyuan_v1_dense"
+    ):
+        entry["use_qk_norm"] = True  # Hunyuan: query_layernorm / key_layernorm over head_dim
+    if cfg.get("use_cla"):
+        _refuse(where, "use_cla shares K/V across layers (cross-layer attention)")
+    if model_type == "phimoe" and cfg.get("lm_head_bias") is not True:
+        _refuse(where, "phimoe without lm_head_bias true (every published Phi-3.5-MoE has it)")
+    if model_type == "starcoder2":
+        if cfg.get("use_bias", True) is not True:
+            _refuse(where, "starcoder2 with use_bias false (roofline counts its biases)")
+        entry["attention_bias"] = True  # q, k, v and o (Starcoder2Attention bias=use_bias)
+    if model_type == "minimax_m2":
+        kinds = set(cfg.get("attn_type_list") or [1])
+        if kinds != {1}:
+            _refuse_linear_attention(
+                "this MiniMax model",
+                "some of its layers use lightning (linear) attention (attn_type_list 0)",
+                where,
+            )
+        if not cfg.get("use_qk_norm") or cfg.get("qk_norm_type", "per_layer") != "per_layer":
+            _refuse(where, "minimax_m2 without use_qk_norm and qk_norm_type per_layer")
+        if cfg.get("shared_intermediate_size"):
+            _refuse(where, "minimax_m2 with shared_intermediate_size (a shared expert)")
+    if model_type == "deepseek_v32":
+        shape = (cfg.get("index_n_heads"), cfg.get("index_head_dim"))
+        if shape != (DSA_INDEX_HEADS, DSA_INDEX_HEAD_DIM):
+            _refuse(
+                where,
+                f"a DSA indexer of {shape[0]} heads x {shape[1]} (roofline counts "
+                f"V3.2-Exp's {DSA_INDEX_HEADS} x {DSA_INDEX_HEAD_DIM})",
+            )
+
+
+def _granite4_dense(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Granite 4.0 ships its pure-attention dense models (granite-4.0-micro) as granitemoehybrid
+    with every layer_types entry "attention" and no experts: its shared_mlp (input_linear D->2F,
+    output_linear F->D, transformers GraniteMoeHybridMLP) is a gated FFN of
+    shared_intermediate_size, so it reads as granite. Hybrids with Mamba layers stay refused."""
+    types = cfg.get("layer_types") or cfg.get("layers_block_type") or []
+    if (
+        cfg.get("model_type") != "granitemoehybrid"
+        or not types
+        or set(types) != {"attention"}
+        or cfg.get("num_local_experts")
+        or not cfg.get("shared_intermediate_size")
+    ):
+        return cfg
+    rest = {k: v for k, v in cfg.items() if k not in ("layer_types", "layers_block_type")}
+    return {
+        **rest,
+        "model_type": "granite",
+        "architectures": ["GraniteForCausalLM"],
+        "intermediate_size": cfg["shared_intermediate_size"],
+    }
 
 
 def entry_from_config(
     cfg: dict[str, Any], model_id: str, where: str = "config.json", source: str | None = None
 ) -> dict[str, Any]:
     """A catalog entry (the keys of models/*.yaml) from a config.json mapping."""
-    outer = cfg
+    outer = cfg = _granite4_dense(cfg)
+    _refuse_hybrid(outer, where)  # a wrapper may name the hybrid only outside its text_config
     if "text_config" in cfg and isinstance(cfg["text_config"], dict):  # Gemma 3, Llama 4, Kimi
-        text_type = {"gemma3": "gemma3_text", "llama4": "llama4_text"}.get(cfg.get("model_type"))
+        text_type = TEXT_TYPES.get(cfg.get("model_type"))
         text = cfg["text_config"]
         cfg = {**text, "model_type": text.get("model_type", text_type)}
+        if "tie_word_embeddings" not in text and "tie_word_embeddings" in outer:
+            cfg["tie_word_embeddings"] = outer["tie_word_embeddings"]  # Qwen3-VL keeps it outside
+    if cfg.get("model_type") == "exaone" and "num_layers" in cfg:  # EXAONE 3.5's own names
+        cfg = {**cfg, "num_hidden_layers": cfg["num_layers"]}
+    if "attention_head_dim" in cfg and cfg.get("head_dim") is None:  # Hunyuan's name
+        cfg = {**cfg, "head_dim": cfg["attention_head_dim"]}
+    family = cfg.get("model_type")  # as the config names it, before aliases
     model_type = resolve_model_type(cfg, where)
     types = cfg.get("layer_types") or []
     odd = sorted({t for t in types if t not in ("sliding_attention", "full_attention")})
@@ -322,7 +471,8 @@ def entry_from_config(
     for key in _OPTIONAL:
         if cfg.get(key) is not None:
             entry[key] = cfg[key]
-    if "tie_word_embeddings" not in entry and model_type in _TIED_BY_DEFAULT:
+    tied_default = model_type in _TIED_BY_DEFAULT or family in _TIED_BY_DEFAULT
+    if "tie_word_embeddings" not in entry and tied_default:
         entry["tie_word_embeddings"] = True  # the transformers config class default
     if model_type in ("glm", "glm4", "glm4_moe"):
         # GLM attention_bias is on q, k and v only (transformers GlmAttention, Glm4Attention,
@@ -341,7 +491,11 @@ def entry_from_config(
         for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             entry[key] = int(_need(cfg, key, where))
         entry["q_lora_rank"] = cfg.get("q_lora_rank") or None
+    _family_fields(cfg, entry, family, where)
     _local_attention(cfg, entry, model_type, where)
+    if "vision_config" in outer:
+        note = "text decoder only: the vision encoder (vision_config) is not counted"
+        entry["notes"] = f"{entry['notes']}; {note}" if "notes" in entry else note
     quant = cfg.get("quantization_config") or outer.get("quantization_config")
     if isinstance(quant, dict):
         fmt, what = quantized_weights(quant, where)

@@ -32,18 +32,54 @@ MODEL_TYPES = (
     "olmo2",
     "granite",
     "granitemoe",
+    "cohere",
+    "cohere2",
+    "olmoe",
+    "phimoe",
+    "starcoder2",
+    "exaone4",
+    "minimax_m2",
+    "deepseek_v32",
+    "ernie4_5_moe",
+    "hunyuan_v1_moe",
+    "olmo3",
 )
 # model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN);
 # transformers Gemma2/Gemma3 and Glm4DecoderLayer (post_self_attn_layernorm, post_mlp_layernorm)
 _FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
 # model_type values with a per-head RMSNorm on q and k (size H each)
-_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "exaone4"}
+# model_type values whose q and k norms span the whole projection (N·H and K·H weights):
+# transformers Olmo2Attention and Olmo3Attention, OlmoeAttention (q_norm over hidden_size, k_norm
+# over K·H), MiniMaxM2Attention with qk_norm_type "per_layer" (q_norm over N·H, k_norm over K·H).
+# Cohere's per-head LayerNorm((N, H)) and ((K, H)) (CohereAttention, use_qk_norm) holds as many
+_WHOLE_QK_NORM_TYPES = {"olmo2", "olmo3", "olmoe", "minimax_m2"}
+# model_type values whose LayerNorms carry a bias as well as a weight (2·D each): transformers
+# PhimoeDecoderLayer and Starcoder2DecoderLayer use nn.LayerNorm, final norm included
+_NORM_BIAS_TYPES = {"phimoe", "starcoder2"}
+# model_type values with one norm per decoder layer: Cohere runs attention and the MLP in
+# parallel on the same input_layernorm output (transformers CohereDecoderLayer, Cohere2), and
+# its LayerNorm has no bias (CohereLayerNorm: weight only)
+_ONE_NORM_TYPES = {"cohere", "cohere2"}
+# DeepSeek-V3.2's lightning indexer per layer (DeepSeek-V3.2-Exp inference/model.py Indexer):
+# wq_b q_lora_rank -> n_heads·head_dim, wk D -> head_dim, k_norm LayerNorm(head_dim) weight and
+# bias, weights_proj D -> n_heads; V3.2-Exp's config: index_n_heads 64, index_head_dim 128
+# (hfconfig refuses other values, which the catalog cannot carry)
+DSA_INDEX_HEADS, DSA_INDEX_HEAD_DIM = 64, 128
 # model_type values whose q, k, v projections carry a bias the config does not state
 # (transformers Qwen2Attention and Qwen2MoeAttention hard-code bias=True on q, k, v only)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
-# model_type values whose router carries a per-expert bias (DeepSeek-V3 and GLM-4.5
-# e_score_correction_bias, gpt-oss router bias)
-_ROUTER_BIAS_TYPES = {"deepseek_v3", "gpt_oss", "glm4_moe"}
+# model_type values whose router carries a per-expert bias (DeepSeek-V3/V3.2, GLM-4.5 and
+# MiniMax-M2 e_score_correction_bias, gpt-oss router bias, ERNIE 4.5's
+# moe_statics.e_score_correction_bias: transformers Ernie4_5_MoeStatics)
+_ROUTER_BIAS_TYPES = {
+    "deepseek_v3",
+    "deepseek_v32",
+    "gpt_oss",
+    "glm4_moe",
+    "minimax_m2",
+    "ernie4_5_moe",
+}
 
 
 @dataclass(frozen=True)
@@ -182,28 +218,50 @@ class ModelArch:
 
     @property
     def attn_norm_params(self) -> int:
-        """Norm weights inside attention: MLA's q/kv latent norms, q/k norms, gpt-oss sinks.
-        Per-head q/k norms are H each; OLMo 2 normalises the whole q and k projections
-        (transformers Olmo2Attention q_norm over N·H, k_norm over K·H)."""
+        """Norm weights inside attention: MLA's q/kv latent norms (+ DeepSeek-V3.2's indexer),
+        q/k norms, gpt-oss sinks. Per-head q/k norms are H each; OLMo 2/3, OLMoE, MiniMax-M2
+        normalise the whole q and k projections (N·H + K·H, _WHOLE_QK_NORM_TYPES), as many
+        weights as Cohere's per-head-weighted LayerNorms when use_qk_norm is set."""
         if self.is_mla:
-            return (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
-        per_head = self.model_type in _QK_NORM_TYPES or self.use_qk_norm
+            latent = (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
+            return latent + (self.indexer_params if self.model_type == "deepseek_v32" else 0)
+        per_head = self.model_type in _QK_NORM_TYPES or (
+            self.use_qk_norm and self.model_type not in _ONE_NORM_TYPES
+        )
         extra = 2 * self.d_head if per_head else 0
-        if self.model_type == "olmo2":
-            extra += (self.num_attention_heads + self.n_kv_heads) * self.d_head
+        whole = self.model_type in _WHOLE_QK_NORM_TYPES
+        if whole or (self.model_type in _ONE_NORM_TYPES and self.use_qk_norm):
+            extra = (self.num_attention_heads + self.n_kv_heads) * self.d_head
         if self.model_type == "gpt_oss":
             extra += self.num_attention_heads  # learned attention-sink logit per head
         return extra
 
     @property
+    def indexer_params(self) -> int:
+        """DeepSeek-V3.2 lightning indexer of one layer (see DSA_INDEX_HEADS): q_lora·n·h + D·h
+        + 2·h + D·n. Kept with the attention's small replicated parts (attn_norm_params)."""
+        d, n, h = self.hidden_size, DSA_INDEX_HEADS, DSA_INDEX_HEAD_DIM
+        return (self.q_lora_rank or 0) * n * h + d * h + 2 * h + d * n
+
+    @property
+    def norm_width(self) -> int:
+        """Weights of one norm over D: 2·D for a LayerNorm with bias (_NORM_BIAS_TYPES)."""
+        return (2 if self.model_type in _NORM_BIAS_TYPES else 1) * self.hidden_size
+
+    @property
     def layer_norm_params(self) -> int:
         per = 4 if self.model_type in _FOUR_NORM_TYPES else 2
-        return per * self.hidden_size
+        per = 1 if self.model_type in _ONE_NORM_TYPES else per
+        return per * self.norm_width
 
     @property
     def dense_mlp_params(self) -> int:
-        """Gated FFN (SwiGLU/GeGLU): gate, up and down = 3·D·F."""
-        return 3 * self.hidden_size * self.dense_ffn_width
+        """Gated FFN (SwiGLU/GeGLU): gate, up and down = 3·D·F. StarCoder 2's is not gated: c_fc
+        and c_proj with biases, 2·D·F + F + D (transformers Starcoder2MLP, use_bias)."""
+        d, f = self.hidden_size, self.dense_ffn_width
+        if self.model_type == "starcoder2":
+            return 2 * d * f + f + d
+        return 3 * d * f
 
     @property
     def expert_params(self) -> int:
@@ -253,8 +311,10 @@ class ModelArch:
             "experts_routed": n_moe * self.n_routed_experts * self.expert_params,
             "experts_shared": n_moe * self.shared_expert_params,
             "router": n_moe * self.router_params,
-            "norms": layers * self.layer_norm_params + d,
-            "lm_head": 0 if self.tie_word_embeddings else v * d,
+            "norms": layers * self.layer_norm_params + self.norm_width,
+            # Phi-3.5-MoE's output head has a bias (transformers PhimoeForCausalLM lm_head_bias)
+            "lm_head": (0 if self.tie_word_embeddings else v * d)
+            + (v if self.model_type == "phimoe" else 0),
         }
         out["total"] = sum(out.values())
         inactive = n_moe * (self.n_routed_experts - self.num_experts_per_tok) * self.expert_params
