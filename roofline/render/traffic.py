@@ -9,23 +9,15 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import csec, stdout_console
+from roofline.render.core import csec, pct, stdout_console
 from roofline.render.layout import N, T, print_pairs, print_rows, say, table_output
 from roofline.render.serving import _bar
 from roofline.units import fmt_seconds
 
 
-def _t(x: float | None) -> str:
-    return "-" if x is None else csec(x)
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0%}"
-
-
 def _usd(x: float | None) -> str:
     if x is None:
-        return "-"
+        return "—"
     return f"${x:.3g}" if x < 100 else f"${x:,.0f}"
 
 
@@ -61,22 +53,22 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         j = e["joules_per_output_token"]
         pairs = [
             ("rate", f"{pts[0]['rate']:.3g} req/s" if pts[0]["rate"] else "-"),
-            ("TTFT p50 / p99", f"{_t(e['ttft_s']['p50'])} / {_t(e['ttft_s']['p99'])}"),
-            ("TPOT p50 / p99", f"{_t(e['tpot_s']['p50'])} / {_t(e['tpot_s']['p99'])}"),
-            ("ITL p50 / p99", f"{_t(e['itl_s']['p50'])} / {_t(e['itl_s']['p99'])}"),
-            ("E2E p50 / p99", f"{_t(e['e2e_s']['p50'])} / {_t(e['e2e_s']['p99'])}"),
-            ("queue mean", _t(e["queue_s"]["mean"])),
+            ("TTFT p50 / p99", f"{csec(e['ttft_s']['p50'])} / {csec(e['ttft_s']['p99'])}"),
+            ("TPOT p50 / p99", f"{csec(e['tpot_s']['p50'])} / {csec(e['tpot_s']['p99'])}"),
+            ("ITL p50 / p99", f"{csec(e['itl_s']['p50'])} / {csec(e['itl_s']['p99'])}"),
+            ("E2E p50 / p99", f"{csec(e['e2e_s']['p50'])} / {csec(e['e2e_s']['p99'])}"),
+            ("queue mean", csec(e["queue_s"]["mean"])),
             ("requests/s", f"{e['throughput']['requests_per_s']:.3g}"),
             ("output tok/s", f"{e['throughput']['output_tokens_per_s']:,.0f}"),
             ("tok/s per GPU", f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}"),
             ("tok/s per user", f"{e['throughput']['output_tokens_per_s_per_user']:,.1f}"),
             ("goodput", f"{e['goodput_requests_per_s']:.3g} req/s"),
-            ("SLO attainment", _pct(e["slo_attainment"])),
+            ("SLO attainment", pct(e["slo_attainment"])),
             ("meets SLO", "yes" if e["meets_slo"] else "NO"),
             ("running batch", f"{e['mean_running_batch']:.1f}"),
             ("queue length", f"{e['mean_queue_length']:.1f}"),
-            ("KV occupancy", _pct(e["kv_occupancy"])),
-            ("utilisation", _pct(e["utilisation"])),
+            ("KV occupancy", pct(e["kv_occupancy"])),
+            ("utilisation", pct(e["utilisation"])),
             ("$/M output tok", _usd(e["cost_per_million_output_tokens"])),
             ("J/output token", "-" if j is None else f"{j:.3g}"),
         ]
@@ -91,8 +83,8 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         [
             (
                 f"{p['rate']:.3g}",
-                _t(p["expected"]["ttft_s"]["p99"]),
-                _t(p["expected"]["tpot_s"]["p99"]),
+                csec(p["expected"]["ttft_s"]["p99"]),
+                csec(p["expected"]["tpot_s"]["p99"]),
                 f"{p['expected']['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{p['expected']['goodput_requests_per_s']:.3g}",
                 "ok" if p["expected"]["meets_slo"] else "MISS",
@@ -177,8 +169,8 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
                 shape,
                 f"{x['goodput_per_gpu']:.3g}",
                 f"{x['gpus']:,}" if x["units"] else "-",
-                _t((e.get("ttft_s") or {}).get("p99")),
-                _t((e.get("tpot_s") or {}).get("p99")),
+                csec((e.get("ttft_s") or {}).get("p99")),
+                csec((e.get("tpot_s") or {}).get("p99")),
             )
         )
     print_rows(
