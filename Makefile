@@ -26,7 +26,7 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile
 	$(MAKE) wheel-smoke
 
 # Build the wheel, install it into a fresh venv and prove the catalogs ship inside it.
