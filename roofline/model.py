@@ -255,6 +255,12 @@ class ModelArch:
         return per * self.norm_width
 
     @property
+    def ffn_matrices(self) -> int:
+        """Weight matrices of one dense FFN: gate, up and down (3) when gated; c_fc and c_proj (2)
+        for StarCoder 2 (transformers Starcoder2MLP)."""
+        return 2 if self.model_type == "starcoder2" else 3
+
+    @property
     def dense_mlp_params(self) -> int:
         """Gated FFN (SwiGLU/GeGLU): gate, up and down = 3·D·F. StarCoder 2's is not gated: c_fc
         and c_proj with biases, 2·D·F + F + D (transformers Starcoder2MLP, use_bias)."""

@@ -353,7 +353,7 @@ class _Builder:
         d = m.hidden_size
         if not g.moe:
             f = m.dense_ffn_width
-            self.matmul("mlp", g.count, m.dense_mlp_params / atp, d, 3 * f / atp, tr)
+            self.matmul("mlp", g.count, m.dense_mlp_params / atp, d, m.ffn_matrices * f / atp, tr)
             self.allreduce("tp.allreduce(mlp)", g.count, tr)
             return
         e, k, ep = m.n_routed_experts, m.num_experts_per_tok, self.dep.ep

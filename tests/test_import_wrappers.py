@@ -198,3 +198,26 @@ def test_a_hybrid_wrapper_is_refused_by_its_outer_name():
     }
     with pytest.raises(Exception, match="Gated DeltaNet"):
         _arch(cfg)
+
+
+def test_starcoder2_mlp_op_has_two_matrices(cat):
+    # The toy StarCoder 2 above (D=64, F=256). roofline sizes the FFN as one linear layer with
+    # input width D and the matrices' output widths stacked: 2·F for c_fc + c_proj (3·F when
+    # gated). Activation bytes per token (64 + 2*256) * 2 B = 1152, per layer; GEMM N = 512
+    from roofline.ops import Deployment, decode_ops
+
+    cfg = {
+        "architectures": ["Starcoder2ForCausalLM"],
+        "model_type": "starcoder2",
+        "hidden_size": 64,
+        "intermediate_size": 256,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "use_bias": True,
+        "vocab_size": 100,
+    }
+    hw = cat.accelerator("h100")
+    mlp = next(op for op in decode_ops(_arch(cfg), hw, Deployment(), 1, 16) if op.name == "mlp")
+    assert float(mlp.act_bytes) == pytest.approx(2 * 1152)  # two layers
+    assert float(mlp.gemm_n) == pytest.approx(512)
