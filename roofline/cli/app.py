@@ -34,10 +34,10 @@ REPORT_URL = "the roofline issue tracker"
 # (or its own help is shown), so `roofline analyze` imports no plotting, serving or catalog code.
 # tests/test_speed_cli.py checks this table against the commands' own docstrings.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "kv": ("analyze", "KV-cache bytes per token, sequence and batch."),
+    "kv": ("memory", "KV-cache bytes per token, sequence and batch."),
     "analyze": ("analyze", "Prefill and decode on the roofline, op by op."),
-    "capacity": ("analyze", "Memory per GPU and the largest batch that fits."),
-    "bytes": ("analyze", "Where the bytes go: weight, KV and activation I/O."),
+    "capacity": ("memory", "Memory per GPU and the largest batch that fits."),
+    "bytes": ("memory", "Where the bytes go: weight, KV and activation I/O."),
     "offload": ("edge", "Weights split between the GPU and host RAM."),
     "edge": ("edge", "What a Mac, a Spark or a desktop GPU can run: fit and speed."),
     "speculate": ("levers", "Speculative decoding: speed-up against batch, per drafter."),
