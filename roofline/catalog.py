@@ -156,6 +156,7 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
     "sliding_window_pattern": (int, False),
     "layer_types": (list, False),
     "num_nextn_predict_layers": (int, False),
+    "index_topk": (int, False),
 }
 _PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, False)}
 _TIER_KINDS = ("link", "memory", "storage", "network")

@@ -311,6 +311,10 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
         entry["first_k_dense_replace"] = int(cfg.get("first_k_dense_replace") or 0)
         if cfg.get("num_nextn_predict_layers"):
             entry["num_nextn_predict_layers"] = int(cfg["num_nextn_predict_layers"])
+        if model_type == "deepseek_v32":
+            if not isinstance(cfg.get("index_topk"), int) or cfg["index_topk"] < 1:
+                raise InputError(f"{where}: deepseek_v32 needs a positive integer index_topk")
+            entry["index_topk"] = cfg["index_topk"]
 
 
 def _local_attention(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str):

@@ -66,6 +66,9 @@ _ONE_NORM_TYPES = {"cohere", "cohere2"}
 # bias, weights_proj D -> n_heads; V3.2-Exp's config: index_n_heads 64, index_head_dim 128
 # (hfconfig refuses other values, which the catalog cannot carry)
 DSA_INDEX_HEADS, DSA_INDEX_HEAD_DIM = 64, 128
+# Its key cache per token per layer: head_dim fp8 keys plus one fp32 scale per 128-wide block
+# (Indexer k_cache float8_e4m3fn and k_scale_cache float32, block_size 128), whatever the KV dtype
+DSA_INDEX_KEY_BYTES = DSA_INDEX_HEAD_DIM * 1 + 4
 # model_type values whose q, k, v projections carry a bias the config does not state
 # (transformers Qwen2Attention and Qwen2MoeAttention hard-code bias=True on q, k, v only)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
@@ -128,6 +131,7 @@ class ModelArch:
     sliding_window_pattern: int | None = None  # every p-th layer is global (Gemma 3: 6)
     layer_types: tuple[str, ...] | None = None  # "sliding_attention" | "full_attention"
     num_nextn_predict_layers: int = 0  # DeepSeek-V3 multi-token-prediction module
+    index_topk: int | None = None  # DeepSeek Sparse Attention: cached entries a query attends
     name: str = ""
     aliases: tuple[str, ...] = ()
     source: str = ""
@@ -242,6 +246,12 @@ class ModelArch:
         + 2·h + D·n. Kept with the attention's small replicated parts (attn_norm_params)."""
         d, n, h = self.hidden_size, DSA_INDEX_HEADS, DSA_INDEX_HEAD_DIM
         return (self.q_lora_rank or 0) * n * h + d * h + 2 * h + d * n
+
+    @property
+    def indexer_key_bytes(self) -> int:
+        """Bytes the DSA lightning indexer caches per token per layer (DSA_INDEX_KEY_BYTES); 0
+        without DeepSeek Sparse Attention."""
+        return DSA_INDEX_KEY_BYTES if self.model_type == "deepseek_v32" else 0
 
     @property
     def norm_width(self) -> int:

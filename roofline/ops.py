@@ -36,7 +36,7 @@ from roofline.layout import (
     expert_load_imbalance,
     stages,
 )
-from roofline.model import LayerGroup, ModelArch
+from roofline.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, LayerGroup, ModelArch
 from roofline.precision import (
     ACTIVATION_FORMATS,
     KV_FORMATS,
@@ -178,10 +178,11 @@ def kv_bytes_per_token_layer(model: ModelArch, kv_bits: float, tp: int = 1) -> f
     """KV-cache bytes per token per layer per GPU.
     MHA/GQA/MQA: 2·K·H·b_kv (K split over TP, replicated past TP = K).
     MLA: (kv_lora_rank + qk_rope_head_dim)·b_kv, replicated on every TP rank
-    (DeepSeek-V2 §2.1.3)."""
+    (DeepSeek-V2 §2.1.3), plus DeepSeek-V3.2's indexer keys (model.indexer_key_bytes)."""
     b = kv_bits / 8.0
     if model.is_mla:
-        return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * b
+        latent = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * b
+        return latent + model.indexer_key_bytes
     return 2.0 * kv_heads_per_gpu(model, tp) * model.d_head * b
 
 
@@ -307,23 +308,39 @@ class _Builder:
         for name, params, d_in, d_out in attention_matmuls(self.m, self.atp):
             self.matmul(name, layers, params, d_in, d_out, tokens)
 
-    def attention_decode(self, g: LayerGroup, batch, mean_context, queries=1.0) -> None:
+    def attention_decode(
+        self, g: LayerGroup, batch, mean_context, queries=1.0, attended=None
+    ) -> None:
         """Decode attention for a batch at an (effective, window-capped) KV length T, with
         `queries` new tokens per sequence (1 for decode, γ+1 to verify speculative drafts): the
-        cache is read once for all of them (flash-decoding), the math scales with the queries."""
+        cache is read once for all of them (flash-decoding), the math scales with the queries.
+        DeepSeek Sparse Attention (V3.2, `attended` = mean min(T, index_topk)): the lightning
+        indexer scores all T cached keys (64 heads × 128, its own fp8 key cache), then MLA reads
+        and attends only the top-k latents (DeepSeek-V3.2-Exp report §2.1)."""
         m, b, t_kv = self.m, self.rank_batch(batch), _arr(mean_context)
         q = _arr(queries)
         heads = m.num_attention_heads / self.atp
         kv_tok = kv_bytes_per_token_layer(m, self.dep.kv.bits, self.atp)
         if m.is_mla:
+            t_att = t_kv if attended is None else _arr(attended)
             d_c, d_r = (m.kv_lora_rank or 0), (m.qk_rope_head_dim or 0)
-            flops = b * q * heads * (2.0 * (d_c + d_r) + 2.0 * d_c) * t_kv
+            flops = b * q * heads * (2.0 * (d_c + d_r) + 2.0 * d_c) * t_att
+            flops = flops + b * q * self._indexer_flops_per_pair() * t_kv
             act = b * q * heads * ((d_c + d_r) + d_c) * self.b_a
+            idx = m.indexer_key_bytes
+            kv = b * (t_att * (kv_tok - idx) + t_kv * idx)
         else:
             flops = b * q * 4.0 * heads * m.d_head * t_kv
             act = b * q * 2.0 * heads * m.d_head * self.b_a
-        kv = b * t_kv * kv_tok  # the whole cache of T tokens (T−1 read + the new entry written)
+            kv = b * t_kv * kv_tok  # the whole cache of T tokens (T−1 read + the new one written)
         self.add(attention_op_name(g), "attention", g.count, flops, kv=kv, act=act)
+
+    def _indexer_flops_per_pair(self) -> float:
+        """DSA lightning indexer: one query-key score over its heads (split over the attention
+        TP group, Indexer n_local_heads) of head_dim, 2·n·h FLOPs; 0 without DSA."""
+        if not self.m.index_topk:
+            return 0.0
+        return 2.0 * DSA_INDEX_HEADS / self.atp * DSA_INDEX_HEAD_DIM
 
     def attention_prefill(self, g: LayerGroup, batch, prompt) -> None:
         """Causal prefill attention under a fused kernel: Σ_i min(i, w) query-key pairs."""
@@ -334,7 +351,12 @@ class _Builder:
         kv_tok = kv_bytes_per_token_layer(m, self.dep.kv.bits, self.atp)
         if m.is_mla:  # prefill runs un-absorbed: per head qk = nope + rope, v = v_head_dim
             qk = (m.qk_nope_head_dim or 0) + (m.qk_rope_head_dim or 0)
-            flops = pairs * heads * (2.0 * qk + 2.0 * m.v_dim)
+            attended = pairs
+            if m.index_topk:  # DSA: each query attends its top-k keys, the indexer scores all
+                cap = min(c for c in (g.window, m.index_topk) if c is not None)
+                attended = b * sum_capped(1.0, s, cap)
+            flops = attended * heads * (2.0 * qk + 2.0 * m.v_dim)
+            flops = flops + pairs * self._indexer_flops_per_pair()
             act = tokens * heads * (2.0 * qk + 2.0 * m.v_dim) * self.b_a
         else:
             kvh = kv_heads_per_gpu(m, self.atp)
@@ -494,8 +516,13 @@ def decode_ops(
     q = _arr(new_tokens)
 
     def attention(g: LayerGroup) -> None:
-        mean_t = sum_capped(first, first + n - 1.0, cached_tokens_cap(g.window, dep)) / n
-        b.attention_decode(g, batch, mean_t, q)
+        cap = cached_tokens_cap(g.window, dep)
+        mean_t = sum_capped(first, first + n - 1.0, cap) / n
+        attended = None
+        if model.index_topk:  # DSA: mean of min(T, top-k) over the steps
+            top = min(c for c in (cap, model.index_topk) if c is not None)
+            attended = sum_capped(first, first + n - 1.0, top) / n
+        b.attention_decode(g, batch, mean_t, q, attended)
 
     tokens = _arr(batch) * q
     _layer_ops(b, tokens, b.rank_batch(batch) * q, attention)

@@ -221,3 +221,37 @@ def test_starcoder2_mlp_op_has_two_matrices(cat):
     mlp = next(op for op in decode_ops(_arch(cfg), hw, Deployment(), 1, 16) if op.name == "mlp")
     assert float(mlp.act_bytes) == pytest.approx(2 * 1152)  # two layers
     assert float(mlp.gemm_n) == pytest.approx(512)
+
+
+def test_deepseek_v32_sparse_attention_reads_top_k_latents(cat):
+    # DeepSeek-V3.2 (examples/configs): MLA latent 512 + rope 64, index_topk 2048, indexer 64
+    # heads x 128 with an fp8 key + fp32 scale cache (128 + 4 = 132 B per token per layer).
+    # One decode step, batch 1, TP 1, bf16 KV, KV length T = 10,000, per layer by hand:
+    #   KV bytes/token/layer = 576 * 2 + 132 = 1,284
+    #   attention reads 2,048 latents + 10,000 indexer keys: 2048*1152 + 10000*132 = 3,679,296 B
+    #   FLOPs 128 heads * (2*576 + 2*512) * 2048 + 2*64*128 * 10000 = 734,265,344
+    from roofline.ops import Deployment, decode_ops, kv_bytes_per_token_layer
+
+    m = model_from_config(EXAMPLES / "DeepSeek-V3.2/config.json")
+    assert m.index_topk == 2048
+    assert kv_bytes_per_token_layer(m, 16) == 1284
+    hw = cat.accelerator("h100")
+    attn = next(op for op in decode_ops(m, hw, Deployment(), 1, 10_000) if op.name == "attn.core")
+    assert float(attn.kv_bytes) / attn.layers == pytest.approx(3_679_296)
+    assert float(attn.flops) / attn.layers == pytest.approx(734_265_344)
+    # below the top-k every cached latent is attended: dense MLA plus the indexer
+    short = next(op for op in decode_ops(m, hw, Deployment(), 1, 1000) if op.name == "attn.core")
+    assert float(short.kv_bytes) / short.layers == pytest.approx(1000 * 1284)
+
+
+def test_deepseek_v32_prefill_attends_top_k_pairs(cat):
+    # Prefill of one 4,096-token prompt, TP 1, per layer by hand: causal pairs 4096*4097/2 =
+    # 8,390,656 scored by the indexer; attended pairs Σ min(i, 2048) = 2048*2049/2 + 2048*2048
+    # = 6,292,480, each 128 heads * (2*(128+64) + 2*128) = 81,920 FLOPs; the indexer 2*64*128:
+    #   6,292,480 * 81,920 + 8,390,656 * 16,384 = 652,952,469,504 FLOPs
+    from roofline.ops import Deployment, prefill_ops
+
+    m = model_from_config(EXAMPLES / "DeepSeek-V3.2/config.json")
+    ops = prefill_ops(m, cat.accelerator("h100"), Deployment(), 1, 4096)
+    attn = next(op for op in ops if op.name == "attn.core")
+    assert float(attn.flops) / attn.layers == pytest.approx(652_952_469_504)
