@@ -723,6 +723,7 @@ _CASE_SPECULATIVE_KEYS: dict[str, tuple[Any, bool]] = {
     "draft_vocab": (int, False),
     "topk": (int, False),
     "tau_gamma": (int, False),
+    "tau_tree_tokens": (int, False),
     "draft_model": (str, False),
     "draft_weights": (str, False),
 }

@@ -3,13 +3,13 @@ speed-ups and decode rates with weights offloaded to host RAM, as `roofline vali
 
 - speculative (metric `speedup`): the case's drafter, γ and τ (or α) at its batch, context
   prompt + output / 2 (the mean decode position), under the engine its source names. τ was
-  measured on a chain of `tau_gamma` drafts (default γ). `tree_tokens`: the tree verified per
-  sequence; `auto`: the run's engine or authors sized it per batch, so the planner's choice
-  (speculative.choose_round: chains of 1..γ, trees up to 64 tokens, the lowest TPOT) stands in
-  for it. `draft_model` (drafter `draft`): the separate draft model's catalog id. Ideal is the
-  round's expected tokens E (for `auto`, the most any candidate round yields), an upper bound:
-  the verify pass never costs less than a plain step, so no speed-up exceeds E. Expected is
-  roofline.speculative's calibrated speed-up.
+  measured on a chain of `tau_gamma` drafts (default γ), or on a tree of `tau_tree_tokens`.
+  `tree_tokens`: the tree verified per sequence; `auto`: the run's engine or authors sized it
+  per batch, so the planner's choice (speculative.choose_round: chains of 1..γ, trees up to
+  64 tokens, the lowest TPOT) stands in for it. `draft_model` (drafter `draft`): the separate
+  draft model's catalog id. Ideal is the round's expected tokens E (for `auto`, the most any
+  candidate round yields), an upper bound: the verify pass never costs less than a plain
+  step, so no speed-up exceeds E. Expected is roofline.speculative's calibrated speed-up.
 - offload (metric decode_tokens_per_s_per_user): the case's -ngl and host. Ideal is the
   overlapped bound at η = 1 (nothing is faster); expected is the serial bound with calibrated
   efficiencies (a single sequence cannot overlap GPU and CPU layers).
@@ -77,7 +77,13 @@ def _speedup(
     sp = case.speculative or {}
     gamma, decay = int(sp["gamma"]), float(sp.get("decay", 1.0))
     acc = (
-        alpha_from_tau(sp["tau"], int(sp.get("tau_gamma", gamma)), decay)
+        alpha_from_tau(
+            sp["tau"],
+            int(sp.get("tau_gamma", gamma)),
+            decay,
+            sp.get("tau_tree_tokens"),
+            int(sp.get("topk", TREE_TOPK)),
+        )
         if "tau" in sp
         else float(sp["acceptance"])
     )

@@ -118,10 +118,23 @@ def expected_tokens_per_round(
     return cum[np.rint(g).astype(int)]
 
 
-def alpha_from_tau(tau: float, gamma: int, decay: float = 1.0) -> float:
-    """The α (with p_i = α·d^(i−1)) at which E(γ) equals the measured mean accepted length τ.
-    E is increasing in α, so bisection finds it; τ must lie in [1, E(γ) at α = 1]."""
-    top = float(expected_tokens_per_round(gamma, 1.0, decay))
+def alpha_from_tau(
+    tau: float,
+    gamma: int,
+    decay: float = 1.0,
+    tree_tokens: int | None = None,
+    topk: int = 8,
+) -> float:
+    """The α (with p_i = α·d^(i−1)) at which E equals the measured mean accepted length τ: the
+    chain's E(γ), or with `tree_tokens` the best tree's of that size (tree_tokens_per_round).
+    E is increasing in α, so bisection finds it; τ must lie in [1, E at α = 1]."""
+
+    def e_of(a: float) -> float:
+        if tree_tokens is None:
+            return float(expected_tokens_per_round(gamma, a, decay))
+        return float(tree_tokens_per_round(tree_tokens, gamma, a, decay, topk))
+
+    top = e_of(1.0)
     if not 1.0 <= tau <= top + 1e-12:
         raise InputError(
             f"--tau {tau:g} is out of reach at γ = {gamma}: it must be from 1 to {top:.4g} "
@@ -130,7 +143,7 @@ def alpha_from_tau(tau: float, gamma: int, decay: float = 1.0) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = (lo + hi) / 2.0
-        if float(expected_tokens_per_round(gamma, mid, decay)) < tau:
+        if e_of(mid) < tau:
             lo = mid
         else:
             hi = mid
