@@ -136,6 +136,10 @@ def speculate(
         float | None,
         typer.Option(help="measured mean accepted tokens per round (bonus included) at max γ"),
     ] = None,
+    tau_gamma: Annotated[
+        int | None,
+        typer.Option(help="the chain length --tau was measured at (default: the largest γ)"),
+    ] = None,
     tree_tokens: Annotated[
         str,
         typer.Option(
@@ -210,7 +214,9 @@ def speculate(
     if tau is not None:
         if isinstance(acc, list):
             raise InputError("give --tau or a per-position --acceptance list, not both")
-        acc = alpha_from_tau(tau, max(gammas), decay)
+        if tau_gamma is not None and not 1 <= tau_gamma <= 64:
+            raise InputError(f"--tau-gamma must be from 1 to 64, got {tau_gamma}")
+        acc = alpha_from_tau(tau, tau_gamma or max(gammas), decay)
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
     ctx = opt.workload(prompt, output, context)[2]
@@ -296,8 +302,8 @@ def speculate(
         "acceptance": acc,
         "decay": decay,
         "tau": tau,
-        "tau_gamma": max(gammas) if tau is not None else None,
-        "tree_tokens": tree,
+        "tau_gamma": (tau_gamma or max(gammas)) if tau is not None else None,
+        "tree_tokens": str(tree),
         "topk": topk,
         "efficiency": convert.efficiency_json(hw.efficiency),
         "note": "acceptance p_i per draft position; a tree of T tokens yields 1 + the T − 1 "
