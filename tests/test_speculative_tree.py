@@ -22,8 +22,17 @@ from roofline.speculative import (
 
 def test_rank_acceptance_by_hand():
     # c_1 = p, c_k = p (s = 1): q_k = p·(1 − p)^(k−1) -> 0.6, 0.24, 0.096 (top-3 covers 0.936)
-    assert rank_acceptance(0.6, 3) == pytest.approx([0.6, 0.24, 0.096])
+    assert rank_acceptance(0.6, 3, 1.0) == pytest.approx([0.6, 0.24, 0.096])
+    # s = 0.5: c = 0.6, 0.3, 0.3 -> 0.6, 0.4·0.3 = 0.12, 0.4·0.7·0.3 = 0.084
+    assert rank_acceptance(0.6, 3, 0.5) == pytest.approx([0.6, 0.12, 0.084])
     assert rank_acceptance(0.6, 1) == pytest.approx([0.6])
+
+
+def test_tree_gain_matches_the_published_chain_tree_pair():
+    # SpecDecode-Bench (SGLang, EAGLE, Qwen3-8B, GSM8K): accepted length 2.25 with a chain of
+    # 3 drafts, 2.92 with a tree of 21 drafts, depth 3, branching 4 (22 tokens with the root)
+    alpha = alpha_from_tau(2.25, 3)
+    assert tree_tokens_per_round(22, 3, alpha, topk=4) == pytest.approx(2.92, abs=0.01)
 
 
 def test_tree_yield_by_hand():
@@ -32,7 +41,7 @@ def test_tree_yield_by_hand():
     # T tokens (root included) takes the T − 1 largest:
     by_hand = {1: 1.0, 2: 1.5, 3: 1.75, 4: 2.0, 5: 2.125, 6: 2.25, 7: 2.3125, 50: 2.3125}
     for t, e in by_hand.items():
-        assert tree_tokens_per_round(t, 2, 0.5, topk=2) == pytest.approx(e), t
+        assert tree_tokens_per_round(t, 2, 0.5, topk=2, sibling=1.0) == pytest.approx(e), t
     # a chain (topk 1) of γ + 1 tokens is Leviathan's E: 1 + 0.5 + 0.25
     assert tree_tokens_per_round(3, 2, 0.5, topk=1) == pytest.approx(1.75)
     assert tree_tokens_per_round(3, 2, 0.5, topk=1) == pytest.approx(
@@ -43,8 +52,9 @@ def test_tree_yield_by_hand():
 
 
 def test_tau_measured_on_a_tree_inverts():
-    # at α = 0.5, depth 2, topk 2, a 5-token tree yields 2.125 (above): back to α = 0.5
-    assert alpha_from_tau(2.125, 2, tree_tokens=5, topk=2) == pytest.approx(0.5, abs=1e-9)
+    # what a 5-token tree yields at α = 0.5 (depth 2, topk 2) inverts back to α = 0.5
+    e = float(tree_tokens_per_round(5, 2, 0.5, topk=2))
+    assert alpha_from_tau(e, 2, tree_tokens=5, topk=2) == pytest.approx(0.5, abs=1e-9)
 
 
 def _llama8b(cat, batch, context=2048):
