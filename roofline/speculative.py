@@ -409,34 +409,13 @@ def speculate(
     ideal = (d_ideal + verify.t_ideal_s + s_round) / tokens
     expected = (d_exp + verify.t_expected_s + s_round) / tokens
     return Speculation(
-        drafter,
-        g,
-        tokens,
-        t_v,
-        base,
-        d_step,
-        verify,
-        d_ideal,
-        d_exp,
-        s_base,
-        s_round,
-        base_ideal,
-        base_exp,
-        ideal,
-        expected,
-    )
+        drafter, g, tokens, t_v, base, d_step, verify, d_ideal, d_exp, s_base, s_round,
+        base_ideal, base_exp, ideal, expected,
+    )  # fmt: skip
 
 
-_PHASE_ARRAYS = (
-    "flops",
-    "weight_bytes",
-    "kv_bytes",
-    "activation_bytes",
-    "link_bytes",
-    "t_ideal_s",
-    "t_expected_s",
-    "t_overhead_s",
-)
+_PHASE_ARRAYS = ("flops", "weight_bytes", "kv_bytes", "activation_bytes", "link_bytes",
+                 "t_ideal_s", "t_expected_s", "t_overhead_s")  # fmt: skip
 
 
 def _pick(values: Sequence[object], index: np.ndarray) -> FloatArray:
