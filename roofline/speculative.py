@@ -52,7 +52,8 @@ The verify pass is the target's decode step with that many tokens per sequence (
 timed by the same per-op model as any step. Sampling and rejection are not free either: the sampler
 reads the fp32 probability rows of the target (softmax and sample: two passes over B·T_v·V·4
 bytes) and the draft's rows (B·γ·V·4 bytes) once (vLLM's rejection sampler takes target_probs and
-draft_probs of shape [B, γ(+1), V]); plain decode pays two passes over B·V·4 bytes.
+draft_probs of shape [B, γ(+1), V]); plain decode pays two passes over B·V·4 bytes. Measured in
+vLLM, rejection sampling stays under 1.7% of a round (SpecDecode-Bench, "Where does the time go?").
 """
 
 from __future__ import annotations
