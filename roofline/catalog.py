@@ -720,8 +720,13 @@ _CASE_SPECULATIVE_KEYS: dict[str, tuple[Any, bool]] = {
     "tau": (NUM, False),
     "acceptance": (NUM, False),
     "decay": (NUM, False),
-    "tree_tokens": (int, False),
+    "tree_tokens": ((int, str), False),
     "draft_vocab": (int, False),
+    "topk": (int, False),
+    "tau_gamma": (int, False),
+    "tau_tree_tokens": (int, False),
+    "draft_model": (str, False),
+    "draft_weights": (str, False),
 }
 _CASE_OFFLOAD_KEYS: dict[str, tuple[Any, bool]] = {
     "host": (str, True),

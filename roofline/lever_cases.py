@@ -2,9 +2,14 @@
 speed-ups and decode rates with weights offloaded to host RAM, as `roofline validate` cases.
 
 - speculative (metric `speedup`): the case's drafter, γ and τ (or α) at its batch, context
-  prompt + output / 2 (the mean decode position). Ideal is the round's expected tokens E(γ), an
-  upper bound: the verify pass never costs less than a plain step, so no speed-up exceeds E.
-  Expected is roofline.speculative's calibrated speed-up.
+  prompt + output / 2 (the mean decode position), under the engine its source names. τ was
+  measured on a chain of `tau_gamma` drafts (default γ), or on a tree of `tau_tree_tokens`.
+  `tree_tokens`: the tree verified per sequence; `auto`: the run's engine or authors sized it
+  per batch, so the planner's choice (speculative.choose_round: chains of 1..γ, trees up to
+  64 tokens, the lowest TPOT) stands in for it. `draft_model` (drafter `draft`): the separate
+  draft model's catalog id. Ideal is the round's expected tokens E (for `auto`, the most any
+  candidate round yields), an upper bound: the verify pass never costs less than a plain
+  step, so no speed-up exceeds E. Expected is roofline.speculative's calibrated speed-up.
 - offload (metric decode_tokens_per_s_per_user): the case's -ngl and host. Ideal is the
   overlapped bound at η = 1 (nothing is faster); expected is the serial bound with calibrated
   efficiencies (a single sequence cannot overlap GPU and CPU layers).
@@ -12,6 +17,7 @@ speed-ups and decode rates with weights offloaded to host RAM, as `roofline vali
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from roofline.errors import InputError
@@ -19,7 +25,13 @@ from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.offload import offload
 from roofline.ops import Deployment
-from roofline.speculative import alpha_from_tau, speculate
+from roofline.speculative import (
+    TREE_TOPK,
+    alpha_from_tau,
+    choose_round,
+    round_candidates,
+    speculate,
+)
 
 if TYPE_CHECKING:
     from roofline.validate import Case
@@ -42,25 +54,8 @@ def evaluate_lever(
     if case.speculative is not None:
         if case.metric != "speedup":
             raise InputError(f"{where}: a speculative case measures 'speedup'")
-        sp = case.speculative
-        gamma, decay = sp["gamma"], float(sp.get("decay", 1.0))
-        acc = alpha_from_tau(sp["tau"], gamma, decay) if "tau" in sp else float(sp["acceptance"])
-        kw = {"drafter": sp["drafter"], "decay": decay, "tree_tokens": sp.get("tree_tokens")}
-        s = speculate(
-            model,
-            None,
-            hw,
-            dep,
-            None,
-            b,
-            ctx,
-            gamma,
-            acc,
-            eff,
-            draft_vocab=sp.get("draft_vocab"),
-            **kw,
-        )
-        return "speculative", b, float(s.tokens_per_round), float(s.speedup_expected)
+        ideal, expected = _speedup(case, model, hw, dep, eff, ctx)
+        return "speculative", b, ideal, expected
     if case.metric != "decode_tokens_per_s_per_user" or host is None:
         raise InputError(f"{where}: an offload case measures decode_tokens_per_s_per_user")
     o = case.offload or {}
@@ -68,3 +63,53 @@ def evaluate_lever(
     ideal = offload(model, hw, host, dep, o["gpu_layers"], b, ctx, ideal=True, **kw)
     expected = offload(model, hw, host, dep, o["gpu_layers"], b, ctx, **kw)
     return "decode", b, float(1.0 / ideal.tpot_overlap_s), float(1.0 / expected.tpot_serial_s)
+
+
+def _speedup(
+    case: Case, model: ModelArch, hw: Accelerator, dep: Deployment, eff: Efficiency, ctx: int
+) -> tuple[float, float]:
+    """(ideal, expected) speed-up of a speculative case (module docstring)."""
+    from roofline.catalog import load_catalog
+    from roofline.precision import weight_format
+    from roofline.validate import case_engine
+
+    where = f"case '{case.id}'"
+    sp = case.speculative or {}
+    gamma, decay = int(sp["gamma"]), float(sp.get("decay", 1.0))
+    acc = (
+        alpha_from_tau(
+            sp["tau"],
+            int(sp.get("tau_gamma", gamma)),
+            decay,
+            sp.get("tau_tree_tokens"),
+            int(sp.get("topk", TREE_TOPK)),
+        )
+        if "tau" in sp
+        else float(sp["acceptance"])
+    )
+    draft, d_dep = None, None
+    if sp["drafter"] == "draft":
+        if "draft_model" not in sp:
+            raise InputError(f"{where}: drafter 'draft' needs a draft_model")
+        draft = load_catalog().model(sp["draft_model"])
+        d_dep = replace(
+            dep, weights=weight_format(sp.get("draft_weights", case.weights)), ep=1, pp=1
+        )
+    tree = sp.get("tree_tokens")
+    engine = case_engine(case)
+    kw = {
+        "drafter": sp["drafter"],
+        "decay": decay,
+        "draft_vocab": sp.get("draft_vocab"),
+        "topk": int(sp.get("topk", TREE_TOPK)),
+        "engine": None if engine == "auto" else engine,
+    }
+    args = (model, draft, hw, dep, d_dep, case.batch, ctx)
+    if tree == "auto":
+        cands = round_candidates(range(1, gamma + 1), sp["drafter"])
+        s, top = choose_round(*args, cands, acc, eff, **kw)
+        return float(top), float(s.speedup_expected)
+    if isinstance(tree, str):
+        raise InputError(f"{where}: tree_tokens is a number or 'auto', got {tree!r}")
+    s = speculate(*args, gamma, acc, eff, tree_tokens=tree, **kw)
+    return float(s.tokens_per_round), float(s.speedup_expected)

@@ -25,21 +25,43 @@ Drafter kinds and their cost per round (γ draft steps, then one verify pass):
 - medusa: γ parallel heads (Cai et al., Medusa ICML 2024 §2.1.1), each a residual block of D×D and
   its own D×V output layer, evaluated in one pass for all positions.
 - ngram: prompt lookup (Saxena 2023; vLLM's ngram proposer): no model; matching runs on the CPU.
-Tree verification (SpecInfer, EAGLE-2): the verify pass carries `tree_tokens` tokens per sequence
-instead of γ + 1; the draft steps then propose (tree_tokens − 1) / γ tokens per depth.
+Tree verification (SpecInfer, Miao et al. 2024; EAGLE-2, Li et al. 2024): the verify pass carries
+`tree_tokens` T tokens per sequence (the root, the last accepted token, included, as SGLang's
+--speculative-num-draft-tokens counts them) instead of γ + 1; the draft steps then propose
+min(topk, (T − 1) / γ) tokens per depth. What a tree of T tokens yields:
+- Sequoia (Chen et al. 2024, §3.1 "positional acceptance"): the k-th candidate under an accepted
+  node is accepted with a probability q_k that depends only on its rank; a tree's expected yield
+  is 1 + Σ over its nodes of the product of q along the node's path. The best tree of n draft
+  nodes holds the n largest path products (they decrease down a path, so the set is closed under
+  ancestors): EAGLE-2 (§4.2, re-ranking) verifies exactly those, scoring nodes by the draft's
+  confidence, which it shows is calibrated against acceptance (§3, Fig. 6). The yield grows
+  without bound but only about logarithmically in T (Sequoia Theorem 3.6), while a chain's is
+  capped at 1 / (1 − α).
+- Ranks: q_1 = p_i (the chain's acceptance at depth i); lower ranks share the rest,
+  q_k = c_k·Π_{j<k}(1 − c_j) with c_1 = p_i and c_k = s·p_i: once the top candidate is
+  rejected each further one is accepted s times as often (s = 1 would be a geometric law over
+  ranks, top-k coverage 1 − (1 − p)^k). s = SIBLING_SHARE = 0.35 reproduces SpecDecode-Bench's
+  chain-to-tree pair (EAGLE, Qwen3-8B, GSM8K: τ 2.25 at k = 3 → 2.92 with 21 drafts) [uncertain:
+  one pair, one drafter; a topk of 1 and T = γ + 1 give the chain's E exactly].
+- Choosing the size (`choose_round`): an engine, or a planner, picks per batch the chain length or
+  tree size that minimises TPOT; EAGLE-2's tree of 60 tokens pays at batch 1 and not at batch 64,
+  where the verify pass of B·T tokens has crossed the ridge (EAGLE-3 paper §4.3, SGLang batches).
 
 The verify pass is the target's decode step with that many tokens per sequence (phases.decode with
 `new_tokens`): its matmuls are small-M GEMMs and its attention runs γ + 1 queries over the cache,
 timed by the same per-op model as any step. Sampling and rejection are not free either: the sampler
 reads the fp32 probability rows of the target (softmax and sample: two passes over B·T_v·V·4
 bytes) and the draft's rows (B·γ·V·4 bytes) once (vLLM's rejection sampler takes target_probs and
-draft_probs of shape [B, γ(+1), V]); plain decode pays two passes over B·V·4 bytes.
+draft_probs of shape [B, γ(+1), V]); plain decode pays two passes over B·V·4 bytes. Measured in
+vLLM, rejection sampling stays under 1.7% of a round (SpecDecode-Bench, "Where does the time go?").
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -56,6 +78,18 @@ IN_GRAPH = ("eagle", "eagle3", "mtp", "medusa")
 EAGLE3_DRAFT_VOCAB = 32_000  # EAGLE-3 released heads (draft_vocab_size in their config.json)
 SAMPLING_BYTES_PER_VALUE = 4.0  # fp32 probabilities
 SAMPLING_PASSES = 2.0  # softmax, then sampling / rejection
+TREE_TOPK = 8  # candidates per node: SGLang's EAGLE-3 launch example (eagle-topk 8); EAGLE-2: 10
+TREE_SIZES = (8, 16, 32, 64)  # trees a planner tries (EAGLE-2's default tree: 60 tokens)
+# c_k = s·p for ranks k ≥ 2: s fitted to the one published chain/tree pair of the same drafter
+# we found, SpecDecode-Bench (Liu et al. 2026, specdecode-bench.github.io, "Tree vs. Chain
+# Verification", Fig. 2): EAGLE on Qwen3-8B/GSM8K in SGLang, accepted length 2.25 with a chain
+# of k = 3 and 2.92 with a tree of 21 drafts (depth 3, branching 4); s = 1 would give 3.57
+SIBLING_SHARE = 0.35
+# SGLang turns its overlap scheduler off under EAGLE / EAGLE-3 / standalone speculation
+# (python/sglang/srt/server_args.py: "Overlap scheduler is disabled because of using eagle
+# speculative decoding"), so a speculative round pays the scheduler step the overlap hides in
+# plain decode; taken as vLLM's profile, a Python scheduler without overlap [uncertain]
+NO_OVERLAP_ENGINE = {"sglang": "vllm"}
 
 
 # ---- acceptance -------------------------------------------------------------------------------
@@ -90,10 +124,23 @@ def expected_tokens_per_round(
     return cum[np.rint(g).astype(int)]
 
 
-def alpha_from_tau(tau: float, gamma: int, decay: float = 1.0) -> float:
-    """The α (with p_i = α·d^(i−1)) at which E(γ) equals the measured mean accepted length τ.
-    E is increasing in α, so bisection finds it; τ must lie in [1, E(γ) at α = 1]."""
-    top = float(expected_tokens_per_round(gamma, 1.0, decay))
+def alpha_from_tau(
+    tau: float,
+    gamma: int,
+    decay: float = 1.0,
+    tree_tokens: int | None = None,
+    topk: int = 8,
+) -> float:
+    """The α (with p_i = α·d^(i−1)) at which E equals the measured mean accepted length τ: the
+    chain's E(γ), or with `tree_tokens` the best tree's of that size (tree_tokens_per_round).
+    E is increasing in α, so bisection finds it; τ must lie in [1, E at α = 1]."""
+
+    def e_of(a: float) -> float:
+        if tree_tokens is None:
+            return float(expected_tokens_per_round(gamma, a, decay))
+        return float(tree_tokens_per_round(tree_tokens, gamma, a, decay, topk))
+
+    top = e_of(1.0)
     if not 1.0 <= tau <= top + 1e-12:
         raise InputError(
             f"--tau {tau:g} is out of reach at γ = {gamma}: it must be from 1 to {top:.4g} "
@@ -102,11 +149,74 @@ def alpha_from_tau(tau: float, gamma: int, decay: float = 1.0) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = (lo + hi) / 2.0
-        if float(expected_tokens_per_round(gamma, mid, decay)) < tau:
+        if e_of(mid) < tau:
             lo = mid
         else:
             hi = mid
     return (lo + hi) / 2.0
+
+
+def rank_acceptance(p: float, topk: int, sibling: float = SIBLING_SHARE) -> FloatArray:
+    """q_1 .. q_topk: the chance the target's token is the k-th candidate under an accepted node,
+    q_k = c_k·Π_{j<k}(1 − c_j) with c_1 = p and c_k = s·p (module docstring)."""
+    c = np.full(max(int(topk), 1), sibling * p)
+    c[0] = p
+    miss = np.concatenate([[1.0], np.cumprod(1.0 - c)[:-1]])
+    return c * miss
+
+
+@lru_cache(maxsize=4096)
+def _tree_tokens(
+    tree_tokens: int,
+    depth: int,
+    acceptance: tuple[float, ...],
+    decay: float,
+    topk: int,
+    sibling: float = SIBLING_SHARE,
+) -> float:
+    """Best-first enumeration of the draft tree's nodes by path product (lazy k-best: a popped
+    node offers its next sibling and its first child, both no likelier than itself)."""
+    acc: float | list[float] = acceptance[0] if len(acceptance) == 1 else list(acceptance)
+    p = position_acceptance(max(depth, 1), acc, decay)
+    q = [rank_acceptance(float(pi), topk, sibling) for pi in p]
+    total, heap = 1.0, [(-q[0][0], 0, 0, 1.0)]  # (−path product, depth index, rank, parent's)
+    for _ in range(max(tree_tokens - 1, 0)):
+        if not heap:
+            break
+        neg, i, k, parent = heapq.heappop(heap)
+        total -= neg
+        if k + 1 < len(q[i]) and q[i][k + 1] > 0:
+            heapq.heappush(heap, (-parent * q[i][k + 1], i, k + 1, parent))
+        if i + 1 < depth and q[i + 1][0] > 0:
+            heapq.heappush(heap, (neg * q[i + 1][0], i + 1, 0, -neg))
+    return total
+
+
+def tree_tokens_per_round(
+    tree_tokens: ArrayLike,
+    depth: ArrayLike,
+    acceptance: float | Sequence[float],
+    decay: float = 1.0,
+    topk: ArrayLike = TREE_TOPK,
+    sibling: float = SIBLING_SHARE,
+) -> FloatArray:
+    """E of the best draft tree of T verified tokens (the root included), at most `depth` draft
+    tokens deep and `topk` wide: 1 + the T − 1 largest path products (Sequoia §3.1; EAGLE-2 §4.2).
+    topk = 1 and T = depth + 1 give the chain's E; E ≤ min(T, depth + 1)."""
+    key = (
+        (float(acceptance),)
+        if isinstance(acceptance, (int, float, np.floating))
+        else tuple(float(a) for a in acceptance)
+    )
+    t, d, k = np.broadcast_arrays(
+        np.asarray(tree_tokens, dtype=float), np.asarray(depth, dtype=float), np.asarray(topk)
+    )
+    out = np.empty(t.shape)
+    for idx in np.ndindex(t.shape):
+        out[idx] = _tree_tokens(
+            round(t[idx]), round(d[idx]), key, float(decay), int(k[idx]), float(sibling)
+        )
+    return out
 
 
 # ---- drafter cost -----------------------------------------------------------------------------
@@ -233,11 +343,15 @@ def speculate(
     decay: float = 1.0,
     tree_tokens: ArrayLike | None = None,
     draft_vocab: int | None = None,
+    topk: ArrayLike = TREE_TOPK,
+    engine: str | None = None,
 ) -> Speculation:
-    """Time per output token with speculation, for each γ (broadcasts over γ, batch, context).
+    """Time per output token with speculation, for each γ (broadcasts over γ, batch, context and
+    tree_tokens; None: a chain of γ).
 
-    A round takes t_draft(γ) + t_verify(T_v) + t_sample and yields E(γ) tokens:
-    TPOT = round / E. The baseline is a plain decode step plus its sampling."""
+    A round takes t_draft(γ) + t_verify(T_v) + t_sample and yields E: the chain's E(γ), or the
+    best tree's of T_v tokens (tree_tokens_per_round). TPOT = round / E. The baseline is a plain
+    decode step plus its sampling; both run under `engine`'s per-step host costs."""
     if drafter not in DRAFTERS:
         raise InputError(
             f"unknown drafter '{drafter}'", hint=f"choose one of {', '.join(DRAFTERS)}"
@@ -246,14 +360,22 @@ def speculate(
         raise InputError("the draft-model drafter needs a draft model (--draft)")
     e = eff or hw.efficiency
     g = np.asarray(gamma, dtype=float)
-    tokens = expected_tokens_per_round(g, acceptance, decay)
-    t_v = g + 1.0 if tree_tokens is None else np.asarray(tree_tokens, dtype=float) + 0.0 * g
-    if np.any(t_v < g + 1.0):
-        raise InputError("tree verification needs at least γ + 1 tokens per sequence")
-    width = (t_v - 1.0) / g  # draft tokens proposed per depth (1 for a chain)
+    if tree_tokens is None:
+        t_v = g + 1.0
+        tokens = expected_tokens_per_round(g, acceptance, decay)
+        width = np.ones_like(g)
+    else:
+        t_v = np.asarray(tree_tokens, dtype=float) + 0.0 * g
+        if np.any(t_v < g + 1.0):
+            raise InputError("tree verification needs at least γ + 1 tokens per sequence")
+        tokens = tree_tokens_per_round(t_v, g + 0.0 * t_v, acceptance, decay, topk)
+        # draft tokens proposed per depth: the tree's nodes spread over its γ levels, at most
+        # topk per level (SGLang's draft steps run topk tokens per sequence)
+        width = np.minimum((t_v - 1.0) / g, np.maximum(np.asarray(topk, dtype=float), 1.0))
     b = np.asarray(batch, dtype=float)
-    base = decode(target, hw, dep, b, context, eff=e)
-    verify = decode(target, hw, dep, b, context, eff=e, new_tokens=t_v)
+    base = decode(target, hw, dep, b, context, eff=e, engine=engine)
+    spec_engine = NO_OVERLAP_ENGINE.get((engine or "").lower(), engine)
+    verify = decode(target, hw, dep, b, context, eff=e, new_tokens=t_v, engine=spec_engine)
     # a drafter inside the target's graph pays no engine step of its own (no scheduling, no
     # launches beyond the target's): no engine profile, no fixed overhead
     in_graph = replace(e, step_overhead_s=0.0, engines={})
@@ -261,7 +383,8 @@ def speculate(
     zero = np.zeros(np.broadcast_shapes(g.shape, b.shape))
     if drafter == "draft":
         assert draft is not None
-        d_step = decode(draft, hw, draft_dep or dep, b, context, eff=e, new_tokens=width)
+        d_dep = draft_dep or dep
+        d_step = decode(draft, hw, d_dep, b, context, eff=e, new_tokens=width, engine=spec_engine)
         d_ideal, d_exp = g * d_step.t_ideal_s, g * d_step.t_expected_s
     elif drafter in ("eagle", "eagle3", "mtp"):
         head = head_model(target, drafter, draft_vocab)
@@ -287,22 +410,81 @@ def speculate(
     ideal = (d_ideal + verify.t_ideal_s + s_round) / tokens
     expected = (d_exp + verify.t_expected_s + s_round) / tokens
     return Speculation(
-        drafter,
-        g,
-        tokens,
-        t_v,
-        base,
-        d_step,
-        verify,
-        d_ideal,
-        d_exp,
-        s_base,
-        s_round,
-        base_ideal,
-        base_exp,
-        ideal,
-        expected,
-    )
+        drafter, g, tokens, t_v, base, d_step, verify, d_ideal, d_exp, s_base, s_round,
+        base_ideal, base_exp, ideal, expected,
+    )  # fmt: skip
+
+
+_PHASE_ARRAYS = ("flops", "weight_bytes", "kv_bytes", "activation_bytes", "link_bytes",
+                 "t_ideal_s", "t_expected_s", "t_overhead_s")  # fmt: skip
+
+
+def _pick(values: Sequence[object], index: np.ndarray) -> FloatArray:
+    """values[index[e]] at each element e (each value broadcast to index's shape)."""
+    stack = np.stack([np.broadcast_to(np.asarray(v, dtype=float), index.shape) for v in values])
+    return np.take_along_axis(stack, index[None, ...], axis=0)[0]
+
+
+def round_candidates(
+    gammas: Sequence[int], drafter: str, max_tree_tokens: int | None = None
+) -> list[tuple[int, int | None]]:
+    """(γ, T or None for a chain) pairs a planner tries: for each γ a chain and, except for
+    n-gram lookup (chains only), trees of depth γ with TREE_SIZES tokens above γ + 1 (up to
+    max_tree_tokens, itself tried when given)."""
+    top = max(TREE_SIZES) if max_tree_tokens is None else max_tree_tokens
+    out: list[tuple[int, int | None]] = []
+    for g in sorted({int(x) for x in gammas}):
+        out.append((g, None))
+        if drafter != "ngram":
+            out += [(g, t) for t in sorted({*TREE_SIZES, top}) if g + 1 < t <= top]
+    return out
+
+
+def choose_round(
+    target: ModelArch,
+    draft: ModelArch | None,
+    hw: Accelerator,
+    dep: Deployment,
+    draft_dep: Deployment | None,
+    batch: ArrayLike,
+    context: ArrayLike,
+    candidates: Sequence[tuple[int, int | None]],
+    acceptance: float | Sequence[float],
+    eff: Efficiency | None = None,
+    drafter: str = "draft",
+    decay: float = 1.0,
+    **kw,
+) -> tuple[Speculation, FloatArray]:
+    """The round a planner would run at each batch: of the (γ, T) candidates (round_candidates),
+    the one with the lowest expected TPOT, the highest throughput at that batch. Returns the
+    chosen round's Speculation, its arrays taken element-wise, and the most tokens any candidate
+    round yields (an upper bound on the speed-up that calibration cannot move)."""
+    cands = list(candidates)
+    runs = [
+        speculate(
+            target, draft, hw, dep, draft_dep, batch, context, float(g), acceptance, eff,
+            drafter, decay, t, **kw,
+        )
+        for g, t in cands
+    ]  # fmt: skip
+    shape = np.broadcast_shapes(*(np.shape(r.speedup_expected) for r in runs))
+    index = np.argmax(np.stack([np.broadcast_to(r.speedup_expected, shape) for r in runs]), 0)
+    picked: dict[str, object] = {"drafter": runs[0].drafter, "baseline": runs[0].baseline}
+    for f in fields(Speculation):
+        if f.name in ("verify", "draft"):
+            parts = [getattr(r, f.name) for r in runs]
+            picked[f.name] = (
+                None
+                if any(x is None for x in parts)
+                else replace(
+                    parts[0], ops=(), **{n: _pick([getattr(x, n) for x in parts], index)
+                                          for n in _PHASE_ARRAYS}
+                )
+            )  # fmt: skip
+        elif f.name not in picked:
+            picked[f.name] = _pick([getattr(r, f.name) for r in runs], index)
+    top = max(float(np.max(r.tokens_per_round)) for r in runs)
+    return Speculation(**picked), np.float64(top)  # type: ignore[arg-type]
 
 
 def crossover_batch(batches: Sequence[float], speedup: ArrayLike) -> float | None:

@@ -26,9 +26,12 @@ from roofline.plot import check_output, save_speedup
 from roofline.precision import weight_format
 from roofline.speculative import (
     DRAFTERS,
+    Speculation,
     alpha_from_tau,
+    choose_round,
     crossover_batch,
     drafter_weight_bytes,
+    round_candidates,
 )
 from roofline.speculative import speculate as spec_core
 from roofline.tiers import max_batch_with_tier, reload_prefix, spill
@@ -47,6 +50,61 @@ def _acceptance(text: str) -> float | list[float]:
     if not values or any(not 0.0 <= v <= 1.0 for v in values):
         raise InputError(f"--acceptance must be in [0, 1] (one rate or a list), got {text}")
     return values[0] if len(values) == 1 else values
+
+
+def _tree_option(text: str, gamma_max: int) -> int | str:
+    """--tree-tokens: auto, chain, or a tree of N tokens (γ + 1 .. 4096)."""
+    word = text.strip().lower()
+    if word in ("auto", "chain"):
+        return word
+    try:
+        n = int(word)
+    except ValueError:
+        raise InputError(f"--tree-tokens is auto, chain or a number, got {text!r}") from None
+    if not gamma_max + 1 <= n <= 4096:
+        raise InputError(f"--tree-tokens must be from γ + 1 = {gamma_max + 1} to 4096")
+    return n
+
+
+def _best_over_gamma(full: Speculation) -> Speculation:
+    """Per batch, the γ with the highest speed-up, of a run over (γ, batch)."""
+    j = np.argmax(full.speedup_expected, axis=0)
+    cols = np.arange(j.size)
+
+    def col(x):
+        a = np.broadcast_to(np.asarray(x, dtype=float), full.speedup_expected.shape)
+        return a[j, cols]
+
+    out = {
+        name: (col(v) if name not in ("drafter", "baseline", "draft", "verify") else v)
+        for name, v in vars(full).items()
+    }
+    out["verify"] = replace(
+        full.verify, ops=(), t_expected_s=col(full.verify.t_expected_s),
+        flops=col(full.verify.flops), weight_bytes=col(full.verify.weight_bytes),
+        kv_bytes=col(full.verify.kv_bytes), activation_bytes=col(full.verify.activation_bytes),
+        t_ideal_s=col(full.verify.t_ideal_s),
+    )  # fmt: skip
+    return Speculation(**out)
+
+
+def _stack(runs: list[Speculation]) -> Speculation:
+    """Rows per γ from one chosen round per γ (each over a scalar batch)."""
+    out = {}
+    for name, v in vars(runs[0]).items():
+        if name in ("drafter", "baseline", "draft") or "baseline" in name:
+            out[name] = v  # the same plain decode step for every γ
+        elif name == "verify":
+            parts = [r.verify for r in runs]
+            out[name] = replace(
+                v, ops=(), **{n: np.array([np.asarray(getattr(p, n), float).reshape(())
+                                           for p in parts])
+                              for n in ("flops", "weight_bytes", "kv_bytes", "activation_bytes",
+                                        "link_bytes", "t_ideal_s", "t_expected_s")}
+            )  # fmt: skip
+        else:
+            out[name] = np.array([np.asarray(getattr(r, name), float).reshape(()) for r in runs])
+    return Speculation(**out)
 
 
 @app.command()
@@ -78,9 +136,18 @@ def speculate(
         float | None,
         typer.Option(help="measured mean accepted tokens per round (bonus included) at max γ"),
     ] = None,
-    tree_tokens: Annotated[
-        int | None, typer.Option(help="tree verification: tokens verified per sequence")
+    tau_gamma: Annotated[
+        int | None,
+        typer.Option(help="the chain length --tau was measured at (default: the largest γ)"),
     ] = None,
+    tree_tokens: Annotated[
+        str,
+        typer.Option(
+            help="tokens verified per sequence: auto (per batch, the chain or tree of up to 64 "
+            "with the lowest TPOT) | chain (γ + 1) | N (a tree of N, root included)"
+        ),
+    ] = "auto",
+    topk: Annotated[int, typer.Option(help="tree: candidates per node (SGLang eagle-topk)")] = 8,
     draft_vocab: Annotated[
         int | None, typer.Option(help="draft head's vocabulary (EAGLE-3 default 32000)")
     ] = None,
@@ -138,15 +205,18 @@ def speculate(
     gammas = opt.int_list(gamma, "--gamma")
     if min(gammas) < 1 or max(gammas) > 64:
         raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
-    if tree_tokens is not None and not max(gammas) + 1 <= tree_tokens <= 4096:
-        raise InputError(f"--tree-tokens must be from γ + 1 = {max(gammas) + 1} to 4096")
+    tree = _tree_option(tree_tokens, max(gammas))
+    if not 1 <= topk <= 64:
+        raise InputError(f"--topk must be from 1 to 64, got {topk}")
     if draft_vocab is not None and not 1 <= draft_vocab <= 10**7:
         raise InputError(f"--draft-vocab must be from 1 to 1e7, got {draft_vocab}")
     acc = _acceptance(acceptance)
     if tau is not None:
         if isinstance(acc, list):
             raise InputError("give --tau or a per-position --acceptance list, not both")
-        acc = alpha_from_tau(tau, max(gammas), decay)
+        if tau_gamma is not None and not 1 <= tau_gamma <= 64:
+            raise InputError(f"--tau-gamma must be from 1 to 64, got {tau_gamma}")
+        acc = alpha_from_tau(tau, tau_gamma or max(gammas), decay)
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
     ctx = opt.workload(prompt, output, context)[2]
@@ -156,13 +226,23 @@ def speculate(
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
-    g = np.array(gammas, dtype=float)
-    common = {"drafter": kind, "decay": decay, "tree_tokens": tree_tokens}
-    common["draft_vocab"] = draft_vocab
-    s = spec_core(m, d_m, hw, dep, d_dep, b, ctx, g, acc, **common)
-    sw = spec_core(
-        m, d_m, hw, dep, d_dep, np.array(sweep, float)[None, :], ctx, g[:, None], acc, **common
-    )
+    common = {"drafter": kind, "decay": decay, "draft_vocab": draft_vocab, "topk": topk}
+    common["engine"] = None if engine_name == "auto" else engine_name
+    args = (m, d_m, hw, dep, d_dep)
+    bs = np.array(sweep, float)
+    if tree == "auto":  # per γ the best of its chain and trees; per batch the best of all
+        per_g = [
+            choose_round(*args, b, ctx, round_candidates([gv], kind), acc, **common)[0]
+            for gv in gammas
+        ]
+        s = _stack(per_g)
+        sw = choose_round(*args, bs, ctx, round_candidates(gammas, kind), acc, **common)[0]
+    else:
+        t = None if tree == "chain" else tree
+        g = np.array(gammas, dtype=float)
+        s = spec_core(*args, b, ctx, g, acc, tree_tokens=t, **common)
+        full = spec_core(*args, bs[None, :], ctx, g[:, None], acc, tree_tokens=t, **common)
+        sw = _best_over_gamma(full)
     if d_m is not None:
         drafter_bytes = weight_bytes_per_gpu(d_m, d_dep)
         kv_need = float(kv_bytes_per_sequence(d_m, d_dep, ctx, eng.block_tokens)) * b
@@ -174,7 +254,7 @@ def speculate(
         {
             "gamma": int(gv),
             "tokens_per_round": s.tokens_per_round[i],
-            "verify_tokens_per_sequence": s.verify_tokens[i],
+            "verify_tokens_per_sequence": int(s.verify_tokens[i]),
             "draft_round_s": s.t_draft_round_expected_s[i],
             "verify_step_s": s.verify.t_expected_s[i],
             "sampling_s": s.t_sample_round_s[i],
@@ -188,23 +268,22 @@ def speculate(
         for i, gv in enumerate(gammas)
     ]
     best = max(rows, key=lambda r: r["speedup_expected"])
-    best_g = np.argmax(sw.speedup_expected, axis=0)
-    cols = np.arange(len(sweep))
     by_batch = [
         {
             "batch": bv,
-            "best_gamma": gammas[int(best_g[j])],
-            "tokens_per_round": sw.tokens_per_round[best_g[j]],
-            "tpot_baseline_s": sw.tpot_baseline_expected_s[0, j],
-            "tpot_expected_s": sw.tpot_expected_s[best_g[j], j],
-            "speedup_expected": sw.speedup_expected[best_g[j], j],
-            "speedup_ideal": sw.speedup_ideal[best_g[j], j],
-            "verify_bound": sw.verify.bound[best_g[j], j],
-            "output_tokens_per_s": bv / sw.tpot_expected_s[best_g[j], j],
+            "best_gamma": int(sw.gamma[j]),
+            "tree_tokens": int(sw.verify_tokens[j]),
+            "tokens_per_round": sw.tokens_per_round[j],
+            "tpot_baseline_s": sw.tpot_baseline_expected_s[j],
+            "tpot_expected_s": sw.tpot_expected_s[j],
+            "speedup_expected": sw.speedup_expected[j],
+            "speedup_ideal": sw.speedup_ideal[j],
+            "verify_bound": sw.verify.bound[j],
+            "output_tokens_per_s": bv / sw.tpot_expected_s[j],
         }
         for j, bv in enumerate(sweep)
     ]
-    best_speedups = sw.speedup_expected[best_g, cols]
+    best_speedups = sw.speedup_expected
     inputs = {
         "model": m.id,
         "hardware": hw.id,
@@ -223,10 +302,12 @@ def speculate(
         "acceptance": acc,
         "decay": decay,
         "tau": tau,
-        "tau_gamma": max(gammas) if tau is not None else None,
-        "tree_tokens": tree_tokens,
+        "tau_gamma": (tau_gamma or max(gammas)) if tau is not None else None,
+        "tree_tokens": str(tree),
+        "topk": topk,
         "efficiency": convert.efficiency_json(hw.efficiency),
-        "note": "acceptance p_i per draft position; a fused drafter (EAGLE, MTP, Medusa) runs "
+        "note": "acceptance p_i per draft position; a tree of T tokens yields 1 + the T − 1 "
+        "likeliest draft paths (Sequoia, EAGLE-2); a fused drafter (EAGLE, MTP, Medusa) runs "
         "in the target's step without an engine overhead of its own; sampling reads fp32 rows",
     }
     doc = render.document(

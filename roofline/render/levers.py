@@ -32,10 +32,19 @@ def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
         f"Speculative decoding: {i['model']} on {i['hardware']} TP{i['tp']}, drafter {drafter}, "
         f"{acc_text}, batch {i['batch']}, {i['context_tokens']:,} tokens; plain decode "
         f"{fmt_seconds(base['tpot_expected_s'])}/token (* best γ)",
-        (T("γ"), N("tok/\nround"), N("draft"), N("verify"), N("TPOT"), N("speed-\nup")),
+        (
+            T("γ"),
+            N("verify\ntokens"),
+            N("tok/\nround"),
+            N("draft"),
+            N("verify"),
+            N("TPOT"),
+            N("speed-\nup"),
+        ),
         [
             (
                 str(r["gamma"]) + ("*" if r["gamma"] == doc["best_gamma"] else ""),
+                f"{r['verify_tokens_per_sequence']:,}",
                 f"{r['tokens_per_round']:.2f}",
                 csec(r["draft_round_s"]),
                 csec(r["verify_step_s"]),
@@ -47,12 +56,21 @@ def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
     )
     print_rows(
         con,
-        "Speed-up against batch (best γ per batch)",
-        (N("batch"), N("best\nγ"), N("plain\nTPOT"), N("spec\nTPOT"), N("tok/s"), N("speed-\nup")),
+        "Speed-up against batch (best γ and verify tokens per batch; γ + 1: a chain)",
+        (
+            N("batch"),
+            N("best\nγ"),
+            N("verify\ntokens"),
+            N("plain\nTPOT"),
+            N("spec\nTPOT"),
+            N("tok/s"),
+            N("speed-\nup"),
+        ),
         [
             (
                 f"{r['batch']:,}",
                 str(r["best_gamma"]),
+                f"{r['tree_tokens']:,}",
                 csec(r["tpot_baseline_s"]),
                 csec(r["tpot_expected_s"]),
                 f"{r['output_tokens_per_s']:,.0f}",
