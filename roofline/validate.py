@@ -44,7 +44,12 @@ METRICS: dict[str, tuple[str, str]] = {
     "output_tokens_per_s": ("throughput", "rate"),
     "output_tokens_per_s_per_gpu": ("throughput", "rate"),
     "speedup": ("speculative", "rate"),  # speculative decoding over plain decode (lever cases)
+    # disaggregated serving (roofline.serving.disagg_cases): one pool alone, and the KV transfer
+    "prefill_tokens_per_s_per_gpu": ("prefill", "rate"),
+    "decode_tokens_per_s_per_gpu": ("decode", "rate"),
+    "kv_transfer_ms": ("transfer", "time"),
 }
+DISAGG_METRICS = ("prefill_tokens_per_s_per_gpu", "decode_tokens_per_s_per_gpu", "kv_transfer_ms")
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class Case:
     attention_dp: int = 1  # attention data-parallel groups per stage (EP on the experts)
     speculative: dict | None = None  # lever cases: a drafter setting (roofline.lever_cases)
     offload: dict | None = None  # lever cases: weights split with host RAM
+    disagg: dict | None = None  # disaggregated serving: the pool measured (disagg_cases)
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,20 @@ def evaluate(
         eff = efficiency or hw.efficiency
         regime, batch, ideal, expected = evaluate_lever(case, model, hw, dep, eff, host)
         speed = case.measured / ideal
+        err = expected / case.measured - 1.0
+        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
+    if case.disagg is None and case.metric in DISAGG_METRICS:
+        raise InputError(f"{where}: metric '{case.metric}' needs a disagg: mapping")
+    if case.disagg is not None:
+        from roofline.serving.disagg_cases import evaluate_disagg
+
+        dep, _ = case_deployment(case)
+        eff = efficiency or hw.efficiency
+        regime, batch, ideal, expected = evaluate_disagg(
+            case, model, hw, dep, eff, engine_name or case_engine(case)
+        )
+        kind = METRICS[case.metric][1]
+        speed = ideal / case.measured if kind == "time" else case.measured / ideal
         err = expected / case.measured - 1.0
         return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
     dep, replicas, batch, p, d = base_times(case, model, hw, efficiency, engine_name)
