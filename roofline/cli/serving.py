@@ -195,7 +195,9 @@ def disagg(
     decode_attention_dp: Annotated[
         int, typer.Option(help="attention data-parallel groups of a decode replica (MoE)")
     ] = 1,
-    prefill_batch: Annotated[int, typer.Option(help="prompts a prefill replica runs per step")] = 1,
+    prefill_batch: Annotated[
+        int, typer.Option(help="prompts one prefill step runs (both ways of serving)")
+    ] = 1,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     link: Annotated[str, typer.Option(help="tier id the KV cache travels over")] = "infiniband-ndr",

@@ -4,8 +4,9 @@ under traffic as two pools of replicas with a queue in front of each and the KV 
 Closed form (`disaggregate`):
 
 Colocated (one pool, continuous batching): B sequences decode together and every request's
-prefill (t_p for one prompt) stalls the batch once, so a cycle of B requests takes
-B·t_p + (O − 1)·t_d(B) and the effective time per output token is that over (O − 1).
+prefill stalls the batch once (P prompts per prefill step, t_p for the step), so a cycle of B
+requests takes (B / P)·t_p + (O − 1)·t_d(B) and the effective time per output token is that over
+(O − 1).
 Under attention data parallelism the colocated prefill is paid rank by rank (each rank takes its
 prompts at its own steps while the others wait; roofline.serving.attention_dp), expected only.
 Disaggregated (DistServe, Zhong et al. OSDI'24; Splitwise, Patel et al. ISCA'24): prefill replicas
@@ -112,11 +113,11 @@ def disaggregate(
     steps = max(output - 1, 1)
     s = max(prompt, 1)
     t_d = t(decode(model, decode_hw, decode_dep, batch, prompt + 1, steps))
-    # colocated: prompts prefill on the decode hardware and stall the decode batch (rank by
-    # rank under attention-DP)
-    p_colo = prefill(model, decode_hw, decode_dep, 1, s)
+    # colocated: prompts prefill on the decode hardware, prefill_batch at a time, and stall the
+    # decode batch (rank by rank under attention-DP)
+    p_colo = prefill(model, decode_hw, decode_dep, prefill_batch, s)
     t_p_colo = t(p_colo) if ideal else colocated_prefill_s(p_colo, decode_dep)
-    cycle = batch * t_p_colo + steps * t_d
+    cycle = batch / prefill_batch * t_p_colo + steps * t_d
     colo = Serving(
         ttft_s=t_p_colo,
         tpot_s=cycle / steps,
