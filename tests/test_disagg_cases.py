@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from roofline.catalog import load_cases
 from roofline.errors import InputError
@@ -150,3 +152,31 @@ def test_cli_disagg_takes_per_pool_layouts(run):
     assert doc["inputs"]["decode_attention_dp"] == 8
     assert doc["inputs"]["link_efficiency"] == pytest.approx(0.87)
     assert doc["disaggregated"]["tpot_s"] < doc["colocated"]["tpot_s"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    dp=st.sampled_from([1, 2, 4, 8, 16, 32, 64]),
+    attn_ms=st.floats(0.0, 100.0),
+    experts_ms=st.floats(0.0, 100.0),
+    a2a_ms=st.floats(0.0, 100.0),
+)
+def test_attention_dp_prefill_properties(dp, attn_ms, experts_ms, a2a_ms):
+    # one rank's prompts at a time: never faster than the batched prefill, never slower than
+    # every op paid dp times, and the rank-local part grows linearly in dp
+    p = _phase(
+        {
+            ("attn", "attention"): attn_ms,
+            ("moe.experts", "matmul"): experts_ms,
+            ("ep.alltoall", "alltoall"): a2a_ms,
+        },
+        0.0,
+    )
+    dep = Deployment(tp=64, ep=64, attention_dp=dp)
+    t = float(p.t_expected_s)
+    got = colocated_prefill_s(p, dep)
+    assert t - 1e-12 <= got <= dp * t + 1e-12
+    assert got == pytest.approx(t + (dp - 1) * attn_ms / 1e3, abs=1e-12)
+    # two-batch overlap: between the larger part and the sum
+    tbo = step_s(p, False, two_batch_overlap=True)
+    assert max(attn_ms + experts_ms, a2a_ms) / 1e3 == pytest.approx(tbo, abs=1e-12)
