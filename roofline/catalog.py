@@ -712,6 +712,7 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "attention_dp": (int, False),
     "speculative": (dict, False),
     "offload": (dict, False),
+    "disagg": (dict, False),  # disaggregated serving (roofline.serving.disagg_cases)
 }
 # lever cases (validation/levers_cases.yaml): a speculative-decoding or a weight-offload setting
 _CASE_SPECULATIVE_KEYS: dict[str, tuple[Any, bool]] = {

@@ -10,8 +10,9 @@ A case names a model, an accelerator, a deployment, a workload and one measured 
 Throughput cases model steady-state continuous batching with `batch` sequences in flight per
 replica: each request pays a prefill of its prompt (batched with the others) and decodes at the
 batch's step time, so one cycle of B requests takes t_prefill(B, S) + (O − 1)·t_decode(B) and
-yields B·O tokens. With `batch: null`, B is the largest batch the engine's KV budget allows at
-prompt + output tokens.
+yields B·O tokens. Under attention-DP the expected cycle pays each rank's prompts in turn
+(roofline.serving.attention_dp). With `batch: null`, B is the largest batch the engine's KV
+budget allows at prompt + output tokens.
 
 The engine of a case is its `engine:` key, else the one its source names (gpt-fast, llama.cpp,
 TensorRT-LLM / NIM / MLPerf, SGLang, vLLM, MLX), else the auto rule. Out-of-sample accuracy
@@ -32,6 +33,7 @@ from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.precision import kv_format, weight_format
+from roofline.serving.attention_dp import colocated_prefill_s
 
 # metric -> (regime, kind): kind "time" (smaller is faster) or "rate" (larger is faster)
 METRICS: dict[str, tuple[str, str]] = {
@@ -42,7 +44,12 @@ METRICS: dict[str, tuple[str, str]] = {
     "output_tokens_per_s": ("throughput", "rate"),
     "output_tokens_per_s_per_gpu": ("throughput", "rate"),
     "speedup": ("speculative", "rate"),  # speculative decoding over plain decode (lever cases)
+    # disaggregated serving (roofline.serving.disagg_cases): one pool alone, and the KV transfer
+    "prefill_tokens_per_s_per_gpu": ("prefill", "rate"),
+    "decode_tokens_per_s_per_gpu": ("decode", "rate"),
+    "kv_transfer_ms": ("transfer", "time"),
 }
+DISAGG_METRICS = ("prefill_tokens_per_s_per_gpu", "decode_tokens_per_s_per_gpu", "kv_transfer_ms")
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,7 @@ class Case:
     attention_dp: int = 1  # attention data-parallel groups per stage (EP on the experts)
     speculative: dict | None = None  # lever cases: a drafter setting (roofline.lever_cases)
     offload: dict | None = None  # lever cases: weights split with host RAM
+    disagg: dict | None = None  # disaggregated serving: the pool measured (disagg_cases)
 
 
 @dataclass(frozen=True)
@@ -212,14 +220,30 @@ def evaluate(
         speed = case.measured / ideal
         err = expected / case.measured - 1.0
         return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
-    _, replicas, batch, p, d = base_times(case, model, hw, efficiency, engine_name)
+    if case.disagg is None and case.metric in DISAGG_METRICS:
+        raise InputError(f"{where}: metric '{case.metric}' needs a disagg: mapping")
+    if case.disagg is not None:
+        from roofline.serving.disagg_cases import evaluate_disagg
+
+        dep, _ = case_deployment(case)
+        eff = efficiency or hw.efficiency
+        regime, batch, ideal, expected = evaluate_disagg(
+            case, model, hw, dep, eff, engine_name or case_engine(case)
+        )
+        kind = METRICS[case.metric][1]
+        speed = ideal / case.measured if kind == "time" else case.measured / ideal
+        err = expected / case.measured - 1.0
+        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
+    dep, replicas, batch, p, d = base_times(case, model, hw, efficiency, engine_name)
     regime, kind = METRICS[case.metric]
     values = {}
-    for name, pre, dec in (
-        ("ideal", p.t_ideal_s, d.t_ideal_s),
-        ("expected", p.t_expected_s, d.t_expected_s),
+    # steady-state cycles: under attention-DP the ranks take their prompts at different steps
+    t_cycle_prefill = colocated_prefill_s(p, dep)
+    for name, pre, dec, cyc in (
+        ("ideal", p.t_ideal_s, d.t_ideal_s, p.t_ideal_s),
+        ("expected", p.t_expected_s, d.t_expected_s, t_cycle_prefill),
     ):
-        values[name] = _metric(case, float(pre), float(dec), float(pre), replicas, batch)
+        values[name] = _metric(case, float(pre), float(dec), float(cyc), replicas, batch)
     ideal, expected = values["ideal"], values["expected"]
     speed = ideal / case.measured if kind == "time" else case.measured / ideal
     return CaseResult(

@@ -167,6 +167,7 @@ def peer_checks(cat) -> str:
 OTHER_SETS = (
     ("Parallel layouts", "validation/layout_cases.yaml"),
     ("Speculative decoding, offload and edge devices", "validation/levers_cases.yaml"),
+    ("Disaggregated serving pools", "validation/disagg_cases.yaml"),
     ("Serving under traffic (roofline serve)", "validation/serving_cases.yaml"),
 )
 

@@ -174,7 +174,8 @@ LinkEfficiency = Annotated[
     typer.Option(
         "--link-efficiency",
         help="share of a link's nominal bandwidth a copy reaches (default: the command's link "
-        "model: offload and tiers model PCIe protocol and per-copy set-up, disagg the nominal)",
+        "model: PCIe protocol and per-copy set-up for offload and tiers, RDMA's 0.87 for a "
+        "disagg KV transfer over a network)",
     ),
 ]
 KvBudget = Annotated[

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -22,7 +23,7 @@ from roofline.memory import (
 )
 from roofline.plot import check_output, save_cliff
 from roofline.serving.cliff import simulate
-from roofline.serving.disagg import disaggregate
+from roofline.serving.disagg import KvLink, disaggregate
 from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.units import fmt_bytes, parse_seconds
 
@@ -186,6 +187,17 @@ def disagg(
     decode_hardware: Annotated[str, typer.Option("--decode", help="decode accelerator")],
     prefill_tp: Annotated[int, typer.Option(help="TP of a prefill replica")] = 1,
     decode_tp: Annotated[int, typer.Option(help="TP of a decode replica")] = 1,
+    prefill_ep: Annotated[int, typer.Option(help="EP of a prefill replica (divides its TP)")] = 1,
+    decode_ep: Annotated[int, typer.Option(help="EP of a decode replica (divides its TP)")] = 1,
+    prefill_attention_dp: Annotated[
+        int, typer.Option(help="attention data-parallel groups of a prefill replica (MoE)")
+    ] = 1,
+    decode_attention_dp: Annotated[
+        int, typer.Option(help="attention data-parallel groups of a decode replica (MoE)")
+    ] = 1,
+    prefill_batch: Annotated[
+        int, typer.Option(help="prompts one prefill step runs (both ways of serving)")
+    ] = 1,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     link: Annotated[str, typer.Option(help="tier id the KV cache travels over")] = "infiniband-ndr",
@@ -228,8 +240,17 @@ def disagg(
         cat.accelerator(decode_hardware),
         cat.tier(link),
     )
-    p_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, prefill_tp, model=m)
-    d_dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, decode_tp, model=m)
+    p_dep = replace(
+        opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, prefill_tp, ep=prefill_ep, model=m),
+        attention_dp=prefill_attention_dp,
+    )
+    d_dep = replace(
+        opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, decode_tp, ep=decode_ep, model=m),
+        attention_dp=decode_attention_dp,
+    )
+    kv_link = KvLink(
+        tier, link_efficiency, parse_seconds(transfer_overhead, "--transfer-overhead"), layerwise
+    )
     b, s, o = opt.batch(batch), opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
     for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
         plan = plan_memory(m, hw, dep, engine(engine_name, hw))
@@ -243,7 +264,7 @@ def disagg(
             f"batch {b} needs {fmt_bytes(kv_need)} of KV per decode GPU; the budget is "
             f"{fmt_bytes(d_plan.kv_budget_bytes)}"
         )
-    r = disaggregate(m, p_hw, d_hw, p_dep, d_dep, tier, b, s, o, ideal)
+    r = disaggregate(m, p_hw, d_hw, p_dep, d_dep, kv_link, b, s, o, ideal, prefill_batch)
     serving = {
         name: {
             "ttft_s": x.ttft_s,
@@ -259,6 +280,13 @@ def disagg(
         "decode_hardware": d_hw.id,
         "prefill_tp": p_dep.tp,
         "decode_tp": d_dep.tp,
+        "prefill_ep": p_dep.ep,
+        "decode_ep": d_dep.ep,
+        "prefill_attention_dp": p_dep.attention_dp,
+        "decode_attention_dp": d_dep.attention_dp,
+        "prefill_batch": prefill_batch,
+        "link_efficiency": kv_link.eta,
+        "transfer_overhead_s": kv_link.fixed_s,
         "weights": p_dep.weights.name,
         "kv_dtype": p_dep.kv.name,
         "link": tier.id,
@@ -277,6 +305,8 @@ def disagg(
         kv_transfer_s=r.kv_transfer_s,
         kv_bytes_per_request=r.kv_bytes_per_request,
         prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
+        prefill_tokens_per_s_per_gpu=r.prefill_tokens_per_s_per_gpu,
+        decode_tokens_per_s_per_gpu=r.decode_tokens_per_s_per_gpu,
     )
     if rate is not None:
         doc["traffic"] = _traffic(
@@ -290,11 +320,7 @@ def disagg(
             r.prefill_replicas_per_decode_replica,
             (prompt, output, prompt_dist, output_dist, rate, requests, seed),
             opt.slo(slo_ttft, slo_tpot, slo_pct),
-            (
-                1.0 if link_efficiency is None else link_efficiency,
-                parse_seconds(transfer_overhead, "--transfer-overhead"),
-                layerwise,
-            ),
+            kv_link,
         )
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
@@ -304,10 +330,10 @@ def disagg(
             render.disagg_traffic_table(doc)
 
 
-def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link_args):
+def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link):
     """The colocated/disaggregated comparison under traffic, as JSON."""
     from roofline.cli.traffic import metrics_json
-    from roofline.serving.disagg import KvLink, compare_under_traffic
+    from roofline.serving.disagg import compare_under_traffic
     from roofline.serving.serve import make_replica
 
     prompt, output, prompt_dist, output_dist, rate, requests, seed = wl
@@ -328,13 +354,12 @@ def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link_args):
         chunked_prefill=False,
         max_batched_tokens=8192,
     )
-    link = KvLink(tier, *link_args)
     # the pool ratio at the batch a decode replica reaches (KV or max-seqs bound), not --batch
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
     per_seq = float(colo.expected.blocks(int(s_mean + o_mean / 2) + 1, colo.rules.block_tokens))
     b = int(max(1, min(colo.rules.max_seqs, colo.rules.budget_blocks // max(per_seq, 1.0))))
     ratio = disaggregate(
-        m, p_hw, d_hw, p_dep, d_dep, tier, b, max(int(s_mean), 1), max(int(o_mean), 2)
+        m, p_hw, d_hw, p_dep, d_dep, link, b, max(int(s_mean), 1), max(int(o_mean), 2)
     ).prefill_replicas_per_decode_replica
     modes = compare_under_traffic(m, colo, pre, colo, link, w, slo, ratio, seed)
     out = {
@@ -343,7 +368,7 @@ def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link_args):
         "slo_ttft_s": slo.ttft_s,
         "slo_tpot_s": slo.tpot_s,
         "slo_pct": slo.pct,
-        "link_efficiency": link.efficiency,
+        "link_efficiency": link.eta,
         "transfer_overhead_s": link.fixed_s,
         "layerwise": link.layerwise,
     }

@@ -87,8 +87,8 @@ def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
         for name in ("colocated", "disaggregated")
     ]
     title = (
-        f"{i['model']}: prefill on {i['prefill_hardware']} TP{i['prefill_tp']}, decode on "
-        f"{i['decode_hardware']} TP{i['decode_tp']}, batch {i['batch']}, "
+        f"{i['model']}: prefill on {i['prefill_hardware']} {_pool(i, 'prefill')}, decode on "
+        f"{i['decode_hardware']} {_pool(i, 'decode')}, batch {i['batch']}, "
         f"{i['prompt_tokens']:,} in / {i['output_tokens']:,} out ({i['step_times']})"
     )
     cols = (T("serving"), N("TTFT"), N("TPOT"), N("tok/s\nper GPU"), N("GPUs\nper unit"))
@@ -100,6 +100,23 @@ def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
         f"{doc['prefill_replicas_per_decode_replica']:.2f} prefill replicas keep one decode "
         "replica busy",
     )
+    if "prefill_tokens_per_s_per_gpu" in doc:
+        say(
+            con,
+            f"each pool alone: prefill {doc['prefill_tokens_per_s_per_gpu']:,.0f} input tok/s "
+            f"per GPU ({i.get('prefill_batch', 1)} prompts a step), decode "
+            f"{doc['decode_tokens_per_s_per_gpu']:,.0f} output tok/s per GPU",
+        )
+
+
+def _pool(i: Mapping[str, Any], pool: str) -> str:
+    """A pool's layout: TP, and EP / attention-DP when set (TP8 EP8 ADP8)."""
+    out = f"TP{i[pool + '_tp']}"
+    if i.get(pool + "_ep", 1) > 1:
+        out += f" EP{i[pool + '_ep']}"
+    if i.get(pool + "_attention_dp", 1) > 1:
+        out += f" ADP{i[pool + '_attention_dp']}"
+    return out
 
 
 # ---- plan -----------------------------------------------------------------------------------

@@ -4,13 +4,26 @@ under traffic as two pools of replicas with a queue in front of each and the KV 
 Closed form (`disaggregate`):
 
 Colocated (one pool, continuous batching): B sequences decode together and every request's
-prefill (t_p for one prompt) stalls the batch once, so a cycle of B requests takes
-B·t_p + (O − 1)·t_d(B) and the effective time per output token is that over (O − 1).
+prefill stalls the batch once (P prompts per prefill step, t_p for the step), so a cycle of B
+requests takes (B / P)·t_p + (O − 1)·t_d(B) and the effective time per output token is that over
+(O − 1).
+Under attention data parallelism the colocated prefill is paid rank by rank (each rank takes its
+prompts at its own steps while the others wait; roofline.serving.attention_dp), expected only.
 Disaggregated (DistServe, Zhong et al. OSDI'24; Splitwise, Patel et al. ISCA'24): prefill replicas
-run prompts one at a time on compute-rich hardware, ship the prompt's KV cache over a link
-(t_x = KV bytes per GPU / link bandwidth per direction) to decode replicas that only decode. TTFT =
-t_p + t_x, TPOT = t_d(B). The pools are sized so prefill keeps up with decode: prefill replicas
-per decode replica = B·t_p / ((O − 1)·t_d(B)).
+run P prompts per step (`prefill_batch`; 1 = one at a time) on compute-rich hardware, ship each
+prompt's KV cache over a link (`kv_transfer_s`: KV bytes per sending GPU / (bandwidth × η) + start
+latency + fixed cost) to decode replicas that only decode. TTFT = t_p + t_x, TPOT = t_d(B). The
+pools are sized so prefill keeps up with decode: prefill replicas per decode replica =
+B·t_p / (P·(O − 1)·t_d(B)); output tokens/s per GPU of the pair is then TensorRT-LLM's
+rate-matched figure (tech blog 5, "Disaggregated Serving in TensorRT-LLM": total output tokens/s
+/ (context GPUs × generation request rate / context request rate + generation GPUs)).
+
+The link model is one for every command that moves bytes between devices: η_protocol of the
+link's kind at bulk transfer sizes, plus a fixed cost per transfer. RDMA over InfiniBand/RoCE:
+Mooncake's Transfer Engine moves 40 GB at 87 GB/s over 4 × 200 Gb/s RoCE (100 GB/s), η = 0.87
+(github.com/kvcache-ai/Mooncake README, "Transfer Engine ... Performance") [uncertain: the same
+README reports 190 GB/s of 400 on 8 × 400 Gb/s]; PCIe and other links: the protocol share of
+roofline.offload (0.83).
 
 Under traffic (`serve_disaggregated`): requests queue for the prefill pool (dealt round robin, each
 replica running prefill-only steps with the engine's rules), their KV cache crosses the link
@@ -31,8 +44,10 @@ from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
 from roofline.memory import kv_bytes_per_token
 from roofline.model import ModelArch
+from roofline.offload import LINK_PROTOCOL_EFFICIENCY
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
+from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.scheduler import Trace, simulate_requests
 from roofline.serving.serve import Replica, ServeMetrics, Slo, metrics, run_replicas
 from roofline.serving.workload import Workload, with_rate
@@ -52,11 +67,24 @@ class Serving:
 class Disaggregation:
     colocated: Serving
     disaggregated: Serving
-    prefill_s: float  # one prompt on the prefill pool
+    prefill_s: float  # one prefill step of the prefill pool (prefill_batch prompts)
     decode_step_s: float  # one step of the decode batch
     kv_transfer_s: float
     kv_bytes_per_request: float
     prefill_replicas_per_decode_replica: float
+    prefill_batch: int = 1  # prompts per prefill step
+    prefill_tokens_per_s_per_gpu: float = 0.0  # the prefill pool alone: input tokens/s per GPU
+    decode_tokens_per_s_per_gpu: float = 0.0  # the decode pool alone: output tokens/s per GPU
+
+
+# RDMA over InfiniBand / RoCE at bulk sizes: Mooncake Transfer Engine, 87 GB/s of 100 GB/s
+# (4 × 200 Gb/s RoCE, 40 GB moved; github.com/kvcache-ai/Mooncake README) [uncertain]
+RDMA_PROTOCOL_EFFICIENCY = 0.87
+
+
+def default_link_efficiency(tier: Tier) -> float:
+    """η_protocol of a KV transfer over `tier`: RDMA's for networks, PCIe's for other links."""
+    return RDMA_PROTOCOL_EFFICIENCY if tier.kind == "network" else LINK_PROTOCOL_EFFICIENCY
 
 
 def disaggregate(
@@ -65,35 +93,44 @@ def disaggregate(
     decode_hw: Accelerator,
     prefill_dep: Deployment,
     decode_dep: Deployment,
-    link: Tier,
+    link: Tier | KvLink,
     batch: int,
     prompt: int,
     output: int,
     ideal: bool = False,
+    prefill_batch: int = 1,
 ) -> Disaggregation:
     """Colocated serving on `decode_hw` against prefill on `prefill_hw` plus decode on
-    `decode_hw`, for requests of `prompt` tokens in and `output` out, `batch` decoding at once."""
+    `decode_hw`, for requests of `prompt` tokens in and `output` out, `batch` decoding at once,
+    the prefill pool running `prefill_batch` prompts per step."""
+    if prefill_batch < 1:
+        raise InputError(f"the prefill batch must be at least 1 prompt, got {prefill_batch}")
+    kv_link = link if isinstance(link, KvLink) else KvLink(link)
 
     def t(r) -> float:
         return float(r.t_ideal_s if ideal else r.t_expected_s)
 
     steps = max(output - 1, 1)
+    s = max(prompt, 1)
     t_d = t(decode(model, decode_hw, decode_dep, batch, prompt + 1, steps))
-    # colocated: prompts prefill on the decode hardware and stall the decode batch
-    t_p_colo = t(prefill(model, decode_hw, decode_dep, 1, max(prompt, 1)))
-    cycle = batch * t_p_colo + steps * t_d
+    # colocated: prompts prefill on the decode hardware, prefill_batch at a time, and stall the
+    # decode batch (rank by rank under attention-DP)
+    p_colo = prefill(model, decode_hw, decode_dep, prefill_batch, s)
+    t_p_colo = t(p_colo) if ideal else colocated_prefill_s(p_colo, decode_dep)
+    cycle = batch / prefill_batch * t_p_colo + steps * t_d
     colo = Serving(
         ttft_s=t_p_colo,
         tpot_s=cycle / steps,
         output_tokens_per_s_per_gpu=batch * output / cycle / decode_dep.gpus_per_replica,
         gpus=decode_dep.gpus_per_replica,
     )
-    # disaggregated: each GPU of the prefill replica sends its share of the prompt's KV cache
-    t_p = t(prefill(model, prefill_hw, prefill_dep, 1, max(prompt, 1)))
+    # disaggregated: each GPU of the prefill replica sends its share of each prompt's KV cache
+    t_p = t(prefill(model, prefill_hw, prefill_dep, prefill_batch, s))
     kv_total = kv_bytes_per_token(model, decode_dep.kv.bits) * prompt
-    per_gpu = kv_bytes_per_token(model, decode_dep.kv.bits, prefill_dep.tp, prefill_dep.pp) * prompt
-    t_x = per_gpu / link.bandwidth_bytes_per_s + (link.latency_s or 0.0)
-    ratio = batch * t_p / (steps * t_d)
+    t_x = float(
+        kv_transfer_s(model, prefill_dep, decode_dep.kv.bits, kv_link, np.array([prompt]))[0]
+    )
+    ratio = batch * t_p / (prefill_batch * steps * t_d)
     gpus = decode_dep.gpus_per_replica + ratio * prefill_dep.gpus_per_replica
     dis = Serving(
         ttft_s=t_p + t_x,
@@ -101,29 +138,46 @@ def disaggregate(
         output_tokens_per_s_per_gpu=batch * output / (steps * t_d) / gpus,
         gpus=gpus,
     )
-    return Disaggregation(colo, dis, t_p, t_d, t_x, kv_total, ratio)
+    return Disaggregation(
+        colo,
+        dis,
+        t_p,
+        t_d,
+        t_x,
+        kv_total,
+        ratio,
+        prefill_batch,
+        prefill_batch * prompt / t_p / prefill_dep.gpus_per_replica,
+        batch / t_d / decode_dep.gpus_per_replica,
+    )
 
 
 # ---- disaggregated pools under traffic -------------------------------------------------------
 @dataclass(frozen=True)
 class KvLink:
     """How the prompt's KV cache travels from a prefill replica to a decode replica: each GPU of
-    the prefill replica sends its shard over its own port of `tier` at `efficiency` × the link's
-    bandwidth, plus the link's start latency and a fixed cost per transfer (connection set-up,
-    block-table exchange). `layerwise`: layers are sent as soon as they are computed (DistServe
-    §4.3, Mooncake), so only the part that outlasts the prefill, or at least the last layer's
-    share, is exposed."""
+    the prefill replica that holds the prompt's KV (its attention-TP group) sends its shard over
+    its own port of `tier` at `efficiency` × the link's bandwidth (default: the tier kind's
+    protocol share, `default_link_efficiency`), plus the link's start latency and a fixed cost
+    per transfer (connection set-up, block-table exchange). `layerwise`: layers are sent as
+    soon as they are computed (DistServe §4.3, Mooncake), so only the part that outlasts the
+    prefill, or at least the last layer's share, is exposed."""
 
     tier: Tier
-    efficiency: float = 1.0
+    efficiency: float | None = None
     fixed_s: float = 0.0
     layerwise: bool = False
 
     def __post_init__(self) -> None:
-        if not 0 < self.efficiency <= 1:
+        if self.efficiency is not None and not 0 < self.efficiency <= 1:
             raise InputError(f"link efficiency must be in (0, 1], got {self.efficiency}")
         if not (math.isfinite(self.fixed_s) and self.fixed_s >= 0):
             raise InputError(f"the fixed cost per transfer must be >= 0 s, got {self.fixed_s}")
+
+    @property
+    def eta(self) -> float:
+        """The share of the nominal bandwidth a transfer reaches."""
+        return default_link_efficiency(self.tier) if self.efficiency is None else self.efficiency
 
 
 def kv_transfer_s(
@@ -134,10 +188,12 @@ def kv_transfer_s(
     prompts: np.ndarray,
     prefill_s: np.ndarray | float = 0.0,
 ) -> np.ndarray:
-    """Exposed transfer time per request: KV bytes per prefill GPU / (bandwidth × efficiency)
-    + start latency + fixed cost; with layer-wise overlap, max(t / L, t − prefill time)."""
-    per_gpu = kv_bytes_per_token(model, kv_bits, p_dep.tp, p_dep.pp) * np.asarray(prompts, float)
-    t = per_gpu / (link.tier.bandwidth_bytes_per_s * link.efficiency)
+    """Exposed transfer time per request: KV bytes per sending GPU (the prompt's attention-TP
+    group: under attention-DP one rank holds and sends the whole prompt) / (bandwidth × η) +
+    start latency + fixed cost; with layer-wise overlap, max(t / L, t − prefill time)."""
+    per_gpu = kv_bytes_per_token(model, kv_bits, p_dep.attention_tp, p_dep.pp)
+    per_gpu = per_gpu * np.asarray(prompts, float)
+    t = per_gpu / (link.tier.bandwidth_bytes_per_s * link.eta)
     t = t + (link.tier.latency_s or 0.0) + link.fixed_s
     if link.layerwise:
         t = np.maximum(t / model.num_hidden_layers, t - np.asarray(prefill_s, dtype=float))
