@@ -22,8 +22,9 @@ Bounds of one decode step (the two-bound band of FlexGen §4 / GenZ-style tier m
   cannot overlap in cpu mode: the serial bound is its time.
 
 KV in host RAM (FlexGen's --cpu, stream mode with kv_host): the CPU computes attention over the
-cache (its roofline from host RAM) while the GPU runs the rest of each layer; one DRAM serves the
-weight copies and the CPU's KV reads, so a streamed layer takes at least (W/block + KV) / (B_host·η_m).
+cache (its roofline from host RAM) while the GPU runs the rest of each layer; one DRAM serves
+the weight copies and the CPU's KV reads, so a streamed layer takes at least
+(W/block + KV) / (B_host·η_m).
 Prefill under streaming (offload_prefill) copies each streamed layer once per block of batches;
 FlexGen's generation throughput counts it: n·o / (t_prefill + (o − 1)·block·t_step).
 
