@@ -734,6 +734,8 @@ _CASE_OFFLOAD_KEYS: dict[str, tuple[Any, bool]] = {
     "gpu_layers": (int, True),
     "mode": (str, False),
     "block_batches": (int, False),
+    "kv_host": (bool, False),
+    "overlap": (bool, False),
 }
 
 

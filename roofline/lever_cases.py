@@ -12,7 +12,11 @@ speed-ups and decode rates with weights offloaded to host RAM, as `roofline vali
   step, so no speed-up exceeds E. Expected is roofline.speculative's calibrated speed-up.
 - offload (metric decode_tokens_per_s_per_user): the case's -ngl and host. Ideal is the
   overlapped bound at η = 1 (nothing is faster); expected is the serial bound with calibrated
-  efficiencies (a single sequence cannot overlap GPU and CPU layers).
+  efficiencies (a single sequence cannot overlap GPU and CPU layers), or the overlapped one when
+  the case says `overlap: true` (FlexGen's block schedule overlaps copies with compute).
+  Metric output_tokens_per_s is FlexGen's generation throughput: batch·block sequences, prefill
+  included (roofline.offload.generation_throughput); `kv_host: true` keeps the KV cache in host
+  RAM with the CPU computing attention.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
-from roofline.offload import offload
+from roofline.offload import generation_throughput, offload, offload_prefill
 from roofline.ops import Deployment
 from roofline.speculative import (
     TREE_TOPK,
@@ -56,13 +60,29 @@ def evaluate_lever(
             raise InputError(f"{where}: a speculative case measures 'speedup'")
         ideal, expected = _speedup(case, model, hw, dep, eff, ctx)
         return "speculative", b, ideal, expected
-    if case.metric != "decode_tokens_per_s_per_user" or host is None:
-        raise InputError(f"{where}: an offload case measures decode_tokens_per_s_per_user")
+    metrics = ("decode_tokens_per_s_per_user", "output_tokens_per_s")
+    if case.metric not in metrics or host is None:
+        raise InputError(f"{where}: an offload case measures {' or '.join(metrics)}")
     o = case.offload or {}
-    kw = {"mode": o.get("mode", "cpu"), "block": o.get("block_batches", 1)}
-    ideal = offload(model, hw, host, dep, o["gpu_layers"], b, ctx, ideal=True, **kw)
-    expected = offload(model, hw, host, dep, o["gpu_layers"], b, ctx, **kw)
-    return "decode", b, float(1.0 / ideal.tpot_overlap_s), float(1.0 / expected.tpot_serial_s)
+    n, block, kv_host = o["gpu_layers"], o.get("block_batches", 1), bool(o.get("kv_host", False))
+    kw = {"mode": o.get("mode", "cpu"), "block": block, "kv_host": kv_host}
+    ideal = offload(model, hw, host, dep, n, b, ctx, ideal=True, **kw)
+    expected = offload(model, hw, host, dep, n, b, ctx, **kw)
+    t_exp = expected.tpot_overlap_s if o.get("overlap", False) else expected.tpot_serial_s
+    if case.metric == "decode_tokens_per_s_per_user":
+        return "decode", b, float(1.0 / ideal.tpot_overlap_s), float(1.0 / t_exp)
+    pre_kw = {"block": block, "kv_host": kv_host}
+    p_ideal = offload_prefill(model, hw, host, dep, n, b, case.prompt, ideal=True, **pre_kw)[1]
+    p_exp = offload_prefill(model, hw, host, dep, n, b, case.prompt, **pre_kw)
+    p_exp_s = p_exp[1] if o.get("overlap", False) else p_exp[0]
+    out = case.output
+    best = generation_throughput(p_ideal, float(ideal.tpot_overlap_s), b, block, out)
+    return (
+        "throughput",
+        b * block,
+        best,
+        generation_throughput(p_exp_s, float(t_exp), b, block, out),
+    )
 
 
 def _speedup(

@@ -37,6 +37,7 @@ MODEL_TYPES = (
     "olmoe",
     "phimoe",
     "starcoder2",
+    "opt",
     "exaone4",
     "minimax_m2",
     "deepseek_v32",
@@ -56,7 +57,10 @@ _QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "exaone4"}
 _WHOLE_QK_NORM_TYPES = {"olmo2", "olmo3", "olmoe", "minimax_m2"}
 # model_type values whose LayerNorms carry a bias as well as a weight (2·D each): transformers
 # PhimoeDecoderLayer and Starcoder2DecoderLayer use nn.LayerNorm, final norm included
-_NORM_BIAS_TYPES = {"phimoe", "starcoder2"}
+_NORM_BIAS_TYPES = {"phimoe", "starcoder2", "opt"}
+# model_type values whose FFN is two matrices with biases, not gated: StarCoder 2 (c_fc, c_proj)
+# and OPT (fc1, fc2; transformers Starcoder2MLP, OPTDecoderLayer)
+_TWO_MATRIX_FFN_TYPES = {"starcoder2", "opt"}
 # model_type values with one norm per decoder layer: Cohere runs attention and the MLP in
 # parallel on the same input_layernorm output (transformers CohereDecoderLayer, Cohere2), and
 # its LayerNorm has no bias (CohereLayerNorm: weight only)
@@ -266,16 +270,17 @@ class ModelArch:
 
     @property
     def ffn_matrices(self) -> int:
-        """Weight matrices of one dense FFN: gate, up and down (3) when gated; c_fc and c_proj (2)
-        for StarCoder 2 (transformers Starcoder2MLP)."""
-        return 2 if self.model_type == "starcoder2" else 3
+        """Weight matrices of one dense FFN: gate, up and down (3) when gated; two for
+        _TWO_MATRIX_FFN_TYPES."""
+        return 2 if self.model_type in _TWO_MATRIX_FFN_TYPES else 3
 
     @property
     def dense_mlp_params(self) -> int:
-        """Gated FFN (SwiGLU/GeGLU): gate, up and down = 3·D·F. StarCoder 2's is not gated: c_fc
-        and c_proj with biases, 2·D·F + F + D (transformers Starcoder2MLP, use_bias)."""
+        """Gated FFN (SwiGLU/GeGLU): gate, up and down = 3·D·F. StarCoder 2's and OPT's are not
+        gated: two matrices with biases, 2·D·F + F + D (transformers Starcoder2MLP, use_bias;
+        OPTDecoderLayer fc1, fc2)."""
         d, f = self.hidden_size, self.dense_ffn_width
-        if self.model_type == "starcoder2":
+        if self.model_type in _TWO_MATRIX_FFN_TYPES:
             return 2 * d * f + f + d
         return 3 * d * f
 
@@ -321,7 +326,9 @@ class ModelArch:
         n_moe = sum(self.layer_is_moe(i) for i in range(layers))
         n_dense = layers - n_moe
         out = {
-            "embedding": v * d,
+            # OPT adds learned positions: max_position_embeddings + 2 rows (OPT's offset)
+            "embedding": v * d
+            + ((self.max_position_embeddings or 0) + 2) * d * (self.model_type == "opt"),
             "attention": layers * (self.attn_linear_params + self.attn_norm_params),
             "mlp": n_dense * self.dense_mlp_params,
             "experts_routed": n_moe * self.n_routed_experts * self.expert_params,

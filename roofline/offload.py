@@ -21,6 +21,13 @@ Bounds of one decode step (the two-bound band of FlexGen §4 / GenZ-style tier m
   different micro-batches at once (pipeline), max(t_gpu_part, t_cpu_part). A single sequence
   cannot overlap in cpu mode: the serial bound is its time.
 
+KV in host RAM (FlexGen's --cpu, stream mode with kv_host): the CPU computes attention over the
+cache (its roofline from host RAM) while the GPU runs the rest of each layer; one DRAM serves
+the weight copies and the CPU's KV reads, so a streamed layer takes at least
+(W/block + KV) / (B_host·η_m).
+Prefill under streaming (offload_prefill) copies each streamed layer once per block of batches;
+FlexGen's generation throughput counts it: n·o / (t_prefill + (o − 1)·block·t_step).
+
 Effective link bandwidth: B_eff = min(B_link·η_link, B_tier / sharing), with η_link of a DMA
 transfer of s bytes = η_protocol·s / (s + B_link·t_setup) (each copy pays a fixed set-up time),
 and `sharing` GPUs drawing on one host memory at once (eight GPUs on one DDR5 socket each get an
@@ -40,7 +47,7 @@ from roofline.hardware import Accelerator, Efficiency
 from roofline.memory import activation_peak_bytes, kv_bytes_per_sequence, weight_bytes_total
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.phases import PhaseResult, decode
+from roofline.phases import PhaseResult, decode, prefill
 
 # PCIe protocol efficiency (TLP/DLLP headers on 256-byte payloads, flow control): pinned
 # host-to-device copies reach about 26 GB/s of 32 on Gen4 x16 and about 53 of 64 on Gen5 x16
@@ -99,14 +106,24 @@ class Split:
     overhead_s: float
 
 
-def split_step(step: PhaseResult, layers: int, eff: Efficiency, ideal: bool) -> Split:
-    """Per-layer mean time (all ops but embedding and head, over L layers), head, embedding."""
+def split_step(
+    step: PhaseResult, layers: int, eff: Efficiency, ideal: bool, exclude: tuple[str, ...] = ()
+) -> Split:
+    """Per-layer mean time (all ops but embedding, head and `exclude`, over L layers), head,
+    embedding."""
     pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
     zero = np.zeros(())
     head = sum((pick(r) for r in step.ops if r.op.name == "lm_head"), zero)
     embed = sum((pick(r) for r in step.ops if r.op.name == "embed"), zero)
-    body = sum((pick(r) for r in step.ops if r.op.name not in ("lm_head", "embed")), zero)
+    skip = ("lm_head", "embed", *exclude)
+    body = sum((pick(r) for r in step.ops if r.op.name not in skip), zero)
     return Split(body / layers, head, embed, 0.0 if ideal else eff.step_overhead_s)
+
+
+def op_time(step: PhaseResult, name: str, layers: int, ideal: bool) -> np.ndarray:
+    """Per-layer mean time of the ops called `name` (e.g. attn.core) in a step."""
+    pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
+    return sum((pick(r) for r in step.ops if r.op.name == name), np.zeros(())) / layers
 
 
 @dataclass(frozen=True)
@@ -151,12 +168,18 @@ def offload(
     sharing: int = 1,
     link_eff: float | None = None,
     ideal: bool = False,
+    kv_host: bool = False,
 ) -> Offload:
     """A decode step of `batch` sequences at `context` tokens with the last `gpu_layers` layers
     on `gpu` and the others in `host` RAM, run by the host's CPU (mode cpu) or streamed to the
-    GPU (mode stream). Returns both bounds."""
+    GPU (mode stream; `kv_host`: the KV cache in host RAM and attention run by the CPU, FlexGen's
+    --cpu). Returns both bounds."""
     if mode not in ("cpu", "stream"):
         raise InputError(f"--mode must be cpu or stream, got {mode}")
+    if kv_host and mode != "stream":
+        raise InputError(
+            "--kv-host keeps the KV cache in host RAM while streaming: use --mode stream"
+        )
     if block < 1:
         raise InputError(f"--block-batches must be at least 1, got {block}")
     n_gpu, head_gpu = placement(model, gpu_layers)
@@ -204,14 +227,34 @@ def offload(
             )
         )
         t_layer_copy = layer_w / host_bw / block
-        t_gpu = t_gpu + g_split.head_s + g_split.embed_s
-        t_host = n_host * g_split.per_layer_s
         t_copy = n_host * t_layer_copy + zero
-        t_transfer = zero
-        serial = t_gpu + t_host + t_copy
-        overlap = t_gpu + n_host * np.maximum(g_split.per_layer_s, t_layer_copy)
+        if kv_host:
+            parts = _kv_host_parts(model, gpu, host, dep, b, context, ideal, layer_w / block)
+            g_layer, cpu_core, dram_s, dram_g, t_act = parts
+            t_gpu = n_gpu * g_layer + g_split.overhead_s + g_split.head_s + g_split.embed_s
+            t_host = n_host * g_layer + L * cpu_core
+            t_transfer = L * t_act + zero
+            serial = t_gpu + t_host + t_copy + t_transfer
+            stream_layer = np.maximum(
+                np.maximum(g_layer, t_layer_copy), np.maximum(cpu_core, dram_s)
+            )
+            gpu_layer = np.maximum(np.maximum(g_layer, cpu_core), dram_g)
+            overlap = (
+                g_split.overhead_s
+                + g_split.head_s
+                + g_split.embed_s
+                + n_host * stream_layer
+                + n_gpu * gpu_layer
+                + t_transfer
+            )
+        else:
+            t_gpu = t_gpu + g_split.head_s + g_split.embed_s
+            t_host = n_host * g_split.per_layer_s
+            t_transfer = zero
+            serial = t_gpu + t_host + t_copy
+            overlap = t_gpu + n_host * np.maximum(g_split.per_layer_s, t_layer_copy)
     gpu_weights, host_weights, gpu_kv, host_kv = placement_bytes(
-        model, dep, n_gpu, head_gpu, b, context, mode
+        model, dep, n_gpu, head_gpu, b, context, mode, kv_host
     )
     return Offload(
         mode,
@@ -232,6 +275,98 @@ def offload(
     )
 
 
+def _kv_host_parts(
+    model: ModelArch,
+    gpu: Accelerator,
+    host: Accelerator,
+    dep: Deployment,
+    b: np.ndarray,
+    context: ArrayLike,
+    ideal: bool,
+    copy_bytes: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per layer with the KV cache in host RAM (FlexGen's --cpu): the GPU's ops but attention
+    over the cache, the CPU's attention over it (its roofline from host RAM), the host memory's
+    time for a streamed layer (its weight copy of `copy_bytes` and the KV the CPU reads share
+    one DRAM: (W + KV) / (B_host·η_m)) and for a resident one (KV only), and the activations
+    crossing the link (q and the new K, V to the CPU, the attention output back)."""
+    L = model.num_hidden_layers
+    g_eff, h_eff = gpu.efficiency, host.efficiency
+    g = decode(model, gpu, dep, b, context, eff=g_eff)
+    g_layer = split_step(g, L, g_eff, ideal, exclude=("attn.core",)).per_layer_s
+    h = decode(model, host, replace(dep, tp=1, pp=1, ep=1), b, context, eff=h_eff)
+    cpu_core = op_time(h, "attn.core", L, ideal)
+    kv_layer = np.asarray(kv_bytes_per_sequence(model, dep, context), dtype=float) / L * b
+    dram = host.memory_bandwidth_bytes_per_s * (1.0 if ideal else h_eff.memory)
+    link = gpu.host_link
+    link_bw = np.inf if link is None else link.bandwidth_bytes_per_s
+    lat = 0.0 if link is None or link.latency_s is None else link.latency_s
+    kv_dim = model.n_kv_heads * model.d_head
+    act = b * (
+        2 * model.hidden_size * dep.activations.bytes_per_value
+        + 2 * kv_dim * dep.kv.bytes_per_value
+    )
+    return (
+        g_layer,
+        cpu_core,
+        (copy_bytes + kv_layer) / dram,
+        kv_layer / dram,
+        act / link_bw + 2 * lat,
+    )
+
+
+def offload_prefill(
+    model: ModelArch,
+    gpu: Accelerator,
+    host: Accelerator,
+    dep: Deployment,
+    gpu_layers: int,
+    batch: int,
+    prompt: int,
+    block: int = 1,
+    kv_host: bool = False,
+    ideal: bool = False,
+) -> tuple[float, float]:
+    """(serial, overlapped) seconds to prefill `block` batches of `batch` prompts with the weights
+    of the host layers streamed to the GPU once per block (FlexGen's zig-zag block schedule,
+    Sheng et al. ICML 2023 §4.1): per layer the GPU computes the block, the streamed layer's
+    weights cross the host link once, and with `kv_host` the new KV goes back to host RAM
+    (device to host, its own copy engine). Serial: the sum; overlapped: per layer the slowest."""
+    del host
+    if block < 1:
+        raise InputError(f"--block-batches must be at least 1, got {block}")
+    n_gpu, _ = placement(model, gpu_layers)
+    L = model.num_hidden_layers
+    n_host = L - n_gpu
+    link = gpu.host_link
+    if link is None and (n_host or kv_host):
+        raise InputError(f"{gpu.id} has no host link to stream weights over")
+    g_eff = gpu.efficiency
+    p = split_step(prefill(model, gpu, dep, batch, prompt, eff=g_eff), L, g_eff, ideal)
+    layer_w = layer_weight_bytes(model, dep)
+    link_bw = np.inf if link is None else link.bandwidth_bytes_per_s
+    eta = 1.0 if ideal else float(link_efficiency(layer_w, link_bw))
+    t_copy = layer_w / (link_bw * eta)
+    kv_out = 0.0
+    if kv_host:
+        kv_seq = float(np.max(kv_bytes_per_sequence(model, dep, prompt)))
+        kv_out = block * batch * kv_seq / L / (link_bw * eta)
+    compute = block * float(p.per_layer_s)
+    fixed = block * float(p.head_s + p.embed_s + p.overhead_s)
+    serial = fixed + L * compute + n_host * t_copy + L * kv_out
+    overlap = fixed + n_gpu * max(compute, kv_out) + n_host * max(compute, t_copy, kv_out)
+    return serial, overlap
+
+
+def generation_throughput(
+    prefill_s: float, tpot_s: float, batch: int, block: int, output: int
+) -> float:
+    """FlexGen's generation throughput (token/s): the block's batch·block sequences each make
+    `output` tokens, the first with the prefill, the rest one decode step of the whole block
+    (block × the per-batch step) at a time: n·o / (t_prefill + (o − 1)·block·t_step)."""
+    return batch * block * output / (prefill_s + (output - 1) * block * tpot_s)
+
+
 def placement_bytes(
     model: ModelArch,
     dep: Deployment,
@@ -240,10 +375,12 @@ def placement_bytes(
     batch: ArrayLike,
     context: ArrayLike,
     mode: str = "cpu",
+    kv_host: bool = False,
 ) -> tuple[float, float, float, float]:
     """(GPU weights, host weights, GPU KV, host KV) per GPU: repeating layers where they run,
     the embedding in host RAM, the head on the GPU when placed there (always when streaming);
-    streaming double-buffers two layers on the GPU and keeps every layer's KV there."""
+    streaming double-buffers two layers on the GPU and keeps every layer's KV there, or in host
+    RAM with `kv_host`."""
     L = model.num_hidden_layers
     n_host = L - n_gpu
     layer_w = layer_weight_bytes(model, dep)
@@ -256,7 +393,7 @@ def placement_bytes(
     host_w = n_host * layer_w + embed_w + (0.0 if on_gpu_head else head_w)
     if mode == "stream":
         gpu_w += 2 * layer_w if n_host else 0.0  # double buffer for the copies
-        return gpu_w, host_w, L * kv_layer, 0.0
+        return (gpu_w, host_w, 0.0, L * kv_layer) if kv_host else (gpu_w, host_w, L * kv_layer, 0.0)
     return gpu_w, host_w, n_gpu * kv_layer, n_host * kv_layer
 
 
@@ -276,6 +413,7 @@ def most_gpu_layers(
     batch: int,
     context: int,
     mode: str = "cpu",
+    kv_host: bool = False,
 ) -> int:
     """The largest -ngl (0 .. L+1) whose GPU share fits in `capacity_bytes` (bytes only: no step
     is timed)."""
@@ -284,7 +422,7 @@ def most_gpu_layers(
     best = 0
     for n in range(model.num_hidden_layers + 2):
         n_gpu, head_gpu = placement(model, n)
-        gw, _, gkv, _ = placement_bytes(model, dep, n_gpu, head_gpu, batch, context, mode)
+        gw, _, gkv, _ = placement_bytes(model, dep, n_gpu, head_gpu, batch, context, mode, kv_host)
         if gw + gkv + act <= capacity_bytes:
             best = n
     return best

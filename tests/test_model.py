@@ -85,3 +85,13 @@ def test_every_catalog_model_matches_its_published_total(cat):
             assert m.params_total == pytest.approx(m.published_params_total, rel=0.01), m.id
             checked += 1
     assert checked >= 30
+
+
+def test_opt_30b_parameters_by_hand(cat):
+    # facebook/opt-30b: D 7168, 48 layers, F 28672, V 50272, tied, biases everywhere, LayerNorm
+    # with bias, learned positions of 2048 + 2 rows. Per layer: q/k/v/o 4*7168^2 + 4*7168, FFN
+    # 2*7168*28672 + 28672 + 7168, two LayerNorms 4*7168 = 616,655,872
+    per_layer = 4 * 7168**2 + 4 * 7168 + 2 * 7168 * 28672 + 28672 + 7168 + 4 * 7168
+    assert per_layer == 616_655_872
+    total = 48 * per_layer + 50272 * 7168 + 2050 * 7168 + 2 * 7168
+    assert cat.model("opt-30b").params_total == total  # 29.97B, the paper's "30B"

@@ -58,6 +58,9 @@ def offload(
     block_batches: Annotated[
         int, typer.Option(help="stream: batches run per weight copy (FlexGen's block)")
     ] = 1,
+    kv_host: Annotated[
+        bool, typer.Option("--kv-host", help="stream: KV cache in host RAM, attention on the CPU")
+    ] = False,
     sharing: Annotated[
         int | None, typer.Option(help="GPUs reading the host memory at once (default --tp)")
     ] = None,
@@ -109,11 +112,11 @@ def offload(
         if not 0 <= gpu_fraction <= 1:
             raise InputError(f"--gpu-fraction must be in [0, 1], got {gpu_fraction}")
         gpu_layers = round(gpu_fraction * L)
-    fit_max = most_gpu_layers(m, hw, h, dep, cap, b, ctx, mode)
+    fit_max = most_gpu_layers(m, hw, h, dep, cap, b, ctx, mode, kv_host)
     n = fit_max if gpu_layers is None else gpu_layers
     if not 0 <= n <= 4096:
         raise InputError(f"--gpu-layers must be from 0 to {L + 1}, got {n}")
-    kw = {"mode": mode, "block": block_batches, "sharing": share}
+    kw = {"mode": mode, "block": block_batches, "sharing": share, "kv_host": kv_host}
     kw.update(link_eff=link_efficiency, ideal=ideal)
     o = offload_core(m, hw, h, dep, n, b, ctx, **kw)
     need = gpu_memory_needed(o, m, dep)
@@ -176,6 +179,7 @@ def offload(
         "batch": b,
         "context_tokens": ctx,
         "block_batches": block_batches,
+        "kv_host": kv_host,
         "sharing": share,
         "link_efficiency": link_efficiency,
         "gpu_capacity_bytes": cap,
