@@ -70,6 +70,33 @@ def test_kernel_model_reproduces_the_measured_gemms_it_was_fitted_on():
         assert np.median(es) <= 0.16, group
 
 
+def test_decode_attention_model_reproduces_its_measurements():
+    # bf16 KV, one layer: KV bytes 2·b·K·d·2·L, F = 4·b·H·d·L; rows b·H, streams b·K
+    from roofline.efficiency import attention_decode_time_s
+
+    errors: dict[str, list[float]] = {}
+    for r in _rows("kernel_decode_attention_sample.csv"):
+        entry = CAT.kernels[r["group"]]
+        hw = CAT.accelerator(entry.accelerators[0])
+        b, h, kv, d, L = (float(r[c]) for c in ("batch", "heads", "kv_heads", "head_dim", "kv_len"))
+        t = attention_decode_time_s(
+            4.0 * b * h * d * L,
+            2.0 * b * kv * d * 2.0 * L,
+            hw.peak_flops_per_s["bf16"],
+            hw.memory_bandwidth_bytes_per_s,
+            entry.kernels.decode_attention,
+            entry.kernels.gemm["bf16"].eta_max,
+            b * h,
+            b * kv,
+        )
+        errors.setdefault(r["group"], []).append(abs(float(t) / float(r["measured_s"]) - 1.0))
+    assert set(errors) == set(CAT.kernels)
+    for group, es in errors.items():
+        fitted = CAT.kernels[group].kernels.decode_attention.fit_median_error
+        # the sample reproduces the fit's own median (the same formula on both sides)
+        assert np.median(es) <= fitted + 0.03, group
+
+
 def test_curves_transfer_to_siblings_by_their_own_datasheets():
     # held out of the fit: the same engine's GEMMs measured on H200, B300 and GB200, predicted
     # from the H100 / B200 curves against each sibling's own peaks and bandwidth
