@@ -238,20 +238,26 @@ def wave_quantisation(
     u = groups·M·N·s / (w·SMs·t_m·t_n) (NVIDIA Matrix Multiplication Background User's Guide).
     groups = ∞ (a grouped GEMM whose many groups fill the SMs): u = tile padding only, w = 0.
     No tile (t_m = 0) or an unknown shape (M or N infinite): u = 1, w = 0."""
+    tm, tn, sms = curve.tile_m, curve.tile_n, curve.sm_count
     mm, nn = np.asarray(m, dtype=float), np.asarray(n, dtype=float)
-    g = np.asarray(groups, dtype=float)
-    if curve.tile_m <= 0 or curve.sm_count <= 0:
-        return np.ones(np.broadcast(mm, nn, g).shape), np.zeros(np.broadcast(mm, nn, g).shape)
-    known = np.isfinite(mm) & np.isfinite(nn)
-    mm, nn = np.where(known, mm, curve.tile_m), np.where(known, nn, curve.tile_n)
-    rows, cols = np.ceil(mm / curve.tile_m), np.ceil(nn / curve.tile_n)
-    padding = mm * nn / (rows * cols * curve.tile_m * curve.tile_n)
-    few = np.isfinite(g)
-    tiles = rows * cols * np.where(few, g, 1.0)
-    split = np.clip(np.floor(curve.sm_count / tiles), 1.0, curve.split_k_max)
-    waves = np.ceil(tiles * split / curve.sm_count)
-    u = np.where(few, padding * tiles * split / (waves * curve.sm_count), padding)
-    return np.where(known, u, 1.0), np.where(known & few, waves, 0.0)
+    if tm <= 0 or sms <= 0:
+        shape = np.broadcast(mm, nn, np.asarray(groups)).shape
+        return np.ones(shape), np.zeros(shape)
+    if not np.isfinite(np.sum(mm) + np.sum(nn)):  # some shapes unknown (∞): u = 1, w = 0
+        known = np.isfinite(mm) & np.isfinite(nn)
+        u, w = wave_quantisation(np.where(known, mm, tm), np.where(known, nn, tn), curve, groups)
+        return np.where(known, u, 1.0), np.where(known, w, 0.0)
+    cols = np.ceil(nn / tn)
+    tiles = np.ceil(mm / tm) * cols
+    if np.ndim(groups) == 0 and not np.isfinite(groups):  # grouped: padding only
+        return mm * (nn / (tm * tn)) / tiles, np.zeros(np.shape(tiles))
+    tiles = tiles * groups
+    if curve.split_k_max > 1:
+        split = np.minimum(np.maximum(np.floor(sms / tiles), 1.0), curve.split_k_max)
+        waves = np.ceil(tiles * split / sms)
+        return mm * (nn * groups / (sms * tm * tn)) * split / waves, waves
+    waves = np.ceil(tiles / sms)
+    return mm * (nn * groups / (sms * tm * tn)) / waves, waves
 
 
 def gemm_time_s(

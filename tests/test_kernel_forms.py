@@ -32,6 +32,10 @@ def test_wave_quantisation_by_hand():
     assert (float(u), float(w)) == pytest.approx((1651200 / 3276800, 2.0))
     # M 128, N 12928: 101 tiles → a second wave for one tile: u = 128·12928 / (2·100·16384)
     assert float(wave_quantisation(128, 12928, TILED)[0]) == pytest.approx(1654784 / 3276800)
+    # exact multiples stay exact: 192 rows in 96-row tiles × 8448/128 = 66 columns = 132 tiles on
+    # 132 SMs is one full wave, u = 192·8448 / (132·96·128) = 1
+    odd = GemmCurve(0.5, 1.0, tile_m=96, tile_n=128, sm_count=132)
+    assert tuple(map(float, wave_quantisation(192, 8448, odd))) == (1.0, 1.0)
     # a grouped GEMM (groups = ∞) keeps only the padding: 100 rows in a 128-row tile → 0.78125
     u, w = wave_quantisation(100, 128, TILED, groups=np.inf)
     assert (float(u), float(w)) == pytest.approx((100 / 128, 0.0))
