@@ -106,3 +106,23 @@ def test_split_kv_decode_attention_by_hand():
     c2 = AttentionCurve(eta_memory=0.5, latency_s=5e-6, per_row_s=1e-9, per_stream_s=1e-8)
     t = attention_decode_time_s(1.0, 1e7, 1e15, 1e12, c2, 1.0, rows=40, streams=10, layers=2)
     assert float(t) == pytest.approx(2 * (5e-6 + 40e-9 + 100e-9) + 1e7 / 5e11, rel=1e-12)
+
+
+def test_catalog_refuses_a_tile_grid_without_an_sm_count():
+    from roofline.catalog_kernels import kernel_entry
+    from roofline.errors import CatalogError
+
+    curve = {"eta_max": 0.8, "eta_memory": 0.8, "m_half": 0, "n_half": 0, "latency_us": 5}
+    entry = {
+        "id": "g",
+        "accelerators": [],
+        "borrowed_by": [],
+        "gemm": {"bf16": {**curve, "tile_m": 128, "tile_n": 128}},
+        "gemm_source": "test",
+    }
+    with pytest.raises(CatalogError, match="sm_count"):
+        kernel_entry("k.yaml: kernel 'g'", entry)
+    with pytest.raises(CatalogError, match="tile_n"):  # one of the two tile sides missing
+        kernel_entry("k", {**entry, "gemm": {"bf16": {**curve, "tile_m": 128}}})
+    ok = kernel_entry("k", {**entry, "sm_count": 132, "sm_count_source": "test"})
+    assert ok.kernels.gemm["bf16"].sm_count == 132 and ok.kernels.gemm["bf16"].tile_n == 128

@@ -522,6 +522,9 @@ def write_yaml(groups: list[dict]) -> None:
         "# member of the group uses it against its own datasheet. `borrowed_by`: accelerators\n"
         "# with no data of their own that use this group's curves (flagged in the output).\n"
         "# fit_median_error: median |model / measured - 1| over the rows fitted.\n"
+        "# tile_m × tile_n, split_k_max, wave_latency_us: the GEMM's tile grid in waves over the\n"
+        "# measured chip's sm_count SMs (tile_m 0: no grid); decode attention: per-stream cost,\n"
+        "# split-KV pieces of split_kib and the per-block bandwidth (roofline/efficiency.py).\n"
     )
     body = yaml.safe_dump({"kernels": groups}, sort_keys=False, width=100)
     (ROOT / "hardware/kernels.yaml").write_text(head + body)
