@@ -243,6 +243,8 @@ def wave_quantisation(
     if tm <= 0 or sms <= 0:
         shape = np.broadcast(mm, nn, np.asarray(groups)).shape
         return np.ones(shape), np.zeros(shape)
+    if np.ndim(nn) == 0 and not np.isfinite(nn):  # N unknown (no gemm_n): u = 1, w = 0
+        return np.ones(np.shape(mm)), np.zeros(np.shape(mm))
     if not np.isfinite(np.sum(mm) + np.sum(nn)):  # some shapes unknown (∞): u = 1, w = 0
         known = np.isfinite(mm) & np.isfinite(nn)
         u, w = wave_quantisation(np.where(known, mm, tm), np.where(known, nn, tn), curve, groups)
