@@ -31,25 +31,33 @@ _GEMM_KEYS = {
     "m_half": (NUM, True),
     "n_half": (NUM, True),
     "latency_us": (NUM, True),
+    "tile_m": (NUM, False),
+    "tile_n": (NUM, False),
+    "split_k_max": (NUM, False),
+    "wave_latency_us": (NUM, False),
     **_FIT,
 }
 _WO_KEYS = {
     "alu_ops_per_weight": (NUM, True),
-    "eta_memory": (NUM, True),
-    "latency_us": (NUM, True),
-    **_FIT,
+    **{k: (t, k in ("eta_memory", "latency_us")) for k, (t, _) in _GEMM_KEYS.items()},
 }
 _ATTN_KEYS = {
     "eta_memory": (NUM, True),
     "latency_us": (NUM, True),
     "per_query_head_ns": (NUM, True),
     "streams_half": (NUM, True),
+    "per_stream_ns": (NUM, False),
+    "split_kib": (NUM, False),
+    "split_min_group": (NUM, False),
+    "block_bandwidth_gb_s": (NUM, False),
     **_FIT,
 }
 _PREFILL_ATTN_KEYS = {
     "eta_max": (NUM, True),
     "s_half": (NUM, True),
     "latency_us": (NUM, True),
+    "tile_q": (NUM, False),
+    "wave_latency_us": (NUM, False),
     **_FIT,
 }
 _LINK_FIT_KEYS = {"latency_us": (NUM, True), "bandwidth_share": (NUM, True), **_FIT}
@@ -57,6 +65,8 @@ _KERNEL_KEYS = {
     "id": (str, True),
     "accelerators": (list, True),
     "borrowed_by": (list, True),
+    "sm_count": (NUM, False),
+    "sm_count_source": (str, False),
     "gemm": (dict, True),
     "gemm_source": (str, True),
     "weight_only": (dict, False),
@@ -111,8 +121,16 @@ class KernelEntry:
     aliases: tuple[str, ...] = ()
 
 
-def _gemm_curve(where: str, data: Any) -> GemmCurve:
+def _gemm_curve(where: str, data: Any, sm_count: float) -> GemmCurve:
     d = _check(where, data, _GEMM_KEYS)
+    tile_m, tile_n = float(d.get("tile_m", 0)), float(d.get("tile_n", 0))
+    if tile_m < 0 or tile_n < 0 or (tile_m > 0) != (tile_n > 0):
+        raise CatalogError(f"{where}: tile_m and tile_n must both be positive or both 0")
+    if tile_m > 0 and sm_count <= 0:
+        raise CatalogError(f"{where}: a tile grid needs the group's 'sm_count'")
+    split = float(d.get("split_k_max", 1))
+    if split < 1:
+        raise CatalogError(f"{where}: key 'split_k_max' must be at least 1, got {split}")
     return GemmCurve(
         eta_max=_share(where, "eta_max", d["eta_max"]),
         eta_memory=_share(where, "eta_memory", d["eta_memory"]),
@@ -120,6 +138,11 @@ def _gemm_curve(where: str, data: Any) -> GemmCurve:
         n_half=float(d["n_half"]),
         latency_s=d["latency_us"] * US,
         fit_median_error=d.get("fit_median_error"),
+        tile_m=tile_m,
+        tile_n=tile_n,
+        split_k_max=split,
+        wave_latency_s=float(d.get("wave_latency_us", 0.0)) * US,
+        sm_count=sm_count,
     )
 
 
@@ -132,36 +155,50 @@ def _names(where: str, key: str, values: list[Any]) -> tuple[str, ...]:
 def kernel_entry(where: str, data: Any) -> KernelEntry:
     d = _check(where, data, _KERNEL_KEYS)
     parts = ("weight_only", "decode_attention", "prefill_attention", "allreduce", "alltoall")
-    for part in (*parts, "engine_allreduce"):
+    for part in (*parts, "engine_allreduce", "sm_count"):
         if (part in d) != (f"{part}_source" in d):
             raise CatalogError(f"{where}: key '{part}' needs '{part}_source' (and vice versa)")
+    sm_count = _positive(where, "sm_count", d["sm_count"]) if "sm_count" in d else 0.0
     gemm = {}
     for dtype, curve in d["gemm"].items():
         if dtype not in DTYPES:
             raise CatalogError(f"{where}: gemm: unknown dtype '{dtype}' ({', '.join(DTYPES)})")
-        gemm[dtype] = _gemm_curve(f"{where}: gemm.{dtype}", curve)
+        gemm[dtype] = _gemm_curve(f"{where}: gemm.{dtype}", curve, sm_count)
     wo = {}
     for name, curve in d.get("weight_only", {}).items():
         if name not in ("int8", "int4"):
             raise CatalogError(f"{where}: weight_only: unknown key '{name}' (int8 or int4)")
         w = f"{where}: weight_only.{name}"
         c = _check(w, curve, _WO_KEYS)
+        own = None
+        if "eta_max" in c:  # a GEMM curve of its own
+            keys = {k: v for k, v in c.items() if k != "alu_ops_per_weight"}
+            own = _gemm_curve(w, keys, sm_count)
         wo[name] = WeightOnlyCurve(
             float(c["alu_ops_per_weight"]),
             _share(w, "eta_memory", c["eta_memory"]),
             c["latency_us"] * US,
             c.get("fit_median_error"),
+            own,
         )
     attn = None
     if "decode_attention" in d:
         w = f"{where}: decode_attention"
         c = _check(w, d["decode_attention"], _ATTN_KEYS)
+        block_bw = float(c.get("block_bandwidth_gb_s", 0.0)) * 1e9
+        if block_bw > 0 and sm_count <= 0:
+            raise CatalogError(f"{w}: a per-block bandwidth needs the group's 'sm_count'")
         attn = AttentionCurve(
             _share(w, "eta_memory", c["eta_memory"]),
             c["latency_us"] * US,
             c["per_query_head_ns"] * 1e-9,
             float(c["streams_half"]),
             c.get("fit_median_error"),
+            per_stream_s=float(c.get("per_stream_ns", 0.0)) * 1e-9,
+            split_bytes=float(c.get("split_kib", 0.0)) * 1024.0,
+            split_min_group=float(c.get("split_min_group", 1.0)),
+            block_bw_bytes_per_s=block_bw,
+            sm_count=sm_count,
         )
     link = _link_curve(f"{where}: allreduce", d["allreduce"]) if "allreduce" in d else None
     by_engine = {}
@@ -172,6 +209,7 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
     sources = "; ".join(
         f"{k}: {d[k + '_source']}"
         for k in (
+            "sm_count",
             "gemm",
             "weight_only",
             "decode_attention",
@@ -186,11 +224,17 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
     if "prefill_attention" in d:
         w = f"{where}: prefill_attention"
         c = _check(w, d["prefill_attention"], _PREFILL_ATTN_KEYS)
+        tile_q = float(c.get("tile_q", 0.0))
+        if tile_q > 0 and sm_count <= 0:
+            raise CatalogError(f"{w}: a query tile needs the group's 'sm_count'")
         pre = PrefillAttentionCurve(
             _share(w, "eta_max", c["eta_max"]),
             float(c["s_half"]),
             c["latency_us"] * US,
             c.get("fit_median_error"),
+            tile_q=tile_q,
+            wave_latency_s=float(c.get("wave_latency_us", 0.0)) * US,
+            sm_count=sm_count,
         )
     ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, pre, sources)
     return KernelEntry(

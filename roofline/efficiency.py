@@ -3,24 +3,36 @@ adds per step. Pure functions, SI units, numpy broadcasting; the catalog supplie
 (hardware/kernels.yaml, fitted by validation/calibrate_kernels.py; hardware/engines.yaml).
 
 GEMM (one kernel, M tokens × N outputs × K inputs, F = 2MNK FLOPs, Q bytes):
-    t = t₀ + max(F·(1 + M½/(M + 16))·(1 + N½/N) / (P·η_max),  Q / (W·η_mem))
-The factor 1 + M½/(M + 16) is tile quantisation: a GEMM runs its M rows in tiles of a fixed
-height, so a moderate-M GEMM pays for about M½ extra rows of tensor-core work (NVIDIA, "Matrix
-Multiplication Background User's Guide", tile and wave quantisation); a GEMV-sized M (a few rows)
-runs small-tile / split-K kernels padded to the 16-row MMA tile (PTX ISA, mma.m16n8k16), hence
-M + 16 rather than M: the padding fades below 16 rows instead of growing as 1/M. N/(N + N½) is
-the same for
-the output tiles that must fill the SMs (a narrow TP shard leaves SMs idle). η_max is the plateau
-of a large GEMM (clocks under load, epilogue), η_mem the share of bandwidth a weight-streaming
-(small-M) GEMM reaches, t₀ the kernel's fixed latency (launch-to-completion of an empty tile).
-Weight-only quantised GEMMs (int8/int4 weights, 16-bit math) add the dequantisation ALU work,
+    t = t₀ + max(F·(1 + M½/(M + 16))·(1 + N½/N) / (P·η_max·u) + w·t_w,  Q / (W·η_mem))
+Wave quantisation (NVIDIA, "Matrix Multiplication Background User's Guide", tile and wave
+quantisation): the kernel cuts C into tiles of t_m × t_n; T = ⌈M/t_m⌉·⌈N/t_n⌉ tiles, split along K
+into s = clamp(⌊SMs/T⌋, 1, s_max) pieces when they are too few to fill the SMs (split-K), run in
+w = ⌈T·s/SMs⌉ waves; u = M·N·s / (w·SMs·t_m·t_n) is the useful share of the padded work, and every
+wave pays a fixed t_w (the tile's prologue and epilogue, which do not shrink with K). The smooth
+factors remain for the kernels' own choices the tile grid does not capture: 1 + M½/(M + 16) is the
+extra rows a moderate-M GEMM pays for when the library picks smaller tiles (a GEMV-sized M pads to
+the 16-row MMA tile, PTX ISA mma.m16n8k16, hence M + 16), 1 + N½/N the same for narrow N. With
+t_m = 0 the wave term is off (u = 1, w = 0): the fit picks, per generation and dtype, whichever
+describes the measured kernels. η_max is the plateau of a large GEMM (clocks under load,
+epilogue), η_mem the share of bandwidth a weight-streaming (small-M) GEMM reaches, t₀ the kernel's
+fixed latency (launch-to-completion of an empty tile).
+Weight-only quantised GEMMs (int8/int4 weights, 16-bit math) run on a GEMM curve of their own
+when one was fitted (its plateau carries the dequantisation inside the K loop); otherwise on the
+16-bit curve plus the dequantisation ALU work,
 ops_per_weight · N·K · max(1, M/128) / P_alu, on the non-tensor (FP32) units: each CTA of 128
 rows of M dequantises the weights it uses (TensorRT-LLM fpA_intB kernels; Frantar et al., MARLIN,
 2024, §3), which is why those kernels go compute-bound at moderate batch.
-Attention (fused, flash): decode t = t₀ + rows·t_row + max(F/(P·η_max), KV·(1 + S½/S)/(W·η_attn))
-with S the KV streams; prefill t = t₀ + F·(1 + S½/s)/(P·η_max) over a prompt of s tokens.
+Attention (fused, flash): decode, per layer,
+    t = t₀ + rows·t_row + S·t_S + max(F/(P·η_max), KV·(1 + S½/S)/(W·η_attn), w·(q/p)/B_cta)
+with S the KV streams (sequences × KV heads), each a thread block's work (t_S: its fixed cost);
+a stream of q bytes is split into p = ⌈q/q_split⌉ pieces when the kernel splits KV
+(flash-decoding; only for query groups of at least g_split heads), the pieces run in
+w = ⌈S·p/SMs⌉ waves and one block streams at most B_cta. Prefill over a prompt of s tokens,
+per layer, t = t₀ + F·(1 + S½/s)/(P·η_max·u) + w·t_w: R query heads (sequences × heads) cut into
+⌈s/t_q⌉ query tiles each run in w = ⌈R·⌈s/t_q⌉/SMs⌉ waves, u = R·s/(w·SMs·t_q) the useful share.
 MoE grouped GEMMs run on the dense curve at M = the rows each expert receives (tokens × k / experts
-touched), N = the expert's sharded width.
+touched), N = the expert's sharded width, with only each expert's tile padding (the experts'
+tiles together fill the SMs: no wave or split-K term).
 An engine adds per step: t_step = max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with n_k kernels
 per step (per layer × layers) and launch = 0 under CUDA graphs (one graph launch is part of the
 CPU step): a step is launch-bound when the CPU issues kernels slower than the GPU runs them
@@ -44,6 +56,9 @@ M_TILE_ROWS = 128.0  # rows of M one CTA of a weight-only GEMM dequantises its w
 # Kernels one op of ops.py stands for, per layer: the MLP is gate/up + down, an MoE layer the two
 # grouped GEMMs (vLLM fused_moe, SGLang, TensorRT-LLM: w13 then w2).
 KERNELS_PER_OP = {"mlp": 2.0, "moe.experts": 2.0, "moe.shared": 2.0}
+# Grouped GEMMs: one kernel runs every expert's tiles, so the SMs fill from many groups and only
+# each group's tile padding counts (wave_quantisation with groups = ∞).
+GROUPED_OPS = frozenset({"moe.experts"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,11 @@ class GemmCurve:
     n_half: float = 0.0
     latency_s: float = 0.0
     fit_median_error: float | None = None
+    tile_m: float = 0.0  # rows × columns of the kernel's output tile (0: no wave quantisation)
+    tile_n: float = 0.0
+    split_k_max: float = 1.0  # most pieces the kernel splits K into when tiles are too few
+    wave_latency_s: float = 0.0  # fixed cost of every wave of tiles (prologue, epilogue)
+    sm_count: float = 0.0  # SMs of the chip the curve was measured on
 
 
 @dataclass(frozen=True)
@@ -66,28 +86,39 @@ class WeightOnlyCurve:
     eta_memory: float
     latency_s: float = 0.0
     fit_median_error: float | None = None
+    gemm: GemmCurve | None = None  # the kernel's own GEMM curve (16-bit peak units), if fitted
 
 
 @dataclass(frozen=True)
 class AttentionCurve:
     """Fused decode attention: bandwidth share on the KV read, a fixed latency, a cost per
-    (query, head) row and the KV streams (sequences × KV heads) at which half the share is lost."""
+    (query, head) row and per KV stream (sequence × KV head), the KV streams at which half the
+    share is lost, and the split-KV / per-block bandwidth limit (block_bw = 0: none)."""
 
     eta_memory: float
     latency_s: float = 0.0
     per_row_s: float = 0.0
     streams_half: float = 0.0
     fit_median_error: float | None = None
+    per_stream_s: float = 0.0
+    split_bytes: float = 0.0  # KV bytes of one stream per split-KV piece (0: never splits)
+    split_min_group: float = 1.0  # query heads per KV head from which the kernel splits KV
+    block_bw_bytes_per_s: float = 0.0  # what one thread block streams (0: no limit)
+    sm_count: float = 0.0
 
 
 @dataclass(frozen=True)
 class PrefillAttentionCurve:
-    """Causal flash attention over a prompt of s tokens: t = t₀ + F·(1 + S½/s)/(P·η_max)."""
+    """Causal flash attention over s tokens: t = t₀ + F·(1 + S½/s)/(P·η_max·u) + w·t_w, with the
+    query tiles of t_q rows in waves over the SMs (tile_q = 0: no wave term)."""
 
     eta_max: float
     s_half: float = 0.0
     latency_s: float = 0.0
     fit_median_error: float | None = None
+    tile_q: float = 0.0
+    wave_latency_s: float = 0.0
+    sm_count: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -199,6 +230,38 @@ def scaled(curve: GemmCurve, compute: float = 1.0, memory: float = 1.0) -> GemmC
     )
 
 
+def wave_quantisation(
+    m: ArrayLike, n: ArrayLike, curve: GemmCurve, groups: ArrayLike = 1.0
+) -> tuple[FloatArray, FloatArray]:
+    """(u, w): the useful share of the padded tile work and the waves of one kernel.
+    T = groups·⌈M/t_m⌉·⌈N/t_n⌉ tiles, split-K s = clamp(⌊SMs/T⌋, 1, s_max), w = ⌈T·s/SMs⌉,
+    u = groups·M·N·s / (w·SMs·t_m·t_n) (NVIDIA Matrix Multiplication Background User's Guide).
+    groups = ∞ (a grouped GEMM whose many groups fill the SMs): u = tile padding only, w = 0.
+    No tile (t_m = 0) or an unknown shape (M or N infinite): u = 1, w = 0."""
+    tm, tn, sms = curve.tile_m, curve.tile_n, curve.sm_count
+    mm, nn = np.asarray(m, dtype=float), np.asarray(n, dtype=float)
+    if tm <= 0 or sms <= 0:
+        shape = np.broadcast(mm, nn, np.asarray(groups)).shape
+        return np.ones(shape), np.zeros(shape)
+    if np.ndim(nn) == 0 and not np.isfinite(nn):  # N unknown (no gemm_n): u = 1, w = 0
+        return np.ones(np.shape(mm)), np.zeros(np.shape(mm))
+    if not np.isfinite(np.sum(mm) + np.sum(nn)):  # some shapes unknown (∞): u = 1, w = 0
+        known = np.isfinite(mm) & np.isfinite(nn)
+        u, w = wave_quantisation(np.where(known, mm, tm), np.where(known, nn, tn), curve, groups)
+        return np.where(known, u, 1.0), np.where(known, w, 0.0)
+    cols = np.ceil(nn / tn)
+    tiles = np.ceil(mm / tm) * cols
+    if np.ndim(groups) == 0 and not np.isfinite(groups):  # grouped: padding only
+        return mm * (nn / (tm * tn)) / tiles, np.zeros(np.shape(tiles))
+    tiles = tiles * groups
+    if curve.split_k_max > 1:
+        split = np.minimum(np.maximum(np.floor(sms / tiles), 1.0), curve.split_k_max)
+        waves = np.ceil(tiles * split / sms)
+        return mm * (nn * groups / (sms * tm * tn)) * split / waves, waves
+    waves = np.ceil(tiles / sms)
+    return mm * (nn * groups / (sms * tm * tn)) / waves, waves
+
+
 def gemm_time_s(
     flops: ArrayLike,
     bytes_moved: ArrayLike,
@@ -208,23 +271,30 @@ def gemm_time_s(
     bw_bytes_per_s: float,
     curve: GemmCurve,
     kernels: ArrayLike = 1.0,
+    groups: ArrayLike = 1.0,
 ) -> FloatArray:
-    """t = t₀·kernels + max(F(1 + M½/(M+16))(1 + N½/N)/(P·η_max), Q/(W·η_mem)).
-    With M½ = N½ = t₀ = 0 this is the plain roofline at efficiencies (η_max, η_mem)."""
+    """t = (t₀ + w·t_w)·kernels + max(F(1 + M½/(M+16))(1 + N½/N)/(P·η_max·u), Q/(W·η_mem))
+    with (u, w) from wave_quantisation; the per-wave cost sits on the compute side of the max.
+    With M½ = N½ = t₀ = 0 and no tile this is the plain roofline at efficiencies (η_max, η_mem)."""
     f = np.asarray(flops, dtype=float)
     mm = np.maximum(np.asarray(m, dtype=float), 1e-9)
     nn = np.maximum(np.asarray(n, dtype=float), 1e-9)
     shape = (1.0 + curve.m_half / (mm + MMA_ROWS)) * (1.0 + curve.n_half / nn)
     t_math = f * shape / (peak_flops_per_s * curve.eta_max)
+    k = np.asarray(kernels, dtype=float)
+    if curve.tile_m > 0 and curve.sm_count > 0:
+        u, waves = wave_quantisation(mm, nn, curve, groups)
+        t_math = t_math / u + waves * curve.wave_latency_s * k
     t_mem = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * curve.eta_memory)
-    return curve.latency_s * np.asarray(kernels, dtype=float) + np.maximum(t_math, t_mem)
+    return curve.latency_s * k + np.maximum(t_math, t_mem)
 
 
 def compute_efficiency(m: ArrayLike, n: ArrayLike, curve: GemmCurve) -> FloatArray:
-    """η(M, N) = η_max / (1 + M½/(M + 16)) · N/(N + N½): the share of peak a compute-bound GEMM
-    reaches."""
+    """η(M, N) = η_max·u(M, N) / (1 + M½/(M + 16)) · N/(N + N½): the share of peak a compute-bound
+    GEMM reaches, before the per-wave fixed cost (which depends on K)."""
     mm, nn = np.asarray(m, dtype=float), np.asarray(n, dtype=float)
-    return curve.eta_max / (1.0 + curve.m_half / (mm + MMA_ROWS)) * nn / (nn + curve.n_half)
+    u, _ = wave_quantisation(mm, nn, curve)
+    return curve.eta_max * u / (1.0 + curve.m_half / (mm + MMA_ROWS)) * nn / (nn + curve.n_half)
 
 
 def dequant_time_s(
@@ -247,14 +317,24 @@ def attention_decode_time_s(
     streams: ArrayLike,
     layers: float = 1.0,
 ) -> FloatArray:
-    """Fused decode attention (flash-decoding): per layer t₀ + rows·t_row, plus
-    max(F/(P·η_c), Q·(1 + S½/S)/(W·η_attn)) — with few KV streams S (sequences × KV heads) the
-    kernel cannot keep every SM streaming (Dao et al., "Flash-Decoding", 2023, split-KV)."""
+    """Fused decode attention (flash-decoding): per layer t₀ + rows·t_row + S·t_S, plus
+    max(F/(P·η_c), Q·(1 + S½/S)/(W·η_attn), w·(q/p)/B_cta) — S KV streams (sequences × KV heads)
+    of q = Q/(S·layers) bytes each, split into p = ⌈q/q_split⌉ pieces when the query group
+    (rows/S) reaches g_split, run in w = ⌈S·p/SMs⌉ waves of blocks that stream at most B_cta
+    each (Dao et al., "Flash-Decoding", 2023, split-KV)."""
     s = np.maximum(np.asarray(streams, dtype=float), 1e-9)
+    r = np.asarray(rows, dtype=float)
+    q_all = np.asarray(bytes_moved, dtype=float)
     t_math = np.asarray(flops, dtype=float) / (peak_flops_per_s * eta_compute)
-    q = np.asarray(bytes_moved, dtype=float) * (1.0 + curve.streams_half / s)
-    t_mem = q / (bw_bytes_per_s * curve.eta_memory)
-    fixed = (curve.latency_s + curve.per_row_s * np.asarray(rows, dtype=float)) * layers
+    t_mem = q_all * (1.0 + curve.streams_half / s) / (bw_bytes_per_s * curve.eta_memory)
+    if curve.block_bw_bytes_per_s > 0 and curve.sm_count > 0:
+        q = q_all / (s * layers)
+        split = curve.split_bytes > 0
+        pieces = np.ceil(q / curve.split_bytes) if split else np.ones_like(q)
+        pieces = np.where(r / s >= curve.split_min_group, np.maximum(pieces, 1.0), 1.0)
+        waves = np.ceil(s * pieces / curve.sm_count)
+        t_mem = np.maximum(t_mem, waves * q / pieces / curve.block_bw_bytes_per_s * layers)
+    fixed = (curve.latency_s + curve.per_row_s * r + curve.per_stream_s * s) * layers
     return fixed + np.maximum(t_math, t_mem)
 
 
@@ -267,18 +347,31 @@ def prefill_attention_time_s(
     curve: PrefillAttentionCurve,
     eta_memory: float,
     layers: float = 1.0,
+    rows: ArrayLike = 0.0,
 ) -> FloatArray:
-    """Causal flash attention over s tokens: t₀·layers + max(F(1 + S½/s)/(P·η_max), Q/(W·η_m)):
-    a short sequence gives each head few query tiles to keep the SMs busy (Dao, FlashAttention-2,
-    2023, §3.2: parallelism over the sequence length)."""
+    """Causal flash attention over s tokens: (t₀ + w·t_w)·layers +
+    max(F(1 + S½/s)/(P·η_max·u), Q/(W·η_m)): a short sequence gives each head few query tiles to
+    keep the SMs busy (Dao, FlashAttention-2, 2023, §3.2: parallelism over the batch, the heads
+    and the sequence length). With R = rows query heads (0: unknown, no wave term) cut into
+    ⌈s/t_q⌉ tiles: w = ⌈R·⌈s/t_q⌉/SMs⌉ waves, u = R·s/(w·SMs·t_q)."""
     s = np.maximum(np.asarray(prompt, dtype=float), 1.0)
     t_math = (
         np.asarray(flops, dtype=float)
         * (1.0 + curve.s_half / s)
         / (peak_flops_per_s * curve.eta_max)
     )
+    fixed = curve.latency_s * layers
+    r = np.asarray(rows, dtype=float)
+    if curve.tile_q > 0 and curve.sm_count > 0 and np.any(r > 0):
+        tiles = np.ceil(s / curve.tile_q)
+        units = np.maximum(r, 1.0) * tiles
+        waves = np.ceil(units / curve.sm_count)
+        u = units / (waves * curve.sm_count) * s / (tiles * curve.tile_q)
+        known = r > 0
+        t_math = np.where(known, t_math / u, t_math)
+        fixed = fixed + np.where(known, waves * curve.wave_latency_s * layers, 0.0)
     t_mem = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * eta_memory)
-    return curve.latency_s * layers + np.maximum(t_math, t_mem)
+    return fixed + np.maximum(t_math, t_mem)
 
 
 def step_time_s(

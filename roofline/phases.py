@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.efficiency import (
+    GROUPED_OPS,
     KERNELS_PER_OP,
     Calibration,
     GemmCurve,
@@ -132,17 +133,21 @@ def _expected_op_s(
         m = _gemm_m(op, dep)
         n = op.gemm_n or np.inf
         weight_only = op.quantized and (dep.weights.weight_only or dtype != dep.weights.compute)
+        groups = np.inf if op.name in GROUPED_OPS else 1.0
         if not weight_only:
-            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, base, kernels)
+            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, base, kernels, groups)
         bits = dep.weights.bits
         wo = ks.weight_only.get("int8" if bits > 6 else "int4")
         if wo is None:  # no measured weight-only kernel: the 16-bit curve at the scalar share
             curve = replace(b16, eta_memory=eff.memory_dequant)
-            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels)
-        curve = replace(b16, eta_memory=min(wo.eta_memory * sm, 1.0), latency_s=wo.latency_s)
+            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
+        if wo.gemm is not None:  # the weight-only kernel's own curve
+            curve = scaled(wo.gemm, sc, sm)
+        else:
+            curve = replace(b16, eta_memory=min(wo.eta_memory * sm, 1.0), latency_s=wo.latency_s)
         weights = np.asarray(op.weight_bytes, dtype=float) / _weight_bytes_per_value(op, dep)
         alu = hw.peak_flops_per_s.get("fp32", peak / 16.0)
-        t = gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels)
+        t = gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
         return t + dequant_time_s(weights, m, alu, wo)
     if op.kind == "attention" and phase == "decode" and ks.decode_attention is not None:
         rows, streams = attn_shape
@@ -153,9 +158,9 @@ def _expected_op_s(
         )
     if op.kind == "attention" and phase == "prefill" and ks.prefill_attention is not None:
         pre = replace(ks.prefill_attention, eta_max=min(ks.prefill_attention.eta_max * sc, 1.0))
-        prompt = attn_shape[0]
+        prompt, rows = attn_shape
         return prefill_attention_time_s(
-            op.flops, op.bytes, prompt, peak, w, pre, b16.eta_memory, kernels
+            op.flops, op.bytes, prompt, peak, w, pre, b16.eta_memory, kernels, rows
         )
     # attention without a measured curve (at the 16-bit plateau) and gathers (memory-bound)
     return gemm_time_s(op.flops, op.bytes, np.inf, np.inf, peak, w, b16, kernels)
@@ -169,7 +174,7 @@ def _evaluate(
     eff: Efficiency,
     layers: int = 0,
     engine_name: str | None = None,
-    attn_shape: tuple[ArrayLike, ArrayLike] = (1.0, 1.0),  # decode: rows, streams; prefill: s
+    attn_shape: tuple[ArrayLike, ArrayLike] = (1.0, 1.0),  # decode: rows, streams; prefill: s, rows
 ):
     dtype = dep.compute(hw)
     ridge = hw.ridge_flops_per_byte(dtype)
@@ -356,7 +361,8 @@ def prefill(
         batch,
         lambda b, st: prefill_ops(model, hw, dep, b, prompt, st),
         _engine_name(hw, engine),
-        lambda b: (prompt, 1.0),  # attention shape of a prefill: the prompt length
+        # attention shape of a prefill: the prompt length and the query heads (sequences × heads)
+        lambda b: (prompt, _attention_shape(model, dep, b, 1.0)[0]),
     )
 
 

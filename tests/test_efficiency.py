@@ -59,15 +59,47 @@ def _model_gemm_s(group: str, dtype: str, m: float, n: float, k: float) -> float
 
 def test_kernel_model_reproduces_the_measured_gemms_it_was_fitted_on():
     rows = _rows("kernel_gemm_sample.csv")
-    errors: dict[str, list[float]] = {}
+    errors: dict[tuple[str, str], list[float]] = {}
     for r in rows:
         t = _model_gemm_s(r["group"], r["dtype"], float(r["m"]), float(r["n"]), float(r["k"]))
-        errors.setdefault(r["group"], []).append(abs(t / float(r["measured_s"]) - 1.0))
-    assert set(errors) == set(CAT.kernels)  # every group has a sample
+        errors.setdefault((r["group"], r["dtype"]), []).append(abs(t / float(r["measured_s"]) - 1))
+    assert {g for g, _ in errors} == set(CAT.kernels)  # every group has a sample
     family = np.median([e for es in errors.values() for e in es])
-    assert family <= 0.10  # the nvidia-datacenter family as a whole
-    for group, es in errors.items():  # Ada (L40S, clock-throttled) is the loosest generation
-        assert np.median(es) <= 0.16, group
+    assert family <= 0.08  # the nvidia-datacenter family as a whole
+    for (group, dtype), es in errors.items():
+        # every curve within 12% median (Ada fp8, the loosest, ~11%; the rest ≤ 10%), and the
+        # runtime formula reproduces the calibration's own figure on all rows (a formula that
+        # differs between the two would show here)
+        assert np.median(es) <= 0.12, (group, dtype)
+        fitted = CAT.kernels[group].kernels.gemm[dtype].fit_median_error
+        assert abs(np.median(es) - fitted) <= 0.03, (group, dtype)
+
+
+def test_decode_attention_model_reproduces_its_measurements():
+    # bf16 KV, one layer: KV bytes 2·b·K·d·2·L, F = 4·b·H·d·L; rows b·H, streams b·K
+    from roofline.efficiency import attention_decode_time_s
+
+    errors: dict[str, list[float]] = {}
+    for r in _rows("kernel_decode_attention_sample.csv"):
+        entry = CAT.kernels[r["group"]]
+        hw = CAT.accelerator(entry.accelerators[0])
+        b, h, kv, d, L = (float(r[c]) for c in ("batch", "heads", "kv_heads", "head_dim", "kv_len"))
+        t = attention_decode_time_s(
+            4.0 * b * h * d * L,
+            2.0 * b * kv * d * 2.0 * L,
+            hw.peak_flops_per_s["bf16"],
+            hw.memory_bandwidth_bytes_per_s,
+            entry.kernels.decode_attention,
+            entry.kernels.gemm["bf16"].eta_max,
+            b * h,
+            b * kv,
+        )
+        errors.setdefault(r["group"], []).append(abs(float(t) / float(r["measured_s"]) - 1.0))
+    assert set(errors) == set(CAT.kernels)
+    for group, es in errors.items():
+        fitted = CAT.kernels[group].kernels.decode_attention.fit_median_error
+        # the sample reproduces the fit's own median (the same formula on both sides)
+        assert np.median(es) <= fitted + 0.03, group
 
 
 def test_curves_transfer_to_siblings_by_their_own_datasheets():
@@ -93,9 +125,9 @@ def test_curves_transfer_to_siblings_by_their_own_datasheets():
 
 
 def test_prefill_gemm_sums_within_15_percent_of_measured():
-    # Σ of one GPT-style layer's four prefill GEMMs (qkv, o, up, down) at prompt-sized M (2048,
-    # 8192 tokens) on the data-center generations; at M = 512 the one-parameter knee runs up to
-    # 17% slow, and the clock-throttled L40S (Ada) up to 29% (docs/ACCURACY.md)
+    # Σ of one GPT-style layer's four prefill GEMMs (qkv, o, up, down) at prompt-sized M (512,
+    # 2048, 8192 tokens): the data-center generations within 15% everywhere; the clock-throttled
+    # L40S (Ada) runs its largest GEMMs ~20% below its mid-size plateau (docs/ACCURACY.md)
     sums: dict[tuple[str, str, str], list[float]] = {}
     for r in _rows("kernel_prefill_gemms.csv"):
         key = (r["group"], r["dtype"], r["m"])
@@ -103,11 +135,11 @@ def test_prefill_gemm_sums_within_15_percent_of_measured():
         acc = sums.setdefault(key, [0.0, 0.0])
         acc[0] += t
         acc[1] += float(r["measured_s"])
-    checked = {k: v for k, v in sums.items() if k[0] != "nvidia-ada" and k[2] != "512"}
-    assert len(checked) >= 12
+    checked = {k: v for k, v in sums.items() if k[0] != "nvidia-ada"}
+    assert len(checked) >= 21
     for key, (model, measured) in checked.items():
         assert abs(model / measured - 1.0) <= 0.15, key
-    assert all(abs(a / b - 1.0) <= 0.6 for a, b in sums.values())  # and nothing wild anywhere
+    assert all(abs(a / b - 1.0) <= 0.25 for a, b in sums.values())  # Ada included
 
 
 def test_weight_only_int4_goes_compute_bound_at_moderate_batch():

@@ -12,9 +12,14 @@ matplotlib); roofline never imports this package. Writes
 - docs/kernel_efficiency.svg: GEMM efficiency against M per dtype and group.
 
 Fitted forms (see roofline/efficiency.py for the formulas and their sources):
-- GEMM: t = t0 + max(F·(1 + M½/(M+16))·(1 + N½/N) / (P·η_max), Q / (W·η_mem)) per dtype;
-- weight-only GEMM: the 16-bit curve plus an ALU term ops·N·K·max(1, M/128) / P_fp32;
-- decode attention: t = t0 + rows·t_row + KV·(1 + S½/S) / (W·η_attn), fitted on cache-cold calls;
+- GEMM: t = t0 + max(F·(1 + M½/(M+16))·(1 + N½/N) / (P·η_max·u) + w·t_w, Q / (W·η_mem)) per
+  dtype, with u and w the wave quantisation of a t_m × t_n tile grid over the SMs (split-K up to
+  s_max); the tile, s_max (and t_m = 0: no tile grid) are picked from a small grid per dtype;
+- weight-only GEMM: a GEMM curve of its own (the same form, against the 16-bit peak);
+- decode attention: t = t0 + rows·t_row + S·t_S + max(KV·(1 + S½/S) / (W·η_attn), w·(q/p)/B_cta)
+  (S streams of q bytes split into p pieces of split_kib for query groups ≥ split_min_group, in
+  w waves over the SMs), fitted on cache-cold calls of the kernel most rows were measured with;
+- prefill attention: t = t0 + F·(1 + S½/s) / (P·η_max·u) + w·t_w (query tiles in waves);
 - all-reduce: t = α + 2(n−1)/n · bytes / B_bus, α and B_bus per GPU count (NCCL, and each
   engine's own custom all-reduce); all-to-all: t = α + (n−1)/n · bytes / B (NCCL).
 One parameter set per generation and dtype, never per shape.
@@ -52,6 +57,7 @@ GROUPS = {
     "nvidia-ampere": dict(
         chip="a100_sxm",
         hw="nvidia-a100-80gb-sxm",
+        sms=(108, "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), Table 1: 108 SMs"),
         gemm=("trtllm", "1.0.0"),
         attn=("vllm", "0.14.0"),
         nccl="2.27.3",
@@ -65,6 +71,7 @@ GROUPS = {
     "nvidia-hopper": dict(
         chip="h100_sxm",
         hw="nvidia-h100-sxm",
+        sms=(132, "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), Table 2: 132 SMs"),
         gemm=("trtllm", "1.3.0rc20"),
         attn=("vllm", "0.24.0"),
         nccl="2.27.3",
@@ -82,6 +89,11 @@ GROUPS = {
     "nvidia-blackwell": dict(
         chip="b200_sxm",
         hw="nvidia-b200-hgx",
+        sms=(
+            148,
+            "Chips and Cheese, 'Nvidia's B200: Keeping the CUDA Juggernaut Rolling' (2025): "
+            "74 SMs enabled per die, 148 per GPU",
+        ),
         gemm=("trtllm", "1.3.0rc20"),
         attn=("vllm", "0.24.0"),
         nccl="2.27.3",
@@ -92,6 +104,7 @@ GROUPS = {
     "nvidia-ada": dict(
         chip="l40s",
         hw="nvidia-l40s",
+        sms=(142, "NVIDIA L40S datasheet (2023): 18,176 CUDA cores = 142 SMs × 128"),
         gemm=("vllm", "0.24.0"),
         attn=("vllm", "0.24.0"),
         nccl=None,
@@ -113,101 +126,155 @@ def _rel(p: Path) -> str:
     return f"{PKG}: aiconfigurator_core/systems/data/{p.relative_to(DATA)}"
 
 
-def gemm_model(params, m, n, k, peak, bw, b_w, b_a):
-    """t = t0 + max(2MNK(1 + M½/(M+16))(1 + N½/N)/(P·η_max), (NK·b_w + M(N+K)·b_a)/(W·η_mem))."""
-    eta_max, m_half, eta_mem, t0, n_half = params
-    t_c = 2.0 * m * n * k * (1.0 + m_half / (m + MMA_ROWS)) * (1.0 + n_half / n) / (peak * eta_max)
+TILES = [(0, 0, 1)] + [(tm, tn, s) for tm in (64, 128) for tn in (64, 128, 256) for s in (1, 4, 16)]
+
+
+def waves(m, n, sms, tm, tn, smax):
+    """(u, w) of roofline/efficiency.py wave_quantisation (one group)."""
+    if not tm:
+        return 1.0, 0.0
+    tiles = np.ceil(m / tm) * np.ceil(n / tn)
+    s = np.clip(np.floor(sms / tiles), 1.0, smax)
+    w = np.ceil(tiles * s / sms)
+    return m * n * s / (w * sms * tm * tn), w
+
+
+def gemm_model(params, m, n, k, peak, bw, b_w, b_a, tile=(0, 0, 1, 1)):
+    """t = t0 + max(2MNK(1 + M½/(M+16))(1 + N½/N)/(P·η_max·u) + w·t_w,
+    (NK·b_w + M(N+K)·b_a)/(W·η_mem)); tile = (t_m, t_n, s_max, SMs)."""
+    eta_max, m_half, eta_mem, t0, n_half, t_w = params
+    tm, tn, smax, sms = tile
+    u, w = waves(m, n, sms, tm, tn, smax)
+    shape = (1.0 + m_half / (m + MMA_ROWS)) * (1.0 + n_half / n)
+    t_c = 2.0 * m * n * k * shape / (peak * eta_max * u) + w * t_w
     t_m = (n * k * b_w + m * (n + k) * b_a) / (bw * eta_mem)
     return t0 + np.maximum(t_c, t_m)
 
 
-def fit_gemm(df, peak, bw, b_w, b_a):
+def _fit_gemm_tile(df, peak, bw, b_w, b_a, tile):
     m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
     t = df.latency.to_numpy(float) * 1e-3
+
+    def unpack(x):
+        return (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
 
     def resid(x):
-        p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]))
-        return np.log(gemm_model(p, m, n, k, peak, bw, b_w, b_a) / t)
+        return np.log(gemm_model(unpack(x), m, n, k, peak, bw, b_w, b_a, tile) / t)
 
     starts = [  # a few starting points: the max() makes the loss surface non-convex
-        [eta, np.log(mh), em, np.log(5e-6), np.log(256.0)]
-        for eta in (0.5, 0.8)
-        for mh in (16.0, 128.0, 512.0)
-        for em in (0.6, 0.85)
+        [eta, np.log(mh), em, np.log(5e-6), np.log(64.0), np.log(1e-6)]
+        for eta in (0.6, 0.9)
+        for mh in (1.0, 128.0)
+        for em in (0.75,)
     ]
-    fits = [
-        least_squares(resid, x0, bounds=([0.05, 0, 0.05, -16, 0], [1, 9, 1, -8, 10]))
-        for x0 in starts
-    ]
+    lo, hi = [0.05, -5, 0.05, -16, -5, -20], [1, 9, 1, -8, 10, -9]
+    fits = [least_squares(resid, x0, bounds=(lo, hi)) for x0 in starts]
     x = min(fits, key=lambda f: f.cost).x
-    params = (
-        float(x[0]),
-        float(np.exp(x[1])),
-        float(x[2]),
-        float(np.exp(x[3])),
-        float(np.exp(x[4])),
-    )
     err = np.abs(np.exp(resid(x)) - 1.0)
-    return params, float(np.median(err))
+    return tuple(float(v) for v in unpack(x)), float(np.median(err))
 
 
-def fit_weight_only(df, base, peak, bw, b_w, p_alu):
-    """ALU ops per weight element per M tile, the bandwidth share and the kernel latency, with the
-    16-bit curve's compute parameters (η_max, M½)."""
-    m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
-    t = df.latency.to_numpy(float) * 1e-3
-    eta_max, m_half, _, _, n_half = base
-
-    def model(x):
-        ops, eta_mem, log_t0 = x
-        p = (eta_max, m_half, eta_mem, np.exp(log_t0), n_half)
-        core = gemm_model(p, m, n, k, peak, bw, b_w, 2.0)
-        return core + ops * n * k * np.maximum(1.0, m / M_TILE) / p_alu
-
-    r = least_squares(
-        lambda x: np.log(model(x) / t),
-        [2.0, 0.6, np.log(1e-5)],
-        bounds=([0, 0.05, -16], [50, 1, -8]),
-    )
-    err = np.abs(model(r.x) / t - 1.0)
-    return float(r.x[0]), float(r.x[1]), float(np.exp(r.x[2])), float(np.median(err))
+def fit_gemm(df, peak, bw, b_w, b_a, sms):
+    """Every tile of TILES on a sample, then the best two on all rows: the lowest median
+    |error| wins. Returns ((η_max, M½, η_mem, t0, N½, t_w), (t_m, t_n, s_max, SMs), median)."""
+    sample = df.sample(min(len(df), 2000), random_state=0)
+    tiles = [(tm, tn, s, sms) for tm, tn, s in TILES]
+    ranked = sorted(tiles, key=lambda tl: _fit_gemm_tile(sample, peak, bw, b_w, b_a, tl)[1])
+    best = None
+    for tile in ranked[:2]:
+        params, med = _fit_gemm_tile(df, peak, bw, b_w, b_a, tile)
+        if best is None or med < best[2]:
+            best = (params, tile, med)
+    return best
 
 
-def fit_prefill_attention(df, peak):
-    """Causal flash attention over s tokens: F = 2·b·H·d·s(s+1); t = t0 + F(1 + S½/s)/(P·η_max)
-    (short sequences fill few tiles per head), bf16 KV, full attention."""
+def fit_weight_only(df, peak, bw, b_w, sms):
+    """A weight-only kernel (int8/int4 weights, 16-bit math) is a GEMM of its own: the same
+    form (tile grid, waves, knee) against the 16-bit peak, with its own plateau η_max, which
+    carries the dequantisation ALU work (the kernels unpack weights inside the K loop: TensorRT-LLM
+    fpA_intB; Frantar et al., MARLIN, 2024, §3), and its own weight-streaming share."""
+    return fit_gemm(df, peak, bw, b_w, 2.0, sms)
+
+
+def fit_prefill_attention(df, peak, sms):
+    """Causal flash attention over s tokens, the kernel most rows were measured with, bf16 KV,
+    full attention: F = 2·b·H·d·s(s+1); t = t0 + F(1 + S½/s)/(P·η_max·u) + w·t_w with the b·H
+    query heads cut into ⌈s/t_q⌉ query tiles run in waves over the SMs (t_q from {64, 128})."""
     d = df[df.kv_cache_dtype == "bfloat16"]
     if "window_size" in d:
         d = d[d.window_size == 0]
+    kernel = d.kernel_source.value_counts().index[0]
+    d = d[d.kernel_source == kernel]
+    d = d[d.isl >= 16]  # a one-token "prefill" is a decode call
     seq = d.isl.to_numpy(float)
+    heads = (d.batch_size * d.num_heads).to_numpy(float)
     flops = (2.0 * d.batch_size * d.num_heads * d.head_dim * d.isl * (d.isl + 1)).to_numpy(float)
     t = d.latency.to_numpy(float) * 1e-3
-    keep = seq >= 16  # a one-token "prefill" is a decode call
+    best = None
+    for tile_q in (64, 128):
+        tiles = np.ceil(seq / tile_q)
+        waves = np.ceil(heads * tiles / sms)
+        u = heads * tiles / (waves * sms) * seq / (tiles * tile_q)
 
-    def resid(x):
-        model = np.exp(x[2]) + flops * (1.0 + np.exp(x[1]) / seq) / (peak * x[0])
-        return np.log(model / t)[keep]
+        def resid(x, u=u, waves=waves):
+            model = (
+                np.exp(x[2])
+                + flops * (1.0 + np.exp(x[1]) / seq) / (peak * x[0] * u)
+                + waves * np.exp(x[3])
+            )
+            return np.log(model / t)
 
-    fits = [
-        least_squares(resid, [0.6, np.log(sh), np.log(1e-5)], bounds=([0.05, 0, -16], [1, 12, -7]))
-        for sh in (100.0, 1000.0)
-    ]
-    r = min(fits, key=lambda f: f.cost)
-    err = np.abs(np.exp(resid(r.x)) - 1.0)
+        for sh in (1.0, 300.0):
+            r = least_squares(
+                resid,
+                [0.6, np.log(sh), np.log(1e-5), np.log(1e-6)],
+                bounds=([0.05, -5, -16, -20], [1, 12, -7, -9]),
+            )
+            med = float(np.median(np.abs(np.exp(resid(r.x)) - 1.0)))
+            if best is None or med < best[0]:
+                best = (med, r.x, tile_q)
+    med, x, tile_q = best
     return {
-        "eta_max": round(float(r.x[0]), 3),
-        "s_half": round(float(np.exp(r.x[1])), 1),
-        "latency_us": round(float(np.exp(r.x[2])) * 1e6, 2),
-        "fit_median_error": round(float(np.median(err)), 3),
-        "rows": int(keep.sum()),
+        "kernel": str(kernel),
+        "eta_max": round(float(x[0]), 3),
+        "s_half": round(float(np.exp(x[1])), 1),
+        "latency_us": round(float(np.exp(x[2])) * 1e6, 2),
+        "tile_q": tile_q,
+        "wave_latency_us": round(float(np.exp(x[3])) * 1e6, 3),
+        "fit_median_error": round(med, 3),
+        "rows": len(d),
     }
 
 
-def fit_decode_attention(df, bw):
-    """t = t0 + KV bytes/(W·η) for bf16 KV, full attention (no window)."""
+def decode_attention_model(x, kv_bytes, rows, streams, bw, sms, split_bytes, min_group):
+    """roofline/efficiency.py attention_decode_time_s for one layer, bf16 KV, memory side:
+    t0 + rows·t_row + S·t_S + max(KV(1 + S½/S)/(W·η), w·(q/p)/B_cta)."""
+    t0, t_row, eta, t_s, b_cta, s_half = (
+        np.exp(x[0]),
+        np.exp(x[1]),
+        x[2],
+        np.exp(x[3]),
+        np.exp(x[4]),
+        np.exp(x[5]),
+    )
+    q = kv_bytes / streams
+    pieces = np.where(rows / streams >= min_group, np.ceil(q / split_bytes), 1.0)
+    waves = np.ceil(streams * pieces / sms)
+    t_mem = np.maximum(kv_bytes * (1.0 + s_half / streams) / (bw * eta), waves * q / pieces / b_cta)
+    return t0 + rows * t_row + streams * t_s + t_mem
+
+
+SPLITS = [(kib, g) for kib in (64, 256, 1024) for g in (1, 2)]
+
+
+def fit_decode_attention(df, bw, sms):
+    """The kernel most rows were measured with, bf16 KV, full attention (no window); the split
+    size and the smallest query group that splits are picked from SPLITS."""
     d = df[df.kv_cache_dtype == "bfloat16"]
     if "window_size" in d:
         d = d[d.window_size == 0]
+    kernel = d.kernel_source.value_counts().index[0]
+    d = d[d.kernel_source == kernel]
     kv_len = (d.isl + d.step).to_numpy(float)
     kv_bytes = 2.0 * d.batch_size * d.num_key_value_heads * d.head_dim * 2.0 * kv_len
     kv_bytes = kv_bytes.to_numpy(float)
@@ -220,25 +287,41 @@ def fit_decode_attention(df, bw):
     t = d.latency.to_numpy(float) * 1e-3
     rows = (d.batch_size * d.num_heads).to_numpy(float)
     streams = (d.batch_size * d.num_key_value_heads).to_numpy(float)
+    best = None
+    for kib, group in SPLITS:
+        args = (kv_bytes, rows, streams, bw, sms, kib * 1024.0, group)
 
-    def resid(x):
-        mem = kv_bytes * (1.0 + np.exp(x[3]) / streams) / (bw * x[0])
-        return np.log((np.exp(x[1]) + rows * np.exp(x[2]) + mem) / t)
+        def resid(x, args=args):
+            return np.log(decode_attention_model(x, *args) / t)
 
-    r = least_squares(
-        resid,
-        [0.7, np.log(1e-5), np.log(1e-8), 0.0],
-        bounds=([0.05, -16, -25, -5], [1, -8, -12, 8]),
-    )
-    err = np.abs(np.exp(resid(r.x)) - 1.0)
-    return (
-        float(r.x[0]),
-        float(np.exp(r.x[1])),
-        float(np.exp(r.x[2])),
-        float(np.exp(r.x[3])),
-        float(np.median(err)),
-        len(d),
-    )
+        r = least_squares(
+            resid,
+            [np.log(1e-5), np.log(1e-9), 0.8, np.log(1e-8), np.log(3e10), 0.0],
+            bounds=([-16, -25, 0.05, -25, 18, -5], [-8, -12, 1, -12, 30, 8]),
+        )
+        med = float(np.median(np.abs(np.exp(resid(r.x)) - 1.0)))
+        if best is None or med < best[0]:
+            best = (med, r.x, kib, group)
+    med, x, kib, group = best
+    pick = d.sample(min(len(d), 300), random_state=0)
+    sample = [
+        (r.batch_size, r.num_heads, r.num_key_value_heads, r.head_dim, r.isl + r.step, r.latency)
+        for r in pick.itertuples()
+    ]
+    return {
+        "sample": sample,
+        "kernel": str(kernel),
+        "eta_memory": round(float(x[2]), 3),
+        "latency_us": round(float(np.exp(x[0])) * 1e6, 2),
+        "per_query_head_ns": round(float(np.exp(x[1])) * 1e9, 3),
+        "per_stream_ns": round(float(np.exp(x[3])) * 1e9, 2),
+        "streams_half": round(float(np.exp(x[5])), 3),
+        "split_kib": kib,
+        "split_min_group": group,
+        "block_bandwidth_gb_s": round(float(np.exp(x[4])) / 1e9, 2),
+        "fit_median_error": round(med, 3),
+        "rows": len(d),
+    }
 
 
 def fit_allreduce(df, op: str = "all_reduce"):
@@ -267,12 +350,14 @@ def main() -> None:
     cat = load_catalog()
     groups_out = []
     samples = []
+    attn_samples: list[tuple] = []
     curves = {}
     rng = np.random.default_rng(0)
     for gid, g in GROUPS.items():
         hw = cat.accelerator(g["hw"])
         peaks, bw = dict(hw.peak_flops_per_s), hw.memory_bandwidth_bytes_per_s
         entry: dict = {"id": gid, "accelerators": g["members"], "borrowed_by": g["borrowers"]}
+        entry["sm_count"], entry["sm_count_source"] = g["sms"]
         gemm_file = _path(g["chip"], "gemm", *g["gemm"], "gemm_perf.parquet")
         df = pd.read_parquet(gemm_file)
         df = df[(df.n >= MIN_NK) & (df.k >= MIN_NK)]
@@ -281,18 +366,24 @@ def main() -> None:
             d = df[df.gemm_dtype == raw]
             if d.empty or dtype not in peaks:
                 continue
-            params, med = fit_gemm(d, peaks[dtype], bw, WEIGHT_BYTES[dtype], ACT_BYTES[dtype])
+            params, tile, med = fit_gemm(
+                d, peaks[dtype], bw, WEIGHT_BYTES[dtype], ACT_BYTES[dtype], g["sms"][0]
+            )
             gemm[dtype] = {
                 "eta_max": round(params[0], 3),
                 "m_half": round(params[1], 1),
                 "n_half": round(params[4], 1),
                 "eta_memory": round(params[2], 3),
                 "latency_us": round(params[3] * 1e6, 2),
+                "tile_m": int(tile[0]),
+                "tile_n": int(tile[1]),
+                "split_k_max": int(tile[2]),
+                "wave_latency_us": round(params[5] * 1e6, 3) if tile[0] else 0.0,
                 "fit_median_error": round(med, 3),
                 "rows": len(d),
             }
-            curves[(gid, dtype)] = params
-            pick = d.sample(min(len(d), 60), random_state=int(rng.integers(1 << 30)))
+            curves[(gid, dtype)] = (params, tile, peaks[dtype])
+            pick = d.sample(min(len(d), 200), random_state=int(rng.integers(1 << 30)))
             for row in pick.itertuples():
                 samples.append((gid, dtype, row.m, row.n, row.k, row.latency * 1e-3))
             print(f"{gid} {dtype}: {gemm[dtype]}")
@@ -308,13 +399,18 @@ def main() -> None:
             d = wdf[wdf.gemm_dtype == raw]
             if d.empty:
                 continue
-            ops, eta_mem, t0, med = fit_weight_only(
-                d, curves[(gid, "bf16")], peaks["bf16"], bw, b_w, peaks["fp32"]
-            )
+            params, tile, med = fit_weight_only(d, peaks["bf16"], bw, b_w, g["sms"][0])
             wo[name] = {
-                "alu_ops_per_weight": round(ops, 2),
-                "eta_memory": round(eta_mem, 3),
-                "latency_us": round(t0 * 1e6, 2),
+                "alu_ops_per_weight": 0.0,  # carried by the curve's own eta_max
+                "eta_memory": round(params[2], 3),
+                "latency_us": round(params[3] * 1e6, 2),
+                "eta_max": round(params[0], 3),
+                "m_half": round(params[1], 1),
+                "n_half": round(params[4], 1),
+                "tile_m": int(tile[0]),
+                "tile_n": int(tile[1]),
+                "split_k_max": int(tile[2]),
+                "wave_latency_us": round(params[5] * 1e6, 3) if tile[0] else 0.0,
                 "fit_median_error": round(med, 3),
                 "rows": len(d),
             }
@@ -324,24 +420,18 @@ def main() -> None:
             entry["weight_only_source"] = _rel(wo_file)
         attn_file = _path(g["chip"], "attention", *g["attn"], "generation_attention_perf.parquet")
         if attn_file.exists():
-            fit = fit_decode_attention(pd.read_parquet(attn_file), bw)
-            eta, t0, t_row, s_half, med, rows = fit
-            entry["decode_attention"] = {
-                "eta_memory": round(eta, 3),
-                "latency_us": round(t0 * 1e6, 2),
-                "per_query_head_ns": round(t_row * 1e9, 3),
-                "streams_half": round(s_half, 2),
-                "fit_median_error": round(med, 3),
-                "rows": rows,
-            }
-            entry["decode_attention_source"] = _rel(attn_file)
+            fit = fit_decode_attention(pd.read_parquet(attn_file), bw, g["sms"][0])
+            kernel = fit.pop("kernel")
+            attn_samples += [(gid, *r[:5], f"{r[5] * 1e-3:.6e}") for r in fit.pop("sample")]
+            entry["decode_attention"] = fit
+            entry["decode_attention_source"] = f"{_rel(attn_file)} (kernel {kernel})"
             print(f"{gid} decode attention: {entry['decode_attention']}")
         ctx_file = _path(g["chip"], "attention", *g["attn"], "context_attention_perf.parquet")
         if ctx_file.exists():
-            entry["prefill_attention"] = fit_prefill_attention(
-                pd.read_parquet(ctx_file), peaks["bf16"]
-            )
-            entry["prefill_attention_source"] = _rel(ctx_file)
+            fit = fit_prefill_attention(pd.read_parquet(ctx_file), peaks["bf16"], g["sms"][0])
+            kernel = fit.pop("kernel")
+            entry["prefill_attention"] = fit
+            entry["prefill_attention_source"] = f"{_rel(ctx_file)} (kernel {kernel})"
             print(f"{gid} prefill attention: {entry['prefill_attention']}")
         if g["nccl"]:
             nccl_file = _path(g["chip"], "comm", "nccl", g["nccl"], "nccl_perf.parquet")
@@ -393,6 +483,10 @@ def main() -> None:
         groups_out.append(entry)
     write_yaml(groups_out)
     write_samples(samples)
+    with (ROOT / "validation/kernel_decode_attention_sample.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["group", "batch", "heads", "kv_heads", "head_dim", "kv_len", "measured_s"])
+        w.writerows(attn_samples)
     # held-out siblings: the same engine's GEMMs measured on another chip of the generation, which
     # the curves (shares of the fitted chip's datasheet) predict against the sibling's datasheet
     with (ROOT / "validation/kernel_sibling_sample.csv").open("w", newline="") as f:
@@ -428,6 +522,9 @@ def write_yaml(groups: list[dict]) -> None:
         "# member of the group uses it against its own datasheet. `borrowed_by`: accelerators\n"
         "# with no data of their own that use this group's curves (flagged in the output).\n"
         "# fit_median_error: median |model / measured - 1| over the rows fitted.\n"
+        "# tile_m × tile_n, split_k_max, wave_latency_us: the GEMM's tile grid in waves over the\n"
+        "# measured chip's sm_count SMs (tile_m 0: no grid); decode attention: per-stream cost,\n"
+        "# split-KV pieces of split_kib and the per-block bandwidth (roofline/efficiency.py).\n"
     )
     body = yaml.safe_dump({"kernels": groups}, sort_keys=False, width=100)
     (ROOT / "hardware/kernels.yaml").write_text(head + body)
@@ -469,19 +566,22 @@ def plot(curves) -> None:
 
     dtypes = ("bf16", "fp8", "fp4", "int8")
     fig, axes = plt.subplots(1, len(dtypes), figsize=(16, 4.2), sharey=True)
-    m = np.logspace(0, 4.5, 200)
+    m = np.unique(np.round(np.logspace(0, 4.5, 400)))
+    n = k = 8192.0
     colors = dict(zip(GROUPS, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     for ax, dtype in zip(axes, dtypes, strict=True):
-        for (gid, dt), (eta_max, m_half, _, _, n_half) in curves.items():
+        for (gid, dt), ((eta_max, m_half, _, _, n_half, t_w), tile, peak) in curves.items():
             if dt == dtype:
-                eta = eta_max / (1.0 + m_half / (m + MMA_ROWS)) * 8192 / (8192 + n_half)
-                ax.plot(m, eta, label=gid, color=colors[gid])
+                u, w = waves(m, n, tile[3], *tile[:3])
+                shape = (1.0 + m_half / (m + MMA_ROWS)) * (1.0 + n_half / n)
+                eta = 1.0 / (shape / (eta_max * u) + w * t_w * peak / (2.0 * m * n * k))
+                ax.plot(m, eta, label=gid, color=colors[gid], lw=1)
         ax.set_xscale("log")
-        ax.set_title(f"{dtype} GEMM, N = 8192", fontsize=9)
+        ax.set_title(f"{dtype} GEMM, N = K = 8192", fontsize=9)
         ax.set_xlabel("M (tokens in the GEMM)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    axes[0].set_ylabel("η = η_max / (1 + M½/(M+16)) · N/(N+N½), share of dense peak")
+    axes[0].set_ylabel("compute-side share of dense peak (tile grid, waves, knee)")
     fig.suptitle(f"Fitted on {PKG} measured GEMM latencies", fontsize=9)
     fig.tight_layout()
     fig.savefig(ROOT / "docs/kernel_efficiency.svg", metadata={"Date": None})
