@@ -85,7 +85,7 @@ def main() -> None:
         return
     from pathlib import Path
 
-    data = Path(list(aiconfigurator_core.__path__)[0]) / "systems" / "data"
+    data = Path(next(iter(aiconfigurator_core.__path__))) / "systems" / "data"
     for chip, (version, link) in PCIE.items():
         df = pd.read_parquet(data / chip / "comm" / "nccl" / version / "nccl_perf.parquet")
         for op, key in (("all_reduce", "allreduce"), ("alltoall", "alltoall")):
