@@ -151,3 +151,22 @@ def _layout_cases():
     from roofline.catalog import load_cases
 
     return load_cases(Path(__file__).resolve().parent.parent / "validation/layout_cases.yaml")
+
+
+def test_a_link_entry_of_unknown_kind_is_refused():
+    from roofline.catalog_kernels import link_set
+    from roofline.errors import CatalogError
+
+    entry = {
+        "id": "x",
+        "name": "x",
+        "kind": "smoke-signals",
+        "allreduce": {"2": {"latency_us": 5, "bandwidth_share": 0.5}},
+        "source": "test",
+    }
+    with pytest.raises(CatalogError, match="kind"):
+        link_set("links.yaml: link 'x'", entry)
+    entry["kind"] = "pcie"
+    entry["allreduce"] = {"2": {"latency_us": 5, "bandwidth_share": 1.5}}
+    with pytest.raises(CatalogError, match="bandwidth_share"):
+        link_set("links.yaml: link 'x'", entry)
