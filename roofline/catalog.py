@@ -23,8 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.catalog_kernels import KernelEntry, engine_profile, kernel_entry
-from roofline.efficiency import EngineProfile
+from roofline.catalog_kernels import KernelEntry, engine_profile, kernel_entry, link_set
+from roofline.efficiency import EngineProfile, LinkSet
 from roofline.errors import CatalogError, InputError, RooflineError, UnknownEntryError
 from roofline.files import read_text
 from roofline.hardware import Accelerator, Efficiency, Tier
@@ -160,7 +160,7 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
 }
 _PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, False)}
 _TIER_KINDS = ("link", "memory", "storage", "network")
-_SECTIONS = ("accelerators", "tiers", "models", "families", "kernels", "engines")
+_SECTIONS = ("accelerators", "tiers", "models", "families", "kernels", "engines", "links")
 _ALIAS_SECTIONS = ("accelerators", "tiers", "models", "families")
 
 
@@ -336,6 +336,7 @@ _BUILDERS = {
     "families": _family,
     "kernels": kernel_entry,
     "engines": engine_profile,
+    "links": link_set,  # measured collectives per link kind (hardware/links.yaml)
 }
 
 
@@ -479,6 +480,7 @@ class Catalog:
     own_efficiency: set[str] = field(default_factory=set)  # accelerators that set their own
     kernels: dict[str, KernelEntry] = field(default_factory=dict)
     engines: dict[str, EngineProfile] = field(default_factory=dict)
+    links: dict[str, LinkSet] = field(default_factory=dict)
 
     def add_dir(self, directory: Path, problems: list[str] | None = None) -> None:
         """Load every *.yaml below a directory; ids repeated inside it are an error, ids already
@@ -543,6 +545,9 @@ class Catalog:
                         memory_ref=eff.memory,
                     )
             eff = replace(eff, kernels=kernels, engines=dict(self.engines), family=hw.family)
+            own = tuple(ls for ls in self.links.values() if hw_id in ls.accelerators)
+            rest = tuple(ls for ls in self.links.values() if not ls.accelerators)
+            eff = replace(eff, links=own + rest)  # an accelerator's own measurements first
             self.accelerators[hw_id] = replace(hw, efficiency=eff)
 
     def alias_problems(self) -> list[str]:
@@ -685,6 +690,7 @@ def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
         set(base.own_efficiency),
         dict(base.kernels),
         dict(base.engines),
+        dict(base.links),
     )
     for directory in dirs:
         cat.add_dir(directory)

@@ -1,5 +1,6 @@
 """Loaders for hardware/kernels.yaml (per-op kernel curves per GPU generation, written by
-validation/calibrate_kernels.py) and hardware/engines.yaml (engine profiles): strict like the rest
+validation/calibrate_kernels.py), hardware/links.yaml (measured collectives per link kind) and
+hardware/engines.yaml (engine profiles): strict like the rest
 of the catalog, every error naming the file, the entry and the key. catalog.py reads the files and
 calls these builders on each parsed entry."""
 
@@ -9,11 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.efficiency import (
+    LINK_KINDS,
     AttentionCurve,
     EngineProfile,
     GemmCurve,
     KernelSet,
     LinkCurve,
+    LinkSet,
     PrefillAttentionCurve,
     WeightOnlyCurve,
 )
@@ -274,3 +277,35 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         source=d["source"],
         aliases=(),
     )
+
+
+# ---- collectives per link kind (hardware/links.yaml) --------------------------------------------
+_LINK_SET_KEYS = {
+    "id": (str, True),
+    "name": (str, True),
+    "kind": (str, True),
+    "accelerators": (list, False),
+    "allreduce": (dict, True),
+    "alltoall": (dict, False),
+    "source": (str, True),
+    "notes": (str, False),
+}
+
+
+def link_set(where: str, data: Any) -> LinkSet:
+    """One `links:` entry: the measured all-reduce (and all-to-all) on one kind of link."""
+    d = _check(where, data, _LINK_SET_KEYS)
+    if d["kind"] not in LINK_KINDS:
+        raise CatalogError(f"{where}: key 'kind' must be one of {', '.join(LINK_KINDS)}")
+    a2a = _link_curve(f"{where}: alltoall", d["alltoall"]) if "alltoall" in d else None
+    return LinkSet(
+        id=d["id"],
+        kind=d["kind"],
+        allreduce=_link_curve(f"{where}: allreduce", d["allreduce"]),
+        alltoall=a2a,
+        accelerators=_names(where, "accelerators", d.get("accelerators", [])),
+        source=d["source"],
+    )
+
+
+# ---- end of collectives per link kind -----------------------------------------------------------

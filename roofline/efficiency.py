@@ -139,6 +139,28 @@ class LinkCurve:
         return a, b
 
 
+# ---- collectives per link kind (issue 11: PCIe, xGMI, InfiniBand/RoCE) --------------------------
+LINK_KINDS = ("nvlink", "pcie", "xgmi", "infiniband", "roce")
+
+
+@dataclass(frozen=True)
+class LinkSet:
+    """Measured collectives on one kind of link (hardware/links.yaml): the all-reduce (and
+    all-to-all) per GPU count, as latency + bytes / (share · the link's catalog bandwidth).
+    `accelerators` empty: any accelerator whose link is of this kind; else only those listed
+    (a generation measured on its own platform, preferred over the generic entry)."""
+
+    id: str
+    kind: str
+    allreduce: LinkCurve
+    alltoall: LinkCurve | None = None
+    accelerators: tuple[str, ...] = ()
+    source: str = ""
+
+
+# ---- end of collectives per link kind -----------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class KernelSet:
     """The kernel curves of one GPU generation (hardware/kernels.yaml)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from roofline.efficiency import EngineProfile, KernelSet
+from roofline.efficiency import EngineProfile, KernelSet, LinkSet
 from roofline.errors import InputError
 from roofline.precision import COMPUTE_FALLBACK
 
@@ -51,6 +51,7 @@ class Efficiency:
     family: str = ""  # the hardware family whose figures these are (set by the catalog)
     cases: int = 0  # public cases behind the case-fitted figures of the family
     error_band: float | None = None  # out-of-sample median |error| of the family (LOSO)
+    links: tuple[LinkSet, ...] = ()  # measured collectives per link kind (hardware/links.yaml)
 
     @property
     def memory_dequant(self) -> float:

@@ -8,6 +8,11 @@ parallelism a decoder layer does two all-reduces of its activations (after atten
 the FFN; Megatron-LM, Shoeybi et al. 2019). Expert parallelism does an all-to-all dispatch and an
 all-to-all combine per MoE layer: t = α · (n−1) + (n−1)/n · M / W each.
 
+Links other than NVLink (PCIe, xGMI, InfiniBand, RoCE) take their measured curves from
+hardware/links.yaml, by link kind (`link_kind`), in the same form; a pipeline send is timed by the
+2-rank all-reduce of its link, which moves the same M bytes per rank (2(n−1)/n = 1):
+t = α(2) + M / (s(2)·W) [uncertain: a send skips the reduction].
+
 Expected (measured) all-reduce, where the GPU generation has nccl-tests-style data
 (hardware/kernels.yaml, fitted by validation/calibrate_kernels.py on aiconfigurator-core's NCCL
 timings): t = α(n) + 2(n−1)/n · M / (s(n)·W) (all-to-all: (n−1)/n), with α(n) the measured
@@ -21,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.efficiency import LinkCurve
+from roofline.efficiency import LinkCurve, LinkSet
 from roofline.hardware import Tier
 from roofline.roofline import FloatArray
 
@@ -89,3 +94,58 @@ def measured_alltoall_time_s(
         return np.zeros_like(m)
     alpha, share = curve.at(ranks)
     return alpha + (ranks - 1) / ranks * m / (share * link.bandwidth_bytes_per_s)
+
+
+# ---- collectives per link kind (hardware/links.yaml) --------------------------------------------
+# words of a link's catalog name or id -> its kind, most specific first (NVLink-C2C joins a CPU and
+# a GPU: no GPU collective runs over it)
+_KIND_WORDS = (
+    ("c2c", ""),
+    ("nvlink", "nvlink"),
+    ("infinity fabric", "xgmi"),
+    ("xgmi", "xgmi"),
+    ("infiniband", "infiniband"),
+    ("roce", "roce"),
+    ("pcie", "pcie"),
+)
+
+
+def link_kind(link: Tier) -> str:
+    """The kind of a link from its catalog name and id: nvlink, xgmi, infiniband, roce, pcie, or
+    "" (ICI, NVLink-C2C, ...: no measured collective applies)."""
+    text = f"{link.id} {link.name}".lower()
+    for word, kind in _KIND_WORDS:
+        if word in text:
+            return kind
+    return ""
+
+
+def link_set_for(links: tuple[LinkSet, ...], link: Tier) -> LinkSet | None:
+    """The first measured link set of the link's kind (the accelerator's own come first)."""
+    kind = link_kind(link)
+    return next((ls for ls in links if ls.kind == kind), None) if kind else None
+
+
+def measured_send_time_s(link: Tier, curve: LinkCurve, message_bytes: ArrayLike) -> FloatArray:
+    """A pipeline send of M bytes timed by the link's measured 2-rank all-reduce (the same M
+    bytes per rank): α(2) + M / (s(2)·W)."""
+    alpha, share = curve.at(2)
+    m = np.asarray(message_bytes, dtype=float)
+    return alpha + m / (share * link.bandwidth_bytes_per_s)
+
+
+def measured_collective_time_s(
+    kind: str, link: Tier, links: LinkSet, ranks: int, message_bytes: ArrayLike
+) -> FloatArray | None:
+    """One collective op (allreduce, alltoall or p2p) on a link with measured curves; None when
+    the link set has no curve for it (the all-to-all is optional)."""
+    if kind == "p2p":
+        return measured_send_time_s(link, links.allreduce, message_bytes)
+    if kind == "allreduce":
+        return measured_allreduce_time_s(link, links.allreduce, ranks, message_bytes)
+    if kind == "alltoall" and links.alltoall is not None:
+        return measured_alltoall_time_s(link, links.alltoall, ranks, message_bytes)
+    return None
+
+
+# ---- end of collectives per link kind -----------------------------------------------------------

@@ -47,8 +47,12 @@ from roofline.parallel import (
     allreduce_time_s,
     alltoall_time_s,
     is_latency_bound,
+    link_kind,
+    link_set_for,
     measured_allreduce_time_s,
     measured_alltoall_time_s,
+    measured_collective_time_s,
+    measured_send_time_s,
     send_time_s,
 )
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
@@ -192,9 +196,10 @@ def _evaluate(
         if op.is_collective:
             lk = op.link or link
             assert lk is not None  # the op builder refuses TP/PP > 1 without a link
-            # measured NCCL curves were taken on the scale-up link (NVLink); other links keep
-            # the alpha-beta ideal as their expected time
-            measured = lk is link
+            # the generation's NCCL curves were measured on its NVLink; other links (PCIe, xGMI,
+            # InfiniBand) take hardware/links.yaml by kind, else keep the alpha-beta ideal
+            measured = lk is link and link_kind(lk) == "nvlink"
+            per_link = None if measured else link_set_for(eff.links, lk)
             if op.kind == "p2p":
                 t_ideal = send_time_s(lk, op.message_bytes) * op.layers
             else:
@@ -211,6 +216,15 @@ def _evaluate(
             elif measured and op.kind == "alltoall" and eff.kernels and eff.kernels.alltoall:
                 t = measured_alltoall_time_s(lk, eff.kernels.alltoall, op.ranks, op.message_bytes)
                 t = np.maximum(t * op.layers, t_ideal)
+            elif measured and op.kind == "p2p" and measured_link is not None:
+                t = measured_send_time_s(lk, measured_link, op.message_bytes)
+                t = np.maximum(t * op.layers, t_ideal)
+            elif per_link is not None:
+                t_link = measured_collective_time_s(
+                    op.kind, lk, per_link, op.ranks, op.message_bytes
+                )
+                if t_link is not None:
+                    t = np.maximum(t_link * op.layers, t_ideal)
             latency = is_latency_bound(lk, op.ranks, op.message_bytes)
             verdict = np.where(latency, "latency", "link")
             link_total = link_total + np.asarray(op.message_bytes) * op.layers
