@@ -55,6 +55,7 @@ calibrate: $(STAMP)
 	test -x $(CAL_VENV)/bin/python || $(PYTHON) -m venv $(CAL_VENV)
 	$(CAL_VENV)/bin/python -m pip install -q -e ".[calibrate]"
 	$(CAL_VENV)/bin/python validation/calibrate_kernels.py
+	$(CAL_VENV)/bin/python validation/calibrate_links.py
 	$(BIN)/python validation/calibrate.py --write
 	$(BIN)/python validation/accuracy_doc.py
 
