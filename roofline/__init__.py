@@ -69,7 +69,7 @@ _API = {
     "kv_bytes_per_token": "roofline.memory",
     "kv_footprint": "roofline.kvcache",
     "kv_format": "roofline.precision",
-    "load_cases": "roofline.catalog",
+    "load_cases": "roofline.userfiles",
     "load_catalog": "roofline.catalog",
     "max_batch": "roofline.memory",
     "max_batch_with_tier": "roofline.tiers",

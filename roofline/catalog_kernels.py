@@ -23,6 +23,7 @@ from roofline.efficiency import (
 from roofline.errors import CatalogError
 from roofline.schema import NUM
 from roofline.schema import check as _check
+from roofline.schema import positive as _positive
 from roofline.units import US
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -99,12 +100,6 @@ _ENGINE_KEYS = {
     "source": (str, True),
     "notes": (str, False),
 }
-
-
-def _positive(where: str, key: str, value: float) -> float:
-    if not value > 0:
-        raise CatalogError(f"{where}: key '{key}' must be positive, got {value}")
-    return float(value)
 
 
 def _share(where: str, key: str, value: float) -> float:

@@ -1,7 +1,8 @@
 """Key tables for catalog entries: one checker for every loader (catalog.py, catalog_kernels.py).
 A mapping is checked against {key: (accepted types, required)}: unknown keys (with a "did you
 mean"), missing keys, wrong types (bool is not a number) and negative numbers fail with a
-CatalogError naming the place `where` and the key."""
+CatalogError naming the place `where` and the key. Loaders of user files (userfiles.py) use
+the same checker."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ def _type_name(t: Any) -> str:
             t = tuple(x for x in t if x is not int)  # "a number" covers both
         return " or ".join(dict.fromkeys(names.get(x, x.__name__) for x in t))
     return names.get(t, t.__name__)
+
+
+def positive(where: str, key: str, value: float) -> float:
+    """`value` as a float, or a CatalogError naming `where` and `key` unless it is above zero."""
+    if not value > 0:
+        raise CatalogError(f"{where}: key '{key}' must be positive, got {value}")
+    return float(value)
 
 
 def check(where: str, data: Any, keys: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.catalog import load_cases
 from roofline.errors import InputError
 from roofline.ops import Deployment, Op
 from roofline.phases import OpResult, PhaseResult
@@ -17,6 +16,7 @@ from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.disagg import KvLink, default_link_efficiency, disaggregate
 from roofline.serving.disagg_cases import check_disagg, step_s
+from roofline.userfiles import load_cases
 from roofline.validate import evaluate, summarize
 
 ROOT = Path(__file__).resolve().parent.parent

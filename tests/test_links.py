@@ -148,7 +148,7 @@ def test_l4_pipeline_beats_tensor_parallel_as_published():
 def _layout_cases():
     from pathlib import Path
 
-    from roofline.catalog import load_cases
+    from roofline.userfiles import load_cases
 
     return load_cases(Path(__file__).resolve().parent.parent / "validation/layout_cases.yaml")
 

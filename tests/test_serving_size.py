@@ -151,8 +151,8 @@ def test_disaggregated_littles_law(cat):
 
 
 def test_serving_cases_run_and_keep_ideal_below_expected(cat):
-    from roofline.catalog import load_serving_cases
     from roofline.serving.validation import run_serving_cases, summary
+    from roofline.userfiles import load_serving_cases
 
     rows = run_serving_cases(load_serving_cases("validation/serving_cases.yaml"), cat)
     assert len(rows) >= 10
@@ -166,7 +166,7 @@ def test_serving_cases_run_and_keep_ideal_below_expected(cat):
 
 
 def test_serving_cases_loader_is_strict(tmp_path):
-    from roofline.catalog import load_serving_cases
+    from roofline.userfiles import load_serving_cases
 
     bad = tmp_path / "cases.yaml"
     bad.write_text(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalog import load_cases
+from roofline.userfiles import load_cases
 from roofline.validate import evaluate, summarize
 
 ROOT = Path(__file__).resolve().parent.parent

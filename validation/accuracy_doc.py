@@ -13,7 +13,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from roofline.catalog import load_cases  # noqa: E402
+from roofline.userfiles import load_cases  # noqa: E402
 from validation.calibrate import bands, run  # noqa: E402
 
 
@@ -174,8 +174,8 @@ OTHER_SETS = (
 
 def other_sets(cat) -> str:
     """Case sets no fit has seen (every figure is out-of-sample), each with its own runner."""
-    from roofline.catalog import load_serving_cases
     from roofline.serving.validation import run_serving_cases
+    from roofline.userfiles import load_serving_cases
     from roofline.validate import evaluate
 
     out = []

@@ -21,8 +21,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from roofline.catalog import Catalog, load_cases, load_catalog  # noqa: E402
+from roofline.catalog import Catalog, load_catalog  # noqa: E402
 from roofline.crossval import Base, CrossResult, cross_validate, family_bands, make_bases  # noqa: E402
+from roofline.userfiles import load_cases  # noqa: E402
 
 CASE_FILES = ("validation/public_cases.yaml", "validation/extra_cases.yaml")
 HELD_OUT = "validation/heldout_cases.yaml"

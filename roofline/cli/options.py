@@ -528,8 +528,8 @@ def serving_workload(
     """The workload of serve/size/disagg: --prompt/--output fixed, --prompt-dist/--output-dist
     drawn, or a JSONL trace (`--prompt-dist trace.jsonl`: input_tokens, output_tokens and
     optionally arrival_s per line; its arrival times win unless --rate is given)."""
-    from roofline.catalog import read_jsonl
     from roofline.serving.workload import make_workload, with_rate, workload_from_trace
+    from roofline.userfiles import read_jsonl
 
     if prompt_dist and prompt_dist.endswith(".jsonl"):
         w = workload_from_trace(read_jsonl(prompt_dist), prompt_dist)

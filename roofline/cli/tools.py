@@ -13,7 +13,6 @@ import numpy as np
 import typer
 
 from roofline import render
-from roofline.catalog import is_serving_case_file, load_cases, load_serving_cases, load_spec
 from roofline.checks import Limits, TrafficLimits, run_checks, run_traffic_checks
 from roofline.cli import convert
 from roofline.cli import options as opt
@@ -25,6 +24,7 @@ from roofline.plot import check_output, save_roofline, text_roofline
 from roofline.precision import kv_format, weight_format
 from roofline.sweep import COLUMNS, Grid, chunk_count, sweep_chunks
 from roofline.units import parse_seconds
+from roofline.userfiles import is_serving_case_file, load_cases, load_serving_cases, load_spec
 from roofline.validate import evaluate, summarize
 
 
