@@ -232,7 +232,8 @@ def _evaluate(
         )
 
     # totals over the ops, each summed in op order from zero (one pass for all six)
-    flops = weight = kv = act = t_ideal = t_ops = zero
+    start = zero if point is None else np.float64(0.0)  # the same sums; numpy scalars are cheaper
+    flops = weight = kv = act = t_ideal = t_ops = start
     for r in results:
         o = r.op
         flops, weight, kv, act = (
@@ -450,10 +451,12 @@ _SCALARS = (int, float, np.float64, np.int64)
 
 
 def _timing(ttft, tpot, batch, output, replicas) -> Timing:
-    o = np.asarray(output, dtype=float)
+    point = type(output) is np.float64 and type(batch) is np.float64  # the same, as scalars
+    o = output if point else np.asarray(output, dtype=float)
+    b = batch if point else np.asarray(batch)
     decode_s = (o - 1.0) * tpot
     e2e = ttft + decode_s
-    return Timing(ttft, tpot, e2e, replicas * np.asarray(batch) * o / e2e, decode_s / e2e)
+    return Timing(ttft, tpot, e2e, replicas * b * o / e2e, decode_s / e2e)
 
 
 def request(
