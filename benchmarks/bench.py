@@ -293,7 +293,9 @@ def main() -> None:
         f"sweep of {so['points']:,} points to CSV end to end: "
         f"{so['csv_points_per_s']:,.0f} points/s"
         f" ({so['csv_over_numpy_write']:.2f}x numpy's own savetxt, "
-        f"{so['numpy_savetxt_points_per_s']:,.0f} points/s); JSONL {so['jsonl_points_per_s']:,.0f}"
+        f"{so['numpy_savetxt_points_per_s']:,.0f} points/s); JSONL {so['jsonl_points_per_s']:,.0f};"
+        f" {so['csv_over_startup_floor']:.2f}x the bare-import time "
+        f"({so['startup_floor_s'] * 1e3:.0f} ms)"
     )
     sc = results["sweep_core"] = speed.sweep_core()
     print(

@@ -273,15 +273,23 @@ def wave_quantisation(
         return np.where(known, u, 1.0), np.where(known, w, 0.0)
     cols = np.ceil(nn / tn)
     tiles = np.ceil(mm / tm) * cols
-    if np.ndim(groups) == 0 and not np.isfinite(groups):  # grouped: padding only
-        return mm * (nn / (tm * tn)) / tiles, np.zeros(np.shape(tiles))
-    tiles = tiles * groups
+    g = np.asarray(groups, dtype=float)
+    padding = mm * (nn / (tm * tn)) / tiles  # the grouped case's u
+    if np.ndim(g) == 0 and not np.isfinite(g):  # grouped: padding only
+        return padding, np.zeros(np.shape(tiles))
+    grouped = ~np.isfinite(g)  # a stack of ops (one point's fast path) may mix both
+    g = np.where(grouped, 1.0, g) if grouped.any() else g
+    tiles = tiles * g
     if curve.split_k_max > 1:
         split = np.minimum(np.maximum(np.floor(sms / tiles), 1.0), curve.split_k_max)
         waves = np.ceil(tiles * split / sms)
-        return mm * (nn * groups / (sms * tm * tn)) * split / waves, waves
-    waves = np.ceil(tiles / sms)
-    return mm * (nn * groups / (sms * tm * tn)) / waves, waves
+        u = mm * (nn * g / (sms * tm * tn)) * split / waves
+    else:
+        waves = np.ceil(tiles / sms)
+        u = mm * (nn * g / (sms * tm * tn)) / waves
+    if grouped.any():
+        return np.where(grouped, padding, u), np.where(grouped, 0.0, waves)
+    return u, waves
 
 
 def gemm_time_s(

@@ -27,7 +27,6 @@ from roofline.efficiency import (
     GROUPED_OPS,
     KERNELS_PER_OP,
     Calibration,
-    GemmCurve,
     attention_decode_time_s,
     calibration_of,
     dequant_time_s,
@@ -42,6 +41,13 @@ from roofline.layout import distinct_stages, pipeline_time_s
 from roofline.memory import ENGINES
 from roofline.memory import engine as default_engine
 from roofline.model import ModelArch
+from roofline.opeval import (
+    evaluate_point,
+    gemm_rows,
+    is_point,
+    kernel_view,
+    weight_bytes_per_value,
+)
 from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
 from roofline.parallel import (
     allreduce_time_s,
@@ -102,17 +108,10 @@ class PhaseResult:
         return bound(self.arithmetic_intensity, self.ridge_flops_per_byte)
 
 
-def _weight_bytes_per_value(op: Op, dep: Deployment) -> float:
-    return dep.linear_bits / 8.0 if op.quantized else dep.other_bits / 8.0
-
-
 def _gemm_m(op: Op, dep: Deployment) -> FloatArray:
     """Rows of the op's GEMM (tokens; tokens per expert for an MoE layer): F·b_w / (2·Q_weights),
     since F = 2·params·rows and Q_weights = params·b_w (ops.py)."""
-    w = np.asarray(op.weight_bytes, dtype=float)
-    f = np.asarray(op.flops, dtype=float)
-    rows = f * _weight_bytes_per_value(op, dep) / (2.0 * np.where(w > 0, w, 1.0))
-    return np.where(w > 0, np.maximum(rows, 1.0), 1.0)
+    return gemm_rows(op.flops, op.weight_bytes, weight_bytes_per_value(op, dep))
 
 
 def _expected_op_s(
@@ -129,9 +128,8 @@ def _expected_op_s(
     ks = eff.kernels
     w = hw.memory_bandwidth_bytes_per_s
     assert ks is not None
-    sc, sm = eff.compute / ks.compute_ref, eff.memory / ks.memory_ref  # CLI overrides scale
-    base = scaled(ks.gemm_curve(dtype) or GemmCurve(ks.compute_ref, ks.memory_ref), sc, sm)
-    b16 = scaled(ks.gemm_curve("bf16") or base, sc, sm)
+    view = kernel_view(eff, dtype)
+    base, b16, sm = view.base, view.b16, view.sm
     kernels = KERNELS_PER_OP.get(op.name, 1.0) * op.layers
     if op.kind == "matmul":
         m = _gemm_m(op, dep)
@@ -146,25 +144,30 @@ def _expected_op_s(
             curve = replace(b16, eta_memory=eff.memory_dequant)
             return gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
         if wo.gemm is not None:  # the weight-only kernel's own curve
-            curve = scaled(wo.gemm, sc, sm)
+            curve = scaled(wo.gemm, view.sc, sm)
         else:
             curve = replace(b16, eta_memory=min(wo.eta_memory * sm, 1.0), latency_s=wo.latency_s)
-        weights = np.asarray(op.weight_bytes, dtype=float) / _weight_bytes_per_value(op, dep)
+        weights = np.asarray(op.weight_bytes, dtype=float) / weight_bytes_per_value(op, dep)
         alu = hw.peak_flops_per_s.get("fp32", peak / 16.0)
         t = gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
         return t + dequant_time_s(weights, m, alu, wo)
-    if op.kind == "attention" and phase == "decode" and ks.decode_attention is not None:
+    if op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
         rows, streams = attn_shape
-        attn = ks.decode_attention
-        attn = replace(attn, eta_memory=min(attn.eta_memory * sm, 1.0))
         return attention_decode_time_s(
-            op.flops, op.bytes, peak, w, attn, b16.eta_max, rows, streams, kernels
+            op.flops, op.bytes, peak, w, view.decode_attention, b16.eta_max, rows, streams, kernels
         )
-    if op.kind == "attention" and phase == "prefill" and ks.prefill_attention is not None:
-        pre = replace(ks.prefill_attention, eta_max=min(ks.prefill_attention.eta_max * sc, 1.0))
+    if op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
         prompt, rows = attn_shape
         return prefill_attention_time_s(
-            op.flops, op.bytes, prompt, peak, w, pre, b16.eta_memory, kernels, rows
+            op.flops,
+            op.bytes,
+            prompt,
+            peak,
+            w,
+            view.prefill_attention,
+            b16.eta_memory,
+            kernels,
+            rows,
         )
     # attention without a measured curve (at the 16-bit plateau) and gathers (memory-bound)
     return gemm_time_s(op.flops, op.bytes, np.inf, np.inf, peak, w, b16, kernels)
@@ -192,7 +195,18 @@ def _evaluate(
     custom_link = None
     if eff.kernels is not None and profile is not None:
         custom_link = eff.kernels.engine_allreduce.get(profile.allreduce_kernel)
-    for op in ops:
+    point = None
+    if is_point(ops, attn_shape):  # one point: the roofline calls batched over the ops
+
+        def per_op(op: Op, op_dtype: str, peak: float) -> FloatArray:
+            return _expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
+
+        point = evaluate_point(ops, hw, dep, eff, dtype, attn_dtype, per_op)
+    for i, op in enumerate(ops):
+        if point is not None and i in point:
+            intensity, ridge_op, verdict, t_ideal, t_exp = point[i]
+            results.append(OpResult(op, intensity, ridge_op, verdict, t_ideal, t_exp))
+            continue
         if op.is_collective:
             lk = op.link or link
             assert lk is not None  # the op builder refuses TP/PP > 1 without a link
@@ -245,28 +259,50 @@ def _evaluate(
             OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp)
         )
 
-    def total(attr: str):
-        return sum((getattr(r.op, attr) for r in results), zero)
-
-    t_ideal = sum((r.t_ideal_s for r in results), zero)
-    t_ops = sum((r.t_expected_s for r in results), zero)
+    # totals over the ops, each summed in op order from zero (one pass for all six)
+    start = zero if point is None else np.float64(0.0)  # the same sums; numpy scalars are cheaper
+    flops = weight = kv = act = t_ideal = t_ops = start
+    for r in results:
+        o = r.op
+        flops, weight, kv, act = (
+            flops + o.flops,
+            weight + o.weight_bytes,
+            kv + o.kv_bytes,
+            act + o.act_bytes,
+        )
+        t_ideal, t_ops = t_ideal + r.t_ideal_s, t_ops + r.t_expected_s
     t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s
     return PhaseResult(
         name,
         dtype,
         tuple(results),
-        total("flops"),
-        total("weight_bytes"),
-        total("kv_bytes"),
-        total("act_bytes"),
+        flops,
+        weight,
+        kv,
+        act,
         link_total,
         ridge,
         t_ideal,
         t_exp,
         engine_name or "",
         t_exp - t_ops,
-        calibration_of(eff, engine_name or ""),
+        _calibration(eff, engine_name or ""),
     )
+
+
+_CALIBRATIONS: dict[tuple[int, str], tuple[Efficiency, Calibration]] = {}
+
+
+def _calibration(eff: Efficiency, engine_name: str) -> Calibration:
+    """calibration_of, cached by the Efficiency's identity (kept beside it while cached)."""
+    hit = _CALIBRATIONS.get((id(eff), engine_name))
+    if hit is not None and hit[0] is eff:
+        return hit[1]
+    cal = calibration_of(eff, engine_name)
+    if len(_CALIBRATIONS) > 256:
+        _CALIBRATIONS.clear()
+    _CALIBRATIONS[(id(eff), engine_name)] = (eff, cal)
+    return cal
 
 
 def _scaled(r: OpResult, m) -> OpResult:
@@ -440,11 +476,16 @@ class RequestResult:
         return self.decode.calibration
 
 
+_SCALARS = (int, float, np.float64, np.int64)
+
+
 def _timing(ttft, tpot, batch, output, replicas) -> Timing:
-    o = np.asarray(output, dtype=float)
+    point = type(output) is np.float64 and type(batch) is np.float64  # the same, as scalars
+    o = output if point else np.asarray(output, dtype=float)
+    b = batch if point else np.asarray(batch)
     decode_s = (o - 1.0) * tpot
     e2e = ttft + decode_s
-    return Timing(ttft, tpot, e2e, replicas * np.asarray(batch) * o / e2e, decode_s / e2e)
+    return Timing(ttft, tpot, e2e, replicas * b * o / e2e, decode_s / e2e)
 
 
 def request(
@@ -459,8 +500,13 @@ def request(
     engine: str | None = None,
 ) -> RequestResult:
     """A static batch of `batch` requests, each `prompt` tokens in and `output` tokens out."""
-    b, s, o = (np.asarray(x, dtype=float) for x in (batch, prompt, output))
-    if np.any(b < 1) or np.any(s < 0) or np.any(o < 1):
+    if all(type(x) in _SCALARS for x in (batch, prompt, output)):  # one point: numpy scalars
+        b, s, o = (np.float64(x) for x in (batch, prompt, output))
+        bad = b < 1 or s < 0 or o < 1
+    else:
+        b, s, o = (np.asarray(x, dtype=float) for x in (batch, prompt, output))
+        bad = np.any(b < 1) or np.any(s < 0) or np.any(o < 1)
+    if bad:
         raise InputError("batch and output must be at least 1 and the prompt at least 0 tokens")
     p = prefill(model, hw, dep, b, np.maximum(s, 1.0), eff, engine)
     d = decode(model, hw, dep, b, s + 1.0, np.maximum(o - 1.0, 1.0), eff, engine=engine)

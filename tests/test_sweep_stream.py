@@ -1,6 +1,8 @@
-"""Column-wise sweep output (functional, not timing): the streamed CSV and JSONL equal what the
-row-by-row writer (render.emit) prints for the same points, chunk boundaries change nothing, the
-chunks hold the core's per-point values, and Parquet round-trips when pyarrow is installed."""
+"""Column-wise sweep output (functional, not timing): the streamed JSONL equals what the
+row-by-row writer (render.emit) prints for the same points, and the streamed CSV equals it once
+per-point floats are written as '%.7g' (the CSV's documented precision); chunk boundaries change
+nothing, the chunks hold the core's per-point values, and Parquet round-trips when pyarrow is
+installed. The numpy formatters themselves are checked against Python's own formatting."""
 
 from __future__ import annotations
 
@@ -21,14 +23,22 @@ from roofline.sweep import COLUMNS, Grid, chunk_count, run_sweep, sweep_chunks
 NAMES = (*COLUMNS, "cost_per_million_output_tokens")
 
 
-def _rows(chunks, names):
-    """The row-by-row form: one dict of Python values per point."""
+def _g7(values: list) -> list:
+    """Per-point floats as the CSV writes them: '%.7g', NaN/inf as missing."""
+    return [("%.7g" % v) if math.isfinite(v) else None for v in values]  # noqa: UP031
+
+
+def _rows(chunks, names, g7: bool = False):
+    """The row-by-row form: one dict of Python values per point (per-point floats as '%.7g'
+    text when `g7`)."""
     rows = []
     for c in chunks:
         n = next(np.size(v) for v in c.values() if np.ndim(v))
         cols = [
             [c[k].item() if isinstance(c[k], np.generic) else c[k]] * n
             if np.ndim(c[k]) == 0
+            else _g7(np.asarray(c[k]).tolist())
+            if g7 and np.asarray(c[k]).dtype.kind == "f"
             else np.asarray(c[k]).tolist()
             for k in names
         ]
@@ -69,7 +79,7 @@ def test_streamed_equals_row_by_row(grid, fmt):
     usd = {grid.hardware[0].id: 2.5}
     chunks = list(sweep_chunks(grid, "vllm", chunk_points=5, usd_per_gpu_hour=usd))
     assert len(chunks) == chunk_count(grid, 5)
-    rows = _rows(chunks, NAMES)
+    rows = _rows(chunks, NAMES, g7=fmt == "csv")
     assert len(rows) == grid.points
     assert _streamed(chunks, NAMES, fmt) == _row_by_row(rows, render.RowFmt(fmt))
 
@@ -105,7 +115,7 @@ def test_awkward_values_match_the_row_writer(fmt):
         },
     ]
     names = ("label", "pct", "x", "ok", "n", "kind", "shared")
-    expected = _row_by_row(_rows(chunks, names), render.RowFmt(fmt))
+    expected = _row_by_row(_rows(chunks, names, g7=fmt == "csv"), render.RowFmt(fmt))
     assert _streamed(chunks, names, fmt) == expected
     if fmt == "csv":  # and the csv module reads back what went in
         back = list(csv.DictReader(io.StringIO(expected)))
@@ -134,7 +144,9 @@ def test_cli_csv_matches_jsonl(run):
     assert len(csv_rows) == len(jsonl) == 40 * 2 * 2
     for c, j in zip(csv_rows, jsonl, strict=True):
         assert set(c) == set(NAMES) == set(j)
-        assert float(c["tpot_s"]) == j["tpot_s"] and int(c["batch"]) == j["batch"]
+        # 7 significant digits: within half a unit of the 7th, at most 5e-7 relative
+        assert float(c["tpot_s"]) == pytest.approx(j["tpot_s"], rel=5e-7, abs=0)
+        assert int(c["batch"]) == j["batch"] and c["max_batch"] == str(j["max_batch"])
 
 
 def test_cli_out_file(run, tmp_path):

@@ -332,7 +332,8 @@ def sweep(
 
     Every option takes a comma list or a range (1..1024, 8..256:8): model, hardware, formats, TP,
     batch, prompt and output through the vectorized core; expected and ideal per point. CSV,
-    JSONL and Parquet stream column-wise in chunks (up to 10^7 points in flat memory).
+    JSONL and Parquet stream column-wise in chunks (up to 10^7 points in flat memory); CSV writes
+    per-point floats to 7 significant digits (%.7g), JSONL and Parquet exactly.
     Example: roofline sweep --batch 1,8,64 --hardware h100,h200,mi300x --weights bf16,fp8,int4"""
     if fmt is SweepFmt.parquet:
         if out is None:

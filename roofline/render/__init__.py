@@ -1,5 +1,6 @@
 """Presentation: JSON documents and Rich tables. The only package (with the CLI) that imports rich.
 
+`columns` and `textcols` write a sweep's chunks of numpy columns (CSV, JSONL, Parquet).
 One module per group of commands, each table beside its siblings only: `core` (envelope, row
 formats, consoles, number formatting), `layout` (the width-safe table layout and the inputs
 header), `catalog` (hardware, tiers, families, models), `analyze` (analyze, kv, capacity,
@@ -10,21 +11,23 @@ bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offlo
 import importlib
 from typing import Any
 
-from roofline.render.core import (
+from roofline.render.columns import (
     PARQUET_MISSING,
+    parquet_available,
+    write_columns,
+    write_parquet,
+)
+from roofline.render.core import (
     SCHEMA_VERSION,
     RowFmt,
     console_width,
     document,
     emit,
     emit_json,
-    parquet_available,
     progress_bar,
     stderr_console,
     stdout_console,
     to_jsonable,
-    write_columns,
-    write_parquet,
 )
 
 # table -> module. Tables import rich, so a command that prints JSON never does: each name is a

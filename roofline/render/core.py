@@ -11,9 +11,9 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -135,122 +135,6 @@ def emit(
                 out.write("| " + " | ".join(cells) + " |\n")
     else:
         table(doc)
-
-
-# ---- column-wise rows (sweep) ---------------------------------------------------------------
-# A sweep arrives as chunks of columns (numpy arrays, or one scalar shared by the chunk). Each
-# column is turned to text once, the way csv and json write a value row by row (numbers through
-# repr, NaN/inf as an empty cell or null, booleans as True/False or true/false), and rows are
-# joined by C loops (str.__mod__ over zip), so the output equals emit()'s row by row, only faster.
-def _csv_str(text: str) -> str:
-    """csv.QUOTE_MINIMAL: quote a field holding a delimiter, quote or line break."""
-    if any(c in text for c in ',"\r\n'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
-
-
-def _scalar_text(v: Any, jsonl: bool) -> str:
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, bool):
-        return ("true" if v else "false") if jsonl else str(v)
-    if isinstance(v, float) and not math.isfinite(v):
-        return "null" if jsonl else ""
-    if v is None:
-        return "null" if jsonl else ""
-    if isinstance(v, (int, float)):
-        return repr(v)
-    return json.dumps(str(v)) if jsonl else _csv_str(str(v))
-
-
-def _column_text(v: Any, jsonl: bool) -> str | list[str]:
-    """A column as text: one string for a scalar, else a list with one string per point."""
-    if np.ndim(v) == 0:
-        return _scalar_text(v, jsonl)
-    a = np.asarray(v)
-    if a.dtype == bool:
-        yes, no = ("true", "false") if jsonl else ("True", "False")
-        return np.where(a, yes, no).tolist()
-    if a.dtype.kind in "iu":
-        return list(map(int.__repr__, a.tolist()))
-    if a.dtype.kind == "f":
-        out = list(map(float.__repr__, a.astype(float).tolist()))
-        for i in np.flatnonzero(~np.isfinite(a)).tolist():
-            out[i] = "null" if jsonl else ""
-        return out
-    values, where = np.unique(a, return_inverse=True)  # a few distinct labels per column
-    texts = np.array([_scalar_text(x, jsonl) for x in values.tolist()], dtype=object)
-    return texts[where.ravel()].tolist()
-
-
-def write_columns(
-    chunks: Iterable[Mapping[str, Any]], names: Sequence[str], fmt: str, out: IO[str]
-) -> int:
-    """Write chunks of columns as CSV (with a header) or JSONL; returns the rows written."""
-    jsonl = fmt == "jsonl"
-    if not jsonl:
-        out.write(",".join(_csv_str(n) for n in names) + "\n")
-    rows = 0
-    for chunk in chunks:
-        texts = [_column_text(chunk[name], jsonl) for name in names]
-        varying = [t for t in texts if isinstance(t, list)]
-        n = len(varying[0]) if varying else 1
-        if n == 0:
-            continue
-        cells = [t.replace("%", "%%") if isinstance(t, str) else "%s" for t in texts]
-        if jsonl:
-            keys = [json.dumps(str(name)) + ": " for name in names]
-            template = "{" + ", ".join(k + c for k, c in zip(keys, cells, strict=True)) + "}"
-        else:
-            template = ",".join(cells)
-        lines = (
-            map(template.__mod__, zip(*varying, strict=True)) if varying else [template % ()] * n
-        )
-        out.write("\n".join(lines) + "\n")
-        rows += n
-    return rows
-
-
-PARQUET_MISSING = "--format parquet needs pyarrow: pip install 'roofline[parquet]'"
-
-
-def parquet_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("pyarrow") is not None
-
-
-def write_parquet(chunks: Iterable[Mapping[str, Any]], names: Sequence[str], path: str) -> int:
-    """Write chunks of columns to one Parquet file (a row group per chunk; NaN as null), for
-    pandas, polars or DuckDB. Needs the optional `parquet` extra (pyarrow)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    writer = None
-    rows = 0
-    try:
-        for chunk in chunks:
-            n = next((np.size(v) for v in chunk.values() if np.ndim(v)), 1)
-            arrays = []
-            for name in names:
-                v = chunk[name]
-                if np.ndim(v) == 0:
-                    v = v.item() if isinstance(v, np.generic) else v
-                    arrays.append(pa.repeat(pa.scalar(v), n))
-                else:
-                    a = np.asarray(v)
-                    arrays.append(pa.array(a, from_pandas=a.dtype.kind == "f"))
-            table = pa.Table.from_arrays(arrays, names=list(names))
-            if writer is None:
-                writer = pq.ParquetWriter(path, table.schema)
-            else:
-                table = table.cast(writer.schema)
-            writer.write_table(table)
-            rows += n
-    finally:
-        if writer is not None:
-            writer.close()
-    return rows
 
 
 def document(command: str, inputs: Mapping[str, Any], **results: Any) -> dict[str, Any]:

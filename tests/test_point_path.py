@@ -1,0 +1,151 @@
+"""The per-point fast path (roofline/opeval.py: one point's ops stacked into one call of each
+roofline function; Python scalars in `request` kept as numpy scalars) gives, bit for bit, what the
+general per-op path gives for the same point passed as 0-d arrays (the path every scalar call took
+before the fast path; the fast path switched off), and what the array path gives to 1e-12: every
+op's intensity, ridge, bound, ideal and expected times, every phase total and every timing, over
+random deployments."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline import phases
+from roofline.ops import Deployment
+from roofline.phases import RequestResult, request
+from roofline.precision import kv_format, weight_format
+
+MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"]
+HARDWARE = ["h100", "a100", "mi300x", "b200", "l40s"]
+PHASE_FIELDS = (
+    "flops",
+    "weight_bytes",
+    "kv_bytes",
+    "activation_bytes",
+    "link_bytes",
+    "t_ideal_s",
+    "t_expected_s",
+    "t_overhead_s",
+)
+OP_FIELDS = ("intensity", "ridge_flops_per_byte", "bound", "t_ideal_s", "t_expected_s")
+TIMING_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "decode_time_fraction")
+
+
+def _values(r: RequestResult) -> list:
+    out = []
+    for ph in (r.prefill, r.decode):
+        out += [getattr(ph, f) for f in PHASE_FIELDS]
+        for o in ph.ops:
+            out += [o.op.name, *(getattr(o, f) for f in OP_FIELDS)]
+    for t in (r.ideal, r.expected):
+        out += [getattr(t, f) for f in TIMING_FIELDS]
+    return out
+
+
+@contextlib.contextmanager
+def _general_path():
+    """The per-op path: the point test answers no, as it does for arrays."""
+    saved = phases.is_point
+    phases.is_point = lambda ops, shape: False
+    try:
+        yield
+    finally:
+        phases.is_point = saved
+
+
+def _general(*args, **kw) -> RequestResult:
+    with _general_path():
+        return request(*args, **kw)
+
+
+def _fast(*args, **kw) -> RequestResult:
+    """request on Python scalars, checking that both phases took the point path."""
+    calls = []
+    saved = phases.evaluate_point
+
+    def counted(*a, **k):
+        calls.append(1)
+        return saved(*a, **k)
+
+    phases.evaluate_point = counted
+    try:
+        r = request(*args, **kw)
+    finally:
+        phases.evaluate_point = saved
+    assert len(calls) >= 2  # prefill and decode (one call per distinct PP stage)
+    return r
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a).item(), np.asarray(b).item()
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return a == b and type(a) is type(b)
+
+
+def _close(a, b) -> bool:
+    a, b = np.asarray(a).item(), np.asarray(b).item()
+    if isinstance(a, str):
+        return a == b
+    return a == pytest.approx(b, rel=1e-12, nan_ok=True)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    model=st.sampled_from(MODELS),
+    hw=st.sampled_from(HARDWARE),
+    tp=st.sampled_from([1, 2, 8]),
+    weights=st.sampled_from(["bf16", "fp8", "int4", "int8"]),
+    kv=st.sampled_from(["bf16", "fp8"]),
+    batch=st.integers(1, 512),
+    prompt=st.integers(0, 200_000),
+    output=st.integers(1, 20_000),
+    engine=st.sampled_from([None, "vllm", "sglang", "trtllm", "ideal"]),
+)
+def test_point_path_is_the_general_path(
+    cat, model, hw, tp, weights, kv, batch, prompt, output, engine
+):
+    m, acc = cat.model(model), cat.accelerator(hw)
+    dep = Deployment(weights=weight_format(weights), kv=kv_format(kv), tp=tp)
+    try:
+        fast = _fast(m, acc, dep, batch, prompt, output, engine=engine)
+    except Exception as e:  # a deployment the model refuses: both paths refuse it alike
+        with pytest.raises(type(e)):
+            _general(
+                m, acc, dep, np.array(batch), np.array(prompt), np.array(output), engine=engine
+            )
+        return
+    general = request(
+        m, acc, dep, np.array(batch), np.array(prompt), np.array(output), engine=engine
+    )
+    array = request(
+        m, acc, dep, np.array([batch]), np.array([prompt]), np.array([output]), engine=engine
+    )
+    got, want = _values(fast), _values(general)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert _same(g, w), (g, w)
+    arr = [np.asarray(x).reshape(-1)[0] if np.ndim(x) else x for x in _values(array)]
+    for g, a in zip(got, arr, strict=True):
+        assert _close(g, a), (g, a)
+
+
+def test_point_path_with_pipeline_and_overrides(cat):
+    """PP stages, an --eta override (scaled curves) and a family without kernel curves."""
+    from dataclasses import replace
+
+    m = cat.model("llama-3.1-70b")
+    for hw in ("h100", "l40s", "mi300x"):
+        acc = cat.accelerator(hw)
+        eff = replace(acc.efficiency, compute=acc.efficiency.compute * 0.9)
+        for dep in (Deployment(tp=2, pp=2), Deployment(tp=4, weights=weight_format("fp8"))):
+            for e in (None, eff):
+                fast = _fast(m, acc, dep, 16, 3000, 500, eff=e)
+                general = _general(m, acc, dep, np.array(16), np.array(3000), np.array(500), eff=e)
+                for g, w in zip(_values(fast), _values(general), strict=True):
+                    assert _same(g, w), (hw, dep, g, w)
