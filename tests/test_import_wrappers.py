@@ -36,23 +36,26 @@ def test_smollm3_is_a_llama_with_tied_embeddings():
     assert m.params_total == 36 * per_layer + 128256 * 2048 + 2048
 
 
+STARCODER2_TOY = {
+    "architectures": ["Starcoder2ForCausalLM"],
+    "model_type": "starcoder2",
+    "hidden_size": 64,
+    "intermediate_size": 256,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "num_hidden_layers": 2,
+    "sliding_window": 4096,
+    "use_bias": True,
+    "vocab_size": 100,
+}
+
+
 def test_starcoder2_two_matrix_mlp_with_biases():
     # transformers Starcoder2MLP: c_fc (D->F) and c_proj (F->D) with biases; q, k, v, o with
     # biases; LayerNorm weight and bias. D=64, N=4, K=2, H=16, F=256, V=100, tied, 2 layers:
     #   attention 64*(4+4)*16 + 4*16*64 + (8*16 + 64) = 8192 + 4096 + 192
     #   mlp 2*64*256 + 256 + 64 = 33088; norms 2 * 2*64 = 256
-    cfg = {
-        "architectures": ["Starcoder2ForCausalLM"],
-        "model_type": "starcoder2",
-        "hidden_size": 64,
-        "intermediate_size": 256,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "num_hidden_layers": 2,
-        "sliding_window": 4096,
-        "use_bias": True,
-        "vocab_size": 100,
-    }
+    cfg = STARCODER2_TOY
     per_layer = 8192 + 4096 + 192 + 33088 + 256
     assert _arch(cfg).params_total == 2 * per_layer + 100 * 64 + 2 * 64
 
@@ -206,17 +209,7 @@ def test_starcoder2_mlp_op_has_two_matrices(cat):
     # gated). Activation bytes per token (64 + 2*256) * 2 B = 1152, per layer; GEMM N = 512
     from roofline.ops import Deployment, decode_ops
 
-    cfg = {
-        "architectures": ["Starcoder2ForCausalLM"],
-        "model_type": "starcoder2",
-        "hidden_size": 64,
-        "intermediate_size": 256,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "num_hidden_layers": 2,
-        "use_bias": True,
-        "vocab_size": 100,
-    }
+    cfg = {k: v for k, v in STARCODER2_TOY.items() if k != "sliding_window"}
     hw = cat.accelerator("h100")
     mlp = next(op for op in decode_ops(_arch(cfg), hw, Deployment(), 1, 16) if op.name == "mlp")
     assert float(mlp.act_bytes) == pytest.approx(2 * 1152)  # two layers
