@@ -21,7 +21,11 @@ Fitted forms (see roofline/efficiency.py for the formulas and their sources):
   w waves over the SMs), fitted on cache-cold calls of the kernel most rows were measured with;
 - prefill attention: t = t0 + F·(1 + S½/s) / (P·η_max·u) + w·t_w (query tiles in waves);
 - all-reduce: t = α + 2(n−1)/n · bytes / B_bus, α and B_bus per GPU count (NCCL, and each
-  engine's own custom all-reduce); all-to-all: t = α + (n−1)/n · bytes / B (NCCL).
+  engine's own custom all-reduce); all-to-all: t = α + (n−1)/n · bytes / B (NCCL);
+- MoE layer (TensorRT-LLM fused MoE, balanced routing, H100 + H200 for Hopper, B200 for
+  Blackwell): t = 2·t0 + max(F·(1 + M½/(M+16)) / (P·η_max), Q_w / (W·η_w)) + Q_act / (W·η_act);
+- DeepEP all-to-all (TensorRT-LLM): α + (n−1)/n · bytes / (s·W) per call of a dispatch/combine
+  pair, fp8 + scales dispatch and bf16 combine (roofline/ops.py ep_alltoall_bytes_per_value).
 One parameter set per generation and dtype, never per shape.
 """
 
