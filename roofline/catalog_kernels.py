@@ -6,7 +6,7 @@ calls these builders on each parsed entry."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.efficiency import (
@@ -17,6 +17,7 @@ from roofline.efficiency import (
     KernelSet,
     LinkCurve,
     LinkSet,
+    MoeCurve,
     PrefillAttentionCurve,
     WeightOnlyCurve,
 )
@@ -64,6 +65,14 @@ _PREFILL_ATTN_KEYS = {
     "wave_latency_us": (NUM, False),
     **_FIT,
 }
+_MOE_KEYS = {
+    "eta_max": (NUM, True),
+    "m_half": (NUM, True),
+    "eta_memory": (NUM, True),
+    "eta_act": (NUM, True),
+    "latency_us": (NUM, True),
+    **_FIT,
+}
 _LINK_FIT_KEYS = {"latency_us": (NUM, True), "bandwidth_share": (NUM, True), **_FIT}
 _KERNEL_KEYS = {
     "id": (str, True),
@@ -85,6 +94,10 @@ _KERNEL_KEYS = {
     "alltoall_source": (str, False),
     "prefill_attention": (dict, False),
     "prefill_attention_source": (str, False),
+    "moe": (dict, False),
+    "moe_source": (str, False),
+    "ep_alltoall": (dict, False),
+    "ep_alltoall_source": (str, False),
     "notes": (str, False),
 }
 _ENGINE_KEYS = {
@@ -214,6 +227,8 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             "allreduce",
             "engine_allreduce",
             "alltoall",
+            "moe",
+            "ep_alltoall",
         )
         if k + "_source" in d
     )
@@ -234,7 +249,23 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             wave_latency_s=float(c.get("wave_latency_us", 0.0)) * US,
             sm_count=sm_count,
         )
+    moe = {}
+    for dt, c in d.get("moe", {}).items():
+        w = f"{where}: moe.{dt}"
+        c = _check(w, c, _MOE_KEYS)
+        moe[str(dt)] = MoeCurve(
+            _share(w, "eta_max", c["eta_max"]),
+            float(c["m_half"]),
+            _share(w, "eta_memory", c["eta_memory"]),
+            _share(w, "eta_act", c["eta_act"]),
+            c["latency_us"] * US,
+            c.get("fit_median_error"),
+        )
+    ep_a2a = None
+    if "ep_alltoall" in d:
+        ep_a2a = _link_curve(f"{where}: ep_alltoall", d["ep_alltoall"])
     ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, pre, sources)
+    ks = replace(ks, moe=moe, ep_alltoall=ep_a2a)
     return KernelEntry(
         d["id"],
         ks,

@@ -30,9 +30,13 @@ a stream of q bytes is split into p = ⌈q/q_split⌉ pieces when the kernel spl
 w = ⌈S·p/SMs⌉ waves and one block streams at most B_cta. Prefill over a prompt of s tokens,
 per layer, t = t₀ + F·(1 + S½/s)/(P·η_max·u) + w·t_w: R query heads (sequences × heads) cut into
 ⌈s/t_q⌉ query tiles each run in w = ⌈R·⌈s/t_q⌉/SMs⌉ waves, u = R·s/(w·SMs·t_q) the useful share.
-MoE grouped GEMMs run on the dense curve at M = the rows each expert receives (tokens × k / experts
-touched), N = the expert's sharded width, with only each expert's tile padding (the experts'
-tiles together fill the SMs: no wave or split-K term).
+MoE grouped GEMMs run on a curve of their own where the generation has one (MoeCurve, fitted on
+the fused MoE module: routing, permutation, both grouped GEMMs, un-permutation):
+    t = 2·t₀ + max(F·(1 + M½/(M + 16))/(P·η_max), Q_w/(W·η_w)) + Q_act/(W·η_act)
+with M the rows each expert receives, Q_w the touched experts' weights and Q_act the routed
+activations, whose permute / gather / scatter passes over HBM do not overlap the weight stream
+(the per-row cost). Without one, on the dense curve at that M, N = the expert's sharded width,
+with only each expert's tile padding (the experts' tiles together fill the SMs).
 An engine adds per step: t_step = max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with n_k kernels
 per step (per layer × layers) and launch = 0 under CUDA graphs (one graph launch is part of the
 CPU step): a step is launch-bound when the CPU issues kernels slower than the GPU runs them
@@ -122,6 +126,45 @@ class PrefillAttentionCurve:
 
 
 @dataclass(frozen=True)
+class MoeCurve:
+    """Fused MoE layer (both grouped GEMMs and the routing around them) of one dtype on one GPU
+    generation: plateau η_max and knee M½ at the per-expert rows, the weight-streaming share η_w,
+    the routed activations' share η_act and the fixed cost t₀ per grouped GEMM."""
+
+    eta_max: float
+    m_half: float
+    eta_memory: float
+    eta_act: float
+    latency_s: float = 0.0
+    fit_median_error: float | None = None
+
+
+def moe_time_s(
+    flops: ArrayLike,
+    weight_bytes: ArrayLike,
+    act_bytes: ArrayLike,
+    m: ArrayLike,
+    peak_flops_per_s: float,
+    bw_bytes_per_s: float,
+    curve: MoeCurve,
+    kernels: ArrayLike = 2.0,
+) -> FloatArray:
+    """t = t₀·kernels + max(F(1 + M½/(M+16))/(P·η_max), Q_w/(W·η_w)) + Q_act/(W·η_act): the
+    grouped GEMMs stream the touched experts' weights (or run at the per-expert-M plateau), while
+    the routed activations pass through HBM in the permute / un-permute kernels around them
+    (TensorRT-LLM fused MoE, vLLM fused_moe; fitted on aiconfigurator-core's moe_perf tables)."""
+    mm = np.maximum(np.asarray(m, dtype=float), 1.0)
+    t_math = (
+        np.asarray(flops, dtype=float)
+        * (1.0 + curve.m_half / (mm + MMA_ROWS))
+        / (peak_flops_per_s * curve.eta_max)
+    )
+    t_w = np.asarray(weight_bytes, dtype=float) / (bw_bytes_per_s * curve.eta_memory)
+    t_act = np.asarray(act_bytes, dtype=float) / (bw_bytes_per_s * curve.eta_act)
+    return curve.latency_s * np.asarray(kernels, dtype=float) + np.maximum(t_math, t_w) + t_act
+
+
+@dataclass(frozen=True)
 class LinkCurve:
     """Measured all-reduce per GPU count: per-call latency α and the achieved bus bandwidth as a
     share of the measured chip's catalog link bandwidth (so a sibling with a slower link scales)."""
@@ -177,6 +220,8 @@ class KernelSet:
     borrowed: bool = False  # the accelerator has no data of its own: it uses this group's
     compute_ref: float = 1.0  # the family's scalar shares when the curves were attached: a
     memory_ref: float = 1.0  # different Efficiency.compute / .memory scales every curve
+    moe: Mapping[str, MoeCurve] = field(default_factory=dict)  # fused MoE per dtype
+    ep_alltoall: LinkCurve | None = None  # DeepEP dispatch / combine (expert parallelism)
 
     def gemm_curve(self, dtype: str) -> GemmCurve | None:
         """The curve for a compute dtype (fp16 and bf16 share one; fp8 falls back to bf16)."""

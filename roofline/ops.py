@@ -169,6 +169,24 @@ def expected_experts(n_experts: int, top_k: int, tokens: ArrayLike) -> FloatArra
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** t)
 
 
+# DeepEP (deepseek-ai/DeepEP README: low-latency dispatch "FP8 ... with per-128-channel scales",
+# combine in BF16; TensorRT-LLM's MoE all-to-all the same): fp8 values plus one fp32 scale per
+# 128 channels when the experts run in fp8 / fp4 math, else the activations' own format
+FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128.0
+COMBINE_BYTES = 2.0  # bf16
+
+
+def ep_alltoall_bytes_per_value(dep: Deployment) -> float:
+    """Bytes per hidden value of one EP all-to-all call, averaged over the dispatch and the
+    combine (the op stands for both): (b_dispatch + b_combine) / 2, with b_dispatch = 1 + 4/128
+    (fp8 + a fp32 scale per 128 channels) for fp8/fp4-class expert math and the activation width
+    otherwise, and b_combine = 2 (bf16; DeepEP README, low-latency and normal kernels). Every
+    top-k copy is counted (the low-latency kernels send one per selected expert)."""
+    fp8_class = dep.weights.compute in ("fp8", "fp4") and not dep.weights.weight_only
+    dispatch = FP8_DISPATCH_BYTES if fp8_class else dep.activations.bytes_per_value
+    return (dispatch + COMBINE_BYTES) / 2.0
+
+
 def kv_heads_per_gpu(model: ModelArch, tp: int) -> float:
     """KV heads each TP rank stores: K / TP, but at least one (replicated when TP > K)."""
     return max(model.n_kv_heads / tp, 1.0)
@@ -404,7 +422,7 @@ class _Builder:
             f_s = m.n_shared_experts * f
             self.matmul("moe.shared", g.count, m.shared_expert_params / atp, d, 3 * f_s / atp, tr)
         if self.adp > 1:
-            message = t * k * d * self.b_a / ep
+            message = t * k * d * ep_alltoall_bytes_per_value(self.dep) / ep
             self.add(
                 "ep.alltoall",
                 "alltoall",

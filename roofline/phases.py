@@ -31,6 +31,7 @@ from roofline.efficiency import (
     calibration_of,
     dequant_time_s,
     gemm_time_s,
+    moe_time_s,
     prefill_attention_time_s,
     scaled,
     step_time_s,
@@ -136,6 +137,17 @@ def _expected_op_s(
         n = op.gemm_n or np.inf
         weight_only = op.quantized and (dep.weights.weight_only or dtype != dep.weights.compute)
         groups = np.inf if op.name in GROUPED_OPS else 1.0
+        moe = ks.moe.get("bf16" if dtype in ("fp16", "bf16") else dtype) if groups > 1 else None
+        if moe is not None and not weight_only:  # the fused MoE layer's own curve
+            moe = replace(
+                moe,
+                eta_max=min(moe.eta_max * sc, 1.0),
+                eta_memory=min(moe.eta_memory * sm, 1.0),
+                eta_act=min(moe.eta_act * sm, 1.0),
+            )
+            return moe_time_s(
+                op.flops, op.weight_bytes, op.kv_bytes + op.act_bytes, m, peak, w, moe, kernels
+            )
         if not weight_only:
             return gemm_time_s(op.flops, op.bytes, m, n, peak, w, base, kernels, groups)
         bits = dep.weights.bits
@@ -228,7 +240,8 @@ def _evaluate(
                 # a one-shot kernel can beat the ring's per-step latencies; never the ideal
                 t = np.maximum(t * op.layers, t_ideal)
             elif measured and op.kind == "alltoall" and eff.kernels and eff.kernels.alltoall:
-                t = measured_alltoall_time_s(lk, eff.kernels.alltoall, op.ranks, op.message_bytes)
+                a2a = eff.kernels.ep_alltoall or eff.kernels.alltoall  # DeepEP's, else NCCL's
+                t = measured_alltoall_time_s(lk, a2a, op.ranks, op.message_bytes)
                 t = np.maximum(t * op.layers, t_ideal)
             elif measured and op.kind == "p2p" and measured_link is not None:
                 t = measured_send_time_s(lk, measured_link, op.message_bytes)

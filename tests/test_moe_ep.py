@@ -1,0 +1,86 @@
+"""MoE layer curve and the DeepEP all-to-all (issue 11): byte counts and curve forms by hand,
+and the fitted curves against measured points of aiconfigurator-core 0.12.0."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.catalog import load_catalog
+from roofline.efficiency import MoeCurve, moe_time_s
+from roofline.ops import Deployment, ep_alltoall_bytes_per_value
+from roofline.parallel import measured_alltoall_time_s
+from roofline.phases import decode
+from roofline.precision import weight_format
+
+CAT = load_catalog()
+
+
+def test_alltoall_bytes_per_value_by_hand():
+    # fp8 experts: dispatch fp8 + one fp32 scale per 128 channels = 1 + 4/128 = 1.03125 B,
+    # combine bf16 = 2 B; one op per call stands for both: (1.03125 + 2) / 2 = 1.515625
+    assert ep_alltoall_bytes_per_value(Deployment(weights=weight_format("fp8"))) == 1.515625
+    # 16-bit experts: bf16 both ways
+    assert ep_alltoall_bytes_per_value(Deployment()) == 2.0
+    # weight-only int4 runs 16-bit math: bf16 both ways
+    assert ep_alltoall_bytes_per_value(Deployment(weights=weight_format("int4"))) == 2.0
+
+
+def test_alltoall_message_in_the_deepseek_step():
+    # DeepSeek-V3 (d = 7168, top-8), EP8 with attention-DP 8, 64 sequences decoding: each rank
+    # sends 64·8·7168·1.515625 / 8 bytes per call = 695,296 B
+    hw, m = CAT.accelerator("nvidia-h200-sxm"), CAT.model("deepseek-v3")
+    dep = Deployment(weights=weight_format("fp8"), tp=8, ep=8, attention_dp=8)
+    op = next(r.op for r in decode(m, hw, dep, 64, 2048).ops if r.op.kind == "alltoall")
+    assert float(op.message_bytes) == pytest.approx(64 * 8 * 7168 * 1.515625 / 8, rel=1e-12)
+
+
+def test_moe_time_by_hand():
+    c = MoeCurve(eta_max=0.5, m_half=84.0, eta_memory=0.8, eta_act=0.25, latency_s=1e-5)
+    # M = 84: compute F·(1 + 84/100)/(P·0.5) = 1e12·1.84/(1e15·0.5) = 3.68 ms
+    # weights 4e9/(4e12·0.8) = 1.25 ms; activations 1e9/(4e12·0.25) = 1 ms; 2 kernels · 10 µs
+    t = moe_time_s(1e12, 4e9, 1e9, 84.0, 1e15, 4e12, c, 2.0)
+    assert float(t) == pytest.approx(2e-5 + 3.68e-3 + 1e-3, rel=1e-12)
+    t = moe_time_s(1e10, 4e9, 1e9, 84.0, 1e15, 4e12, c, 2.0)  # weight-bound: 1.25 ms
+    assert float(t) == pytest.approx(2e-5 + 1.25e-3 + 1e-3, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    f=st.floats(1e6, 1e15),
+    qw=st.floats(1e3, 1e11),
+    qa=st.floats(0, 1e10),
+    m=st.floats(1, 1e5),
+    eta=st.floats(0.05, 1.0),
+)
+def test_moe_time_never_beats_the_roofline(f, qw, qa, m, eta):
+    c = MoeCurve(eta_max=eta, m_half=m, eta_memory=eta, eta_act=eta)
+    p, w = 1e15, 3e12
+    t = float(moe_time_s(f, qw, qa, m, p, w, c, 2.0))
+    assert t >= max(f / p, (qw + qa) / w) * (1 - 1e-12)
+
+
+def test_moe_curve_against_a_measured_h200_layer():
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet: DeepSeek-R1
+    # MoE (d 7168, width 2048, 256 experts, top-8), EP8, fp8_block, balanced, 1,024 tokens:
+    # 0.445 ms. Per rank: 1,024 rows over the 32 local experts (all touched), M = 32;
+    # F = 6·7168·2048·1024, Q_w = 32·3·7168·2048·(1 + 4/128²), Q_act = 1024·(2·7168 + 3·2048)·2
+    hw = CAT.accelerator("nvidia-h200-sxm")
+    c = CAT.kernels["nvidia-hopper"].kernels.moe["fp8"]
+    f = 6 * 7168 * 2048 * 1024
+    qw = 32 * 3 * 7168 * 2048 * (1 + 4 / 128**2)
+    qa = 1024 * (2 * 7168 + 3 * 2048) * 2
+    t = moe_time_s(f, qw, qa, 32, hw.peak("fp8"), hw.memory_bandwidth_bytes_per_s, c, 2.0)
+    assert float(t) == pytest.approx(0.445e-3, rel=0.25)
+
+
+def test_deepep_alltoall_against_measured_h200_pair():
+    # aiconfigurator-core 0.12.0, h200_sxm/comm/trtllm/1.3.0rc11/moe_a2a_perf.parquet, DeepEP
+    # low-latency, EP8, d 7168, top-8, 128 tokens per rank: dispatch fp8 73.06 µs + combine bf16
+    # 67.36 µs = 140.4 µs; the model's two calls of 128·8·7168·1.515625 bytes each
+    hw = CAT.accelerator("nvidia-h200-sxm")
+    curve = CAT.kernels["nvidia-hopper"].kernels.ep_alltoall
+    assert curve is not None
+    message = 128 * 8 * 7168 * 1.515625
+    t = 2 * measured_alltoall_time_s(hw.scale_up, curve, 8, np.float64(message))
+    assert float(t) == pytest.approx(140.4e-6, rel=0.15)
