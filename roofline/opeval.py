@@ -97,6 +97,11 @@ def kernel_view(eff: Efficiency, dtype: str) -> KernelView:
     return view
 
 
+def moe_dtype(dtype: str) -> str:
+    """The key of a generation's MoE curve for a compute dtype (16-bit share one curve)."""
+    return "bf16" if dtype in ("fp16", "bf16") else dtype
+
+
 def is_point(ops: list[Op], attn_shape: tuple[ArrayLike, ArrayLike]) -> bool:
     """Whether every op quantity (and the attention shape) is one number, not an array."""
     for op in ops:
@@ -168,7 +173,8 @@ def _plan(
             else:  # gathers and curve-less attention: the 16-bit plateau, M = N = inf
                 weight_only = False
                 curve = view.b16
-            if weight_only or (op.kind == "attention" and attention_curves):
+            fused_moe = op.name in GROUPED_OPS and eff.kernels.moe.get(moe_dtype(dtypes[j]))
+            if weight_only or fused_moe or (op.kind == "attention" and attention_curves):
                 per_op.append(j)
                 continue
             groups.setdefault((id(curve), peaks[j]), (curve, []))[1].append(j)

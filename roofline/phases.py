@@ -47,6 +47,7 @@ from roofline.opeval import (
     gemm_rows,
     is_point,
     kernel_view,
+    moe_dtype,
     weight_bytes_per_value,
 )
 from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
@@ -137,11 +138,11 @@ def _expected_op_s(
         n = op.gemm_n or np.inf
         weight_only = op.quantized and (dep.weights.weight_only or dtype != dep.weights.compute)
         groups = np.inf if op.name in GROUPED_OPS else 1.0
-        moe = ks.moe.get("bf16" if dtype in ("fp16", "bf16") else dtype) if groups > 1 else None
+        moe = ks.moe.get(moe_dtype(dtype)) if groups > 1 else None
         if moe is not None and not weight_only:  # the fused MoE layer's own curve
             moe = replace(
                 moe,
-                eta_max=min(moe.eta_max * sc, 1.0),
+                eta_max=min(moe.eta_max * view.sc, 1.0),
                 eta_memory=min(moe.eta_memory * sm, 1.0),
                 eta_act=min(moe.eta_act * sm, 1.0),
             )
