@@ -74,3 +74,19 @@ def test_flexgen_cpu_attention_copies_the_cache_before_reading_it(cat):
     assert float(o.tpot_overlap_s) >= 32 * (LAYER_W + 7 * kv_layer) / dram_eff
     ideal = offload(m, gpu, host, Deployment(), 0, b, ctx, mode="stream", kv_host=True, ideal=True)
     assert float(ideal.tpot_overlap_s) == pytest.approx(32 * (LAYER_W + kv_layer) / 512e9, rel=0.02)
+
+
+def test_cpu_attention_traffic_properties():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from roofline.offload import cpu_attention_traffic
+
+    @given(st.floats(0.25, 8.0), st.floats(0.25, 8.0))
+    def check(a: float, b: float) -> None:
+        # every copy reads the cache at least three times; narrower caches pay more per byte
+        assert cpu_attention_traffic(a) > 3.0
+        if a < b:
+            assert cpu_attention_traffic(a) > cpu_attention_traffic(b)
+
+    check()
