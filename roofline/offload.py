@@ -58,6 +58,15 @@ LINK_PROTOCOL_EFFICIENCY = 0.83
 DMA_SETUP_S = 10e-6
 
 
+def cpu_attention_traffic(kv_bytes_per_value: float) -> float:
+    """DRAM bytes moved per KV-cache byte by FlexGen's CPU attention (FMInference/FlexGen
+    flexgen/pytorch_backend.py, mha_gen, the branch for a cache on the CPU): `k.permute(1, 2, 0)
+    .reshape(...)` copies the cache (read b + write b per value), `k.float()` makes an fp32 copy
+    (read b + write 4) and torch.bmm reads that copy (4): (3·b + 8) / b, 7x for an fp16 cache.
+    Expected figures only; the ideal reads the cache once."""
+    return (3.0 * kv_bytes_per_value + 8.0) / kv_bytes_per_value
+
+
 def link_efficiency(
     block_bytes: ArrayLike,
     link_bandwidth_bytes_per_s: float,
@@ -298,6 +307,9 @@ def _kv_host_parts(
     cpu_core = op_time(h, "attn.core", L, ideal)
     kv_layer = np.asarray(kv_bytes_per_sequence(model, dep, context), dtype=float) / L * b
     dram = host.memory_bandwidth_bytes_per_s * (1.0 if ideal else h_eff.memory)
+    if not ideal:  # FlexGen's CPU attention copies the cache twice before reading it
+        kv_layer = kv_layer * cpu_attention_traffic(dep.kv.bytes_per_value)
+        cpu_core = np.maximum(cpu_core, kv_layer / dram)
     link = gpu.host_link
     link_bw = np.inf if link is None else link.bandwidth_bytes_per_s
     lat = 0.0 if link is None or link.latency_s is None else link.latency_s

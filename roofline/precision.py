@@ -75,14 +75,18 @@ fp16 scale and bias per group, 4 + 32/64 = 4.5 and 8 + 32/64 = 8.5 bits.
 """
 
 # Embedding and output head of GGUF and MLX files are quantised too (the linear layers' format sets
-# the rest). llama.cpp (llama-quant.cpp, llama_tensor_get_type): output.weight becomes Q6_K (Q5_K
-# for IQ2_XXS; Q8_0 stays Q8_0), token_embd the recipe's base type (Q2_K for IQ2_XXS); the value is
-# the mean of the two, as the model's `other` parameters are mostly those two matrices. MLX's
-# nn.quantize quantises Embedding and Linear alike (4.5 / 8.5 bits).
-# q4_0 would take (4.5 + 6.5625) / 2 as well; it stays at 16 bits until the apple-m family's
-# memory_weight_only is re-fitted on it (validation/calibrate.py fits that share on q4_0 cases).
+# the rest). llama.cpp src/llama-quant.cpp, llama_tensor_get_type: output.weight becomes Q6_K for
+# every ftype whose base type is not Q8_0 (Q5_K for the IQ1/IQ2 types; Q8_0 stays Q8_0); rule
+# present since the k-quants PR #1684 (June 2023), so it holds for Q4_0 files too. token_embd keeps
+# the recipe's base type (Q4_0 for Q4_0, Q4_K for Q4_K_M; Q2_K for IQ2_XXS) unless the embedding is
+# tied to the head. The value is the mean of the two, as the model's `other` parameters are mostly
+# those two matrices of equal size. Check: Llama-2-7B Q4_0 = 6.476e9 x 4.5/8 (layers) + 1.311e8 x
+# (4.5 + 6.5625)/8 (embedding + head) + 2.7e5 x 4 (f32 norms) = 3.825e9 B, the 3.83 GB TheBloke/
+# Llama-2-7B-GGUF lists for llama-2-7b.Q4_0.gguf (tests/test_edge.py). MLX's nn.quantize quantises
+# Embedding and Linear alike (4.5 / 8.5 bits).
 OTHER_BITS: dict[str, float] = {
     "q8_0": 8.5,
+    "q4_0": (4.5 + 6.5625) / 2,
     "q4_k_m": (4.5 + 6.5625) / 2,
     "iq2_xxs": (2.5625 + 5.5) / 2,
     "q2_k": (2.5625 + 6.5625) / 2,

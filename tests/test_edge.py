@@ -47,6 +47,19 @@ def test_gguf_and_mlx_quantize_embedding_and_head(cat):
     )
 
 
+def test_gguf_q4_0_file_size_of_llama_2_7b(cat):
+    # llama.cpp llama_tensor_get_type: a Q4_0 file stores output.weight as Q6_K (6.5625 bpw) and
+    # token_embd as Q4_0 (4.5 bpw). Llama-2-7B by hand: 32 layers x (4 x 4096^2 + 3 x 4096 x 11008)
+    # = 6,476,005,376 linear weights x 4.5/8 = 3,642,753,024 B; embedding and head 2 x 32000 x 4096
+    # = 262,144,000 at (4.5 + 6.5625)/2 bits = 181,248,000 B; total 3.824 GB.
+    # TheBloke/Llama-2-7B-GGUF lists llama-2-7b.Q4_0.gguf at 3.83 GB (16-bit embedding and head
+    # would give 4.17 GB).
+    assert Deployment(weights=weight_format("q4_0")).other_bits == pytest.approx(5.53125)
+    total = weight_bytes_total(cat.model("llama-2-7b"), Deployment(weights=weight_format("q4_0")))
+    assert total == pytest.approx(3.83e9, rel=0.01)
+    assert total == pytest.approx(3_642_753_024 + 181_248_000, rel=1e-3)
+
+
 def test_new_formats_bits_from_the_llama_cpp_table():
     table = {"iq2_xxs": 2.06, "q2_k": 3.35, "q3_k_m": 3.91, "q5_k_m": 5.68, "q6_k": 6.56}
     for name, bits in table.items():

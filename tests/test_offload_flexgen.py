@@ -55,3 +55,38 @@ def test_prefill_streams_each_layer_once_per_block(cat):
 def test_generation_throughput_by_hand():
     # 48 x 3 sequences, 32 tokens each: 4,608 tokens in 100 s of prefill + 31 steps of 3 x 1 s
     assert generation_throughput(100.0, 1.0, 48, 3, 32) == pytest.approx(4608 / 193)
+
+
+def test_flexgen_cpu_attention_copies_the_cache_before_reading_it(cat):
+    from roofline.offload import cpu_attention_traffic
+
+    # fp16 cache: permute+reshape copy (2 read + 2 write), .float() (2 read + 4 write), bmm reads
+    # the fp32 copy (4): 14 B per 2-B value = 7x; an fp32 cache: (4+4) + (4+4) + 4 = 20 B = 5x
+    assert cpu_attention_traffic(2.0) == pytest.approx(7.0)
+    assert cpu_attention_traffic(4.0) == pytest.approx(5.0)
+    # expected figures only: Grace's 512 GB/s at its 0.6 share reads 7 x 268.4 MB per layer in
+    # 6.1 ms, which bounds every layer of an all-streamed Llama-3.1-8B (batch 64, 1,024 tokens)
+    m, gpu, host = cat.model("llama-3.1-8b"), cat.accelerator("gh200"), cat.accelerator("grace")
+    b, ctx = 64, 1024
+    kv_layer = b * ctx * KV_TOKEN_LAYER
+    o = offload(m, gpu, host, Deployment(), 0, b, ctx, mode="stream", kv_host=True)
+    dram_eff = 512e9 * host.efficiency.memory
+    assert float(o.tpot_overlap_s) >= 32 * (LAYER_W + 7 * kv_layer) / dram_eff
+    ideal = offload(m, gpu, host, Deployment(), 0, b, ctx, mode="stream", kv_host=True, ideal=True)
+    assert float(ideal.tpot_overlap_s) == pytest.approx(32 * (LAYER_W + kv_layer) / 512e9, rel=0.02)
+
+
+def test_cpu_attention_traffic_properties():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from roofline.offload import cpu_attention_traffic
+
+    @given(st.floats(0.25, 8.0), st.floats(0.25, 8.0))
+    def check(a: float, b: float) -> None:
+        # every copy reads the cache at least three times; narrower caches pay more per byte
+        assert cpu_attention_traffic(a) > 3.0
+        if a < b:
+            assert cpu_attention_traffic(a) > cpu_attention_traffic(b)
+
+    check()
