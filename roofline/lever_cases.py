@@ -24,14 +24,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from roofline.acceptance import (
+    TREE_TOPK,
+    alpha_from_tau,
+)
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.offload import generation_throughput, offload, offload_prefill
 from roofline.ops import Deployment
 from roofline.speculative import (
-    TREE_TOPK,
-    alpha_from_tau,
     choose_round,
     round_candidates,
     speculate,

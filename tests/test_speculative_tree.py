@@ -8,15 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.ops import Deployment
-from roofline.speculative import (
+from roofline.acceptance import (
     alpha_from_tau,
-    choose_round,
     expected_tokens_per_round,
     rank_acceptance,
+    tree_tokens_per_round,
+)
+from roofline.ops import Deployment
+from roofline.speculative import (
+    choose_round,
     round_candidates,
     speculate,
-    tree_tokens_per_round,
 )
 
 

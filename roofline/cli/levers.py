@@ -11,6 +11,9 @@ import numpy as np
 import typer
 
 from roofline import render
+from roofline.acceptance import (
+    alpha_from_tau,
+)
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, note, warn
@@ -27,7 +30,6 @@ from roofline.precision import weight_format
 from roofline.speculative import (
     DRAFTERS,
     Speculation,
-    alpha_from_tau,
     choose_round,
     crossover_batch,
     drafter_weight_bytes,
