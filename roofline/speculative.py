@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.acceptance import TREE_TOPK, expected_tokens_per_round, tree_tokens_per_round
+from roofline.efficiency import EngineProfile
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
@@ -48,6 +49,7 @@ from roofline.roofline import FloatArray, op_time_s
 
 DRAFTERS = ("draft", "eagle", "eagle3", "mtp", "medusa", "ngram")
 IN_GRAPH = ("eagle", "eagle3", "mtp", "medusa")
+SEQUENTIAL_HEADS = ("eagle", "eagle3", "mtp")
 EAGLE3_DRAFT_VOCAB = 32_000  # EAGLE-3 released heads (draft_vocab_size in their config.json)
 SAMPLING_BYTES_PER_VALUE = 4.0  # fp32 probabilities
 SAMPLING_PASSES = 2.0  # softmax, then sampling / rejection
@@ -139,6 +141,25 @@ def fusion_projection_time_s(
     )
 
 
+def host_draft_steps(drafter: str, gamma: ArrayLike) -> FloatArray:
+    """Draft steps a round runs inside the target's engine step, each with its own launches and
+    bookkeeping: γ for the sequential fused heads (EAGLE, EAGLE-3, MTP); none for Medusa (one
+    pass), n-gram lookup (no model) and a separate draft model (its steps are engine steps of
+    their own, already charged the engine's per-step cost)."""
+    g = np.asarray(gamma, dtype=float)
+    return g if drafter in SEQUENTIAL_HEADS else 0.0 * g
+
+
+def spec_host_time_s(profile: EngineProfile | None, drafter: str, gamma: ArrayLike) -> FloatArray:
+    """The engine's host time a speculative round adds to the plain step's:
+    spec_round_cpu + n_draft·spec_draft_step_cpu (hardware/engines.yaml; n_draft from
+    host_draft_steps). Zero without an engine profile; never part of the ideal."""
+    steps = host_draft_steps(drafter, gamma)
+    if profile is None:
+        return 0.0 * steps
+    return profile.spec_round_cpu_s + steps * profile.spec_draft_step_cpu_s
+
+
 @dataclass(frozen=True)
 class Speculation:
     """Per round and per token, for every (γ, batch) the inputs broadcast to."""
@@ -158,6 +179,7 @@ class Speculation:
     tpot_baseline_expected_s: FloatArray
     tpot_ideal_s: FloatArray
     tpot_expected_s: FloatArray
+    t_spec_host_s: FloatArray  # the engine's speculative host cost per round (in expected only)
 
     @property
     def speedup_ideal(self) -> FloatArray:
@@ -247,11 +269,13 @@ def speculate(
     )
     base_ideal = base.t_ideal_s + s_base
     base_exp = base.t_expected_s + s_base
+    profile = e.engines.get(base.engine) if e.engines else None
+    host = spec_host_time_s(profile, drafter, g) + zero
     ideal = (d_ideal + verify.t_ideal_s + s_round) / tokens
-    expected = (d_exp + verify.t_expected_s + s_round) / tokens
+    expected = (d_exp + verify.t_expected_s + s_round + host) / tokens
     return Speculation(
         drafter, g, tokens, t_v, base, d_step, verify, d_ideal, d_exp, s_base, s_round,
-        base_ideal, base_exp, ideal, expected,
+        base_ideal, base_exp, ideal, expected, host,
     )  # fmt: skip
 
 
