@@ -214,16 +214,17 @@ def speculative_section(cat) -> str:
     from validation.calibrate import run_speculative
 
     fits, rows = run_speculative(cat)
-    fitted = [r for r in rows if r[1] != "(none)"]
+    fitted = [r for r in rows if r[1] in fits]
     ins = [fin / meas - 1 for _, _, meas, fin, _ in fitted]
     outs = [fout / meas - 1 for _, _, meas, _, fout in fitted]
-    never = [fout / meas - 1 for _, eng, meas, _, fout in rows if eng == "(none)"]
+    never = [fout / meas - 1 for _, eng, meas, _, fout in rows if eng not in fits]
     lines = [
         "`spec_round_cpu_us` and `spec_draft_step_cpu_us` (hardware/engines.yaml) are fitted per "
         "engine on the speculative cases of `validation/levers_cases.yaml` that name the engine "
         "(least squares in log speed-up). Out of sample: leave-one-source-out, the engine refitted "
         "without the case's source table. Cases naming no engine (Spec-Bench's PyTorch "
-        "prototypes, DeepSeek's MTP report) are never fitted and run under vLLM's figures.\n",
+        "prototypes, DeepSeek's MTP report) are never fitted and run under vLLM's figures; "
+        "an engine with cases from a single source table (llama.cpp) is not fitted (0).\n",
         *(
             f"- `{e}`: {r:.0f} µs per round, {d:.0f} µs per draft step"
             for e, (r, d) in fits.items()

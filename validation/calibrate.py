@@ -107,6 +107,7 @@ def write(cat: Catalog, full: dict[str, float], loso: list[CrossResult], bases: 
 LEVER_CASES = "validation/levers_cases.yaml"
 SPEC_ROUND_GRID_US = np.arange(0.0, 4000.0 + 1.0, 25.0)
 SPEC_STEP_GRID_US = np.arange(0.0, 1500.0 + 1.0, 25.0)
+SPEC_MIN_SOURCES = 2
 
 
 @dataclass(frozen=True)
@@ -184,16 +185,23 @@ def fit_spec_engine(cases: list[SpecCase]) -> tuple[float, float]:
 def run_speculative(cat: Catalog | None = None):
     """(per-engine fit, rows (id, engine, measured, in-sample, out-of-sample) for every case).
     Out of sample: the engine's fit on its cases from other source tables; a case with no
-    engine is predicted with the default engine's (vLLM's) full fit, never fitted on."""
+    engine is predicted with the default engine's (vLLM's) full fit, and a case of an engine
+    with cases from fewer than SPEC_MIN_SOURCES tables with none (0): neither is fitted on."""
     cat = cat or load_catalog()
     cases = spec_cases(cat)
-    engines = sorted({c.engine for c in cases if c.engine})
+    groups: dict[str, set[str]] = {}
+    for c in cases:
+        if c.engine:
+            groups.setdefault(c.engine, set()).add(c.group)
+    # an engine is fitted only on cases from SPEC_MIN_SOURCES source tables or more: one table
+    # would make the engine's figures that table's own (a per-case fit)
+    engines = sorted(e for e, g in groups.items() if len(g) >= SPEC_MIN_SOURCES)
     fits = {e: fit_spec_engine([c for c in cases if c.engine == e]) for e in engines}
     rows = []
     for c in cases:
         eng = c.engine or "vllm"
         full = fits.get(eng, (0.0, 0.0))
-        if c.engine:
+        if eng in fits:
             others = [o for o in cases if o.engine == eng and o.group != c.group]
             held = fit_spec_engine(others)
         else:
