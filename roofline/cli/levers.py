@@ -310,7 +310,8 @@ def speculate(
         "efficiency": convert.efficiency_json(hw.efficiency),
         "note": "acceptance p_i per draft position; a tree of T tokens yields 1 + the T − 1 "
         "likeliest draft paths (Sequoia, EAGLE-2); a fused drafter (EAGLE, MTP, Medusa) runs "
-        "in the target's step without an engine overhead of its own; sampling reads fp32 rows",
+        "in the target's step, paying the engine's speculative host time per round and per "
+        "draft step (engines.yaml); sampling reads fp32 rows",
     }
     doc = render.document(
         "speculate",
