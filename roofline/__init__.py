@@ -34,7 +34,7 @@ from typing import Any
 _API = {
     "reload_prefix": "roofline.tiers",
     "crossover_batch": "roofline.speculative",
-    "alpha_from_tau": "roofline.speculative",
+    "alpha_from_tau": "roofline.acceptance",
     "most_gpu_layers": "roofline.offload",
     "default_wired_limit_bytes": "roofline.memory",
     "Accelerator": "roofline.hardware",

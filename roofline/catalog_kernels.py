@@ -110,6 +110,8 @@ _ENGINE_KEYS = {
     "cuda_graphs_decode": (bool, True),
     "cuda_graphs_prefill": (bool, True),
     "allreduce_kernel": (str, True),
+    "spec_round_cpu_us": (NUM, False),
+    "spec_draft_step_cpu_us": (NUM, False),
     "source": (str, True),
     "notes": (str, False),
 }
@@ -291,6 +293,10 @@ def _link_curve(where: str, table: dict[Any, Any]) -> LinkCurve:
 def engine_profile(where: str, data: Any) -> EngineProfile:
     d = _check(where, data, _ENGINE_KEYS)
     _positive(where, "kernels_per_layer", d["kernels_per_layer"])
+    spec = {k: float(d.get(k, 0)) for k in ("spec_round_cpu_us", "spec_draft_step_cpu_us")}
+    for key, value in spec.items():
+        if value < 0:
+            raise CatalogError(f"{where}: key '{key}' must be non-negative, got {value:g}")
     return EngineProfile(
         id=d["id"],
         cpu_step_s=d["cpu_step_us"] * US,
@@ -302,6 +308,8 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         allreduce_kernel=d["allreduce_kernel"],
         source=d["source"],
         aliases=(),
+        spec_round_cpu_s=spec["spec_round_cpu_us"] * US,
+        spec_draft_step_cpu_s=spec["spec_draft_step_cpu_us"] * US,
     )
 
 

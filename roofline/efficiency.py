@@ -245,6 +245,10 @@ class EngineProfile:
     allreduce_kernel: str = "nccl"  # whose measured all-reduce it runs: an engine id, or nccl
     source: str = ""
     aliases: tuple[str, ...] = ()
+    # speculative decoding's host cost (roofline/speculative.py): per round (proposal bookkeeping,
+    # rejection sampling, tree masks, the drafter's extra launch) and per sequential draft step
+    spec_round_cpu_s: float = 0.0
+    spec_draft_step_cpu_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -24,18 +24,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from roofline.acceptance import (
+    TREE_TOPK,
+    alpha_from_tau,
+)
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.offload import generation_throughput, offload, offload_prefill
 from roofline.ops import Deployment
-from roofline.speculative import (
-    TREE_TOPK,
-    alpha_from_tau,
-    choose_round,
-    round_candidates,
-    speculate,
-)
+from roofline.speculative import Speculation, round_candidates, speculate
 
 if TYPE_CHECKING:
     from roofline.validate import Case
@@ -85,10 +85,11 @@ def evaluate_lever(
     )
 
 
-def _speedup(
+def speculative_rounds(
     case: Case, model: ModelArch, hw: Accelerator, dep: Deployment, eff: Efficiency, ctx: int
-) -> tuple[float, float]:
-    """(ideal, expected) speed-up of a speculative case (module docstring)."""
+) -> list[Speculation]:
+    """Every round a speculative case may run: its one chain or tree, or, for `tree_tokens:
+    auto`, each candidate of speculative.round_candidates (chains of 1..γ, trees up to 64)."""
     from roofline.catalog import load_catalog
     from roofline.precision import weight_format
     from roofline.validate import case_engine
@@ -124,12 +125,22 @@ def _speedup(
         "topk": int(sp.get("topk", TREE_TOPK)),
         "engine": None if engine == "auto" else engine,
     }
-    args = (model, draft, hw, dep, d_dep, case.batch, ctx)
     if tree == "auto":
         cands = round_candidates(range(1, gamma + 1), sp["drafter"])
-        s, top = choose_round(*args, cands, acc, eff, **kw)
-        return float(top), float(s.speedup_expected)
-    if isinstance(tree, str):
+    elif isinstance(tree, str):
         raise InputError(f"{where}: tree_tokens is a number or 'auto', got {tree!r}")
-    s = speculate(*args, gamma, acc, eff, tree_tokens=tree, **kw)
-    return float(s.tokens_per_round), float(s.speedup_expected)
+    else:
+        cands = [(gamma, tree)]
+    args = (model, draft, hw, dep, d_dep, case.batch, ctx)
+    return [speculate(*args, float(g), acc, eff, tree_tokens=t, **kw) for g, t in cands]
+
+
+def _speedup(
+    case: Case, model: ModelArch, hw: Accelerator, dep: Deployment, eff: Efficiency, ctx: int
+) -> tuple[float, float]:
+    """(ideal, expected) speed-up of a speculative case (module docstring): of its candidate
+    rounds, the one with the highest expected speed-up (speculative.choose_round's rule); the
+    ideal is the most tokens any candidate yields."""
+    runs = speculative_rounds(case, model, hw, dep, eff, ctx)
+    top = max(float(np.max(r.tokens_per_round)) for r in runs)
+    return top, max(float(np.max(r.speedup_expected)) for r in runs)

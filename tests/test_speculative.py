@@ -6,14 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofline.acceptance import (
+    alpha_from_tau,
+    expected_tokens_per_round,
+    position_acceptance,
+)
 from roofline.errors import InputError
 from roofline.ops import Deployment
 from roofline.precision import weight_format
 from roofline.speculative import (
-    alpha_from_tau,
     crossover_batch,
-    expected_tokens_per_round,
-    position_acceptance,
     speculate,
 )
 

@@ -3,20 +3,24 @@ the draft cost of a tree, the choice a planner makes at batch 1 and far past the
 engine's host cost of a speculative round, and the properties τ ≤ min(T, γ + 1), τ growing in
 T, no chosen speed-up rising with batch past the ridge."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.ops import Deployment
-from roofline.speculative import (
+from roofline.acceptance import (
     alpha_from_tau,
-    choose_round,
     expected_tokens_per_round,
     rank_acceptance,
+    tree_tokens_per_round,
+)
+from roofline.ops import Deployment
+from roofline.speculative import (
+    choose_round,
     round_candidates,
     speculate,
-    tree_tokens_per_round,
 )
 
 
@@ -89,16 +93,21 @@ def test_choice_by_hand_at_both_ends(cat):
     # the verify pass is compute-bound, its time ∝ tokens verified, and E/T is largest for the
     # chain of one draft (E(1)/2 > E(γ)/(γ + 1) > tree yields per token): the planner falls
     # back to γ = 1. (At a long context the KV reads keep attention memory-bound and longer
-    # rounds still pay at large batch, MagicDec's regime: not this test.)
-    _, _, args = _llama8b(cat, np.array([1.0, 4096.0]), context=128)
+    # rounds still pay at large batch, MagicDec's regime: not this test.) The engine's host cost
+    # per draft step (engines.yaml spec_draft_step_cpu_us) is set to 0 here: with it, a deeper
+    # tree also pays more host time, which this hand argument leaves out.
+    _, hw, args = _llama8b(cat, np.array([1.0, 4096.0]), context=128)
+    no_host = {k: replace(v, spec_round_cpu_s=0.0, spec_draft_step_cpu_s=0.0)
+               for k, v in hw.efficiency.engines.items()}  # fmt: skip
+    eff = replace(hw.efficiency, engines=no_host)
     cands = round_candidates(range(1, 6), "eagle3")
-    s, top = choose_round(*args, cands, 0.7, drafter="eagle3")
+    s, top = choose_round(*args, cands, 0.7, eff, drafter="eagle3")
     assert s.verify_tokens[0] == 64 and s.gamma[0] == 5
     assert s.verify_tokens[1] == 2 and s.gamma[1] == 1
     assert float(top) == pytest.approx(float(tree_tokens_per_round(64, 5, 0.7)))
     # the choice is the best candidate at each batch
     for g, t in cands:
-        one = speculate(*args, float(g), 0.7, drafter="eagle3", tree_tokens=t)
+        one = speculate(*args, float(g), 0.7, eff, drafter="eagle3", tree_tokens=t)
         assert np.all(s.speedup_expected >= one.speedup_expected - 1e-12)
 
 

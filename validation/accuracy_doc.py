@@ -190,16 +190,56 @@ def other_sets(cat) -> str:
                 r = evaluate(c, cat.model(c.model), cat.accelerator(c.hardware), host=host)
                 got.append((c.id, r.speed_ratio_ideal, r.error_expected))
         viol = sum(ratio > 1 + 1e-9 for _, ratio, _ in got)
+        fitted = (
+            "the speculative cases are in-sample for the engines' speculative host cost, "
+            "see the section below for their out-of-sample errors; the others are out-of-sample"
+            if "levers" in rel
+            else "out-of-sample: never used in a fit"
+        )
         lines = [
             f"### {title} (`{rel}`)\n",
             f"{len(got)} cases, {viol} bound violations, median |error| "
-            f"{_median([e for _, _, e in got])} (out-of-sample: never used in a fit).\n",
+            f"{_median([e for _, _, e in got])} ({fitted}).\n",
             "| case | meas/ideal | error |",
             "|---|---:|---:|",
             *(f"| {i} | {ratio:.2f} | {_pct(e)} |" for i, ratio, e in got),
         ]
         out.append("\n".join(lines))
     return "\n\n".join(out)
+
+
+def speculative_section(cat) -> str:
+    """Each engine's speculative host cost (validation/calibrate.py run_speculative), with the
+    speculative cases' in-sample and leave-one-source-out errors."""
+    from validation.calibrate import run_speculative
+
+    fits, rows = run_speculative(cat)
+    fitted = [r for r in rows if r[1] in fits]
+    ins = [fin / meas - 1 for _, _, meas, fin, _ in fitted]
+    outs = [fout / meas - 1 for _, _, meas, _, fout in fitted]
+    never = [fout / meas - 1 for _, eng, meas, _, fout in rows if eng not in fits]
+    lines = [
+        "`spec_round_cpu_us` and `spec_draft_step_cpu_us` (hardware/engines.yaml) are fitted per "
+        "engine on the speculative cases of `validation/levers_cases.yaml` that name the engine "
+        "(least squares in log speed-up). Out of sample: leave-one-source-out, the engine refitted "
+        "without the case's source table. Cases naming no engine (Spec-Bench's PyTorch "
+        "prototypes, DeepSeek's MTP report) are never fitted and run under vLLM's figures; "
+        "an engine with cases from a single source table (llama.cpp) is not fitted (0).\n",
+        *(
+            f"- `{e}`: {r:.0f} µs per round, {d:.0f} µs per draft step"
+            for e, (r, d) in fits.items()
+        ),
+        "",
+        f"Fitted cases: median |error| in-sample {_median(ins)}, out-of-sample {_median(outs)} "
+        f"({len(fitted)} cases); never fitted: {_median(never)} ({len(never)} cases).\n",
+        "| case | engine | measured | in-sample | out-of-sample |",
+        "|---|---|---:|---:|---:|",
+        *(
+            f"| {i} | {eng} | {meas:.3g} | {_pct(fin / meas - 1)} | {_pct(fout / meas - 1)} |"
+            for i, eng, meas, fin, fout in rows
+        ),
+    ]
+    return "\n".join(lines)
 
 
 def render() -> str:
@@ -243,6 +283,8 @@ def render() -> str:
         + case_table(never)
         + "\n\n## Other published case sets\n\n"
         + other_sets(cat)
+        + "\n\n## Speculative decoding: each engine's host cost of a round\n\n"
+        + speculative_section(cat)
         + "\n\n"
         + tail
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +97,131 @@ def write(cat: Catalog, full: dict[str, float], loso: list[CrossResult], bases: 
     fam_path.write_text(text)
 
 
+# ---- speculative decoding: each engine's host cost of a round --------------------------------
+# Fitted per ENGINE on the speculative cases of validation/levers_cases.yaml whose source names
+# that engine (cases with no engine, the eager PyTorch prototypes of Spec-Bench, are never fitted
+# and run under the default engine's figures). A case's predicted speed-up is its best candidate
+# round's, base·E / (t_round + r + n·d), with t_round the round's expected time without the
+# speculative host cost, n its sequential draft steps (speculative.host_draft_steps) and (r, d)
+# = (spec_round_cpu, spec_draft_step_cpu) of its engine: least squares in log(speed-up) on a
+# 25 us grid, r and d non-negative.
+LEVER_CASES = "validation/levers_cases.yaml"
+SPEC_ROUND_GRID_US = np.arange(0.0, 4000.0 + 1.0, 25.0)
+SPEC_STEP_GRID_US = np.arange(0.0, 1500.0 + 1.0, 25.0)
+SPEC_MIN_SOURCES = 2
+
+
+@dataclass(frozen=True)
+class SpecCase:
+    """One speculative case, reduced to its candidate rounds (without speculative host cost)."""
+
+    id: str
+    engine: str  # the engine whose figures it fits ("" for a case with no engine: never fitted)
+    group: str  # its source table (leave-one-source-out)
+    measured: float
+    base_s: np.ndarray  # per candidate: plain-decode TPOT
+    round_s: np.ndarray  # the round's expected time without the speculative host cost
+    tokens: np.ndarray  # E
+    steps: np.ndarray  # sequential draft steps
+
+    def predict(self, round_us: np.ndarray, step_us: np.ndarray) -> np.ndarray:
+        """Speed-up for each (r, d) of the broadcast grids, in us."""
+        r = np.asarray(round_us, dtype=float)[..., None] * 1e-6
+        d = np.asarray(step_us, dtype=float)[..., None] * 1e-6
+        t = (self.round_s + r + self.steps * d) / self.tokens
+        return np.max(self.base_s / t, axis=-1)
+
+
+def spec_cases(cat: Catalog) -> list[SpecCase]:
+    from dataclasses import replace
+
+    from roofline.crossval import source_group
+    from roofline.lever_cases import speculative_rounds
+    from roofline.speculative import host_draft_steps
+    from roofline.validate import case_deployment, case_engine
+
+    cases = [c for c in load_cases(ROOT / LEVER_CASES) if c.speculative is not None]
+    by_id = {c.id: c for c in cases}
+    out = []
+    for c in cases:
+        model, hw = cat.model(c.model), cat.accelerator(c.hardware)
+        eff = replace(
+            hw.efficiency,
+            engines={
+                k: replace(v, spec_round_cpu_s=0.0, spec_draft_step_cpu_s=0.0)
+                for k, v in hw.efficiency.engines.items()
+            },
+        )
+        dep, _ = case_deployment(c)
+        ctx = c.prompt + max(c.output // 2, 1)
+        runs = speculative_rounds(c, model, hw, dep, eff, ctx)
+        engine = case_engine(c)
+        out.append(
+            SpecCase(
+                c.id,
+                "" if engine == "auto" else engine,
+                source_group(c, by_id),
+                float(c.measured),
+                np.array([float(r.tpot_baseline_expected_s) for r in runs]),
+                np.array([float(r.tpot_expected_s * r.tokens_per_round) for r in runs]),
+                np.array([float(r.tokens_per_round) for r in runs]),
+                np.array([float(host_draft_steps(r.drafter, r.gamma)) for r in runs]),
+            )
+        )
+    return out
+
+
+def fit_spec_engine(cases: list[SpecCase]) -> tuple[float, float]:
+    """(spec_round_cpu_us, spec_draft_step_cpu_us) minimising Σ log²(predicted / measured);
+    (0, 0) without cases. A draft-step cost needs a case with draft steps to be identified."""
+    if not cases:
+        return 0.0, 0.0
+    steps = SPEC_STEP_GRID_US if any(np.any(c.steps > 0) for c in cases) else np.zeros(1)
+    r, d = np.meshgrid(SPEC_ROUND_GRID_US, steps, indexing="ij")
+    loss = sum(np.log(c.predict(r, d) / c.measured) ** 2 for c in cases)
+    i, j = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    return float(r[i, j]), float(d[i, j])
+
+
+def run_speculative(cat: Catalog | None = None):
+    """(per-engine fit, rows (id, engine, measured, in-sample, out-of-sample) for every case).
+    Out of sample: the engine's fit on its cases from other source tables; a case with no
+    engine is predicted with the default engine's (vLLM's) full fit, and a case of an engine
+    with cases from fewer than SPEC_MIN_SOURCES tables with none (0): neither is fitted on."""
+    cat = cat or load_catalog()
+    cases = spec_cases(cat)
+    groups: dict[str, set[str]] = {}
+    for c in cases:
+        if c.engine:
+            groups.setdefault(c.engine, set()).add(c.group)
+    # an engine is fitted only on cases from SPEC_MIN_SOURCES source tables or more: one table
+    # would make the engine's figures that table's own (a per-case fit)
+    engines = sorted(e for e, g in groups.items() if len(g) >= SPEC_MIN_SOURCES)
+    fits = {e: fit_spec_engine([c for c in cases if c.engine == e]) for e in engines}
+    rows = []
+    for c in cases:
+        eng = c.engine or "vllm"
+        full = fits.get(eng, (0.0, 0.0))
+        if eng in fits:
+            others = [o for o in cases if o.engine == eng and o.group != c.group]
+            held = fit_spec_engine(others)
+        else:
+            held = full
+        rows.append((c.id, c.engine or "(none)", c.measured,
+                     float(c.predict(*full)), float(c.predict(*held))))  # fmt: skip
+    return fits, rows
+
+
+def write_speculative(fits: dict[str, tuple[float, float]]) -> None:
+    path = ROOT / "hardware/engines.yaml"
+    text = path.read_text()
+    for name, (r, d) in fits.items():
+        for key, value in (("spec_round_cpu_us", r), ("spec_draft_step_cpu_us", d)):
+            pattern = rf"(- id: {re.escape(name)}\n(?:  .*\n)*?  {key}: )[0-9.]+"
+            text = re.sub(pattern, rf"\g<1>{round(value)}", text)
+    path.write_text(text)
+
+
 def main() -> None:
     cat, full, loso, _ = run()
     for key, value in full.items():
@@ -103,8 +229,15 @@ def main() -> None:
         print(f"{key}: {shown}")
     for fam, (n, band) in bands(loso, cat).items():
         print(f"{fam}: {n} cases, out-of-sample median |error| {band:.3f}")
+    fits, rows = run_speculative(cat)
+    for name, (r, d) in fits.items():
+        print(f"spec:{name}: round {r:.0f} us, draft step {d:.0f} us")
+    for cid, eng, meas, fin, fout in rows:
+        err_in, err_out = fin / meas - 1, fout / meas - 1
+        print(f"  {cid} [{eng}] measured {meas:.3g}: in {err_in:+.1%}, out {err_out:+.1%}")
     if "--write" in sys.argv:
         write(cat, full, loso, [r.base for r in loso])
+        write_speculative(fits)
         print("wrote hardware/engines.yaml and hardware/families.yaml")
 
 

@@ -11,6 +11,9 @@ import numpy as np
 import typer
 
 from roofline import render
+from roofline.acceptance import (
+    alpha_from_tau,
+)
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, note, warn
@@ -27,7 +30,6 @@ from roofline.precision import weight_format
 from roofline.speculative import (
     DRAFTERS,
     Speculation,
-    alpha_from_tau,
     choose_round,
     crossover_batch,
     drafter_weight_bytes,
@@ -308,7 +310,8 @@ def speculate(
         "efficiency": convert.efficiency_json(hw.efficiency),
         "note": "acceptance p_i per draft position; a tree of T tokens yields 1 + the T − 1 "
         "likeliest draft paths (Sequoia, EAGLE-2); a fused drafter (EAGLE, MTP, Medusa) runs "
-        "in the target's step without an engine overhead of its own; sampling reads fp32 rows",
+        "in the target's step, paying the engine's speculative host time per round and per "
+        "draft step (engines.yaml); sampling reads fp32 rows",
     }
     doc = render.document(
         "speculate",
