@@ -316,15 +316,17 @@ def wave_quantisation(
         return np.ones(shape), np.zeros(shape)
     if np.ndim(nn) == 0 and not np.isfinite(nn):  # N unknown (no gemm_n): u = 1, w = 0
         return np.ones(np.shape(mm)), np.zeros(np.shape(mm))
-    if not np.isfinite(np.sum(mm) + np.sum(nn)):  # some shapes unknown (∞): u = 1, w = 0
-        known = np.isfinite(mm) & np.isfinite(nn)
-        u, w = wave_quantisation(np.where(known, mm, tm), np.where(known, nn, tn), curve, groups)
-        return np.where(known, u, 1.0), np.where(known, w, 0.0)
+    known = np.isfinite(mm) & np.isfinite(nn)  # unknown shapes (∞): u = 1, w = 0
+    all_known = bool(known.all())
+    if not all_known:
+        mm, nn = np.where(known, mm, tm), np.where(known, nn, tn)
     cols = np.ceil(nn / tn)
     tiles = np.ceil(mm / tm) * cols
     g = np.asarray(groups, dtype=float)
     padding = mm * (nn / (tm * tn)) / tiles  # the grouped case's u
     if np.ndim(g) == 0 and not np.isfinite(g):  # grouped: padding only
+        if not all_known:
+            return np.where(known, padding, 1.0), np.zeros(np.shape(tiles))
         return padding, np.zeros(np.shape(tiles))
     grouped = ~np.isfinite(g)  # a stack of ops (one point's fast path) may mix both
     g = np.where(grouped, 1.0, g) if grouped.any() else g
@@ -337,7 +339,9 @@ def wave_quantisation(
         waves = np.ceil(tiles / sms)
         u = mm * (nn * g / (sms * tm * tn)) / waves
     if grouped.any():
-        return np.where(grouped, padding, u), np.where(grouped, 0.0, waves)
+        u, waves = np.where(grouped, padding, u), np.where(grouped, 0.0, waves)
+    if not all_known:
+        return np.where(known, u, 1.0), np.where(known, waves, 0.0)
     return u, waves
 
 
