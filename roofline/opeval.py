@@ -23,6 +23,7 @@ from roofline.efficiency import (
     KERNELS_PER_OP,
     AttentionCurve,
     GemmCurve,
+    MoeCurve,
     PrefillAttentionCurve,
     gemm_time_s,
     scaled,
@@ -57,6 +58,23 @@ def gemm_rows_one(flops: float, weight_bytes: float, bytes_per_value: float) -> 
     return rows if (rows >= 1.0 or rows != rows) else 1.0
 
 
+def cached_by_identity(
+    store: dict[tuple, tuple[tuple, Any]], objs: tuple, extra: tuple, build: Callable[[], Any]
+) -> Any:
+    """build(), memoised on the identity of `objs` and the hashable `extra`: the objects are kept
+    beside the value, so their ids cannot be reused by others while cached; the store is emptied
+    past 256 entries."""
+    key = (*map(id, objs), *extra)
+    hit = store.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+        return hit[1]
+    value = build()
+    if len(store) > 256:
+        store.clear()
+    store[key] = (objs, value)
+    return value
+
+
 @dataclass(frozen=True)
 class KernelView:
     """The curves an Efficiency's ops run on for one compute dtype, with the CLI's overrides
@@ -68,17 +86,18 @@ class KernelView:
     b16: GemmCurve  # the 16-bit curve (weight-only GEMMs, attention without a curve, gathers)
     decode_attention: AttentionCurve | None
     prefill_attention: PrefillAttentionCurve | None
+    moe: MoeCurve | None  # the fused MoE layer's curve for the dtype (16-bit dtypes share one)
 
 
-_VIEWS: dict[tuple[int, str], tuple[Efficiency, KernelView]] = {}
+_VIEWS: dict[tuple, tuple[tuple, KernelView]] = {}
 
 
 def kernel_view(eff: Efficiency, dtype: str) -> KernelView:
-    """The KernelView of (eff, dtype), cached by identity (the Efficiency is kept beside its view,
-    so its id cannot be reused by another object while cached)."""
-    hit = _VIEWS.get((id(eff), dtype))
-    if hit is not None and hit[0] is eff:
-        return hit[1]
+    """The KernelView of (eff, dtype), cached by the Efficiency's identity."""
+    return cached_by_identity(_VIEWS, (eff,), (dtype,), lambda: _kernel_view(eff, dtype))
+
+
+def _kernel_view(eff: Efficiency, dtype: str) -> KernelView:
     ks = eff.kernels
     assert ks is not None
     sc, sm = eff.compute / ks.compute_ref, eff.memory / ks.memory_ref  # CLI overrides scale
@@ -90,16 +109,15 @@ def kernel_view(eff: Efficiency, dtype: str) -> KernelView:
     pre = ks.prefill_attention
     if pre is not None:
         pre = replace(pre, eta_max=min(pre.eta_max * sc, 1.0))
-    view = KernelView(sc, sm, base, b16, attn, pre)
-    if len(_VIEWS) > 256:
-        _VIEWS.clear()
-    _VIEWS[(id(eff), dtype)] = (eff, view)
-    return view
-
-
-def moe_dtype(dtype: str) -> str:
-    """The key of a generation's MoE curve for a compute dtype (16-bit share one curve)."""
-    return "bf16" if dtype in ("fp16", "bf16") else dtype
+    moe = ks.moe.get("bf16" if dtype in ("fp16", "bf16") else dtype)
+    if moe is not None:
+        moe = replace(
+            moe,
+            eta_max=min(moe.eta_max * sc, 1.0),
+            eta_memory=min(moe.eta_memory * sm, 1.0),
+            eta_act=min(moe.eta_act * sm, 1.0),
+        )
+    return KernelView(sc, sm, base, b16, attn, pre, moe)
 
 
 def is_point(ops: list[Op], attn_shape: tuple[ArrayLike, ArrayLike]) -> bool:
@@ -173,7 +191,7 @@ def _plan(
             else:  # gathers and curve-less attention: the 16-bit plateau, M = N = inf
                 weight_only = False
                 curve = view.b16
-            fused_moe = op.name in GROUPED_OPS and eff.kernels.moe.get(moe_dtype(dtypes[j]))
+            fused_moe = op.name in GROUPED_OPS and view.moe is not None
             if weight_only or fused_moe or (op.kind == "attention" and attention_curves):
                 per_op.append(j)
                 continue
@@ -207,18 +225,14 @@ def _cached_plan(
     dtype: str,
     attn_dtype: str,
 ) -> _Plan:
-    """The plan of an op list, cached by the identity of (hw, dep, eff) and the ops' structure
-    (the objects are kept beside the plan, so their ids cannot be reused while cached)."""
+    """The plan of an op list, cached by the identity of (hw, dep, eff) and the ops' structure."""
     shape = tuple((op.name, op.kind, op.layers, op.sparse, op.quantized, op.gemm_n) for op in ops)
-    key = (id(hw), id(dep), id(eff), dtype, attn_dtype, shape)
-    hit = _PLANS.get(key)
-    if hit is not None and hit[0][0] is hw and hit[0][1] is dep and hit[0][2] is eff:
-        return hit[1]
-    plan = _plan(ops, hw, dep, eff, dtype, attn_dtype)
-    if len(_PLANS) > 256:
-        _PLANS.clear()
-    _PLANS[key] = ((hw, dep, eff), plan)
-    return plan
+    return cached_by_identity(
+        _PLANS,
+        (hw, dep, eff),
+        (dtype, attn_dtype, shape),
+        lambda: _plan(ops, hw, dep, eff, dtype, attn_dtype),
+    )
 
 
 def evaluate_point(

@@ -43,11 +43,11 @@ from roofline.memory import ENGINES
 from roofline.memory import engine as default_engine
 from roofline.model import ModelArch
 from roofline.opeval import (
+    cached_by_identity,
     evaluate_point,
     gemm_rows,
     is_point,
     kernel_view,
-    moe_dtype,
     weight_bytes_per_value,
 )
 from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
@@ -138,16 +138,9 @@ def _expected_op_s(
         n = op.gemm_n or np.inf
         weight_only = op.quantized and (dep.weights.weight_only or dtype != dep.weights.compute)
         groups = np.inf if op.name in GROUPED_OPS else 1.0
-        moe = ks.moe.get(moe_dtype(dtype)) if groups > 1 else None
-        if moe is not None and not weight_only:  # the fused MoE layer's own curve
-            moe = replace(
-                moe,
-                eta_max=min(moe.eta_max * view.sc, 1.0),
-                eta_memory=min(moe.eta_memory * sm, 1.0),
-                eta_act=min(moe.eta_act * sm, 1.0),
-            )
+        if groups > 1 and view.moe is not None and not weight_only:  # the fused MoE curve
             return moe_time_s(
-                op.flops, op.weight_bytes, op.kv_bytes + op.act_bytes, m, peak, w, moe, kernels
+                op.flops, op.weight_bytes, op.kv_bytes + op.act_bytes, m, peak, w, view.moe, kernels
             )
         if not weight_only:
             return gemm_time_s(op.flops, op.bytes, m, n, peak, w, base, kernels, groups)
@@ -304,19 +297,14 @@ def _evaluate(
     )
 
 
-_CALIBRATIONS: dict[tuple[int, str], tuple[Efficiency, Calibration]] = {}
+_CALIBRATIONS: dict[tuple, tuple[tuple, Calibration]] = {}
 
 
 def _calibration(eff: Efficiency, engine_name: str) -> Calibration:
-    """calibration_of, cached by the Efficiency's identity (kept beside it while cached)."""
-    hit = _CALIBRATIONS.get((id(eff), engine_name))
-    if hit is not None and hit[0] is eff:
-        return hit[1]
-    cal = calibration_of(eff, engine_name)
-    if len(_CALIBRATIONS) > 256:
-        _CALIBRATIONS.clear()
-    _CALIBRATIONS[(id(eff), engine_name)] = (eff, cal)
-    return cal
+    """calibration_of, cached by the Efficiency's identity."""
+    return cached_by_identity(
+        _CALIBRATIONS, (eff,), (engine_name,), lambda: calibration_of(eff, engine_name)
+    )
 
 
 def _scaled(r: OpResult, m) -> OpResult:
