@@ -58,6 +58,19 @@ _CASE_SPECULATIVE_KEYS: dict[str, tuple[Any, bool]] = {
     "draft_model": (str, False),
     "draft_weights": (str, False),
 }
+# disaggregated-serving cases (validation/disagg_cases.yaml, roofline.serving.disagg_cases)
+_CASE_DISAGG_KEYS: dict[str, tuple[Any, bool]] = {
+    "pool": (str, True),
+    "prefill_tp": (int, False),
+    "prefill_ep": (int, False),
+    "prefill_attention_dp": (int, False),
+    "prefill_batch": (int, False),
+    "link": (str, False),
+    "link_efficiency": (NUM, False),
+    "transfer_overhead_ms": (NUM, False),
+    "scale_out": (str, False),
+    "two_batch_overlap": (bool, False),
+}
 _CASE_OFFLOAD_KEYS: dict[str, tuple[Any, bool]] = {
     "host": (str, True),
     "gpu_layers": (int, True),
@@ -98,6 +111,8 @@ def load_cases(path: str | Path) -> list[Case]:
                 raise CatalogError(f"{where}: speculative needs one of 'tau' or 'acceptance'")
         if "offload" in d:
             _check(f"{where}: offload", d["offload"], _CASE_OFFLOAD_KEYS)
+        if "disagg" in d:
+            _check(f"{where}: disagg", d["disagg"], _CASE_DISAGG_KEYS)
         cases.append(Case(**{**d, "measured": float(d["measured"])}))
     return cases
 

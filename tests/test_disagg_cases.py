@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.errors import InputError
+from roofline.errors import CatalogError, InputError
 from roofline.ops import Deployment, Op
 from roofline.phases import OpResult, PhaseResult
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
@@ -92,13 +92,18 @@ def test_attention_dp_makes_colocation_costlier(cat):
     assert ideal.colocated.ttft_s < r.colocated.ttft_s
 
 
-def test_disagg_keys_are_checked():
+def test_disagg_keys_are_checked(tmp_path):
     with pytest.raises(InputError, match="measures"):
         check_disagg("case 'x'", {"pool": "prefill"}, "tpot_ms")
-    with pytest.raises(InputError, match="unknown"):
-        check_disagg("case 'x'", {"pool": "decode", "speed": 1}, "decode_tokens_per_s_per_gpu")
-    with pytest.raises(InputError, match="wrong type"):
-        check_disagg("case 'x'", {"pool": "pair", "prefill_tp": "8"}, "ttft_ms")
+    text = (ROOT / "validation/disagg_cases.yaml").read_text()
+    for bad, message in (
+        ("{pool: decode, speed: 1}", "unknown key 'speed'"),
+        ("{pool: pair, prefill_tp: '8'}", "key 'prefill_tp' must be an integer"),
+    ):
+        path = tmp_path / "cases.yaml"
+        path.write_text(text.replace("disagg: {pool: prefill}", f"disagg: {bad}", 1))
+        with pytest.raises(CatalogError, match=message):
+            load_cases(path)
 
 
 def test_prefill_pool_below_the_flop_bound(cat):

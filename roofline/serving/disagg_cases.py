@@ -38,19 +38,6 @@ from roofline.phases import PhaseResult, decode, prefill
 if TYPE_CHECKING:
     from roofline.validate import Case
 
-# key -> (type, required)
-DISAGG_KEYS: dict[str, tuple[Any, bool]] = {
-    "pool": (str, True),
-    "prefill_tp": (int, False),
-    "prefill_ep": (int, False),
-    "prefill_attention_dp": (int, False),
-    "prefill_batch": (int, False),
-    "link": (str, False),
-    "link_efficiency": ((int, float), False),
-    "transfer_overhead_ms": ((int, float), False),
-    "scale_out": (str, False),
-    "two_batch_overlap": (bool, False),
-}
 POOL_METRICS = {
     "prefill": ("prefill_tokens_per_s_per_gpu",),
     "decode": ("decode_tokens_per_s_per_gpu",),
@@ -59,17 +46,8 @@ POOL_METRICS = {
 
 
 def check_disagg(where: str, d: dict[str, Any], metric: str) -> None:
-    """Keys, types and the pool/metric pairing of a case's `disagg:` mapping."""
-    unknown = set(d) - set(DISAGG_KEYS)
-    if unknown:
-        raise InputError(f"{where}: unknown disagg key(s) {', '.join(sorted(unknown))}")
-    for key, (typ, required) in DISAGG_KEYS.items():
-        if key not in d:
-            if required:
-                raise InputError(f"{where}: disagg needs '{key}'")
-            continue
-        if isinstance(d[key], bool) != (typ is bool) or not isinstance(d[key], typ):
-            raise InputError(f"{where}: disagg '{key}' has the wrong type")
+    """The pool/metric pairing of a case's `disagg:` mapping (its keys and types are checked
+    where the case file is read, roofline.userfiles)."""
     pool = d["pool"]
     if pool not in POOL_METRICS:
         raise InputError(f"{where}: disagg pool must be one of {', '.join(POOL_METRICS)}")
