@@ -135,16 +135,21 @@ def measured_send_time_s(link: Tier, curve: LinkCurve, message_bytes: ArrayLike)
 
 
 def measured_collective_time_s(
-    kind: str, link: Tier, links: LinkSet, ranks: int, message_bytes: ArrayLike
+    kind: str,
+    link: Tier,
+    allreduce: LinkCurve | None,
+    alltoall: LinkCurve | None,
+    ranks: int,
+    message_bytes: ArrayLike,
 ) -> FloatArray | None:
-    """One collective op (allreduce, alltoall or p2p) on a link with measured curves; None when
-    the link set has no curve for it (the all-to-all is optional)."""
-    if kind == "p2p":
-        return measured_send_time_s(link, links.allreduce, message_bytes)
-    if kind == "allreduce":
-        return measured_allreduce_time_s(link, links.allreduce, ranks, message_bytes)
-    if kind == "alltoall" and links.alltoall is not None:
-        return measured_alltoall_time_s(link, links.alltoall, ranks, message_bytes)
+    """One collective op (allreduce, alltoall or p2p: a send timed by the all-reduce curve) on a
+    link with measured curves; None when the curve it needs was not measured."""
+    if kind in ("p2p", "allreduce") and allreduce is not None:
+        if kind == "p2p":
+            return measured_send_time_s(link, allreduce, message_bytes)
+        return measured_allreduce_time_s(link, allreduce, ranks, message_bytes)
+    if kind == "alltoall" and alltoall is not None:
+        return measured_alltoall_time_s(link, alltoall, ranks, message_bytes)
     return None
 
 

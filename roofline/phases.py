@@ -58,9 +58,7 @@ from roofline.parallel import (
     link_kind,
     link_set_for,
     measured_allreduce_time_s,
-    measured_alltoall_time_s,
     measured_collective_time_s,
-    measured_send_time_s,
     send_time_s,
 )
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
@@ -201,6 +199,8 @@ def _evaluate(
     custom_link = None
     if eff.kernels is not None and profile is not None:
         custom_link = eff.kernels.engine_allreduce.get(profile.allreduce_kernel)
+    ks = eff.kernels  # the generation's NVLink all-to-all: DeepEP's where measured, else NCCL's
+    nvlink_alltoall = (ks.ep_alltoall or ks.alltoall) if ks is not None and ks.alltoall else None
     point = None
     if is_point(ops, attn_shape):  # one point: the roofline calls batched over the ops
 
@@ -219,33 +219,25 @@ def _evaluate(
             # the generation's NCCL curves were measured on its NVLink; other links (PCIe, xGMI,
             # InfiniBand) take hardware/links.yaml by kind, else keep the alpha-beta ideal
             measured = lk is link and link_kind(lk) == "nvlink"
-            per_link = None if measured else link_set_for(eff.links, lk)
+            if measured:
+                curves = (measured_link, nvlink_alltoall)
+            else:
+                ls = link_set_for(eff.links, lk)
+                curves = (ls.allreduce, ls.alltoall) if ls is not None else (None, None)
             if op.kind == "p2p":
                 t_ideal = send_time_s(lk, op.message_bytes) * op.layers
             else:
                 timer = alltoall_time_s if op.kind == "alltoall" else allreduce_time_s
                 t_ideal = timer(lk, op.ranks, op.message_bytes) * op.layers
             t = t_ideal
-            if measured and measured_link is not None and op.kind == "allreduce":
-                t = measured_allreduce_time_s(lk, measured_link, op.ranks, op.message_bytes)
-                if custom_link is not None:  # the engine's own one-shot all-reduce, if faster
+            t_link = measured_collective_time_s(op.kind, lk, *curves, op.ranks, op.message_bytes)
+            if t_link is not None:
+                if measured and op.kind == "allreduce" and custom_link is not None:
+                    # the engine's own one-shot all-reduce, if faster
                     t_own = measured_allreduce_time_s(lk, custom_link, op.ranks, op.message_bytes)
-                    t = np.minimum(t, t_own)
+                    t_link = np.minimum(t_link, t_own)
                 # a one-shot kernel can beat the ring's per-step latencies; never the ideal
-                t = np.maximum(t * op.layers, t_ideal)
-            elif measured and op.kind == "alltoall" and eff.kernels and eff.kernels.alltoall:
-                a2a = eff.kernels.ep_alltoall or eff.kernels.alltoall  # DeepEP's, else NCCL's
-                t = measured_alltoall_time_s(lk, a2a, op.ranks, op.message_bytes)
-                t = np.maximum(t * op.layers, t_ideal)
-            elif measured and op.kind == "p2p" and measured_link is not None:
-                t = measured_send_time_s(lk, measured_link, op.message_bytes)
-                t = np.maximum(t * op.layers, t_ideal)
-            elif per_link is not None:
-                t_link = measured_collective_time_s(
-                    op.kind, lk, per_link, op.ranks, op.message_bytes
-                )
-                if t_link is not None:
-                    t = np.maximum(t_link * op.layers, t_ideal)
+                t = np.maximum(t_link * op.layers, t_ideal)
             latency = is_latency_bound(lk, op.ranks, op.message_bytes)
             verdict = np.where(latency, "latency", "link")
             link_total = link_total + np.asarray(op.message_bytes) * op.layers
