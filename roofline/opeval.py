@@ -11,6 +11,7 @@ GEMMs, fused attention) keep the per-op call. The kernel curves of an Efficiency
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,11 +26,15 @@ from roofline.efficiency import (
     GemmCurve,
     MoeCurve,
     PrefillAttentionCurve,
-    gemm_time_s,
     scaled,
 )
 from roofline.hardware import Accelerator, Efficiency
 from roofline.ops import Deployment, Op
+from roofline.pointkernels import (
+    attention_decode_time_one,
+    gemm_time_one,
+    prefill_attention_time_one,
+)
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
 
 
@@ -136,27 +141,31 @@ def is_point(ops: list[Op], attn_shape: tuple[ArrayLike, ArrayLike]) -> bool:
 # (intensity, ridge, bound, t_ideal_s, t_expected_s) of one op
 Verdict = tuple[Any, float, Any, Any, Any]
 
+# how a point's op finds its expected time
+SHARES = 0  # no kernel curves: the roofline at the family's η shares
+GEMM = 1  # a GEMM-shaped kernel (GEMMs, gathers, curve-less attention): pointkernels twin
+DECODE_ATTENTION = 2  # fused decode attention: pointkernels twin
+PREFILL_ATTENTION = 3  # fused prefill attention: pointkernels twin
+CALL = 4  # weight-only GEMMs and the fused MoE layer: the per-op call
 
-@dataclass(frozen=True)
-class _Plan:
-    """What one step's op list needs besides its numbers, the same at every point of a
-    deployment: the non-collective ops, their peaks and ridges, and how each expected time is
-    found (the GEMM groups by curve and peak, or the per-op call)."""
 
-    idx: tuple[int, ...]  # the non-collective ops, by index in the op list
-    dtypes: tuple[str, ...]
-    peaks: tuple[float, ...]
-    p: np.ndarray
-    ridges: tuple[float, ...]
-    ridge: np.ndarray
-    eta_m: np.ndarray | None  # without kernel curves: each op's bandwidth share
-    matmuls: tuple[bool, ...]  # GEMM rows from F and the weights; others M = N = inf
-    per_value_list: tuple[float, ...]  # bytes per weight value
-    n: np.ndarray
-    kernels: np.ndarray
-    grouped: np.ndarray  # expert groups a GEMM spans (inf for GROUPED_OPS: tile padding only)
-    groups: tuple[tuple[GemmCurve, float, tuple[int, ...]], ...]  # curve, peak, members
-    per_op: tuple[int, ...]  # weight-only GEMMs and fused attention: the per-op call
+@dataclass(frozen=True, slots=True)
+class _OpPlan:
+    """What one op of a step needs besides its numbers, the same at every point of a
+    deployment."""
+
+    index: int  # in the op list
+    dtype: str
+    peak: float
+    ridge: float
+    how: int
+    eta_memory: float = 0.0  # SHARES: the bandwidth share
+    curve: Any = None  # GEMM: the GemmCurve; the attention curves from the kernel view
+    matmul: bool = False  # GEMM rows from F and the weights; others M = N = inf
+    per_value: float = 0.0  # bytes per weight value
+    n: float = math.inf
+    kernels: float = 1.0
+    groups: float = 1.0  # expert groups a GEMM spans (inf for GROUPED_OPS: tile padding only)
 
 
 def _plan(
@@ -166,55 +175,50 @@ def _plan(
     eff: Efficiency,
     dtype: str,
     attn_dtype: str,
-) -> _Plan:
-    idx = tuple(i for i, op in enumerate(ops) if not op.is_collective)
-    sel = [ops[i] for i in idx]
+    phase: str,
+) -> tuple[_OpPlan, ...]:
+    """The plan of every non-collective op, mirroring phases._expected_op_s's choices."""
     w = hw.memory_bandwidth_bytes_per_s
-    dtypes = tuple(attn_dtype if op.kind == "attention" else dtype for op in sel)
-    peaks = tuple(hw.peak(d, sparse=op.sparse) for d, op in zip(dtypes, sel, strict=True))
-    ridges = tuple(pk / w for pk in peaks)
-    eta_m = None
-    groups: dict[tuple[int, float], tuple[GemmCurve, list[int]]] = {}
-    per_op: list[int] = []
-    if eff.kernels is None:
-        dequant = [op.quantized and dep.weights.weight_only for op in sel]
-        eta_m = np.array([eff.memory_dequant if d else eff.memory for d in dequant], dtype=float)
-    else:
-        view = kernel_view(eff, dtype)
-        attention_curves = view.decode_attention is not None or view.prefill_attention is not None
-        for j, op in enumerate(sel):
-            if op.kind == "matmul":
-                weight_only = op.quantized and (
-                    dep.weights.weight_only or dtypes[j] != dep.weights.compute
-                )
-                curve = view.base
-            else:  # gathers and curve-less attention: the 16-bit plateau, M = N = inf
-                weight_only = False
-                curve = view.b16
+    view = kernel_view(eff, dtype) if eff.kernels is not None else None
+    out = []
+    for i, op in enumerate(ops):
+        if op.is_collective:
+            continue
+        d = attn_dtype if op.kind == "attention" else dtype
+        peak = hw.peak(d, sparse=op.sparse)
+        kernels = KERNELS_PER_OP.get(op.name, 1.0) * op.layers
+        common = {"index": i, "dtype": d, "peak": peak, "ridge": peak / w, "kernels": kernels}
+        if view is None:
+            dequant = op.quantized and dep.weights.weight_only
+            eta_m = eff.memory_dequant if dequant else eff.memory
+            out.append(_OpPlan(**common, how=SHARES, eta_memory=eta_m))
+            continue
+        if op.kind == "matmul":
+            weight_only = op.quantized and (dep.weights.weight_only or d != dep.weights.compute)
             fused_moe = op.name in GROUPED_OPS and view.moe is not None
-            if weight_only or fused_moe or (op.kind == "attention" and attention_curves):
-                per_op.append(j)
-                continue
-            groups.setdefault((id(curve), peaks[j]), (curve, []))[1].append(j)
-    return _Plan(
-        idx,
-        dtypes,
-        peaks,
-        np.array(peaks, dtype=float),
-        ridges,
-        np.array(ridges, dtype=float),
-        eta_m,
-        tuple(op.kind == "matmul" for op in sel),
-        tuple(weight_bytes_per_value(op, dep) for op in sel),
-        np.array([(op.gemm_n or np.inf) if op.kind == "matmul" else np.inf for op in sel]),
-        np.array([KERNELS_PER_OP.get(op.name, 1.0) * op.layers for op in sel], dtype=float),
-        np.array([np.inf if op.name in GROUPED_OPS else 1.0 for op in sel]),
-        tuple((c, pk, tuple(js)) for (_, pk), (c, js) in groups.items()),
-        tuple(per_op),
-    )
+            how = CALL if weight_only or fused_moe else GEMM
+            curve = view.base
+        elif op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
+            how, curve = DECODE_ATTENTION, view.decode_attention
+        elif op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
+            how, curve = PREFILL_ATTENTION, view.prefill_attention
+        else:  # gathers and curve-less attention: the 16-bit plateau, M = N = inf
+            how, curve = GEMM, view.b16
+        matmul = op.kind == "matmul"
+        plan = _OpPlan(
+            **common,
+            how=how,
+            curve=curve,
+            matmul=matmul,
+            per_value=weight_bytes_per_value(op, dep),
+            n=(op.gemm_n or math.inf) if matmul else math.inf,
+            groups=math.inf if op.name in GROUPED_OPS else 1.0,
+        )
+        out.append(plan)
+    return tuple(out)
 
 
-_PLANS: dict[tuple, tuple[tuple, _Plan]] = {}
+_PLANS: dict[tuple, tuple[tuple, tuple[_OpPlan, ...]]] = {}
 
 
 def _cached_plan(
@@ -224,14 +228,15 @@ def _cached_plan(
     eff: Efficiency,
     dtype: str,
     attn_dtype: str,
-) -> _Plan:
+    phase: str,
+) -> tuple[_OpPlan, ...]:
     """The plan of an op list, cached by the identity of (hw, dep, eff) and the ops' structure."""
     shape = tuple((op.name, op.kind, op.layers, op.sparse, op.quantized, op.gemm_n) for op in ops)
     return cached_by_identity(
         _PLANS,
         (hw, dep, eff),
-        (dtype, attn_dtype, shape),
-        lambda: _plan(ops, hw, dep, eff, dtype, attn_dtype),
+        (dtype, attn_dtype, phase, shape),
+        lambda: _plan(ops, hw, dep, eff, dtype, attn_dtype, phase),
     )
 
 
@@ -242,46 +247,46 @@ def evaluate_point(
     eff: Efficiency,
     dtype: str,
     attn_dtype: str,
+    phase: str,
+    attn_shape: tuple[float, float],
     expected_op_s: Callable[[Op, str, float], Any],
-) -> dict[int, Verdict]:
-    """The roofline verdict of every non-collective op of one point, by op index: what phases.py
-    computes per op, with the roofline and GEMM functions called once on the stacked ops (once
-    per GEMM group: every op goes in, each keeps its own group's value).
-    `expected_op_s(op, op_dtype, peak)` is the per-op expected time, for the ops not batched."""
-    plan = _cached_plan(ops, hw, dep, eff, dtype, attn_dtype)
-    if not plan.idx:
-        return {}
-    sel = [ops[i] for i in plan.idx]
+) -> list[Verdict | None]:
+    """The roofline verdict of every op of one point (None for collectives): what phases.py
+    computes per op, in Python floats (roofline.py's one-point paths, pointkernels' twins of the
+    kernel curves). `attn_shape` is phases' (rows, streams) in decode, (prompt, rows) in prefill;
+    `expected_op_s(op, op_dtype, peak)` is the per-op expected time, for the ops left to it."""
     w = hw.memory_bandwidth_bytes_per_s
-    flops = [op.flops for op in sel]
-    moved = [op.bytes for op in sel]
-    # intensity and bound per op: their one-point paths cost less than an array call here
-    intensity = [arithmetic_intensity(a, b) for a, b in zip(flops, moved, strict=True)]
-    verdict = [bound(x, r) for x, r in zip(intensity, plan.ridges, strict=True)]
-    f = np.array(flops, dtype=float)
-    q = np.array(moved, dtype=float)
-    t_ideal = op_time_s(f, q, plan.p, w)
-    if plan.eta_m is not None:
-        t_exp = list(op_time_s(f, q, plan.p, w, eff.compute, plan.eta_m))
-    else:
-        t_exp = [None] * len(sel)
-        if plan.groups:
-            m = np.array(
-                [
-                    gemm_rows_one(float(a), float(op.weight_bytes), pv) if mm else np.inf
-                    for a, op, pv, mm in zip(
-                        flops, sel, plan.per_value_list, plan.matmuls, strict=True
-                    )
-                ],
-                dtype=float,
-            )
-            for curve, peak, members in plan.groups:
-                t = gemm_time_s(f, q, m, plan.n, peak, w, curve, plan.kernels, plan.grouped)
-                for j in members:
-                    t_exp[j] = t[j]
-        for j in plan.per_op:
-            t_exp[j] = expected_op_s(sel[j], plan.dtypes[j], plan.peaks[j])
-    return {
-        i: (intensity[j], plan.ridges[j], verdict[j], t_ideal[j], t_exp[j])
-        for j, i in enumerate(plan.idx)
-    }
+    out: list[Verdict | None] = [None] * len(ops)
+    a, b = float(attn_shape[0]), float(attn_shape[1])
+    view = kernel_view(eff, dtype) if eff.kernels is not None else None
+    for p in _cached_plan(ops, hw, dep, eff, dtype, attn_dtype, phase):
+        op = ops[p.index]
+        f, q = float(op.flops), float(op.bytes)
+        intensity = arithmetic_intensity(f, q)
+        t_exp: Any = None
+        try:
+            if p.how == GEMM:
+                m = gemm_rows_one(f, float(op.weight_bytes), p.per_value) if p.matmul else math.inf
+                t_exp = gemm_time_one(f, q, m, p.n, p.peak, w, p.curve, p.kernels, p.groups)
+            elif p.how == DECODE_ATTENTION:
+                eta_c = view.b16.eta_max  # type: ignore[union-attr]
+                t_exp = attention_decode_time_one(f, q, p.peak, w, p.curve, eta_c, a, b, p.kernels)
+            elif p.how == PREFILL_ATTENTION:
+                eta_m = view.b16.eta_memory  # type: ignore[union-attr]
+                t_exp = prefill_attention_time_one(f, q, a, p.peak, w, p.curve, eta_m, p.kernels, b)
+        except ZeroDivisionError:  # numpy's inf or NaN, from the array function
+            t_exp = None
+        if p.how == SHARES:
+            t_exp = op_time_s(f, q, p.peak, w, eff.compute, p.eta_memory)
+        elif t_exp is None:
+            t_exp = expected_op_s(op, p.dtype, p.peak)
+        else:
+            t_exp = np.float64(t_exp)
+        out[p.index] = (
+            intensity,
+            p.ridge,
+            bound(intensity, p.ridge),
+            op_time_s(f, q, p.peak, w),
+            t_exp,
+        )
+    return out

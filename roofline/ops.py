@@ -142,9 +142,14 @@ class Op:
         return self.kind in ("allreduce", "alltoall", "p2p", "bubble")  # not on the roofline
 
 
+_POINT = (float, int, np.float64)
+
+
 def _arr(x: ArrayLike) -> FloatArray:
-    if type(x) in (float, int, np.float64):  # one point: a numpy scalar, not a 0-d array
-        return np.float64(x)  # type: ignore[return-value]
+    """An array, or for one point a Python float: the same IEEE arithmetic as numpy's, without
+    its per-operation overhead (the per-point path, tests/test_point_path.py)."""
+    if type(x) in _POINT:
+        return float(x)  # type: ignore[return-value]
     return np.asarray(x, dtype=float)
 
 
@@ -288,8 +293,13 @@ class _Builder:
         self.link_pp = links.pp if links else default
 
     def add(self, name: str, kind: str, layers: int, flops, weight=0.0, kv=0.0, act=0.0, **kw):
-        flops, weight, kv, act = (_arr(x) * layers for x in (flops, weight, kv, act))
-        self.ops.append(Op(name, kind, layers, flops, weight, kv, act, **kw))  # totals
+        f, w, k, a = (
+            _arr(flops) * layers,
+            _arr(weight) * layers,
+            _arr(kv) * layers,
+            _arr(act) * layers,
+        )
+        self.ops.append(Op(name, kind, layers, f, w, k, a, **kw))  # totals
 
     def rank_batch(self, batch) -> FloatArray:
         """Sequences on the busiest attention-DP rank: B / attention-DP, at least one."""

@@ -202,16 +202,16 @@ def _evaluate(
     ks = eff.kernels  # the generation's NVLink all-to-all: DeepEP's where measured, else NCCL's
     nvlink_alltoall = (ks.ep_alltoall or ks.alltoall) if ks is not None and ks.alltoall else None
     point = None
-    if is_point(ops, attn_shape):  # one point: the roofline calls batched over the ops
+    if is_point(ops, attn_shape):  # one point: Python floats (opeval.evaluate_point)
 
         def per_op(op: Op, op_dtype: str, peak: float) -> FloatArray:
             return _expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
 
-        point = evaluate_point(ops, hw, dep, eff, dtype, attn_dtype, per_op)
+        point = evaluate_point(ops, hw, dep, eff, dtype, attn_dtype, name, attn_shape, per_op)
     for i, op in enumerate(ops):
-        if point is not None and i in point:
-            intensity, ridge_op, verdict, t_ideal, t_exp = point[i]
-            results.append(OpResult(op, intensity, ridge_op, verdict, t_ideal, t_exp))
+        verdict_i = None if point is None else point[i]
+        if verdict_i is not None:
+            results.append(OpResult(op, *verdict_i))
             continue
         if op.is_collective:
             lk = op.link or link

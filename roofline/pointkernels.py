@@ -1,0 +1,129 @@
+"""One-point twins of efficiency.py's kernel-time functions, in Python floats.
+
+For one point every op quantity is one number; numpy's per-call overhead (about a microsecond a
+ufunc) then costs far more than the arithmetic. These functions take and return Python floats and
+do the same IEEE operations in the same order as their array originals, with numpy's semantics
+for the few non-arithmetic steps (np.maximum/np.minimum keep NaN, np.ceil/np.floor keep ±inf and
+NaN), so every value is bit for bit the array function's on a 0-d array
+(tests/test_point_path.py). A change to a formula in efficiency.py must be made here too; that
+test fails until it is.
+"""
+
+from __future__ import annotations
+
+import math
+
+from roofline.efficiency import MMA_ROWS, AttentionCurve, GemmCurve, PrefillAttentionCurve
+
+
+def maximum(a: float, b: float) -> float:
+    """np.maximum of two floats: the larger, NaN if either is NaN."""
+    return a if (a >= b or a != a) else b
+
+
+def minimum(a: float, b: float) -> float:
+    """np.minimum of two floats: the smaller, NaN if either is NaN."""
+    return a if (a <= b or a != a) else b
+
+
+def ceil(x: float) -> float:
+    """np.ceil of a float (±inf and NaN as they are)."""
+    return float(math.ceil(x)) if math.isfinite(x) else x
+
+
+def floor(x: float) -> float:
+    """np.floor of a float (±inf and NaN as they are)."""
+    return float(math.floor(x)) if math.isfinite(x) else x
+
+
+def wave_quantisation_one(
+    m: float, n: float, curve: GemmCurve, groups: float = 1.0
+) -> tuple[float, float]:
+    """efficiency.wave_quantisation for one GEMM (u, w); see its docstring for the formula."""
+    tm, tn, sms = curve.tile_m, curve.tile_n, curve.sm_count
+    if tm <= 0 or sms <= 0 or not (math.isfinite(m) and math.isfinite(n)):
+        return 1.0, 0.0  # no tile, or an unknown shape
+    cols = ceil(n / tn)
+    tiles = ceil(m / tm) * cols
+    if not math.isfinite(groups):  # grouped: the tile padding only
+        return m * (n / (tm * tn)) / tiles, 0.0
+    tiles = tiles * groups
+    if curve.split_k_max > 1:
+        split = minimum(maximum(floor(sms / tiles), 1.0), curve.split_k_max)
+        waves = ceil(tiles * split / sms)
+        return m * (n * groups / (sms * tm * tn)) * split / waves, waves
+    waves = ceil(tiles / sms)
+    return m * (n * groups / (sms * tm * tn)) / waves, waves
+
+
+def gemm_time_one(
+    flops: float,
+    bytes_moved: float,
+    m: float,
+    n: float,
+    peak_flops_per_s: float,
+    bw_bytes_per_s: float,
+    curve: GemmCurve,
+    kernels: float = 1.0,
+    groups: float = 1.0,
+) -> float:
+    """efficiency.gemm_time_s for one GEMM; see its docstring for the formula."""
+    mm, nn = maximum(m, 1e-9), maximum(n, 1e-9)
+    shape = (1.0 + curve.m_half / (mm + MMA_ROWS)) * (1.0 + curve.n_half / nn)
+    t_math = flops * shape / (peak_flops_per_s * curve.eta_max)
+    if curve.tile_m > 0 and curve.sm_count > 0:
+        u, waves = wave_quantisation_one(mm, nn, curve, groups)
+        t_math = t_math / u + waves * curve.wave_latency_s * kernels
+    t_mem = bytes_moved / (bw_bytes_per_s * curve.eta_memory)
+    return curve.latency_s * kernels + maximum(t_math, t_mem)
+
+
+def attention_decode_time_one(
+    flops: float,
+    bytes_moved: float,
+    peak_flops_per_s: float,
+    bw_bytes_per_s: float,
+    curve: AttentionCurve,
+    eta_compute: float,
+    rows: float,
+    streams: float,
+    layers: float = 1.0,
+) -> float:
+    """efficiency.attention_decode_time_s for one point; see its docstring for the formula."""
+    s = maximum(streams, 1e-9)
+    t_math = flops / (peak_flops_per_s * eta_compute)
+    t_mem = bytes_moved * (1.0 + curve.streams_half / s) / (bw_bytes_per_s * curve.eta_memory)
+    if curve.block_bw_bytes_per_s > 0 and curve.sm_count > 0:
+        q = bytes_moved / (s * layers)
+        pieces = ceil(q / curve.split_bytes) if curve.split_bytes > 0 else 1.0
+        pieces = maximum(pieces, 1.0) if rows / s >= curve.split_min_group else 1.0
+        waves = ceil(s * pieces / curve.sm_count)
+        t_mem = maximum(t_mem, waves * q / pieces / curve.block_bw_bytes_per_s * layers)
+    fixed = (curve.latency_s + curve.per_row_s * rows + curve.per_stream_s * s) * layers
+    return fixed + maximum(t_math, t_mem)
+
+
+def prefill_attention_time_one(
+    flops: float,
+    bytes_moved: float,
+    prompt: float,
+    peak_flops_per_s: float,
+    bw_bytes_per_s: float,
+    curve: PrefillAttentionCurve,
+    eta_memory: float,
+    layers: float = 1.0,
+    rows: float = 0.0,
+) -> float:
+    """efficiency.prefill_attention_time_s for one point; see its docstring for the formula."""
+    s = maximum(prompt, 1.0)
+    t_math = flops * (1.0 + curve.s_half / s) / (peak_flops_per_s * curve.eta_max)
+    fixed = curve.latency_s * layers
+    if curve.tile_q > 0 and curve.sm_count > 0 and rows > 0:
+        tiles = ceil(s / curve.tile_q)
+        units = maximum(rows, 1.0) * tiles
+        waves = ceil(units / curve.sm_count)
+        u = units / (waves * curve.sm_count) * s / (tiles * curve.tile_q)
+        t_math = t_math / u
+        fixed = fixed + waves * curve.wave_latency_s * layers
+    t_mem = bytes_moved / (bw_bytes_per_s * eta_memory)
+    return fixed + maximum(t_math, t_mem)
