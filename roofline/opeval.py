@@ -35,7 +35,7 @@ from roofline.pointkernels import (
     gemm_time_one,
     prefill_attention_time_one,
 )
-from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
+from roofline.roofline import FloatArray, bound, intensity_one, op_time_one, op_time_s
 
 
 def weight_bytes_per_value(op: Op, dep: Deployment) -> float:
@@ -71,7 +71,7 @@ def cached_by_identity(
     past 256 entries."""
     key = (*map(id, objs), *extra)
     hit = store.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+    if hit is not None:  # the same objects: theirs are kept alive in the store, so ids are theirs
         return hit[1]
     value = build()
     if len(store) > 256:
@@ -159,7 +159,7 @@ class _OpPlan:
     peak: float
     ridge: float
     how: int
-    eta_memory: float = 0.0  # SHARES: the bandwidth share
+    eta: float = 0.0  # SHARES: the bandwidth share; attention: b16's compute / memory share
     curve: Any = None  # GEMM: the GemmCurve; the attention curves from the kernel view
     matmul: bool = False  # GEMM rows from F and the weights; others M = N = inf
     per_value: float = 0.0  # bytes per weight value
@@ -191,23 +191,25 @@ def _plan(
         if view is None:
             dequant = op.quantized and dep.weights.weight_only
             eta_m = eff.memory_dequant if dequant else eff.memory
-            out.append(_OpPlan(**common, how=SHARES, eta_memory=eta_m))
+            out.append(_OpPlan(**common, how=SHARES, eta=eta_m))
             continue
+        eta = 0.0
         if op.kind == "matmul":
             weight_only = op.quantized and (dep.weights.weight_only or d != dep.weights.compute)
             fused_moe = op.name in GROUPED_OPS and view.moe is not None
             how = CALL if weight_only or fused_moe else GEMM
             curve = view.base
         elif op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
-            how, curve = DECODE_ATTENTION, view.decode_attention
+            how, curve, eta = DECODE_ATTENTION, view.decode_attention, view.b16.eta_max
         elif op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
-            how, curve = PREFILL_ATTENTION, view.prefill_attention
+            how, curve, eta = PREFILL_ATTENTION, view.prefill_attention, view.b16.eta_memory
         else:  # gathers and curve-less attention: the 16-bit plateau, M = N = inf
             how, curve = GEMM, view.b16
         matmul = op.kind == "matmul"
         plan = _OpPlan(
             **common,
             how=how,
+            eta=eta,
             curve=curve,
             matmul=matmul,
             per_value=weight_bytes_per_value(op, dep),
@@ -251,42 +253,35 @@ def evaluate_point(
     attn_shape: tuple[float, float],
     expected_op_s: Callable[[Op, str, float], Any],
 ) -> list[Verdict | None]:
-    """The roofline verdict of every op of one point (None for collectives): what phases.py
-    computes per op, in Python floats (roofline.py's one-point paths, pointkernels' twins of the
-    kernel curves). `attn_shape` is phases' (rows, streams) in decode, (prompt, rows) in prefill;
-    `expected_op_s(op, op_dtype, peak)` is the per-op expected time, for the ops left to it."""
+    """The roofline verdict of every op of one point (None for collectives), in Python floats:
+    what phases.py computes per op through roofline.py and efficiency.py, here through their
+    one-point forms (roofline.py's *_one, pointkernels). `attn_shape` is phases' (rows, streams)
+    in decode, (prompt, rows) in prefill; `expected_op_s(op, op_dtype, peak)` is the per-op
+    expected time, for the ops left to it (and any the float forms cannot take: a zero peak)."""
     w = hw.memory_bandwidth_bytes_per_s
     out: list[Verdict | None] = [None] * len(ops)
     a, b = float(attn_shape[0]), float(attn_shape[1])
-    view = kernel_view(eff, dtype) if eff.kernels is not None else None
     for p in _cached_plan(ops, hw, dep, eff, dtype, attn_dtype, phase):
         op = ops[p.index]
-        f, q = float(op.flops), float(op.bytes)
-        intensity = arithmetic_intensity(f, q)
+        f, q, how = float(op.flops), float(op.bytes), p.how
         t_exp: Any = None
         try:
-            if p.how == GEMM:
+            t_ideal = op_time_one(f, q, p.peak, w)
+            if how == GEMM:
                 m = gemm_rows_one(f, float(op.weight_bytes), p.per_value) if p.matmul else math.inf
                 t_exp = gemm_time_one(f, q, m, p.n, p.peak, w, p.curve, p.kernels, p.groups)
-            elif p.how == DECODE_ATTENTION:
-                eta_c = view.b16.eta_max  # type: ignore[union-attr]
-                t_exp = attention_decode_time_one(f, q, p.peak, w, p.curve, eta_c, a, b, p.kernels)
-            elif p.how == PREFILL_ATTENTION:
-                eta_m = view.b16.eta_memory  # type: ignore[union-attr]
-                t_exp = prefill_attention_time_one(f, q, a, p.peak, w, p.curve, eta_m, p.kernels, b)
-        except ZeroDivisionError:  # numpy's inf or NaN, from the array function
-            t_exp = None
-        if p.how == SHARES:
-            t_exp = op_time_s(f, q, p.peak, w, eff.compute, p.eta_memory)
-        elif t_exp is None:
+            elif how == DECODE_ATTENTION:
+                t_exp = attention_decode_time_one(f, q, p.peak, w, p.curve, p.eta, a, b, p.kernels)
+            elif how == PREFILL_ATTENTION:
+                t_exp = prefill_attention_time_one(f, q, a, p.peak, w, p.curve, p.eta, p.kernels, b)
+            elif how == SHARES:
+                t_exp = op_time_one(f, q, p.peak * eff.compute, w * p.eta)
+        except ZeroDivisionError:  # where numpy gives inf or NaN: the array functions
+            t_ideal, t_exp = op_time_s(f, q, p.peak, w), None
+            if how == SHARES:
+                t_exp = op_time_s(f, q, p.peak, w, eff.compute, p.eta)
+        if t_exp is None:
             t_exp = expected_op_s(op, p.dtype, p.peak)
-        else:
-            t_exp = np.float64(t_exp)
-        out[p.index] = (
-            intensity,
-            p.ridge,
-            bound(intensity, p.ridge),
-            op_time_s(f, q, p.peak, w),
-            t_exp,
-        )
+        intensity = intensity_one(f, q)
+        out[p.index] = (intensity, p.ridge, bound(intensity, p.ridge), t_ideal, t_exp)
     return out

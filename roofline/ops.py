@@ -293,12 +293,8 @@ class _Builder:
         self.link_pp = links.pp if links else default
 
     def add(self, name: str, kind: str, layers: int, flops, weight=0.0, kv=0.0, act=0.0, **kw):
-        f, w, k, a = (
-            _arr(flops) * layers,
-            _arr(weight) * layers,
-            _arr(kv) * layers,
-            _arr(act) * layers,
-        )
+        """An op of `layers` layers from its per-layer numbers (floats, or arrays of a sweep)."""
+        f, w, k, a = flops * layers, weight * layers, kv * layers, act * layers
         self.ops.append(Op(name, kind, layers, f, w, k, a, **kw))  # totals
 
     def rank_batch(self, batch) -> FloatArray:

@@ -61,6 +61,7 @@ from roofline.parallel import (
     measured_collective_time_s,
     send_time_s,
 )
+from roofline.pointkernels import maximum
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
 
 
@@ -259,7 +260,7 @@ def _evaluate(
         )
 
     # totals over the ops, each summed in op order from zero (one pass for all six)
-    start = zero if point is None else np.float64(0.0)  # the same sums; numpy scalars are cheaper
+    start = zero if point is None else 0.0  # the same sums; Python floats are cheaper
     flops = weight = kv = act = t_ideal = t_ops = start
     for r in results:
         o = r.op
@@ -474,7 +475,7 @@ _SCALARS = (int, float, np.float64, np.int64)
 
 
 def _timing(ttft, tpot, batch, output, replicas) -> Timing:
-    point = type(output) is np.float64 and type(batch) is np.float64  # the same, as scalars
+    point = type(output) is float and type(batch) is float  # the same, as scalars
     o = output if point else np.asarray(output, dtype=float)
     b = batch if point else np.asarray(batch)
     decode_s = (o - 1.0) * tpot
@@ -494,16 +495,18 @@ def request(
     engine: str | None = None,
 ) -> RequestResult:
     """A static batch of `batch` requests, each `prompt` tokens in and `output` tokens out."""
-    if all(type(x) in _SCALARS for x in (batch, prompt, output)):  # one point: numpy scalars
-        b, s, o = (np.float64(x) for x in (batch, prompt, output))
+    if all(type(x) in _SCALARS for x in (batch, prompt, output)):  # one point: Python floats
+        b, s, o = float(batch), float(prompt), float(output)
         bad = b < 1 or s < 0 or o < 1
+        s_1, steps = maximum(s, 1.0), maximum(o - 1.0, 1.0)
     else:
         b, s, o = (np.asarray(x, dtype=float) for x in (batch, prompt, output))
         bad = np.any(b < 1) or np.any(s < 0) or np.any(o < 1)
+        s_1, steps = np.maximum(s, 1.0), np.maximum(o - 1.0, 1.0)
     if bad:
         raise InputError("batch and output must be at least 1 and the prompt at least 0 tokens")
-    p = prefill(model, hw, dep, b, np.maximum(s, 1.0), eff, engine)
-    d = decode(model, hw, dep, b, s + 1.0, np.maximum(o - 1.0, 1.0), eff, engine=engine)
+    p = prefill(model, hw, dep, b, s_1, eff, engine)
+    d = decode(model, hw, dep, b, s + 1.0, steps, eff, engine=engine)
     ideal = _timing(p.t_ideal_s, d.t_ideal_s, b, o, replicas)
     expected = _timing(p.t_expected_s, d.t_expected_s, b, o, replicas)
     return RequestResult(p, d, ideal, expected, replicas)

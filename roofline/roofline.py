@@ -21,11 +21,15 @@ def _point(x: object) -> bool:
     return type(x) in _SCALARS or (type(x) is np.ndarray and x.ndim == 0)  # type: ignore[union-attr]
 
 
+def intensity_one(flops: float, bytes_moved: float) -> float:
+    """arithmetic_intensity of one point, in Python floats."""
+    return flops / bytes_moved if bytes_moved > 0 else (math.inf if flops > 0 else 0.0)
+
+
 def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> FloatArray:
     """I = F / Q in FLOP per byte (inf when nothing moves, 0 when nothing is computed)."""
     if _point(flops) and _point(bytes_moved):  # one point: plain floats, same formula
-        fs, qs = float(flops), float(bytes_moved)
-        return np.float64(fs / qs if qs > 0 else (math.inf if fs > 0 else 0.0))
+        return np.float64(intensity_one(float(flops), float(bytes_moved)))
     f, q = np.asarray(flops, dtype=float), np.asarray(bytes_moved, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(q > 0, f / np.where(q > 0, q, 1.0), np.where(f > 0, np.inf, 0.0))
@@ -34,6 +38,15 @@ def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> FloatArray
 def attainable_flops_per_s(intensity: ArrayLike, peak_flops_per_s: float, bw_bytes_per_s: float):
     """Attainable performance = min(P, I · W) (the roof)."""
     return np.minimum(peak_flops_per_s, np.asarray(intensity, dtype=float) * bw_bytes_per_s)
+
+
+def op_time_one(flops: float, bytes_moved: float, p: float, w: float) -> float:
+    """op_time_s of one point in Python floats, at the effective peak p = P·η_c and bandwidth
+    w = W·η_m (both > 0)."""
+    t_math_s, t_mem_s = flops / p, bytes_moved / w
+    if math.isnan(t_math_s) or math.isnan(t_mem_s):
+        return math.nan  # as np.maximum: NaN propagates
+    return t_math_s if t_math_s >= t_mem_s else t_mem_s
 
 
 def op_time_s(
@@ -47,17 +60,17 @@ def op_time_s(
     """T = max(F / (P·η_c), Q / (W·η_m)): math and memory traffic overlap perfectly within an op."""
     p, w = peak_flops_per_s * eta_compute, bw_bytes_per_s * eta_memory
     if _point(flops) and _point(bytes_moved) and p > 0 and w > 0:  # one point, plain floats
-        t_math_s, t_mem_s = float(flops) / p, float(bytes_moved) / w
-        if math.isnan(t_math_s) or math.isnan(t_mem_s):
-            return np.float64(math.nan)  # as np.maximum: NaN propagates
-        return np.float64(t_math_s if t_math_s >= t_mem_s else t_mem_s)
+        return np.float64(op_time_one(float(flops), float(bytes_moved), p, w))
     t_math_s = np.asarray(flops, dtype=float) / (peak_flops_per_s * eta_compute)
     t_mem_s = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * eta_memory)
     return np.maximum(t_math_s, t_mem_s)
 
 
+_COMPUTE, _MEMORY = np.str_("compute"), np.str_("memory")
+
+
 def bound(intensity: ArrayLike, ridge_flops_per_byte: float) -> NDArray[np.str_]:
     """'compute' where I >= I* (the ridge point, at η = 1), else 'memory'."""
     if _point(intensity):  # one point
-        return np.str_("compute" if float(intensity) >= ridge_flops_per_byte else "memory")
+        return _COMPUTE if float(intensity) >= ridge_flops_per_byte else _MEMORY  # type: ignore
     return np.where(np.asarray(intensity) >= ridge_flops_per_byte, "compute", "memory")

@@ -1,9 +1,9 @@
-"""The per-point fast path (roofline/opeval.py: one point's ops stacked into one call of each
-roofline function; Python scalars in `request` kept as numpy scalars) gives, bit for bit, what the
+"""The per-point fast path (roofline/opeval.py: one point in Python floats, through roofline.py's
+one-point forms and pointkernels' float twins of the kernel curves) gives, bit for bit, what the
 general per-op path gives for the same point passed as 0-d arrays (the path every scalar call took
 before the fast path; the fast path switched off), and what the array path gives to 1e-12: every
 op's intensity, ridge, bound, ideal and expected times, every phase total and every timing, over
-random deployments."""
+random deployments; and the twins are, bit for bit, efficiency.py's functions."""
 
 from __future__ import annotations
 
@@ -149,3 +149,91 @@ def test_point_path_with_pipeline_and_overrides(cat):
                 general = _general(m, acc, dep, np.array(16), np.array(3000), np.array(500), eff=e)
                 for g, w in zip(_values(fast), _values(general), strict=True):
                     assert _same(g, w), (hw, dep, g, w)
+
+
+def _kernel_sets(cat):
+    return [e.kernels for _, e in sorted(cat.kernels.items())]
+
+
+def _bitwise(got: float, want) -> bool:
+    w = float(np.asarray(want))
+    return (math.isnan(got) and math.isnan(w)) or got == w
+
+
+SIZE = st.one_of(st.floats(1e-12, 1e8), st.just(math.inf), st.just(0.0))
+AMOUNT = st.one_of(st.floats(0.0, 1e18), st.just(math.inf), st.just(math.nan))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pick=st.data(),
+    flops=AMOUNT,
+    moved=AMOUNT,
+    m=SIZE,
+    n=SIZE,
+    kernels=st.sampled_from([1.0, 2.0, 64.0]),
+    groups=st.sampled_from([1.0, 3.0, math.inf]),
+)
+def test_point_kernels_are_the_array_functions(cat, pick, flops, moved, m, n, kernels, groups):
+    """pointkernels' float twins give, bit for bit, what efficiency.py's array functions give on
+    0-d arrays, for every kernel set's GEMM and attention curves (NaN, inf and zero sizes too)."""
+    from roofline import efficiency as eff
+    from roofline import pointkernels as pk
+
+    ks = pick.draw(st.sampled_from(_kernel_sets(cat)))
+    curve = pick.draw(st.sampled_from(sorted(ks.gemm.values(), key=repr)))
+    peak, bw = 989e12, 3.35e12
+    a = np.array
+    with np.errstate(all="ignore"):
+        want = eff.gemm_time_s(a(flops), a(moved), a(m), a(n), peak, bw, curve, kernels, groups)
+        u, w = eff.wave_quantisation(a(max(m, 1e-9)), a(max(n, 1e-9)), curve, groups)
+    got = pk.gemm_time_one(flops, moved, m, n, peak, bw, curve, kernels, groups)
+    assert _bitwise(got, want), (got, want)
+    got_u, got_w = pk.wave_quantisation_one(max(m, 1e-9), max(n, 1e-9), curve, groups)
+    assert _bitwise(got_u, u) and _bitwise(got_w, w)
+    rows, streams = m, n  # reuse the sizes as the attention's shape
+    if ks.decode_attention is not None:
+        c = ks.decode_attention
+        with np.errstate(all="ignore"):
+            want = eff.attention_decode_time_s(
+                a(flops), a(moved), peak, bw, c, 0.7, a(rows), a(streams), kernels
+            )
+        got = pk.attention_decode_time_one(flops, moved, peak, bw, c, 0.7, rows, streams, kernels)
+        assert _bitwise(got, want), (got, want)
+    if ks.prefill_attention is not None:
+        c = ks.prefill_attention
+        with np.errstate(all="ignore"):
+            want = eff.prefill_attention_time_s(
+                a(flops), a(moved), a(m), peak, bw, c, 0.8, kernels, a(rows)
+            )
+        got = pk.prefill_attention_time_one(flops, moved, m, peak, bw, c, 0.8, kernels, rows)
+        assert _bitwise(got, want), (got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    model=st.sampled_from(["gpt-oss-120b", "qwen3-30b-a3b", "deepseek-v3", "gemma-3-27b"]),
+    hw=st.sampled_from(["h100", "b200", "mi300x"]),
+    layout=st.sampled_from([(8, 1, 1), (8, 8, 1), (8, 8, 8), (4, 1, 1)]),  # tp, ep, attention-DP
+    batch=st.integers(1, 4096),
+    prompt=st.integers(0, 131_072),
+    output=st.integers(1, 32_768),
+)
+def test_point_path_under_expert_and_attention_parallelism(
+    cat, model, hw, layout, batch, prompt, output
+):
+    """MoE and MLA models (and sliding windows) under TP, EP and attention-DP: the point path
+    is the per-op path bit for bit."""
+    tp, ep, adp = layout
+    m, acc = cat.model(model), cat.accelerator(hw)
+    try:
+        dep = Deployment(tp=tp, ep=ep, attention_dp=adp)
+        fast = _fast(m, acc, dep, batch, prompt, output)
+    except Exception as e:  # a layout the model refuses: both paths refuse it alike
+        with pytest.raises(type(e)):
+            dep = Deployment(tp=tp, ep=ep, attention_dp=adp)
+            _general(m, acc, dep, np.array(batch), np.array(prompt), np.array(output))
+        return
+    general = _general(m, acc, dep, np.array(batch), np.array(prompt), np.array(output))
+    for g, w in zip(_values(fast), _values(general), strict=True):
+        assert _same(g, w), (model, hw, layout, g, w)
