@@ -1,12 +1,14 @@
 """Helpers of phases.py's per-op evaluation, and its fast path for one point.
 
-For one point (every op's FLOPs and bytes a scalar) the ops of a step are stacked into arrays and
-each roofline function (arithmetic_intensity, op_time_s, bound, efficiency.gemm_time_s) is called
-once per step, or once per group of GEMMs sharing a curve and a peak, instead of once per op:
-the same elementwise formulas on the same float64 numbers, so every per-op value is the one the
-per-op call gives, bit for bit (tests/test_point_path.py). Ops outside those groups (weight-only
-GEMMs, fused attention) keep the per-op call. The kernel curves of an Efficiency (with the CLI's
---eta overrides applied) are resolved once per (Efficiency, dtype), not per op.
+For one point (every op's FLOPs and bytes a number) each op is evaluated in Python floats:
+roofline.py's one-point forms (intensity_one, op_time_one) and pointkernels' float twins of the
+kernel curves (GEMM with its wave quantisation, decode and prefill attention), the same IEEE
+operations in the same order as the array functions, so every per-op value is the one the per-op
+call gives on 0-d arrays, bit for bit (tests/test_point_path.py); numpy's per-call overhead, far
+above the arithmetic for one number, is gone. Weight-only GEMMs and the fused MoE layer keep the
+per-op call. What does not change between points of a deployment (each op's dtype, peak, ridge,
+curve, N, kernel count; the kernel curves with the CLI's --eta overrides applied) is a plan
+cached by the identity of the accelerator, deployment and efficiency objects.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from roofline.efficiency import (
     scaled,
 )
 from roofline.hardware import Accelerator, Efficiency
+from roofline.memo import cached_by_identity
 from roofline.ops import Deployment, Op
 from roofline.pointkernels import (
     attention_decode_time_one,
@@ -61,23 +64,6 @@ def gemm_rows_one(flops: float, weight_bytes: float, bytes_per_value: float) -> 
         return 1.0
     rows = flops * bytes_per_value / (2.0 * weight_bytes)
     return rows if (rows >= 1.0 or rows != rows) else 1.0
-
-
-def cached_by_identity(
-    store: dict[tuple, tuple[tuple, Any]], objs: tuple, extra: tuple, build: Callable[[], Any]
-) -> Any:
-    """build(), memoised on the identity of `objs` and the hashable `extra`: the objects are kept
-    beside the value, so their ids cannot be reused by others while cached; the store is emptied
-    past 256 entries."""
-    key = (*map(id, objs), *extra)
-    hit = store.get(key)
-    if hit is not None:  # the same objects: theirs are kept alive in the store, so ids are theirs
-        return hit[1]
-    value = build()
-    if len(store) > 256:
-        store.clear()
-    store[key] = (objs, value)
-    return value
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.closedform import as_float, expected_experts, sum_capped
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
 from roofline.layout import (
@@ -36,6 +37,7 @@ from roofline.layout import (
     expert_load_imbalance,
     stages,
 )
+from roofline.memo import cached_by_identity
 from roofline.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, LayerGroup, ModelArch
 from roofline.precision import (
     ACTIVATION_FORMATS,
@@ -142,38 +144,6 @@ class Op:
         return self.kind in ("allreduce", "alltoall", "p2p", "bubble")  # not on the roofline
 
 
-_POINT = (float, int, np.float64)
-
-
-def _arr(x: ArrayLike) -> FloatArray:
-    """An array, or for one point a Python float: the same IEEE arithmetic as numpy's, without
-    its per-operation overhead (the per-point path, tests/test_point_path.py)."""
-    if type(x) in _POINT:
-        return float(x)  # type: ignore[return-value]
-    return np.asarray(x, dtype=float)
-
-
-def sum_capped(first: ArrayLike, last: ArrayLike, window: int | None) -> FloatArray:
-    """Σ_{t=first}^{last} min(t, w) in closed form (w = None: no cap). Zero when last < first.
-
-    Used for causal prefill (pairs attended by queries 1..S under a sliding window) and for the
-    total KV read over a request's decode steps."""
-    a, b = _arr(first), _arr(last)
-    n = np.maximum(b - a + 1, 0.0)
-    if window is None:
-        return n * (a + b) / 2.0
-    m = np.clip(window, a - 1, np.maximum(b, a - 1))  # last t that is still below the cap
-    below = (m * (m + 1) - (a - 1) * a) / 2.0
-    return np.where(n > 0, below + (np.maximum(b, a - 1) - m) * window, 0.0)
-
-
-def expected_experts(n_experts: int, top_k: int, tokens: ArrayLike) -> FloatArray:
-    """Expected distinct experts touched by t tokens with uniform top-k routing:
-    E·(1 − (1 − k/E)^t) (k at t = 1, → E as t grows)."""
-    t = _arr(tokens)
-    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** t)
-
-
 # DeepEP (deepseek-ai/DeepEP README: low-latency dispatch "FP8 ... with per-128-channel scales",
 # combine in BF16; TensorRT-LLM's MoE all-to-all the same): fp8 values plus one fp32 scale per
 # 128 channels when the experts run in fp8 / fp4 math, else the activations' own format
@@ -269,6 +239,16 @@ def stage_weight_bytes(model: ModelArch, dep: Deployment, stage: Stage) -> float
     return total
 
 
+_LAYOUTS: dict[tuple, tuple[tuple, tuple[Stage, list]]] = {}
+
+
+def _layout(model: ModelArch, dep: Deployment, stage: Stage | None) -> tuple[Stage, list]:
+    """The stage (default the first) and the attention projections a builder works from, once
+    the model's shape rules pass (no fractional heads); cached by identity in _Builder."""
+    check_shape(model, dep.tp, dep.pp, dep.ep, dep.attention_dp)
+    return stage or stages(model, dep.pp)[0], attention_matmuls(model, dep.attention_tp)
+
+
 class _Builder:
     """Builds the op list of one step of one pipeline stage, per GPU; a helper object so the
     formulas read in one place."""
@@ -277,8 +257,9 @@ class _Builder:
         self, model: ModelArch, dep: Deployment, hw: Accelerator, stage: Stage | None = None
     ) -> None:
         self.m, self.dep, self.hw = model, dep, hw
-        check_shape(model, dep.tp, dep.pp, dep.ep, dep.attention_dp)  # no fractional heads
-        self.stage = stage or stages(model, dep.pp)[0]
+        self.stage, self.attention = cached_by_identity(
+            _LAYOUTS, (model, dep, stage), (), lambda: _layout(model, dep, stage)
+        )
         self.b_w = dep.linear_bits / 8.0
         self.b_o = dep.other_bits / 8.0
         self.b_a = dep.activations.bytes_per_value
@@ -299,13 +280,13 @@ class _Builder:
 
     def rank_batch(self, batch) -> FloatArray:
         """Sequences on the busiest attention-DP rank: B / attention-DP, at least one."""
-        b = _arr(batch)
+        b = as_float(batch)
         return np.maximum(b / self.adp, np.minimum(b, 1.0)) if self.adp > 1 else b
 
     def matmul(self, name: str, layers: int, params: float, d_in: float, d_out: float, tokens):
         """A linear layer holding `params` parameters on this GPU: 2·P·t FLOPs, P·b_w weight
         bytes, and its input and output activations (widths per GPU)."""
-        t = _arr(tokens)
+        t = as_float(tokens)
         self.add(
             name,
             "matmul",
@@ -322,14 +303,14 @@ class _Builder:
         """One all-reduce of t·D activations per layer over the attention TP group."""
         if self.atp <= 1:
             return
-        message = _arr(tokens) * self.m.hidden_size * self.b_a
+        message = as_float(tokens) * self.m.hidden_size * self.b_a
         self.add(
             name, "allreduce", layers, 0.0, message_bytes=message, ranks=self.atp, link=self.link_tp
         )
 
     # ---- attention -------------------------------------------------------------------------
     def attention_projections(self, layers: int, tokens) -> None:
-        for name, params, d_in, d_out in attention_matmuls(self.m, self.atp):
+        for name, params, d_in, d_out in self.attention:
             self.matmul(name, layers, params, d_in, d_out, tokens)
 
     def attention_decode(
@@ -341,12 +322,12 @@ class _Builder:
         DeepSeek Sparse Attention (V3.2, `attended` = mean min(T, index_topk)): the lightning
         indexer scores all T cached keys (64 heads × 128, its own fp8 key cache), then MLA reads
         and attends only the top-k latents (DeepSeek-V3.2-Exp report §2.1)."""
-        m, b, t_kv = self.m, self.rank_batch(batch), _arr(mean_context)
-        q = _arr(queries)
+        m, b, t_kv = self.m, self.rank_batch(batch), as_float(mean_context)
+        q = as_float(queries)
         heads = m.num_attention_heads / self.atp
         kv_tok = kv_bytes_per_token_layer(m, self.dep.kv.bits, self.atp)
         if m.is_mla:
-            t_att = t_kv if attended is None else _arr(attended)
+            t_att = t_kv if attended is None else as_float(attended)
             d_c, d_r = (m.kv_lora_rank or 0), (m.qk_rope_head_dim or 0)
             flops = b * q * heads * (2.0 * (d_c + d_r) + 2.0 * d_c) * t_att
             flops = flops + b * q * self._indexer_flops_per_pair() * t_kv
@@ -368,7 +349,7 @@ class _Builder:
 
     def attention_prefill(self, g: LayerGroup, batch, prompt) -> None:
         """Causal prefill attention under a fused kernel: Σ_i min(i, w) query-key pairs."""
-        m, b, s = self.m, self.rank_batch(batch), _arr(prompt)
+        m, b, s = self.m, self.rank_batch(batch), as_float(prompt)
         heads = m.num_attention_heads / self.atp
         pairs = b * sum_capped(1.0, s, g.window)
         tokens = b * s
@@ -395,7 +376,7 @@ class _Builder:
         all-reduce over TP without attention-DP (every rank holds every token, vLLM's EP), an
         all-to-all dispatch and combine over EP with it (DeepEP), plus the shared experts'
         all-reduce when the attention TP group is wider than one GPU."""
-        m, tp, atp, t, tr = self.m, self.tp, self.atp, _arr(tokens), _arr(rank_tokens)
+        m, tp, atp, t, tr = self.m, self.tp, self.atp, as_float(tokens), as_float(rank_tokens)
         d = m.hidden_size
         if not g.moe:
             f = m.dense_ffn_width
@@ -445,14 +426,14 @@ class _Builder:
 
     # ---- embedding, head, stage boundary ---------------------------------------------------
     def embed(self, tokens) -> None:
-        t = _arr(tokens)
+        t = as_float(tokens)
         d = self.m.hidden_size
         self.add(
             "embed", "gather", 1, 0.0, weight=t * d * self.b_o / self.atp, act=t * d * self.b_a
         )
 
     def lm_head(self, logit_tokens) -> None:
-        m, t = self.m, _arr(logit_tokens)
+        m, t = self.m, as_float(logit_tokens)
         params = m.vocab_size * m.hidden_size
         self.add(
             "lm_head",
@@ -466,7 +447,7 @@ class _Builder:
 
     def send(self, tokens) -> None:
         """The stage's output activations (t·D values per GPU) sent to the next stage."""
-        message = _arr(tokens) * self.m.hidden_size * self.b_a
+        message = as_float(tokens) * self.m.hidden_size * self.b_a
         self.add("pp.send", "p2p", 1, 0.0, message_bytes=message, ranks=2, link=self.link_pp)
 
 
@@ -509,9 +490,9 @@ def prefill_ops(
     """Ops of one prefill of `batch` prompts of `prompt` tokens (causal) on one GPU of `stage`
     (default the first); logits for the last token of each sequence only."""
     b = _Builder(model, dep, hw, stage)
-    s = _arr(prompt)
+    s = as_float(prompt)
     _layer_ops(
-        b, _arr(batch) * s, b.rank_batch(batch) * s, lambda g: b.attention_prefill(g, batch, s)
+        b, as_float(batch) * s, b.rank_batch(batch) * s, lambda g: b.attention_prefill(g, batch, s)
     )
     if b.stage.last:
         b.lm_head(batch)
@@ -535,9 +516,9 @@ def decode_ops(
     closed form. `new_tokens` > 1 makes it a verification step of speculative decoding: every
     sequence feeds that many tokens at once."""
     b = _Builder(model, dep, hw, stage)
-    n = np.maximum(_arr(steps), 1.0)
-    first = _arr(context)
-    q = _arr(new_tokens)
+    n = np.maximum(as_float(steps), 1.0)
+    first = as_float(context)
+    q = as_float(new_tokens)
 
     def attention(g: LayerGroup) -> None:
         cap = cached_tokens_cap(g.window, dep)
@@ -548,7 +529,7 @@ def decode_ops(
             attended = sum_capped(first, first + n - 1.0, top) / n
         b.attention_decode(g, batch, mean_t, q, attended)
 
-    tokens = _arr(batch) * q
+    tokens = as_float(batch) * q
     _layer_ops(b, tokens, b.rank_batch(batch) * q, attention)
     if b.stage.last:
         b.lm_head(tokens)

@@ -39,11 +39,11 @@ from roofline.efficiency import (
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.layout import distinct_stages, pipeline_time_s
+from roofline.memo import cached_by_identity
 from roofline.memory import ENGINES
 from roofline.memory import engine as default_engine
 from roofline.model import ModelArch
 from roofline.opeval import (
-    cached_by_identity,
     evaluate_point,
     gemm_rows,
     is_point,
@@ -61,7 +61,7 @@ from roofline.parallel import (
     measured_collective_time_s,
     send_time_s,
 )
-from roofline.pointkernels import maximum
+from roofline.pointkernels import maximum, step_time_one
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
 
 
@@ -271,7 +271,10 @@ def _evaluate(
             act + o.act_bytes,
         )
         t_ideal, t_ops = t_ideal + r.t_ideal_s, t_ops + r.t_expected_s
-    t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s
+    if point is None:
+        t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s
+    else:
+        t_exp = step_time_one(float(t_ops), layers, profile, name) + eff.step_overhead_s
     return PhaseResult(
         name,
         dtype,

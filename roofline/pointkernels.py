@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import math
 
-from roofline.efficiency import MMA_ROWS, AttentionCurve, GemmCurve, PrefillAttentionCurve
+from roofline.efficiency import (
+    MMA_ROWS,
+    AttentionCurve,
+    EngineProfile,
+    GemmCurve,
+    PrefillAttentionCurve,
+)
 
 
 def maximum(a: float, b: float) -> float:
@@ -127,3 +133,13 @@ def prefill_attention_time_one(
         fixed = fixed + waves * curve.wave_latency_s * layers
     t_mem = bytes_moved / (bw_bytes_per_s * eta_memory)
     return fixed + maximum(t_math, t_mem)
+
+
+def step_time_one(t_gpu_s: float, layers: int, engine: EngineProfile | None, phase: str) -> float:
+    """efficiency.step_time_s for one point; see its docstring for the formula."""
+    if engine is None:
+        return t_gpu_s
+    n_k = engine.kernels_per_layer * layers
+    graphs = engine.graphs_decode if phase == "decode" else engine.graphs_prefill
+    launch = 0.0 if graphs else engine.launch_s
+    return maximum(t_gpu_s + n_k * engine.gap_s, n_k * launch) + engine.cpu_step_s
