@@ -292,6 +292,25 @@ def links(layout: Layout, hw: Accelerator) -> Links:
     return Links(tp_link, ep_link, pp_link, per_node)
 
 
+def links_of(
+    hw: Accelerator,
+    tp: int,
+    pp: int = 1,
+    ep: int = 1,
+    attention_dp: int = 1,
+    dp: int = 1,
+    scale_out: Tier | None = None,
+) -> Links:
+    """The links of a layout known only by its degrees (nodes: as few as hold the GPUs), for a
+    deployment built without its layout (validation cases, the serving simulator). A group wider
+    than the scale-up domain runs over the host link: on a box of NVLink-bridged pairs (A100
+    PCIe, H100 NVL) a TP4 ring crosses PCIe between the pairs, and a ring step waits for its
+    slowest hop, so the PCIe link times the whole collective (NCCL rings: one chunk per step
+    around the ring; Thakur, Rabenseifner & Gropp 2005). A group wider than a node takes
+    `scale_out` (None: no network named, so no link)."""
+    return links(Layout(tp, pp, ep, dp, attention_dp, scale_out=scale_out), hw)
+
+
 def alltoall_link(inside: Tier | None, out: Tier | None, ranks: int, per_node: int) -> Tier | None:
     """An all-to-all over `ranks` GPUs, `per_node` per node, as one link: of the (n−1)/n of its
     message a rank sends away, (n−g)/n leaves the node over the network while (g−1)/n moves

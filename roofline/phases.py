@@ -38,7 +38,7 @@ from roofline.efficiency import (
 )
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
-from roofline.layout import distinct_stages, pipeline_time_s
+from roofline.layout import distinct_stages, links_of, pipeline_time_s
 from roofline.memo import cached_by_identity
 from roofline.memory import ENGINES
 from roofline.memory import engine as default_engine
@@ -203,6 +203,7 @@ def _evaluate(
     ks = eff.kernels  # the generation's NVLink all-to-all: DeepEP's where measured, else NCCL's
     nvlink_alltoall = (ks.ep_alltoall or ks.alltoall) if ks is not None and ks.alltoall else None
     point = None
+    own = None  # the layout's links, for a deployment built without them (links_of)
     if is_point(ops, attn_shape):  # one point: Python floats (opeval.evaluate_point)
 
         def per_op(op: Op, op_dtype: str, peak: float) -> FloatArray:
@@ -216,6 +217,11 @@ def _evaluate(
             continue
         if op.is_collective:
             lk = op.link or link
+            if own is None and dep.links is None and _spans_host(hw, dep):
+                own = links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp)
+            if own is not None:  # built without its layout: the link the op's group spans
+                lk = getattr(own, _LINK_OF.get(op.kind, "tp")) or lk
+                op = op if op.link is lk else replace(op, link=lk)
             assert lk is not None  # the op builder refuses TP/PP > 1 without a link
             # the generation's NCCL curves were measured on its NVLink; other links (PCIe, xGMI,
             # InfiniBand) take hardware/links.yaml by kind, else keep the alpha-beta ideal
@@ -291,6 +297,17 @@ def _evaluate(
         t_exp - t_ops,
         _calibration(eff, engine_name or ""),
     )
+
+
+# the Links field of each collective kind (the op builder's own mapping: roofline/ops.py)
+_LINK_OF = {"allreduce": "tp", "alltoall": "ep", "p2p": "pp"}
+
+
+def _spans_host(hw: Accelerator, dep: Deployment) -> bool:
+    """A replica wider than the scale-up domain (NVLink-bridged pairs beyond TP2, say): some
+    group may leave the scale-up link, so the layout's links apply."""
+    up = hw.scale_up
+    return up is not None and (up.domain_gpus or 1) < dep.gpus_per_replica
 
 
 _CALIBRATIONS: dict[tuple, tuple[tuple, Calibration]] = {}

@@ -21,13 +21,14 @@ TensorRT-LLM / NIM / MLPerf, SGLang, vLLM, MLX), else the auto rule. Out-of-samp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from roofline.efficiency import Calibration
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
+from roofline.layout import links_of
 from roofline.memory import ENGINES, engine, max_batch, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
@@ -49,6 +50,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "decode_tokens_per_s_per_gpu": ("decode", "rate"),
     "kv_transfer_ms": ("transfer", "time"),
 }
+SCALE_OUT = "infiniband-ndr"  # the network between nodes, as the CLI's --scale-out default
 DISAGG_METRICS = ("prefill_tokens_per_s_per_gpu", "decode_tokens_per_s_per_gpu", "kv_transfer_ms")
 
 
@@ -164,6 +166,18 @@ def case_deployment(case: Case) -> tuple[Deployment, int]:
     return dep, replicas
 
 
+def with_case_links(dep: Deployment, hw: Accelerator, replicas: int = 1) -> Deployment:
+    """The deployment with each collective on the link its group spans (roofline.layout): the
+    scale-up link inside its domain, the host link (PCIe) beyond it inside a node, and between
+    nodes the CLI's default network (InfiniBand NDR; a case states no other)."""
+    if dep.links is not None:
+        return dep
+    from roofline.catalog import load_catalog  # the catalog loads validation's case files
+
+    net = load_catalog().tier(SCALE_OUT)
+    return replace(dep, links=links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp, replicas, net))
+
+
 def base_times(
     case: Case,
     model: ModelArch,
@@ -174,6 +188,7 @@ def base_times(
     """(deployment, replicas, batch, prefill, decode) of a case: the shared part of evaluate."""
     where = f"case '{case.id}'"
     dep, replicas = case_deployment(case)
+    dep = with_case_links(dep, hw, replicas)
     eff = efficiency or hw.efficiency
     name = engine_name or case_engine(case)
     batch = case.batch
