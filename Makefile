@@ -56,6 +56,7 @@ calibrate: $(STAMP)
 	$(CAL_VENV)/bin/python -m pip install -q -e ".[calibrate]"
 	$(CAL_VENV)/bin/python validation/calibrate_kernels.py
 	$(CAL_VENV)/bin/python validation/calibrate_links.py
+	$(CAL_VENV)/bin/python validation/calibrate_amd_kernels.py --write
 	$(BIN)/python validation/calibrate.py --write
 	$(BIN)/python validation/accuracy_doc.py
 

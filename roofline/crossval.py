@@ -146,15 +146,21 @@ def fit(bases: list[Base], fallback: dict[str, float]) -> dict[str, float]:
     for engine in sorted({b.engine for b in decode}):
         mine = [b for b in decode if b.engine == engine]
         families = sorted({b.family for b in mine if not b.curves})
+        curve_families = sorted({b.family for b in mine if b.curves})
         best = None
         for cpu in CPU_GRID_S:
             trial = {f"cpu:{engine}": cpu}
-            total = _loss([b for b in mine if b.curves], trial) * sum(b.curves for b in mine)
+            # every hardware family weighs the same (its mean loss): the engine's host cost is
+            # not set by whichever family has the most rows
+            total = sum(
+                _loss([b for b in mine if b.curves and b.family == fam], trial)
+                for fam in curve_families
+            )
             for fam in families:
                 fb = [b for b in mine if b.family == fam]
                 lo, eta = min((_loss(fb, {**trial, f"memory:{fam}": e}), e) for e in ETA_GRID)
                 trial[f"memory:{fam}"] = eta
-                total += lo * len(fb)
+                total += lo
             if best is None or total < best[0] - 1e-12:
                 best = (total, trial)
         assert best is not None

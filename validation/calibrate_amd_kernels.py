@@ -1,0 +1,184 @@
+"""Fit the CDNA 3 (MI300X / MI325X) GEMM curve of roofline/efficiency.py to measured AMD GEMMs.
+
+NVIDIA's generations are fitted by validation/calibrate_kernels.py on aiconfigurator-core; AMD
+ships no such package. Two public sets of MI300X (gfx942, 304 CUs) timings, transcribed in
+validation/kernel_cdna3_gemm.csv (column `source`):
+- `aiter-a8w8-blockscale`: AMD's AITER library (github.com/ROCm/aiter, MIT) commits the timings
+  of its GEMM tuner next to the chosen kernel: aiter/configs/a8w8_blockscale_tuned_gemm.csv at
+  commit 118ba067643ff4249626a7b3d059796a4e53c9e2, the cu_num 304 rows of the file's first part
+  (110 rows: the DeepSeek-V3 layer shapes, N and K from 256 to 7168, M = 16 ... 20480, column
+  us). 1x128x128 block-scaled FP8 CK kernels: the scales cost a little over the per-tensor FP8
+  GEMMs the vLLM latency tables ran [uncertain], and the tuner times warm-cache [uncertain].
+- `rocm-libraries-pr12329-hipblaslt`: github.com/ROCm/rocm-libraries pull request #12329 (the
+  table of its description, column 'hipBLASLt MI300X us'): hipBLASLt's own 16-bit GEMV (M = 1)
+  on 14 LLM shapes, N 4096 ... 76032, K 8192 ... 17792: what a decode step's weight streaming
+  reaches through the library (block-scaled FP8 has no M = 1 row).
+One curve is fitted on both (each row against its own dtype's MI300X datasheet peak, bytes of
+its own dtype): the FP8 rows set the plateau and the tile grid, the GEMV rows the share of HBM a
+weight-streaming GEMM reaches; the curve is written for fp8 and, as the same shares of the
+16-bit peak, for bf16 (no 16-bit GEMM above M = 1 measured [uncertain]). The form, the wave
+quantisation over the 304 CUs and the fit (log least squares, a few starts, the tile grid and
+split-K picked by the median |error|) are calibrate_kernels.py's; the model is
+roofline.efficiency.gemm_time_s itself.
+
+Run on demand (`make calibrate`, needs scipy): `python validation/calibrate_amd_kernels.py`
+prints the fit; `--write` rewrites hardware/kernels-amd.yaml (its own file: the NVIDIA
+calibration rewrites hardware/kernels.yaml whole).
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+try:
+    from scipy.optimize import least_squares
+except ImportError as exc:  # pragma: no cover - only with the calibrate extra missing
+    sys.exit(f"calibrate_amd_kernels: needs scipy ({exc.name}); run `make calibrate`")
+
+from roofline.catalog import load_catalog  # noqa: E402
+from roofline.efficiency import GemmCurve, gemm_time_s  # noqa: E402
+
+DATA = ROOT / "validation/kernel_cdna3_gemm.csv"
+OUT = ROOT / "hardware/kernels-amd.yaml"
+CHIP = "amd-mi300x"  # the rows' chip (cu_num 304); its datasheet peaks are the reference
+CU_COUNT = 304
+CU_SOURCE = "AMD CDNA 3 white paper; ROCm GPU hardware specifications: MI300X 304 CUs"
+SOURCE = (
+    "FP8: github.com/ROCm/aiter aiter/configs/a8w8_blockscale_tuned_gemm.csv (commit "
+    "118ba067643ff4249626a7b3d059796a4e53c9e2, cu_num 304 rows, column us); 16-bit M = 1: "
+    "github.com/ROCm/rocm-libraries pull 12329 (description table, hipBLASLt MI300X us); "
+    "transcribed in validation/kernel_cdna3_gemm.csv"
+)
+# bytes per (weight, activation) value: FP8 weights with one FP32 scale per 128x128 block
+BYTES = {"fp8": (1.0 + 4.0 / 128**2, 1.0), "fp16": (2.0, 2.0)}
+PEAK_DTYPE = {"fp8": "fp8", "fp16": "fp16"}
+TILES = [(0, 0, 1)] + [
+    (tm, tn, s) for tm in (64, 128, 256) for tn in (64, 128, 256) for s in (1, 4, 16)
+]
+
+
+def rows() -> list[tuple[str, np.ndarray]]:
+    """(dtype, array of (m, n, k, seconds)) of the transcribed measurements, per dtype."""
+    out: dict[str, list[tuple[float, ...]]] = {}
+    with DATA.open() as f:
+        for r in csv.DictReader(f):
+            row = (float(r["m"]), float(r["n"]), float(r["k"]), float(r["measured_us"]) * 1e-6)
+            out.setdefault(r["dtype"], []).append(row)
+    return [(d, np.array(v)) for d, v in out.items()]
+
+
+def curve_of(x: np.ndarray, tile: tuple[int, int, int]) -> GemmCurve:
+    eta_max, log_mh, eta_mem, log_t0, log_nh, log_tw = x
+    return GemmCurve(
+        eta_max=float(eta_max),
+        eta_memory=float(eta_mem),
+        m_half=float(np.exp(log_mh)),
+        n_half=float(np.exp(log_nh)),
+        latency_s=float(np.exp(log_t0)),
+        tile_m=float(tile[0]),
+        tile_n=float(tile[1]),
+        split_k_max=float(tile[2]),
+        wave_latency_s=float(np.exp(log_tw)) if tile[0] else 0.0,
+        sm_count=float(CU_COUNT),
+    )
+
+
+def model_s(curve: GemmCurve, dtype: str, data: np.ndarray, hw) -> np.ndarray:
+    m, n, k = data[:, 0], data[:, 1], data[:, 2]
+    b_w, b_a = BYTES[dtype]
+    q = n * k * b_w + m * (n + k) * b_a
+    peak, bw = hw.peak(PEAK_DTYPE[dtype]), hw.memory_bandwidth_bytes_per_s
+    return gemm_time_s(2.0 * m * n * k, q, m, n, peak, bw, curve)
+
+
+def fit(sets: list[tuple[str, np.ndarray]], hw) -> tuple[GemmCurve, dict[str, float]]:
+    """The curve with the lowest median |model / measured - 1| over the tile grid, and the
+    median per dtype."""
+    best: tuple[GemmCurve, float, np.ndarray] | None = None
+    for tile in TILES:
+
+        def resid(x: np.ndarray, tile: tuple[int, int, int] = tile) -> np.ndarray:
+            c = curve_of(x, tile)
+            return np.concatenate([np.log(model_s(c, d, v, hw) / v[:, 3]) for d, v in sets])
+
+        lo, hi = [0.05, -5, 0.05, -16, -5, -20], [1, 9, 1, -8, 10, -9]
+        starts = [
+            [eta, np.log(mh), 0.6, np.log(5e-6), np.log(64.0), np.log(1e-6)]
+            for eta in (0.3, 0.6)
+            for mh in (1.0, 128.0)
+        ]
+        x = min((least_squares(resid, s, bounds=(lo, hi)) for s in starts), key=lambda r: r.cost).x
+        err = np.abs(np.exp(resid(x)) - 1.0)
+        if best is None or np.median(err) < best[1]:
+            best = (curve_of(x, tile), float(np.median(err)), err)
+    assert best is not None
+    curve, med, err = best
+    per, at = {"all": med}, 0
+    for d, v in sets:
+        per[d] = float(np.median(err[at : at + len(v)]))
+        at += len(v)
+    return curve, per
+
+
+def block(curve: GemmCurve, med: float, n_rows: int) -> str:
+    c = curve
+    entry = (
+        f"      eta_max: {c.eta_max:.3f}\n"
+        f"      m_half: {c.m_half:.1f}\n"
+        f"      n_half: {c.n_half:.1f}\n"
+        f"      eta_memory: {c.eta_memory:.3f}\n"
+        f"      latency_us: {c.latency_s * 1e6:.2f}\n"
+        f"      tile_m: {c.tile_m:.0f}\n"
+        f"      tile_n: {c.tile_n:.0f}\n"
+        f"      split_k_max: {c.split_k_max:.0f}\n"
+        f"      wave_latency_us: {c.wave_latency_s * 1e6:.3f}\n"
+        f"      fit_median_error: {med:.3f}\n"
+        f"      rows: {n_rows}\n"
+    )
+    return (
+        "# CDNA 3 (MI300X / MI325X) kernel curves, fitted by\n"
+        "# validation/calibrate_amd_kernels.py on AMD's AITER FP8 GEMM tuner timings and\n"
+        "# hipBLASLt 16-bit GEMVs (no aiconfigurator-core data exists for AMD). Shares of the\n"
+        "# MI300X's own datasheet (hardware/amd-mi300x.yaml), so the MI325X (same CDNA 3 compute,\n"
+        "# 6 TB/s) uses them against its own peaks. One curve, written for fp8 and bf16 (each\n"
+        "# against its own peak). The MI355X (CDNA 4, 256 CUs) has no data here and keeps the\n"
+        "# family's scalar shares (hardware/families.yaml).\n"
+        "kernels:\n"
+        "- id: amd-cdna3\n"
+        "  accelerators:\n"
+        "  - amd-mi300x\n"
+        "  - amd-mi325x\n"
+        "  borrowed_by: []\n"
+        f"  sm_count: {CU_COUNT}\n"
+        f"  sm_count_source: '{CU_SOURCE}'\n"
+        "  gemm:\n"
+        "    fp8:\n" + entry + "    bf16:\n" + entry + f"  gemm_source: '{SOURCE}'\n"
+        "  notes: 'Block-scaled FP8 (1x128x128) CK kernels stand in for the per-tensor FP8\n"
+        "    GEMMs of the vLLM latency tables, and no 16-bit GEMM above M = 1 is measured (bf16\n"
+        "    takes the same shares) [uncertain]; no decode-attention, prefill-attention or MoE\n"
+        "    curve (attention runs at the 16-bit curve''s plateaus, M = N = infinity)'\n"
+    )
+
+
+def main() -> None:
+    hw = load_catalog().accelerator(CHIP)
+    sets = rows()
+    curve, per = fit(sets, hw)
+    n = sum(len(v) for _, v in sets)
+    shown = ", ".join(f"{d} {e:.3f}" for d, e in per.items())
+    print(f"amd-cdna3: {n} rows, median |error| {shown}")
+    print(f"  {curve}")
+    if "--write" in sys.argv:
+        OUT.write_text(block(curve, per["all"], n))
+        print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
