@@ -15,14 +15,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import pickle
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from roofline.cache import ParseCache, files_key, load_snapshot, save_snapshot
 from roofline.catalog_kernels import KernelEntry, engine_profile, kernel_entry, link_set
 from roofline.efficiency import EngineProfile, LinkSet
 from roofline.errors import CatalogError, RooflineError, UnknownEntryError
@@ -36,10 +35,6 @@ from roofline.schema import check as _check
 from roofline.schema import positive as _positive
 from roofline.serving.cost import Price
 from roofline.units import GB, TB, TFLOPS, US, MiB
-
-if TYPE_CHECKING:  # imported where cases are loaded: a query never needs it
-    pass
-
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
@@ -356,73 +351,7 @@ def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[
     return out
 
 
-class _ParseCache:
-    """Parsed catalog files, pickled in the user's cache directory and keyed by each file's path,
-    modification time and size, so a query parses only the files that changed since the last one
-    (a cold start parses them all). The cache is rebuilt transparently when the code that defines
-    the entries changes, and skipped silently where the directory is read-only or unset
-    (ROOFLINE_CACHE_DIR, else XDG_CACHE_HOME/roofline, else ~/.cache/roofline; ROOFLINE_NO_CACHE=1
-    turns it off). Only files without problems are cached, so errors are always reported."""
-
-    def __init__(self) -> None:
-        self.entries: dict[str, tuple[tuple[int, int], dict[str, list[Any]]]] | None = None
-        self.dirty = False
-
-    @staticmethod
-    def path() -> Path | None:
-        if os.environ.get("ROOFLINE_NO_CACHE"):
-            return None
-        base = os.environ.get("ROOFLINE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-        root = Path(base) if base else Path.home() / ".cache"
-        if not os.environ.get("ROOFLINE_CACHE_DIR"):
-            root = root / "roofline"
-        code = Path(__file__).resolve().parent
-        stamp = "-".join(
-            str((code / f).stat().st_mtime_ns) for f in ("catalog.py", "hardware.py", "model.py")
-        )
-        return root / f"catalog-{zlib.crc32(stamp.encode()):08x}.pickle"
-
-    def _load(self) -> dict[str, Any]:
-        if self.entries is None:
-            self.entries = {}
-            where = self.path()
-            if where is not None and where.is_file():
-                try:
-                    with where.open("rb") as f:
-                        self.entries = pickle.load(f)
-                except Exception:  # a stale or broken cache is rebuilt, never an error
-                    self.entries = {}
-        return self.entries
-
-    def get(self, path: Path) -> dict[str, list[Any]] | None:
-        st = path.stat()
-        hit = self._load().get(str(path))
-        return hit[1] if hit and hit[0] == (st.st_mtime_ns, st.st_size) else None
-
-    def put(self, path: Path, sections: dict[str, list[Any]]) -> None:
-        st = path.stat()
-        self._load()[str(path)] = ((st.st_mtime_ns, st.st_size), sections)
-        self.dirty = True
-
-    def save(self) -> None:
-        where = self.path()
-        if not self.dirty or where is None:
-            return
-        try:
-            where.parent.mkdir(parents=True, exist_ok=True)
-            tmp = where.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as f:
-                pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
-            tmp.replace(where)
-            self.dirty = False
-            for old in where.parent.glob("catalog-*.pickle"):  # caches of older code
-                if old != where:
-                    old.unlink(missing_ok=True)
-        except OSError:
-            pass  # a read-only cache directory only costs speed
-
-
-_PARSED = _ParseCache()
+_PARSED = ParseCache()
 
 
 def _load_file_cached(path: Path, problems: list[str] | None = None) -> dict[str, list[Any]]:
@@ -647,9 +576,18 @@ def user_dirs(extra: Iterable[str | Path] = ()) -> list[Path]:
 
 @cache
 def _shipped() -> Catalog:
+    """The shipped catalog, resolved (families applied, kernel curves attached): from the cache's
+    snapshot while no shipped file changed, else built from the files (each through the parse
+    cache) and snapshotted."""
+    dirs = shipped_dirs()
+    key = files_key([p for d in dirs if d.is_dir() for p in _yaml_files(d)])
+    cat = load_snapshot("shipped", key)
+    if isinstance(cat, Catalog):
+        return cat
     cat = Catalog()
-    for directory in shipped_dirs():
+    for directory in dirs:
         cat.add_dir(directory)
+    save_snapshot("shipped", key, cat)
     return cat
 
 
