@@ -25,6 +25,7 @@ CODE = Path(__file__).resolve().parent
 PICKLED_MODULES = (
     "cache.py",
     "catalog.py",
+    "catalog_entries.py",
     "catalog_kernels.py",
     "efficiency.py",
     "hardware.py",
