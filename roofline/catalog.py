@@ -1,9 +1,7 @@
-"""Load, validate and resolve catalog entries (user files such as cases and specs: userfiles.py).
-
-Catalog files hold human-scale numbers with the unit in the key (`bandwidth_tb_s: 3.35`);
-this module converts them to SI once. Loading is strict: unknown keys, wrong types, missing
-fields, duplicate ids and non-positive numbers fail with a CatalogError naming the file,
-the entry and the key.
+"""The catalog: files combined into one Catalog (overrides, aliases, families applied), lookups
+with 'did you mean', Hugging Face configs, prices (user files such as cases and specs:
+userfiles.py). One file's entries are parsed and validated by catalog_entries.py; duplicate ids
+across a directory and alias collisions are checked here, each naming the file and the entry.
 
 Search order: the shipped catalogs (inside the wheel, or `hardware/` and `models/` of a source
 checkout), then every directory in ROOFLINE_CATALOG (os.pathsep-separated), then each --catalog DIR.
@@ -15,414 +13,32 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import pickle
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from roofline.catalog_kernels import KernelEntry, engine_profile, kernel_entry, link_set
+from roofline.cache import ParseCache, files_key, load_snapshot, save_snapshot
+from roofline.catalog_entries import (
+    _ALIAS_SECTIONS,
+    Family,
+    _load_file,
+    _model,
+)
+from roofline.catalog_kernels import KernelEntry
 from roofline.efficiency import EngineProfile, LinkSet
-from roofline.errors import CatalogError, RooflineError, UnknownEntryError
+from roofline.errors import CatalogError, UnknownEntryError
 from roofline.files import read_text, yaml
 from roofline.files import safe_load_yaml as _safe_load
 from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.model import MODEL_TYPES, ModelArch
-from roofline.precision import weight_format
+from roofline.model import ModelArch
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
 from roofline.serving.cost import Price
-from roofline.units import GB, TB, TFLOPS, US, MiB
 
-if TYPE_CHECKING:  # imported where cases are loaded: a query never needs it
-    pass
-
-
-DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-
-# key -> (accepted types, required). bool is rejected where a number is expected.
-_LINK_KEYS = {
-    "name": (str, True),
-    "bandwidth_gb_s": (NUM, True),
-    "latency_us": (NUM, False),
-    "domain_gpus": (int, False),
-    "source": (str, False),
-}
-_MEMORY_KEYS = {
-    "type": (str, False),
-    "capacity_gb": (NUM, True),
-    "bandwidth_tb_s": (NUM, True),
-    "usable_mib": (NUM, False),
-}
-_EFFICIENCY_KEYS = {
-    "compute": (NUM, False),
-    "memory": (NUM, False),
-    "memory_weight_only": (NUM, False),
-    "step_overhead_us": (NUM, False),
-    "cases": (int, False),
-    "error_band": (NUM, False),
-    "source": (str, True),
-}
-_FAMILY_KEYS = {
-    "id": (str, True),
-    "name": (str, True),
-    "efficiency": (dict, True),
-    "source": (str, True),
-    "notes": (str, False),
-}
-_ACCELERATOR_KEYS = {
-    "id": (str, True),
-    "name": (str, True),
-    "vendor": (str, True),
-    "family": (str, True),
-    "aliases": (list, False),
-    "memory": (dict, True),
-    "dense_tflops": (dict, True),
-    "sparsity_2_4": (bool, True),
-    "scale_up": (dict, False),
-    "host_link": (dict, False),
-    "gpu_memory_fraction": (NUM, False),
-    "efficiency": (dict, False),
-    "source": (str, True),
-    "notes": (str, False),
-    "uncertain": (list, False),
-}
-_TIER_KEYS = {
-    "id": (str, True),
-    "name": (str, True),
-    "kind": (str, True),
-    "bandwidth_gb_s": (NUM, True),
-    "latency_us": (NUM, False),
-    "capacity_gb": (NUM, False),
-    "aliases": (list, False),
-    "source": (str, True),
-    "notes": (str, False),
-    "uncertain": (list, False),
-}
-_MODEL_KEYS: dict[str, tuple[Any, bool]] = {
-    "id": (str, True),
-    "name": (str, True),
-    "aliases": (list, False),
-    "source": (str, True),
-    "notes": (str, False),
-    "uncertain": (list, False),
-    "published": (dict, False),
-    "model_type": (str, True),
-    "hidden_size": (int, True),
-    "num_hidden_layers": (int, True),
-    "num_attention_heads": (int, True),
-    "vocab_size": (int, True),
-    "intermediate_size": (int, True),
-    "num_key_value_heads": (int, False),
-    "head_dim": (int, False),
-    "max_position_embeddings": (int, False),
-    "tie_word_embeddings": (bool, False),
-    "attention_bias": (bool, False),
-    "qkv_bias": (bool, False),
-    "use_qk_norm": (bool, False),
-    "weights": (str, False),
-    "n_routed_experts": (int, False),
-    "num_experts_per_tok": (int, False),
-    "moe_intermediate_size": (int, False),
-    "n_shared_experts": (int, False),
-    "first_k_dense_replace": (int, False),
-    "interleave_moe_layer_step": (int, False),
-    "intermediate_size_mlp": (int, False),
-    "q_lora_rank": ((int, type(None)), False),
-    "kv_lora_rank": (int, False),
-    "qk_nope_head_dim": (int, False),
-    "qk_rope_head_dim": (int, False),
-    "v_head_dim": (int, False),
-    "sliding_window": ((int, type(None)), False),
-    "sliding_window_pattern": (int, False),
-    "layer_types": (list, False),
-    "num_nextn_predict_layers": (int, False),
-    "index_topk": (int, False),
-}
-_PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, False)}
-_TIER_KINDS = ("link", "memory", "storage", "network")
-_SECTIONS = ("accelerators", "tiers", "models", "families", "kernels", "engines", "links")
-_ALIAS_SECTIONS = ("accelerators", "tiers", "models", "families")
-
-
-def _link(where: str, data: Any, id_: str) -> Tier:
-    d = _check(where, data, _LINK_KEYS)
-    latency = d.get("latency_us")
-    return Tier(
-        id=id_,
-        name=d["name"],
-        kind="link",
-        bandwidth_bytes_per_s=_positive(where, "bandwidth_gb_s", d["bandwidth_gb_s"]) * GB,
-        latency_s=None if latency is None else latency * US,
-        source=d.get("source", ""),
-        domain_gpus=_domain(where, d.get("domain_gpus")),
-    )
-
-
-def _domain(where: str, value: int | None) -> int | None:
-    if value is not None and not 1 <= value <= 100_000:
-        raise CatalogError(f"{where}: key 'domain_gpus' must be from 1 to 100000, got {value}")
-    return value
-
-
-def _efficiency(where: str, data: Any) -> Efficiency:
-    e = _check(where, data, _EFFICIENCY_KEYS)
-    for key in ("compute", "memory", "memory_weight_only"):
-        if key in e and not 0 < e[key] <= 1:
-            raise CatalogError(f"{where}: key '{key}' must be in (0, 1], got {e[key]}")
-    wo = e.get("memory_weight_only")
-    return Efficiency(
-        compute=float(e.get("compute", 1.0)),
-        memory=float(e.get("memory", 1.0)),
-        memory_weight_only=None if wo is None else float(wo),
-        step_overhead_s=float(e.get("step_overhead_us", 0.0)) * US,
-        source=e["source"],
-        cases=int(e.get("cases", 0)),
-        error_band=None if "error_band" not in e else float(e["error_band"]),
-    )
-
-
-@dataclass(frozen=True)
-class Family:
-    """A hardware family and the efficiencies its members share unless they set their own."""
-
-    id: str
-    name: str
-    efficiency: Efficiency
-    source: str
-    aliases: tuple[str, ...] = ()
-
-
-def _family(where: str, data: Any) -> Family:
-    d = _check(where, data, _FAMILY_KEYS)
-    return Family(
-        d["id"], d["name"], _efficiency(f"{where}: efficiency", d["efficiency"]), d["source"]
-    )
-
-
-def _accelerator(where: str, data: Any) -> Accelerator:
-    d = _check(where, data, _ACCELERATOR_KEYS)
-    mem = _check(f"{where}: memory", d["memory"], _MEMORY_KEYS)
-    peaks = _check(f"{where}: dense_tflops", d["dense_tflops"], dict.fromkeys(DTYPES, (NUM, False)))
-    if not peaks:
-        raise CatalogError(f"{where}: dense_tflops needs at least one dtype")
-    eff_data = d.get("efficiency")
-    eff = Efficiency() if eff_data is None else _efficiency(f"{where}: efficiency", eff_data)
-    fraction = float(d.get("gpu_memory_fraction", 1.0))
-    if not 0 < fraction <= 1:
-        raise CatalogError(f"{where}: key 'gpu_memory_fraction' must be in (0, 1], got {fraction}")
-    return Accelerator(
-        id=d["id"],
-        name=d["name"],
-        vendor=d["vendor"],
-        family=d["family"],
-        memory_capacity_bytes=(
-            _positive(where, "memory.usable_mib", mem["usable_mib"]) * MiB
-            if "usable_mib" in mem
-            else _positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB
-        ),
-        memory_nominal_bytes=_positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB,
-        memory_bandwidth_bytes_per_s=_positive(
-            where, "memory.bandwidth_tb_s", mem["bandwidth_tb_s"]
-        )
-        * TB,
-        memory_type=mem.get("type", ""),
-        peak_flops_per_s={
-            k: _positive(where, f"dense_tflops.{k}", v) * TFLOPS for k, v in peaks.items()
-        },
-        sparsity_2_4=d["sparsity_2_4"],
-        scale_up=_link(f"{where}: scale_up", d["scale_up"], "scale-up")
-        if "scale_up" in d
-        else None,
-        host_link=_link(f"{where}: host_link", d["host_link"], "host")
-        if "host_link" in d
-        else None,
-        gpu_memory_fraction=fraction,
-        efficiency=eff,
-        aliases=tuple(str(a) for a in d.get("aliases", [])),
-        source=d["source"],
-        notes=d.get("notes", ""),
-    )
-
-
-def _tier(where: str, data: Any) -> Tier:
-    d = _check(where, data, _TIER_KEYS)
-    if d["kind"] not in _TIER_KINDS:
-        raise CatalogError(f"{where}: key 'kind' must be one of {', '.join(_TIER_KINDS)}")
-    capacity, latency = d.get("capacity_gb"), d.get("latency_us")
-    return Tier(
-        id=d["id"],
-        name=d["name"],
-        kind=d["kind"],
-        bandwidth_bytes_per_s=_positive(where, "bandwidth_gb_s", d["bandwidth_gb_s"]) * GB,
-        latency_s=None if latency is None else latency * US,
-        capacity_bytes=None if capacity is None else capacity * GB,
-        aliases=tuple(str(a) for a in d.get("aliases", [])),
-        source=d["source"],
-        notes=d.get("notes", ""),
-    )
-
-
-def _model(where: str, data: Any) -> ModelArch:
-    d = dict(_check(where, data, _MODEL_KEYS))
-    if d["model_type"] not in MODEL_TYPES:
-        raise CatalogError(
-            f"{where}: model_type '{d['model_type']}' is not supported "
-            f"(supported: {', '.join(MODEL_TYPES)})"
-        )
-    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
-        _positive(where, key, d[key])
-    published = _check(f"{where}: published", d.pop("published", {}), _PUBLISHED_KEYS)
-    if d.get("n_routed_experts") and not d.get("num_experts_per_tok"):
-        raise CatalogError(f"{where}: MoE model needs key 'num_experts_per_tok'")
-    if d.get("kv_lora_rank") and not all(
-        d.get(k) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-    ):
-        raise CatalogError(
-            f"{where}: MLA needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim "
-            "with kv_lora_rank"
-        )
-    types = d.get("layer_types")
-    if types is not None:
-        bad = [t for t in types if t not in ("sliding_attention", "full_attention")]
-        if bad or len(types) != d["num_hidden_layers"]:
-            raise CatalogError(
-                f"{where}: key 'layer_types' needs num_hidden_layers entries of "
-                "'sliding_attention' or 'full_attention'"
-            )
-        d["layer_types"] = tuple(types)
-    d.pop("uncertain", None)
-    if "weights" in d:  # the format the checkpoint ships in (set by `models import`)
-        try:
-            d["native_weights"] = weight_format(d.pop("weights")).name
-        except RooflineError as exc:
-            raise CatalogError(f"{where}: key 'weights': {exc}") from None
-    d["aliases"] = tuple(str(a) for a in d.get("aliases", []))
-    total, active = published.get("params_total_b"), published.get("params_active_b")
-    d["published_params_total"] = None if total is None else total * 1e9
-    d["published_params_active"] = None if active is None else active * 1e9
-    return ModelArch(**d)
-
-
-_BUILDERS = {
-    "accelerators": _accelerator,
-    "tiers": _tier,
-    "models": _model,
-    "families": _family,
-    "kernels": kernel_entry,
-    "engines": engine_profile,
-    "links": link_set,  # measured collectives per link kind (hardware/links.yaml)
-}
-
-
-def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[Any]]:
-    """Parse one YAML file into {section: [entries]} with validation. With a `problems` list,
-    a bad entry is recorded there and skipped, so one pass finds every bad entry; without it the
-    first problem raises."""
-    text = read_text(path)
-    try:
-        raw = _safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark else ""
-        raise CatalogError(
-            f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})"
-        ) from None
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{path}: expected a mapping with one of {', '.join(_SECTIONS)}")
-    out: dict[str, list[Any]] = {}
-    for section, entries in raw.items():
-        if section not in _BUILDERS:
-            raise CatalogError(
-                f"{path}: unknown top-level key '{section}' (expected {', '.join(_SECTIONS)})"
-            )
-        if not isinstance(entries, list):
-            raise CatalogError(f"{path}: '{section}' must be a list of entries")
-        built = []
-        for i, entry in enumerate(entries):
-            name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
-            try:
-                built.append(_BUILDERS[section](f"{path}: {section[:-1]} '{name}'", entry))
-            except CatalogError as exc:
-                if problems is None:
-                    raise
-                problems.append(str(exc))
-        out[section] = built
-    return out
-
-
-class _ParseCache:
-    """Parsed catalog files, pickled in the user's cache directory and keyed by each file's path,
-    modification time and size, so a query parses only the files that changed since the last one
-    (a cold start parses them all). The cache is rebuilt transparently when the code that defines
-    the entries changes, and skipped silently where the directory is read-only or unset
-    (ROOFLINE_CACHE_DIR, else XDG_CACHE_HOME/roofline, else ~/.cache/roofline; ROOFLINE_NO_CACHE=1
-    turns it off). Only files without problems are cached, so errors are always reported."""
-
-    def __init__(self) -> None:
-        self.entries: dict[str, tuple[tuple[int, int], dict[str, list[Any]]]] | None = None
-        self.dirty = False
-
-    @staticmethod
-    def path() -> Path | None:
-        if os.environ.get("ROOFLINE_NO_CACHE"):
-            return None
-        base = os.environ.get("ROOFLINE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-        root = Path(base) if base else Path.home() / ".cache"
-        if not os.environ.get("ROOFLINE_CACHE_DIR"):
-            root = root / "roofline"
-        code = Path(__file__).resolve().parent
-        stamp = "-".join(
-            str((code / f).stat().st_mtime_ns) for f in ("catalog.py", "hardware.py", "model.py")
-        )
-        return root / f"catalog-{zlib.crc32(stamp.encode()):08x}.pickle"
-
-    def _load(self) -> dict[str, Any]:
-        if self.entries is None:
-            self.entries = {}
-            where = self.path()
-            if where is not None and where.is_file():
-                try:
-                    with where.open("rb") as f:
-                        self.entries = pickle.load(f)
-                except Exception:  # a stale or broken cache is rebuilt, never an error
-                    self.entries = {}
-        return self.entries
-
-    def get(self, path: Path) -> dict[str, list[Any]] | None:
-        st = path.stat()
-        hit = self._load().get(str(path))
-        return hit[1] if hit and hit[0] == (st.st_mtime_ns, st.st_size) else None
-
-    def put(self, path: Path, sections: dict[str, list[Any]]) -> None:
-        st = path.stat()
-        self._load()[str(path)] = ((st.st_mtime_ns, st.st_size), sections)
-        self.dirty = True
-
-    def save(self) -> None:
-        where = self.path()
-        if not self.dirty or where is None:
-            return
-        try:
-            where.parent.mkdir(parents=True, exist_ok=True)
-            tmp = where.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as f:
-                pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
-            tmp.replace(where)
-            self.dirty = False
-            for old in where.parent.glob("catalog-*.pickle"):  # caches of older code
-                if old != where:
-                    old.unlink(missing_ok=True)
-        except OSError:
-            pass  # a read-only cache directory only costs speed
-
-
-_PARSED = _ParseCache()
+_PARSED = ParseCache()
 
 
 def _load_file_cached(path: Path, problems: list[str] | None = None) -> dict[str, list[Any]]:
@@ -647,9 +263,18 @@ def user_dirs(extra: Iterable[str | Path] = ()) -> list[Path]:
 
 @cache
 def _shipped() -> Catalog:
+    """The shipped catalog, resolved (families applied, kernel curves attached): from the cache's
+    snapshot while no shipped file changed, else built from the files (each through the parse
+    cache) and snapshotted."""
+    dirs = shipped_dirs()
+    key = files_key([p for d in dirs if d.is_dir() for p in _yaml_files(d)])
+    cat = load_snapshot("shipped", key)
+    if isinstance(cat, Catalog):
+        return cat
     cat = Catalog()
-    for directory in shipped_dirs():
+    for directory in dirs:
         cat.add_dir(directory)
+    save_snapshot("shipped", key, cat)
     return cat
 
 

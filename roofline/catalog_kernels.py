@@ -1,8 +1,8 @@
 """Loaders for hardware/kernels.yaml (per-op kernel curves per GPU generation, written by
 validation/calibrate_kernels.py), hardware/links.yaml (measured collectives per link kind) and
-hardware/engines.yaml (engine profiles): strict like the rest
-of the catalog, every error naming the file, the entry and the key. catalog.py reads the files and
-calls these builders on each parsed entry."""
+hardware/engines.yaml (engine profiles): strict like the rest of the catalog, every error naming
+the file, the entry and the key. catalog_entries.py reads the files and calls these builders on
+each parsed entry."""
 
 from __future__ import annotations
 

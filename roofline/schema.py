@@ -1,4 +1,4 @@
-"""Key tables for catalog entries: one checker for every loader (catalog.py, catalog_kernels.py).
+"""Key tables for catalog entries: one checker for every loader (catalog_entries, catalog_kernels).
 A mapping is checked against {key: (accepted types, required)}: unknown keys (with a "did you
 mean"), missing keys, wrong types (bool is not a number) and negative numbers fail with a
 CatalogError naming the place `where` and the key. Loaders of user files (userfiles.py) use

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from roofline import catalog
+from roofline import cache, catalog
+from roofline.cache import ParseCache
 from roofline.catalog import load_catalog
 
 ENTRY = """accelerators:
@@ -25,7 +26,7 @@ ENTRY = """accelerators:
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(catalog, "_PARSED", catalog._ParseCache())
+    monkeypatch.setattr(catalog, "_PARSED", ParseCache())
     return tmp_path / "cache"
 
 
@@ -41,10 +42,12 @@ def test_cache_is_written_and_a_changed_file_is_parsed_again(tmp_path, fresh_cac
 
 
 def test_broken_cache_is_rebuilt(tmp_path, fresh_cache, monkeypatch):
+    catalog._shipped.cache_clear()
     load_catalog([])
-    for p in fresh_cache.glob("catalog-*.pickle"):
+    assert {p.name.split("-")[0] for p in fresh_cache.glob("*.pickle")} == {"catalog", "shipped"}
+    for p in fresh_cache.glob("*.pickle"):
         p.write_bytes(b"not a pickle")
-    monkeypatch.setattr(catalog, "_PARSED", catalog._ParseCache())
+    monkeypatch.setattr(catalog, "_PARSED", ParseCache())
     catalog._shipped.cache_clear()
     assert load_catalog([]).accelerator("h100").id == "nvidia-h100-sxm"
 
@@ -61,7 +64,7 @@ def test_unwritable_cache_location_is_not_an_error(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache directory would go")
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(blocker / "cache"))
-    monkeypatch.setattr(catalog, "_PARSED", catalog._ParseCache())
+    monkeypatch.setattr(catalog, "_PARSED", ParseCache())
     catalog._shipped.cache_clear()
     assert load_catalog([]).accelerator("h100")
 
@@ -73,3 +76,38 @@ def test_problems_are_not_cached(tmp_path, fresh_cache):
     for _ in range(2):
         problems = catalog.validate_dirs([user])
         assert len(problems) == 1 and "vendr" in problems[0]
+
+
+def test_shipped_snapshot_follows_the_files(tmp_path, fresh_cache, monkeypatch):
+    """The resolved shipped catalog is served from its snapshot only while no shipped file
+    changed: an edited file is read again (here a 10 GB GPU becomes a 200 GB one)."""
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    f = shipped / "gpu.yaml"
+    f.write_text(ENTRY.format(gb=10))
+    monkeypatch.setattr(catalog, "shipped_dirs", lambda: [shipped])
+    catalog._shipped.cache_clear()
+    assert load_catalog([]).accelerator("test-gpu").memory_capacity_bytes == 10e9
+    assert list(fresh_cache.glob("shipped-*.pickle"))
+    catalog._shipped.cache_clear()
+    assert load_catalog([]).accelerator("test-gpu").memory_capacity_bytes == 10e9
+    f.write_text(ENTRY.format(gb=200))
+    catalog._shipped.cache_clear()
+    assert load_catalog([]).accelerator("test-gpu").memory_capacity_bytes == 200e9
+    catalog._shipped.cache_clear()
+
+
+def test_installs_side_by_side_keep_their_own_caches(tmp_path, fresh_cache, monkeypatch):
+    """Writing a cache deletes only the same install's caches of older code (and untagged ones
+    of earlier versions), never another install's."""
+    other = fresh_cache / "catalog-00000000-11111111.pickle"  # another install's
+    older = cache.cache_file("catalog").with_name(
+        cache.cache_file("catalog").name.rsplit("-", 1)[0] + "-22222222.pickle"
+    )  # this install, older code
+    untagged = fresh_cache / "catalog-33333333.pickle"
+    fresh_cache.mkdir()
+    for p in (other, older, untagged):
+        p.write_bytes(b"x")
+    cache.write_pickle(cache.cache_file("catalog"), {})
+    assert other.exists() and not older.exists() and not untagged.exists()
+    assert cache.read_pickle(cache.cache_file("catalog")) == {}

@@ -219,8 +219,11 @@ def main() -> None:
     """Console entry point. Every bad input (our checks, or the parser's: a missing argument, an
     unknown option, a value of the wrong type) is one line on stderr and exit 2; a bug is one line
     and exit 3 (with the traceback under ROOFLINE_DEBUG=1)."""
+    from roofline.cli.classcode import cached_dataclass_code
+
     try:
-        rv = app(standalone_mode=False, prog_name="roofline")
+        with cached_dataclass_code():  # the commands' dataclasses: compiled once, then cached
+            rv = app(standalone_mode=False, prog_name="roofline")
     except RooflineError as exc:  # raised outside a guarded command (e.g. a callback)
         hint = f" ({exc.hint})" if exc.hint else ""
         print(_one_line(f"error: {exc}{hint}"), file=sys.stderr)
