@@ -186,6 +186,9 @@ def _fit_gemm_tile(df, peak, bw, b_w, b_a, tile):
 
 
 LARGE_M = (2048, 4096, 8192, 16384)  # candidate M from which another kernel runs
+# A step is kept only when it is material: at least 10%, the fit target the curves are held to
+# (a smaller one is inside the form's scatter, and its discontinuity would be an artefact)
+MATERIAL_STEP = 0.9
 
 
 def _bic(resid: np.ndarray, n_params: int) -> float:
@@ -197,7 +200,8 @@ def _bic(resid: np.ndarray, n_params: int) -> float:
 def fit_large_m(df, peak, bw, b_w, b_a, tile, params):
     """Does the plateau step down from some M on (the library switching kernels by M)? Refit
     with a ratio r for M ≥ m_large, m_large from LARGE_M; keep the step only when it lowers the
-    BIC (one parameter more). Returns (params, (m_large, r), median) or None."""
+    BIC (one parameter more) and r ≤ MATERIAL_STEP. Returns (params, (m_large, r), median) or
+    None."""
     m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
     t = df.latency.to_numpy(float) * 1e-3
 
@@ -216,7 +220,7 @@ def fit_large_m(df, peak, bw, b_w, b_a, tile, params):
         x_start = np.clip([*x0, 0.9], np.array(lo) + 1e-9, np.array(hi) - 1e-9)
         r = least_squares(lambda x, ml=m_large: resid_of(x, ml), x_start, bounds=(lo, hi))
         bic = _bic(r.fun, 7)
-        if bic < best_bic:
+        if bic < best_bic and r.x[6] <= MATERIAL_STEP:
             x = r.x
             p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
             med = float(np.median(np.abs(np.exp(r.fun) - 1.0)))
