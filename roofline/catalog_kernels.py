@@ -40,6 +40,8 @@ _GEMM_KEYS = {
     "tile_n": (NUM, False),
     "split_k_max": (NUM, False),
     "wave_latency_us": (NUM, False),
+    "m_large": (NUM, False),
+    "large_ratio": (NUM, False),
     **_FIT,
 }
 _WO_KEYS = {
@@ -55,6 +57,10 @@ _ATTN_KEYS = {
     "split_kib": (NUM, False),
     "split_min_group": (NUM, False),
     "block_bandwidth_gb_s": (NUM, False),
+    "split_rule": (str, False),
+    "swap_us": (NUM, False),
+    "copy_us": (NUM, False),
+    "combine_us": (NUM, False),
     **_FIT,
 }
 _PREFILL_ATTN_KEYS = {
@@ -156,6 +162,8 @@ def _gemm_curve(where: str, data: Any, sm_count: float) -> GemmCurve:
         split_k_max=split,
         wave_latency_s=float(d.get("wave_latency_us", 0.0)) * US,
         sm_count=sm_count,
+        m_large=float(d.get("m_large", 0.0)),
+        large_ratio=_share(where, "large_ratio", d.get("large_ratio", 1.0)),
     )
 
 
@@ -212,7 +220,15 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             split_min_group=float(c.get("split_min_group", 1.0)),
             block_bw_bytes_per_s=block_bw,
             sm_count=sm_count,
+            split_rule=str(c.get("split_rule", "")),
+            swap_s=float(c.get("swap_us", 0.0)) * US,
+            copy_s=float(c.get("copy_us", 0.0)) * US,
+            combine_s=float(c.get("combine_us", 0.0)) * US,
         )
+        if attn.split_rule not in ("", "fa2"):
+            raise CatalogError(f"{w}: split_rule must be 'fa2' or absent, not {attn.split_rule!r}")
+        if attn.split_rule and sm_count <= 0:
+            raise CatalogError(f"{w}: split_rule needs the group's 'sm_count'")
     link = _link_curve(f"{where}: allreduce", d["allreduce"]) if "allreduce" in d else None
     by_engine = {}
     for name, table in d.get("engine_allreduce", {}).items():

@@ -27,7 +27,11 @@ Attention (fused, flash): decode, per layer,
 with S the KV streams (sequences × KV heads), each a thread block's work (t_S: its fixed cost);
 a stream of q bytes is split into p = ⌈q/q_split⌉ pieces when the kernel splits KV
 (flash-decoding; only for query groups of at least g_split heads), the pieces run in
-w = ⌈S·p/SMs⌉ waves and one block streams at most B_cta. Prefill over a prompt of s tokens,
+w = ⌈S·p/SMs⌉ waves and one block streams at most B_cta. A FlashAttention-2 kernel
+(split_rule fa2) splits by FA2's own heuristic instead (roofline/splitkv.py; FA2 splits only a
+grouped query, g ≥ 2) and pays its grouped path's re-layout and split-KV combine kernels.
+A GEMM curve may step its plateau down to large_ratio·η_max from M ≥ m_large on (the library
+switching kernels by M: large_m_factor). Prefill over a prompt of s tokens,
 per layer, t = t₀ + F·(1 + S½/s)/(P·η_max·u) + w·t_w: R query heads (sequences × heads) cut into
 ⌈s/t_q⌉ query tiles each run in w = ⌈R·⌈s/t_q⌉/SMs⌉ waves, u = R·s/(w·SMs·t_q) the useful share.
 MoE grouped GEMMs run on a curve of their own where the generation has one (MoeCurve, fitted on
@@ -52,6 +56,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from roofline.splitkv import FA2_BLOCK_BYTES, FA2_BLOCKS_PER_SM, FA2_M_BLOCK, fa2_num_splits
 
 FloatArray = np.ndarray
 
@@ -80,6 +86,10 @@ class GemmCurve:
     split_k_max: float = 1.0  # most pieces the kernel splits K into when tiles are too few
     wave_latency_s: float = 0.0  # fixed cost of every wave of tiles (prologue, epilogue)
     sm_count: float = 0.0  # SMs of the chip the curve was measured on
+    # From M ≥ m_large rows the library runs another kernel whose plateau is large_ratio·η_max
+    # (0: one kernel at every M); see large_m_factor
+    m_large: float = 0.0
+    large_ratio: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,14 @@ class AttentionCurve:
     split_min_group: float = 1.0  # query heads per KV head from which the kernel splits KV
     block_bw_bytes_per_s: float = 0.0  # what one thread block streams (0: no limit)
     sm_count: float = 0.0
+    # split_rule "fa2": the kernel is FlashAttention-2's split-KV kernel (roofline/splitkv.py);
+    # it splits by its own heuristic, runs 2 blocks per SM and, on the grouped-query path, pays
+    # swap_s (the swapped query / output re-layout), copy_s (q copied: batch ≥ 2 and ≥ 2 KV
+    # heads) and combine_s (the split-KV combine kernel, when it splits)
+    split_rule: str = ""
+    swap_s: float = 0.0
+    copy_s: float = 0.0
+    combine_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -345,6 +363,19 @@ def wave_quantisation(
     return u, waves
 
 
+def large_m_factor(m: ArrayLike, curve: GemmCurve) -> FloatArray:
+    """1, or large_ratio from M ≥ m_large rows on: the library's heuristic switches kernels by M
+    (cuBLAS picks its kernel per shape from a heuristic table: NVIDIA cuBLAS documentation,
+    cublasLtMatmulAlgoGetHeuristic), and the measured plateau steps down there (L40S bf16,
+    torch.nn.functional.linear, aiconfigurator-core 0.12.0: ≈ 0.78× from M = 8192 on, no step
+    between M = 1 and 4353 [uncertain: the cause, e.g. a larger CTA holding fewer pipeline
+    stages in Ada's 100 KB of shared memory per SM, NVIDIA Ada Tuning Guide §1.4.4.2])."""
+    mm = np.asarray(m, dtype=float)
+    if curve.m_large <= 0:
+        return np.ones(np.shape(mm))
+    return np.where(mm >= curve.m_large, curve.large_ratio, 1.0)
+
+
 def gemm_time_s(
     flops: ArrayLike,
     bytes_moved: ArrayLike,
@@ -364,6 +395,8 @@ def gemm_time_s(
     nn = np.maximum(np.asarray(n, dtype=float), 1e-9)
     shape = (1.0 + curve.m_half / (mm + MMA_ROWS)) * (1.0 + curve.n_half / nn)
     t_math = f * shape / (peak_flops_per_s * curve.eta_max)
+    if curve.m_large > 0:
+        t_math = t_math / large_m_factor(mm, curve)
     k = np.asarray(kernels, dtype=float)
     if curve.tile_m > 0 and curve.sm_count > 0:
         u, waves = wave_quantisation(mm, nn, curve, groups)
@@ -377,7 +410,8 @@ def compute_efficiency(m: ArrayLike, n: ArrayLike, curve: GemmCurve) -> FloatArr
     GEMM reaches, before the per-wave fixed cost (which depends on K)."""
     mm, nn = np.asarray(m, dtype=float), np.asarray(n, dtype=float)
     u, _ = wave_quantisation(mm, nn, curve)
-    return curve.eta_max * u / (1.0 + curve.m_half / (mm + MMA_ROWS)) * nn / (nn + curve.n_half)
+    eta = curve.eta_max * large_m_factor(mm, curve) * u
+    return eta / (1.0 + curve.m_half / (mm + MMA_ROWS)) * nn / (nn + curve.n_half)
 
 
 def dequant_time_s(
@@ -399,26 +433,53 @@ def attention_decode_time_s(
     rows: ArrayLike,
     streams: ArrayLike,
     layers: float = 1.0,
+    kv_heads: ArrayLike | None = None,
 ) -> FloatArray:
     """Fused decode attention (flash-decoding): per layer t₀ + rows·t_row + S·t_S, plus
     max(F/(P·η_c), Q·(1 + S½/S)/(W·η_attn), w·(q/p)/B_cta) — S KV streams (sequences × KV heads)
     of q = Q/(S·layers) bytes each, split into p = ⌈q/q_split⌉ pieces when the query group
     (rows/S) reaches g_split, run in w = ⌈S·p/SMs⌉ waves of blocks that stream at most B_cta
-    each (Dao et al., "Flash-Decoding", 2023, split-KV)."""
+    each (Dao et al., "Flash-Decoding", 2023, split-KV).
+    split_rule "fa2" (FlashAttention-2, flash_api.cpp mha_varlen_fwd): only a grouped query
+    (g = rows/S ≥ 2) takes the swapped path, which splits by FA2's own heuristic
+    (roofline/splitkv.py) over 2·SMs block slots, with S·⌈g/64⌉ blocks; it adds t_swap, t_copy
+    when q's (b, K, g, d) → (b·g, K, d) re-layout is not a view (batch ≥ 2 and K ≥ 2 KV heads
+    per GPU; kv_heads None: assumed whenever S ≥ 2) and t_combine when it splits."""
     s = np.maximum(np.asarray(streams, dtype=float), 1e-9)
     r = np.asarray(rows, dtype=float)
     q_all = np.asarray(bytes_moved, dtype=float)
     t_math = np.asarray(flops, dtype=float) / (peak_flops_per_s * eta_compute)
     t_mem = q_all * (1.0 + curve.streams_half / s) / (bw_bytes_per_s * curve.eta_memory)
-    if curve.block_bw_bytes_per_s > 0 and curve.sm_count > 0:
+    fixed = curve.latency_s + curve.per_row_s * r + curve.per_stream_s * s
+    if curve.split_rule == "fa2" and curve.sm_count > 0:
+        q = q_all / (s * layers)
+        group = r / s
+        swapped = group >= 2.0
+        units = s * np.ceil(group / FA2_M_BLOCK)
+        slots = curve.sm_count * FA2_BLOCKS_PER_SM
+        pieces = np.where(swapped, fa2_num_splits(units, slots, np.ceil(q / FA2_BLOCK_BYTES)), 1.0)
+        waves = np.ceil(units * pieces / slots)
+        if curve.block_bw_bytes_per_s > 0:
+            t_blk = waves * q / pieces / curve.block_bw_bytes_per_s * layers
+            t_mem = np.maximum(t_mem, t_blk)
+        if kv_heads is None:
+            copied = s >= 2.0
+        else:
+            k = np.asarray(kv_heads, dtype=float)
+            copied = (s / np.maximum(k, 1e-9) >= 2.0) & (k >= 2.0)
+        fixed = fixed + np.where(
+            swapped,
+            curve.swap_s + curve.copy_s * copied + curve.combine_s * (pieces > 1.0),
+            0.0,
+        )
+    elif curve.block_bw_bytes_per_s > 0 and curve.sm_count > 0:
         q = q_all / (s * layers)
         split = curve.split_bytes > 0
         pieces = np.ceil(q / curve.split_bytes) if split else np.ones_like(q)
         pieces = np.where(r / s >= curve.split_min_group, np.maximum(pieces, 1.0), 1.0)
         waves = np.ceil(s * pieces / curve.sm_count)
         t_mem = np.maximum(t_mem, waves * q / pieces / curve.block_bw_bytes_per_s * layers)
-    fixed = (curve.latency_s + curve.per_row_s * r + curve.per_stream_s * s) * layers
-    return fixed + np.maximum(t_math, t_mem)
+    return fixed * layers + np.maximum(t_math, t_mem)
 
 
 def prefill_attention_time_s(

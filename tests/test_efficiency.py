@@ -95,6 +95,7 @@ def test_decode_attention_model_reproduces_its_measurements():
             entry.kernels.gemm["bf16"].eta_max,
             b * h,
             b * kv,
+            kv_heads=kv,
         )
         errors.setdefault(r["group"], []).append(abs(float(t) / float(r["measured_s"]) - 1.0))
     assert set(errors) == set(CAT.kernels) - {"amd-cdna3"}  # CDNA 3: GEMMs only

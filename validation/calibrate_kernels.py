@@ -15,10 +15,14 @@ Fitted forms (see roofline/efficiency.py for the formulas and their sources):
 - GEMM: t = t0 + max(F·(1 + M½/(M+16))·(1 + N½/N) / (P·η_max·u) + w·t_w, Q / (W·η_mem)) per
   dtype, with u and w the wave quantisation of a t_m × t_n tile grid over the SMs (split-K up to
   s_max); the tile, s_max (and t_m = 0: no tile grid) are picked from a small grid per dtype;
+  and, from M ≥ m_large on (picked from LARGE_M when it lowers the BIC), a plateau
+  large_ratio·η_max: the library switching kernels by M;
 - weight-only GEMM: a GEMM curve of its own (the same form, against the 16-bit peak);
 - decode attention: t = t0 + rows·t_row + S·t_S + max(KV·(1 + S½/S) / (W·η_attn), w·(q/p)/B_cta)
   (S streams of q bytes split into p pieces of split_kib for query groups ≥ split_min_group, in
   w waves over the SMs), fitted on cache-cold calls of the kernel most rows were measured with;
+  a FlashAttention-2 kernel splits by FA2's own heuristic instead (roofline/splitkv.py) and pays
+  the grouped path's re-layout (swap_us, copy_us) and the split-KV combine (combine_us);
 - prefill attention: t = t0 + F·(1 + S½/s) / (P·η_max·u) + w·t_w (query tiles in waves);
 - all-reduce: t = α + 2(n−1)/n · bytes / B_bus, α and B_bus per GPU count (NCCL, and each
   engine's own custom all-reduce); all-to-all: t = α + (n−1)/n · bytes / B (NCCL);
@@ -143,12 +147,15 @@ def waves(m, n, sms, tm, tn, smax):
     return m * n * s / (w * sms * tm * tn), w
 
 
-def gemm_model(params, m, n, k, peak, bw, b_w, b_a, tile=(0, 0, 1, 1)):
-    """t = t0 + max(2MNK(1 + M½/(M+16))(1 + N½/N)/(P·η_max·u) + w·t_w,
-    (NK·b_w + M(N+K)·b_a)/(W·η_mem)); tile = (t_m, t_n, s_max, SMs)."""
+def gemm_model(params, m, n, k, peak, bw, b_w, b_a, tile=(0, 0, 1, 1), large=(0.0, 1.0)):
+    """t = t0 + max(2MNK(1 + M½/(M+16))(1 + N½/N)/(P·η_max·r·u) + w·t_w,
+    (NK·b_w + M(N+K)·b_a)/(W·η_mem)); tile = (t_m, t_n, s_max, SMs); large = (m_large, ratio):
+    r = ratio from M ≥ m_large on (m_large 0: r = 1)."""
     eta_max, m_half, eta_mem, t0, n_half, t_w = params
     tm, tn, smax, sms = tile
     u, w = waves(m, n, sms, tm, tn, smax)
+    if large[0] > 0:
+        eta_max = eta_max * np.where(m >= large[0], large[1], 1.0)
     shape = (1.0 + m_half / (m + MMA_ROWS)) * (1.0 + n_half / n)
     t_c = 2.0 * m * n * k * shape / (peak * eta_max * u) + w * t_w
     t_m = (n * k * b_w + m * (n + k) * b_a) / (bw * eta_mem)
@@ -178,9 +185,53 @@ def _fit_gemm_tile(df, peak, bw, b_w, b_a, tile):
     return tuple(float(v) for v in unpack(x)), float(np.median(err))
 
 
+LARGE_M = (2048, 4096, 8192, 16384)  # candidate M from which another kernel runs
+# A step is kept only when it is material: at least 10%, the fit target the curves are held to
+# (a smaller one is inside the form's scatter, and its discontinuity would be an artefact)
+MATERIAL_STEP = 0.9
+
+
+def _bic(resid: np.ndarray, n_params: int) -> float:
+    """Bayesian information criterion of a least-squares fit in log time (Schwarz, 1978)."""
+    n = len(resid)
+    return float(n * np.log(np.mean(resid**2)) + n_params * np.log(n))
+
+
+def fit_large_m(df, peak, bw, b_w, b_a, tile, params):
+    """Does the plateau step down from some M on (the library switching kernels by M)? Refit
+    with a ratio r for M ≥ m_large, m_large from LARGE_M; keep the step only when it lowers the
+    BIC (one parameter more) and r ≤ MATERIAL_STEP. Returns (params, (m_large, r), median) or
+    None."""
+    m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
+    t = df.latency.to_numpy(float) * 1e-3
+
+    def resid_of(x, m_large):
+        p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
+        return np.log(gemm_model(p, m, n, k, peak, bw, b_w, b_a, tile, (m_large, x[6])) / t)
+
+    x0 = [params[0], np.log(max(params[1], 7e-3)), params[2], np.log(params[3])]
+    x0 += [np.log(max(params[4], 7e-3)), np.log(params[5])]
+    base = resid_of([*x0, 1.0], 0.0)
+    best, best_bic = None, _bic(base, 6)
+    lo, hi = [0.05, -5, 0.05, -16, -5, -20, 0.3], [1, 9, 1, -8, 10, -9, 1.0]
+    for m_large in LARGE_M:
+        if not ((m >= m_large).any() and (m < m_large).any()):
+            continue
+        x_start = np.clip([*x0, 0.9], np.array(lo) + 1e-9, np.array(hi) - 1e-9)
+        r = least_squares(lambda x, ml=m_large: resid_of(x, ml), x_start, bounds=(lo, hi))
+        bic = _bic(r.fun, 7)
+        if bic < best_bic and r.x[6] <= MATERIAL_STEP:
+            x = r.x
+            p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
+            med = float(np.median(np.abs(np.exp(r.fun) - 1.0)))
+            best, best_bic = (tuple(float(v) for v in p), (m_large, float(x[6])), med), bic
+    return best
+
+
 def fit_gemm(df, peak, bw, b_w, b_a, sms):
     """Every tile of TILES on a sample, then the best two on all rows: the lowest median
-    |error| wins. Returns ((η_max, M½, η_mem, t0, N½, t_w), (t_m, t_n, s_max, SMs), median)."""
+    |error| wins; then the large-M step (fit_large_m). Returns ((η_max, M½, η_mem, t0, N½, t_w),
+    (t_m, t_n, s_max, SMs), median, (m_large, ratio))."""
     sample = df.sample(min(len(df), 2000), random_state=0)
     tiles = [(tm, tn, s, sms) for tm, tn, s in TILES]
     ranked = sorted(tiles, key=lambda tl: _fit_gemm_tile(sample, peak, bw, b_w, b_a, tl)[1])
@@ -189,7 +240,10 @@ def fit_gemm(df, peak, bw, b_w, b_a, sms):
         params, med = _fit_gemm_tile(df, peak, bw, b_w, b_a, tile)
         if best is None or med < best[2]:
             best = (params, tile, med)
-    return best
+    step = fit_large_m(df, peak, bw, b_w, b_a, best[1], best[0])
+    if step is None:
+        return (*best, (0, 1.0))
+    return step[0], best[1], step[2], step[1]
 
 
 def fit_weight_only(df, peak, bw, b_w, sms):
@@ -269,11 +323,39 @@ def decode_attention_model(x, kv_bytes, rows, streams, bw, sms, split_bytes, min
 
 
 SPLITS = [(kib, g) for kib in (64, 256, 1024) for g in (1, 2)]
+FA2_KERNELS = ("vllm_flash_attn", "vllm_flash_attn_fa2")  # FlashAttention-2 (vLLM's fork)
+FA2_START = (np.log(2e-6), np.log(5e-6), np.log(3e-6))  # t_swap, t_copy, t_combine (s, log)
+
+
+def decode_attention_fa2_model(x, kv_bytes, rows, streams, kv_heads, bw, sms):
+    """roofline/efficiency.py attention_decode_time_s, split_rule fa2, one layer, bf16 KV:
+    t0 + rows·t_row + S·t_S + [g ≥ 2](t_swap + t_copy·[b ≥ 2, K ≥ 2] + t_comb·[p > 1])
+    + max(KV(1 + S½/S)/(W·η), w·(q/p)/B_cta), p from FA2's num_splits_heuristic."""
+    from roofline.efficiency import AttentionCurve, attention_decode_time_s
+
+    curve = AttentionCurve(
+        eta_memory=x[2],
+        latency_s=np.exp(x[0]),
+        per_row_s=np.exp(x[1]),
+        streams_half=np.exp(x[5]),
+        per_stream_s=np.exp(x[3]),
+        block_bw_bytes_per_s=np.exp(x[4]),
+        sm_count=sms,
+        split_rule="fa2",
+        swap_s=np.exp(x[6]),
+        copy_s=np.exp(x[7]),
+        combine_s=np.exp(x[8]),
+    )
+    return attention_decode_time_s(
+        0.0, kv_bytes, 1.0, bw, curve, 1.0, rows, streams, kv_heads=kv_heads
+    )
 
 
 def fit_decode_attention(df, bw, sms):
-    """The kernel most rows were measured with, bf16 KV, full attention (no window); the split
-    size and the smallest query group that splits are picked from SPLITS."""
+    """The kernel most rows were measured with, bf16 KV, full attention (no window). A
+    FlashAttention-2 kernel gets FA2's own split rule (roofline/splitkv.py); any other kernel
+    the generic split-KV form, its split size and the smallest query group that splits picked
+    from SPLITS."""
     d = df[df.kv_cache_dtype == "bfloat16"]
     if "window_size" in d:
         d = d[d.window_size == 0]
@@ -291,28 +373,54 @@ def fit_decode_attention(df, bw, sms):
     t = d.latency.to_numpy(float) * 1e-3
     rows = (d.batch_size * d.num_heads).to_numpy(float)
     streams = (d.batch_size * d.num_key_value_heads).to_numpy(float)
-    best = None
-    for kib, group in SPLITS:
-        args = (kv_bytes, rows, streams, bw, sms, kib * 1024.0, group)
+    kv_heads = d.num_key_value_heads.to_numpy(float)
+    extra: dict = {}
+    if kernel in FA2_KERNELS:
+        args = (kv_bytes, rows, streams, kv_heads, bw, sms)
 
-        def resid(x, args=args):
-            return np.log(decode_attention_model(x, *args) / t)
+        def resid_fa2(x):
+            return np.log(decode_attention_fa2_model(x, *args) / t)
 
         r = least_squares(
-            resid,
-            [np.log(1e-5), np.log(1e-9), 0.8, np.log(1e-8), np.log(3e10), 0.0],
-            bounds=([-16, -25, 0.05, -25, 18, -5], [-8, -12, 1, -12, 30, 8]),
+            resid_fa2,
+            [np.log(1e-5), np.log(1e-9), 0.8, np.log(1e-8), np.log(3e10), 0.0, *FA2_START],
+            bounds=(
+                [-16, -25, 0.05, -25, 18, -5, -20, -20, -20],
+                [-8, -12, 1, -12, 30, 8, -9, -9, -9],
+            ),
         )
-        med = float(np.median(np.abs(np.exp(resid(r.x)) - 1.0)))
-        if best is None or med < best[0]:
-            best = (med, r.x, kib, group)
-    med, x, kib, group = best
+        x = r.x
+        med = float(np.median(np.abs(np.exp(resid_fa2(x)) - 1.0)))
+        kib, group = 0, 2
+        extra = {
+            "split_rule": "fa2",
+            "swap_us": round(float(np.exp(x[6])) * 1e6, 3),
+            "copy_us": round(float(np.exp(x[7])) * 1e6, 3),
+            "combine_us": round(float(np.exp(x[8])) * 1e6, 3),
+        }
+    else:
+        best = None
+        for kib, group in SPLITS:
+            args = (kv_bytes, rows, streams, bw, sms, kib * 1024.0, group)
+
+            def resid(x, args=args):
+                return np.log(decode_attention_model(x, *args) / t)
+
+            r = least_squares(
+                resid,
+                [np.log(1e-5), np.log(1e-9), 0.8, np.log(1e-8), np.log(3e10), 0.0],
+                bounds=([-16, -25, 0.05, -25, 18, -5], [-8, -12, 1, -12, 30, 8]),
+            )
+            med = float(np.median(np.abs(np.exp(resid(r.x)) - 1.0)))
+            if best is None or med < best[0]:
+                best = (med, r.x, kib, group)
+        med, x, kib, group = best
     pick = d.sample(min(len(d), 300), random_state=0)
     sample = [
         (r.batch_size, r.num_heads, r.num_key_value_heads, r.head_dim, r.isl + r.step, r.latency)
         for r in pick.itertuples()
     ]
-    return {
+    out = {
         "sample": sample,
         "kernel": str(kernel),
         "eta_memory": round(float(x[2]), 3),
@@ -320,12 +428,16 @@ def fit_decode_attention(df, bw, sms):
         "per_query_head_ns": round(float(np.exp(x[1])) * 1e9, 3),
         "per_stream_ns": round(float(np.exp(x[3])) * 1e9, 2),
         "streams_half": round(float(np.exp(x[5])), 3),
-        "split_kib": kib,
-        "split_min_group": group,
-        "block_bandwidth_gb_s": round(float(np.exp(x[4])) / 1e9, 2),
-        "fit_median_error": round(med, 3),
-        "rows": len(d),
     }
+    if not extra:
+        out.update(split_kib=kib, split_min_group=group)
+    out.update(extra)
+    out.update(
+        block_bandwidth_gb_s=round(float(np.exp(x[4])) / 1e9, 2),
+        fit_median_error=round(med, 3),
+        rows=len(d),
+    )
+    return out
 
 
 def fit_allreduce(df, op: str = "all_reduce"):
@@ -458,6 +570,13 @@ def fit_ep_alltoall(df, link_bw: float):
     return out
 
 
+def _large_keys(large) -> dict:
+    """The catalog keys of a large-M step (none when the fit kept one kernel)."""
+    if not large[0]:
+        return {}
+    return {"m_large": int(large[0]), "large_ratio": round(large[1], 3)}
+
+
 def main() -> None:
     cat = load_catalog()
     groups_out = []
@@ -478,7 +597,7 @@ def main() -> None:
             d = df[df.gemm_dtype == raw]
             if d.empty or dtype not in peaks:
                 continue
-            params, tile, med = fit_gemm(
+            params, tile, med, large = fit_gemm(
                 d, peaks[dtype], bw, WEIGHT_BYTES[dtype], ACT_BYTES[dtype], g["sms"][0]
             )
             gemm[dtype] = {
@@ -491,10 +610,11 @@ def main() -> None:
                 "tile_n": int(tile[1]),
                 "split_k_max": int(tile[2]),
                 "wave_latency_us": round(params[5] * 1e6, 3) if tile[0] else 0.0,
+                **_large_keys(large),
                 "fit_median_error": round(med, 3),
                 "rows": len(d),
             }
-            curves[(gid, dtype)] = (params, tile, peaks[dtype])
+            curves[(gid, dtype)] = (params, tile, peaks[dtype], large)
             pick = d.sample(min(len(d), 200), random_state=int(rng.integers(1 << 30)))
             for row in pick.itertuples():
                 samples.append((gid, dtype, row.m, row.n, row.k, row.latency * 1e-3))
@@ -511,7 +631,7 @@ def main() -> None:
             d = wdf[wdf.gemm_dtype == raw]
             if d.empty:
                 continue
-            params, tile, med = fit_weight_only(d, peaks["bf16"], bw, b_w, g["sms"][0])
+            params, tile, med, large = fit_weight_only(d, peaks["bf16"], bw, b_w, g["sms"][0])
             wo[name] = {
                 "alu_ops_per_weight": 0.0,  # carried by the curve's own eta_max
                 "eta_memory": round(params[2], 3),
@@ -523,6 +643,7 @@ def main() -> None:
                 "tile_n": int(tile[1]),
                 "split_k_max": int(tile[2]),
                 "wave_latency_us": round(params[5] * 1e6, 3) if tile[0] else 0.0,
+                **_large_keys(large),
                 "fit_median_error": round(med, 3),
                 "rows": len(d),
             }
@@ -717,9 +838,11 @@ def plot(curves) -> None:
     n = k = 8192.0
     colors = dict(zip(GROUPS, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     for ax, dtype in zip(axes, dtypes, strict=True):
-        for (gid, dt), ((eta_max, m_half, _, _, n_half, t_w), tile, peak) in curves.items():
+        for (gid, dt), ((eta_max, m_half, _, _, n_half, t_w), tile, peak, lg) in curves.items():
             if dt == dtype:
                 u, w = waves(m, n, tile[3], *tile[:3])
+                if lg[0]:
+                    u = u * np.where(m >= lg[0], lg[1], 1.0)
                 shape = (1.0 + m_half / (m + MMA_ROWS)) * (1.0 + n_half / n)
                 eta = 1.0 / (shape / (eta_max * u) + w * t_w * peak / (2.0 * m * n * k))
                 ax.plot(m, eta, label=gid, color=colors[gid], lw=1)
