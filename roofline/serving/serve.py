@@ -4,12 +4,12 @@ Definitions (docs/METRICS.md, once): for each request, TTFT = first token at the
 client's send (queueing + prefill, chunked or not; + KV transfer when disaggregated; + the API
 server's fixed path, policy.Frontend, in the expected figures); TPOT = (finish − first
 token)/(O − 1) for O > 1 output tokens; ITL = every gap between consecutive output tokens of a
-request (weighted: one per gap); E2E = finish − send. Throughput = requests (output tokens) finished / the window
-from the first arrival to the last finish, over all replicas. Goodput = requests meeting every
-SLO / the same window (DistServe, Zhong et al. OSDI'24, defines goodput as the rate served within
-SLO). SLO attainment = share of requests meeting every SLO. A deployment meets the SLOs when the
-`pct`-th percentile of TTFT and of TPOT are within their limits. Requests go to replicas in turn
-(round robin).
+request (weighted: one per gap); E2E = finish − send. Throughput = requests (output tokens)
+finished / the window from the first send to the last finish, over all replicas. Goodput =
+requests meeting every SLO / the same window (DistServe, Zhong et al. OSDI'24, defines goodput as
+the rate served within SLO). SLO attainment = share of requests meeting every SLO. A deployment
+meets the SLOs when the `pct`-th percentile of TTFT and of TPOT are within their limits.
+Requests go to replicas in turn (round robin).
 """
 
 from __future__ import annotations
