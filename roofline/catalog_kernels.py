@@ -118,6 +118,7 @@ _ENGINE_KEYS = {
     "allreduce_kernel": (str, True),
     "spec_round_cpu_us": (NUM, False),
     "spec_draft_step_cpu_us": (NUM, False),
+    "request_latency_us": (NUM, False),
     "source": (str, True),
     "notes": (str, False),
 }
@@ -309,7 +310,10 @@ def _link_curve(where: str, table: dict[Any, Any]) -> LinkCurve:
 def engine_profile(where: str, data: Any) -> EngineProfile:
     d = _check(where, data, _ENGINE_KEYS)
     _positive(where, "kernels_per_layer", d["kernels_per_layer"])
-    spec = {k: float(d.get(k, 0)) for k in ("spec_round_cpu_us", "spec_draft_step_cpu_us")}
+    spec = {
+        k: float(d.get(k, 0))
+        for k in ("spec_round_cpu_us", "spec_draft_step_cpu_us", "request_latency_us")
+    }
     for key, value in spec.items():
         if value < 0:
             raise CatalogError(f"{where}: key '{key}' must be non-negative, got {value:g}")
@@ -326,6 +330,7 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         aliases=(),
         spec_round_cpu_s=spec["spec_round_cpu_us"] * US,
         spec_draft_step_cpu_s=spec["spec_draft_step_cpu_us"] * US,
+        request_latency_s=spec["request_latency_us"] * US,
     )
 
 

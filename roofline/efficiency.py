@@ -267,6 +267,8 @@ class EngineProfile:
     # rejection sampling, tree masks, the drafter's extra launch) and per sequential draft step
     spec_round_cpu_s: float = 0.0
     spec_draft_step_cpu_s: float = 0.0
+    # the API server's path outside the engine's steps, per request (roofline/serving/policy.py)
+    request_latency_s: float = 0.0
 
 
 @dataclass(frozen=True)

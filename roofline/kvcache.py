@@ -209,7 +209,29 @@ NAMED = {
 
 
 MAX_SAMPLES = 1_000_000  # lengths a distribution may draw (n=...)
-_PARAMS = {"lognormal": ("mean", "sigma"), "uniform": ("low", "high"), "fixed": ("length",)}
+_PARAMS = {
+    "lognormal": ("mean", "sigma"),
+    "uniform": ("low", "high"),
+    "fixed": ("length",),
+    "eos": ("mean", "max"),
+}
+
+
+def eos_stop_probability(mean: float, cap: float) -> float:
+    """The per-token end-of-sequence probability h whose capped geometric length
+    L = min(G, cap), G ~ Geometric(h) on 1, 2, …, has E[L] = mean: E[L] = Σ_{k<cap} (1−h)^k
+    = (1 − (1−h)^cap)/h (a sum of survival probabilities), decreasing in h, solved by
+    bisection. Generation that stops at EOS with a constant hazard or at max_tokens."""
+    if mean >= cap:
+        return 0.0
+    lo, hi = 1e-12, 1.0
+    for _ in range(200):
+        h = 0.5 * (lo + hi)
+        if (1.0 - (1.0 - h) ** cap) / h > mean:
+            lo = h
+        else:
+            hi = h
+    return 0.5 * (lo + hi)
 
 
 def _check_params(name: str, params: dict[str, float], what: str) -> None:
@@ -227,6 +249,8 @@ def _check_params(name: str, params: dict[str, float], what: str) -> None:
         raise InputError(f"{what}: uniform needs 0 < low <= high")
     if name == "fixed" and params.get("length", 1) <= 0:
         raise InputError(f"{what}: fixed needs length > 0")
+    if name == "eos" and not 1 <= params.get("mean", 1) <= params.get("max", 1):
+        raise InputError(f"{what}: eos needs 1 <= mean <= max")
 
 
 def parse_lengths(
@@ -234,7 +258,8 @@ def parse_lengths(
 ) -> tuple[FloatArray, str]:
     """Sequence lengths from a list ("100,250,900"), a file of numbers (whitespace or comma
     separated), or a distribution: sharegpt, alpaca, lognormal:mean=500,sigma=0.9,
-    uniform:low=1,high=2048, fixed:length=1000 (optional n=… and seed=…). Lengths are clipped
+    uniform:low=1,high=2048, fixed:length=1000, eos:mean=100,max=128 (answers that end at EOS with
+    a constant per-token probability or at max_tokens; optional n=… and seed=…). Lengths are clipped
     to [1, max_len]. Returns the lengths and a description of where they came from."""
     text = spec.strip()
     if re.fullmatch(r"[0-9.,\s]+", text):
@@ -280,11 +305,15 @@ def parse_lengths(
             values = rng.uniform(params.get("low", 1.0), params.get("high", max_len), n)
         elif name == "fixed":
             values = np.full(n, params.get("length", max_len))
+        elif name == "eos":  # stops at EOS with a constant per-token hazard, or at max
+            cap = params.get("max", max_len)
+            h = eos_stop_probability(params.get("mean", cap), cap)
+            values = np.minimum(rng.geometric(h, n), cap) if h > 0 else np.full(n, cap)
         else:
             raise InputError(
                 f"{what}: unknown distribution '{name}'",
                 hint="use a list, a file, sharegpt, alpaca, lognormal:mean=…,sigma=…, "
-                "uniform:low=…,high=… or fixed:length=…",
+                "uniform:low=…,high=…, fixed:length=… or eos:mean=…,max=…",
             )
         shown = ", ".join(f"{k}={v:g}" for k, v in params.items())
         desc = (desc_prefix + "; " if desc_prefix else "") + f"{name}({shown}), n={n}, seed={seed}"

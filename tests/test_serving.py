@@ -52,7 +52,9 @@ def test_light_load_ttft_is_one_prefill_and_tpot_one_batch1_step(m8, rep):
     for ideal, got in ((True, r.ideal), (False, r.expected)):
         p = prefill(m, hw, DEP, 1, 1000)
         d = decode(m, hw, DEP, 1, 1001, 99)
-        want_ttft = float(p.t_ideal_s if ideal else p.t_expected_s)
+        # expected: + vLLM's request_latency_us = 19000 (hardware/engines.yaml), the API
+        # server's path outside the engine; never in the ideal
+        want_ttft = float(p.t_ideal_s if ideal else p.t_expected_s + 0.019)
         want_tpot = float(d.t_ideal_s if ideal else d.t_expected_s)
         assert got.ttft_s.p50 == pytest.approx(want_ttft, rel=1e-3)
         assert got.tpot_s.p50 == pytest.approx(want_tpot, rel=1e-3)

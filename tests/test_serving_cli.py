@@ -17,11 +17,14 @@ def test_serve_json_keys_and_light_load(run):
     }
     assert {"goodput_requests_per_s", "slo_attainment"} <= set(e)
     assert doc["saturation_rate"]["ideal"] >= doc["saturation_rate"]["expected"] > 0
-    # one request at a time: p50 TTFT is one prefill, the same as `analyze` at batch 1
+    # one request at a time: p50 TTFT is one prefill, the same as `analyze` at batch 1, plus
+    # (expected only) vLLM's request_latency_us = 19000 in hardware/engines.yaml
     a = run(
         "analyze", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "100", "--format", "json"
     ).json()
-    assert e["ttft_s"]["p50"] == pytest.approx(a["expected"]["batch_prefill_s"], rel=1e-3)
+    assert doc["ideal"]["ttft_s"]["p50"] == pytest.approx(a["ideal"]["batch_prefill_s"], rel=1e-3)
+    want = a["expected"]["batch_prefill_s"] + 0.019
+    assert e["ttft_s"]["p50"] == pytest.approx(want, rel=1e-3)
     assert doc["ideal"]["ttft_s"]["p50"] <= e["ttft_s"]["p50"]
 
 

@@ -22,8 +22,6 @@ from roofline.serving.cost import (
     joules_per_output_token,
 )
 from roofline.serving.serve import (
-    DEFAULT_MAX_BATCHED_TOKENS,
-    DEFAULT_MAX_SEQS,
     ServeMetrics,
     make_replica,
     saturation_rate,
@@ -36,7 +34,11 @@ from roofline.serving.workload import with_rate
 
 MaxBatchedTokens = Annotated[
     int,
-    typer.Option("--max-batched-tokens", help="scheduler's token budget per step"),
+    typer.Option(
+        "--max-batched-tokens",
+        help="scheduler's token budget per step (default: the engine's on this device, e.g."
+        " vLLM 8192 at 70 GiB and more except A100, else 2048)",
+    ),
 ]
 Preemption = Annotated[str, typer.Option("--preemption", help="recompute or swap")]
 SATURATION_REQUESTS = 400
@@ -121,7 +123,7 @@ def serve(
     slo_tpot: opt.SloTpot = None,
     slo_pct: opt.SloPct = opt.SLO_PCT,
     max_seqs: opt.MaxSeqs = None,
-    max_batched_tokens: MaxBatchedTokens = DEFAULT_MAX_BATCHED_TOKENS,
+    max_batched_tokens: MaxBatchedTokens | None = None,
     chunked_prefill: opt.ChunkedPrefill = True,
     preemption: Preemption = "recompute",
     engine_name: opt.Engine = opt.ENGINE,
@@ -181,7 +183,7 @@ def serve(
         dep,
         eng,
         max_len,
-        _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else DEFAULT_MAX_SEQS,
+        _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None,
         max_batched_tokens,
         chunked_prefill,
         preemption,
@@ -226,6 +228,7 @@ def serve(
         "max_seqs": rep.rules.max_seqs,
         "max_batched_tokens": rep.rules.max_batched_tokens,
         "chunked_prefill": chunked_prefill,
+        "request_latency_s": rep.frontend.latency_s if rep.frontend else 0.0,
         "preemption": preemption,
         "block_tokens": rep.rules.block_tokens,
         "kv_budget_blocks": rep.rules.budget_blocks,

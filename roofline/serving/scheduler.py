@@ -32,40 +32,8 @@ from heapq import heappop, heappush
 import numpy as np
 
 from roofline.errors import InputError
+from roofline.serving.policy import EngineRules, Frontend
 from roofline.serving.steps import StepModel
-
-
-@dataclass(frozen=True)
-class EngineRules:
-    """The scheduler's limits. `max_batched_tokens` None: a prefill step takes every admitted
-    prompt (no token budget)."""
-
-    max_seqs: int
-    budget_blocks: int
-    block_tokens: int
-    max_batched_tokens: int | None = None
-    chunked_prefill: bool = False
-    preemption: str = "recompute"
-    swap_bandwidth_bytes_per_s: float | None = None
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.max_seqs <= 65_536:
-            raise InputError(f"max sequences must be from 1 to 65536, got {self.max_seqs}")
-        if self.budget_blocks < 1:
-            raise InputError("the KV budget holds no block: the model leaves no room for KV")
-        if self.block_tokens < 1:
-            raise InputError(f"block tokens must be at least 1, got {self.block_tokens}")
-        if self.preemption not in ("recompute", "swap"):
-            raise InputError(f"--preemption must be recompute or swap, got {self.preemption}")
-        if self.chunked_prefill and self.max_batched_tokens is None:
-            raise InputError("chunked prefill needs a token budget per step")
-        if self.max_batched_tokens is not None and self.max_batched_tokens <= (
-            self.max_seqs if self.chunked_prefill else 0
-        ):
-            raise InputError(
-                f"the token budget per step ({self.max_batched_tokens}) must exceed max sequences "
-                f"({self.max_seqs}) with chunked prefill"
-            )
 
 
 @dataclass(frozen=True)
@@ -94,6 +62,13 @@ class Trace:
     peak_blocks: float
     budget_blocks: int
     makespan_s: float
+    sent_s: np.ndarray | None = None  # when the client sent each request (None: arrival_s)
+    latency_s: float = 0.0  # the front end's fixed path from a token to the client
+
+    @property
+    def client_sent_s(self) -> np.ndarray:
+        """Send times as the client measures them (TTFT and E2E start here)."""
+        return self.arrival_s if self.sent_s is None else self.sent_s
 
     @property
     def served(self) -> np.ndarray:
@@ -110,13 +85,15 @@ def simulate_requests(
     prefilled: bool = False,
     closed_loop: int | None = None,
     release_until_s: float = math.inf,
+    frontend: Frontend | None = None,
 ) -> Trace:
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
-    arrival_s[:N] and each finish releases the next request (until `release_until_s`)."""
-    return _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop).run(
-        release_until_s
-    )
+    arrival_s[:N] and each finish releases the next request (until `release_until_s`) once the
+    client has seen it. `frontend`: the API server between client and engine (policy.Frontend;
+    None: none, as for the ideal)."""
+    sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend)
+    return sim.run(release_until_s)
 
 
 class _Sim:
@@ -125,7 +102,7 @@ class _Sim:
     base[r] + G, where G counts the decode steps so far: a span of k steps adds k to G and
     touches no sequence; each sequence's last step is G = fin[r] (a heap orders them)."""
 
-    def __init__(self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop):
+    def __init__(self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, front):
         n = len(prompts)
         if rules.max_seqs > len(steps.base_s):
             raise InputError(
@@ -141,6 +118,8 @@ class _Sim:
         if closed_loop is not None:
             self.next_release = min(closed_loop, n)
             arrival[self.next_release :] = math.inf
+        self.sent = arrival.tolist()
+        self.latency = front.latency_s if front is not None else 0.0
         self.arr = arrival.tolist()
         self.arr_cum = [0.0, *np.cumsum(arrival[: self.next_release]).tolist()]
         self.gen = [1 if prefilled else 0] * n  # tokens generated (decoders: see base)
@@ -243,7 +222,8 @@ class _Sim:
         self.finish_s[r] = self.now
         self.active.remove(r)
         if self.next_release < self.n and self.now < self.release_until_s:
-            self.arr[self.next_release] = self.now
+            sent = self.now + self.latency  # the client sees the end, then sends the next
+            self.sent[self.next_release] = self.arr[self.next_release] = sent
             self.next_release += 1
 
     def swap_stall(self, r: int) -> None:
@@ -407,7 +387,7 @@ class _Sim:
             if k == 0:
                 self.preempt()
                 continue
-            t, t_dec, processed = _span(steps, n_dec, ctx, total, k, pf)
+            t, t_dec, processed = steps.span_s(n_dec, ctx, total, k, pf)
             if (
                 not self.waiting
                 and len(self.active) < rules.max_seqs
@@ -417,7 +397,7 @@ class _Sim:
                 k_cut = max(1, math.ceil((arr[self.na] - self.now) * k / t))
                 if k_cut < k:
                     k = k_cut
-                    t, t_dec, processed = _span(steps, n_dec, ctx, total, k, pf)
+                    t, t_dec, processed = steps.span_s(n_dec, ctx, total, k, pf)
             acc["prefill"] += t - t_dec
             acc["decode"] += t_dec
             if processed is not None:
@@ -490,25 +470,6 @@ class _Sim:
             self.peak_blocks,
             budget,
             self.now,
+            f(self.sent),
+            self.latency,
         )
-
-
-def _span(steps: StepModel, n: int, ctx, total: float, k: int, pf: tuple | None):
-    """k steps for n sequences decoding (Σ contexts = total; `ctx` the contexts, needed only
-    for windowed layers), with pf = (token room per step, tokens left, tokens done) of the
-    prompts in prefill, first come first served: the time, the decode part of it, and the
-    prefill tokens each prompt gets."""
-    t_dec = steps.decode_n_s(n, k, total, ctx) if n else 0.0
-    if pf is None:
-        return t_dec, t_dec, None
-    room, lens, dones = pf
-    budget = k * room
-    processed = []
-    for x in lens:
-        take = x if x < budget else budget
-        processed.append(take)
-        budget -= take
-    tokens = k * room - budget
-    t_pf = (steps.lin(n + tokens / k) - (steps.lin(n) if n else 0.0)) * k
-    t_pf += steps.prefill_attention_s(dones, [d + x for d, x in zip(dones, processed, strict=True)])
-    return t_dec + t_pf, t_dec, processed

@@ -1,14 +1,15 @@
 """Serving metrics under a workload: percentiles, throughput, goodput, SLO attainment, saturation.
 
-Definitions (docs/METRICS.md, once): for each request, TTFT = first token − arrival (queueing +
-prefill, chunked or not; + KV transfer when disaggregated); TPOT = (finish − first token)/(O − 1)
-for O > 1 output tokens; ITL = every gap between consecutive output tokens of a request (weighted:
-one per gap); E2E = finish − arrival. Throughput = requests (output tokens) finished / the window
-from the first arrival to the last finish, over all replicas. Goodput = requests meeting every
-SLO / the same window (DistServe, Zhong et al. OSDI'24, defines goodput as the rate served within
-SLO). SLO attainment = share of requests meeting every SLO. A deployment meets the SLOs when the
-`pct`-th percentile of TTFT and of TPOT are within their limits. Requests go to replicas in turn
-(round robin).
+Definitions (docs/METRICS.md, once): for each request, TTFT = first token at the client − the
+client's send (queueing + prefill, chunked or not; + KV transfer when disaggregated; + the API
+server's fixed path, policy.Frontend, in the expected figures); TPOT = (finish − first
+token)/(O − 1) for O > 1 output tokens; ITL = every gap between consecutive output tokens of a
+request (weighted: one per gap); E2E = finish − send. Throughput = requests (output tokens)
+finished / the window from the first send to the last finish, over all replicas. Goodput =
+requests meeting every SLO / the same window (DistServe, Zhong et al. OSDI'24, defines goodput as
+the rate served within SLO). SLO attainment = share of requests meeting every SLO. A deployment
+meets the SLOs when the `pct`-th percentile of TTFT and of TPOT are within their limits.
+Requests go to replicas in turn (round robin).
 """
 
 from __future__ import annotations
@@ -23,12 +24,10 @@ from roofline.hardware import Accelerator, Tier
 from roofline.memory import Engine, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.serving.scheduler import EngineRules, Trace, simulate_requests
+from roofline.serving.policy import EngineRules, Frontend, batch_defaults
+from roofline.serving.scheduler import Trace, simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.serving.workload import Workload, with_rate
-
-DEFAULT_MAX_SEQS = 256  # vLLM max_num_seqs default
-DEFAULT_MAX_BATCHED_TOKENS = 2048  # vLLM V1 online-serving default with chunked prefill [uncertain]
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,7 @@ class Replica:
     rules: EngineRules
     ideal: StepModel
     expected: StepModel
+    frontend: Frontend | None = None  # the expected figures' API server (never the ideal's)
 
     @property
     def gpus(self) -> int:
@@ -93,16 +93,21 @@ def make_replica(
     dep: Deployment,
     eng: Engine,
     max_len: int,
-    max_seqs: int = DEFAULT_MAX_SEQS,
-    max_batched_tokens: int | None = DEFAULT_MAX_BATCHED_TOKENS,
+    max_seqs: int | None = None,
+    max_batched_tokens: int | None = None,
     chunked_prefill: bool = True,
     preemption: str = "recompute",
     swap_tier: Tier | None = None,
     capacity_bytes: float | None = None,
 ) -> Replica:
     """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
-    longest prompt + output it must hold. Raises InputError if the weights or one request do not
-    fit."""
+    longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
+    defaults on this device (roofline.serving.policy.batch_defaults; the budget also packs
+    non-chunked prefill steps). Raises InputError if the weights or one request do not fit."""
+    seqs_default, tokens_default = batch_defaults(eng.name, hw)
+    max_seqs = max_seqs if max_seqs is not None else seqs_default
+    if max_batched_tokens is None:
+        max_batched_tokens = tokens_default
     plan = plan_memory(model, hw, dep, eng, capacity_bytes)
     if not plan.weights_fit:
         raise InputError(f"{model.id} does not fit on {hw.id} at TP{dep.tp} PP{dep.pp}")
@@ -129,7 +134,9 @@ def make_replica(
             f"one request of {max_len:,} tokens does not fit in the KV budget of {hw.id} at "
             f"TP{dep.tp} PP{dep.pp} ({budget} blocks of {blk} tokens)"
         )
-    return Replica(hw, dep, rules, steps[0], steps[1])
+    profile = hw.efficiency.engines.get(eng.name) if hw.efficiency.engines else None
+    front = Frontend(profile.request_latency_s if profile is not None else 0.0)
+    return Replica(hw, dep, rules, steps[0], steps[1], front)
 
 
 @dataclass(frozen=True)
@@ -163,9 +170,18 @@ def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
     """Summarise the traces of all replicas (or of one, standing for all when `gpus` counts one)."""
     cat = {
         k: np.concatenate([getattr(t, k)[t.served] for t in traces])
-        for k in ("arrival_s", "admitted_s", "first_token_s", "finish_s", "outputs")
+        for k in (
+            "arrival_s",
+            "client_sent_s",
+            "admitted_s",
+            "first_token_s",
+            "finish_s",
+            "outputs",
+        )
     }
-    a, f, first, o = cat["arrival_s"], cat["finish_s"], cat["first_token_s"], cat["outputs"]
+    lat = traces[0].latency_s if traces else 0.0  # the front end's path to the client
+    a, o = cat["client_sent_s"], cat["outputs"]
+    f, first = cat["finish_s"] + lat, cat["first_token_s"] + lat
     ttft, e2e = first - a, f - a
     tpot = np.where(o > 1, (f - first) / np.maximum(o - 1, 1), 0.0)
     window = float(f.max() - a.min()) if a.size else 0.0
@@ -182,8 +198,9 @@ def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
     )
     spans = [t.makespan_s - float(np.nanmin(t.arrival_s)) for t in traces]
     n_rep = len(traces)
-    last = float(a.max())
-    queued = int(np.sum((a <= last) & (cat["admitted_s"] > last)))
+    a_eng = cat["arrival_s"]
+    last = float(a_eng.max())
+    queued = int(np.sum((a_eng <= last) & (cat["admitted_s"] > last)))
 
     def mean_of(attr: str) -> float:
         return sum(getattr(t, attr) / max(s, 1e-30) for t, s in zip(traces, spans, strict=True))
@@ -252,6 +269,7 @@ def run_replicas(
                 rep.rules,
                 closed_loop=users,
                 release_until_s=w.duration_s if w.duration_s is not None else math.inf,
+                frontend=None if ideal else rep.frontend,
             )
         )
     return traces
@@ -336,4 +354,11 @@ def max_rate_within_slo(
     return lo
 
 
-__all__ = ["Replica", "ServeMetrics", "ServeResult", "Slo", "make_replica", "serve"]
+__all__ = [
+    "Replica",
+    "ServeMetrics",
+    "ServeResult",
+    "Slo",
+    "make_replica",
+    "serve",
+]

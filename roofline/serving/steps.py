@@ -181,6 +181,28 @@ class StepModel:
             lengths = np.asarray(lengths).astype(int).tolist()
         return self.lin(float(sum(lengths))) + self.prefill_attention_s([0] * len(lengths), lengths)
 
+    def span_s(self, n: int, ctx, total: float, k: int, pf: tuple | None):
+        """k steps for n sequences decoding (Σ contexts = total; `ctx` the contexts, needed only
+        for windowed layers), with pf = (token room per step, tokens left, tokens done) of the
+        prompts in prefill, first come first served (vLLM's chunked prefill: the decodes are
+        scheduled first, prefill tokens fill the rest of the step's budget): the time, the
+        decode part of it, and the prefill tokens each prompt gets."""
+        t_dec = self.decode_n_s(n, k, total, ctx) if n else 0.0
+        if pf is None:
+            return t_dec, t_dec, None
+        room, lens, dones = pf
+        budget = k * room
+        processed = []
+        for x in lens:
+            take = x if x < budget else budget
+            processed.append(take)
+            budget -= take
+        tokens = k * room - budget
+        t_pf = (self.lin(n + tokens / k) - (self.lin(n) if n else 0.0)) * k
+        upto = [d + x for d, x in zip(dones, processed, strict=True)]
+        t_pf += self.prefill_attention_s(dones, upto)
+        return t_dec + t_pf, t_dec, processed
+
     def mixed_span_s(
         self, contexts: np.ndarray, steps: int, chunk_done: np.ndarray, chunk_upto: np.ndarray
     ) -> float:

@@ -2,7 +2,7 @@
 
 Each case names a model, an accelerator, a layout, an arrival process (Poisson rate or closed
 loop of N users), lengths and one measured metric; the simulator serves the same workload with
-the engine's defaults (vLLM: 256 sequences, chunked prefill, 16-token blocks) and both step
+the engine's defaults on that device (roofline.serving.policy) and both step
 times. error = expected / measured − 1 (for throughput, a positive error is an over-prediction).
 `validate` (owned elsewhere) turns these rows into a table; this module only computes them.
 """
@@ -23,7 +23,10 @@ from roofline.serving.workload import make_workload
 
 METRICS = {
     "ttft_mean_ms": lambda m: m.ttft_s.mean * 1e3,
+    "ttft_p50_ms": lambda m: m.ttft_s.p50 * 1e3,
     "ttft_p99_ms": lambda m: m.ttft_s.p99 * 1e3,
+    "itl_p50_ms": lambda m: m.itl_s.p50 * 1e3,
+    "e2e_p50_ms": lambda m: m.e2e_s.p50 * 1e3,
     "tpot_mean_ms": lambda m: m.tpot_s.mean * 1e3,
     "requests_per_s": lambda m: m.requests_per_s,
     "output_tokens_per_s": lambda m: m.output_tokens_per_s,
