@@ -20,6 +20,7 @@ from roofline.efficiency import (
     GemmCurve,
     PrefillAttentionCurve,
 )
+from roofline.splitkv import FA2_BLOCK_BYTES, FA2_BLOCKS_PER_SM, FA2_M_BLOCK, fa2_num_splits_one
 
 
 def maximum(a: float, b: float) -> float:
@@ -77,6 +78,8 @@ def gemm_time_one(
     mm, nn = maximum(m, 1e-9), maximum(n, 1e-9)
     shape = (1.0 + curve.m_half / (mm + MMA_ROWS)) * (1.0 + curve.n_half / nn)
     t_math = flops * shape / (peak_flops_per_s * curve.eta_max)
+    if curve.m_large > 0:
+        t_math = t_math / (curve.large_ratio if mm >= curve.m_large else 1.0)
     if curve.tile_m > 0 and curve.sm_count > 0:
         u, waves = wave_quantisation_one(mm, nn, curve, groups)
         t_math = t_math / u + waves * curve.wave_latency_s * kernels
@@ -99,14 +102,30 @@ def attention_decode_time_one(
     s = maximum(streams, 1e-9)
     t_math = flops / (peak_flops_per_s * eta_compute)
     t_mem = bytes_moved * (1.0 + curve.streams_half / s) / (bw_bytes_per_s * curve.eta_memory)
-    if curve.block_bw_bytes_per_s > 0 and curve.sm_count > 0:
+    fixed = curve.latency_s + curve.per_row_s * rows + curve.per_stream_s * s
+    if curve.split_rule == "fa2" and curve.sm_count > 0:
+        q = bytes_moved / (s * layers)
+        group = rows / s
+        swapped = group >= 2.0
+        units = s * ceil(group / FA2_M_BLOCK)
+        slots = curve.sm_count * FA2_BLOCKS_PER_SM
+        pieces = fa2_num_splits_one(units, slots, ceil(q / FA2_BLOCK_BYTES)) if swapped else 1.0
+        waves = ceil(units * pieces / slots)
+        if curve.block_bw_bytes_per_s > 0:
+            t_mem = maximum(t_mem, waves * q / pieces / curve.block_bw_bytes_per_s * layers)
+        if swapped:  # phases passes no KV-head count: the copy is assumed whenever S ≥ 2
+            copied = 1.0 if s >= 2.0 else 0.0
+            split = 1.0 if pieces > 1.0 else 0.0
+            fixed = fixed + (curve.swap_s + curve.copy_s * copied + curve.combine_s * split)
+        else:
+            fixed = fixed + 0.0
+    elif curve.block_bw_bytes_per_s > 0 and curve.sm_count > 0:
         q = bytes_moved / (s * layers)
         pieces = ceil(q / curve.split_bytes) if curve.split_bytes > 0 else 1.0
         pieces = maximum(pieces, 1.0) if rows / s >= curve.split_min_group else 1.0
         waves = ceil(s * pieces / curve.sm_count)
         t_mem = maximum(t_mem, waves * q / pieces / curve.block_bw_bytes_per_s * layers)
-    fixed = (curve.latency_s + curve.per_row_s * rows + curve.per_stream_s * s) * layers
-    return fixed + maximum(t_math, t_mem)
+    return fixed * layers + maximum(t_math, t_mem)
 
 
 def prefill_attention_time_one(

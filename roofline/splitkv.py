@@ -15,6 +15,8 @@ decode path (mha_varlen_fwd: `seqlenq_ngroups_swapped`, query heads > KV heads).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -41,3 +43,25 @@ def fa2_num_splits(units: ArrayLike, slots: float, n_blocks: ArrayLike) -> np.nd
     pick = np.argmax(good, axis=0) + 1.0  # the smallest split count that qualifies
     out = np.where(u >= 0.8 * slots, 1.0, pick)
     return out.reshape(shape)
+
+
+def fa2_num_splits_one(units: float, slots: float, n_blocks: float) -> float:
+    """fa2_num_splits for one point in Python floats (the same comparisons, bit for bit)."""
+    if not (math.isfinite(units) and math.isfinite(n_blocks)):
+        with np.errstate(all="ignore"):  # numpy's NaN and inf rules, as on the array path
+            return float(fa2_num_splits(units, slots, n_blocks))
+    nb = max(n_blocks, 1.0)
+    if units >= 0.8 * slots:
+        return 1.0
+    cap = min(min(FA2_MAX_SPLITS, slots), nb)
+    effs = []
+    for i in range(1, FA2_MAX_SPLITS + 1):
+        s = float(i)
+        eligible = (s == 1.0 or math.ceil(nb / s) != math.ceil(nb / max(s - 1.0, 1.0))) and s <= cap
+        x = units * s / slots
+        effs.append(x / max(math.ceil(x), 1.0) if eligible else 0.0)
+    best = max(effs)
+    for i, e in enumerate(effs):
+        if e > 0.0 and e >= 0.85 * best:
+            return float(i + 1)
+    return 1.0
