@@ -109,9 +109,20 @@ def _write_csv(chunks: Iterable[Mapping[str, Any]], names: Sequence[str], out: I
         n = next((f.shape[0] for f in fields if f.ndim == 2), 1)
         if n == 0:
             continue
-        out.write(textcols.join_rows(fields, b",", n).decode())
+        _write_bytes(out, textcols.join_rows(fields, b",", n))
         rows += n
     return rows
+
+
+def _write_bytes(out: IO[str], text: bytes) -> None:
+    """ASCII bytes to a text stream: straight to its binary buffer when it has one (a file,
+    stdout: no decode to str and encode back), else decoded."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(text.decode())
+        return
+    out.flush()  # the text layer's pending header first
+    buffer.write(text)
 
 
 def _write_jsonl(chunks: Iterable[Mapping[str, Any]], names: Sequence[str], out: IO[str]) -> int:
