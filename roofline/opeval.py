@@ -111,7 +111,7 @@ def _kernel_view(eff: Efficiency, dtype: str) -> KernelView:
     return KernelView(sc, sm, base, b16, attn, pre, moe)
 
 
-def is_point(ops: list[Op], attn_shape: tuple[ArrayLike, ArrayLike]) -> bool:
+def is_point(ops: list[Op], attn_shape: tuple[ArrayLike, ...]) -> bool:
     """Whether every op quantity (and the attention shape) is one number, not an array."""
     for op in ops:
         if (
@@ -236,7 +236,7 @@ def evaluate_point(
     dtype: str,
     attn_dtype: str,
     phase: str,
-    attn_shape: tuple[float, float],
+    attn_shape: tuple[float, ...],
     expected_op_s: Callable[[Op, str, float], Any],
 ) -> list[Verdict | None]:
     """The roofline verdict of every op of one point (None for collectives), in Python floats:
@@ -247,6 +247,7 @@ def evaluate_point(
     w = hw.memory_bandwidth_bytes_per_s
     out: list[Verdict | None] = [None] * len(ops)
     a, b = float(attn_shape[0]), float(attn_shape[1])
+    kv_heads = float(attn_shape[2]) if len(attn_shape) == 3 else None  # decode: K heads per GPU
     for p in _cached_plan(ops, hw, dep, eff, dtype, attn_dtype, phase):
         op = ops[p.index]
         f, q, how = float(op.flops), float(op.bytes), p.how
@@ -257,7 +258,9 @@ def evaluate_point(
                 m = gemm_rows_one(f, float(op.weight_bytes), p.per_value) if p.matmul else math.inf
                 t_exp = gemm_time_one(f, q, m, p.n, p.peak, w, p.curve, p.kernels, p.groups)
             elif how == DECODE_ATTENTION:
-                t_exp = attention_decode_time_one(f, q, p.peak, w, p.curve, p.eta, a, b, p.kernels)
+                t_exp = attention_decode_time_one(
+                    f, q, p.peak, w, p.curve, p.eta, a, b, p.kernels, kv_heads
+                )
             elif how == PREFILL_ATTENTION:
                 t_exp = prefill_attention_time_one(f, q, a, p.peak, w, p.curve, p.eta, p.kernels, b)
             elif how == SHARES:

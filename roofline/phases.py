@@ -123,7 +123,7 @@ def _expected_op_s(
     dtype: str,
     peak: float,
     phase: str,
-    attn_shape: tuple[ArrayLike, ArrayLike],
+    attn_shape: tuple[ArrayLike, ...],
 ) -> FloatArray:
     """An op's expected time under the accelerator's kernel curves (roofline/efficiency.py)."""
     ks = eff.kernels
@@ -157,9 +157,10 @@ def _expected_op_s(
         t = gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
         return t + dequant_time_s(weights, m, alu, wo)
     if op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
-        rows, streams = attn_shape
+        rows, streams, kv_heads = attn_shape if len(attn_shape) == 3 else (*attn_shape, None)
+        curve = view.decode_attention
         return attention_decode_time_s(
-            op.flops, op.bytes, peak, w, view.decode_attention, b16.eta_max, rows, streams, kernels
+            op.flops, op.bytes, peak, w, curve, b16.eta_max, rows, streams, kernels, kv_heads
         )
     if op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
         prompt, rows = attn_shape
@@ -186,7 +187,10 @@ def _evaluate(
     eff: Efficiency,
     layers: int = 0,
     engine_name: str | None = None,
-    attn_shape: tuple[ArrayLike, ArrayLike] = (1.0, 1.0),  # decode: rows, streams; prefill: s, rows
+    attn_shape: tuple[ArrayLike, ...] = (
+        1.0,
+        1.0,
+    ),  # decode: rows, streams, KV heads; prefill: s, rows
 ):
     dtype = dep.compute(hw)
     ridge = hw.ridge_flops_per_byte(dtype)
@@ -460,12 +464,13 @@ def decode(
 
 
 def _attention_shape(model: ModelArch, dep: Deployment, batch: ArrayLike, queries: ArrayLike):
-    """(query-head rows, KV streams) per GPU of a decode step's attention: B·q·H/TP rows; B·K/TP
-    streams (K heads replicated past TP = K; one latent stream per sequence under MLA)."""
+    """(query-head rows, KV streams, KV heads) per GPU of a decode step's attention: B·q·H/TP
+    rows; B·K/TP streams (K heads replicated past TP = K; one latent stream per sequence under
+    MLA); K/TP heads (a float: it is the same at every point)."""
     b = np.asarray(batch, dtype=float)
     rows = b * np.asarray(queries, dtype=float) * model.num_attention_heads / dep.tp
-    kv = 1.0 if model.is_mla else kv_heads_per_gpu(model, dep.tp)
-    return rows, b * kv
+    kv = 1.0 if model.is_mla else float(kv_heads_per_gpu(model, dep.tp))
+    return rows, b * kv, kv
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,7 @@ def attention_decode_time_one(
     rows: float,
     streams: float,
     layers: float = 1.0,
+    kv_heads: float | None = None,
 ) -> float:
     """efficiency.attention_decode_time_s for one point; see its docstring for the formula."""
     s = maximum(streams, 1e-9)
@@ -113,8 +114,11 @@ def attention_decode_time_one(
         waves = ceil(units * pieces / slots)
         if curve.block_bw_bytes_per_s > 0:
             t_mem = maximum(t_mem, waves * q / pieces / curve.block_bw_bytes_per_s * layers)
-        if swapped:  # phases passes no KV-head count: the copy is assumed whenever S ≥ 2
-            copied = 1.0 if s >= 2.0 else 0.0
+        if swapped:
+            if kv_heads is None:  # no KV-head count: the copy is assumed whenever S ≥ 2
+                copied = 1.0 if s >= 2.0 else 0.0
+            else:
+                copied = 1.0 if (s / maximum(kv_heads, 1e-9) >= 2.0 and kv_heads >= 2.0) else 0.0
             split = 1.0 if pieces > 1.0 else 0.0
             fixed = fixed + (curve.swap_s + curve.copy_s * copied + curve.combine_s * split)
         else:

@@ -173,8 +173,11 @@ AMOUNT = st.one_of(st.floats(0.0, 1e18), st.just(math.inf), st.just(math.nan))
     n=SIZE,
     kernels=st.sampled_from([1.0, 2.0, 64.0]),
     groups=st.sampled_from([1.0, 3.0, math.inf]),
+    kv_heads=st.sampled_from([None, 1.0, 2.0, 8.0]),
 )
-def test_point_kernels_are_the_array_functions(cat, pick, flops, moved, m, n, kernels, groups):
+def test_point_kernels_are_the_array_functions(
+    cat, pick, flops, moved, m, n, kernels, groups, kv_heads
+):
     """pointkernels' float twins give, bit for bit, what efficiency.py's array functions give on
     0-d arrays, for every kernel set's GEMM and attention curves (NaN, inf and zero sizes too)."""
     from roofline import efficiency as eff
@@ -196,9 +199,11 @@ def test_point_kernels_are_the_array_functions(cat, pick, flops, moved, m, n, ke
         c = ks.decode_attention
         with np.errstate(all="ignore"):
             want = eff.attention_decode_time_s(
-                a(flops), a(moved), peak, bw, c, 0.7, a(rows), a(streams), kernels
+                a(flops), a(moved), peak, bw, c, 0.7, a(rows), a(streams), kernels, kv_heads
             )
-        got = pk.attention_decode_time_one(flops, moved, peak, bw, c, 0.7, rows, streams, kernels)
+        got = pk.attention_decode_time_one(
+            flops, moved, peak, bw, c, 0.7, rows, streams, kernels, kv_heads
+        )
         assert _bitwise(got, want), (got, want)
     if ks.prefill_attention is not None:
         c = ks.prefill_attention

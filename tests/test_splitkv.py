@@ -86,3 +86,23 @@ def test_large_m_step_by_hand():
     f = 2.0 * 8192.0**3
     assert float(gemm_time_s(f, 0.0, 8192, 8192, 1e15, 1e12, c)) == pytest.approx(2 * f / 1e15)
     assert float(gemm_time_s(f / 2, 0.0, 4096, 8192, 1e15, 1e12, c)) == pytest.approx(f / 2e15)
+
+
+def test_decode_step_passes_kv_heads_per_gpu():
+    # phases gives decode attention its KV heads per GPU: Llama-3.1-70B has 8 KV heads, so TP8
+    # leaves 1 per GPU (FA2's q re-layout is a view: no copy) and TP1 leaves 8 (batch 4: copied)
+    from roofline import load_catalog
+    from roofline.ops import Deployment
+    from roofline.phases import _attention_shape
+
+    m = load_catalog().model("llama-3.1-70b")
+    rows, streams, kv = _attention_shape(m, Deployment(tp=8), 4, 1.0)
+    assert (float(rows), float(streams), kv) == (4 * 64 / 8, 4.0, 1.0)
+    rows, streams, kv = _attention_shape(m, Deployment(), 4, 1.0)
+    assert (float(rows), float(streams), kv) == (4 * 64, 32.0, 8.0)
+    mib = 1024.0 * 1024.0
+    # the same 4 streams and 32 rows (g = 8): 1 KV head per GPU, no copy; 2 heads of 2
+    # sequences, copied (+5 µs)
+    one = attention_decode_time_s(0.0, 4 * mib, 1e15, 1e12, FA2, 1.0, 32, 4, kv_heads=1.0)
+    two = attention_decode_time_s(0.0, 4 * mib, 1e15, 1e12, FA2, 1.0, 32, 4, kv_heads=2.0)
+    assert float(two) - float(one) == pytest.approx(5e-6)
