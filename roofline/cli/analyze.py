@@ -9,6 +9,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.layout import bubble_fraction
 from roofline.memory import (
@@ -55,7 +56,7 @@ def analyze(
     overhead: Annotated[
         str | None, typer.Option(help="override per-step overhead, e.g. 20us")
     ] = None,
-    price: opt.Price = None,
+    price: topt.Price = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """Prefill and decode on the roofline, op by op.
@@ -95,7 +96,7 @@ def analyze(
         )
     r = request(m, hw, dep, b, s, o, replicas, eff, eng.name)
     single = prefill(m, hw, dep, 1, max(s, 1), eff, eng.name)  # one request on an idle replica
-    usd = opt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
+    usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     inputs = {
         "model": m.id,
         "hardware": hw.id,

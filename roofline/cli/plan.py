@@ -9,6 +9,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
 from roofline.errors import InputError
 from roofline.memory import engine
@@ -72,7 +73,7 @@ def plan(
     max_tpot: Annotated[
         str | None, typer.Option(help="SLO: throughput at the largest batch with TPOT ≤, e.g. 50ms")
     ] = None,
-    price: opt.Price = None,
+    price: topt.Price = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Parallel layouts for N GPUs, searched and best first.
@@ -97,7 +98,7 @@ def plan(
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)
     found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nodes, cross_node_tp, max_tp)
-    usd = opt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
+    usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     rows = [_row(p, cost_per_hour(usd, gpus)) for p in found]
     ok = [p for p in found if p.fits and p.meets_slo]
     best = rows[found.index(ok[0])] if ok else None

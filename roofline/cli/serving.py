@@ -13,6 +13,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
@@ -54,7 +55,7 @@ def cliff(
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
     ideal: opt.Ideal = False,
-    chunked_prefill: opt.ChunkedPrefill = True,
+    chunked_prefill: topt.ChunkedPrefill = True,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     out: Annotated[
@@ -206,14 +207,14 @@ def disagg(
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
     ideal: opt.Ideal = False,
-    rate: opt.Rate = None,
+    rate: topt.Rate = None,
     prompt_dist: opt.PromptDist = None,
     output_dist: opt.OutputDist = None,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
-    slo_ttft: opt.SloTtft = None,
-    slo_tpot: opt.SloTpot = None,
-    slo_pct: opt.SloPct = opt.SLO_PCT,
+    slo_ttft: topt.SloTtft = None,
+    slo_tpot: topt.SloTpot = None,
+    slo_pct: topt.SloPct = topt.SLO_PCT,
     link_efficiency: opt.LinkEfficiency = None,
     transfer_overhead: Annotated[
         str, typer.Option(help="fixed cost per KV transfer (set-up, block tables), e.g. 1ms")
@@ -319,7 +320,7 @@ def disagg(
             d_eng,
             r.prefill_replicas_per_decode_replica,
             (prompt, output, prompt_dist, output_dist, rate, requests, seed),
-            opt.slo(slo_ttft, slo_tpot, slo_pct),
+            topt.slo(slo_ttft, slo_tpot, slo_pct),
             kv_link,
         )
     if fmt is opt.Fmt.json:
@@ -337,10 +338,10 @@ def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link):
     from roofline.serving.serve import make_replica
 
     prompt, output, prompt_dist, output_dist, rate, requests, seed = wl
-    rates = opt.rates(rate)
+    rates = topt.rates(rate)
     if len(rates) != 1:
         raise InputError("disagg takes one --rate")
-    w = opt.serving_workload(
+    w = topt.serving_workload(
         prompt, output, prompt_dist, output_dist, rates[0], None, requests or 300, None, seed
     )
     max_len = int(w.prompts.max() + w.outputs.max())

@@ -16,6 +16,7 @@ from roofline import render
 from roofline.checks import Limits, TrafficLimits, run_checks, run_traffic_checks
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.errors import InputError, RooflineError
 from roofline.memory import engine
@@ -155,7 +156,7 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)
             raise InputError(f"{flags}: requires --rate")
         return None
-    rates = opt.rates(str(d["rate"]))
+    rates = topt.rates(str(d["rate"]))
     if len(rates) != 1:
         raise InputError("check takes one --rate")
     if not given:
@@ -203,7 +204,7 @@ def check(
         float | None, typer.Option(help="assert output tokens/s (all replicas) ≥")
     ] = None,
     fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
-    rate: opt.Rate = None,
+    rate: topt.Rate = None,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
     max_ttft_p99: Annotated[
@@ -318,7 +319,7 @@ def sweep(
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
-    price: opt.Price = None,
+    price: topt.Price = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="write rows to FILE (needed for parquet)"),
@@ -365,7 +366,7 @@ def sweep(
     if grid.points > 10_000_000:
         raise InputError(f"{grid.points:,} points is more than the 10,000,000 a sweep allows")
     engine(engine_name)  # an unknown name fails before any work
-    usd = {h: (p.usd_per_gpu_hour if p else None) for h, p in opt.price_table(cat, price).items()}
+    usd = {h: (p.usd_per_gpu_hour if p else None) for h, p in topt.price_table(cat, price).items()}
     names = (*COLUMNS, "cost_per_million_output_tokens")
     chunks = sweep_chunks(grid, engine_name, usd_per_gpu_hour=usd)
     if grid.points > 200_000:

@@ -12,6 +12,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.errors import InputError
 from roofline.memory import engine
@@ -114,21 +115,21 @@ def serve(
     output: opt.Output = opt.OUTPUT,
     prompt_dist: opt.PromptDist = None,
     output_dist: opt.OutputDist = None,
-    rate: opt.Rate = None,
-    concurrency: opt.Concurrency = None,
+    rate: topt.Rate = None,
+    concurrency: topt.Concurrency = None,
     requests: opt.Requests = None,
-    duration: opt.Duration = None,
+    duration: topt.Duration = None,
     seed: opt.Seed = 0,
-    slo_ttft: opt.SloTtft = None,
-    slo_tpot: opt.SloTpot = None,
-    slo_pct: opt.SloPct = opt.SLO_PCT,
+    slo_ttft: topt.SloTtft = None,
+    slo_tpot: topt.SloTpot = None,
+    slo_pct: topt.SloPct = topt.SLO_PCT,
     max_seqs: opt.MaxSeqs = None,
     max_batched_tokens: MaxBatchedTokens | None = None,
-    chunked_prefill: opt.ChunkedPrefill = True,
+    chunked_prefill: topt.ChunkedPrefill = True,
     preemption: Preemption = "recompute",
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
-    price: opt.Price = None,
+    price: topt.Price = None,
     saturation: Annotated[
         bool, typer.Option("--saturation/--no-saturation", help="search the saturation rate")
     ] = True,
@@ -157,13 +158,13 @@ def serve(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
     n_gpus, n_rep = opt.replicas(dep, gpus, dp)
-    slo = opt.slo(slo_ttft, slo_tpot, slo_pct)
+    slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     if (rate is None) == (concurrency is None) and not (prompt_dist or "").endswith(".jsonl"):
         raise InputError("give --rate (requests/s) or --concurrency (users)")
-    rate_list = opt.rates(rate) if rate is not None else [None]
+    rate_list = topt.rates(rate) if rate is not None else [None]
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
-    base = opt.serving_workload(
+    base = topt.serving_workload(
         prompt,
         output,
         prompt_dist,
@@ -190,7 +191,7 @@ def serve(
         tier,
         opt.capacity(hw, memory),
     )
-    price = opt.price_table(cat, price).get(hw.id)
+    price = topt.price_table(cat, price).get(hw.id)
     points = []
     for r in rate_list:
         w = base if r is None or r == rate_list[0] else with_rate(base, r, seed)
@@ -273,8 +274,8 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 @guarded
 def size(
     model: opt.ModelArg,
-    rate: opt.Rate = None,
-    hardware: opt.HardwareList = None,
+    rate: topt.Rate = None,
+    hardware: topt.HardwareList = None,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     prompt: opt.Prompt = opt.PROMPT,
@@ -283,12 +284,12 @@ def size(
     output_dist: opt.OutputDist = None,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
-    slo_ttft: opt.SloTtft = None,
-    slo_tpot: opt.SloTpot = None,
-    slo_pct: opt.SloPct = opt.SLO_PCT,
+    slo_ttft: topt.SloTtft = None,
+    slo_tpot: topt.SloTpot = None,
+    slo_pct: topt.SloPct = topt.SLO_PCT,
     engine_name: opt.Engine = opt.ENGINE,
-    price: opt.Price = None,
-    minimize: opt.Minimize = "cost",
+    price: topt.Price = None,
+    minimize: topt.Minimize = "cost",
     disagg: Annotated[
         bool,
         typer.Option("--disagg", help="also disaggregated prefill/decode pools (slower search)"),
@@ -308,7 +309,7 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     if rate is None:
         raise InputError("size needs --rate (requests/s)")
-    r = opt.rates(rate)
+    r = topt.rates(rate)
     if len(r) != 1:
         raise InputError("size takes one --rate")
     cat = catalog()
@@ -318,14 +319,14 @@ def size(
         raise InputError("--hardware: give 1 to 32 accelerators, e.g. h100,h200")
     hws = [cat.accelerator(h) for h in names]
     base = opt.deployment(weights, kv_dtype, model=m)
-    slo = opt.slo(slo_ttft, slo_tpot, slo_pct)
+    slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     requests = SIZE_REQUESTS if requests is None else requests
     if not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
-    w = opt.serving_workload(
+    w = topt.serving_workload(
         prompt, output, prompt_dist, output_dist, r[0], None, requests, None, seed
     )
-    prices = opt.price_table(cat, price)
+    prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
     rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed)
     if disagg:

@@ -1,0 +1,134 @@
+"""The traffic options of serve, size, disagg and check, declared once (arrivals, SLOs, prices),
+and their parsers; the rest of the shared vocabulary is in roofline/cli/options.py."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from roofline.cli.options import tokens
+from roofline.errors import InputError
+from roofline.units import parse_seconds
+
+Rate = Annotated[
+    str | None,
+    typer.Option("--rate", help="requests/s, Poisson arrivals: 4 | 1,2,4 | 0.5..20:0.5"),
+]
+Concurrency = Annotated[
+    int | None,
+    typer.Option(
+        "--concurrency", help="closed loop: N users, each sends its next request when one ends"
+    ),
+]
+Duration = Annotated[
+    str | None,
+    typer.Option("--duration", help="simulate this long instead of --requests, e.g. 600s, 10min"),
+]
+SloTtft = Annotated[str | None, typer.Option("--slo-ttft", help="SLO on TTFT, e.g. 2s")]
+SloTpot = Annotated[str | None, typer.Option("--slo-tpot", help="SLO on TPOT, e.g. 50ms")]
+SloPct = Annotated[float, typer.Option("--slo-pct", help="percentile the SLOs must hold at")]
+Price = Annotated[
+    str | None,
+    typer.Option("--price", help="USD per GPU-hour, overriding hardware/prices.yaml: h100=2.49"),
+]
+Minimize = Annotated[str, typer.Option("--minimize", help="mark the cheapest (cost) or gpus")]
+HardwareList = Annotated[
+    str | None,
+    typer.Option("--hardware", help="accelerators to consider (default h100,h200,b200,mi300x)"),
+]
+ChunkedPrefill = Annotated[
+    bool,
+    typer.Option(
+        "--chunked-prefill/--no-chunked-prefill",
+        help="prefill chunks share steps with running decodes (vLLM V1's default)",
+    ),
+]
+SLO_PCT = 99.0
+SERVE_REQUESTS = 1000
+
+
+def rates(spec: str) -> list[float]:
+    """'4' | '1,2,4' | '0.5..20:0.5' (a step) | '1..64' (doubling): requests/s, at most 200."""
+    try:
+        if ".." in spec:
+            lo_text, _, rest = spec.partition("..")
+            hi_text, _, step_text = rest.partition(":")
+            lo, hi = float(lo_text), float(hi_text)
+            if step_text:
+                step = float(step_text)
+                count = int(np.floor((hi - lo) / step + 1e-9)) + 1 if step > 0 else 0
+                values = [lo + i * step for i in range(min(count, 201))]
+            else:
+                values = [lo]
+                while 0 < values[-1] * 2 <= hi * (1 + 1e-9) and len(values) <= 200:
+                    values.append(values[-1] * 2)
+        else:
+            values = [float(v) for v in spec.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"cannot read --rate {spec!r}: use 4, 1,2,4 or 0.5..20:0.5") from None
+    if not values or len(values) > 200:
+        raise InputError(f"--rate {spec!r}: give 1 to 200 rates")
+    if any(not (np.isfinite(v) and 0 < v <= 1e6) for v in values):
+        raise InputError(f"--rate {spec!r}: each rate must be above 0 and at most 1e6 requests/s")
+    return values
+
+
+def slo(ttft: str | None, tpot: str | None, pct: float):
+    """The SLOs (core object) from --slo-ttft, --slo-tpot and --slo-pct."""
+    from roofline.serving.serve import Slo
+
+    return Slo(
+        parse_seconds(ttft, "--slo-ttft") if ttft is not None else None,
+        parse_seconds(tpot, "--slo-tpot") if tpot is not None else None,
+        pct,
+    )
+
+
+def serving_workload(
+    prompt: str,
+    output: str,
+    prompt_dist: str | None,
+    output_dist: str | None,
+    rate: float | None,
+    concurrency: int | None,
+    requests: int | None,
+    duration: str | None,
+    seed: int,
+):
+    """The workload of serve/size/disagg: --prompt/--output fixed, --prompt-dist/--output-dist
+    drawn, or a JSONL trace (`--prompt-dist trace.jsonl`: input_tokens, output_tokens and
+    optionally arrival_s per line; its arrival times win unless --rate is given)."""
+    from roofline.serving.workload import make_workload, with_rate, workload_from_trace
+    from roofline.userfiles import read_jsonl
+
+    if prompt_dist and prompt_dist.endswith(".jsonl"):
+        w = workload_from_trace(read_jsonl(prompt_dist), prompt_dist)
+        if requests is not None and requests < w.n:
+            raise InputError("--requests cannot cut a trace; trim the file instead")
+        if rate is not None:
+            return with_rate(w, rate, seed)
+        if w.rate is None:
+            raise InputError(f"{prompt_dist} has no arrival_s: give --rate")
+        return w
+    dur = parse_seconds(duration, "--duration") if duration is not None else None
+    if requests is None and dur is None:
+        requests = SERVE_REQUESTS
+    p = prompt_dist if prompt_dist else tokens(prompt, "--prompt", 1)
+    o = output_dist if output_dist else tokens(output, "--output", 1)
+    return make_workload(p, o, rate, concurrency, requests, dur, seed)
+
+
+def price_table(cat, spec: str | None) -> dict:
+    """Prices by accelerator id: hardware/prices.yaml with --price overrides (ids or aliases,
+    checked against the catalog)."""
+    from roofline.catalog import load_prices
+    from roofline.serving.cost import Price, parse_price_overrides
+
+    table = dict(load_prices())
+    for key, usd in parse_price_overrides(spec).items():
+        hw = cat.accelerator(key)
+        base = table.get(hw.id)
+        table[hw.id] = Price(hw.id, usd, base.board_power_w if base else None, "--price")
+    return table
