@@ -1,4 +1,5 @@
-"""Helpers of phases.py's per-op evaluation, and its fast path for one point.
+"""One op's expected time under the kernel curves (expected_op_s), the helpers of phases.py's
+per-op evaluation, and its fast path for one point.
 
 For one point (every op's FLOPs and bytes a number) each op is evaluated in Python floats:
 roofline.py's one-point forms (intensity_one, op_time_one) and pointkernels' float twins of the
@@ -28,6 +29,11 @@ from roofline.efficiency import (
     GemmCurve,
     MoeCurve,
     PrefillAttentionCurve,
+    attention_decode_time_s,
+    dequant_time_s,
+    gemm_time_s,
+    moe_time_s,
+    prefill_attention_time_s,
     scaled,
 )
 from roofline.hardware import Accelerator, Efficiency
@@ -163,7 +169,7 @@ def _plan(
     attn_dtype: str,
     phase: str,
 ) -> tuple[_OpPlan, ...]:
-    """The plan of every non-collective op, mirroring phases._expected_op_s's choices."""
+    """The plan of every non-collective op, mirroring expected_op_s's choices."""
     w = hw.memory_bandwidth_bytes_per_s
     view = kernel_view(eff, dtype) if eff.kernels is not None else None
     out = []
@@ -274,3 +280,73 @@ def evaluate_point(
         intensity = intensity_one(f, q)
         out[p.index] = (intensity, p.ridge, bound(intensity, p.ridge), t_ideal, t_exp)
     return out
+
+
+def _gemm_m(op: Op, dep: Deployment) -> FloatArray:
+    """Rows of the op's GEMM (tokens; tokens per expert for an MoE layer): F·b_w / (2·Q_weights),
+    since F = 2·params·rows and Q_weights = params·b_w (ops.py)."""
+    return gemm_rows(op.flops, op.weight_bytes, weight_bytes_per_value(op, dep))
+
+
+def expected_op_s(
+    op: Op,
+    hw: Accelerator,
+    dep: Deployment,
+    eff: Efficiency,
+    dtype: str,
+    peak: float,
+    phase: str,
+    attn_shape: tuple[ArrayLike, ...],
+) -> FloatArray:
+    """An op's expected time under the accelerator's kernel curves (roofline/efficiency.py)."""
+    ks = eff.kernels
+    w = hw.memory_bandwidth_bytes_per_s
+    assert ks is not None
+    view = kernel_view(eff, dtype)
+    base, b16, sm = view.base, view.b16, view.sm
+    kernels = KERNELS_PER_OP.get(op.name, 1.0) * op.layers
+    if op.kind == "matmul":
+        m = _gemm_m(op, dep)
+        n = op.gemm_n or np.inf
+        weight_only = op.quantized and (dep.weights.weight_only or dtype != dep.weights.compute)
+        groups = np.inf if op.name in GROUPED_OPS else 1.0
+        if groups > 1 and view.moe is not None and not weight_only:  # the fused MoE curve
+            return moe_time_s(
+                op.flops, op.weight_bytes, op.kv_bytes + op.act_bytes, m, peak, w, view.moe, kernels
+            )
+        if not weight_only:
+            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, base, kernels, groups)
+        bits = dep.weights.bits
+        wo = ks.weight_only.get("int8" if bits > 6 else "int4")
+        if wo is None:  # no measured weight-only kernel: the 16-bit curve at the scalar share
+            curve = replace(b16, eta_memory=eff.memory_dequant)
+            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
+        if wo.gemm is not None:  # the weight-only kernel's own curve
+            curve = scaled(wo.gemm, view.sc, sm)
+        else:
+            curve = replace(b16, eta_memory=min(wo.eta_memory * sm, 1.0), latency_s=wo.latency_s)
+        weights = np.asarray(op.weight_bytes, dtype=float) / weight_bytes_per_value(op, dep)
+        alu = hw.peak_flops_per_s.get("fp32", peak / 16.0)
+        t = gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
+        return t + dequant_time_s(weights, m, alu, wo)
+    if op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
+        rows, streams, kv_heads = attn_shape if len(attn_shape) == 3 else (*attn_shape, None)
+        curve = view.decode_attention
+        return attention_decode_time_s(
+            op.flops, op.bytes, peak, w, curve, b16.eta_max, rows, streams, kernels, kv_heads
+        )
+    if op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
+        prompt, rows = attn_shape
+        return prefill_attention_time_s(
+            op.flops,
+            op.bytes,
+            prompt,
+            peak,
+            w,
+            view.prefill_attention,
+            b16.eta_memory,
+            kernels,
+            rows,
+        )
+    # attention without a measured curve (at the 16-bit plateau) and gathers (memory-bound)
+    return gemm_time_s(op.flops, op.bytes, np.inf, np.inf, peak, w, b16, kernels)

@@ -24,16 +24,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.efficiency import (
-    GROUPED_OPS,
-    KERNELS_PER_OP,
     Calibration,
-    attention_decode_time_s,
     calibration_of,
-    dequant_time_s,
-    gemm_time_s,
-    moe_time_s,
-    prefill_attention_time_s,
-    scaled,
     step_time_s,
 )
 from roofline.errors import InputError
@@ -45,10 +37,8 @@ from roofline.memory import engine as default_engine
 from roofline.model import ModelArch
 from roofline.opeval import (
     evaluate_point,
-    gemm_rows,
+    expected_op_s,
     is_point,
-    kernel_view,
-    weight_bytes_per_value,
 )
 from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
 from roofline.parallel import (
@@ -109,76 +99,6 @@ class PhaseResult:
         return bound(self.arithmetic_intensity, self.ridge_flops_per_byte)
 
 
-def _gemm_m(op: Op, dep: Deployment) -> FloatArray:
-    """Rows of the op's GEMM (tokens; tokens per expert for an MoE layer): F·b_w / (2·Q_weights),
-    since F = 2·params·rows and Q_weights = params·b_w (ops.py)."""
-    return gemm_rows(op.flops, op.weight_bytes, weight_bytes_per_value(op, dep))
-
-
-def _expected_op_s(
-    op: Op,
-    hw: Accelerator,
-    dep: Deployment,
-    eff: Efficiency,
-    dtype: str,
-    peak: float,
-    phase: str,
-    attn_shape: tuple[ArrayLike, ...],
-) -> FloatArray:
-    """An op's expected time under the accelerator's kernel curves (roofline/efficiency.py)."""
-    ks = eff.kernels
-    w = hw.memory_bandwidth_bytes_per_s
-    assert ks is not None
-    view = kernel_view(eff, dtype)
-    base, b16, sm = view.base, view.b16, view.sm
-    kernels = KERNELS_PER_OP.get(op.name, 1.0) * op.layers
-    if op.kind == "matmul":
-        m = _gemm_m(op, dep)
-        n = op.gemm_n or np.inf
-        weight_only = op.quantized and (dep.weights.weight_only or dtype != dep.weights.compute)
-        groups = np.inf if op.name in GROUPED_OPS else 1.0
-        if groups > 1 and view.moe is not None and not weight_only:  # the fused MoE curve
-            return moe_time_s(
-                op.flops, op.weight_bytes, op.kv_bytes + op.act_bytes, m, peak, w, view.moe, kernels
-            )
-        if not weight_only:
-            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, base, kernels, groups)
-        bits = dep.weights.bits
-        wo = ks.weight_only.get("int8" if bits > 6 else "int4")
-        if wo is None:  # no measured weight-only kernel: the 16-bit curve at the scalar share
-            curve = replace(b16, eta_memory=eff.memory_dequant)
-            return gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
-        if wo.gemm is not None:  # the weight-only kernel's own curve
-            curve = scaled(wo.gemm, view.sc, sm)
-        else:
-            curve = replace(b16, eta_memory=min(wo.eta_memory * sm, 1.0), latency_s=wo.latency_s)
-        weights = np.asarray(op.weight_bytes, dtype=float) / weight_bytes_per_value(op, dep)
-        alu = hw.peak_flops_per_s.get("fp32", peak / 16.0)
-        t = gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
-        return t + dequant_time_s(weights, m, alu, wo)
-    if op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
-        rows, streams, kv_heads = attn_shape if len(attn_shape) == 3 else (*attn_shape, None)
-        curve = view.decode_attention
-        return attention_decode_time_s(
-            op.flops, op.bytes, peak, w, curve, b16.eta_max, rows, streams, kernels, kv_heads
-        )
-    if op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
-        prompt, rows = attn_shape
-        return prefill_attention_time_s(
-            op.flops,
-            op.bytes,
-            prompt,
-            peak,
-            w,
-            view.prefill_attention,
-            b16.eta_memory,
-            kernels,
-            rows,
-        )
-    # attention without a measured curve (at the 16-bit plateau) and gathers (memory-bound)
-    return gemm_time_s(op.flops, op.bytes, np.inf, np.inf, peak, w, b16, kernels)
-
-
 def _evaluate(
     name: str,
     ops: list[Op],
@@ -211,7 +131,7 @@ def _evaluate(
     if is_point(ops, attn_shape):  # one point: Python floats (opeval.evaluate_point)
 
         def per_op(op: Op, op_dtype: str, peak: float) -> FloatArray:
-            return _expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
+            return expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
 
         point = evaluate_point(ops, hw, dep, eff, dtype, attn_dtype, name, attn_shape, per_op)
     for i, op in enumerate(ops):
@@ -264,7 +184,7 @@ def _evaluate(
             eta_m = eff.memory_dequant if dequant else eff.memory
             t_exp = op_time_s(op.flops, op.bytes, peak, w, eff.compute, eta_m)
         else:
-            t_exp = _expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
+            t_exp = expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
         results.append(
             OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp)
         )
