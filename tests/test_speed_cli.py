@@ -94,6 +94,7 @@ def test_a_json_query_imports_only_what_it_needs():
         "roofline.cli.serving",
         "roofline.cli.traffic",
         "roofline.cli.tools",
+        "roofline.cli.check",
         "roofline.cli.catalog_cmds",
         "roofline.plot",
         "roofline.serving.scheduler",

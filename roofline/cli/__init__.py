@@ -2,11 +2,13 @@
 
 `app.py` holds the Typer application, the exit codes and the table of commands (name, module,
 one-line help): the root group imports a command's module only when that command runs, so a
-single query imports only what it needs. `options.py` declares every shared option once,
-`convert.py` the JSON form of core objects, and one module per group of commands registers them on
-the app: `analyze` (kv, analyze, capacity, bytes), `levers` (speculate, tiers), `edge` (offload,
-edge), `serving` (cliff, disagg), `traffic` (serve, size), `plan` (parallel layouts), `tools`
-(check, sweep, plot, validate) and `catalog_cmds` (hardware, models, catalog).
+single query imports only what it needs. `options.py` declares every shared option once
+(`traffic_options.py` those of serve, size, disagg and check),
+`convert.py` the JSON form of core objects, and one module per group of commands registers them
+on the app: `analyze` (analyze), `memory` (kv, capacity, bytes), `levers` (speculate, tiers),
+`edge` (offload, edge), `serving` (cliff, disagg), `traffic` (serve, size), `plan` (parallel
+layouts), `check`, `tools` (sweep, plot, validate) and `catalog_cmds` (hardware, models,
+catalog).
 """
 
 from roofline.cli.app import COMMANDS, app, main

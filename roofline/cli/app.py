@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan", "Parallel layouts for N GPUs, searched and best first."),
     "cliff": ("serving", "The reasoning cliff: throughput against max-seqs."),
     "disagg": ("serving", "Prefill/decode disaggregation vs colocated serving."),
-    "check": ("tools", "Capacity and SLO assertions for CI, with exit codes."),
+    "check": ("check", "Capacity and SLO assertions for CI, with exit codes."),
     "sweep": ("tools", "A grid of analyze summaries, one row per point."),
     "plot": ("tools", "The roofline chart with the workload's ops on it."),
     "validate": ("tools", "Predictions against published measurements."),
