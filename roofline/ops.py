@@ -21,100 +21,24 @@ Weight bytes read by an op are exactly the bytes `stage_weight_bytes` says the G
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.closedform import as_float, expected_experts, sum_capped
+from roofline.deployment import Deployment
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
 from roofline.layout import (
-    Links,
     Stage,
     check_shape,
-    default_microbatches,
     expert_load_imbalance,
     stages,
 )
 from roofline.memo import cached_by_identity
 from roofline.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, LayerGroup, ModelArch
-from roofline.precision import (
-    ACTIVATION_FORMATS,
-    KV_FORMATS,
-    OTHER_BITS,
-    WEIGHT_FORMATS,
-    Format,
-    sparse_2_4_bits,
-)
 from roofline.roofline import FloatArray
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """How a model runs: number formats, sparsity, and the parallel layout of one replica (TP GPUs
-    per stage, PP stages, EP and attention-DP inside a stage, micro-batches, the links; see
-    roofline.layout, which validates it)."""
-
-    weights: Format = field(default_factory=lambda: WEIGHT_FORMATS["bf16"])
-    kv: Format = field(default_factory=lambda: KV_FORMATS["bf16"])
-    activations: Format = field(default_factory=lambda: ACTIVATION_FORMATS["bf16"])
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    sparse_2_4: bool = False
-    compute_dtype: str | None = None  # override the dtype matmuls run in
-    kv_token_budget: int | None = None  # KV eviction (H2O, SnapKV, StreamingLLM): tokens kept
-    attention_dp: int = 1  # attention data-parallel groups inside a stage (EP on the experts)
-    microbatches: int | None = None  # pipeline micro-batches (None: PP, vLLM's virtual engines)
-    links: Links | None = None  # the link of each collective (None: the GPU's scale-up link)
-
-    def __post_init__(self) -> None:
-        if self.kv_token_budget is not None and not 1 <= self.kv_token_budget <= 1e9:
-            raise InputError(
-                f"--kv-budget must be from 1 to 1e9 tokens, got {self.kv_token_budget}"
-            )
-        for name in ("tp", "pp", "ep", "attention_dp"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or not 1 <= value <= 4096:
-                flag = name.replace("_", "-")
-                raise InputError(f"--{flag} must be a whole number from 1 to 4096, got {value}")
-        if self.tp % self.ep:
-            raise InputError(
-                f"--ep {self.ep} must divide --tp {self.tp}: experts are spread over the "
-                "tensor-parallel group"
-            )
-        if self.tp % self.attention_dp:
-            raise InputError(f"--attention-dp {self.attention_dp} must divide --tp {self.tp}")
-
-    @property
-    def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
-
-    @property
-    def attention_tp(self) -> int:
-        """GPUs one attention layer (and a dense FFN) is split over: TP / attention-DP."""
-        return self.tp // self.attention_dp
-
-    @property
-    def pipeline_microbatches(self) -> int:
-        return default_microbatches(self.pp) if self.microbatches is None else self.microbatches
-
-    @property
-    def linear_bits(self) -> float:
-        """Bits per weight of the linear layers, with 2:4 sparsity's values + index if enabled."""
-        return sparse_2_4_bits(self.weights.bits) if self.sparse_2_4 else self.weights.bits
-
-    @property
-    def other_bits(self) -> float:
-        """Embedding, output head, router and norms: 16 bit (32 for an fp32 model), except in
-        GGUF and MLX files, which quantise embedding and head too (precision.OTHER_BITS)."""
-        if self.weights.name in OTHER_BITS:
-            return OTHER_BITS[self.weights.name]
-        return 32.0 if self.weights.name == "fp32" else 16.0
-
-    def compute(self, hw: Accelerator) -> str:
-        return hw.resolve_compute(self.compute_dtype or self.weights.compute)
 
 
 @dataclass(frozen=True)
