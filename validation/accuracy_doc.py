@@ -195,7 +195,8 @@ def other_sets(cat) -> str:
             "see the section below for their out-of-sample errors; the others are out-of-sample"
             if "levers" in rel
             else "out-of-sample except the wmx-l4 rows: their sweep's concurrency-1 TTFT set "
-            "vLLM's request_latency_us in hardware/engines.yaml (the other rows of that source share it)"
+            "vLLM's request_latency_us in hardware/engines.yaml (the other rows of that source "
+            "share it)"
             if "serving" in rel
             else "out-of-sample: never used in a fit"
         )
