@@ -127,7 +127,10 @@ def _evaluate(
     ks = eff.kernels  # the generation's NVLink all-to-all: DeepEP's where measured, else NCCL's
     nvlink_alltoall = (ks.ep_alltoall or ks.alltoall) if ks is not None and ks.alltoall else None
     point = None
-    own = None  # the layout's links, for a deployment built without them (links_of)
+    # a deployment built without its layout, wider than the scale-up domain: each collective
+    # takes the link its group spans (layout.links_of)
+    spans = dep.links is None and _spans_host(hw, dep)
+    own = links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp) if spans else None
     if is_point(ops, attn_shape):  # one point: Python floats (opeval.evaluate_point)
 
         def per_op(op: Op, op_dtype: str, peak: float) -> FloatArray:
@@ -141,9 +144,7 @@ def _evaluate(
             continue
         if op.is_collective:
             lk = op.link or link
-            if own is None and dep.links is None and _spans_host(hw, dep):
-                own = links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp)
-            if own is not None:  # built without its layout: the link the op's group spans
+            if own is not None:
                 lk = getattr(own, _LINK_OF.get(op.kind, "tp")) or lk
                 op = op if op.link is lk else replace(op, link=lk)
             assert lk is not None  # the op builder refuses TP/PP > 1 without a link
