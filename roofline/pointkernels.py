@@ -121,8 +121,6 @@ def attention_decode_time_one(
                 copied = 1.0 if (s / maximum(kv_heads, 1e-9) >= 2.0 and kv_heads >= 2.0) else 0.0
             split = 1.0 if pieces > 1.0 else 0.0
             fixed = fixed + (curve.swap_s + curve.copy_s * copied + curve.combine_s * split)
-        else:
-            fixed = fixed + 0.0
     elif curve.block_bw_bytes_per_s > 0 and curve.sm_count > 0:
         q = bytes_moved / (s * layers)
         pieces = ceil(q / curve.split_bytes) if curve.split_bytes > 0 else 1.0
