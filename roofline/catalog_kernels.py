@@ -22,6 +22,7 @@ from roofline.efficiency import (
     WeightOnlyCurve,
 )
 from roofline.errors import CatalogError
+from roofline.hostcost import EngineHost
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
@@ -119,6 +120,7 @@ _ENGINE_KEYS = {
     "spec_round_cpu_us": (NUM, False),
     "spec_draft_step_cpu_us": (NUM, False),
     "request_latency_us": (NUM, False),
+    "cpu_per_seq_us": (dict, False),
     "source": (str, True),
     "notes": (str, False),
 }
@@ -307,17 +309,31 @@ def _link_curve(where: str, table: dict[Any, Any]) -> LinkCurve:
     return LinkCurve(lat, share)
 
 
+def _per_family_us(where: str, data: dict) -> tuple[tuple[str, float], ...]:
+    """A mapping family -> µs (cpu_per_seq_us) as (family, seconds) pairs; values non-negative."""
+    out: dict[str, float] = {}
+    for fam, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise CatalogError(f"{where}: cpu_per_seq_us.{fam} must be a non-negative number")
+        out[str(fam)] = float(value) * US
+    return tuple(sorted(out.items()))
+
+
 def engine_profile(where: str, data: Any) -> EngineProfile:
     d = _check(where, data, _ENGINE_KEYS)
     _positive(where, "kernels_per_layer", d["kernels_per_layer"])
     spec = {
         k: float(d.get(k, 0))
-        for k in ("spec_round_cpu_us", "spec_draft_step_cpu_us", "request_latency_us")
+        for k in (
+            "spec_round_cpu_us",
+            "spec_draft_step_cpu_us",
+            "request_latency_us",
+        )
     }
     for key, value in spec.items():
         if value < 0:
             raise CatalogError(f"{where}: key '{key}' must be non-negative, got {value:g}")
-    return EngineProfile(
+    return EngineHost(
         id=d["id"],
         cpu_step_s=d["cpu_step_us"] * US,
         launch_s=d["launch_us"] * US,
@@ -331,6 +347,7 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         spec_round_cpu_s=spec["spec_round_cpu_us"] * US,
         spec_draft_step_cpu_s=spec["spec_draft_step_cpu_us"] * US,
         request_latency_s=spec["request_latency_us"] * US,
+        cpu_per_seq_s=_per_family_us(where, d.get("cpu_per_seq_us", {})),
     )
 
 

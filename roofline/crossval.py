@@ -33,6 +33,7 @@ from roofline.precision import weight_format
 from roofline.validate import METRICS, Case, base_times, case_engine, evaluate, metric_value
 
 CPU_GRID_S = np.arange(0.0, 4001e-6, 25e-6)
+SEQ_GRID_S = np.arange(0.0, 200.1e-6, 5e-6)  # per-sequence host cost per step (hostcost.py)
 ETA_GRID = np.round(np.arange(0.20, 0.901, 0.01), 2)  # no family streams above 90% of its datasheet
 
 
@@ -67,7 +68,11 @@ def source_group(case: Case, by_id: dict[str, Case]) -> str:
 
 
 def _no_cpu(eff: Efficiency) -> Efficiency:
-    return replace(eff, engines={k: replace(v, cpu_step_s=0.0) for k, v in eff.engines.items()})
+    def bare(v):
+        v = replace(v, cpu_step_s=0.0)
+        return replace(v, cpu_per_seq_s=()) if hasattr(v, "cpu_per_seq_s") else v
+
+    return replace(eff, engines={k: bare(v) for k, v in eff.engines.items()})
 
 
 def make_bases(
@@ -122,6 +127,7 @@ def _referenced(c: Case, by_id: dict[str, Case]) -> Case | None:
 def predict(b: Base, params: dict[str, float]) -> float:
     """The case's expected metric under fitted parameters (see the module docstring)."""
     cpu = params.get(f"cpu:{b.engine}", params.get("cpu:*", 0.0))
+    cpu = cpu + params.get(f"seq:{b.engine}:{b.family}", 0.0) * b.batch
     if b.curves:
         t_p, t_d = b.t_prefill0_s + cpu, b.t_decode0_s + cpu
     else:
@@ -144,27 +150,7 @@ def fit(bases: list[Base], fallback: dict[str, float]) -> dict[str, float]:
     params: dict[str, float] = {}
     decode = [b for b in bases if b.regime == "decode" and not b.weight_only]
     for engine in sorted({b.engine for b in decode}):
-        mine = [b for b in decode if b.engine == engine]
-        families = sorted({b.family for b in mine if not b.curves})
-        curve_families = sorted({b.family for b in mine if b.curves})
-        best = None
-        for cpu in CPU_GRID_S:
-            trial = {f"cpu:{engine}": cpu}
-            # every hardware family weighs the same (its mean loss): the engine's host cost is
-            # not set by whichever family has the most rows
-            total = sum(
-                _loss([b for b in mine if b.curves and b.family == fam], trial)
-                for fam in curve_families
-            )
-            for fam in families:
-                fb = [b for b in mine if b.family == fam]
-                lo, eta = min((_loss(fb, {**trial, f"memory:{fam}": e}), e) for e in ETA_GRID)
-                trial[f"memory:{fam}"] = eta
-                total += lo
-            if best is None or total < best[0] - 1e-12:
-                best = (total, trial)
-        assert best is not None
-        params.update(best[1])
+        params.update(_fit_engine(engine, [b for b in decode if b.engine == engine]))
     fitted = [v for k, v in params.items() if k.startswith("cpu:")]
     params["cpu:*"] = float(np.median(fitted)) if fitted else 0.0
     for fam in sorted({b.family for b in bases if not b.curves}):
@@ -182,6 +168,59 @@ def fit(bases: list[Base], fallback: dict[str, float]) -> dict[str, float]:
                 default = params[f"memory:{fam}"] if key != "compute" else fallback["compute"]
                 params[f"{key}:{fam}"] = default
     return params
+
+
+def slope_evidence(mine: list[Base]) -> bool:
+    """Whether a family's training cases of an engine can tell a per-sequence cost from the
+    fixed one: they ran at two or more batch sizes (else cpu_per_seq · B folds into cpu_step)."""
+    return len({b.batch for b in mine}) > 1
+
+
+def _grid_metric(b: Base, host_s: np.ndarray, eta_m: np.ndarray | float = 1.0) -> np.ndarray:
+    """predict() over arrays: host_s the step's host time (cpu_step + cpu_per_seq · B) and, for a
+    family without curves, eta_m its memory share (broadcast against each other)."""
+    if b.curves:
+        t_p, t_d = b.t_prefill0_s + host_s, b.t_decode0_s + host_s
+    else:
+        t_p = b.t_prefill0_s + host_s
+        t_d = b.t_decode0_s * b.eta_memory0 / eta_m + host_s
+    return np.asarray(metric_value(b.case, t_p, t_d, b.replicas, b.batch), dtype=float)
+
+
+def _fit_engine(engine: str, mine: list[Base]) -> dict[str, float]:
+    """An engine's cpu_step and, per hardware family, its cpu_per_seq, on grids: cpu_step
+    minimises the sum over families of each family's mean squared log error (every family
+    weighs the same: the engine's host cost is not set by whichever family has the most rows),
+    each family at its own best cpu_per_seq (0 without slope_evidence) and, without curves, its
+    best memory share."""
+    total = np.zeros(len(CPU_GRID_S))
+    picks: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+    for fam in sorted({b.family for b in mine}):
+        fb = [b for b in mine if b.family == fam]
+        seq_grid = SEQ_GRID_S if slope_evidence(fb) else np.zeros(1)
+        curves = fb[0].curves
+        eta = ETA_GRID[None, None, :] if not curves else np.ones((1, 1, 1))
+        sq = np.zeros((len(seq_grid), len(CPU_GRID_S), eta.shape[2]))
+        for b in fb:
+            h = CPU_GRID_S[None, :, None] + seq_grid[:, None, None] * b.batch
+            sq = sq + np.square(np.log(_grid_metric(b, h, eta) / b.case.measured))
+        sq = sq.reshape(len(seq_grid), len(CPU_GRID_S) * eta.shape[2]) / len(fb)
+        best = np.argmin(sq, axis=0)  # the family's best cpu_per_seq at each (cpu, eta)
+        lo = sq[best, np.arange(sq.shape[1])].reshape(len(CPU_GRID_S), eta.shape[2])
+        e_at = np.argmin(lo, axis=1)  # its best memory share at each cpu
+        total += lo[np.arange(len(CPU_GRID_S)), e_at]
+        seq_at = seq_grid[
+            best.reshape(len(CPU_GRID_S), eta.shape[2])[np.arange(len(CPU_GRID_S)), e_at]
+        ]
+        picks[fam] = (seq_at, None if curves else ETA_GRID[e_at])
+    j = int(np.argmin(total))
+    out = {f"cpu:{engine}": float(CPU_GRID_S[j])}
+    for fam, (seq_at, eta_at) in picks.items():
+        if seq_at[j] > 0:
+            out[f"seq:{engine}:{fam}"] = float(seq_at[j])
+        if eta_at is not None:
+            out[f"memory:{fam}"] = float(eta_at[j])
+    return out
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ Times per op are summed over the layer (the sum of per-op maxima, not the max of
 ideal time uses η = 1 and no overhead (the speed of light). The expected time runs every op at its
 GPU generation's measured kernel curve (roofline/efficiency.py: GEMMs by shape and dtype,
 weight-only GEMMs, decode attention, measured collectives) or, for a family without curves, at the
-scalar shares; then the engine's per-step host costs (step_time_s) and any fixed overhead are
+scalar shares; then the engine's per-step host costs (step_time_s), its per-sequence host cost
+(roofline/hostcost.py: cpu_per_seq · B, per engine and family) and any fixed overhead are
 added. The engine defaults to the CLI's auto rule (memory.engine). The ideal never depends on any
 of it.
 """
@@ -30,6 +31,7 @@ from roofline.efficiency import (
 )
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
+from roofline.hostcost import per_seq_host_s
 from roofline.layout import distinct_stages, links_of, pipeline_time_s
 from roofline.memo import cached_by_identity
 from roofline.memory import ENGINES
@@ -111,6 +113,7 @@ def _evaluate(
         1.0,
         1.0,
     ),  # decode: rows, streams, KV heads; prefill: s, rows
+    seqs: ArrayLike = 0.0,  # sequences the step carries (the engine's per-sequence host cost)
 ):
     dtype = dep.compute(hw)
     ridge = hw.ridge_flops_per_byte(dtype)
@@ -202,10 +205,12 @@ def _evaluate(
             act + o.act_bytes,
         )
         t_ideal, t_ops = t_ideal + r.t_ideal_s, t_ops + r.t_expected_s
+    host_seq = per_seq_host_s(profile, seqs, eff.family)  # roofline/hostcost.py
     if point is None:
-        t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s
+        t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s + host_seq
     else:
         t_exp = step_time_one(float(t_ops), layers, profile, name) + eff.step_overhead_s
+        t_exp = t_exp + host_seq
     return PhaseResult(
         name,
         dtype,
@@ -279,12 +284,14 @@ def _pipelined(
     host costs for its own layers."""
     if dep.pp == 1:
         layers = model.num_hidden_layers
-        return _evaluate(name, build(batch, None), hw, dep, eff, layers, engine_name, shape(batch))
+        return _evaluate(
+            name, build(batch, None), hw, dep, eff, layers, engine_name, shape(batch), batch
+        )
     b = np.asarray(batch, dtype=float)
     m = np.minimum(float(dep.pipeline_microbatches), np.maximum(b, 1.0))
     layers = max(model.num_hidden_layers // dep.pp, 1)
     results = [
-        _evaluate(name, build(b / m, st), hw, dep, eff, layers, engine_name, shape(b / m))
+        _evaluate(name, build(b / m, st), hw, dep, eff, layers, engine_name, shape(b / m), b / m)
         for st in distinct_stages(model, dep.pp)
     ]
     slow = max(results, key=lambda r: float(np.max(r.t_expected_s)))

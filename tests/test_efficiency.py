@@ -222,11 +222,17 @@ def test_engine_step_overhead_by_hand():
 
 def test_engine_changes_the_expected_time_by_its_cpu_step():
     # both run decode under CUDA graphs with the same kernel count and gap, TP 1 (no all-reduce):
-    # the step differs by exactly the two engines' CPU times
+    # the step differs by exactly the two engines' CPU times (per step and per sequence)
     hw, m = CAT.accelerator("h100"), CAT.model("llama-3.1-8b")
     a = decode(m, hw, Deployment(), 8, 1024, engine="vllm")
     b = decode(m, hw, Deployment(), 8, 1024, engine="sglang")
     delta = CAT.engines["vllm"].cpu_step_s - CAT.engines["sglang"].cpu_step_s
+    # and by their per-sequence host costs over the 8 sequences (roofline/hostcost.py)
+    fam = hw.efficiency.family
+    seq = [
+        dict(getattr(CAT.engines[e], "cpu_per_seq_s", ())).get(fam, 0.0) for e in ("vllm", "sglang")
+    ]
+    delta += (seq[0] - seq[1]) * 8
     assert float(a.t_expected_s - b.t_expected_s) == pytest.approx(delta, rel=1e-9)
     assert float(a.t_ideal_s) == float(b.t_ideal_s)
     # the default is the CLI's auto rule: vLLM on a discrete GPU, llama.cpp on unified memory

@@ -79,7 +79,7 @@ def test_tree_draft_steps_carry_the_tree_width(cat):
 
 def test_sglang_round_pays_the_scheduler_its_overlap_hides(cat):
     # SGLang turns overlap scheduling off under EAGLE: the verify step pays vLLM's non-overlapped
-    # CPU step (2,025 µs in hardware/engines.yaml) where plain SGLang decode pays 300 µs
+    # CPU step (cpu_step_us in hardware/engines.yaml) where plain SGLang decode pays 300 µs
     _, hw, args = _llama8b(cat, 1.0)
     s = speculate(*args, 3.0, 0.7, drafter="eagle3", engine="sglang")
     engines = hw.efficiency.engines

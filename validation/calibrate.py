@@ -3,7 +3,9 @@
 The kernel curves (hardware/kernels.yaml) come from measured kernel timings
 (validation/calibrate_kernels.py) and are never tuned here. This script fits, by the method of
 roofline/crossval.py, on validation/public_cases.yaml + validation/extra_cases.yaml:
-- each engine's CPU time per step (`cpu_step_us` in hardware/engines.yaml);
+- each engine's CPU time per step (`cpu_step_us` in hardware/engines.yaml) and per running
+  sequence per step on each hardware family (`cpu_per_seq_us`, roofline/hostcost.py; 0 for a
+  family that did not run the engine at two or more batch sizes);
 - the scalar shares of the families without kernel curves (hardware/families.yaml);
 and records per family the number of cases and the out-of-sample (leave-one-source-out) median
 |error| as its error band. Run `python validation/calibrate.py` (prints the figures) or
@@ -78,6 +80,11 @@ def write(cat: Catalog, full: dict[str, float], loso: list[CrossResult], bases: 
             name = key[4:]
             pattern = rf"(- id: {re.escape(name)}\n(?:  .*\n)*?  cpu_step_us: )[0-9.]+"
             text = re.sub(pattern, rf"\g<1>{round(value * 1e6)}", text)
+    for name in cat.engines:
+        per = {k.split(":")[2]: v for k, v in full.items() if k.startswith(f"seq:{name}:")}
+        flow = ", ".join(f"{fam}: {round(v * 1e6)}" for fam, v in sorted(per.items()))
+        pattern = rf"(- id: {re.escape(name)}\n(?:  .*\n)*?  cpu_per_seq_us: )\{{.*\}}"
+        text = re.sub(pattern, rf"\g<1>{{{flow}}}", text)
     eng_path.write_text(text)
     fam_path = ROOT / "hardware/families.yaml"
     text = fam_path.read_text()
@@ -225,7 +232,7 @@ def write_speculative(fits: dict[str, tuple[float, float]]) -> None:
 def main() -> None:
     cat, full, loso, _ = run()
     for key, value in full.items():
-        shown = f"{value * 1e6:.0f} us" if key.startswith("cpu:") else f"{value:.2f}"
+        shown = f"{value * 1e6:.0f} us" if key.startswith(("cpu:", "seq:")) else f"{value:.2f}"
         print(f"{key}: {shown}")
     for fam, (n, band) in bands(loso, cat).items():
         print(f"{fam}: {n} cases, out-of-sample median |error| {band:.3f}")
