@@ -251,9 +251,14 @@ def _main() -> None:
     from roofline.cli.classcode import cached_dataclass_code
 
     try:
+        scope = _command_name(sys.argv[1:])
+        if scope in COMMANDS:
+            # every command's core imports numpy; imported here, at the bottom of the call stack,
+            # its typing modules do not push frames across the interpreter's 16 KiB stack-chunk
+            # boundary (each crossing maps and unmaps a chunk: hundreds of system calls)
+            import numpy  # noqa: F401
         # the command's dataclasses: compiled once, then cached (a file per command)
-        scope = next((a for a in sys.argv[1:] if a in COMMANDS), "other")
-        with cached_dataclass_code(scope):
+        with cached_dataclass_code(scope or "other"):
             rv = app(standalone_mode=False, prog_name="roofline")
     except RooflineError as exc:  # raised outside a guarded command (e.g. a callback)
         hint = f" ({exc.hint})" if exc.hint else ""
@@ -282,6 +287,20 @@ def _main() -> None:
         print(_one_line(f"error: {text} (see {where} -h)"), file=sys.stderr)
         sys.exit(code)
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The command named on the command line (the first argument that is neither a root option
+    nor --catalog's value), or None: only start-up work follows from it, never the parse."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--catalog":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _internal_error(exc: BaseException) -> None:
