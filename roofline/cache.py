@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import pickle
 import zlib
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ PICKLED_MODULES = (
     "model.py",
     "precision.py",
     "units.py",
+    "serving/cost.py",  # the prices snapshot's Price
 )
 
 
@@ -50,17 +52,25 @@ def _crc(text: str) -> str:
     return f"{zlib.crc32(text.encode()):08x}"
 
 
-def cache_file(kind: str) -> Path | None:
-    """`<dir>/<kind>-<install>-<code>.pickle`, or None when caching is off or the code's files
-    cannot be read (a zipped install)."""
-    root = cache_dir()
-    if root is None:
-        return None
+@cache
+def _code_tag() -> str | None:
+    """`<install>-<code>` (see the module docstring); None when the code's files cannot be read
+    (a zipped install). Once per process: the code does not change under a running program."""
     try:
         stamp = "-".join(str((CODE / f).stat().st_mtime_ns) for f in PICKLED_MODULES)
     except OSError:
         return None
-    return root / f"{kind}-{_crc(str(CODE))}-{_crc(stamp)}.pickle"
+    return f"{_crc(str(CODE))}-{_crc(stamp)}"
+
+
+def cache_file(kind: str) -> Path | None:
+    """`<dir>/<kind>-<install>-<code>.pickle`, or None when caching is off or the code's files
+    cannot be read (a zipped install)."""
+    root = cache_dir()
+    tag = _code_tag() if root is not None else None
+    if root is None or tag is None:
+        return None
+    return root / f"{kind}-{tag}.pickle"
 
 
 def read_pickle(where: Path | None) -> Any:
@@ -138,6 +148,29 @@ def files_key(files: list[Path]) -> tuple[tuple[str, int, int], ...] | None:
         return tuple((str(p), (st := p.stat()).st_mtime_ns, st.st_size) for p in files)
     except OSError:
         return None
+
+
+def tree_key(
+    dirs: list[Path], suffixes: tuple[str, ...]
+) -> tuple[tuple[str, int, int], ...] | None:
+    """files_key of every file ending in one of `suffixes` below `dirs` (a missing directory
+    holds none; symlinked directories are not entered, as pathlib's rglob does not), listed with
+    os.scandir: what a snapshot of a directory tree is valid for, found for less than rglob
+    costs."""
+    found: list[tuple[str, int, int]] = []
+    stack = [str(d) for d in dirs if os.path.isdir(d)]
+    try:
+        while stack:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir() and not entry.is_symlink():
+                        stack.append(entry.path)
+                    elif entry.name.endswith(suffixes):
+                        st = entry.stat()
+                        found.append((entry.path, st.st_mtime_ns, st.st_size))
+    except OSError:
+        return None
+    return tuple(sorted(found))
 
 
 def load_snapshot(kind: str, key: Any) -> Any:

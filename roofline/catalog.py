@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from roofline.cache import ParseCache, files_key, load_snapshot, save_snapshot
+from roofline.cache import ParseCache, files_key, load_snapshot, save_snapshot, tree_key
 from roofline.catalog_entries import (
     _ALIAS_SECTIONS,
     Family,
@@ -267,7 +267,7 @@ def _shipped() -> Catalog:
     snapshot while no shipped file changed, else built from the files (each through the parse
     cache) and snapshotted."""
     dirs = shipped_dirs()
-    key = files_key([p for d in dirs if d.is_dir() for p in _yaml_files(d)])
+    key = tree_key(dirs, (".yaml", ".yml"))
     cat = load_snapshot("shipped", key)
     if isinstance(cat, Catalog):
         return cat
@@ -343,6 +343,10 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     if path is None:
         path = shipped_dirs()[0] / PRICES_FILE
     path = Path(path)
+    key = files_key([path]) if path.is_file() else None
+    hit = load_snapshot("prices", key)  # this file's prices, checked before and unchanged
+    if isinstance(hit, dict):
+        return hit
     raw = cached = _PARSED.get(path) if path.is_file() else None  # parsed before, unchanged
     if raw is None:
         text = read_text(path)
@@ -371,4 +375,5 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     if cached is None:  # only a file without problems is cached
         _PARSED.put(path, raw)
         _PARSED.save()
+    save_snapshot("prices", key, out)
     return out

@@ -111,3 +111,45 @@ def test_installs_side_by_side_keep_their_own_caches(tmp_path, fresh_cache, monk
     cache.write_pickle(cache.cache_file("catalog"), {})
     assert other.exists() and not older.exists() and not untagged.exists()
     assert cache.read_pickle(cache.cache_file("catalog")) == {}
+
+
+def test_shipped_snapshot_sees_a_new_file_in_a_subdirectory(tmp_path, fresh_cache, monkeypatch):
+    """The snapshot's key lists the whole tree (os.scandir): a file added in a subdirectory
+    after the snapshot was written is read."""
+    shipped = tmp_path / "shipped"
+    (shipped / "more").mkdir(parents=True)
+    (shipped / "gpu.yaml").write_text(ENTRY.format(gb=10))
+    monkeypatch.setattr(catalog, "shipped_dirs", lambda: [shipped])
+    catalog._shipped.cache_clear()
+    assert "test-gpu-2" not in load_catalog([]).accelerators
+    second = ENTRY.format(gb=20).replace("id: test-gpu", "id: test-gpu-2")
+    (shipped / "more" / "gpu2.yml").write_text(second)
+    catalog._shipped.cache_clear()
+    assert load_catalog([]).accelerator("test-gpu-2").memory_capacity_bytes == 20e9
+    catalog._shipped.cache_clear()
+
+
+PRICES = """prices:
+- id: test-gpu
+  usd_per_gpu_hour: {usd}
+  offers:
+  - {{cloud: a, usd_per_gpu_hour: {usd}, date: 2026-01-01, source: "a test"}}
+  board_power_w: 700
+  power_source: "a test"
+"""
+
+
+def test_prices_snapshot_follows_the_file(tmp_path, fresh_cache):
+    """Prices come from their snapshot while the file is unchanged; an edit is read again, and
+    a file with a problem is refused every time (never served from a snapshot)."""
+    f = tmp_path / "prices.yaml"
+    f.write_text(PRICES.format(usd=2.5))
+    assert catalog.load_prices(f)["test-gpu"].usd_per_gpu_hour == 2.5
+    assert list(fresh_cache.glob("prices-*.pickle"))
+    assert catalog.load_prices(f)["test-gpu"].usd_per_gpu_hour == 2.5
+    f.write_text(PRICES.format(usd=3.75))
+    assert catalog.load_prices(f)["test-gpu"].usd_per_gpu_hour == 3.75
+    f.write_text(PRICES.format(usd=-1))
+    for _ in range(2):
+        with pytest.raises(catalog.CatalogError):
+            catalog.load_prices(f)

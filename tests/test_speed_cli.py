@@ -110,3 +110,31 @@ def test_help_imports_no_command():
     plumbing = {"roofline.cli.app", "roofline.cli.classcode"}  # the app and its bytecode cache
     assert not any(m.startswith("roofline.cli.") and m not in plumbing for m in mods), mods
     assert "roofline.catalog" not in mods and "roofline.phases" not in mods  # nor the core
+
+
+def test_main_leaves_the_cycle_collector_as_it_found_it(run_main):
+    """Start-up pauses the collector and the command freezes what start-up built; in process
+    (as here) both are undone on the way out, after a run and after a usage error."""
+    import gc
+
+    assert gc.isenabled()
+    assert run_main("kv", "llama-3.1-8b", "-f", "json").code == 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert run_main("kv", "--no-such-option").code == 2
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["analyze", "llama-3.1-8b", "h100"], "analyze"),
+        (["--catalog", "kv", "analyze"], "analyze"),  # --catalog's value is not a command
+        (["--catalog=dir", "hardware", "list"], "hardware"),
+        (["--help"], None),
+        ([], None),
+    ],
+)
+def test_command_name_for_start_up(argv, name):
+    from roofline.cli.app import _command_name
+
+    assert _command_name(argv) == name

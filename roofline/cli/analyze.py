@@ -1,7 +1,5 @@
 """`analyze`: one deployment's prefill and decode on the roofline, op by op."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

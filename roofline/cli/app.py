@@ -5,9 +5,8 @@ out-of-range value, a model that does not fit); 3 an internal error (a bug: one 
 report; the traceback only with ROOFLINE_DEBUG=1); 130 interrupted. stdout carries only results.
 """
 
-from __future__ import annotations
-
 import functools
+import gc
 import importlib
 import os
 import sys
@@ -140,6 +139,9 @@ app.add_typer(models_app, name="models")
 app.add_typer(catalog_app, name="catalog")
 
 _state: dict[str, list[str]] = {"catalog_dirs": []}
+# start-up (imports, the parser, the command's build) runs with the cycle collector paused: it
+# allocates long-lived objects only, and each collection would walk all of them again
+_gc = {"paused": False, "frozen": False}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -160,12 +162,23 @@ def guarded(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        resume_gc()
         try:
             return fn(*args, **kwargs)
         except RooflineError as exc:
             fail(exc)
 
     return wrapper  # type: ignore[return-value]
+
+
+def resume_gc() -> None:
+    """The command's own work starts: what start-up built is frozen (later collections skip it)
+    and the cycle collector runs again, so a long sweep's memory stays flat."""
+    if _gc["paused"]:
+        _gc["paused"] = False
+        gc.freeze()
+        _gc["frozen"] = True
+        gc.enable()
 
 
 def warn(message: str) -> None:
@@ -177,7 +190,7 @@ def note(message: str) -> None:
     print(_one_line(message), file=sys.stderr)
 
 
-def catalog() -> Catalog:
+def catalog() -> "Catalog":
     """The shipped catalog plus --catalog directories and ROOFLINE_CATALOG."""
     from roofline.catalog import load_catalog  # the core loads with the first command that runs
 
@@ -215,14 +228,37 @@ def main_callback(
     _state["catalog_dirs"] = [str(p) for p in catalog or []]
 
 
-def main() -> None:
+def main(gc_paused: bool = False) -> None:
     """Console entry point. Every bad input (our checks, or the parser's: a missing argument, an
     unknown option, a value of the wrong type) is one line on stderr and exit 2; a bug is one line
-    and exit 3 (with the traceback under ROOFLINE_DEBUG=1)."""
+    and exit 3 (with the traceback under ROOFLINE_DEBUG=1). The cycle collector is paused until
+    the command starts (resume_gc; gc_paused: the caller paused it earlier, as `python -m
+    roofline` does before importing the app) and restored on the way out."""
+    _gc["paused"] = gc_paused or gc.isenabled()
+    gc.disable()
+    try:
+        _main()
+    finally:
+        if _gc["frozen"]:  # in process (tests), the next run's garbage is collectable again
+            _gc["frozen"] = False
+            gc.unfreeze()
+        if _gc["paused"]:
+            _gc["paused"] = False
+            gc.enable()
+
+
+def _main() -> None:
     from roofline.cli.classcode import cached_dataclass_code
 
     try:
-        with cached_dataclass_code():  # the commands' dataclasses: compiled once, then cached
+        scope = _command_name(sys.argv[1:])
+        if scope in COMMANDS:
+            # every command's core imports numpy; imported here, at the bottom of the call stack,
+            # its typing modules do not push frames across the interpreter's 16 KiB stack-chunk
+            # boundary (each crossing maps and unmaps a chunk: hundreds of system calls)
+            import numpy  # noqa: F401
+        # the command's dataclasses: compiled once, then cached (a file per command)
+        with cached_dataclass_code(scope or "other"):
             rv = app(standalone_mode=False, prog_name="roofline")
     except RooflineError as exc:  # raised outside a guarded command (e.g. a callback)
         hint = f" ({exc.hint})" if exc.hint else ""
@@ -251,6 +287,20 @@ def main() -> None:
         print(_one_line(f"error: {text} (see {where} -h)"), file=sys.stderr)
         sys.exit(code)
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The command named on the command line (the first argument that is neither a root option
+    nor --catalog's value), or None: only start-up work follows from it, never the parse."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--catalog":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _internal_error(exc: BaseException) -> None:

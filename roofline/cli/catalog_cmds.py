@@ -1,8 +1,6 @@
 """Catalog commands: `hardware list|show|tiers|families`, `models list|show|import`, `catalog
 validate`."""
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

@@ -1,8 +1,6 @@
 """`roofline check`: capacity and SLO assertions for CI, with exit codes (a spec file or options;
 static limits through roofline.checks, traffic limits through the serving model)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

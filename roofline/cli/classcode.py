@@ -7,7 +7,8 @@ fifth of its time beyond the bare imports. A compiled function depends only on i
 interpreter, so while a command runs, `dataclasses` compiles through `cached_exec`: the code
 objects are kept (marshal, the format of a .pyc) in the user cache directory keyed by their
 text, and a later run only executes them. The classes come out identical; a missing, broken or
-unwritable cache only costs the compiles.
+unwritable cache only costs the compiles. Each command has its own file (`scope`), so a query
+reads only the code of the classes its own modules define.
 
 Only the `dataclasses` module's own name `exec` is shadowed, and only inside
 `cached_dataclass_code()` (the CLI's main): importing roofline as a library changes nothing.
@@ -32,15 +33,16 @@ from roofline.cache import cache_dir
 MAX_ENTRIES = 4096  # beyond this, a save keeps only the texts this run used
 
 
-def cache_path() -> Path | None:
-    """`<cache dir>/dataclass-code-<interpreter tag>.marshal`: marshal's format and the bytecode
-    are the interpreter's own, so each version (and optimisation level) has its file."""
+def cache_path(scope: str = "all") -> Path | None:
+    """`<cache dir>/dataclass-code-<interpreter tag>-<scope>.marshal`: marshal's format and the
+    bytecode are the interpreter's own, so each version (and optimisation level) has its files;
+    `scope` (a command's name) keeps one command's classes apart from the others'."""
     root = cache_dir()
     if root is None:
         return None
     build = f"{sys.version}|{sys.flags.optimize}|{dataclasses.__file__}"
     tag = f"{sys.implementation.cache_tag}-{zlib.crc32(build.encode()):08x}"
-    return root / f"dataclass-code-{tag}.marshal"
+    return root / f"dataclass-code-{tag}-{scope}.marshal"
 
 
 def _read(where: Path) -> dict[str, CodeType]:
@@ -89,10 +91,10 @@ class CodeCache:
 
 
 @contextlib.contextmanager
-def cached_dataclass_code() -> Iterator[CodeCache | None]:
-    """Within the block, dataclasses compile their methods through the cache (None: caching is
-    off, ROOFLINE_NO_CACHE)."""
-    where = cache_path()
+def cached_dataclass_code(scope: str = "all") -> Iterator[CodeCache | None]:
+    """Within the block, dataclasses compile their methods through the cache of `scope` (None:
+    caching is off, ROOFLINE_NO_CACHE)."""
+    where = cache_path(scope)
     if where is None or "exec" in vars(dataclasses):
         yield None
         return

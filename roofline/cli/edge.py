@@ -2,8 +2,6 @@
 llama.cpp's -ngl or FlexGen streaming) and `edge` (what a Mac, a Spark or a desktop GPU can run,
 side by side, against the GPU-wired limit of unified memory)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,8 +1,6 @@
 """Commands on single levers: `speculate` (speculative decoding) and `tiers` (KV spilled to a
 slower memory tier)."""
 
-from __future__ import annotations
-
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated

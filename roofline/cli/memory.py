@@ -1,7 +1,5 @@
 """Commands on one deployment's memory: `kv`, `capacity`, `bytes`."""
 
-from __future__ import annotations
-
 from dataclasses import asdict, replace
 from typing import Annotated, Any
 

@@ -1,7 +1,5 @@
 """`plan`: the parallel layouts of N GPUs for one model, best first."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

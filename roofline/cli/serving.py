@@ -1,8 +1,6 @@
 """Commands on serving many requests: `cliff` (the scheduler with every request at t = 0) and
 `disagg` (prefill/decode disaggregation)."""
 
-from __future__ import annotations
-
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated

@@ -2,8 +2,6 @@
 roofline chart) and `validate` (predictions against published measurements). `check` is in
 cli/check.py."""
 
-from __future__ import annotations
-
 import sys
 from enum import Enum
 from pathlib import Path

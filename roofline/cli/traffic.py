@@ -2,8 +2,6 @@
 goodput, saturation) and `size` (accelerators x layouts x replicas that meet the SLOs at a rate,
 with cost). Metric names: docs/METRICS.md."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 

@@ -11,12 +11,6 @@ bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offlo
 import importlib
 from typing import Any
 
-from roofline.render.columns import (
-    PARQUET_MISSING,
-    parquet_available,
-    write_columns,
-    write_parquet,
-)
 from roofline.render.core import (
     SCHEMA_VERSION,
     RowFmt,
@@ -72,10 +66,19 @@ def _deferred(name: str) -> Any:
     return draw
 
 
+# the sweep's column writers (columns.py, textcols.py), imported by the first command that
+# writes columns: a single query never does
+_COLUMNS = ("PARQUET_MISSING", "parquet_available", "write_columns", "write_parquet")
+
+
 def __getattr__(name: str) -> Any:
-    if name not in _TABLES:
+    if name in _COLUMNS:
+        value = getattr(importlib.import_module("roofline.render.columns"), name)
+    elif name in _TABLES:
+        value = _deferred(name)
+    else:
         raise AttributeError(f"module 'roofline.render' has no attribute {name!r}")
-    value = globals()[name] = _deferred(name)
+    globals()[name] = value
     return value
 
 
