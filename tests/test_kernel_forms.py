@@ -2,6 +2,8 @@
 of a tile grid (NVIDIA, "Matrix Multiplication Background User's Guide"), split-K, grouped GEMMs
 and the split-KV decode-attention limit. Every expected value is worked out in the comments."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -157,3 +159,17 @@ def test_quant_pass_adds_its_bytes_outside_the_max():
     t0 = float(gemm_time_s(f, 1e7, 16, 4096, 1e15, 1e12, base))
     t1 = float(gemm_time_s(f, 1e7, 16, 4096, 1e15, 1e12, quant))
     assert t1 - t0 == pytest.approx(16 * 4096 * 3 / 1e12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.floats(1.0, 1e5), n=st.floats(1.0, 1e5))
+def test_tile_rule_waves_are_a_share_of_the_sms(m, n):
+    """Under vLLM's sm89 FP8 tile rule every shape runs in whole waves of padded tiles: the
+    useful share u lies in (0, 1] and the waves cover the tiles (w·SMs ≥ ⌈M/t_m⌉·⌈N/t_n⌉)."""
+    from roofline.tilerules import VLLM_SM89_FP8, rule_tiles_one
+
+    c = GemmCurve(1.0, 1.0, sm_count=142, tile_rule=VLLM_SM89_FP8)
+    u, w = (float(x) for x in wave_quantisation(m, n, c))
+    tm, tn = rule_tiles_one(VLLM_SM89_FP8, m, n)
+    assert 0.0 < u <= 1.0 + 1e-12
+    assert w * 142 >= math.ceil(m / tm) * math.ceil(n / tn)

@@ -758,8 +758,11 @@ def main() -> None:
                     samples.append((gid, dtype, row.m, row.n, row.k, row.latency * 1e-3))
                 print(f"{gid} {dtype}: {gemm[dtype]}")
                 continue
-            copies = HARNESS_COPIES.get(g["gemm"][0], 0)
-            harness = (copies, g["l2"][0]) if copies and "l2" in g else None
+            # The generic form does not take the harness yet: on Ada bf16 (the same collector) it
+            # lowers the median from 9.7% to 8.6% but moves the large-M step (M >= 2048 at 0.90
+            # instead of 4096 at 0.84) and the M = 8192 prefill GEMM sum to -16% of the measured
+            # one, beyond the 15% the tests hold; fit_gemm(..., harness) is there for that work.
+            harness = None
             params, tile, med, large = fit_gemm(
                 d, peaks[dtype], bw, WEIGHT_BYTES[dtype], ACT_BYTES[dtype], g["sms"][0], harness
             )
