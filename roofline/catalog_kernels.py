@@ -26,6 +26,7 @@ from roofline.hostcost import EngineHost
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
+from roofline.tilerules import TILE_RULES
 from roofline.units import US
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -43,6 +44,12 @@ _GEMM_KEYS = {
     "wave_latency_us": (NUM, False),
     "m_large": (NUM, False),
     "large_ratio": (NUM, False),
+    "tile_rule": (str, False),
+    "wave_area_us": (NUM, False),
+    "quant_bytes": (NUM, False),
+    # the measurement's L2-resident rows: L2 size and L2/HBM speed (calibration and tests only)
+    "harness_l2_ratio": (NUM, False),
+    "harness_l2_bytes": (NUM, False),
     **_FIT,
 }
 _WO_KEYS = {
@@ -148,7 +155,10 @@ def _gemm_curve(where: str, data: Any, sm_count: float) -> GemmCurve:
     tile_m, tile_n = float(d.get("tile_m", 0)), float(d.get("tile_n", 0))
     if tile_m < 0 or tile_n < 0 or (tile_m > 0) != (tile_n > 0):
         raise CatalogError(f"{where}: tile_m and tile_n must both be positive or both 0")
-    if tile_m > 0 and sm_count <= 0:
+    rule = str(d.get("tile_rule", ""))
+    if rule and rule not in TILE_RULES:
+        raise CatalogError(f"{where}: unknown tile_rule {rule!r} (known: {', '.join(TILE_RULES)})")
+    if (tile_m > 0 or rule) and sm_count <= 0:
         raise CatalogError(f"{where}: a tile grid needs the group's 'sm_count'")
     split = float(d.get("split_k_max", 1))
     if split < 1:
@@ -167,6 +177,9 @@ def _gemm_curve(where: str, data: Any, sm_count: float) -> GemmCurve:
         sm_count=sm_count,
         m_large=float(d.get("m_large", 0.0)),
         large_ratio=_share(where, "large_ratio", d.get("large_ratio", 1.0)),
+        tile_rule=rule,
+        wave_area_s=float(d.get("wave_area_us", 0.0)) * US,
+        quant_bytes=float(d.get("quant_bytes", 0.0)),
     )
 
 

@@ -13,7 +13,13 @@ factors remain for the kernels' own choices the tile grid does not capture: 1 + 
 extra rows a moderate-M GEMM pays for when the library picks smaller tiles (a GEMV-sized M pads to
 the 16-row MMA tile, PTX ISA mma.m16n8k16, hence M + 16), 1 + N½/N the same for narrow N. With
 t_m = 0 the wave term is off (u = 1, w = 0): the fit picks, per generation and dtype, whichever
-describes the measured kernels. η_max is the plateau of a large GEMM (clocks under load,
+describes the measured kernels. A curve may instead follow its library's own tile rule (tile_rule;
+roofline/tilerules.py: vLLM's CUTLASS FP8 GEMM on Ada picks t_m × t_n from M and N, no split-K),
+its per-wave cost then t_w + t_area·(t_m·t_n)/128² (the epilogue writes t_m·t_n outputs per
+tile); and a GEMM whose engine quantises its activations in a kernel of its own first (vLLM's
+Fp8LinearMethod with a static scale: QuantFP8 -> scaled_fp8_quant, then cutlass_scaled_mm) adds
+that pass, quant_bytes · M·K / (W·η_mem) (bf16 read + fp8 written: 3 bytes a value).
+η_max is the plateau of a large GEMM (clocks under load,
 epilogue), η_mem the share of bandwidth a weight-streaming (small-M) GEMM reaches, t₀ the kernel's
 fixed latency (launch-to-completion of an empty tile).
 Weight-only quantised GEMMs (int8/int4 weights, 16-bit math) run on a GEMM curve of their own
@@ -58,9 +64,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.splitkv import FA2_BLOCK_BYTES, FA2_BLOCKS_PER_SM, FA2_M_BLOCK, fa2_num_splits
+from roofline.tilerules import rule_tiles
 
 FloatArray = np.ndarray
 
+TILE_AREA_REF = 128.0 * 128.0  # the tile area wave_area_s is quoted per
 MMA_ROWS = 16.0  # rows of the smallest tensor-core tile (PTX mma.m16n8k16): a GEMV pads to it
 M_TILE_ROWS = 128.0  # rows of M one CTA of a weight-only GEMM dequantises its weights for
 # Kernels one op of ops.py stands for, per layer: the MLP is gate/up + down, an MoE layer the two
@@ -90,6 +98,18 @@ class GemmCurve:
     # (0: one kernel at every M); see large_m_factor
     m_large: float = 0.0
     large_ratio: float = 1.0
+    # tile_rule: the library picks the tile per shape by its own dispatch (roofline/tilerules.py;
+    # tile_m, tile_n unused); wave_area_s: the per-wave cost that grows with the tile's area,
+    # per 128 × 128 outputs; quant_bytes: bytes per M·K value of a separate activation
+    # quantisation pass before the GEMM (0: none)
+    tile_rule: str = ""
+    wave_area_s: float = 0.0
+    quant_bytes: float = 0.0
+
+    @property
+    def tiled(self) -> bool:
+        """True when the curve has a tile grid (a fixed tile or a library's tile rule)."""
+        return (self.tile_m > 0 or bool(self.tile_rule)) and self.sm_count > 0
 
 
 @dataclass(frozen=True)
@@ -321,23 +341,37 @@ def scaled(curve: GemmCurve, compute: float = 1.0, memory: float = 1.0) -> GemmC
     )
 
 
+def tile_shape(m: ArrayLike, n: ArrayLike, curve: GemmCurve) -> tuple[FloatArray, FloatArray]:
+    """(t_m, t_n): the curve's fixed tile, or the one its library's tile rule picks for M × N."""
+    if curve.tile_rule:
+        return rule_tiles(curve.tile_rule, m, n)
+    shape = np.broadcast(np.asarray(m), np.asarray(n)).shape
+    return np.full(shape, curve.tile_m), np.full(shape, curve.tile_n)
+
+
 def wave_quantisation(
     m: ArrayLike, n: ArrayLike, curve: GemmCurve, groups: ArrayLike = 1.0
 ) -> tuple[FloatArray, FloatArray]:
     """(u, w): the useful share of the padded tile work and the waves of one kernel.
     T = groups·⌈M/t_m⌉·⌈N/t_n⌉ tiles, split-K s = clamp(⌊SMs/T⌋, 1, s_max), w = ⌈T·s/SMs⌉,
-    u = groups·M·N·s / (w·SMs·t_m·t_n) (NVIDIA Matrix Multiplication Background User's Guide).
-    groups = ∞ (a grouped GEMM whose many groups fill the SMs): u = tile padding only, w = 0.
-    No tile (t_m = 0) or an unknown shape (M or N infinite): u = 1, w = 0."""
-    tm, tn, sms = curve.tile_m, curve.tile_n, curve.sm_count
+    u = groups·M·N·s / (w·SMs·t_m·t_n) (NVIDIA Matrix Multiplication Background User's Guide);
+    t_m × t_n the curve's tile, or the one its library's tile rule picks per shape
+    (roofline/tilerules.py). groups = ∞ (a grouped GEMM whose many groups fill the SMs):
+    u = tile padding only, w = 0. No tile (t_m = 0, no rule) or an unknown shape (M or N
+    infinite): u = 1, w = 0."""
+    sms = curve.sm_count
     mm, nn = np.asarray(m, dtype=float), np.asarray(n, dtype=float)
-    if tm <= 0 or sms <= 0:
+    if not curve.tiled:
         shape = np.broadcast(mm, nn, np.asarray(groups)).shape
         return np.ones(shape), np.zeros(shape)
     if np.ndim(nn) == 0 and not np.isfinite(nn):  # N unknown (no gemm_n): u = 1, w = 0
         return np.ones(np.shape(mm)), np.zeros(np.shape(mm))
     known = np.isfinite(mm) & np.isfinite(nn)  # unknown shapes (∞): u = 1, w = 0
     all_known = bool(known.all())
+    if curve.tile_rule:
+        tm, tn = rule_tiles(curve.tile_rule, np.where(known, mm, 1.0), np.where(known, nn, 1.0))
+    else:
+        tm, tn = curve.tile_m, curve.tile_n
     if not all_known:
         mm, nn = np.where(known, mm, tm), np.where(known, nn, tn)
     cols = np.ceil(nn / tn)
@@ -390,7 +424,9 @@ def gemm_time_s(
     groups: ArrayLike = 1.0,
 ) -> FloatArray:
     """t = (t₀ + w·t_w)·kernels + max(F(1 + M½/(M+16))(1 + N½/N)/(P·η_max·u), Q/(W·η_mem))
-    with (u, w) from wave_quantisation; the per-wave cost sits on the compute side of the max.
+    [+ quant_bytes·M·K/(W·η_mem), M·K = F/(2N): the activations' quantisation pass]
+    with (u, w) from wave_quantisation; the per-wave cost sits on the compute side of the max
+    (t_w + t_area·t_m·t_n/128² under a tile rule).
     With M½ = N½ = t₀ = 0 and no tile this is the plain roofline at efficiencies (η_max, η_mem)."""
     f = np.asarray(flops, dtype=float)
     mm = np.maximum(np.asarray(m, dtype=float), 1e-9)
@@ -400,11 +436,18 @@ def gemm_time_s(
     if curve.m_large > 0:
         t_math = t_math / large_m_factor(mm, curve)
     k = np.asarray(kernels, dtype=float)
-    if curve.tile_m > 0 and curve.sm_count > 0:
+    if curve.tiled:
         u, waves = wave_quantisation(mm, nn, curve, groups)
-        t_math = t_math / u + waves * curve.wave_latency_s * k
+        t_wave = curve.wave_latency_s
+        if curve.wave_area_s > 0:
+            tm, tn = tile_shape(mm, nn, curve)
+            t_wave = t_wave + curve.wave_area_s * (tm * tn / TILE_AREA_REF)
+        t_math = t_math / u + waves * t_wave * k
     t_mem = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * curve.eta_memory)
-    return curve.latency_s * k + np.maximum(t_math, t_mem)
+    t = curve.latency_s * k + np.maximum(t_math, t_mem)
+    if curve.quant_bytes > 0:  # the activations' quantisation pass: M·K = F/(2N) values
+        t = t + curve.quant_bytes * (f / (2.0 * nn)) / (bw_bytes_per_s * curve.eta_memory)
+    return t
 
 
 def compute_efficiency(m: ArrayLike, n: ArrayLike, curve: GemmCurve) -> FloatArray:

@@ -15,12 +15,14 @@ import math
 
 from roofline.efficiency import (
     MMA_ROWS,
+    TILE_AREA_REF,
     AttentionCurve,
     EngineProfile,
     GemmCurve,
     PrefillAttentionCurve,
 )
 from roofline.splitkv import FA2_BLOCK_BYTES, FA2_BLOCKS_PER_SM, FA2_M_BLOCK, fa2_num_splits_one
+from roofline.tilerules import rule_tiles_one
 
 
 def maximum(a: float, b: float) -> float:
@@ -43,13 +45,21 @@ def floor(x: float) -> float:
     return float(math.floor(x)) if math.isfinite(x) else x
 
 
+def tile_shape_one(m: float, n: float, curve: GemmCurve) -> tuple[float, float]:
+    """efficiency.tile_shape for one GEMM."""
+    if curve.tile_rule:
+        return rule_tiles_one(curve.tile_rule, m, n)
+    return curve.tile_m, curve.tile_n
+
+
 def wave_quantisation_one(
     m: float, n: float, curve: GemmCurve, groups: float = 1.0
 ) -> tuple[float, float]:
     """efficiency.wave_quantisation for one GEMM (u, w); see its docstring for the formula."""
-    tm, tn, sms = curve.tile_m, curve.tile_n, curve.sm_count
-    if tm <= 0 or sms <= 0 or not (math.isfinite(m) and math.isfinite(n)):
+    sms = curve.sm_count
+    if not curve.tiled or not (math.isfinite(m) and math.isfinite(n)):
         return 1.0, 0.0  # no tile, or an unknown shape
+    tm, tn = tile_shape_one(m, n, curve)
     cols = ceil(n / tn)
     tiles = ceil(m / tm) * cols
     if not math.isfinite(groups):  # grouped: the tile padding only
@@ -80,11 +90,18 @@ def gemm_time_one(
     t_math = flops * shape / (peak_flops_per_s * curve.eta_max)
     if curve.m_large > 0:
         t_math = t_math / (curve.large_ratio if mm >= curve.m_large else 1.0)
-    if curve.tile_m > 0 and curve.sm_count > 0:
+    if curve.tiled:
         u, waves = wave_quantisation_one(mm, nn, curve, groups)
-        t_math = t_math / u + waves * curve.wave_latency_s * kernels
+        t_wave = curve.wave_latency_s
+        if curve.wave_area_s > 0:
+            tm, tn = tile_shape_one(mm, nn, curve)
+            t_wave = t_wave + curve.wave_area_s * (tm * tn / TILE_AREA_REF)
+        t_math = t_math / u + waves * t_wave * kernels
     t_mem = bytes_moved / (bw_bytes_per_s * curve.eta_memory)
-    return curve.latency_s * kernels + maximum(t_math, t_mem)
+    t = curve.latency_s * kernels + maximum(t_math, t_mem)
+    if curve.quant_bytes > 0:
+        t = t + curve.quant_bytes * (flops / (2.0 * nn)) / (bw_bytes_per_s * curve.eta_memory)
+    return t
 
 
 def attention_decode_time_one(

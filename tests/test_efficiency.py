@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,11 +40,26 @@ def _rows(name: str):
         return list(csv.DictReader(f))
 
 
+def _harness(group: str, dtype: str) -> tuple[float, float]:
+    """(L2 bytes, L2/HBM ratio) of a curve fitted on rows the collector kept in L2 (else 0, 1)."""
+    for g in yaml.safe_load((ROOT / "hardware/kernels.yaml").read_text())["kernels"]:
+        c = g.get("gemm", {}).get(dtype, {}) if g["id"] == group else {}
+        if "harness_l2_ratio" in c:
+            return float(c["harness_l2_bytes"]), float(c["harness_l2_ratio"])
+    return 0.0, 1.0
+
+
 def _model_gemm_s(group: str, dtype: str, m: float, n: float, k: float) -> float:
     entry = CAT.kernels[group]
     hw = CAT.accelerator(entry.accelerators[0])  # the chip the group was measured on
     flops = 2.0 * m * n * k
-    bytes_moved = n * k * WEIGHT_B[dtype] + m * (n + k) * ACT_B[dtype]
+    # aiconfigurator's vLLM collector times 6 weight copies on one bf16 input in a CUDA graph:
+    # within L2 the weights stream from it (validation/calibrate_kernels.py harness_resident)
+    l2_bytes, ratio = _harness(group, dtype)
+    resident = 6 * n * k * WEIGHT_B[dtype] + m * k * 2.0 <= l2_bytes
+    bytes_moved = (
+        n * k * WEIGHT_B[dtype] / (ratio if resident else 1.0) + m * (n + k) * ACT_B[dtype]
+    )
     return float(
         gemm_time_s(
             flops,
@@ -69,7 +85,7 @@ def test_kernel_model_reproduces_the_measured_gemms_it_was_fitted_on():
     family = np.median([e for es in errors.values() for e in es])
     assert family <= 0.08  # the nvidia-datacenter family as a whole
     for (group, dtype), es in errors.items():
-        # every curve within 12% median (Ada fp8, the loosest, ~11%; the rest ≤ 10%), and the
+        # every curve within 12% median (the must-show is 10%, every curve meets it), and the
         # runtime formula reproduces the calibration's own figure on all rows (a formula that
         # differs between the two would show here)
         assert np.median(es) <= 0.12, (group, dtype)

@@ -2,6 +2,8 @@
 of a tile grid (NVIDIA, "Matrix Multiplication Background User's Guide"), split-K, grouped GEMMs
 and the split-KV decode-attention limit. Every expected value is worked out in the comments."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -126,3 +128,48 @@ def test_catalog_refuses_a_tile_grid_without_an_sm_count():
         kernel_entry("k", {**entry, "gemm": {"bf16": {**curve, "tile_m": 128}}})
     ok = kernel_entry("k", {**entry, "sm_count": 132, "sm_count_source": "test"})
     assert ok.kernels.gemm["bf16"].sm_count == 132 and ok.kernels.gemm["bf16"].tile_n == 128
+
+
+def test_vllm_sm89_fp8_tile_rule_by_hand():
+    """The tiles of vLLM's scaled_mm_c2x_sm89_fp8_dispatch.cuh, read off its configs by hand:
+    M = 1, N = 4096 (np2 4096 ≤ 8192): 16×64; M = 20, N = 12288 (np2 16384): 32×128;
+    M = 200, N = 5120 (np2 8192 > 4096): 128×128; M = 300, N = 8192: 256×128."""
+    from roofline.tilerules import VLLM_SM89_FP8, rule_tiles, rule_tiles_one
+
+    m = np.array([1.0, 20.0, 200.0, 300.0])
+    n = np.array([4096.0, 12288.0, 5120.0, 8192.0])
+    want = [(16.0, 64.0), (32.0, 128.0), (128.0, 128.0), (256.0, 128.0)]
+    tm, tn = rule_tiles(VLLM_SM89_FP8, m, n)
+    assert list(zip(tm.tolist(), tn.tolist(), strict=True)) == want
+    assert [rule_tiles_one(VLLM_SM89_FP8, a, b) for a, b in zip(m, n, strict=True)] == want
+    # M = 300, N = 8192 on 142 SMs: ⌈300/256⌉·⌈8192/128⌉ = 128 tiles, one wave, no split-K:
+    # u = 300·8192 / (142·256·128) = 0.5282
+    c = GemmCurve(1.0, 1.0, sm_count=142, tile_rule=VLLM_SM89_FP8)
+    u, w = wave_quantisation(300.0, 8192.0, c)
+    assert float(w) == 1.0
+    assert float(u) == pytest.approx(300 * 8192 / (142 * 256 * 128))
+
+
+def test_quant_pass_adds_its_bytes_outside_the_max():
+    """A GEMV-sized GEMM (memory-bound) with a 3-byte quantisation pass: M·K = 16·4096 values,
+    3 B each over 1 TB/s at η_mem 1 = 196.608 ns more than without."""
+    f = 2.0 * 16 * 4096 * 4096
+    base = GemmCurve(1.0, 1.0)
+    quant = GemmCurve(1.0, 1.0, quant_bytes=3.0)
+    t0 = float(gemm_time_s(f, 1e7, 16, 4096, 1e15, 1e12, base))
+    t1 = float(gemm_time_s(f, 1e7, 16, 4096, 1e15, 1e12, quant))
+    assert t1 - t0 == pytest.approx(16 * 4096 * 3 / 1e12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.floats(1.0, 1e5), n=st.floats(1.0, 1e5))
+def test_tile_rule_waves_are_a_share_of_the_sms(m, n):
+    """Under vLLM's sm89 FP8 tile rule every shape runs in whole waves of padded tiles: the
+    useful share u lies in (0, 1] and the waves cover the tiles (w·SMs ≥ ⌈M/t_m⌉·⌈N/t_n⌉)."""
+    from roofline.tilerules import VLLM_SM89_FP8, rule_tiles_one
+
+    c = GemmCurve(1.0, 1.0, sm_count=142, tile_rule=VLLM_SM89_FP8)
+    u, w = (float(x) for x in wave_quantisation(m, n, c))
+    tm, tn = rule_tiles_one(VLLM_SM89_FP8, m, n)
+    assert 0.0 < u <= 1.0 + 1e-12
+    assert w * 142 >= math.ceil(m / tm) * math.ceil(n / tn)

@@ -16,7 +16,14 @@ Fitted forms (see roofline/efficiency.py for the formulas and their sources):
   dtype, with u and w the wave quantisation of a t_m × t_n tile grid over the SMs (split-K up to
   s_max); the tile, s_max (and t_m = 0: no tile grid) are picked from a small grid per dtype;
   and, from M ≥ m_large on (picked from LARGE_M when it lowers the BIC), a plateau
-  large_ratio·η_max: the library switching kernels by M;
+  large_ratio·η_max: the library switching kernels by M; a kernel whose library picks its tile
+  per shape (GROUPS tile_rules: vLLM's CUTLASS FP8 GEMM on Ada) takes that rule instead
+  (roofline/tilerules.py; no split-K; per-wave cost t_w + t_area·t_m·t_n/128²) and, when its
+  engine quantises the activations in a kernel of its own, that pass (QUANT_BYTES);
+- the measurement harness: aiconfigurator's vLLM collector times 6 weight copies on one input
+  in a CUDA graph (HARNESS_COPIES); the rows whose copies fit in the chip's L2 are fitted with
+  their weights streamed r_L2 times faster (harness_l2_ratio; the runtime never uses it: a
+  model's weights do not stay in L2 between steps);
 - weight-only GEMM: a GEMM curve of its own (the same form, against the 16-bit peak);
 - decode attention: t = t0 + rows·t_row + S·t_S + max(KV·(1 + S½/S) / (W·η_attn), w·(q/p)/B_cta)
   (S streams of q bytes split into p pieces of split_kib for query groups ≥ split_min_group, in
@@ -52,6 +59,8 @@ except ImportError as exc:  # pragma: no cover - only with the calibrate extra m
     sys.exit(f"calibrate_kernels: needs the calibrate extra ({exc.name}); run `make calibrate`")
 
 from roofline.catalog import load_catalog  # noqa: E402
+from roofline.efficiency import GemmCurve, gemm_time_s  # noqa: E402
+from roofline.tilerules import VLLM_SM89_FP8  # noqa: E402
 
 PKG = "aiconfigurator-core==0.12.0"
 DATA = Path(aiconfigurator_core.__file__).parent / "systems" / "data"
@@ -118,8 +127,25 @@ GROUPS = {
         nccl=None,
         members=["nvidia-l40s"],
         borrowers=["nvidia-l4"],
+        # vLLM's CUTLASS FP8 GEMM picks its tile per shape (roofline/tilerules.py)
+        tile_rules={"CutlassFP8ScaledMMLinearKernel": VLLM_SM89_FP8},
+        l2=(
+            96 * 2**20,
+            "NVIDIA Ada Lovelace GPU architecture whitepaper (2023), AD102: 96 MB L2 [uncertain: "
+            "the L40S's enabled share; the measured rows step from L2 to HBM speed between "
+            "6 weight copies of 88 and 100 MB]",
+        ),
     ),
 }
+# A FP8 GEMM behind vLLM's Fp8LinearMethod with a static activation scale (the collector's
+# Fp8Config(activation_scheme="static")) quantises its bf16 input first, in a kernel of its own
+# (CutlassFP8ScaledMMLinearKernel.apply_weights: QuantFP8 -> ops.scaled_fp8_quant, then
+# ops.cutlass_scaled_mm): M·K values read in bf16 and written in fp8, 3 bytes each, timed with it.
+QUANT_BYTES = {"CutlassFP8ScaledMMLinearKernel": 3.0}
+# aiconfigurator's vLLM GEMM collector (collector/vllm/collect_gemm.py, run_gemm) times
+# outside_loop_count = 6 Linear layers of distinct weights on one input, replayed in a CUDA
+# graph: when the 6 weight copies and the input fit in L2 the weights stream from L2, not HBM.
+HARNESS_COPIES = {"vllm": 6}
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4", "sq": "int8"}
 WEIGHT_ONLY = {"int8_wo": ("int8", 1.0), "int4_wo": ("int4", 0.5)}  # bytes per weight
 ACT_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5, "int8": 1.0}
@@ -147,38 +173,53 @@ def waves(m, n, sms, tm, tn, smax):
     return m * n * s / (w * sms * tm * tn), w
 
 
-def gemm_model(params, m, n, k, peak, bw, b_w, b_a, tile=(0, 0, 1, 1), large=(0.0, 1.0)):
+def gemm_model(params, m, n, k, peak, bw, b_w, b_a, tile=(0, 0, 1, 1), large=(0.0, 1.0), l2=None):
     """t = t0 + max(2MNK(1 + M½/(M+16))(1 + N½/N)/(P·η_max·r·u) + w·t_w,
     (NK·b_w + M(N+K)·b_a)/(W·η_mem)); tile = (t_m, t_n, s_max, SMs); large = (m_large, ratio):
-    r = ratio from M ≥ m_large on (m_large 0: r = 1)."""
-    eta_max, m_half, eta_mem, t0, n_half, t_w = params
+    r = ratio from M ≥ m_large on (m_large 0: r = 1); l2 = (resident, r_L2): the rows the
+    harness keeps in L2 stream their weights r_L2 times faster (harness_resident)."""
+    eta_max, m_half, eta_mem, t0, n_half, t_w = params[:6]
     tm, tn, smax, sms = tile
     u, w = waves(m, n, sms, tm, tn, smax)
     if large[0] > 0:
         eta_max = eta_max * np.where(m >= large[0], large[1], 1.0)
     shape = (1.0 + m_half / (m + MMA_ROWS)) * (1.0 + n_half / n)
     t_c = 2.0 * m * n * k * shape / (peak * eta_max * u) + w * t_w
-    t_m = (n * k * b_w + m * (n + k) * b_a) / (bw * eta_mem)
+    w_bytes = n * k * b_w if l2 is None else n * k * b_w / np.where(l2[0], l2[1], 1.0)
+    t_m = (w_bytes + m * (n + k) * b_a) / (bw * eta_mem)
     return t0 + np.maximum(t_c, t_m)
 
 
-def _fit_gemm_tile(df, peak, bw, b_w, b_a, tile):
+def _resident(df, b_w, harness):
+    """harness_resident of the rows (harness = (copies, L2 bytes)), or None without a harness."""
+    if harness is None:
+        return None
+    m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
+    return harness_resident(m, n, k, b_w, *harness)
+
+
+def _fit_gemm_tile(df, peak, bw, b_w, b_a, tile, harness=None):
     m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
     t = df.latency.to_numpy(float) * 1e-3
+    res = _resident(df, b_w, harness)
+    extra = 0 if res is None else 1  # log r_L2 last
 
     def unpack(x):
-        return (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
+        p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
+        return p if res is None else (*p, np.exp(x[6]))
 
     def resid(x):
-        return np.log(gemm_model(unpack(x), m, n, k, peak, bw, b_w, b_a, tile) / t)
+        p = unpack(x)
+        l2 = None if res is None else (res, p[6])
+        return np.log(gemm_model(p, m, n, k, peak, bw, b_w, b_a, tile, l2=l2) / t)
 
     starts = [  # a few starting points: the max() makes the loss surface non-convex
-        [eta, np.log(mh), em, np.log(5e-6), np.log(64.0), np.log(1e-6)]
+        [eta, np.log(mh), em, np.log(5e-6), np.log(64.0), np.log(1e-6)] + [0.5] * extra
         for eta in (0.6, 0.9)
         for mh in (1.0, 128.0)
         for em in (0.75,)
     ]
-    lo, hi = [0.05, -5, 0.05, -16, -5, -20], [1, 9, 1, -8, 10, -9]
+    lo, hi = [0.05, -5, 0.05, -16, -5, -20] + [0.0] * extra, [1, 9, 1, -8, 10, -9] + [3.0] * extra
     fits = [least_squares(resid, x0, bounds=(lo, hi)) for x0 in starts]
     x = min(fits, key=lambda f: f.cost).x
     err = np.abs(np.exp(resid(x)) - 1.0)
@@ -197,53 +238,122 @@ def _bic(resid: np.ndarray, n_params: int) -> float:
     return float(n * np.log(np.mean(resid**2)) + n_params * np.log(n))
 
 
-def fit_large_m(df, peak, bw, b_w, b_a, tile, params):
+def fit_large_m(df, peak, bw, b_w, b_a, tile, params, harness=None):
     """Does the plateau step down from some M on (the library switching kernels by M)? Refit
     with a ratio r for M ≥ m_large, m_large from LARGE_M; keep the step only when it lowers the
     BIC (one parameter more) and r ≤ MATERIAL_STEP. Returns (params, (m_large, r), median) or
     None."""
     m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
     t = df.latency.to_numpy(float) * 1e-3
+    res = _resident(df, b_w, harness)
+    extra = 0 if res is None else 1  # log r_L2 after the step's ratio
+
+    def unpack(x):
+        p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
+        return p if res is None else (*p, np.exp(x[7]))
 
     def resid_of(x, m_large):
-        p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
-        return np.log(gemm_model(p, m, n, k, peak, bw, b_w, b_a, tile, (m_large, x[6])) / t)
+        p = unpack(x)
+        l2 = None if res is None else (res, p[6])
+        model = gemm_model(p, m, n, k, peak, bw, b_w, b_a, tile, (m_large, x[6]), l2)
+        return np.log(model / t)
 
     x0 = [params[0], np.log(max(params[1], 7e-3)), params[2], np.log(params[3])]
     x0 += [np.log(max(params[4], 7e-3)), np.log(params[5])]
-    base = resid_of([*x0, 1.0], 0.0)
-    best, best_bic = None, _bic(base, 6)
-    lo, hi = [0.05, -5, 0.05, -16, -5, -20, 0.3], [1, 9, 1, -8, 10, -9, 1.0]
+    l2_0 = [np.log(params[6])] if extra else []
+    base = resid_of([*x0, 1.0, *l2_0], 0.0)
+    best, best_bic = None, _bic(base, 6 + extra)
+    lo = [0.05, -5, 0.05, -16, -5, -20, 0.3] + [0.0] * extra
+    hi = [1, 9, 1, -8, 10, -9, 1.0] + [3.0] * extra
     for m_large in LARGE_M:
         if not ((m >= m_large).any() and (m < m_large).any()):
             continue
-        x_start = np.clip([*x0, 0.9], np.array(lo) + 1e-9, np.array(hi) - 1e-9)
+        x_start = np.clip([*x0, 0.9, *l2_0], np.array(lo) + 1e-9, np.array(hi) - 1e-9)
         r = least_squares(lambda x, ml=m_large: resid_of(x, ml), x_start, bounds=(lo, hi))
-        bic = _bic(r.fun, 7)
+        bic = _bic(r.fun, 7 + extra)
         if bic < best_bic and r.x[6] <= MATERIAL_STEP:
             x = r.x
-            p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]))
+            p = unpack(x)
             med = float(np.median(np.abs(np.exp(r.fun) - 1.0)))
             best, best_bic = (tuple(float(v) for v in p), (m_large, float(x[6])), med), bic
     return best
 
 
-def fit_gemm(df, peak, bw, b_w, b_a, sms):
+def fit_gemm(df, peak, bw, b_w, b_a, sms, harness=None):
     """Every tile of TILES on a sample, then the best two on all rows: the lowest median
-    |error| wins; then the large-M step (fit_large_m). Returns ((η_max, M½, η_mem, t0, N½, t_w),
-    (t_m, t_n, s_max, SMs), median, (m_large, ratio))."""
+    |error| wins; then the large-M step (fit_large_m). Returns ((η_max, M½, η_mem, t0, N½, t_w
+    [, r_L2 with a harness]), (t_m, t_n, s_max, SMs), median, (m_large, ratio))."""
     sample = df.sample(min(len(df), 2000), random_state=0)
     tiles = [(tm, tn, s, sms) for tm, tn, s in TILES]
-    ranked = sorted(tiles, key=lambda tl: _fit_gemm_tile(sample, peak, bw, b_w, b_a, tl)[1])
+    ranked = sorted(
+        tiles, key=lambda tl: _fit_gemm_tile(sample, peak, bw, b_w, b_a, tl, harness)[1]
+    )
     best = None
     for tile in ranked[:2]:
-        params, med = _fit_gemm_tile(df, peak, bw, b_w, b_a, tile)
+        params, med = _fit_gemm_tile(df, peak, bw, b_w, b_a, tile, harness)
         if best is None or med < best[2]:
             best = (params, tile, med)
-    step = fit_large_m(df, peak, bw, b_w, b_a, best[1], best[0])
+    step = fit_large_m(df, peak, bw, b_w, b_a, best[1], best[0], harness)
     if step is None:
         return (*best, (0, 1.0))
     return step[0], best[1], step[2], step[1]
+
+
+def harness_resident(m, n, k, b_w, copies, l2_bytes):
+    """Rows whose timed working set fits in L2: `copies` weight matrices of N·K·b_w bytes and
+    the shared bf16 input of M·K values (aiconfigurator's collector replays the copies in a
+    CUDA graph, so a working set within L2 is served from it at every replay)."""
+    return copies * n * k * b_w + m * k * 2.0 <= l2_bytes
+
+
+def gemm_rule_model(x, m, n, k, peak, bw, b_w, b_a, sms, rule, quant_bytes, resident):
+    """roofline/efficiency.py gemm_time_s under a library's tile rule (no split-K), a per-wave
+    cost t_w + t_area·(t_m·t_n)/128² and the activation quantisation pass; the rows the harness
+    keeps in L2 stream their weights r = exp(x[7]) times faster (the measurement, not the
+    kernel: a model's weights never stay in L2 between decode steps)."""
+    curve = GemmCurve(
+        eta_max=x[0],
+        eta_memory=x[2],
+        m_half=np.exp(x[1]),
+        n_half=np.exp(x[4]),
+        latency_s=np.exp(x[3]),
+        wave_latency_s=np.exp(x[5]),
+        sm_count=sms,
+        tile_rule=rule,
+        wave_area_s=np.exp(x[6]),
+        quant_bytes=quant_bytes,
+    )
+    w_bytes = n * k * b_w / np.where(resident, np.exp(x[7]), 1.0)
+    return gemm_time_s(2.0 * m * n * k, w_bytes + m * (n + k) * b_a, m, n, peak, bw, curve)
+
+
+def fit_gemm_rule(df, peak, bw, b_w, b_a, sms, rule, quant_bytes, resident):
+    """The GEMM form under a library's tile rule (roofline/tilerules.py): every block runs the
+    whole K loop (no split-K), the tile's prologue and epilogue cost t_w + t_area·(t_m·t_n)/128²
+    per wave (the epilogue writes t_m·t_n outputs), plus the activations' quantisation pass.
+    Returns ((η_max, M½, η_mem, t0, N½, t_w, t_area, r_L2), median)."""
+    m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
+    t = df.latency.to_numpy(float) * 1e-3
+    args = (m, n, k, peak, bw, b_w, b_a, sms, rule, quant_bytes, resident)
+
+    def resid(x):
+        return np.log(gemm_rule_model(x, *args) / t)
+
+    lo = [0.05, -5, 0.05, -16, -5, -20, -20, 0.0]
+    hi = [1, 9, 1, -8, 10, -9, -9, 3.0]
+    fits = [
+        least_squares(
+            resid,
+            [eta, np.log(mh), 0.75, np.log(3e-6), np.log(64.0), np.log(3e-6), np.log(3e-6), 0.5],
+            bounds=(lo, hi),
+        )
+        for eta in (0.6, 0.9)
+        for mh in (1.0, 128.0)
+    ]
+    x = min(fits, key=lambda f: f.cost).x
+    med = float(np.median(np.abs(np.exp(resid(x)) - 1.0)))
+    p = (x[0], np.exp(x[1]), x[2], np.exp(x[3]), np.exp(x[4]), np.exp(x[5]), np.exp(x[6]))
+    return (*(float(v) for v in p), float(np.exp(x[7]))), med
 
 
 def fit_weight_only(df, peak, bw, b_w, sms):
@@ -577,6 +687,13 @@ def _large_keys(large) -> dict:
     return {"m_large": int(large[0]), "large_ratio": round(large[1], 3)}
 
 
+def _harness_keys(params, harness) -> dict:
+    """The catalog keys of a fit on a harness's L2-resident rows (none without a harness)."""
+    if harness is None:
+        return {}
+    return {"harness_l2_ratio": round(params[6], 3), "harness_l2_bytes": harness[1]}
+
+
 def main() -> None:
     cat = load_catalog()
     groups_out = []
@@ -593,12 +710,61 @@ def main() -> None:
         df = pd.read_parquet(gemm_file)
         df = df[(df.n >= MIN_NK) & (df.k >= MIN_NK)]
         gemm = {}
+        l2_note = ""
         for raw, dtype in DTYPES.items():
             d = df[df.gemm_dtype == raw]
             if d.empty or dtype not in peaks:
                 continue
+            kernel = str(d.kernel_source.value_counts().index[0])
+            rule = g.get("tile_rules", {}).get(kernel)
+            if rule:
+                m, n, k = (d[c].to_numpy(float) for c in ("m", "n", "k"))
+                copies = HARNESS_COPIES.get(g["gemm"][0], 0)
+                resident = harness_resident(m, n, k, WEIGHT_BYTES[dtype], copies, g["l2"][0])
+                quant = QUANT_BYTES.get(kernel, 0.0)
+                p, med = fit_gemm_rule(
+                    d,
+                    peaks[dtype],
+                    bw,
+                    WEIGHT_BYTES[dtype],
+                    ACT_BYTES[dtype],
+                    g["sms"][0],
+                    rule,
+                    quant,
+                    resident,
+                )
+                gemm[dtype] = {
+                    "eta_max": round(p[0], 3),
+                    "m_half": round(p[1], 1),
+                    "n_half": round(p[4], 1),
+                    "eta_memory": round(p[2], 3),
+                    "latency_us": round(p[3] * 1e6, 2),
+                    "tile_m": 0,
+                    "tile_n": 0,
+                    "tile_rule": rule,
+                    "split_k_max": 1,
+                    "wave_latency_us": round(p[5] * 1e6, 3),
+                    "wave_area_us": round(p[6] * 1e6, 3),
+                    "quant_bytes": quant,
+                    "harness_l2_ratio": round(p[7], 3),
+                    "harness_l2_bytes": g["l2"][0],
+                    "fit_median_error": round(med, 3),
+                    "rows": len(d),
+                }
+                l2_note = f" (harness_l2_bytes: {g['l2'][1]})"
+                curves[(gid, dtype)] = (p, rule, peaks[dtype], None)
+                pick = d.sample(min(len(d), 200), random_state=int(rng.integers(1 << 30)))
+                for row in pick.itertuples():
+                    samples.append((gid, dtype, row.m, row.n, row.k, row.latency * 1e-3))
+                print(f"{gid} {dtype}: {gemm[dtype]}")
+                continue
+            # The generic form does not take the harness yet: on Ada bf16 (the same collector) it
+            # lowers the median from 9.7% to 8.6% but moves the large-M step (M >= 2048 at 0.90
+            # instead of 4096 at 0.84) and the M = 8192 prefill GEMM sum to -16% of the measured
+            # one, beyond the 15% the tests hold; fit_gemm(..., harness) is there for that work.
+            harness = None
             params, tile, med, large = fit_gemm(
-                d, peaks[dtype], bw, WEIGHT_BYTES[dtype], ACT_BYTES[dtype], g["sms"][0]
+                d, peaks[dtype], bw, WEIGHT_BYTES[dtype], ACT_BYTES[dtype], g["sms"][0], harness
             )
             gemm[dtype] = {
                 "eta_max": round(params[0], 3),
@@ -611,10 +777,13 @@ def main() -> None:
                 "split_k_max": int(tile[2]),
                 "wave_latency_us": round(params[5] * 1e6, 3) if tile[0] else 0.0,
                 **_large_keys(large),
+                **_harness_keys(params, harness),
                 "fit_median_error": round(med, 3),
                 "rows": len(d),
             }
-            curves[(gid, dtype)] = (params, tile, peaks[dtype], large)
+            if harness:
+                l2_note = f" (harness_l2_bytes: {g['l2'][1]})"
+            curves[(gid, dtype)] = (params[:6], tile, peaks[dtype], large)
             pick = d.sample(min(len(d), 200), random_state=int(rng.integers(1 << 30)))
             for row in pick.itertuples():
                 samples.append((gid, dtype, row.m, row.n, row.k, row.latency * 1e-3))
@@ -622,7 +791,7 @@ def main() -> None:
         if "bf16" in gemm:
             gemm["fp16"] = dict(gemm["bf16"])
         entry["gemm"] = gemm
-        entry["gemm_source"] = _rel(gemm_file)
+        entry["gemm_source"] = _rel(gemm_file) + l2_note
         wo_file = gemm_file
         wdf = pd.read_parquet(wo_file)
         wdf = wdf[(wdf.n >= MIN_NK) & (wdf.k >= MIN_NK)]
@@ -793,6 +962,11 @@ def write_yaml(groups: list[dict]) -> None:
         "# tile_m × tile_n, split_k_max, wave_latency_us: the GEMM's tile grid in waves over the\n"
         "# measured chip's sm_count SMs (tile_m 0: no grid); decode attention: per-stream cost,\n"
         "# split-KV pieces of split_kib and the per-block bandwidth (roofline/efficiency.py).\n"
+        "# tile_rule: the library picks the tile per shape (roofline/tilerules.py), with a\n"
+        "# per-wave cost wave_latency_us + wave_area_us per 128x128 of tile; quant_bytes: the\n"
+        "# activations' quantisation pass timed with the GEMM (bytes per M*K value).\n"
+        "# harness_l2_ratio, harness_l2_bytes: the collector timed copies of the weights that fit\n"
+        "# in L2 on some rows, served that much faster (the measurement, never the runtime).\n"
     )
     body = yaml.safe_dump({"kernels": groups}, sort_keys=False, width=100)
     (ROOT / "hardware/kernels.yaml").write_text(head + body)
@@ -838,8 +1012,19 @@ def plot(curves) -> None:
     n = k = 8192.0
     colors = dict(zip(GROUPS, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     for ax, dtype in zip(axes, dtypes, strict=True):
-        for (gid, dt), ((eta_max, m_half, _, _, n_half, t_w), tile, peak, lg) in curves.items():
-            if dt == dtype:
+        for (gid, dt), (p, tile, peak, lg) in curves.items():
+            if dt == dtype and isinstance(tile, str):  # a library's tile rule
+                from roofline.efficiency import tile_shape, wave_quantisation
+
+                c = GemmCurve(p[0], p[2], sm_count=GROUPS[gid]["sms"][0], tile_rule=tile)
+                u, w = wave_quantisation(m, n, c)
+                tm, tn = tile_shape(m, n, c)
+                t_w = p[5] + p[6] * tm * tn / (128.0 * 128.0)
+                shape = (1.0 + p[1] / (m + MMA_ROWS)) * (1.0 + p[4] / n)
+                eta = 1.0 / (shape / (p[0] * u) + w * t_w * peak / (2.0 * m * n * k))
+                ax.plot(m, eta, label=gid, color=colors[gid], lw=1)
+            elif dt == dtype:
+                eta_max, m_half, _, _, n_half, t_w = p
                 u, w = waves(m, n, tile[3], *tile[:3])
                 if lg[0]:
                     u = u * np.where(m >= lg[0], lg[1], 1.0)
