@@ -202,6 +202,7 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "weights": (str, True),
     "kv": (str, True),
     "engine": (str, False),
+    "tokenizer": (str, False),
     "arrivals": (str, True),
     "rate": (NUM, False),
     "concurrency": (int, False),
