@@ -44,10 +44,12 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
 # PreTrainedTokenizerFast and SlowIncrementalDetokenizer (Python detokenize_incrementally:
 # convert_ids_to_tokens + convert_tokens_to_string each token) for any other tokenizer, e.g.
 # `--tokenizer-mode mistral`. Per token it also builds the request output and the OpenAI
-# server-sent event, on the same event loop. "fast" 50 us [uncertain]: bounded by vLLM PR
-# #11636 (a single API server streamed 56 req/s x 200 tokens = 11,200 tokens/s within 3% of the
-# offline LLM class, so at most ~85 us per token on that host) and V0's output processing at
-# about 0.1 ms per sequence-step (vLLM issue #6913: 3.4 ms at batch 32 on 4xH100). "slow" 0.8 ms
+# server-sent event, on the same event loop. "fast" 40 us [uncertain: host CPU]: at most ~85 us
+# (vLLM PR #11636: a single API server streamed 56 req/s x 200 tokens = 11,200 tokens/s within 3%
+# of the offline LLM class), and enough to bind a single API server in the tens of thousands of
+# tokens/s (vLLM blog "gpt-oss performance optimization", Feb 2026: --stream-interval 10 gave
+# 57% end to end at 1,024 concurrent requests of gpt-oss-20b on B200); V0 spent ~0.1 ms per
+# sequence-step on its output processing (vLLM issue #6913: 3.4 ms at batch 32). "slow" 0.8 ms
 # [uncertain: fitted to the median TTFT, 840 ms, of one public sweep at 48 users
 # (mushfiqrahman.dev/?p=1668, vLLM --tokenizer-mode mistral, RTX 4090), where the sweep's
 # output rate flattens at 975-1190 tokens/s; vLLM issue #1099 measured ~2 ms per
@@ -56,7 +58,7 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
 # chunks a round needs, not with the users queued at the API server]. Other engines: none
 # modelled (SGLang detokenizes in its own process) [uncertain].
 FRONTEND_COSTS_S: dict[str, dict[str, float]] = {
-    "vllm": {"request": 0.0, "fast": 50e-6, "slow": 0.8e-3},
+    "vllm": {"request": 0.0, "fast": 40e-6, "slow": 0.8e-3},
 }
 TOKENIZERS = ("fast", "slow")
 
