@@ -42,6 +42,15 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "speculative": (dict, False),
     "offload": (dict, False),
     "disagg": (dict, False),  # disaggregated serving (roofline.serving.disagg_cases)
+    "burst": (dict, False),  # every request at once through the serving simulator (burst_cases)
+}
+_CASE_BURST_KEYS: dict[str, tuple[Any, bool]] = {
+    "requests": (int, True),
+    "prompt": ((int, str), False),
+    "output": ((int, str), False),
+    "max_seqs": (int, False),
+    "max_batched_tokens": (int, False),
+    "chunked_prefill": (bool, False),
 }
 # lever cases (validation/levers_cases.yaml): a speculative-decoding or a weight-offload setting
 _CASE_SPECULATIVE_KEYS: dict[str, tuple[Any, bool]] = {
@@ -113,6 +122,8 @@ def load_cases(path: str | Path) -> list[Case]:
             _check(f"{where}: offload", d["offload"], _CASE_OFFLOAD_KEYS)
         if "disagg" in d:
             _check(f"{where}: disagg", d["disagg"], _CASE_DISAGG_KEYS)
+        if "burst" in d:
+            _check(f"{where}: burst", d["burst"], _CASE_BURST_KEYS)
         cases.append(Case(**{**d, "measured": float(d["measured"])}))
     return cases
 
@@ -202,6 +213,7 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "weights": (str, True),
     "kv": (str, True),
     "engine": (str, False),
+    "tokenizer": (str, False),
     "arrivals": (str, True),
     "rate": (NUM, False),
     "concurrency": (int, False),

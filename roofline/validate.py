@@ -79,6 +79,7 @@ class Case:
     speculative: dict | None = None  # lever cases: a drafter setting (roofline.lever_cases)
     offload: dict | None = None  # lever cases: weights split with host RAM
     disagg: dict | None = None  # disaggregated serving: the pool measured (disagg_cases)
+    burst: dict | None = None  # all requests at once through the serving simulator (burst_cases)
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,16 @@ def evaluate(
         )
         kind = METRICS[case.metric][1]
         speed = ideal / case.measured if kind == "time" else case.measured / ideal
+        err = expected / case.measured - 1.0
+        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
+    if case.burst is not None:
+        from roofline.serving.burst_cases import evaluate_burst
+
+        dep, reps = case_deployment(case)
+        regime, batch, ideal, expected = evaluate_burst(
+            case, model, hw, with_case_links(dep, hw, reps), reps, engine_name or case_engine(case)
+        )
+        speed = case.measured / ideal
         err = expected / case.measured - 1.0
         return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
     dep, replicas, batch, p, d = base_times(case, model, hw, efficiency, engine_name)

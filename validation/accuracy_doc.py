@@ -196,7 +196,8 @@ def other_sets(cat) -> str:
             if "levers" in rel
             else "out-of-sample except the wmx-l4 rows: their sweep's concurrency-1 TTFT set "
             "vLLM's request_latency_us in hardware/engines.yaml (the other rows of that source "
-            "share it)"
+            "share it), and the mushfiq rows: their 48-user median TTFT set the API server's "
+            "cost per token on vLLM's slow detokenizer path (roofline/serving/policy.py)"
             if "serving" in rel
             else "out-of-sample: never used in a fit"
         )

@@ -40,6 +40,13 @@ MaxBatchedTokens = Annotated[
     ),
 ]
 Preemption = Annotated[str, typer.Option("--preemption", help="recompute or swap")]
+Tokenizer = Annotated[
+    str,
+    typer.Option(
+        "--tokenizer",
+        help="the API server's detokenizer: fast, or slow (e.g. vLLM --tokenizer-mode mistral)",
+    ),
+]
 SATURATION_REQUESTS = 400
 SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serve)
 SIZE_HARDWARE = "h100,h200,b200,mi300x"
@@ -125,6 +132,7 @@ def serve(
     max_batched_tokens: MaxBatchedTokens | None = None,
     chunked_prefill: topt.ChunkedPrefill = True,
     preemption: Preemption = "recompute",
+    tokenizer: Tokenizer = "fast",
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     price: topt.Price = None,
@@ -188,6 +196,7 @@ def serve(
         preemption,
         tier,
         opt.capacity(hw, memory),
+        tokenizer=tokenizer,
     )
     price = topt.price_table(cat, price).get(hw.id)
     points = []
@@ -228,6 +237,8 @@ def serve(
         "max_batched_tokens": rep.rules.max_batched_tokens,
         "chunked_prefill": chunked_prefill,
         "request_latency_s": rep.frontend.latency_s if rep.frontend else 0.0,
+        "tokenizer": tokenizer,
+        "api_token_s": rep.frontend.token_s if rep.frontend else 0.0,
         "preemption": preemption,
         "block_tokens": rep.rules.block_tokens,
         "kv_budget_blocks": rep.rules.budget_blocks,

@@ -64,6 +64,8 @@ class Trace:
     makespan_s: float
     sent_s: np.ndarray | None = None  # when the client sent each request (None: arrival_s)
     latency_s: float = 0.0  # the front end's fixed path from a token to the client
+    first_wait_s: np.ndarray | None = None  # the first token's wait in the API server's queue
+    finish_wait_s: np.ndarray | None = None  # the last token's wait there
 
     @property
     def client_sent_s(self) -> np.ndarray:
@@ -120,7 +122,17 @@ class _Sim:
             arrival[self.next_release :] = math.inf
         self.sent = arrival.tolist()
         self.latency = front.latency_s if front is not None else 0.0
+        self.t_in = front.request_s if front is not None else 0.0
+        self.t_out = front.token_s if front is not None else 0.0
+        self.fe_busy = 0.0  # when the API server clears the work it has been handed
+        if self.t_in > 0:  # the requests sent so far reach the engine one after another
+            free = 0.0
+            for i in range(self.next_release):
+                free = max(arrival[i], free) + self.t_in
+                arrival[i] = free
         self.arr = arrival.tolist()
+        self.first_wait = [0.0] * n
+        self.finish_wait = [0.0] * n
         self.arr_cum = [0.0, *np.cumsum(arrival[: self.next_release]).tolist()]
         self.gen = [1 if prefilled else 0] * n  # tokens generated (decoders: see base)
         self.pf_left = [0] * n  # prefill tokens still to run
@@ -220,11 +232,25 @@ class _Sim:
 
     def finish(self, r: int) -> None:
         self.finish_s[r] = self.now
+        wait = self.finish_wait[r] = max(self.fe_busy - self.now, 0.0)
         self.active.remove(r)
         if self.next_release < self.n and self.now < self.release_until_s:
-            sent = self.now + self.latency  # the client sees the end, then sends the next
-            self.sent[self.next_release] = self.arr[self.next_release] = sent
+            sent = self.now + wait + self.latency  # the client sees the end, sends the next
+            self.sent[self.next_release] = sent
+            # the API server parses and tokenizes it after the work still ahead of it
+            self.arr[self.next_release] = sent + max(self.fe_busy - sent, 0.0) + self.t_in
+            self.fe_busy = max(self.fe_busy, self.now) + self.t_in
             self.next_release += 1
+
+    def stream(self, t_span: float, tokens: float, last: float) -> None:
+        """The API server is handed `tokens` output tokens over the span that just ended
+        (`last` of them at its last step): a fluid first-come-first-served queue, so the
+        tokens of the last step are ready at the client after the backlog ahead of them."""
+        if self.t_out <= 0 or tokens <= 0:
+            return
+        start = self.now - t_span
+        backlog = max(self.fe_busy - start, 0.0) + tokens * self.t_out - t_span
+        self.fe_busy = self.now + max(backlog, last * self.t_out)
 
     def swap_stall(self, r: int) -> None:
         moved = float(self.prompts[r] + self.gen[r]) * self.steps.kv_bytes_per_token
@@ -241,6 +267,7 @@ class _Sim:
             g = self.gen[r]
             if g == 0:
                 self.first_token_s[r] = now
+                self.first_wait[r] = max(self.fe_busy - now, 0.0)
             else:  # a recompute samples the next token: one more gap
                 self.itl_v.append(now - self.last_tok[r])
                 self.itl_w.append(1.0)
@@ -362,6 +389,7 @@ class _Sim:
                 kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
                 self.advance(t, 0, kv_now)
                 self.peak_blocks = max(self.peak_blocks, kv_now)
+                self.stream(t, take, take)
                 self.complete_prefill(pfr[:take])
                 continue
             # ---- a span of decode steps (with prefill chunks when chunked) ----
@@ -429,6 +457,11 @@ class _Sim:
                     self.itl_v.append(t_step)
                     self.itl_w.append(float(n_dec * (k - 1)))
             self.advance(t, n_dec, kv_mid)
+            if self.t_out > 0:
+                firsts = 0
+                if processed is not None:
+                    firsts = sum(x == self.pf_left[r] for r, x in zip(pfr, processed, strict=True))
+                self.stream(t, n_dec * k + firsts, n_dec + firsts)
             if n_dec:
                 self.G += k
                 self.spans += 1
@@ -472,4 +505,6 @@ class _Sim:
             self.now,
             f(self.sent),
             self.latency,
+            f(self.first_wait),
+            f(self.finish_wait),
         )

@@ -24,7 +24,7 @@ from roofline.hardware import Accelerator, Tier
 from roofline.memory import Engine, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.serving.policy import EngineRules, Frontend, batch_defaults
+from roofline.serving.policy import EngineRules, Frontend, batch_defaults, frontend_costs
 from roofline.serving.scheduler import Trace, simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.serving.workload import Workload, with_rate
@@ -99,11 +99,13 @@ def make_replica(
     preemption: str = "recompute",
     swap_tier: Tier | None = None,
     capacity_bytes: float | None = None,
+    tokenizer: str = "fast",
 ) -> Replica:
     """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
-    longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
-    defaults on this device (roofline.serving.policy.batch_defaults; the budget also packs
-    non-chunked prefill steps). Raises InputError if the weights or one request do not fit."""
+        longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
+        defaults on this device (roofline.serving.policy.batch_defaults; the budget also packs
+        non-chunked prefill steps); `tokenizer` the API server's detokenizer path (fast or slow,
+    policy.FRONTEND_COSTS_S). Raises InputError if the weights or one request do not fit."""
     seqs_default, tokens_default = batch_defaults(eng.name, hw)
     max_seqs = max_seqs if max_seqs is not None else seqs_default
     if max_batched_tokens is None:
@@ -135,7 +137,11 @@ def make_replica(
             f"TP{dep.tp} PP{dep.pp} ({budget} blocks of {blk} tokens)"
         )
     profile = hw.efficiency.engines.get(eng.name) if hw.efficiency.engines else None
-    front = Frontend(profile.request_latency_s if profile is not None else 0.0)
+    lat = profile.request_latency_s if profile is not None else 0.0
+    per_req, per_tok, per_tok_fast = frontend_costs(eng.name, tokenizer)
+    # the calibrated latency (one unloaded request, a fast tokenizer) already holds the API
+    # server's work on that request and its one token in flight at a time
+    front = Frontend(max(lat - per_req - per_tok_fast, 0.0), per_req, per_tok)
     return Replica(hw, dep, rules, steps[0], steps[1], front)
 
 
@@ -179,9 +185,19 @@ def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
             "outputs",
         )
     }
+    waits = {
+        k: np.concatenate(
+            [
+                np.zeros(int(t.served.sum())) if getattr(t, k) is None else getattr(t, k)[t.served]
+                for t in traces
+            ]
+        )
+        for k in ("first_wait_s", "finish_wait_s")
+    }
     lat = traces[0].latency_s if traces else 0.0  # the front end's path to the client
     a, o = cat["client_sent_s"], cat["outputs"]
-    f, first = cat["finish_s"] + lat, cat["first_token_s"] + lat
+    f = cat["finish_s"] + lat + waits["finish_wait_s"]
+    first = cat["first_token_s"] + lat + waits["first_wait_s"]
     ttft, e2e = first - a, f - a
     tpot = np.where(o > 1, (f - first) / np.maximum(o - 1, 1), 0.0)
     window = float(f.max() - a.min()) if a.size else 0.0

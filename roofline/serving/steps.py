@@ -16,6 +16,17 @@ evaluated once per configuration on a grid and interpolated:
 
 A single prompt of S tokens alone in a step therefore costs exactly prefill(1, S), and a single
 sequence decoding from KV length S+1 for O−1 steps costs exactly (O−1) × decode(1, S+1, O−1).
+
+Pipeline parallelism (pp stages): the engine keeps micro-batches in flight from step to step
+(vLLM's PP virtual engines, one scheduler per stage in V0, and V1's batch queue of pp batches:
+vllm/v1/engine/core.py step_with_batch_queue), so the pipeline never drains between steps. A
+step of b sequences is m = min(M, b) micro-batches (M = dep.pipeline_microbatches) and lasts, in
+steady state, max(m, pp) stage times of one micro-batch (layout.pipeline_time_s over many
+rounds), not GPipe's max(m, pp) + min(m, pp) − 1 of a flushed step: phases.decode's one-step
+time is scaled by that ratio; a stage time is T(b/m)/pp for the time T of the whole model, so
+the per-sequence attention and the prefill tokens of a step take max(m, pp)/(pp·m) of their
+unpipelined time and lin((n + p)/m)·max(m, pp)/pp. With m = 1 (one sequence, or one prompt
+alone) nothing changes; with pp = 1, m = 1 always.
 Ideal (η = 1, no overhead) or expected step times, as the caller chooses.
 """
 
@@ -51,6 +62,7 @@ class StepModel:
     (defaults to max_batch + max_len)."""
 
     kv_groups: tuple[tuple[float, int | None], ...] = ((1.0, None),)  # (share of layers, cap)
+    pp, microbatches = 1, 1  # pipeline stages and micro-batches in flight (no PP by default)
 
     def __init__(
         self,
@@ -67,9 +79,13 @@ class StepModel:
         eff = eff or hw.efficiency
         pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
         batches = np.arange(1, max_batch + 1, dtype=float)
-        self.base_s = np.asarray(
+        self.pp, self.microbatches = dep.pp, dep.pipeline_microbatches
+        flushed = np.asarray(
             pick(decode(model, hw, dep, batches, 1.0, eff=eff, engine=engine)), dtype=float
         )
+        m = np.minimum(float(self.microbatches), batches)
+        hi = np.maximum(m, self.pp)
+        self.base_s = flushed * hi / (hi + np.minimum(m, self.pp) - 1.0)  # steady state
         top = max(max_tokens or 0, max_batch + max_len, max_len, 2)
         layers = model.num_hidden_layers
         self.kv_groups = tuple(
@@ -128,6 +144,14 @@ class StepModel:
         )
 
     # ---- step times --------------------------------------------------------------------------
+    def pipe(self, seqs: int) -> tuple[int, float]:
+        """(micro-batches, stage times per round ÷ pp) of a step of `seqs` sequences under PP in
+        steady state (module docstring); (1, 1.0) without PP."""
+        if self.pp == 1:
+            return 1, 1.0
+        m = max(min(self.microbatches, seqs), 1)
+        return m, max(m, self.pp) / self.pp
+
     def lin(self, tokens: float) -> float:
         """Non-attention time of one step carrying `tokens` tokens."""
         tab = getattr(self, "lin_table", None)
@@ -160,9 +184,10 @@ class StepModel:
 
     def decode_n_s(self, b: int, steps: int, total: float | None, contexts=None) -> float:
         """`steps` decode steps of b sequences whose contexts sum to `total`."""
+        m, f = self.pipe(b)
         return float(self.base_s[b - 1]) * steps + self.attention_decode_s(
             contexts, steps, total, b
-        )
+        ) * (f / m)
 
     def prefill_attention_s(self, done, upto) -> float:
         """Causal attention of prompt tokens done+1 … upto, summed over prompts (lists or
@@ -179,7 +204,9 @@ class StepModel:
         engine's non-chunked prefill): lin(Σ L) + Σ A(L); a single prompt costs prefill(1, L)."""
         if not isinstance(lengths, list):
             lengths = np.asarray(lengths).astype(int).tolist()
-        return self.lin(float(sum(lengths))) + self.prefill_attention_s([0] * len(lengths), lengths)
+        m, f = self.pipe(len(lengths))
+        attn = self.prefill_attention_s([0] * len(lengths), lengths)
+        return (self.lin(float(sum(lengths)) / m) + attn / m) * f
 
     def span_s(self, n: int, ctx, total: float, k: int, pf: tuple | None):
         """k steps for n sequences decoding (Σ contexts = total; `ctx` the contexts, needed only
@@ -198,9 +225,10 @@ class StepModel:
             processed.append(take)
             budget -= take
         tokens = k * room - budget
-        t_pf = (self.lin(n + tokens / k) - (self.lin(n) if n else 0.0)) * k
+        m, f = self.pipe(n + sum(1 for x in processed if x))
+        t_pf = (self.lin((n + tokens / k) / m) - (self.lin(n / m) if n else 0.0)) * k * f
         upto = [d + x for d, x in zip(dones, processed, strict=True)]
-        t_pf += self.prefill_attention_s(dones, upto)
+        t_pf += self.prefill_attention_s(dones, upto) * f / m
         return t_dec + t_pf, t_dec, processed
 
     def mixed_span_s(

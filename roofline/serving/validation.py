@@ -1,9 +1,11 @@
 """Serving predictions against published measurements under traffic (validation/serving_cases.yaml).
 
 Each case names a model, an accelerator, a layout, an arrival process (Poisson rate or closed
-loop of N users), lengths and one measured metric; the simulator serves the same workload with
-the engine's defaults on that device (roofline.serving.policy) and both step
-times. error = expected / measured − 1 (for throughput, a positive error is an over-prediction).
+loop of N users), lengths, the API server's detokenizer path (`tokenizer`: fast, the default,
+or slow, e.g. vLLM's --tokenizer-mode mistral) and one measured metric; the simulator serves
+the same workload with the engine's defaults on that device (roofline.serving.policy) and both
+step times. error = expected / measured − 1 (for throughput, a positive error is an
+over-prediction).
 `validate` (owned elsewhere) turns these rows into a table; this module only computes them.
 """
 
@@ -18,6 +20,7 @@ from roofline.errors import InputError
 from roofline.memory import engine
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.serving.policy import TOKENIZERS
 from roofline.serving.serve import ServeMetrics, Slo, make_replica, serve
 from roofline.serving.workload import make_workload
 
@@ -79,7 +82,10 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
     else:
         raise InputError(f"{where}: arrivals must be poisson or closed")
     eng = engine(case.get("engine", "vllm"), hw)
-    rep = make_replica(m, hw, dep, eng, int(np.max(w.prompts) + np.max(w.outputs)))
+    tok = case.get("tokenizer", "fast")
+    if tok not in TOKENIZERS:
+        raise InputError(f"{where}: tokenizer must be fast or slow, got '{tok}'")
+    rep = make_replica(m, hw, dep, eng, int(np.max(w.prompts) + np.max(w.outputs)), tokenizer=tok)
     r = serve(rep, w, Slo())
     pick = METRICS[case["metric"]]
     ideal, expected = float(pick(r.ideal)), float(pick(r.expected))

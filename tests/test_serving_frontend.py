@@ -1,0 +1,102 @@
+"""The API server's queue (policy.Frontend request_s/token_s, scheduler._Sim.stream): values
+derived by hand in the comments, and the single-server bound as a property."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.errors import InputError
+from roofline.memory import engine
+from roofline.ops import Deployment
+from roofline.serving.policy import Frontend, frontend_costs
+from roofline.serving.serve import Slo, make_replica, metrics, run_replicas
+from roofline.serving.workload import Workload, make_workload
+
+
+@pytest.fixture(scope="module")
+def rep_l4(cat):
+    m, hw = cat.model("qwen2.5-0.5b"), cat.accelerator("nvidia-l4")
+    return make_replica(m, hw, Deployment(), engine("vllm"), 256 + 128)
+
+
+def _run(rep, users: int, n: int, front: Frontend, out: int = 128):
+    w = make_workload(256, out, concurrency=users, requests=n)
+    w = Workload(w.arrival_s, w.prompts, w.outputs, None, users, None, w.description)
+    r = dataclasses.replace(rep, frontend=front)
+    traces = run_replicas(r, w, 1, ideal=False)
+    return traces[0], metrics(traces, Slo(), 1)
+
+
+def test_one_user_waits_one_token_of_api_server_work(rep_l4):
+    # one user: each step hands the API server one token, t = 1 ms of work, well under a step
+    # (~6.5 ms), so nothing queues: the first token and the last reach the client t later than
+    # without the cost; 1/throughput (one request per cycle) grows by the last token's t
+    t = 1e-3
+    _, a = _run(rep_l4, 1, 10, Frontend(0.01))
+    _, b = _run(rep_l4, 1, 10, Frontend(0.01, 0.0, t))
+    assert b.ttft_s.mean - a.ttft_s.mean == pytest.approx(t, rel=1e-6)
+    assert 1 / b.requests_per_s - 1 / a.requests_per_s == pytest.approx(t, rel=1e-6)
+
+
+def test_a_burst_reaches_the_engine_one_request_after_another(rep_l4):
+    # 6 users send at t = 0; the API server takes r = 4 ms for each before the engine sees it:
+    # they reach the engine at r, 2r, …, 6r
+    r = 4e-3
+    tr, _ = _run(rep_l4, 6, 6, Frontend(0.0, r, 0.0))
+    assert tr.arrival_s == pytest.approx(r * np.arange(1, 7), rel=1e-12)
+    assert tr.client_sent_s == pytest.approx(np.zeros(6))
+
+
+def test_a_saturated_api_server_sets_the_throughput(rep_l4):
+    # 64 users on a 0.5B model: the engine alone streams ~64 tokens per ~7 ms step (~9,000
+    # tokens/s); an API server at 1 ms per token clears 1,000 tokens/s, so the closed loop
+    # settles at its rate: output tokens/s within a few % of 1/t (the first round's fill and
+    # the last round's drain stay under it)
+    t = 1e-3
+    _, fast = _run(rep_l4, 64, 640, Frontend(0.0))
+    _, slow = _run(rep_l4, 64, 640, Frontend(0.0, 0.0, t))
+    assert fast.output_tokens_per_s > 5 / t
+    assert slow.output_tokens_per_s == pytest.approx(1 / t, rel=0.05)
+    assert slow.output_tokens_per_s <= 1 / t * (1 + 1e-9)
+    # the queue sits in front of the engine: each new request waits for the tokens ahead of it
+    assert slow.ttft_s.p50 > 10 * fast.ttft_s.p50
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    users=st.integers(1, 48),
+    t_us=st.floats(50, 3000),
+)
+def test_the_client_never_receives_tokens_faster_than_one_server_clears_them(rep_l4, users, t_us):
+    # one event loop: n tokens take at least n·t of its time, and the window from the first
+    # send to the last token seen holds all of them (the first step's tokens come after t = 0)
+    t = t_us * 1e-6
+    _, m = _run(rep_l4, users, 2 * users, Frontend(0.0, 0.0, t), out=32)
+    assert m.output_tokens_per_s <= (1 / t) * (1 + 1e-9)
+
+
+def test_front_end_costs_per_engine_and_bad_input():
+    req, tok, fast = frontend_costs("vllm", "slow")
+    assert tok > fast > 0 and req == 0.0  # policy.FRONTEND_COSTS_S: 0.8 ms slow, 40 us fast
+    assert frontend_costs("trtllm") == (0.0, 0.0, 0.0)
+    with pytest.raises(InputError):
+        frontend_costs("vllm", "medium")
+    with pytest.raises(InputError):
+        Frontend(0.0, -1.0, 0.0)
+    with pytest.raises(InputError):
+        Frontend(0.0, 0.0, float("nan"))
+
+
+def test_the_calibrated_latency_keeps_the_unloaded_request(cat, rep_l4):
+    # make_replica moves the fast path's one token out of the fixed latency into the queue:
+    # an unloaded request sees latency + that token = vLLM's request_latency_us (19,000 us)
+    f = rep_l4.frontend
+    assert f.latency_s + f.request_s + f.token_s == pytest.approx(19e-3, rel=1e-12)
+    m, hw = cat.model("qwen2.5-0.5b"), cat.accelerator("nvidia-l4")
+    slow = make_replica(m, hw, Deployment(), engine("vllm"), 384, tokenizer="slow").frontend
+    assert slow.latency_s == pytest.approx(f.latency_s) and slow.token_s == pytest.approx(0.8e-3)
