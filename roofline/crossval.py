@@ -99,7 +99,10 @@ def make_bases(
                 eff, compute=1.0, memory=1.0, memory_weight_only=1.0, compute_weight_only=1.0
             )
         _, replicas, batch, p, d = base_times(c, model, hw, eff, name)
-        fmt = engine_weight_format(weight_format(c.weights), name, hw.vendor, hw.peak_flops_per_s)
+        peaks = hw.peak_flops_per_s  # as phases.engine_deployment: curves keep 16-bit compute
+        if hw.efficiency.kernels is not None:
+            peaks = {k: v for k, v in peaks.items() if k != "int8"}
+        fmt = engine_weight_format(weight_format(c.weights), name, hw.vendor, peaks)
         wo, blocks = fmt.weight_only, fmt.block_kernels
         regime = METRICS[c.metric][0]
         ideal = metric_value(c, float(p.t_ideal_s), float(d.t_ideal_s), replicas, batch)

@@ -342,10 +342,15 @@ _ENGINE_DEPS: dict[tuple, tuple[tuple, Deployment]] = {}
 def engine_deployment(dep: Deployment, hw: Accelerator, engine_name: str) -> Deployment:
     """The deployment with its weight format as the engine's kernels run it
     (precision.engine_weight_format: llama.cpp's GGUF kernels), the same object when unchanged;
-    cached by identity so the op and plan caches keep hitting."""
+    cached by identity so the op and plan caches keep hitting. A GPU with measured kernel curves
+    (data-center NVIDIA) keeps its weight-only curve against the 16-bit peak: no MMQ timing was
+    measured there, and that curve's shares are of the 16-bit peak [uncertain]."""
 
     def build() -> Deployment:
-        fmt = engine_weight_format(dep.weights, engine_name, hw.vendor, hw.peak_flops_per_s)
+        peaks = hw.peak_flops_per_s
+        if hw.efficiency.kernels is not None:  # the weight-only curves: 16-bit compute
+            peaks = {k: v for k, v in peaks.items() if k != "int8"}
+        fmt = engine_weight_format(dep.weights, engine_name, hw.vendor, peaks)
         return dep if fmt is dep.weights else replace(dep, weights=fmt)
 
     return cached_by_identity(_ENGINE_DEPS, (dep, hw), (engine_name,), build)
