@@ -45,26 +45,24 @@ from roofline.pointkernels import (
     gemm_time_one,
     prefill_attention_time_one,
 )
-from roofline.precision import VECTOR_KERNEL_MAX_ROWS
 from roofline.roofline import FloatArray, bound, intensity_one, op_time_one, op_time_s
 
 
 def expert_padding(op: Op, dep: Deployment) -> FloatArray:
     """The factor on a routed-expert op's FLOPs when the engine's kernels pad each expert's rows
     to whole tiles (the weight format's expert_tile, precision.engine_weight_format;
-    closedform.expert_tile_padding); 1 for other ops, and for steps of at most 8 rows, which
-    llama.cpp runs through its vector kernels (MMVQ, mul_mv_id). Expected time only: the ideal
-    counts the useful FLOPs."""
+    closedform.expert_tile_padding), for steps of at least one full tile of rows (prefill): 1
+    for other ops and for narrower steps, whose tiles are as narrow as the step (the vector
+    kernels up to 8 rows), where the cost of a mostly empty tile is its weight unpacking, not its
+    multiply-adds [uncertain]. Expected time only: the ideal counts the useful FLOPs."""
     tile = dep.weights.expert_tile
     if op.routed is None or tile <= 0 or not dep.weights.weight_only:
         return 1.0
     rows, k, e = op.routed
     pad = expert_tile_padding(rows, k, e, tile)
-    return (
-        np.where(np.asarray(rows) > VECTOR_KERNEL_MAX_ROWS, pad, 1.0)
-        if np.ndim(rows)
-        else (pad if rows > VECTOR_KERNEL_MAX_ROWS else 1.0)
-    )
+    if np.ndim(rows):
+        return np.where(np.asarray(rows) >= tile, pad, 1.0)
+    return pad if rows >= tile else 1.0
 
 
 def weight_bytes_per_value(op: Op, dep: Deployment) -> float:

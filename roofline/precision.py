@@ -122,9 +122,8 @@ def engine_weight_format(fmt: Format, engine: str, vendor: str, peaks: Container
         return fmt
     Routed experts (mul_mat_id) run one GEMM per expert whose rows are padded to whole tiles:
     128 rows in MMQ (mmq_x up to 128 on tensor-core GPUs, chosen from the step's rows: mmq.cuh
-    mul_mat_q_case; batches of at most 8 rows take the MMVQ vector kernels instead, no padding),
-    32 in Metal's kernel_mul_mm_id (its 64 x 32 simdgroup tile) [uncertain]
-    (closedform.expert_tile_padding).
+    mul_mat_q_case), 32 in Metal's kernel_mul_mm_id (its 64 x 32 simdgroup tile) [uncertain]
+    (closedform.expert_tile_padding; counted for steps of at least one full tile, opeval).
     Other engines keep the format as it is."""
     if engine != "llamacpp" or (fmt.name not in GGUF_FORMATS and fmt.name != "mxfp4"):
         return fmt
@@ -137,7 +136,6 @@ def engine_weight_format(fmt: Format, engine: str, vendor: str, peaks: Container
 
 MMQ_TILE_ROWS = 128  # llama.cpp CUDA MMQ: widest column tile (mmq.cuh, get_mmq_x_max_host)
 METAL_TILE_ROWS = 32  # llama.cpp Metal mul_mm(_id): 32 columns per threadgroup tile
-VECTOR_KERNEL_MAX_ROWS = 8  # llama.cpp: up to 8 rows run the MMVQ / mul_mv kernels, no tiles
 
 
 KV_FORMATS: dict[str, Format] = {
