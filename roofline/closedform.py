@@ -3,6 +3,8 @@ inputs."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -38,3 +40,26 @@ def expected_experts(n_experts: int, top_k: int, tokens: ArrayLike) -> FloatArra
     E·(1 − (1 − k/E)^t) (k at t = 1, → E as t grows)."""
     t = as_float(tokens)
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** t)
+
+
+def expert_tile_padding(step_rows: ArrayLike, top_k: int, n_experts: int, tile: int) -> FloatArray:
+    """Work a grouped (per-expert) GEMM does over the work its rows need, when each expert's rows
+    are padded to whole tiles of `t` rows: E[⌈n/t⌉]·t / λ, with n the rows routed to one expert,
+    Poisson with mean λ = T·k/E (independent uniform top-k routing of the step's T rows: the least
+    padding any routing gives [uncertain: real routers are skewed]). E[⌈n/t⌉] = Σ_{j≥0} P(n > j·t)
+    (an expert with no row runs no tile), P(n > x) by the normal approximation with continuity
+    correction. The tile is min(tile, T rounded up to 8) (llama.cpp's mul_mat_q_case picks the
+    column tile from the step's rows, ggml/src/ggml-cuda/mmq.cuh). 1 when tile = 0."""
+    if tile <= 0:
+        return 1.0
+    rows = np.asarray(step_rows, dtype=float)
+    t = np.minimum(float(tile), 8.0 * np.ceil(np.maximum(rows, 1.0) / 8.0))
+    lam = np.maximum(rows * top_k / n_experts, 1e-9)
+    sd = np.sqrt(lam)
+    total = -np.expm1(-lam)  # P(n > 0)
+    erfc = np.vectorize(math.erfc, otypes=[float])
+    j_max = int(np.max(np.ceil((lam + 8.0 * sd + 1.0) / t))) + 1
+    for j in range(1, j_max + 1):
+        total = total + 0.5 * erfc((j * t + 0.5 - lam) / (sd * math.sqrt(2.0)))
+    out = total * t / lam
+    return float(out) if out.ndim == 0 else out

@@ -5,7 +5,9 @@ hardware/kernels.yaml, and is never tuned on a case):
 - per engine, its CPU time per step `cpu_step` (hardware/engines.yaml), from the decode-regime
   cases that ran on it;
 - per hardware family without kernel curves (Apple M-series, ...), the scalar shares η_m (decode,
-  16-bit/FP8 weights), η_m for weight-only weights, and η_c (TTFT cases).
+  16-bit/FP8 weights), η_m for weight-only weights, η_c (TTFT cases of plain GEMMs) and η_c for
+  weight-only weights (TTFT cases whose matmuls dequantise: llama.cpp's GGUF kernels, whose
+  share of the int8 or FP16 peak is not a plain GEMM's; precision.engine_weight_format).
 Throughput cases are never fitted: they check the combination.
 
 The fit minimises the mean squared log(expected / measured) by grid search. Each case is evaluated
@@ -29,12 +31,19 @@ import numpy as np
 
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
-from roofline.precision import weight_format
+from roofline.precision import engine_weight_format, weight_format
 from roofline.validate import METRICS, Case, base_times, case_engine, evaluate, metric_value
 
 CPU_GRID_S = np.arange(0.0, 4001e-6, 25e-6)
 SEQ_GRID_S = np.arange(0.0, 200.1e-6, 5e-6)  # per-sequence host cost per step (hostcost.py)
 ETA_GRID = np.round(np.arange(0.20, 0.901, 0.01), 2)  # no family streams above 90% of its datasheet
+# dequantising GEMMs may reach a small share of the int8 tensor peak (llama.cpp's MMQ on GB10
+# reaches about an eighth: its inner loop unpacks blocks and scales on the ALUs)
+ETA_GRID_OF = {
+    "memory_weight_only": ETA_GRID,
+    "compute": ETA_GRID,
+    "compute_weight_only": np.round(np.arange(0.05, 0.901, 0.01), 2),
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,8 @@ class Base:
     eta_memory0: float
     ideal: float
     catalog_expected: float  # the expected metric under the catalog as shipped (the full fit)
+    compute_dtype: str = ""  # the dtype its matmuls run in (int8 for llama.cpp's MMQ)
+    block_kernels: bool = False  # its weights run through GGUF block kernels (compute share)
 
 
 def source_group(case: Case, by_id: dict[str, Case]) -> str:
@@ -89,9 +100,15 @@ def make_bases(
         shipped = evaluate(c, model, hw, engine_name=name).expected
         eff = _no_cpu(hw.efficiency)
         if eff.kernels is None:  # the scalar shares are fitted: evaluate at 1, scale by 1/η
-            eff = replace(eff, compute=1.0, memory=1.0, memory_weight_only=1.0)
+            eff = replace(
+                eff, compute=1.0, memory=1.0, memory_weight_only=1.0, compute_weight_only=1.0
+            )
         _, replicas, batch, p, d = base_times(c, model, hw, eff, name)
-        wo = weight_format(c.weights).weight_only
+        peaks = hw.peak_flops_per_s  # as phases.engine_deployment: curves keep 16-bit compute
+        if hw.efficiency.kernels is not None:
+            peaks = {k: v for k, v in peaks.items() if k != "int8"}
+        fmt = engine_weight_format(weight_format(c.weights), name, hw.vendor, peaks)
+        wo, blocks = fmt.weight_only, fmt.block_kernels
         regime = METRICS[c.metric][0]
         ideal = metric_value(c, float(p.t_ideal_s), float(d.t_ideal_s), replicas, batch)
         out.append(
@@ -107,10 +124,12 @@ def make_bases(
                 batch,
                 float(p.t_expected_s),
                 float(d.t_expected_s),
-                eff.compute,
+                eff.compute_dequant if blocks else eff.compute,
                 eff.memory_dequant if wo else eff.memory,
                 ideal,
                 shipped,
+                p.compute_dtype,
+                blocks,
             )
         )
     return out
@@ -131,7 +150,8 @@ def predict(b: Base, params: dict[str, float]) -> float:
     if b.curves:
         t_p, t_d = b.t_prefill0_s + cpu, b.t_decode0_s + cpu
     else:
-        eta_c = params.get(f"compute:{b.family}", b.eta_compute0)
+        ckey = "compute_weight_only" if b.block_kernels else "compute"
+        eta_c = params.get(f"{ckey}:{b.family}", b.eta_compute0)
         key = "memory_weight_only" if b.weight_only else "memory"
         eta_m = params.get(f"{key}:{b.family}", b.eta_memory0)
         t_p = b.t_prefill0_s * b.eta_compute0 / eta_c + cpu
@@ -157,16 +177,19 @@ def fit(bases: list[Base], fallback: dict[str, float]) -> dict[str, float]:
         params.setdefault(f"memory:{fam}", fallback["memory"])
         for key, pick in (
             ("memory_weight_only", lambda b: b.regime == "decode" and b.weight_only),
-            ("compute", lambda b: b.regime == "ttft"),
+            ("compute", lambda b: b.regime == "ttft" and not b.block_kernels),
+            ("compute_weight_only", lambda b: b.regime == "ttft" and b.block_kernels),
         ):
             fb = [b for b in bases if b.family == fam and pick(b)]
             if fb:
                 params[f"{key}:{fam}"] = min(
-                    (_loss(fb, {**params, f"{key}:{fam}": e}), e) for e in ETA_GRID
+                    (_loss(fb, {**params, f"{key}:{fam}": e}), e) for e in ETA_GRID_OF[key]
                 )[1]
-            else:
-                default = params[f"memory:{fam}"] if key != "compute" else fallback["compute"]
+            else:  # no case: the plain share (weight-only keys), else the borrowed one
+                plain = {"memory_weight_only": "memory", "compute_weight_only": "compute"}
+                default = params[f"{plain[key]}:{fam}"] if key in plain else fallback["compute"]
                 params[f"{key}:{fam}"] = default
+    _borrow_dequant_compute(bases, params)
     return params
 
 
@@ -223,6 +246,51 @@ def _fit_engine(engine: str, mine: list[Base]) -> dict[str, float]:
     return out
 
 
+def _borrow_dequant_compute(bases: list[Base], params: dict[str, float]) -> None:
+    """A family whose weight-only matmuls run in a dtype (int8: llama.cpp's MMQ) but that has no
+    weight-only TTFT case of its own borrows the median η_c fitted for that dtype's weight-only
+    GEMMs on the families that have one: the share belongs to the kernel, which the plain GEMM
+    share misstates (MMQ reaches 0.1-0.2 of the int8 peak where a 16-bit GEMM reaches ~0.8)."""
+    fitted: dict[str, list[float]] = {}
+    for fam in sorted({b.family for b in bases if not b.curves}):
+        mine = [b for b in bases if b.family == fam and b.block_kernels and b.regime == "ttft"]
+        for dtype in {b.compute_dtype for b in mine}:
+            fitted.setdefault(dtype, []).append(params[f"compute_weight_only:{fam}"])
+    for dtype, shares in fitted.items():
+        params[f"compute_weight_only@{dtype}"] = float(np.median(shares))
+    for fam in sorted({b.family for b in bases if not b.curves}):
+        wo = [b for b in bases if b.family == fam and b.block_kernels]
+        if any(b.regime == "ttft" for b in wo) or not wo:
+            continue
+        shares = fitted.get(wo[0].compute_dtype)
+        if shares:
+            params[f"compute_weight_only:{fam}"] = float(np.median(shares))
+
+
+def _fill_absent(
+    params: dict[str, float], left_out: list[Base], fallback: dict[str, float]
+) -> dict[str, float]:
+    """Shares for the left-out cases' families that no training case is left to fit (a family
+    whose cases all come from the left-out table): the borrowed ones, as a family without any
+    case gets (the kernel groups' median shares; the weight-only compute share fitted for the same
+    dtype on other families, else the plain one)."""
+    out = dict(params)
+    for b in left_out:
+        if b.curves or f"memory:{b.family}" in out:
+            continue
+        fam = b.family
+        out[f"memory:{fam}"] = out[f"memory_weight_only:{fam}"] = fallback["memory"]
+        out[f"compute:{fam}"] = fallback["compute"]
+        dtypes = {c.compute_dtype for c in left_out if c.family == fam and c.block_kernels}
+        shares = [
+            out[f"compute_weight_only@{d}"] for d in dtypes if f"compute_weight_only@{d}" in out
+        ]
+        out[f"compute_weight_only:{fam}"] = (
+            float(np.median(shares)) if shares else fallback["compute"]
+        )
+    return out
+
+
 @dataclass(frozen=True)
 class CrossResult:
     base: Base
@@ -252,7 +320,9 @@ def cross_validate(
     out = []
     for group in dict.fromkeys(b.group for b in bases):
         train = [b for b in bases if b.group != group]
-        params = fit(train, fallback)
+        params = _fill_absent(
+            fit(train, fallback), [b for b in bases if b.group == group], fallback
+        )
         out += [
             CrossResult(b, b.catalog_expected, predict(b, params))
             for b in bases

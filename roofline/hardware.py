@@ -46,6 +46,7 @@ class Efficiency:
     step_overhead_s: float = 0.0
     source: str = "uncalibrated default (speed of light)"
     memory_weight_only: float | None = None  # matmuls on weight-only quantised weights (int4, q4_0)
+    compute_weight_only: float | None = None  # compute share of GGUF block kernels (MMQ, Metal)
     kernels: KernelSet | None = None  # per-op curves of the accelerator's GPU generation
     engines: Mapping[str, EngineProfile] = field(default_factory=dict)  # per-step host costs
     family: str = ""  # the hardware family whose figures these are (set by the catalog)
@@ -58,8 +59,16 @@ class Efficiency:
         """Bandwidth share of weight-only quantised matmuls (dequantise-in-kernel is slower)."""
         return self.memory if self.memory_weight_only is None else self.memory_weight_only
 
+    @property
+    def compute_dequant(self) -> float:
+        """Compute share of matmuls an engine runs through its own block-dequantising kernels
+        (precision.Format.block_kernels: llama.cpp's MMQ on CUDA, Metal's mul_mm on GGUF blocks),
+        which unpack the weight blocks in their inner loop and reach another share of the tensor
+        peak than plain GEMMs; the plain share when the family has no figure."""
+        return self.compute if self.compute_weight_only is None else self.compute_weight_only
+
     def __post_init__(self) -> None:
-        for name in ("compute", "memory", "memory_dequant"):
+        for name in ("compute", "memory", "memory_dequant", "compute_dequant"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise InputError(f"efficiency {name} must be in (0, 1], got {value}")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.closedform import expert_tile_padding
 from roofline.efficiency import (
     GROUPED_OPS,
     KERNELS_PER_OP,
@@ -45,6 +46,23 @@ from roofline.pointkernels import (
     prefill_attention_time_one,
 )
 from roofline.roofline import FloatArray, bound, intensity_one, op_time_one, op_time_s
+
+
+def expert_padding(op: Op, dep: Deployment) -> FloatArray:
+    """The factor on a routed-expert op's FLOPs when the engine's kernels pad each expert's rows
+    to whole tiles (the weight format's expert_tile, precision.engine_weight_format;
+    closedform.expert_tile_padding), for steps of at least one full tile of rows (prefill): 1
+    for other ops and for narrower steps, whose tiles are as narrow as the step (the vector
+    kernels up to 8 rows), where the cost of a mostly empty tile is its weight unpacking, not its
+    multiply-adds [uncertain]. Expected time only: the ideal counts the useful FLOPs."""
+    tile = dep.weights.expert_tile
+    if op.routed is None or tile <= 0 or not dep.weights.weight_only:
+        return 1.0
+    rows, k, e = op.routed
+    pad = expert_tile_padding(rows, k, e, tile)
+    if np.ndim(rows):
+        return np.where(np.asarray(rows) >= tile, pad, 1.0)
+    return pad if rows >= tile else 1.0
 
 
 def weight_bytes_per_value(op: Op, dep: Deployment) -> float:
@@ -152,6 +170,7 @@ class _OpPlan:
     ridge: float
     how: int
     eta: float = 0.0  # SHARES: the bandwidth share; attention: b16's compute / memory share
+    eta_compute: float = 1.0  # SHARES: the compute share
     curve: Any = None  # GEMM: the GemmCurve; the attention curves from the kernel view
     matmul: bool = False  # GEMM rows from F and the weights; others M = N = inf
     per_value: float = 0.0  # bytes per weight value
@@ -183,7 +202,9 @@ def _plan(
         if view is None:
             dequant = op.quantized and dep.weights.weight_only
             eta_m = eff.memory_dequant if dequant else eff.memory
-            out.append(_OpPlan(**common, how=SHARES, eta=eta_m))
+            blocks = op.quantized and dep.weights.block_kernels
+            eta_c = eff.compute_dequant if blocks else eff.compute
+            out.append(_OpPlan(**common, how=SHARES, eta=eta_m, eta_compute=eta_c))
             continue
         eta = 0.0
         if op.kind == "matmul":
@@ -270,11 +291,12 @@ def evaluate_point(
             elif how == PREFILL_ATTENTION:
                 t_exp = prefill_attention_time_one(f, q, a, p.peak, w, p.curve, p.eta, p.kernels, b)
             elif how == SHARES:
-                t_exp = op_time_one(f, q, p.peak * eff.compute, w * p.eta)
+                pad = expert_padding(op, dep)
+                t_exp = op_time_one(f * pad, q, p.peak * p.eta_compute, w * p.eta)
         except ZeroDivisionError:  # where numpy gives inf or NaN: the array functions
             t_ideal, t_exp = op_time_s(f, q, p.peak, w), None
             if how == SHARES:
-                t_exp = op_time_s(f, q, p.peak, w, eff.compute, p.eta)
+                t_exp = op_time_s(f * expert_padding(op, dep), q, p.peak, w, p.eta_compute, p.eta)
         if t_exp is None:
             t_exp = expected_op_s(op, p.dtype, p.peak)
         intensity = intensity_one(f, q)

@@ -58,6 +58,7 @@ class Op:
     ranks: int = 1
     link: Tier | None = None  # collectives: the link they run over (None: the GPU's scale-up)
     gemm_n: float = 0.0  # matmuls: output columns per GPU (N after the TP shard; 0 = unknown)
+    routed: tuple | None = None  # routed experts: (rows of the step T, top-k, experts E)
 
     @property
     def bytes(self) -> FloatArray:
@@ -328,6 +329,7 @@ class _Builder:
             sparse=self.dep.sparse_2_4,
             quantized=True,
             gemm_n=2.0 * f / (tp / self.dep.ep),
+            routed=(t, k, e),
         )
         if m.shared_expert_params:
             f_s = m.n_shared_experts * f

@@ -40,6 +40,7 @@ from roofline.model import ModelArch
 from roofline.opeval import (
     evaluate_point,
     expected_op_s,
+    expert_padding,
     is_point,
 )
 from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
@@ -54,6 +55,7 @@ from roofline.parallel import (
     send_time_s,
 )
 from roofline.pointkernels import maximum, step_time_one
+from roofline.precision import engine_weight_format
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
 
 
@@ -186,7 +188,11 @@ def _evaluate(
         if eff.kernels is None:
             dequant = op.quantized and dep.weights.weight_only
             eta_m = eff.memory_dequant if dequant else eff.memory
-            t_exp = op_time_s(op.flops, op.bytes, peak, w, eff.compute, eta_m)
+            eta_c = (
+                eff.compute_dequant if op.quantized and dep.weights.block_kernels else eff.compute
+            )
+            f_exp = op.flops * expert_padding(op, dep)  # engine tiles padding routed experts
+            t_exp = op_time_s(f_exp, op.bytes, peak, w, eta_c, eta_m)
         else:
             t_exp = expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
         results.append(
@@ -337,6 +343,26 @@ def _engine_name(hw: Accelerator, engine: str | None) -> str:
     return name
 
 
+_ENGINE_DEPS: dict[tuple, tuple[tuple, Deployment]] = {}
+
+
+def engine_deployment(dep: Deployment, hw: Accelerator, engine_name: str) -> Deployment:
+    """The deployment with its weight format as the engine's kernels run it
+    (precision.engine_weight_format: llama.cpp's GGUF kernels), the same object when unchanged;
+    cached by identity so the op and plan caches keep hitting. A GPU with measured kernel curves
+    (data-center NVIDIA) keeps its weight-only curve against the 16-bit peak: no MMQ timing was
+    measured there, and that curve's shares are of the 16-bit peak [uncertain]."""
+
+    def build() -> Deployment:
+        peaks = hw.peak_flops_per_s
+        if hw.efficiency.kernels is not None:  # the weight-only curves: 16-bit compute
+            peaks = {k: v for k, v in peaks.items() if k != "int8"}
+        fmt = engine_weight_format(dep.weights, engine_name, hw.vendor, peaks)
+        return dep if fmt is dep.weights else replace(dep, weights=fmt)
+
+    return cached_by_identity(_ENGINE_DEPS, (dep, hw), (engine_name,), build)
+
+
 def prefill(
     model: ModelArch,
     hw: Accelerator,
@@ -348,7 +374,10 @@ def prefill(
 ) -> PhaseResult:
     """One batched prefill of `batch` prompts of `prompt` tokens (under PP: m micro-batches
     through the stages, GPipe's (m + pp − 1) stage times); `engine` (default: the CLI's auto
-    rule) sets the per-step host costs of the expected time."""
+    rule) sets the per-step host costs of the expected time, and the weight format as its
+    kernels run it (engine_deployment)."""
+    name = _engine_name(hw, engine)
+    dep = engine_deployment(dep, hw, name)
     return _pipelined(
         "prefill",
         model,
@@ -357,7 +386,7 @@ def prefill(
         eff or hw.efficiency,
         batch,
         lambda b, st: prefill_ops(model, hw, dep, b, prompt, st),
-        _engine_name(hw, engine),
+        name,
         # attention shape of a prefill: the prompt length and the query heads (sequences × heads)
         lambda b: (prompt, _attention_shape(model, dep, b, 1.0)[0]),
     )
@@ -376,7 +405,10 @@ def decode(
 ) -> PhaseResult:
     """The mean decode step over `steps` steps starting at KV length `context`; `new_tokens`
     tokens per sequence per step (more than one verifies speculative drafts). Under PP the
-    `steps` rounds share one pipeline fill and drain (layout.pipeline_time_s)."""
+    `steps` rounds share one pipeline fill and drain (layout.pipeline_time_s). The engine
+    sets the host costs and the weight format as its kernels run it (engine_deployment)."""
+    name = _engine_name(hw, engine)
+    dep = engine_deployment(dep, hw, name)
     return _pipelined(
         "decode",
         model,
@@ -385,7 +417,7 @@ def decode(
         eff or hw.efficiency,
         batch,
         lambda b, st: decode_ops(model, hw, dep, b, context, steps, new_tokens, st),
-        _engine_name(hw, engine),
+        name,
         lambda b: _attention_shape(model, dep, b, new_tokens),
         steps,
     )

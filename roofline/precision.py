@@ -19,7 +19,8 @@ Sources for the layouts:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Container
+from dataclasses import dataclass, replace
 
 from roofline.errors import InputError
 
@@ -33,6 +34,8 @@ class Format:
     compute: str  # preferred compute dtype: a key of Accelerator.peak_flops_per_s
     weight_only: bool  # True: dequantised to 16 bit before the matmul
     note: str
+    expert_tile: int = 0  # rows each expert's GEMM is padded to (engine kernels; 0 = none)
+    block_kernels: bool = False  # run by an engine's own block-dequantising kernels (GGUF)
 
     @property
     def bytes_per_value(self) -> float:
@@ -96,6 +99,44 @@ OTHER_BITS: dict[str, float] = {
     "mlx-4bit": 4.5,
     "mlx-8bit": 8.5,
 }
+
+# GGUF block formats: llama.cpp's own quantisation types (ggml/src/ggml-common.h block layouts)
+GGUF_FORMATS = frozenset(("q8_0", "q4_0", "q4_k_m", "iq2_xxs", "q2_k", "q3_k_m", "q5_k_m", "q6_k"))
+
+
+def engine_weight_format(fmt: Format, engine: str, vendor: str, peaks: Container[str]) -> Format:
+    """The weight format as an engine's kernels run it. llama.cpp computes its GGUF block formats,
+    and MXFP4 (a GGUF type too since the gpt-oss release), in kernels of its own that unpack the
+    blocks in the inner loop, so every such matmul is weight-only (dequantising) whatever the
+    format's native path elsewhere:
+    - CUDA (NVIDIA with int8 tensor cores, Turing on): ggml_cuda_should_use_mmq picks the MMQ
+      kernels for every batch size; they quantise the activations to q8_1 and multiply with int8
+      mma.sync tiles (ggml/src/ggml-cuda/mmq.cuh, mma.cuh; "CUDA: use tensor cores for MMQ",
+      ggml-org/llama.cpp PR #7676), so the compute peak is the int8 tensor rate, not FP16 and not
+      FP4/FP8 (no native MXFP4 mma in the builds the cases ran, b6918 of Nov 2025); MoE experts
+      go through the same kernels (mul_mat_id);
+    - Metal and elsewhere: the blocks are dequantised to half in the kernel and multiplied in
+      FP16 (ggml-metal.metal kernel_mul_mm: simdgroup half matrices): the format's FP16 path,
+      weight-only (MXFP4 too).
+    if engine != "llamacpp" or (fmt.name not in GGUF_FORMATS and fmt.name != "mxfp4"):
+        return fmt
+    Routed experts (mul_mat_id) run one GEMM per expert whose rows are padded to whole tiles:
+    128 rows in MMQ (mmq_x up to 128 on tensor-core GPUs, chosen from the step's rows: mmq.cuh
+    mul_mat_q_case), 32 in Metal's kernel_mul_mm_id (its 64 x 32 simdgroup tile) [uncertain]
+    (closedform.expert_tile_padding; counted for steps of at least one full tile, opeval).
+    Other engines keep the format as it is."""
+    if engine != "llamacpp" or (fmt.name not in GGUF_FORMATS and fmt.name != "mxfp4"):
+        return fmt
+    mmq = vendor == "nvidia" and "int8" in peaks
+    compute, tile = ("int8", MMQ_TILE_ROWS) if mmq else ("fp16", METAL_TILE_ROWS)
+    if fmt.compute == compute and fmt.weight_only and fmt.expert_tile == tile and fmt.block_kernels:
+        return fmt
+    return replace(fmt, compute=compute, weight_only=True, expert_tile=tile, block_kernels=True)
+
+
+MMQ_TILE_ROWS = 128  # llama.cpp CUDA MMQ: widest column tile (mmq.cuh, get_mmq_x_max_host)
+METAL_TILE_ROWS = 32  # llama.cpp Metal mul_mm(_id): 32 columns per threadgroup tile
+
 
 KV_FORMATS: dict[str, Format] = {
     f.name: f

@@ -66,9 +66,13 @@ def test_catalog_figures_come_from_the_calibration(cat):
             engine, _, fam = name.partition(":")
             got = dict(getattr(cat.engines[engine], "cpu_per_seq_s", ())).get(fam, 0.0)
             assert got == pytest.approx(round(value * 1e6) * 1e-6), key
-        elif kind in ("compute", "memory", "memory_weight_only"):
+        elif kind in ("compute", "memory", "memory_weight_only", "compute_weight_only"):
             eff = cat.families[name].efficiency
-            got = eff.memory_dequant if kind == "memory_weight_only" else getattr(eff, kind)
+            dequant = {
+                "memory_weight_only": "memory_dequant",
+                "compute_weight_only": "compute_dequant",
+            }
+            got = getattr(eff, dequant.get(kind, kind))
             assert got == pytest.approx(round(value, 2)), key
     for fam, (n, band) in bands(loso, cat).items():
         eff = cat.families[fam].efficiency

@@ -92,7 +92,7 @@ def write(cat: Catalog, full: dict[str, float], loso: list[CrossResult], bases: 
     for fam in cat.families:
         n, band = b[fam]
         block = rf"(- id: {re.escape(fam)}\n(?:  .*\n)*?)"
-        for key in ("compute", "memory", "memory_weight_only"):
+        for key in ("compute", "memory", "memory_weight_only", "compute_weight_only"):
             if f"{key}:{fam}" in full:
                 text = re.sub(
                     block + rf"(    {key}: )[0-9.]+",
