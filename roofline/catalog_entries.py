@@ -70,10 +70,12 @@ _ACCELERATOR_KEYS = {
     "host_link": (dict, False),
     "gpu_memory_fraction": (NUM, False),
     "efficiency": (dict, False),
+    "sustained_compute": (dict, False),
     "source": (str, True),
     "notes": (str, False),
     "uncertain": (list, False),
 }
+_SUSTAINED_KEYS = {"ratio": (NUM, True), "source": (str, True), "notes": (str, False)}
 _TIER_KEYS = {
     "id": (str, True),
     "name": (str, True),
@@ -200,6 +202,14 @@ def _accelerator(where: str, data: Any) -> Accelerator:
     fraction = float(d.get("gpu_memory_fraction", 1.0))
     if not 0 < fraction <= 1:
         raise CatalogError(f"{where}: key 'gpu_memory_fraction' must be in (0, 1], got {fraction}")
+    sustained, sustained_source = 1.0, ""
+    if "sustained_compute" in d:
+        s = _check(f"{where}: sustained_compute", d["sustained_compute"], _SUSTAINED_KEYS)
+        sustained, sustained_source = float(s["ratio"]), s["source"]
+        if not 0 < sustained <= 1:
+            raise CatalogError(
+                f"{where}: key 'sustained_compute.ratio' must be in (0, 1], got {sustained}"
+            )
     return Accelerator(
         id=d["id"],
         name=d["name"],
@@ -231,6 +241,8 @@ def _accelerator(where: str, data: Any) -> Accelerator:
         aliases=tuple(str(a) for a in d.get("aliases", [])),
         source=d["source"],
         notes=d.get("notes", ""),
+        sustained_compute_ratio=sustained,
+        sustained_compute_source=sustained_source,
     )
 
 

@@ -97,6 +97,10 @@ class Accelerator:
     aliases: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
+    # share of the datasheet (boost-clock) peak the chip sustains under tensor load where its
+    # power limit binds (72 W L4, 70 W T4): the expected time only, never the ideal
+    sustained_compute_ratio: float = 1.0
+    sustained_compute_source: str = ""
 
     @property
     def unified_memory(self) -> bool:
@@ -119,6 +123,18 @@ class Accelerator:
         """Peak FLOP/s for a compute dtype; ×2 for 2:4 sparse tensor math where supported."""
         base = self.peak_flops_per_s[dtype]
         return base * 2.0 if sparse and self.sparsity_2_4 and dtype != "fp32" else base
+
+    def expected_peak(self, dtype: str, sparse: bool = False) -> float:
+        """The peak the expected time runs against: the datasheet peak × sustained_compute_ratio.
+
+        A board whose power limit binds under sustained tensor-core load clocks below the boost
+        clock its datasheet peak is quoted at (NVIDIA: a 70 W T4 power-caps continuous GEMMs to
+        ~24 of its 65 TFLOPS, forums.developer.nvidia.com/t/264462), so every compute-bound
+        kernel runs that much slower; the memory clock, and so the bandwidth, stays. The kernel
+        curves are shares of their measured chip's datasheet peak (hardware/kernels.yaml), so
+        for a chip borrowing them the ratio is its sustained throughput over what the curves
+        predict at full clock. The ideal keeps the datasheet peak (`peak`)."""
+        return self.peak(dtype, sparse) * self.sustained_compute_ratio
 
     def ridge_flops_per_byte(self, dtype: str) -> float:
         """Ridge point I* = P / W (FLOP per byte): above it an op is compute-bound."""

@@ -166,7 +166,8 @@ class _OpPlan:
 
     index: int  # in the op list
     dtype: str
-    peak: float
+    peak: float  # the datasheet peak (ideal, ridge)
+    peak_exp: float  # the peak the expected time runs at (hardware.Accelerator.expected_peak)
     ridge: float
     how: int
     eta: float = 0.0  # SHARES: the bandwidth share; attention: b16's compute / memory share
@@ -198,7 +199,14 @@ def _plan(
         d = attn_dtype if op.kind == "attention" else dtype
         peak = hw.peak(d, sparse=op.sparse)
         kernels = KERNELS_PER_OP.get(op.name, 1.0) * op.layers
-        common = {"index": i, "dtype": d, "peak": peak, "ridge": peak / w, "kernels": kernels}
+        common = {
+            "index": i,
+            "dtype": d,
+            "peak": peak,
+            "peak_exp": hw.expected_peak(d, sparse=op.sparse),
+            "ridge": peak / w,
+            "kernels": kernels,
+        }
         if view is None:
             dequant = op.quantized and dep.weights.weight_only
             eta_m = eff.memory_dequant if dequant else eff.memory
@@ -270,35 +278,37 @@ def evaluate_point(
     what phases.py computes per op through roofline.py and efficiency.py, here through their
     one-point forms (roofline.py's *_one, pointkernels). `attn_shape` is phases' (rows, streams)
     in decode, (prompt, rows) in prefill; `expected_op_s(op, op_dtype, peak)` is the per-op
-    expected time, for the ops left to it (and any the float forms cannot take: a zero peak)."""
+    expected time, for the ops left to it (and any the float forms cannot take: a zero peak),
+    given the expected peak (hardware.Accelerator.expected_peak; the ideal keeps the datasheet
+    one)."""
     w = hw.memory_bandwidth_bytes_per_s
     out: list[Verdict | None] = [None] * len(ops)
     a, b = float(attn_shape[0]), float(attn_shape[1])
     kv_heads = float(attn_shape[2]) if len(attn_shape) == 3 else None  # decode: K heads per GPU
     for p in _cached_plan(ops, hw, dep, eff, dtype, attn_dtype, phase):
         op = ops[p.index]
-        f, q, how = float(op.flops), float(op.bytes), p.how
+        f, q, how, pe = float(op.flops), float(op.bytes), p.how, p.peak_exp
         t_exp: Any = None
         try:
             t_ideal = op_time_one(f, q, p.peak, w)
             if how == GEMM:
                 m = gemm_rows_one(f, float(op.weight_bytes), p.per_value) if p.matmul else math.inf
-                t_exp = gemm_time_one(f, q, m, p.n, p.peak, w, p.curve, p.kernels, p.groups)
+                t_exp = gemm_time_one(f, q, m, p.n, pe, w, p.curve, p.kernels, p.groups)
             elif how == DECODE_ATTENTION:
                 t_exp = attention_decode_time_one(
-                    f, q, p.peak, w, p.curve, p.eta, a, b, p.kernels, kv_heads
+                    f, q, pe, w, p.curve, p.eta, a, b, p.kernels, kv_heads
                 )
             elif how == PREFILL_ATTENTION:
-                t_exp = prefill_attention_time_one(f, q, a, p.peak, w, p.curve, p.eta, p.kernels, b)
+                t_exp = prefill_attention_time_one(f, q, a, pe, w, p.curve, p.eta, p.kernels, b)
             elif how == SHARES:
                 pad = expert_padding(op, dep)
-                t_exp = op_time_one(f * pad, q, p.peak * p.eta_compute, w * p.eta)
+                t_exp = op_time_one(f * pad, q, pe * p.eta_compute, w * p.eta)
         except ZeroDivisionError:  # where numpy gives inf or NaN: the array functions
             t_ideal, t_exp = op_time_s(f, q, p.peak, w), None
             if how == SHARES:
-                t_exp = op_time_s(f * expert_padding(op, dep), q, p.peak, w, p.eta_compute, p.eta)
+                t_exp = op_time_s(f * expert_padding(op, dep), q, pe, w, p.eta_compute, p.eta)
         if t_exp is None:
-            t_exp = expected_op_s(op, p.dtype, p.peak)
+            t_exp = expected_op_s(op, p.dtype, pe)
         intensity = intensity_one(f, q)
         out[p.index] = (intensity, p.ridge, bound(intensity, p.ridge), t_ideal, t_exp)
     return out
@@ -320,7 +330,8 @@ def expected_op_s(
     phase: str,
     attn_shape: tuple[ArrayLike, ...],
 ) -> FloatArray:
-    """An op's expected time under the accelerator's kernel curves (roofline/efficiency.py)."""
+    """An op's expected time under the accelerator's kernel curves (roofline/efficiency.py);
+    `peak` is the expected peak (hardware.Accelerator.expected_peak), not the datasheet's."""
     ks = eff.kernels
     w = hw.memory_bandwidth_bytes_per_s
     assert ks is not None
@@ -348,7 +359,9 @@ def expected_op_s(
         else:
             curve = replace(b16, eta_memory=min(wo.eta_memory * sm, 1.0), latency_s=wo.latency_s)
         weights = np.asarray(op.weight_bytes, dtype=float) / weight_bytes_per_value(op, dep)
-        alu = hw.peak_flops_per_s.get("fp32", peak / 16.0)
+        # the dequantising ALUs run at the same (sustained) clock as the tensor cores
+        fp32 = hw.peak_flops_per_s.get("fp32")
+        alu = peak / 16.0 if fp32 is None else fp32 * hw.sustained_compute_ratio
         t = gemm_time_s(op.flops, op.bytes, m, n, peak, w, curve, kernels, groups)
         return t + dequant_time_s(weights, m, alu, wo)
     if op.kind == "attention" and phase == "decode" and view.decode_attention is not None:

@@ -182,6 +182,7 @@ def _evaluate(
             continue
         op_dtype = attn_dtype if op.kind == "attention" else dtype
         peak = hw.peak(op_dtype, sparse=op.sparse)
+        peak_exp = hw.expected_peak(op_dtype, sparse=op.sparse)  # power-limited boards: below
         w = hw.memory_bandwidth_bytes_per_s
         intensity = arithmetic_intensity(op.flops, op.bytes)
         t_ideal = op_time_s(op.flops, op.bytes, peak, w)
@@ -192,9 +193,9 @@ def _evaluate(
                 eff.compute_dequant if op.quantized and dep.weights.block_kernels else eff.compute
             )
             f_exp = op.flops * expert_padding(op, dep)  # engine tiles padding routed experts
-            t_exp = op_time_s(f_exp, op.bytes, peak, w, eta_c, eta_m)
+            t_exp = op_time_s(f_exp, op.bytes, peak_exp, w, eta_c, eta_m)
         else:
-            t_exp = expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
+            t_exp = expected_op_s(op, hw, dep, eff, op_dtype, peak_exp, name, attn_shape)
         results.append(
             OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp)
         )

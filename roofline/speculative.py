@@ -110,12 +110,12 @@ def medusa_heads_time_s(
     params = np.asarray(heads, dtype=float) * (d * d + d * v) / dep.tp
     flops = 2.0 * params * np.asarray(batch, dtype=float)
     q = params * dep.other_bits / 8.0
-    peak = hw.peak(dep.compute(hw))
+    dtype = dep.compute(hw)
     w = hw.memory_bandwidth_bytes_per_s
     return (
-        op_time_s(flops, q, peak, w)
+        op_time_s(flops, q, hw.peak(dtype), w)
         if ideal
-        else op_time_s(flops, q, peak, w, eff.compute, eff.memory)
+        else op_time_s(flops, q, hw.expected_peak(dtype), w, eff.compute, eff.memory)
     )
 
 
@@ -132,12 +132,12 @@ def fusion_projection_time_s(
     params = 2.0 * target.hidden_size**2 / dep.tp
     flops = 2.0 * params * np.asarray(tokens, dtype=float)
     q = params * dep.linear_bits / 8.0
-    peak = hw.peak(dep.compute(hw))
+    dtype = dep.compute(hw)
     w = hw.memory_bandwidth_bytes_per_s
     return (
-        op_time_s(flops, q, peak, w)
+        op_time_s(flops, q, hw.peak(dtype), w)
         if ideal
-        else op_time_s(flops, q, peak, w, eff.compute, eff.memory)
+        else op_time_s(flops, q, hw.expected_peak(dtype), w, eff.compute, eff.memory)
     )
 
 
