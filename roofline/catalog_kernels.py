@@ -9,20 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.efficiency import (
-    LINK_KINDS,
-    AttentionCurve,
-    EngineProfile,
-    GemmCurve,
-    KernelSet,
-    LinkCurve,
-    LinkSet,
-    MoeCurve,
-    PrefillAttentionCurve,
-    WeightOnlyCurve,
-)
+from roofline.attention_kernels import AttentionCurve, PrefillAttentionCurve
+from roofline.collectives import LINK_KINDS, LinkCurve, LinkSet
+from roofline.efficiency import GemmCurve, MoeCurve, WeightOnlyCurve
 from roofline.errors import CatalogError
-from roofline.hostcost import EngineHost
+from roofline.hostcost import EngineProfile
+from roofline.kernelset import KernelSet
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
@@ -346,7 +338,7 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
     for key, value in spec.items():
         if value < 0:
             raise CatalogError(f"{where}: key '{key}' must be non-negative, got {value:g}")
-    return EngineHost(
+    return EngineProfile(
         id=d["id"],
         cpu_step_s=d["cpu_step_us"] * US,
         launch_s=d["launch_us"] * US,

@@ -80,8 +80,7 @@ def source_group(case: Case, by_id: dict[str, Case]) -> str:
 
 def _no_cpu(eff: Efficiency) -> Efficiency:
     def bare(v):
-        v = replace(v, cpu_step_s=0.0)
-        return replace(v, cpu_per_seq_s=()) if hasattr(v, "cpu_per_seq_s") else v
+        return replace(v, cpu_step_s=0.0, cpu_per_seq_s=())
 
     return replace(eff, engines={k: bare(v) for k, v in eff.engines.items()})
 

@@ -1,6 +1,10 @@
-"""Per-op efficiency: how long a real kernel takes for an op's FLOPs and bytes, and what an engine
-adds per step. Pure functions, SI units, numpy broadcasting; the catalog supplies the parameters
-(hardware/kernels.yaml, fitted by validation/calibrate_kernels.py; hardware/engines.yaml).
+"""Per-op efficiency of the GEMM kernels: how long a real GEMM takes for its FLOPs and bytes.
+Pure functions, SI units, numpy broadcasting; the catalog supplies the parameters
+(hardware/kernels.yaml, fitted by validation/calibrate_kernels.py). The other kernel curves live
+next door: fused attention in roofline/attention_kernels.py, measured collectives in
+roofline/collectives.py, one GPU generation's set of curves in roofline/kernelset.py, and the
+engine's host cost per step in roofline/hostcost.py. roofline/pointkernels.py holds one-point
+float twins of the time functions here and in attention_kernels.py.
 
 GEMM (one kernel, M tokens × N outputs × K inputs, F = 2MNK FLOPs, Q bytes):
     t = t₀ + max(F·(1 + M½/(M + 16))·(1 + N½/N) / (P·η_max·u) + w·t_w,  Q / (W·η_mem))
@@ -22,24 +26,14 @@ that pass, quant_bytes · M·K / (W·η_mem) (bf16 read + fp8 written: 3 bytes a
 η_max is the plateau of a large GEMM (clocks under load,
 epilogue), η_mem the share of bandwidth a weight-streaming (small-M) GEMM reaches, t₀ the kernel's
 fixed latency (launch-to-completion of an empty tile).
+A GEMM curve may step its plateau down to large_ratio·η_max from M ≥ m_large on (the library
+switching kernels by M: large_m_factor).
 Weight-only quantised GEMMs (int8/int4 weights, 16-bit math) run on a GEMM curve of their own
 when one was fitted (its plateau carries the dequantisation inside the K loop); otherwise on the
 16-bit curve plus the dequantisation ALU work,
 ops_per_weight · N·K · max(1, M/128) / P_alu, on the non-tensor (FP32) units: each CTA of 128
 rows of M dequantises the weights it uses (TensorRT-LLM fpA_intB kernels; Frantar et al., MARLIN,
 2024, §3), which is why those kernels go compute-bound at moderate batch.
-Attention (fused, flash): decode, per layer,
-    t = t₀ + rows·t_row + S·t_S + max(F/(P·η_max), KV·(1 + S½/S)/(W·η_attn), w·(q/p)/B_cta)
-with S the KV streams (sequences × KV heads), each a thread block's work (t_S: its fixed cost);
-a stream of q bytes is split into p = ⌈q/q_split⌉ pieces when the kernel splits KV
-(flash-decoding; only for query groups of at least g_split heads), the pieces run in
-w = ⌈S·p/SMs⌉ waves and one block streams at most B_cta. A FlashAttention-2 kernel
-(split_rule fa2) splits by FA2's own heuristic instead (roofline/splitkv.py; FA2 splits only a
-grouped query, g ≥ 2) and pays its grouped path's re-layout and split-KV combine kernels.
-A GEMM curve may step its plateau down to large_ratio·η_max from M ≥ m_large on (the library
-switching kernels by M: large_m_factor). Prefill over a prompt of s tokens,
-per layer, t = t₀ + F·(1 + S½/s)/(P·η_max·u) + w·t_w: R query heads (sequences × heads) cut into
-⌈s/t_q⌉ query tiles each run in w = ⌈R·⌈s/t_q⌉/SMs⌉ waves, u = R·s/(w·SMs·t_q) the useful share.
 MoE grouped GEMMs run on a curve of their own where the generation has one (MoeCurve, fitted on
 the fused MoE module: routing, permutation, both grouped GEMMs, un-permutation):
     t = 2·t₀ + max(F·(1 + M½/(M + 16))/(P·η_max), Q_w/(W·η_w)) + Q_act/(W·η_act)
@@ -47,23 +41,27 @@ with M the rows each expert receives, Q_w the touched experts' weights and Q_act
 activations, whose permute / gather / scatter passes over HBM do not overlap the weight stream
 (the per-row cost). Without one, on the dense curve at that M, N = the expert's sharded width,
 with only each expert's tile padding (the experts' tiles together fill the SMs).
-An engine adds per step: t_step = max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with n_k kernels
-per step (per layer × layers) and launch = 0 under CUDA graphs (one graph launch is part of the
-CPU step): a step is launch-bound when the CPU issues kernels slower than the GPU runs them
-(NVIDIA, "Getting Started with CUDA Graphs", 2019; vLLM docs, CUDA graphs).
 With no kernel curves (families without kernel data) every curve degenerates to the scalar model
 t = max(F/(P·η_c), Q/(W·η_m)): M½ = N½ = t₀ = 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.splitkv import FA2_BLOCK_BYTES, FA2_BLOCKS_PER_SM, FA2_M_BLOCK, fa2_num_splits
+# Moved to their own modules and re-exported here only for callers this refactor could not edit
+# (roofline/opeval.py, roofline/phases.py, roofline/cli/convert.py): new code imports them from
+# roofline.attention_kernels, roofline.calibration and roofline.hostcost.
+from roofline.attention_kernels import AttentionCurve as AttentionCurve
+from roofline.attention_kernels import PrefillAttentionCurve as PrefillAttentionCurve
+from roofline.attention_kernels import attention_decode_time_s as attention_decode_time_s
+from roofline.attention_kernels import prefill_attention_time_s as prefill_attention_time_s
+from roofline.calibration import Calibration as Calibration
+from roofline.calibration import calibration_of as calibration_of
+from roofline.hostcost import step_time_s as step_time_s
 from roofline.tilerules import rule_tiles
 
 FloatArray = np.ndarray
@@ -124,46 +122,6 @@ class WeightOnlyCurve:
 
 
 @dataclass(frozen=True)
-class AttentionCurve:
-    """Fused decode attention: bandwidth share on the KV read, a fixed latency, a cost per
-    (query, head) row and per KV stream (sequence × KV head), the KV streams at which half the
-    share is lost, and the split-KV / per-block bandwidth limit (block_bw = 0: none)."""
-
-    eta_memory: float
-    latency_s: float = 0.0
-    per_row_s: float = 0.0
-    streams_half: float = 0.0
-    fit_median_error: float | None = None
-    per_stream_s: float = 0.0
-    split_bytes: float = 0.0  # KV bytes of one stream per split-KV piece (0: never splits)
-    split_min_group: float = 1.0  # query heads per KV head from which the kernel splits KV
-    block_bw_bytes_per_s: float = 0.0  # what one thread block streams (0: no limit)
-    sm_count: float = 0.0
-    # split_rule "fa2": the kernel is FlashAttention-2's split-KV kernel (roofline/splitkv.py);
-    # it splits by its own heuristic, runs 2 blocks per SM and, on the grouped-query path, pays
-    # swap_s (the swapped query / output re-layout), copy_s (q copied: batch ≥ 2 and ≥ 2 KV
-    # heads) and combine_s (the split-KV combine kernel, when it splits)
-    split_rule: str = ""
-    swap_s: float = 0.0
-    copy_s: float = 0.0
-    combine_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class PrefillAttentionCurve:
-    """Causal flash attention over s tokens: t = t₀ + F·(1 + S½/s)/(P·η_max·u) + w·t_w, with the
-    query tiles of t_q rows in waves over the SMs (tile_q = 0: no wave term)."""
-
-    eta_max: float
-    s_half: float = 0.0
-    latency_s: float = 0.0
-    fit_median_error: float | None = None
-    tile_q: float = 0.0
-    wave_latency_s: float = 0.0
-    sm_count: float = 0.0
-
-
-@dataclass(frozen=True)
 class MoeCurve:
     """Fused MoE layer (both grouped GEMMs and the routing around them) of one dtype on one GPU
     generation: plateau η_max and knee M½ at the per-expert rows, the weight-streaming share η_w,
@@ -200,133 +158,6 @@ def moe_time_s(
     t_w = np.asarray(weight_bytes, dtype=float) / (bw_bytes_per_s * curve.eta_memory)
     t_act = np.asarray(act_bytes, dtype=float) / (bw_bytes_per_s * curve.eta_act)
     return curve.latency_s * np.asarray(kernels, dtype=float) + np.maximum(t_math, t_w) + t_act
-
-
-@dataclass(frozen=True)
-class LinkCurve:
-    """Measured all-reduce per GPU count: per-call latency α and the achieved bus bandwidth as a
-    share of the measured chip's catalog link bandwidth (so a sibling with a slower link scales)."""
-
-    latency_s: Mapping[int, float]
-    bandwidth_share: Mapping[int, float]
-
-    def at(self, ranks: int) -> tuple[float, float]:
-        """(α, share) at `ranks` GPUs: the measured count, else interpolated in log2(ranks) and
-        held at the ends."""
-        ns = sorted(self.latency_s)
-        x, xs = np.log2(ranks), np.log2(ns)
-        a = float(np.interp(x, xs, [self.latency_s[n] for n in ns]))
-        b = float(np.interp(x, xs, [self.bandwidth_share[n] for n in ns]))
-        return a, b
-
-
-# ---- collectives per link kind (issue 11: PCIe, xGMI, InfiniBand/RoCE) --------------------------
-LINK_KINDS = ("nvlink", "pcie", "xgmi", "infiniband", "roce")
-
-
-@dataclass(frozen=True)
-class LinkSet:
-    """Measured collectives on one kind of link (hardware/links.yaml): the all-reduce (and
-    all-to-all) per GPU count, as latency + bytes / (share · the link's catalog bandwidth).
-    `accelerators` empty: any accelerator whose link is of this kind; else only those listed
-    (a generation measured on its own platform, preferred over the generic entry)."""
-
-    id: str
-    kind: str
-    allreduce: LinkCurve
-    alltoall: LinkCurve | None = None
-    accelerators: tuple[str, ...] = ()
-    source: str = ""
-
-
-# ---- end of collectives per link kind -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KernelSet:
-    """The kernel curves of one GPU generation (hardware/kernels.yaml)."""
-
-    id: str
-    gemm: Mapping[str, GemmCurve]
-    weight_only: Mapping[str, WeightOnlyCurve] = field(default_factory=dict)
-    decode_attention: AttentionCurve | None = None
-    allreduce: LinkCurve | None = None  # NCCL
-    engine_allreduce: Mapping[str, LinkCurve] = field(default_factory=dict)  # engines' own
-    alltoall: LinkCurve | None = None  # NCCL all-to-all (expert parallelism)
-    prefill_attention: PrefillAttentionCurve | None = None
-    source: str = ""
-    borrowed: bool = False  # the accelerator has no data of its own: it uses this group's
-    compute_ref: float = 1.0  # the family's scalar shares when the curves were attached: a
-    memory_ref: float = 1.0  # different Efficiency.compute / .memory scales every curve
-    moe: Mapping[str, MoeCurve] = field(default_factory=dict)  # fused MoE per dtype
-    ep_alltoall: LinkCurve | None = None  # DeepEP dispatch / combine (expert parallelism)
-
-    def gemm_curve(self, dtype: str) -> GemmCurve | None:
-        """The curve for a compute dtype (fp16 and bf16 share one; fp8 falls back to bf16)."""
-        for d in (dtype, "bf16" if dtype in ("fp16", "tf32", "fp32") else dtype, "bf16"):
-            if d in self.gemm:
-                return self.gemm[d]
-        return None
-
-
-@dataclass(frozen=True)
-class EngineProfile:
-    """Per-step host cost of a serving engine (hardware/engines.yaml)."""
-
-    id: str
-    cpu_step_s: float  # scheduling, input preparation, sampling, detokenisation per step
-    launch_s: float  # CPU time to launch one kernel without CUDA graphs
-    gap_s: float  # GPU idle between two kernels (also inside a CUDA graph)
-    kernels_per_layer: float  # kernels one decoder layer launches (GEMMs, attention, norms, ...)
-    graphs_decode: bool = True
-    graphs_prefill: bool = False
-    allreduce_kernel: str = "nccl"  # whose measured all-reduce it runs: an engine id, or nccl
-    source: str = ""
-    aliases: tuple[str, ...] = ()
-    # speculative decoding's host cost (roofline/speculative.py): per round (proposal bookkeeping,
-    # rejection sampling, tree masks, the drafter's extra launch) and per sequential draft step
-    spec_round_cpu_s: float = 0.0
-    spec_draft_step_cpu_s: float = 0.0
-    # the API server's path outside the engine's steps, per request (roofline/serving/policy.py)
-    request_latency_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Where an expected figure's efficiencies come from and how far to trust it."""
-
-    family: str
-    engine: str
-    kernels: str  # the GPU generation whose kernel curves apply ("" = scalar shares only)
-    kernels_borrowed: bool  # the accelerator has no kernel data of its own
-    cases: int  # published cases of the family behind the case-fitted figures
-    error_band: float | None  # the family's out-of-sample median |error| (relative)
-    source: str = ""
-
-    @property
-    def borrowed(self) -> bool:
-        """True when the figures are not the accelerator's own: borrowed curves or no cases."""
-        return self.kernels_borrowed or self.cases == 0
-
-    def band(self, value: ArrayLike) -> tuple[FloatArray, FloatArray]:
-        """(low, high) of an expected figure: value · (1 ∓ band); (value, value) without a band."""
-        v = np.asarray(value, dtype=float)
-        b = self.error_band or 0.0
-        return v * (1.0 - b), v * (1.0 + b)
-
-
-def calibration_of(eff, engine: str) -> Calibration:
-    """The calibration status of an Efficiency (roofline/hardware.py) under an engine."""
-    ks = eff.kernels
-    return Calibration(
-        family=eff.family,
-        engine=engine,
-        kernels="" if ks is None else ks.id,
-        kernels_borrowed=False if ks is None else ks.borrowed,
-        cases=eff.cases,
-        error_band=eff.error_band,
-        source=eff.source,
-    )
 
 
 def scaled(curve: GemmCurve, compute: float = 1.0, memory: float = 1.0) -> GemmCurve:
@@ -466,112 +297,3 @@ def dequant_time_s(
     ops · weights · max(1, M/128) / P_alu."""
     tiles = np.maximum(1.0, np.asarray(m, dtype=float) / M_TILE_ROWS)
     return curve.alu_ops_per_weight * np.asarray(weights, dtype=float) * tiles / alu_flops_per_s
-
-
-def attention_decode_time_s(
-    flops: ArrayLike,
-    bytes_moved: ArrayLike,
-    peak_flops_per_s: float,
-    bw_bytes_per_s: float,
-    curve: AttentionCurve,
-    eta_compute: float,
-    rows: ArrayLike,
-    streams: ArrayLike,
-    layers: float = 1.0,
-    kv_heads: ArrayLike | None = None,
-) -> FloatArray:
-    """Fused decode attention (flash-decoding): per layer t₀ + rows·t_row + S·t_S, plus
-    max(F/(P·η_c), Q·(1 + S½/S)/(W·η_attn), w·(q/p)/B_cta) — S KV streams (sequences × KV heads)
-    of q = Q/(S·layers) bytes each, split into p = ⌈q/q_split⌉ pieces when the query group
-    (rows/S) reaches g_split, run in w = ⌈S·p/SMs⌉ waves of blocks that stream at most B_cta
-    each (Dao et al., "Flash-Decoding", 2023, split-KV).
-    split_rule "fa2" (FlashAttention-2, flash_api.cpp mha_varlen_fwd): only a grouped query
-    (g = rows/S ≥ 2) takes the swapped path, which splits by FA2's own heuristic
-    (roofline/splitkv.py) over 2·SMs block slots, with S·⌈g/64⌉ blocks; it adds t_swap, t_copy
-    when q's (b, K, g, d) → (b·g, K, d) re-layout is not a view (batch ≥ 2 and K ≥ 2 KV heads
-    per GPU; kv_heads None: assumed whenever S ≥ 2) and t_combine when it splits."""
-    s = np.maximum(np.asarray(streams, dtype=float), 1e-9)
-    r = np.asarray(rows, dtype=float)
-    q_all = np.asarray(bytes_moved, dtype=float)
-    t_math = np.asarray(flops, dtype=float) / (peak_flops_per_s * eta_compute)
-    t_mem = q_all * (1.0 + curve.streams_half / s) / (bw_bytes_per_s * curve.eta_memory)
-    fixed = curve.latency_s + curve.per_row_s * r + curve.per_stream_s * s
-    if curve.split_rule == "fa2" and curve.sm_count > 0:
-        q = q_all / (s * layers)
-        group = r / s
-        swapped = group >= 2.0
-        units = s * np.ceil(group / FA2_M_BLOCK)
-        slots = curve.sm_count * FA2_BLOCKS_PER_SM
-        pieces = np.where(swapped, fa2_num_splits(units, slots, np.ceil(q / FA2_BLOCK_BYTES)), 1.0)
-        waves = np.ceil(units * pieces / slots)
-        if curve.block_bw_bytes_per_s > 0:
-            t_blk = waves * q / pieces / curve.block_bw_bytes_per_s * layers
-            t_mem = np.maximum(t_mem, t_blk)
-        if kv_heads is None:
-            copied = s >= 2.0
-        else:
-            k = np.asarray(kv_heads, dtype=float)
-            copied = (s / np.maximum(k, 1e-9) >= 2.0) & (k >= 2.0)
-        fixed = fixed + np.where(
-            swapped,
-            curve.swap_s + curve.copy_s * copied + curve.combine_s * (pieces > 1.0),
-            0.0,
-        )
-    elif curve.block_bw_bytes_per_s > 0 and curve.sm_count > 0:
-        q = q_all / (s * layers)
-        split = curve.split_bytes > 0
-        pieces = np.ceil(q / curve.split_bytes) if split else np.ones_like(q)
-        pieces = np.where(r / s >= curve.split_min_group, np.maximum(pieces, 1.0), 1.0)
-        waves = np.ceil(s * pieces / curve.sm_count)
-        t_mem = np.maximum(t_mem, waves * q / pieces / curve.block_bw_bytes_per_s * layers)
-    return fixed * layers + np.maximum(t_math, t_mem)
-
-
-def prefill_attention_time_s(
-    flops: ArrayLike,
-    bytes_moved: ArrayLike,
-    prompt: ArrayLike,
-    peak_flops_per_s: float,
-    bw_bytes_per_s: float,
-    curve: PrefillAttentionCurve,
-    eta_memory: float,
-    layers: float = 1.0,
-    rows: ArrayLike = 0.0,
-) -> FloatArray:
-    """Causal flash attention over s tokens: (t₀ + w·t_w)·layers +
-    max(F(1 + S½/s)/(P·η_max·u), Q/(W·η_m)): a short sequence gives each head few query tiles to
-    keep the SMs busy (Dao, FlashAttention-2, 2023, §3.2: parallelism over the batch, the heads
-    and the sequence length). With R = rows query heads (0: unknown, no wave term) cut into
-    ⌈s/t_q⌉ tiles: w = ⌈R·⌈s/t_q⌉/SMs⌉ waves, u = R·s/(w·SMs·t_q)."""
-    s = np.maximum(np.asarray(prompt, dtype=float), 1.0)
-    t_math = (
-        np.asarray(flops, dtype=float)
-        * (1.0 + curve.s_half / s)
-        / (peak_flops_per_s * curve.eta_max)
-    )
-    fixed = curve.latency_s * layers
-    r = np.asarray(rows, dtype=float)
-    if curve.tile_q > 0 and curve.sm_count > 0 and np.any(r > 0):
-        tiles = np.ceil(s / curve.tile_q)
-        units = np.maximum(r, 1.0) * tiles
-        waves = np.ceil(units / curve.sm_count)
-        u = units / (waves * curve.sm_count) * s / (tiles * curve.tile_q)
-        known = r > 0
-        t_math = np.where(known, t_math / u, t_math)
-        fixed = fixed + np.where(known, waves * curve.wave_latency_s * layers, 0.0)
-    t_mem = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * eta_memory)
-    return fixed + np.maximum(t_math, t_mem)
-
-
-def step_time_s(
-    t_gpu_s: ArrayLike, layers: int, engine: EngineProfile | None, phase: str
-) -> FloatArray:
-    """One step with the engine's host costs: max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with
-    n_k = kernels_per_layer · layers and launch = 0 when the phase runs under CUDA graphs."""
-    t = np.asarray(t_gpu_s, dtype=float)
-    if engine is None:
-        return t
-    n_k = engine.kernels_per_layer * layers
-    graphs = engine.graphs_decode if phase == "decode" else engine.graphs_prefill
-    launch = 0.0 if graphs else engine.launch_s
-    return np.maximum(t + n_k * engine.gap_s, n_k * launch) + engine.cpu_step_s

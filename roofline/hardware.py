@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from roofline.efficiency import EngineProfile, KernelSet, LinkSet
+from roofline.collectives import LinkSet
 from roofline.errors import InputError
+from roofline.hostcost import EngineProfile
+from roofline.kernelset import KernelSet
 from roofline.precision import COMPUTE_FALLBACK
 
 
@@ -36,7 +38,7 @@ class Efficiency:
     """Share of peak a real kernel reaches, and a fixed cost per forward step.
 
     Without kernel curves: expected op time = max(F / (P·compute), Q / (W·memory)); a step adds
-    step_overhead_s. With `kernels` (a GPU generation's measured curves, roofline/efficiency.py)
+    step_overhead_s. With `kernels` (a GPU generation's measured curves, roofline/kernelset.py)
     each op runs at its own shape-dependent efficiency, and the engine profile named at
     evaluation time (from `engines`) adds its per-step host costs.
     """

@@ -1,14 +1,19 @@
-"""The per-sequence part of an engine's host cost per step, per hardware platform.
+"""A serving engine's host cost per step (hardware/engines.yaml): the fixed part and the part per
+running sequence. Pure functions, SI units; never part of the ideal figures.
 
-An engine's step pays, besides the fixed `cpu_step` (roofline/efficiency.py step_time_s), work
-for every running sequence that the kernel curves do not carry: the scheduler's per-request
-loop, every worker's per-request input preparation and state update (block tables, positions,
-slot mappings), the sampled token's bookkeeping (stop checks, output objects) and hand-off.
-vLLM's own profiling names these per-request loops (vLLM v0.6.0 performance blog, Sep 2024,
-"Performance Diagnosis": scheduling 29% of the execution time of Llama 3 8B on one H100, input
-and output processing besides; vllm-project/vllm PR #46112: Scheduler.update_from_output alone
-0.142 ms at batch 128, 0.287 ms at batch 256, linear in the batch). It is linear in the
-sequences the step carries:
+An engine adds per step: t_step = max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with n_k kernels
+per step (per layer × layers) and launch = 0 under CUDA graphs (one graph launch is part of the
+CPU step): a step is launch-bound when the CPU issues kernels slower than the GPU runs them
+(NVIDIA, "Getting Started with CUDA Graphs", 2019; vLLM docs, CUDA graphs).
+
+Besides the fixed `cpu_step`, the step pays work for every running sequence that the kernel
+curves do not carry: the scheduler's per-request loop, every worker's per-request input
+preparation and state update (block tables, positions, slot mappings), the sampled token's
+bookkeeping (stop checks, output objects) and hand-off. vLLM's own profiling names these
+per-request loops (vLLM v0.6.0 performance blog, Sep 2024, "Performance Diagnosis": scheduling
+29% of the execution time of Llama 3 8B on one H100, input and output processing besides;
+vllm-project/vllm PR #46112: Scheduler.update_from_output alone 0.142 ms at batch 128, 0.287 ms
+at batch 256, linear in the batch). It is linear in the sequences the step carries:
 
     t_host_seq = cpu_per_seq[engine, family] · B
 
@@ -17,7 +22,7 @@ family to µs; a family not named pays 0): the engine's platform build differs (
 its own attention metadata builders, AITER and HIP-graph paths) and the one table that shows the
 slope (AMD's vLLM latency table on 8x MI300X) also carries per-sequence device work its kernel
 curve misses. Fitted by validation/calibrate.py with cpu_step (roofline/crossval.py) for a family
-that ran the engine at two or more batch sizes. Never part of the ideal figures.
+that ran the engine at two or more batch sizes.
 """
 
 from __future__ import annotations
@@ -27,15 +32,45 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.efficiency import EngineProfile
+FloatArray = np.ndarray
 
 
 @dataclass(frozen=True)
-class EngineHost(EngineProfile):
-    """An engine profile with its per-sequence host cost per step."""
+class EngineProfile:
+    """Per-step host cost of a serving engine (hardware/engines.yaml)."""
 
+    id: str
+    cpu_step_s: float  # scheduling, input preparation, sampling, detokenisation per step
+    launch_s: float  # CPU time to launch one kernel without CUDA graphs
+    gap_s: float  # GPU idle between two kernels (also inside a CUDA graph)
+    kernels_per_layer: float  # kernels one decoder layer launches (GEMMs, attention, norms, ...)
+    graphs_decode: bool = True
+    graphs_prefill: bool = False
+    allreduce_kernel: str = "nccl"  # whose measured all-reduce it runs: an engine id, or nccl
+    source: str = ""
+    aliases: tuple[str, ...] = ()
+    # speculative decoding's host cost (roofline/speculative.py): per round (proposal bookkeeping,
+    # rejection sampling, tree masks, the drafter's extra launch) and per sequential draft step
+    spec_round_cpu_s: float = 0.0
+    spec_draft_step_cpu_s: float = 0.0
+    # the API server's path outside the engine's steps, per request (roofline/serving/policy.py)
+    request_latency_s: float = 0.0
     # host time per running sequence per step, by hardware family: (family, s) pairs (absent: 0)
     cpu_per_seq_s: tuple[tuple[str, float], ...] = ()
+
+
+def step_time_s(
+    t_gpu_s: ArrayLike, layers: int, engine: EngineProfile | None, phase: str
+) -> FloatArray:
+    """One step with the engine's host costs: max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with
+    n_k = kernels_per_layer · layers and launch = 0 when the phase runs under CUDA graphs."""
+    t = np.asarray(t_gpu_s, dtype=float)
+    if engine is None:
+        return t
+    n_k = engine.kernels_per_layer * layers
+    graphs = engine.graphs_decode if phase == "decode" else engine.graphs_prefill
+    launch = 0.0 if graphs else engine.launch_s
+    return np.maximum(t + n_k * engine.gap_s, n_k * launch) + engine.cpu_step_s
 
 
 def per_seq_host_s(
@@ -43,7 +78,7 @@ def per_seq_host_s(
 ) -> np.ndarray | float:
     """Host time a step of `seqs` sequences adds beyond the fixed cpu_step on a chip of `family`:
     cpu_per_seq[family] · B (module docstring); 0 for an engine without the figure there."""
-    per = dict(getattr(profile, "cpu_per_seq_s", ()) if profile is not None else ())
+    per = dict(profile.cpu_per_seq_s if profile is not None else ())
     c = float(per.get(family, 0.0))
     if c == 0.0:
         return 0.0

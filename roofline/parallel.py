@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.efficiency import LinkCurve, LinkSet
+from roofline.collectives import LinkCurve, LinkSet
 from roofline.hardware import Tier
 from roofline.roofline import FloatArray
 

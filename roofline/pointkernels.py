@@ -1,26 +1,22 @@
-"""One-point twins of efficiency.py's kernel-time functions, in Python floats.
+"""One-point twins of the kernel-time functions, in Python floats: the GEMM's of efficiency.py,
+the fused attention's of attention_kernels.py and the engine step's of hostcost.py.
 
 For one point every op quantity is one number; numpy's per-call overhead (about a microsecond a
 ufunc) then costs far more than the arithmetic. These functions take and return Python floats and
 do the same IEEE operations in the same order as their array originals, with numpy's semantics
 for the few non-arithmetic steps (np.maximum/np.minimum keep NaN, np.ceil/np.floor keep ±inf and
 NaN), so every value is bit for bit the array function's on a 0-d array
-(tests/test_point_path.py). A change to a formula in efficiency.py must be made here too; that
-test fails until it is.
+(tests/test_point_path.py). A change to a formula in those modules must be made here too;
+that test fails until it is.
 """
 
 from __future__ import annotations
 
 import math
 
-from roofline.efficiency import (
-    MMA_ROWS,
-    TILE_AREA_REF,
-    AttentionCurve,
-    EngineProfile,
-    GemmCurve,
-    PrefillAttentionCurve,
-)
+from roofline.attention_kernels import AttentionCurve, PrefillAttentionCurve
+from roofline.efficiency import MMA_ROWS, TILE_AREA_REF, GemmCurve
+from roofline.hostcost import EngineProfile
 from roofline.splitkv import FA2_BLOCK_BYTES, FA2_BLOCKS_PER_SM, FA2_M_BLOCK, fa2_num_splits_one
 from roofline.tilerules import rule_tiles_one
 
@@ -116,7 +112,7 @@ def attention_decode_time_one(
     layers: float = 1.0,
     kv_heads: float | None = None,
 ) -> float:
-    """efficiency.attention_decode_time_s for one point; see its docstring for the formula."""
+    """attention_kernels.attention_decode_time_s for one point (formula: its docstring)."""
     s = maximum(streams, 1e-9)
     t_math = flops / (peak_flops_per_s * eta_compute)
     t_mem = bytes_moved * (1.0 + curve.streams_half / s) / (bw_bytes_per_s * curve.eta_memory)
@@ -158,7 +154,7 @@ def prefill_attention_time_one(
     layers: float = 1.0,
     rows: float = 0.0,
 ) -> float:
-    """efficiency.prefill_attention_time_s for one point; see its docstring for the formula."""
+    """attention_kernels.prefill_attention_time_s for one point (formula: its docstring)."""
     s = maximum(prompt, 1.0)
     t_math = flops * (1.0 + curve.s_half / s) / (peak_flops_per_s * curve.eta_max)
     fixed = curve.latency_s * layers
@@ -174,7 +170,7 @@ def prefill_attention_time_one(
 
 
 def step_time_one(t_gpu_s: float, layers: int, engine: EngineProfile | None, phase: str) -> float:
-    """efficiency.step_time_s for one point; see its docstring for the formula."""
+    """hostcost.step_time_s for one point; see its docstring for the formula."""
     if engine is None:
         return t_gpu_s
     n_k = engine.kernels_per_layer * layers

@@ -39,9 +39,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.acceptance import TREE_TOPK, expected_tokens_per_round, tree_tokens_per_round
-from roofline.efficiency import EngineProfile
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
+from roofline.hostcost import EngineProfile
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, decode

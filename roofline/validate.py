@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from roofline.efficiency import Calibration
+from roofline.calibration import Calibration
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.layout import links_of

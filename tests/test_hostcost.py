@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.crossval import Base, fit, slope_evidence
-from roofline.hostcost import EngineHost, per_seq_host_s
+from roofline.hostcost import EngineProfile, per_seq_host_s
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.validate import Case
 
 
 def test_per_seq_host_by_hand():
-    p = EngineHost("x", 0.0, 0.0, 0.0, 1.0, cpu_per_seq_s=(("amd", 70e-6),))
+    p = EngineProfile("x", 0.0, 0.0, 0.0, 1.0, cpu_per_seq_s=(("amd", 70e-6),))
     # 70 µs × 64 sequences = 4.48 ms on the named family; any other family pays nothing
     assert per_seq_host_s(p, 64, "amd") == pytest.approx(4.48e-3)
     got = per_seq_host_s(p, np.array([1.0, 128.0]), "amd")
@@ -30,7 +30,7 @@ def test_per_seq_host_by_hand():
 def _eff(cat, c_s: float):
     hw = cat.accelerator("h100")
     vllm = cat.engines["vllm"]
-    prof = EngineHost(**{**vllm.__dict__, "cpu_per_seq_s": ((hw.efficiency.family, c_s),)})
+    prof = EngineProfile(**{**vllm.__dict__, "cpu_per_seq_s": ((hw.efficiency.family, c_s),)})
     return hw, replace(hw.efficiency, engines={**hw.efficiency.engines, "vllm": prof})
 
 

@@ -1,6 +1,7 @@
-"""The kernel-curve forms of roofline/efficiency.py against hand-derived cases: wave quantisation
-of a tile grid (NVIDIA, "Matrix Multiplication Background User's Guide"), split-K, grouped GEMMs
-and the split-KV decode-attention limit. Every expected value is worked out in the comments."""
+"""The kernel-curve forms of roofline/efficiency.py and roofline/attention_kernels.py against
+hand-derived cases: wave quantisation of a tile grid (NVIDIA, "Matrix Multiplication Background
+User's Guide"), split-K, grouped GEMMs and the split-KV decode-attention limit. Every expected
+value is worked out in the comments."""
 
 import math
 
@@ -9,13 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.efficiency import (
-    AttentionCurve,
-    GemmCurve,
-    attention_decode_time_s,
-    gemm_time_s,
-    wave_quantisation,
-)
+from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
+from roofline.efficiency import GemmCurve, gemm_time_s, wave_quantisation
 
 TILED = GemmCurve(eta_max=0.5, eta_memory=1.0, tile_m=128, tile_n=128, sm_count=100)
 

@@ -178,8 +178,10 @@ AMOUNT = st.one_of(st.floats(0.0, 1e18), st.just(math.inf), st.just(math.nan))
 def test_point_kernels_are_the_array_functions(
     cat, pick, flops, moved, m, n, kernels, groups, kv_heads
 ):
-    """pointkernels' float twins give, bit for bit, what efficiency.py's array functions give on
-    0-d arrays, for every kernel set's GEMM and attention curves (NaN, inf and zero sizes too)."""
+    """pointkernels' float twins give, bit for bit, what efficiency.py's and attention_kernels.py's
+    array functions give on 0-d arrays, for every kernel set's GEMM and attention curves (NaN,
+    inf and zero sizes too)."""
+    from roofline import attention_kernels as attn
     from roofline import efficiency as eff
     from roofline import pointkernels as pk
 
@@ -198,7 +200,7 @@ def test_point_kernels_are_the_array_functions(
     if ks.decode_attention is not None:
         c = ks.decode_attention
         with np.errstate(all="ignore"):
-            want = eff.attention_decode_time_s(
+            want = attn.attention_decode_time_s(
                 a(flops), a(moved), peak, bw, c, 0.7, a(rows), a(streams), kernels, kv_heads
             )
         got = pk.attention_decode_time_one(
@@ -208,7 +210,7 @@ def test_point_kernels_are_the_array_functions(
     if ks.prefill_attention is not None:
         c = ks.prefill_attention
         with np.errstate(all="ignore"):
-            want = eff.prefill_attention_time_s(
+            want = attn.prefill_attention_time_s(
                 a(flops), a(moved), a(m), peak, bw, c, 0.8, kernels, a(rows)
             )
         got = pk.prefill_attention_time_one(flops, moved, m, peak, bw, c, 0.8, kernels, rows)

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from roofline.efficiency import EngineProfile
+from roofline.hostcost import EngineProfile
 from roofline.ops import Deployment
 from roofline.speculative import host_draft_steps, spec_host_time_s, speculate
 

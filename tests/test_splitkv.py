@@ -1,13 +1,15 @@
-"""FlashAttention-2's split-KV rule (roofline/splitkv.py), its decode-attention form and the
-large-M GEMM step (roofline/efficiency.py), against hand-derived cases. Every expected value is
-worked out in the comments from flash_api.cpp's num_splits_heuristic, not from the code."""
+"""FlashAttention-2's split-KV rule (roofline/splitkv.py), its decode-attention form
+(roofline/attention_kernels.py) and the large-M GEMM step (roofline/efficiency.py), against
+hand-derived cases. Every expected value is worked out in the comments from flash_api.cpp's
+num_splits_heuristic, not from the code."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.efficiency import AttentionCurve, GemmCurve, attention_decode_time_s, gemm_time_s
+from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
+from roofline.efficiency import GemmCurve, gemm_time_s
 from roofline.splitkv import fa2_num_splits
 
 

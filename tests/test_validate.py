@@ -64,7 +64,7 @@ def test_catalog_figures_come_from_the_calibration(cat):
             assert cat.engines[name].cpu_step_s == pytest.approx(round(value * 1e6) * 1e-6), key
         elif kind == "seq":
             engine, _, fam = name.partition(":")
-            got = dict(getattr(cat.engines[engine], "cpu_per_seq_s", ())).get(fam, 0.0)
+            got = dict(cat.engines[engine].cpu_per_seq_s).get(fam, 0.0)
             assert got == pytest.approx(round(value * 1e6) * 1e-6), key
         elif kind in ("compute", "memory", "memory_weight_only", "compute_weight_only"):
             eff = cat.families[name].efficiency

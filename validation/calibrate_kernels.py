@@ -1,5 +1,5 @@
 # ruff: noqa: C408
-"""Fit the per-op kernel curves of roofline/efficiency.py to measured kernel timings.
+"""Fit the per-op kernel curves (roofline/efficiency.py, attention_kernels.py) to kernel timings.
 
 Data: NVIDIA's aiconfigurator-core 0.12.0 (Apache-2.0), which ships measured kernel latencies as
 parquet files under aiconfigurator_core/systems/data/<chip>/<op>/<engine>/<version>/. Run on demand
@@ -11,7 +11,8 @@ matplotlib); roofline never imports this package. Writes
   (tests/test_efficiency.py checks the model reproduces them, without the package);
 - docs/kernel_efficiency.svg: GEMM efficiency against M per dtype and group.
 
-Fitted forms (see roofline/efficiency.py for the formulas and their sources):
+Fitted forms (see roofline/efficiency.py and roofline/attention_kernels.py for the formulas and
+their sources):
 - GEMM: t = t0 + max(F·(1 + M½/(M+16))·(1 + N½/N) / (P·η_max·u) + w·t_w, Q / (W·η_mem)) per
   dtype, with u and w the wave quantisation of a t_m × t_n tile grid over the SMs (split-K up to
   s_max); the tile, s_max (and t_m = 0: no tile grid) are picked from a small grid per dtype;
@@ -415,7 +416,7 @@ def fit_prefill_attention(df, peak, sms):
 
 
 def decode_attention_model(x, kv_bytes, rows, streams, bw, sms, split_bytes, min_group):
-    """roofline/efficiency.py attention_decode_time_s for one layer, bf16 KV, memory side:
+    """roofline/attention_kernels.py attention_decode_time_s for one layer, bf16 KV, memory side:
     t0 + rows·t_row + S·t_S + max(KV(1 + S½/S)/(W·η), w·(q/p)/B_cta)."""
     t0, t_row, eta, t_s, b_cta, s_half = (
         np.exp(x[0]),
@@ -438,10 +439,10 @@ FA2_START = (np.log(2e-6), np.log(5e-6), np.log(3e-6))  # t_swap, t_copy, t_comb
 
 
 def decode_attention_fa2_model(x, kv_bytes, rows, streams, kv_heads, bw, sms):
-    """roofline/efficiency.py attention_decode_time_s, split_rule fa2, one layer, bf16 KV:
+    """roofline/attention_kernels.py attention_decode_time_s, split_rule fa2, one layer, bf16 KV:
     t0 + rows·t_row + S·t_S + [g ≥ 2](t_swap + t_copy·[b ≥ 2, K ≥ 2] + t_comb·[p > 1])
     + max(KV(1 + S½/S)/(W·η), w·(q/p)/B_cta), p from FA2's num_splits_heuristic."""
-    from roofline.efficiency import AttentionCurve, attention_decode_time_s
+    from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
 
     curve = AttentionCurve(
         eta_memory=x[2],
