@@ -253,7 +253,7 @@ def render() -> str:
     cat, full, loso, never = run()
     public = {c.id for c in load_cases(ROOT / "validation/public_cases.yaml")}
     pub = [r for r in loso if r.base.case.id in public]
-    groups = {"public": pub, "public + extra": loso}
+    groups = {"public": pub, "public + extra + levers GGUF decode": loso}
     for regime in ("decode", "ttft", "throughput"):
         groups[f"public, {regime}"] = [r for r in pub if r.base.regime == regime]
     for fam in dict.fromkeys(r.base.family for r in loso):
