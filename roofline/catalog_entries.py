@@ -45,6 +45,7 @@ _EFFICIENCY_KEYS = {
     "memory": (NUM, False),
     "memory_weight_only": (NUM, False),
     "compute_weight_only": (NUM, False),
+    "alu_weight_only": (NUM, False),
     "step_overhead_us": (NUM, False),
     "cases": (int, False),
     "error_band": (NUM, False),
@@ -156,7 +157,13 @@ def _domain(where: str, value: int | None) -> int | None:
 
 def _efficiency(where: str, data: Any) -> Efficiency:
     e = _check(where, data, _EFFICIENCY_KEYS)
-    for key in ("compute", "memory", "memory_weight_only", "compute_weight_only"):
+    for key in (
+        "compute",
+        "memory",
+        "memory_weight_only",
+        "compute_weight_only",
+        "alu_weight_only",
+    ):
         if key in e and not 0 < e[key] <= 1:
             raise CatalogError(f"{where}: key '{key}' must be in (0, 1], got {e[key]}")
     wo = e.get("memory_weight_only")
@@ -166,6 +173,7 @@ def _efficiency(where: str, data: Any) -> Efficiency:
         memory=float(e.get("memory", 1.0)),
         memory_weight_only=None if wo is None else float(wo),
         compute_weight_only=None if cwo is None else float(cwo),
+        alu_weight_only=None if e.get("alu_weight_only") is None else float(e["alu_weight_only"]),
         step_overhead_s=float(e.get("step_overhead_us", 0.0)) * US,
         source=e["source"],
         cases=int(e.get("cases", 0)),

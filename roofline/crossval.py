@@ -29,9 +29,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from roofline.gemvalu import gemv_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.precision import engine_weight_format, weight_format
+from roofline.roofline import op_time_s
 from roofline.validate import METRICS, Case, base_times, case_engine, evaluate, metric_value
 
 CPU_GRID_S = np.arange(0.0, 4001e-6, 25e-6)
@@ -43,6 +45,7 @@ ETA_GRID_OF = {
     "memory_weight_only": ETA_GRID,
     "compute": ETA_GRID,
     "compute_weight_only": np.round(np.arange(0.05, 0.901, 0.01), 2),
+    "alu_weight_only": np.round(np.arange(0.05, 1.001, 0.01), 2),
 }
 
 
@@ -67,6 +70,11 @@ class Base:
     catalog_expected: float  # the expected metric under the catalog as shipped (the full fit)
     compute_dtype: str = ""  # the dtype its matmuls run in (int8 for llama.cpp's MMQ)
     block_kernels: bool = False  # its weights run through GGUF block kernels (compute share)
+    # decode: its block linears' expected time, their memory roofline and mat-vec ALU time at
+    # η = 1 (roofline/gemvalu.py); predict() takes max(memory / η_m, ALU / η_alu) for them
+    t_block0_s: float = 0.0
+    t_block_mem0_s: float = 0.0
+    t_block_alu0_s: float = 0.0
 
 
 def source_group(case: Case, by_id: dict[str, Case]) -> str:
@@ -100,14 +108,31 @@ def make_bases(
         eff = _no_cpu(hw.efficiency)
         if eff.kernels is None:  # the scalar shares are fitted: evaluate at 1, scale by 1/η
             eff = replace(
-                eff, compute=1.0, memory=1.0, memory_weight_only=1.0, compute_weight_only=1.0
+                eff,
+                compute=1.0,
+                memory=1.0,
+                memory_weight_only=1.0,
+                compute_weight_only=1.0,
+                alu_weight_only=1.0,
             )
-        _, replicas, batch, p, d = base_times(c, model, hw, eff, name)
+        dep, replicas, batch, p, d = base_times(c, model, hw, eff, name)
         peaks = hw.peak_flops_per_s  # as phases.engine_deployment: curves keep 16-bit compute
         if hw.efficiency.kernels is not None:
             peaks = {k: v for k, v in peaks.items() if k != "int8"}
         fmt = engine_weight_format(weight_format(c.weights), name, hw.vendor, peaks)
         wo, blocks = fmt.weight_only, fmt.block_kernels
+        t_blk = t_mem = t_alu = 0.0
+        if eff.kernels is None and fmt.alu_flops > 0:
+            w, peak32 = hw.memory_bandwidth_bytes_per_s, hw.peak_flops_per_s.get("fp32", 0.0)
+            for r in d.ops:
+                o = r.op
+                if not o.quantized or o.is_collective:
+                    continue
+                bpv = dep.linear_bits / 8.0
+                a = gemv_alu_time_s(o.flops, o.weight_bytes, bpv, fmt.alu_flops, peak32)
+                t_alu += float(np.mean(a))
+                t_mem += float(np.mean(op_time_s(o.flops, o.bytes, hw.peak(p.compute_dtype), w)))
+                t_blk += float(np.mean(r.t_expected_s))
         regime = METRICS[c.metric][0]
         ideal = metric_value(c, float(p.t_ideal_s), float(d.t_ideal_s), replicas, batch)
         out.append(
@@ -129,6 +154,9 @@ def make_bases(
                 shipped,
                 p.compute_dtype,
                 blocks,
+                t_blk,
+                t_mem,
+                t_alu,
             )
         )
     return out
@@ -153,8 +181,11 @@ def predict(b: Base, params: dict[str, float]) -> float:
         eta_c = params.get(f"{ckey}:{b.family}", b.eta_compute0)
         key = "memory_weight_only" if b.weight_only else "memory"
         eta_m = params.get(f"{key}:{b.family}", b.eta_memory0)
+        eta_a = params.get(f"alu_weight_only:{b.family}", 1.0)
         t_p = b.t_prefill0_s * b.eta_compute0 / eta_c + cpu
-        t_d = b.t_decode0_s * b.eta_memory0 / eta_m + cpu
+        scale = b.eta_memory0 / eta_m
+        t_blk = max(b.t_block_mem0_s * scale, b.t_block_alu0_s / eta_a)
+        t_d = (b.t_decode0_s - b.t_block0_s) * scale + t_blk + cpu
     return metric_value(b.case, t_p, t_d, b.replicas, b.batch)
 
 
@@ -188,8 +219,49 @@ def fit(bases: list[Base], fallback: dict[str, float]) -> dict[str, float]:
                 plain = {"memory_weight_only": "memory", "compute_weight_only": "compute"}
                 default = params[f"{plain[key]}:{fam}"] if key in plain else fallback["compute"]
                 params[f"{key}:{fam}"] = default
+    _fit_alu(bases, params)
     _borrow_dequant_compute(bases, params)
     return params
+
+
+def _grid_fit(fb: list[Base], params: dict[str, float], key: str, prefer: float) -> float:
+    """The share of `key` on its grid minimising the loss of `fb`; ties (the share does not bind)
+    go to the value nearest `prefer`."""
+    return min(
+        (round(_loss(fb, {**params, key: e}), 12), abs(e - prefer), e)
+        for e in ETA_GRID_OF[key.split(":")[0]]
+    )[2]
+
+
+def _fit_alu(bases: list[Base], params: dict[str, float]) -> None:
+    """η_alu of llama.cpp's block mat-vec kernels per family, on its GGUF decode cases, by
+    coordinate descent with the weight-only memory share fitted on the same cases (ties: the
+    ALU share that does not bind, the memory share nearest the plain one); families without
+    such cases borrow the median fitted for the same backend (compute dtype: int8 = CUDA MMQ,
+    fp16 = Metal), else keep the plain compute share."""
+    fitted: dict[str, list[float]] = {}
+    for fam in sorted({b.family for b in bases if not b.curves}):
+        fb = [b for b in bases if b.family == fam and b.regime == "decode" and b.block_kernels]
+        if not fb:
+            continue
+        ka, km = f"alu_weight_only:{fam}", f"memory_weight_only:{fam}"
+        params[ka] = 1.0
+        for _ in range(3):
+            params[ka] = _grid_fit(fb, params, ka, 1.0)
+            mine = [b for b in bases if b.family == fam and b.regime == "decode" and b.weight_only]
+            params[km] = _grid_fit(mine, params, km, params[f"memory:{fam}"])
+        fitted.setdefault(fb[0].compute_dtype, []).append(params[ka])
+    for dtype, shares in fitted.items():
+        params[f"alu_weight_only@{dtype}"] = float(np.median(shares))
+    for fam in sorted({b.family for b in bases if not b.curves}):
+        if f"alu_weight_only:{fam}" in params:
+            continue
+        dtypes = {b.compute_dtype for b in bases if b.family == fam and b.block_kernels}
+        shares = [
+            params[f"alu_weight_only@{d}"] for d in dtypes if f"alu_weight_only@{d}" in params
+        ]
+        plain = params.get(f"compute:{fam}", 1.0)
+        params[f"alu_weight_only:{fam}"] = float(np.median(shares)) if shares else plain
 
 
 def slope_evidence(mine: list[Base]) -> bool:
@@ -287,6 +359,8 @@ def _fill_absent(
         out[f"compute_weight_only:{fam}"] = (
             float(np.median(shares)) if shares else fallback["compute"]
         )
+        alu = [out[f"alu_weight_only@{d}"] for d in dtypes if f"alu_weight_only@{d}" in out]
+        out[f"alu_weight_only:{fam}"] = float(np.median(alu)) if alu else fallback["compute"]
     return out
 
 

@@ -49,6 +49,7 @@ class Efficiency:
     source: str = "uncalibrated default (speed of light)"
     memory_weight_only: float | None = None  # matmuls on weight-only quantised weights (int4, q4_0)
     compute_weight_only: float | None = None  # compute share of GGUF block kernels (MMQ, Metal)
+    alu_weight_only: float | None = None  # ALU share of GGUF mat-vec kernels (roofline/gemvalu.py)
     kernels: KernelSet | None = None  # per-op curves of the accelerator's GPU generation
     engines: Mapping[str, EngineProfile] = field(default_factory=dict)  # per-step host costs
     family: str = ""  # the hardware family whose figures these are (set by the catalog)
@@ -69,8 +70,14 @@ class Efficiency:
         peak than plain GEMMs; the plain share when the family has no figure."""
         return self.compute if self.compute_weight_only is None else self.compute_weight_only
 
+    @property
+    def alu_dequant(self) -> float:
+        """Share of the FP32 ALU peak llama.cpp's block-dequantising mat-vec kernels reach
+        (roofline/gemvalu.py); the plain compute share when the family has no figure."""
+        return self.compute if self.alu_weight_only is None else self.alu_weight_only
+
     def __post_init__(self) -> None:
-        for name in ("compute", "memory", "memory_dequant", "compute_dequant"):
+        for name in ("compute", "memory", "memory_dequant", "compute_dequant", "alu_dequant"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise InputError(f"efficiency {name} must be in (0, 1], got {value}")

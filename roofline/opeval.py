@@ -37,6 +37,7 @@ from roofline.efficiency import (
     prefill_attention_time_s,
     scaled,
 )
+from roofline.gemvalu import op_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.memo import cached_by_identity
 from roofline.ops import Deployment, Op
@@ -178,6 +179,7 @@ class _OpPlan:
     n: float = math.inf
     kernels: float = 1.0
     groups: float = 1.0  # expert groups a GEMM spans (inf for GROUPED_OPS: tile padding only)
+    alu: bool = False  # SHARES: a block-kernel linear with a mat-vec ALU floor (gemvalu.py)
 
 
 def _plan(
@@ -212,7 +214,8 @@ def _plan(
             eta_m = eff.memory_dequant if dequant else eff.memory
             blocks = op.quantized and dep.weights.block_kernels
             eta_c = eff.compute_dequant if blocks else eff.compute
-            out.append(_OpPlan(**common, how=SHARES, eta=eta_m, eta_compute=eta_c))
+            alu = op.quantized and dep.weights.alu_flops > 0
+            out.append(_OpPlan(**common, how=SHARES, eta=eta_m, eta_compute=eta_c, alu=alu))
             continue
         eta = 0.0
         if op.kind == "matmul":
@@ -303,10 +306,14 @@ def evaluate_point(
             elif how == SHARES:
                 pad = expert_padding(op, dep)
                 t_exp = op_time_one(f * pad, q, pe * p.eta_compute, w * p.eta)
+                if p.alu:
+                    t_exp = max(t_exp, float(op_alu_time_s(op, dep, hw, eff.alu_dequant)))
         except ZeroDivisionError:  # where numpy gives inf or NaN: the array functions
             t_ideal, t_exp = op_time_s(f, q, p.peak, w), None
             if how == SHARES:
                 t_exp = op_time_s(f * expert_padding(op, dep), q, pe, w, p.eta_compute, p.eta)
+                if p.alu:
+                    t_exp = np.maximum(t_exp, op_alu_time_s(op, dep, hw, eff.alu_dequant))
         if t_exp is None:
             t_exp = expected_op_s(op, p.dtype, pe)
         intensity = intensity_one(f, q)

@@ -30,6 +30,7 @@ from roofline.efficiency import (
     step_time_s,
 )
 from roofline.errors import InputError
+from roofline.gemvalu import op_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.hostcost import per_seq_host_s
 from roofline.layout import distinct_stages, links_of, pipeline_time_s
@@ -194,6 +195,8 @@ def _evaluate(
             )
             f_exp = op.flops * expert_padding(op, dep)  # engine tiles padding routed experts
             t_exp = op_time_s(f_exp, op.bytes, peak_exp, w, eta_c, eta_m)
+            if op.quantized and dep.weights.alu_flops > 0:  # block mat-vec ALU (gemvalu.py)
+                t_exp = np.maximum(t_exp, op_alu_time_s(op, dep, hw, eff.alu_dequant))
         else:
             t_exp = expected_op_s(op, hw, dep, eff, op_dtype, peak_exp, name, attn_shape)
         results.append(

@@ -23,6 +23,7 @@ from collections.abc import Container
 from dataclasses import dataclass, replace
 
 from roofline.errors import InputError
+from roofline.gemvalu import alu_flops_per_weight
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Format:
     note: str
     expert_tile: int = 0  # rows each expert's GEMM is padded to (engine kernels; 0 = none)
     block_kernels: bool = False  # run by an engine's own block-dequantising kernels (GGUF)
+    alu_flops: float = 0.0  # FP32-FLOP equivalents per weight per column of its mat-vec kernel
 
     @property
     def bytes_per_value(self) -> float:
@@ -124,14 +126,20 @@ def engine_weight_format(fmt: Format, engine: str, vendor: str, peaks: Container
     128 rows in MMQ (mmq_x up to 128 on tensor-core GPUs, chosen from the step's rows: mmq.cuh
     mul_mat_q_case), 32 in Metal's kernel_mul_mm_id (its 64 x 32 simdgroup tile) [uncertain]
     (closedform.expert_tile_padding; counted for steps of at least one full tile, opeval).
+    Their mat-vec kernels (decode) cost `alu_flops` FP32-FLOP equivalents per weight per column
+    (roofline/gemvalu.py, counted from the Metal and CUDA kernels).
     Other engines keep the format as it is."""
     if engine != "llamacpp" or (fmt.name not in GGUF_FORMATS and fmt.name != "mxfp4"):
         return fmt
     mmq = vendor == "nvidia" and "int8" in peaks
     compute, tile = ("int8", MMQ_TILE_ROWS) if mmq else ("fp16", METAL_TILE_ROWS)
-    if fmt.compute == compute and fmt.weight_only and fmt.expert_tile == tile and fmt.block_kernels:
+    alu = alu_flops_per_weight(fmt.name, vendor)
+    same = fmt.compute == compute and fmt.expert_tile == tile and fmt.alu_flops == alu
+    if same and fmt.weight_only and fmt.block_kernels:
         return fmt
-    return replace(fmt, compute=compute, weight_only=True, expert_tile=tile, block_kernels=True)
+    return replace(
+        fmt, compute=compute, weight_only=True, expert_tile=tile, block_kernels=True, alu_flops=alu
+    )
 
 
 MMQ_TILE_ROWS = 128  # llama.cpp CUDA MMQ: widest column tile (mmq.cuh, get_mmq_x_max_host)

@@ -192,7 +192,9 @@ def other_sets(cat) -> str:
         viol = sum(ratio > 1 + 1e-9 for _, ratio, _ in got)
         fitted = (
             "the speculative cases are in-sample for the engines' speculative host cost, "
-            "see the section below for their out-of-sample errors; the others are out-of-sample"
+            "see the section below for their out-of-sample errors; the single-device llama.cpp "
+            "GGUF decode rows are fitted cases (the ALU share of the block mat-vec kernels, "
+            "listed with their out-of-sample errors above); the others are out-of-sample"
             if "levers" in rel
             else "out-of-sample except the wmx-l4 rows: their sweep's concurrency-1 TTFT set "
             "vLLM's request_latency_us in hardware/engines.yaml (the other rows of that source "
@@ -251,7 +253,7 @@ def render() -> str:
     cat, full, loso, never = run()
     public = {c.id for c in load_cases(ROOT / "validation/public_cases.yaml")}
     pub = [r for r in loso if r.base.case.id in public]
-    groups = {"public": pub, "public + extra": loso}
+    groups = {"public": pub, "public + extra + levers GGUF decode": loso}
     for regime in ("decode", "ttft", "throughput"):
         groups[f"public, {regime}"] = [r for r in pub if r.base.regime == regime]
     for fam in dict.fromkeys(r.base.family for r in loso):

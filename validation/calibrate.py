@@ -32,6 +32,25 @@ CASE_FILES = ("validation/public_cases.yaml", "validation/extra_cases.yaml")
 HELD_OUT = "validation/heldout_cases.yaml"
 
 
+def gguf_decode_levers() -> list:
+    """The plain llama.cpp GGUF decode rows of validation/levers_cases.yaml (one device, no
+    speculation, no offload): the only cases whose chips differ in FP32 rate per byte of
+    bandwidth (M1 Max 26 FLOP/B against ~34 on the M2-M4 chips of the public cases), so the only
+    ones that pin the ALU share of llama.cpp's block mat-vec kernels (roofline/gemvalu.py).
+    They join the fit and its leave-one-source-out like the other fitted cases."""
+    from roofline.precision import GGUF_FORMATS
+
+    return [
+        c
+        for c in load_cases(ROOT / LEVER_CASES)
+        if c.speculative is None
+        and c.offload is None
+        and c.gpus == 1
+        and c.metric == "decode_tokens_per_s_per_user"
+        and c.weights in GGUF_FORMATS
+    ]
+
+
 def fallback_shares(cat: Catalog) -> dict[str, float]:
     """What a family without a training case borrows: the median over the kernel groups of the
     16-bit GEMM plateau (η_max) and weight-streaming (η_mem) shares."""
@@ -45,7 +64,7 @@ def fallback_shares(cat: Catalog) -> dict[str, float]:
 def run(cat: Catalog | None = None):
     """(catalog, fit on all cases, leave-one-source-out results, held-out results)."""
     cat = cat or load_catalog()
-    cases = [c for f in CASE_FILES for c in load_cases(ROOT / f)]
+    cases = [c for f in CASE_FILES for c in load_cases(ROOT / f)] + gguf_decode_levers()
 
     def lookup(c):
         return cat.model(c.model), cat.accelerator(c.hardware)
@@ -92,7 +111,8 @@ def write(cat: Catalog, full: dict[str, float], loso: list[CrossResult], bases: 
     for fam in cat.families:
         n, band = b[fam]
         block = rf"(- id: {re.escape(fam)}\n(?:  .*\n)*?)"
-        for key in ("compute", "memory", "memory_weight_only", "compute_weight_only"):
+        keys = ("compute", "memory", "memory_weight_only", "compute_weight_only", "alu_weight_only")
+        for key in keys:
             if f"{key}:{fam}" in full:
                 text = re.sub(
                     block + rf"(    {key}: )[0-9.]+",
