@@ -52,16 +52,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-# Moved to their own modules and re-exported here only for callers this refactor could not edit
-# (roofline/opeval.py, roofline/phases.py, roofline/cli/convert.py): new code imports them from
-# roofline.attention_kernels, roofline.calibration and roofline.hostcost.
-from roofline.attention_kernels import AttentionCurve as AttentionCurve
-from roofline.attention_kernels import PrefillAttentionCurve as PrefillAttentionCurve
-from roofline.attention_kernels import attention_decode_time_s as attention_decode_time_s
-from roofline.attention_kernels import prefill_attention_time_s as prefill_attention_time_s
-from roofline.calibration import Calibration as Calibration
-from roofline.calibration import calibration_of as calibration_of
-from roofline.hostcost import step_time_s as step_time_s
 from roofline.tilerules import rule_tiles
 
 FloatArray = np.ndarray

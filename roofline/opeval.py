@@ -22,19 +22,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.attention_kernels import (
+    AttentionCurve,
+    PrefillAttentionCurve,
+    attention_decode_time_s,
+    prefill_attention_time_s,
+)
 from roofline.closedform import expert_tile_padding
 from roofline.efficiency import (
     GROUPED_OPS,
     KERNELS_PER_OP,
-    AttentionCurve,
     GemmCurve,
     MoeCurve,
-    PrefillAttentionCurve,
-    attention_decode_time_s,
     dequant_time_s,
     gemm_time_s,
     moe_time_s,
-    prefill_attention_time_s,
     scaled,
 )
 from roofline.gemvalu import op_alu_time_s

@@ -24,15 +24,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.efficiency import (
-    Calibration,
-    calibration_of,
-    step_time_s,
-)
+from roofline.calibration import Calibration, calibration_of
 from roofline.errors import InputError
 from roofline.gemvalu import op_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
-from roofline.hostcost import per_seq_host_s
+from roofline.hostcost import per_seq_host_s, step_time_s
 from roofline.layout import distinct_stages, links_of, pipeline_time_s
 from roofline.memo import cached_by_identity
 from roofline.memory import ENGINES

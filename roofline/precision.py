@@ -120,8 +120,6 @@ def engine_weight_format(fmt: Format, engine: str, vendor: str, peaks: Container
     - Metal and elsewhere: the blocks are dequantised to half in the kernel and multiplied in
       FP16 (ggml-metal.metal kernel_mul_mm: simdgroup half matrices): the format's FP16 path,
       weight-only (MXFP4 too).
-    if engine != "llamacpp" or (fmt.name not in GGUF_FORMATS and fmt.name != "mxfp4"):
-        return fmt
     Routed experts (mul_mat_id) run one GEMM per expert whose rows are padded to whole tiles:
     128 rows in MMQ (mmq_x up to 128 on tensor-core GPUs, chosen from the step's rows: mmq.cuh
     mul_mat_q_case), 32 in Metal's kernel_mul_mm_id (its 64 x 32 simdgroup tile) [uncertain]

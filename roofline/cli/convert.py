@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline.efficiency import Calibration
+from roofline.calibration import Calibration
 from roofline.hardware import Accelerator, Efficiency, Tier
 from roofline.memory import kv_bytes_per_token
 from roofline.model import ModelArch
