@@ -19,6 +19,7 @@ Nothing changes between events (an arrival that can be admitted, a prompt finish
 sequence finishing, the KV budget running out), so the simulation advances in spans of many
 identical steps: the decode contexts grow by one token per step, which StepModel integrates in
 closed form. The cliff (roofline.serving.cliff) is this model with every request at t = 0.
+The API server's queue is roofline.serving.apiserver, the record of a run roofline.serving.trace.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections import deque
-from dataclasses import dataclass
 from heapq import heappop, heappush
 
 import numpy as np
@@ -35,48 +35,7 @@ from roofline.errors import InputError
 from roofline.serving.apiserver import ApiQueue
 from roofline.serving.policy import EngineRules, Frontend
 from roofline.serving.steps import StepModel
-
-
-@dataclass(frozen=True)
-class Trace:
-    """What happened to every request, and time integrals of the engine's state."""
-
-    arrival_s: np.ndarray
-    admitted_s: np.ndarray  # first admission (end of queueing)
-    first_token_s: np.ndarray
-    finish_s: np.ndarray
-    prompts: np.ndarray
-    outputs: np.ndarray
-    itl_s: np.ndarray  # inter-token gaps (values)
-    itl_weight: np.ndarray  # how many gaps have each value
-    preemptions: int
-    recomputed_tokens: int
-    swapped_bytes: float
-    busy_s: float
-    prefill_s: float
-    decode_s: float
-    preempt_s: float
-    active_integral: float  # ∫ active sequences dt
-    decoding_integral: float  # ∫ decoding sequences dt
-    waiting_integral: float  # ∫ queued requests dt
-    kv_block_integral: float  # ∫ KV blocks in use dt
-    peak_blocks: float
-    budget_blocks: int
-    makespan_s: float
-    sent_s: np.ndarray | None = None  # when the client sent each request (None: arrival_s)
-    latency_s: float = 0.0  # the front end's fixed path from a token to the client
-    first_wait_s: np.ndarray | None = None  # the first token's wait in the API server's queue
-    finish_wait_s: np.ndarray | None = None  # the last token's wait there
-
-    @property
-    def client_sent_s(self) -> np.ndarray:
-        """Send times as the client measures them (TTFT and E2E start here)."""
-        return self.arrival_s if self.sent_s is None else self.sent_s
-
-    @property
-    def served(self) -> np.ndarray:
-        """Requests that arrived (a closed loop stopped by a duration leaves the rest unsent)."""
-        return np.isfinite(self.arrival_s)
+from roofline.serving.trace import Trace
 
 
 def simulate_requests(
@@ -364,6 +323,11 @@ class _Sim:
         pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
         itl_v, itl_w = self.itl_v.append, self.itl_w.append
         streams = api.token_s > 0
+        # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
+        # unwindowed layer group)
+        groups = getattr(steps, "groups", None)
+        plain = steps.pp == 1 and groups is not None and len(groups) == 1 and groups[0][1] is None
+        kk, base = (groups[0][0], steps.base_s.tolist()) if plain else (0.0, [])
         while True:
             na = self.na
             if na < n and arr[na] <= self.now:
@@ -416,13 +380,22 @@ class _Sim:
             if k == 0:
                 self.preempt()
                 continue
-            t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
+            if plain and pf is None and n_dec:
+                t = t_dec = base[n_dec - 1] * k + kk * k * (total + n_dec * ((k - 1) / 2.0 - 1.0))
+                processed = None
+            else:
+                t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
             na = self.na
             if (
                 not waiting and len(active) < max_seqs and na < n and arr[na] < math.inf
             ):  # an arrival can be admitted: stop at the first step boundary after it
                 k_cut = max(1, math.ceil((arr[na] - self.now) * k / t))
-                if k_cut < k:
+                if k_cut < k and plain and pf is None:
+                    k = k_cut
+                    t = t_dec = base[n_dec - 1] * k + kk * k * (
+                        total + n_dec * ((k - 1) / 2.0 - 1.0)
+                    )
+                elif k_cut < k:
                     k = k_cut
                     t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
             acc["prefill"] += t - t_dec
