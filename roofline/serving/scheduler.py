@@ -171,22 +171,30 @@ class _Sim:
         acc["dec"] += n_dec * dt
         acc["kv"] += kv_blocks * dt
         wait = len(self.waiting) * dt
-        na, arr = self.na, self.arr
-        if na < self.n and arr[na] <= end:  # arrivals during the span queue for the rest of it
-            j = bisect_right(arr, end, na)
-            if j < len(self.arr_cum):
-                wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
-            else:  # closed loop: released arrivals are not in the prefix sums
-                wait += sum(end - a for a in arr[na:j])
-            self.waiting.extend(range(na, j))  # they wait from now on
-            self.na = j
-        acc["wait"] += wait
+        na = self.na
+        if na < self.n and self.arr[na] <= end:  # arrivals during the span queue for the rest
+            self.arrive(na, end, wait)
+        else:
+            acc["wait"] += wait
         self.now = end
+
+    def arrive(self, na: int, end: float, wait: float) -> None:
+        """Requests na… that arrived by `end` queue from their arrival (`wait`: the queue's time
+        over the span so far)."""
+        arr = self.arr
+        j = bisect_right(arr, end, na)
+        if j < len(self.arr_cum):
+            wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
+        else:  # closed loop: released arrivals are not in the prefix sums
+            wait += sum(end - a for a in arr[na:j])
+        self.waiting.extend(range(na, j))  # they wait from now on
+        self.na = j
+        self.acc["wait"] += wait
 
     def finish(self, r: int) -> None:
         now = self.now
         self.finish_s[r] = now
-        wait = self.finish_wait[r] = self.api.wait_s(now)
+        wait = self.finish_wait[r] = self.api.wait_s(now) if self.api.queues else 0.0
         self.active.remove(r)
         if self.next_release < self.n and now < self.release_until_s:
             # the client sees the end and sends the next
@@ -209,7 +217,8 @@ class _Sim:
             g = self.gen[r]
             if g == 0:
                 self.first_token_s[r] = now
-                self.first_wait[r] = self.api.wait_s(now)
+                if self.api.queues:
+                    self.first_wait[r] = self.api.wait_s(now)
             else:  # a recompute samples the next token: one more gap
                 self.itl_v.append(now - self.last_tok[r])
                 self.itl_w.append(1.0)
@@ -428,12 +437,24 @@ class _Sim:
                 if k > 1:
                     itl_v(t_step)
                     itl_w(float(n_dec * (k - 1)))
-            self.advance(t, n_dec, kv_mid)
+            # self.advance(t, n_dec, kv_mid), inline
+            now = self.now + t
+            acc["busy"] += t
+            acc["act"] += len(active) * t
+            acc["dec"] += n_dec * t
+            acc["kv"] += kv_mid * t
+            wait = len(waiting) * t
+            na = self.na
+            if na < n and arr[na] <= now:  # arrivals during the span queue for the rest of it
+                self.arrive(na, now, wait)
+            else:
+                acc["wait"] += wait
+            self.now = now
             if streams:
                 firsts = 0
                 if processed is not None:
                     firsts = sum(x == pf_left[r] for r, x in zip(pfr, processed, strict=True))
-                api.stream(self.now, t, n_dec * k + firsts, n_dec + firsts)
+                api.stream(now, t, n_dec * k + firsts, n_dec + firsts)
             if n_dec:
                 self.G = G = G + k
                 self.spans += 1
@@ -457,31 +478,11 @@ class _Sim:
                         self.last_tok[r] = self.now
                         self.finish(r)
         acc, f = self.acc, np.array
-        return Trace(
-            f(self.arr),
-            f(self.admitted_s),
-            f(self.first_token_s),
-            f(self.finish_s),
-            self.prompts_np,
-            self.outputs_np,
-            f(self.itl_v),
-            f(self.itl_w),
-            self.preemptions,
-            self.recomputed,
-            self.swapped_bytes,
-            acc["busy"],
-            acc["prefill"],
-            acc["decode"],
-            acc["preempt"],
-            acc["act"],
-            acc["dec"],
-            acc["wait"],
-            acc["kv"],
-            self.peak_blocks,
-            budget,
-            self.now,
-            f(self.sent),
-            self.api.latency_s,
-            f(self.first_wait),
-            f(self.finish_wait),
-        )
+        times = (f(self.arr), f(self.admitted_s), f(self.first_token_s), f(self.finish_s))
+        itl = (f(self.itl_v), f(self.itl_w))
+        keys = ("busy", "prefill", "decode", "preempt", "act", "dec", "wait", "kv")
+        counts = (self.preemptions, self.recomputed, self.swapped_bytes)
+        ends = (self.peak_blocks, budget, self.now, f(self.sent), self.api.latency_s)
+        waits = (f(self.first_wait), f(self.finish_wait))
+        sizes = (self.prompts_np, self.outputs_np)
+        return Trace(*times, *sizes, *itl, *counts, *(acc[k] for k in keys), *ends, *waits)
