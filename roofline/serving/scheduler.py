@@ -331,7 +331,8 @@ class _Sim:
         decoding, heap, fin = self.decoding, self.heap, self.fin
         pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
         itl_v, itl_w = self.itl_v.append, self.itl_w.append
-        streams = api.token_s > 0
+        t_out = api.token_s
+        streams = t_out > 0
         # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
         # unwindowed layer group)
         groups = getattr(steps, "groups", None)
@@ -454,7 +455,10 @@ class _Sim:
                 firsts = 0
                 if processed is not None:
                     firsts = sum(x == pf_left[r] for r, x in zip(pfr, processed, strict=True))
-                api.stream(now, t, n_dec * k + firsts, n_dec + firsts)
+                tokens = n_dec * k + firsts  # api.stream(now, t, tokens, n_dec + firsts), inline
+                if tokens > 0:
+                    backlog = max(api.busy_s - (now - t), 0.0) + tokens * t_out - t
+                    api.busy_s = now + max(backlog, (n_dec + firsts) * t_out)
             if n_dec:
                 self.G = G = G + k
                 self.spans += 1
