@@ -1,4 +1,4 @@
-"""The API server's queue (policy.Frontend request_s/token_s, scheduler._Sim.stream): values
+"""The API server's queue (policy.Frontend request_s/token_s, apiserver.ApiQueue): values
 derived by hand in the comments, and the single-server bound as a property."""
 
 from __future__ import annotations

@@ -48,8 +48,9 @@ from roofline.offload import LINK_PROTOCOL_EFFICIENCY
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.serving.attention_dp import colocated_prefill_s
-from roofline.serving.scheduler import Trace, simulate_requests
+from roofline.serving.scheduler import simulate_requests
 from roofline.serving.serve import Replica, ServeMetrics, Slo, metrics, run_replicas
+from roofline.serving.trace import Trace
 from roofline.serving.workload import Workload, with_rate
 
 

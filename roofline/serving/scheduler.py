@@ -19,6 +19,7 @@ Nothing changes between events (an arrival that can be admitted, a prompt finish
 sequence finishing, the KV budget running out), so the simulation advances in spans of many
 identical steps: the decode contexts grow by one token per step, which StepModel integrates in
 closed form. The cliff (roofline.serving.cliff) is this model with every request at t = 0.
+The API server's queue is roofline.serving.apiserver, the record of a run roofline.serving.trace.
 """
 
 from __future__ import annotations
@@ -26,56 +27,15 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections import deque
-from dataclasses import dataclass
 from heapq import heappop, heappush
 
 import numpy as np
 
 from roofline.errors import InputError
+from roofline.serving.apiserver import ApiQueue
 from roofline.serving.policy import EngineRules, Frontend
 from roofline.serving.steps import StepModel
-
-
-@dataclass(frozen=True)
-class Trace:
-    """What happened to every request, and time integrals of the engine's state."""
-
-    arrival_s: np.ndarray
-    admitted_s: np.ndarray  # first admission (end of queueing)
-    first_token_s: np.ndarray
-    finish_s: np.ndarray
-    prompts: np.ndarray
-    outputs: np.ndarray
-    itl_s: np.ndarray  # inter-token gaps (values)
-    itl_weight: np.ndarray  # how many gaps have each value
-    preemptions: int
-    recomputed_tokens: int
-    swapped_bytes: float
-    busy_s: float
-    prefill_s: float
-    decode_s: float
-    preempt_s: float
-    active_integral: float  # ∫ active sequences dt
-    decoding_integral: float  # ∫ decoding sequences dt
-    waiting_integral: float  # ∫ queued requests dt
-    kv_block_integral: float  # ∫ KV blocks in use dt
-    peak_blocks: float
-    budget_blocks: int
-    makespan_s: float
-    sent_s: np.ndarray | None = None  # when the client sent each request (None: arrival_s)
-    latency_s: float = 0.0  # the front end's fixed path from a token to the client
-    first_wait_s: np.ndarray | None = None  # the first token's wait in the API server's queue
-    finish_wait_s: np.ndarray | None = None  # the last token's wait there
-
-    @property
-    def client_sent_s(self) -> np.ndarray:
-        """Send times as the client measures them (TTFT and E2E start here)."""
-        return self.arrival_s if self.sent_s is None else self.sent_s
-
-    @property
-    def served(self) -> np.ndarray:
-        """Requests that arrived (a closed loop stopped by a duration leaves the rest unsent)."""
-        return np.isfinite(self.arrival_s)
+from roofline.serving.trace import Trace
 
 
 def simulate_requests(
@@ -121,15 +81,8 @@ class _Sim:
             self.next_release = min(closed_loop, n)
             arrival[self.next_release :] = math.inf
         self.sent = arrival.tolist()
-        self.latency = front.latency_s if front is not None else 0.0
-        self.t_in = front.request_s if front is not None else 0.0
-        self.t_out = front.token_s if front is not None else 0.0
-        self.fe_busy = 0.0  # when the API server clears the work it has been handed
-        if self.t_in > 0:  # the requests sent so far reach the engine one after another
-            free = 0.0
-            for i in range(self.next_release):
-                free = max(arrival[i], free) + self.t_in
-                arrival[i] = free
+        self.api = ApiQueue(front)
+        self.api.tokenize_sent(arrival, self.next_release)
         self.arr = arrival.tolist()
         self.first_wait = [0.0] * n
         self.finish_wait = [0.0] * n
@@ -218,39 +171,36 @@ class _Sim:
         acc["dec"] += n_dec * dt
         acc["kv"] += kv_blocks * dt
         wait = len(self.waiting) * dt
-        na, arr = self.na, self.arr
-        if na < self.n and arr[na] <= end:  # arrivals during the span queue for the rest of it
-            j = bisect_right(arr, end, na)
-            if j < len(self.arr_cum):
-                wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
-            else:  # closed loop: released arrivals are not in the prefix sums
-                wait += sum(end - a for a in arr[na:j])
-            self.waiting.extend(range(na, j))  # they wait from now on
-            self.na = j
-        acc["wait"] += wait
+        na = self.na
+        if na < self.n and self.arr[na] <= end:  # arrivals during the span queue for the rest
+            self.arrive(na, end, wait)
+        else:
+            acc["wait"] += wait
         self.now = end
 
-    def finish(self, r: int) -> None:
-        self.finish_s[r] = self.now
-        wait = self.finish_wait[r] = max(self.fe_busy - self.now, 0.0)
-        self.active.remove(r)
-        if self.next_release < self.n and self.now < self.release_until_s:
-            sent = self.now + wait + self.latency  # the client sees the end, sends the next
-            self.sent[self.next_release] = sent
-            # the API server parses and tokenizes it after the work still ahead of it
-            self.arr[self.next_release] = sent + max(self.fe_busy - sent, 0.0) + self.t_in
-            self.fe_busy = max(self.fe_busy, self.now) + self.t_in
-            self.next_release += 1
+    def arrive(self, na: int, end: float, wait: float) -> None:
+        """Requests na… that arrived by `end` queue from their arrival (`wait`: the queue's time
+        over the span so far)."""
+        arr = self.arr
+        j = bisect_right(arr, end, na)
+        if j < len(self.arr_cum):
+            wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
+        else:  # closed loop: released arrivals are not in the prefix sums
+            wait += sum(end - a for a in arr[na:j])
+        self.waiting.extend(range(na, j))  # they wait from now on
+        self.na = j
+        self.acc["wait"] += wait
 
-    def stream(self, t_span: float, tokens: float, last: float) -> None:
-        """The API server is handed `tokens` output tokens over the span that just ended
-        (`last` of them at its last step): a fluid first-come-first-served queue, so the
-        tokens of the last step are ready at the client after the backlog ahead of them."""
-        if self.t_out <= 0 or tokens <= 0:
-            return
-        start = self.now - t_span
-        backlog = max(self.fe_busy - start, 0.0) + tokens * self.t_out - t_span
-        self.fe_busy = self.now + max(backlog, last * self.t_out)
+    def finish(self, r: int) -> None:
+        now = self.now
+        self.finish_s[r] = now
+        wait = self.finish_wait[r] = self.api.wait_s(now) if self.api.queues else 0.0
+        self.active.remove(r)
+        if self.next_release < self.n and now < self.release_until_s:
+            # the client sees the end and sends the next
+            i = self.next_release
+            self.sent[i], self.arr[i] = self.api.resend(now, wait)
+            self.next_release = i + 1
 
     def swap_stall(self, r: int) -> None:
         moved = float(self.prompts[r] + self.gen[r]) * self.steps.kv_bytes_per_token
@@ -267,7 +217,8 @@ class _Sim:
             g = self.gen[r]
             if g == 0:
                 self.first_token_s[r] = now
-                self.first_wait[r] = max(self.fe_busy - now, 0.0)
+                if self.api.queues:
+                    self.first_wait[r] = self.api.wait_s(now)
             else:  # a recompute samples the next token: one more gap
                 self.itl_v.append(now - self.last_tok[r])
                 self.itl_w.append(1.0)
@@ -349,60 +300,84 @@ class _Sim:
         self.pf_left[victim] = 0
 
     # ---- the loop --------------------------------------------------------------------------
+    def prefill_only(self, pfr: list[int], lens: list[int], n_dec: int) -> None:
+        """A prefill-only step (non-chunked): whole prompts up to the token budget, at least
+        one; the decodes wait."""
+        cap_tokens, acc = self.rules.max_batched_tokens, self.acc
+        take, tokens = 0, 0
+        for x in lens:
+            if take and cap_tokens is not None and tokens + x > cap_tokens:
+                break
+            take, tokens = take + 1, tokens + x
+        t = self.steps.prefill_step_s(lens[:take])
+        re_tokens = sum(
+            x for x, r in zip(lens[:take], pfr[:take], strict=True) if self.recompute_pass[r]
+        )
+        acc["prefill"] += t
+        acc["preempt"] += t * re_tokens / tokens
+        kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
+        self.advance(t, 0, kv_now)
+        self.peak_blocks = max(self.peak_blocks, kv_now)
+        self.api.stream(self.now, t, take, take)
+        self.complete_prefill(pfr[:take])
+
     def run(self, release_until_s: float) -> Trace:
         self.release_until_s = release_until_s
         rules, steps, n, arr = self.rules, self.steps, self.n, self.arr
         blk, cap_tokens, budget = rules.block_tokens, rules.max_batched_tokens, rules.budget_blocks
-        acc = self.acc
+        max_seqs, chunked, capped = rules.max_seqs, rules.chunked_prefill, self.capped
+        acc, api, span_s = self.acc, self.api, steps.span_s
+        waiting, active, prefilling = self.waiting, self.active, self.prefilling
+        decoding, heap, fin = self.decoding, self.heap, self.fin
+        pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
+        itl_v, itl_w = self.itl_v.append, self.itl_w.append
+        t_out = api.token_s
+        streams = t_out > 0
+        # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
+        # unwindowed layer group)
+        groups = getattr(steps, "groups", None)
+        plain = steps.pp == 1 and groups is not None and len(groups) == 1 and groups[0][1] is None
+        kk, base = (groups[0][0], steps.base_s.tolist()) if plain else (0.0, [])
         while True:
-            if self.na < n and arr[self.na] <= self.now:
-                j = bisect_right(arr, self.now, self.na)
-                self.waiting.extend(range(self.na, j))
-                self.na = j
-            if not self.active and not self.waiting:
-                if self.na >= n or not math.isfinite(arr[self.na]):
+            na = self.na
+            if na < n and arr[na] <= self.now:
+                j = bisect_right(arr, self.now, na)
+                waiting.extend(range(na, j))
+                self.na = na = j
+            if not active and not waiting:
+                if na >= n or not math.isfinite(arr[na]):
                     break
-                self.now = arr[self.na]  # idle until the next arrival
+                self.now = arr[na]  # idle until the next arrival
                 continue
-            if self.waiting and len(self.active) < rules.max_seqs:
+            if waiting and len(active) < max_seqs:
                 self.admit()
-            n_dec = len(self.decoding)
-            total = float(self.S + n_dec * self.G)
-            if self.prefilling:
-                pfr = list(self.prefilling)
-                lens = [self.pf_left[r] for r in pfr]
-            # ---- a prefill-only step (non-chunked): the decodes wait ----
-            if self.prefilling and not rules.chunked_prefill:
-                take, tokens = 0, 0
-                for x in lens:  # whole prompts up to the token budget, at least one
-                    if take and cap_tokens is not None and tokens + x > cap_tokens:
-                        break
-                    take, tokens = take + 1, tokens + x
-                t = steps.prefill_step_s(lens[:take])
-                re_tokens = sum(
-                    x
-                    for x, r in zip(lens[:take], pfr[:take], strict=True)
-                    if self.recompute_pass[r]
-                )
-                acc["prefill"] += t
-                acc["preempt"] += t * re_tokens / tokens
-                kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
-                self.advance(t, 0, kv_now)
-                self.peak_blocks = max(self.peak_blocks, kv_now)
-                self.stream(t, take, take)
-                self.complete_prefill(pfr[:take])
-                continue
+            n_dec = len(decoding)
+            G = self.G
+            total = float(self.S + n_dec * G)
+            if prefilling:
+                pfr = list(prefilling)
+                lens = [pf_left[r] for r in pfr]
+                if not chunked:
+                    self.prefill_only(pfr, lens, n_dec)
+                    continue
             # ---- a span of decode steps (with prefill chunks when chunked) ----
-            kmin = self.kmin() if n_dec else 1 << 40
+            if n_dec:  # the fewest steps to a decoder's last token (kmin)
+                top = heap[0]
+                while fin.get(top[1]) != top[0]:
+                    heappop(heap)  # a sequence that left (preempted) before its last step
+                    top = heap[0]
+                kmin = top[0] - G
+            else:
+                kmin = 1 << 40
             k = kmin
             pf = None
-            if self.prefilling:
+            if prefilling:
                 room = cap_tokens - n_dec
                 k = min(k, -(-lens[0] // room))
-                pf = (room, lens, [self.pf_total[r] - x for r, x in zip(pfr, lens, strict=True)])
+                pf = (room, lens, [pf_total[r] - x for r, x in zip(pfr, lens, strict=True)])
             kv_room = budget - self.reserved
             near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
-            ctx = self.ctx() if n_dec and (near or self.capped) else None
+            ctx = self.ctx() if n_dec and (near or capped) else None
             if near and self.blocks_sum(ctx, k) > kv_room:
                 lo, hi = 0, k  # the most steps whose blocks still fit
                 while lo < hi:
@@ -415,25 +390,30 @@ class _Sim:
             if k == 0:
                 self.preempt()
                 continue
-            t, t_dec, processed = steps.span_s(n_dec, ctx, total, k, pf)
+            if plain and pf is None and n_dec:
+                t = t_dec = base[n_dec - 1] * k + kk * k * (total + n_dec * ((k - 1) / 2.0 - 1.0))
+                processed = None
+            else:
+                t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
+            na = self.na
             if (
-                not self.waiting
-                and len(self.active) < rules.max_seqs
-                and self.na < n
-                and arr[self.na] < math.inf
+                not waiting and len(active) < max_seqs and na < n and arr[na] < math.inf
             ):  # an arrival can be admitted: stop at the first step boundary after it
-                k_cut = max(1, math.ceil((arr[self.na] - self.now) * k / t))
-                if k_cut < k:
+                k_cut = max(1, math.ceil((arr[na] - self.now) * k / t))
+                if k_cut < k and plain and pf is None:
                     k = k_cut
-                    t, t_dec, processed = steps.span_s(n_dec, ctx, total, k, pf)
+                    t = t_dec = base[n_dec - 1] * k + kk * k * (
+                        total + n_dec * ((k - 1) / 2.0 - 1.0)
+                    )
+                elif k_cut < k:
+                    k = k_cut
+                    t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
             acc["prefill"] += t - t_dec
             acc["decode"] += t_dec
             if processed is not None:
                 tokens = sum(processed)
                 if tokens:
-                    re_tokens = sum(
-                        x for x, r in zip(processed, pfr, strict=True) if self.recompute_pass[r]
-                    )
+                    re_tokens = sum(x for x, r in zip(processed, pfr, strict=True) if recompute[r])
                     acc["preempt"] += (t - t_dec) * re_tokens / tokens
             if not n_dec:
                 kv_end = self.reserved
@@ -441,70 +421,72 @@ class _Sim:
                 kv_end = self.reserved + self.blocks_sum(ctx if ctx is not None else self.ctx(), k)
             else:  # far from full: the paging waste taken as half a block per sequence
                 kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
-            self.peak_blocks = max(self.peak_blocks, kv_end)
+            if kv_end > self.peak_blocks:
+                self.peak_blocks = kv_end
             kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
             if n_dec:
                 t_step = t / k
                 first = self.now + t_step
                 fresh = self.fresh
+                last_tok = self.last_tok
                 for r in fresh:  # their last token came at their own time
-                    self.itl_v.append(first - self.last_tok[r])
-                    self.itl_w.append(1.0)
+                    itl_v(first - last_tok[r])
+                    itl_w(1.0)
                 if n_dec > len(fresh):  # the rest got theirs at the end of the last span
-                    self.itl_v.append(first - self.last_shared)
-                    self.itl_w.append(float(n_dec - len(fresh)))
+                    itl_v(first - self.last_shared)
+                    itl_w(float(n_dec - len(fresh)))
                 if k > 1:
-                    self.itl_v.append(t_step)
-                    self.itl_w.append(float(n_dec * (k - 1)))
-            self.advance(t, n_dec, kv_mid)
-            if self.t_out > 0:
+                    itl_v(t_step)
+                    itl_w(float(n_dec * (k - 1)))
+            # self.advance(t, n_dec, kv_mid), inline
+            now = self.now + t
+            acc["busy"] += t
+            acc["act"] += len(active) * t
+            acc["dec"] += n_dec * t
+            acc["kv"] += kv_mid * t
+            wait = len(waiting) * t
+            na = self.na
+            if na < n and arr[na] <= now:  # arrivals during the span queue for the rest of it
+                self.arrive(na, now, wait)
+            else:
+                acc["wait"] += wait
+            self.now = now
+            if streams:
                 firsts = 0
                 if processed is not None:
-                    firsts = sum(x == self.pf_left[r] for r, x in zip(pfr, processed, strict=True))
-                self.stream(t, n_dec * k + firsts, n_dec + firsts)
+                    firsts = sum(x == pf_left[r] for r, x in zip(pfr, processed, strict=True))
+                tokens = n_dec * k + firsts  # api.stream(now, t, tokens, n_dec + firsts), inline
+                if tokens > 0:
+                    backlog = max(api.busy_s - (now - t), 0.0) + tokens * t_out - t
+                    api.busy_s = now + max(backlog, (n_dec + firsts) * t_out)
             if n_dec:
-                self.G += k
+                self.G = G = G + k
                 self.spans += 1
                 self.last_shared = self.now
                 self.fresh = []
             if processed is not None:
+                done = []
                 for r, x in zip(pfr, processed, strict=True):
-                    self.pf_left[r] -= x
-                self.complete_prefill([r for r in pfr if self.pf_left[r] == 0])
+                    left = pf_left[r] - x
+                    pf_left[r] = left
+                    if left == 0:
+                        done.append(r)
+                if done:
+                    self.complete_prefill(done)
             if n_dec and k == kmin:  # some decoders produced their last token
-                heap, fin = self.heap, self.fin
-                while heap and heap[0][0] <= self.G:
+                G = self.G
+                while heap and heap[0][0] <= G:
                     f, r = heappop(heap)
                     if fin.get(r) == f:
                         self.leave(r)
                         self.last_tok[r] = self.now
                         self.finish(r)
-        f = np.array
-        return Trace(
-            f(self.arr),
-            f(self.admitted_s),
-            f(self.first_token_s),
-            f(self.finish_s),
-            self.prompts_np,
-            self.outputs_np,
-            f(self.itl_v),
-            f(self.itl_w),
-            self.preemptions,
-            self.recomputed,
-            self.swapped_bytes,
-            acc["busy"],
-            acc["prefill"],
-            acc["decode"],
-            acc["preempt"],
-            acc["act"],
-            acc["dec"],
-            acc["wait"],
-            acc["kv"],
-            self.peak_blocks,
-            budget,
-            self.now,
-            f(self.sent),
-            self.latency,
-            f(self.first_wait),
-            f(self.finish_wait),
-        )
+        acc, f = self.acc, np.array
+        times = (f(self.arr), f(self.admitted_s), f(self.first_token_s), f(self.finish_s))
+        itl = (f(self.itl_v), f(self.itl_w))
+        keys = ("busy", "prefill", "decode", "preempt", "act", "dec", "wait", "kv")
+        counts = (self.preemptions, self.recomputed, self.swapped_bytes)
+        ends = (self.peak_blocks, budget, self.now, f(self.sent), self.api.latency_s)
+        waits = (f(self.first_wait), f(self.finish_wait))
+        sizes = (self.prompts_np, self.outputs_np)
+        return Trace(*times, *sizes, *itl, *counts, *(acc[k] for k in keys), *ends, *waits)

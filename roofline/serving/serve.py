@@ -25,8 +25,9 @@ from roofline.memory import Engine, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.policy import EngineRules, Frontend, batch_defaults, frontend_costs
-from roofline.serving.scheduler import Trace, simulate_requests
+from roofline.serving.scheduler import simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
+from roofline.serving.trace import Trace
 from roofline.serving.workload import Workload, with_rate
 
 

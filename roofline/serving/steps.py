@@ -213,22 +213,62 @@ class StepModel:
         for windowed layers), with pf = (token room per step, tokens left, tokens done) of the
         prompts in prefill, first come first served (vLLM's chunked prefill: the decodes are
         scheduled first, prefill tokens fill the rest of the step's budget): the time, the
-        decode part of it, and the prefill tokens each prompt gets."""
-        t_dec = self.decode_n_s(n, k, total, ctx) if n else 0.0
+        decode part of it, and the prefill tokens each prompt gets. The simulator's inner loop:
+        decode_n_s, lin and prefill_attention_s inlined on their lookup tables (same sums)."""
+        fast = self.__dict__.get("_fast")
+        if fast is None:
+            fast = self._fast = (
+                self.base_s.tolist(),
+                getattr(self, "lin_table", None),
+                getattr(self, "attn_list", None),
+            )
+        base, lin_tab, attn_tab = fast
+        if n:  # decode_n_s
+            m, f = (1, 1.0) if self.pp == 1 else self.pipe(n)
+            attn = 0.0  # attention_decode_s
+            for kk, cap in self.groups:
+                if cap is None:
+                    s = float(np.sum(ctx)) if total is None else total
+                    attn += kk * k * (s + n * ((k - 1) / 2.0 - 1.0))
+                else:
+                    mid = np.asarray(ctx) + (k - 1) / 2.0
+                    attn += kk * k * float(np.sum(np.minimum(mid, cap) - 1.0))
+            t_dec = base[n - 1] * k + attn * (f / m)
+        else:
+            t_dec = 0.0
         if pf is None:
             return t_dec, t_dec, None
         room, lens, dones = pf
         budget = k * room
         processed = []
+        busy = 0
         for x in lens:
             take = x if x < budget else budget
             processed.append(take)
             budget -= take
+            if take:
+                busy += 1
         tokens = k * room - budget
-        m, f = self.pipe(n + sum(1 for x in processed if x))
-        t_pf = (self.lin((n + tokens / k) / m) - (self.lin(n / m) if n else 0.0)) * k * f
+        m, f = (1, 1.0) if self.pp == 1 else self.pipe(n + busy)
+        if lin_tab is not None and (n + tokens / k) / m < len(lin_tab) - 1:
+            x = (n + tokens / k) / m
+            i = int(x)
+            lin_hi = lin_tab[i] + (x - i) * (lin_tab[i + 1] - lin_tab[i])
+            if n:
+                x = n / m
+                i = int(x)
+                lin_lo = lin_tab[i] + (x - i) * (lin_tab[i + 1] - lin_tab[i])
+            else:
+                lin_lo = 0.0
+            t_pf = (lin_hi - lin_lo) * k * f
+        else:
+            t_pf = (self.lin((n + tokens / k) / m) - (self.lin(n / m) if n else 0.0)) * k * f
         upto = [d + x for d, x in zip(dones, processed, strict=True)]
-        t_pf += self.prefill_attention_s(dones, upto) * f / m
+        if attn_tab is not None and max(upto) < len(attn_tab):
+            a = sum(attn_tab[u] - attn_tab[d] for d, u in zip(dones, upto, strict=True))
+        else:
+            a = self.prefill_attention_s(dones, upto)
+        t_pf += a * f / m
         return t_dec + t_pf, t_dec, processed
 
     def mixed_span_s(
