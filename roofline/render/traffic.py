@@ -45,7 +45,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
         f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
         f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}; "
-        "expected step times (ideal in --format json). TTFT = queue + prefill."
+        "expected step times (ideal in --format json). TTFT = queue + prefill + API server."
     )
     sat = doc.get("saturation_rate")
     if len(pts) == 1:
