@@ -5,6 +5,7 @@ Measured figures come from files the calibration script wrote from aiconfigurato
 tables quoted here; none is a value the model printed."""
 
 import csv
+import functools
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +36,7 @@ def _rows(name: str):
         return list(csv.DictReader(f))
 
 
+@functools.cache
 def _harness(group: str, dtype: str) -> tuple[float, float]:
     """(L2 bytes, L2/HBM ratio) of a curve fitted on rows the collector kept in L2 (else 0, 1)."""
     for g in yaml.safe_load((ROOT / "hardware/kernels.yaml").read_text())["kernels"]:
