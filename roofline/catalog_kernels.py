@@ -119,6 +119,9 @@ _ENGINE_KEYS = {
     "spec_round_cpu_us": (NUM, False),
     "spec_draft_step_cpu_us": (NUM, False),
     "request_latency_us": (NUM, False),
+    "api_request_us": (NUM, False),
+    "api_token_fast_us": (NUM, False),
+    "api_token_slow_us": (NUM, False),
     "cpu_per_seq_us": (dict, False),
     "source": (str, True),
     "notes": (str, False),
@@ -333,6 +336,9 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
             "spec_round_cpu_us",
             "spec_draft_step_cpu_us",
             "request_latency_us",
+            "api_request_us",
+            "api_token_fast_us",
+            "api_token_slow_us",
         )
     }
     for key, value in spec.items():
@@ -352,6 +358,9 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         spec_round_cpu_s=spec["spec_round_cpu_us"] * US,
         spec_draft_step_cpu_s=spec["spec_draft_step_cpu_us"] * US,
         request_latency_s=spec["request_latency_us"] * US,
+        api_request_s=spec["api_request_us"] * US,
+        api_token_fast_s=spec["api_token_fast_us"] * US,
+        api_token_slow_s=spec["api_token_slow_us"] * US,
         cpu_per_seq_s=_per_family_us(where, d.get("cpu_per_seq_us", {})),
     )
 

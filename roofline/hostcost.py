@@ -55,6 +55,11 @@ class EngineProfile:
     spec_draft_step_cpu_s: float = 0.0
     # the API server's path outside the engine's steps, per request (roofline/serving/policy.py)
     request_latency_s: float = 0.0
+    # the API server's CPU time per request and per streamed token on the fast (Rust) and slow
+    # (pure-Python) detokenizer paths (roofline/serving/policy.py Frontend)
+    api_request_s: float = 0.0
+    api_token_fast_s: float = 0.0
+    api_token_slow_s: float = 0.0
     # host time per running sequence per step, by hardware family: (family, s) pairs (absent: 0)
     cpu_per_seq_s: tuple[tuple[str, float], ...] = ()
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
+from roofline.hostcost import EngineProfile
 
 GIB = 1024**3
 DEFAULT_MAX_SEQS = 256  # vLLM max_num_seqs below 70 GiB (and on A100)
@@ -37,41 +38,19 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
     return DEFAULT_MAX_SEQS, DEFAULT_MAX_BATCHED_TOKENS
 
 
-# The API server's CPU time per request and per streamed output token (policy.Frontend), per
-# engine and detokenizer path. vLLM V1 detokenizes in the API server process
-# (vllm/v1/engine/output_processor.py, detokenizer.py): IncrementalDetokenizer.from_new_request
-# takes FastIncrementalDetokenizer (the Rust tokenizers DecodeStream, a few us per token) for a
-# PreTrainedTokenizerFast and SlowIncrementalDetokenizer (Python detokenize_incrementally:
-# convert_ids_to_tokens + convert_tokens_to_string each token) for any other tokenizer, e.g.
-# `--tokenizer-mode mistral`. Per token it also builds the request output and the OpenAI
-# server-sent event, on the same event loop. "fast" 40 us [uncertain: host CPU]: at most ~85 us
-# (vLLM PR #11636: a single API server streamed 56 req/s x 200 tokens = 11,200 tokens/s within 3%
-# of the offline LLM class), and enough to bind a single API server in the tens of thousands of
-# tokens/s (vLLM blog "gpt-oss performance optimization", Feb 2026: --stream-interval 10 gave
-# 57% end to end at 1,024 concurrent requests of gpt-oss-20b on B200); V0 spent ~0.1 ms per
-# sequence-step on its output processing (vLLM issue #6913: 3.4 ms at batch 32). "slow" 0.8 ms
-# [uncertain: fitted to the median TTFT, 840 ms, of one public sweep at 48 users
-# (mushfiqrahman.dev/?p=1668, vLLM --tokenizer-mode mistral, RTX 4090), where the sweep's
-# output rate flattens at 975-1190 tokens/s; vLLM issue #1099 measured ~2 ms per
-# convert_tokens_to_string call on the older full-prefix slow path]. Per request: 0 [no
-# public figure; the ai.wmx.dev L4 sweep's TTFT grows with the number of 2048-token prefill
-# chunks a round needs, not with the users queued at the API server]. Other engines: none
-# modelled (SGLang detokenizes in its own process) [uncertain].
-FRONTEND_COSTS_S: dict[str, dict[str, float]] = {
-    "vllm": {"request": 0.0, "fast": 40e-6, "slow": 0.8e-3},
-}
 TOKENIZERS = ("fast", "slow")
 
 
-def frontend_costs(engine: str, tokenizer: str = "fast") -> tuple[float, float, float]:
+def frontend_costs(profile: EngineProfile | None, tokenizer: str = "fast") -> tuple[float, ...]:
     """(per request, per streamed token with `tokenizer`'s detokenizer, per token with the fast
-    one) of the engine's API server, seconds (FRONTEND_COSTS_S; zeros for other engines)."""
+    one) of the engine's API server, seconds: hardware/engines.yaml `api_request_us`,
+    `api_token_fast_us`, `api_token_slow_us` (sourced there; zeros for an engine without them)."""
     if tokenizer not in TOKENIZERS:
         raise InputError(f"tokenizer must be fast or slow, got '{tokenizer}'")
-    c = FRONTEND_COSTS_S.get(engine)
-    if c is None:
+    if profile is None:
         return 0.0, 0.0, 0.0
-    return c["request"], c[tokenizer], c["fast"]
+    fast, slow = profile.api_token_fast_s, profile.api_token_slow_s
+    return profile.api_request_s, (slow if tokenizer == "slow" else fast), fast
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def make_replica(
         longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
         defaults on this device (roofline.serving.policy.batch_defaults; the budget also packs
         non-chunked prefill steps); `tokenizer` the API server's detokenizer path (fast or slow,
-    policy.FRONTEND_COSTS_S). Raises InputError if the weights or one request do not fit."""
+    engines.yaml api_*). Raises InputError if the weights or one request do not fit."""
     seqs_default, tokens_default = batch_defaults(eng.name, hw)
     max_seqs = max_seqs if max_seqs is not None else seqs_default
     if max_batched_tokens is None:
@@ -139,7 +139,7 @@ def make_replica(
         )
     profile = hw.efficiency.engines.get(eng.name) if hw.efficiency.engines else None
     lat = profile.request_latency_s if profile is not None else 0.0
-    per_req, per_tok, per_tok_fast = frontend_costs(eng.name, tokenizer)
+    per_req, per_tok, per_tok_fast = frontend_costs(profile, tokenizer)
     # the calibrated latency (one unloaded request, a fast tokenizer) already holds the API
     # server's work on that request and its one token in flight at a time
     front = Frontend(max(lat - per_req - per_tok_fast, 0.0), per_req, per_tok)
