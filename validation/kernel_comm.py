@@ -1,0 +1,143 @@
+"""The collective and MoE fits of validation/calibrate_kernels.py: NCCL and the engines' own
+all-reduce / all-to-all per GPU count, the fused MoE layer (TensorRT-LLM) per dtype, and
+DeepEP's dispatch / combine all-to-all (expert parallelism). The forms are those of
+roofline/collectives.py, roofline/efficiency.py moe_time_s and roofline/parallel.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from validation.kernel_data import MMA_ROWS, cite, data_path
+
+
+def fit_allreduce(df, op: str = "all_reduce"):
+    """Per GPU count: t = α + 2(n−1)/n · bytes / B_bus (NCCL all_reduce, fp16; or an engine's
+    custom all-reduce in CUDA-graph mode, bf16). message_size counts 2-byte elements."""
+    out = {}
+    if "nccl_dtype" in df:
+        d = df[(df.op_name == op) & (df.nccl_dtype == "half")]
+    else:
+        d = df[df.backend.str.contains("graph")] if "backend" in df else df
+    for n, g in d.groupby("num_gpus"):
+        size = g.message_size.to_numpy(float) * 2.0  # elements of half -> bytes
+        t = g.latency.to_numpy(float) * 1e-3
+        factor = (2.0 if op == "all_reduce" else 1.0) * (n - 1) / n  # all-to-all: (n−1)/n
+
+        def resid(x, size=size, t=t, factor=factor):
+            return np.log((np.exp(x[0]) + factor * size / np.exp(x[1])) / t)
+
+        r = least_squares(resid, [np.log(1e-5), np.log(2e11)])
+        err = np.abs(np.exp(resid(r.x)) - 1.0)
+        out[int(n)] = (float(np.exp(r.x[0])), float(np.exp(r.x[1])), float(np.median(err)))
+    return out
+
+
+# ---- MoE layers and DeepEP all-to-all (expert parallelism) --------------------------------------
+MOE_VERSION = "1.3.0rc20"  # TensorRT-LLM fused MoE (moe_perf.parquet)
+A2A_VERSION = "1.3.0rc11"  # TensorRT-LLM DeepEP all-to-all (moe_a2a_perf.parquet)
+MOE_CHIPS = {  # group -> chips whose moe tables it is fitted on (each against its own datasheet)
+    "nvidia-hopper": [("h100_sxm", "nvidia-h100-sxm"), ("h200_sxm", "nvidia-h200-sxm")],
+    "nvidia-blackwell": [("b200_sxm", "nvidia-b200-hgx")],
+}
+# measured dtype -> (curve dtype, weight bytes per value, kernel): fp8 block-scaled (DeepSeek's
+# 128×128 blocks: one fp32 scale per 16,384 weights), cutlass on Hopper, DeepGEMM on Blackwell
+MOE_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8_block": ("fp8", 1.0 + 4.0 / 128**2)}
+MOE_KERNEL = {"b200_sxm": {"fp8_block": "deepgemm"}}
+MIN_HIDDEN = 2048  # LLM-sized MoE layers
+
+
+def moe_shapes(d, b_w: float):
+    """(F, Q_w, Q_act, M) per rank of a measured MoE layer, built as roofline/ops.py builds the
+    moe.experts op: T tokens routed top-k over E experts on ep ranks (balanced routing),
+    R = T·k/ep rows over the E·(1 − (1 − k/E)^T)/ep experts touched, F = 6·d·f·R,
+    Q_w = touched·3·d·f·b_w, Q_act = R·(2d + 3f)·2 (16-bit activations), f = width / moe_tp."""
+    t, k, e = (d[c].to_numpy(float) for c in ("num_tokens", "topk", "num_experts"))
+    ep, tp = d.moe_ep_size.to_numpy(float), d.moe_tp_size.to_numpy(float)
+    h, f = d.hidden_size.to_numpy(float), d.inter_size.to_numpy(float) / tp
+    rows = t * k / ep
+    touched = e * (1.0 - (1.0 - k / e) ** t) / ep
+    return 6 * h * f * rows, touched * 3 * h * f * b_w, rows * (2 * h + 3 * f) * 2.0, rows / touched
+
+
+def moe_model(x, flops, q_w, q_act, m, peak, bw):
+    """roofline/efficiency.py moe_time_s with 2 grouped GEMMs."""
+    eta_max, m_half, eta_w, eta_act, t0 = x
+    t_c = flops * (1.0 + m_half / (np.maximum(m, 1.0) + MMA_ROWS)) / (peak * eta_max)
+    return 2.0 * t0 + np.maximum(t_c, q_w / (bw * eta_w)) + q_act / (bw * eta_act)
+
+
+def fit_moe(cat, chips):
+    """One MoE curve per dtype over the chips of a group, balanced routing (the model adds the
+    expected load imbalance itself: roofline/layout.py expert_load_imbalance). Returns
+    {dtype: (params, median |error| per chip, rows)} and the files used."""
+    out, files = {}, []
+    for raw, (dtype, b_w) in MOE_DTYPES.items():
+        parts = []
+        for chip, hw_id in chips:
+            p = data_path(chip, "moe", "trtllm", MOE_VERSION, "moe_perf.parquet")
+            d = pd.read_parquet(p)
+            kernel = MOE_KERNEL.get(chip, {}).get(raw, "moe_torch_flow_cutlass")
+            d = d[(d.moe_dtype == raw) & (d.distribution == "balanced")]
+            d = d[(d.kernel_source == kernel) & (d.hidden_size >= MIN_HIDDEN)]
+            hw = cat.accelerator(hw_id)
+            if d.empty or dtype not in hw.peak_flops_per_s:
+                continue
+            files.append(p)
+            peak, bw = hw.peak_flops_per_s[dtype], hw.memory_bandwidth_bytes_per_s
+            parts.append((chip, *moe_shapes(d, b_w), peak, bw, d.latency.to_numpy(float) * 1e-3))
+        if not parts:
+            continue
+
+        def unpack(x):
+            return (x[0], np.exp(x[1]), x[2], x[3], np.exp(x[4]))
+
+        def resid(x, parts=parts):
+            return np.concatenate([np.log(moe_model(unpack(x), *p[1:7]) / p[7]) for p in parts])
+
+        starts = ([0.5, np.log(64.0), 0.7, 0.3, np.log(5e-6)], [0.3, np.log(8.0), 0.8, 0.1, -11])
+        lo, hi = [0.02, -5, 0.05, 0.01, -16], [1, 9, 1, 1, -8]
+        x = min((least_squares(resid, x0, bounds=(lo, hi)) for x0 in starts), key=lambda r: r.cost)
+        params = tuple(float(v) for v in unpack(x.x))
+        errs = {
+            p[0]: float(np.median(np.abs(moe_model(params, *p[1:7]) / p[7] - 1.0))) for p in parts
+        }
+        out[dtype] = (params, errs, sum(len(p[7]) for p in parts))
+    return out, sorted({cite(p) for p in files})
+
+
+# bytes per value DeepEP moves: the low-latency dispatch sends fp8 with one fp32 scale per 128
+# channels, the combine bf16 (deepseek-ai/DeepEP README, low-latency kernels); the high-throughput
+# kernels as measured (comm_dtype)
+A2A_BYTES = {"fp8": 1.0 + 4.0 / 128.0, "bfloat16": 2.0}
+
+
+def fit_ep_alltoall(df, link_bw: float):
+    """One call of a dispatch / combine pair: t = α + (n−1)/n · M / (s·W) with M = T·k·d·b bytes
+    per rank (every top-k copy, as roofline/ops.py counts it). Low-latency kernels (fp8 dispatch,
+    bf16 combine) up to 256 tokens per rank, high-throughput (bf16) above; α and s fitted on the
+    pairs' sums, per GPU count. Returns {n: (α, share, median |error|)}."""
+    d = df[df.comm_dtype.isin(list(A2A_BYTES))]
+    ll = d[(d.comm_backend == "trtllm_deepep_ll") & (d.num_tokens <= 256)]
+    ll = ll[(ll.phase == "combine") == (ll.comm_dtype == "bfloat16")]  # fp8 in, bf16 back
+    ht = d[(d.comm_backend == "trtllm_deepep_ht") & (d.num_tokens >= 512)]
+    ht = ht[ht.comm_dtype == "bfloat16"]
+    d = pd.concat([ll, ht])
+    d = d.assign(bytes=d.num_tokens * d.topk * d.hidden_size * d.comm_dtype.map(A2A_BYTES))
+    keys = ["comm_backend", "ep_size", "hidden_size", "topk", "num_experts", "num_tokens"]
+    pairs = d.groupby(keys).agg(t=("latency", "sum"), b=("bytes", "sum"), c=("phase", "nunique"))
+    pairs = pairs[pairs.c == 2].reset_index()
+    out = {}
+    for n, g in pairs.groupby("ep_size"):
+        t, size = g.t.to_numpy(float) * 1e-6, g.b.to_numpy(float)
+        factor = (n - 1) / n
+
+        def resid(x, t=t, size=size, factor=factor):
+            return np.log((2.0 * np.exp(x[0]) + factor * size / (np.exp(x[1]) * link_bw)) / t)
+
+        r = least_squares(resid, [np.log(3e-5), np.log(0.5)], bounds=([-16, -6], [-6, 0]))
+        err = float(np.median(np.abs(np.exp(resid(r.x)) - 1.0)))
+        out[int(n)] = (float(np.exp(r.x[0])), float(np.exp(r.x[1])), err)
+    return out
