@@ -112,5 +112,5 @@ def op_alu_time_s(op: Any, dep: Any, hw: Any, eta_alu: float) -> Any:
     linear whose format runs through block kernels (precision.Format.alu_flops > 0), else 0."""
     alu = dep.weights.alu_flops if op.quantized else 0.0
     # the clock a power-limited board sustains (Accelerator.expected_peak) slows its ALUs too
-    peak = hw.peak_flops_per_s.get("fp32", 0.0) * getattr(hw, "sustained_compute_ratio", 1.0)
+    peak = hw.peak_flops_per_s.get("fp32", 0.0) * hw.sustained_compute_ratio
     return gemv_alu_time_s(op.flops, op.weight_bytes, dep.linear_bits / 8.0, alu, peak) / eta_alu

@@ -214,7 +214,7 @@ class StepModel:
         prompts in prefill, first come first served (vLLM's chunked prefill: the decodes are
         scheduled first, prefill tokens fill the rest of the step's budget): the time, the
         decode part of it, and the prefill tokens each prompt gets. The simulator's inner loop:
-        decode_n_s, lin and prefill_attention_s inlined on their lookup tables (same sums)."""
+        decode_n_s, lin and prefill_attention_s on their lookup tables (same sums)."""
         fast = self.__dict__.get("_fast")
         if fast is None:
             fast = self._fast = (
@@ -225,14 +225,7 @@ class StepModel:
         base, lin_tab, attn_tab = fast
         if n:  # decode_n_s
             m, f = (1, 1.0) if self.pp == 1 else self.pipe(n)
-            attn = 0.0  # attention_decode_s
-            for kk, cap in self.groups:
-                if cap is None:
-                    s = float(np.sum(ctx)) if total is None else total
-                    attn += kk * k * (s + n * ((k - 1) / 2.0 - 1.0))
-                else:
-                    mid = np.asarray(ctx) + (k - 1) / 2.0
-                    attn += kk * k * float(np.sum(np.minimum(mid, cap) - 1.0))
+            attn = self.attention_decode_s(ctx, k, total, n)
             t_dec = base[n - 1] * k + attn * (f / m)
         else:
             t_dec = 0.0
