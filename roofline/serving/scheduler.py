@@ -194,7 +194,7 @@ class _Sim:
     def finish(self, r: int) -> None:
         now = self.now
         self.finish_s[r] = now
-        wait = self.finish_wait[r] = self.api.wait_s(now) if self.api.queues else 0.0
+        wait = self.finish_wait[r] = self.api.wait_s(now)
         self.active.remove(r)
         if self.next_release < self.n and now < self.release_until_s:
             # the client sees the end and sends the next
@@ -217,8 +217,7 @@ class _Sim:
             g = self.gen[r]
             if g == 0:
                 self.first_token_s[r] = now
-                if self.api.queues:
-                    self.first_wait[r] = self.api.wait_s(now)
+                self.first_wait[r] = self.api.wait_s(now)
             else:  # a recompute samples the next token: one more gap
                 self.itl_v.append(now - self.last_tok[r])
                 self.itl_w.append(1.0)
@@ -331,13 +330,16 @@ class _Sim:
         decoding, heap, fin = self.decoding, self.heap, self.fin
         pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
         itl_v, itl_w = self.itl_v.append, self.itl_w.append
-        t_out = api.token_s
-        streams = t_out > 0
+        streams = api.token_s > 0
         # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
         # unwindowed layer group)
         groups = getattr(steps, "groups", None)
         plain = steps.pp == 1 and groups is not None and len(groups) == 1 and groups[0][1] is None
         kk, base = (groups[0][0], steps.base_s.tolist()) if plain else (0.0, [])
+
+        def decode_only_s(n_dec: int, k: int, total: float) -> float:
+            return base[n_dec - 1] * k + kk * k * (total + n_dec * ((k - 1) / 2.0 - 1.0))
+
         while True:
             na = self.na
             if na < n and arr[na] <= self.now:
@@ -391,7 +393,7 @@ class _Sim:
                 self.preempt()
                 continue
             if plain and pf is None and n_dec:
-                t = t_dec = base[n_dec - 1] * k + kk * k * (total + n_dec * ((k - 1) / 2.0 - 1.0))
+                t = t_dec = decode_only_s(n_dec, k, total)
                 processed = None
             else:
                 t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
@@ -402,9 +404,7 @@ class _Sim:
                 k_cut = max(1, math.ceil((arr[na] - self.now) * k / t))
                 if k_cut < k and plain and pf is None:
                     k = k_cut
-                    t = t_dec = base[n_dec - 1] * k + kk * k * (
-                        total + n_dec * ((k - 1) / 2.0 - 1.0)
-                    )
+                    t = t_dec = decode_only_s(n_dec, k, total)
                 elif k_cut < k:
                     k = k_cut
                     t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
@@ -455,10 +455,7 @@ class _Sim:
                 firsts = 0
                 if processed is not None:
                     firsts = sum(x == pf_left[r] for r, x in zip(pfr, processed, strict=True))
-                tokens = n_dec * k + firsts  # api.stream(now, t, tokens, n_dec + firsts), inline
-                if tokens > 0:
-                    backlog = max(api.busy_s - (now - t), 0.0) + tokens * t_out - t
-                    api.busy_s = now + max(backlog, (n_dec + firsts) * t_out)
+                api.stream(now, t, n_dec * k + firsts, n_dec + firsts)
             if n_dec:
                 self.G = G = G + k
                 self.spans += 1
