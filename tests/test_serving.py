@@ -16,6 +16,7 @@ from roofline.memory import engine
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.serving.scheduler import EngineRules
+from roofline.serving.search import saturation_rate
 from roofline.serving.serve import (
     Replica,
     Slo,
@@ -23,7 +24,6 @@ from roofline.serving.serve import (
     metrics,
     percentiles,
     run_replicas,
-    saturation_rate,
     serve,
 )
 from roofline.serving.workload import make_workload, with_rate, workload_from_trace

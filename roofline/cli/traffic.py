@@ -20,14 +20,9 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
-from roofline.serving.serve import (
-    ServeMetrics,
-    make_replica,
-    saturation_rate,
-)
-from roofline.serving.serve import (
-    serve as serve_core,
-)
+from roofline.serving.search import saturation_rate
+from roofline.serving.serve import ServeMetrics, make_replica
+from roofline.serving.serve import serve as serve_core
 from roofline.serving.size import size as size_core
 from roofline.serving.workload import with_rate
 

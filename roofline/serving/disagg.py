@@ -49,6 +49,7 @@ from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.scheduler import simulate_requests
+from roofline.serving.search import capacity_estimate, max_rate
 from roofline.serving.serve import Replica, ServeMetrics, Slo, metrics, run_replicas
 from roofline.serving.trace import Trace
 from roofline.serving.workload import Workload, with_rate
@@ -345,8 +346,6 @@ def compare_under_traffic(
     workload, by goodput per GPU: each unit's highest rate within the SLOs (a rate grid search),
     divided by its GPUs. Pool shapes tried: 1-4 decode replicas with the prefill replicas the
     closed-form `ratio` (prefill replicas per decode replica) suggests."""
-    from roofline.serving.size import capacity_estimate, max_rate
-
     rate = float(w.rate or 0.0)
     r_colo = max_rate(colo, w, slo, False, seed, capacity_estimate(colo, w))
     colo_mode = _mode("colocated", 0, 1, colo.gpus, r_colo, rate, None)
@@ -369,8 +368,6 @@ def best_pools(
 ) -> TrafficMode:
     """The pool shape (P prefill + D decode replicas) with the most goodput per GPU: D from 1 to
     4, P from the closed-form `ratio`; with its units for w.rate and the metrics there."""
-    from roofline.serving.size import capacity_estimate
-
     rate = float(w.rate or 0.0)
     shapes = sorted({(max(1, round(ratio * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
     best: TrafficMode | None = None

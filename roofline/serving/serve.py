@@ -28,7 +28,7 @@ from roofline.serving.policy import EngineRules, Frontend, batch_defaults, front
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.serving.trace import Trace
-from roofline.serving.workload import Workload, with_rate
+from roofline.serving.workload import Workload
 
 
 @dataclass(frozen=True)
@@ -304,71 +304,6 @@ def serve(
         gpus = rep.gpus * (len(traces) if one_replica else replicas)
         out.append(metrics(traces, slo, gpus))
     return ServeResult(out[0], out[1], replicas)
-
-
-def _unstable(rep: Replica, w: Workload, rate: float, ideal: bool, seed: int) -> bool:
-    """Queue growth: more than 5% of the requests (+5) still queued when the last one arrives."""
-    m = metrics(run_replicas(rep, with_rate(w, rate, seed), 1, ideal), Slo(), rep.gpus)
-    return m.queued_at_last_arrival > 0.05 * m.requests + 5
-
-
-def saturation_rate(
-    rep: Replica, w: Workload, ideal: bool = False, seed: int = 0, rel_tol: float = 0.02
-) -> float:
-    """The request rate per replica past which the queue grows without bound, by bisection on
-    the rate with the queue-growth criterion above (Poisson arrivals, the workload's lengths)."""
-    lo, hi = 0.0, 1.0
-    while not _unstable(rep, w, hi, ideal, seed):
-        lo, hi = hi, hi * 2.0
-        if hi > 1e6:
-            return math.inf
-    while lo == 0.0:
-        if not _unstable(rep, w, hi / 2.0, ideal, seed):
-            lo = hi / 2.0
-        else:
-            hi /= 2.0
-            if hi < 1e-6:
-                return 0.0
-    while hi - lo > rel_tol * lo:
-        mid = 0.5 * (lo + hi)
-        if _unstable(rep, w, mid, ideal, seed):
-            hi = mid
-        else:
-            lo = mid
-    return lo
-
-
-def max_rate_within_slo(
-    rep: Replica,
-    w: Workload,
-    slo: Slo,
-    ideal: bool = False,
-    seed: int = 0,
-    rel_tol: float = 0.03,
-    hi: float | None = None,
-) -> float:
-    """The highest request rate per replica at which the replica meets the SLOs (0 if none):
-    bisection below the saturation rate `hi`, assuming latency grows with the rate."""
-    hi = hi if hi is not None else saturation_rate(rep, w, ideal, seed)
-
-    def ok(rate: float) -> bool:
-        tr = run_replicas(rep, with_rate(w, rate, seed), 1, ideal)
-        return metrics(tr, slo, rep.gpus).meets_slo
-
-    if not math.isfinite(hi) or hi <= 0:
-        return 0.0
-    if ok(hi):
-        return hi
-    lo = hi / 64.0
-    if not ok(lo):
-        return 0.0
-    while hi - lo > rel_tol * lo:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 __all__ = [

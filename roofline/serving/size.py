@@ -30,8 +30,9 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
+from roofline.serving.disagg import best_pools, disaggregate
+from roofline.serving.search import capacity_estimate, max_rate
 from roofline.serving.serve import (
-    Replica,
     ServeMetrics,
     Slo,
     make_replica,
@@ -40,7 +41,6 @@ from roofline.serving.serve import (
 )
 from roofline.serving.workload import Workload, with_rate
 
-GRID = 1.05  # rate grid step: the sizing answer is within 5% of the boundary
 MINIMIZE = ("cost", "gpus")
 
 
@@ -80,55 +80,6 @@ def layouts(model: ModelArch, hw: Accelerator, base: Deployment, eng: Engine) ->
         if plan_memory(model, hw, dep, eng).weights_fit:
             out.append(dep)
     return out
-
-
-def _ok(rep: Replica, w: Workload, slo: Slo, rate: float, ideal: bool, seed: int) -> bool:
-    m = metrics(run_replicas(rep, with_rate(w, rate, seed), 1, ideal), slo, rep.gpus)
-    growing = m.queued_at_last_arrival > 0.05 * m.requests + 5
-    return m.meets_slo and not growing
-
-
-def max_rate(
-    rep: Replica, w: Workload, slo: Slo, ideal: bool = False, seed: int = 0, start: float = 1.0
-) -> float:
-    """The highest rate on the grid start·GRID^k (k integer) at which one replica meets the SLOs
-    with a stable queue; 0 if even start·GRID^-200 misses."""
-
-    def at(k: int) -> bool:
-        return _ok(rep, w, slo, start * GRID**k, ideal, seed)
-
-    step = 8  # grid steps per bracket jump (×1.48)
-    if at(0):
-        lo = 0
-        while at(lo + step):
-            lo += step
-            if lo > 600:
-                return start * GRID**lo
-        hi = lo + step
-    else:
-        hi = 0
-        while not at(hi - step):
-            hi -= step
-            if hi < -200:
-                return 0.0
-        lo = hi - step
-    while hi - lo > 1:  # at(lo) and not at(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if at(mid) else (lo, mid)
-    return start * GRID**lo
-
-
-def capacity_estimate(rep: Replica, w: Workload) -> float:
-    """Requests/s a replica sustains at its largest batch, in closed form (the colocated cycle of
-    roofline.serving.disagg): B requests per B·t_prefill + (O − 1)·t_decode(B), with B the most
-    sequences of mean length the KV budget and max_seqs allow. Only a starting point."""
-    steps, rules = rep.expected, rep.rules
-    s, o = float(w.prompts.mean()), float(w.outputs.mean())
-    per_seq = float(steps.blocks(int(s + o / 2) + 1, rules.block_tokens))
-    b = int(max(1, min(rules.max_seqs, rules.budget_blocks // max(per_seq, 1.0))))
-    t_d = steps.decode_span_s(np.full(b, s + o / 2), 1)
-    t_p = steps.prefill_step_s(np.array([s]))
-    return 0.7 * b / (b * t_p + max(o - 1, 1) * t_d)
 
 
 def size(
@@ -210,8 +161,6 @@ def size_disaggregated(
     """Disaggregated deployments, one per accelerator x layout (both pools on that accelerator
     and layout): the pool shape with the most goodput per GPU (roofline.serving.disagg
     .best_pools), as many units as the rate needs. Ranked by `rank` with the colocated ones."""
-    from roofline.serving.disagg import best_pools, disaggregate
-
     rate = float(w.rate or 0.0)
     max_len = int(w.prompts.max() + w.outputs.max())
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
