@@ -9,7 +9,7 @@ from roofline.hardware import Accelerator, Efficiency
 from roofline.memory import Engine, kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.phases import decode, request
+from roofline.phases import decode, prefill, request
 from roofline.units import fmt_bytes, fmt_seconds
 
 
@@ -19,10 +19,19 @@ class Limits:
 
     min_batch: int | None = None
     max_tpot_s: float | None = None
-    max_ttft_s: float | None = None
+    max_ttft_s: float | None = None  # one request's TTFT on an idle replica (analyze's ttft_s)
+    max_batch_prefill_s: float | None = (
+        None  # the static batch's prefill (analyze's batch_prefill_s)
+    )
     min_throughput: float | None = None  # output tokens/s over all replicas
     fits: bool = False
     min_concurrency: int | None = None  # sequences in flight over all replicas
+
+
+_WHAT = {
+    "max_ttft": "TTFT of one request on an idle replica ",
+    "max_batch_prefill": "prefill of the static batch ",
+}
 
 
 @dataclass(frozen=True)
@@ -101,14 +110,15 @@ def run_checks(
                 f"({'≥' if ok else '<'} {limits.min_concurrency})",
             )
         )
-    wants_speed = any(
-        x is not None for x in (limits.max_tpot_s, limits.max_ttft_s, limits.min_throughput)
-    )
+    speed_limits = {
+        "max_tpot": limits.max_tpot_s,
+        "max_ttft": limits.max_ttft_s,
+        "max_batch_prefill": limits.max_batch_prefill_s,
+        "min_throughput": limits.min_throughput,
+    }
+    wants_speed = any(x is not None for x in speed_limits.values())
     if wants_speed and not plan.weights_fit:
-        for name in ("max_tpot", "max_ttft", "min_throughput"):
-            limit = getattr(
-                limits, {"max_tpot": "max_tpot_s", "max_ttft": "max_ttft_s"}.get(name, name)
-            )
+        for name, limit in speed_limits.items():
             if limit is not None:
                 out.append(Check(name, False, limit, float("nan"), "", "the weights do not fit"))
         return out
@@ -122,9 +132,12 @@ def run_checks(
             # tokens, not the mean over the default prompt + output lengths
             d = decode(model, hw, dep, batch, context, 1, eff, engine=eng.name)
             tpot, where = float(d.t_ideal_s if ideal else d.t_expected_s), f" at {context:,} tokens"
+        one = prefill(model, hw, dep, 1, max(prompt, 1), eff, eng.name)  # an idle replica
+        ttft = float(one.t_ideal_s if ideal else one.t_expected_s)
         for name, limit, value, unit, smaller in (
             ("max_tpot", limits.max_tpot_s, tpot, "s", True),
-            ("max_ttft", limits.max_ttft_s, float(t.ttft_s), "s", True),
+            ("max_ttft", limits.max_ttft_s, ttft, "s", True),
+            ("max_batch_prefill", limits.max_batch_prefill_s, float(t.ttft_s), "s", True),
             (
                 "min_throughput",
                 limits.min_throughput,
@@ -149,7 +162,8 @@ def run_checks(
                     limit,
                     value,
                     unit,
-                    f"{kind} {shown[0]}{where if name == 'max_tpot' else ''} vs limit "
+                    f"{kind} {_WHAT.get(name, '')}{shown[0]}{where if name == 'max_tpot' else ''}"
+                    " vs limit "
                     f"{shown[1]} ({margin:+.1%})",
                 )
             )
@@ -183,12 +197,14 @@ def run_traffic_checks(
 ) -> list[Check]:
     """Serve `requests` Poisson requests at limits.rate on `replicas` replicas (the serving
     simulator, docs/METRICS.md) and check p99 TTFT, p99 TPOT and goodput."""
+    from roofline.serving.search import replica_capacity
     from roofline.serving.serve import Slo, make_replica, serve
     from roofline.serving.workload import make_workload
 
     rep = make_replica(model, hw, dep, eng, prompt + output + 1, capacity_bytes=capacity_bytes)
     w = make_workload(max(prompt, 1), output, rate=limits.rate, requests=requests, seed=seed)
-    res = serve(rep, w, Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, 99.0), replicas)
+    slo = Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, 99.0)
+    res = serve(rep, w, slo, replicas, capacity=replica_capacity(rep, w))
     m = res.ideal if ideal else res.expected
     kind = f"{'ideal' if ideal else 'expected'} at {limits.rate:g} req/s"
     out = []

@@ -478,8 +478,11 @@ def request(
     replicas: int = 1,
     eff: Efficiency | None = None,
     engine: str | None = None,
+    context: ArrayLike | None = None,
 ) -> RequestResult:
-    """A static batch of `batch` requests, each `prompt` tokens in and `output` tokens out."""
+    """A static batch of `batch` requests, each `prompt` tokens in and `output` tokens out; the
+    decode steps attend over prompt + 1 … prompt + output − 1 tokens (their mean), or over
+    `context` tokens each when given (a sequence holding `context` tokens: --context)."""
     if all(type(x) in _SCALARS for x in (batch, prompt, output)):  # one point: Python floats
         b, s, o = float(batch), float(prompt), float(output)
         bad = b < 1 or s < 0 or o < 1
@@ -491,7 +494,10 @@ def request(
     if bad:
         raise InputError("batch and output must be at least 1 and the prompt at least 0 tokens")
     p = prefill(model, hw, dep, b, s_1, eff, engine)
-    d = decode(model, hw, dep, b, s + 1.0, steps, eff, engine=engine)
+    if context is None:
+        d = decode(model, hw, dep, b, s + 1.0, steps, eff, engine=engine)
+    else:
+        d = decode(model, hw, dep, b, context, 1, eff, engine=engine)
     ideal = _timing(p.t_ideal_s, d.t_ideal_s, b, o, replicas)
     expected = _timing(p.t_expected_s, d.t_expected_s, b, o, replicas)
     return RequestResult(p, d, ideal, expected, replicas)

@@ -154,6 +154,7 @@ _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
     "min_batch": (int, False),
     "max_tpot": ((str, int, float), False),
     "max_ttft": ((str, int, float), False),
+    "max_batch_prefill": ((str, int, float), False),
     "min_throughput": (NUM, False),
     "fits": (bool, False),
     "min_concurrency": (int, False),

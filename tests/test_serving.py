@@ -16,7 +16,7 @@ from roofline.memory import engine
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.serving.scheduler import EngineRules
-from roofline.serving.search import saturation_rate
+from roofline.serving.search import replica_capacity
 from roofline.serving.serve import (
     Replica,
     Slo,
@@ -48,7 +48,7 @@ def test_light_load_ttft_is_one_prefill_and_tpot_one_batch1_step(m8, rep):
     # nobody queues and nobody shares a step: TTFT = prefill(1, 1000), TPOT = the mean batch-1
     # decode step from KV length 1001 over the 99 steps after the first token
     w = make_workload(1000, 100, rate=0.01, requests=100, seed=3)
-    r = serve(rep, w, Slo())
+    r = serve(rep, w, Slo(), capacity=replica_capacity(rep, w))
     for ideal, got in ((True, r.ideal), (False, r.expected)):
         p = prefill(m, hw, DEP, 1, 1000)
         d = decode(m, hw, DEP, 1, 1001, 99)
@@ -99,7 +99,7 @@ def test_md1_queue_matches_pollaczek_khinchine(m8):
 
 def test_p99_ttft_grows_without_bound_past_saturation(rep):
     base = make_workload(1000, 100, rate=1.0, requests=1000, seed=2)
-    sat = saturation_rate(rep, base)
+    sat = replica_capacity(rep, base).expected.requests_per_s
     assert 0 < sat < math.inf
 
     def p99(n: int, rate: float) -> float:
@@ -132,7 +132,7 @@ def test_goodput_never_exceeds_throughput(rep, rate, ttft, tpot, seed):
 
 def test_ideal_never_slower_than_expected(rep):
     w = make_workload(1000, 200, rate=5.0, requests=500, seed=0)
-    r = serve(rep, w, Slo())
+    r = serve(rep, w, Slo(), capacity=replica_capacity(rep, w))
     assert r.ideal.ttft_s.mean <= r.expected.ttft_s.mean
     assert r.ideal.tpot_s.mean <= r.expected.tpot_s.mean
 
@@ -146,7 +146,8 @@ def test_closed_loop_keeps_n_users_busy(rep):
 
 def test_replicas_split_the_load(rep):
     w = make_workload(1000, 100, rate=40.0, requests=2000, seed=0)
-    one, four = serve(rep, w, Slo(), 1), serve(rep, w, Slo(), 4)
+    cap = replica_capacity(rep, w)
+    one, four = serve(rep, w, Slo(), 1, capacity=cap), serve(rep, w, Slo(), 4, capacity=cap)
     assert four.expected.gpus == 4
     assert four.expected.ttft_s.p99 < one.expected.ttft_s.p99
     assert four.expected.requests_per_s == pytest.approx(40.0, rel=0.1)

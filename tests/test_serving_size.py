@@ -29,8 +29,12 @@ def test_cost_and_energy_by_hand():
     # 8 GPUs × $3.99 = $31.92/h; at 1,000 output tokens/s: 31.92 / 3.6e6 tokens × 1e6
     assert cost_per_hour(p, 8) == pytest.approx(31.92)
     assert cost_per_million_output_tokens(31.92, 1000.0) == pytest.approx(8.8666667)
-    # 700 W × 8 GPUs × 50% busy / 1,000 tokens/s = 2.8 J per token
-    assert joules_per_output_token(p, 8, 0.5, 1000.0) == pytest.approx(2.8)
+    # idle 11% of 700 W = 77 W; half of the other 623 W → 388.5 W per GPU;
+    # × 8 GPUs / 1,000 tokens/s = 3.108 J per token
+    assert joules_per_output_token(p, 8, 0.5, 1000.0) == pytest.approx(3.108)
+    # idle boards still draw their floor; a board at peak FLOP/s draws its TDP
+    assert joules_per_output_token(p, 1, 0.0, 1.0) == pytest.approx(77.0)
+    assert joules_per_output_token(p, 1, 1.0, 1.0) == pytest.approx(700.0)
     assert cost_per_hour(None, 8) is None and cost_per_million_output_tokens(None, 1.0) is None
 
 

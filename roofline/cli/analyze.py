@@ -92,7 +92,8 @@ def analyze(
             f"budget is {fmt_bytes(plan.kv_budget_bytes)}: at most {mb} sequences fit "
             "(see `roofline capacity`)"
         )
-    r = request(m, hw, dep, b, s, o, replicas, eff, eng.name)
+    at = ctx if context is not None else None  # --context: the decode step's KV length
+    r = request(m, hw, dep, b, s, o, replicas, eff, eng.name, at)
     single = prefill(m, hw, dep, 1, max(s, 1), eff, eng.name)  # one request on an idle replica
     usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     inputs = {
@@ -119,7 +120,7 @@ def analyze(
         "engine": eng.name,
         "memory_capacity_bytes": plan.capacity_bytes,
         "efficiency": convert.efficiency_json(eff),
-        "decode_context_tokens_mean": s + o / 2.0,
+        "decode_context_tokens_mean": float(ctx) if context is not None else s + o / 2.0,
         "price_usd_per_gpu_hour": usd.usd_per_gpu_hour if usd else None,
     }
     timing = {

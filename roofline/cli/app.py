@@ -8,6 +8,7 @@ report; the traceback only with ROOFLINE_DEBUG=1); 130 interrupted. stdout carri
 import functools
 import gc
 import importlib
+import io
 import os
 import sys
 import traceback
@@ -157,8 +158,51 @@ def fail(exc: RooflineError) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
+class _Held(io.StringIO):
+    """stdout held until the command ends, still answering as the real stream (a terminal's
+    width and colours)."""
+
+    def __init__(self, real: Any) -> None:
+        super().__init__()
+        self.real = real
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.real, "isatty", lambda: False)())
+
+    def fileno(self) -> int:
+        return int(self.real.fileno())
+
+
 def guarded(fn: F) -> F:
-    """Turn RooflineError into one stderr line and exit 2."""
+    """Turn RooflineError into one stderr line and exit 2. What the command prints is held and
+    written only when it completes: an error never leaves half a result on stdout."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        resume_gc()
+        real = sys.stdout
+        held = sys.stdout = _Held(real)
+        try:
+            out = fn(*args, **kwargs)
+        except RooflineError as exc:
+            sys.stdout = real
+            fail(exc)
+        except typer.Exit:  # a result with its own exit code (check: 1 when an assertion fails)
+            sys.stdout = real
+            real.write(held.getvalue())
+            raise
+        except BaseException:
+            sys.stdout = real
+            raise
+        sys.stdout = real
+        real.write(held.getvalue())
+        return out
+
+    return wrapper  # type: ignore[return-value]
+
+
+def guarded_stream(fn: F) -> F:
+    """guarded for a command that streams its results as it goes (sweep): nothing held."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

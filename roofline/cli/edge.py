@@ -206,7 +206,7 @@ def offload(
 
 # ---- edge -----------------------------------------------------------------------------------
 def _edge_row(
-    m, hw, h, dep, b: int, s: int, o: int, ctx: int, cap: float, ram: float
+    m, hw, h, dep, b: int, s: int, o: int, ctx: int, cap: float, ram: float, at: int | None = None
 ) -> dict[str, object]:
     """One device: all in (unified or discrete) memory, else GPU + host RAM (llama.cpp -ngl)."""
     eng = ENGINES["llamacpp"]
@@ -227,7 +227,8 @@ def _edge_row(
     if status == "over" and hw.unified_memory and need <= ram:
         row["fits"] = "raise limit" if hw.vendor == "apple" else "raise --memory"
     if status != "over" or row["fits"] != "no":
-        step = decode(m, hw, dep, b, s + 1, max(o - 1, 1))
+        # --context: every step attends over ctx tokens; else the mean over the answer
+        step = decode(m, hw, dep, b, at, 1) if at else decode(m, hw, dep, b, s + 1, max(o - 1, 1))
         row["decode_tokens_per_s"] = b / float(step.t_expected_s)
         row["ttft_s"] = float(prefill(m, hw, dep, 1, max(s, 1)).t_expected_s)
         return row
@@ -296,7 +297,8 @@ def edge(
         cap = opt.capacity(dev, memory, wired_limit) if i == 0 else dev.usable_memory_bytes
         ram = parse_bytes(memory, "--memory") if i == 0 and memory else dev.memory_capacity_bytes
         h = cat.accelerator(host or _default_host(dev.id, dev.family)) if dev.host_link else None
-        rows.append(_edge_row(m, dev, h, dep, b, s, o, ctx, cap, ram))
+        at = ctx if context is not None else None
+        rows.append(_edge_row(m, dev, h, dep, b, s, o, ctx, cap, ram, at))
     first = rows[0]
     if first["fits"] == "near limit":
         warn(

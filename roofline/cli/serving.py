@@ -320,6 +320,7 @@ def disagg(
             (prompt, output, prompt_dist, output_dist, rate, requests, seed),
             topt.slo(slo_ttft, slo_tpot, slo_pct),
             kv_link,
+            ideal,
         )
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
@@ -329,10 +330,11 @@ def disagg(
             render.disagg_traffic_table(doc)
 
 
-def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link):
+def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal):
     """The colocated/disaggregated comparison under traffic, as JSON."""
     from roofline.cli.traffic import metrics_json
     from roofline.serving.disagg import compare_under_traffic
+    from roofline.serving.search import slo_requests
     from roofline.serving.serve import make_replica
 
     prompt, output, prompt_dist, output_dist, rate, requests, seed = wl
@@ -340,7 +342,7 @@ def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link):
     if len(rates) != 1:
         raise InputError("disagg takes one --rate")
     w = topt.serving_workload(
-        prompt, output, prompt_dist, output_dist, rates[0], None, requests or 300, None, seed
+        prompt, output, prompt_dist, output_dist, rates[0], None, requests or 1000, None, seed
     )
     max_len = int(w.prompts.max() + w.outputs.max())
     colo = make_replica(m, d_hw, d_dep, eng, max_len)
@@ -360,7 +362,7 @@ def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link):
     ratio = disaggregate(
         m, p_hw, d_hw, p_dep, d_dep, link, b, max(int(s_mean), 1), max(int(o_mean), 2)
     ).prefill_replicas_per_decode_replica
-    modes = compare_under_traffic(m, colo, pre, colo, link, w, slo, ratio, seed)
+    modes = compare_under_traffic(m, colo, pre, colo, link, w, slo, ratio, seed, ideal)
     out = {
         "rate": rates[0],
         "requests": w.n,
@@ -370,6 +372,8 @@ def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link):
         "link_efficiency": link.eta,
         "transfer_overhead_s": link.fixed_s,
         "layerwise": link.layerwise,
+        "step_times": "ideal" if ideal else "expected",
+        "search_requests": slo_requests(slo, w.n),
     }
     for x in modes:
         out[x.name] = {

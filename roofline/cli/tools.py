@@ -14,7 +14,7 @@ from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded, note
+from roofline.cli.app import app, catalog, guarded, guarded_stream, note
 from roofline.errors import InputError, RooflineError
 from roofline.memory import engine
 from roofline.phases import decode, prefill
@@ -45,7 +45,7 @@ class SweepFmt(str, Enum):
 
 
 @app.command()
-@guarded
+@guarded_stream
 def sweep(
     model: Annotated[str, typer.Option(help="model ids, comma-separated")] = "llama-3.1-8b",
     hardware: Annotated[str, typer.Option(help="accelerator ids, comma-separated")] = "h100",

@@ -20,9 +20,10 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
-from roofline.serving.search import saturation_rate
+from roofline.serving.search import replica_capacity, slo_requests
 from roofline.serving.serve import ServeMetrics, make_replica
 from roofline.serving.serve import serve as serve_core
+from roofline.serving.size import HEADROOM
 from roofline.serving.size import size as size_core
 from roofline.serving.workload import with_rate
 
@@ -42,7 +43,6 @@ Tokenizer = Annotated[
         help="the API server's detokenizer: fast, or slow (e.g. vLLM --tokenizer-mode mistral)",
     ),
 ]
-SATURATION_REQUESTS = 400
 SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serve)
 SIZE_HARDWARE = "h100,h200,b200,mi300x"
 
@@ -67,6 +67,12 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
             "output_tokens_per_s_per_gpu": m.output_tokens_per_s_per_gpu,
             "output_tokens_per_s_per_user": m.output_tokens_per_s_per_user,
         },
+        "benchmark_window": {
+            "requests_per_s": m.benchmark_requests_per_s,
+            "output_tokens_per_s": m.benchmark_output_tokens_per_s,
+            "window_s": m.window_s,
+        },
+        "steady_state": m.steady,
         "goodput_requests_per_s": m.goodput_requests_per_s,
         "slo_attainment": m.slo_attainment,
         "meets_slo": m.meets_slo,
@@ -83,8 +89,35 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
             usd, m.output_tokens_per_s
         ),
         "joules_per_output_token": joules_per_output_token(
-            price, gpus, m.utilisation, m.output_tokens_per_s
+            price, gpus, m.power_share, m.output_tokens_per_s
         ),
+        "compute_share": m.compute_share,
+        "power_share": m.power_share,
+    }
+
+
+def saturation_json(cap, replicas: int) -> dict[str, Any]:
+    """The saturation rate of `replicas` replicas (ideal and expected), per GPU, what binds it,
+    and the compute and bandwidth bounds it must stay under."""
+    b, e, i = cap.bounds, cap.expected, cap.ideal
+    gpus = b.gpus * replicas
+    return {
+        "ideal": i.requests_per_s * replicas,
+        "expected": e.requests_per_s * replicas,
+        "ideal_per_gpu": i.requests_per_s * replicas / gpus,
+        "expected_per_gpu": e.requests_per_s * replicas / gpus,
+        "output_tokens_per_s": {
+            "ideal": i.output_tokens_per_s * replicas,
+            "expected": e.output_tokens_per_s * replicas,
+        },
+        "binding": {"ideal": i.binding, "expected": e.binding},
+        "mean_running_batch": {"ideal": i.mean_running_batch, "expected": e.mean_running_batch},
+        "confirmed": {"ideal": i.confirmed, "expected": e.confirmed},
+        "compute_bound": b.compute_requests_per_s * replicas,
+        "bandwidth_bound": b.bandwidth_requests_per_s * replicas,
+        "flops_per_request": b.flops_per_request,
+        "method": "closed loop never idle, completions after warm-up and before the drain;"
+        " confirmed by a Poisson run at 0.95x",
     }
 
 
@@ -194,10 +227,11 @@ def serve(
         tokenizer=tokenizer,
     )
     price = topt.price_table(cat, price).get(hw.id)
+    cap = replica_capacity(rep, base, confirm=saturation and concurrency is None)
     points = []
     for r in rate_list:
         w = base if r is None or r == rate_list[0] else with_rate(base, r, seed)
-        res = serve_core(rep, w, slo, n_rep)
+        res = serve_core(rep, w, slo, n_rep, capacity=cap)
         points.append(
             {
                 "rate": w.rate if r is None else r,
@@ -206,13 +240,7 @@ def serve(
                 "expected": metrics_json(res.expected, price),
             }
         )
-    sat = None
-    if saturation and concurrency is None:
-        probe = base if base.n <= SATURATION_REQUESTS else _head(base, SATURATION_REQUESTS)
-        sat = {
-            "ideal": saturation_rate(rep, probe, True, seed) * n_rep,
-            "expected": saturation_rate(rep, probe, False, seed) * n_rep,
-        }
+    sat = saturation_json(cap, n_rep) if saturation and concurrency is None else None
     inputs = {
         "model": m.id,
         "hardware": hw.id,
@@ -238,7 +266,7 @@ def serve(
         "block_tokens": rep.rules.block_tokens,
         "kv_budget_blocks": rep.rules.budget_blocks,
         "routing": "round robin over replicas",
-        "saturation_probe_requests": min(base.n, SATURATION_REQUESTS) if sat else None,
+        "saturation_probe_requests": cap.expected.requests if sat else None,
         "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
         "price_source": price.source if price else None,
         "energy_assumption": ENERGY_ASSUMPTION,
@@ -253,14 +281,6 @@ def serve(
     if out is not None:
         save_serve(doc, out)
         note(f"wrote {out}")
-
-
-def _head(w, n: int):
-    from roofline.serving.workload import Workload
-
-    return Workload(
-        w.arrival_s[:n], w.prompts[:n], w.outputs[:n], w.rate, w.concurrency, None, w.description
-    )
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -301,12 +321,17 @@ def size(
     link: Annotated[
         str, typer.Option(help="tier id the KV cache travels over between pools (--disagg)")
     ] = "infiniband-ndr",
+    headroom: Annotated[
+        float,
+        typer.Option(help="share of each replica's capacity left unused (0.1: size to 90%)"),
+    ] = HEADROOM,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Deployments that meet the SLOs at a rate, with cost.
 
     Searches accelerators x layouts (TP 1-8, PP 2 only if needed, EP = TP for MoE) x replicas:
-    each layout's highest rate per replica within the SLOs sets its replica count. Prints GPUs,
+    a replica's capacity (its highest rate whose p-th percentile TTFT and TPOT meet the SLOs, or
+    its saturation rate without SLOs) x (1 - --headroom) sets the replica count. Prints GPUs,
     $/hour, $/million output tokens, J/token and the frontier of tokens/s per GPU against
     tokens/s per user; the cheapest (or --minimize gpus) is marked best.
     Example: roofline size llama-3.1-70b --rate 10 --hardware h100,h200,b200,mi300x
@@ -325,6 +350,8 @@ def size(
     base = opt.deployment(weights, kv_dtype, model=m)
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     requests = SIZE_REQUESTS if requests is None else requests
+    if not 0 <= headroom < 1:
+        raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
     if not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
     w = topt.serving_workload(
@@ -332,7 +359,7 @@ def size(
     )
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
-    rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed)
+    rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom)
     if disagg:
         from roofline.serving.disagg import KvLink
         from roofline.serving.size import rank, size_disaggregated
@@ -357,6 +384,9 @@ def size(
                 "best": d.best,
                 "frontier": d.frontier,
                 "max_rate_per_replica": d.max_rate_per_replica,
+                "saturation_rate_per_replica": d.saturation_rate_per_replica,
+                "sized_on": d.basis,
+                "binding": d.binding,
                 "cost_per_hour": d.cost_per_hour,
                 "cost_per_million_output_tokens": d.cost_per_million_output_tokens,
                 "joules_per_output_token": d.joules_per_output_token,
@@ -378,7 +408,12 @@ def size(
         "minimize": minimize,
         "disaggregated": disagg,
         "link": cat.tier(link).id if disagg else None,
-        "search": "rates on a 5% geometric grid per layout; replicas = ceil(rate / best rate)",
+        "headroom": headroom,
+        "sized_on": "SLO capacity" if slo.ttft_s or slo.tpot_s else "saturation",
+        "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
+        " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
+        f" {slo_requests(slo, w.n):,} requests a run); replicas = ceil(rate / (capacity x"
+        " (1 - headroom)))",
         "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in {h.id for h in hws}},
         "energy_assumption": ENERGY_ASSUMPTION,
     }

@@ -45,7 +45,9 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
         f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
         f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}; "
-        "expected step times (ideal in --format json). TTFT = queue + prefill + API server."
+        "expected step times (ideal in --format json). TTFT = queue + prefill + API server; "
+        "throughput, goodput and cost in steady state (the offered rate, or the saturation "
+        "past it)."
     )
     sat = doc.get("saturation_rate")
     if len(pts) == 1:
@@ -74,6 +76,12 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         ]
         if sat:
             pairs.append(("saturation", f"{sat['expected']:.3g} req/s"))
+            pairs.append(("bound by", sat["binding"]["expected"]))
+        if not e.get("steady_state", True):
+            head += (
+                " NOT STEADY: the run spans under 5 mean E2Es; throughput, goodput and cost are"
+                " the steady state's, the percentiles this short run's (raise --requests)."
+            )
         print_pairs(con, head, pairs)
         return
     print_rows(
@@ -108,7 +116,12 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         ],
     )
     if sat:
-        say(con, f"saturation rate: {sat['expected']:.3g} req/s (ideal {sat['ideal']:.3g})")
+        say(
+            con,
+            f"saturation rate: {sat['expected']:.3g} req/s (ideal {sat['ideal']:.3g}), bound by "
+            f"{sat['binding']['expected']}; compute bound {sat['compute_bound']:.3g}, bandwidth "
+            f"bound {sat['bandwidth_bound']:.3g}",
+        )
 
 
 # ---- size -----------------------------------------------------------------------------------
@@ -142,6 +155,14 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         f"* = best ({i['minimize']}), f = on the frontier of tok/s per GPU vs tok/s per user; "
         "GPUs = replicas x TP x PP; tok = output tokens/s; more in --format json"
     )
+    best = next((d for d in deps if d["best"]), None)
+    if best is not None and best.get("sized_on"):
+        head += (
+            f". Each replica sized on its {best['sized_on']} x {1 - i.get('headroom', 0):.0%}"
+            f" (headroom {i.get('headroom', 0):.0%}); the best's saturation"
+            f" {best['saturation_rate_per_replica']:.3g} req/s per replica, bound by"
+            f" {best['binding']}"
+        )
     if rows:
         cols = (T("deployment"), N("GPUs"), N("$/h"), N("$/Mtok"), N("tok/\nGPU"), N("tok/\nuser"))
         print_rows(con, head, cols, rows)

@@ -54,7 +54,7 @@ def evaluate_burst(
         max_batched_tokens=b.get("max_batched_tokens"),
         chunked_prefill=bool(b.get("chunked_prefill", True)),
     )
-    r = serve(rep, w, Slo(), replicas=replicas)
+    r = serve(rep, w, Slo(), replicas=replicas, capacity=None)  # measured: the window
     per_gpu = case.metric == "output_tokens_per_s_per_gpu"
     ideal, expected = (
         (m.output_tokens_per_s_per_gpu if per_gpu else m.output_tokens_per_s)

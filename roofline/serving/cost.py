@@ -2,10 +2,12 @@
 
 - $/hour = GPU-hour price × GPUs (hardware/prices.yaml, or --price).
 - $/million output tokens = $/hour / (output tokens/s × 3600) × 10⁶.
-- Energy: each GPU draws its board power (TDP) while its replica runs a step and nothing while
-  it is idle: J/s = board power × GPUs × utilisation, so J per output token = board power × GPUs
-  × utilisation / output tokens/s. An upper bound while busy (memory-bound decode draws less
-  than TDP) and a lower bound when idle (idle boards draw tens of watts); stated in every output.
+- Energy: each GPU draws an idle floor plus a share of the rest of its board power (TDP):
+  P = idle + (TDP − idle) × (c + m × (u − c)), with c the share of its time the requests' FLOPs
+  need at peak (tensor cores busy: full power), u the share of time a step runs (u − c:
+  memory-bound work, drawing the share m) and idle the rest. J per output token = P × GPUs /
+  output tokens/s. idle = IDLE_POWER_SHARE × TDP and m = MEMORY_POWER_SHARE, both below with
+  their sources; stated in every output.
 """
 
 from __future__ import annotations
@@ -15,8 +17,17 @@ from dataclasses import dataclass
 
 from roofline.errors import InputError
 
+# An idle H200 SXM reads 80 W of its 700 W (11%; nvidia-smi, vLLM idle server, measured by
+# api.serialalice.pt's H200 benchmark, June 2026); H100 SXM idles near 70 W of 700 W [uncertain].
+IDLE_POWER_SHARE = 0.11
+# Memory-bound decode on an H200 draws 137-300 W of 700 W across GQA, MLA and SSM models (Ma et
+# al., "The Illusion of Power Capping in LLM Decode", arXiv:2605.11999, 2026): (300 - 80) /
+# (700 - 80) = 0.35 of the power above idle at saturated HBM bandwidth, the top of that range.
+MEMORY_POWER_SHARE = 0.35
 ENERGY_ASSUMPTION = (
-    "board power (TDP) × GPUs × utilisation: full board power while a step runs, none when idle"
+    f"per GPU: idle {IDLE_POWER_SHARE:.0%} of board power (TDP), plus the rest × (share of time"
+    f" at peak FLOP/s + {MEMORY_POWER_SHARE:.2f} × other busy time); J/token = power × GPUs /"
+    " output tokens/s"
 )
 
 
@@ -42,12 +53,19 @@ def cost_per_million_output_tokens(
     return usd_per_hour / (output_tokens_per_s * 3600.0) * 1e6
 
 
+def power_w(board_power_w: float, power_share: float) -> float:
+    """One GPU's mean draw: the idle floor plus `power_share` of the board power above it."""
+    idle = IDLE_POWER_SHARE * board_power_w
+    return idle + (board_power_w - idle) * min(max(power_share, 0.0), 1.0)
+
+
 def joules_per_output_token(
-    price: Price | None, gpus: int, utilisation: float, output_tokens_per_s: float
+    price: Price | None, gpus: int, power_share: float, output_tokens_per_s: float
 ) -> float | None:
+    """power_w × GPUs / output tokens/s (`power_share`: ServeMetrics.power_share)."""
     if price is None or price.board_power_w is None or not output_tokens_per_s > 0:
         return None
-    return price.board_power_w * gpus * utilisation / output_tokens_per_s
+    return power_w(price.board_power_w, power_share) * gpus / output_tokens_per_s
 
 
 def parse_price_overrides(spec: str | None) -> dict[str, float]:

@@ -48,9 +48,25 @@ from roofline.offload import LINK_PROTOCOL_EFFICIENCY
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.serving.attention_dp import colocated_prefill_s
+from roofline.serving.bounds import rate_bounds
 from roofline.serving.scheduler import simulate_requests
-from roofline.serving.search import capacity_estimate, max_rate
-from roofline.serving.serve import Replica, ServeMetrics, Slo, metrics, run_replicas
+from roofline.serving.search import (
+    highest_ok,
+    max_rate_within_slo,
+    probe_lengths,
+    replica_capacity,
+    saturation,
+    slo_requests,
+)
+from roofline.serving.serve import (
+    Replica,
+    ServeMetrics,
+    Slo,
+    metrics,
+    run_replicas,
+    serve,
+    steady_state,
+)
 from roofline.serving.trace import Trace
 from roofline.serving.workload import Workload, with_rate
 
@@ -295,24 +311,53 @@ def serve_disaggregated(model: ModelArch, pools: Pools, w: Workload, slo: Slo) -
     return DisaggResult(ideal, expected, t_x, pools)
 
 
+def pools_capacity(pools: Pools, w: Workload, ideal: bool = False) -> tuple[float, float, float]:
+    """(requests/s, output tokens/s, mean output) the pools serve at most: the lesser of the
+    prefill pool's saturation (prompts with one output token each) and the decode pool's
+    (requests arriving with their KV), each × its replicas (roofline.serving.search)."""
+    prompts, outputs = probe_lengths(w)
+    pre = saturation(pools.prefill, prompts, np.ones_like(outputs), ideal)
+    dec = saturation(pools.decode, prompts, outputs, ideal, prefilled=True)
+    r_pre = pre.requests_per_s * pools.prefill_replicas
+    r_dec = dec.requests_per_s * pools.decode_replicas
+    tok = dec.output_tokens_per_s * pools.decode_replicas * min(1.0, r_pre / r_dec)
+    return min(r_pre, r_dec), tok, dec.mean_output_tokens
+
+
+def _steady_pooled(
+    model: ModelArch, pools: Pools, w: Workload, slo: Slo, ideal: bool, cap: tuple
+) -> ServeMetrics:
+    """_pooled's metrics with the headline figures in steady state (serve.steady_state)."""
+    m = _pooled(model, pools, w, slo, ideal)[0]
+    d = pools.decode
+    assert d.model is not None
+    b = rate_bounds(d.model, d.hw, d.dep, 1, float(w.prompts.mean()), float(w.outputs.mean()), 1)
+    rate = w.rate
+    stable = rate is not None and rate < cap[0]
+    return steady_state(m, rate, lambda: cap[:2], stable, cap[2], b.compute_s_per_request)
+
+
 def max_rate_disaggregated(
-    model: ModelArch, pools: Pools, w: Workload, slo: Slo, hi: float, seed: int = 0
+    model: ModelArch,
+    pools: Pools,
+    w: Workload,
+    slo: Slo,
+    hi: float,
+    seed: int = 0,
+    ideal: bool = False,
 ) -> float:
-    """The highest request rate the pools serve within the SLOs (bisection from `hi` down,
-    assuming latency grows with the rate); 0 if even hi/64 misses."""
+    """The highest request rate the pools serve within the SLOs, at most `hi` (their
+    saturation), on runs of search.slo_requests requests."""
+    n = slo_requests(slo, w.n)
+    if n != w.n:
+        w = Workload(
+            np.zeros(n), np.resize(w.prompts, n), np.resize(w.outputs, n), 1.0, None, None, {}
+        )
 
     def ok(rate: float) -> bool:
-        return _pooled(model, pools, with_rate(w, rate, seed), slo, False)[0].meets_slo
+        return _pooled(model, pools, with_rate(w, rate, seed), slo, ideal)[0].meets_slo
 
-    if ok(hi):
-        return hi
-    lo = hi / 64.0
-    if not ok(lo):
-        return 0.0
-    while hi - lo > 0.03 * lo:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
+    return highest_ok(ok, hi)
 
 
 @dataclass(frozen=True)
@@ -341,19 +386,22 @@ def compare_under_traffic(
     slo: Slo,
     ratio: float,
     seed: int = 0,
+    ideal: bool = False,
 ) -> tuple[TrafficMode, TrafficMode]:
     """Colocated (chunked prefill, one pool) against disaggregated pools under the same SLOs and
-    workload, by goodput per GPU: each unit's highest rate within the SLOs (a rate grid search),
-    divided by its GPUs. Pool shapes tried: 1-4 decode replicas with the prefill replicas the
-    closed-form `ratio` (prefill replicas per decode replica) suggests."""
+    workload, by goodput per GPU: each unit's highest rate within the SLOs (at most its
+    saturation), divided by its GPUs. Pool shapes tried: 1-4 decode replicas with the prefill
+    replicas the closed-form `ratio` (prefill replicas per decode replica) suggests. `ideal`:
+    ideal step times throughout."""
     rate = float(w.rate or 0.0)
-    r_colo = max_rate(colo, w, slo, False, seed, capacity_estimate(colo, w))
+    cap = replica_capacity(colo, w)
+    r_colo = max_rate_within_slo(colo, w, slo, cap.of(ideal).requests_per_s, ideal, seed)
     colo_mode = _mode("colocated", 0, 1, colo.gpus, r_colo, rate, None)
     if r_colo > 0:
         per = with_rate(w, rate / colo_mode.units, seed) if rate else w
-        m = metrics(run_replicas(colo, per, 1, False), slo, colo.gpus)
-        colo_mode = replace(colo_mode, metrics=m)
-    return colo_mode, best_pools(model, pre, dec, link, w, slo, ratio, seed)
+        res = serve(colo, per, slo, 1, capacity=cap)
+        colo_mode = replace(colo_mode, metrics=res.ideal if ideal else res.expected)
+    return colo_mode, best_pools(model, pre, dec, link, w, slo, ratio, seed, ideal)
 
 
 def best_pools(
@@ -365,24 +413,27 @@ def best_pools(
     slo: Slo,
     ratio: float,
     seed: int = 0,
+    ideal: bool = False,
 ) -> TrafficMode:
     """The pool shape (P prefill + D decode replicas) with the most goodput per GPU: D from 1 to
     4, P from the closed-form `ratio`; with its units for w.rate and the metrics there."""
     rate = float(w.rate or 0.0)
     shapes = sorted({(max(1, round(ratio * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
     best: TrafficMode | None = None
+    caps = {}
     for n_p, n_d in shapes:
         pools = Pools(pre, dec, n_p, n_d, link)
-        hi = 2.0 * n_d * capacity_estimate(dec, w) / 0.7
-        r = max_rate_disaggregated(model, pools, w, slo, hi, seed)
+        caps[n_p, n_d] = cap = pools_capacity(pools, w, ideal)
+        r = max_rate_disaggregated(model, pools, w, slo, cap[0], seed, ideal)
         cand = _mode("disaggregated", n_p, n_d, pools.gpus, r, rate, None)
         if best is None or cand.goodput_per_gpu > best.goodput_per_gpu:
             best = cand
     assert best is not None
     if best.max_rate_per_unit > 0:
-        pools = Pools(pre, dec, best.prefill_replicas, best.decode_replicas, link)
+        shape = (best.prefill_replicas, best.decode_replicas)
+        pools = Pools(pre, dec, *shape, link)
         per = with_rate(w, rate / best.units, seed) if rate else w
-        best = replace(best, metrics=_pooled(model, pools, per, slo, False)[0])
+        best = replace(best, metrics=_steady_pooled(model, pools, per, slo, ideal, caps[shape]))
     return best
 
 

@@ -1,128 +1,247 @@
-"""The rate searches of serving: the saturation rate (the queue-growth bisection), the highest
-rate within the SLOs (a bisection below the saturation rate, or a geometric grid of rates for
-sizing) and a closed-form starting point. Used by serve, size and disagg alike."""
+"""The rate searches of serving, used by serve, size and disagg alike.
+
+- Saturation: the steady-state completion rate of a replica that is never idle. A closed loop of
+  more users than the replica can hold (so a queue always waits) runs PROBE_GENERATIONS + 2
+  times that many requests; completions are counted from the users-th to the (N − users)-th,
+  which leaves out the warm-up (everyone admitted at once) and the drain (the queue emptying).
+  The probe's lengths are drawn once at a fixed seed from the workload's length specification,
+  so the figure does not depend on --rate, --requests, --duration or --seed. A Poisson run at
+  0.95 × that rate then confirms that the queue stays bounded.
+- Capacity under SLOs: the highest rate whose pct-th percentile TTFT and TPOT meet the targets
+  (MLPerf Inference's server scenario: the highest Poisson rate meeting the latency bound), by
+  bisection below the saturation rate on runs with at least TAIL_REQUESTS requests beyond the
+  percentile (5,000 for p99).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.serving.bounds import RateBounds, rate_bounds
+from roofline.serving.scheduler import simulate_requests
 from roofline.serving.serve import Replica, Slo, metrics, run_replicas
-from roofline.serving.workload import Workload, with_rate
+from roofline.serving.workload import MAX_REQUESTS, Workload, draw_lengths, with_rate
 
-GRID = 1.05  # rate grid step: the sizing answer is within 5% of the boundary
-
-
-def _unstable(rep: Replica, w: Workload, rate: float, ideal: bool, seed: int) -> bool:
-    """Queue growth: more than 5% of the requests (+5) still queued when the last one arrives."""
-    m = metrics(run_replicas(rep, with_rate(w, rate, seed), 1, ideal), Slo(), rep.gpus)
-    return m.queued_at_last_arrival > 0.05 * m.requests + 5
-
-
-def saturation_rate(
-    rep: Replica, w: Workload, ideal: bool = False, seed: int = 0, rel_tol: float = 0.02
-) -> float:
-    """The request rate per replica past which the queue grows without bound, by bisection on
-    the rate with the queue-growth criterion above (Poisson arrivals, the workload's lengths)."""
-    lo, hi = 0.0, 1.0
-    while not _unstable(rep, w, hi, ideal, seed):
-        lo, hi = hi, hi * 2.0
-        if hi > 1e6:
-            return math.inf
-    while lo == 0.0:
-        if not _unstable(rep, w, hi / 2.0, ideal, seed):
-            lo = hi / 2.0
-        else:
-            hi /= 2.0
-            if hi < 1e-6:
-                return 0.0
-    while hi - lo > rel_tol * lo:
-        mid = 0.5 * (lo + hi)
-        if _unstable(rep, w, mid, ideal, seed):
-            hi = mid
-        else:
-            lo = mid
-    return lo
+PROBE_GENERATIONS = 6  # closed-loop rounds measured (the rate moves < 2% from 6 to 40)
+PROBE_LENGTHS = 4000  # lengths drawn for the probe from a length distribution
+PROBE_SEED = 0
+CONFIRM_FRACTION = 0.95
+TAIL_REQUESTS = 50  # requests beyond the SLO percentile in every run of the SLO search
+BINDINGS = ("compute", "KV capacity", "max-seqs", "API server")
 
 
-def max_rate_within_slo(
+@dataclass(frozen=True)
+class Saturation:
+    """One replica's saturation: requests and output tokens per second, what binds it."""
+
+    requests_per_s: float
+    output_tokens_per_s: float
+    binding: str  # one of BINDINGS
+    mean_running_batch: float
+    kv_occupancy: float
+    mean_output_tokens: float  # of the probe's requests: the steady state's mean output
+    requests: int  # simulated in the probe
+    confirmed: bool | None = None  # a Poisson run at 0.95 × the rate kept its queue bounded
+
+
+def probe_lengths(w: Workload) -> tuple[np.ndarray, np.ndarray]:
+    """The probe's prompt and output lengths: PROBE_LENGTHS draws at PROBE_SEED from the
+    workload's length specification, or the workload's own lengths (a trace) when it has none."""
+    if w.length_specs is None:
+        return w.prompts, w.outputs
+    p_spec, o_spec = w.length_specs
+    n = PROBE_LENGTHS if isinstance(p_spec, str) or isinstance(o_spec, str) else 1
+    prompts = draw_lengths(p_spec, n, PROBE_SEED + 1, "prompt")[0]
+    outputs = draw_lengths(o_spec, n, PROBE_SEED + 2, "output")[0]
+    return prompts, outputs
+
+
+def probe_users(rep: Replica, prompts: np.ndarray, prefilled: bool = False) -> int:
+    """More users than the replica can hold at once: 1.1 × the fewest of max-seqs and the
+    sequences of the shortest prompt the KV budget holds, + 8."""
+    r = rep.rules
+    shortest = int(np.min(prompts)) + (2 if prefilled else 1)
+    fit = r.budget_blocks // max(float(rep.expected.blocks(shortest, r.block_tokens)), 1.0)
+    return int(1.1 * min(r.max_seqs, max(fit, 1))) + 8
+
+
+def saturation(
     rep: Replica,
-    w: Workload,
-    slo: Slo,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
     ideal: bool = False,
-    seed: int = 0,
-    rel_tol: float = 0.03,
-    hi: float | None = None,
-) -> float:
-    """The highest request rate per replica at which the replica meets the SLOs (0 if none):
-    bisection below the saturation rate `hi`, assuming latency grows with the rate."""
-    hi = hi if hi is not None else saturation_rate(rep, w, ideal, seed)
+    prefilled: bool = False,
+    confirm: bool = False,
+) -> Saturation:
+    """The replica's saturation (module docstring) on requests of these lengths (cycled);
+    `prefilled`: requests arrive with their KV (a disaggregated decode pool)."""
+    users = probe_users(rep, prompts, prefilled)
+    n = min(users * (PROBE_GENERATIONS + 2), MAX_REQUESTS)
+    p, o = np.resize(prompts, n).astype(np.int64), np.resize(outputs, n).astype(np.int64)
+    steps = rep.ideal if ideal else rep.expected
+    front = None if ideal else rep.frontend
+    tr = simulate_requests(
+        steps, np.zeros(n), p, o, rep.rules, prefilled, closed_loop=users, frontend=front
+    )
+    order = np.argsort(tr.finish_s, kind="stable")
+    f = tr.finish_s[order]
+    j, k = users - 1, n - users - 1
+    span = float(f[k] - f[j])
+    rate = (k - j) / span
+    tokens = float(o[order][j + 1 : k + 1].sum()) / span
+    busy = max(tr.makespan_s, 1e-30)
+    batch = tr.decoding_integral / busy
+    active = tr.active_integral / busy
+    kv = tr.kv_block_integral / busy / max(tr.budget_blocks, 1)
+    api = 0.0
+    if front is not None:
+        api = tokens * front.token_s + rate * front.request_s
+    if api >= 0.9:
+        binding = "API server"
+    elif active >= 0.95 * rep.rules.max_seqs:
+        binding = "max-seqs"
+    elif kv >= 0.85 or tr.preemptions > 0:
+        binding = "KV capacity"
+    else:
+        binding = "compute"
+    ok = None
+    if confirm:
+        ok = _bounded(rep, p, o, CONFIRM_FRACTION * rate, ideal)
+    return Saturation(rate, tokens, binding, batch, kv, float(o.mean()), n, ok)
 
-    def ok(rate: float) -> bool:
-        tr = run_replicas(rep, with_rate(w, rate, seed), 1, ideal)
-        return metrics(tr, slo, rep.gpus).meets_slo
 
-    if not math.isfinite(hi) or hi <= 0:
+def _bounded(rep: Replica, prompts, outputs, rate: float, ideal: bool) -> bool:
+    """A Poisson run at `rate`: at most 5% of the requests (+5) still queued at the last
+    arrival."""
+    gaps = np.random.default_rng(PROBE_SEED).exponential(1.0, prompts.size)
+    gaps[0] = 0.0
+    w = Workload(np.cumsum(gaps) / rate, prompts, outputs, rate, None, None, {})
+    m = metrics(run_replicas(rep, w, 1, ideal), Slo(), rep.gpus)
+    return m.queued_at_last_arrival <= 0.05 * m.requests + 5
+
+
+class Capacity:
+    """One replica's saturation with ideal and expected step times (each probed when first
+    asked for) and its physical bounds, for one length distribution."""
+
+    def __init__(self, rep: Replica, w: Workload, confirm: bool = False) -> None:
+        self.prompts, self.outputs = probe_lengths(w)
+        self.mean_output_tokens = float(np.mean(self.outputs))
+        self._rep, self._confirm = rep, confirm
+        self._sat: dict[bool, Saturation] = {}
+        r = rep.rules
+        shortest = float(rep.expected.blocks(int(np.min(self.prompts)) + 1, r.block_tokens))
+        batch = int(min(r.max_seqs, max(r.budget_blocks // max(shortest, 1.0), 1)))
+        assert rep.model is not None, "a replica built by make_replica"
+        mean_prompt = float(np.mean(self.prompts))
+        self.bounds: RateBounds = rate_bounds(
+            rep.model, rep.hw, rep.dep, rep.gpus, mean_prompt, self.mean_output_tokens, batch
+        )
+
+    def of(self, ideal: bool) -> Saturation:
+        if ideal not in self._sat:
+            self._sat[ideal] = saturation(
+                self._rep, self.prompts, self.outputs, ideal, confirm=self._confirm
+            )
+        return self._sat[ideal]
+
+    @property
+    def ideal(self) -> Saturation:
+        return self.of(True)
+
+    @property
+    def expected(self) -> Saturation:
+        return self.of(False)
+
+    def stable(self, rate: float, ideal: bool) -> bool:
+        """`rate` per replica is below the saturation rate. The ideal's is never below the
+        expected's (a tested bound), so a rate below the expected's needs no ideal probe."""
+        if ideal and False in self._sat and rate < self._sat[False].requests_per_s:
+            return True
+        return rate < self.of(ideal).requests_per_s
+
+
+def replica_capacity(rep: Replica, w: Workload, confirm: bool = False) -> Capacity:
+    """Saturation (ideal and expected step times) and the compute and bandwidth bounds of one
+    replica for the workload's length distribution (probe_lengths)."""
+    return Capacity(rep, w, confirm)
+
+
+def slo_requests(slo: Slo, n: int) -> int:
+    """Requests per run of the SLO search: `n`, or enough for TAIL_REQUESTS beyond the pct-th
+    percentile (50 / (1 − pct/100): 5,000 at p99)."""
+    tail = 1.0 - slo.pct / 100.0
+    need = math.ceil(TAIL_REQUESTS / tail) if tail > 0 else n
+    return int(min(max(n, need), MAX_REQUESTS))
+
+
+def cycled(w: Workload, n: int) -> Workload:
+    """`w`'s lengths cycled (or cut) to `n` requests, all at t = 0 (give them a rate)."""
+    if n == w.n:
+        return w
+    p, o = np.resize(w.prompts, n), np.resize(w.outputs, n)
+    return Workload(np.zeros(n), p, o, None, None, None, w.description, w.length_specs)
+
+
+def highest_ok(ok: Callable[[float], bool], hi: float, rel_tol: float = 0.03) -> float:
+    """The highest rate in (hi/64, hi] for which ok(rate) holds, by bisection, assuming ok holds
+    below some rate and fails above it; 0 if ok(hi/64) fails."""
+    if not (math.isfinite(hi) and hi > 0):
         return 0.0
     if ok(hi):
         return hi
     lo = hi / 64.0
-    if not ok(lo):
-        return 0.0
-    while hi - lo > rel_tol * lo:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _bisect(ok, lo, hi, rel_tol) if ok(lo) else 0.0
 
 
-def _ok(rep: Replica, w: Workload, slo: Slo, rate: float, ideal: bool, seed: int) -> bool:
-    m = metrics(run_replicas(rep, with_rate(w, rate, seed), 1, ideal), slo, rep.gpus)
-    growing = m.queued_at_last_arrival > 0.05 * m.requests + 5
-    return m.meets_slo and not growing
-
-
-def max_rate(
-    rep: Replica, w: Workload, slo: Slo, ideal: bool = False, seed: int = 0, start: float = 1.0
+def max_rate_within_slo(
+    rep: Replica, w: Workload, slo: Slo, hi: float, ideal: bool = False, seed: int = 0
 ) -> float:
-    """The highest rate on the grid start·GRID^k (k integer) at which one replica meets the SLOs
-    with a stable queue; 0 if even start·GRID^-200 misses."""
+    """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
+    at most `hi` (the saturation rate). A bisection on runs of the workload's own requests
+    brackets it; runs of slo_requests requests (the workload's lengths cycled) then settle it
+    in steps of 3%."""
+    if slo.ttft_s is None and slo.tpot_s is None:
+        return hi
 
-    def at(k: int) -> bool:
-        return _ok(rep, w, slo, start * GRID**k, ideal, seed)
+    def ok_at(wl: Workload) -> Callable[[float], bool]:
+        def ok(rate: float) -> bool:
+            tr = run_replicas(rep, with_rate(wl, rate, seed), 1, ideal)
+            return metrics(tr, slo, rep.gpus).meets_slo
 
-    step = 8  # grid steps per bracket jump (×1.48)
-    if at(0):
-        lo = 0
-        while at(lo + step):
-            lo += step
-            if lo > 600:
-                return start * GRID**lo
-        hi = lo + step
-    else:
-        hi = 0
-        while not at(hi - step):
-            hi -= step
-            if hi < -200:
-                return 0.0
-        lo = hi - step
-    while hi - lo > 1:  # at(lo) and not at(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if at(mid) else (lo, mid)
-    return start * GRID**lo
+        return ok
+
+    r = highest_ok(ok_at(w), hi)
+    n = slo_requests(slo, w.n)
+    if n == w.n or r <= 0:
+        return r
+    return _settle(ok_at(cycled(w, n)), r, hi)
 
 
-def capacity_estimate(rep: Replica, w: Workload) -> float:
-    """Requests/s a replica sustains at its largest batch, in closed form (the colocated cycle of
-    roofline.serving.disagg): B requests per B·t_prefill + (O − 1)·t_decode(B), with B the most
-    sequences of mean length the KV budget and max_seqs allow. Only a starting point."""
-    steps, rules = rep.expected, rep.rules
-    s, o = float(w.prompts.mean()), float(w.outputs.mean())
-    per_seq = float(steps.blocks(int(s + o / 2) + 1, rules.block_tokens))
-    b = int(max(1, min(rules.max_seqs, rules.budget_blocks // max(per_seq, 1.0))))
-    t_d = steps.decode_span_s(np.full(b, s + o / 2), 1)
-    t_p = steps.prefill_step_s(np.array([s]))
-    return 0.7 * b / (b * t_p + max(o - 1, 1) * t_d)
+def _settle(ok: Callable[[float], bool], r: float, hi: float, rel_tol: float = 0.03) -> float:
+    """The boundary near a first guess `r` (at most `hi`): steps of rel_tol away from it,
+    doubling (in the exponent) until the boundary is crossed, then bisection; two runs when the
+    guess is within rel_tol."""
+    up = ok(r)
+    step = 1.0 + rel_tol
+    while True:
+        x = min(r * step, hi) if up else r / step
+        if ok(x) != up:
+            return _bisect(ok, r, x, rel_tol) if up else _bisect(ok, x, r, rel_tol)
+        if up and x >= hi:
+            return hi
+        if not up and x < hi / 64.0:
+            return 0.0
+        r, step = x, step * step
+
+
+def _bisect(ok: Callable[[float], bool], lo: float, hi: float, rel_tol: float = 0.03) -> float:
+    """ok(lo) holds and ok(hi) fails: the boundary within rel_tol, from below."""
+    while hi - lo > rel_tol * lo:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo

@@ -4,18 +4,22 @@ Definitions (docs/METRICS.md, once): for each request, TTFT = first token at the
 client's send (queueing + prefill, chunked or not; + KV transfer when disaggregated; + the API
 server's fixed path, policy.Frontend, in the expected figures); TPOT = (finish − first
 token)/(O − 1) for O > 1 output tokens; ITL = every gap between consecutive output tokens of a
-request (weighted: one per gap); E2E = finish − send. Throughput = requests (output tokens)
-finished / the window from the first send to the last finish, over all replicas. Goodput =
-requests meeting every SLO / the same window (DistServe, Zhong et al. OSDI'24, defines goodput as
-the rate served within SLO). SLO attainment = share of requests meeting every SLO. A deployment
-meets the SLOs when the `pct`-th percentile of TTFT and of TPOT are within their limits.
-Requests go to replicas in turn (round robin).
+request (weighted: one per gap); E2E = finish − send. Throughput is the steady state's
+(steady_state: the offered rate while the queue is stable, the saturation rate past it); the
+benchmark window's figure = requests (output tokens) finished / the window from the first send to
+the last finish (benchmark_serving's convention) keeps its own name. Goodput = steady requests/s
+× SLO attainment (DistServe, Zhong et al. OSDI'24, defines goodput as the rate served within
+SLO). SLO attainment = share of requests meeting every SLO. A deployment meets the SLOs when the
+`pct`-th percentile of TTFT and of TPOT are within their limits. Requests go to replicas in turn
+(round robin).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,11 +28,17 @@ from roofline.hardware import Accelerator, Tier
 from roofline.memory import Engine, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
+from roofline.serving.cost import MEMORY_POWER_SHARE
 from roofline.serving.policy import EngineRules, Frontend, batch_defaults, frontend_costs
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.serving.trace import Trace
 from roofline.serving.workload import Workload
+
+if TYPE_CHECKING:
+    from roofline.serving.search import Capacity
+
+STEADY_E2ES = 5.0  # a run shorter than this many mean E2Es is flagged as not steady
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class Replica:
     ideal: StepModel
     expected: StepModel
     frontend: Frontend | None = None  # the expected figures' API server (never the ideal's)
+    model: ModelArch | None = None  # what it serves (the capacity bounds count its ops)
 
     @property
     def gpus(self) -> int:
@@ -143,7 +154,7 @@ def make_replica(
     # the calibrated latency (one unloaded request, a fast tokenizer) already holds the API
     # server's work on that request and its one token in flight at a time
     front = Frontend(max(lat - per_req - per_tok_fast, 0.0), per_req, per_tok)
-    return Replica(hw, dep, rules, steps[0], steps[1], front)
+    return Replica(hw, dep, rules, steps[0], steps[1], front, model)
 
 
 @dataclass(frozen=True)
@@ -171,6 +182,14 @@ class ServeMetrics:
     window_s: float
     gpus: int
     requests: int
+    # the benchmark window's own figures (first send to last finish, benchmark_serving's
+    # convention); requests_per_s, output_tokens_per_s and goodput above are the steady state's
+    # once steady_state() has run, the same as these before
+    benchmark_requests_per_s: float = 0.0
+    benchmark_output_tokens_per_s: float = 0.0
+    steady: bool = True  # the run spans at least STEADY_E2ES mean E2Es
+    compute_share: float = 0.0  # share of the GPUs' time their FLOPs need at peak
+    power_share: float = 1.0  # board power above idle drawn on average (roofline.serving.cost)
 
 
 def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
@@ -254,6 +273,9 @@ def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
         window,
         gpus,
         int(a.size),
+        a.size / window,
+        out_tokens / window,
+        bool(window >= STEADY_E2ES * float(e2e.mean())) if a.size else False,
     )
 
 
@@ -292,17 +314,82 @@ def run_replicas(
     return traces
 
 
+def steady_state(
+    m: ServeMetrics,
+    offered_rate: float | None,
+    saturation: Callable[[], tuple[float, float]],
+    stable: bool,
+    mean_output_tokens: float,
+    compute_s_per_request: float,
+) -> ServeMetrics:
+    """The headline figures of `m` (`replicas` replicas) in steady state, independent of how
+    long the run was. `saturation()`: the replicas' saturation (requests/s, output tokens/s),
+    asked for only when the offered rate is not `stable` (below it).
+
+    Open loop at an offered rate λ: a stable queue completes what is offered (flow
+    conservation), so requests/s = λ and output tokens/s = λ × the length distribution's mean
+    output; at or past the saturation rate it completes the saturation rate. A closed loop (no
+    offered rate) keeps the window's figures. Goodput = requests/s × SLO attainment. The power
+    share (roofline.serving.cost.power_w) follows from the share of GPU time the requests'
+    FLOPs need at peak and the busy share."""
+    if offered_rate is not None and stable:
+        req, tok = offered_rate, offered_rate * mean_output_tokens
+    elif offered_rate is not None:
+        req, tok = saturation()
+    else:
+        req, tok = m.benchmark_requests_per_s, m.benchmark_output_tokens_per_s
+    gpus = max(m.gpus, 1)
+    compute = min(req * compute_s_per_request / gpus, 1.0)
+    busy = max(m.utilisation, compute)
+    return replace(
+        m,
+        requests_per_s=req,
+        output_tokens_per_s=tok,
+        output_tokens_per_s_per_gpu=tok / gpus,
+        goodput_requests_per_s=req * m.slo_attainment,
+        compute_share=compute,
+        power_share=compute + MEMORY_POWER_SHARE * (busy - compute),
+    )
+
+
+def _steady(m: ServeMetrics, cap: Capacity, offered: float | None, ideal: bool, n: int):
+    """steady_state for `n` replicas of one Capacity."""
+
+    def saturation() -> tuple[float, float]:
+        sat = cap.of(ideal)
+        return sat.requests_per_s * n, sat.output_tokens_per_s * n
+
+    stable = offered is not None and cap.stable(offered / n, ideal)
+    return steady_state(
+        m, offered, saturation, stable, cap.mean_output_tokens, cap.bounds.compute_s_per_request
+    )
+
+
 def serve(
-    rep: Replica, w: Workload, slo: Slo, replicas: int = 1, one_replica: bool = False
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    replicas: int = 1,
+    one_replica: bool = False,
+    *,
+    capacity: Capacity | None,
 ) -> ServeResult:
-    """Serve the workload on `replicas` copies of the replica; ideal and expected step times."""
+    """Serve the workload on `replicas` copies of the replica; ideal and expected step times,
+    headline figures in steady state against the replica's `capacity`
+    (roofline.serving.search.replica_capacity). `capacity` None: the benchmark window's figures
+    as a measuring harness reports them (benchmark_serving: completions / first send to last
+    finish), for comparison with measurements only."""
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
+    offered = w.rate if w.concurrency is None else None
     out = []
     for ideal in (True, False):
         traces = run_replicas(rep, w, replicas, ideal, one_replica)
-        gpus = rep.gpus * (len(traces) if one_replica else replicas)
-        out.append(metrics(traces, slo, gpus))
+        n = len(traces) if one_replica else replicas
+        m = metrics(traces, slo, rep.gpus * n)
+        if capacity is not None:
+            m = _steady(m, capacity, offered * n / replicas if offered else None, ideal, n)
+        out.append(m)
     return ServeResult(out[0], out[1], replicas)
 
 

@@ -31,17 +31,12 @@ from roofline.serving.cost import (
     joules_per_output_token,
 )
 from roofline.serving.disagg import best_pools, disaggregate
-from roofline.serving.search import capacity_estimate, max_rate
-from roofline.serving.serve import (
-    ServeMetrics,
-    Slo,
-    make_replica,
-    metrics,
-    run_replicas,
-)
+from roofline.serving.search import max_rate_within_slo, replica_capacity
+from roofline.serving.serve import ServeMetrics, Slo, make_replica, serve
 from roofline.serving.workload import Workload, with_rate
 
 MINIMIZE = ("cost", "gpus")
+HEADROOM = 0.10  # share of a replica's capacity left unused by default
 
 
 @dataclass(frozen=True)
@@ -64,6 +59,9 @@ class Sized:
     note: str = ""
     prefill_replicas: int = 0  # > 0: a disaggregated deployment of `replicas` (P + D) units
     decode_replicas: int = 0
+    basis: str = ""  # what a replica was sized on: "SLO capacity" or "saturation"
+    binding: str = ""  # what binds a replica's saturation (search.BINDINGS)
+    saturation_rate_per_replica: float = 0.0
 
 
 def layouts(model: ModelArch, hw: Accelerator, base: Deployment, eng: Engine) -> list[Deployment]:
@@ -93,14 +91,21 @@ def size(
     minimize: str = "cost",
     seed: int = 0,
     max_replicas: int = 4096,
+    headroom: float = HEADROOM,
 ) -> list[Sized]:
-    """Every accelerator × layout with its replica count for rate w.rate; sorted best first."""
+    """Every accelerator × layout with its replica count for rate w.rate; sorted best first.
+    A replica is sized on its capacity under the SLOs (search.max_rate_within_slo), or on its
+    saturation rate without SLOs, × (1 − headroom)."""
     if minimize not in MINIMIZE:
         raise InputError(f"--minimize must be cost or gpus, got {minimize}")
     if w.rate is None:
         raise InputError("sizing needs a request rate (--rate)")
+    if not (math.isfinite(headroom) and 0 <= headroom < 1):
+        raise InputError(f"--headroom must be from 0 to 1 (a share), got {headroom}")
     rate = float(w.rate)
     max_len = int(w.prompts.max() + w.outputs.max())
+    has_slo = slo.ttft_s is not None or slo.tpot_s is not None
+    basis = "SLO capacity" if has_slo else "saturation"
     out: list[Sized] = []
     for hw in accelerators:
         price = prices.get(hw.id)
@@ -113,17 +118,18 @@ def size(
             except RooflineError as exc:
                 out.append(_none(hw, dep, str(exc)))
                 continue
-            r1 = max_rate(rep, w, slo, False, seed, capacity_estimate(rep, w))
-            if r1 <= 0:
-                out.append(_none(hw, dep, "misses the SLOs even at light load", r1))
+            cap = replica_capacity(rep, w)
+            sat = cap.expected.requests_per_s
+            r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
+            if r_cap <= 0:
+                out.append(_none(hw, dep, "misses the SLOs even at light load", r_cap))
                 continue
-            n = math.ceil(rate / r1 * (1 - 1e-12))
+            n = math.ceil(rate / (r_cap * (1.0 - headroom)) * (1 - 1e-12))
             if n > max_replicas:
-                out.append(_none(hw, dep, f"needs more than {max_replicas} replicas", r1))
+                out.append(_none(hw, dep, f"needs more than {max_replicas} replicas", r_cap))
                 continue
-            per = with_rate(w, rate / n, seed)
-            res = [metrics(run_replicas(rep, per, 1, ideal), slo, rep.gpus) for ideal in (1, 0)]
-            ideal_m, exp_m = (_scale(m, n, rate, float(w.outputs.mean())) for m in res)
+            res = serve(rep, with_rate(w, rate / n, seed), slo, 1, capacity=cap)
+            ideal_m, exp_m = (_scale(m, n) for m in (res.ideal, res.expected))
             gpus = rep.gpus * n
             usd = cost_per_hour(price, gpus)
             tok_s = exp_m.output_tokens_per_s
@@ -135,13 +141,16 @@ def size(
                     dep.ep,
                     n,
                     gpus,
-                    r1,
+                    r_cap,
                     exp_m.meets_slo,
                     exp_m,
                     ideal_m,
                     usd,
                     cost_per_million_output_tokens(usd, tok_s),
-                    joules_per_output_token(price, gpus, exp_m.utilisation, tok_s),
+                    joules_per_output_token(price, gpus, exp_m.power_share, tok_s),
+                    basis=basis,
+                    binding=cap.expected.binding,
+                    saturation_rate_per_replica=sat,
                 )
             )
     return _rank(out, minimize)
@@ -161,7 +170,6 @@ def size_disaggregated(
     """Disaggregated deployments, one per accelerator x layout (both pools on that accelerator
     and layout): the pool shape with the most goodput per GPU (roofline.serving.disagg
     .best_pools), as many units as the rate needs. Ranked by `rank` with the colocated ones."""
-    rate = float(w.rate or 0.0)
     max_len = int(w.prompts.max() + w.outputs.max())
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
     out: list[Sized] = []
@@ -186,7 +194,7 @@ def size_disaggregated(
             if not mode.units or mode.metrics is None:
                 out.append(_none(hw, dep, "disaggregated: misses the SLOs even at light load"))
                 continue
-            m = _scale(mode.metrics, mode.units, rate, o_mean)
+            m = _scale(mode.metrics, mode.units)
             usd = cost_per_hour(price, mode.gpus)
             out.append(
                 Sized(
@@ -202,7 +210,7 @@ def size_disaggregated(
                     None,
                     usd,
                     cost_per_million_output_tokens(usd, m.output_tokens_per_s),
-                    joules_per_output_token(price, mode.gpus, m.utilisation, m.output_tokens_per_s),
+                    joules_per_output_token(price, mode.gpus, m.power_share, m.output_tokens_per_s),
                     prefill_replicas=mode.prefill_replicas,
                     decode_replicas=mode.decode_replicas,
                 )
@@ -221,20 +229,18 @@ def _none(hw: Accelerator, dep: Deployment, note: str, r1: float = 0.0) -> Sized
     )
 
 
-def _scale(m: ServeMetrics, replicas: int, rate: float, mean_output: float) -> ServeMetrics:
-    """Metrics of one representative replica, scaled to `replicas` serving `rate` in steady
-    state: the queue is stable (checked), so the deployment completes requests at the offered
-    rate; a short simulation's drain at the end would otherwise understate throughput."""
-    gpus = m.gpus * replicas
-    tok_s = rate * mean_output
+def _scale(m: ServeMetrics, replicas: int) -> ServeMetrics:
+    """Steady-state metrics of one representative replica (its share of the rate), scaled to
+    `replicas` serving the whole rate; percentiles and shares are the replica's."""
     return replace(
         m,
-        requests_per_s=rate,
-        output_tokens_per_s=tok_s,
-        output_tokens_per_s_per_gpu=tok_s / gpus,
-        goodput_requests_per_s=rate * m.slo_attainment,
+        requests_per_s=m.requests_per_s * replicas,
+        output_tokens_per_s=m.output_tokens_per_s * replicas,
+        goodput_requests_per_s=m.goodput_requests_per_s * replicas,
+        benchmark_requests_per_s=m.benchmark_requests_per_s * replicas,
+        benchmark_output_tokens_per_s=m.benchmark_output_tokens_per_s * replicas,
         mean_in_system=m.mean_in_system * replicas,
-        gpus=gpus,
+        gpus=m.gpus * replicas,
         requests=m.requests * replicas,
     )
 

@@ -36,6 +36,8 @@ class Workload:
     concurrency: int | None
     duration_s: float | None
     description: dict[str, Any]
+    # (prompt, output) as given: a length or a distribution to draw from (None: a trace)
+    length_specs: tuple[str | int, str | int] | None = None
 
     @property
     def n(self) -> int:
@@ -61,7 +63,7 @@ def _count(rate: float | None, requests: int | None, duration_s: float | None, c
     return 1000
 
 
-def _lengths(spec: str | int, n: int, seed: int, what: str) -> tuple[np.ndarray, str]:
+def draw_lengths(spec: str | int, n: int, seed: int, what: str) -> tuple[np.ndarray, str]:
     if isinstance(spec, int | np.integer):
         if not 1 <= spec <= MAX_TOKENS:
             raise InputError(f"--{what} must be from 1 to {MAX_TOKENS:,} tokens, got {spec}")
@@ -92,8 +94,8 @@ def make_workload(
     if not 0 <= seed < 2**32:
         raise InputError(f"--seed must be from 0 to 2^32 − 1, got {seed}")
     n = _count(rate, requests, duration_s, concurrency)
-    prompts, p_desc = _lengths(prompt, n, seed + 1, "prompt")
-    outputs, o_desc = _lengths(output, n, seed + 2, "output")
+    prompts, p_desc = draw_lengths(prompt, n, seed + 1, "prompt")
+    outputs, o_desc = draw_lengths(output, n, seed + 2, "output")
     if rate is not None:
         gaps = np.random.default_rng(seed).exponential(1.0, n)
         gaps[0] = 0.0  # the first request arrives at t = 0
@@ -112,7 +114,8 @@ def make_workload(
         "prompt_tokens_mean": float(prompts.mean()),
         "output_tokens_mean": float(outputs.mean()),
     }
-    return Workload(arrival, prompts, outputs, rate, concurrency, duration_s, desc)
+    specs = (prompt, output)
+    return Workload(arrival, prompts, outputs, rate, concurrency, duration_s, desc, specs)
 
 
 def workload_from_trace(records: list[dict[str, Any]], where: str = "trace") -> Workload:
@@ -174,4 +177,5 @@ def with_rate(w: Workload, rate: float, seed: int = 0) -> Workload:
     gaps = np.random.default_rng(seed).exponential(1.0, w.n)
     gaps[0] = 0.0
     desc = {**w.description, "arrivals": f"Poisson, {rate:g} requests/s"}
-    return Workload(np.cumsum(gaps) / rate, w.prompts, w.outputs, rate, None, None, desc)
+    arrival = np.cumsum(gaps) / rate
+    return Workload(arrival, w.prompts, w.outputs, rate, None, None, desc, w.length_specs)

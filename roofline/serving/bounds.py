@@ -1,0 +1,84 @@
+"""Physical upper bounds on the request rate one replica can serve, from the op count alone.
+
+- Compute: every request runs its prefill (the prompt, causal attention, the LM head once) and
+  O − 1 decode steps at KV lengths S + 1 … S + O − 1; no schedule does that faster than at peak
+  FLOP/s on every GPU of the replica, so rate ≤ GPUs / Σ_op (FLOPs_op / peak_op) per request,
+  i.e. peak × GPUs ÷ FLOPs per request when every op runs in one dtype (Williams et al., CACM
+  2009, the roofline's compute roof; FLOPs from roofline.ops, never 2·P·tokens: the embedding is
+  a lookup and the LM head runs once per prefill).
+- Bandwidth: a decode step reads the weights once for the whole batch and every sequence's KV;
+  with the largest batch B the KV budget and max-seqs allow, a request's O − 1 steps move at
+  least (O − 1) × bytes(step at B) / B, so rate ≤ GPUs × bandwidth ÷ that (the roofline's
+  memory roof). Prefill traffic is left out, which only loosens the bound.
+
+Both are counted on one GPU holding the whole model (TP = PP = EP = 1): sharding splits the same
+work over the replica's GPUs and adds collectives, so the per-GPU share is never smaller.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from roofline.hardware import Accelerator
+from roofline.model import ModelArch
+from roofline.ops import Deployment, decode_ops, prefill_ops
+
+
+@dataclass(frozen=True)
+class RateBounds:
+    """Upper bounds on one replica's request rate, and what they were computed from."""
+
+    compute_requests_per_s: float
+    bandwidth_requests_per_s: float
+    flops_per_request: float
+    compute_s_per_request: float  # Σ FLOPs / peak on one GPU: the request's work at peak
+    batch: int  # the largest batch the KV budget and max-seqs allow
+    gpus: int
+
+    @property
+    def requests_per_s(self) -> float:
+        return min(self.compute_requests_per_s, self.bandwidth_requests_per_s)
+
+
+def _peak_s(ops, hw: Accelerator, dep: Deployment) -> float:
+    """Σ FLOPs / peak over the ops (attention in the activations' dtype, the rest in the
+    deployment's compute dtype; 2:4 sparse ops at the sparse peak)."""
+    dtype = dep.compute(hw)
+    attn = hw.resolve_compute(dep.activations.compute)
+    return sum(
+        float(op.flops) / hw.peak(attn if op.kind == "attention" else dtype, sparse=op.sparse)
+        for op in ops
+        if not op.is_collective
+    )
+
+
+def rate_bounds(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    gpus: int,
+    prompt_tokens: float,
+    output_tokens: float,
+    batch: int,
+) -> RateBounds:
+    """The compute and bandwidth bounds (module docstring) for requests of `prompt_tokens` in and
+    `output_tokens` out (means: attention's FLOPs grow with the square of the length and KV
+    bytes with the output's square, so the mean request underestimates the work and the bound
+    stays an upper bound) on a replica of `gpus` GPUs holding at most `batch` sequences."""
+    one = replace(dep, tp=1, pp=1, ep=1, attention_dp=1, microbatches=None, links=None)
+    s = max(float(prompt_tokens), 1.0)
+    steps = max(float(output_tokens) - 1.0, 0.0)
+    pre = prefill_ops(model, hw, one, 1, s)
+    flops = sum(float(op.flops) for op in pre)
+    t_compute = _peak_s(pre, hw, one)
+    bw_rate = math.inf
+    if steps > 0:
+        dec1 = decode_ops(model, hw, one, 1, s + 1.0, steps)
+        flops += steps * sum(float(op.flops) for op in dec1)
+        t_compute += steps * _peak_s(dec1, hw, one)
+        b = max(int(batch), 1)
+        dec = decode_ops(model, hw, one, b, s + 1.0, steps)
+        step_bytes = sum(float(op.bytes) for op in dec if not op.is_collective)
+        bw_rate = gpus * hw.memory_bandwidth_bytes_per_s * b / (steps * step_bytes)
+    return RateBounds(gpus / t_compute, bw_rate, flops, t_compute, int(batch), gpus)
