@@ -148,6 +148,8 @@ def test_tables_never_cut_a_cell(run, width):
             "100",
             "--slo-ttft",
             "1s",
+            "--slo-pct",
+            "90",
             env=env,
         ).stdout,
         run(
@@ -319,6 +321,8 @@ def test_size_disagg_adds_pool_deployments(run):
         "--slo-tpot",
         "40ms",
         "--disagg",
+        "--slo-pct",
+        "90",
         "--requests",
         "150",
         "--format",

@@ -31,6 +31,8 @@ PROBE_LENGTHS = 4000  # lengths drawn for the probe from a length distribution
 PROBE_SEED = 0
 CONFIRM_FRACTION = 0.95
 TAIL_REQUESTS = 50  # requests beyond the SLO percentile in every run of the SLO search
+COARSE_REQUESTS = 500  # requests per run of the SLO search's first bracketing
+CONFIRM_REQUESTS = 1000  # requests in the Poisson run that confirms a saturation rate
 BINDINGS = ("compute", "KV capacity", "max-seqs", "API server")
 
 
@@ -110,7 +112,8 @@ def saturation(
         binding = "compute"
     ok = None
     if confirm:
-        ok = _bounded(rep, p, o, CONFIRM_FRACTION * rate, ideal)
+        m = min(n, CONFIRM_REQUESTS)
+        ok = _bounded(rep, p[:m], o[:m], CONFIRM_FRACTION * rate, ideal)
     return Saturation(rate, tokens, binding, batch, kv, float(o.mean()), n, ok)
 
 
@@ -175,7 +178,7 @@ def slo_requests(slo: Slo, n: int) -> int:
     """Requests per run of the SLO search: `n`, or enough for TAIL_REQUESTS beyond the pct-th
     percentile (50 / (1 − pct/100): 5,000 at p99)."""
     tail = 1.0 - slo.pct / 100.0
-    need = math.ceil(TAIL_REQUESTS / tail) if tail > 0 else n
+    need = math.ceil(round(TAIL_REQUESTS / tail, 6)) if tail > 0 else n
     return int(min(max(n, need), MAX_REQUESTS))
 
 
@@ -202,9 +205,9 @@ def max_rate_within_slo(
     rep: Replica, w: Workload, slo: Slo, hi: float, ideal: bool = False, seed: int = 0
 ) -> float:
     """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
-    at most `hi` (the saturation rate). A bisection on runs of the workload's own requests
-    brackets it; runs of slo_requests requests (the workload's lengths cycled) then settle it
-    in steps of 3%."""
+    at most `hi` (the saturation rate). A bisection on runs of COARSE_REQUESTS of the workload's
+    requests brackets it; runs of slo_requests requests (the workload's lengths cycled) then
+    settle it to 3% (search._settle)."""
     if slo.ttft_s is None and slo.tpot_s is None:
         return hi
 
@@ -215,7 +218,7 @@ def max_rate_within_slo(
 
         return ok
 
-    r = highest_ok(ok_at(w), hi)
+    r = highest_ok(ok_at(cycled(w, min(w.n, COARSE_REQUESTS))), hi)
     n = slo_requests(slo, w.n)
     if n == w.n or r <= 0:
         return r

@@ -1,0 +1,230 @@
+"""The saturation rate, the physical bounds it must respect and the steady-state figures built on
+it (roofline.serving.search, bounds, serve.steady_state)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.errors import InputError
+from roofline.memory import engine
+from roofline.ops import Deployment
+from roofline.serving.bounds import rate_bounds
+from roofline.serving.search import replica_capacity, saturation, slo_requests
+from roofline.serving.serve import Slo, make_replica, serve
+from roofline.serving.workload import make_workload
+
+H100_BF16_DENSE = 989.4e12  # FLOP/s, NVIDIA H100 SXM datasheet (dense bf16)
+SERVE = ["serve", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "200"]
+
+
+@pytest.fixture(scope="module")
+def m8(cat):
+    return cat.model("llama-3.1-8b"), cat.accelerator("h100")
+
+
+def test_compute_bound_by_hand(m8):
+    m, hw = m8
+    # Llama-3.1-8B: 8.03e9 parameters, of which the 128,256 × 4,096 embedding (a lookup, no
+    # FLOPs) and the LM head of the same size; 32 layers, 32 query heads of 128 dims.
+    vocab_params = 128_256 * 4_096
+    body = 8.03e9 - 2 * vocab_params
+    s, o = 1000, 200
+    matmuls = 2 * body * (s + (o - 1))  # every prompt token and every decoded token
+    lm_head = 2 * vocab_params * (1 + (o - 1))  # once per prefill, once per decode step
+    per_pair = 2 * 2 * 32 * 32 * 128  # QK^T and PV, 2 FLOPs a multiply-add, all layers
+    attn = per_pair * (s * (s + 1) / 2 + sum(range(s + 1, s + o)))
+    flops = matmuls + lm_head + attn
+    assert flops == pytest.approx(1.733e13, rel=0.01)  # the issue's figure from the op count
+    b = rate_bounds(m, hw, Deployment(), 1, s, o, 446)
+    assert b.flops_per_request == pytest.approx(flops, rel=0.01)
+    assert b.compute_requests_per_s == pytest.approx(H100_BF16_DENSE / flops, rel=0.01)
+    assert b.compute_requests_per_s == pytest.approx(57.1, rel=0.01)
+    # bandwidth: 446 sequences share one read of 16.06 GB of weights per step; each reads its own
+    # KV (131,072 B/token, 32 layers × 8 KV heads × 128 × 2 × 2 B) at ~1,100 tokens
+    step_bytes = 16.06e9 + 446 * 131_072 * (s + 1 + (o - 2) / 2)
+    want = 3.35e12 * 446 / ((o - 1) * step_bytes)
+    assert b.bandwidth_requests_per_s == pytest.approx(want, rel=0.03)
+
+
+def test_tensor_parallel_bounds_scale_with_gpus(m8):
+    m, hw = m8
+    one = rate_bounds(m, hw, Deployment(), 1, 1000, 200, 64)
+    two = rate_bounds(m, hw, Deployment(tp=2), 2, 1000, 200, 64)
+    assert two.compute_requests_per_s == pytest.approx(2 * one.compute_requests_per_s)
+
+
+def _rep(m8, max_seqs=None, **kw):
+    m, hw = m8
+    return make_replica(m, hw, Deployment(), engine("vllm", hw), 4096, max_seqs, **kw)
+
+
+@settings(max_examples=5, deadline=None)
+@given(
+    prompt=st.integers(50, 2000),
+    output=st.integers(2, 400),
+    max_seqs=st.sampled_from([8, 32, 128]),
+)
+def test_saturation_respects_the_bounds(m8, prompt, output, max_seqs):
+    rep = _rep(m8, max_seqs)
+    w = make_workload(prompt, output, rate=1.0, requests=50)
+    cap = replica_capacity(rep, w)
+    ideal, expected = cap.ideal.requests_per_s, cap.expected.requests_per_s
+    assert 0 < expected <= ideal * 1.01  # expected never faster than ideal (1%: sampling)
+    assert ideal <= cap.bounds.compute_requests_per_s * 1.001
+    assert ideal <= cap.bounds.bandwidth_requests_per_s * 1.001
+    assert cap.expected.binding in ("compute", "KV capacity", "max-seqs", "API server")
+
+
+def test_saturation_is_independent_of_rate_requests_duration_and_seed(m8):
+    rep = _rep(m8)
+    runs = [
+        make_workload(1000, 200, rate=1.0, requests=1000),
+        make_workload(1000, 200, rate=20.0, requests=300, seed=3),
+        make_workload(1000, 200, rate=20.0, duration_s=60.0, seed=4),
+        make_workload(1000, 200, rate=5.0, requests=5),
+    ]
+    sats = [replica_capacity(rep, w).expected.requests_per_s for w in runs]
+    assert max(sats) == min(sats)  # the probe never looks at the arrivals or their count
+    dist = [
+        make_workload("lognormal:mean=1000,sigma=0.9", 200, rate=r, requests=n, seed=sd)
+        for r, n, sd in ((1.0, 100, 0), (20.0, 3000, 4))
+    ]
+    a, b = (replica_capacity(rep, w).expected.requests_per_s for w in dist)
+    assert a == b
+
+
+def test_saturation_of_a_kv_bound_replica_is_what_its_batch_decodes(m8):
+    # 8 sequences at most: the replica decodes ~8 at a time, so saturation is at most
+    # 8 / (199 decode steps of batch 8 + 8 prefills) and at least half of that
+    rep = _rep(m8, 8)
+    sat = saturation(rep, np.array([1000]), np.array([200]), ideal=True)
+    assert sat.binding == "max-seqs" and sat.mean_running_batch <= 8.0
+    step = float(rep.ideal.decode_span_s(np.full(8, 1100.0), 1))
+    pre = float(rep.ideal.prefill_step_s(np.array([1000.0])))
+    top = 8 / (199 * step + 8 * pre)
+    assert 0.5 * top <= sat.requests_per_s <= top * 1.02
+
+
+def test_steady_cost_does_not_depend_on_run_length(run):
+    # the steady state at 20 req/s: $3.99/h / (20 × 200 tokens/s × 3,600 s) × 1e6 = $0.2771/Mtok
+    want = 3.99 / (20 * 200 * 3600) * 1e6
+    for extra in (["--requests", "300"], ["--requests", "3000"], ["--duration", "120s"]):
+        e = run(*SERVE, "--rate", "20", "--no-saturation", *extra, "-f", "json").json()
+        e = e["expected"]
+        assert e["cost_per_million_output_tokens"] == pytest.approx(want, rel=0.03)
+        assert e["goodput_requests_per_s"] == pytest.approx(20 * e["slo_attainment"])
+        assert e["steady_state"] is True
+    short = run(*SERVE, "--rate", "20", "--requests", "300", "-f", "json").json()["expected"]
+    # the benchmark window (first send to last finish) includes the drain: below the offered rate
+    assert short["benchmark_window"]["requests_per_s"] < 20
+
+
+def test_past_saturation_throughput_is_the_saturation_rate(run):
+    doc = run(*SERVE, "--rate", "200", "--requests", "400", "-f", "json").json()
+    sat = doc["saturation_rate"]
+    assert doc["expected"]["throughput"]["requests_per_s"] == pytest.approx(sat["expected"])
+    assert sat["expected"] <= sat["ideal"] <= sat["compute_bound"]
+
+
+def test_a_five_request_run_is_whole_and_flagged(run):
+    r = run(*SERVE, "--rate", "5", "--requests", "5", "-f", "json")
+    assert r.code == 0
+    doc = json.loads(r.stdout)
+    assert doc["expected"]["steady_state"] is False
+    assert math.isfinite(doc["saturation_rate"]["expected"])
+
+
+def test_an_error_leaves_nothing_on_stdout(monkeypatch, capsys):
+    import typer
+
+    from roofline.cli.app import guarded
+
+    @guarded
+    def half() -> None:
+        print("a first line of results")
+        raise InputError("bad input found late")
+
+    with pytest.raises(typer.Exit) as exc:
+        half()
+    out = capsys.readouterr()
+    assert exc.value.exit_code == 2
+    assert out.out == "" and "bad input found late" in out.err
+
+
+def test_light_load_energy_is_below_full_board_power(run):
+    e = run(*SERVE, "--rate", "5", "--no-saturation", "-f", "json").json()["expected"]
+    tok_s = e["throughput"]["output_tokens_per_s"]
+    full, idle = 700.0 / tok_s, 0.11 * 700.0 / tok_s  # H100 SXM: 700 W board power
+    assert idle < e["joules_per_output_token"] < 0.6 * full
+
+
+def test_slo_search_runs_fifty_requests_past_the_percentile():
+    assert slo_requests(Slo(1.0, None, 99.0), 1000) == 5000
+    assert slo_requests(Slo(1.0, None, 90.0), 1000) == 1000
+    assert slo_requests(Slo(1.0, None, 99.9), 1000) == 50_000
+
+
+def test_size_without_slos_sizes_on_saturation_with_headroom(run):
+    doc = run(
+        "size", "llama-3.1-8b", "--rate", "100", "--hardware", "h100", "--prompt", "1k",
+        "--output", "200", "-f", "json",
+    ).json()  # fmt: skip
+    best = doc["best"]
+    assert doc["inputs"]["headroom"] == 0.1 and best["sized_on"] == "saturation"
+    per_replica = 100 / best["replicas"]
+    assert per_replica <= 0.9 * best["saturation_rate_per_replica"] * (1 + 1e-9)
+    assert best["replicas"] == math.ceil(100 / (0.9 * best["saturation_rate_per_replica"]))
+    # never more work per GPU than peak FLOP/s allows: 57.1 req/s per H100 (test above)
+    assert 100 / best["gpus"] <= 57.1
+
+
+def test_serve_needs_a_capacity_for_steady_figures_of_an_open_loop(m8):
+    rep = _rep(m8, 32)
+    w = make_workload(500, 50, rate=2.0, requests=40)
+    window = serve(rep, w, Slo(), capacity=None).expected
+    steady = serve(rep, w, Slo(), capacity=replica_capacity(rep, w)).expected
+    assert steady.requests_per_s == pytest.approx(2.0)
+    assert window.requests_per_s == pytest.approx(window.benchmark_requests_per_s)
+    assert window.requests_per_s < 2.0  # 40 requests: the drain weighs on the window
+
+
+def test_check_max_ttft_is_one_request_and_batch_prefill_the_batch(run):
+    a = run(
+        "analyze", "llama-3.1-70b", "h100", "--tp", "4", "--weights", "fp8", "--kv-dtype", "fp8",
+        "--prompt", "2k", "--output", "512", "--batch", "32", "-f", "json",
+    ).json()["expected"]  # fmt: skip
+    r = run("check", "--spec", "examples/deploy.yaml", "-f", "json")
+    assert r.code == 0 and "max_batch_prefill" in r.stderr  # the one-line notice of the change
+    rows = {c["name"]: c for c in r.json()["checks"] if c["deployment"] == "chat-70b"}
+    assert rows["max_ttft"]["value"] == pytest.approx(a["ttft_s"])
+    assert rows["max_batch_prefill"]["value"] == pytest.approx(a["batch_prefill_s"])
+    assert a["ttft_s"] < 0.2 < 2.0 < a["batch_prefill_s"]
+
+
+def test_context_sets_the_decode_step(run):
+    base = ["analyze", "llama-3.1-8b", "h100", "--prompt", "2k", "--output", "512", "-f", "json"]
+    plain = run(*base).json()
+    at8k = run(*base, "--context", "8k").json()
+    assert plain["inputs"]["decode_context_tokens_mean"] == 2000 + 512 / 2
+    assert at8k["inputs"]["decode_context_tokens_mean"] == 8000
+    assert at8k["expected"]["tpot_s"] > plain["expected"]["tpot_s"]
+    edge = ["edge", "llama-3.1-8b", "m4-max", "-f", "json"]
+    slow = run(*edge, "--context", "32k").json()["rows"][0]["decode_tokens_per_s"]
+    fast = run(*edge).json()["rows"][0]["decode_tokens_per_s"]
+    assert slow < fast
+
+
+def test_disagg_ideal_under_load_differs_and_pools_stay_under_their_saturation(run):
+    base = [
+        "disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100", "--prompt", "2k",
+        "--output", "200", "--rate", "10", "--slo-ttft", "1s", "--slo-tpot", "40ms",
+        "--slo-pct", "90", "-f", "json",
+    ]  # fmt: skip
+    exp = run(*base).json()["traffic"]
+    ideal = run(*base, "--ideal").json()["traffic"]
+    assert ideal["step_times"] == "ideal" and exp["step_times"] == "expected"
+    assert ideal["colocated"]["max_rate_per_unit"] > exp["colocated"]["max_rate_per_unit"]
