@@ -51,6 +51,7 @@ from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.bounds import rate_bounds
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.search import (
+    Saturation,
     highest_ok,
     max_rate_within_slo,
     probe_lengths,
@@ -311,13 +312,22 @@ def serve_disaggregated(model: ModelArch, pools: Pools, w: Workload, slo: Slo) -
     return DisaggResult(ideal, expected, t_x, pools)
 
 
-def pools_capacity(pools: Pools, w: Workload, ideal: bool = False) -> tuple[float, float, float]:
-    """(requests/s, output tokens/s, mean output) the pools serve at most: the lesser of the
-    prefill pool's saturation (prompts with one output token each) and the decode pool's
-    (requests arriving with their KV), each × its replicas (roofline.serving.search)."""
+def pool_saturations(
+    pre: Replica, dec: Replica, w: Workload, ideal: bool = False
+) -> tuple[Saturation, Saturation]:
+    """The saturation of one prefill replica (prompts with one output token each) and of one
+    decode replica (requests arriving with their KV) (roofline.serving.search)."""
     prompts, outputs = probe_lengths(w)
-    pre = saturation(pools.prefill, prompts, np.ones_like(outputs), ideal)
-    dec = saturation(pools.decode, prompts, outputs, ideal, prefilled=True)
+    return (
+        saturation(pre, prompts, np.ones_like(outputs), ideal),
+        saturation(dec, prompts, outputs, ideal, prefilled=True),
+    )
+
+
+def pools_capacity(pools: Pools, sats: tuple[Saturation, Saturation]) -> tuple[float, float, float]:
+    """(requests/s, output tokens/s, mean output) the pools serve at most: the lesser of the
+    prefill pool's saturation and the decode pool's, each × its replicas."""
+    pre, dec = sats
     r_pre = pre.requests_per_s * pools.prefill_replicas
     r_dec = dec.requests_per_s * pools.decode_replicas
     tok = dec.output_tokens_per_s * pools.decode_replicas * min(1.0, r_pre / r_dec)
@@ -421,9 +431,10 @@ def best_pools(
     shapes = sorted({(max(1, round(ratio * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
     best: TrafficMode | None = None
     caps = {}
+    sats = pool_saturations(pre, dec, w, ideal)
     for n_p, n_d in shapes:
         pools = Pools(pre, dec, n_p, n_d, link)
-        caps[n_p, n_d] = cap = pools_capacity(pools, w, ideal)
+        caps[n_p, n_d] = cap = pools_capacity(pools, sats)
         r = max_rate_disaggregated(model, pools, w, slo, cap[0], seed, ideal)
         cand = _mode("disaggregated", n_p, n_d, pools.gpus, r, rate, None)
         if best is None or cand.goodput_per_gpu > best.goodput_per_gpu:
