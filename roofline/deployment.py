@@ -86,4 +86,11 @@ class Deployment:
         return 32.0 if self.weights.name == "fp32" else 16.0
 
     def compute(self, hw: Accelerator) -> str:
+        """The dtype the matmuls run in: --compute when given (a chip without it refuses), else
+        the weight format's, through its fallbacks (precision.chip_weight_format)."""
+        if self.compute_dtype and self.compute_dtype not in hw.peak_flops_per_s:
+            raise InputError(
+                f"--compute {self.compute_dtype}: {hw.id} has no {self.compute_dtype} compute",
+                hint=f"its compute formats: {', '.join(hw.peak_flops_per_s)}",
+            )
         return hw.resolve_compute(self.compute_dtype or self.weights.compute)

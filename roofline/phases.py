@@ -52,7 +52,7 @@ from roofline.parallel import (
     send_time_s,
 )
 from roofline.pointkernels import maximum, step_time_one
-from roofline.precision import engine_weight_format
+from roofline.precision import chip_weight_format, engine_weight_format
 from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
 
 
@@ -347,17 +347,19 @@ _ENGINE_DEPS: dict[tuple, tuple[tuple, Deployment]] = {}
 
 
 def engine_deployment(dep: Deployment, hw: Accelerator, engine_name: str) -> Deployment:
-    """The deployment with its weight format as the engine's kernels run it
-    (precision.engine_weight_format: llama.cpp's GGUF kernels), the same object when unchanged;
+    """The deployment with its weight format as the chip and the engine's kernels run it
+    (precision.chip_weight_format: weight-only where the chip lacks the format's compute;
+    precision.engine_weight_format: llama.cpp's GGUF kernels), the same object when unchanged;
     cached by identity so the op and plan caches keep hitting. A GPU with measured kernel curves
     (data-center NVIDIA) keeps its weight-only curve against the 16-bit peak: no MMQ timing was
     measured there, and that curve's shares are of the 16-bit peak [uncertain]."""
 
     def build() -> Deployment:
         peaks = hw.peak_flops_per_s
+        fmt = chip_weight_format(dep.weights, peaks)  # a format the chip cannot multiply in
         if hw.efficiency.kernels is not None:  # the weight-only curves: 16-bit compute
             peaks = {k: v for k, v in peaks.items() if k != "int8"}
-        fmt = engine_weight_format(dep.weights, engine_name, hw.vendor, peaks)
+        fmt = engine_weight_format(fmt, engine_name, hw.vendor, peaks)
         return dep if fmt is dep.weights else replace(dep, weights=fmt)
 
     return cached_by_identity(_ENGINE_DEPS, (dep, hw), (engine_name,), build)

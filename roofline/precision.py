@@ -160,6 +160,31 @@ ACTIVATION_FORMATS: dict[str, Format] = {
     name: WEIGHT_FORMATS[name] for name in ("fp32", "bf16", "fp16", "fp8")
 }
 
+
+def chip_weight_format(fmt: Format, peaks: Container[str]) -> Format:
+    """The weight format as a chip without its compute format runs it: weight-only, dequantised
+    to the first 16-bit (or wider) dtype the chip has in COMPUTE_FALLBACK, so the dequantisation
+    cost of weight-only kernels applies (FP8 weights on an A100 run through Marlin's FP8 kernel,
+    which dequantises to 16 bit: vLLM docs, "FP8 W8A16" on Ampere; NVFP4/MXFP4 on Ampere and
+    Volta likewise; W8A8 where there is no int8 tensor math). The same object when the chip has
+    the format's compute or the format is weight-only already."""
+    if fmt.weight_only or fmt.compute in peaks:
+        return fmt
+    wide = next((d for d in COMPUTE_FALLBACK.get(fmt.compute, ()) if d in peaks), fmt.compute)
+    return replace(fmt, compute=wide, weight_only=True)
+
+
+def weight_format_note(fmt: Format, peaks: Container[str], chip: str) -> str | None:
+    """One line saying how `fmt` runs on a chip that lacks its compute format, else None."""
+    ran = chip_weight_format(fmt, peaks)
+    if ran is fmt:
+        return None
+    return (
+        f"{fmt.name} weights on {chip}: no {fmt.compute} compute, so they run weight-only, "
+        f"dequantized to {ran.compute} (the dequantization cost is counted)"
+    )
+
+
 # When a chip lacks the preferred compute dtype, fall back along this chain (a chip without FP8
 # runs FP8 weights through a weight-only kernel at 16 bit, e.g. Marlin on A100).
 COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {

@@ -67,6 +67,7 @@ def analyze(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
     opt.check_sparsity(dep, hw)
+    opt.check_formats(dep, hw)
     lay, dep = opt.layout(
         cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )

@@ -32,6 +32,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             None,
             model=m,
         )
+        opt.check_formats(dep, hw)
         _, replicas = opt.replicas(dep, d.get("gpus"), d.get("dp", 1))
         prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 0)
         output = opt.tokens(str(d.get("output", "1k")), "output", 1)

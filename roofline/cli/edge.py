@@ -294,6 +294,7 @@ def edge(
     devs = [hw, *extra]
     rows = []
     for i, dev in enumerate(devs):
+        opt.check_formats(dep, dev)
         cap = opt.capacity(dev, memory, wired_limit) if i == 0 else dev.usable_memory_bytes
         ram = parse_bytes(memory, "--memory") if i == 0 and memory else dev.memory_capacity_bytes
         h = cat.accelerator(host or _default_host(dev.id, dev.family)) if dev.host_link else None

@@ -199,6 +199,7 @@ def speculate(
         raise InputError(f"--decay must be in (0, 1], got {decay}")
     d_m = cat.model(draft) if kind == "draft" and draft else None
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
+    opt.check_formats(dep, hw)
     opt.replicas(dep, gpus, dp)
     d_weights = opt.resolve_weights(draft_weights or weights, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights), ep=1, pp=1)
@@ -393,6 +394,7 @@ def tiers(
     cat = catalog()
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
+    opt.check_formats(dep, hw)
     ctx = opt.workload(prompt, output, context)[2]
     if tier_capacity is not None:
         cap = parse_bytes(tier_capacity, "--tier-capacity")

@@ -250,6 +250,7 @@ def capacity(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None, model=m)
     opt.check_sparsity(dep, hw)
+    opt.check_formats(dep, hw)
     lay, dep = opt.layout(
         cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )
@@ -362,6 +363,7 @@ def bytes_(
         kv_token_budget=budget,
     )
     opt.check_sparsity(dep, hw)
+    opt.check_formats(dep, hw)
     lay, dep = opt.layout(
         cat, m, hw, dep, None, 1, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )

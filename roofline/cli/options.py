@@ -414,6 +414,18 @@ def batch_sweep(spec: str, what: str = "--max-seqs") -> list[int]:
     return values
 
 
+def check_formats(dep: Deployment, hw: Accelerator) -> None:
+    """Formats the chip lacks: --compute it has no peak for is refused (exit 2); a weight format
+    without its compute runs weight-only, said in one line on stderr."""
+    from roofline.cli.app import note
+    from roofline.precision import weight_format_note
+
+    dep.compute(hw)  # refuses a --compute the chip lacks
+    line = weight_format_note(dep.weights, hw.peak_flops_per_s, hw.id)
+    if line:
+        note(f"note: {line}")
+
+
 def check_sparsity(dep: Deployment, hw: Accelerator) -> None:
     """2:4 sparsity needs sparse tensor cores: without them it neither halves the weights nor
     doubles the peak, so a model must not 'fit' through it."""

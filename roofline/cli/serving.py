@@ -74,6 +74,7 @@ def cliff(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None, model=m)
+    opt.check_formats(dep, hw)
     s, o = opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
     settings = opt.batch_sweep(max_seqs or "1..1024")
     n = requests if requests is not None else 4 * max(settings)
@@ -252,6 +253,7 @@ def disagg(
     )
     b, s, o = opt.batch(batch), opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
     for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
+        opt.check_formats(dep, hw)
         plan = plan_memory(m, hw, dep, engine(engine_name, hw))
         if not plan.weights_fit:
             raise opt.not_fit(m, hw, dep, plan)

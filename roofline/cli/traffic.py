@@ -191,6 +191,7 @@ def serve(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
+    opt.check_formats(dep, hw)
     n_gpus, n_rep = opt.replicas(dep, gpus, dp)
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     if (rate is None) == (concurrency is None) and not (prompt_dist or "").endswith(".jsonl"):
@@ -348,6 +349,8 @@ def size(
         raise InputError("--hardware: give 1 to 32 accelerators, e.g. h100,h200")
     hws = [cat.accelerator(h) for h in names]
     base = opt.deployment(weights, kv_dtype, model=m)
+    for hw in hws:
+        opt.check_formats(base, hw)
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     requests = SIZE_REQUESTS if requests is None else requests
     if not 0 <= headroom < 1:
