@@ -17,12 +17,13 @@ from roofline.errors import CatalogError, RooflineError
 from roofline.files import read_text, yaml
 from roofline.files import safe_load_yaml as _safe_load
 from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.hfquant import quantized_weights
 from roofline.model import MODEL_TYPES, ModelArch
 from roofline.precision import weight_format
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
-from roofline.units import GB, TB, TFLOPS, US, MiB
+from roofline.units import GB, TB, TFLOPS, US, GiB, MiB
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
@@ -36,10 +37,16 @@ _LINK_KEYS = {
 }
 _MEMORY_KEYS = {
     "type": (str, False),
-    "capacity_gb": (NUM, True),
+    "capacity_gib": (NUM, False),  # the datasheet size, binary as memory is sold (80GB = 80 GiB)
+    "capacity_gb": (NUM, False),  # decimal GB (1e9 B), for user catalogs that state it so
     "bandwidth_tb_s": (NUM, True),
-    "usable_mib": (NUM, False),
+    "usable_mib": (NUM, False),  # the driver's total (nvidia-smi memory.total), sourced
+    "reserve_share": (NUM, False),  # without usable_mib: the share the driver keeps back
 }
+# Without a published driver total, usable = capacity × (1 − DEFAULT_RESERVE_SHARE): the cited
+# totals fall short of the binary capacity by 0.44% (H100 SXM 81,559 of 81,920 MiB; H20 97,871 of
+# 98,304), 0.52% (B200 183,359 of 184,320) and 0.49% (RTX 5090 32,607 of 32,768) [uncertain]
+DEFAULT_RESERVE_SHARE = 0.005
 _EFFICIENCY_KEYS = {
     "compute": (NUM, False),
     "memory": (NUM, False),
@@ -111,6 +118,7 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
     "qkv_bias": (bool, False),
     "use_qk_norm": (bool, False),
     "weights": (str, False),
+    "quantization_config": (dict, False),
     "n_routed_experts": (int, False),
     "num_experts_per_tok": (int, False),
     "moe_intermediate_size": (int, False),
@@ -199,6 +207,32 @@ def _family(where: str, data: Any) -> Family:
     )
 
 
+def _memory(where: str, mem: dict, vendor: str, fraction: float) -> tuple[float, float, str]:
+    """(datasheet capacity, the total the runtime sees, how that was found: MEMORY_BASES)."""
+    if ("capacity_gib" in mem) == ("capacity_gb" in mem):
+        raise CatalogError(f"{where}: memory needs one of 'capacity_gib' and 'capacity_gb'")
+    if "capacity_gib" in mem:
+        capacity = _positive(where, "memory.capacity_gib", mem["capacity_gib"]) * GiB
+    else:
+        capacity = _positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB
+    if "usable_mib" in mem:
+        usable = _positive(where, "memory.usable_mib", mem["usable_mib"]) * MiB
+        if usable > capacity * 1.001:
+            raise CatalogError(
+                f"{where}: key 'memory.usable_mib' ({usable / MiB:,.0f} MiB) is above the "
+                f"capacity ({capacity / MiB:,.0f} MiB)"
+            )
+        return capacity, usable, "driver"
+    if vendor == "apple":  # unified RAM; Metal's wired limit is the usable part
+        return capacity, capacity, "wired"
+    if fraction < 1:
+        return capacity, capacity, "share"
+    reserve = float(mem.get("reserve_share", DEFAULT_RESERVE_SHARE))
+    if not 0 <= reserve < 1:
+        raise CatalogError(f"{where}: key 'memory.reserve_share' must be in [0, 1), got {reserve}")
+    return capacity, capacity * (1.0 - reserve), "reserve"
+
+
 def _accelerator(where: str, data: Any) -> Accelerator:
     d = _check(where, data, _ACCELERATOR_KEYS)
     mem = _check(f"{where}: memory", d["memory"], _MEMORY_KEYS)
@@ -210,6 +244,7 @@ def _accelerator(where: str, data: Any) -> Accelerator:
     fraction = float(d.get("gpu_memory_fraction", 1.0))
     if not 0 < fraction <= 1:
         raise CatalogError(f"{where}: key 'gpu_memory_fraction' must be in (0, 1], got {fraction}")
+    capacity, usable, basis = _memory(where, mem, d["vendor"], fraction)
     sustained, sustained_source = 1.0, ""
     if "sustained_compute" in d:
         s = _check(f"{where}: sustained_compute", d["sustained_compute"], _SUSTAINED_KEYS)
@@ -223,12 +258,9 @@ def _accelerator(where: str, data: Any) -> Accelerator:
         name=d["name"],
         vendor=d["vendor"],
         family=d["family"],
-        memory_capacity_bytes=(
-            _positive(where, "memory.usable_mib", mem["usable_mib"]) * MiB
-            if "usable_mib" in mem
-            else _positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB
-        ),
-        memory_nominal_bytes=_positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB,
+        memory_capacity_bytes=usable,
+        memory_nominal_bytes=capacity,
+        memory_basis=basis,
         memory_bandwidth_bytes_per_s=_positive(
             where, "memory.bandwidth_tb_s", mem["bandwidth_tb_s"]
         )
@@ -301,6 +333,14 @@ def _model(where: str, data: Any) -> ModelArch:
             )
         d["layer_types"] = tuple(types)
     d.pop("uncertain", None)
+    quant = d.pop("quantization_config", None)
+    if quant is not None:  # the released checkpoint's config.json block (hfquant reads it)
+        if "weights" in d:
+            raise CatalogError(f"{where}: give 'weights' or 'quantization_config', not both")
+        try:
+            d["weights"] = quantized_weights(quant, f"{where}: quantization_config")[0]
+        except RooflineError as exc:
+            raise CatalogError(str(exc)) from None
     if "weights" in d:  # the format the checkpoint ships in (set by `models import`)
         try:
             d["native_weights"] = weight_format(d.pop("weights")).name

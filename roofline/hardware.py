@@ -11,6 +11,7 @@ from roofline.errors import InputError
 from roofline.hostcost import EngineProfile
 from roofline.kernelset import KernelSet
 from roofline.precision import COMPUTE_FALLBACK
+from roofline.units import GiB
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,28 @@ class Efficiency:
             raise InputError(f"step overhead must be >= 0, got {self.step_overhead_s}")
 
 
+WIRED_SMALL_RAM_BYTES = 36 * GiB  # Apple sells RAM in binary units: a "36GB" Mac has 36 GiB
+
+
+def default_wired_limit_bytes(ram_bytes: float) -> float:
+    """What macOS lets Metal wire by default (MTLDevice.recommendedMaxWorkingSetSize): 2/3 of RAM
+    up to 36 GiB, 3/4 above. Observed: 10,922.67 MiB on a 16 GiB M1 (= 2/3; llama-cpp-python
+    issue #687 log), about 48 of 64 GiB on M1/M2 Max (llama.cpp issue #1870), about 36 of 48 GiB
+    on an M5 Pro (osaurus PR #1958), 75% (GPUStack issue #1375). macOS 26 reports 107.52 of 128
+    GiB (0.84, antirez/ds4 PR #893): newer releases may allow more [uncertain]. `sudo sysctl
+    iogpu.wired_limit_mb=N` raises it (Metal then reports N MiB)."""
+    return ram_bytes * (2.0 / 3.0 if ram_bytes <= WIRED_SMALL_RAM_BYTES * (1 + 1e-9) else 0.75)
+
+
+# How the usable memory of a catalog entry was found (hardware show/list say which)
+MEMORY_BASES = {
+    "driver": "the driver's total (nvidia-smi / rocm-smi / hl-smi), sourced",
+    "reserve": "the datasheet capacity less a stated reserve (no published driver figure)",
+    "wired": "what macOS lets the GPU wire: 2/3 of RAM up to 36 GiB, 3/4 above",
+    "share": "the catalog's share of unified RAM the GPU may use",
+}
+
+
 @dataclass(frozen=True)
 class Accelerator:
     """One device (per GPU, per chip). Peaks are dense (no sparsity) FLOP/s per compute dtype."""
@@ -101,7 +124,8 @@ class Accelerator:
     host_link: Tier | None = None
     gpu_memory_fraction: float = 1.0  # unified memory: share of RAM the GPU may wire
     memory_type: str = ""
-    memory_nominal_bytes: float | None = None  # the datasheet's figure (decimal GB)
+    memory_nominal_bytes: float | None = None  # the datasheet's capacity, binary (capacity_gib)
+    memory_basis: str = "driver"  # how memory_capacity_bytes was found: a key of MEMORY_BASES
     efficiency: Efficiency = field(default_factory=Efficiency)
     aliases: tuple[str, ...] = ()
     source: str = ""
@@ -113,11 +137,15 @@ class Accelerator:
 
     @property
     def unified_memory(self) -> bool:
-        return self.gpu_memory_fraction < 1.0
+        return self.gpu_memory_fraction < 1.0 or self.memory_basis == "wired"
 
     @property
     def usable_memory_bytes(self) -> float:
-        """Memory the accelerator may use: all of HBM, or the wired share of unified RAM."""
+        """Memory the accelerator may use: what the driver reports (or the capacity less its
+        reserve), Metal's wired limit of an Apple chip's RAM, or the catalog's share of other
+        unified RAM."""
+        if self.memory_basis == "wired":
+            return default_wired_limit_bytes(self.memory_capacity_bytes)
         return self.memory_capacity_bytes * self.gpu_memory_fraction
 
     def resolve_compute(self, preferred: str) -> str:

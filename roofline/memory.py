@@ -19,7 +19,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.errors import InputError
-from roofline.hardware import Accelerator
+from roofline.hardware import (  # the wired limit lives with the chip; re-exported here
+    WIRED_SMALL_RAM_BYTES,  # noqa: F401
+    Accelerator,
+    default_wired_limit_bytes,  # noqa: F401
+)
 from roofline.layout import check_shape, distinct_stages, stage_layer_counts
 from roofline.model import ModelArch
 from roofline.ops import (
@@ -86,6 +90,17 @@ ENGINES: dict[str, Engine] = {
         1,
         "llama.cpp: the KV cache for n_ctx tokens and compute buffers for one n_ubatch (512) "
         "micro-batch in the memory the GPU may use (Metal's wired share on unified memory)",
+    ),
+    "mlx": Engine(
+        "mlx",
+        1.0,
+        "fraction_of_capacity",
+        0.0,
+        2048,
+        256,
+        "mlx-lm: no preallocated pool, the KV cache grows in steps of 256 tokens "
+        "(mlx_lm/models/cache.py KVCache.step) and a prompt is prefilled in chunks of 2,048 tokens "
+        "(generate_step prefill_step_size) within the memory Metal lets the GPU wire [uncertain]",
     ),
     "ideal": Engine(
         "ideal",
@@ -222,19 +237,8 @@ def max_batch(
     return np.floor(plan.kv_budget_bytes / np.maximum(per_seq, 1e-30)) * dep.attention_dp
 
 
-# ---- the GPU-wired limit of unified memory (Apple silicon) ----------------------------------
-WIRED_SMALL_RAM_BYTES = 36 * GB
+# ---- the GPU-wired limit of unified memory (Apple silicon): roofline.hardware ---------------
 WIRED_WARN_BAND = 0.10
-
-
-def default_wired_limit_bytes(ram_bytes: float) -> float:
-    """What macOS lets Metal wire by default (MTLDevice.recommendedMaxWorkingSetSize): 2/3 of RAM
-    up to 36 GB, 3/4 above. Observed: 10,922.67 MB on a 16 GB M1 (= 2/3; llama-cpp-python issue
-    #687 log), about 48 of 64 GB on M1/M2 Max (llama.cpp issue #1870), about 36 of 48 GB on an M5
-    Pro (osaurus PR #1958), 75% (GPUStack issue #1375). macOS 26 reports 107.52 of 128 GiB (0.84,
-    antirez/ds4 PR #893): newer releases may allow more [uncertain]. `sudo sysctl
-    iogpu.wired_limit_mb=N` raises it (Metal then reports N)."""
-    return ram_bytes * (2.0 / 3.0 if ram_bytes <= WIRED_SMALL_RAM_BYTES else 0.75)
 
 
 def wired_status(needed_bytes: float, limit_bytes: float) -> str:

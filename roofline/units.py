@@ -70,6 +70,17 @@ def parse_bytes(text: str | int | float, what: str = "size") -> float:
     return float(m.group(1)) * _BYTE_SUFFIX[suffix]
 
 
+def parse_memory_bytes(text: str | int | float, what: str = "memory") -> float:
+    """A memory size as memory is sold: binary, so "16GB" of RAM or a "24GB" card is 16 or 24 GiB
+    (GB, MB, TB read as GiB, MiB, TiB; GiB and the rest as written); a Python number is bytes."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]*)", text.strip())
+    suffix = m.group(2).lower() if m else ""
+    binary = {"kb": "kib", "mb": "mib", "gb": "gib", "tb": "tib"}.get(suffix)
+    return parse_bytes(f"{m.group(1)}{binary}" if m and binary else text, what)
+
+
 def parse_seconds(text: str | int | float, what: str = "time") -> float:
     """Parse a duration written with its unit: "50ms", "2s", "300us". Text needs a unit (a bare
     "50" would be 50 seconds where 50 ms was meant); a Python number is seconds."""

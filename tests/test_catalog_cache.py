@@ -35,10 +35,10 @@ def test_cache_is_written_and_a_changed_file_is_parsed_again(tmp_path, fresh_cac
     user.mkdir()
     f = user / "gpu.yaml"
     f.write_text(ENTRY.format(gb=10))
-    assert load_catalog([user]).accelerator("test-gpu").memory_capacity_bytes == 10e9
+    assert load_catalog([user]).accelerator("test-gpu").memory_nominal_bytes == 10e9
     assert list(fresh_cache.glob("catalog-*.pickle"))
     f.write_text(ENTRY.format(gb=200))  # another size: parsed again, not served from the cache
-    assert load_catalog([user]).accelerator("test-gpu").memory_capacity_bytes == 200e9
+    assert load_catalog([user]).accelerator("test-gpu").memory_nominal_bytes == 200e9
 
 
 def test_broken_cache_is_rebuilt(tmp_path, fresh_cache, monkeypatch):
@@ -87,13 +87,13 @@ def test_shipped_snapshot_follows_the_files(tmp_path, fresh_cache, monkeypatch):
     f.write_text(ENTRY.format(gb=10))
     monkeypatch.setattr(catalog, "shipped_dirs", lambda: [shipped])
     catalog._shipped.cache_clear()
-    assert load_catalog([]).accelerator("test-gpu").memory_capacity_bytes == 10e9
+    assert load_catalog([]).accelerator("test-gpu").memory_nominal_bytes == 10e9
     assert list(fresh_cache.glob("shipped-*.pickle"))
     catalog._shipped.cache_clear()
-    assert load_catalog([]).accelerator("test-gpu").memory_capacity_bytes == 10e9
+    assert load_catalog([]).accelerator("test-gpu").memory_nominal_bytes == 10e9
     f.write_text(ENTRY.format(gb=200))
     catalog._shipped.cache_clear()
-    assert load_catalog([]).accelerator("test-gpu").memory_capacity_bytes == 200e9
+    assert load_catalog([]).accelerator("test-gpu").memory_nominal_bytes == 200e9
     catalog._shipped.cache_clear()
 
 
@@ -125,7 +125,7 @@ def test_shipped_snapshot_sees_a_new_file_in_a_subdirectory(tmp_path, fresh_cach
     second = ENTRY.format(gb=20).replace("id: test-gpu", "id: test-gpu-2")
     (shipped / "more" / "gpu2.yml").write_text(second)
     catalog._shipped.cache_clear()
-    assert load_catalog([]).accelerator("test-gpu-2").memory_capacity_bytes == 20e9
+    assert load_catalog([]).accelerator("test-gpu-2").memory_nominal_bytes == 20e9
     catalog._shipped.cache_clear()
 
 

@@ -86,7 +86,7 @@ def test_cpu_attention_traffic_properties():
     def check(a: float, b: float) -> None:
         # every copy reads the cache at least three times; narrower caches pay more per byte
         assert cpu_attention_traffic(a) > 3.0
-        if a < b:
+        if a < b * (1 - 1e-6):  # (3b + 8)/b = 3 + 8/b: a float rounds equal for a ≈ b
             assert cpu_attention_traffic(a) > cpu_attention_traffic(b)
 
     check()

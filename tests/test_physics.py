@@ -234,8 +234,10 @@ def test_fp8_kv_halves_kv(cat):
 
 
 def test_unified_memory_fraction(cat):
-    m2 = cat.accelerator("apple-m2-ultra")
-    assert m2.usable_memory_bytes == pytest.approx(192e9 * 0.75)
+    m2 = cat.accelerator("apple-m2-ultra")  # 192 GiB: above 36 GiB, Metal wires 3/4
+    assert m2.usable_memory_bytes == pytest.approx(192 * 2**30 * 0.75)
+    m2 = cat.accelerator("apple-m2")  # 24 GiB: 2/3
+    assert m2.usable_memory_bytes == pytest.approx(24 * 2**30 * 2 / 3)
 
 
 def test_array_inputs_broadcast(cat):

@@ -106,9 +106,14 @@ def test_no_cell_is_elided(run, args, width):
 def test_hardware_list_keeps_memory_and_bandwidth_at_80(run):
     out = _table(run, ["hardware", "list"], 80)
     row = next(line for line in out.splitlines() if line.split()[:1] == ["nvidia-h100-sxm"])
-    # H100 SXM5: 81,559 MiB usable = 85.52e9 B -> "85.5GB"; 3.35 TB/s HBM3; 989.5 dense bf16
-    # TFLOPS (NVIDIA datasheet); ridge 989.5e12 / 3.35e12 = 295.4 FLOP/B.
-    assert "85.5GB" in row and "3.35" in row and "989.5" in row and "295" in row
+    # H100 SXM5: 80 GiB on the datasheet, nvidia-smi's 81,559 MiB usable = 79.65 GiB -> "79.6 d"
+    # (d: the driver's figure); 3.35 TB/s HBM3; 989.5 dense bf16 TFLOPS (NVIDIA datasheet);
+    # ridge 989.5e12 / 3.35e12 = 295.4 FLOP/B.
+    assert " 80 " in row and "79.6 d" in row
+    assert "3.35" in row and "989.5" in row and "295" in row
+    # RTX 4090 side by side in the same convention: 24 GiB, nvidia-smi 24,564 MiB = 23.99 GiB
+    row = next(line for line in out.splitlines() if line.split()[:1] == ["nvidia-rtx-4090"])
+    assert " 24 " in row and "24.0 d" in row
 
 
 def test_bytes_headline_share_is_whole(run):

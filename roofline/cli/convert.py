@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from roofline.calibration import Calibration
-from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.hardware import MEMORY_BASES, Accelerator, Efficiency, Tier
 from roofline.memory import kv_bytes_per_token
 from roofline.model import ModelArch
 from roofline.phases import PhaseResult
@@ -34,6 +34,9 @@ def hardware_json(hw: Accelerator) -> dict[str, Any]:
         "memory_capacity_bytes": hw.memory_capacity_bytes,
         "memory_nominal_bytes": hw.memory_nominal_bytes,
         "usable_memory_bytes": hw.usable_memory_bytes,
+        "memory_capacity_gib": (hw.memory_nominal_bytes or hw.memory_capacity_bytes) / 2**30,
+        "memory_basis": hw.memory_basis,
+        "memory_basis_text": MEMORY_BASES[hw.memory_basis],
         "memory_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
         "peak_flops_per_s": dict(hw.peak_flops_per_s),
         "ridge_flops_per_byte": {k: hw.ridge_flops_per_byte(k) for k in hw.peak_flops_per_s},

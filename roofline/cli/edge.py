@@ -23,7 +23,7 @@ from roofline.memory import (
 from roofline.offload import LINK_PROTOCOL_EFFICIENCY, gpu_memory_needed, most_gpu_layers
 from roofline.offload import offload as offload_core
 from roofline.phases import decode, prefill
-from roofline.units import fmt_bytes, parse_bytes
+from roofline.units import fmt_bytes, parse_bytes, parse_memory_bytes
 
 
 # ---- offload --------------------------------------------------------------------------------
@@ -206,10 +206,21 @@ def offload(
 
 # ---- edge -----------------------------------------------------------------------------------
 def _edge_row(
-    m, hw, h, dep, b: int, s: int, o: int, ctx: int, cap: float, ram: float, at: int | None = None
+    m,
+    hw,
+    h,
+    dep,
+    b: int,
+    s: int,
+    o: int,
+    ctx: int,
+    cap: float,
+    ram: float,
+    at: int | None = None,
+    engine_name: str = "llamacpp",
 ) -> dict[str, object]:
     """One device: all in (unified or discrete) memory, else GPU + host RAM (llama.cpp -ngl)."""
-    eng = ENGINES["llamacpp"]
+    eng = ENGINES[engine_name]
     kv = float(kv_bytes_per_sequence(m, dep, ctx)) * b
     act = float(activation_peak_bytes(m, dep, eng.profile_tokens))
     need = weight_bytes_per_gpu(m, dep) + kv + act
@@ -228,11 +239,15 @@ def _edge_row(
         row["fits"] = "raise limit" if hw.vendor == "apple" else "raise --memory"
     if status != "over" or row["fits"] != "no":
         # --context: every step attends over ctx tokens; else the mean over the answer
-        step = decode(m, hw, dep, b, at, 1) if at else decode(m, hw, dep, b, s + 1, max(o - 1, 1))
+        e = engine_name
+        if at:
+            step = decode(m, hw, dep, b, at, 1, engine=e)
+        else:
+            step = decode(m, hw, dep, b, s + 1, max(o - 1, 1), engine=e)
         row["decode_tokens_per_s"] = b / float(step.t_expected_s)
-        row["ttft_s"] = float(prefill(m, hw, dep, 1, max(s, 1)).t_expected_s)
+        row["ttft_s"] = float(prefill(m, hw, dep, 1, max(s, 1), engine=e).t_expected_s)
         return row
-    if hw.host_link is None or h is None:
+    if hw.host_link is None or h is None or engine_name != "llamacpp":  # -ngl is llama.cpp's
         return row
     n = most_gpu_layers(m, hw, h, dep, cap, b, ctx)
     x = offload_core(m, hw, h, dep, n, b, ctx)
@@ -285,8 +300,8 @@ def edge(
     m, hw = cat.model(model), cat.accelerator(hardware)
     if tp != 1:
         raise InputError("edge compares single devices: --tp must be 1")
-    if engine_name not in ("auto", "llamacpp"):
-        raise InputError("edge uses llama.cpp's memory rule: --engine must be auto or llamacpp")
+    if engine_name not in ("auto", "llamacpp", "mlx"):
+        raise InputError("edge runs llama.cpp or MLX: --engine must be auto, llamacpp or mlx")
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context)
@@ -296,10 +311,11 @@ def edge(
     for i, dev in enumerate(devs):
         opt.check_formats(dep, dev)
         cap = opt.capacity(dev, memory, wired_limit) if i == 0 else dev.usable_memory_bytes
-        ram = parse_bytes(memory, "--memory") if i == 0 and memory else dev.memory_capacity_bytes
+        ram = parse_memory_bytes(memory) if i == 0 and memory else dev.memory_capacity_bytes
         h = cat.accelerator(host or _default_host(dev.id, dev.family)) if dev.host_link else None
         at = ctx if context is not None else None
-        rows.append(_edge_row(m, dev, h, dep, b, s, o, ctx, cap, ram, at))
+        eng_name = "mlx" if engine_name == "mlx" else "llamacpp"
+        rows.append(_edge_row(m, dev, h, dep, b, s, o, ctx, cap, ram, at, eng_name))
     first = rows[0]
     if first["fits"] == "near limit":
         warn(
@@ -319,11 +335,11 @@ def edge(
         "context_tokens": ctx,
         "wired_limit_bytes": None if wired_limit is None else first["usable_bytes"],
         "wired_limit_default_bytes": default_wired_limit_bytes(
-            parse_bytes(memory, "--memory") if memory else hw.memory_capacity_bytes
+            parse_memory_bytes(memory) if memory else hw.memory_capacity_bytes
         )
         if hw.unified_memory and hw.vendor == "apple"
         else None,
-        "engine": "llamacpp",
+        "engine": "mlx" if engine_name == "mlx" else "llamacpp",
     }
     doc = render.document("edge", inputs, weights_bytes=weight_bytes_per_gpu(m, dep), rows=rows)
     render.emit(doc, fmt, doc["rows"], render.edge_table)

@@ -29,7 +29,7 @@ from roofline.memory import ENGINES, MemoryPlan, default_wired_limit_bytes
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.precision import activation_format, kv_format, weight_format
-from roofline.units import fmt_bytes, parse_bytes, parse_count, parse_seconds
+from roofline.units import fmt_bytes, parse_count, parse_memory_bytes, parse_seconds
 
 # ---- the defaults, one place ----------------------------------------------------------------
 PROMPT = "1k"
@@ -110,7 +110,12 @@ Engine = Annotated[
     str, typer.Option("--engine", help=f"serving engine's KV-budget rule: {', '.join(ENGINES)}")
 ]
 Memory = Annotated[
-    str | None, typer.Option("--memory", help="memory per GPU instead of the catalog's, e.g. 64GB")
+    str | None,
+    typer.Option(
+        "--memory",
+        help="memory per GPU (or a Mac's RAM) instead of the catalog's, e.g. 64GB; GB as memory is"
+        " sold: 64GB = 64 GiB",
+    ),
 ]
 Sparsity = Annotated[str | None, typer.Option("--sparsity", help="2:4 for structured sparsity")]
 Compute = Annotated[
@@ -343,18 +348,19 @@ def efficiency(
 
 
 def capacity(hw: Accelerator, memory: str | None, wired_limit: str | None = None) -> float:
-    """Bytes per GPU the engine may use: --memory, or the catalog's usable memory. On Apple
-    unified memory the GPU may wire what macOS allows for that RAM size
-    (memory.default_wired_limit_bytes), or --wired-limit when it was raised."""
+    """Bytes per GPU the engine may use: the catalog's usable memory (the driver's total, or the
+    capacity less a stated reserve), or --memory (binary, as memory is sold). On Apple unified
+    memory the GPU may wire what macOS allows for that RAM (hardware.default_wired_limit_bytes),
+    or --wired-limit when it was raised."""
     ram = hw.memory_capacity_bytes
     if memory is not None:
-        ram = parse_bytes(memory, "--memory")
+        ram = parse_memory_bytes(memory, "--memory")
         if not 0 < ram < 1e15:
             raise InputError(f"--memory must be positive and below 1 PB, got {memory}")
     if wired_limit is not None:
         if not hw.unified_memory:
             raise InputError(f"--wired-limit applies to unified memory; {hw.id} has its own")
-        limit = parse_bytes(wired_limit, "--wired-limit")
+        limit = parse_memory_bytes(wired_limit, "--wired-limit")
         if not 0 < limit <= ram:
             raise InputError(
                 f"--wired-limit must be positive and at most the RAM ({fmt_bytes(ram)}), "
@@ -363,7 +369,7 @@ def capacity(hw: Accelerator, memory: str | None, wired_limit: str | None = None
         return limit
     if memory is None:
         return hw.usable_memory_bytes
-    if hw.unified_memory and hw.vendor == "apple":
+    if hw.memory_basis == "wired":
         return default_wired_limit_bytes(ram)
     return ram * hw.gpu_memory_fraction
 

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from roofline.render.core import cbytes, num
 from roofline.render.layout import NOTE, SUB, N, T, print_pairs, print_rows, table_output
-from roofline.units import fmt_bytes, fmt_seconds
+from roofline.units import fmt_seconds
 
 
 def _peak(peaks: Mapping[str, float], *keys: str) -> str:
@@ -25,7 +25,8 @@ def hardware_list_table(doc: Mapping[str, Any], con: Console) -> None:
         (
             h["id"],
             h["name"],
-            cbytes(h["memory_capacity_bytes"]),
+            f"{h['memory_capacity_gib']:,.4g}",
+            f"{h['usable_memory_bytes'] / 2**30:,.1f} {h['memory_basis'][0]}",
             f"{h['memory_bandwidth_bytes_per_s'] / 1e12:.3g}",
             _peak(h["peak_flops_per_s"], "bf16", "fp16"),
             _peak(h["peak_flops_per_s"], "fp8"),
@@ -36,7 +37,8 @@ def hardware_list_table(doc: Mapping[str, Any], con: Console) -> None:
     cols = (
         T("id"),
         SUB("name"),
-        N("memory"),
+        N("GiB"),
+        N("usable\nGiB"),
         N("BW\nTB/s"),
         N("16-bit\nTFLOPS"),
         N("fp8\nTFLOPS"),
@@ -44,7 +46,10 @@ def hardware_list_table(doc: Mapping[str, Any], con: Console) -> None:
     )
     print_rows(
         con,
-        "Accelerators (dense peaks; BW = memory bandwidth; ridge in FLOP/byte)",
+        "Accelerators (dense peaks; GiB = the datasheet's memory, binary as sold; usable = what"
+        " the engine budgets from: d the driver's total, r the capacity less a 0.5% reserve, w"
+        " Metal's wired limit (2/3 up to 36 GiB, 3/4 above), s the catalog's share of unified RAM;"
+        " BW = memory bandwidth; ridge in FLOP/byte)",
         cols,
         rows,
     )
@@ -57,16 +62,17 @@ def hardware_show_table(doc: Mapping[str, Any], con: Console) -> None:
         ("name", h["name"]),
         ("vendor / family", f"{h['vendor']} / {h['family']}"),
         ("aliases", ", ".join(h["aliases"]) or "—"),
+        ("memory", f"{h['memory_capacity_gib']:,.4g} GiB {h['memory_type']} (datasheet)"),
         (
-            "memory",
-            f"{fmt_bytes(h['memory_capacity_bytes'])} {h['memory_type']} (datasheet "
-            f"{fmt_bytes(h['memory_nominal_bytes'])})",
+            "usable",
+            f"{h['usable_memory_bytes'] / 2**30:,.2f} GiB = {h['usable_memory_bytes'] / 2**20:,.0f}"
+            f" MiB: {h['memory_basis_text']}",
         ),
         ("bandwidth", f"{h['memory_bandwidth_bytes_per_s'] / 1e12:.4g} TB/s"),
         ("2:4 sparsity doubles tensor peak", num(h["sparsity_2_4"])),
     ]
     if h["gpu_memory_fraction"] < 1:
-        rows.append(("GPU may wire", f"{h['gpu_memory_fraction']:.0%} of unified memory"))
+        rows.append(("GPU may use", f"{h['gpu_memory_fraction']:.0%} of unified memory"))
     for label in ("scale_up", "host_link"):
         link = h[label]
         if link:
