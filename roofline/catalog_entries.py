@@ -17,7 +17,7 @@ from roofline.errors import CatalogError, RooflineError
 from roofline.files import read_text, yaml
 from roofline.files import safe_load_yaml as _safe_load
 from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.hfquant import quantized_weights
+from roofline.hfquant import dense_weights, quantized_weights
 from roofline.model import MODEL_TYPES, ModelArch
 from roofline.precision import weight_format
 from roofline.schema import NUM
@@ -341,6 +341,7 @@ def _model(where: str, data: Any) -> ModelArch:
             d["weights"] = quantized_weights(quant, f"{where}: quantization_config")[0]
         except RooflineError as exc:
             raise CatalogError(str(exc)) from None
+        d["native_dense_weights"] = dense_weights(quant)
     if "weights" in d:  # the format the checkpoint ships in (set by `models import`)
         try:
             d["native_weights"] = weight_format(d.pop("weights")).name

@@ -40,6 +40,9 @@ class Deployment:
     attention_dp: int = 1  # attention data-parallel groups inside a stage (EP on the experts)
     microbatches: int | None = None  # pipeline micro-batches (None: PP, vLLM's virtual engines)
     links: Links | None = None  # the link of each collective (None: the GPU's scale-up link)
+    # the non-expert linear layers (attention, dense FFN, shared experts) when a checkpoint
+    # quantizes the routed experts only (gpt-oss: MXFP4 experts, BF16 elsewhere); None: `weights`
+    dense_weights: Format | None = None
 
     def __post_init__(self) -> None:
         if self.kv_token_budget is not None and not 1 <= self.kv_token_budget <= 1e9:
@@ -76,6 +79,14 @@ class Deployment:
     def linear_bits(self) -> float:
         """Bits per weight of the linear layers, with 2:4 sparsity's values + index if enabled."""
         return sparse_2_4_bits(self.weights.bits) if self.sparse_2_4 else self.weights.bits
+
+    @property
+    def dense_bits(self) -> float:
+        """Bits per weight of the non-expert linear layers: dense_weights', else linear_bits."""
+        if self.dense_weights is None:
+            return self.linear_bits
+        bits = self.dense_weights.bits
+        return sparse_2_4_bits(bits) if self.sparse_2_4 else bits
 
     @property
     def other_bits(self) -> float:

@@ -105,3 +105,14 @@ def quantized_weights(q: dict[str, Any], where: str = "config.json") -> tuple[st
         hint=f"known: {', '.join(QUANT_METHODS)}; to import the shape alone, remove "
         "quantization_config from a copy of config.json and pass --weights",
     )
+
+
+def dense_weights(q: dict[str, Any]) -> str | None:
+    """The format of the non-expert linear layers when a checkpoint quantizes the routed experts
+    only: its `modules_to_not_convert` (transformers' quantizers) names the attention layers,
+    which then stay in 16 bit (gpt-oss: MXFP4 experts; attention, router, embeddings and head in
+    BF16, huggingface.co/docs/transformers/quantization/mxfp4). None: one format throughout."""
+    skipped = q.get("modules_to_not_convert") or []
+    if not isinstance(skipped, list):
+        return None
+    return "bf16" if any("self_attn" in str(x) or ".attn" in str(x) for x in skipped) else None

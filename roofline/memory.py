@@ -128,11 +128,13 @@ def engine(name: str, hw: Accelerator | None = None) -> Engine:
 
 def weight_bytes_total(model: ModelArch, dep: Deployment) -> float:
     """Stored weight bytes of the whole model: linear layers (attention projections, dense FFN,
-    experts) in the weight format; embedding, head, router and norms in 16 bit."""
+    experts) in the weight format (the non-expert ones in dense_weights where a checkpoint
+    quantizes the experts only); embedding, head, router and norms in 16 bit."""
     p = model.param_breakdown()
-    linear = p["attention"] + p["mlp"] + p["experts_routed"] + p["experts_shared"]
-    other = p["total"] - linear
-    return (linear * dep.linear_bits + other * dep.other_bits) / 8.0
+    dense = p["attention"] + p["mlp"] + p["experts_shared"]
+    other = p["total"] - dense - p["experts_routed"]
+    bits = p["experts_routed"] * dep.linear_bits + dense * dep.dense_bits + other * dep.other_bits
+    return bits / 8.0
 
 
 def weight_bytes_per_gpu(model: ModelArch, dep: Deployment) -> float:

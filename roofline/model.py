@@ -143,6 +143,7 @@ class ModelArch:
     published_params_total: float | None = None
     published_params_active: float | None = None
     native_weights: str | None = None  # the weight format the checkpoint ships in (imported)
+    native_dense_weights: str | None = None  # its non-expert layers' when only experts are
 
     # ---- derived shape -------------------------------------------------------------------------
     @property

@@ -201,6 +201,8 @@ def _plan(
         if op.is_collective:
             continue
         d = attn_dtype if op.kind == "attention" else dtype
+        if op.compute is not None:  # a non-expert layer in the checkpoint's dense format
+            d = hw.resolve_compute(op.compute)
         peak = hw.peak(d, sparse=op.sparse)
         kernels = KERNELS_PER_OP.get(op.name, 1.0) * op.layers
         common = {
@@ -224,7 +226,7 @@ def _plan(
             weight_only = op.quantized and (dep.weights.weight_only or d != dep.weights.compute)
             fused_moe = op.name in GROUPED_OPS and view.moe is not None
             how = CALL if weight_only or fused_moe else GEMM
-            curve = view.base
+            curve = (view if op.compute is None else kernel_view(eff, d)).base
         elif op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
             how, curve, eta = DECODE_ATTENTION, view.decode_attention, view.b16.eta_max
         elif op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
@@ -259,7 +261,9 @@ def _cached_plan(
     phase: str,
 ) -> tuple[_OpPlan, ...]:
     """The plan of an op list, cached by the identity of (hw, dep, eff) and the ops' structure."""
-    shape = tuple((op.name, op.kind, op.layers, op.sparse, op.quantized, op.gemm_n) for op in ops)
+    shape = tuple(
+        (op.name, op.kind, op.layers, op.sparse, op.quantized, op.gemm_n, op.compute) for op in ops
+    )
     return cached_by_identity(
         _PLANS,
         (hw, dep, eff),

@@ -59,6 +59,7 @@ class Op:
     link: Tier | None = None  # collectives: the link they run over (None: the GPU's scale-up)
     gemm_n: float = 0.0  # matmuls: output columns per GPU (N after the TP shard; 0 = unknown)
     routed: tuple | None = None  # routed experts: (rows of the step T, top-k, experts E)
+    compute: str | None = None  # the dtype it prefers when not the deployment's (dense_weights)
 
     @property
     def bytes(self) -> FloatArray:
@@ -145,16 +146,18 @@ def stage_weight_bytes(model: ModelArch, dep: Deployment, stage: Stage) -> float
     attention TP group, router and norms replicated, embedding (first stage) and head (last
     stage) vocab-parallel over TP; a tied embedding is stored on both end stages under PP."""
     m, atp, tp = model, dep.attention_tp, dep.tp
-    b_w, b_o = dep.linear_bits / 8.0, dep.other_bits / 8.0
-    attn = sum(p for _, p, _, _ in attention_matmuls(m, atp)) * b_w
+    b_w, b_o, b_d = dep.linear_bits / 8.0, dep.other_bits / 8.0, dep.dense_bits / 8.0
+    attn = sum(p for _, p, _, _ in attention_matmuls(m, atp)) * b_d
     norms = (m.attn_norm_params + m.layer_norm_params) * b_o
     total = 0.0
     for g in stage.groups:
         if g.moe:
-            ffn = (m.n_routed_experts * m.expert_params / tp + m.shared_expert_params / atp) * b_w
+            ffn = (
+                m.n_routed_experts * m.expert_params / tp * b_w + m.shared_expert_params / atp * b_d
+            )
             ffn += m.router_params * b_o
         else:
-            ffn = m.dense_mlp_params * b_w / atp
+            ffn = m.dense_mlp_params * b_d / atp
         total += g.count * (attn + norms + ffn)
     table = m.vocab_size * m.hidden_size * b_o / tp
     if stage.first:
@@ -186,6 +189,7 @@ class _Builder:
             _LAYOUTS, (model, dep, stage), (), lambda: _layout(model, dep, stage)
         )
         self.b_w = dep.linear_bits / 8.0
+        self.b_d = dep.dense_bits / 8.0  # non-expert linear layers (dense_weights)
         self.b_o = dep.other_bits / 8.0
         self.b_a = dep.activations.bytes_per_value
         self.tp, self.atp, self.adp = dep.tp, dep.attention_tp, dep.attention_dp
@@ -209,19 +213,22 @@ class _Builder:
         return np.maximum(b / self.adp, np.minimum(b, 1.0)) if self.adp > 1 else b
 
     def matmul(self, name: str, layers: int, params: float, d_in: float, d_out: float, tokens):
-        """A linear layer holding `params` parameters on this GPU: 2·P·t FLOPs, P·b_w weight
-        bytes, and its input and output activations (widths per GPU)."""
+        """A (non-expert) linear layer holding `params` parameters on this GPU: 2·P·t FLOPs,
+        P·b weight bytes, and its input and output activations (widths per GPU); b is the
+        weight format's, or dense_weights' where the checkpoint quantizes the experts only."""
         t = as_float(tokens)
+        dense = self.dep.dense_weights
         self.add(
             name,
             "matmul",
             layers,
             flops=2.0 * params * t,
-            weight=params * self.b_w,
+            weight=params * self.b_d,
             act=t * (d_in + d_out) * self.b_a,
             sparse=self.dep.sparse_2_4,
-            quantized=True,
+            quantized=dense is None,
             gemm_n=float(d_out),
+            compute=None if dense is None else dense.compute,
         )
 
     def allreduce(self, name: str, layers: int, tokens) -> None:

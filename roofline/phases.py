@@ -178,6 +178,8 @@ def _evaluate(
             results.append(OpResult(op, zero, ridge, verdict, t_ideal, t))
             continue
         op_dtype = attn_dtype if op.kind == "attention" else dtype
+        if op.compute is not None:  # a non-expert layer in the checkpoint's dense format
+            op_dtype = hw.resolve_compute(op.compute)
         peak = hw.peak(op_dtype, sparse=op.sparse)
         peak_exp = hw.expected_peak(op_dtype, sparse=op.sparse)  # power-limited boards: below
         w = hw.memory_bandwidth_bytes_per_s

@@ -170,7 +170,8 @@ def chip_weight_format(fmt: Format, peaks: Container[str]) -> Format:
     the format's compute or the format is weight-only already."""
     if fmt.weight_only or fmt.compute in peaks:
         return fmt
-    wide = next((d for d in COMPUTE_FALLBACK.get(fmt.compute, ()) if d in peaks), fmt.compute)
+    chain = COMPUTE_FALLBACK.get(fmt.compute, ())
+    wide = next((d for d in chain if d in peaks and d in ("bf16", "fp16", "fp32")), fmt.compute)
     return replace(fmt, compute=wide, weight_only=True)
 
 

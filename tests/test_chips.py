@@ -99,6 +99,22 @@ def test_released_checkpoints_set_the_default_weights(run):
     assert bf16["inputs"]["weights"] == "bf16"
 
 
+def test_gpt_oss_ships_mxfp4_experts_and_bf16_attention(cat):
+    from roofline.cli import options as opt
+    from roofline.memory import weight_bytes_total
+
+    m = cat.model("gpt-oss-20b")
+    # by hand: 24 layers x 32 experts x 3 x 2880^2 = 19.11e9 expert params at 4.25 bits (MXFP4,
+    # 32 values per E8M0 scale) = 10.15 GB; attention 24 x (2 x 2880 x 4096 + 2 x 2880 x 512) =
+    # 0.637e9 params at 2 B = 1.27 GB; embedding and untied head 2 x 201,088 x 2880 at 2 B =
+    # 2.32 GB: 13.74 GB, the size of openai/gpt-oss-20b's safetensors (13.76 GB)
+    auto = weight_bytes_total(m, opt.deployment("auto", model=m))
+    assert auto == pytest.approx(13.74e9, rel=0.01)
+    # --weights mxfp4 puts the attention in MXFP4 too, --weights bf16 everything in BF16
+    assert weight_bytes_total(m, opt.deployment("mxfp4", model=m)) < auto
+    assert weight_bytes_total(m, opt.deployment("bf16", model=m)) > 3 * auto
+
+
 def test_mlx_is_an_engine_on_apple(run):
     doc = run("analyze", "llama-3.1-8b", "m4-max", "--engine", "mlx", "--weights", "mlx-4bit",
               "-f", "json").json()  # fmt: skip

@@ -303,8 +303,18 @@ def test_shipped_catalog_declares_the_released_formats(cat):
     # the models whose released checkpoint ships quantized carry its quantization_config:
     # DeepSeek-V3/R1 in FP8 E4M3 with 128x128 blocks (DeepSeek-V3 README_WEIGHTS.md: "we only
     # provide FP8 weights"); everything else ships 16-bit (or fp32)
-    native = {m.id: m.native_weights for m in cat.models.values() if m.native_weights}
-    assert native == {"deepseek-v3": "fp8", "deepseek-r1": "fp8"}
+    # gpt-oss quantizes its routed experts only (MXFP4), attention stays BF16
+    native = {
+        m.id: (m.native_weights, m.native_dense_weights)
+        for m in cat.models.values()
+        if m.native_weights
+    }
+    assert native == {
+        "deepseek-v3": ("fp8", None),
+        "deepseek-r1": ("fp8", None),
+        "gpt-oss-120b": ("mxfp4", "bf16"),
+        "gpt-oss-20b": ("mxfp4", "bf16"),
+    }
 
 
 def test_granitemoe_abridged_config_gives_the_published_total():

@@ -255,8 +255,10 @@ def deployment(
 ) -> Deployment:
     if sparsity not in (None, "none", "2:4"):
         raise InputError(f"--sparsity must be 2:4 or none, got {sparsity}")
+    dense = model.native_dense_weights if weights == "auto" and model is not None else None
     return Deployment(
         weights=weight_format(resolve_weights(weights, model)),
+        dense_weights=weight_format(dense) if dense else None,
         kv=kv_format(kv_dtype),
         activations=activation_format(act_dtype),
         tp=tp,
