@@ -177,8 +177,10 @@ def lever_queries() -> dict[str, float]:
 
 
 def serve_10k() -> float:
-    """roofline.serving: 10,000 Poisson requests through the scheduler, ideal and expected."""
+    """roofline.serving: 10,000 Poisson requests through the scheduler, ideal and expected, with
+    the replica's saturation probes the steady-state figures need."""
     from roofline.memory import engine
+    from roofline.serving.search import replica_capacity
     from roofline.serving.serve import Slo, make_replica, serve
     from roofline.serving.workload import make_workload
 
@@ -187,12 +189,13 @@ def serve_10k() -> float:
     t0 = time.perf_counter()
     rep = make_replica(m, hw, Deployment(), engine("vllm"), 2200)
     w = make_workload("sharegpt", "sharegpt", rate=10.0, requests=10_000, seed=0)
-    serve(rep, w, Slo(2.0, 0.05))
+    serve(rep, w, Slo(2.0, 0.05), capacity=replica_capacity(rep, w))
     return time.perf_counter() - t0
 
 
 def size_4() -> float:
-    """roofline.serving.size over h100, h200, b200, mi300x for Llama-3.1-70B at 10 req/s."""
+    """roofline.serving.size over h100, h200, b200, mi300x for Llama-3.1-70B at 10 req/s, p99 SLOs
+    (runs of 5,000 requests settle each layout's capacity; layouts over the cores)."""
     from roofline.catalog import load_prices
     from roofline.memory import engine
     from roofline.precision import KV_FORMATS, WEIGHT_FORMATS

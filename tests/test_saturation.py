@@ -250,3 +250,20 @@ def test_readme_quotes_the_saturation_it_prints(run):
     assert f"{sat['ideal']:.1f}" == quote.group(2)
     assert sat["binding"]["expected"] == quote.group(3)
     assert f"{sat['compute_bound']:.1f}" == quote.group(4)
+
+
+def test_workers_keep_order_and_raise_what_a_worker_raised(monkeypatch):
+    from roofline.workers import parallel_map
+
+    monkeypatch.setenv("ROOFLINE_JOBS", "2")
+    assert parallel_map(lambda x: x * x, list(range(7))) == [0, 1, 4, 9, 16, 25, 36]
+
+    def bad(x: int) -> int:
+        if x == 3:
+            raise InputError("three is refused")
+        return x
+
+    with pytest.raises(InputError, match="three"):
+        parallel_map(bad, [1, 2, 3])
+    monkeypatch.setenv("ROOFLINE_JOBS", "1")  # in this process
+    assert parallel_map(str, [1, 2]) == ["1", "2"]

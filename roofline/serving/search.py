@@ -199,10 +199,11 @@ class Capacity:
 
     def stable(self, rate: float, ideal: bool) -> bool:
         """`rate` per replica is below the saturation rate. The ideal's is never below the
-        expected's (a tested bound), so a rate below the expected's needs no ideal probe."""
-        if ideal and False in self._sat and rate < self._sat[False].requests_per_s:
+        expected's (a tested bound), so a rate below the expected's needs no ideal probe: the
+        expected one, which every caller needs, answers first."""
+        if rate < self.of(False).requests_per_s:
             return True
-        return rate < self.of(ideal).requests_per_s
+        return ideal and rate < self.of(True).requests_per_s
 
 
 def replica_capacity(rep: Replica, w: Workload, confirm: bool = False) -> Capacity:
@@ -228,14 +229,16 @@ def cycled(w: Workload, n: int) -> Workload:
 
 
 def highest_ok(ok: Callable[[float], bool], hi: float, rel_tol: float = 0.03) -> float:
-    """The highest rate in (hi/64, hi] for which ok(rate) holds, by bisection, assuming ok holds
-    below some rate and fails above it; 0 if ok(hi/64) fails."""
+    """The highest rate in [hi/64, hi] for which ok(rate) holds, by bisection (first within
+    [hi/8, hi]), assuming ok holds below some rate and fails above it; 0 if ok(hi/64) fails."""
     if not (math.isfinite(hi) and hi > 0):
         return 0.0
     if ok(hi):
         return hi
+    if ok(hi / 8.0):  # most SLOs hold at an eighth of saturation: a narrower bracket
+        return _bisect(ok, hi / 8.0, hi, rel_tol)
     lo = hi / 64.0
-    return _bisect(ok, lo, hi, rel_tol) if ok(lo) else 0.0
+    return _bisect(ok, lo, hi / 8.0, rel_tol) if ok(lo) else 0.0
 
 
 def max_rate_within_slo(

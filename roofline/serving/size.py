@@ -34,6 +34,7 @@ from roofline.serving.disagg import best_pools, disaggregate
 from roofline.serving.search import max_rate_within_slo, replica_capacity
 from roofline.serving.serve import ServeMetrics, Slo, make_replica, serve
 from roofline.serving.workload import Workload, with_rate
+from roofline.workers import parallel_map
 
 MINIMIZE = ("cost", "gpus")
 HEADROOM = 0.10  # share of a replica's capacity left unused by default
@@ -107,52 +108,53 @@ def size(
     has_slo = slo.ttft_s is not None or slo.tpot_s is not None
     basis = "SLO capacity" if has_slo else "saturation"
     out: list[Sized] = []
+    tasks: list[tuple[Accelerator, Deployment]] = []
     for hw in accelerators:
-        price = prices.get(hw.id)
         deps = layouts(model, hw, base, eng)
         if not deps:
             out.append(_none(hw, base, f"{model.id} does not fit on 8 × {hw.id}"))
-        for dep in deps:
-            try:
-                rep = make_replica(model, hw, dep, eng, max_len)
-            except RooflineError as exc:
-                out.append(_none(hw, dep, str(exc)))
-                continue
-            cap = replica_capacity(rep, w)
-            sat = cap.expected.requests_per_s
-            r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
-            if r_cap <= 0:
-                out.append(_none(hw, dep, "misses the SLOs even at light load", r_cap))
-                continue
-            n = math.ceil(rate / (r_cap * (1.0 - headroom)) * (1 - 1e-12))
-            if n > max_replicas:
-                out.append(_none(hw, dep, f"needs more than {max_replicas} replicas", r_cap))
-                continue
-            res = serve(rep, with_rate(w, rate / n, seed), slo, 1, capacity=cap)
-            ideal_m, exp_m = (_scale(m, n) for m in (res.ideal, res.expected))
-            gpus = rep.gpus * n
-            usd = cost_per_hour(price, gpus)
-            tok_s = exp_m.output_tokens_per_s
-            out.append(
-                Sized(
-                    hw.id,
-                    dep.tp,
-                    dep.pp,
-                    dep.ep,
-                    n,
-                    gpus,
-                    r_cap,
-                    exp_m.meets_slo,
-                    exp_m,
-                    ideal_m,
-                    usd,
-                    cost_per_million_output_tokens(usd, tok_s),
-                    joules_per_output_token(price, gpus, exp_m.power_share, tok_s),
-                    basis=basis,
-                    binding=cap.expected.binding,
-                    saturation_rate_per_replica=sat,
-                )
-            )
+        tasks += [(hw, dep) for dep in deps]
+
+    def one(task: tuple[Accelerator, Deployment]) -> Sized:
+        hw, dep = task
+        price = prices.get(hw.id)
+        try:
+            rep = make_replica(model, hw, dep, eng, max_len)
+        except RooflineError as exc:
+            return _none(hw, dep, str(exc))
+        cap = replica_capacity(rep, w)
+        sat = cap.expected.requests_per_s
+        r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
+        if r_cap <= 0:
+            return _none(hw, dep, "misses the SLOs even at light load", r_cap)
+        n = math.ceil(rate / (r_cap * (1.0 - headroom)) * (1 - 1e-12))
+        if n > max_replicas:
+            return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
+        res = serve(rep, with_rate(w, rate / n, seed), slo, 1, capacity=cap)
+        ideal_m, exp_m = (_scale(m, n) for m in (res.ideal, res.expected))
+        gpus = rep.gpus * n
+        usd = cost_per_hour(price, gpus)
+        tok_s = exp_m.output_tokens_per_s
+        return Sized(
+            hw.id,
+            dep.tp,
+            dep.pp,
+            dep.ep,
+            n,
+            gpus,
+            r_cap,
+            exp_m.meets_slo,
+            exp_m,
+            ideal_m,
+            usd,
+            cost_per_million_output_tokens(usd, tok_s),
+            joules_per_output_token(price, gpus, exp_m.power_share, tok_s),
+            basis=basis,
+            binding=cap.expected.binding,
+            saturation_rate_per_replica=sat,
+        )
+
+    out += parallel_map(one, tasks)  # each layout's searches are independent
     return _rank(out, minimize)
 
 
