@@ -87,6 +87,8 @@ def model_json(m: ModelArch) -> dict[str, Any]:
         "params_total": p["total"],
         "params_active": p["active"],
         "params_mtp": p["mtp"],
+        "checkpoint_weights": m.native_weights,  # the released checkpoint's format (auto)
+        "checkpoint_dense_weights": m.native_dense_weights,  # its non-expert layers' if other
         "params_breakdown": {k: v for k, v in p.items() if k not in ("total", "active", "mtp")},
         "kv_bytes_per_token_bf16": kv_bytes_per_token(m, 16.0),
         "max_position_embeddings": m.max_position_embeddings,

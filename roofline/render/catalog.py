@@ -69,6 +69,7 @@ def hardware_show_table(doc: Mapping[str, Any], con: Console) -> None:
             f" MiB: {h['memory_basis_text']}",
         ),
         ("bandwidth", f"{h['memory_bandwidth_bytes_per_s'] / 1e12:.4g} TB/s"),
+        ("compute formats", ", ".join(h["peak_flops_per_s"])),
         ("2:4 sparsity doubles tensor peak", num(h["sparsity_2_4"])),
     ]
     if h["gpu_memory_fraction"] < 1:
@@ -188,6 +189,10 @@ def models_show_table(doc: Mapping[str, Any], con: Console) -> None:
     ]
     if m["params_mtp"]:
         rows.insert(6, ("MTP module (separate)", f"{m['params_mtp'] / 1e9:.2f}B"))
+    if m.get("checkpoint_weights"):
+        dense = m.get("checkpoint_dense_weights")
+        ships = m["checkpoint_weights"] + (f" experts, {dense} elsewhere" if dense else "")
+        rows.insert(2, ("checkpoint ships", f"{ships} (--weights auto)"))
     if m["notes"]:
         rows.append(("notes", m["notes"]))
     print_pairs(con, m["id"], rows)
