@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 from roofline.errors import InputError
 
-# An idle H200 SXM reads 80 W of its 700 W (11%; nvidia-smi, vLLM idle server, measured by
-# api.serialalice.pt's H200 benchmark, June 2026); H100 SXM idles near 70 W of 700 W [uncertain].
+# A served but idle GPU: an H200 SXM with a vLLM server up reads 80 W of its 700 W (11%;
+# nvidia-smi, api.serialalice.pt's H200 benchmark, June 2026); a loaded model keeps the CUDA
+# context's DVFS state, 26-50 W above bare idle on HBM parts (H100, A100: Vadari, "The Model
+# Parking Tax", arXiv:2605.23918, 2026), so 10-14% of an H100's 700 W [uncertain: one reading]
 IDLE_POWER_SHARE = 0.11
 # Memory-bound decode on an H200 draws 137-300 W of 700 W across GQA, MLA and SSM models (Ma et
 # al., "The Illusion of Power Capping in LLM Decode", arXiv:2605.11999, 2026): (300 - 80) /
