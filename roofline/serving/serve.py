@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -34,9 +34,6 @@ from roofline.serving.scheduler import simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.serving.trace import Trace
 from roofline.serving.workload import Workload
-
-if TYPE_CHECKING:
-    from roofline.serving.search import Capacity
 
 STEADY_E2ES = 5.0  # a run shorter than this many mean E2Es is flagged as not steady
 
@@ -350,6 +347,26 @@ def steady_state(
         compute_share=compute,
         power_share=compute + MEMORY_POWER_SHARE * (busy - compute),
     )
+
+
+class _Saturation(Protocol):
+    requests_per_s: float
+    output_tokens_per_s: float
+
+
+class _Bounds(Protocol):
+    compute_s_per_request: float
+
+
+class Capacity(Protocol):
+    """What serve needs of a replica's capacity (roofline.serving.search.Capacity builds it)."""
+
+    mean_output_tokens: float
+    bounds: _Bounds
+
+    def of(self, ideal: bool) -> _Saturation: ...
+
+    def stable(self, rate: float, ideal: bool) -> bool: ...
 
 
 def _steady(m: ServeMetrics, cap: Capacity, offered: float | None, ideal: bool, n: int):
