@@ -62,7 +62,7 @@ _API = {
     "decode": "roofline.phases",
     "disaggregate": "roofline.serving.disagg",
     "engine": "roofline.memory",
-    "evaluate": "roofline.validate",
+    "evaluate": "roofline.cases.evaluate",
     "evaluate_levers": "roofline.levers",
     "eviction_gain": "roofline.kvcache",
     "kv_bytes_per_sequence": "roofline.memory",
@@ -83,7 +83,7 @@ _API = {
     "simulate": "roofline.serving.cliff",
     "speculate": "roofline.speculative",
     "spill": "roofline.tiers",
-    "summarize": "roofline.validate",
+    "summarize": "roofline.cases.case",
     "weight_format": "roofline.precision",
 }
 

@@ -1,6 +1,6 @@
 """Where an expected figure's efficiencies come from (the family's case fit, the GPU
 generation's kernel curves, own or borrowed) and how far to trust it (the family's out-of-sample
-error band), for the reports of roofline/phases.py and roofline/validate.py.
+error band), for the reports of roofline/phases.py and roofline/cases/.
 """
 
 from __future__ import annotations

@@ -26,15 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from roofline.cases.case import METRICS, SCALE_OUT, Case, case_engine
+from roofline.cases.evaluate import evaluate
+from roofline.cases.static import base_times, metric_value
 from roofline.gemvalu import gemv_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.precision import engine_weight_format, weight_format
 from roofline.roofline import op_time_s
-from roofline.validate import METRICS, Case, base_times, case_engine, evaluate, metric_value
 
 CPU_GRID_S = np.arange(0.0, 4001e-6, 25e-6)
 SEQ_GRID_S = np.arange(0.0, 200.1e-6, 5e-6)  # per-sequence host cost per step (hostcost.py)
@@ -94,9 +97,10 @@ def _no_cpu(eff: Efficiency) -> Efficiency:
 
 
 def make_bases(
-    cases: Iterable[Case], lookup: Callable[[Case], tuple[ModelArch, Accelerator]]
+    cases: Iterable[Case], lookup: Callable[[Case], tuple[ModelArch, Accelerator]], catalog: Any
 ) -> list[Base]:
-    """Evaluate every case once (cpu_step = 0); `lookup` gives a case's model and accelerator."""
+    """Evaluate every case once (cpu_step = 0); `lookup` gives a case's model and accelerator,
+    `catalog` the networks and draft models cases name."""
     cases = list(cases)
     by_id = {c.id: c for c in cases}
     out = []
@@ -104,7 +108,7 @@ def make_bases(
         model, hw = lookup(c)
         ref = _referenced(c, by_id)
         name = case_engine(c, None if ref is None else f"{c.source} {ref.source}")
-        shipped = evaluate(c, model, hw, engine_name=name).expected
+        shipped = evaluate(c, model, hw, engine_name=name, catalog=catalog).expected
         eff = _no_cpu(hw.efficiency)
         if eff.kernels is None:  # the scalar shares are fitted: evaluate at 1, scale by 1/η
             eff = replace(
@@ -115,7 +119,8 @@ def make_bases(
                 compute_weight_only=1.0,
                 alu_weight_only=1.0,
             )
-        dep, replicas, batch, p, d = base_times(c, model, hw, eff, name)
+        net = catalog.tier(SCALE_OUT)
+        dep, replicas, batch, p, d = base_times(c, model, hw, net, eff, name)
         peaks = hw.peak_flops_per_s  # as phases.engine_deployment: curves keep 16-bit compute
         if hw.efficiency.kernels is not None:
             peaks = {k: v for k, v in peaks.items() if k != "int8"}

@@ -17,7 +17,7 @@ from roofline.schema import check as _check
 from roofline.schema import positive as _positive
 
 if TYPE_CHECKING:  # imported where cases are loaded: a query never needs it
-    from roofline.validate import Case
+    from roofline.cases.case import Case
 
 
 _CASE_KEYS: dict[str, tuple[Any, bool]] = {
@@ -41,8 +41,11 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "attention_dp": (int, False),
     "speculative": (dict, False),
     "offload": (dict, False),
-    "disagg": (dict, False),  # disaggregated serving (roofline.serving.disagg_cases)
-    "burst": (dict, False),  # every request at once through the serving simulator (burst_cases)
+    "disagg": (dict, False),  # disaggregated serving (roofline.cases.disagg)
+    "burst": (
+        dict,
+        False,
+    ),  # every request at once through the serving simulator (roofline.cases.all_at_t0)
 }
 _CASE_BURST_KEYS: dict[str, tuple[Any, bool]] = {
     "requests": (int, True),
@@ -67,7 +70,7 @@ _CASE_SPECULATIVE_KEYS: dict[str, tuple[Any, bool]] = {
     "draft_model": (str, False),
     "draft_weights": (str, False),
 }
-# disaggregated-serving cases (validation/disagg_cases.yaml, roofline.serving.disagg_cases)
+# disaggregated-serving cases (validation/disagg_cases.yaml, roofline.cases.disagg)
 _CASE_DISAGG_KEYS: dict[str, tuple[Any, bool]] = {
     "pool": (str, True),
     "prefill_tp": (int, False),
@@ -92,7 +95,7 @@ _CASE_OFFLOAD_KEYS: dict[str, tuple[Any, bool]] = {
 
 def load_cases(path: str | Path) -> list[Case]:
     """Read published measurements (schema of validation/public_cases.yaml), strictly."""
-    from roofline.validate import Case
+    from roofline.cases.case import Case
 
     text = read_text(path, stdin_dash=True)
     try:

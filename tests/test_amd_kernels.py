@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from roofline.cases.case import Case
 from roofline.catalog import load_catalog
 from roofline.crossval import Base, fit
 from roofline.efficiency import compute_efficiency, gemm_time_s
-from roofline.validate import Case
 
 ROOT = Path(__file__).resolve().parent.parent
 CAT = load_catalog()

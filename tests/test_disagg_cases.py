@@ -9,15 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofline.cases.case import summarize
+from roofline.cases.disagg import check_disagg, step_s
+from roofline.cases.evaluate import evaluate
 from roofline.errors import CatalogError, InputError
 from roofline.ops import Deployment, Op
 from roofline.phases import OpResult, PhaseResult
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.disagg import KvLink, default_link_efficiency, disaggregate
-from roofline.serving.disagg_cases import check_disagg, step_s
 from roofline.userfiles import load_cases
-from roofline.validate import evaluate, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,14 +111,14 @@ def test_prefill_pool_below_the_flop_bound(cat):
     # input tokens/s per GPU can never beat peak FLOP/s / (2 × active params) (attention only adds)
     c = next(iter(load_cases(ROOT / "validation/disagg_cases.yaml")))
     m, hw = cat.model(c.model), cat.accelerator(c.hardware)
-    r = evaluate(c, m, hw)
+    r = evaluate(c, m, hw, catalog=cat)
     assert r.ideal <= hw.peak("fp8") / (2 * m.params_active)
     assert r.expected < r.ideal
 
 
 def test_disagg_cases_hold_the_bound(cat):
     rs = [
-        evaluate(c, cat.model(c.model), cat.accelerator(c.hardware))
+        evaluate(c, cat.model(c.model), cat.accelerator(c.hardware), catalog=cat)
         for c in load_cases(ROOT / "validation/disagg_cases.yaml")
     ]
     s = summarize(rs)

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofline.cases.case import case_deployment
 from roofline.closedform import expert_tile_padding
 from roofline.opeval import expert_padding
 from roofline.phases import engine_deployment, prefill
 from roofline.precision import engine_weight_format, weight_format
 from roofline.userfiles import load_cases
-from roofline.validate import case_deployment
 
 ROOT = Path(__file__).resolve().parents[1]
 

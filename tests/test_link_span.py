@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofline.cases.case import with_case_links
 from roofline.catalog import load_catalog
 from roofline.layout import Layout, Links, links, links_of
 from roofline.ops import Deployment
 from roofline.phases import decode
-from roofline.validate import with_case_links
 
 CAT = load_catalog()
 A100_PCIE = CAT.accelerator("nvidia-a100-80gb-pcie")
@@ -65,11 +65,11 @@ def test_tp2_in_the_pair_keeps_the_bridge():
 
 
 def test_validation_cases_get_the_network_between_nodes():
-    dep = with_case_links(Deployment(tp=8, pp=2), H100)
+    dep = with_case_links(Deployment(tp=8, pp=2), H100, IB)
     assert dep.links is not None and dep.links.pp is not None
     assert dep.links.pp.id == IB.id and dep.links.tp is H100.scale_up
     kept = Deployment(tp=4, links=links(Layout(tp=4), A100_PCIE))
-    assert with_case_links(kept, A100_PCIE) is kept  # a deployment with its links keeps them
+    assert with_case_links(kept, A100_PCIE, IB) is kept  # a deployment with its links keeps them
 
 
 @settings(max_examples=25, deadline=None)

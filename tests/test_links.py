@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofline.cases.evaluate import evaluate
 from roofline.catalog import load_catalog
 from roofline.hardware import Tier
 from roofline.ops import Deployment
@@ -21,7 +22,6 @@ from roofline.parallel import (
 )
 from roofline.phases import decode
 from roofline.precision import weight_format
-from roofline.validate import evaluate
 
 CAT = load_catalog()
 GB = 1e9
@@ -139,7 +139,7 @@ def test_l4_pipeline_beats_tensor_parallel_as_published():
         "layout-vllm-l4x8-llama31-70b-fp8-pp2-tp4",
     ):
         c = cases[cid]
-        out[cid] = evaluate(c, CAT.model(c.model), CAT.accelerator(c.hardware))
+        out[cid] = evaluate(c, CAT.model(c.model), CAT.accelerator(c.hardware), catalog=CAT)
     pp4, pp2 = out.values()
     assert pp4.expected > pp2.expected
     assert pp4.ideal < pp2.ideal

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from roofline.cases.evaluate import evaluate
 from roofline.errors import InputError
 from roofline.ops import Deployment
 from roofline.phases import decode
 from roofline.serving.steps import StepModel
 from roofline.userfiles import load_cases
-from roofline.validate import evaluate
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +69,10 @@ def test_a_burst_case_runs_through_the_serving_simulator(cat):
     cases = {c.id: c for c in load_cases(Path("validation/layout_cases.yaml"))}
     c = cases["layout-vllm-l4x8-llama31-70b-fp8-pp2-tp4"]
     burst = {"requests": 200, "prompt": 233, "output": 175, "max_seqs": 128}
-    r = evaluate(
-        dataclasses.replace(c, burst=burst), cat.model(c.model), cat.accelerator(c.hardware)
-    )
+    m, hw = cat.model(c.model), cat.accelerator(c.hardware)
+    r = evaluate(dataclasses.replace(c, burst=burst), m, hw, catalog=cat)
     assert r.regime == "throughput" and r.batch == 200
     assert 0 < r.expected < r.ideal
     bad = dataclasses.replace(c, burst=burst, metric="tpot_ms")
     with pytest.raises(InputError):
-        evaluate(bad, cat.model(c.model), cat.accelerator(c.hardware))
+        evaluate(bad, m, hw, catalog=cat)

@@ -155,7 +155,7 @@ def test_disaggregated_littles_law(cat):
 
 
 def test_serving_cases_run_and_keep_ideal_below_expected(cat):
-    from roofline.serving.validation import run_serving_cases, summary
+    from roofline.cases.serving import run_serving_cases, summary
     from roofline.userfiles import load_serving_cases
 
     rows = run_serving_cases(load_serving_cases("validation/serving_cases.yaml"), cat)

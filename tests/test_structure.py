@@ -6,16 +6,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "roofline"
-# the measured-case evaluation circle the structure issue moves into roofline/cases/; this list
-# may only shrink
-KNOWN_CYCLES = [
-    {
-        "roofline.validate",
-        "roofline.lever_cases",
-        "roofline.serving.burst_cases",
-        "roofline.serving.disagg_cases",
-    }
-]
+# cycles left to break; this list may only shrink
+KNOWN_CYCLES: list[set[str]] = []
 PRESENTATION = ("roofline.cli", "roofline.render", "roofline.plot", "roofline.__main__")
 IO_MODULES = {"roofline.files"}  # the YAML reader itself
 

@@ -5,18 +5,24 @@ from pathlib import Path
 
 import pytest
 
+from roofline.cases.case import summarize
+from roofline.cases.evaluate import evaluate
 from roofline.userfiles import load_cases
-from roofline.validate import evaluate, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = ROOT / "validation/public_cases.yaml"
 EXTRA = ROOT / "validation/extra_cases.yaml"
 
 
+def _evaluate(cat, c):
+    return evaluate(c, cat.model(c.model), cat.accelerator(c.hardware), catalog=cat)
+
+
 @pytest.fixture(scope="module")
 def public(cat):
     return [
-        evaluate(c, cat.model(c.model), cat.accelerator(c.hardware)) for c in load_cases(PUBLIC)
+        evaluate(c, cat.model(c.model), cat.accelerator(c.hardware), catalog=cat)
+        for c in load_cases(PUBLIC)
     ]
 
 
@@ -29,7 +35,8 @@ def test_public_cases_are_the_shared_ones():
 
 def test_no_case_beats_the_speed_of_light(public, cat):
     extra = [
-        evaluate(c, cat.model(c.model), cat.accelerator(c.hardware)) for c in load_cases(EXTRA)
+        evaluate(c, cat.model(c.model), cat.accelerator(c.hardware), catalog=cat)
+        for c in load_cases(EXTRA)
     ]
     for r in public + extra:
         assert r.speed_ratio_ideal <= 1.0, r.case.id
@@ -122,8 +129,8 @@ def test_attention_dp_with_wide_ep_is_evaluated(cat):
 
     base = next(c for c in load_cases(PUBLIC) if c.model == "deepseek-r1")
     wide = replace(base, tp=1, ep=8)
-    r = evaluate(wide, cat.model(wide.model), cat.accelerator(wide.hardware))
-    same = evaluate(base, cat.model(base.model), cat.accelerator(base.hardware))
+    r = evaluate(wide, cat.model(wide.model), cat.accelerator(wide.hardware), catalog=cat)
+    same = evaluate(base, cat.model(base.model), cat.accelerator(base.hardware), catalog=cat)
     assert r.ideal == pytest.approx(same.ideal)
 
 

@@ -174,9 +174,9 @@ OTHER_SETS = (
 
 def other_sets(cat) -> str:
     """Case sets no fit has seen (every figure is out-of-sample), each with its own runner."""
-    from roofline.serving.validation import run_serving_cases
+    from roofline.cases.evaluate import evaluate
+    from roofline.cases.serving import run_serving_cases
     from roofline.userfiles import load_serving_cases
-    from roofline.validate import evaluate
 
     out = []
     for title, rel in OTHER_SETS:
@@ -187,7 +187,8 @@ def other_sets(cat) -> str:
             got = []
             for c in load_cases(ROOT / rel):
                 host = cat.accelerator(c.offload["host"]) if c.offload else None
-                r = evaluate(c, cat.model(c.model), cat.accelerator(c.hardware), host=host)
+                m, hw = cat.model(c.model), cat.accelerator(c.hardware)
+                r = evaluate(c, m, hw, host=host, catalog=cat)
                 got.append((c.id, r.speed_ratio_ideal, r.error_expected))
         viol = sum(ratio > 1 + 1e-9 for _, ratio, _ in got)
         fitted = (

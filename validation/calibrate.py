@@ -69,8 +69,8 @@ def run(cat: Catalog | None = None):
     def lookup(c):
         return cat.model(c.model), cat.accelerator(c.hardware)
 
-    bases = make_bases(cases, lookup)
-    held = make_bases(load_cases(ROOT / HELD_OUT), lookup)
+    bases = make_bases(cases, lookup, cat)
+    held = make_bases(load_cases(ROOT / HELD_OUT), lookup, cat)
     full, loso, never = cross_validate(bases, fallback_shares(cat), held)
     return cat, full, loso, never
 
@@ -162,10 +162,10 @@ class SpecCase:
 def spec_cases(cat: Catalog) -> list[SpecCase]:
     from dataclasses import replace
 
+    from roofline.cases.case import case_deployment, case_engine
+    from roofline.cases.levers import speculative_rounds
     from roofline.crossval import source_group
-    from roofline.lever_cases import speculative_rounds
     from roofline.speculative import host_draft_steps
-    from roofline.validate import case_deployment, case_engine
 
     cases = [c for c in load_cases(ROOT / LEVER_CASES) if c.speculative is not None]
     by_id = {c.id: c for c in cases}
@@ -181,7 +181,7 @@ def spec_cases(cat: Catalog) -> list[SpecCase]:
         )
         dep, _ = case_deployment(c)
         ctx = c.prompt + max(c.output // 2, 1)
-        runs = speculative_rounds(c, model, hw, dep, eff, ctx)
+        runs = speculative_rounds(c, model, hw, dep, eff, ctx, cat)
         engine = case_engine(c)
         out.append(
             SpecCase(

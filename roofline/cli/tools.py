@@ -11,6 +11,8 @@ import numpy as np
 import typer
 
 from roofline import render
+from roofline.cases.case import summarize
+from roofline.cases.evaluate import evaluate
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
@@ -22,7 +24,6 @@ from roofline.plot import check_output, save_roofline, text_roofline
 from roofline.precision import kv_format, weight_format
 from roofline.sweep import COLUMNS, Grid, chunk_count, sweep_chunks
 from roofline.userfiles import is_serving_case_file, load_cases, load_serving_cases
-from roofline.validate import evaluate, summarize
 
 
 def _auto_formats(models: list[Any]) -> list[str]:
@@ -233,7 +234,7 @@ def validate(
     Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
     cat = catalog()
     if is_serving_case_file(cases):
-        from roofline.serving.validation import run_serving_cases, summary
+        from roofline.cases.serving import run_serving_cases, summary
 
         rows = run_serving_cases(load_serving_cases(cases), cat)
         doc = render.document(
@@ -251,7 +252,7 @@ def validate(
             host = cat.accelerator(case.offload["host"]) if case.offload else None
         except RooflineError as exc:
             raise InputError(f"case '{case.id}': {exc}", hint=exc.hint) from None
-        results.append(evaluate(case, m, hw, host=host))
+        results.append(evaluate(case, m, hw, host=host, catalog=cat))
     rows = [
         {
             "id": r.case.id,

@@ -27,16 +27,16 @@ overhead, instead of their sum (fill and drain over ~60 layers neglected).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from roofline.cases.case import Case
 from roofline.errors import InputError
-from roofline.hardware import Accelerator, Efficiency
+from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.layout import Layout, links, validate
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, decode, prefill
-
-if TYPE_CHECKING:
-    from roofline.validate import Case
+from roofline.serving.disagg import KvLink, disaggregate
 
 POOL_METRICS = {
     "prefill": ("prefill_tokens_per_s_per_gpu",),
@@ -64,8 +64,10 @@ def evaluate_disagg(
     dep: Deployment,
     eff: Efficiency,
     engine_name: str,
+    catalog: Any,
 ) -> tuple[str, int, float, float]:
-    """(regime, batch, ideal, expected) of a disaggregated-serving case's metric."""
+    """(regime, batch, ideal, expected) of a disaggregated-serving case's metric (`catalog`: the
+    links and networks it names)."""
     where = f"case '{case.id}'"
     d = dict(case.disagg or {})
     check_disagg(where, d, case.metric)
@@ -74,7 +76,7 @@ def evaluate_disagg(
     b, s = case.batch, max(case.prompt, 1)
     pool = d["pool"]
     if "scale_out" in d:
-        dep = with_links(model, hw, dep, d["scale_out"])
+        dep = with_links(model, hw, dep, catalog.tier(d["scale_out"]))
     tbo = bool(d.get("two_batch_overlap", False))
     if pool == "prefill":
         p = prefill(model, hw, dep, b, s, eff, engine_name)
@@ -85,18 +87,14 @@ def evaluate_disagg(
         r = decode(model, hw, dep, b, case.prompt + 1, steps, eff, engine=engine_name)
         per = b / dep.gpus_per_replica
         return "decode", b, per / step_s(r, True, tbo), per / step_s(r, False, tbo)
-    return _pair(case, d, model, hw, dep, b, s)
+    return _pair(case, d, model, hw, dep, b, s, catalog.tier(d.get("link", "infiniband-ndr")))
 
 
-def with_links(model: ModelArch, hw: Accelerator, dep: Deployment, scale_out: str) -> Deployment:
-    """The deployment with each collective on its link: NVLink inside a node, `scale_out`
+def with_links(model: ModelArch, hw: Accelerator, dep: Deployment, net: Tier) -> Deployment:
+    """The deployment with each collective on its link: NVLink inside a node, the `net` network
     between nodes, on as few nodes as hold the GPUs (roofline.layout)."""
-    from roofline.catalog import load_catalog
-    from roofline.layout import Layout, links, validate
-
-    net = load_catalog().tier(scale_out)
     if net.kind != "network":
-        raise InputError(f"scale_out {scale_out} is a {net.kind} tier, not a network")
+        raise InputError(f"scale_out {net.id} is a {net.kind} tier, not a network")
     lay = Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, None, None, False, net)
     return replace(dep, links=links(validate(lay, model, hw), hw))
 
@@ -120,11 +118,7 @@ def step_s(r: PhaseResult, ideal: bool, two_batch_overlap: bool = False) -> floa
     return t - a2a - compute + max(a2a, compute)
 
 
-def _pair(case, d, model, hw, dep, b, s) -> tuple[str, int, float, float]:
-    from roofline.catalog import load_catalog
-    from roofline.serving.disagg import KvLink, disaggregate
-
-    tier = load_catalog().tier(d.get("link", "infiniband-ndr"))
+def _pair(case, d, model, hw, dep, b, s, tier: Tier) -> tuple[str, int, float, float]:
     eta = d.get("link_efficiency")
     link = KvLink(tier, None if eta is None else float(eta), d.get("transfer_overhead_ms", 0) / 1e3)
     p_dep = replace(

@@ -1,4 +1,5 @@
-"""Predictions against published measurements: ideal (speed of light) and expected (calibrated).
+"""A published measurement (a case) and its prediction's record: ideal (speed of light) and
+expected (calibrated). roofline.cases.evaluate runs one case through its kind's module.
 
 A case names a model, an accelerator, a deployment, a workload and one measured metric. For each:
 - ideal: the roofline at η = 1 and no overhead. A measurement faster than this is a bug in the
@@ -16,7 +17,8 @@ budget allows at prompt + output tokens.
 
 The engine of a case is its `engine:` key, else the one its source names (gpt-fast, llama.cpp,
 TensorRT-LLM / NIM / MLPerf, SGLang, vLLM, MLX), else the auto rule. Out-of-sample accuracy
-(roofline/crossval.py) leaves whole source tables out at once.
+(roofline/crossval.py) leaves whole source tables out at once. Catalog objects are passed in:
+nothing here loads the catalog.
 """
 
 from __future__ import annotations
@@ -27,14 +29,10 @@ import numpy as np
 
 from roofline.calibration import Calibration
 from roofline.errors import InputError
-from roofline.hardware import Accelerator, Efficiency
+from roofline.hardware import Accelerator, Tier
 from roofline.layout import links_of
-from roofline.memory import ENGINES, engine, max_batch, plan_memory
-from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.phases import decode, prefill
 from roofline.precision import kv_format, weight_format
-from roofline.serving.attention_dp import colocated_prefill_s
 
 # metric -> (regime, kind): kind "time" (smaller is faster) or "rate" (larger is faster)
 METRICS: dict[str, tuple[str, str]] = {
@@ -45,7 +43,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "output_tokens_per_s": ("throughput", "rate"),
     "output_tokens_per_s_per_gpu": ("throughput", "rate"),
     "speedup": ("speculative", "rate"),  # speculative decoding over plain decode (lever cases)
-    # disaggregated serving (roofline.serving.disagg_cases): one pool alone, and the KV transfer
+    # disaggregated serving (roofline.cases.disagg): one pool alone, and the KV transfer
     "prefill_tokens_per_s_per_gpu": ("prefill", "rate"),
     "decode_tokens_per_s_per_gpu": ("decode", "rate"),
     "kv_transfer_ms": ("transfer", "time"),
@@ -76,10 +74,12 @@ class Case:
     notes: str = ""
     engine: str = "auto"
     attention_dp: int = 1  # attention data-parallel groups per stage (EP on the experts)
-    speculative: dict | None = None  # lever cases: a drafter setting (roofline.lever_cases)
+    speculative: dict | None = None  # lever cases: a drafter setting (roofline.cases.levers)
     offload: dict | None = None  # lever cases: weights split with host RAM
-    disagg: dict | None = None  # disaggregated serving: the pool measured (disagg_cases)
-    burst: dict | None = None  # all requests at once through the serving simulator (burst_cases)
+    disagg: dict | None = None  # disaggregated serving: the pool measured (roofline.cases.disagg)
+    burst: dict | None = (
+        None  # all requests at once through the serving simulator (roofline.cases.all_at_t0)
+    )
 
 
 @dataclass(frozen=True)
@@ -97,24 +97,6 @@ class CaseResult:
     @property
     def bound_violation(self) -> bool:
         return self.speed_ratio_ideal > 1.0 + 1e-9
-
-
-def _metric(
-    case: Case, ttft_s: float, tpot_s: float, t_prefill_s: float, replicas: int, batch: int
-) -> float:
-    s, o = case.prompt, case.output
-    if case.metric == "ttft_ms":
-        return ttft_s * 1e3
-    if case.metric == "tpot_ms":
-        return tpot_s * 1e3
-    if case.metric == "decode_tokens_per_s_per_user":
-        return 1.0 / tpot_s
-    if case.metric == "e2e_latency_ms":
-        return (ttft_s + (o - 1) * tpot_s) * 1e3
-    per_replica = batch * o / (t_prefill_s + (o - 1) * tpot_s)
-    total = replicas * per_replica
-    del s
-    return total if case.metric == "output_tokens_per_s" else total / case.gpus
 
 
 # keywords of a source naming the engine it ran on, most specific first
@@ -167,121 +149,16 @@ def case_deployment(case: Case) -> tuple[Deployment, int]:
     return dep, replicas
 
 
-def with_case_links(dep: Deployment, hw: Accelerator, replicas: int = 1) -> Deployment:
+def with_case_links(
+    dep: Deployment, hw: Accelerator, network: Tier, replicas: int = 1
+) -> Deployment:
     """The deployment with each collective on the link its group spans (roofline.layout): the
     scale-up link inside its domain, the host link (PCIe) beyond it inside a node, and between
-    nodes the CLI's default network (InfiniBand NDR; a case states no other)."""
+    nodes `network` (the CLI's default, InfiniBand NDR, SCALE_OUT; a case states no other)."""
     if dep.links is not None:
         return dep
-    from roofline.catalog import load_catalog  # the catalog loads validation's case files
-
-    net = load_catalog().tier(SCALE_OUT)
-    return replace(dep, links=links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp, replicas, net))
-
-
-def base_times(
-    case: Case,
-    model: ModelArch,
-    hw: Accelerator,
-    efficiency: Efficiency | None = None,
-    engine_name: str | None = None,
-):
-    """(deployment, replicas, batch, prefill, decode) of a case: the shared part of evaluate."""
-    where = f"case '{case.id}'"
-    dep, replicas = case_deployment(case)
-    dep = with_case_links(dep, hw, replicas)
-    eff = efficiency or hw.efficiency
-    name = engine_name or case_engine(case)
-    batch = case.batch
-    if batch is None:
-        plan = plan_memory(model, hw, dep, engine(name if name in ENGINES else "auto", hw))
-        batch = int(max_batch(plan, model, dep, case.prompt + case.output))
-        if batch < 1:
-            raise InputError(
-                f"{where}: not one sequence of {case.prompt + case.output} tokens "
-                f"fits next to the weights"
-            )
-    prompt = max(case.prompt, 1)
-    steps = max(case.output - 1, 1)
-    p = prefill(model, hw, dep, batch, prompt, eff, name)
-    d = decode(model, hw, dep, batch, case.prompt + 1, steps, eff, engine=name)
-    return dep, replicas, batch, p, d
-
-
-def metric_value(case: Case, t_prefill_s: float, t_decode_s: float, replicas: int, batch: int):
-    """The case's metric from a prefill and a mean decode step time."""
-    return _metric(case, t_prefill_s, t_decode_s, t_prefill_s, replicas, batch)
-
-
-def evaluate(
-    case: Case,
-    model: ModelArch,
-    hw: Accelerator,
-    efficiency: Efficiency | None = None,
-    engine_name: str | None = None,
-    host: Accelerator | None = None,
-) -> CaseResult:
-    """Ideal and expected predictions of one case's metric."""
-    where = f"case '{case.id}'"
-    if case.metric not in METRICS:
-        raise InputError(
-            f"{where}: unknown metric '{case.metric}'", hint=f"use one of {', '.join(METRICS)}"
-        )
-    if case.speculative is not None or case.offload is not None:
-        from roofline.lever_cases import evaluate_lever
-
-        dep, _ = case_deployment(case)
-        eff = efficiency or hw.efficiency
-        regime, batch, ideal, expected = evaluate_lever(case, model, hw, dep, eff, host)
-        speed = case.measured / ideal
-        err = expected / case.measured - 1.0
-        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
-    if case.disagg is None and case.metric in DISAGG_METRICS:
-        raise InputError(f"{where}: metric '{case.metric}' needs a disagg: mapping")
-    if case.disagg is not None:
-        from roofline.serving.disagg_cases import evaluate_disagg
-
-        dep, _ = case_deployment(case)
-        eff = efficiency or hw.efficiency
-        regime, batch, ideal, expected = evaluate_disagg(
-            case, model, hw, dep, eff, engine_name or case_engine(case)
-        )
-        kind = METRICS[case.metric][1]
-        speed = ideal / case.measured if kind == "time" else case.measured / ideal
-        err = expected / case.measured - 1.0
-        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
-    if case.burst is not None:
-        from roofline.serving.burst_cases import evaluate_burst
-
-        dep, reps = case_deployment(case)
-        regime, batch, ideal, expected = evaluate_burst(
-            case, model, hw, with_case_links(dep, hw, reps), reps, engine_name or case_engine(case)
-        )
-        speed = case.measured / ideal
-        err = expected / case.measured - 1.0
-        return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
-    dep, replicas, batch, p, d = base_times(case, model, hw, efficiency, engine_name)
-    regime, kind = METRICS[case.metric]
-    values = {}
-    # steady-state cycles: under attention-DP the ranks take their prompts at different steps
-    t_cycle_prefill = colocated_prefill_s(p, dep)
-    for name, pre, dec, cyc in (
-        ("ideal", p.t_ideal_s, d.t_ideal_s, p.t_ideal_s),
-        ("expected", p.t_expected_s, d.t_expected_s, t_cycle_prefill),
-    ):
-        values[name] = _metric(case, float(pre), float(dec), float(cyc), replicas, batch)
-    ideal, expected = values["ideal"], values["expected"]
-    speed = ideal / case.measured if kind == "time" else case.measured / ideal
-    return CaseResult(
-        case,
-        regime,
-        batch,
-        ideal,
-        expected,
-        case.measured,
-        speed,
-        expected / case.measured - 1.0,
-        d.calibration,
+    return replace(
+        dep, links=links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp, replicas, network)
     )
 
 

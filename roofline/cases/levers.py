@@ -22,7 +22,7 @@ speed-ups and decode rates with weights offloaded to host RAM, as `roofline vali
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -30,15 +30,14 @@ from roofline.acceptance import (
     TREE_TOPK,
     alpha_from_tau,
 )
+from roofline.cases.case import Case, case_engine
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.offload import generation_throughput, offload, offload_prefill
 from roofline.ops import Deployment
+from roofline.precision import weight_format
 from roofline.speculative import Speculation, round_candidates, speculate
-
-if TYPE_CHECKING:
-    from roofline.validate import Case
 
 
 def evaluate_lever(
@@ -48,8 +47,9 @@ def evaluate_lever(
     dep: Deployment,
     eff: Efficiency,
     host: Accelerator | None,
+    catalog: Any,
 ) -> tuple[str, int, float, float]:
-    """(regime, batch, ideal, expected) of a lever case's metric."""
+    """(regime, batch, ideal, expected) of a lever case's metric (`catalog`: its draft model)."""
     where = f"case '{case.id}'"
     if case.batch is None:
         raise InputError(f"{where}: lever cases need a batch")
@@ -58,7 +58,7 @@ def evaluate_lever(
     if case.speculative is not None:
         if case.metric != "speedup":
             raise InputError(f"{where}: a speculative case measures 'speedup'")
-        ideal, expected = _speedup(case, model, hw, dep, eff, ctx)
+        ideal, expected = _speedup(case, model, hw, dep, eff, ctx, catalog)
         return "speculative", b, ideal, expected
     metrics = ("decode_tokens_per_s_per_user", "output_tokens_per_s")
     if case.metric not in metrics or host is None:
@@ -86,14 +86,16 @@ def evaluate_lever(
 
 
 def speculative_rounds(
-    case: Case, model: ModelArch, hw: Accelerator, dep: Deployment, eff: Efficiency, ctx: int
+    case: Case,
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eff: Efficiency,
+    ctx: int,
+    catalog: Any,
 ) -> list[Speculation]:
     """Every round a speculative case may run: its one chain or tree, or, for `tree_tokens:
     auto`, each candidate of speculative.round_candidates (chains of 1..γ, trees up to 64)."""
-    from roofline.catalog import load_catalog
-    from roofline.precision import weight_format
-    from roofline.validate import case_engine
-
     where = f"case '{case.id}'"
     sp = case.speculative or {}
     gamma, decay = int(sp["gamma"]), float(sp.get("decay", 1.0))
@@ -112,7 +114,7 @@ def speculative_rounds(
     if sp["drafter"] == "draft":
         if "draft_model" not in sp:
             raise InputError(f"{where}: drafter 'draft' needs a draft_model")
-        draft = load_catalog().model(sp["draft_model"])
+        draft = catalog.model(sp["draft_model"])
         d_dep = replace(
             dep, weights=weight_format(sp.get("draft_weights", case.weights)), ep=1, pp=1
         )
@@ -136,11 +138,17 @@ def speculative_rounds(
 
 
 def _speedup(
-    case: Case, model: ModelArch, hw: Accelerator, dep: Deployment, eff: Efficiency, ctx: int
+    case: Case,
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eff: Efficiency,
+    ctx: int,
+    catalog: Any,
 ) -> tuple[float, float]:
     """(ideal, expected) speed-up of a speculative case (module docstring): of its candidate
     rounds, the one with the highest expected speed-up (speculative.choose_round's rule); the
     ideal is the most tokens any candidate yields."""
-    runs = speculative_rounds(case, model, hw, dep, eff, ctx)
+    runs = speculative_rounds(case, model, hw, dep, eff, ctx, catalog)
     top = max(float(np.max(r.tokens_per_round)) for r in runs)
     return top, max(float(np.max(r.speedup_expected)) for r in runs)

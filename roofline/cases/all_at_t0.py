@@ -14,10 +14,9 @@ engine's limits; default its own), chunked_prefill (default true). The layout is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from roofline.cases.case import Case
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
 from roofline.memory import engine
@@ -25,9 +24,6 @@ from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.serve import Slo, make_replica, serve
 from roofline.serving.workload import make_workload
-
-if TYPE_CHECKING:
-    from roofline.validate import Case
 
 BURST_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
 
