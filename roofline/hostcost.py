@@ -21,7 +21,7 @@ kept per engine AND hardware family (hardware/engines.yaml `cpu_per_seq_us`, a m
 family to µs; a family not named pays 0): the engine's platform build differs (vLLM on ROCm runs
 its own attention metadata builders, AITER and HIP-graph paths) and the one table that shows the
 slope (AMD's vLLM latency table on 8x MI300X) also carries per-sequence device work its kernel
-curve misses. Fitted by validation/calibrate.py with cpu_step (roofline/crossval.py) for a family
+curve misses. Fitted by validation/calibrate.py with cpu_step (validation/crossval.py) for a family
 that ran the engine at two or more batch sizes.
 """
 

@@ -15,8 +15,8 @@ import pytest
 
 from roofline.cases.case import Case
 from roofline.catalog import load_catalog
-from roofline.crossval import Base, fit
 from roofline.efficiency import compute_efficiency, gemm_time_s
+from validation.crossval import Base, fit
 
 ROOT = Path(__file__).resolve().parent.parent
 CAT = load_catalog()

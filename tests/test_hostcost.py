@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cases.case import Case
-from roofline.crossval import Base, fit, slope_evidence
 from roofline.hostcost import EngineProfile, per_seq_host_s
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
+from validation.crossval import Base, fit, slope_evidence
 
 
 def test_per_seq_host_by_hand():

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from roofline.catalog import Catalog, load_catalog  # noqa: E402
-from roofline.crossval import Base, CrossResult, cross_validate, family_bands, make_bases  # noqa: E402
 from roofline.userfiles import load_cases  # noqa: E402
+from validation.crossval import Base, CrossResult, cross_validate, family_bands, make_bases  # noqa: E402
 
 CASE_FILES = ("validation/public_cases.yaml", "validation/extra_cases.yaml")
 HELD_OUT = "validation/heldout_cases.yaml"
@@ -164,8 +164,8 @@ def spec_cases(cat: Catalog) -> list[SpecCase]:
 
     from roofline.cases.case import case_deployment, case_engine
     from roofline.cases.levers import speculative_rounds
-    from roofline.crossval import source_group
     from roofline.speculative import host_draft_steps
+    from validation.crossval import source_group
 
     cases = [c for c in load_cases(ROOT / LEVER_CASES) if c.speculative is not None]
     by_id = {c.id: c for c in cases}

@@ -17,7 +17,7 @@ budget allows at prompt + output tokens.
 
 The engine of a case is its `engine:` key, else the one its source names (gpt-fast, llama.cpp,
 TensorRT-LLM / NIM / MLPerf, SGLang, vLLM, MLX), else the auto rule. Out-of-sample accuracy
-(roofline/crossval.py) leaves whole source tables out at once. Catalog objects are passed in:
+(validation/crossval.py) leaves whole source tables out at once. Catalog objects are passed in:
 nothing here loads the catalog.
 """
 
