@@ -176,3 +176,14 @@ class Accelerator:
     def ridge_flops_per_byte(self, dtype: str) -> float:
         """Ridge point I* = P / W (FLOP per byte): above it an op is compute-bound."""
         return self.peak_flops_per_s[dtype] / self.memory_bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True)
+class Price:
+    """What one accelerator costs to run: USD per GPU-hour (hardware/prices.yaml, the median of
+    dated on-demand offers) and its board power (TDP), each with its source."""
+
+    hardware: str
+    usd_per_gpu_hour: float | None
+    board_power_w: float | None
+    source: str

@@ -124,7 +124,8 @@ def price_table(cat, spec: str | None) -> dict:
     """Prices by accelerator id: hardware/prices.yaml with --price overrides (ids or aliases,
     checked against the catalog)."""
     from roofline.catalog import load_prices
-    from roofline.serving.cost import Price, parse_price_overrides
+    from roofline.hardware import Price
+    from roofline.serving.cost import parse_price_overrides
 
     table = dict(load_prices())
     for key, usd in parse_price_overrides(spec).items():

@@ -13,9 +13,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from roofline.errors import InputError
+from roofline.hardware import Price
 
 # A served but idle GPU: an H200 SXM with a vLLM server up reads 80 W of its 700 W (11%;
 # nvidia-smi, api.serialalice.pt's H200 benchmark, June 2026); a loaded model keeps the CUDA
@@ -31,14 +31,6 @@ ENERGY_ASSUMPTION = (
     f" at peak FLOP/s + {MEMORY_POWER_SHARE:.2f} × other busy time); J/token = power × GPUs /"
     " output tokens/s"
 )
-
-
-@dataclass(frozen=True)
-class Price:
-    hardware: str
-    usd_per_gpu_hour: float | None
-    board_power_w: float | None
-    source: str
 
 
 def cost_per_hour(price: Price | None, gpus: int) -> float | None:
