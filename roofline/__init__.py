@@ -57,7 +57,7 @@ _API = {
     "Tier": "roofline.hardware",
     "WEIGHT_FORMATS": "roofline.precision",
     "allocation_waste": "roofline.kvcache",
-    "byte_traffic": "roofline.traffic",
+    "byte_traffic": "roofline.flows",
     "compare_attention": "roofline.kvcache",
     "decode": "roofline.phases",
     "disaggregate": "roofline.serving.disagg",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from roofline.render import console_width
-from roofline.render.layout import NOTE, SUB, N, T, print_rows
+from roofline.render.width import NOTE, SUB, N, T, print_rows
 
 WIDTHS = (60, 80, 120)
 

@@ -352,8 +352,8 @@ def bytes_(
     the split moves with batch and context, and (--levers) what each lever saves; max batch is
     measured at --context as in `capacity`.
     Example: roofline bytes llama-3.1-405b h100 --tp 8 --weights fp8 --batch 64 --context 32k"""
+    from roofline.flows import byte_traffic
     from roofline.levers import evaluate_levers  # only `bytes` needs these
-    from roofline.traffic import byte_traffic
 
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)

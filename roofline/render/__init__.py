@@ -2,7 +2,7 @@
 
 `columns` and `textcols` write a sweep's chunks of numpy columns (CSV, JSONL, Parquet).
 One module per group of commands, each table beside its siblings only: `core` (envelope, row
-formats, consoles, number formatting), `layout` (the width-safe table layout and the inputs
+formats, consoles, number formatting), `width` (the width-safe table layout and the inputs
 header), `catalog` (hardware, tiers, families, models), `analyze` (analyze, kv, capacity,
 bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offload, edge),
 `tools` (validate, check, sweep), `traffic` (serve, size, disagg under a rate).

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import cbytes, csec, num, pct
-from roofline.render.layout import SUB, N, T, print_pairs, print_rows, say, table_output
+from roofline.render.width import SUB, N, T, print_pairs, print_rows, say, table_output
 from roofline.units import fmt_bytes, fmt_count, fmt_seconds
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import cbytes, num
-from roofline.render.layout import NOTE, SUB, N, T, print_pairs, print_rows, table_output
+from roofline.render.width import NOTE, SUB, N, T, print_pairs, print_rows, table_output
 from roofline.units import fmt_seconds
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import cbytes, csec
-from roofline.render.layout import N, T, print_rows, say, table_output
+from roofline.render.width import N, T, print_rows, say, table_output
 from roofline.units import fmt_bytes, fmt_seconds
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import csec, num
-from roofline.render.layout import (
+from roofline.render.width import (
     NOTE,
     SUB,
     N,

@@ -10,8 +10,8 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import csec, pct, stdout_console
-from roofline.render.layout import N, T, print_pairs, print_rows, say, table_output
 from roofline.render.serving import _bar
+from roofline.render.width import N, T, print_pairs, print_rows, say, table_output
 from roofline.units import fmt_seconds
 
 

@@ -49,6 +49,7 @@ from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.bounds import rate_bounds
+from roofline.serving.record import RunRecord
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.search import (
     Saturation,
@@ -68,7 +69,6 @@ from roofline.serving.serve import (
     serve,
     steady_state,
 )
-from roofline.serving.trace import Trace
 from roofline.serving.workload import Workload, with_rate
 
 
@@ -243,8 +243,8 @@ def _pooled(
     pre = Workload(w.arrival_s, w.prompts, np.ones(n, np.int64), w.rate, None, None, {})
     first = np.empty(n)
     admitted = np.empty(n)
-    traces = run_replicas(pools.prefill, pre, pools.prefill_replicas, ideal)
-    for j, tr in enumerate(traces):
+    records = run_replicas(pools.prefill, pre, pools.prefill_replicas, ideal)
+    for j, tr in enumerate(records):
         first[j :: pools.prefill_replicas] = tr.first_token_s
         admitted[j :: pools.prefill_replicas] = tr.admitted_s
     t_x = kv_transfer_s(
@@ -262,9 +262,9 @@ def _pooled(
         )
         finish[idx] = tr.finish_s
         dec_traces.append(tr)
-    all_tr = traces + dec_traces
+    all_tr = records + dec_traces
     reps = len(all_tr)
-    merged = Trace(
+    merged = RunRecord(
         w.arrival_s,
         admitted,
         ready,

@@ -19,7 +19,7 @@ Nothing changes between events (an arrival that can be admitted, a prompt finish
 sequence finishing, the KV budget running out), so the simulation advances in spans of many
 identical steps: the decode contexts grow by one token per step, which StepModel integrates in
 closed form. The cliff (roofline.serving.cliff) is this model with every request at t = 0.
-The API server's queue is roofline.serving.apiserver, the record of a run roofline.serving.trace.
+The API server's queue is roofline.serving.apiserver, the record of a run roofline.serving.record.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import numpy as np
 from roofline.errors import InputError
 from roofline.serving.apiserver import ApiQueue
 from roofline.serving.policy import EngineRules, Frontend
+from roofline.serving.record import RunRecord
 from roofline.serving.steps import StepModel
-from roofline.serving.trace import Trace
 
 
 def simulate_requests(
@@ -48,7 +48,7 @@ def simulate_requests(
     closed_loop: int | None = None,
     release_until_s: float = math.inf,
     frontend: Frontend | None = None,
-) -> Trace:
+) -> RunRecord:
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
     arrival_s[:N] and each finish releases the next request (until `release_until_s`) once the
@@ -320,7 +320,7 @@ class _Sim:
         self.api.stream(self.now, t, take, take)
         self.complete_prefill(pfr[:take])
 
-    def run(self, release_until_s: float) -> Trace:
+    def run(self, release_until_s: float) -> RunRecord:
         self.release_until_s = release_until_s
         rules, steps, n, arr = self.rules, self.steps, self.n, self.arr
         blk, cap_tokens, budget = rules.block_tokens, rules.max_batched_tokens, rules.budget_blocks
@@ -486,4 +486,4 @@ class _Sim:
         ends = (self.peak_blocks, budget, self.now, f(self.sent), self.api.latency_s)
         waits = (f(self.first_wait), f(self.finish_wait))
         sizes = (self.prompts_np, self.outputs_np)
-        return Trace(*times, *sizes, *itl, *counts, *(acc[k] for k in keys), *ends, *waits)
+        return RunRecord(*times, *sizes, *itl, *counts, *(acc[k] for k in keys), *ends, *waits)

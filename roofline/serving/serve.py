@@ -30,9 +30,9 @@ from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.cost import MEMORY_POWER_SHARE
 from roofline.serving.policy import EngineRules, Frontend, batch_defaults, frontend_costs
+from roofline.serving.record import RunRecord
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
-from roofline.serving.trace import Trace
 from roofline.serving.workload import Workload
 
 STEADY_E2ES = 5.0  # a run shorter than this many mean E2Es is flagged as not steady
@@ -189,10 +189,10 @@ class ServeMetrics:
     power_share: float = 1.0  # board power above idle drawn on average (roofline.serving.cost)
 
 
-def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
-    """Summarise the traces of all replicas (or of one, standing for all when `gpus` counts one)."""
+def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
+    """Summarise the run records of all replicas (or of one, standing for all: `gpus` counts it)."""
     cat = {
-        k: np.concatenate([getattr(t, k)[t.served] for t in traces])
+        k: np.concatenate([getattr(t, k)[t.served] for t in records])
         for k in (
             "arrival_s",
             "client_sent_s",
@@ -206,12 +206,12 @@ def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
         k: np.concatenate(
             [
                 np.zeros(int(t.served.sum())) if getattr(t, k) is None else getattr(t, k)[t.served]
-                for t in traces
+                for t in records
             ]
         )
         for k in ("first_wait_s", "finish_wait_s")
     }
-    lat = traces[0].latency_s if traces else 0.0  # the front end's path to the client
+    lat = records[0].latency_s if records else 0.0  # the front end's path to the client
     a, o = cat["client_sent_s"], cat["outputs"]
     f = cat["finish_s"] + lat + waits["finish_wait_s"]
     first = cat["first_token_s"] + lat + waits["first_wait_s"]
@@ -229,22 +229,22 @@ def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
     meets = (slo.ttft_s is None or q[0] <= slo.ttft_s) and (
         slo.tpot_s is None or q[1] <= slo.tpot_s
     )
-    spans = [t.makespan_s - float(np.nanmin(t.arrival_s)) for t in traces]
-    n_rep = len(traces)
+    spans = [t.makespan_s - float(np.nanmin(t.arrival_s)) for t in records]
+    n_rep = len(records)
     a_eng = cat["arrival_s"]
     last = float(a_eng.max())
     queued = int(np.sum((a_eng <= last) & (cat["admitted_s"] > last)))
 
     def mean_of(attr: str) -> float:
-        return sum(getattr(t, attr) / max(s, 1e-30) for t, s in zip(traces, spans, strict=True))
+        return sum(getattr(t, attr) / max(s, 1e-30) for t, s in zip(records, spans, strict=True))
 
     out_tokens = float(o.sum())
     return ServeMetrics(
         ttft_p,
         tpot_p,
         percentiles(
-            np.concatenate([t.itl_s for t in traces]),
-            np.concatenate([t.itl_weight for t in traces]),
+            np.concatenate([t.itl_s for t in records]),
+            np.concatenate([t.itl_weight for t in records]),
         ),
         percentiles(e2e),
         percentiles(cat["admitted_s"] - a),
@@ -258,14 +258,14 @@ def metrics(traces: list[Trace], slo: Slo, gpus: int) -> ServeMetrics:
         mean_of("decoding_integral") / n_rep,
         mean_of("active_integral") / n_rep,
         mean_of("waiting_integral") / n_rep,
-        sum(t.active_integral + t.waiting_integral for t in traces) / window,
+        sum(t.active_integral + t.waiting_integral for t in records) / window,
         sum(
             t.kv_block_integral / max(s, 1e-30) / t.budget_blocks
-            for t, s in zip(traces, spans, strict=True)
+            for t, s in zip(records, spans, strict=True)
         )
         / n_rep,
-        sum(t.busy_s / max(s, 1e-30) for t, s in zip(traces, spans, strict=True)) / n_rep,
-        sum(t.preemptions for t in traces),
+        sum(t.busy_s / max(s, 1e-30) for t, s in zip(records, spans, strict=True)) / n_rep,
+        sum(t.preemptions for t in records),
         queued,
         window,
         gpus,
@@ -285,10 +285,10 @@ class ServeResult:
 
 def run_replicas(
     rep: Replica, w: Workload, replicas: int, ideal: bool, one: bool = False
-) -> list[Trace]:
+) -> list[RunRecord]:
     """Simulate every replica (requests dealt round robin), or only the first when `one`."""
     steps = rep.ideal if ideal else rep.expected
-    traces = []
+    records = []
     for j in range(1 if one else replicas):
         sel = slice(j, None, replicas)
         users = None
@@ -296,7 +296,7 @@ def run_replicas(
             users = len(range(j, w.concurrency, replicas))
             if users == 0:
                 continue
-        traces.append(
+        records.append(
             simulate_requests(
                 steps,
                 w.arrival_s[sel],
@@ -308,7 +308,7 @@ def run_replicas(
                 frontend=None if ideal else rep.frontend,
             )
         )
-    return traces
+    return records
 
 
 def steady_state(
@@ -401,9 +401,9 @@ def serve(
     offered = w.rate if w.concurrency is None else None
     out = []
     for ideal in (True, False):
-        traces = run_replicas(rep, w, replicas, ideal, one_replica)
-        n = len(traces) if one_replica else replicas
-        m = metrics(traces, slo, rep.gpus * n)
+        records = run_replicas(rep, w, replicas, ideal, one_replica)
+        n = len(records) if one_replica else replicas
+        m = metrics(records, slo, rep.gpus * n)
         if capacity is not None:
             m = _steady(m, capacity, offered * n / replicas if offered else None, ideal, n)
         out.append(m)

@@ -9,7 +9,7 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class Trace:
+class RunRecord:
     """What happened to every request, and time integrals of the engine's state."""
 
     arrival_s: np.ndarray
