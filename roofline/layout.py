@@ -364,3 +364,44 @@ def expert_load_imbalance(tokens: ArrayLike, top_k: int, n_experts: int, ep: int
     peak = mu + np.sqrt(t * var) * math.sqrt(2.0 * math.log(ep))
     peak = np.minimum(peak, t * min(top_k, n_experts / ep))
     return np.maximum(peak / mu, 1.0)
+
+
+# ---- the one enumerator: plan searches it whole, size a filter of it -------------------------
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def candidate_layouts(
+    model: ModelArch,
+    hw: Accelerator,
+    gpus: int,
+    scale_out: Tier | None = None,
+    nodes: int | None = None,
+    cross_node_tp: bool = False,
+    max_tp: int | None = None,
+    microbatch_factors: tuple[int, ...] = (1, 2),
+) -> list[Layout]:
+    """Every layout of `gpus` GPUs the rules accept: TP x PP x DP = gpus; EP over a divisor of TP
+    that divides the routed experts; attention-DP (with EP = TP) for MoE models; micro-batches
+    m = factor x PP under PP."""
+    out = []
+    for tp in divisors(gpus):
+        if max_tp is not None and tp > max_tp:
+            continue
+        for pp in divisors(gpus // tp):
+            # EP off, or over the whole stage (vLLM's --enable-expert-parallel, SGLang's
+            # --ep-size = --tp); attention-DP off or one group per GPU (DeepSeek-V3's layout)
+            eps = [1, tp] if model.is_moe and tp > 1 and model.n_routed_experts % tp == 0 else [1]
+            for ep in eps:
+                for adp in [1, tp] if ep == tp > 1 else [1]:
+                    factors = microbatch_factors if pp > 1 else (1,)
+                    for f in dict.fromkeys(factors):
+                        lay = Layout(
+                            tp, pp, ep, gpus // (tp * pp), adp, f * pp if pp > 1 else None,
+                            nodes, cross_node_tp, scale_out,
+                        )  # fmt: skip
+                        try:
+                            out.append(validate(lay, model, hw))
+                        except InputError:
+                            continue
+    return out

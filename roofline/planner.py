@@ -20,7 +20,7 @@ import numpy as np
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
-from roofline.layout import Layout, links, validate
+from roofline.layout import Layout, candidate_layouts, links
 from roofline.memory import Engine, max_batch, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
@@ -53,46 +53,6 @@ class Plan:
         if not self.decode_terms_s:
             return ""
         return max(self.decode_terms_s, key=self.decode_terms_s.__getitem__)
-
-
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def candidate_layouts(
-    model: ModelArch,
-    hw: Accelerator,
-    gpus: int,
-    scale_out: Tier | None = None,
-    nodes: int | None = None,
-    cross_node_tp: bool = False,
-    max_tp: int | None = None,
-    microbatch_factors: tuple[int, ...] = (1, 2),
-) -> list[Layout]:
-    """Every layout of `gpus` GPUs the rules accept: TP x PP x DP = gpus; EP over a divisor of TP
-    that divides the routed experts; attention-DP (with EP = TP) for MoE models; micro-batches
-    m = factor x PP under PP."""
-    out = []
-    for tp in divisors(gpus):
-        if max_tp is not None and tp > max_tp:
-            continue
-        for pp in divisors(gpus // tp):
-            # EP off, or over the whole stage (vLLM's --enable-expert-parallel, SGLang's
-            # --ep-size = --tp); attention-DP off or one group per GPU (DeepSeek-V3's layout)
-            eps = [1, tp] if model.is_moe and tp > 1 and model.n_routed_experts % tp == 0 else [1]
-            for ep in eps:
-                for adp in [1, tp] if ep == tp > 1 else [1]:
-                    factors = microbatch_factors if pp > 1 else (1,)
-                    for f in dict.fromkeys(factors):
-                        lay = Layout(
-                            tp, pp, ep, gpus // (tp * pp), adp, f * pp if pp > 1 else None,
-                            nodes, cross_node_tp, scale_out,
-                        )  # fmt: skip
-                        try:
-                            out.append(validate(lay, model, hw))
-                        except InputError:
-                            continue
-    return out
 
 
 def decode_terms(phase: PhaseResult, index: int | tuple = ()) -> dict[str, float]:

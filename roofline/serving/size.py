@@ -21,6 +21,7 @@ import numpy as np
 
 from roofline.errors import InputError, RooflineError
 from roofline.hardware import Accelerator
+from roofline.layout import candidate_layouts
 from roofline.memory import Engine, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
@@ -66,12 +67,20 @@ class Sized:
 
 
 def layouts(model: ModelArch, hw: Accelerator, base: Deployment, eng: Engine) -> list[Deployment]:
-    """TP 1, 2, 4, 8 (PP 2 at TP 8 only if TP 8 alone does not hold the weights), EP = TP for
-    MoE models; TP > 1 needs a scale-up link."""
+    """The replica layouts sizing tries, from the one enumerator `plan` searches too
+    (layout.candidate_layouts, a replica of 1, 2, 4 or 8 GPUs), filtered to today's set: TP 1, 2,
+    4, 8 (TP > 1 only over a scale-up link), PP 1, EP = TP for MoE models, no attention-DP;
+    PP 2 at TP 8 only if nothing else holds the weights."""
+    shapes = set()
+    for g in (1, 2, 4, 8) if hw.scale_up is not None else (1,):
+        for lay in candidate_layouts(model, hw, g):
+            shapes.add((lay.tp, lay.pp, lay.ep, lay.attention_dp))
     out = []
-    tps = (1, 2, 4, 8) if hw.scale_up is not None else (1,)
-    for tp in tps:
-        dep = replace(base, tp=tp, pp=1, ep=tp if model.is_moe else 1)
+    for tp in (1, 2, 4, 8) if hw.scale_up is not None else (1,):
+        ep = tp if model.is_moe else 1
+        if (tp, 1, ep, 1) not in shapes:
+            continue  # the layout rules refuse it (heads or experts that do not split)
+        dep = replace(base, tp=tp, pp=1, ep=ep)
         if plan_memory(model, hw, dep, eng).weights_fit:
             out.append(dep)
     if not out and hw.scale_up is not None:
