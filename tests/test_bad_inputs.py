@@ -78,3 +78,31 @@ def test_a_non_finite_result_is_null_and_said(capsys):
     assert doc["result"] == {"ok": 2.0, "ratio": None, "rows": [None]}
     err = capsys.readouterr().err
     assert "2 value(s) not finite" in err and "result.ratio" in err and "result.rows[0]" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("analyze", "llama-3.1-8b", "h100", "--prompt", "4k", "--context", "1k"), "--context"),
+        (
+            ("serve", "llama-3.1-8b", "h100", "--rate", "1", "--slo-pct", "0.99", "--slo-ttft",
+             "1s", "--requests", "50"),
+            "did you mean 99",
+        ),
+        (("check", "llama-3.1-8b", "h100", "--prompt", "0", "--max-tpot", "50ms"), "prompt"),
+        (("check", "llama-3.1-8b", "h100", "--min-throughput", "-1"), "min_throughput"),
+        (("check", "llama-3.1-8b", "h100", "--min-throughput", "nan"), "min_throughput"),
+        (("sweep", "--model", ""), "--model"),
+        (("sweep", "--hardware", " , "), "--hardware"),
+    ],
+)  # fmt: skip
+def test_silent_answers_are_refused_in_one_line(run, args, says):
+    r = run(*args)
+    assert r.code == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and says in r.stderr
+
+
+def test_kv_past_the_trained_length_warns(run):
+    r = run("kv", "llama-3.1-8b", "--context", "1M", "-f", "json")
+    assert r.code == 0 and "max_position_embeddings" in r.stderr  # 131,072 for Llama 3.1
+    assert r.json()["kv_bytes_per_sequence"] > 0

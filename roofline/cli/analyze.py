@@ -73,7 +73,7 @@ def analyze(
     )
     n_gpus, replicas = lay.gpus, lay.dp
     b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context)
+    s, o, ctx = opt.workload(prompt, output, context, strict=True)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))

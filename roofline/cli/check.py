@@ -1,6 +1,7 @@
 """`roofline check`: capacity and SLO assertions for CI, with exit codes (a spec file or options;
 static limits through roofline.checks, traffic limits through the serving model)."""
 
+import math
 from typing import Annotated, Any
 
 import typer
@@ -34,10 +35,13 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
         )
         opt.check_formats(dep, hw)
         _, replicas = opt.replicas(dep, d.get("gpus"), d.get("dp", 1))
-        prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 0)
+        prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 1)
         output = opt.tokens(str(d.get("output", "1k")), "output", 1)
         context = opt.tokens(str(d.get("context", prompt + output)), "context", 1)
         c = d["checks"]
+        mt = c.get("min_throughput")
+        if mt is not None and not (isinstance(mt, int | float) and math.isfinite(mt) and mt > 0):
+            raise InputError(f"min_throughput must be a positive rate in tokens/s, got {mt}")
         limits = Limits(
             min_batch=c.get("min_batch"),
             min_concurrency=c.get("min_concurrency"),
@@ -154,8 +158,8 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
     if not given:
         raise InputError("--rate needs --max-ttft-p99, --max-tpot-p99 or --min-goodput")
     g = given.get("min_goodput")
-    if g is not None and not (isinstance(g, int | float) and g >= 0):
-        raise InputError(f"--min-goodput must be a rate >= 0, got {g}")
+    if g is not None and not (isinstance(g, int | float) and math.isfinite(g) and g > 0):
+        raise InputError(f"--min-goodput must be a positive rate in requests/s, got {g}")
     return TrafficLimits(
         rates[0],
         parse_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,

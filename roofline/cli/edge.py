@@ -304,7 +304,7 @@ def edge(
         raise InputError("edge runs llama.cpp or MLX: --engine must be auto, llamacpp or mlx")
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context)
+    s, o, ctx = opt.workload(prompt, output, context, strict=True)
     extra = [cat.accelerator(x.strip()) for x in (devices or "").split(",") if x.strip()]
     devs = [hw, *extra]
     rows = []

@@ -9,7 +9,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
-from roofline.cli.app import app, catalog, guarded
+from roofline.cli.app import app, catalog, guarded, warn
 from roofline.errors import InputError
 from roofline.layout import check_shape
 from roofline.memory import (
@@ -93,6 +93,11 @@ def kv(
             raise InputError(f"--kv-bits must be from 1 to 32, got {kv_bits}")
         fmt_kv = replace(fmt_kv, name=f"{kv_bits:g}-bit", bits=kv_bits)
     ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context)[2]
+    if m.max_position_embeddings and ctx > m.max_position_embeddings:
+        warn(
+            f"--context {ctx:,} exceeds {m.id}'s max_position_embeddings "
+            f"({m.max_position_embeddings:,}): the model was not trained that long"
+        )
     budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
     check_shape(m, tp)

@@ -200,10 +200,19 @@ def tokens(text: str, what: str, minimum: float = 0) -> int:
     return int(value)
 
 
-def workload(prompt: str, output: str, context: str | None) -> tuple[int, int, int]:
-    """(prompt, output, context) tokens; context defaults to prompt + output."""
+def workload(
+    prompt: str, output: str, context: str | None, strict: bool = False
+) -> tuple[int, int, int]:
+    """(prompt, output, context) tokens; context defaults to prompt + output. `strict` (commands
+    that prefill the prompt and decode at the context): a context no longer than the prompt is
+    refused."""
     s, o = tokens(prompt, "--prompt", 0), tokens(output, "--output", 1)
     ctx = tokens(context, "--context", 1) if context is not None else s + o
+    if strict and ctx <= s:
+        raise InputError(
+            f"--context ({ctx:,} tokens) must be longer than --prompt ({s:,}): it counts the "
+            "prompt and the tokens generated so far"
+        )
     return s, o, ctx
 
 

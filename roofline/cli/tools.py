@@ -30,8 +30,11 @@ def _auto_formats(models: list[Any]) -> list[str]:
     return sorted({opt.resolve_weights("auto", m) for m in models})
 
 
-def _names(spec: str) -> list[str]:
-    return [x.strip() for x in spec.split(",") if x.strip()]
+def _names(spec: str, what: str = "--model") -> list[str]:
+    names = [x.strip() for x in spec.split(",") if x.strip()]
+    if not names:
+        raise InputError(f"{what}: give at least one id, comma-separated")
+    return names
 
 
 class SweepFmt(str, Enum):
@@ -94,12 +97,16 @@ def sweep(
 
     models = [cat.model(x) for x in _names(model)]
     # auto: the formats the models' checkpoints ship in (bf16 where none is recorded)
-    formats = [f for x in _names(weights) for f in ([x] if x != "auto" else _auto_formats(models))]
+    formats = [
+        f
+        for x in _names(weights, "--weights")
+        for f in ([x] if x != "auto" else _auto_formats(models))
+    ]
     grid = Grid(
         models=models,
-        hardware=[cat.accelerator(x) for x in _names(hardware)],
+        hardware=[cat.accelerator(x) for x in _names(hardware, "--hardware")],
         weights=list(dict.fromkeys(weight_format(x).name for x in formats)),
-        kv_dtypes=[kv_format(x).name for x in _names(kv_dtype)],
+        kv_dtypes=[kv_format(x).name for x in _names(kv_dtype, "--kv-dtype")],
         tps=opt.int_list(tp, "--tp", int),
         batches=opt.int_list(batch, "--batch", count),
         prompts=opt.int_list(prompt, "--prompt", count),

@@ -45,8 +45,11 @@ class Slo:
     pct: float = 99.0
 
     def __post_init__(self) -> None:
-        if not 0 < self.pct <= 100:
-            raise InputError(f"--slo-pct must be in (0, 100], got {self.pct}")
+        if not 50 <= self.pct <= 100:
+            hint = f" (did you mean {self.pct * 100:g}?)" if 0 < self.pct <= 1 else ""
+            raise InputError(
+                f"--slo-pct is a percentile from 50 to 100 (99 for p99), got {self.pct}{hint}"
+            )
         for name in ("ttft_s", "tpot_s"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v > 0):
