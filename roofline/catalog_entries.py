@@ -304,6 +304,44 @@ def _tier(where: str, data: Any) -> Tier:
     )
 
 
+# Whole-number keys of a model and their allowed range: at least 1 (0 where it means "none"),
+# at most a bound that keeps the work finite (a model of 10^9 layers would not finish)
+_MODEL_INT_RANGE: dict[str, tuple[int, int]] = {
+    "num_hidden_layers": (1, 10_000),
+    "first_k_dense_replace": (0, 10_000),
+    "n_shared_experts": (0, 1_000),
+    "num_nextn_predict_layers": (0, 100),
+    "n_routed_experts": (0, 100_000),
+}
+_MODEL_INT_MAX = 10**8
+
+
+def _model_shape(where: str, d: dict[str, Any]) -> None:
+    """Whole numbers in range, and head and expert counts that fit together."""
+    for key, (kind, _) in _MODEL_KEYS.items():
+        v = d.get(key)
+        if v is None or kind not in (int, (int, type(None))) or isinstance(v, bool):
+            continue
+        lo, hi = _MODEL_INT_RANGE.get(key, (1, _MODEL_INT_MAX))
+        if not lo <= v <= hi:
+            raise CatalogError(f"{where}: key '{key}' must be from {lo} to {hi:,}, got {v}")
+    heads, kv = d["num_attention_heads"], d.get("num_key_value_heads")
+    if kv is not None and (kv > heads or heads % kv):
+        raise CatalogError(
+            f"{where}: key 'num_key_value_heads' ({kv}) must divide num_attention_heads ({heads})"
+        )
+    if d.get("head_dim") is None and not d.get("kv_lora_rank") and d["hidden_size"] % heads:
+        raise CatalogError(
+            f"{where}: hidden_size {d['hidden_size']} does not split over {heads} heads: give "
+            "'head_dim'"
+        )
+    experts, k = d.get("n_routed_experts"), d.get("num_experts_per_tok")
+    if experts and k and k > experts:
+        raise CatalogError(
+            f"{where}: key 'num_experts_per_tok' ({k}) is above n_routed_experts ({experts})"
+        )
+
+
 def _model(where: str, data: Any) -> ModelArch:
     d = dict(_check(where, data, _MODEL_KEYS))
     if d["model_type"] not in MODEL_TYPES:
@@ -313,6 +351,7 @@ def _model(where: str, data: Any) -> ModelArch:
         )
     for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
         _positive(where, key, d[key])
+    _model_shape(where, d)
     published = _check(f"{where}: published", d.pop("published", {}), _PUBLISHED_KEYS)
     if d.get("n_routed_experts") and not d.get("num_experts_per_tok"):
         raise CatalogError(f"{where}: MoE model needs key 'num_experts_per_tok'")

@@ -6,6 +6,7 @@ the same checker."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,9 +26,10 @@ def _type_name(t: Any) -> str:
 
 
 def positive(where: str, key: str, value: float) -> float:
-    """`value` as a float, or a CatalogError naming `where` and `key` unless it is above zero."""
-    if not value > 0:
-        raise CatalogError(f"{where}: key '{key}' must be positive, got {value}")
+    """`value` as a float, or a CatalogError naming `where` and `key` unless it is a finite
+    number above zero."""
+    if not (value > 0 and math.isfinite(value)):
+        raise CatalogError(f"{where}: key '{key}' must be a positive finite number, got {value}")
     return float(value)
 
 

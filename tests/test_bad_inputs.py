@@ -106,3 +106,47 @@ def test_kv_past_the_trained_length_warns(run):
     r = run("kv", "llama-3.1-8b", "--context", "1M", "-f", "json")
     assert r.code == 0 and "max_position_embeddings" in r.stderr  # 131,072 for Llama 3.1
     assert r.json()["kv_bytes_per_sequence"] > 0
+
+
+HOSTILE_MODEL = """models:
+- id: {id}
+  name: Hostile
+  source: a test
+  model_type: {mt}
+  hidden_size: 4096
+  num_hidden_layers: {layers}
+  num_attention_heads: 32
+  intermediate_size: 14336
+  vocab_size: 128256
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("mt", "layers", "extra", "says"),
+    [
+        ("llama", 32, "  num_key_value_heads: 64\n", "num_key_value_heads"),  # KV above query
+        ("llama", 32, "  num_key_value_heads: 0\n", "num_key_value_heads"),
+        ("llama", 32, "  head_dim: 0\n", "head_dim"),
+        ("llama", 32, "  max_position_embeddings: 0\n", "max_position_embeddings"),
+        ("llama", 32, "  sliding_window: 0\n", "sliding_window"),
+        ("mixtral", 32, "  n_routed_experts: 8\n  num_experts_per_tok: 16\n", "num_experts_per"),
+        ("llama", 10**9, "", "num_hidden_layers"),  # would not finish: bounded
+        ("llama", 32, "  vocab_size_: 1\n", "unknown key"),
+    ],
+)  # fmt: skip
+def test_hostile_model_entries_are_named_not_accepted(run, tmp_path, mt, layers, extra, says):
+    (tmp_path / "m.yaml").write_text(
+        HOSTILE_MODEL.format(id="h", mt=mt, layers=layers, extra=extra)
+    )
+    r = run("catalog", "validate", str(tmp_path))
+    assert r.code == 2 and says in r.stderr and "model 'h'" in r.stderr
+
+
+def test_infinite_and_nan_figures_are_refused(run, tmp_path):
+    (tmp_path / "h.yaml").write_text(
+        "accelerators:\n- id: inf-gpu\n  name: I\n  vendor: test\n  family: nvidia-datacenter\n"
+        "  memory: {capacity_gib: 16, bandwidth_tb_s: .nan}\n  dense_tflops: {bf16: .inf}\n"
+        "  sparsity_2_4: false\n  source: a test\n"
+    )
+    r = run("catalog", "validate", str(tmp_path))
+    assert r.code == 2 and "positive finite" in r.stderr
