@@ -212,6 +212,35 @@ def _no_constant(path: Path):
     return refuse
 
 
+# config.json keys the importer reads as whole numbers (hfconfig.entry_from_config)
+_CONFIG_COUNTS = (
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "intermediate_size", "vocab_size", "head_dim", "max_position_embeddings", "n_routed_experts",
+    "num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
+    "n_shared_experts", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim", "sliding_window", "num_layers", "first_k_dense_replace",
+)  # fmt: skip
+
+
+def _check_config_values(cfg: dict[str, Any], p: Path) -> None:
+    """model_type a string and the counts the importer reads numbers a float can hold, in the
+    config and its text_config: one line naming the key instead of an internal error."""
+    for where, d in (("", cfg), ("text_config.", cfg.get("text_config"))):
+        if not isinstance(d, dict):
+            continue
+        if "model_type" in d and not isinstance(d["model_type"], str):
+            raise CatalogError(f"{p}: key '{where}model_type' must be a string")
+        for key in _CONFIG_COUNTS:
+            v = d.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float | str):
+                raise CatalogError(f"{p}: key '{where}{key}' must be a number, got {v!r:.40}")
+            if isinstance(v, int | float) and not -1e15 < v < 1e15:
+                shown = str(v) if len(str(v)) <= 20 else f"{str(v)[:12]}... ({len(str(v))} digits)"
+                raise CatalogError(f"{p}: key '{where}{key}' is out of range: {shown}")
+
+
 def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
     """A catalog entry (dict) from a local Hugging Face config.json, a folder holding one, or a
     Hub repo id (`org/name`) found in the local Hugging Face cache; never the network."""
@@ -231,8 +260,11 @@ def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, A
         cfg = json.loads(text, parse_constant=_no_constant(p))
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{p}: is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise CatalogError(f"{p}: JSON nested too deep to be a model config") from None
     if not isinstance(cfg, dict):
         raise CatalogError(f"{p}: expected a JSON object")
+    _check_config_values(cfg, p)
     stem = p.parent.name if p.name == "config.json" else p.stem
     return entry_from_config(cfg, model_id or stem.lower(), str(p), source)
 

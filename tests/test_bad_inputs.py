@@ -150,3 +150,33 @@ def test_infinite_and_nan_figures_are_refused(run, tmp_path):
     )
     r = run("catalog", "validate", str(tmp_path))
     assert r.code == 2 and "positive finite" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"model_type": ["llama"]}, "model_type"),  # a list where a name belongs
+        ({"hidden_size": {"a": 1}}, "hidden_size"),  # a dict where a number belongs
+        ({"num_attention_heads": [32]}, "num_attention_heads"),
+        ({"vocab_size": 10**400}, "vocab_size"),  # no float holds it
+    ],
+)
+def test_hostile_config_values_are_named(run, tmp_path, change, says):
+    import json
+
+    cfg = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "intermediate_size": 14336, "vocab_size": 128256, **change,
+    }  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = run("analyze", str(path), "h100")
+    assert r.code == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_json_nested_thousands_deep_is_refused(run, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama", "x": ' + "[" * 5000 + "]" * 5000 + "}")
+    r = run("analyze", str(path), "h100")
+    assert r.code == 2 and "nested too deep" in r.stderr
