@@ -19,6 +19,8 @@ def read_text(path: str | Path, stdin_dash: bool = False) -> str:
         except UnicodeDecodeError:
             raise CatalogError("<stdin>: is not UTF-8 text") from None
     p = Path(path)
+    if p.exists() and not p.is_dir() and not p.is_file():  # a FIFO or a device would block
+        raise CatalogError(f"{p}: is not a regular file")
     try:
         return p.read_text(encoding="utf-8")
     except UnicodeDecodeError:

@@ -180,3 +180,52 @@ def test_json_nested_thousands_deep_is_refused(run, tmp_path):
     path.write_text('{"model_type": "llama", "x": ' + "[" * 5000 + "]" * 5000 + "}")
     r = run("analyze", str(path), "h100")
     assert r.code == 2 and "nested too deep" in r.stderr
+
+
+def _cli(*args: str, env: dict | None = None, stdout=None):
+    import os
+    import subprocess
+    import sys
+
+    full = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "roofline", *args],
+        stdout=stdout if stdout is not None else subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=full,
+        timeout=60,
+    )
+
+
+def test_a_fifo_in_a_catalog_is_refused_not_waited_on(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "x.yaml")
+    r = _cli("--catalog", str(tmp_path), "hardware", "list")
+    assert r.returncode == 2 and b"not a regular file" in r.stderr
+
+
+def test_an_ascii_terminal_gets_ascii_spellings():
+    r = _cli("hardware", "show", "h100", env={"PYTHONIOENCODING": "ascii"})
+    assert r.returncode == 0 and r.stderr == b""
+    r.stdout.decode("ascii")  # nothing but ASCII
+
+
+def test_a_full_disk_is_one_line_and_a_closed_pipe_is_quiet():
+    with open("/dev/full", "w") as full:
+        r = _cli("hardware", "list", stdout=full)
+    assert r.returncode == 2 and r.stderr.count(b"\n") == 1 and b"No space" in r.stderr
+    import subprocess
+    import sys
+
+    p = subprocess.Popen(
+        [sys.executable, "-m", "roofline", "sweep", "--batch", "1..4096", "-f", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.readline()
+    p.stdout.close()  # the reader leaves, as `| head -1` does
+    err = p.stderr.read()
+    p.stderr.close()
+    assert p.wait(timeout=60) == 0 and err == b""

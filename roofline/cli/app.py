@@ -5,6 +5,7 @@ out-of-range value, a model that does not fit); 3 an internal error (a bug: one 
 report; the traceback only with ROOFLINE_DEBUG=1); 130 interrupted. stdout carries only results.
 """
 
+import errno
 import functools
 import gc
 import importlib
@@ -173,6 +174,26 @@ class _Held(io.StringIO):
         return int(self.real.fileno())
 
 
+def _write_out(real: Any, text: str) -> None:
+    """The held results to the real stdout: a reader that left (`| head`) ends the process
+    quietly, as Unix tools do; a full disk or a failing device is one line, exit 2."""
+    try:
+        real.write(text)
+        real.flush()
+    except BrokenPipeError:
+        _reader_left()
+    except OSError as exc:
+        print(_one_line(f"error: cannot write the results: {exc.strerror or exc}"), file=sys.stderr)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def _reader_left() -> None:
+    try:
+        sys.stderr.close()
+    finally:
+        os._exit(EXIT_OK)
+
+
 def guarded(fn: F) -> F:
     """Turn RooflineError into one stderr line and exit 2. What the command prints is held and
     written only when it completes: an error never leaves half a result on stdout."""
@@ -189,13 +210,13 @@ def guarded(fn: F) -> F:
             fail(exc)
         except typer.Exit:  # a result with its own exit code (check: 1 when an assertion fails)
             sys.stdout = real
-            real.write(held.getvalue())
+            _write_out(real, held.getvalue())
             raise
         except BaseException:
             sys.stdout = real
             raise
         sys.stdout = real
-        real.write(held.getvalue())
+        _write_out(real, held.getvalue())
         return out
 
     return wrapper  # type: ignore[return-value]
@@ -208,9 +229,19 @@ def guarded_stream(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         resume_gc()
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
+            sys.stdout.flush()
+            return out
         except RooflineError as exc:
             fail(exc)
+        except BrokenPipeError:
+            _reader_left()
+        except OSError as exc:
+            if getattr(exc, "errno", None) not in (errno.ENOSPC, errno.EIO, errno.EFBIG):
+                raise
+            message = f"error: cannot write the results: {exc.strerror or exc}"
+            print(_one_line(message), file=sys.stderr)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -280,6 +311,7 @@ def main(gc_paused: bool = False) -> None:
     roofline` does before importing the app) and restored on the way out."""
     _gc["paused"] = gc_paused or gc.isenabled()
     gc.disable()
+    _plain_streams()
     try:
         _main()
     finally:
@@ -289,6 +321,34 @@ def main(gc_paused: bool = False) -> None:
         if _gc["paused"]:
             _gc["paused"] = False
             gc.enable()
+
+
+# what a stream that cannot carry them (PYTHONIOENCODING=ascii, a C locale) prints instead
+_ASCII = {
+    "µ": "u", "×": "x", "≤": "<=", "≥": ">=", "−": "-", "…": "...", "→": "->", "·": "*",
+    "±": "+/-", "—": "-", "–": "-", "≈": "~", "█": "#", "━": "-", "η": "eta", "σ": "sigma",
+    "²": "^2", "³": "^3", "√": "sqrt", "∑": "sum", "≠": "!=", "°": "deg",
+}  # fmt: skip
+
+
+def _ascii_fallback(err: UnicodeError) -> tuple[str, int]:
+    bad = err.object[err.start : err.end]  # type: ignore[attr-defined]
+    return "".join(_ASCII.get(c, "?") for c in bad), err.end  # type: ignore[attr-defined]
+
+
+def _plain_streams() -> None:
+    """stdout and stderr that cannot encode the tool's symbols fall back to ASCII spellings
+    instead of failing (PYTHONIOENCODING=ascii, LANG=C)."""
+    import codecs
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "µ×≤━".encode(getattr(stream, "encoding", None) or "ascii")
+        except (UnicodeEncodeError, LookupError):
+            codecs.register_error("roofline-ascii", _ascii_fallback)
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="roofline-ascii")
 
 
 def _main() -> None:
