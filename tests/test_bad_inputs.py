@@ -93,6 +93,8 @@ def test_a_non_finite_result_is_null_and_said(capsys):
         (("check", "llama-3.1-8b", "h100", "--min-throughput", "-1"), "min_throughput"),
         (("check", "llama-3.1-8b", "h100", "--min-throughput", "nan"), "min_throughput"),
         (("sweep", "--model", ""), "--model"),
+        (("speculate", "llama-3.1-8b", "h100", "--draft", ""), "--draft"),
+        (("kv", "llama-3.1-8b", "--max-len", ""), "--max-len"),
         (("sweep", "--hardware", " , "), "--hardware"),
     ],
 )  # fmt: skip

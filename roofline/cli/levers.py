@@ -197,6 +197,8 @@ def speculate(
         raise InputError("--drafter draft needs --draft MODEL")
     if not 0.0 < decay <= 1.0:
         raise InputError(f"--decay must be in (0, 1], got {decay}")
+    if draft is not None and not draft.strip():
+        raise InputError("--draft: give a draft model id, e.g. llama-3.2-1b")
     d_m = cat.model(draft) if kind == "draft" and draft else None
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
     opt.check_formats(dep, hw)

@@ -92,6 +92,8 @@ def kv(
         if not 1 <= kv_bits <= 32:
             raise InputError(f"--kv-bits must be from 1 to 32, got {kv_bits}")
         fmt_kv = replace(fmt_kv, name=f"{kv_bits:g}-bit", bits=kv_bits)
+    if max_len is not None:
+        opt.tokens(max_len, "--max-len", 1)  # refused early, even where it is not used
     ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context)[2]
     if m.max_position_embeddings and ctx > m.max_position_embeddings:
         warn(
@@ -134,7 +136,7 @@ def kv(
         render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_compare_table(doc)
         return
     if allocation is not None:
-        limit = opt.tokens(max_len, "--max-len", 1) if max_len else ctx
+        limit = opt.tokens(max_len, "--max-len", 1) if max_len is not None else ctx
         block = opt.block(block, engine(engine_name).block_tokens)
         values, desc = parse_lengths(lengths, limit)
         per_token = kv_bytes_per_token(m, fmt_kv.bits, tp)
@@ -422,7 +424,7 @@ def bytes_(
         "levers": None,
     }
     if levers:
-        limit = opt.tokens(max_len, "--max-len", 1) if max_len else ctx
+        limit = opt.tokens(max_len, "--max-len", 1) if max_len is not None else ctx
         rows = evaluate_levers(m, hw, dep, eng, b, ctx, limit, budget or 2048, capacity_bytes=cap)
         base = rows[0]
         result["levers"] = {
