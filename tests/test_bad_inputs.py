@@ -231,3 +231,18 @@ def test_a_full_disk_is_one_line_and_a_closed_pipe_is_quiet():
     err = p.stderr.read()
     p.stderr.close()
     assert p.wait(timeout=60) == 0 and err == b""
+
+
+def test_markdown_says_yes_and_rounds(run):
+    r = run("check", "--spec", "examples/deploy.yaml", "-f", "markdown")
+    assert r.code == 0 and "True" not in r.stdout and "| yes |" in r.stdout
+    # no figure carries more than 4 significant digits: 0.018486... is 0.01849
+    assert "0.01849" in r.stdout and "0.018486" not in r.stdout
+
+
+def test_no_word_is_broken_across_lines(run):
+    out = run(
+        "check", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "200", "--rate", "20",
+        "--min-goodput", "19", "--max-ttft-p99", "1s", env={"COLUMNS": "80"},
+    ).stdout  # fmt: skip
+    assert "max_ttft_p99" in out  # whole on its line, not "max_ttft_p9" / "9"

@@ -100,6 +100,17 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
+def _md_cell(value: Any) -> str:
+    """A Markdown cell for people reading a pull request: yes/no, numbers to 4 significant
+    digits (CSV and JSON keep every digit)."""
+    v = _cell(value)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e15 else f"{v:.4g}"
+    return str(v).replace("|", "\\|")
+
+
 def emit(
     doc: Mapping[str, Any],
     fmt: RowFmt,
@@ -131,7 +142,7 @@ def emit(
             out.write("| " + " | ".join(fields) + " |\n")
             out.write("|" + "|".join("---" for _ in fields) + "|\n")
             for r in rows:
-                cells = (str(_cell(r.get(k))).replace("|", "\\|") for k in fields)
+                cells = (_md_cell(r.get(k)) for k in fields)
                 out.write("| " + " | ".join(cells) + " |\n")
     else:
         table(doc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -88,9 +89,17 @@ def _cells_to_notes(
     return rows
 
 
+def _word(cell: str) -> int:
+    """The longest piece of a cell no line may break: words, split after hyphens as _wrap does."""
+    return max((len(w) for w in re.split(r"\s+|(?<=-)", cell)), default=0)
+
+
 def _text_min(c: Col, cells: Sequence[str]) -> int:
+    """A text column's narrowest: TEXT_MIN (or its longest cell), never below its longest word
+    or header word, so that no word or number is broken across lines."""
     head = max((len(w) for w in c.header.split()), default=1)
-    return max(min(max((_len(x) for x in cells), default=0), TEXT_MIN), head)
+    words = max((_word(x) for x in cells), default=0)
+    return max(min(max((_len(x) for x in cells), default=0), TEXT_MIN), head, words)
 
 
 def _widths(cols: Sequence[Col], rows: list[list[str]], width: int, whole_key: bool):
