@@ -60,8 +60,10 @@ calibrate: $(STAMP)
 	$(BIN)/python validation/calibrate.py --write
 	$(BIN)/python validation/accuracy_doc.py
 
+# Time everything; RECORD=1 rewrites the snapshot the README quotes (benchmarks/results.json),
+# else the figures go to the untracked benchmarks/results.local.json.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench.py
+	RECORD=$(RECORD) $(BIN)/python benchmarks/bench.py
 
 clean:
 	rm -rf $(VENV) .venv-calibrate .smoke dist build *.egg-info .pytest_cache .ruff_cache .hypothesis

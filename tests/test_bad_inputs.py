@@ -72,12 +72,17 @@ def test_a_non_finite_result_is_null_and_said(capsys):
     """JSON has no NaN or Infinity: such a value is written as null, and stderr says which."""
     import math
 
-    from roofline.render import document
+    from roofline.render import RowFmt, document, emit, emit_json
 
     doc = document("x", {"a": 1.0}, result={"ok": 2.0, "ratio": math.inf, "rows": [math.nan]})
     assert doc["result"] == {"ok": 2.0, "ratio": None, "rows": [None]}
+    emit_json(doc)  # said where the nulls are written
     err = capsys.readouterr().err
     assert "2 value(s) not finite" in err and "result.ratio" in err and "result.rows[0]" in err
+    # a table shows such values itself: no warning about JSON fields
+    doc = document("x", {"a": 1.0}, result={"ratio": math.inf})
+    emit(doc, RowFmt.table, [], lambda d: None)
+    assert "not finite" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -246,3 +251,17 @@ def test_no_word_is_broken_across_lines(run):
         "--min-goodput", "19", "--max-ttft-p99", "1s", env={"COLUMNS": "80"},
     ).stdout  # fmt: skip
     assert "max_ttft_p99" in out  # whole on its line, not "max_ttft_p9" / "9"
+
+
+def test_plan_tables_carry_no_json_warnings(run):
+    r = run("plan", "deepseek-r1", "h200", "--gpus", "16")
+    assert r.code == 0 and "not finite" not in r.stderr  # infeasible layouts show as such
+    assert "not finite" in run("plan", "deepseek-r1", "h200", "--gpus", "16", "-f", "json").stderr
+
+
+def test_disagg_under_a_rate_echoes_the_lengths_it_simulated(run):
+    out = run(
+        "disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100", "--rate", "5",
+        "--prompt", "2k", "--output", "300", "--requests", "100", env={"COLUMNS": "120"},
+    ).stdout  # fmt: skip
+    assert "prompts fixed 2000, outputs fixed 300" in out

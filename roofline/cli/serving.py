@@ -368,6 +368,8 @@ def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal
     out = {
         "rate": rates[0],
         "requests": w.n,
+        "prompt_lengths": w.description.get("prompt_lengths"),
+        "output_lengths": w.description.get("output_lengths"),
         "slo_ttft_s": slo.ttft_s,
         "slo_tpot_s": slo.tpot_s,
         "slo_pct": slo.pct,

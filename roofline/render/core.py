@@ -79,6 +79,7 @@ def to_jsonable(value: Any, nonfinite: list[str] | None = None, path: str = "") 
 
 
 def emit_json(doc: Mapping[str, Any]) -> None:
+    _warn_nonfinite()
     sys.stdout.write(json.dumps(to_jsonable(doc), indent=2, allow_nan=False) + "\n")
 
 
@@ -123,6 +124,7 @@ def emit(
     if fmt is RowFmt.json:
         emit_json(doc)
     elif fmt is RowFmt.jsonl:
+        _warn_nonfinite()
         for r in rows:
             try:  # fast path: rows of plain finite values
                 line = json.dumps(r, allow_nan=False)
@@ -130,6 +132,7 @@ def emit(
                 line = json.dumps(to_jsonable(r), allow_nan=False)
             out.write(line + "\n")
     elif fmt in (RowFmt.csv, RowFmt.markdown):
+        _warn_nonfinite()
         fields = list(dict.fromkeys(k for r in rows for k in r))
         if fmt is RowFmt.csv:
             import csv  # only for --format csv
@@ -145,6 +148,7 @@ def emit(
                 cells = (_md_cell(r.get(k)) for k in fields)
                 out.write("| " + " | ".join(cells) + " |\n")
     else:
+        _NONFINITE.clear()
         table(doc)
 
 
@@ -153,13 +157,24 @@ def document(command: str, inputs: Mapping[str, Any], **results: Any) -> dict[st
     doc = {"schema_version": SCHEMA_VERSION, "command": command, "inputs": dict(inputs), **results}
     nonfinite: list[str] = []
     out = to_jsonable(doc, nonfinite)
-    if nonfinite:  # a null must never pass silently for a number
-        more = f" and {len(nonfinite) - 5} more" if len(nonfinite) > 5 else ""
-        sys.stderr.write(
-            f"warning: {len(nonfinite)} value(s) not finite (infinite or undefined for these "
-            f"inputs), written as null: {', '.join(nonfinite[:5])}{more}\n"
-        )
+    _NONFINITE[:] = nonfinite  # said when a format writes them as null (emit, emit_json)
     return out
+
+
+_NONFINITE: list[str] = []  # the fields of the last document that were not finite
+
+
+def _warn_nonfinite() -> None:
+    """A null must never pass silently for a number: name the fields written as null (tables
+    show such values as '-' or 'inf' themselves, so they need no warning)."""
+    if _NONFINITE:
+        n = len(_NONFINITE)
+        more = f" and {n - 5} more" if n > 5 else ""
+        sys.stderr.write(
+            f"warning: {n} value(s) not finite (infinite or undefined for these "
+            f"inputs), written as null: {', '.join(_NONFINITE[:5])}{more}\n"
+        )
+        _NONFINITE.clear()
 
 
 def progress_bar(description: str, total: int):

@@ -196,7 +196,9 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
         )
     print_rows(
         con,
-        f"Under {tr['rate']:g} req/s ({tr['requests']} requests per point), {_slo_text(tr)}: "
+        f"Under {tr['rate']:g} req/s ({tr['requests']} requests per point; prompts "
+        f"{tr.get('prompt_lengths', '?')}, outputs {tr.get('output_lengths', '?')}), "
+        f"{_slo_text(tr)}: "
         "goodput per GPU = the highest rate a unit (a replica, or P prefill + D decode replicas) "
         "serves within the SLOs / its GPUs, in req/s per GPU",
         (T("serving"), T("unit"), N("req/s\n/GPU"), N("GPUs"), N("TTFT\np99"), N("TPOT\np99")),
