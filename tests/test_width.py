@@ -127,8 +127,9 @@ def test_bytes_headline_share_is_whole(run):
 
 
 def test_inputs_header_names_the_workload(run):
-    out = _table(run, ["plan", "llama-3.1-70b", "h100", "--gpus", "8"], 80)
-    head = " ".join(out.split("\n\n")[0].split())
+    # -v: every input under the table (by default one compact line; JSON always has all)
+    out = _table(run, ["-v", "plan", "llama-3.1-70b", "h100", "--gpus", "8"], 80)
+    head = " ".join(out.split())
     for item in ("model=llama-3.1-70b", "hardware=nvidia-h100-sxm", "gpus=8", "weights=bf16"):
         assert item in head
     # the workload defaults every command shares (1k in / 1k out) are echoed
@@ -203,3 +204,22 @@ def test_any_table_keeps_every_number_whole(width, kinds, n_rows, data):
         for k, cell in zip(kinds, r[1:], strict=True):
             if k == "n":
                 assert any(cell in line for line in lines), (cell, out)
+
+
+@pytest.mark.parametrize(
+    ("args", "answer"),
+    [
+        (["analyze", "llama-3.1-8b", "h100"], "TPOT"),
+        (["serve", "llama-3.1-8b", "h100", "--rate", "5", "--requests", "100"], "TTFT p50 / p99"),
+        (["size", "llama-3.1-8b", "--rate", "20", "--hardware", "h100", "--requests", "100"],
+         "best:"),
+        (["plan", "llama-3.1-70b", "h100", "--gpus", "8"], "best:"),
+    ],
+)  # fmt: skip
+def test_the_answer_comes_first(run, args, answer):
+    """At 80 columns the answer is within the first 5 lines; the inputs follow it, one compact
+    line (every input under -v and in JSON)."""
+    out = _table(run, args, 80)
+    lines = out.splitlines()
+    assert any(answer in line for line in lines[:5]), lines[:6]
+    assert lines[-1].startswith("inputs:") or any(x.startswith("inputs:") for x in lines[-12:])

@@ -298,9 +298,19 @@ def main_callback(
             "--version", callback=_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Under a table, every input and its provenance (JSON has all)."
+        ),
+    ] = False,
 ) -> None:
     """Analytical roofline calculator for LLM inference."""
     _state["catalog_dirs"] = [str(p) for p in catalog or []]
+    if verbose:
+        from roofline.render.width import set_verbose  # rich only when a table is drawn
+
+        set_verbose(True)
 
 
 def main(gc_paused: bool = False) -> None:

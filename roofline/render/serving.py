@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import cbytes, csec
+from roofline.render.core import cbytes, csec, num
 from roofline.render.width import N, T, print_rows, say, table_output
 from roofline.units import fmt_bytes, fmt_seconds
 
@@ -129,6 +129,17 @@ def plan_table(doc: Mapping[str, Any], con: Console) -> None:
     def name(r: Mapping[str, Any]) -> str:
         mark = " ★" if r == doc["best"] else ""
         return f"{r['layout']}{mark}" + ("" if r["meets_slo"] else " (SLO ✗)")
+
+    best = doc.get("best")
+    if best:
+        say(
+            con,
+            f"best: {best['layout']} for {i['model']} on {i['gpus']}× {i['hardware']}: "
+            f"{num(best['output_tokens_per_s'])} output tok/s at batch "
+            f"{best['batch_per_replica']:,} a replica, TPOT {fmt_seconds(best['tpot_s'])}"
+            " (expected)",
+            "bold",
+        )
 
     print_rows(
         con,

@@ -82,11 +82,19 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
                 " NOT STEADY: the run spans under 5 mean E2Es; throughput, goodput and cost are"
                 " the steady state's, the percentiles this short run's (raise --requests)."
             )
-        print_pairs(con, head, pairs)
+        rate = f"{pts[0]['rate']:.3g} req/s" if pts[0]["rate"] else "its users' pace"
+        answer = (
+            f"{i['model']} on {i['gpus']} x {_short(i['hardware'])} at {rate}: TTFT p50/p99 "
+            f"{csec(e['ttft_s']['p50'])}/{csec(e['ttft_s']['p99'])}, TPOT p50/p99 "
+            f"{csec(e['tpot_s']['p50'])}/{csec(e['tpot_s']['p99'])} (expected)"
+        )
+        print_pairs(con, answer, pairs)
+        say(con, head)
         return
     print_rows(
         con,
-        head,
+        f"{i['model']} on {i['gpus']} x {_short(i['hardware'])}: p99 TTFT and TPOT against rate"
+        " (expected)",
         (N("rate"), N("TTFT\np99"), N("TPOT\np99"), N("tok/s\n/GPU"), N("good-\nput"), T("SLO")),
         [
             (
@@ -100,6 +108,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             for p in pts
         ],
     )
+    say(con, head)
     top_ttft = max(p["expected"]["ttft_s"]["p99"] for p in pts)
     top_tpot = max(p["expected"]["tpot_s"]["p99"] for p in pts)
     print_rows(
@@ -163,9 +172,19 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             f" {best['saturation_rate_per_replica']:.3g} req/s per replica, bound by"
             f" {best['binding']}"
         )
+    if best is not None:
+        layout = f"TP{best['tp']}" + (f"PP{best['pp']}" if best["pp"] > 1 else "")
+        say(
+            con,
+            f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
+            f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
+            f"/Mtok, for {i['rate']:g} req/s of {i['model']}",
+            "bold",
+        )
     if rows:
         cols = (T("deployment"), N("GPUs"), N("$/h"), N("$/Mtok"), N("tok/\nGPU"), N("tok/\nuser"))
-        print_rows(con, head, cols, rows)
+        print_rows(con, "", cols, rows)
+        say(con, head)
     else:
         say(con, head)
         say(con, "no deployment meets the SLOs")

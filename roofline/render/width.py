@@ -353,15 +353,43 @@ def inputs_header(con: Console, inputs: Mapping[str, Any], label: str = "inputs"
     return notes
 
 
+VERBOSE = {"on": False}  # -v: every input and its provenance under the table
+
+
+def set_verbose(on: bool) -> None:
+    VERBOSE["on"] = on
+
+
+def compact_inputs(con: Console, inputs: Mapping[str, Any]) -> None:
+    """One line of the first inputs, cut at the console's width: the rest under -v and in
+    --format json."""
+    notes: list[str] = []
+    items = inputs_items(inputs, notes)
+    tail = " (-v: all)"
+    line = "inputs:"
+    for item in items:
+        if "[i" in item or len(line) + 1 + len(item) + len(tail) > con.width:
+            line += tail
+            break
+        line += " " + item
+    say(con, line)
+
+
 def table_output(draw: Callable[..., None]) -> Callable[..., None]:
     """Wrap `draw(doc, con, ...)` into the public `table(doc, ...)`: a stdout console, the
-    inputs header first, the inputs' long notes last."""
+    answer first, then the inputs that produced it: one compact line, or with -v every input
+    and its long notes."""
 
     @functools.wraps(draw)
     def table(doc: Mapping[str, Any], *args: Any, **kwargs: Any) -> None:
         con = stdout_console()
-        notes = inputs_header(con, doc.get("inputs") or {})
         draw(doc, con, *args, **kwargs)
+        inputs = doc.get("inputs") or {}
+        if not VERBOSE["on"]:
+            if inputs:
+                compact_inputs(con, inputs)
+            return
+        notes = inputs_header(con, inputs)
         for k, n in enumerate(notes, 1):
             say(con, f"[i{k}] {n}")
 
