@@ -307,10 +307,9 @@ def main_callback(
 ) -> None:
     """Analytical roofline calculator for LLM inference."""
     _state["catalog_dirs"] = [str(p) for p in catalog or []]
-    if verbose:
-        from roofline.render.width import set_verbose  # rich only when a table is drawn
+    from roofline.render.core import set_verbose  # no rich: JSON commands load it too
 
-        set_verbose(True)
+    set_verbose(verbose)
 
 
 def main(gc_paused: bool = False) -> None:

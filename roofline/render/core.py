@@ -101,6 +101,13 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
+VERBOSE = {"on": False}  # -v: every input and its provenance under a table (set per command)
+
+
+def set_verbose(on: bool) -> None:
+    VERBOSE["on"] = on
+
+
 def _md_cell(value: Any) -> str:
     """A Markdown cell for people reading a pull request: yes/no, numbers to 4 significant
     digits (CSV and JSON keep every digit)."""

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from roofline.render.core import compact, num, stdout_console
+from roofline.render.core import VERBOSE, compact, num, stdout_console
 from roofline.units import fmt_bytes, fmt_seconds
 
 ELLIPSIS = "…"
@@ -353,13 +353,6 @@ def inputs_header(con: Console, inputs: Mapping[str, Any], label: str = "inputs"
     return notes
 
 
-VERBOSE = {"on": False}  # -v: every input and its provenance under the table
-
-
-def set_verbose(on: bool) -> None:
-    VERBOSE["on"] = on
-
-
 def compact_inputs(con: Console, inputs: Mapping[str, Any]) -> None:
     """One line of the first inputs, cut at the console's width: the rest under -v and in
     --format json."""
@@ -385,7 +378,7 @@ def table_output(draw: Callable[..., None]) -> Callable[..., None]:
         con = stdout_console()
         draw(doc, con, *args, **kwargs)
         inputs = doc.get("inputs") or {}
-        if not VERBOSE["on"]:
+        if not VERBOSE["on"]:  # render.core: -v asks for every input
             if inputs:
                 compact_inputs(con, inputs)
             return
