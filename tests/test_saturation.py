@@ -267,3 +267,16 @@ def test_workers_keep_order_and_raise_what_a_worker_raised(monkeypatch):
         parallel_map(bad, [1, 2, 3])
     monkeypatch.setenv("ROOFLINE_JOBS", "1")  # in this process
     assert parallel_map(str, [1, 2]) == ["1", "2"]
+
+
+def test_disagg_kv_warning_counts_each_attention_dp_rank_once(run):
+    # DeepSeek-R1: 70,272 B of MLA latent per token; batch 1024 of 3,000 tokens over 8 attention-DP
+    # ranks holds 70,272 x 3,000 x 128 = 27.0 GB per decode GPU, under H200's ~37 GB budget
+    base = [
+        "disagg", "deepseek-r1", "--prefill", "h200", "--decode", "h200", "--prefill-tp", "8",
+        "--prefill-ep", "8", "--decode-tp", "8", "--decode-ep", "8", "--weights", "fp8",
+        "--batch", "1024", "--prompt", "1k", "--output", "2k", "-f", "json",
+    ]  # fmt: skip
+    adp = ["--prefill-attention-dp", "8", "--decode-attention-dp", "8"]
+    assert "KV per decode GPU" not in run(*base, *adp).stderr
+    assert "216 GB of KV per decode GPU" in run(*base).stderr  # replicated on every TP rank

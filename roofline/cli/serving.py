@@ -259,7 +259,10 @@ def disagg(
             raise opt.not_fit(m, hw, dep, plan)
     d_eng = engine(engine_name, d_hw)
     d_plan = plan_memory(m, d_hw, d_dep, d_eng)
-    kv_need = float(kv_bytes_per_sequence(m, d_dep, s + o, d_eng.block_tokens)) * b
+    # each attention-DP rank holds its own sequences' KV (the MLA latent once per sequence)
+    kv_need = float(kv_bytes_per_sequence(m, d_dep, s + o, d_eng.block_tokens)) * -(
+        -b // d_dep.attention_dp
+    )
     if kv_need > d_plan.kv_budget_bytes:
         warn(
             f"batch {b} needs {fmt_bytes(kv_need)} of KV per decode GPU; the budget is "
