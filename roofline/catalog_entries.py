@@ -8,6 +8,8 @@ the entry and the key. Kernel curves, engine profiles and links are built by cat
 
 from __future__ import annotations
 
+import copy
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -432,11 +434,49 @@ def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[
         built = []
         for i, entry in enumerate(entries):
             name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+            where = f"{path}: {section[:-1]} '{name}'"
             try:
-                built.append(_BUILDERS[section](f"{path}: {section[:-1]} '{name}'", entry))
+                built.append(_BUILDERS[section](where, entry))
             except CatalogError as exc:
                 if problems is None:
                     raise
-                problems.append(str(exc))
+                problems.extend(_every_problem(section, where, entry, str(exc)))
         out[section] = built
     return out
+
+
+_UNKNOWN = re.compile(r"^(?P<where>.*?): unknown key '(?P<key>[^']+)'")
+
+
+def _every_problem(section: str, where: str, entry: Any, first: str, most: int = 20) -> list[str]:
+    """Every problem of one entry, for `catalog validate`: an unknown key stops the builder, so
+    the entry is checked again without it (as the key it was likely meant to be, when one is
+    missing) until it builds or stops on another kind of problem."""
+    found = [first]
+    trial = copy.deepcopy(entry)
+    message = first
+    while len(found) < most:
+        m = _UNKNOWN.match(message)
+        if m is None or not isinstance(trial, dict):
+            break
+        inner = (
+            m.group("where")[len(where) :].lstrip(": ").split(": ")
+            if m.group("where") != where
+            else []
+        )
+        holder: Any = trial
+        for part in inner:  # a nested mapping ('memory', 'efficiency', ...)
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict) or m.group("key") not in holder:
+            break
+        value = holder.pop(m.group("key"))
+        meant = re.search(r"did you mean '([^']+)'", message)
+        if meant and meant.group(1) not in holder:  # a typo: go on as the key it was meant to be
+            holder[meant.group(1)] = value
+        try:
+            _BUILDERS[section](where, trial)
+            break
+        except CatalogError as exc:
+            message = str(exc)
+            found.append(message)
+    return found

@@ -265,3 +265,15 @@ def test_disagg_under_a_rate_echoes_the_lengths_it_simulated(run):
         "--prompt", "2k", "--output", "300", "--requests", "100", env={"COLUMNS": "120"},
     ).stdout  # fmt: skip
     assert "prompts fixed 2000, outputs fixed 300" in out
+
+
+def test_catalog_validate_lists_every_problem_of_an_entry(run, tmp_path):
+    # an unknown key no longer hides a negative capacity in the same entry
+    (tmp_path / "g.yaml").write_text(
+        "accelerators:\n- id: two-bad\n  name: T\n  vendor: test\n  family: nvidia-datacenter\n"
+        "  memory: {capacity_gib: -16, bandwidth_tb_s: 1, speed: 3}\n  dense_tflops: {bf16: 100}\n"
+        "  sparsity_2_4: false\n  colour: red\n  source: a test\n"
+    )
+    r = run("catalog", "validate", str(tmp_path))
+    assert r.code == 2
+    assert "'colour'" in r.stderr and "'speed'" in r.stderr and "capacity_gib" in r.stderr
