@@ -152,8 +152,10 @@ def test_catalog_validate_lists_every_problem(run, tmp_path):
     (tmp_path / "b.yaml").write_text("accelerators: [\n")  # not YAML
     r = run("catalog", "validate", str(tmp_path))
     lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
-    assert r.code == 2 and len(lines) == 3, r.stderr
+    # every problem of every entry: 'two' has the typo and, read as hidden_size, lacks 'name'
+    assert r.code == 2 and len(lines) == 4, r.stderr
     assert "'one'" in lines[0] and "'two'" in lines[1] and "hidden_size" in lines[1]
+    assert "'two'" in lines[2] and "'name'" in lines[2] and "not valid YAML" in lines[3]
 
 
 def test_weights_auto_is_the_checkpoint_format(run):
