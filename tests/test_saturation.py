@@ -280,3 +280,14 @@ def test_disagg_kv_warning_counts_each_attention_dp_rank_once(run):
     adp = ["--prefill-attention-dp", "8", "--decode-attention-dp", "8"]
     assert "KV per decode GPU" not in run(*base, *adp).stderr
     assert "216 GB of KV per decode GPU" in run(*base).stderr  # replicated on every TP rank
+
+
+def test_disagg_takes_a_pool_split(run):
+    base = [
+        "disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100", "--prompt", "2k",
+        "--output", "200", "--rate", "10", "--slo-ttft", "1s", "--slo-tpot", "40ms",
+        "--slo-pct", "90", "-f", "json",
+    ]  # fmt: skip
+    d = run(*base, "--pools", "3:1").json()["traffic"]["disaggregated"]
+    assert (d["prefill_replicas"], d["decode_replicas"], d["gpus_per_unit"]) == (3, 1, 4)
+    assert run(*base[:-2], "--pools", "3-1").code == 2

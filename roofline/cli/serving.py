@@ -221,6 +221,14 @@ def disagg(
     layerwise: Annotated[
         bool, typer.Option("--layerwise", help="send each layer's KV as soon as it is computed")
     ] = False,
+    pools: Annotated[
+        str | None,
+        typer.Option(
+            "--pools",
+            help="under --rate: the pool split P:D of one unit (e.g. 14:4 prefill:decode"
+            " replicas); default: the best of 1-4 decode replicas",
+        ),
+    ] = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """Prefill/decode disaggregation vs colocated serving.
@@ -312,6 +320,8 @@ def disagg(
         prefill_tokens_per_s_per_gpu=r.prefill_tokens_per_s_per_gpu,
         decode_tokens_per_s_per_gpu=r.decode_tokens_per_s_per_gpu,
     )
+    if pools is not None and rate is None:
+        raise InputError("--pools splits a unit under traffic: give --rate too")
     if rate is not None:
         doc["traffic"] = _traffic(
             m,
@@ -326,6 +336,7 @@ def disagg(
             topt.slo(slo_ttft, slo_tpot, slo_pct),
             kv_link,
             ideal,
+            _pool_split(pools),
         )
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
@@ -335,7 +346,20 @@ def disagg(
             render.disagg_traffic_table(doc)
 
 
-def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal):
+def _pool_split(spec: str | None) -> tuple[int, int] | None:
+    """'14:4' -> (14, 4): prefill and decode replicas of one disaggregated unit."""
+    if spec is None:
+        return None
+    p, sep, d = spec.partition(":")
+    if not (sep and p.strip().isdigit() and d.strip().isdigit()):
+        raise InputError(f"--pools: use P:D, prefill:decode replicas, e.g. 14:4 (got {spec!r})")
+    n_p, n_d = int(p), int(d)
+    if not (1 <= n_p <= 1024 and 1 <= n_d <= 1024):
+        raise InputError(f"--pools: each pool has 1 to 1024 replicas, got {spec}")
+    return n_p, n_d
+
+
+def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal, shape):
     """The colocated/disaggregated comparison under traffic, as JSON."""
     from roofline.cli.traffic import metrics_json
     from roofline.serving.disagg import compare_under_traffic
@@ -367,7 +391,7 @@ def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal
     ratio = disaggregate(
         m, p_hw, d_hw, p_dep, d_dep, link, b, max(int(s_mean), 1), max(int(o_mean), 2)
     ).prefill_replicas_per_decode_replica
-    modes = compare_under_traffic(m, colo, pre, colo, link, w, slo, ratio, seed, ideal)
+    modes = compare_under_traffic(m, colo, pre, colo, link, w, slo, ratio, seed, ideal, shape)
     out = {
         "rate": rates[0],
         "requests": w.n,

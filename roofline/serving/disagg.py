@@ -397,12 +397,13 @@ def compare_under_traffic(
     ratio: float,
     seed: int = 0,
     ideal: bool = False,
+    shape: tuple[int, int] | None = None,
 ) -> tuple[TrafficMode, TrafficMode]:
     """Colocated (chunked prefill, one pool) against disaggregated pools under the same SLOs and
     workload, by goodput per GPU: each unit's highest rate within the SLOs (at most its
     saturation), divided by its GPUs. Pool shapes tried: 1-4 decode replicas with the prefill
-    replicas the closed-form `ratio` (prefill replicas per decode replica) suggests. `ideal`:
-    ideal step times throughout."""
+    replicas the closed-form `ratio` (prefill replicas per decode replica) suggests, or only
+    `shape` (P, D) when given. `ideal`: ideal step times throughout."""
     rate = float(w.rate or 0.0)
     cap = replica_capacity(colo, w)
     r_colo = max_rate_within_slo(colo, w, slo, cap.of(ideal).requests_per_s, ideal, seed)
@@ -411,7 +412,7 @@ def compare_under_traffic(
         per = with_rate(w, rate / colo_mode.units, seed) if rate else w
         res = serve(colo, per, slo, 1, capacity=cap)
         colo_mode = replace(colo_mode, metrics=res.ideal if ideal else res.expected)
-    return colo_mode, best_pools(model, pre, dec, link, w, slo, ratio, seed, ideal)
+    return colo_mode, best_pools(model, pre, dec, link, w, slo, ratio, seed, ideal, shape)
 
 
 def best_pools(
@@ -424,11 +425,15 @@ def best_pools(
     ratio: float,
     seed: int = 0,
     ideal: bool = False,
+    shape: tuple[int, int] | None = None,
 ) -> TrafficMode:
     """The pool shape (P prefill + D decode replicas) with the most goodput per GPU: D from 1 to
-    4, P from the closed-form `ratio`; with its units for w.rate and the metrics there."""
+    4, P from the closed-form `ratio` (or only `shape`); with its units for w.rate and the
+    metrics there."""
     rate = float(w.rate or 0.0)
     shapes = sorted({(max(1, round(ratio * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
+    if shape is not None:
+        shapes = [shape]
     best: TrafficMode | None = None
     caps = {}
     sats = pool_saturations(pre, dec, w, ideal)
