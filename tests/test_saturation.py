@@ -291,3 +291,26 @@ def test_disagg_takes_a_pool_split(run):
     d = run(*base, "--pools", "3:1").json()["traffic"]["disaggregated"]
     assert (d["prefill_replicas"], d["decode_replicas"], d["gpus_per_unit"]) == (3, 1, 4)
     assert run(*base[:-2], "--pools", "3-1").code == 2
+
+
+def test_bursty_arrivals_raise_the_tail_not_the_throughput(run):
+    # vLLM's --burstiness: gamma gaps of shape 0.25 (CV 2) at the same rate, below saturation
+    base = [*SERVE, "--rate", "15", "--requests", "2000", "--no-saturation", "-f", "json"]
+    poisson = run(*base).json()["expected"]
+    bursty = run(*base, "--burstiness", "0.25").json()
+    assert "CV 2" in bursty["inputs"]["arrivals"]
+    bursty = bursty["expected"]
+    assert bursty["ttft_s"]["p99"] > 1.5 * poisson["ttft_s"]["p99"]
+    steady = bursty["throughput"]["requests_per_s"] / poisson["throughput"]["requests_per_s"]
+    assert steady == pytest.approx(1.0, abs=0.03)
+    assert run(*SERVE, "--rate", "5", "--burstiness", "0").code == 2
+
+
+def test_unit_gaps_have_mean_one_and_the_stated_spread():
+    from roofline.serving.workload import unit_gaps
+
+    rng = np.random.default_rng(0)
+    for b in (0.25, 1.0, 4.0):
+        g = unit_gaps(rng, 200_000, b)[1:]
+        assert g.mean() == pytest.approx(1.0, rel=0.02)
+        assert g.std() / g.mean() == pytest.approx(1 / math.sqrt(b), rel=0.03)  # CV

@@ -149,6 +149,7 @@ def serve(
     prompt_dist: opt.PromptDist = None,
     output_dist: opt.OutputDist = None,
     rate: topt.Rate = None,
+    burstiness: topt.Burstiness = 1.0,
     concurrency: topt.Concurrency = None,
     requests: opt.Requests = None,
     duration: topt.Duration = None,
@@ -209,6 +210,7 @@ def serve(
         requests,
         duration,
         seed,
+        burstiness,
     )
     eng = engine(engine_name, hw)
     max_len = int(base.prompts.max() + base.outputs.max())
@@ -300,6 +302,7 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def size(
     model: opt.ModelArg,
     rate: topt.Rate = None,
+    burstiness: topt.Burstiness = 1.0,
     hardware: topt.HardwareList = None,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
@@ -358,7 +361,7 @@ def size(
     if not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
     w = topt.serving_workload(
-        prompt, output, prompt_dist, output_dist, r[0], None, requests, None, seed
+        prompt, output, prompt_dist, output_dist, r[0], None, requests, None, seed, burstiness
     )
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])

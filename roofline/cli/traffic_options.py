@@ -16,6 +16,14 @@ Rate = Annotated[
     str | None,
     typer.Option("--rate", help="requests/s, Poisson arrivals: 4 | 1,2,4 | 0.5..20:0.5"),
 ]
+Burstiness = Annotated[
+    float,
+    typer.Option(
+        "--burstiness",
+        help="arrival gaps gamma-distributed with this shape, as vLLM's benchmark_serving: 1"
+        " Poisson, below 1 burstier (CV = 1/sqrt(burstiness))",
+    ),
+]
 Concurrency = Annotated[
     int | None,
     typer.Option(
@@ -96,11 +104,20 @@ def serving_workload(
     requests: int | None,
     duration: str | None,
     seed: int,
+    burstiness: float = 1.0,
 ):
     """The workload of serve/size/disagg: --prompt/--output fixed, --prompt-dist/--output-dist
     drawn, or a JSONL trace (`--prompt-dist trace.jsonl`: input_tokens, output_tokens and
-    optionally arrival_s per line; its arrival times win unless --rate is given)."""
-    from roofline.serving.workload import make_workload, with_rate, workload_from_trace
+    optionally arrival_s per line; its arrival times win unless --rate is given); open-loop
+    gaps shaped by --burstiness."""
+    from dataclasses import replace
+
+    from roofline.serving.workload import (
+        check_burstiness,
+        make_workload,
+        with_rate,
+        workload_from_trace,
+    )
     from roofline.userfiles import read_jsonl
 
     if prompt_dist and prompt_dist.endswith(".jsonl"):
@@ -108,7 +125,7 @@ def serving_workload(
         if requests is not None and requests < w.n:
             raise InputError("--requests cannot cut a trace; trim the file instead")
         if rate is not None:
-            return with_rate(w, rate, seed)
+            return with_rate(replace(w, burstiness=check_burstiness(burstiness)), rate, seed)
         if w.rate is None:
             raise InputError(f"{prompt_dist} has no arrival_s: give --rate")
         return w
@@ -117,7 +134,7 @@ def serving_workload(
         requests = SERVE_REQUESTS
     p = prompt_dist if prompt_dist else tokens(prompt, "--prompt", 1)
     o = output_dist if output_dist else tokens(output, "--output", 1)
-    return make_workload(p, o, rate, concurrency, requests, dur, seed)
+    return make_workload(p, o, rate, concurrency, requests, dur, seed, burstiness)
 
 
 def price_table(cat, spec: str | None) -> dict:

@@ -225,7 +225,9 @@ def cycled(w: Workload, n: int) -> Workload:
     if n == w.n:
         return w
     p, o = np.resize(w.prompts, n), np.resize(w.outputs, n)
-    return Workload(np.zeros(n), p, o, None, None, None, w.description, w.length_specs)
+    return Workload(
+        np.zeros(n), p, o, None, None, None, w.description, w.length_specs, w.burstiness
+    )
 
 
 def highest_ok(ok: Callable[[float], bool], hi: float, rel_tol: float = 0.03) -> float:

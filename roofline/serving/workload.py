@@ -38,6 +38,7 @@ class Workload:
     description: dict[str, Any]
     # (prompt, output) as given: a length or a distribution to draw from (None: a trace)
     length_specs: tuple[str | int, str | int] | None = None
+    burstiness: float = 1.0  # gamma-distributed gaps of shape `burstiness` (1: Poisson)
 
     @property
     def n(self) -> int:
@@ -82,9 +83,11 @@ def make_workload(
     requests: int | None = None,
     duration_s: float | None = None,
     seed: int = 0,
+    burstiness: float = 1.0,
 ) -> Workload:
-    """Build a workload; exactly one of `rate` and `concurrency`. Sizes and parameters are checked
-    before anything is allocated."""
+    """Build a workload; exactly one of `rate` and `concurrency`; `burstiness` shapes an open
+    loop's gaps (unit_gaps). Sizes and parameters are checked before anything is allocated."""
+    burstiness = check_burstiness(burstiness)
     if (rate is None) == (concurrency is None):
         raise InputError("give a request rate (--rate) or a number of users (--concurrency)")
     if rate is not None and not (math.isfinite(rate) and 0 < rate <= 1e6):
@@ -96,11 +99,9 @@ def make_workload(
     n = _count(rate, requests, duration_s, concurrency)
     prompts, p_desc = draw_lengths(prompt, n, seed + 1, "prompt")
     outputs, o_desc = draw_lengths(output, n, seed + 2, "output")
-    if rate is not None:
-        gaps = np.random.default_rng(seed).exponential(1.0, n)
-        gaps[0] = 0.0  # the first request arrives at t = 0
-        arrival = np.cumsum(gaps) / rate
-        arrivals = f"Poisson, {rate:g} requests/s"
+    if rate is not None:  # the first request arrives at t = 0
+        arrival = np.cumsum(unit_gaps(np.random.default_rng(seed), n, burstiness)) / rate
+        arrivals = arrivals_text(rate, burstiness)
     else:
         arrival = np.zeros(n)
         arrivals = f"closed loop, {concurrency} users, no think time"
@@ -115,7 +116,9 @@ def make_workload(
         "output_tokens_mean": float(outputs.mean()),
     }
     specs = (prompt, output)
-    return Workload(arrival, prompts, outputs, rate, concurrency, duration_s, desc, specs)
+    return Workload(
+        arrival, prompts, outputs, rate, concurrency, duration_s, desc, specs, burstiness
+    )
 
 
 def workload_from_trace(records: list[dict[str, Any]], where: str = "trace") -> Workload:
@@ -170,12 +173,39 @@ def workload_from_trace(records: list[dict[str, Any]], where: str = "trace") -> 
     return Workload(a[order] - a.min(), p[order], o[order], rate, None, None, desc)
 
 
+def unit_gaps(rng: np.random.Generator, n: int, burstiness: float = 1.0) -> np.ndarray:
+    """n gaps of mean 1, the first 0: exponential (a Poisson process), or gamma of shape
+    `burstiness` and scale 1/burstiness, vLLM benchmark_serving's --burstiness (coefficient of
+    variation 1/sqrt(burstiness): below 1 burstier than Poisson, above 1 more regular)."""
+    if burstiness == 1.0:
+        gaps = rng.exponential(1.0, n)
+    else:
+        gaps = rng.gamma(burstiness, 1.0 / burstiness, n)
+    gaps[0] = 0.0
+    return gaps
+
+
+def arrivals_text(rate: float, burstiness: float = 1.0) -> str:
+    if burstiness == 1.0:
+        return f"Poisson, {rate:g} requests/s"
+    cv = 1.0 / math.sqrt(burstiness)
+    return f"gamma, burstiness {burstiness:g} (CV {cv:.2g}), {rate:g} requests/s"
+
+
+def check_burstiness(burstiness: float) -> float:
+    if not (math.isfinite(burstiness) and 0.01 <= burstiness <= 100):
+        raise InputError(f"--burstiness must be from 0.01 to 100 (1: Poisson), got {burstiness}")
+    return float(burstiness)
+
+
 def with_rate(w: Workload, rate: float, seed: int = 0) -> Workload:
-    """The same requests arriving as a Poisson process at `rate` (for a rate sweep)."""
+    """The same requests arriving at `rate` with the workload's burstiness (Poisson at 1), for
+    a rate sweep."""
     if not (math.isfinite(rate) and 0 < rate <= 1e6):
         raise InputError(f"--rate must be a positive number of requests/s up to 1e6, got {rate}")
-    gaps = np.random.default_rng(seed).exponential(1.0, w.n)
-    gaps[0] = 0.0
-    desc = {**w.description, "arrivals": f"Poisson, {rate:g} requests/s"}
+    gaps = unit_gaps(np.random.default_rng(seed), w.n, w.burstiness)
+    desc = {**w.description, "arrivals": arrivals_text(rate, w.burstiness)}
     arrival = np.cumsum(gaps) / rate
-    return Workload(arrival, w.prompts, w.outputs, rate, None, None, desc, w.length_specs)
+    return Workload(
+        arrival, w.prompts, w.outputs, rate, None, None, desc, w.length_specs, w.burstiness
+    )
