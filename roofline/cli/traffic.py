@@ -150,6 +150,8 @@ def serve(
     output_dist: opt.OutputDist = None,
     rate: topt.Rate = None,
     burstiness: topt.Burstiness = 1.0,
+    arrivals: topt.Arrivals = None,
+    speedup: topt.Speedup = 1.0,
     concurrency: topt.Concurrency = None,
     requests: opt.Requests = None,
     duration: topt.Duration = None,
@@ -195,7 +197,8 @@ def serve(
     opt.check_formats(dep, hw)
     n_gpus, n_rep = opt.replicas(dep, gpus, dp)
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
-    if (rate is None) == (concurrency is None) and not (prompt_dist or "").endswith(".jsonl"):
+    timed = arrivals is not None or (prompt_dist or "").endswith(".jsonl")
+    if (rate is None) == (concurrency is None) and not timed:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
     rate_list = topt.rates(rate) if rate is not None else [None]
     if preemption not in ("recompute", "swap"):
@@ -211,6 +214,8 @@ def serve(
         duration,
         seed,
         burstiness,
+        arrivals,
+        speedup,
     )
     eng = engine(engine_name, hw)
     max_len = int(base.prompts.max() + base.outputs.max())

@@ -24,6 +24,17 @@ Burstiness = Annotated[
         " Poisson, below 1 burstier (CV = 1/sqrt(burstiness))",
     ),
 ]
+Arrivals = Annotated[
+    str | None,
+    typer.Option(
+        "--arrivals",
+        help="replay an arrival log: Azure LLM trace CSV, BurstGPT CSV, Mooncake JSONL or"
+        " roofline JSONL (arrival_s, input_tokens, output_tokens); detected by content",
+    ),
+]
+Speedup = Annotated[
+    float, typer.Option("--speedup", help="divide an arrival log's times (2: twice the rate)")
+]
 Concurrency = Annotated[
     int | None,
     typer.Option(
@@ -105,6 +116,8 @@ def serving_workload(
     duration: str | None,
     seed: int,
     burstiness: float = 1.0,
+    arrivals: str | None = None,
+    speedup: float = 1.0,
 ):
     """The workload of serve/size/disagg: --prompt/--output fixed, --prompt-dist/--output-dist
     drawn, or a JSONL trace (`--prompt-dist trace.jsonl`: input_tokens, output_tokens and
@@ -120,6 +133,19 @@ def serving_workload(
     )
     from roofline.userfiles import read_jsonl
 
+    if arrivals is not None:  # an arrival log: Azure, BurstGPT, Mooncake or roofline's JSONL
+        from roofline.serving.arrivals import read_arrivals
+
+        if prompt_dist or output_dist:
+            raise InputError("--arrivals brings its own lengths: drop --prompt-dist/--output-dist")
+        w = read_arrivals(arrivals, speedup)
+        if rate is not None:
+            return with_rate(replace(w, burstiness=check_burstiness(burstiness)), rate, seed)
+        if w.rate is None:
+            raise InputError(f"{arrivals}: every request at one time: give --rate")
+        return w
+    if speedup != 1.0:
+        raise InputError("--speedup time-scales an arrival log: give --arrivals FILE")
     if prompt_dist and prompt_dist.endswith(".jsonl"):
         w = workload_from_trace(read_jsonl(prompt_dist), prompt_dist)
         if requests is not None and requests < w.n:
