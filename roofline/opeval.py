@@ -184,6 +184,15 @@ class _OpPlan:
     alu: bool = False  # SHARES: a block-kernel linear with a mat-vec ALU floor (gemvalu.py)
 
 
+def op_dtype(op: Op, hw: Accelerator, dtype: str, attn_dtype: str) -> str:
+    """The dtype an op multiplies in: attention in the activations' (`attn_dtype`), a
+    non-expert layer of a checkpoint that quantizes the experts only in its own format's
+    (op.compute), every other op in the step's (`dtype`)."""
+    if op.compute is not None:
+        return hw.resolve_compute(op.compute)
+    return attn_dtype if op.kind == "attention" else dtype
+
+
 def _plan(
     ops: list[Op],
     hw: Accelerator,
@@ -200,9 +209,7 @@ def _plan(
     for i, op in enumerate(ops):
         if op.is_collective:
             continue
-        d = attn_dtype if op.kind == "attention" else dtype
-        if op.compute is not None:  # a non-expert layer in the checkpoint's dense format
-            d = hw.resolve_compute(op.compute)
+        d = op_dtype(op, hw, dtype, attn_dtype)
         peak = hw.peak(d, sparse=op.sparse)
         kernels = KERNELS_PER_OP.get(op.name, 1.0) * op.layers
         common = {

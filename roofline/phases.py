@@ -39,6 +39,7 @@ from roofline.opeval import (
     expected_op_s,
     expert_padding,
     is_point,
+    op_dtype,
 )
 from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
 from roofline.parallel import (
@@ -135,8 +136,8 @@ def _evaluate(
     own = links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp) if spans else None
     if is_point(ops, attn_shape):  # one point: Python floats (opeval.evaluate_point)
 
-        def per_op(op: Op, op_dtype: str, peak: float) -> FloatArray:
-            return expected_op_s(op, hw, dep, eff, op_dtype, peak, name, attn_shape)
+        def per_op(op: Op, dt: str, peak: float) -> FloatArray:
+            return expected_op_s(op, hw, dep, eff, dt, peak, name, attn_shape)
 
         point = evaluate_point(ops, hw, dep, eff, dtype, attn_dtype, name, attn_shape, per_op)
     for i, op in enumerate(ops):
@@ -177,11 +178,9 @@ def _evaluate(
             link_total = link_total + np.asarray(op.message_bytes) * op.layers
             results.append(OpResult(op, zero, ridge, verdict, t_ideal, t))
             continue
-        op_dtype = attn_dtype if op.kind == "attention" else dtype
-        if op.compute is not None:  # a non-expert layer in the checkpoint's dense format
-            op_dtype = hw.resolve_compute(op.compute)
-        peak = hw.peak(op_dtype, sparse=op.sparse)
-        peak_exp = hw.expected_peak(op_dtype, sparse=op.sparse)  # power-limited boards: below
+        dt = op_dtype(op, hw, dtype, attn_dtype)
+        peak = hw.peak(dt, sparse=op.sparse)
+        peak_exp = hw.expected_peak(dt, sparse=op.sparse)  # power-limited boards: below
         w = hw.memory_bandwidth_bytes_per_s
         intensity = arithmetic_intensity(op.flops, op.bytes)
         t_ideal = op_time_s(op.flops, op.bytes, peak, w)
@@ -196,7 +195,7 @@ def _evaluate(
             if op.quantized and dep.weights.alu_flops > 0:  # block mat-vec ALU (gemvalu.py)
                 t_exp = np.maximum(t_exp, op_alu_time_s(op, dep, hw, eff.alu_dequant))
         else:
-            t_exp = expected_op_s(op, hw, dep, eff, op_dtype, peak_exp, name, attn_shape)
+            t_exp = expected_op_s(op, hw, dep, eff, dt, peak_exp, name, attn_shape)
         results.append(
             OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp)
         )

@@ -174,24 +174,19 @@ class _Held(io.StringIO):
         return int(self.real.fileno())
 
 
-def _write_out(real: Any, text: str) -> None:
-    """The held results to the real stdout: a reader that left (`| head`) ends the process
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EFBIG)
+
+
+def _write_failed(exc: OSError) -> None:
+    """Results that could not be written: a reader that left (`| head`) ends the process
     quietly, as Unix tools do; a full disk or a failing device is one line, exit 2."""
-    try:
-        real.write(text)
-        real.flush()
-    except BrokenPipeError:
-        _reader_left()
-    except OSError as exc:
-        print(_one_line(f"error: cannot write the results: {exc.strerror or exc}"), file=sys.stderr)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
-
-
-def _reader_left() -> None:
-    try:
-        sys.stderr.close()
-    finally:
-        os._exit(EXIT_OK)
+    if isinstance(exc, BrokenPipeError):
+        try:
+            sys.stderr.close()
+        finally:
+            os._exit(EXIT_OK)
+    print(_one_line(f"error: cannot write the results: {exc.strerror or exc}"), file=sys.stderr)
+    raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 def guarded(fn: F) -> F:
@@ -203,21 +198,24 @@ def guarded(fn: F) -> F:
         resume_gc()
         real = sys.stdout
         held = sys.stdout = _Held(real)
+        complete = False  # a result, even one with its own exit code (check: 1 on a failure)
         try:
             out = fn(*args, **kwargs)
+            complete = True
+            return out
+        except typer.Exit:
+            complete = True
+            raise
         except RooflineError as exc:
-            sys.stdout = real
             fail(exc)
-        except typer.Exit:  # a result with its own exit code (check: 1 when an assertion fails)
+        finally:
             sys.stdout = real
-            _write_out(real, held.getvalue())
-            raise
-        except BaseException:
-            sys.stdout = real
-            raise
-        sys.stdout = real
-        _write_out(real, held.getvalue())
-        return out
+            if complete:
+                try:
+                    real.write(held.getvalue())
+                    real.flush()
+                except OSError as exc:
+                    _write_failed(exc)
 
     return wrapper  # type: ignore[return-value]
 
@@ -234,14 +232,10 @@ def guarded_stream(fn: F) -> F:
             return out
         except RooflineError as exc:
             fail(exc)
-        except BrokenPipeError:
-            _reader_left()
-        except OSError as exc:
-            if getattr(exc, "errno", None) not in (errno.ENOSPC, errno.EIO, errno.EFBIG):
+        except OSError as exc:  # writing the stream; any other OSError is not ours to name
+            if not isinstance(exc, BrokenPipeError) and exc.errno not in _WRITE_ERRNOS:
                 raise
-            message = f"error: cannot write the results: {exc.strerror or exc}"
-            print(_one_line(message), file=sys.stderr)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+            _write_failed(exc)
 
     return wrapper  # type: ignore[return-value]
 

@@ -17,6 +17,15 @@ from roofline.units import parse_seconds
 from roofline.userfiles import load_spec
 
 
+def _positive_rate(value: Any, name: str, unit: str) -> Any:
+    """`value` unless it is given and not a positive finite number (InputError naming `name`)."""
+    if value is not None and not (
+        isinstance(value, int | float) and math.isfinite(value) and value > 0
+    ):
+        raise InputError(f"{name} must be a positive rate in {unit}, got {value}")
+    return value
+
+
 def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
     cat = catalog()
     where = f"deployment '{d['name']}'"
@@ -39,9 +48,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
         output = opt.tokens(str(d.get("output", "1k")), "output", 1)
         context = opt.tokens(str(d.get("context", prompt + output)), "context", 1)
         c = d["checks"]
-        mt = c.get("min_throughput")
-        if mt is not None and not (isinstance(mt, int | float) and math.isfinite(mt) and mt > 0):
-            raise InputError(f"min_throughput must be a positive rate in tokens/s, got {mt}")
+        _positive_rate(c.get("min_throughput"), "min_throughput", "tokens/s")
         limits = Limits(
             min_batch=c.get("min_batch"),
             min_concurrency=c.get("min_concurrency"),
@@ -157,9 +164,7 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
         raise InputError("check takes one --rate")
     if not given:
         raise InputError("--rate needs --max-ttft-p99, --max-tpot-p99 or --min-goodput")
-    g = given.get("min_goodput")
-    if g is not None and not (isinstance(g, int | float) and math.isfinite(g) and g > 0):
-        raise InputError(f"--min-goodput must be a positive rate in requests/s, got {g}")
+    g = _positive_rate(given.get("min_goodput"), "--min-goodput", "requests/s")
     return TrafficLimits(
         rates[0],
         parse_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,

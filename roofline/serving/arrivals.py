@@ -28,7 +28,7 @@ import numpy as np
 
 from roofline.errors import InputError
 from roofline.files import read_text
-from roofline.serving.workload import MAX_REQUESTS, MAX_TOKENS, Workload
+from roofline.serving.workload import MAX_REQUESTS, MAX_TOKENS, Workload, replayed
 
 FORMATS = {
     "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
@@ -141,22 +141,12 @@ def read_arrivals(path: str | Path, speedup: float = 1.0) -> Workload:
     if len(rows) > MAX_REQUESTS:
         raise InputError(f"{name}: at most {MAX_REQUESTS:,} requests, got {len(rows):,}")
     t = np.array([r[0] for r in rows])
-    order = np.argsort(t, kind="stable")
-    t = (t[order] - t.min()) / speedup
-    prompts = np.maximum(np.array([r[1] for r in rows], dtype=np.int64)[order], 1)
-    outputs = np.maximum(np.array([r[2] for r in rows], dtype=np.int64)[order], 1)
-    span = float(t[-1] - t[0])
-    rate = (len(rows) - 1) / span if span > 0 else None
+    prompts = np.maximum(np.array([r[1] for r in rows], dtype=np.int64), 1)
+    outputs = np.maximum(np.array([r[2] for r in rows], dtype=np.int64), 1)
     t_key, i_key, o_key = FORMATS[kind]
     sped = f", x{speedup:g}" if speedup != 1.0 else ""
-    desc = {
-        "arrivals": f"{kind} log {name} ({t_key}, {i_key}, {o_key}{sped})",
-        "requests": len(rows),
-        "duration_s": span,
-        "seed": None,
-        "prompt_lengths": f"{len(rows)} from {name} ({i_key})",
-        "output_lengths": f"{len(rows)} from {name} ({o_key})",
-        "prompt_tokens_mean": float(prompts.mean()),
-        "output_tokens_mean": float(outputs.mean()),
-    }
-    return Workload(t, prompts, outputs, rate, None, None, desc)
+    arrivals = f"{kind} log {name} ({t_key}, {i_key}, {o_key}{sped})"
+    n = len(rows)
+    span = float(t.max() - t.min()) / speedup
+    prompt_lengths, output_lengths = f"{n} from {name} ({i_key})", f"{n} from {name} ({o_key})"
+    return replayed(t, prompts, outputs, arrivals, prompt_lengths, output_lengths, speedup, span)

@@ -24,7 +24,13 @@ import numpy as np
 from roofline.serving.bounds import RateBounds, rate_bounds
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.serve import Replica, Slo, metrics, run_replicas
-from roofline.serving.workload import MAX_REQUESTS, Workload, draw_lengths, with_rate
+from roofline.serving.workload import (
+    MAX_REQUESTS,
+    Workload,
+    draw_lengths,
+    unit_gaps,
+    with_rate,
+)
 
 PROBE_GENERATIONS = 4  # closed-loop rounds measured (within 2% of 40 rounds: 8B, 70B, lognormal)
 PROBE_LENGTHS = 4000  # lengths drawn for the probe from a length distribution
@@ -151,8 +157,7 @@ def saturation(
 def _bounded(rep: Replica, prompts, outputs, rate: float, ideal: bool) -> bool:
     """A Poisson run at `rate`: at most 5% of the requests (+5) still queued at the last
     arrival."""
-    gaps = np.random.default_rng(PROBE_SEED).exponential(1.0, prompts.size)
-    gaps[0] = 0.0
+    gaps = unit_gaps(np.random.default_rng(PROBE_SEED), prompts.size)
     w = Workload(np.cumsum(gaps) / rate, prompts, outputs, rate, None, None, {})
     m = metrics(run_replicas(rep, w, 1, ideal), Slo(), rep.gpus)
     return m.queued_at_last_arrival <= 0.05 * m.requests + 5

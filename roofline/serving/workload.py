@@ -157,20 +157,39 @@ def workload_from_trace(records: list[dict[str, Any]], where: str = "trace") -> 
             if v < 0:
                 raise InputError(f"{line}: arrival_s must not be negative")
             a[i] = v
-    order = np.argsort(a, kind="stable")
+    arrivals = f"trace ({where})" if timed else "trace without times: all at t = 0"
+    lengths = f"{len(records)} from {where}"
+    return replayed(a, p, o, arrivals, lengths, lengths)
+
+
+def replayed(
+    t: np.ndarray,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    arrivals: str,
+    prompt_lengths: str,
+    output_lengths: str,
+    speedup: float = 1.0,
+    duration_s: float | None = None,
+) -> Workload:
+    """Requests at times `t` (seconds, any order) replayed from the first one, sorted by time and
+    divided by `speedup`, at the rate their span implies ((n − 1) / span; None when all arrive at
+    once); the description says where they came from (`arrivals`, `*_lengths`)."""
+    order = np.argsort(t, kind="stable")
+    t = (t[order] - t.min()) / speedup
+    span = float(t[-1] - t[0])
     desc = {
-        "arrivals": f"trace ({where})" if timed else "trace without times: all at t = 0",
-        "requests": len(records),
-        "duration_s": None,
+        "arrivals": arrivals,
+        "requests": len(t),
+        "duration_s": duration_s,
         "seed": None,
-        "prompt_lengths": f"{len(records)} from {where}",
-        "output_lengths": f"{len(records)} from {where}",
-        "prompt_tokens_mean": float(p.mean()),
-        "output_tokens_mean": float(o.mean()),
+        "prompt_lengths": prompt_lengths,
+        "output_lengths": output_lengths,
+        "prompt_tokens_mean": float(prompts.mean()),
+        "output_tokens_mean": float(outputs.mean()),
     }
-    span = float(a.max() - a.min()) if timed else 0.0
-    rate = (len(records) - 1) / span if span > 0 else None
-    return Workload(a[order] - a.min(), p[order], o[order], rate, None, None, desc)
+    rate = (len(t) - 1) / span if span > 0 else None
+    return Workload(t, prompts[order], outputs[order], rate, None, None, desc)
 
 
 def unit_gaps(rng: np.random.Generator, n: int, burstiness: float = 1.0) -> np.ndarray:
