@@ -72,12 +72,14 @@ def _draws(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     return prompts, outputs
 
 
-def probe_lengths(w: Workload) -> tuple[np.ndarray, np.ndarray]:
-    """The probe's prompt and output lengths: _draws with the longest 1% clipped at the 99th
-    percentile (a closed loop's rate is set by the bulk of the requests), and at the
-    workload's own longest prompt and output, which the replica was built for (this bites only
-    in runs of a few hundred requests or less)."""
-    prompts, outputs = _draws(w)
+def probe_lengths(
+    w: Workload, draws: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The probe's prompt and output lengths: _draws (or `draws`, when already made) with the
+    longest 1% clipped at the 99th percentile (a closed loop's rate is set by the bulk of the
+    requests), and at the workload's own longest prompt and output, which the replica was built
+    for (this bites only in runs of a few hundred requests or less)."""
+    prompts, outputs = draws if draws is not None else _draws(w)
     caps = (
         min(np.percentile(prompts, 99), w.prompts.max()),
         min(np.percentile(outputs, 99), w.outputs.max()),
@@ -168,9 +170,10 @@ class Capacity:
     asked for) and its physical bounds, for one length distribution."""
 
     def __init__(self, rep: Replica, w: Workload, confirm: bool = False) -> None:
-        self.prompts, self.outputs = probe_lengths(w)
+        draws = _draws(w)  # drawn once: clipped for the probe, whole for the mean
+        self.prompts, self.outputs = probe_lengths(w, draws)
         # the steady state's tokens per request: the distribution's mean, unclipped
-        self.mean_output_tokens = float(np.mean(_draws(w)[1]))
+        self.mean_output_tokens = float(np.mean(draws[1]))
         self._rep, self._confirm = rep, confirm
         self._sat: dict[bool, Saturation] = {}
         r = rep.rules
