@@ -31,6 +31,8 @@ METRICS = {
     "itl_p50_ms": lambda m: m.itl_s.p50 * 1e3,
     "e2e_p50_ms": lambda m: m.e2e_s.p50 * 1e3,
     "tpot_mean_ms": lambda m: m.tpot_s.mean * 1e3,
+    "tpot_p50_ms": lambda m: m.tpot_s.p50 * 1e3,
+    "tpot_p99_ms": lambda m: m.tpot_s.p99 * 1e3,
     "requests_per_s": lambda m: m.requests_per_s,
     "output_tokens_per_s": lambda m: m.output_tokens_per_s,
 }
