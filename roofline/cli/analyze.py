@@ -21,6 +21,15 @@ from roofline.phases import PhaseResult, prefill, request
 from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
 from roofline.units import fmt_bytes
 
+# the bands of analyze's expected figures (roofline/bands.py): band -> the keys it applies to
+ANALYZE_BANDS = {
+    "ttft_p50": ["batch_prefill_s", "ttft_s"],
+    "tpot_p50": ["tpot_s"],
+    "e2e_p50": ["e2e_s"],
+    "throughput": ["output_tokens_per_s"],
+    "cost_per_million_output_tokens": ["cost_per_million_output_tokens"],
+}
+
 
 @app.command()
 @guarded
@@ -139,9 +148,14 @@ def analyze(
         for k, t in (("ideal", r.ideal), ("expected", r.expected))
     }
     cal = r.decode.calibration
-    low, high = cal.band(r.expected.tpot_s)
+    bands = convert.bands_json(cal.family, ANALYZE_BANDS)
+    tpot_rel = bands["tpot_p50"]["rel"] if "tpot_p50" in bands else 0.0
     timing["expected"]["calibration"] = convert.calibration_json(cal)
-    timing["expected"]["tpot_band_s"] = [low, high]
+    timing["expected"]["tpot_band_s"] = [
+        float(r.expected.tpot_s) * (1 - tpot_rel),
+        float(r.expected.tpot_s) * (1 + tpot_rel),
+    ]
+    timing["expected"]["bands"] = bands
     timing["expected"]["step_overhead_s"] = float(r.decode.t_overhead_s)
     doc = render.document(
         "analyze",

@@ -62,6 +62,25 @@ def efficiency_json(eff: Efficiency) -> dict[str, Any]:
     }
 
 
+def bands_json(family: str, applies: dict[str, list[str]]) -> dict[str, Any]:
+    """The error bands (roofline/bands.py) of the figures a document carries: band name ->
+    rel (±, relative), n, family (null: pooled), basis and the keys it applies to."""
+    from roofline.bands import band
+
+    out = {}
+    for name, keys in applies.items():
+        b = band(name, family)
+        if b is not None:
+            out[name] = {
+                "rel": b.rel,
+                "n": b.n,
+                "family": b.family,
+                "basis": b.basis,
+                "applies_to": keys,
+            }
+    return out
+
+
 def calibration_json(c: Calibration) -> dict[str, Any]:
     """Where an expected figure's efficiencies come from and its out-of-sample error band."""
     return {

@@ -43,6 +43,22 @@ Tokenizer = Annotated[
         help="the API server's detokenizer: fast, or slow (e.g. vLLM --tokenizer-mode mistral)",
     ),
 ]
+# the bands of serve's and size's expected figures (roofline/bands.py): band -> the keys it
+# applies to (under each point's or deployment's "expected", or the document's)
+SERVE_BANDS = {
+    "ttft_p50": ["ttft_s.p50"],
+    "ttft_p99": ["ttft_s.p99"],
+    "tpot_p50": ["tpot_s.p50"],
+    "tpot_p99": ["tpot_s.p99"],
+    "e2e_p50": ["e2e_s.p50"],
+    "throughput": [
+        "throughput.requests_per_s",
+        "throughput.output_tokens_per_s",
+        "throughput.output_tokens_per_s_per_gpu",
+    ],
+    "saturation": ["saturation_rate.expected", "saturation_rate_per_replica"],
+    "cost_per_million_output_tokens": ["cost_per_million_output_tokens"],
+}
 SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serve)
 SIZE_HARDWARE = "h100,h200,b200,mi300x"
 
@@ -282,7 +298,12 @@ def serve(
     }
     extra = {"ideal": points[0]["ideal"], "expected": points[0]["expected"]}
     doc = render.document(
-        "serve", inputs, **(extra if len(points) == 1 else {}), saturation_rate=sat, points=points
+        "serve",
+        inputs,
+        **(extra if len(points) == 1 else {}),
+        saturation_rate=sat,
+        points=points,
+        bands=convert.bands_json(hw.efficiency.family, SERVE_BANDS),
     )
     rows = [{"rate": p["rate"], **_flat(p["expected"])} for p in doc["points"]]
     render.emit(doc, fmt, rows, render.serve_table)
@@ -378,6 +399,7 @@ def size(
         extra = size_disaggregated(m, hws, base, eng, w, slo, prices, KvLink(cat.tier(link)), seed)
         rows = rank(rows + extra, minimize)
     deployments = []
+    by_id = {h.id: h for h in hws}
     for d in rows:
         p = prices.get(d.hardware)
         deployments.append(
@@ -405,6 +427,7 @@ def size(
                 "note": d.note,
                 "expected": metrics_json(d.expected, p) if d.expected else None,
                 "ideal": metrics_json(d.ideal, p) if d.ideal else None,
+                "bands": convert.bands_json(by_id[d.hardware].efficiency.family, SERVE_BANDS),
             }
         )
     inputs = {
@@ -430,7 +453,9 @@ def size(
     }
     best = next((d for d in deployments if d["best"]), None)
     doc = render.document("size", inputs, best=best, deployments=deployments)
-    flat = [{k: v for k, v in d.items() if k not in ("expected", "ideal")} for d in deployments]
+    flat = [
+        {k: v for k, v in d.items() if k not in ("expected", "ideal", "bands")} for d in deployments
+    ]
     for f, d in zip(flat, deployments, strict=True):
         e = d["expected"] or {}
         f["ttft_p99_s"] = (e.get("ttft_s") or {}).get("p99")
@@ -438,6 +463,8 @@ def size(
         f["output_tokens_per_s_per_gpu"] = (e.get("throughput") or {}).get(
             "output_tokens_per_s_per_gpu"
         )
+        for name, b in d["bands"].items():
+            f[f"band_{name}"] = b["rel"]
     render.emit(doc, fmt, flat, render.size_table)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import cbytes, csec, num, pct
+from roofline.render.core import bands_note, cbytes, csec, num, pct, pm
 from roofline.render.width import SUB, N, T, print_pairs, print_rows, say, table_output
 from roofline.units import fmt_bytes, fmt_count, fmt_seconds
 
@@ -176,29 +176,48 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
         print_rows(con, title, cols, rows)
     mem = doc["memory"]
     ideal, exp = doc["ideal"], doc["expected"]
+    bands = exp.get("bands")
     print_rows(
         con,
         f"{i['model']} on {i['gpus']}× {i['hardware']} (TP{i['tp']} PP{i['pp']} EP{i['ep']}), "
         f"batch {i['batch']}, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out",
-        (T("metric"), N("ideal"), N("expected")),
+        (T("metric"), N("ideal"), N("expected"), N("±")),
         [
             (
                 "batch prefill",
                 fmt_seconds(ideal["batch_prefill_s"]),
                 fmt_seconds(exp["batch_prefill_s"]),
+                pm(bands, "ttft_p50"),
             ),
-            ("TTFT, 1 request", fmt_seconds(ideal["ttft_s"]), fmt_seconds(exp["ttft_s"])),
-            ("TPOT", fmt_seconds(ideal["tpot_s"]), fmt_seconds(exp["tpot_s"])),
-            ("E2E, static batch", fmt_seconds(ideal["e2e_s"]), fmt_seconds(exp["e2e_s"])),
+            (
+                "TTFT, 1 request",
+                fmt_seconds(ideal["ttft_s"]),
+                fmt_seconds(exp["ttft_s"]),
+                pm(bands, "ttft_p50"),
+            ),
+            (
+                "TPOT",
+                fmt_seconds(ideal["tpot_s"]),
+                fmt_seconds(exp["tpot_s"]),
+                pm(bands, "tpot_p50"),
+            ),
+            (
+                "E2E, static batch",
+                fmt_seconds(ideal["e2e_s"]),
+                fmt_seconds(exp["e2e_s"]),
+                pm(bands, "e2e_p50"),
+            ),
             (
                 "output tokens/s",
                 num(ideal["output_tokens_per_s"]),
                 num(exp["output_tokens_per_s"]),
+                pm(bands, "throughput"),
             ),
             (
                 "decode share of time",
                 pct(ideal["decode_time_fraction"], 1),
                 pct(exp["decode_time_fraction"], 1),
+                "",
             ),
         ],
     )
@@ -216,8 +235,6 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
     exp = doc["expected"]
     if "calibration" in exp:
         cal = exp["calibration"]
-        band = cal["error_band"]
-        lo, hi = exp["tpot_band_s"]
         curves = cal["kernel_curves"] or "scalar shares"
         say(
             con,
@@ -225,14 +242,9 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
             + (" (borrowed)" if cal["kernel_curves_borrowed"] else "")
             + f", {cal['engine']} engine step costs {fmt_seconds(exp['step_overhead_s'])}; "
             f"family {cal['family']} fitted on {cal['cases']} published cases"
-            + (
-                f", out-of-sample error band ±{band:.0%}: TPOT {fmt_seconds(lo)} to "
-                f"{fmt_seconds(hi)}"
-                if band
-                else ", no error band"
-            )
             + (" — NOT calibrated on this family's own data" if cal["borrowed"] else ""),
         )
+        say(con, bands_note(bands))
 
 
 # ---- bytes ----------------------------------------------------------------------------------

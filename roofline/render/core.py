@@ -230,3 +230,31 @@ def csec(t: float | None) -> str:
 
 def pct(x: float | None, digits: int = 0) -> str:
     return "—" if x is None else f"{x:.{digits}%}"
+
+
+def pm(bands: Mapping[str, Any] | None, name: str) -> str:
+    """A figure's error band as "±35%" (roofline/bands.py), or "" when it has none."""
+    b = (bands or {}).get(name)
+    return "" if b is None else f"±{b['rel']:.0%}"
+
+
+def _metric_name(band: str) -> str:
+    """ttft_p99 -> TTFT p99."""
+    head, _, tail = band.partition("_")
+    return f"{head.upper() if head in ('ttft', 'tpot', 'e2e') else head} {tail}".strip()
+
+
+def bands_note(bands: Mapping[str, Any] | None) -> str:
+    """One line on where the ± figures come from: the family's own points or the pooled ones."""
+    if not bands:
+        return "no error bands (no published measurement behind these figures)"
+    own = sorted({b["family"] for b in bands.values() if b["family"]})
+    inherited = ("saturation", "cost_per_million_output_tokens")
+    pooled = [k for k, b in bands.items() if b["family"] is None and k not in inherited]
+    text = "± = 90th percentile of out-of-sample |error| (docs/ACCURACY.md)"
+    text += f", family {', '.join(own)}" if own else ""
+    if pooled:
+        text += "; all families pooled (under 5 points of the family) for " + ", ".join(
+            _metric_name(p) for p in pooled
+        )
+    return text + "; saturation and $/Mtok take the throughput band"

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import csec, pct, stdout_console
+from roofline.render.core import bands_note, csec, pct, pm, stdout_console
 from roofline.render.serving import _bar
 from roofline.render.width import N, T, print_pairs, print_rows, say, table_output
 from roofline.units import fmt_seconds
@@ -50,19 +50,33 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         "past it)."
     )
     sat = doc.get("saturation_rate")
+    bands = doc.get("bands")
+
+    def b(value: str, name: str) -> str:
+        band = pm(bands, name)
+        return f"{value} {band}" if band else value
+
     if len(pts) == 1:
         e = pts[0]["expected"]
         j = e["joules_per_output_token"]
+        ttft, tpot, e2e = e["ttft_s"], e["tpot_s"], e["e2e_s"]
+        thr = e["throughput"]
         pairs = [
             ("rate", f"{pts[0]['rate']:.3g} req/s" if pts[0]["rate"] else "-"),
-            ("TTFT p50 / p99", f"{csec(e['ttft_s']['p50'])} / {csec(e['ttft_s']['p99'])}"),
-            ("TPOT p50 / p99", f"{csec(e['tpot_s']['p50'])} / {csec(e['tpot_s']['p99'])}"),
+            (
+                "TTFT p50 / p99",
+                f"{b(csec(ttft['p50']), 'ttft_p50')} / {b(csec(ttft['p99']), 'ttft_p99')}",
+            ),
+            (
+                "TPOT p50 / p99",
+                f"{b(csec(tpot['p50']), 'tpot_p50')} / {b(csec(tpot['p99']), 'tpot_p99')}",
+            ),
             ("ITL p50 / p99", f"{csec(e['itl_s']['p50'])} / {csec(e['itl_s']['p99'])}"),
-            ("E2E p50 / p99", f"{csec(e['e2e_s']['p50'])} / {csec(e['e2e_s']['p99'])}"),
+            ("E2E p50 / p99", f"{b(csec(e2e['p50']), 'e2e_p50')} / {csec(e2e['p99'])}"),
             ("queue mean", csec(e["queue_s"]["mean"])),
-            ("requests/s", f"{e['throughput']['requests_per_s']:.3g}"),
-            ("output tok/s", f"{e['throughput']['output_tokens_per_s']:,.0f}"),
-            ("tok/s per GPU", f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}"),
+            ("requests/s", b(f"{thr['requests_per_s']:.3g}", "throughput")),
+            ("output tok/s", b(f"{thr['output_tokens_per_s']:,.0f}", "throughput")),
+            ("tok/s per GPU", b(f"{thr['output_tokens_per_s_per_gpu']:,.0f}", "throughput")),
             ("tok/s per user", f"{e['throughput']['output_tokens_per_s_per_user']:,.1f}"),
             ("goodput", f"{e['goodput_requests_per_s']:.3g} req/s"),
             ("SLO attainment", pct(e["slo_attainment"])),
@@ -71,11 +85,14 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ("queue length", f"{e['mean_queue_length']:.1f}"),
             ("KV occupancy", pct(e["kv_occupancy"])),
             ("utilisation", pct(e["utilisation"])),
-            ("$/M output tok", _usd(e["cost_per_million_output_tokens"])),
+            (
+                "$/M output tok",
+                b(_usd(e["cost_per_million_output_tokens"]), "cost_per_million_output_tokens"),
+            ),
             ("J/output token", "-" if j is None else f"{j:.3g}"),
         ]
         if sat:
-            pairs.append(("saturation", f"{sat['expected']:.3g} req/s"))
+            pairs.append(("saturation", b(f"{sat['expected']:.3g} req/s", "saturation")))
             pairs.append(("bound by", sat["binding"]["expected"]))
         if not e.get("steady_state", True):
             head += (
@@ -90,6 +107,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         )
         print_pairs(con, answer, pairs)
         say(con, head)
+        say(con, bands_note(bands))
         return
     print_rows(
         con,
@@ -109,6 +127,12 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         ],
     )
     say(con, head)
+    say(
+        con,
+        f"bands: TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99 "
+        f"{pm(bands, 'tpot_p99') or 'none'}, tok/s {pm(bands, 'throughput') or 'none'}; "
+        + bands_note(bands),
+    )
     top_ttft = max(p["expected"]["ttft_s"]["p99"] for p in pts)
     top_tpot = max(p["expected"]["tpot_s"]["p99"] for p in pts)
     print_rows(
@@ -127,7 +151,8 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     if sat:
         say(
             con,
-            f"saturation rate: {sat['expected']:.3g} req/s (ideal {sat['ideal']:.3g}), bound by "
+            f"saturation rate: {sat['expected']:.3g} req/s {pm(bands, 'saturation')} (ideal "
+            f"{sat['ideal']:.3g}), bound by "
             f"{sat['binding']['expected']}; compute bound {sat['compute_bound']:.3g}, bandwidth "
             f"bound {sat['bandwidth_bound']:.3g}",
         )
@@ -156,13 +181,21 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
                 _usd(d["cost_per_million_output_tokens"]),
                 f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
+                pm(d.get("bands"), "throughput"),
+                "/".join(
+                    pm(d.get("bands"), k).lstrip("±").rstrip("%") or "-"
+                    for k in ("ttft_p99", "tpot_p99")
+                ),
             )
         )
     head = (
         f"Deployments of {i['model']} ({i['weights']} weights) serving {i['rate']:g} req/s, "
         f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}. "
         f"* = best ({i['minimize']}), f = on the frontier of tok/s per GPU vs tok/s per user; "
-        "GPUs = replicas x TP x PP; tok = output tokens/s; more in --format json"
+        "GPUs = replicas x TP x PP; tok = output tokens/s; ±tok = the band of tok/s, $/Mtok "
+        "and saturation, ±p99 = TTFT/TPOT p99 bands (90th percentile of out-of-sample |error| "
+        "per hardware family, docs/ACCURACY.md; all families pooled where a family has under 5 "
+        "points); more in --format json"
     )
     best = next((d for d in deps if d["best"]), None)
     if best is not None and best.get("sized_on"):
@@ -178,11 +211,21 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             con,
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
             f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
-            f"/Mtok, for {i['rate']:g} req/s of {i['model']}",
+            f"/Mtok{(' ' + pm(best.get('bands'), 'throughput')).rstrip()}, for {i['rate']:g} "
+            f"req/s of {i['model']}",
             "bold",
         )
     if rows:
-        cols = (T("deployment"), N("GPUs"), N("$/h"), N("$/Mtok"), N("tok/\nGPU"), N("tok/\nuser"))
+        cols = (
+            T("deployment"),
+            N("GPUs"),
+            N("$/h"),
+            N("$/Mtok"),
+            N("tok/\nGPU"),
+            N("tok/\nuser"),
+            N("±tok"),
+            N("±p99\n%"),
+        )
         print_rows(con, "", cols, rows)
         say(con, head)
     else:

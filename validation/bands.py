@@ -1,0 +1,165 @@
+"""Error bands for the expected figures, from the out-of-sample errors of the published cases.
+
+A band is the 90th percentile of |out-of-sample relative error| (expected / measured − 1) of one
+metric on one hardware family (hardware/families.yaml), rounded up to a whole percent, so that
+no band is narrower than the errors it comes from. A family with fewer than 5 out-of-sample
+points of a metric takes the metric's pooled band (all families) and says so. The points:
+- the step cases, leave-one-source-out (validation/crossval.py via calibrate.run) and the
+  held-out cases (validation/heldout_cases.yaml, never fitted);
+- the parallel-layout and disaggregated-pool cases (validation/layout_cases.yaml,
+  validation/disagg_cases.yaml: never used in a fit);
+- the serving cases under traffic, leave-one-source-out (validation/serving_crossval.py).
+Each case's metric counts toward one band (BAND_OF); a rate that is a time's inverse (decode
+tokens/s per user) enters as the time's error, 1 / (1 + error) − 1.
+
+`python validation/bands.py` writes hardware/bands.json, which roofline/bands.py reads.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "hardware/bands.json"
+PERCENTILE = 90.0
+MIN_POINTS = 5
+# case metric -> (band, whether the case's metric is the inverse of the band's figure)
+BAND_OF: dict[str, tuple[str, bool]] = {
+    # step cases (roofline/cases/case.py METRICS); a static request's TTFT is its own median
+    "ttft_ms": ("ttft_p50", False),
+    "tpot_ms": ("tpot_p50", False),
+    "decode_tokens_per_s_per_user": ("tpot_p50", True),
+    "e2e_latency_ms": ("e2e_p50", False),
+    "output_tokens_per_s": ("throughput", False),
+    "output_tokens_per_s_per_gpu": ("throughput", False),
+    "prefill_tokens_per_s_per_gpu": ("throughput", False),
+    "decode_tokens_per_s_per_gpu": ("throughput", False),
+    # serving cases (roofline/cases/serving.py METRICS); means count toward the median's band,
+    # and the inter-token latency's median toward TPOT's
+    "ttft_mean_ms": ("ttft_p50", False),
+    "ttft_p50_ms": ("ttft_p50", False),
+    "ttft_p99_ms": ("ttft_p99", False),
+    "tpot_mean_ms": ("tpot_p50", False),
+    "tpot_p50_ms": ("tpot_p50", False),
+    "itl_p50_ms": ("tpot_p50", False),
+    "tpot_p99_ms": ("tpot_p99", False),
+    "e2e_p50_ms": ("e2e_p50", False),
+    "requests_per_s": ("throughput", False),
+}
+BANDS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "throughput")
+SETS = ("validation/layout_cases.yaml", "validation/disagg_cases.yaml")
+SERVING = ROOT / "validation/serving_cases.yaml"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One out-of-sample error of one case, as its band reads it."""
+
+    case: str
+    band: str
+    family: str
+    error: float  # expected / measured − 1 of the band's figure
+    kind: str  # "step", "held out", "layout/disagg", "serving"
+
+
+def _point(case_id: str, metric: str, family: str, error: float, kind: str) -> Point | None:
+    if metric not in BAND_OF:
+        return None
+    band, inverse = BAND_OF[metric]
+    return Point(case_id, band, family, 1.0 / (1.0 + error) - 1.0 if inverse else error, kind)
+
+
+def points() -> list[Point]:
+    """Every out-of-sample error behind a band (see the module docstring)."""
+    from roofline.cases.evaluate import evaluate
+    from roofline.userfiles import load_cases
+    from validation.calibrate import run
+    from validation.serving_crossval import serving_results
+
+    cat, _, loso, never = run()
+    out = [
+        _point(r.base.case.id, r.base.case.metric, r.base.family, r.error_out, kind)
+        for rs, kind in ((loso, "step"), (never, "held out"))
+        for r in rs
+    ]
+    for rel in SETS:
+        for c in load_cases(ROOT / rel):
+            host = cat.accelerator(c.offload["host"]) if c.offload else None
+            hw = cat.accelerator(c.hardware)
+            r = evaluate(c, cat.model(c.model), hw, host=host, catalog=cat)
+            out.append(_point(c.id, c.metric, hw.family, r.error_expected, "layout/disagg"))
+    for s in serving_results(SERVING):
+        out.append(_point(s.case["id"], s.case["metric"], s.family, s.error_out, "serving"))
+    return [p for p in out if p is not None]
+
+
+def p90(errors: list[float]) -> float:
+    """The 90th percentile of |error| (numpy's linear interpolation)."""
+    return float(np.percentile(np.abs(errors), PERCENTILE))
+
+
+def _round_up(x: float) -> float:
+    """Up to a whole percent: a band is never narrower than the percentile it comes from."""
+    return math.ceil(round(x * 100.0, 9)) / 100.0
+
+
+def compute(pts: list[Point]) -> dict:
+    """The bands: per band, the pooled figure and each family's with n >= MIN_POINTS (the
+    families with fewer points listed with their counts: they take the pooled figure)."""
+    out = {}
+    for band in BANDS:
+        mine = [p for p in pts if p.band == band]
+        if not mine:
+            continue
+        fams: dict[str, list[float]] = {}
+        for p in mine:
+            fams.setdefault(p.family, []).append(p.error)
+        out[band] = {
+            "pooled": {
+                "rel": _round_up(p90([p.error for p in mine])),
+                "n": len(mine),
+                "median_abs_error": round(float(np.median(np.abs([p.error for p in mine]))), 4),
+            },
+            "families": {
+                f: {
+                    "rel": _round_up(p90(e)),
+                    "n": len(e),
+                    "median_abs_error": round(float(np.median(np.abs(e))), 4),
+                }
+                for f, e in sorted(fams.items())
+                if len(e) >= MIN_POINTS
+            },
+            "too_few": {f: len(e) for f, e in sorted(fams.items()) if len(e) < MIN_POINTS},
+        }
+    return out
+
+
+def document(bands: dict, date: str) -> dict:
+    return {
+        "source": f"validation/bands.py (python validation/bands.py), {date}: the 90th percentile "
+        "of |out-of-sample relative error| per metric and hardware family, rounded up to a whole "
+        "percent; a family with fewer than 5 points takes the pooled figure; docs/ACCURACY.md",
+        "percentile": PERCENTILE,
+        "min_points": MIN_POINTS,
+        "inherit": {"saturation": "throughput", "cost_per_million_output_tokens": "throughput"},
+        "bands": bands,
+    }
+
+
+def main() -> None:
+    doc = document(compute(points()), _dt.date.today().isoformat())
+    OUT.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
