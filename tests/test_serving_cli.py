@@ -26,6 +26,14 @@ def test_serve_json_keys_and_light_load(run):
     want = a["expected"]["batch_prefill_s"] + 0.019
     assert e["ttft_s"]["p50"] == pytest.approx(want, rel=1e-3)
     assert doc["ideal"]["ttft_s"]["p50"] <= e["ttft_s"]["p50"]
+    # the bands of the figures with published measurements behind them (tests/test_validate.py
+    # derives their values); saturation and $/Mtok inherit the throughput band and say so
+    b = doc["bands"]
+    assert {"ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "throughput"} <= set(b)
+    for name in ("saturation", "cost_per_million_output_tokens"):
+        assert b[name]["rel"] == b["throughput"]["rel"]
+        assert b[name]["basis"].startswith("the throughput band")
+    assert b["tpot_p50"]["family"] == "nvidia-datacenter" and "n=" in b["tpot_p50"]["basis"]
 
 
 def test_serve_rate_range_gives_rows_and_tpot_grows(run):
@@ -120,6 +128,9 @@ def test_size_json_and_best(run):
     l40s = [d for d in ok if d["hardware"] == "nvidia-l40s"]
     for d in l40s:  # the --price override: $1.00 per GPU-hour
         assert d["cost_per_hour"] == pytest.approx(1.0 * d["gpus"])
+    for d in deps:  # each deployment carries its own family's bands
+        assert 0 < d["bands"]["throughput"]["rel"] < 1
+        assert d["bands"]["ttft_p99"]["applies_to"] == ["ttft_s.p99"]
 
 
 def test_size_errors(run):

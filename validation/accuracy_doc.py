@@ -168,28 +168,28 @@ OTHER_SETS = (
     ("Parallel layouts", "validation/layout_cases.yaml"),
     ("Speculative decoding, offload and edge devices", "validation/levers_cases.yaml"),
     ("Disaggregated serving pools", "validation/disagg_cases.yaml"),
-    ("Serving under traffic (roofline serve)", "validation/serving_cases.yaml"),
+)
+SERVING_ROWS = (  # (label, the serving metrics it gathers)
+    ("TTFT p50 (median and mean rows)", ("ttft_p50_ms", "ttft_mean_ms")),
+    ("TTFT p99", ("ttft_p99_ms",)),
+    ("TPOT p50 (median, mean and median ITL rows)", ("tpot_p50_ms", "tpot_mean_ms", "itl_p50_ms")),
+    ("TPOT p99", ("tpot_p99_ms",)),
+    ("throughput (requests/s, output tokens/s)", ("requests_per_s", "output_tokens_per_s")),
 )
 
 
 def other_sets(cat) -> str:
     """Case sets no fit has seen (every figure is out-of-sample), each with its own runner."""
     from roofline.cases.evaluate import evaluate
-    from roofline.cases.serving import run_serving_cases
-    from roofline.userfiles import load_serving_cases
 
     out = []
     for title, rel in OTHER_SETS:
-        if "serving" in rel:
-            rows = run_serving_cases(load_serving_cases(ROOT / rel), cat)
-            got = [(r["id"], r["speed_ratio_ideal"], r["error_expected"]) for r in rows]
-        else:
-            got = []
-            for c in load_cases(ROOT / rel):
-                host = cat.accelerator(c.offload["host"]) if c.offload else None
-                m, hw = cat.model(c.model), cat.accelerator(c.hardware)
-                r = evaluate(c, m, hw, host=host, catalog=cat)
-                got.append((c.id, r.speed_ratio_ideal, r.error_expected))
+        got = []
+        for c in load_cases(ROOT / rel):
+            host = cat.accelerator(c.offload["host"]) if c.offload else None
+            m, hw = cat.model(c.model), cat.accelerator(c.hardware)
+            r = evaluate(c, m, hw, host=host, catalog=cat)
+            got.append((c.id, r.speed_ratio_ideal, r.error_expected))
         viol = sum(ratio > 1 + 1e-9 for _, ratio, _ in got)
         fitted = (
             "the speculative cases are in-sample for the engines' speculative host cost, "
@@ -197,11 +197,6 @@ def other_sets(cat) -> str:
             "GGUF decode rows are fitted cases (the ALU share of the block mat-vec kernels, "
             "listed with their out-of-sample errors above); the others are out-of-sample"
             if "levers" in rel
-            else "out-of-sample except the wmx-l4 rows: their sweep's concurrency-1 TTFT set "
-            "vLLM's request_latency_us in hardware/engines.yaml (the other rows of that source "
-            "share it), and the mushfiq rows: their 48-user median TTFT set the API server's "
-            "cost per token on vLLM's slow detokenizer path (roofline/serving/policy.py)"
-            if "serving" in rel
             else "out-of-sample: never used in a fit"
         )
         lines = [
@@ -214,6 +209,92 @@ def other_sets(cat) -> str:
         ]
         out.append("\n".join(lines))
     return "\n\n".join(out)
+
+
+def _p90(xs) -> str:
+    return f"{np.percentile(np.abs(xs), 90) * 100:.1f}%" if len(xs) else "-"
+
+
+def serving_section() -> str:
+    """The serving cases in sample and out of sample (validation/serving_crossval.py), by metric
+    (p50 and p99 of TTFT and TPOT apart from throughput) and per case."""
+    from validation.serving_crossval import FITS, serving_results
+
+    rs = serving_results(ROOT / "validation/serving_cases.yaml")
+    lines = [
+        "`validation/serving_cases.yaml`: published runs under traffic, served by the simulator "
+        "(`roofline validate validation/serving_cases.yaml`). Two of vLLM's API-server figures in "
+        "hardware/engines.yaml were set on these cases, each on one source: "
+        + "; ".join(f"`{f.field.removesuffix('_s')}_us` on {f.group}" for f in FITS)
+        + ". **In sample**: the catalog as shipped. **Out of sample**: leave-one-source-out "
+        "(validation/serving_crossval.py): a source's cases are predicted with every figure "
+        "fitted on that source refitted without it; with no other case to fit it on, "
+        "`request_latency_us` falls back to 0 and `api_token_slow_us` to the fast path's "
+        "`api_token_fast_us`. Everything else the simulator reads was fitted on other sources.\n",
+        f"{len(rs)} cases, {len({r.group for r in rs})} sources.\n",
+        "| metric | n | median abs error, in-sample | out-of-sample | 90th pct abs error, "
+        "out-of-sample |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, metrics in SERVING_ROWS:
+        mine = [r for r in rs if r.case["metric"] in metrics]
+        lines.append(
+            f"| {label} | {len(mine)} | {_median([r.error_in for r in mine])} | "
+            f"{_median([r.error_out for r in mine])} | {_p90([r.error_out for r in mine])} |"
+        )
+    lines.append(
+        f"| all | {len(rs)} | {_median([r.error_in for r in rs])} | "
+        f"{_median([r.error_out for r in rs])} | {_p90([r.error_out for r in rs])} |"
+    )
+    lines += [
+        "\n| case | family | metric | in-sample | out-of-sample | refitted |",
+        "|---|---|---|---:|---:|---|",
+        *(
+            f"| {r.case['id']} | {r.family} | {r.case['metric']} | {_pct(r.error_in)} | "
+            f"{_pct(r.error_out)} | {'; '.join(r.refitted) or '-'} |"
+            for r in rs
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def bands_section() -> str:
+    """The bands hardware/bands.json ships (validation/bands.py), recomputed here."""
+    from validation.bands import compute, points
+
+    pts = points()
+    bands = compute(pts)
+    kinds = sorted({p.kind for p in pts})
+    lines = [
+        "Every expected figure that published measurements stand behind is printed with a band "
+        "(`analyze`, `serve`, `size`; `bands` in their JSON): the **90th percentile of "
+        "out-of-sample |relative error|** of that metric on the accelerator's hardware family, "
+        "rounded up to a whole percent, so no band is narrower than the errors it comes from. A "
+        "family with fewer than 5 points of a metric takes the pooled figure of all families "
+        "and says so. Saturation and $/Mtok are throughputs and take the throughput band. "
+        "Points: "
+        + ", ".join(f"{k} ({sum(p.kind == k for p in pts)})" for k in kinds)
+        + " — the step cases leave-one-source-out, the serving cases as above, the held-out, "
+        "layout and disaggregation cases never fitted. Means count toward the median's band, "
+        "median inter-token latency toward TPOT's, decode tokens/s per user toward TPOT's as "
+        "1 / (1 + error) − 1. `python validation/bands.py` writes them to "
+        "`hardware/bands.json`; a test checks the file is current.\n",
+        "| band | family | n | median abs error | band (±) |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, b in bands.items():
+        for fam, x in b["families"].items():
+            lines.append(
+                f"| {name} | {fam} | {x['n']} | {x['median_abs_error'] * 100:.1f}% | "
+                f"{x['rel'] * 100:.0f}% |"
+            )
+        few = ", ".join(f"{f} {n}" for f, n in b["too_few"].items())
+        x = b["pooled"]
+        lines.append(
+            f"| {name} | pooled{f' (under 5: {few})' if few else ''} | {x['n']} | "
+            f"{x['median_abs_error'] * 100:.1f}% | {x['rel'] * 100:.0f}% |"
+        )
+    return "\n".join(lines)
 
 
 def speculative_section(cat) -> str:
@@ -291,6 +372,10 @@ def render() -> str:
         + case_table(never)
         + "\n\n## Other published case sets\n\n"
         + other_sets(cat)
+        + "\n\n## Serving under traffic: in-sample and out-of-sample\n\n"
+        + serving_section()
+        + "\n\n## Error bands printed with the expected figures\n\n"
+        + bands_section()
         + "\n\n## Speculative decoding: each engine's host cost of a round\n\n"
         + speculative_section(cat)
         + "\n\n"

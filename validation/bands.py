@@ -22,6 +22,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -78,8 +79,9 @@ def _point(case_id: str, metric: str, family: str, error: float, kind: str) -> P
     return Point(case_id, band, family, 1.0 / (1.0 + error) - 1.0 if inverse else error, kind)
 
 
-def points() -> list[Point]:
-    """Every out-of-sample error behind a band (see the module docstring)."""
+@cache
+def points() -> tuple[Point, ...]:
+    """Every out-of-sample error behind a band (see the module docstring), once per process."""
     from roofline.cases.evaluate import evaluate
     from roofline.userfiles import load_cases
     from validation.calibrate import run
@@ -99,7 +101,7 @@ def points() -> list[Point]:
             out.append(_point(c.id, c.metric, hw.family, r.error_expected, "layout/disagg"))
     for s in serving_results(SERVING):
         out.append(_point(s.case["id"], s.case["metric"], s.family, s.error_out, "serving"))
-    return [p for p in out if p is not None]
+    return tuple(p for p in out if p is not None)
 
 
 def p90(errors: list[float]) -> float:
@@ -112,7 +114,7 @@ def _round_up(x: float) -> float:
     return math.ceil(round(x * 100.0, 9)) / 100.0
 
 
-def compute(pts: list[Point]) -> dict:
+def compute(pts: tuple[Point, ...] | list[Point]) -> dict:
     """The bands: per band, the pooled figure and each family's with n >= MIN_POINTS (the
     families with fewer points listed with their counts: they take the pooled figure)."""
     out = {}
