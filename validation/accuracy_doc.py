@@ -355,7 +355,8 @@ def render() -> str:
         + "## Summary\n\n"
         + summary_table(groups)
         + "\n\nThe figure to quote is the **out-of-sample** median on the public cases.\n\n"
-        + "## Error bands per family\n\n| family | cases | out-of-sample median abs error |\n"
+        + "## Median out-of-sample error per family (`error_band`, hardware/families.yaml)\n\n"
+        + "| family | cases | out-of-sample median abs error |\n"
         + "|---|---:|---:|\n"
         + band_lines
         + "\n\n## Kernel curves against their own measurements\n\n"
