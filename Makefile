@@ -43,8 +43,10 @@ wheel-smoke: $(STAMP)
 golden: $(STAMP)
 	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py
 
-# Rewrite docs/ACCURACY.md with the tables `roofline validate` prints now.
+# Rewrite the error bands (hardware/bands.json) and docs/ACCURACY.md with the tables `roofline
+# validate` prints now.
 accuracy: $(STAMP)
+	$(BIN)/python validation/bands.py
 	$(BIN)/python validation/accuracy_doc.py
 
 # Refit the kernel curves (hardware/kernels.yaml, validation/kernel_gemm_sample.csv,
@@ -58,6 +60,7 @@ calibrate: $(STAMP)
 	$(CAL_VENV)/bin/python validation/calibrate_links.py
 	$(CAL_VENV)/bin/python validation/calibrate_amd_kernels.py --write
 	$(BIN)/python validation/calibrate.py --write
+	$(BIN)/python validation/bands.py
 	$(BIN)/python validation/accuracy_doc.py
 
 # Time everything; RECORD=1 rewrites the snapshot the README quotes (benchmarks/results.json),

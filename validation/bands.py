@@ -158,7 +158,13 @@ def document(bands: dict, date: str) -> dict:
 
 
 def main() -> None:
-    doc = document(compute(points()), _dt.date.today().isoformat())
+    """Write hardware/bands.json, unless the bands it holds are already these (its date then
+    stays the date they were derived)."""
+    bands = compute(points())
+    if OUT.exists() and json.loads(OUT.read_text()).get("bands") == bands:
+        print(f"{OUT.relative_to(ROOT)} is current")
+        return
+    doc = document(bands, _dt.date.today().isoformat())
     OUT.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
 
