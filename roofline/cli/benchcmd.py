@@ -45,6 +45,11 @@ def validate_bench(
     if tokenizer not in TOKENIZERS:
         raise InputError(f"--tokenizer must be fast or slow, got '{tokenizer}'")
     runs = [run for f in files for run in read_bench_file(f)]
+    if calibrate is not None:  # a directory that cannot be written fails before the fit
+        try:
+            calibrate.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"--calibrate {calibrate}: cannot create ({exc.strerror})") from None
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
@@ -92,7 +97,6 @@ def _calibrate(runs, m, hw, dep, eng, tokenizer, directory: Path, rows) -> dict[
     text = override_text(fit, hw, sorted({r.where.split(" line ")[0] for r in runs}))
     path = directory / override_filename(eng)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(

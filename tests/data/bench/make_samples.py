@@ -176,7 +176,10 @@ def genai_perf() -> dict:
             "endpoint": {"type": "chat", "streaming": True, "url": "localhost:8000"},
             "perf_analyzer": {"stimulus": {"concurrency": 8}, "path": "perf_analyzer"},
             "input": {"synthetic_tokens": {"mean": 600, "stddev": 50}},
-            "output": {"artifact_directory": "artifacts", "profile_export_file": "profile_export.json"},
+            "output": {
+                "artifact_directory": "artifacts",
+                "profile_export_file": "profile_export.json",
+            },
             "tokenizer": {"name": "meta-llama/Llama-3.1-8B-Instruct"},
             "subcommand": "profile",
         },
