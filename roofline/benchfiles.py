@@ -8,7 +8,9 @@ long the requests were, and the latencies and throughput the harness measured. T
   `burstiness`, `max_concurrency`, `completed`, `total_input_tokens`, `total_output_tokens`,
   `request_throughput`, `output_throughput`, `{mean,median,std,p99}_{ttft,tpot,itl,e2el}_ms` (the
   percentiles --metric-percentiles names, 99 by default), and with `--save-detailed` per request
-  `input_lens`, `output_lens` (0 for a failed request), `ttfts` and `itls` in seconds.
+  `input_lens`, `output_lens` (0 for a failed request), `ttfts` and `itls` in seconds and
+  `start_times` (each request's time.perf_counter() as it is sent: with a rate and no
+  concurrency cap, its arrival). A `ramp_up_strategy` run (a rate that changes) is refused.
 - SGLang `python -m sglang.bench_serving --output-file F.jsonl`: one JSON line appended per run.
   Read from sgl-project/sglang python/sglang/bench_serving.py at
   0033168f0f58b2bc05aa0273bd475d9c01bafb1c (`benchmark`'s result): `backend`, `dataset_name`,
@@ -81,6 +83,7 @@ class BenchRun:
     prompt_mean: float
     output_mean: float
     measured: dict[str, float]  # METRICS name -> value, only those the file holds
+    arrival_s: np.ndarray | None = None  # the requests' own send times, from 0, when held
 
     @property
     def per_request(self) -> bool:
@@ -97,6 +100,12 @@ class BenchRun:
 
     @property
     def arrivals_text(self) -> str:
+        if self.arrival_s is not None:
+            span = float(self.arrival_s.max())
+            return (
+                f"the file's send times ({self.requests} requests over {span:.3g} s; "
+                f"request_rate {self.rate:g})"
+            )
         if self.concurrency is not None:
             if self.rate is not None:
                 return (
@@ -212,9 +221,10 @@ def _concurrency(where: str, v: Any, key: str) -> int | None:
     return int(v)
 
 
-def _lengths(where: str, rec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per-request (prompt, output) lengths when the file holds both lists; failed requests
-    (output 0) are dropped, as the harness drops them from its metrics."""
+def _lengths(where: str, rec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per-request (prompt, output) lengths when the file holds both lists, and which requests
+    completed; failed requests (output 0) are dropped, as the harness drops them from its
+    metrics."""
     if "input_lens" not in rec and "output_lens" not in rec:
         return None
     lists = []
@@ -234,11 +244,27 @@ def _lengths(where: str, rec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] |
     ok = (o > 0) & (p > 0)
     if not ok.any():
         raise InputError(f"{where}: key 'output_lens' holds no completed request")
-    return p[ok], o[ok]
+    return p[ok], o[ok], ok
+
+
+def _send_times(where: str, rec: dict[str, Any], ok: np.ndarray) -> np.ndarray | None:
+    """The completed requests' send times from 0 (vLLM `start_times`), when held."""
+    v = rec.get("start_times")
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != len(ok):
+        raise InputError(f"{where}: key 'start_times' must be a list as long as 'input_lens'")
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+            raise InputError(f"{where}: key 'start_times' holds {x!r}, not a time")
+    t = np.asarray(v, dtype=float)[ok]
+    return t - t.min()
 
 
 def _serving_run(where: str, rec: dict[str, Any], tool: str) -> BenchRun:
     """A vLLM or SGLang result (the same keys for everything read here)."""
+    if rec.get("ramp_up_strategy") is not None:
+        raise InputError(f"{where}: key 'ramp_up_strategy': a run whose rate ramps is not modelled")
     rate = _rate(where, rec.get("request_rate"))
     conc = _concurrency(where, rec.get("max_concurrency"), "max_concurrency")
     burst = rec.get("burstiness", 1.0)
@@ -249,15 +275,20 @@ def _serving_run(where: str, rec: dict[str, Any], tool: str) -> BenchRun:
     if not measured:
         raise InputError(f"{where}: missing key 'median_ttft_ms' (no metric to compare)")
     lens = _lengths(where, rec)
+    arrival = None
     if lens is not None:
-        p, o = lens
+        p, o, ok = lens
         p_mean, o_mean, n = float(p.mean()), float(o.mean()), len(p)
+        if rate is not None and conc is None:
+            arrival = _send_times(where, rec, ok)
     else:
         p_mean = _number(where, rec, "total_input_tokens") / completed
         o_mean = _number(where, rec, "total_output_tokens") / completed
         p = o = None
         n = completed
-    return BenchRun(where, tool, rate, conc, float(burst), n, p, o, p_mean, o_mean, measured)
+    return BenchRun(
+        where, tool, rate, conc, float(burst), n, p, o, p_mean, o_mean, measured, arrival
+    )
 
 
 def _stat(where: str, rec: dict[str, Any], metric: str, stat: str) -> float:

@@ -39,6 +39,13 @@ def test_vllm_detailed_replays_its_own_requests():
         "tpot_p99_ms": raw["p99_tpot_ms"],
         "output_tokens_per_s": raw["output_throughput"],
     }
+    # --save-detailed keeps each request's send time: the requests replay at those times
+    from roofline.cases.bench import workload_of
+
+    t = np.asarray(raw["start_times"])
+    w = workload_of(run)
+    np.testing.assert_allclose(w.arrival_s, np.sort(t - t.min()))
+    assert w.prompts.sum() == raw["total_input_tokens"]
 
 
 def test_aggregates_only_use_the_files_means():
@@ -130,6 +137,15 @@ def test_a_bad_file_is_one_line_naming_file_and_key(run, name, said):
     r = run("validate", str(DATA / name), *LAYOUT)
     assert r.code == 2
     assert name in r.stderr and said in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_ramping_rate_is_refused(run, tmp_path):
+    raw = _json("vllm-aggregate.json")
+    raw.update(ramp_up_strategy="linear", ramp_up_start_rps=1, ramp_up_end_rps=20)
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(raw))
+    r = run("validate", str(path), *LAYOUT)
+    assert r.code == 2 and "key 'ramp_up_strategy'" in r.stderr
 
 
 def test_bench_options_need_a_bench_file_and_a_bench_file_needs_them(run, tmp_path):

@@ -1,7 +1,8 @@
 """A user's benchmark run (roofline/benchfiles.py) served by the serving model: the same
-arrivals (the file's Poisson rate and burstiness, its closed loop of users, or every request at
-t = 0), the same number of requests and their lengths (per request when the file holds them,
-else the file's means), on the model, chip, layout and engine the command line names, with the
+arrivals (the requests' own send times when the file holds them, else the file's Poisson rate and
+burstiness drawn with seed 0, its closed loop of users, or every request at t = 0), the same
+number of requests and their lengths (per request when the file holds them, else the file's
+means), on the model, chip, layout and engine the command line names, with the
 engine's defaults on that device (roofline.serving.policy), as `validate` serves the published
 serving cases (roofline/cases/serving.py). Figures are the benchmark window's
 (benchmark_serving's convention: completions over first send to last finish).
@@ -20,7 +21,7 @@ from roofline.memory import engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.serve import ServeMetrics, Slo, make_replica, metrics, run_replicas
-from roofline.serving.workload import Workload, with_rate
+from roofline.serving.workload import Workload, replayed, with_rate
 
 PICK = {
     "ttft_p50_ms": lambda m: m.ttft_s.p50 * 1e3,
@@ -50,6 +51,8 @@ def workload_of(run: BenchRun, seed: int = 0) -> Workload:
         "prompt_tokens_mean": float(p.mean()),
         "output_tokens_mean": float(o.mean()),
     }
+    if run.arrival_s is not None:
+        return replayed(run.arrival_s, p, o, run.arrivals_text, run.lengths_text, run.lengths_text)
     conc = run.concurrency if run.rate is None else None
     base = Workload(np.zeros(len(p)), p, o, None, conc, None, desc, None, run.burstiness)
     if run.rate is None:
