@@ -83,7 +83,7 @@ def vllm_detailed() -> dict:
 def vllm_aggregate() -> dict:
     rng = np.random.default_rng(2)
     n = 64
-    p, o, ttft, tpot, _, lat = _requests(rng, n, (1000, 1001), (200, 201), 90.0, 14.0)
+    p, o, ttft, tpot, _, lat = _requests(rng, n, (1000, 1001), (200, 201), 260.0, 14.0)
     dur = float(lat.sum()) / 16
     rec = {
         "date": "20261203-121500",
