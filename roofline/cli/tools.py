@@ -258,7 +258,7 @@ def validate(
         str, typer.Option("--tokenizer", help="the API server's detokenizer: fast or slow")
     ] = "fast",
     calibrate: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--calibrate",
             help="fit the engine's host costs to the benchmark runs and write an override "
@@ -297,7 +297,7 @@ def validate(
             kv_dtype,
             engine_name,
             tokenizer,
-            calibrate,
+            Path(calibrate) if calibrate is not None else None,
             fmt,
         )
         return
