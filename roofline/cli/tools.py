@@ -302,7 +302,10 @@ def validate(
         )
         return
     if model is not None or hardware is not None or calibrate is not None:
-        raise InputError(_BENCH_ONLY)
+        raise InputError(
+            f"{cases[0]}: not a vLLM, SGLang or genai-perf result (no key 'mean_ttft_ms' or "
+            f"'time_to_first_token'); {_BENCH_ONLY}"
+        )
     if len(cases) != 1:
         raise InputError("give one cases YAML file (benchmark result files may be several)")
     _validate_cases(cases[0], fmt)
