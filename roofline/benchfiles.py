@@ -271,7 +271,9 @@ def _serving_run(where: str, rec: dict[str, Any], tool: str) -> BenchRun:
     if isinstance(burst, bool) or not isinstance(burst, int | float) or not 0 < burst < math.inf:
         raise InputError(f"{where}: key 'burstiness' must be a positive number, got {burst!r}")
     completed = int(_number(where, rec, "completed"))
-    measured = {name: _number(where, rec, key) for name, key in _SERVING_KEYS.items() if key in rec}
+    # a figure of 0 (TPOT of one-token answers) has no relative error: left out
+    figures = {n: _number(where, rec, k, False) for n, k in _SERVING_KEYS.items() if k in rec}
+    measured = {name: v for name, v in figures.items() if v > 0}
     if not measured:
         raise InputError(f"{where}: missing key 'median_ttft_ms' (no metric to compare)")
     lens = _lengths(where, rec)
@@ -291,11 +293,11 @@ def _serving_run(where: str, rec: dict[str, Any], tool: str) -> BenchRun:
     )
 
 
-def _stat(where: str, rec: dict[str, Any], metric: str, stat: str) -> float:
+def _stat(where: str, rec: dict[str, Any], metric: str, stat: str, positive: bool = True) -> float:
     block = rec.get(metric)
     if not isinstance(block, dict):
         raise InputError(f"{where}: missing key '{metric}'")
-    return _number(f"{where}: {metric}", block, stat)
+    return _number(f"{where}: {metric}", block, stat, positive)
 
 
 def _genai_run(where: str, rec: dict[str, Any]) -> BenchRun:
@@ -318,7 +320,9 @@ def _genai_run(where: str, rec: dict[str, Any]) -> BenchRun:
     measured = {}
     for name, (metric, stat) in _GENAI_KEYS.items():
         if metric in rec:
-            measured[name] = _stat(where, rec, metric, stat)
+            value = _stat(where, rec, metric, stat, positive=False)
+            if value > 0:  # 0 (TPOT of one-token answers) has no relative error
+                measured[name] = value
     if "time_to_first_token" not in rec:
         raise InputError(f"{where}: missing key 'time_to_first_token'")
     n = int(_stat(where, rec, "request_count", "avg")) if "request_count" in rec else 0
