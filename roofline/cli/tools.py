@@ -227,18 +227,92 @@ def plot(
 
 
 # ---- validate -------------------------------------------------------------------------------
+_BENCH_ONLY = "--model, --hardware and --calibrate apply to benchmark files"
+
+
 @app.command()
 @guarded
 def validate(
     cases: Annotated[
-        Path, typer.Argument(help="cases YAML (schema of validation/public_cases.yaml)")
+        list[Path],
+        typer.Argument(
+            help="cases YAML (schema of validation/public_cases.yaml), or benchmark results "
+            "(vLLM bench serve JSON, SGLang bench_serving JSONL, genai-perf profile export JSON; "
+            "by content)",
+            show_default=False,
+        ),
     ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="model id of the benchmark files' runs")
+    ] = None,
+    hardware: Annotated[
+        str | None, typer.Option("--hardware", help="accelerator id of the benchmark files' runs")
+    ] = None,
+    tp: opt.Tp = 1,
+    pp: opt.Pp = 1,
+    ep: opt.Ep = 1,
+    weights: opt.Weights = opt.WEIGHTS,
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    engine_name: opt.Engine = opt.ENGINE,
+    tokenizer: Annotated[
+        str, typer.Option("--tokenizer", help="the API server's detokenizer: fast or slow")
+    ] = "fast",
+    calibrate: Annotated[
+        str | None,
+        typer.Option(
+            "--calibrate",
+            help="fit the engine's host costs to the benchmark runs and write an override "
+            "to this user catalog directory (read with --catalog DIR)",
+        ),
+    ] = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Predictions against published measurements.
 
-    Ideal, expected, measured, the speed ratio and the error per case, with a summary.
+    Ideal, expected, measured, the speed ratio and the error per case, with a summary. Given
+    your own benchmark results instead (vLLM bench serve, SGLang bench_serving, genai-perf;
+    with --model, --hardware and the layout), the serving model serves each run's rate and
+    lengths and the error per metric is printed; --calibrate DIR fits the engine's host costs.
     Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
+    from roofline.benchfiles import is_bench_file
+
+    bench = [is_bench_file(f) for f in cases]
+    if any(bench):
+        if not all(bench):
+            bad = cases[bench.index(False)]
+            raise InputError(
+                f"{bad}: not a vLLM, SGLang or genai-perf result (no key 'mean_ttft_ms' or "
+                "'time_to_first_token'); a cases YAML file is validated on its own"
+            )
+        from roofline.cli.benchcmd import validate_bench
+
+        validate_bench(
+            cases,
+            model,
+            hardware,
+            tp,
+            pp,
+            ep,
+            weights,
+            kv_dtype,
+            engine_name,
+            tokenizer,
+            Path(calibrate) if calibrate is not None else None,
+            fmt,
+        )
+        return
+    if model is not None or hardware is not None or calibrate is not None:
+        raise InputError(
+            f"{cases[0]}: not a vLLM, SGLang or genai-perf result (no key 'mean_ttft_ms' or "
+            f"'time_to_first_token'); {_BENCH_ONLY}"
+        )
+    if len(cases) != 1:
+        raise InputError("give one cases YAML file (benchmark result files may be several)")
+    _validate_cases(cases[0], fmt)
+
+
+def _validate_cases(cases: Path, fmt: render.RowFmt) -> None:
+    """The published cases of one YAML file (step cases or serving cases under traffic)."""
     cat = catalog()
     if is_serving_case_file(cases):
         from roofline.cases.serving import run_serving_cases, summary

@@ -15,6 +15,7 @@ from roofline.render.width import (
     T,
     inputs_header,
     print_rows,
+    say,
     split_constant,
     table_output,
     wrap_items,
@@ -76,6 +77,77 @@ def validate_table(doc: Mapping[str, Any], con: Console) -> None:
             for name, r in regimes
         ],
     )
+
+
+@table_output
+def bench_table(doc: Mapping[str, Any], con: Console) -> None:
+    """A user's benchmark runs against the serving model: per run and metric the ideal, the
+    expected (and with --calibrate the calibrated expected), the measured, the errors."""
+    cal = "calibration" in doc
+    runs = doc["inputs"]["runs"]
+    label = {r["run"]: f"#{k}" for k, r in enumerate(runs, 1)}
+    rows = []
+    for c in doc["cases"]:
+        row = [
+            label[c["id"]],
+            c["metric"],
+            num(c["ideal"]),
+            num(c["expected"]),
+            num(c["measured"]),
+            f"{c['speed_ratio_ideal']:.2f}" + (" !" if c["bound_violation"] else ""),
+            f"{c['error_expected']:+.0%}",
+        ]
+        if cal:
+            row += [num(c["expected_calibrated"]), f"{c['error_calibrated']:+.0%}"]
+        rows.append(row)
+    cols = [T("run"), SUB("metric"), N("ideal"), N("expected"), N("measured")]
+    cols += [N("meas/\nideal"), N("error")]
+    if cal:
+        cols += [N("calibrated"), N("error\ncalibrated")]
+    print_rows(
+        con,
+        "Benchmark runs vs the serving model (! = faster than the speed of light)",
+        cols,
+        rows,
+    )
+    for r in runs:
+        say(
+            con,
+            f"{label[r['run']]} {r['run']}: {r['tool']}; arrivals {r['arrivals']}; "
+            f"{r['requests']} requests; lengths {r['lengths']}",
+        )
+    con.print()
+    sums = [("catalog", doc["summary"])]
+    if cal:
+        sums.append(("calibrated", doc["summary_calibrated"]))
+    print_rows(
+        con,
+        "Summary (error = expected / measured - 1)",
+        (T("host costs"), N("metrics"), N("median\n|error|"), N("max\n|error|")),
+        [
+            (name, str(s["metrics"]), f"{s['median_abs_error']:.1%}", f"{s['max_abs_error']:.1%}")
+            for name, s in sums
+        ],
+    )
+    if cal:
+        c = doc["calibration"]
+        print_rows(
+            con,
+            f"Host costs of {c['engine']} on {c['hardware']} (family {c['family']}), µs",
+            (T("cost"), N("catalog"), N("fitted"), SUB("how")),
+            [
+                (p["name"], num(p["catalog"]), num(p["fitted"]), p["fitted_or_held"])
+                for p in c["parameters"]
+            ],
+        )
+        say(
+            con,
+            f"rms log error of the fitted metrics {c['rms_log_error_catalog']:.3f} with the "
+            f"catalog's costs, {c['rms_log_error_fitted']:.3f} fitted; override written to "
+            f"{c['override']}",
+        )
+        for n in c["notes"]:
+            say(con, n)
 
 
 # ---- check ----------------------------------------------------------------------------------

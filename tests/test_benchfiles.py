@@ -1,0 +1,223 @@
+"""A user's own benchmark results (issue 25, item 5): vLLM bench serve JSON, SGLang bench_serving
+JSONL and genai-perf profile exports are read by content, served through the serving model at
+their rate and lengths, and --calibrate fits the engine's host costs into a user catalog."""
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.benchfiles import METRICS, is_bench_file, read_bench_file, vllm_result
+from roofline.catalog import load_catalog
+from roofline.errors import InputError
+
+DATA = Path(__file__).parent / "data" / "bench"
+ROOT = Path(__file__).resolve().parent.parent
+LAYOUT = ["--model", "llama-3.1-8b", "--hardware", "h100", "--weights", "bf16"]
+
+
+def _json(name: str):
+    return json.loads((DATA / name).read_text())
+
+
+def test_vllm_detailed_replays_its_own_requests():
+    raw = _json("vllm-detailed.json")
+    (run,) = read_bench_file(DATA / "vllm-detailed.json")
+    assert run.tool == "vllm" and run.per_request
+    assert run.rate == raw["request_rate"] == 4.0 and run.concurrency is None
+    assert run.requests == raw["completed"] == len(raw["input_lens"]) == 40
+    assert run.prompts.tolist() == raw["input_lens"]
+    assert run.outputs.tolist() == raw["output_lens"]
+    assert run.measured == {
+        "ttft_p50_ms": raw["median_ttft_ms"],
+        "ttft_p99_ms": raw["p99_ttft_ms"],
+        "tpot_p50_ms": raw["median_tpot_ms"],
+        "tpot_p99_ms": raw["p99_tpot_ms"],
+        "output_tokens_per_s": raw["output_throughput"],
+    }
+    # --save-detailed keeps each request's send time: the requests replay at those times
+    from roofline.cases.bench import workload_of
+
+    t = np.asarray(raw["start_times"])
+    w = workload_of(run)
+    np.testing.assert_allclose(w.arrival_s, np.sort(t - t.min()))
+    assert w.prompts.sum() == raw["total_input_tokens"]
+
+
+def test_aggregates_only_use_the_files_means():
+    raw = _json("vllm-aggregate.json")
+    (run,) = read_bench_file(DATA / "vllm-aggregate.json")
+    assert not run.per_request
+    # request_rate "inf" with --max-concurrency 16: a closed loop of 16 users
+    assert run.rate is None and run.concurrency == 16
+    assert run.prompt_mean == raw["total_input_tokens"] / raw["completed"] == 1000
+    assert run.output_mean == raw["total_output_tokens"] / raw["completed"] == 200
+    assert "means" in run.lengths_text
+
+
+def test_sglang_jsonl_is_one_run_per_line():
+    lines = [json.loads(x) for x in (DATA / "sglang-bench-serving.jsonl").read_text().splitlines()]
+    runs = read_bench_file(DATA / "sglang-bench-serving.jsonl")
+    assert [r.tool for r in runs] == ["sglang", "sglang"]
+    assert [r.rate for r in runs] == [x["request_rate"] for x in lines] == [2.0, 8.0]
+    assert [r.requests for r in runs] == [50, 50]
+    assert runs[1].where.endswith("line 2")
+    assert runs[1].measured["tpot_p99_ms"] == lines[1]["p99_tpot_ms"]
+
+
+def test_genai_perf_export():
+    raw = _json("profile_export_genai_perf.json")
+    (run,) = read_bench_file(DATA / "profile_export_genai_perf.json")
+    assert run.tool == "genai-perf" and run.concurrency == 8 and run.rate is None
+    assert run.requests == raw["request_count"]["avg"] == 100
+    assert run.prompt_mean == raw["input_sequence_length"]["avg"]
+    # genai-perf's inter-token latency is the per-request TPOT
+    assert run.measured["tpot_p99_ms"] == raw["inter_token_latency"]["p99"]
+    assert run.measured["ttft_p50_ms"] == raw["time_to_first_token"]["p50"]
+
+
+def test_detected_by_content_not_extension(tmp_path):
+    odd = tmp_path / "results.yaml"
+    shutil.copy(DATA / "sglang-bench-serving.jsonl", odd)
+    assert is_bench_file(odd)
+    assert not is_bench_file(ROOT / "validation" / "public_cases.yaml")
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    assert not is_bench_file(other)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.integers(1, 100_000), min_size=1, max_size=20),
+    st.floats(0.01, 1e3),
+    st.floats(0.1, 1e5),
+)
+def test_vllm_keys_round_trip(prompts, rate, value):
+    """What vllm_result writes in vLLM's keys reads back unchanged (the parser and the writer
+    agree on every key)."""
+    p = np.asarray(prompts)
+    o = p[::-1].copy()
+    metrics = dict.fromkeys(METRICS, value)
+    rec = json.loads(json.dumps(vllm_result(rate, p, o, metrics)))
+    from roofline.benchfiles import _serving_run
+
+    run = _serving_run("x", rec, "vllm")
+    assert run.rate == rate and run.measured == metrics
+    assert run.prompts.tolist() == prompts and run.outputs.tolist() == o.tolist()
+
+
+def test_validate_prints_the_error_per_metric(run):
+    r = run("validate", str(DATA / "sglang-bench-serving.jsonl"), *LAYOUT, "--format", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert [c["metric"] for c in doc["cases"]] == list(METRICS) * 2
+    for c in doc["cases"]:
+        assert c["error_expected"] == pytest.approx(c["expected"] / c["measured"] - 1)
+        if c["metric"].endswith("_ms"):  # ideal never slower than expected
+            assert c["ideal"] <= c["expected"] * (1 + 1e-9)
+    assert all("means" in x["lengths"] for x in doc["inputs"]["runs"])
+    table = run("validate", str(DATA / "profile_export_genai_perf.json"), *LAYOUT)
+    assert (
+        table.code == 0 and "the file's means" in table.stdout and "closed loop, 8" in table.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("bad-vllm-no-completed.json", "missing key 'completed'"),
+        ("bad-sglang-line2.jsonl", "line 2: key 'median_tpot_ms'"),
+    ],
+)
+def test_a_bad_file_is_one_line_naming_file_and_key(run, name, said):
+    r = run("validate", str(DATA / name), *LAYOUT)
+    assert r.code == 2
+    assert name in r.stderr and said in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_ramping_rate_is_refused(run, tmp_path):
+    raw = _json("vllm-aggregate.json")
+    raw.update(ramp_up_strategy="linear", ramp_up_start_rps=1, ramp_up_end_rps=20)
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(raw))
+    r = run("validate", str(path), *LAYOUT)
+    assert r.code == 2 and "key 'ramp_up_strategy'" in r.stderr
+
+
+def test_bench_options_need_a_bench_file_and_a_bench_file_needs_them(run, tmp_path):
+    r = run("validate", str(DATA / "vllm-aggregate.json"))
+    assert r.code == 2 and "--model and --hardware" in r.stderr
+    r = run("validate", str(ROOT / "validation" / "public_cases.yaml"), "--model", "llama-3.1-8b")
+    assert r.code == 2 and "apply to benchmark files" in r.stderr
+
+
+# ---- calibration ---------------------------------------------------------------------------
+# Known host costs, offset from the shipped vLLM figures (hardware/engines.yaml: cpu_step_us
+# 1450, request_latency_us 19000, cpu_per_seq_us none for NVIDIA, i.e. 0); the samples are
+# vLLM --save-detailed results the serving model gives with them (make_samples.py), generated
+# here so that they follow the model as it changes.
+SHIPPED_US = {"cpu_step_us": 1450.0, "cpu_per_seq_us": 0.0, "request_latency_us": 19000.0}
+
+
+def _make_samples():
+    spec = importlib.util.spec_from_file_location("make_samples", DATA / "make_samples.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_calibrate_recovers_known_host_costs(run, tmp_path):
+    mod = _make_samples()
+    true_us = mod.CALIBRATION_US
+    assert all(true_us[k] != SHIPPED_US[k] for k in true_us)
+    samples = mod.calibration_samples(tmp_path)
+    user = tmp_path / "mycluster"
+    fit_on = [str(samples[2.0]), str(samples[16.0])]
+    r = run("validate", *fit_on, *LAYOUT, "--calibrate", str(user), "--format", "json")
+    assert r.code == 0, r.stderr
+    prof = load_catalog([user]).engines["vllm"]
+    got = {
+        "cpu_step_us": prof.cpu_step_s * 1e6,
+        "cpu_per_seq_us": dict(prof.cpu_per_seq_s)["nvidia-datacenter"] * 1e6,
+        "request_latency_us": prof.request_latency_s * 1e6,
+    }
+    for key, value in true_us.items():
+        assert got[key] == pytest.approx(value, rel=0.10), key
+    shipped = load_catalog().engines["vllm"]  # the shipped figures never change
+    assert shipped.cpu_step_s * 1e6 == pytest.approx(SHIPPED_US["cpu_step_us"])
+    assert shipped.request_latency_s * 1e6 == pytest.approx(SHIPPED_US["request_latency_us"])
+    # the held-back run (8 req/s) with the shipped costs, then with the user catalog
+    held = [str(samples[8.0]), *LAYOUT, "--format", "json"]
+    before = run("validate", *held).json()["summary"]["median_abs_error"]
+    after = run("--catalog", str(user), "validate", *held).json()["summary"]["median_abs_error"]
+    assert before > 0.10 and after < before / 5
+
+
+def test_one_load_keeps_the_per_sequence_cost():
+    """A single rate cannot separate the per-sequence cost from the per-step one: it is held."""
+    from roofline.cases.bench import predicted, simulate
+    from roofline.hostfit import fit_host_costs
+    from roofline.ops import Deployment
+    from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+
+    cat = load_catalog()
+    m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
+    dep = Deployment(weights=WEIGHT_FORMATS["bf16"], kv=KV_FORMATS["bf16"])
+    (run_,) = read_bench_file(DATA / "sglang-bench-serving.jsonl")[:1]
+    fit = fit_host_costs(
+        [run_], hw, "vllm", lambda h, r: predicted(simulate(r, m, h, dep, "vllm"), r)
+    )
+    assert fit.held == ("cpu_per_seq_us",) and fit.fitted_us["cpu_per_seq_us"] == 0.0
+    assert fit.rms_log_error_after < fit.rms_log_error_before
+
+
+def test_no_runs_is_refused():
+    from roofline.hostfit import fit_host_costs
+
+    with pytest.raises(InputError):
+        fit_host_costs([], load_catalog().accelerator("h100"), "vllm", lambda h, r: {})
