@@ -1,0 +1,132 @@
+"""`size --traffic-curve`: each sized deployment's day under a rate curve (roofline.serving
+.curve, .daysize), its scale-up delay (derived from the engine's catalog figures, or
+--scale-up-delay), and the best one's intervals with p99 latency."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from roofline.curvefile import read_curve
+from roofline.errors import InputError
+from roofline.hardware import Accelerator
+from roofline.memory import Engine
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.serving.curve import Curve, plan_day
+from roofline.serving.daysize import day_json, delay_for, intervals_json, latency_table
+from roofline.serving.serve import Slo
+from roofline.serving.size import Sized
+from roofline.serving.workload import Workload
+from roofline.units import parse_seconds
+
+MAX_DELAY_S = 86_400.0
+
+
+def parse_delay(text: str | None) -> float | None:
+    """--scale-up-delay: a time (90s, 2min) from 0 to a day, or None (derive it)."""
+    if text is None:
+        return None
+    t = parse_seconds(str(text), "--scale-up-delay")
+    if not (math.isfinite(t) and 0 <= t <= MAX_DELAY_S):
+        raise InputError(f"--scale-up-delay must be from 0 to 24h, got {text}")
+    return t
+
+
+def add_days(
+    model: ModelArch,
+    hws: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    w: Workload,
+    slo: Slo,
+    prices: dict,
+    rows: list[Sized],
+    deployments: list[dict[str, Any]],
+    c: Curve,
+    headroom: float,
+    override: float | None,
+    seed: int,
+) -> dict[str, Any]:
+    """Add each sized deployment's `day` to its JSON row (capacity from size's search, once per
+    deployment); the best one's day with its intervals and p99 latency is returned."""
+    by_id = {h.id: h for h in hws}
+    best: dict[str, Any] = {}
+    for row, d in zip(rows, deployments, strict=True):
+        if not row.meets_slo or row.max_rate_per_replica <= 0 or row.prefill_replicas:
+            d["day"] = None
+            continue
+        hw = by_id[row.hardware]
+        dep = replace(base, tp=row.tp, pp=row.pp, ep=row.ep)
+        delay, how = delay_for(model, hw, dep, eng, override)
+        cap = row.max_rate_per_replica
+        table = None
+        if row.best:
+            table = latency_table(model, hw, dep, eng, w, slo, cap, seed)
+        day = plan_day(c, cap, headroom, delay, table)
+        e = row.expected
+        tok_per_req = e.output_tokens_per_s / e.requests_per_s if e and e.requests_per_s else 0.0
+        p = prices.get(row.hardware)
+        d["day"] = {
+            **day_json(
+                day,
+                row.gpus // max(row.replicas, 1),
+                p.usd_per_gpu_hour if p else None,
+                tok_per_req,
+            ),
+            "scale_up_delay_from": how,
+        }
+        if row.best:
+            best = {
+                **d["day"],
+                "deployment": f"{row.hardware} TP{row.tp}" + (f"PP{row.pp}" if row.pp > 1 else ""),
+                "intervals": intervals_json(c, day),
+                "latency_table": {
+                    "rate_per_replica": table.rate_per_replica.tolist(),
+                    "ttft_p99_s": table.ttft_p99_s.tolist(),
+                    "tpot_p99_s": table.tpot_p99_s.tolist(),
+                }
+                if table is not None
+                else None,
+            }
+    return best
+
+
+def curve_inputs(c: Curve, path: str, override: float | None) -> dict[str, Any]:
+    return {
+        "traffic_curve": path,
+        "traffic_curve_read": c.description,
+        "traffic_curve_intervals": int(c.rate.size),
+        "traffic_curve_span_s": c.span_s,
+        "traffic_curve_peak_rate": float(c.rate.max()),
+        "traffic_curve_mean_rate": c.mean_rate,
+        "scale_up_delay_s": override,
+        "autoscaling": "reactive: replicas = max(1, ceil(rate / (capacity x (1 - headroom)))) per"
+        " interval, ordered at its start and serving after the scale-up delay (derived per"
+        " deployment: weight bytes / load bandwidth + engine start, unless --scale-up-delay);"
+        " paid from the order; SLO attainment = share of the day's requests arriving while the"
+        " rate is within the ready replicas' capacity; static = the peak's replicas all day",
+    }
+
+
+def start(path: str | None, delay: str | None, out: Path | None) -> Curve | None:
+    """Check the curve options and read the curve before any work (bad input: one line)."""
+    if path is None:
+        for given, flag in ((delay, "--scale-up-delay"), (out, "--out")):
+            if given is not None:
+                raise InputError(f"size {flag} needs --traffic-curve")
+        return None
+    parse_delay(delay)
+    if out is not None:
+        from roofline.plot_curve import check_output
+
+        check_output(out)
+    return read_curve(path)
+
+
+def chart(doc: dict[str, Any], out: Path) -> None:
+    from roofline.plot_curve import save_day
+
+    save_day(doc, out)
