@@ -126,6 +126,14 @@ def start(path: str | None, delay: str | None, out: Path | None) -> Curve | None
     return read_curve(path)
 
 
+def delays(
+    model: ModelArch, hws: list[Accelerator], base: Deployment, eng: Engine, text: str | None
+) -> None:
+    """Refuse before any work when a delay must be derived and an engine has no figures."""
+    for hw in hws:
+        delay_for(model, hw, base, eng, parse_delay(text))
+
+
 def chart(doc: dict[str, Any], out: Path) -> None:
     from roofline.plot_curve import save_day
 

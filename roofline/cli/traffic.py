@@ -379,6 +379,8 @@ def size(
     )
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
+    if curve is not None:  # a delay to derive needs the engine's figures: refuse before the search
+        day_cli.delays(m, hws, base, eng, scale_up_delay)
     rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom)
     if disagg:
         from roofline.serving.disagg import KvLink

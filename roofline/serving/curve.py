@@ -166,7 +166,7 @@ def plan_day(
             out[:] = np.where(np.isfinite(worst), worst, np.nan)
     requests = rate * length
     total = float(requests.sum())
-    attain = 1.0 - float(requests[bad].sum()) / total if total > 0 else 1.0
+    attain = min(1.0, max(0.0, 1.0 - float(requests[bad].sum()) / total)) if total > 0 else 1.0
     per_day = DAY_S / c.span_s
     hours = float((ordered * c.duration_s).sum()) / 3600.0 * per_day
     static = int(ordered.max())
