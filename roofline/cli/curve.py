@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from roofline.curvechecks import CurveLimits
 from roofline.curvefile import read_curve
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
@@ -18,7 +19,7 @@ from roofline.ops import Deployment
 from roofline.serving.curve import Curve, plan_day
 from roofline.serving.daysize import day_json, delay_for, intervals_json, latency_table
 from roofline.serving.serve import Slo
-from roofline.serving.size import Sized
+from roofline.serving.size import HEADROOM, Sized
 from roofline.serving.workload import Workload
 from roofline.units import parse_seconds
 
@@ -109,6 +110,50 @@ def curve_inputs(c: Curve, path: str, override: float | None) -> dict[str, Any]:
         " paid from the order; SLO attainment = share of the day's requests arriving while the"
         " rate is within the ready replicas' capacity; static = the peak's replicas all day",
     }
+
+
+def spec_limits(d: dict[str, Any], checks: tuple[str, ...]) -> CurveLimits:
+    """check's spec keys across a day: traffic_curve with max_gpu_hours_per_day and/or
+    min_slo_attainment; headroom and scale_up_delay beside them."""
+    c = d["checks"]
+    given = {k: c.get(k) for k in checks if c.get(k) is not None}
+    path = d.get("traffic_curve")
+    if path is None:
+        keys = ", ".join(given) or "headroom, scale_up_delay"
+        raise InputError(f"{keys}: requires traffic_curve (a file)")
+    if not given:
+        raise InputError("traffic_curve needs max_gpu_hours_per_day or min_slo_attainment")
+    gpu_h = given.get("max_gpu_hours_per_day")
+    if gpu_h is not None and not (isinstance(gpu_h, int | float) and 0 < gpu_h < math.inf):
+        raise InputError(f"max_gpu_hours_per_day must be a positive number, got {gpu_h}")
+    att = given.get("min_slo_attainment")
+    if att is not None and not (isinstance(att, int | float) and 0 <= att <= 1):
+        raise InputError(f"min_slo_attainment must be a share from 0 to 1 (0.99), got {att}")
+    headroom = d.get("headroom", HEADROOM)
+    if not (isinstance(headroom, int | float) and 0 <= headroom < 1):
+        raise InputError(f"headroom must be a share from 0 to below 1, got {headroom}")
+    ceiling = None
+    if "dp" in d or d.get("gpus") is not None:  # the spec's fleet: the autoscaler's ceiling
+        ceiling = d["gpus"] // (d.get("tp", 1) * d.get("pp", 1)) if d.get("gpus") else d["dp"]
+    return CurveLimits(
+        read_curve(path),
+        float(headroom),
+        parse_delay(d.get("scale_up_delay")),
+        ceiling,
+        given.get("max_gpu_hours_per_day"),
+        att,
+    )
+
+
+def spec_slo(d: dict[str, Any]) -> Slo:
+    """The p99 limits as the SLOs a replica's capacity across the curve is found under."""
+    c = d["checks"]
+    ttft, tpot = c.get("max_ttft_p99"), c.get("max_tpot_p99")
+    return Slo(
+        None if ttft is None else parse_seconds(str(ttft), "max_ttft_p99"),
+        None if tpot is None else parse_seconds(str(tpot), "max_tpot_p99"),
+        99.0,
+    )
 
 
 def start(path: str | None, delay: str | None, out: Path | None) -> Curve | None:

@@ -142,11 +142,15 @@ def plan_day(
     headroom: float,
     delay_s: float,
     latency: LatencyTable | None = None,
+    max_replicas: int | None = None,
 ) -> Day:
-    """The deployment's day under the curve (module docstring)."""
+    """The deployment's day under the curve (module docstring); `max_replicas`: the autoscaler's
+    ceiling (a fleet of at most that many; an interval that needs more is short all through)."""
     if not (math.isfinite(capacity) and capacity > 0):
         raise ValueError("capacity must be positive")
     ordered = replicas_needed(c.rate, capacity, headroom)
+    if max_replicas is not None:
+        ordered = np.minimum(ordered, max_replicas)
     _, length, interval, ready = ready_replicas(c, ordered, delay_s)
     rate = c.rate[interval]
     bad = rate > ready * capacity * (1 + 1e-12)
