@@ -169,7 +169,10 @@ def _log(path: str | Path) -> Curve:
     )
     n = max(math.floor(span / bin_s) + 1, 1)
     counts = np.bincount(np.minimum((t - t.min()) // bin_s, n - 1).astype(np.int64), minlength=n)
-    desc = f"{w.description['arrivals']}: {t.size:,} arrivals counted per {word} ({n:,} bins)"
+    desc = (
+        f"{w.description['arrivals']}: {t.size:,} arrivals counted per {word} ({n:,} bins; the"
+        " times only, lengths from --prompt/--output)"
+    )
     return Curve(np.arange(n) * bin_s, np.full(n, bin_s), counts / bin_s, desc)
 
 

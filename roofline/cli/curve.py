@@ -179,6 +179,14 @@ def delays(
         delay_for(model, hw, base, eng, parse_delay(text))
 
 
+FLAT_DAY = ("gpu_hours_per_day", "cost_per_day", "cost_per_million_output_tokens", "slo_attainment")
+
+
+def flat_day(day: dict[str, Any] | None) -> dict[str, Any]:
+    """The day's headline figures for a CSV/JSONL row (day_ prefixed)."""
+    return {f"day_{k}": (day or {}).get(k) for k in FLAT_DAY}
+
+
 def chart(doc: dict[str, Any], out: Path) -> None:
     from roofline.plot_curve import save_day
 

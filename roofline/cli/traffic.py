@@ -447,7 +447,8 @@ def size(
         extra["day"] = day_cli.add_days(*args)
     best = next((d for d in deployments if d["best"]), None)
     doc = render.document("size", inputs, best=best, deployments=deployments, **extra)
-    flat = [{k: v for k, v in d.items() if k not in ("expected", "ideal")} for d in deployments]
+    skip = ("expected", "ideal", "day")
+    flat = [{k: v for k, v in d.items() if k not in skip} for d in deployments]
     for f, d in zip(flat, deployments, strict=True):
         e = d["expected"] or {}
         f["ttft_p99_s"] = (e.get("ttft_s") or {}).get("p99")
@@ -455,6 +456,8 @@ def size(
         f["output_tokens_per_s_per_gpu"] = (e.get("throughput") or {}).get(
             "output_tokens_per_s_per_gpu"
         )
+        if curve is not None:
+            f.update(day_cli.flat_day(d.get("day")))
     render.emit(doc, fmt, flat, render.size_day_table if curve else render.size_table)
     if curve is not None and out is not None:
         day_cli.chart(doc, out)
