@@ -14,7 +14,8 @@ from roofline.render.width import print_pairs, say, table_output
 
 
 def _usd(x: float | None) -> str:
-    return "no price" if x is None else f"${x:,.2f}"
+    """Dollars as size prints them: 3 significant digits below $100, whole dollars above."""
+    return "no price" if x is None else f"${x:.3g}" if x < 100 else f"${x:,.0f}"
 
 
 def _hours(s: float) -> str:
