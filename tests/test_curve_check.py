@@ -29,13 +29,12 @@ def _spec(tmp_path: Path, checks: dict, **keys) -> str:
 
 
 def test_a_fleet_capped_at_one_replica_by_hand(run, tmp_path):
-    """dp: 1 caps the autoscaler at one replica of TP2: 2 GPUs x 24 h = 48 GPU-hours; one
-    replica of an 8B (a few req/s at 1,000 in / 1,000 out) never holds the curve's 50 to 200
-    req/s, so no request of the day is within capacity: attainment 0."""
+    """dp: 1 caps the autoscaler at one replica of one GPU: 24 GPU-hours a day; one replica of
+    an 8B (a few req/s at 1,000 in / 1,000 out) never holds the curve's 50 to 200 req/s, so no
+    request of the day is within capacity: attainment 0."""
     spec = _spec(
         tmp_path,
-        {"max_gpu_hours_per_day": 48, "min_slo_attainment": 0.5},
-        tp=2,
+        {"max_gpu_hours_per_day": 24, "min_slo_attainment": 0.5},
         dp=1,
         scale_up_delay="90s",
     )
@@ -43,7 +42,7 @@ def test_a_fleet_capped_at_one_replica_by_hand(run, tmp_path):
     assert r.code == 1  # the attainment fails
     got = {c["name"]: c for c in r.json()["checks"]}
     assert (
-        got["max_gpu_hours_per_day"]["value"] == pytest.approx(48)
+        got["max_gpu_hours_per_day"]["value"] == pytest.approx(24)
         and got["max_gpu_hours_per_day"]["ok"]
     )
     assert got["min_slo_attainment"]["value"] == 0.0 and not got["min_slo_attainment"]["ok"]
@@ -83,3 +82,13 @@ def test_curve_checks_need_a_curve(run, tmp_path):
     f.write_text("model: llama-3.1-8b\nhardware: h100\nchecks:\n  max_gpu_hours_per_day: 100\n")
     r = run("check", "--spec", str(f))
     assert r.code == 2 and "requires traffic_curve" in r.stderr
+
+
+def test_check_options_are_the_spec_keys(run):
+    """The same day from options: --dp caps the fleet at 2 replicas (48 GPU-hours by hand)."""
+    r = run(
+        "check", "llama-3.1-8b", "h100", "--prompt", "1000", "--output", "1000",
+        "--traffic-curve", str(SINUSOID), "--dp", "2", "--scale-up-delay", "0s",
+        "--max-gpu-hours-per-day", "48", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0 and r.json()["checks"][0]["value"] == pytest.approx(48)

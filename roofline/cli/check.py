@@ -252,6 +252,24 @@ def check(
     min_goodput: Annotated[
         float | None, typer.Option(help="under --rate: assert goodput ≥ requests/s")
     ] = None,
+    traffic_curve: topt.TrafficCurve = None,
+    headroom: Annotated[
+        float,
+        typer.Option(help="with --traffic-curve: share of each replica's capacity left unused"),
+    ] = 0.1,  # size's HEADROOM (tests/test_options.py holds every command's default alike)
+    scale_up_delay: topt.ScaleUpDelay = None,
+    max_gpu_hours_per_day: Annotated[
+        float | None,
+        typer.Option(help="with --traffic-curve: assert GPU-hours per day ≤ (autoscaled)"),
+    ] = None,
+    min_slo_attainment: Annotated[
+        float | None,
+        typer.Option(
+            help="with --traffic-curve: assert the share of the day's requests within the ready"
+            " replicas' capacity ≥, e.g. 0.99 (--max-ttft-p99/--max-tpot-p99: the SLOs; --dp or"
+            " --gpus: the autoscaler's ceiling)"
+        ),
+    ] = None,
     ideal: opt.Ideal = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="report, never exit 1")] = False,
     fmt: opt.RowFormat = render.RowFmt.table,
@@ -294,8 +312,19 @@ def check(
                 "max_ttft_p99": max_ttft_p99,
                 "max_tpot_p99": max_tpot_p99,
                 "min_goodput": min_goodput,
+                "max_gpu_hours_per_day": max_gpu_hours_per_day,
+                "min_slo_attainment": min_slo_attainment,
             },
         }
+        for key, value in (
+            ("traffic_curve", traffic_curve),
+            ("headroom", headroom if traffic_curve is not None else None),
+            ("scale_up_delay", scale_up_delay),
+        ):
+            if value is not None:
+                d[key] = value
+        if traffic_curve is not None and dp == 1 and gpus is None:
+            del d["dp"]  # --dp or --gpus given: the autoscaler's ceiling; else none
         if rate is not None:
             d["rate"] = rate
             d["requests"] = requests

@@ -120,9 +120,12 @@ def spec_limits(d: dict[str, Any], checks: tuple[str, ...]) -> CurveLimits:
     path = d.get("traffic_curve")
     if path is None:
         keys = ", ".join(given) or "headroom, scale_up_delay"
-        raise InputError(f"{keys}: requires traffic_curve (a file)")
+        raise InputError(f"{keys}: requires traffic_curve (--traffic-curve FILE)")
     if not given:
-        raise InputError("traffic_curve needs max_gpu_hours_per_day or min_slo_attainment")
+        raise InputError(
+            "traffic_curve needs max_gpu_hours_per_day or min_slo_attainment"
+            " (--max-gpu-hours-per-day, --min-slo-attainment)"
+        )
     gpu_h = given.get("max_gpu_hours_per_day")
     if gpu_h is not None and not (isinstance(gpu_h, int | float) and 0 < gpu_h < math.inf):
         raise InputError(f"max_gpu_hours_per_day must be a positive number, got {gpu_h}")
