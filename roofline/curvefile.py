@@ -28,7 +28,7 @@ from roofline.serving.arrivals import read_arrivals
 from roofline.serving.curve import Curve
 
 UNITS = {"hour": 3600.0, "minute": 60.0, "time_s": 1.0}
-MAX_INTERVALS = 1_000_000
+MAX_INTERVALS = 100_000  # a day of seconds fits
 MAX_RATE = 1e6  # requests/s, as --rate
 
 

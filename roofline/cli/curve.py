@@ -103,7 +103,7 @@ def curve_inputs(c: Curve, path: str, override: float | None) -> dict[str, Any]:
         "traffic_curve_span_s": c.span_s,
         "traffic_curve_peak_rate": float(c.rate.max()),
         "traffic_curve_mean_rate": c.mean_rate,
-        "scale_up_delay_s": override,
+        "scale_up_delay_s": override,  # --scale-up-delay (None: derived per deployment, in its day)
         "autoscaling": "reactive: replicas = max(1, ceil(rate / (capacity x (1 - headroom)))) per"
         " interval, ordered at its start and serving after the scale-up delay (derived per"
         " deployment: weight bytes / load bandwidth + engine start, unless --scale-up-delay);"

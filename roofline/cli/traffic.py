@@ -441,8 +441,8 @@ def size(
     }
     extra = {}
     if curve is not None:
-        inputs.update(day_cli.curve_inputs(curve, str(traffic_curve), scale_up_delay))
         delay = day_cli.parse_delay(scale_up_delay)
+        inputs.update(day_cli.curve_inputs(curve, str(traffic_curve), delay))
         args = (m, hws, base, eng, w, slo, prices, rows, deployments, curve, headroom, delay, seed)
         extra["day"] = day_cli.add_days(*args)
     best = next((d for d in deployments if d["best"]), None)
