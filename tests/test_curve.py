@@ -2,6 +2,7 @@
 per interval counted by hand, the scale-up delay's transitions, the attainment they cost, the
 file formats and their errors."""
 
+import importlib.util
 import math
 from pathlib import Path
 
@@ -21,14 +22,19 @@ def _curve(rates, step_s=3600.0) -> Curve:
     return Curve(np.arange(n) * step_s, np.full(n, step_s), np.array(rates, float), "test")
 
 
-def test_sinusoidal_day_of_8b_on_h100_against_static_peak(run):
+def test_sinusoidal_day_of_8b_on_h100_against_static_peak(run, tmp_path):
     """Peak 200 req/s, trough 50 (r to 4r): rate(h) = 50 (2.5 - 1.5 cos(2 pi h / 24)) for the
     24 hours; the mean of the cosine over whole periods is 0, so the mean rate is 125 and the
     replica-hours before rounding, headroom and delay are 125 / 200 = 62.5% of the peak's."""
-    doc = run(
+    svg = tmp_path / "day.svg"
+    chart = ["-o", str(svg)] if importlib.util.find_spec("matplotlib") else []
+    r = run(
         "size", "llama-3.1-8b", "--hardware", "h100", "--traffic-curve", str(SINUSOID),
-        "--headroom", "0.1", "-f", "json",
-    ).json()  # fmt: skip
+        "--headroom", "0.1", "-f", "json", *chart,
+    )  # fmt: skip
+    doc = r.json()
+    if chart:
+        assert svg.read_text().lstrip().startswith("<?xml") and f"wrote {svg}" in r.stderr
     day = doc["day"]
     cap = day["capacity_per_replica"]  # a replica's saturation (size's search): the one input
     assert day["unrounded_share_of_static"] == pytest.approx(0.625, abs=1e-4)

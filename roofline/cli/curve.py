@@ -191,6 +191,12 @@ def flat_day(day: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def chart(doc: dict[str, Any], out: Path) -> None:
+    from roofline.cli.app import note
+
+    if not doc.get("day"):
+        note(f"no chart written to {out}: no deployment meets the SLOs, so there is no day")
+        return
     from roofline.plot_curve import save_day
 
     save_day(doc, out)
+    note(f"wrote {out}")
