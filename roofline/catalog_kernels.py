@@ -123,6 +123,8 @@ _ENGINE_KEYS = {
     "api_token_fast_us": (NUM, False),
     "api_token_slow_us": (NUM, False),
     "cpu_per_seq_us": (dict, False),
+    "start_s": (NUM, False),
+    "load_gb_per_s": (NUM, False),
     "source": (str, True),
     "notes": (str, False),
 }
@@ -339,6 +341,8 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
             "api_request_us",
             "api_token_fast_us",
             "api_token_slow_us",
+            "start_s",
+            "load_gb_per_s",
         )
     }
     for key, value in spec.items():
@@ -362,6 +366,8 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         api_token_fast_s=spec["api_token_fast_us"] * US,
         api_token_slow_s=spec["api_token_slow_us"] * US,
         cpu_per_seq_s=_per_family_us(where, d.get("cpu_per_seq_us", {})),
+        start_s=spec["start_s"],
+        load_bytes_per_s=spec["load_gb_per_s"] * 1e9,
     )
 
 

@@ -62,6 +62,11 @@ class EngineProfile:
     api_token_slow_s: float = 0.0
     # host time per running sequence per step, by hardware family: (family, s) pairs (absent: 0)
     cpu_per_seq_s: tuple[tuple[str, float], ...] = ()
+    # a new replica's start (roofline/serving/curve.py scale_up_delay_s): the engine's start
+    # after its weights are read (imports, torch.compile, CUDA graph capture) and the read
+    # bandwidth of its weights from storage; 0: no sourced figure
+    start_s: float = 0.0
+    load_bytes_per_s: float = 0.0
 
 
 def step_time_s(

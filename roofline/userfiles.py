@@ -152,6 +152,11 @@ _SPEC_KEYS: dict[str, tuple[Any, bool]] = {
     "output": ((str, int), False),
     "context": ((str, int), False),
     "checks": (dict, True),
+    # across a day's traffic (roofline/curvechecks.py): the curve file (relative to the spec's
+    # directory), the share of capacity left unused, and the delay instead of the derived one
+    "traffic_curve": (str, False),
+    "headroom": (NUM, False),
+    "scale_up_delay": ((str, int, float), False),
 }
 _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
     "min_batch": (int, False),
@@ -164,6 +169,8 @@ _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
     "max_ttft_p99": ((str, int, float), False),
     "max_tpot_p99": ((str, int, float), False),
     "min_goodput": (NUM, False),
+    "max_gpu_hours_per_day": (NUM, False),  # across traffic_curve
+    "min_slo_attainment": (NUM, False),  # across traffic_curve: a share of the requests, 0 to 1
 }
 
 
@@ -189,6 +196,8 @@ def load_spec(path: str | Path) -> list[dict[str, Any]]:
         where = f"{name}: deployment '{label}'"
         d = _check(where, entry, _SPEC_KEYS)
         _check(f"{where}: checks", d["checks"], _SPEC_CHECK_KEYS)
+        if "traffic_curve" in d and str(path) != "-":  # relative to the spec's own directory
+            d = {**d, "traffic_curve": str(Path(path).parent / d["traffic_curve"])}
         out.append({**d, "name": label})
     return out
 

@@ -16,6 +16,9 @@ from roofline.memory import engine
 from roofline.units import parse_seconds
 from roofline.userfiles import load_spec
 
+CURVE_KEYS = ("traffic_curve", "headroom", "scale_up_delay")  # a day's traffic (cli/curve.py)
+CURVE_CHECKS = ("max_gpu_hours_per_day", "min_slo_attainment")
+
 
 def _positive_rate(value: Any, name: str, unit: str) -> Any:
     """`value` unless it is given and not a positive finite number (InputError naming `name`)."""
@@ -65,8 +68,16 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             fits=bool(c.get("fits", False)),
         )
         traffic = _traffic_limits(d)
+        day = None
+        if any(d.get(k) is not None for k in CURVE_KEYS) or any(
+            d["checks"].get(k) is not None for k in CURVE_CHECKS
+        ):
+            from roofline.cli import curve as day_cli
+
+            day = day_cli.spec_limits(d, CURVE_CHECKS)
         if not (
             traffic is not None
+            or day is not None
             or limits.fits
             or any(
                 x is not None
@@ -122,6 +133,23 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             requests=d.get("requests") or 1000,
             seed=d.get("seed", 0),
         )
+    if day is not None:
+        from roofline.curvechecks import run_curve_checks
+
+        checks += run_curve_checks(
+            m,
+            hw,
+            dep,
+            eng,
+            prompt=prompt,
+            output=output,
+            slo=day_cli.spec_slo(d),
+            limits=day,
+            capacity_bytes=cap,
+            ideal=ideal,
+            requests=d.get("requests") or 1000,
+            seed=d.get("seed", 0),
+        )
     return {
         "name": d["name"],
         "model": m.id,
@@ -155,6 +183,8 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
     keys = ("max_ttft_p99", "max_tpot_p99", "min_goodput")
     given = {k: c.get(k) for k in keys if c.get(k) is not None}
     if d.get("rate") is None:
+        if given and d.get("traffic_curve") is not None:  # the SLOs of the curve's capacity
+            return None
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)
             raise InputError(f"{flags}: requires --rate")
@@ -222,6 +252,24 @@ def check(
     min_goodput: Annotated[
         float | None, typer.Option(help="under --rate: assert goodput ≥ requests/s")
     ] = None,
+    traffic_curve: topt.TrafficCurve = None,
+    headroom: Annotated[
+        float,
+        typer.Option(help="with --traffic-curve: share of each replica's capacity left unused"),
+    ] = 0.1,  # size's HEADROOM (tests/test_options.py holds every command's default alike)
+    scale_up_delay: topt.ScaleUpDelay = None,
+    max_gpu_hours_per_day: Annotated[
+        float | None,
+        typer.Option(help="with --traffic-curve: assert GPU-hours per day ≤ (autoscaled)"),
+    ] = None,
+    min_slo_attainment: Annotated[
+        float | None,
+        typer.Option(
+            help="with --traffic-curve: assert the share of the day's requests within the ready"
+            " replicas' capacity ≥, e.g. 0.99 (--max-ttft-p99/--max-tpot-p99: the SLOs; --dp or"
+            " --gpus: the autoscaler's ceiling)"
+        ),
+    ] = None,
     ideal: opt.Ideal = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="report, never exit 1")] = False,
     fmt: opt.RowFormat = render.RowFmt.table,
@@ -264,8 +312,19 @@ def check(
                 "max_ttft_p99": max_ttft_p99,
                 "max_tpot_p99": max_tpot_p99,
                 "min_goodput": min_goodput,
+                "max_gpu_hours_per_day": max_gpu_hours_per_day,
+                "min_slo_attainment": min_slo_attainment,
             },
         }
+        for key, value in (
+            ("traffic_curve", traffic_curve),
+            ("headroom", headroom if traffic_curve is not None else None),
+            ("scale_up_delay", scale_up_delay),
+        ):
+            if value is not None:
+                d[key] = value
+        if traffic_curve is not None and dp == 1 and gpus is None:
+            del d["dp"]  # --dp or --gpus given: the autoscaler's ceiling; else none
         if rate is not None:
             d["rate"] = rate
             d["requests"] = requests

@@ -355,6 +355,9 @@ def size(
         float,
         typer.Option(help="share of each replica's capacity left unused (0.1: size to 90%)"),
     ] = HEADROOM,
+    traffic_curve: topt.TrafficCurve = None,
+    scale_up_delay: topt.ScaleUpDelay = None,
+    out: topt.CurveChart = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Deployments that meet the SLOs at a rate, with cost.
@@ -364,11 +367,17 @@ def size(
     its saturation rate without SLOs) x (1 - --headroom) sets the replica count. Prints GPUs,
     $/hour, $/million output tokens, J/token and the frontier of tokens/s per GPU against
     tokens/s per user; the cheapest (or --minimize gpus) is marked best.
+    With --traffic-curve FILE (rates per hour or minute, or an arrival log) each deployment
+    sized at the curve's peak (or --rate) also gets its day: replicas per interval, GPU-hours
+    and $ per day against static peak provisioning, SLO attainment; -o draws it.
     Example: roofline size llama-3.1-70b --rate 10 --hardware h100,h200,b200,mi300x
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
-    if rate is None:
+    from roofline.cli import curve as day_cli
+
+    curve = day_cli.start(traffic_curve, scale_up_delay, out)
+    if rate is None and curve is None:
         raise InputError("size needs --rate (requests/s)")
-    r = topt.rates(rate)
+    r = topt.rates(rate) if rate is not None else [float(curve.rate.max())]
     if len(r) != 1:
         raise InputError("size takes one --rate")
     cat = catalog()
@@ -391,6 +400,8 @@ def size(
     )
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
+    if curve is not None:  # a delay to derive needs the engine's figures: refuse before the search
+        day_cli.delays(m, hws, base, eng, scale_up_delay)
     rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom)
     if disagg:
         from roofline.serving.disagg import KvLink
@@ -451,11 +462,16 @@ def size(
         "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in {h.id for h in hws}},
         "energy_assumption": ENERGY_ASSUMPTION,
     }
+    extra = {}
+    if curve is not None:
+        delay = day_cli.parse_delay(scale_up_delay)
+        inputs.update(day_cli.curve_inputs(curve, str(traffic_curve), delay))
+        args = (m, hws, base, eng, w, slo, prices, rows, deployments, curve, headroom, delay, seed)
+        extra["day"] = day_cli.add_days(*args)
     best = next((d for d in deployments if d["best"]), None)
-    doc = render.document("size", inputs, best=best, deployments=deployments)
-    flat = [
-        {k: v for k, v in d.items() if k not in ("expected", "ideal", "bands")} for d in deployments
-    ]
+    doc = render.document("size", inputs, best=best, deployments=deployments, **extra)
+    skip = ("expected", "ideal", "bands", "day")
+    flat = [{k: v for k, v in d.items() if k not in skip} for d in deployments]
     for f, d in zip(flat, deployments, strict=True):
         e = d["expected"] or {}
         f["ttft_p99_s"] = (e.get("ttft_s") or {}).get("p99")
@@ -465,7 +481,11 @@ def size(
         )
         for name, b in d["bands"].items():
             f[f"band_{name}"] = b["rel"]
-    render.emit(doc, fmt, flat, render.size_table)
+        if curve is not None:
+            f.update(day_cli.flat_day(d.get("day")))
+    render.emit(doc, fmt, flat, render.size_day_table if curve else render.size_table)
+    if curve is not None and out is not None:
+        day_cli.chart(doc, out)
 
 
 __all__ = ["serve", "size"]

@@ -3,6 +3,7 @@ and their parsers; the rest of the shared vocabulary is in roofline/cli/options.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -30,6 +31,28 @@ Arrivals = Annotated[
         "--arrivals",
         help="replay an arrival log: Azure LLM trace CSV, BurstGPT CSV, Mooncake JSONL or"
         " roofline JSONL (arrival_s, input_tokens, output_tokens); detected by content",
+    ),
+]
+TrafficCurve = Annotated[
+    str | None,
+    typer.Option(
+        "--traffic-curve",
+        help="a day's traffic: CSV hour,rate | minute,rate | time_s,rate, a YAML/JSON list of"
+        " the same, or an arrival log (binned); replicas, GPU-hours and $ per day",
+    ),
+]
+ScaleUpDelay = Annotated[
+    str | None,
+    typer.Option(
+        "--scale-up-delay",
+        help="seconds from ordering a replica to serving, e.g. 90s (default: weight bytes /"
+        " load bandwidth + engine start, hardware/engines.yaml)",
+    ),
+]
+CurveChart = Annotated[
+    Path | None,
+    typer.Option(
+        "--out", "-o", help="with --traffic-curve: the day's chart to FILE.svg|png|pdf (plot extra)"
     ),
 ]
 Speedup = Annotated[

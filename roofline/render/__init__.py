@@ -53,6 +53,7 @@ _TABLES = {
     "disagg_traffic_table": "traffic",
     "serve_table": "traffic",
     "size_table": "traffic",
+    "size_day_table": "curve",
 }
 
 
@@ -113,6 +114,7 @@ __all__ = [
     "plan_table",
     "progress_bar",
     "serve_table",
+    "size_day_table",
     "size_table",
     "speculate_table",
     "stderr_console",
