@@ -48,7 +48,7 @@ from roofline.pointkernels import (
     gemm_time_one,
     prefill_attention_time_one,
 )
-from roofline.roofline import FloatArray, bound, intensity_one, op_time_one, op_time_s
+from roofline.timing.roofline import FloatArray, bound, intensity_one, op_time_one, op_time_s
 
 
 def expert_padding(op: Op, dep: Deployment) -> FloatArray:

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 
 from roofline.collectives import LinkCurve, LinkSet
 from roofline.hardware import Tier
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
 
 DEFAULT_LINK_LATENCY_S = 1e-6  # used only when a link entry gives no latency
 

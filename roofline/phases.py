@@ -52,9 +52,9 @@ from roofline.parallel import (
     measured_collective_time_s,
     send_time_s,
 )
-from roofline.pointkernels import maximum, step_time_one
+from roofline.pointkernels import step_time_one
 from roofline.precision import chip_weight_format, engine_weight_format
-from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
+from roofline.timing.roofline import FloatArray, arithmetic_intensity, bound, maximum, op_time_s
 
 
 @dataclass(frozen=True)

@@ -19,26 +19,7 @@ from roofline.efficiency import MMA_ROWS, TILE_AREA_REF, GemmCurve
 from roofline.hostcost import EngineProfile
 from roofline.splitkv import FA2_BLOCK_BYTES, FA2_BLOCKS_PER_SM, FA2_M_BLOCK, fa2_num_splits_one
 from roofline.tilerules import rule_tiles_one
-
-
-def maximum(a: float, b: float) -> float:
-    """np.maximum of two floats: the larger, NaN if either is NaN."""
-    return a if (a >= b or a != a) else b
-
-
-def minimum(a: float, b: float) -> float:
-    """np.minimum of two floats: the smaller, NaN if either is NaN."""
-    return a if (a <= b or a != a) else b
-
-
-def ceil(x: float) -> float:
-    """np.ceil of a float (±inf and NaN as they are)."""
-    return float(math.ceil(x)) if math.isfinite(x) else x
-
-
-def floor(x: float) -> float:
-    """np.floor of a float (±inf and NaN as they are)."""
-    return float(math.floor(x)) if math.isfinite(x) else x
+from roofline.timing.roofline import ceil, floor, maximum, minimum
 
 
 def tile_shape_one(m: float, n: float, curve: GemmCurve) -> tuple[float, float]:

@@ -45,7 +45,7 @@ from roofline.hostcost import EngineProfile
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, decode
-from roofline.roofline import FloatArray, op_time_s
+from roofline.timing.roofline import FloatArray, op_time_s
 
 DRAFTERS = ("draft", "eagle", "eagle3", "mtp", "medusa", "ngram")
 IN_GRAPH = ("eagle", "eagle3", "mtp", "medusa")

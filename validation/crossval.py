@@ -37,7 +37,7 @@ from roofline.gemvalu import gemv_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.precision import engine_weight_format, weight_format
-from roofline.roofline import op_time_s
+from roofline.timing.roofline import op_time_s
 
 CPU_GRID_S = np.arange(0.0, 4001e-6, 25e-6)
 SEQ_GRID_S = np.arange(0.0, 200.1e-6, 5e-6)  # per-sequence host cost per step (hostcost.py)
