@@ -30,12 +30,12 @@ PICKLED_MODULES = (
     "catalog_entries.py",
     "catalog_kernels.py",
     "collectives.py",
-    "efficiency.py",
     "hardware.py",
     "hostcost.py",
     "kernelset.py",
     "model.py",
     "precision.py",
+    "timing/gemm.py",
     "units.py",
     "serving/cost.py",  # the prices snapshot's Price
 )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from roofline.attention_kernels import AttentionCurve, PrefillAttentionCurve
 from roofline.collectives import LinkCurve
-from roofline.efficiency import GemmCurve, MoeCurve, WeightOnlyCurve
+from roofline.timing.gemm import GemmCurve, MoeCurve, WeightOnlyCurve
 
 
 @dataclass(frozen=True)

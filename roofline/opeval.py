@@ -29,24 +29,21 @@ from roofline.attention_kernels import (
     prefill_attention_time_s,
 )
 from roofline.closedform import expert_tile_padding
-from roofline.efficiency import (
+from roofline.gemvalu import op_alu_time_s
+from roofline.hardware import Accelerator, Efficiency
+from roofline.memo import cached_by_identity
+from roofline.ops import Deployment, Op
+from roofline.pointkernels import attention_decode_time_one, prefill_attention_time_one
+from roofline.timing.gemm import (
     GROUPED_OPS,
     KERNELS_PER_OP,
     GemmCurve,
     MoeCurve,
     dequant_time_s,
+    gemm_time_one,
     gemm_time_s,
     moe_time_s,
     scaled,
-)
-from roofline.gemvalu import op_alu_time_s
-from roofline.hardware import Accelerator, Efficiency
-from roofline.memo import cached_by_identity
-from roofline.ops import Deployment, Op
-from roofline.pointkernels import (
-    attention_decode_time_one,
-    gemm_time_one,
-    prefill_attention_time_one,
 )
 from roofline.timing.roofline import FloatArray, bound, intensity_one, op_time_one, op_time_s
 

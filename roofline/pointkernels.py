@@ -12,73 +12,10 @@ that test fails until it is.
 
 from __future__ import annotations
 
-import math
-
 from roofline.attention_kernels import AttentionCurve, PrefillAttentionCurve
-from roofline.efficiency import MMA_ROWS, TILE_AREA_REF, GemmCurve
 from roofline.hostcost import EngineProfile
 from roofline.splitkv import FA2_BLOCK_BYTES, FA2_BLOCKS_PER_SM, FA2_M_BLOCK, fa2_num_splits_one
-from roofline.tilerules import rule_tiles_one
-from roofline.timing.roofline import ceil, floor, maximum, minimum
-
-
-def tile_shape_one(m: float, n: float, curve: GemmCurve) -> tuple[float, float]:
-    """efficiency.tile_shape for one GEMM."""
-    if curve.tile_rule:
-        return rule_tiles_one(curve.tile_rule, m, n)
-    return curve.tile_m, curve.tile_n
-
-
-def wave_quantisation_one(
-    m: float, n: float, curve: GemmCurve, groups: float = 1.0
-) -> tuple[float, float]:
-    """efficiency.wave_quantisation for one GEMM (u, w); see its docstring for the formula."""
-    sms = curve.sm_count
-    if not curve.tiled or not (math.isfinite(m) and math.isfinite(n)):
-        return 1.0, 0.0  # no tile, or an unknown shape
-    tm, tn = tile_shape_one(m, n, curve)
-    cols = ceil(n / tn)
-    tiles = ceil(m / tm) * cols
-    if not math.isfinite(groups):  # grouped: the tile padding only
-        return m * (n / (tm * tn)) / tiles, 0.0
-    tiles = tiles * groups
-    if curve.split_k_max > 1:
-        split = minimum(maximum(floor(sms / tiles), 1.0), curve.split_k_max)
-        waves = ceil(tiles * split / sms)
-        return m * (n * groups / (sms * tm * tn)) * split / waves, waves
-    waves = ceil(tiles / sms)
-    return m * (n * groups / (sms * tm * tn)) / waves, waves
-
-
-def gemm_time_one(
-    flops: float,
-    bytes_moved: float,
-    m: float,
-    n: float,
-    peak_flops_per_s: float,
-    bw_bytes_per_s: float,
-    curve: GemmCurve,
-    kernels: float = 1.0,
-    groups: float = 1.0,
-) -> float:
-    """efficiency.gemm_time_s for one GEMM; see its docstring for the formula."""
-    mm, nn = maximum(m, 1e-9), maximum(n, 1e-9)
-    shape = (1.0 + curve.m_half / (mm + MMA_ROWS)) * (1.0 + curve.n_half / nn)
-    t_math = flops * shape / (peak_flops_per_s * curve.eta_max)
-    if curve.m_large > 0:
-        t_math = t_math / (curve.large_ratio if mm >= curve.m_large else 1.0)
-    if curve.tiled:
-        u, waves = wave_quantisation_one(mm, nn, curve, groups)
-        t_wave = curve.wave_latency_s
-        if curve.wave_area_s > 0:
-            tm, tn = tile_shape_one(mm, nn, curve)
-            t_wave = t_wave + curve.wave_area_s * (tm * tn / TILE_AREA_REF)
-        t_math = t_math / u + waves * t_wave * kernels
-    t_mem = bytes_moved / (bw_bytes_per_s * curve.eta_memory)
-    t = curve.latency_s * kernels + maximum(t_math, t_mem)
-    if curve.quant_bytes > 0:
-        t = t + curve.quant_bytes * (flops / (2.0 * nn)) / (bw_bytes_per_s * curve.eta_memory)
-    return t
+from roofline.timing.roofline import ceil, maximum
 
 
 def attention_decode_time_one(

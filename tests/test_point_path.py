@@ -182,8 +182,8 @@ def test_point_kernels_are_the_array_functions(
     array functions give on 0-d arrays, for every kernel set's GEMM and attention curves (NaN,
     inf and zero sizes too)."""
     from roofline import attention_kernels as attn
-    from roofline import efficiency as eff
     from roofline import pointkernels as pk
+    from roofline.timing import gemm as eff
 
     ks = pick.draw(st.sampled_from(_kernel_sets(cat)))
     curve = pick.draw(st.sampled_from(sorted(ks.gemm.values(), key=repr)))
@@ -192,9 +192,9 @@ def test_point_kernels_are_the_array_functions(
     with np.errstate(all="ignore"):
         want = eff.gemm_time_s(a(flops), a(moved), a(m), a(n), peak, bw, curve, kernels, groups)
         u, w = eff.wave_quantisation(a(max(m, 1e-9)), a(max(n, 1e-9)), curve, groups)
-    got = pk.gemm_time_one(flops, moved, m, n, peak, bw, curve, kernels, groups)
+    got = eff.gemm_time_one(flops, moved, m, n, peak, bw, curve, kernels, groups)
     assert _bitwise(got, want), (got, want)
-    got_u, got_w = pk.wave_quantisation_one(max(m, 1e-9), max(n, 1e-9), curve, groups)
+    got_u, got_w = eff.wave_quantisation_one(max(m, 1e-9), max(n, 1e-9), curve, groups)
     assert _bitwise(got_u, u) and _bitwise(got_w, w)
     rows, streams = m, n  # reuse the sizes as the attention's shape
     if ks.decode_attention is not None:

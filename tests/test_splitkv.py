@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
-from roofline.efficiency import GemmCurve, gemm_time_s
 from roofline.splitkv import fa2_num_splits
+from roofline.timing.gemm import GemmCurve, gemm_time_s
 
 
 def test_fa2_splits_the_example_in_flash_api_cpp():

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalog import Catalog, load_catalog
-from roofline.efficiency import gemm_time_s
 from roofline.errors import CatalogError
 from roofline.opeval import kernel_view
 from roofline.ops import Deployment
 from roofline.phases import request
 from roofline.precision import kv_format, weight_format
+from roofline.timing.gemm import gemm_time_s
 
 CAT = load_catalog()
 DEP = Deployment(weights=weight_format("bf16"), kv=kv_format("bf16"))

@@ -43,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - only with the calibrate extra m
     sys.exit(f"calibrate_amd_kernels: needs scipy ({exc.name}); run `make calibrate`")
 
 from roofline.catalog import load_catalog  # noqa: E402
-from roofline.efficiency import GemmCurve, gemm_time_s  # noqa: E402
+from roofline.timing.gemm import GemmCurve, gemm_time_s  # noqa: E402
 
 DATA = ROOT / "validation/kernel_cdna3_gemm.csv"
 OUT = ROOT / "hardware/kernels-amd.yaml"

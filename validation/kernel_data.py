@@ -10,7 +10,7 @@ from pathlib import Path
 
 import aiconfigurator_core
 
-from roofline.tilerules import VLLM_SM89_FP8
+from roofline.timing.gemm import VLLM_SM89_FP8
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = "aiconfigurator-core==0.12.0"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import least_squares
 
-from roofline.efficiency import GemmCurve, gemm_time_s
+from roofline.timing.gemm import GemmCurve, gemm_time_s
 from validation.kernel_data import MMA_ROWS
 
 TILES = [(0, 0, 1)] + [(tm, tn, s) for tm in (64, 128) for tn in (64, 128, 256) for s in (1, 4, 16)]

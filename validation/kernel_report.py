@@ -10,7 +10,7 @@ import csv
 import numpy as np
 import pandas as pd
 
-from roofline.efficiency import GemmCurve
+from roofline.timing.gemm import GemmCurve
 from validation.kernel_data import DTYPES, GROUPS, MMA_ROWS, PKG, ROOT, data_path
 from validation.kernel_gemm import waves
 
@@ -80,7 +80,7 @@ def plot(curves) -> None:
     for ax, dtype in zip(axes, dtypes, strict=True):
         for (gid, dt), (p, tile, peak, lg) in curves.items():
             if dt == dtype and isinstance(tile, str):  # a library's tile rule
-                from roofline.efficiency import tile_shape, wave_quantisation
+                from roofline.timing.gemm import tile_shape, wave_quantisation
 
                 c = GemmCurve(p[0], p[2], sm_count=GROUPS[gid]["sms"][0], tile_rule=tile)
                 u, w = wave_quantisation(m, n, c)
