@@ -24,7 +24,7 @@ from typing import Any
 CODE = Path(__file__).resolve().parent
 # the modules that define (or build) the objects the pickles hold
 PICKLED_MODULES = (
-    "attention_kernels.py",
+    "timing/attention.py",
     "cache.py",
     "catalog.py",
     "catalog_entries.py",

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.attention_kernels import AttentionCurve, PrefillAttentionCurve
 from roofline.collectives import LINK_KINDS, LinkCurve, LinkSet
 from roofline.errors import CatalogError
 from roofline.hostcost import EngineProfile
@@ -17,6 +16,7 @@ from roofline.kernelset import KernelSet
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
+from roofline.timing.attention import AttentionCurve, PrefillAttentionCurve
 from roofline.timing.gemm import TILE_RULES, GemmCurve, MoeCurve, WeightOnlyCurve
 from roofline.units import US
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from roofline.attention_kernels import AttentionCurve, PrefillAttentionCurve
 from roofline.collectives import LinkCurve
+from roofline.timing.attention import AttentionCurve, PrefillAttentionCurve
 from roofline.timing.gemm import GemmCurve, MoeCurve, WeightOnlyCurve
 
 

@@ -22,18 +22,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.attention_kernels import (
-    AttentionCurve,
-    PrefillAttentionCurve,
-    attention_decode_time_s,
-    prefill_attention_time_s,
-)
 from roofline.closedform import expert_tile_padding
 from roofline.gemvalu import op_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.memo import cached_by_identity
 from roofline.ops import Deployment, Op
-from roofline.pointkernels import attention_decode_time_one, prefill_attention_time_one
+from roofline.timing.attention import (
+    AttentionCurve,
+    PrefillAttentionCurve,
+    attention_decode_time_one,
+    attention_decode_time_s,
+    prefill_attention_time_one,
+    prefill_attention_time_s,
+)
 from roofline.timing.gemm import (
     GROUPED_OPS,
     KERNELS_PER_OP,

@@ -92,7 +92,7 @@ def test_kernel_model_reproduces_the_measured_gemms_it_was_fitted_on():
 
 def test_decode_attention_model_reproduces_its_measurements():
     # bf16 KV, one layer: KV bytes 2·b·K·d·2·L, F = 4·b·H·d·L; rows b·H, streams b·K
-    from roofline.attention_kernels import attention_decode_time_s
+    from roofline.timing.attention import attention_decode_time_s
 
     errors: dict[str, list[float]] = {}
     for r in _rows("kernel_decode_attention_sample.csv"):
@@ -213,7 +213,7 @@ def test_gemm_time_by_hand():
 
 
 def test_prefill_attention_by_hand():
-    from roofline.attention_kernels import PrefillAttentionCurve, prefill_attention_time_s
+    from roofline.timing.attention import PrefillAttentionCurve, prefill_attention_time_s
 
     c = PrefillAttentionCurve(eta_max=0.5, s_half=1000.0, latency_s=10e-6)
     # 1e12 FLOPs over a 1000-token prompt at 1e15 FLOP/s: (1 + 1000/1000) / 0.5 = 4 ms, + 2·10 µs

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
+from roofline.timing.attention import AttentionCurve, attention_decode_time_s
 from roofline.timing.gemm import GemmCurve, gemm_time_s, wave_quantisation
 
 TILED = GemmCurve(eta_max=0.5, eta_memory=1.0, tile_m=128, tile_n=128, sm_count=100)

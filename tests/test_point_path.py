@@ -181,8 +181,7 @@ def test_point_kernels_are_the_array_functions(
     """pointkernels' float twins give, bit for bit, what efficiency.py's and attention_kernels.py's
     array functions give on 0-d arrays, for every kernel set's GEMM and attention curves (NaN,
     inf and zero sizes too)."""
-    from roofline import attention_kernels as attn
-    from roofline import pointkernels as pk
+    from roofline.timing import attention as attn
     from roofline.timing import gemm as eff
 
     ks = pick.draw(st.sampled_from(_kernel_sets(cat)))
@@ -203,7 +202,7 @@ def test_point_kernels_are_the_array_functions(
             want = attn.attention_decode_time_s(
                 a(flops), a(moved), peak, bw, c, 0.7, a(rows), a(streams), kernels, kv_heads
             )
-        got = pk.attention_decode_time_one(
+        got = attn.attention_decode_time_one(
             flops, moved, peak, bw, c, 0.7, rows, streams, kernels, kv_heads
         )
         assert _bitwise(got, want), (got, want)
@@ -213,7 +212,7 @@ def test_point_kernels_are_the_array_functions(
             want = attn.prefill_attention_time_s(
                 a(flops), a(moved), a(m), peak, bw, c, 0.8, kernels, a(rows)
             )
-        got = pk.prefill_attention_time_one(flops, moved, m, peak, bw, c, 0.8, kernels, rows)
+        got = attn.prefill_attention_time_one(flops, moved, m, peak, bw, c, 0.8, kernels, rows)
         assert _bitwise(got, want), (got, want)
 
 

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
-from roofline.splitkv import fa2_num_splits
+from roofline.timing.attention import AttentionCurve, attention_decode_time_s, fa2_num_splits
 from roofline.timing.gemm import GemmCurve, gemm_time_s
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import least_squares
 
-from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
+from roofline.timing.attention import AttentionCurve, attention_decode_time_s
 
 
 def fit_prefill_attention(df, peak, sms):
