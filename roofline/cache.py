@@ -24,18 +24,18 @@ from typing import Any
 CODE = Path(__file__).resolve().parent
 # the modules that define (or build) the objects the pickles hold
 PICKLED_MODULES = (
-    "timing/attention.py",
     "cache.py",
     "catalog.py",
     "catalog_entries.py",
     "catalog_kernels.py",
     "collectives.py",
     "hardware.py",
-    "hostcost.py",
     "kernelset.py",
     "model.py",
     "precision.py",
+    "timing/attention.py",
     "timing/gemm.py",
+    "timing/host.py",
     "units.py",
     "serving/cost.py",  # the prices snapshot's Price
 )

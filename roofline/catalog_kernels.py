@@ -11,13 +11,13 @@ from typing import Any
 
 from roofline.collectives import LINK_KINDS, LinkCurve, LinkSet
 from roofline.errors import CatalogError
-from roofline.hostcost import EngineProfile
 from roofline.kernelset import KernelSet
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
 from roofline.timing.attention import AttentionCurve, PrefillAttentionCurve
 from roofline.timing.gemm import TILE_RULES, GemmCurve, MoeCurve, WeightOnlyCurve
+from roofline.timing.host import EngineProfile
 from roofline.units import US
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from roofline.collectives import LinkSet
 from roofline.errors import InputError
-from roofline.hostcost import EngineProfile
 from roofline.kernelset import KernelSet
 from roofline.precision import COMPUTE_FALLBACK
+from roofline.timing.host import EngineProfile
 from roofline.units import GiB
 
 

@@ -23,7 +23,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.closedform import expert_tile_padding
-from roofline.gemvalu import op_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.memo import cached_by_identity
 from roofline.ops import Deployment, Op
@@ -46,6 +45,7 @@ from roofline.timing.gemm import (
     moe_time_s,
     scaled,
 )
+from roofline.timing.gemv import op_alu_time_s
 from roofline.timing.roofline import FloatArray, bound, intensity_one, op_time_one, op_time_s
 
 

@@ -24,11 +24,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.calibration import Calibration, calibration_of
 from roofline.errors import InputError
-from roofline.gemvalu import op_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
-from roofline.hostcost import per_seq_host_s, step_time_s
 from roofline.layout import distinct_stages, links_of, pipeline_time_s
 from roofline.memo import cached_by_identity
 from roofline.memory import ENGINES
@@ -52,8 +49,15 @@ from roofline.parallel import (
     measured_collective_time_s,
     send_time_s,
 )
-from roofline.pointkernels import step_time_one
 from roofline.precision import chip_weight_format, engine_weight_format
+from roofline.timing.gemv import op_alu_time_s
+from roofline.timing.host import (
+    Calibration,
+    calibration_of,
+    per_seq_host_s,
+    step_time_one,
+    step_time_s,
+)
 from roofline.timing.roofline import FloatArray, arithmetic_intensity, bound, maximum, op_time_s
 
 

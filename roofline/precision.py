@@ -23,7 +23,7 @@ from collections.abc import Container
 from dataclasses import dataclass, replace
 
 from roofline.errors import InputError
-from roofline.gemvalu import alu_flops_per_weight
+from roofline.timing.gemv import alu_flops_per_weight
 
 
 @dataclass(frozen=True)

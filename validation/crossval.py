@@ -33,10 +33,10 @@ import numpy as np
 from roofline.cases.case import METRICS, SCALE_OUT, Case, case_engine
 from roofline.cases.evaluate import evaluate
 from roofline.cases.static import base_times, metric_value
-from roofline.gemvalu import gemv_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.precision import engine_weight_format, weight_format
+from roofline.timing.gemv import gemv_alu_time_s
 from roofline.timing.roofline import op_time_s
 
 CPU_GRID_S = np.arange(0.0, 4001e-6, 25e-6)
