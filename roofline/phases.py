@@ -39,7 +39,8 @@ from roofline.opeval import (
     op_dtype,
 )
 from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
-from roofline.parallel import (
+from roofline.precision import chip_weight_format, engine_weight_format
+from roofline.timing.collectives import (
     allreduce_time_s,
     alltoall_time_s,
     is_latency_bound,
@@ -49,7 +50,6 @@ from roofline.parallel import (
     measured_collective_time_s,
     send_time_s,
 )
-from roofline.precision import chip_weight_format, engine_weight_format
 from roofline.timing.gemv import op_alu_time_s
 from roofline.timing.host import (
     Calibration,

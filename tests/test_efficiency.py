@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from roofline.catalog import load_catalog
 from roofline.hardware import Efficiency
 from roofline.ops import Deployment
-from roofline.parallel import measured_allreduce_time_s, measured_alltoall_time_s
 from roofline.phases import decode, prefill, request
 from roofline.precision import weight_format
+from roofline.timing.collectives import measured_allreduce_time_s, measured_alltoall_time_s
 from roofline.timing.gemm import GemmCurve, compute_efficiency, gemm_time_s
 from roofline.timing.host import EngineProfile, step_time_s
 

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from roofline.catalog import load_catalog
 from roofline.ops import Deployment, ep_alltoall_bytes_per_value
-from roofline.parallel import measured_alltoall_time_s
 from roofline.phases import decode
 from roofline.precision import weight_format
+from roofline.timing.collectives import measured_alltoall_time_s
 from roofline.timing.gemm import MoeCurve, moe_time_s
 
 CAT = load_catalog()
