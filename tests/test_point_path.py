@@ -1,9 +1,9 @@
-"""The per-point fast path (roofline/opeval.py: one point in Python floats, through roofline.py's
-one-point forms and pointkernels' float twins of the kernel curves) gives, bit for bit, what the
-general per-op path gives for the same point passed as 0-d arrays (the path every scalar call took
-before the fast path; the fast path switched off), and what the array path gives to 1e-12: every
-op's intensity, ridge, bound, ideal and expected times, every phase total and every timing, over
-random deployments; and the twins are, bit for bit, efficiency.py's functions."""
+"""The per-point fast path (roofline/optime.py: one point in Python floats, through the float
+twins of roofline/timing/) gives, bit for bit, what the general per-op path gives for the same
+point passed as 0-d arrays (the path every scalar call took before the fast path; the fast path
+switched off), and what the array path gives to 1e-12: every op's intensity, ridge, bound, ideal
+and expected times, every phase total and every timing, over random deployments; and each twin
+is, bit for bit, the array function beside it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import phases
+from roofline import optime
 from roofline.ops import Deployment
 from roofline.phases import RequestResult, request
 from roofline.precision import kv_format, weight_format
@@ -50,12 +50,12 @@ def _values(r: RequestResult) -> list:
 @contextlib.contextmanager
 def _general_path():
     """The per-op path: the point test answers no, as it does for arrays."""
-    saved = phases.is_point
-    phases.is_point = lambda ops, shape: False
+    saved = optime.is_point
+    optime.is_point = lambda ops, shape: False
     try:
         yield
     finally:
-        phases.is_point = saved
+        optime.is_point = saved
 
 
 def _general(*args, **kw) -> RequestResult:
@@ -66,18 +66,18 @@ def _general(*args, **kw) -> RequestResult:
 def _fast(*args, **kw) -> RequestResult:
     """request on Python scalars, checking that both phases took the point path."""
     calls = []
-    saved = phases.evaluate_point
+    saved = optime.is_point
 
     def counted(*a, **k):
-        calls.append(1)
-        return saved(*a, **k)
+        calls.append(saved(*a, **k))
+        return calls[-1]
 
-    phases.evaluate_point = counted
+    optime.is_point = counted
     try:
         r = request(*args, **kw)
     finally:
-        phases.evaluate_point = saved
-    assert len(calls) >= 2  # prefill and decode (one call per distinct PP stage)
+        optime.is_point = saved
+    assert len(calls) >= 2 and all(calls)  # prefill and decode (one per distinct PP stage)
     return r
 
 
@@ -178,9 +178,9 @@ AMOUNT = st.one_of(st.floats(0.0, 1e18), st.just(math.inf), st.just(math.nan))
 def test_point_kernels_are_the_array_functions(
     cat, pick, flops, moved, m, n, kernels, groups, kv_heads
 ):
-    """pointkernels' float twins give, bit for bit, what efficiency.py's and attention_kernels.py's
-    array functions give on 0-d arrays, for every kernel set's GEMM and attention curves (NaN,
-    inf and zero sizes too)."""
+    """The float twins of timing/gemm.py and timing/attention.py give, bit for bit, what the array
+    functions beside them give on 0-d arrays, for every kernel set's GEMM and attention curves
+    (NaN, inf and zero sizes too)."""
     from roofline.timing import attention as attn
     from roofline.timing import gemm as eff
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -209,3 +209,57 @@ def measured_collective_time_s(
 
 
 # ---- end of collectives per link kind -----------------------------------------------------------
+
+
+def collective_curves(
+    link: Link,
+    home: Link | None,
+    kernels: Any,
+    links: tuple[LinkSet, ...],
+    engine_allreduce: str | None = None,
+) -> tuple[LinkCurve | None, LinkCurve | None, LinkCurve | None]:
+    """The measured (all-reduce, all-to-all, the engine's own all-reduce) curves a collective on
+    `link` takes. A GPU generation's curves (`kernels`: its hardware.KernelSet, or None) were
+    measured on its own NVLink, so only the GPU's own link (`home`: scale-up, else host) of
+    NVLink kind takes them: NCCL's all-reduce, the engine's one-shot all-reduce where it has one
+    (`engine_allreduce`: EngineProfile.allreduce_kernel) and the all-to-all DeepEP's where
+    measured, else NCCL's. Other links (PCIe, xGMI, InfiniBand) take hardware/links.yaml by kind
+    (`links`); a link with none keeps the alpha-beta ideal."""
+    if link is home and link_kind(link) == "nvlink":
+        if kernels is None:
+            return None, None, None
+        a2a = (kernels.ep_alltoall or kernels.alltoall) if kernels.alltoall else None
+        own = kernels.engine_allreduce.get(engine_allreduce) if engine_allreduce else None
+        return kernels.allreduce, a2a, own
+    ls = link_set_for(links, link)
+    return (ls.allreduce, ls.alltoall, None) if ls is not None else (None, None, None)
+
+
+def collective_time_s(
+    kind: str,
+    link: Link,
+    ranks: int,
+    message_bytes: ArrayLike,
+    layers: float,
+    curves: tuple[LinkCurve | None, LinkCurve | None, LinkCurve | None],
+) -> tuple[FloatArray, FloatArray, np.ndarray]:
+    """(ideal, expected, bound) of one collective op (allreduce, alltoall or p2p) over `layers`
+    layers: the alpha-beta ideal; the measured curve (collective_curves), the engine's own
+    all-reduce where faster, never below the ideal (a one-shot kernel can beat the ring's
+    per-step latencies, not the wire); bound "latency" where the start latencies cost more than
+    moving the bytes, else "link"."""
+    if kind == "p2p":
+        t_ideal = send_time_s(link, message_bytes) * layers
+    else:
+        timer = alltoall_time_s if kind == "alltoall" else allreduce_time_s
+        t_ideal = timer(link, ranks, message_bytes) * layers
+    t = t_ideal
+    allreduce, alltoall, own = curves
+    t_link = measured_collective_time_s(kind, link, allreduce, alltoall, ranks, message_bytes)
+    if t_link is not None:
+        if kind == "allreduce" and own is not None:
+            t_own = measured_allreduce_time_s(link, own, ranks, message_bytes)
+            t_link = np.minimum(t_link, t_own)
+        t = np.maximum(t_link * layers, t_ideal)
+    latency = is_latency_bound(link, ranks, message_bytes)
+    return t_ideal, t, np.where(latency, "latency", "link")
