@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -200,8 +200,7 @@ DECODE_ATTENTION = 5  # fused decode attention
 PREFILL_ATTENTION = 6  # fused prefill attention
 
 
-@dataclass(frozen=True, slots=True)
-class _OpPlan:
+class _OpPlan(NamedTuple):  # a NamedTuple: built for every op of a new deployment, and cheaply
     """What one op of a step needs besides its numbers, the same at every point of a
     deployment."""
 
@@ -230,6 +229,7 @@ def _plan(
     dtype = dep.compute(hw)
     attn_dtype = hw.resolve_compute(dep.activations.compute)
     w = hw.memory_bandwidth_bytes_per_s
+    views: dict[str, KernelView] = {}
     out = []
     for op in ops:
         if op.is_collective:
@@ -253,7 +253,7 @@ def _plan(
             alu = op.quantized and dep.weights.alu_flops > 0
             out.append(_OpPlan(SHARES, **common, eta=eta_m, eta_compute=eta_c, alu=alu))
             continue
-        view = kernel_view(eff, d)
+        view = views.get(d) or views.setdefault(d, kernel_view(eff, d))
         if op.kind == "matmul":
             common |= {
                 "matmul": True,
