@@ -78,7 +78,7 @@ class Efficiency:
     source: str = "uncalibrated default (speed of light)"
     memory_weight_only: float | None = None  # matmuls on weight-only quantised weights (int4, q4_0)
     compute_weight_only: float | None = None  # compute share of GGUF block kernels (MMQ, Metal)
-    alu_weight_only: float | None = None  # ALU share of GGUF mat-vec kernels (roofline/gemvalu.py)
+    alu_weight_only: float | None = None  # ALU share of GGUF mat-vec kernels (timing/gemv.py)
     kernels: KernelSet | None = None  # per-op curves of the accelerator's GPU generation
     engines: Mapping[str, EngineProfile] = field(default_factory=dict)  # per-step host costs
     family: str = ""  # the hardware family whose figures these are (set by the catalog)
@@ -102,7 +102,7 @@ class Efficiency:
     @property
     def alu_dequant(self) -> float:
         """Share of the FP32 ALU peak llama.cpp's block-dequantising mat-vec kernels reach
-        (roofline/gemvalu.py); the plain compute share when the family has no figure."""
+        (roofline/timing/gemv.py); the plain compute share when the family has no figure."""
         return self.compute if self.alu_weight_only is None else self.alu_weight_only
 
     def __post_init__(self) -> None:

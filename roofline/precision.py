@@ -125,7 +125,7 @@ def engine_weight_format(fmt: Format, engine: str, vendor: str, peaks: Container
     mul_mat_q_case), 32 in Metal's kernel_mul_mm_id (its 64 x 32 simdgroup tile) [uncertain]
     (closedform.expert_tile_padding; counted for steps of at least one full tile, optime).
     Their mat-vec kernels (decode) cost `alu_flops` FP32-FLOP equivalents per weight per column
-    (roofline/gemvalu.py, counted from the Metal and CUDA kernels).
+    (roofline/timing/gemv.py, counted from the Metal and CUDA kernels).
     Other engines keep the format as it is."""
     if engine != "llamacpp" or (fmt.name not in GGUF_FORMATS and fmt.name != "mxfp4"):
         return fmt

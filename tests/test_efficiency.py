@@ -1,4 +1,4 @@
-"""The per-op efficiency model (roofline/efficiency.py) against measurements and physics.
+"""The per-op efficiency model (roofline/timing/gemm.py) against measurements and physics.
 
 Measured figures come from files the calibration script wrote from aiconfigurator-core 0.12.0
 (validation/kernel_gemm_sample.csv, validation/kernel_prefill_gemms.csv) or from published
@@ -240,7 +240,7 @@ def test_engine_changes_the_expected_time_by_its_cpu_step():
     a = decode(m, hw, Deployment(), 8, 1024, engine="vllm")
     b = decode(m, hw, Deployment(), 8, 1024, engine="sglang")
     delta = CAT.engines["vllm"].cpu_step_s - CAT.engines["sglang"].cpu_step_s
-    # and by their per-sequence host costs over the 8 sequences (roofline/hostcost.py)
+    # and by their per-sequence host costs over the 8 sequences (roofline/timing/host.py)
     fam = hw.efficiency.family
     seq = [dict(CAT.engines[e].cpu_per_seq_s).get(fam, 0.0) for e in ("vllm", "sglang")]
     delta += (seq[0] - seq[1]) * 8

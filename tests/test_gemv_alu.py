@@ -1,4 +1,4 @@
-"""The ALU floor of llama.cpp's block mat-vec kernels (roofline/gemvalu.py). Expected values are
+"""The ALU floor of llama.cpp's block mat-vec kernels (roofline/timing/gemv.py). Expected values are
 worked out by hand in the comments."""
 
 from __future__ import annotations

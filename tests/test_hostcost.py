@@ -1,7 +1,7 @@
-"""The engine's per-sequence host cost (hardware/engines.yaml cpu_per_seq_us, roofline/hostcost.py):
-its formula by hand, that it enters every expected step (decode and prefill) as c·B and never the
-ideal, and that the fit only separates it from cpu_step when a family ran at two batch sizes (the
-shipped figure is the fit's: tests/test_validate.py)."""
+"""The engine's per-sequence host cost (hardware/engines.yaml cpu_per_seq_us,
+roofline/timing/host.py): its formula by hand, that it enters every expected step (decode and
+prefill) as c·B and never the ideal, and that the fit only separates it from cpu_step when a family
+ran at two batch sizes (the shipped figure is the fit's: tests/test_validate.py)."""
 
 from dataclasses import replace
 

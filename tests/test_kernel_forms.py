@@ -1,4 +1,4 @@
-"""The kernel-curve forms of roofline/efficiency.py and roofline/attention_kernels.py against
+"""The kernel-curve forms of roofline/timing/gemm.py and roofline/timing/attention.py against
 hand-derived cases: wave quantisation of a tile grid (NVIDIA, "Matrix Multiplication Background
 User's Guide"), split-K, grouped GEMMs and the split-KV decode-attention limit. Every expected
 value is worked out in the comments."""

@@ -1,5 +1,5 @@
-"""FlashAttention-2's split-KV rule (roofline/splitkv.py), its decode-attention form
-(roofline/attention_kernels.py) and the large-M GEMM step (roofline/efficiency.py), against
+"""FlashAttention-2's split-KV rule (roofline/timing/attention.py), its decode-attention form
+(roofline/timing/attention.py) and the large-M GEMM step (roofline/timing/gemm.py), against
 hand-derived cases. Every expected value is worked out in the comments from flash_api.cpp's
 num_splits_heuristic, not from the code."""
 

@@ -1,4 +1,4 @@
-"""Fit the CDNA 3 (MI300X / MI325X) GEMM curve of roofline/efficiency.py to measured AMD GEMMs.
+"""Fit the CDNA 3 (MI300X / MI325X) GEMM curve of roofline/timing/gemm.py to measured AMD GEMMs.
 
 NVIDIA's generations are fitted by validation/calibrate_kernels.py on aiconfigurator-core; AMD
 ships no such package. Two public sets of MI300X (gfx942, 304 CUs) timings, transcribed in
