@@ -32,6 +32,8 @@ from roofline.layout import links_of
 from roofline.memo import cached_by_identity
 from roofline.ops import Deployment, Op
 from roofline.timing.attention import (
+    AttentionCurve,
+    PrefillAttentionCurve,
     attention_decode_time_one,
     attention_decode_time_s,
     prefill_attention_time_one,
@@ -132,8 +134,8 @@ class KernelView:
     sm: float  # --eta-memory scale
     base: GemmCurve  # the dtype's GEMM curve
     b16: GemmCurve  # the 16-bit curve (weight-only GEMMs, attention without a curve, gathers)
-    decode_attention: Any  # timing.attention.AttentionCurve | None
-    prefill_attention: Any  # timing.attention.PrefillAttentionCurve | None
+    decode_attention: AttentionCurve | None
+    prefill_attention: PrefillAttentionCurve | None
     moe: MoeCurve | None  # the fused MoE layer's curve for the dtype (16-bit dtypes share one)
 
 

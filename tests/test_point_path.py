@@ -243,3 +243,50 @@ def test_point_path_under_expert_and_attention_parallelism(
     general = _general(m, acc, dep, np.array(batch), np.array(prompt), np.array(output))
     for g, w in zip(_values(fast), _values(general), strict=True):
         assert _same(g, w), (model, hw, layout, g, w)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pick=st.data(),
+    flops=AMOUNT,
+    moved=AMOUNT,
+    units=SIZE,
+    blocks=SIZE,
+    per_value=st.sampled_from([0.5, 1.0, 2.0]),
+    layers=st.integers(1, 128),
+    phase=st.sampled_from(["decode", "prefill"]),
+)
+def test_the_other_twins_are_their_array_functions(
+    cat, pick, flops, moved, units, blocks, per_value, layers, phase
+):
+    """The roofline's, the GEMM rows', FA2's split rule's and the engine step's float twins give,
+    bit for bit, what the array functions beside them give on arrays (NaN, inf and zero too)."""
+    from roofline.optime import gemm_rows, gemm_rows_one
+    from roofline.timing.attention import fa2_num_splits, fa2_num_splits_one
+    from roofline.timing.host import step_time_one, step_time_s
+    from roofline.timing.roofline import (
+        arithmetic_intensity,
+        intensity_one,
+        op_time_one,
+        op_time_s,
+    )
+
+    engines = sorted(cat.accelerator("h100").efficiency.engines.values(), key=lambda e: e.id)
+    engine = pick.draw(st.sampled_from([None, *engines]))
+    a = np.array
+    with np.errstate(all="ignore"):  # the array forms on one-element arrays: no point fast path
+        pairs = [
+            (intensity_one(flops, moved), arithmetic_intensity(a([flops]), a([moved]))[0]),
+            (
+                op_time_one(flops, moved, 989e12, 3.35e12),
+                op_time_s(a([flops]), a([moved]), 989e12, 3.35e12)[0],
+            ),
+            (gemm_rows_one(flops, moved, per_value), gemm_rows(a(flops), a(moved), per_value)),
+            (fa2_num_splits_one(units, 264.0, blocks), fa2_num_splits(a(units), 264.0, a(blocks))),
+            (
+                step_time_one(moved, layers, engine, phase),
+                step_time_s(a(moved), layers, engine, phase),
+            ),
+        ]
+    for got, want in pairs:
+        assert _bitwise(got, want), (got, want)
