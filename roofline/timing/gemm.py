@@ -73,12 +73,8 @@ FloatArray = np.ndarray
 TILE_AREA_REF = 128.0 * 128.0  # the tile area wave_area_s is quoted per
 MMA_ROWS = 16.0  # rows of the smallest tensor-core tile (PTX mma.m16n8k16): a GEMV pads to it
 M_TILE_ROWS = 128.0  # rows of M one CTA of a weight-only GEMM dequantises its weights for
-# Kernels one op of ops.py stands for, per layer: the MLP is gate/up + down, an MoE layer the two
-# grouped GEMMs (vLLM fused_moe, SGLang, TensorRT-LLM: w13 then w2).
-KERNELS_PER_OP = {"mlp": 2.0, "moe.experts": 2.0, "moe.shared": 2.0}
-# Grouped GEMMs: one kernel runs every expert's tiles, so the SMs fill from many groups and only
-# each group's tile padding counts (wave_quantisation with groups = ∞).
-GROUPED_OPS = frozenset({"moe.experts"})
+
+# the libraries' tile rules (TILE RULES above)
 VLLM_SM89_FP8 = "vllm_sm89_fp8"
 TILE_RULES = (VLLM_SM89_FP8,)
 # (largest M of the config, [(largest next_pow_2(N), t_m, t_n), ...]); the last N bucket is open
