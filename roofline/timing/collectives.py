@@ -101,12 +101,6 @@ def allreduce_time_s(link: Link, ranks: int, message_bytes: ArrayLike) -> FloatA
     return _alpha(link) * steps + steps / ranks * m / link.bandwidth_bytes_per_s
 
 
-def allreduce_link_bytes(ranks: int, message_bytes: ArrayLike) -> FloatArray:
-    """Bytes each rank sends in a ring all-reduce: 2(n−1)/n · M."""
-    m = np.asarray(message_bytes, dtype=float)
-    return m * (2 * (ranks - 1) / ranks) if ranks > 1 else np.zeros_like(m)
-
-
 def alltoall_time_s(link: Link, ranks: int, message_bytes: ArrayLike) -> FloatArray:
     """All-to-all of M bytes per rank: α·(n−1) + (n−1)/n · M / W. Zero for a single rank."""
     m = np.asarray(message_bytes, dtype=float)

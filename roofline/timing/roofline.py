@@ -1,4 +1,4 @@
-"""The roofline itself: intensity, ridge point, attainable FLOP/s, time per op and its bound.
+"""The roofline itself: intensity, ridge point, time per op and its bound.
 
 Williams, Waterman & Patterson, "Roofline: an insightful visual performance model" (CACM 2009);
 notation after the scaling book (T_math, T_comms): for an op with F FLOPs and Q bytes on a chip with
@@ -39,11 +39,6 @@ def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> FloatArray
     f, q = np.asarray(flops, dtype=float), np.asarray(bytes_moved, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(q > 0, f / np.where(q > 0, q, 1.0), np.where(f > 0, np.inf, 0.0))
-
-
-def attainable_flops_per_s(intensity: ArrayLike, peak_flops_per_s: float, bw_bytes_per_s: float):
-    """Attainable performance = min(P, I · W) (the roof)."""
-    return np.minimum(peak_flops_per_s, np.asarray(intensity, dtype=float) * bw_bytes_per_s)
 
 
 def op_time_one(flops: float, bytes_moved: float, p: float, w: float) -> float:
