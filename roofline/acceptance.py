@@ -43,7 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.errors import InputError
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
 
 TREE_TOPK = 8  # candidates per node: SGLang's EAGLE-3 launch example (eagle-topk 8); EAGLE-2: 10
 # c_k = s·p for ranks k ≥ 2: s fitted to the one published chain/tree pair of the same drafter

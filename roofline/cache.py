@@ -24,18 +24,17 @@ from typing import Any
 CODE = Path(__file__).resolve().parent
 # the modules that define (or build) the objects the pickles hold
 PICKLED_MODULES = (
-    "attention_kernels.py",
     "cache.py",
     "catalog.py",
     "catalog_entries.py",
     "catalog_kernels.py",
-    "collectives.py",
-    "efficiency.py",
     "hardware.py",
-    "hostcost.py",
-    "kernelset.py",
     "model.py",
     "precision.py",
+    "timing/attention.py",
+    "timing/collectives.py",
+    "timing/gemm.py",
+    "timing/host.py",
     "units.py",
     "serving/cost.py",  # the prices snapshot's Price
 )

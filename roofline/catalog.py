@@ -27,16 +27,16 @@ from roofline.catalog_entries import (
     _model,
 )
 from roofline.catalog_kernels import KernelEntry
-from roofline.collectives import LinkSet
 from roofline.errors import CatalogError, UnknownEntryError
 from roofline.files import read_text, yaml
 from roofline.files import safe_load_yaml as _safe_load
 from roofline.hardware import Accelerator, Efficiency, Price, Tier
-from roofline.hostcost import EngineProfile
 from roofline.model import ModelArch
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
+from roofline.timing.collectives import LinkSet
+from roofline.timing.host import EngineProfile
 
 _PARSED = ParseCache()
 

@@ -9,16 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.attention_kernels import AttentionCurve, PrefillAttentionCurve
-from roofline.collectives import LINK_KINDS, LinkCurve, LinkSet
-from roofline.efficiency import GemmCurve, MoeCurve, WeightOnlyCurve
 from roofline.errors import CatalogError
-from roofline.hostcost import EngineProfile
-from roofline.kernelset import KernelSet
+from roofline.hardware import KernelSet
 from roofline.schema import NUM
 from roofline.schema import check as _check
 from roofline.schema import positive as _positive
-from roofline.tilerules import TILE_RULES
+from roofline.timing.attention import AttentionCurve, PrefillAttentionCurve
+from roofline.timing.collectives import LINK_KINDS, LinkCurve, LinkSet
+from roofline.timing.gemm import TILE_RULES, GemmCurve, MoeCurve, WeightOnlyCurve
+from roofline.timing.host import EngineProfile
 from roofline.units import US
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
 
 _POINT = (float, int, np.float64)
 

@@ -17,7 +17,7 @@ from roofline.memory import activation_peak_bytes
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, decode, prefill
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
 
 SPLIT_BATCHES = (1, 8, 32, 128, 512)
 SPLIT_CONTEXTS = (1024, 8192, 32768, 131072)

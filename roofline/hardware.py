@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from roofline.collectives import LinkSet
 from roofline.errors import InputError
-from roofline.hostcost import EngineProfile
-from roofline.kernelset import KernelSet
 from roofline.precision import COMPUTE_FALLBACK
+from roofline.timing.attention import AttentionCurve, PrefillAttentionCurve
+from roofline.timing.collectives import LinkCurve, LinkSet
+from roofline.timing.gemm import GemmCurve, MoeCurve, WeightOnlyCurve
+from roofline.timing.host import EngineProfile
 from roofline.units import GiB
 
 
@@ -35,11 +36,38 @@ class Tier:
 
 
 @dataclass(frozen=True)
+class KernelSet:
+    """The kernel curves of one GPU generation (hardware/kernels.yaml)."""
+
+    id: str
+    gemm: Mapping[str, GemmCurve]
+    weight_only: Mapping[str, WeightOnlyCurve] = field(default_factory=dict)
+    decode_attention: AttentionCurve | None = None
+    allreduce: LinkCurve | None = None  # NCCL
+    engine_allreduce: Mapping[str, LinkCurve] = field(default_factory=dict)  # engines' own
+    alltoall: LinkCurve | None = None  # NCCL all-to-all (expert parallelism)
+    prefill_attention: PrefillAttentionCurve | None = None
+    source: str = ""
+    borrowed: bool = False  # the accelerator has no data of its own: it uses this group's
+    compute_ref: float = 1.0  # the family's scalar shares when the curves were attached: a
+    memory_ref: float = 1.0  # different Efficiency.compute / .memory scales every curve
+    moe: Mapping[str, MoeCurve] = field(default_factory=dict)  # fused MoE per dtype
+    ep_alltoall: LinkCurve | None = None  # DeepEP dispatch / combine (expert parallelism)
+
+    def gemm_curve(self, dtype: str) -> GemmCurve | None:
+        """The curve for a compute dtype (fp16 and bf16 share one; fp8 falls back to bf16)."""
+        for d in (dtype, "bf16" if dtype in ("fp16", "tf32", "fp32") else dtype, "bf16"):
+            if d in self.gemm:
+                return self.gemm[d]
+        return None
+
+
+@dataclass(frozen=True)
 class Efficiency:
     """Share of peak a real kernel reaches, and a fixed cost per forward step.
 
     Without kernel curves: expected op time = max(F / (P·compute), Q / (W·memory)); a step adds
-    step_overhead_s. With `kernels` (a GPU generation's measured curves, roofline/kernelset.py)
+    step_overhead_s. With `kernels` (a GPU generation's measured curves, KernelSet)
     each op runs at its own shape-dependent efficiency, and the engine profile named at
     evaluation time (from `engines`) adds its per-step host costs.
     """
@@ -50,7 +78,7 @@ class Efficiency:
     source: str = "uncalibrated default (speed of light)"
     memory_weight_only: float | None = None  # matmuls on weight-only quantised weights (int4, q4_0)
     compute_weight_only: float | None = None  # compute share of GGUF block kernels (MMQ, Metal)
-    alu_weight_only: float | None = None  # ALU share of GGUF mat-vec kernels (roofline/gemvalu.py)
+    alu_weight_only: float | None = None  # ALU share of GGUF mat-vec kernels (timing/gemv.py)
     kernels: KernelSet | None = None  # per-op curves of the accelerator's GPU generation
     engines: Mapping[str, EngineProfile] = field(default_factory=dict)  # per-step host costs
     family: str = ""  # the hardware family whose figures these are (set by the catalog)
@@ -74,7 +102,7 @@ class Efficiency:
     @property
     def alu_dequant(self) -> float:
         """Share of the FP32 ALU peak llama.cpp's block-dequantising mat-vec kernels reach
-        (roofline/gemvalu.py); the plain compute share when the family has no figure."""
+        (roofline/timing/gemv.py); the plain compute share when the family has no figure."""
         return self.compute if self.alu_weight_only is None else self.alu_weight_only
 
     def __post_init__(self) -> None:

@@ -24,7 +24,7 @@ from roofline.files import read_text
 from roofline.memory import MemoryPlan, kv_bytes_per_sequence, kv_bytes_per_token, max_batch
 from roofline.model import ModelArch
 from roofline.ops import Deployment, cached_tokens_cap, kv_bytes_per_token_layer
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
 
 
 @dataclass(frozen=True)

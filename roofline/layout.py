@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
 from roofline.model import LayerGroup, ModelArch
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
 
 MAX_DEGREE = 4096
 

@@ -32,7 +32,7 @@ from roofline.ops import (
     kv_bytes_per_token_layer,
     stage_weight_bytes,
 )
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
 from roofline.units import GB
 
 

@@ -38,7 +38,7 @@ from roofline.layout import (
 )
 from roofline.memo import cached_by_identity
 from roofline.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, LayerGroup, ModelArch
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
 
 
 @dataclass(frozen=True)

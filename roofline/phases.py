@@ -7,14 +7,13 @@ Metrics, defined once (DESIGN.md §3):
 - E2E = TTFT + (O−1)·TPOT.
 - output_tokens_per_s = replicas × batch × O / E2E (a static batch start to finish).
 - decode_time_fraction = (O−1)·TPOT / E2E.
-Times per op are summed over the layer (the sum of per-op maxima, not the max of the sums). The
-ideal time uses η = 1 and no overhead (the speed of light). The expected time runs every op at its
-GPU generation's measured kernel curve (roofline/efficiency.py: GEMMs by shape and dtype,
-weight-only GEMMs, decode attention, measured collectives) or, for a family without curves, at the
-scalar shares; then the engine's per-step host costs (step_time_s), its per-sequence host cost
-(roofline/hostcost.py: cpu_per_seq · B, per engine and family) and any fixed overhead are
-added. The engine defaults to the CLI's auto rule (memory.engine). The ideal never depends on any
-of it.
+Times per op (roofline/optime.py: the ideal, and the expected time at the GPU generation's
+measured kernel curves, or the family's scalar shares without them) are summed over the layer (the
+sum of per-op maxima, not the max of the sums). The ideal time uses η = 1 and no overhead (the
+speed of light). On the expected time go the engine's per-step host costs (step_time_s), its
+per-sequence host cost (roofline/timing/host.py: cpu_per_seq · B, per engine and family) and any
+fixed overhead. The engine defaults to the CLI's auto rule (memory.engine). The ideal never
+depends on any of it.
 """
 
 from __future__ import annotations
@@ -24,49 +23,24 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.calibration import Calibration, calibration_of
 from roofline.errors import InputError
-from roofline.gemvalu import op_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
-from roofline.hostcost import per_seq_host_s, step_time_s
-from roofline.layout import distinct_stages, links_of, pipeline_time_s
+from roofline.layout import distinct_stages, pipeline_time_s
 from roofline.memo import cached_by_identity
 from roofline.memory import ENGINES
 from roofline.memory import engine as default_engine
 from roofline.model import ModelArch
-from roofline.opeval import (
-    evaluate_point,
-    expected_op_s,
-    expert_padding,
-    is_point,
-    op_dtype,
-)
 from roofline.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
-from roofline.parallel import (
-    allreduce_time_s,
-    alltoall_time_s,
-    is_latency_bound,
-    link_kind,
-    link_set_for,
-    measured_allreduce_time_s,
-    measured_collective_time_s,
-    send_time_s,
-)
-from roofline.pointkernels import maximum, step_time_one
+from roofline.optime import OpResult, op_results
 from roofline.precision import chip_weight_format, engine_weight_format
-from roofline.roofline import FloatArray, arithmetic_intensity, bound, op_time_s
-
-
-@dataclass(frozen=True)
-class OpResult:
-    """An op with its roofline verdict."""
-
-    op: Op
-    intensity: FloatArray
-    ridge_flops_per_byte: float
-    bound: np.ndarray  # "compute" | "memory" | "link" | "latency"
-    t_ideal_s: FloatArray
-    t_expected_s: FloatArray
+from roofline.timing.host import (
+    Calibration,
+    calibration_of,
+    per_seq_host_s,
+    step_time_one,
+    step_time_s,
+)
+from roofline.timing.roofline import FloatArray, arithmetic_intensity, bound, maximum
 
 
 @dataclass(frozen=True)
@@ -115,94 +89,16 @@ def _evaluate(
     ),  # decode: rows, streams, KV heads; prefill: s, rows
     seqs: ArrayLike = 0.0,  # sequences the step carries (the engine's per-sequence host cost)
 ):
+    """One step: every op's verdict (roofline/optime.py), their sums, and the engine's host costs
+    on top of the expected time."""
     dtype = dep.compute(hw)
-    ridge = hw.ridge_flops_per_byte(dtype)
-    attn_dtype = hw.resolve_compute(dep.activations.compute)
-    link = hw.scale_up or hw.host_link
-    results = []
-    zero = np.zeros(())
-    link_total = zero
-    measured_link = eff.kernels.allreduce if eff.kernels is not None else None
     profile = eff.engines.get(engine_name or "") if eff.engines else None
-    custom_link = None
-    if eff.kernels is not None and profile is not None:
-        custom_link = eff.kernels.engine_allreduce.get(profile.allreduce_kernel)
-    ks = eff.kernels  # the generation's NVLink all-to-all: DeepEP's where measured, else NCCL's
-    nvlink_alltoall = (ks.ep_alltoall or ks.alltoall) if ks is not None and ks.alltoall else None
-    point = None
-    # a deployment built without its layout, wider than the scale-up domain: each collective
-    # takes the link its group spans (layout.links_of)
-    spans = dep.links is None and _spans_host(hw, dep)
-    own = links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp) if spans else None
-    if is_point(ops, attn_shape):  # one point: Python floats (opeval.evaluate_point)
-
-        def per_op(op: Op, dt: str, peak: float) -> FloatArray:
-            return expected_op_s(op, hw, dep, eff, dt, peak, name, attn_shape)
-
-        point = evaluate_point(ops, hw, dep, eff, dtype, attn_dtype, name, attn_shape, per_op)
-    for i, op in enumerate(ops):
-        verdict_i = None if point is None else point[i]
-        if verdict_i is not None:
-            results.append(OpResult(op, *verdict_i))
-            continue
-        if op.is_collective:
-            lk = op.link or link
-            if own is not None:
-                lk = getattr(own, _LINK_OF.get(op.kind, "tp")) or lk
-                op = op if op.link is lk else replace(op, link=lk)
-            assert lk is not None  # the op builder refuses TP/PP > 1 without a link
-            # the generation's NCCL curves were measured on its NVLink; other links (PCIe, xGMI,
-            # InfiniBand) take hardware/links.yaml by kind, else keep the alpha-beta ideal
-            measured = lk is link and link_kind(lk) == "nvlink"
-            if measured:
-                curves = (measured_link, nvlink_alltoall)
-            else:
-                ls = link_set_for(eff.links, lk)
-                curves = (ls.allreduce, ls.alltoall) if ls is not None else (None, None)
-            if op.kind == "p2p":
-                t_ideal = send_time_s(lk, op.message_bytes) * op.layers
-            else:
-                timer = alltoall_time_s if op.kind == "alltoall" else allreduce_time_s
-                t_ideal = timer(lk, op.ranks, op.message_bytes) * op.layers
-            t = t_ideal
-            t_link = measured_collective_time_s(op.kind, lk, *curves, op.ranks, op.message_bytes)
-            if t_link is not None:
-                if measured and op.kind == "allreduce" and custom_link is not None:
-                    # the engine's own one-shot all-reduce, if faster
-                    t_own = measured_allreduce_time_s(lk, custom_link, op.ranks, op.message_bytes)
-                    t_link = np.minimum(t_link, t_own)
-                # a one-shot kernel can beat the ring's per-step latencies; never the ideal
-                t = np.maximum(t_link * op.layers, t_ideal)
-            latency = is_latency_bound(lk, op.ranks, op.message_bytes)
-            verdict = np.where(latency, "latency", "link")
-            link_total = link_total + np.asarray(op.message_bytes) * op.layers
-            results.append(OpResult(op, zero, ridge, verdict, t_ideal, t))
-            continue
-        dt = op_dtype(op, hw, dtype, attn_dtype)
-        peak = hw.peak(dt, sparse=op.sparse)
-        peak_exp = hw.expected_peak(dt, sparse=op.sparse)  # power-limited boards: below
-        w = hw.memory_bandwidth_bytes_per_s
-        intensity = arithmetic_intensity(op.flops, op.bytes)
-        t_ideal = op_time_s(op.flops, op.bytes, peak, w)
-        if eff.kernels is None:
-            dequant = op.quantized and dep.weights.weight_only
-            eta_m = eff.memory_dequant if dequant else eff.memory
-            eta_c = (
-                eff.compute_dequant if op.quantized and dep.weights.block_kernels else eff.compute
-            )
-            f_exp = op.flops * expert_padding(op, dep)  # engine tiles padding routed experts
-            t_exp = op_time_s(f_exp, op.bytes, peak_exp, w, eta_c, eta_m)
-            if op.quantized and dep.weights.alu_flops > 0:  # block mat-vec ALU (gemvalu.py)
-                t_exp = np.maximum(t_exp, op_alu_time_s(op, dep, hw, eff.alu_dequant))
-        else:
-            t_exp = expected_op_s(op, hw, dep, eff, dt, peak_exp, name, attn_shape)
-        results.append(
-            OpResult(op, intensity, peak / w, bound(intensity, peak / w), t_ideal, t_exp)
-        )
-
-    # totals over the ops, each summed in op order from zero (one pass for all six)
-    start = zero if point is None else 0.0  # the same sums; Python floats are cheaper
+    results, point = op_results(ops, hw, dep, eff, name, attn_shape, profile)
+    # totals over the ops, each summed in op order from zero (one pass for all seven)
+    zero = np.zeros(())
+    start = zero if not point else 0.0  # the same sums; Python floats are cheaper
     flops = weight = kv = act = t_ideal = t_ops = start
+    link_total = zero
     for r in results:
         o = r.op
         flops, weight, kv, act = (
@@ -212,12 +108,14 @@ def _evaluate(
             act + o.act_bytes,
         )
         t_ideal, t_ops = t_ideal + r.t_ideal_s, t_ops + r.t_expected_s
-    host_seq = per_seq_host_s(profile, seqs, eff.family)  # roofline/hostcost.py
-    if point is None:
-        t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s + host_seq
-    else:
+        if o.is_collective:
+            link_total = link_total + np.asarray(o.message_bytes) * o.layers
+    host_seq = per_seq_host_s(profile, seqs, eff.family)  # roofline/timing/host.py
+    if point:
         t_exp = step_time_one(float(t_ops), layers, profile, name) + eff.step_overhead_s
         t_exp = t_exp + host_seq
+    else:
+        t_exp = step_time_s(t_ops, layers, profile, name) + eff.step_overhead_s + host_seq
     return PhaseResult(
         name,
         dtype,
@@ -227,24 +125,13 @@ def _evaluate(
         kv,
         act,
         link_total,
-        ridge,
+        hw.ridge_flops_per_byte(dtype),
         t_ideal,
         t_exp,
         engine_name or "",
         t_exp - t_ops,
         _calibration(eff, engine_name or ""),
     )
-
-
-# the Links field of each collective kind (the op builder's own mapping: roofline/ops.py)
-_LINK_OF = {"allreduce": "tp", "alltoall": "ep", "p2p": "pp"}
-
-
-def _spans_host(hw: Accelerator, dep: Deployment) -> bool:
-    """A replica wider than the scale-up domain (NVLink-bridged pairs beyond TP2, say): some
-    group may leave the scale-up link, so the layout's links apply."""
-    up = hw.scale_up
-    return up is not None and (up.domain_gpus or 1) < dep.gpus_per_replica
 
 
 _CALIBRATIONS: dict[tuple, tuple[tuple, Calibration]] = {}

@@ -23,7 +23,7 @@ from collections.abc import Container
 from dataclasses import dataclass, replace
 
 from roofline.errors import InputError
-from roofline.gemvalu import alu_flops_per_weight
+from roofline.timing.gemv import alu_flops_per_weight
 
 
 @dataclass(frozen=True)
@@ -123,9 +123,9 @@ def engine_weight_format(fmt: Format, engine: str, vendor: str, peaks: Container
     Routed experts (mul_mat_id) run one GEMM per expert whose rows are padded to whole tiles:
     128 rows in MMQ (mmq_x up to 128 on tensor-core GPUs, chosen from the step's rows: mmq.cuh
     mul_mat_q_case), 32 in Metal's kernel_mul_mm_id (its 64 x 32 simdgroup tile) [uncertain]
-    (closedform.expert_tile_padding; counted for steps of at least one full tile, opeval).
+    (closedform.expert_tile_padding; counted for steps of at least one full tile, optime).
     Their mat-vec kernels (decode) cost `alu_flops` FP32-FLOP equivalents per weight per column
-    (roofline/gemvalu.py, counted from the Metal and CUDA kernels).
+    (roofline/timing/gemv.py, counted from the Metal and CUDA kernels).
     Other engines keep the format as it is."""
     if engine != "llamacpp" or (fmt.name not in GGUF_FORMATS and fmt.name != "mxfp4"):
         return fmt

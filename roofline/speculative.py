@@ -41,11 +41,11 @@ from numpy.typing import ArrayLike
 from roofline.acceptance import TREE_TOPK, expected_tokens_per_round, tree_tokens_per_round
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency
-from roofline.hostcost import EngineProfile
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, decode
-from roofline.roofline import FloatArray, op_time_s
+from roofline.timing.host import EngineProfile
+from roofline.timing.roofline import FloatArray, op_time_s
 
 DRAFTERS = ("draft", "eagle", "eagle3", "mtp", "medusa", "ngram")
 IN_GRAPH = ("eagle", "eagle3", "mtp", "medusa")

@@ -15,7 +15,7 @@ import pytest
 
 from roofline.cases.case import Case
 from roofline.catalog import load_catalog
-from roofline.efficiency import compute_efficiency, gemm_time_s
+from roofline.timing.gemm import compute_efficiency, gemm_time_s
 from validation.crossval import Base, fit
 
 ROOT = Path(__file__).resolve().parent.parent

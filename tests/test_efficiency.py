@@ -1,4 +1,4 @@
-"""The per-op efficiency model (roofline/efficiency.py) against measurements and physics.
+"""The per-op efficiency model (roofline/timing/gemm.py) against measurements and physics.
 
 Measured figures come from files the calibration script wrote from aiconfigurator-core 0.12.0
 (validation/kernel_gemm_sample.csv, validation/kernel_prefill_gemms.csv) or from published
@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalog import load_catalog
-from roofline.efficiency import GemmCurve, compute_efficiency, gemm_time_s
 from roofline.hardware import Efficiency
-from roofline.hostcost import EngineProfile, step_time_s
 from roofline.ops import Deployment
-from roofline.parallel import measured_allreduce_time_s, measured_alltoall_time_s
 from roofline.phases import decode, prefill, request
 from roofline.precision import weight_format
+from roofline.timing.collectives import measured_allreduce_time_s, measured_alltoall_time_s
+from roofline.timing.gemm import GemmCurve, compute_efficiency, gemm_time_s
+from roofline.timing.host import EngineProfile, step_time_s
 
 ROOT = Path(__file__).resolve().parent.parent
 CAT = load_catalog()
@@ -92,7 +92,7 @@ def test_kernel_model_reproduces_the_measured_gemms_it_was_fitted_on():
 
 def test_decode_attention_model_reproduces_its_measurements():
     # bf16 KV, one layer: KV bytes 2·b·K·d·2·L, F = 4·b·H·d·L; rows b·H, streams b·K
-    from roofline.attention_kernels import attention_decode_time_s
+    from roofline.timing.attention import attention_decode_time_s
 
     errors: dict[str, list[float]] = {}
     for r in _rows("kernel_decode_attention_sample.csv"):
@@ -213,7 +213,7 @@ def test_gemm_time_by_hand():
 
 
 def test_prefill_attention_by_hand():
-    from roofline.attention_kernels import PrefillAttentionCurve, prefill_attention_time_s
+    from roofline.timing.attention import PrefillAttentionCurve, prefill_attention_time_s
 
     c = PrefillAttentionCurve(eta_max=0.5, s_half=1000.0, latency_s=10e-6)
     # 1e12 FLOPs over a 1000-token prompt at 1e15 FLOP/s: (1 + 1000/1000) / 0.5 = 4 ms, + 2·10 µs
@@ -240,7 +240,7 @@ def test_engine_changes_the_expected_time_by_its_cpu_step():
     a = decode(m, hw, Deployment(), 8, 1024, engine="vllm")
     b = decode(m, hw, Deployment(), 8, 1024, engine="sglang")
     delta = CAT.engines["vllm"].cpu_step_s - CAT.engines["sglang"].cpu_step_s
-    # and by their per-sequence host costs over the 8 sequences (roofline/hostcost.py)
+    # and by their per-sequence host costs over the 8 sequences (roofline/timing/host.py)
     fam = hw.efficiency.family
     seq = [dict(CAT.engines[e].cpu_per_seq_s).get(fam, 0.0) for e in ("vllm", "sglang")]
     delta += (seq[0] - seq[1]) * 8

@@ -1,4 +1,4 @@
-"""The ALU floor of llama.cpp's block mat-vec kernels (roofline/gemvalu.py). Expected values are
+"""The ALU floor of llama.cpp's block mat-vec kernels (roofline/timing/gemv.py). Expected values are
 worked out by hand in the comments."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.gemvalu import GEMV_MAX_ROWS, alu_flops_per_weight, gemv_alu_time_s
 from roofline.ops import Deployment
 from roofline.phases import decode, engine_deployment
 from roofline.precision import weight_format
+from roofline.timing.gemv import GEMV_MAX_ROWS, alu_flops_per_weight, gemv_alu_time_s
 
 
 def test_ops_per_weight_by_backend():

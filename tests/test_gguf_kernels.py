@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from roofline.cases.case import case_deployment
 from roofline.closedform import expert_tile_padding
-from roofline.opeval import expert_padding
+from roofline.optime import expert_padding
 from roofline.phases import engine_deployment, prefill
 from roofline.precision import engine_weight_format, weight_format
 from roofline.userfiles import load_cases

@@ -1,7 +1,7 @@
-"""The engine's per-sequence host cost (hardware/engines.yaml cpu_per_seq_us, roofline/hostcost.py):
-its formula by hand, that it enters every expected step (decode and prefill) as c·B and never the
-ideal, and that the fit only separates it from cpu_step when a family ran at two batch sizes (the
-shipped figure is the fit's: tests/test_validate.py)."""
+"""The engine's per-sequence host cost (hardware/engines.yaml cpu_per_seq_us,
+roofline/timing/host.py): its formula by hand, that it enters every expected step (decode and
+prefill) as c·B and never the ideal, and that the fit only separates it from cpu_step when a family
+ran at two batch sizes (the shipped figure is the fit's: tests/test_validate.py)."""
 
 from dataclasses import replace
 
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cases.case import Case
-from roofline.hostcost import EngineProfile, per_seq_host_s
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
+from roofline.timing.host import EngineProfile, per_seq_host_s
 from validation.crossval import Base, fit, slope_evidence
 
 

@@ -1,4 +1,4 @@
-"""The kernel-curve forms of roofline/efficiency.py and roofline/attention_kernels.py against
+"""The kernel-curve forms of roofline/timing/gemm.py and roofline/timing/attention.py against
 hand-derived cases: wave quantisation of a tile grid (NVIDIA, "Matrix Multiplication Background
 User's Guide"), split-K, grouped GEMMs and the split-KV decode-attention limit. Every expected
 value is worked out in the comments."""
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
-from roofline.efficiency import GemmCurve, gemm_time_s, wave_quantisation
+from roofline.timing.attention import AttentionCurve, attention_decode_time_s
+from roofline.timing.gemm import GemmCurve, gemm_time_s, wave_quantisation
 
 TILED = GemmCurve(eta_max=0.5, eta_memory=1.0, tile_m=128, tile_n=128, sm_count=100)
 
@@ -130,7 +130,7 @@ def test_vllm_sm89_fp8_tile_rule_by_hand():
     """The tiles of vLLM's scaled_mm_c2x_sm89_fp8_dispatch.cuh, read off its configs by hand:
     M = 1, N = 4096 (np2 4096 ≤ 8192): 16×64; M = 20, N = 12288 (np2 16384): 32×128;
     M = 200, N = 5120 (np2 8192 > 4096): 128×128; M = 300, N = 8192: 256×128."""
-    from roofline.tilerules import VLLM_SM89_FP8, rule_tiles, rule_tiles_one
+    from roofline.timing.gemm import VLLM_SM89_FP8, rule_tiles, rule_tiles_one
 
     m = np.array([1.0, 20.0, 200.0, 300.0])
     n = np.array([4096.0, 12288.0, 5120.0, 8192.0])
@@ -162,7 +162,7 @@ def test_quant_pass_adds_its_bytes_outside_the_max():
 def test_tile_rule_waves_are_a_share_of_the_sms(m, n):
     """Under vLLM's sm89 FP8 tile rule every shape runs in whole waves of padded tiles: the
     useful share u lies in (0, 1] and the waves cover the tiles (w·SMs ≥ ⌈M/t_m⌉·⌈N/t_n⌉)."""
-    from roofline.tilerules import VLLM_SM89_FP8, rule_tiles_one
+    from roofline.timing.gemm import VLLM_SM89_FP8, rule_tiles_one
 
     c = GemmCurve(1.0, 1.0, sm_count=142, tile_rule=VLLM_SM89_FP8)
     u, w = (float(x) for x in wave_quantisation(m, n, c))

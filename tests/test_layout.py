@@ -25,9 +25,9 @@ from roofline.layout import (
 from roofline.memory import ENGINES, kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.memory import weight_bytes_per_gpu as weights_per_gpu
 from roofline.ops import Deployment, decode_ops, stage_weight_bytes
-from roofline.parallel import send_time_s
 from roofline.phases import decode, prefill
 from roofline.precision import WEIGHT_FORMATS
+from roofline.timing.collectives import send_time_s
 
 
 def _dep(cat, m, hw, **kw) -> Deployment:

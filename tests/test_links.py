@@ -13,15 +13,15 @@ from roofline.cases.evaluate import evaluate
 from roofline.catalog import load_catalog
 from roofline.hardware import Tier
 from roofline.ops import Deployment
-from roofline.parallel import (
+from roofline.phases import decode
+from roofline.precision import weight_format
+from roofline.timing.collectives import (
     allreduce_time_s,
     link_kind,
     link_set_for,
     measured_allreduce_time_s,
     measured_send_time_s,
 )
-from roofline.phases import decode
-from roofline.precision import weight_format
 
 CAT = load_catalog()
 GB = 1e9

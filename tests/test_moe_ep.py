@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalog import load_catalog
-from roofline.efficiency import MoeCurve, moe_time_s
 from roofline.ops import Deployment, ep_alltoall_bytes_per_value
-from roofline.parallel import measured_alltoall_time_s
 from roofline.phases import decode
 from roofline.precision import weight_format
+from roofline.timing.collectives import measured_alltoall_time_s
+from roofline.timing.gemm import MoeCurve, moe_time_s
 
 CAT = load_catalog()
 

@@ -14,9 +14,9 @@ from roofline.memory import (
 )
 from roofline.model import ModelArch
 from roofline.ops import Deployment, expected_experts, sum_capped
-from roofline.parallel import allreduce_time_s
 from roofline.phases import decode, prefill, request
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.timing.collectives import allreduce_time_s
 
 LLAMA2_13B = ModelArch(
     id="llama-2-13b",

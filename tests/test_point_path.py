@@ -1,9 +1,9 @@
-"""The per-point fast path (roofline/opeval.py: one point in Python floats, through roofline.py's
-one-point forms and pointkernels' float twins of the kernel curves) gives, bit for bit, what the
-general per-op path gives for the same point passed as 0-d arrays (the path every scalar call took
-before the fast path; the fast path switched off), and what the array path gives to 1e-12: every
-op's intensity, ridge, bound, ideal and expected times, every phase total and every timing, over
-random deployments; and the twins are, bit for bit, efficiency.py's functions."""
+"""The per-point fast path (roofline/optime.py: one point in Python floats, through the float
+twins of roofline/timing/) gives, bit for bit, what the general per-op path gives for the same
+point passed as 0-d arrays (the path every scalar call took before the fast path; the fast path
+switched off), and what the array path gives to 1e-12: every op's intensity, ridge, bound, ideal
+and expected times, every phase total and every timing, over random deployments; and each twin
+is, bit for bit, the array function beside it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import phases
+from roofline import optime
 from roofline.ops import Deployment
 from roofline.phases import RequestResult, request
 from roofline.precision import kv_format, weight_format
@@ -50,12 +50,12 @@ def _values(r: RequestResult) -> list:
 @contextlib.contextmanager
 def _general_path():
     """The per-op path: the point test answers no, as it does for arrays."""
-    saved = phases.is_point
-    phases.is_point = lambda ops, shape: False
+    saved = optime.is_point
+    optime.is_point = lambda ops, shape: False
     try:
         yield
     finally:
-        phases.is_point = saved
+        optime.is_point = saved
 
 
 def _general(*args, **kw) -> RequestResult:
@@ -66,18 +66,18 @@ def _general(*args, **kw) -> RequestResult:
 def _fast(*args, **kw) -> RequestResult:
     """request on Python scalars, checking that both phases took the point path."""
     calls = []
-    saved = phases.evaluate_point
+    saved = optime.is_point
 
     def counted(*a, **k):
-        calls.append(1)
-        return saved(*a, **k)
+        calls.append(saved(*a, **k))
+        return calls[-1]
 
-    phases.evaluate_point = counted
+    optime.is_point = counted
     try:
         r = request(*args, **kw)
     finally:
-        phases.evaluate_point = saved
-    assert len(calls) >= 2  # prefill and decode (one call per distinct PP stage)
+        optime.is_point = saved
+    assert len(calls) >= 2 and all(calls)  # prefill and decode (one per distinct PP stage)
     return r
 
 
@@ -178,12 +178,11 @@ AMOUNT = st.one_of(st.floats(0.0, 1e18), st.just(math.inf), st.just(math.nan))
 def test_point_kernels_are_the_array_functions(
     cat, pick, flops, moved, m, n, kernels, groups, kv_heads
 ):
-    """pointkernels' float twins give, bit for bit, what efficiency.py's and attention_kernels.py's
-    array functions give on 0-d arrays, for every kernel set's GEMM and attention curves (NaN,
-    inf and zero sizes too)."""
-    from roofline import attention_kernels as attn
-    from roofline import efficiency as eff
-    from roofline import pointkernels as pk
+    """The float twins of timing/gemm.py and timing/attention.py give, bit for bit, what the array
+    functions beside them give on 0-d arrays, for every kernel set's GEMM and attention curves
+    (NaN, inf and zero sizes too)."""
+    from roofline.timing import attention as attn
+    from roofline.timing import gemm as eff
 
     ks = pick.draw(st.sampled_from(_kernel_sets(cat)))
     curve = pick.draw(st.sampled_from(sorted(ks.gemm.values(), key=repr)))
@@ -192,9 +191,9 @@ def test_point_kernels_are_the_array_functions(
     with np.errstate(all="ignore"):
         want = eff.gemm_time_s(a(flops), a(moved), a(m), a(n), peak, bw, curve, kernels, groups)
         u, w = eff.wave_quantisation(a(max(m, 1e-9)), a(max(n, 1e-9)), curve, groups)
-    got = pk.gemm_time_one(flops, moved, m, n, peak, bw, curve, kernels, groups)
+    got = eff.gemm_time_one(flops, moved, m, n, peak, bw, curve, kernels, groups)
     assert _bitwise(got, want), (got, want)
-    got_u, got_w = pk.wave_quantisation_one(max(m, 1e-9), max(n, 1e-9), curve, groups)
+    got_u, got_w = eff.wave_quantisation_one(max(m, 1e-9), max(n, 1e-9), curve, groups)
     assert _bitwise(got_u, u) and _bitwise(got_w, w)
     rows, streams = m, n  # reuse the sizes as the attention's shape
     if ks.decode_attention is not None:
@@ -203,7 +202,7 @@ def test_point_kernels_are_the_array_functions(
             want = attn.attention_decode_time_s(
                 a(flops), a(moved), peak, bw, c, 0.7, a(rows), a(streams), kernels, kv_heads
             )
-        got = pk.attention_decode_time_one(
+        got = attn.attention_decode_time_one(
             flops, moved, peak, bw, c, 0.7, rows, streams, kernels, kv_heads
         )
         assert _bitwise(got, want), (got, want)
@@ -213,7 +212,7 @@ def test_point_kernels_are_the_array_functions(
             want = attn.prefill_attention_time_s(
                 a(flops), a(moved), a(m), peak, bw, c, 0.8, kernels, a(rows)
             )
-        got = pk.prefill_attention_time_one(flops, moved, m, peak, bw, c, 0.8, kernels, rows)
+        got = attn.prefill_attention_time_one(flops, moved, m, peak, bw, c, 0.8, kernels, rows)
         assert _bitwise(got, want), (got, want)
 
 
@@ -244,3 +243,50 @@ def test_point_path_under_expert_and_attention_parallelism(
     general = _general(m, acc, dep, np.array(batch), np.array(prompt), np.array(output))
     for g, w in zip(_values(fast), _values(general), strict=True):
         assert _same(g, w), (model, hw, layout, g, w)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pick=st.data(),
+    flops=AMOUNT,
+    moved=AMOUNT,
+    units=SIZE,
+    blocks=SIZE,
+    per_value=st.sampled_from([0.5, 1.0, 2.0]),
+    layers=st.integers(1, 128),
+    phase=st.sampled_from(["decode", "prefill"]),
+)
+def test_the_other_twins_are_their_array_functions(
+    cat, pick, flops, moved, units, blocks, per_value, layers, phase
+):
+    """The roofline's, the GEMM rows', FA2's split rule's and the engine step's float twins give,
+    bit for bit, what the array functions beside them give on arrays (NaN, inf and zero too)."""
+    from roofline.optime import gemm_rows, gemm_rows_one
+    from roofline.timing.attention import fa2_num_splits, fa2_num_splits_one
+    from roofline.timing.host import step_time_one, step_time_s
+    from roofline.timing.roofline import (
+        arithmetic_intensity,
+        intensity_one,
+        op_time_one,
+        op_time_s,
+    )
+
+    engines = sorted(cat.accelerator("h100").efficiency.engines.values(), key=lambda e: e.id)
+    engine = pick.draw(st.sampled_from([None, *engines]))
+    a = np.array
+    with np.errstate(all="ignore"):  # the array forms on one-element arrays: no point fast path
+        pairs = [
+            (intensity_one(flops, moved), arithmetic_intensity(a([flops]), a([moved]))[0]),
+            (
+                op_time_one(flops, moved, 989e12, 3.35e12),
+                op_time_s(a([flops]), a([moved]), 989e12, 3.35e12)[0],
+            ),
+            (gemm_rows_one(flops, moved, per_value), gemm_rows(a(flops), a(moved), per_value)),
+            (fa2_num_splits_one(units, 264.0, blocks), fa2_num_splits(a(units), 264.0, a(blocks))),
+            (
+                step_time_one(moved, layers, engine, phase),
+                step_time_s(a(moved), layers, engine, phase),
+            ),
+        ]
+    for got, want in pairs:
+        assert _bitwise(got, want), (got, want)

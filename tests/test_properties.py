@@ -10,7 +10,7 @@ from roofline.memory import ENGINES, kv_bytes_per_sequence, max_batch, plan_memo
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill, request
 from roofline.precision import WEIGHT_FORMATS
-from roofline.roofline import arithmetic_intensity, bound, op_time_s
+from roofline.timing.roofline import arithmetic_intensity, bound, op_time_s
 
 CAT = load_catalog()
 MODELS = ["llama-3.1-8b", "deepseek-r1", "gemma-3-27b", "mixtral-8x7b", "gpt-oss-120b"]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from roofline.ops import Deployment
 from roofline.phases import request
-from roofline.roofline import arithmetic_intensity, bound, op_time_s
+from roofline.timing.roofline import arithmetic_intensity, bound, op_time_s
 
 # FLOPs and bytes of an op: zero, NaN, or from a thousandth to 1e30 (ratios stay finite)
 amount = st.one_of(

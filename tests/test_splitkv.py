@@ -1,5 +1,5 @@
-"""FlashAttention-2's split-KV rule (roofline/splitkv.py), its decode-attention form
-(roofline/attention_kernels.py) and the large-M GEMM step (roofline/efficiency.py), against
+"""FlashAttention-2's split-KV rule (roofline/timing/attention.py), its decode-attention form
+(roofline/timing/attention.py) and the large-M GEMM step (roofline/timing/gemm.py), against
 hand-derived cases. Every expected value is worked out in the comments from flash_api.cpp's
 num_splits_heuristic, not from the code."""
 
@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
-from roofline.efficiency import GemmCurve, gemm_time_s
-from roofline.splitkv import fa2_num_splits
+from roofline.timing.attention import AttentionCurve, attention_decode_time_s, fa2_num_splits
+from roofline.timing.gemm import GemmCurve, gemm_time_s
 
 
 def test_fa2_splits_the_example_in_flash_api_cpp():

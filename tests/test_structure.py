@@ -1,6 +1,6 @@
 """The package's shape: import cycles (every import counts, at module level, inside a function
 or under TYPE_CHECKING) and the layers (the core never imports the CLI, the renderers, rich,
-typer or yaml)."""
+typer or yaml; the timing wing, roofline/timing/, imports nothing of the package above it)."""
 
 import ast
 from pathlib import Path
@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent / "roofline"
 KNOWN_CYCLES: list[set[str]] = []
 PRESENTATION = ("roofline.cli", "roofline.render", "roofline.plot", "roofline.__main__")
 IO_MODULES = {"roofline.files"}  # the YAML reader itself
+TIMING = "roofline.timing"  # how long one kernel takes: the ground floor, below hardware and ops
 
 
 def _modules() -> dict[str, Path]:
@@ -85,3 +86,15 @@ def test_the_core_never_imports_presentation_or_yaml():
             if i.startswith((*PRESENTATION, "rich", "typer", "yaml")):
                 breaches.append((m, i))
     assert breaches == []
+
+
+def test_the_timing_wing_imports_nothing_above_it():
+    mods = _modules()
+    above = [
+        (m, i)
+        for m, p in mods.items()
+        if m.startswith(TIMING)
+        for i in _imports(p, mods)
+        if i.startswith("roofline") and not i.startswith(TIMING)
+    ]
+    assert above == []

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalog import Catalog, load_catalog
-from roofline.efficiency import gemm_time_s
 from roofline.errors import CatalogError
-from roofline.opeval import kernel_view
 from roofline.ops import Deployment
+from roofline.optime import kernel_view
 from roofline.phases import request
 from roofline.precision import kv_format, weight_format
+from roofline.timing.gemm import gemm_time_s
 
 CAT = load_catalog()
 DEP = Deployment(weights=weight_format("bf16"), kv=kv_format("bf16"))
@@ -102,14 +102,14 @@ def test_compute_bound_prefill_slows_by_the_ratio_and_decode_barely():
 
 
 def test_point_path_keeps_the_ratio(monkeypatch):
-    """The one-point float path (opeval.evaluate_point) gives, bit for bit, what the per-op path
+    """The one-point float path (optime, Python floats) gives, bit for bit, what the per-op path
     gives for a board with a ratio (the sustained peak is in both)."""
-    from roofline import phases
+    from roofline import optime
 
     hw = CAT.accelerator("nvidia-t4")
     model = CAT.model("llama-3.1-8b")
     point = request(model, hw, T4_DEP, 8, 512, 32)
-    monkeypatch.setattr(phases, "is_point", lambda ops, shape: False)
+    monkeypatch.setattr(optime, "is_point", lambda ops, shape: False)
     general = request(model, hw, T4_DEP, np.array(8), np.array(512), np.array(32))
     for a, b in ((point.prefill, general.prefill), (point.decode, general.decode)):
         assert float(a.t_expected_s) == float(b.t_expected_s)

@@ -76,10 +76,10 @@ def peer_checks(cat) -> str:
     """TP scaling against gpt-fast, weight-only decode at batch 64, prefill GEMM sums."""
     import csv
 
-    from roofline.efficiency import gemm_time_s
     from roofline.ops import Deployment
     from roofline.phases import decode, request
     from roofline.precision import weight_format
+    from roofline.timing.gemm import gemm_time_s
 
     a100, m7 = cat.accelerator("nvidia-a100-80gb-sxm"), cat.model("llama-2-7b")
     rate = {

@@ -4,7 +4,7 @@ The kernel curves (hardware/kernels.yaml) come from measured kernel timings
 (validation/calibrate_kernels.py) and are never tuned here. This script fits, by the method of
 roofline/crossval.py, on validation/public_cases.yaml + validation/extra_cases.yaml:
 - each engine's CPU time per step (`cpu_step_us` in hardware/engines.yaml) and per running
-  sequence per step on each hardware family (`cpu_per_seq_us`, roofline/hostcost.py; 0 for a
+  sequence per step on each hardware family (`cpu_per_seq_us`, roofline/timing/host.py; 0 for a
   family that did not run the engine at two or more batch sizes);
 - the scalar shares of the families without kernel curves (hardware/families.yaml);
 and records per family the number of cases and the out-of-sample (leave-one-source-out) median
@@ -36,7 +36,7 @@ def gguf_decode_levers() -> list:
     """The plain llama.cpp GGUF decode rows of validation/levers_cases.yaml (one device, no
     speculation, no offload): the only cases whose chips differ in FP32 rate per byte of
     bandwidth (M1 Max 26 FLOP/B against ~34 on the M2-M4 chips of the public cases), so the only
-    ones that pin the ALU share of llama.cpp's block mat-vec kernels (roofline/gemvalu.py).
+    ones that pin the ALU share of llama.cpp's block mat-vec kernels (roofline/timing/gemv.py).
     They join the fit and its leave-one-source-out like the other fitted cases."""
     from roofline.precision import GGUF_FORMATS
 

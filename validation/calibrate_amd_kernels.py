@@ -1,4 +1,4 @@
-"""Fit the CDNA 3 (MI300X / MI325X) GEMM curve of roofline/efficiency.py to measured AMD GEMMs.
+"""Fit the CDNA 3 (MI300X / MI325X) GEMM curve of roofline/timing/gemm.py to measured AMD GEMMs.
 
 NVIDIA's generations are fitted by validation/calibrate_kernels.py on aiconfigurator-core; AMD
 ships no such package. Two public sets of MI300X (gfx942, 304 CUs) timings, transcribed in
@@ -43,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - only with the calibrate extra m
     sys.exit(f"calibrate_amd_kernels: needs scipy ({exc.name}); run `make calibrate`")
 
 from roofline.catalog import load_catalog  # noqa: E402
-from roofline.efficiency import GemmCurve, gemm_time_s  # noqa: E402
+from roofline.timing.gemm import GemmCurve, gemm_time_s  # noqa: E402
 
 DATA = ROOT / "validation/kernel_cdna3_gemm.csv"
 OUT = ROOT / "hardware/kernels-amd.yaml"

@@ -1,4 +1,4 @@
-"""Fit the per-op kernel curves (roofline/efficiency.py, attention_kernels.py) to kernel timings.
+"""Fit the per-op kernel curves (roofline/timing/gemm.py, timing/attention.py) to kernel timings.
 
 Data: NVIDIA's aiconfigurator-core 0.12.0 (Apache-2.0), which ships measured kernel latencies as
 parquet files under aiconfigurator_core/systems/data/<chip>/<op>/<engine>/<version>/. Run on demand
@@ -10,7 +10,7 @@ matplotlib); roofline never imports this package. Writes
   (tests/test_efficiency.py checks the model reproduces them, without the package);
 - docs/kernel_efficiency.svg: GEMM efficiency against M per dtype and group.
 
-Fitted forms (see roofline/efficiency.py and roofline/attention_kernels.py for the formulas and
+Fitted forms (see roofline/timing/gemm.py and roofline/timing/attention.py for the formulas and
 their sources):
 - GEMM: t = t0 + max(F·(1 + M½/(M+16))·(1 + N½/N) / (P·η_max·u) + w·t_w, Q / (W·η_mem)) per
   dtype, with u and w the wave quantisation of a t_m × t_n tile grid over the SMs (split-K up to
@@ -18,7 +18,7 @@ their sources):
   and, from M ≥ m_large on (picked from LARGE_M when it lowers the BIC), a plateau
   large_ratio·η_max: the library switching kernels by M; a kernel whose library picks its tile
   per shape (GROUPS tile_rules: vLLM's CUTLASS FP8 GEMM on Ada) takes that rule instead
-  (roofline/tilerules.py; no split-K; per-wave cost t_w + t_area·t_m·t_n/128²) and, when its
+  (roofline/timing/gemm.py; no split-K; per-wave cost t_w + t_area·t_m·t_n/128²) and, when its
   engine quantises the activations in a kernel of its own, that pass (QUANT_BYTES);
 - the measurement harness: aiconfigurator's vLLM collector times 6 weight copies on one input
   in a CUDA graph (HARNESS_COPIES); the rows whose copies fit in the chip's L2 are fitted with
@@ -28,8 +28,8 @@ their sources):
 - decode attention: t = t0 + rows·t_row + S·t_S + max(KV·(1 + S½/S) / (W·η_attn), w·(q/p)/B_cta)
   (S streams of q bytes split into p pieces of split_kib for query groups ≥ split_min_group, in
   w waves over the SMs), fitted on cache-cold calls of the kernel most rows were measured with;
-  a FlashAttention-2 kernel splits by FA2's own heuristic instead (roofline/splitkv.py) and pays
-  the grouped path's re-layout (swap_us, copy_us) and the split-KV combine (combine_us);
+  a FlashAttention-2 kernel splits by FA2's own heuristic instead (roofline/timing/attention.py)
+  and pays the grouped path's re-layout (swap_us, copy_us) and the split-KV combine (combine_us);
 - prefill attention: t = t0 + F·(1 + S½/s) / (P·η_max·u) + w·t_w (query tiles in waves);
 - all-reduce: t = α + 2(n−1)/n · bytes / B_bus, α and B_bus per GPU count (NCCL, and each
   engine's own custom all-reduce); all-to-all: t = α + (n−1)/n · bytes / B (NCCL);

@@ -33,14 +33,14 @@ import numpy as np
 from roofline.cases.case import METRICS, SCALE_OUT, Case, case_engine
 from roofline.cases.evaluate import evaluate
 from roofline.cases.static import base_times, metric_value
-from roofline.gemvalu import gemv_alu_time_s
 from roofline.hardware import Accelerator, Efficiency
 from roofline.model import ModelArch
 from roofline.precision import engine_weight_format, weight_format
-from roofline.roofline import op_time_s
+from roofline.timing.gemv import gemv_alu_time_s
+from roofline.timing.roofline import op_time_s
 
 CPU_GRID_S = np.arange(0.0, 4001e-6, 25e-6)
-SEQ_GRID_S = np.arange(0.0, 200.1e-6, 5e-6)  # per-sequence host cost per step (hostcost.py)
+SEQ_GRID_S = np.arange(0.0, 200.1e-6, 5e-6)  # per-sequence host cost per step (timing/host.py)
 ETA_GRID = np.round(np.arange(0.20, 0.901, 0.01), 2)  # no family streams above 90% of its datasheet
 # dequantising GEMMs may reach a small share of the int8 tensor peak (llama.cpp's MMQ on GB10
 # reaches about an eighth: its inner loop unpacks blocks and scales on the ALUs)
@@ -74,7 +74,7 @@ class Base:
     compute_dtype: str = ""  # the dtype its matmuls run in (int8 for llama.cpp's MMQ)
     block_kernels: bool = False  # its weights run through GGUF block kernels (compute share)
     # decode: its block linears' expected time, their memory roofline and mat-vec ALU time at
-    # η = 1 (roofline/gemvalu.py); predict() takes max(memory / η_m, ALU / η_alu) for them
+    # η = 1 (roofline/timing/gemv.py); predict() takes max(memory / η_m, ALU / η_alu) for them
     t_block0_s: float = 0.0
     t_block_mem0_s: float = 0.0
     t_block_alu0_s: float = 0.0

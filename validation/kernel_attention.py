@@ -1,6 +1,6 @@
 """The fused attention fits of validation/calibrate_kernels.py: prefill (causal flash attention
 with query tiles in waves) and decode (generic split-KV, or FlashAttention-2's own split rule).
-The forms are roofline/attention_kernels.py's (see there for their sources).
+The forms are roofline/timing/attention.py's (see there for their sources).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import least_squares
 
-from roofline.attention_kernels import AttentionCurve, attention_decode_time_s
+from roofline.timing.attention import AttentionCurve, attention_decode_time_s
 
 
 def fit_prefill_attention(df, peak, sms):
@@ -62,7 +62,7 @@ def fit_prefill_attention(df, peak, sms):
 
 
 def decode_attention_model(x, kv_bytes, rows, streams, bw, sms, split_bytes, min_group):
-    """roofline/attention_kernels.py attention_decode_time_s for one layer, bf16 KV, memory side:
+    """roofline/timing/attention.py attention_decode_time_s for one layer, bf16 KV, memory side:
     t0 + rows·t_row + S·t_S + max(KV(1 + S½/S)/(W·η), w·(q/p)/B_cta)."""
     t0, t_row, eta, t_s, b_cta, s_half = (
         np.exp(x[0]),
@@ -85,7 +85,7 @@ FA2_START = (np.log(2e-6), np.log(5e-6), np.log(3e-6))  # t_swap, t_copy, t_comb
 
 
 def decode_attention_fa2_model(x, kv_bytes, rows, streams, kv_heads, bw, sms):
-    """roofline/attention_kernels.py attention_decode_time_s, split_rule fa2, one layer, bf16 KV:
+    """roofline/timing/attention.py attention_decode_time_s, split_rule fa2, one layer, bf16 KV:
     t0 + rows·t_row + S·t_S + [g ≥ 2](t_swap + t_copy·[b ≥ 2, K ≥ 2] + t_comb·[p > 1])
     + max(KV(1 + S½/S)/(W·η), w·(q/p)/B_cta), p from FA2's num_splits_heuristic."""
     curve = AttentionCurve(
@@ -108,8 +108,8 @@ def decode_attention_fa2_model(x, kv_bytes, rows, streams, kv_heads, bw, sms):
 
 def fit_decode_attention(df, bw, sms):
     """The kernel most rows were measured with, bf16 KV, full attention (no window). A
-    FlashAttention-2 kernel gets FA2's own split rule (roofline/splitkv.py); any other kernel
-    the generic split-KV form, its split size and the smallest query group that splits picked
+    FlashAttention-2 kernel gets FA2's own split rule (roofline/timing/attention.py); any other
+    kernel the generic split-KV form, its split size and the smallest query group that splits picked
     from SPLITS."""
     d = df[df.kv_cache_dtype == "bfloat16"]
     if "window_size" in d:

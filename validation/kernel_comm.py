@@ -1,7 +1,7 @@
 """The collective and MoE fits of validation/calibrate_kernels.py: NCCL and the engines' own
 all-reduce / all-to-all per GPU count, the fused MoE layer (TensorRT-LLM) per dtype, and
 DeepEP's dispatch / combine all-to-all (expert parallelism). The forms are those of
-roofline/collectives.py, roofline/efficiency.py moe_time_s and roofline/parallel.py.
+roofline/timing/collectives.py and roofline/timing/gemm.py moe_time_s.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def moe_shapes(d, b_w: float):
 
 
 def moe_model(x, flops, q_w, q_act, m, peak, bw):
-    """roofline/efficiency.py moe_time_s with 2 grouped GEMMs."""
+    """roofline/timing/gemm.py moe_time_s with 2 grouped GEMMs."""
     eta_max, m_half, eta_w, eta_act, t0 = x
     t_c = flops * (1.0 + m_half / (np.maximum(m, 1.0) + MMA_ROWS)) / (peak * eta_max)
     return 2.0 * t0 + np.maximum(t_c, q_w / (bw * eta_w)) + q_act / (bw * eta_act)

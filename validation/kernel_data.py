@@ -10,13 +10,13 @@ from pathlib import Path
 
 import aiconfigurator_core
 
-from roofline.tilerules import VLLM_SM89_FP8
+from roofline.timing.gemm import VLLM_SM89_FP8
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = "aiconfigurator-core==0.12.0"
 DATA = Path(aiconfigurator_core.__file__).parent / "systems" / "data"
 MIN_NK = 512  # fit shapes of LLM layers: N and K of a layer's GEMM are at least 512 after TP
-MMA_ROWS = 16.0  # roofline/efficiency.py: a GEMV pads to the 16-row MMA tile
+MMA_ROWS = 16.0  # roofline/timing/gemm.py: a GEMV pads to the 16-row MMA tile
 M_TILE = 128  # rows of M one CTA of a weight-only (fpA_intB) GEMM dequantises its weights for
 
 # kernel group -> (chip dir, catalog accelerator it is measured on, engine, version,
@@ -78,7 +78,7 @@ GROUPS = {
         nccl=None,
         members=["nvidia-l40s"],
         borrowers=["nvidia-l4"],
-        # vLLM's CUTLASS FP8 GEMM picks its tile per shape (roofline/tilerules.py)
+        # vLLM's CUTLASS FP8 GEMM picks its tile per shape (roofline/timing/gemm.py)
         tile_rules={"CutlassFP8ScaledMMLinearKernel": VLLM_SM89_FP8},
         l2=(
             96 * 2**20,

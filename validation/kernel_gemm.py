@@ -1,6 +1,6 @@
 """The GEMM fits of validation/calibrate_kernels.py: the dense GEMM form with its tile grid, waves
 and large-M step, the form under a library's own tile rule, the weight-only GEMM, and the
-catalog keys they write. The forms are roofline/efficiency.py's (see there for their sources).
+catalog keys they write. The forms are roofline/timing/gemm.py's (see there for their sources).
 """
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import least_squares
 
-from roofline.efficiency import GemmCurve, gemm_time_s
+from roofline.timing.gemm import GemmCurve, gemm_time_s
 from validation.kernel_data import MMA_ROWS
 
 TILES = [(0, 0, 1)] + [(tm, tn, s) for tm in (64, 128) for tn in (64, 128, 256) for s in (1, 4, 16)]
 
 
 def waves(m, n, sms, tm, tn, smax):
-    """(u, w) of roofline/efficiency.py wave_quantisation (one group)."""
+    """(u, w) of roofline/timing/gemm.py wave_quantisation (one group)."""
     if not tm:
         return 1.0, 0.0
     tiles = np.ceil(m / tm) * np.ceil(n / tn)
@@ -158,7 +158,7 @@ def harness_resident(m, n, k, b_w, copies, l2_bytes):
 
 
 def gemm_rule_model(x, m, n, k, peak, bw, b_w, b_a, sms, rule, quant_bytes, resident):
-    """roofline/efficiency.py gemm_time_s under a library's tile rule (no split-K), a per-wave
+    """roofline/timing/gemm.py gemm_time_s under a library's tile rule (no split-K), a per-wave
     cost t_w + t_area·(t_m·t_n)/128² and the activation quantisation pass; the rows the harness
     keeps in L2 stream their weights r = exp(x[7]) times faster (the measurement, not the
     kernel: a model's weights never stay in L2 between decode steps)."""
@@ -179,7 +179,7 @@ def gemm_rule_model(x, m, n, k, peak, bw, b_w, b_a, sms, rule, quant_bytes, resi
 
 
 def fit_gemm_rule(df, peak, bw, b_w, b_a, sms, rule, quant_bytes, resident):
-    """The GEMM form under a library's tile rule (roofline/tilerules.py): every block runs the
+    """The GEMM form under a library's tile rule (roofline/timing/gemm.py): every block runs the
     whole K loop (no split-K), the tile's prologue and epilogue cost t_w + t_area·(t_m·t_n)/128²
     per wave (the epilogue writes t_m·t_n outputs), plus the activations' quantisation pass.
     Returns ((η_max, M½, η_mem, t0, N½, t_w, t_area, r_L2), median)."""

@@ -10,7 +10,7 @@ import csv
 import numpy as np
 import pandas as pd
 
-from roofline.efficiency import GemmCurve
+from roofline.timing.gemm import GemmCurve
 from validation.kernel_data import DTYPES, GROUPS, MMA_ROWS, PKG, ROOT, data_path
 from validation.kernel_gemm import waves
 
@@ -27,8 +27,8 @@ def write_yaml(groups: list[dict]) -> None:
         "# fit_median_error: median |model / measured - 1| over the rows fitted.\n"
         "# tile_m × tile_n, split_k_max, wave_latency_us: the GEMM's tile grid in waves over the\n"
         "# measured chip's sm_count SMs (tile_m 0: no grid); decode attention: per-stream cost,\n"
-        "# split-KV pieces of split_kib and the per-block bandwidth (roofline/efficiency.py).\n"
-        "# tile_rule: the library picks the tile per shape (roofline/tilerules.py), with a\n"
+        "# split-KV pieces of split_kib and the per-block bandwidth (roofline/timing/gemm.py).\n"
+        "# tile_rule: the library picks the tile per shape (roofline/timing/gemm.py), with a\n"
         "# per-wave cost wave_latency_us + wave_area_us per 128x128 of tile; quant_bytes: the\n"
         "# activations' quantisation pass timed with the GEMM (bytes per M*K value).\n"
         "# harness_l2_ratio, harness_l2_bytes: the collector timed copies of the weights that fit\n"
@@ -80,7 +80,7 @@ def plot(curves) -> None:
     for ax, dtype in zip(axes, dtypes, strict=True):
         for (gid, dt), (p, tile, peak, lg) in curves.items():
             if dt == dtype and isinstance(tile, str):  # a library's tile rule
-                from roofline.efficiency import tile_shape, wave_quantisation
+                from roofline.timing.gemm import tile_shape, wave_quantisation
 
                 c = GemmCurve(p[0], p[2], sm_count=GROUPS[gid]["sms"][0], tile_rule=tile)
                 u, w = wave_quantisation(m, n, c)

@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from roofline.calibration import Calibration
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
 from roofline.layout import links_of
 from roofline.ops import Deployment
 from roofline.precision import kv_format, weight_format
+from roofline.timing.host import Calibration
 
 # metric -> (regime, kind): kind "time" (smaller is faster) or "rate" (larger is faster)
 METRICS: dict[str, tuple[str, str]] = {

@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from roofline.calibration import Calibration
 from roofline.hardware import MEMORY_BASES, Accelerator, Efficiency, Tier
 from roofline.memory import kv_bytes_per_token
 from roofline.model import ModelArch
 from roofline.phases import PhaseResult
+from roofline.timing.host import Calibration
 
 
 def link_json(link: Tier | None) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
-from roofline.hostcost import EngineProfile
+from roofline.timing.host import EngineProfile
 
 GIB = 1024**3
 DEFAULT_MAX_SEQS = 256  # vLLM max_num_seqs below 70 GiB (and on A100)

@@ -1,4 +1,6 @@
-"""Collectives for tensor, pipeline and expert parallelism (alpha-beta model).
+"""Collectives for tensor, pipeline and expert parallelism: the alpha-beta ideal, the measured
+curves (hardware/kernels.yaml per GPU generation, hardware/links.yaml per link kind: a per-call
+latency plus bytes over a share of the link's catalog bandwidth, per GPU count).
 
 Ring all-reduce over n ranks of M bytes (Thakur, Rabenseifner & Gropp, "Optimization of collective
 communication operations in MPICH", IJHPCA 2005; scaling book, Appendix on collectives):
@@ -23,21 +25,74 @@ keeps the α-β ring above; an expected collective is never faster than it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.collectives import LinkCurve, LinkSet
-from roofline.hardware import Tier
-from roofline.roofline import FloatArray
+from roofline.timing.roofline import FloatArray
+
+# collectives per link kind (issue 11: PCIe, xGMI, InfiniBand/RoCE)
+LINK_KINDS = ("nvlink", "pcie", "xgmi", "infiniband", "roce")
+
+
+class Link(Protocol):
+    """What a collective reads of its link (a hardware.Tier): one direction's bandwidth, the start
+    latency (None: DEFAULT_LINK_LATENCY_S), and the catalog id and name its kind comes from."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def bandwidth_bytes_per_s(self) -> float: ...
+    @property
+    def latency_s(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class LinkCurve:
+    """Measured all-reduce per GPU count: per-call latency α and the achieved bus bandwidth as a
+    share of the measured chip's catalog link bandwidth (so a sibling with a slower link scales)."""
+
+    latency_s: Mapping[int, float]
+    bandwidth_share: Mapping[int, float]
+
+    def at(self, ranks: int) -> tuple[float, float]:
+        """(α, share) at `ranks` GPUs: the measured count, else interpolated in log2(ranks) and
+        held at the ends."""
+        ns = sorted(self.latency_s)
+        x, xs = np.log2(ranks), np.log2(ns)
+        a = float(np.interp(x, xs, [self.latency_s[n] for n in ns]))
+        b = float(np.interp(x, xs, [self.bandwidth_share[n] for n in ns]))
+        return a, b
+
+
+@dataclass(frozen=True)
+class LinkSet:
+    """Measured collectives on one kind of link (hardware/links.yaml): the all-reduce (and
+    all-to-all) per GPU count, as latency + bytes / (share · the link's catalog bandwidth).
+    `accelerators` empty: any accelerator whose link is of this kind; else only those listed
+    (a generation measured on its own platform, preferred over the generic entry)."""
+
+    id: str
+    kind: str
+    allreduce: LinkCurve
+    alltoall: LinkCurve | None = None
+    accelerators: tuple[str, ...] = ()
+    source: str = ""
+
 
 DEFAULT_LINK_LATENCY_S = 1e-6  # used only when a link entry gives no latency
 
 
-def _alpha(link: Tier) -> float:
+def _alpha(link: Link) -> float:
     return link.latency_s if link.latency_s is not None else DEFAULT_LINK_LATENCY_S
 
 
-def allreduce_time_s(link: Tier, ranks: int, message_bytes: ArrayLike) -> FloatArray:
+def allreduce_time_s(link: Link, ranks: int, message_bytes: ArrayLike) -> FloatArray:
     """Ring all-reduce: α·2(n−1) + 2(n−1)/n · M / W. Zero for a single rank."""
     m = np.asarray(message_bytes, dtype=float)
     if ranks <= 1:
@@ -46,13 +101,7 @@ def allreduce_time_s(link: Tier, ranks: int, message_bytes: ArrayLike) -> FloatA
     return _alpha(link) * steps + steps / ranks * m / link.bandwidth_bytes_per_s
 
 
-def allreduce_link_bytes(ranks: int, message_bytes: ArrayLike) -> FloatArray:
-    """Bytes each rank sends in a ring all-reduce: 2(n−1)/n · M."""
-    m = np.asarray(message_bytes, dtype=float)
-    return m * (2 * (ranks - 1) / ranks) if ranks > 1 else np.zeros_like(m)
-
-
-def alltoall_time_s(link: Tier, ranks: int, message_bytes: ArrayLike) -> FloatArray:
+def alltoall_time_s(link: Link, ranks: int, message_bytes: ArrayLike) -> FloatArray:
     """All-to-all of M bytes per rank: α·(n−1) + (n−1)/n · M / W. Zero for a single rank."""
     m = np.asarray(message_bytes, dtype=float)
     if ranks <= 1:
@@ -60,13 +109,13 @@ def alltoall_time_s(link: Tier, ranks: int, message_bytes: ArrayLike) -> FloatAr
     return _alpha(link) * (ranks - 1) + (ranks - 1) / ranks * m / link.bandwidth_bytes_per_s
 
 
-def is_latency_bound(link: Tier, ranks: int, message_bytes: ArrayLike) -> np.ndarray:
+def is_latency_bound(link: Link, ranks: int, message_bytes: ArrayLike) -> np.ndarray:
     """True where the start latencies cost more than moving the bytes (small messages)."""
     m = np.asarray(message_bytes, dtype=float)
     return _alpha(link) * (ranks - 1) > (ranks - 1) / max(ranks, 1) * m / link.bandwidth_bytes_per_s
 
 
-def send_time_s(link: Tier, message_bytes: ArrayLike) -> FloatArray:
+def send_time_s(link: Link, message_bytes: ArrayLike) -> FloatArray:
     """Point-to-point send of M bytes (a pipeline stage's activations to the next stage): one
     start latency plus the bytes at the link's per-direction bandwidth, α + M / W (the alpha-beta
     model of one message; Hockney 1994)."""
@@ -75,7 +124,7 @@ def send_time_s(link: Tier, message_bytes: ArrayLike) -> FloatArray:
 
 
 def measured_allreduce_time_s(
-    link: Tier, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
+    link: Link, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
 ) -> FloatArray:
     """α(n) + 2(n−1)/n · M / (s(n)·W) from measured per-call latency and bus-bandwidth share."""
     m = np.asarray(message_bytes, dtype=float)
@@ -86,7 +135,7 @@ def measured_allreduce_time_s(
 
 
 def measured_alltoall_time_s(
-    link: Tier, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
+    link: Link, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
 ) -> FloatArray:
     """α(n) + (n−1)/n · M / (s(n)·W) from measured NCCL all-to-all latency and bandwidth share."""
     m = np.asarray(message_bytes, dtype=float)
@@ -110,7 +159,7 @@ _KIND_WORDS = (
 )
 
 
-def link_kind(link: Tier) -> str:
+def link_kind(link: Link) -> str:
     """The kind of a link from its catalog name and id: nvlink, xgmi, infiniband, roce, pcie, or
     "" (ICI, NVLink-C2C, ...: no measured collective applies)."""
     text = f"{link.id} {link.name}".lower()
@@ -120,13 +169,13 @@ def link_kind(link: Tier) -> str:
     return ""
 
 
-def link_set_for(links: tuple[LinkSet, ...], link: Tier) -> LinkSet | None:
+def link_set_for(links: tuple[LinkSet, ...], link: Link) -> LinkSet | None:
     """The first measured link set of the link's kind (the accelerator's own come first)."""
     kind = link_kind(link)
     return next((ls for ls in links if ls.kind == kind), None) if kind else None
 
 
-def measured_send_time_s(link: Tier, curve: LinkCurve, message_bytes: ArrayLike) -> FloatArray:
+def measured_send_time_s(link: Link, curve: LinkCurve, message_bytes: ArrayLike) -> FloatArray:
     """A pipeline send of M bytes timed by the link's measured 2-rank all-reduce (the same M
     bytes per rank): α(2) + M / (s(2)·W)."""
     alpha, share = curve.at(2)
@@ -136,7 +185,7 @@ def measured_send_time_s(link: Tier, curve: LinkCurve, message_bytes: ArrayLike)
 
 def measured_collective_time_s(
     kind: str,
-    link: Tier,
+    link: Link,
     allreduce: LinkCurve | None,
     alltoall: LinkCurve | None,
     ranks: int,
@@ -154,3 +203,57 @@ def measured_collective_time_s(
 
 
 # ---- end of collectives per link kind -----------------------------------------------------------
+
+
+def collective_curves(
+    link: Link,
+    home: Link | None,
+    kernels: Any,
+    links: tuple[LinkSet, ...],
+    engine_allreduce: str | None = None,
+) -> tuple[LinkCurve | None, LinkCurve | None, LinkCurve | None]:
+    """The measured (all-reduce, all-to-all, the engine's own all-reduce) curves a collective on
+    `link` takes. A GPU generation's curves (`kernels`: its hardware.KernelSet, or None) were
+    measured on its own NVLink, so only the GPU's own link (`home`: scale-up, else host) of
+    NVLink kind takes them: NCCL's all-reduce, the engine's one-shot all-reduce where it has one
+    (`engine_allreduce`: EngineProfile.allreduce_kernel) and the all-to-all DeepEP's where
+    measured, else NCCL's. Other links (PCIe, xGMI, InfiniBand) take hardware/links.yaml by kind
+    (`links`); a link with none keeps the alpha-beta ideal."""
+    if link is home and link_kind(link) == "nvlink":
+        if kernels is None:
+            return None, None, None
+        a2a = (kernels.ep_alltoall or kernels.alltoall) if kernels.alltoall else None
+        own = kernels.engine_allreduce.get(engine_allreduce) if engine_allreduce else None
+        return kernels.allreduce, a2a, own
+    ls = link_set_for(links, link)
+    return (ls.allreduce, ls.alltoall, None) if ls is not None else (None, None, None)
+
+
+def collective_time_s(
+    kind: str,
+    link: Link,
+    ranks: int,
+    message_bytes: ArrayLike,
+    layers: float,
+    curves: tuple[LinkCurve | None, LinkCurve | None, LinkCurve | None],
+) -> tuple[FloatArray, FloatArray, np.ndarray]:
+    """(ideal, expected, bound) of one collective op (allreduce, alltoall or p2p) over `layers`
+    layers: the alpha-beta ideal; the measured curve (collective_curves), the engine's own
+    all-reduce where faster, never below the ideal (a one-shot kernel can beat the ring's
+    per-step latencies, not the wire); bound "latency" where the start latencies cost more than
+    moving the bytes, else "link"."""
+    if kind == "p2p":
+        t_ideal = send_time_s(link, message_bytes) * layers
+    else:
+        timer = alltoall_time_s if kind == "alltoall" else allreduce_time_s
+        t_ideal = timer(link, ranks, message_bytes) * layers
+    t = t_ideal
+    allreduce, alltoall, own = curves
+    t_link = measured_collective_time_s(kind, link, allreduce, alltoall, ranks, message_bytes)
+    if t_link is not None:
+        if kind == "allreduce" and own is not None:
+            t_own = measured_allreduce_time_s(link, own, ranks, message_bytes)
+            t_link = np.minimum(t_link, t_own)
+        t = np.maximum(t_link * layers, t_ideal)
+    latency = is_latency_bound(link, ranks, message_bytes)
+    return t_ideal, t, np.where(latency, "latency", "link")

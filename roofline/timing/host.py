@@ -1,5 +1,7 @@
 """A serving engine's host cost per step (hardware/engines.yaml): the fixed part and the part per
-running sequence. Pure functions, SI units; never part of the ideal figures.
+running sequence, with the one-point twin of step_time_s; and the provenance of the expected
+figures (Calibration: the family's case fit, the GPU generation's kernel curves, own or borrowed,
+the out-of-sample error band). Pure functions, SI units; never part of the ideal figures.
 
 An engine adds per step: t_step = max(t_gpu + n_k·gap, n_k·launch) + cpu_step, with n_k kernels
 per step (per layer × layers) and launch = 0 under CUDA graphs (one graph launch is part of the
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from roofline.timing.roofline import maximum
 
 FloatArray = np.ndarray
 
@@ -83,6 +87,16 @@ def step_time_s(
     return np.maximum(t + n_k * engine.gap_s, n_k * launch) + engine.cpu_step_s
 
 
+def step_time_one(t_gpu_s: float, layers: int, engine: EngineProfile | None, phase: str) -> float:
+    """step_time_s for one point; see its docstring for the formula."""
+    if engine is None:
+        return t_gpu_s
+    n_k = engine.kernels_per_layer * layers
+    graphs = engine.graphs_decode if phase == "decode" else engine.graphs_prefill
+    launch = 0.0 if graphs else engine.launch_s
+    return maximum(t_gpu_s + n_k * engine.gap_s, n_k * launch) + engine.cpu_step_s
+
+
 def per_seq_host_s(
     profile: EngineProfile | None, seqs: ArrayLike, family: str = ""
 ) -> np.ndarray | float:
@@ -95,3 +109,41 @@ def per_seq_host_s(
     if np.ndim(seqs) == 0:
         return c * float(seqs)  # type: ignore[arg-type]
     return c * np.asarray(seqs, dtype=float)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Where an expected figure's efficiencies come from and how far to trust it."""
+
+    family: str
+    engine: str
+    kernels: str  # the GPU generation whose kernel curves apply ("" = scalar shares only)
+    kernels_borrowed: bool  # the accelerator has no kernel data of its own
+    cases: int  # published cases of the family behind the case-fitted figures
+    error_band: float | None  # the family's out-of-sample median |error| (relative)
+    source: str = ""
+
+    @property
+    def borrowed(self) -> bool:
+        """True when the figures are not the accelerator's own: borrowed curves or no cases."""
+        return self.kernels_borrowed or self.cases == 0
+
+    def band(self, value: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """(low, high) of an expected figure: value · (1 ∓ band); (value, value) without a band."""
+        v = np.asarray(value, dtype=float)
+        b = self.error_band or 0.0
+        return v * (1.0 - b), v * (1.0 + b)
+
+
+def calibration_of(eff, engine: str) -> Calibration:
+    """The calibration status of an Efficiency (roofline/hardware.py) under an engine."""
+    ks = eff.kernels
+    return Calibration(
+        family=eff.family,
+        engine=engine,
+        kernels="" if ks is None else ks.id,
+        kernels_borrowed=False if ks is None else ks.borrowed,
+        cases=eff.cases,
+        error_band=eff.error_band,
+        source=eff.source,
+    )

@@ -96,7 +96,7 @@ def gemv_alu_time_s(
     flops: Any, weight_bytes: Any, bytes_per_value: float, alu_flops: float, peak_fp32: float
 ) -> Any:
     """t_alu = (F/2) · ops_per_weight / P_fp32 (η = 1) for ops of at most GEMV_MAX_ROWS rows
-    (rows = F · b_w / (2 · Q_weights), as opeval.gemm_rows), else 0: wider steps run the
+    (rows = F · b_w / (2 · Q_weights), as optime.gemm_rows), else 0: wider steps run the
     matrix-matrix kernels, whose unpacking the compute share covers. Elementwise."""
     f = np.asarray(flops, dtype=float)
     w = np.asarray(weight_bytes, dtype=float)

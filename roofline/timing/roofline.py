@@ -1,8 +1,14 @@
-"""The roofline itself: intensity, ridge point, attainable FLOP/s, time per op and its bound.
+"""The roofline itself: intensity, ridge point, time per op and its bound.
 
 Williams, Waterman & Patterson, "Roofline: an insightful visual performance model" (CACM 2009);
 notation after the scaling book (T_math, T_comms): for an op with F FLOPs and Q bytes on a chip with
 peak P and bandwidth W, T = max(F / P, Q / W); it is compute-bound iff F / Q >= P / W.
+
+For one point (every quantity one number) numpy's per-call overhead, about a microsecond a ufunc,
+costs far more than the arithmetic, so each array function of roofline/timing/ has a float twin
+beside it (`*_one`): Python floats, the same IEEE operations in the same order, and numpy's
+semantics for the few non-arithmetic steps (maximum, minimum, ceil and floor below), so every
+value is bit for bit the array function's on a 0-d array (tests/test_point_path.py).
 """
 
 from __future__ import annotations
@@ -33,11 +39,6 @@ def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> FloatArray
     f, q = np.asarray(flops, dtype=float), np.asarray(bytes_moved, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(q > 0, f / np.where(q > 0, q, 1.0), np.where(f > 0, np.inf, 0.0))
-
-
-def attainable_flops_per_s(intensity: ArrayLike, peak_flops_per_s: float, bw_bytes_per_s: float):
-    """Attainable performance = min(P, I · W) (the roof)."""
-    return np.minimum(peak_flops_per_s, np.asarray(intensity, dtype=float) * bw_bytes_per_s)
 
 
 def op_time_one(flops: float, bytes_moved: float, p: float, w: float) -> float:
@@ -74,3 +75,23 @@ def bound(intensity: ArrayLike, ridge_flops_per_byte: float) -> NDArray[np.str_]
     if _point(intensity):  # one point
         return _COMPUTE if float(intensity) >= ridge_flops_per_byte else _MEMORY  # type: ignore
     return np.where(np.asarray(intensity) >= ridge_flops_per_byte, "compute", "memory")
+
+
+def maximum(a: float, b: float) -> float:
+    """np.maximum of two floats: the larger, NaN if either is NaN."""
+    return a if (a >= b or a != a) else b
+
+
+def minimum(a: float, b: float) -> float:
+    """np.minimum of two floats: the smaller, NaN if either is NaN."""
+    return a if (a <= b or a != a) else b
+
+
+def ceil(x: float) -> float:
+    """np.ceil of a float (±inf and NaN as they are)."""
+    return float(math.ceil(x)) if math.isfinite(x) else x
+
+
+def floor(x: float) -> float:
+    """np.floor of a float (±inf and NaN as they are)."""
+    return float(math.floor(x)) if math.isfinite(x) else x

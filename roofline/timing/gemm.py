@@ -1,10 +1,8 @@
-"""Per-op efficiency of the GEMM kernels: how long a real GEMM takes for its FLOPs and bytes.
-Pure functions, SI units, numpy broadcasting; the catalog supplies the parameters
-(hardware/kernels.yaml, fitted by validation/calibrate_kernels.py). The other kernel curves live
-next door: fused attention in roofline/attention_kernels.py, measured collectives in
-roofline/collectives.py, one GPU generation's set of curves in roofline/kernelset.py, and the
-engine's host cost per step in roofline/hostcost.py. roofline/pointkernels.py holds one-point
-float twins of the time functions here and in attention_kernels.py.
+"""How long a real GEMM takes for its FLOPs and bytes: the kernel curves, the library's tile
+rules, wave quantisation and the dequantisation of weight-only GEMMs. Pure functions, SI units,
+numpy broadcasting, each time function with its one-point float twin (*_one, beside it; see
+roofline/timing/roofline.py); the catalog supplies the parameters (hardware/kernels.yaml, fitted
+by validation/calibrate_kernels.py).
 
 GEMM (one kernel, M tokens × N outputs × K inputs, F = 2MNK FLOPs, Q bytes):
     t = t₀ + max(F·(1 + M½/(M + 16))·(1 + N½/N) / (P·η_max·u) + w·t_w,  Q / (W·η_mem))
@@ -18,7 +16,7 @@ extra rows a moderate-M GEMM pays for when the library picks smaller tiles (a GE
 the 16-row MMA tile, PTX ISA mma.m16n8k16, hence M + 16), 1 + N½/N the same for narrow N. With
 t_m = 0 the wave term is off (u = 1, w = 0): the fit picks, per generation and dtype, whichever
 describes the measured kernels. A curve may instead follow its library's own tile rule (tile_rule;
-roofline/tilerules.py: vLLM's CUTLASS FP8 GEMM on Ada picks t_m × t_n from M and N, no split-K),
+TILE RULES below: vLLM's CUTLASS FP8 GEMM on Ada picks t_m × t_n from M and N, no split-K),
 its per-wave cost then t_w + t_area·(t_m·t_n)/128² (the epilogue writes t_m·t_n outputs per
 tile); and a GEMM whose engine quantises its activations in a kernel of its own first (vLLM's
 Fp8LinearMethod with a static scale: QuantFP8 -> scaled_fp8_quant, then cutlass_scaled_mm) adds
@@ -43,28 +41,51 @@ activations, whose permute / gather / scatter passes over HBM do not overlap the
 with only each expert's tile padding (the experts' tiles together fill the SMs).
 With no kernel curves (families without kernel data) every curve degenerates to the scalar model
 t = max(F/(P·η_c), Q/(W·η_m)): M½ = N½ = t₀ = 0.
+
+TILE RULES: the output tile a GEMM library picks per shape, as its own dispatch code decides.
+vLLM's CUTLASS 2.x FP8 GEMM on Ada (sm89; csrc/quantization/cutlass_w8a8/c2x/
+scaled_mm_c2x_sm89_fp8_dispatch.cuh, cutlass_gemm_sm89_fp8_dispatch): the rows M pick a config
+(M ≤ 16, ≤ 32, ≤ 64, ≤ 128, ≤ 256, larger) and, inside it, the next power of two of N
+(np2 = next_pow_2(N)) picks the thread block tile t_m × t_n:
+
+    M ≤ 16:   np2 ≤ 8192: 16×64;  ≤ 24576: 16×128; else 32×64
+    M ≤ 32:   np2 ≤ 8192: 32×64;  ≤ 16384: 32×128; else 32×64
+    M ≤ 64:   np2 ≤ 8196: 64×64;  ≤ 16384: 64×128; else 64×64
+    M ≤ 128:  np2 ≤ 8192: 64×128; ≤ 16384: 128×128; else 128×64
+    M ≤ 256:  np2 ≤ 4096: 64×128; else 128×128
+    M > 256:  np2 ≤ 4096: 128×128; ≤ 8192: 256×128; else 128×128
+
+The kernel is a CUTLASS 2.x GemmUniversal in kGemm mode with one batch (scaled_mm_c2x.cuh,
+cutlass_gemm_caller): every thread block runs the whole K loop, no split-K.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.tilerules import rule_tiles
+from roofline.timing.roofline import ceil, floor, maximum, minimum
 
 FloatArray = np.ndarray
-
 TILE_AREA_REF = 128.0 * 128.0  # the tile area wave_area_s is quoted per
 MMA_ROWS = 16.0  # rows of the smallest tensor-core tile (PTX mma.m16n8k16): a GEMV pads to it
 M_TILE_ROWS = 128.0  # rows of M one CTA of a weight-only GEMM dequantises its weights for
-# Kernels one op of ops.py stands for, per layer: the MLP is gate/up + down, an MoE layer the two
-# grouped GEMMs (vLLM fused_moe, SGLang, TensorRT-LLM: w13 then w2).
-KERNELS_PER_OP = {"mlp": 2.0, "moe.experts": 2.0, "moe.shared": 2.0}
-# Grouped GEMMs: one kernel runs every expert's tiles, so the SMs fill from many groups and only
-# each group's tile padding counts (wave_quantisation with groups = ∞).
-GROUPED_OPS = frozenset({"moe.experts"})
+
+# the libraries' tile rules (TILE RULES above)
+VLLM_SM89_FP8 = "vllm_sm89_fp8"
+TILE_RULES = (VLLM_SM89_FP8,)
+# (largest M of the config, [(largest next_pow_2(N), t_m, t_n), ...]); the last N bucket is open
+_SM89_FP8 = (
+    (16.0, ((8192.0, 16.0, 64.0), (24576.0, 16.0, 128.0), (math.inf, 32.0, 64.0))),
+    (32.0, ((8192.0, 32.0, 64.0), (16384.0, 32.0, 128.0), (math.inf, 32.0, 64.0))),
+    (64.0, ((8196.0, 64.0, 64.0), (16384.0, 64.0, 128.0), (math.inf, 64.0, 64.0))),
+    (128.0, ((8192.0, 64.0, 128.0), (16384.0, 128.0, 128.0), (math.inf, 128.0, 64.0))),
+    (256.0, ((4096.0, 64.0, 128.0), (math.inf, 128.0, 128.0))),
+    (math.inf, ((4096.0, 128.0, 128.0), (8192.0, 256.0, 128.0), (math.inf, 128.0, 128.0))),
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +107,7 @@ class GemmCurve:
     # (0: one kernel at every M); see large_m_factor
     m_large: float = 0.0
     large_ratio: float = 1.0
-    # tile_rule: the library picks the tile per shape by its own dispatch (roofline/tilerules.py;
+    # tile_rule: the library picks the tile per shape by its own dispatch (TILE RULES above;
     # tile_m, tile_n unused); wave_area_s: the per-wave cost that grows with the tile's area,
     # per 128 × 128 outputs; quant_bytes: bytes per M·K value of a separate activation
     # quantisation pass before the GEMM (0: none)
@@ -162,12 +183,56 @@ def scaled(curve: GemmCurve, compute: float = 1.0, memory: float = 1.0) -> GemmC
     )
 
 
+def next_pow_2(n: ArrayLike) -> np.ndarray:
+    """The smallest power of two ≥ n (n ≥ 1; vLLM's next_pow_2), inf kept."""
+    nn = np.maximum(np.asarray(n, dtype=float), 1.0)
+    return np.exp2(np.ceil(np.log2(nn)))
+
+
+def rule_tiles(rule: str, m: ArrayLike, n: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """(t_m, t_n) per GEMM of M × N under a library's tile rule (see the module docstring)."""
+    if rule != VLLM_SM89_FP8:
+        raise ValueError(f"unknown tile rule {rule!r}")
+    mm, np2 = np.broadcast_arrays(np.asarray(m, dtype=float), next_pow_2(n))
+    tm, tn = np.zeros(mm.shape), np.zeros(mm.shape)
+    lower = -math.inf
+    for m_top, buckets in _SM89_FP8:
+        in_m = (mm > lower) & (mm <= m_top)
+        n_lower = -math.inf
+        for n_top, a, b in buckets:
+            sel = in_m & (np2 > n_lower) & (np2 <= n_top)
+            tm, tn = np.where(sel, a, tm), np.where(sel, b, tn)
+            n_lower = n_top
+        lower = m_top
+    return tm, tn
+
+
+def rule_tiles_one(rule: str, m: float, n: float) -> tuple[float, float]:
+    """rule_tiles for one GEMM, in Python floats."""
+    if rule != VLLM_SM89_FP8:
+        raise ValueError(f"unknown tile rule {rule!r}")
+    np2 = 2.0 ** math.ceil(math.log2(max(n, 1.0))) if math.isfinite(n) else math.inf
+    for m_top, buckets in _SM89_FP8:
+        if m <= m_top:
+            for n_top, a, b in buckets:
+                if np2 <= n_top:
+                    return a, b
+    return 0.0, 0.0  # NaN shapes
+
+
 def tile_shape(m: ArrayLike, n: ArrayLike, curve: GemmCurve) -> tuple[FloatArray, FloatArray]:
     """(t_m, t_n): the curve's fixed tile, or the one its library's tile rule picks for M × N."""
     if curve.tile_rule:
         return rule_tiles(curve.tile_rule, m, n)
     shape = np.broadcast(np.asarray(m), np.asarray(n)).shape
     return np.full(shape, curve.tile_m), np.full(shape, curve.tile_n)
+
+
+def tile_shape_one(m: float, n: float, curve: GemmCurve) -> tuple[float, float]:
+    """tile_shape for one GEMM."""
+    if curve.tile_rule:
+        return rule_tiles_one(curve.tile_rule, m, n)
+    return curve.tile_m, curve.tile_n
 
 
 def wave_quantisation(
@@ -177,7 +242,7 @@ def wave_quantisation(
     T = groups·⌈M/t_m⌉·⌈N/t_n⌉ tiles, split-K s = clamp(⌊SMs/T⌋, 1, s_max), w = ⌈T·s/SMs⌉,
     u = groups·M·N·s / (w·SMs·t_m·t_n) (NVIDIA Matrix Multiplication Background User's Guide);
     t_m × t_n the curve's tile, or the one its library's tile rule picks per shape
-    (roofline/tilerules.py). groups = ∞ (a grouped GEMM whose many groups fill the SMs):
+    (TILE RULES above). groups = ∞ (a grouped GEMM whose many groups fill the SMs):
     u = tile padding only, w = 0. No tile (t_m = 0, no rule) or an unknown shape (M or N
     infinite): u = 1, w = 0."""
     sms = curve.sm_count
@@ -218,6 +283,27 @@ def wave_quantisation(
     if not all_known:
         return np.where(known, u, 1.0), np.where(known, waves, 0.0)
     return u, waves
+
+
+def wave_quantisation_one(
+    m: float, n: float, curve: GemmCurve, groups: float = 1.0
+) -> tuple[float, float]:
+    """wave_quantisation for one GEMM (u, w); see its docstring for the formula."""
+    sms = curve.sm_count
+    if not curve.tiled or not (math.isfinite(m) and math.isfinite(n)):
+        return 1.0, 0.0  # no tile, or an unknown shape
+    tm, tn = tile_shape_one(m, n, curve)
+    cols = ceil(n / tn)
+    tiles = ceil(m / tm) * cols
+    if not math.isfinite(groups):  # grouped: the tile padding only
+        return m * (n / (tm * tn)) / tiles, 0.0
+    tiles = tiles * groups
+    if curve.split_k_max > 1:
+        split = minimum(maximum(floor(sms / tiles), 1.0), curve.split_k_max)
+        waves = ceil(tiles * split / sms)
+        return m * (n * groups / (sms * tm * tn)) * split / waves, waves
+    waves = ceil(tiles / sms)
+    return m * (n * groups / (sms * tm * tn)) / waves, waves
 
 
 def large_m_factor(m: ArrayLike, curve: GemmCurve) -> FloatArray:
@@ -268,6 +354,37 @@ def gemm_time_s(
     t = curve.latency_s * k + np.maximum(t_math, t_mem)
     if curve.quant_bytes > 0:  # the activations' quantisation pass: M·K = F/(2N) values
         t = t + curve.quant_bytes * (f / (2.0 * nn)) / (bw_bytes_per_s * curve.eta_memory)
+    return t
+
+
+def gemm_time_one(
+    flops: float,
+    bytes_moved: float,
+    m: float,
+    n: float,
+    peak_flops_per_s: float,
+    bw_bytes_per_s: float,
+    curve: GemmCurve,
+    kernels: float = 1.0,
+    groups: float = 1.0,
+) -> float:
+    """gemm_time_s for one GEMM; see its docstring for the formula."""
+    mm, nn = maximum(m, 1e-9), maximum(n, 1e-9)
+    shape = (1.0 + curve.m_half / (mm + MMA_ROWS)) * (1.0 + curve.n_half / nn)
+    t_math = flops * shape / (peak_flops_per_s * curve.eta_max)
+    if curve.m_large > 0:
+        t_math = t_math / (curve.large_ratio if mm >= curve.m_large else 1.0)
+    if curve.tiled:
+        u, waves = wave_quantisation_one(mm, nn, curve, groups)
+        t_wave = curve.wave_latency_s
+        if curve.wave_area_s > 0:
+            tm, tn = tile_shape_one(mm, nn, curve)
+            t_wave = t_wave + curve.wave_area_s * (tm * tn / TILE_AREA_REF)
+        t_math = t_math / u + waves * t_wave * kernels
+    t_mem = bytes_moved / (bw_bytes_per_s * curve.eta_memory)
+    t = curve.latency_s * kernels + maximum(t_math, t_mem)
+    if curve.quant_bytes > 0:
+        t = t + curve.quant_bytes * (flops / (2.0 * nn)) / (bw_bytes_per_s * curve.eta_memory)
     return t
 
 
