@@ -1,7 +1,7 @@
 """Fit one engine's host costs on one chip to a user's own benchmark runs, and write them as a
 user-catalog override (the shipped catalog never changes).
 
-The serving model's step (roofline/hostcost.py, roofline/phases.py) is the kernels' time plus the
+The serving model's step (roofline/timing/host.py, roofline/phases.py) is the kernels' time plus the
 engine's host costs, and a request's TTFT adds the API server's path (roofline/serving/policy.py
 Frontend). Three of those costs are what a cluster's own software and host CPU set, and what
 measured latencies pin:

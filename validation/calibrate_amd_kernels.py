@@ -19,7 +19,7 @@ weight-streaming GEMM reaches; the curve is written for fp8 and, as the same sha
 16-bit peak, for bf16 (no 16-bit GEMM above M = 1 measured [uncertain]). The form, the wave
 quantisation over the 304 CUs and the fit (log least squares, a few starts, the tile grid and
 split-K picked by the median |error|) are calibrate_kernels.py's; the model is
-roofline.efficiency.gemm_time_s itself.
+roofline.timing.gemm.gemm_time_s itself.
 
 Run on demand (`make calibrate`, needs scipy): `python validation/calibrate_amd_kernels.py`
 prints the fit; `--write` rewrites hardware/kernels-amd.yaml (its own file: the NVIDIA

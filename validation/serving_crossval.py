@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.cases.serving import run_serving_case
-from roofline.hostcost import EngineProfile
+from roofline.timing.host import EngineProfile
 
 
 @dataclass(frozen=True)
