@@ -151,6 +151,10 @@ _SPEC_KEYS: dict[str, tuple[Any, bool]] = {
     "prompt": ((str, int), False),
     "output": ((str, int), False),
     "context": ((str, int), False),
+    "shared_prefix": ((str, int, float), False),
+    "prefixes": (int, False),
+    "turns": (int, False),
+    "think_time": ((str, int, float), False),
     "checks": (dict, True),
 }
 _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
@@ -164,6 +168,7 @@ _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
     "max_ttft_p99": ((str, int, float), False),
     "max_tpot_p99": ((str, int, float), False),
     "min_goodput": (NUM, False),
+    "min_prefix_hit_rate": (NUM, False),
 }
 
 

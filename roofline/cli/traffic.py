@@ -55,7 +55,7 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
     """One set of serve metrics with cost and energy, keys as in docs/METRICS.md."""
     gpus = m.gpus if gpus is None else gpus
     usd = cost_per_hour(price, gpus)
-    return {
+    out = {
         "ttft_s": _pcts(m.ttft_s),
         "tpot_s": _pcts(m.tpot_s),
         "itl_s": _pcts(m.itl_s),
@@ -93,6 +93,34 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
         ),
         "compute_share": m.compute_share,
         "power_share": m.power_share,
+    }
+    if m.prefix is not None:
+        out["prefix_cache"] = prefix_json(m.prefix)
+    return out
+
+
+def prefix_json(p) -> dict[str, Any]:
+    """The prefix cache's figures (serving.prefixcache.PrefixReport) and, when evictions cost
+    hits, why."""
+    lost = p.possible_hit_rate - p.hit_rate
+    why = None
+    if lost > 0.005:
+        why = (
+            f"LRU evicted {p.evicted_blocks:,.0f} cached blocks of {p.block_tokens} tokens before"
+            f" they were reused: the KV budget cannot hold the idle prefixes next to the running"
+            f" sequences (hit rate {p.hit_rate:.1%} of a possible {p.possible_hit_rate:.1%});"
+            " more --memory, fewer or shorter prefixes, or a shorter --think-time keep them"
+        )
+    return {
+        "hit_rate": p.hit_rate,
+        "possible_hit_rate": p.possible_hit_rate,
+        "prefill_tokens_received": p.prefill_tokens_received,
+        "prefill_tokens_computed": p.prefill_tokens_computed,
+        "cached_share_by_turn": list(p.cached_share_by_turn),
+        "cache_kv_blocks": p.cache_kv_blocks,
+        "evicted_blocks": p.evicted_blocks,
+        "block_tokens": p.block_tokens,
+        "hits_lost_to_eviction": why,
     }
 
 
@@ -156,6 +184,10 @@ def serve(
     requests: opt.Requests = None,
     duration: topt.Duration = None,
     seed: opt.Seed = 0,
+    shared_prefix: topt.SharedPrefix = None,
+    prefixes: topt.Prefixes = 1,
+    turns: topt.Turns = 1,
+    think_time: topt.ThinkTime = "0s",
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -216,6 +248,7 @@ def serve(
         burstiness,
         arrivals,
         speedup,
+        topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed),
     )
     eng = engine(engine_name, hw)
     max_len = int(base.prompts.max() + base.outputs.max())
@@ -286,6 +319,10 @@ def serve(
     )
     rows = [{"rate": p["rate"], **_flat(p["expected"])} for p in doc["points"]]
     render.emit(doc, fmt, rows, render.serve_table)
+    for p in points:
+        why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
+        if why:
+            note(f"at {p['rate']:g} req/s: {why}" if p["rate"] else why)
     if out is not None:
         save_serve(doc, out)
         note(f"wrote {out}")
@@ -317,6 +354,10 @@ def size(
     output_dist: opt.OutputDist = None,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
+    shared_prefix: topt.SharedPrefix = None,
+    prefixes: topt.Prefixes = 1,
+    turns: topt.Turns = 1,
+    think_time: topt.ThinkTime = "0s",
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -365,8 +406,21 @@ def size(
         raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
     if not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
+    pfx = topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed)
+    if pfx is not None and disagg:
+        raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
     w = topt.serving_workload(
-        prompt, output, prompt_dist, output_dist, r[0], None, requests, None, seed, burstiness
+        prompt,
+        output,
+        prompt_dist,
+        output_dist,
+        r[0],
+        None,
+        requests,
+        None,
+        seed,
+        burstiness,
+        prefix=pfx,
     )
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])

@@ -44,7 +44,9 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     head = (
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
         f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
-        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}; "
+        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
+        + (f"{i['prefix_caching']} (prefix caching); " if i.get("prefix_caching") else "")
+        + f"{_slo_text(i)}; "
         "expected step times (ideal in --format json). TTFT = queue + prefill + API server; "
         "throughput, goodput and cost in steady state (the offered rate, or the saturation "
         "past it)."
@@ -74,6 +76,19 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ("$/M output tok", _usd(e["cost_per_million_output_tokens"])),
             ("J/output token", "-" if j is None else f"{j:.3g}"),
         ]
+        pc = e.get("prefix_cache")
+        if pc:
+            pairs += [
+                ("prefix hit rate", f"{pct(pc['hit_rate'])} of {pct(pc['possible_hit_rate'])}"),
+                (
+                    "prefill computed",
+                    f"{pc['prefill_tokens_computed']:,} of {pc['prefill_tokens_received']:,} tok",
+                ),
+                ("cache KV", f"{pc['cache_kv_blocks']:,.0f} blocks of {pc['block_tokens']} tok"),
+            ]
+            if len(pc["cached_share_by_turn"]) > 1:
+                shares = " ".join(f"{x:.3f}" for x in pc["cached_share_by_turn"])
+                pairs.append(("cached by turn", shares))
         if sat:
             pairs.append(("saturation", f"{sat['expected']:.3g} req/s"))
             pairs.append(("bound by", sat["binding"]["expected"]))

@@ -30,6 +30,7 @@ from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.cost import MEMORY_POWER_SHARE
 from roofline.serving.policy import EngineRules, Frontend, batch_defaults, frontend_costs
+from roofline.serving.prefixcache import PrefixReport, prefix_report, replica_selection
 from roofline.serving.record import RunRecord
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.steps import StepModel, kv_budget_blocks
@@ -190,6 +191,7 @@ class ServeMetrics:
     steady: bool = True  # the run spans at least STEADY_E2ES mean E2Es
     compute_share: float = 0.0  # share of the GPUs' time their FLOPs need at peak
     power_share: float = 1.0  # board power above idle drawn on average (roofline.serving.cost)
+    prefix: PrefixReport | None = None  # the prefix cache's figures (None: no cache)
 
 
 def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
@@ -276,6 +278,7 @@ def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
         a.size / window,
         out_tokens / window,
         bool(window >= STEADY_E2ES * float(e2e.mean())) if a.size else False,
+        prefix=prefix_report([t.prefix for t in records if t.prefix is not None], spans),
     )
 
 
@@ -294,6 +297,10 @@ def run_replicas(
     records = []
     for j in range(1 if one else replicas):
         sel = slice(j, None, replicas)
+        pfx = None
+        if w.prefix is not None:
+            sel = replica_selection(w.prefix, w.n, replicas, j)
+            pfx = w.prefix.take(sel)
         users = None
         if w.concurrency is not None:
             users = len(range(j, w.concurrency, replicas))
@@ -309,6 +316,7 @@ def run_replicas(
                 closed_loop=users,
                 release_until_s=w.duration_s if w.duration_s is not None else math.inf,
                 frontend=None if ideal else rep.frontend,
+                prefix=pfx,
             )
         )
     return records
