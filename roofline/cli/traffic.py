@@ -10,18 +10,15 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import spec_options as sopt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
+from roofline.cli.traffic_json import metrics_json, saturation_json
 from roofline.errors import InputError
 from roofline.memory import engine
-from roofline.serving.cost import (
-    ENERGY_ASSUMPTION,
-    cost_per_hour,
-    cost_per_million_output_tokens,
-    joules_per_output_token,
-)
+from roofline.serving.cost import ENERGY_ASSUMPTION
 from roofline.serving.search import replica_capacity, slo_requests
-from roofline.serving.serve import ServeMetrics, make_replica
+from roofline.serving.serve import make_replica
 from roofline.serving.serve import serve as serve_core
 from roofline.serving.size import HEADROOM
 from roofline.serving.size import size as size_core
@@ -45,108 +42,6 @@ Tokenizer = Annotated[
 ]
 SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serve)
 SIZE_HARDWARE = "h100,h200,b200,mi300x"
-
-
-def _pcts(p) -> dict[str, float]:
-    return {"p50": p.p50, "p90": p.p90, "p99": p.p99, "mean": p.mean}
-
-
-def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, Any]:
-    """One set of serve metrics with cost and energy, keys as in docs/METRICS.md."""
-    gpus = m.gpus if gpus is None else gpus
-    usd = cost_per_hour(price, gpus)
-    out = {
-        "ttft_s": _pcts(m.ttft_s),
-        "tpot_s": _pcts(m.tpot_s),
-        "itl_s": _pcts(m.itl_s),
-        "e2e_s": _pcts(m.e2e_s),
-        "queue_s": _pcts(m.queue_s),
-        "throughput": {
-            "requests_per_s": m.requests_per_s,
-            "output_tokens_per_s": m.output_tokens_per_s,
-            "output_tokens_per_s_per_gpu": m.output_tokens_per_s_per_gpu,
-            "output_tokens_per_s_per_user": m.output_tokens_per_s_per_user,
-        },
-        "benchmark_window": {
-            "requests_per_s": m.benchmark_requests_per_s,
-            "output_tokens_per_s": m.benchmark_output_tokens_per_s,
-            "window_s": m.window_s,
-        },
-        "steady_state": m.steady,
-        "goodput_requests_per_s": m.goodput_requests_per_s,
-        "slo_attainment": m.slo_attainment,
-        "meets_slo": m.meets_slo,
-        "mean_running_batch": m.mean_running_batch,
-        "mean_queue_length": m.mean_queue_length,
-        "mean_in_system": m.mean_in_system,
-        "kv_occupancy": m.kv_occupancy,
-        "utilisation": m.utilisation,
-        "preemptions": m.preemptions,
-        "requests": m.requests,
-        "gpus": gpus,
-        "cost_per_hour": usd,
-        "cost_per_million_output_tokens": cost_per_million_output_tokens(
-            usd, m.output_tokens_per_s
-        ),
-        "joules_per_output_token": joules_per_output_token(
-            price, gpus, m.power_share, m.output_tokens_per_s
-        ),
-        "compute_share": m.compute_share,
-        "power_share": m.power_share,
-    }
-    if m.prefix is not None:
-        out["prefix_cache"] = prefix_json(m.prefix)
-    return out
-
-
-def prefix_json(p) -> dict[str, Any]:
-    """The prefix cache's figures (serving.prefixcache.PrefixReport) and, when evictions cost
-    hits, why."""
-    lost = p.possible_hit_rate - p.hit_rate
-    why = None
-    if lost > 0.005:
-        why = (
-            f"LRU evicted {p.evicted_blocks:,.0f} cached blocks of {p.block_tokens} tokens before"
-            f" they were reused: the KV budget cannot hold the idle prefixes next to the running"
-            f" sequences (hit rate {p.hit_rate:.1%} of a possible {p.possible_hit_rate:.1%});"
-            " more --memory, fewer or shorter prefixes, or a shorter --think-time keep them"
-        )
-    return {
-        "hit_rate": p.hit_rate,
-        "possible_hit_rate": p.possible_hit_rate,
-        "prefill_tokens_received": p.prefill_tokens_received,
-        "prefill_tokens_computed": p.prefill_tokens_computed,
-        "cached_share_by_turn": list(p.cached_share_by_turn),
-        "cache_kv_blocks": p.cache_kv_blocks,
-        "evicted_blocks": p.evicted_blocks,
-        "block_tokens": p.block_tokens,
-        "hits_lost_to_eviction": why,
-    }
-
-
-def saturation_json(cap, replicas: int) -> dict[str, Any]:
-    """The saturation rate of `replicas` replicas (ideal and expected), per GPU, what binds it,
-    and the compute and bandwidth bounds it must stay under."""
-    b, e, i = cap.bounds, cap.expected, cap.ideal
-    gpus = b.gpus * replicas
-    return {
-        "ideal": i.requests_per_s * replicas,
-        "expected": e.requests_per_s * replicas,
-        "ideal_per_gpu": i.requests_per_s * replicas / gpus,
-        "expected_per_gpu": e.requests_per_s * replicas / gpus,
-        "output_tokens_per_s": {
-            "ideal": i.output_tokens_per_s * replicas,
-            "expected": e.output_tokens_per_s * replicas,
-        },
-        "binding": {"ideal": i.binding, "expected": e.binding},
-        "mean_running_batch": {"ideal": i.mean_running_batch, "expected": e.mean_running_batch},
-        "confirmed": {"ideal": i.confirmed, "expected": e.confirmed},
-        "compute_bound": b.compute_requests_per_s * replicas,
-        "bandwidth_bound": b.bandwidth_requests_per_s * replicas,
-        "flops_per_request": b.flops_per_request,
-        "method": "closed loop never idle, completions after warm-up and before the drain;"
-        " confirmed by a Poisson run at 0.95x",
-    }
 
 
 def _slo_json(slo) -> dict[str, Any]:
@@ -188,6 +83,17 @@ def serve(
     prefixes: topt.Prefixes = 1,
     turns: topt.Turns = 1,
     think_time: topt.ThinkTime = "0s",
+    drafter: sopt.Drafter = None,
+    draft: sopt.Draft = None,
+    gamma: sopt.Gamma = sopt.GAMMA,
+    acceptance: sopt.Acceptance = sopt.ACCEPTANCE,
+    decay: sopt.Decay = 1.0,
+    tau: sopt.Tau = None,
+    tau_gamma: sopt.TauGamma = None,
+    tree_tokens: sopt.TreeTokens = "auto",
+    topk: sopt.Topk = 8,
+    draft_vocab: sopt.DraftVocab = None,
+    draft_weights: sopt.DraftWeights = None,
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -252,6 +158,11 @@ def serve(
     )
     eng = engine(engine_name, hw)
     max_len = int(base.prompts.max() + base.outputs.max())
+    spec = sopt.spec_config(
+        cat, m, dep, drafter, draft, gamma, acceptance, decay, tau, tau_gamma, tree_tokens,
+        topk, draft_vocab, draft_weights,
+    )  # fmt: skip
+    decode_ctx = float(base.prompts.mean() + base.outputs.mean() / 2)
     tier = cat.tier("pcie5-x16") if preemption == "swap" else None
     rep = make_replica(
         m,
@@ -266,6 +177,8 @@ def serve(
         tier,
         opt.capacity(hw, memory),
         tokenizer=tokenizer,
+        spec=spec,
+        spec_context=decode_ctx,
     )
     price = topt.price_table(cat, price).get(hw.id)
     cap = replica_capacity(rep, base, confirm=saturation and concurrency is None)
@@ -313,6 +226,8 @@ def serve(
         "energy_assumption": ENERGY_ASSUMPTION,
         "efficiency": convert.efficiency_json(hw.efficiency),
     }
+    if spec is not None:
+        inputs["speculation"] = sopt.spec_json(spec, rep)
     extra = {"ideal": points[0]["ideal"], "expected": points[0]["expected"]}
     doc = render.document(
         "serve", inputs, **(extra if len(points) == 1 else {}), saturation_rate=sat, points=points
@@ -358,6 +273,17 @@ def size(
     prefixes: topt.Prefixes = 1,
     turns: topt.Turns = 1,
     think_time: topt.ThinkTime = "0s",
+    drafter: sopt.Drafter = None,
+    draft: sopt.Draft = None,
+    gamma: sopt.Gamma = sopt.GAMMA,
+    acceptance: sopt.Acceptance = sopt.ACCEPTANCE,
+    decay: sopt.Decay = 1.0,
+    tau: sopt.Tau = None,
+    tau_gamma: sopt.TauGamma = None,
+    tree_tokens: sopt.TreeTokens = "auto",
+    topk: sopt.Topk = 8,
+    draft_vocab: sopt.DraftVocab = None,
+    draft_weights: sopt.DraftWeights = None,
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -424,7 +350,15 @@ def size(
     )
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
-    rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom)
+    spec = sopt.spec_config(
+        cat, m, base, drafter, draft, gamma, acceptance, decay, tau, tau_gamma, tree_tokens,
+        topk, draft_vocab, draft_weights,
+    )  # fmt: skip
+    if spec is not None and disagg:
+        raise InputError("--disagg does not model speculative decoding: drop --drafter")
+    rows = size_core(
+        m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom, spec=spec
+    )
     if disagg:
         from roofline.serving.disagg import KvLink
         from roofline.serving.size import rank, size_disaggregated
@@ -457,6 +391,7 @@ def size(
                 "joules_per_output_token": d.joules_per_output_token,
                 "price_usd_per_gpu_hour": p.usd_per_gpu_hour if p else None,
                 "note": d.note,
+                **({"speculation": d.speculation} if spec is not None else {}),
                 "expected": metrics_json(d.expected, p) if d.expected else None,
                 "ideal": metrics_json(d.ideal, p) if d.ideal else None,
             }
