@@ -40,8 +40,8 @@ def test_size_with_a_drafter_evaluates_it(run):
     """size with drafter options tries every layout with and without the drafter; the ranking
     may pick either."""
     r = run("size", "llama-3.1-70b", "--rate", "4", "--hardware", "h100", "--prompt", "1k",
-            "--output", "200", "--slo-tpot", "20ms", *SPEC, "--tree-tokens", "chain",
-            "-f", "json")  # fmt: skip
+            "--output", "200", "--slo-tpot", "20ms", "--slo-pct", "90", *SPEC,
+            "--tree-tokens", "chain", "-f", "json")  # fmt: skip
     assert r.code == 0, r.stderr
     deps = r.json()["deployments"]
     kinds = {(d["tp"], d["speculation"] is not None) for d in deps if d["replicas"]}

@@ -88,7 +88,7 @@ def _stack(runs: list[Speculation]) -> Speculation:
 def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    drafter: sopt.Drafter = "auto",
+    drafter: sopt.Drafter = None,
     draft: sopt.Draft = None,
     gamma: sopt.Gamma = sopt.GAMMA,
     acceptance: sopt.Acceptance = sopt.ACCEPTANCE,

@@ -15,7 +15,8 @@ Drafter = Annotated[
     str | None,
     typer.Option(
         help="auto | draft (a separate model) | eagle | eagle3 | mtp | medusa | ngram "
-        "(auto: mtp if the model has MTP layers, draft with --draft, else eagle)"
+        "(auto: mtp if the model has MTP layers, draft with --draft, else eagle; speculate's"
+        " default; serve and size decode without a drafter unless given one)"
     ),
 ]
 Draft = Annotated[str | None, typer.Option(help="draft model id (runs on the same GPUs)")]

@@ -46,6 +46,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
         f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
         + (f"{i['prefix_caching']} (prefix caching); " if i.get("prefix_caching") else "")
+        + (_spec_text(i["speculation"]) if i.get("speculation") else "")
         + f"{_slo_text(i)}; "
         "expected step times (ideal in --format json). TTFT = queue + prefill + API server; "
         "throughput, goodput and cost in steady state (the offered rate, or the saturation "
@@ -240,3 +241,11 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
     )
     if tr["better"]:
         say(con, f"better by goodput per GPU: {tr['better']}")
+
+
+def _spec_text(sp: Mapping[str, Any]) -> str:
+    verify = f"a tree of {sp['tree_tokens']}" if sp["tree_tokens"] else "a chain"
+    return (
+        f"{sp['drafter']} drafter, γ {sp['gamma']}, {verify} verified, "
+        f"{sp['tokens_per_round']:.2f} tokens per round ({sp['batch1_speedup']:.2f}x at batch 1); "
+    )

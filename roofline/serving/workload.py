@@ -277,6 +277,11 @@ def with_prefix(w: Workload, spec: PrefixSpec | None, seed: int = 0) -> Workload
         **w.description,
         "requests": len(prompts),
         "prefix_caching": spec.text(),
+        **(
+            {"arrivals": f"{w.description.get('arrivals')}: conversations start at rate / turns"}
+            if spec.turns > 1 and w.rate is not None and w.concurrency is None
+            else {}
+        ),
         "prompt_tokens_mean": float(prompts.mean()),
         "output_tokens_mean": float(outputs.mean()),
     }
