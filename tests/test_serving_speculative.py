@@ -40,7 +40,8 @@ def test_size_with_a_drafter_evaluates_it(run):
     """size with drafter options tries every layout with and without the drafter; the ranking
     may pick either."""
     r = run("size", "llama-3.1-70b", "--rate", "4", "--hardware", "h100", "--prompt", "1k",
-            "--output", "200", "--slo-tpot", "20ms", "--slo-pct", "90", *SPEC,
+            "--requests", "100",
+            "--output", "200", "--slo-tpot", "20ms", "--slo-pct", "50", *SPEC,
             "--tree-tokens", "chain", "-f", "json")  # fmt: skip
     assert r.code == 0, r.stderr
     deps = r.json()["deployments"]

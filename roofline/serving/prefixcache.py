@@ -18,6 +18,11 @@ of every prompt are one system prompt), and a conversation (`--turns N`): turn k
 k−1's prompt + output + the user's new tokens, sent `think_s` after turn k−1's last token
 reached the client. A cached block is two-level here: the group's prefix blocks, then the
 conversation's own (a recompute after preemption hits its own blocks the same way).
+
+Simplifications: a prefix counts as cached from the admission of the first request that holds
+it (its prefill under way), so at start-up a few requests hit a little early; the engine's
+block size is roofline.memory ENGINES block_tokens (sourced there); sliding-window layers are
+counted as full attention in the cache's blocks.
 """
 
 from __future__ import annotations

@@ -17,6 +17,11 @@ light load the step is the plain one divided by about `speculate`'s batch-1 spee
 batch grows the verify pass of B·T_v tokens crosses the ridge and the gain shrinks, below 1×
 once it costs more than the E plain steps it replaces (EAGLE-3 paper §4.3; SGLang's and vLLM's
 speculative benchmarks at high concurrency).
+
+Simplifications: tokens are spread evenly over a round (an engine streams a round's accepted
+tokens together, so measured ITL is burstier than the simulated one; TPOT and E2E are not
+affected); a chunked prefill shares the token budget with one token per decoding sequence, not
+T_v; the drafter's own prefill over the prompt (an EAGLE head runs one layer) is left out.
 """
 
 from __future__ import annotations
