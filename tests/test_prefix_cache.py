@@ -179,3 +179,14 @@ def test_cache_never_hits_more_than_it_may(shared, block, lengths, free):
         assert 0 <= cache.idle_blocks <= free
     s = cache.stats(prompts)
     assert s.hit_tokens <= s.possible_tokens <= s.received_tokens
+
+
+def test_closed_loop_users_hold_conversations(run):
+    """8 users, 3 turns of 1,000 in / 200 out, no think time: turn 2's prompt is 2,200 tokens
+    and finds floor(1199/16)·16 = 1,184 cached; turn 3's is 3,400 and finds
+    floor(2399/16)·16 = 2,384. Only the requests that ran count."""
+    r = run("serve", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "200",
+            "--concurrency", "8", "--turns", "3", "--duration", "20s", "-f", "json")  # fmt: skip
+    assert r.code == 0, r.stderr
+    shares = r.json()["expected"]["prefix_cache"]["cached_share_by_turn"]
+    assert shares == pytest.approx([0.0, 1184 / 2200, 2384 / 3400])

@@ -182,7 +182,7 @@ class PrefixStats:
     evicted_blocks: float
     held_block_integral: float  # ∫ blocks the cache holds (pinned shared + idle) dt
     block_tokens: int
-    first_hit: np.ndarray  # tokens each request's first prefill found cached
+    first_hit: np.ndarray  # tokens each request's first prefill found cached (-1: none ran)
     prompts: np.ndarray
     turn: np.ndarray
 
@@ -315,7 +315,7 @@ class PrefixCache:
         self.held += (self.pinned_blocks + self.idle_blocks) * dt
 
     def stats(self, prompts: np.ndarray) -> PrefixStats:
-        first = np.zeros(len(prompts), dtype=np.int64)
+        first = np.full(len(prompts), -1, dtype=np.int64)  # -1: never prefilled
         if self.first_hit:
             first[list(self.first_hit)] = list(self.first_hit.values())
         held = self.held
@@ -353,9 +353,13 @@ def prefix_report(stats: list[PrefixStats], spans_s: list[float]) -> PrefixRepor
     hit = sum(s.hit_tokens for s in stats)
     pos = sum(s.possible_tokens for s in stats)
     held = sum(s.held_block_integral / max(t, 1e-30) for s, t in zip(stats, spans_s, strict=True))
-    share = np.concatenate([s.first_hit / s.prompts for s in stats])
-    turn = np.concatenate([s.turn for s in stats])
-    by_turn = tuple(float(share[turn == k].mean()) for k in range(int(turn.max()) + 1))
+    ran = np.concatenate([s.first_hit >= 0 for s in stats])
+    share = np.concatenate([s.first_hit / s.prompts for s in stats])[ran]
+    turn = np.concatenate([s.turn for s in stats])[ran]
+    top = int(turn.max()) + 1 if turn.size else 0
+    by_turn = tuple(
+        float(share[turn == k].mean()) if np.any(turn == k) else 0.0 for k in range(top)
+    )
     return PrefixReport(
         hit / rec if rec else 0.0,
         pos / rec if rec else 0.0,
