@@ -178,6 +178,7 @@ class TrafficLimits:
     max_ttft_p99_s: float | None = None
     max_tpot_p99_s: float | None = None
     min_goodput: float | None = None  # requests/s meeting both p99 limits as per-request SLOs
+    min_prefix_hit_rate: float | None = None  # share of prefill tokens found in the prefix cache
 
 
 def run_traffic_checks(
@@ -194,15 +195,19 @@ def run_traffic_checks(
     ideal: bool = False,
     requests: int = 1000,
     seed: int = 0,
+    prefix=None,
 ) -> list[Check]:
     """Serve `requests` Poisson requests at limits.rate on `replicas` replicas (the serving
-    simulator, docs/METRICS.md) and check p99 TTFT, p99 TPOT and goodput."""
+    simulator, docs/METRICS.md) and check p99 TTFT, p99 TPOT, goodput and the prefix cache's hit
+    rate (`prefix`: a serving.prefixcache.PrefixSpec; None: every request new, no hit)."""
     from roofline.serving.search import replica_capacity
     from roofline.serving.serve import Slo, make_replica, serve
-    from roofline.serving.workload import make_workload
+    from roofline.serving.workload import make_workload, with_prefix
 
-    rep = make_replica(model, hw, dep, eng, prompt + output + 1, capacity_bytes=capacity_bytes)
     w = make_workload(max(prompt, 1), output, rate=limits.rate, requests=requests, seed=seed)
+    w = with_prefix(w, prefix, seed)
+    longest = int(w.prompts.max() + w.outputs.max()) + 1
+    rep = make_replica(model, hw, dep, eng, longest, capacity_bytes=capacity_bytes)
     slo = Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, 99.0)
     res = serve(rep, w, slo, replicas, capacity=replica_capacity(rep, w))
     m = res.ideal if ideal else res.expected
@@ -232,4 +237,8 @@ def run_traffic_checks(
                 f"{kind}: {shown[0]} vs limit {shown[1]} ({margin:+.1%})",
             )
         )
+    if limits.min_prefix_hit_rate is not None:
+        hit, lim = (m.prefix.hit_rate if m.prefix is not None else 0.0), limits.min_prefix_hit_rate
+        detail = f"{kind}: {hit:.1%} of prefill tokens cached vs limit {lim:.1%}"
+        out.append(Check("min_prefix_hit_rate", hit >= lim, lim, hit, "share", detail))
     return out

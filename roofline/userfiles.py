@@ -151,6 +151,10 @@ _SPEC_KEYS: dict[str, tuple[Any, bool]] = {
     "prompt": ((str, int), False),
     "output": ((str, int), False),
     "context": ((str, int), False),
+    "shared_prefix": ((str, int, float), False),
+    "prefixes": (int, False),
+    "turns": (int, False),
+    "think_time": ((str, int, float), False),
     "checks": (dict, True),
     # across a day's traffic (roofline/curvechecks.py): the curve file (relative to the spec's
     # directory), the share of capacity left unused, and the delay instead of the derived one
@@ -171,6 +175,7 @@ _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
     "min_goodput": (NUM, False),
     "max_gpu_hours_per_day": (NUM, False),  # across traffic_curve
     "min_slo_attainment": (NUM, False),  # across traffic_curve: a share of the requests, 0 to 1
+    "min_prefix_hit_rate": (NUM, False),
 }
 
 

@@ -132,6 +132,13 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
             ideal=ideal,
             requests=d.get("requests") or 1000,
             seed=d.get("seed", 0),
+            prefix=topt.prefix_spec(
+                None if d.get("shared_prefix") is None else str(d["shared_prefix"]),
+                d.get("prefixes", 1),
+                d.get("turns", 1),
+                str(d.get("think_time", "0s")),
+                d.get("seed", 0),
+            ),
         )
     if day is not None:
         from roofline.curvechecks import run_curve_checks
@@ -180,7 +187,7 @@ def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
 def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
     """--rate with --max-ttft-p99, --max-tpot-p99, --min-goodput (spec keys of the same names)."""
     c = d["checks"]
-    keys = ("max_ttft_p99", "max_tpot_p99", "min_goodput")
+    keys = ("max_ttft_p99", "max_tpot_p99", "min_goodput", "min_prefix_hit_rate")
     given = {k: c.get(k) for k in keys if c.get(k) is not None}
     if d.get("rate") is None:
         if given and d.get("traffic_curve") is not None:  # the SLOs of the curve's capacity
@@ -195,11 +202,15 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
     if not given:
         raise InputError("--rate needs --max-ttft-p99, --max-tpot-p99 or --min-goodput")
     g = _positive_rate(given.get("min_goodput"), "--min-goodput", "requests/s")
+    hit = given.get("min_prefix_hit_rate")
+    if hit is not None and not 0 <= hit <= 1:
+        raise InputError(f"min_prefix_hit_rate is a share from 0 to 1, got {hit}")
     return TrafficLimits(
         rates[0],
         parse_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,
         parse_seconds(given["max_tpot_p99"], "--max-tpot-p99") if "max_tpot_p99" in given else None,
         g,
+        hit,
     )
 
 

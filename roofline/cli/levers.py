@@ -14,7 +14,10 @@ from roofline.acceptance import (
 )
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import spec_options as sopt
 from roofline.cli.app import app, catalog, guarded, note, warn
+from roofline.cli.spec_options import acceptance_rates as _acceptance
+from roofline.cli.spec_options import tree_option as _tree_option
 from roofline.errors import InputError
 from roofline.memory import (
     engine,
@@ -39,33 +42,6 @@ from roofline.units import fmt_bytes, parse_bytes
 
 
 # ---- speculate ------------------------------------------------------------------------------
-def _acceptance(text: str) -> float | list[float]:
-    """One α, or per-position rates p_1,p_2,... (each in [0, 1])."""
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise InputError(
-            f"--acceptance {text!r}: give one rate (0.7) or one per position"
-        ) from None
-    if not values or any(not 0.0 <= v <= 1.0 for v in values):
-        raise InputError(f"--acceptance must be in [0, 1] (one rate or a list), got {text}")
-    return values[0] if len(values) == 1 else values
-
-
-def _tree_option(text: str, gamma_max: int) -> int | str:
-    """--tree-tokens: auto, chain, or a tree of N tokens (γ + 1 .. 4096)."""
-    word = text.strip().lower()
-    if word in ("auto", "chain"):
-        return word
-    try:
-        n = int(word)
-    except ValueError:
-        raise InputError(f"--tree-tokens is auto, chain or a number, got {text!r}") from None
-    if not gamma_max + 1 <= n <= 4096:
-        raise InputError(f"--tree-tokens must be from γ + 1 = {gamma_max + 1} to 4096")
-    return n
-
-
 def _best_over_gamma(full: Speculation) -> Speculation:
     """Per batch, the γ with the highest speed-up, of a run over (γ, batch)."""
     j = np.argmax(full.speedup_expected, axis=0)
@@ -112,54 +88,23 @@ def _stack(runs: list[Speculation]) -> Speculation:
 def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    drafter: Annotated[
-        str,
-        typer.Option(
-            help="auto | draft (a separate model) | eagle | eagle3 | mtp | medusa | ngram "
-            "(auto: mtp if the model has MTP layers, draft with --draft, else eagle)"
-        ),
-    ] = "auto",
-    draft: Annotated[
-        str | None, typer.Option(help="draft model id (runs on the same GPUs)")
-    ] = None,
-    gamma: Annotated[
-        str, typer.Option(help="draft tokens per round: 4 | 1,2,4 | 1..8:1")
-    ] = "1..8:1",
-    acceptance: Annotated[
-        str,
-        typer.Option(help="acceptance α per draft token, or one per position: 0.9,0.8,0.7"),
-    ] = "0.7",
-    decay: Annotated[
-        float, typer.Option(help="geometric decay of α by position: p_i = α·decay^(i−1)")
-    ] = 1.0,
-    tau: Annotated[
-        float | None,
-        typer.Option(help="measured mean accepted tokens per round (bonus included) at max γ"),
-    ] = None,
-    tau_gamma: Annotated[
-        int | None,
-        typer.Option(help="the chain length --tau was measured at (default: the largest γ)"),
-    ] = None,
-    tree_tokens: Annotated[
-        str,
-        typer.Option(
-            help="tokens verified per sequence: auto (per batch, the chain or tree of up to 64 "
-            "with the lowest TPOT) | chain (γ + 1) | N (a tree of N, root included)"
-        ),
-    ] = "auto",
-    topk: Annotated[int, typer.Option(help="tree: candidates per node (SGLang eagle-topk)")] = 8,
-    draft_vocab: Annotated[
-        int | None, typer.Option(help="draft head's vocabulary (EAGLE-3 default 32000)")
-    ] = None,
+    drafter: sopt.Drafter = None,
+    draft: sopt.Draft = None,
+    gamma: sopt.Gamma = sopt.GAMMA,
+    acceptance: sopt.Acceptance = sopt.ACCEPTANCE,
+    decay: sopt.Decay = 1.0,
+    tau: sopt.Tau = None,
+    tau_gamma: sopt.TauGamma = None,
+    tree_tokens: sopt.TreeTokens = "auto",
+    topk: sopt.Topk = 8,
+    draft_vocab: sopt.DraftVocab = None,
     tp: opt.Tp = 1,
     pp: opt.Pp = 1,
     ep: opt.Ep = 1,
     gpus: opt.Gpus = None,
     dp: opt.Dp = 1,
     weights: opt.Weights = opt.WEIGHTS,
-    draft_weights: Annotated[
-        str | None, typer.Option(help="draft weight format (default: --weights)")
-    ] = None,
+    draft_weights: sopt.DraftWeights = None,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     compute: opt.Compute = None,
@@ -186,7 +131,7 @@ def speculate(
     Example: roofline speculate llama-3.1-8b h100 --drafter eagle --tau 3.2 --gamma 4"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    kind = drafter.lower()
+    kind = (drafter or "auto").lower()
     if kind == "auto":
         kind = "draft" if draft else ("mtp" if m.num_nextn_predict_layers else "eagle")
     if kind not in DRAFTERS:

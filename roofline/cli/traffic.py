@@ -10,18 +10,15 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import spec_options as sopt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
+from roofline.cli.traffic_json import metrics_json, saturation_json
 from roofline.errors import InputError
 from roofline.memory import engine
-from roofline.serving.cost import (
-    ENERGY_ASSUMPTION,
-    cost_per_hour,
-    cost_per_million_output_tokens,
-    joules_per_output_token,
-)
+from roofline.serving.cost import ENERGY_ASSUMPTION
 from roofline.serving.search import replica_capacity, slo_requests
-from roofline.serving.serve import ServeMetrics, make_replica
+from roofline.serving.serve import make_replica
 from roofline.serving.serve import serve as serve_core
 from roofline.serving.size import HEADROOM
 from roofline.serving.size import size as size_core
@@ -63,80 +60,6 @@ SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serv
 SIZE_HARDWARE = "h100,h200,b200,mi300x"
 
 
-def _pcts(p) -> dict[str, float]:
-    return {"p50": p.p50, "p90": p.p90, "p99": p.p99, "mean": p.mean}
-
-
-def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, Any]:
-    """One set of serve metrics with cost and energy, keys as in docs/METRICS.md."""
-    gpus = m.gpus if gpus is None else gpus
-    usd = cost_per_hour(price, gpus)
-    return {
-        "ttft_s": _pcts(m.ttft_s),
-        "tpot_s": _pcts(m.tpot_s),
-        "itl_s": _pcts(m.itl_s),
-        "e2e_s": _pcts(m.e2e_s),
-        "queue_s": _pcts(m.queue_s),
-        "throughput": {
-            "requests_per_s": m.requests_per_s,
-            "output_tokens_per_s": m.output_tokens_per_s,
-            "output_tokens_per_s_per_gpu": m.output_tokens_per_s_per_gpu,
-            "output_tokens_per_s_per_user": m.output_tokens_per_s_per_user,
-        },
-        "benchmark_window": {
-            "requests_per_s": m.benchmark_requests_per_s,
-            "output_tokens_per_s": m.benchmark_output_tokens_per_s,
-            "window_s": m.window_s,
-        },
-        "steady_state": m.steady,
-        "goodput_requests_per_s": m.goodput_requests_per_s,
-        "slo_attainment": m.slo_attainment,
-        "meets_slo": m.meets_slo,
-        "mean_running_batch": m.mean_running_batch,
-        "mean_queue_length": m.mean_queue_length,
-        "mean_in_system": m.mean_in_system,
-        "kv_occupancy": m.kv_occupancy,
-        "utilisation": m.utilisation,
-        "preemptions": m.preemptions,
-        "requests": m.requests,
-        "gpus": gpus,
-        "cost_per_hour": usd,
-        "cost_per_million_output_tokens": cost_per_million_output_tokens(
-            usd, m.output_tokens_per_s
-        ),
-        "joules_per_output_token": joules_per_output_token(
-            price, gpus, m.power_share, m.output_tokens_per_s
-        ),
-        "compute_share": m.compute_share,
-        "power_share": m.power_share,
-    }
-
-
-def saturation_json(cap, replicas: int) -> dict[str, Any]:
-    """The saturation rate of `replicas` replicas (ideal and expected), per GPU, what binds it,
-    and the compute and bandwidth bounds it must stay under."""
-    b, e, i = cap.bounds, cap.expected, cap.ideal
-    gpus = b.gpus * replicas
-    return {
-        "ideal": i.requests_per_s * replicas,
-        "expected": e.requests_per_s * replicas,
-        "ideal_per_gpu": i.requests_per_s * replicas / gpus,
-        "expected_per_gpu": e.requests_per_s * replicas / gpus,
-        "output_tokens_per_s": {
-            "ideal": i.output_tokens_per_s * replicas,
-            "expected": e.output_tokens_per_s * replicas,
-        },
-        "binding": {"ideal": i.binding, "expected": e.binding},
-        "mean_running_batch": {"ideal": i.mean_running_batch, "expected": e.mean_running_batch},
-        "confirmed": {"ideal": i.confirmed, "expected": e.confirmed},
-        "compute_bound": b.compute_requests_per_s * replicas,
-        "bandwidth_bound": b.bandwidth_requests_per_s * replicas,
-        "flops_per_request": b.flops_per_request,
-        "method": "closed loop never idle, completions after warm-up and before the drain;"
-        " confirmed by a Poisson run at 0.95x",
-    }
-
-
 def _slo_json(slo) -> dict[str, Any]:
     return {"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_pct": slo.pct}
 
@@ -172,6 +95,21 @@ def serve(
     requests: opt.Requests = None,
     duration: topt.Duration = None,
     seed: opt.Seed = 0,
+    shared_prefix: topt.SharedPrefix = None,
+    prefixes: topt.Prefixes = 1,
+    turns: topt.Turns = 1,
+    think_time: topt.ThinkTime = "0s",
+    drafter: sopt.Drafter = None,
+    draft: sopt.Draft = None,
+    gamma: sopt.Gamma = sopt.GAMMA,
+    acceptance: sopt.Acceptance = sopt.ACCEPTANCE,
+    decay: sopt.Decay = 1.0,
+    tau: sopt.Tau = None,
+    tau_gamma: sopt.TauGamma = None,
+    tree_tokens: sopt.TreeTokens = "auto",
+    topk: sopt.Topk = 8,
+    draft_vocab: sopt.DraftVocab = None,
+    draft_weights: sopt.DraftWeights = None,
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -232,9 +170,15 @@ def serve(
         burstiness,
         arrivals,
         speedup,
+        topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed),
     )
     eng = engine(engine_name, hw)
     max_len = int(base.prompts.max() + base.outputs.max())
+    spec = sopt.spec_config(
+        cat, m, dep, drafter, draft, gamma, acceptance, decay, tau, tau_gamma, tree_tokens,
+        topk, draft_vocab, draft_weights,
+    )  # fmt: skip
+    decode_ctx = float(base.prompts.mean() + base.outputs.mean() / 2)
     tier = cat.tier("pcie5-x16") if preemption == "swap" else None
     rep = make_replica(
         m,
@@ -249,6 +193,8 @@ def serve(
         tier,
         opt.capacity(hw, memory),
         tokenizer=tokenizer,
+        spec=spec,
+        spec_context=decode_ctx,
     )
     price = topt.price_table(cat, price).get(hw.id)
     cap = replica_capacity(rep, base, confirm=saturation and concurrency is None)
@@ -296,6 +242,8 @@ def serve(
         "energy_assumption": ENERGY_ASSUMPTION,
         "efficiency": convert.efficiency_json(hw.efficiency),
     }
+    if spec is not None:
+        inputs["speculation"] = sopt.spec_json(spec, rep)
     extra = {"ideal": points[0]["ideal"], "expected": points[0]["expected"]}
     doc = render.document(
         "serve",
@@ -307,6 +255,10 @@ def serve(
     )
     rows = [{"rate": p["rate"], **_flat(p["expected"])} for p in doc["points"]]
     render.emit(doc, fmt, rows, render.serve_table)
+    for p in points:
+        why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
+        if why:
+            note(f"at {p['rate']:g} req/s: {why}" if p["rate"] else why)
     if out is not None:
         save_serve(doc, out)
         note(f"wrote {out}")
@@ -338,6 +290,21 @@ def size(
     output_dist: opt.OutputDist = None,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
+    shared_prefix: topt.SharedPrefix = None,
+    prefixes: topt.Prefixes = 1,
+    turns: topt.Turns = 1,
+    think_time: topt.ThinkTime = "0s",
+    drafter: sopt.Drafter = None,
+    draft: sopt.Draft = None,
+    gamma: sopt.Gamma = sopt.GAMMA,
+    acceptance: sopt.Acceptance = sopt.ACCEPTANCE,
+    decay: sopt.Decay = 1.0,
+    tau: sopt.Tau = None,
+    tau_gamma: sopt.TauGamma = None,
+    tree_tokens: sopt.TreeTokens = "auto",
+    topk: sopt.Topk = 8,
+    draft_vocab: sopt.DraftVocab = None,
+    draft_weights: sopt.DraftWeights = None,
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -395,14 +362,35 @@ def size(
         raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
     if not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
+    pfx = topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed)
+    if pfx is not None and disagg:
+        raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
     w = topt.serving_workload(
-        prompt, output, prompt_dist, output_dist, r[0], None, requests, None, seed, burstiness
+        prompt,
+        output,
+        prompt_dist,
+        output_dist,
+        r[0],
+        None,
+        requests,
+        None,
+        seed,
+        burstiness,
+        prefix=pfx,
     )
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
     if curve is not None:  # a delay to derive needs the engine's figures: refuse before the search
         day_cli.delays(m, hws, base, eng, scale_up_delay)
-    rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom)
+    spec = sopt.spec_config(
+        cat, m, base, drafter, draft, gamma, acceptance, decay, tau, tau_gamma, tree_tokens,
+        topk, draft_vocab, draft_weights,
+    )  # fmt: skip
+    if spec is not None and disagg:
+        raise InputError("--disagg does not model speculative decoding: drop --drafter")
+    rows = size_core(
+        m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom, spec=spec
+    )
     if disagg:
         from roofline.serving.disagg import KvLink
         from roofline.serving.size import rank, size_disaggregated
@@ -436,6 +424,7 @@ def size(
                 "joules_per_output_token": d.joules_per_output_token,
                 "price_usd_per_gpu_hour": p.usd_per_gpu_hour if p else None,
                 "note": d.note,
+                **({"speculation": d.speculation} if spec is not None else {}),
                 "expected": metrics_json(d.expected, p) if d.expected else None,
                 "ideal": metrics_json(d.ideal, p) if d.ideal else None,
                 "bands": convert.bands_json(by_id[d.hardware].efficiency.family, SERVE_BANDS),

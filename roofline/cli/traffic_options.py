@@ -87,6 +87,29 @@ ChunkedPrefill = Annotated[
         help="prefill chunks share steps with running decodes (vLLM V1's default)",
     ),
 ]
+SharedPrefix = Annotated[
+    str | None,
+    typer.Option(
+        "--shared-prefix",
+        help="the first tokens of every prompt are one cached prefix (a system prompt): 2k, or a"
+        " share of the prompt below 1 (0.5); the prompt includes it",
+    ),
+]
+Prefixes = Annotated[
+    int,
+    typer.Option("--prefixes", help="distinct shared prefixes, one drawn per conversation"),
+]
+Turns = Annotated[
+    int,
+    typer.Option(
+        "--turns",
+        help="turns per conversation: each turn's prompt = the last turn's prompt + output +"
+        " --prompt new tokens (less the shared prefix), cached",
+    ),
+]
+ThinkTime = Annotated[
+    str, typer.Option("--think-time", help="between a turn's last token and the next turn, e.g. 5s")
+]
 SLO_PCT = 99.0
 SERVE_REQUESTS = 1000
 
@@ -128,6 +151,31 @@ def slo(ttft: str | None, tpot: str | None, pct: float):
     )
 
 
+def prefix_spec(
+    shared: str | None, prefixes: int = 1, turns: int = 1, think: str = "0s", seed: int = 0
+):
+    """The prefix-caching options as a core PrefixSpec, or None when none is given (then every
+    request is new, as without a cache)."""
+    from roofline.serving.prefixcache import PrefixSpec
+
+    think_s = parse_seconds(think, "--think-time")
+    if shared is None and turns == 1:
+        if prefixes != 1 or think_s:
+            raise InputError("--prefixes needs --shared-prefix; --think-time needs --turns")
+        return None
+    n, f = 0, 0.0
+    if shared is not None:
+        try:
+            value = float(shared)
+        except ValueError:
+            value = None
+        if value is not None and 0 < value < 1:
+            f = value
+        else:
+            n = tokens(shared, "--shared-prefix", 1)
+    return PrefixSpec(n, f, turns, think_s, prefixes, seed)
+
+
 def serving_workload(
     prompt: str,
     output: str,
@@ -141,11 +189,48 @@ def serving_workload(
     burstiness: float = 1.0,
     arrivals: str | None = None,
     speedup: float = 1.0,
+    prefix=None,
 ):
     """The workload of serve/size/disagg: --prompt/--output fixed, --prompt-dist/--output-dist
     drawn, or a JSONL trace (`--prompt-dist trace.jsonl`: input_tokens, output_tokens and
     optionally arrival_s per line; its arrival times win unless --rate is given); open-loop
-    gaps shaped by --burstiness."""
+    gaps shaped by --burstiness; `prefix` (prefix_spec) shares prefixes and builds
+    conversations."""
+    from roofline.serving.workload import with_prefix
+
+    w = _workload(
+        prompt,
+        output,
+        prompt_dist,
+        output_dist,
+        rate,
+        concurrency,
+        requests,
+        duration,
+        seed,
+        burstiness,
+        arrivals,
+        speedup,
+    )
+    if prefix is not None and prefix.turns > 1 and w.length_specs is None:
+        raise InputError("--turns builds conversations from --prompt/--output, not from a trace")
+    return with_prefix(w, prefix, seed)
+
+
+def _workload(
+    prompt,
+    output,
+    prompt_dist,
+    output_dist,
+    rate,
+    concurrency,
+    requests,
+    duration,
+    seed,
+    burstiness,
+    arrivals,
+    speedup,
+):
     from dataclasses import replace
 
     from roofline.serving.workload import (

@@ -44,7 +44,10 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     head = (
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
         f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
-        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}; "
+        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
+        + (f"{i['prefix_caching']} (prefix caching); " if i.get("prefix_caching") else "")
+        + (_spec_text(i["speculation"]) if i.get("speculation") else "")
+        + f"{_slo_text(i)}; "
         "expected step times (ideal in --format json). TTFT = queue + prefill + API server; "
         "throughput, goodput and cost in steady state (the offered rate, or the saturation "
         "past it)."
@@ -91,6 +94,19 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ),
             ("J/output token", "-" if j is None else f"{j:.3g}"),
         ]
+        pc = e.get("prefix_cache")
+        if pc:
+            pairs += [
+                ("prefix hit rate", f"{pct(pc['hit_rate'])} of {pct(pc['possible_hit_rate'])}"),
+                (
+                    "prefill computed",
+                    f"{pc['prefill_tokens_computed']:,} of {pc['prefill_tokens_received']:,} tok",
+                ),
+                ("cache KV", f"{pc['cache_kv_blocks']:,.0f} blocks of {pc['block_tokens']} tok"),
+            ]
+            if len(pc["cached_share_by_turn"]) > 1:
+                shares = " ".join(f"{x:.3f}" for x in pc["cached_share_by_turn"])
+                pairs.append(("cached by turn", shares))
         if sat:
             pairs.append(("saturation", b(f"{sat['expected']:.3g} req/s", "saturation")))
             pairs.append(("bound by", sat["binding"]["expected"]))
@@ -268,3 +284,11 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
     )
     if tr["better"]:
         say(con, f"better by goodput per GPU: {tr['better']}")
+
+
+def _spec_text(sp: Mapping[str, Any]) -> str:
+    verify = f"a tree of {sp['tree_tokens']}" if sp["tree_tokens"] else "a chain"
+    return (
+        f"{sp['drafter']} drafter, γ {sp['gamma']}, {verify} verified, "
+        f"{sp['tokens_per_round']:.2f} tokens per round ({sp['batch1_speedup']:.2f}x at batch 1); "
+    )

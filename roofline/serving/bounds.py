@@ -5,7 +5,10 @@
   FLOP/s on every GPU of the replica, so rate ≤ GPUs / Σ_op (FLOPs_op / peak_op) per request,
   i.e. peak × GPUs ÷ FLOPs per request when every op runs in one dtype (Williams et al., CACM
   2009, the roofline's compute roof; FLOPs from roofline.ops, never 2·P·tokens: the embedding is
-  a lookup and the LM head runs once per prefill).
+  a lookup and the LM head runs once per prefill). With a prefix cache the prefill computes
+  only the tokens it did not find cached: prefill(S) − prefill(H) for H cached tokens (the
+  causal attention of tokens H+1 … S over their whole prefix, every other op per token), with
+  the LM head once.
 - Bandwidth: a decode step reads the weights once for the whole batch and every sequence's KV;
   with the largest batch B the KV budget and max-seqs allow, a request's O − 1 steps move at
   least (O − 1) × bytes(step at B) / B, so rate ≤ GPUs × bandwidth ÷ that (the roofline's
@@ -61,17 +64,25 @@ def rate_bounds(
     prompt_tokens: float,
     output_tokens: float,
     batch: int,
+    cached_tokens: float = 0.0,
 ) -> RateBounds:
     """The compute and bandwidth bounds (module docstring) for requests of `prompt_tokens` in and
     `output_tokens` out (means: attention's FLOPs grow with the square of the length and KV
     bytes with the output's square, so the mean request underestimates the work and the bound
-    stays an upper bound) on a replica of `gpus` GPUs holding at most `batch` sequences."""
+    stays an upper bound) on a replica of `gpus` GPUs holding at most `batch` sequences;
+    `cached_tokens` of each prompt found in a prefix cache (a mean at most what is found: the
+    bound stays a bound)."""
     one = replace(dep, tp=1, pp=1, ep=1, attention_dp=1, microbatches=None, links=None)
     s = max(float(prompt_tokens), 1.0)
     steps = max(float(output_tokens) - 1.0, 0.0)
     pre = prefill_ops(model, hw, one, 1, s)
     flops = sum(float(op.flops) for op in pre)
     t_compute = _peak_s(pre, hw, one)
+    h = min(float(cached_tokens), s - 1.0)
+    if h >= 1.0:  # the cached tokens' ops, but the LM head, are not run again
+        hit = [op for op in prefill_ops(model, hw, one, 1, h) if op.name != "lm_head"]
+        flops -= sum(float(op.flops) for op in hit)
+        t_compute -= _peak_s(hit, hw, one)
     bw_rate = math.inf
     if steps > 0:
         dec1 = decode_ops(model, hw, one, 1, s + 1.0, steps)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.serving.prefixcache import PrefixStats
+
 
 @dataclass(frozen=True)
 class RunRecord:
@@ -38,6 +40,7 @@ class RunRecord:
     latency_s: float = 0.0  # the front end's fixed path from a token to the client
     first_wait_s: np.ndarray | None = None  # the first token's wait in the API server's queue
     finish_wait_s: np.ndarray | None = None  # the last token's wait there
+    prefix: PrefixStats | None = None  # what the prefix cache did (None: no cache)
 
     @property
     def client_sent_s(self) -> np.ndarray:

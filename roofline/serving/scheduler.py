@@ -32,8 +32,11 @@ from heapq import heappop, heappush
 import numpy as np
 
 from roofline.errors import InputError
+from roofline.serving.admission import Admission
 from roofline.serving.apiserver import ApiQueue
+from roofline.serving.decoders import Decoders
 from roofline.serving.policy import EngineRules, Frontend
+from roofline.serving.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.record import RunRecord
 from roofline.serving.steps import StepModel
 
@@ -48,23 +51,26 @@ def simulate_requests(
     closed_loop: int | None = None,
     release_until_s: float = math.inf,
     frontend: Frontend | None = None,
+    prefix: PrefixInfo | None = None,
 ) -> RunRecord:
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
     arrival_s[:N] and each finish releases the next request (until `release_until_s`) once the
     client has seen it. `frontend`: the API server between client and engine (policy.Frontend;
-    None: none, as for the ideal)."""
-    sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend)
+    None: none, as for the ideal). `prefix`: shared prefixes and conversations, cached
+    (roofline.serving.prefixcache; a later turn arrives when its predecessor is done)."""
+    sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
     return sim.run(release_until_s)
 
 
-class _Sim:
+class _Sim(Decoders, Admission):
     """The state of one simulation, in Python scalars (the spans are short; numpy only when the
-    KV budget is near or a layer has a window). A decoding sequence r holds context
-    base[r] + G, where G counts the decode steps so far: a span of k steps adds k to G and
-    touches no sequence; each sequence's last step is G = fin[r] (a heap orders them)."""
+    KV budget is near or a layer has a window); the decoding sequences in closed form
+    (Decoders)."""
 
-    def __init__(self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, front):
+    def __init__(
+        self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, front, pfx
+    ):
         n = len(prompts)
         if rules.max_seqs > len(steps.base_s):
             raise InputError(
@@ -76,9 +82,14 @@ class _Sim:
         self.prompts = self.prompts_np.tolist()
         self.outputs = self.outputs_np.tolist()
         arrival = np.array(arrival_s, dtype=float)
-        self.next_release = n
+        # requests n_in… (later turns) arrive when released by their predecessors (`later`)
+        self.n_in = n if pfx is None else pfx.n_first
+        self.cache = None if pfx is None else PrefixCache(pfx, rules.block_tokens)
+        self.succ, self.later = ([-1] * n if pfx is None else pfx.succ.tolist()), []
+        arrival[self.n_in :] = math.inf
+        self.next_release = self.n_in
         if closed_loop is not None:
-            self.next_release = min(closed_loop, n)
+            self.next_release = min(closed_loop, self.n_in)
             arrival[self.next_release :] = math.inf
         self.sent = arrival.tolist()
         self.api = ApiQueue(front)
@@ -90,6 +101,7 @@ class _Sim:
         self.gen = [1 if prefilled else 0] * n  # tokens generated (decoders: see base)
         self.pf_left = [0] * n  # prefill tokens still to run
         self.pf_total = [0] * n  # length of the current prefill pass
+        self.pf_skip = [0] * n  # prompt tokens the current pass found cached
         self.res_blocks = [0.0] * n  # KV blocks a prompt in prefill holds
         self.recompute_pass = [False] * n
         self.kv_ready = [prefilled] * n  # arrived with its KV (a disaggregated decode pool)
@@ -124,44 +136,6 @@ class _Sim:
         self.simple_kv = steps.kv_groups == ((1.0, None),)
         self.capped = any(cap is not None for _, cap in getattr(steps, "groups", []))
 
-    # ---- decoders --------------------------------------------------------------------------
-    def join(self, r: int) -> None:
-        b = self.prompts[r] + self.gen[r] - self.G
-        self.base[r] = b
-        self.S += b
-        f = self.G + self.outputs[r] - self.gen[r]
-        self.fin[r] = f
-        heappush(self.heap, (f, r))
-        self.decoding[r] = None
-        self.fresh.append(r)
-
-    def leave(self, r: int) -> None:
-        b = self.base.pop(r)
-        self.gen[r] = b + self.G - self.prompts[r]
-        self.S -= b
-        del self.fin[r]
-        del self.decoding[r]
-        if r in self.fresh:
-            self.fresh.remove(r)
-        elif self.spans:
-            self.last_tok[r] = self.last_shared
-
-    def ctx(self) -> np.ndarray:
-        base = self.base
-        return np.fromiter((base[r] for r in self.decoding), np.int64, len(base)) + self.G
-
-    def kmin(self) -> int:
-        heap, fin = self.heap, self.fin
-        while fin.get(heap[0][1]) != heap[0][0]:
-            heappop(heap)  # a sequence that left (preempted) before its last step
-        return heap[0][0] - self.G
-
-    def blocks_sum(self, ctx: np.ndarray, extra: int) -> float:
-        blk = self.rules.block_tokens
-        if self.simple_kv:
-            return float(((ctx + (extra + blk - 1)) // blk).sum())
-        return float(self.steps.blocks(ctx + extra, blk).sum())
-
     # ---- time ------------------------------------------------------------------------------
     def advance(self, dt: float, n_dec: int, kv_blocks: float) -> None:
         end = self.now + dt
@@ -172,17 +146,20 @@ class _Sim:
         acc["kv"] += kv_blocks * dt
         wait = len(self.waiting) * dt
         na = self.na
-        if na < self.n and self.arr[na] <= end:  # arrivals during the span queue for the rest
+        if na < self.n_in and self.arr[na] <= end:  # arrivals during the span queue for the rest
             self.arrive(na, end, wait)
         else:
             acc["wait"] += wait
+        if self.cache is not None:
+            self.land(end)
+            self.cache.tick(dt)
         self.now = end
 
     def arrive(self, na: int, end: float, wait: float) -> None:
         """Requests na… that arrived by `end` queue from their arrival (`wait`: the queue's time
         over the span so far)."""
         arr = self.arr
-        j = bisect_right(arr, end, na)
+        j = bisect_right(arr, end, na, self.n_in)
         if j < len(self.arr_cum):
             wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
         else:  # closed loop: released arrivals are not in the prefix sums
@@ -191,12 +168,36 @@ class _Sim:
         self.na = j
         self.acc["wait"] += wait
 
+    def land(self, end: float) -> None:
+        """Later turns released by `end` queue from their arrival."""
+        later = self.later
+        while later and later[0][0] <= end:
+            t, i = heappop(later)
+            self.waiting.append(i)
+            self.acc["wait"] += end - t
+
+    def next_arrival(self) -> float:
+        na = self.na
+        t = self.arr[na] if na < self.n_in else math.inf
+        return min(t, self.later[0][0]) if self.later else t
+
     def finish(self, r: int) -> None:
         now = self.now
         self.finish_s[r] = now
         wait = self.finish_wait[r] = self.api.wait_s(now)
         self.active.remove(r)
-        if self.next_release < self.n and now < self.release_until_s:
+        if self.cache is not None:  # its blocks stay cached; the next turn follows
+            self.reserved += self.cache.release(r, self.prompts[r] + self.outputs[r] - 1)
+            i = self.succ[r]
+            if i >= 0:
+                sent, arr = self.api.resend(now, wait)
+                self.sent[i], self.arr[i] = (
+                    sent + self.cache.info.think_s,
+                    arr + self.cache.info.think_s,
+                )
+                heappush(self.later, (self.arr[i], i))
+                return
+        if self.next_release < self.n_in and now < self.release_until_s:
             # the client sees the end and sends the next
             i = self.next_release
             self.sent[i], self.arr[i] = self.api.resend(now, wait)
@@ -233,71 +234,6 @@ class _Sim:
             else:
                 self.join(r)
 
-    # ---- admission and preemption ----------------------------------------------------------
-    def admit(self) -> None:
-        rules, steps, blk = self.rules, self.steps, self.rules.block_tokens
-        n_dec = len(self.decoding)
-        # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
-        used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
-        exact = False
-        while self.waiting and len(self.active) < rules.max_seqs:
-            r = self.waiting[0]
-            tokens = self.prompts[r] + self.gen[r] + 1
-            need = -(-tokens // blk) if self.simple_kv else float(steps.blocks(tokens, blk))
-            if used + need > rules.budget_blocks:
-                if exact:
-                    break
-                used = self.reserved + (self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0)
-                exact = True
-                if used + need > rules.budget_blocks:
-                    break
-            self.waiting.popleft()
-            used += need
-            self.active.append(r)
-            if math.isnan(self.admitted_s[r]):
-                self.admitted_s[r] = self.now
-            if r in self.swapped:  # swap back in: the engine waits for the copy
-                self.swapped.discard(r)
-                self.swap_stall(r)
-                self.join(r)
-            elif self.kv_ready[r]:  # arrived with its KV (a disaggregated decode pool)
-                self.kv_ready[r] = False
-                self.join(r)
-            else:
-                self.pf_left[r] = self.pf_total[r] = tokens - 1
-                self.res_blocks[r] = need
-                self.reserved += need
-                self.prefilling.append(r)
-                if self.gen[r] > 0:
-                    self.recompute_pass[r] = True
-                    self.recomputed += tokens - 1
-        if not self.active:
-            r = self.waiting[0]
-            held = int(self.prompts[r] + self.gen[r])
-            raise InputError(
-                f"one request alone outgrows the KV budget ({rules.budget_blocks:,} blocks of "
-                f"{blk} tokens): it holds {held:,} tokens ({int(self.prompts[r]):,} prompt + "
-                f"{int(self.gen[r]):,} generated) of the {int(self.prompts[r] + self.outputs[r]):,}"
-                " it needs",
-                hint="shorten --output or --prompt, or add memory (--tp, --kv-dtype fp8)",
-            )
-
-    def preempt(self) -> None:
-        """The next step does not fit: preempt the most recently admitted sequence."""
-        victim = self.active.pop()
-        self.preemptions += 1
-        self.waiting.appendleft(victim)  # it waits (and counts as queued) from now
-        if victim in self.decoding:
-            self.leave(victim)
-            if self.rules.preemption == "swap" and self.gen[victim] > 0:
-                self.swap_stall(victim)
-                self.swapped.add(victim)
-        else:
-            self.prefilling.remove(victim)
-            self.reserved -= self.res_blocks[victim]
-            self.res_blocks[victim] = 0.0
-        self.pf_left[victim] = 0
-
     # ---- the loop --------------------------------------------------------------------------
     def prefill_only(self, pfr: list[int], lens: list[int], n_dec: int) -> None:
         """A prefill-only step (non-chunked): whole prompts up to the token budget, at least
@@ -308,7 +244,10 @@ class _Sim:
             if take and cap_tokens is not None and tokens + x > cap_tokens:
                 break
             take, tokens = take + 1, tokens + x
-        t = self.steps.prefill_step_s(lens[:take])
+        if self.cache is None:
+            t = self.steps.prefill_step_s(lens[:take])
+        else:  # the cached tokens are attended, not computed
+            t = self.steps.prefill_step_s(lens[:take], [self.pf_skip[r] for r in pfr[:take]])
         re_tokens = sum(
             x for x, r in zip(lens[:take], pfr[:take], strict=True) if self.recompute_pass[r]
         )
@@ -318,17 +257,20 @@ class _Sim:
         self.advance(t, 0, kv_now)
         self.peak_blocks = max(self.peak_blocks, kv_now)
         self.api.stream(self.now, t, take, take)
+        if self.cache is not None and self.cache.idle_blocks > self.rules.budget_blocks - kv_now:
+            self.evict()
         self.complete_prefill(pfr[:take])
 
     def run(self, release_until_s: float) -> RunRecord:
         self.release_until_s = release_until_s
-        rules, steps, n, arr = self.rules, self.steps, self.n, self.arr
+        rules, steps, n, arr = self.rules, self.steps, self.n_in, self.arr
         blk, cap_tokens, budget = rules.block_tokens, rules.max_batched_tokens, rules.budget_blocks
         max_seqs, chunked, capped = rules.max_seqs, rules.chunked_prefill, self.capped
         acc, api, span_s = self.acc, self.api, steps.span_s
         waiting, active, prefilling = self.waiting, self.active, self.prefilling
         decoding, heap, fin = self.decoding, self.heap, self.fin
         pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
+        pf_skip, cache = self.pf_skip, self.cache
         itl_v, itl_w = self.itl_v.append, self.itl_w.append
         streams = api.token_s > 0
         # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
@@ -343,13 +285,16 @@ class _Sim:
         while True:
             na = self.na
             if na < n and arr[na] <= self.now:
-                j = bisect_right(arr, self.now, na)
+                j = bisect_right(arr, self.now, na, n)
                 waiting.extend(range(na, j))
                 self.na = na = j
+            if self.later and self.later[0][0] <= self.now:
+                self.land(self.now)
             if not active and not waiting:
-                if na >= n or not math.isfinite(arr[na]):
+                t_next = self.next_arrival()
+                if not math.isfinite(t_next):
                     break
-                self.now = arr[na]  # idle until the next arrival
+                self.now = t_next  # idle until the next arrival
                 continue
             if waiting and len(active) < max_seqs:
                 self.admit()
@@ -376,7 +321,8 @@ class _Sim:
             if prefilling:
                 room = cap_tokens - n_dec
                 k = min(k, -(-lens[0] // room))
-                pf = (room, lens, [pf_total[r] - x for r, x in zip(pfr, lens, strict=True)])
+                done = [pf_skip[r] + pf_total[r] - x for r, x in zip(pfr, lens, strict=True)]
+                pf = (room, lens, done)
             kv_room = budget - self.reserved
             near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
             ctx = self.ctx() if n_dec and (near or capped) else None
@@ -398,10 +344,13 @@ class _Sim:
             else:
                 t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
             na = self.na
+            t_next = arr[na] if na < n else math.inf
+            if self.later:
+                t_next = min(t_next, self.later[0][0])
             if (
-                not waiting and len(active) < max_seqs and na < n and arr[na] < math.inf
+                not waiting and len(active) < max_seqs and t_next < math.inf
             ):  # an arrival can be admitted: stop at the first step boundary after it
-                k_cut = max(1, math.ceil((arr[na] - self.now) * k / t))
+                k_cut = max(1, math.ceil((t_next - self.now) * k / t))
                 if k_cut < k and plain and pf is None:
                     k = k_cut
                     t = t_dec = decode_only_s(n_dec, k, total)
@@ -450,6 +399,9 @@ class _Sim:
                 self.arrive(na, now, wait)
             else:
                 acc["wait"] += wait
+            if cache is not None:
+                self.land(now)
+                cache.tick(t)
             self.now = now
             if streams:
                 firsts = 0
@@ -478,6 +430,8 @@ class _Sim:
                         self.leave(r)
                         self.last_tok[r] = self.now
                         self.finish(r)
+            if cache is not None and cache.idle_blocks > budget - kv_end:
+                self.evict()
         acc, f = self.acc, np.array
         times = (f(self.arr), f(self.admitted_s), f(self.first_token_s), f(self.finish_s))
         itl = (f(self.itl_v), f(self.itl_w))
@@ -486,4 +440,7 @@ class _Sim:
         ends = (self.peak_blocks, budget, self.now, f(self.sent), self.api.latency_s)
         waits = (f(self.first_wait), f(self.finish_wait))
         sizes = (self.prompts_np, self.outputs_np)
-        return RunRecord(*times, *sizes, *itl, *counts, *(acc[k] for k in keys), *ends, *waits)
+        pfx = (None if cache is None else cache.stats(self.prompts_np),)
+        return RunRecord(
+            *times, *sizes, *itl, *counts, *(acc[k] for k in keys), *ends, *waits, *pfx
+        )

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from roofline.serving.bounds import RateBounds, rate_bounds
+from roofline.serving.prefixcache import PrefixSpec
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.serve import Replica, Slo, metrics, run_replicas
 from roofline.serving.workload import (
@@ -29,6 +30,8 @@ from roofline.serving.workload import (
     Workload,
     draw_lengths,
     unit_gaps,
+    unprefixed,
+    with_prefix,
     with_rate,
 )
 
@@ -107,19 +110,41 @@ def saturation(
     prefilled: bool = False,
     confirm: bool = False,
     bound: float = math.inf,
+    prefix: PrefixSpec | None = None,
+    longest: int | None = None,
 ) -> Saturation:
     """The replica's saturation (module docstring) on requests of these lengths (cycled);
     `prefilled`: requests arrive with their KV (a disaggregated decode pool). `bound`: the
     physical bound on the rate (bounds.RateBounds); a finite window of a length mix can read a
     little above the long-run rate, never the long-run rate above the bound, so the measured
-    rate is capped there."""
-    users = probe_users(rep, prompts, prefilled)
+    rate is capped there. `prefix`: the requests share a prefix or hold conversations
+    (prefixcache.PrefixSpec), each user sending its next turn without a think time, cached;
+    prompts are cut at `longest` (the replica's)."""
+    n0 = None
+    if prefix is not None:  # the probe's users hold conversations: their prompts grow
+        prefix = replace(prefix, think_s=0.0)
+        n0 = prefix.build(prompts, outputs)[0]
+    users = probe_users(rep, prompts if n0 is None else n0, prefilled)
     n = min(users * (PROBE_GENERATIONS + 2), MAX_REQUESTS)
     p, o = np.resize(prompts, n).astype(np.int64), np.resize(outputs, n).astype(np.int64)
+    info = None
+    if prefix is not None:
+        p, o, info = prefix.build(p, o)
+        if longest is not None:
+            p = np.minimum(p, longest)
+        n = len(p)
     steps = rep.ideal if ideal else rep.expected
     front = None if ideal else rep.frontend
     tr = simulate_requests(
-        steps, np.zeros(n), p, o, rep.rules, prefilled, closed_loop=users, frontend=front
+        steps,
+        np.zeros(n),
+        p,
+        o,
+        rep.rules,
+        prefilled,
+        closed_loop=users,
+        frontend=front,
+        prefix=info,
     )
     order = np.argsort(tr.finish_s, kind="stable")
     f = tr.finish_s[order]
@@ -152,15 +177,19 @@ def saturation(
     ok = None
     if confirm:
         m = min(n, CONFIRM_REQUESTS)
-        ok = _bounded(rep, p[:m], o[:m], CONFIRM_FRACTION * rate, ideal)
+        if prefix is not None:
+            p = np.resize(prompts, m).astype(np.int64)
+            o = np.resize(outputs, m).astype(np.int64)
+        ok = _bounded(rep, p[:m], o[:m], CONFIRM_FRACTION * rate, ideal, prefix)
     return Saturation(rate, tokens, binding, batch, kv, float(o.mean()), n, ok)
 
 
-def _bounded(rep: Replica, prompts, outputs, rate: float, ideal: bool) -> bool:
+def _bounded(rep: Replica, prompts, outputs, rate: float, ideal: bool, prefix=None) -> bool:
     """A Poisson run at `rate`: at most 5% of the requests (+5) still queued at the last
     arrival."""
     gaps = unit_gaps(np.random.default_rng(PROBE_SEED), prompts.size)
     w = Workload(np.cumsum(gaps) / rate, prompts, outputs, rate, None, None, {})
+    w = with_prefix(w, prefix, PROBE_SEED)
     m = metrics(run_replicas(rep, w, 1, ideal), Slo(), rep.gpus)
     return m.queued_at_last_arrival <= 0.05 * m.requests + 5
 
@@ -170,8 +199,10 @@ class Capacity:
     asked for) and its physical bounds, for one length distribution."""
 
     def __init__(self, rep: Replica, w: Workload, confirm: bool = False) -> None:
-        draws = _draws(w)  # drawn once: clipped for the probe, whole for the mean
-        self.prompts, self.outputs = probe_lengths(w, draws)
+        self.prefix, self.longest = w.prefix_spec, int(w.prompts.max())
+        w0 = unprefixed(w)  # a prefix workload: the probe builds its conversations itself
+        draws = _draws(w0)  # drawn once: clipped for the probe, whole for the mean
+        self.prompts, self.outputs = probe_lengths(w0, draws)
         # the steady state's tokens per request: the distribution's mean, unclipped
         self.mean_output_tokens = float(np.mean(draws[1]))
         self._rep, self._confirm = rep, confirm
@@ -180,9 +211,20 @@ class Capacity:
         shortest = float(rep.expected.blocks(int(np.min(self.prompts)) + 1, r.block_tokens))
         batch = int(min(r.max_seqs, max(r.budget_blocks // max(shortest, 1.0), 1)))
         assert rep.model is not None, "a replica built by make_replica"
-        mean_prompt = float(np.mean(self.prompts))
+        mean_prompt, cached = float(np.mean(self.prompts)), 0.0
+        if self.prefix is not None:  # the compute bound counts the tokens computed
+            p, _, info = self.prefix.build(self.prompts, self.outputs)
+            mean_prompt = float(np.mean(p))
+            cached = float(np.mean(info.possible_hit_tokens(p, r.block_tokens)))
         self.bounds: RateBounds = rate_bounds(
-            rep.model, rep.hw, rep.dep, rep.gpus, mean_prompt, self.mean_output_tokens, batch
+            rep.model,
+            rep.hw,
+            rep.dep,
+            rep.gpus,
+            mean_prompt,
+            self.mean_output_tokens,
+            batch,
+            cached,
         )
 
     def of(self, ideal: bool) -> Saturation:
@@ -194,6 +236,8 @@ class Capacity:
                 ideal,
                 confirm=self._confirm,
                 bound=self.bounds.requests_per_s,
+                prefix=self.prefix,
+                longest=self.longest,
             )
         return self._sat[ideal]
 
@@ -232,6 +276,8 @@ def cycled(w: Workload, n: int) -> Workload:
     """`w`'s lengths cycled (or cut) to `n` requests, all at t = 0 (give them a rate)."""
     if n == w.n:
         return w
+    if w.prefix_spec is not None:  # whole conversations, rebuilt
+        return with_prefix(cycled(unprefixed(w), n), w.prefix_spec)
     p, o = np.resize(w.prompts, n), np.resize(w.outputs, n)
     return Workload(
         np.zeros(n), p, o, None, None, None, w.description, w.length_specs, w.burstiness

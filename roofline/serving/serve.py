@@ -30,8 +30,10 @@ from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.cost import MEMORY_POWER_SHARE
 from roofline.serving.policy import EngineRules, Frontend, batch_defaults, frontend_costs
+from roofline.serving.prefixcache import PrefixReport, prefix_report, replica_selection
 from roofline.serving.record import RunRecord
 from roofline.serving.scheduler import simulate_requests
+from roofline.serving.specstep import SpecConfig, SpecRound, choose, speculative_steps
 from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.serving.workload import Workload
 
@@ -93,6 +95,7 @@ class Replica:
     expected: StepModel
     frontend: Frontend | None = None  # the expected figures' API server (never the ideal's)
     model: ModelArch | None = None  # what it serves (the capacity bounds count its ops)
+    spec: SpecRound | None = None  # the speculative round its decode steps run (None: plain)
 
     @property
     def gpus(self) -> int:
@@ -112,21 +115,29 @@ def make_replica(
     swap_tier: Tier | None = None,
     capacity_bytes: float | None = None,
     tokenizer: str = "fast",
+    spec: SpecConfig | None = None,
+    spec_context: float = 1024.0,
 ) -> Replica:
     """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
         longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
         defaults on this device (roofline.serving.policy.batch_defaults; the budget also packs
         non-chunked prefill steps); `tokenizer` the API server's detokenizer path (fast or slow,
-    engines.yaml api_*). Raises InputError if the weights or one request do not fit."""
+    engines.yaml api_*); `spec`: decode with a drafter (serving.specstep; its round chosen at
+    batch 1 and `spec_context` tokens), whose weights and KV take their share of the memory.
+    Raises InputError if the weights or one request do not fit."""
     seqs_default, tokens_default = batch_defaults(eng.name, hw)
     max_seqs = max_seqs if max_seqs is not None else seqs_default
     if max_batched_tokens is None:
         max_batched_tokens = tokens_default
+    rnd, kv_share = None, 1.0
+    if spec is not None:
+        rnd = choose(model, hw, dep, spec, spec_context, eng.name)
+        capacity_bytes, kv_share = _drafter_memory(model, hw, dep, spec, rnd, capacity_bytes)
     plan = plan_memory(model, hw, dep, eng, capacity_bytes)
     if not plan.weights_fit:
         raise InputError(f"{model.id} does not fit on {hw.id} at TP{dep.tp} PP{dep.pp}")
     blk = eng.block_tokens
-    budget = kv_budget_blocks(plan, model, dep, blk)
+    budget = int(kv_budget_blocks(plan, model, dep, blk) * kv_share)
     if chunked_prefill and max_batched_tokens is not None:
         max_batched_tokens = max(max_batched_tokens, max_seqs + 1)
     rules = EngineRules(
@@ -154,7 +165,28 @@ def make_replica(
     # the calibrated latency (one unloaded request, a fast tokenizer) already holds the API
     # server's work on that request and its one token in flight at a time
     front = Frontend(max(lat - per_req - per_tok_fast, 0.0), per_req, per_tok)
-    return Replica(hw, dep, rules, steps[0], steps[1], front, model)
+    if spec is not None and rnd is not None:
+        steps = [
+            speculative_steps(s, model, hw, dep, spec, rnd, ideal, eng.name)
+            for s, ideal in zip(steps, (True, False), strict=True)
+        ]
+    return Replica(hw, dep, rules, steps[0], steps[1], front, model, rnd)
+
+
+def _drafter_memory(model, hw, dep, spec: SpecConfig, rnd: SpecRound, capacity_bytes):
+    """(device memory left for the target, share of its KV budget the target keeps): the
+    drafter's weights come off the memory (speculative.drafter_weight_bytes, or the draft
+    model's); a draft model's KV grows with the target's, so it takes its share of the budget."""
+    from roofline.memory import kv_bytes_per_token, weight_bytes_per_gpu
+    from roofline.speculative import drafter_weight_bytes
+
+    cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
+    if spec.draft is not None and spec.draft_dep is not None:
+        kv_t = kv_bytes_per_token(model, dep.kv.bits, dep.tp, dep.pp)
+        kv_d = kv_bytes_per_token(spec.draft, spec.draft_dep.kv.bits, dep.tp, 1)
+        return cap - weight_bytes_per_gpu(spec.draft, spec.draft_dep), kv_t / (kv_t + kv_d)
+    vocab = spec.draft_vocab
+    return cap - drafter_weight_bytes(model, spec.drafter, dep, rnd.gamma, vocab), 1.0
 
 
 @dataclass(frozen=True)
@@ -190,6 +222,7 @@ class ServeMetrics:
     steady: bool = True  # the run spans at least STEADY_E2ES mean E2Es
     compute_share: float = 0.0  # share of the GPUs' time their FLOPs need at peak
     power_share: float = 1.0  # board power above idle drawn on average (roofline.serving.cost)
+    prefix: PrefixReport | None = None  # the prefix cache's figures (None: no cache)
 
 
 def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
@@ -276,6 +309,7 @@ def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
         a.size / window,
         out_tokens / window,
         bool(window >= STEADY_E2ES * float(e2e.mean())) if a.size else False,
+        prefix=prefix_report([t.prefix for t in records if t.prefix is not None], spans),
     )
 
 
@@ -294,6 +328,10 @@ def run_replicas(
     records = []
     for j in range(1 if one else replicas):
         sel = slice(j, None, replicas)
+        pfx = None
+        if w.prefix is not None:
+            sel = replica_selection(w.prefix, w.n, replicas, j)
+            pfx = w.prefix.take(sel)
         users = None
         if w.concurrency is not None:
             users = len(range(j, w.concurrency, replicas))
@@ -309,6 +347,7 @@ def run_replicas(
                 closed_loop=users,
                 release_until_s=w.duration_s if w.duration_s is not None else math.inf,
                 frontend=None if ideal else rep.frontend,
+                prefix=pfx,
             )
         )
     return records

@@ -34,6 +34,7 @@ from roofline.serving.cost import (
 from roofline.serving.disagg import best_pools, disaggregate
 from roofline.serving.search import max_rate_within_slo, replica_capacity
 from roofline.serving.serve import ServeMetrics, Slo, make_replica, serve
+from roofline.serving.specstep import SpecConfig
 from roofline.serving.workload import Workload, with_rate
 from roofline.workers import parallel_map
 
@@ -64,6 +65,7 @@ class Sized:
     basis: str = ""  # what a replica was sized on: "SLO capacity" or "saturation"
     binding: str = ""  # what binds a replica's saturation (search.BINDINGS)
     saturation_rate_per_replica: float = 0.0
+    speculation: dict | None = None  # the drafter's round a speculative replica runs
 
 
 def layouts(model: ModelArch, hw: Accelerator, base: Deployment, eng: Engine) -> list[Deployment]:
@@ -102,10 +104,12 @@ def size(
     seed: int = 0,
     max_replicas: int = 4096,
     headroom: float = HEADROOM,
+    spec: SpecConfig | None = None,
 ) -> list[Sized]:
     """Every accelerator × layout with its replica count for rate w.rate; sorted best first.
     A replica is sized on its capacity under the SLOs (search.max_rate_within_slo), or on its
-    saturation rate without SLOs, × (1 − headroom)."""
+    saturation rate without SLOs, × (1 − headroom). `spec`: every layout also with the drafter
+    (serving.specstep), so the ranking picks speculation where it pays."""
     if minimize not in MINIMIZE:
         raise InputError(f"--minimize must be cost or gpus, got {minimize}")
     if w.rate is None:
@@ -117,20 +121,25 @@ def size(
     has_slo = slo.ttft_s is not None or slo.tpot_s is not None
     basis = "SLO capacity" if has_slo else "saturation"
     out: list[Sized] = []
-    tasks: list[tuple[Accelerator, Deployment]] = []
+    tasks: list[tuple[Accelerator, Deployment, SpecConfig | None]] = []
+    ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
     for hw in accelerators:
         deps = layouts(model, hw, base, eng)
         if not deps:
             out.append(_none(hw, base, f"{model.id} does not fit on 8 × {hw.id}"))
-        tasks += [(hw, dep) for dep in deps]
+        tasks += [(hw, dep, s) for dep in deps for s in ((None, spec) if spec else (None,))]
 
-    def one(task: tuple[Accelerator, Deployment]) -> Sized:
-        hw, dep = task
+    def one(task: tuple[Accelerator, Deployment, SpecConfig | None]) -> Sized:
+        hw, dep, sp = task
         price = prices.get(hw.id)
         try:
-            rep = make_replica(model, hw, dep, eng, max_len)
+            rep = make_replica(model, hw, dep, eng, max_len, spec=sp, spec_context=ctx)
         except RooflineError as exc:
             return _none(hw, dep, str(exc))
+        drafted = None
+        if rep.spec is not None and sp is not None:
+            r = rep.spec
+            drafted = {"drafter": sp.drafter, "gamma": r.gamma, "tree_tokens": r.tree_tokens}
         cap = replica_capacity(rep, w)
         sat = cap.expected.requests_per_s
         r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
@@ -161,6 +170,7 @@ def size(
             basis=basis,
             binding=cap.expected.binding,
             saturation_rate_per_replica=sat,
+            speculation=drafted,
         )
 
     out += parallel_map(one, tasks)  # each layout's searches are independent

@@ -199,13 +199,16 @@ class StepModel:
         a = np.interp(upto, g, a_cum, left=0.0) - np.interp(done, g, a_cum, left=0.0)
         return float(np.sum(a))
 
-    def prefill_step_s(self, lengths: np.ndarray) -> float:
+    def prefill_step_s(self, lengths: np.ndarray, cached: list[int] | None = None) -> float:
         """One prefill-only step of whole prompts of `lengths` tokens batched together (the
-        engine's non-chunked prefill): lin(Σ L) + Σ A(L); a single prompt costs prefill(1, L)."""
+        engine's non-chunked prefill): lin(Σ L) + Σ A(L); a single prompt costs prefill(1, L).
+        `cached`: tokens before each prompt's whose KV is cached (attended, not computed)."""
         if not isinstance(lengths, list):
             lengths = np.asarray(lengths).astype(int).tolist()
         m, f = self.pipe(len(lengths))
-        attn = self.prefill_attention_s([0] * len(lengths), lengths)
+        done = cached or [0] * len(lengths)
+        upto = [d + x for d, x in zip(done, lengths, strict=True)]
+        attn = self.prefill_attention_s(done, upto)
         return (self.lin(float(sum(lengths)) / m) + attn / m) * f
 
     def span_s(self, n: int, ctx, total: float, k: int, pf: tuple | None):

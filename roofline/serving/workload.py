@@ -12,13 +12,14 @@ rate, only closer together or further apart.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
+from roofline.serving.prefixcache import PrefixInfo, PrefixSpec
 
 MAX_REQUESTS = 1_000_000
 MAX_TOKENS = 10_000_000
@@ -39,6 +40,9 @@ class Workload:
     # (prompt, output) as given: a length or a distribution to draw from (None: a trace)
     length_specs: tuple[str | int, str | int] | None = None
     burstiness: float = 1.0  # gamma-distributed gaps of shape `burstiness` (1: Poisson)
+    prefix: PrefixInfo | None = None  # shared prefixes and conversations (with_prefix)
+    prefix_spec: PrefixSpec | None = None
+    drawn: tuple[np.ndarray, np.ndarray] | None = None  # the lengths before with_prefix
 
     @property
     def n(self) -> int:
@@ -222,9 +226,72 @@ def with_rate(w: Workload, rate: float, seed: int = 0) -> Workload:
     a rate sweep."""
     if not (math.isfinite(rate) and 0 < rate <= 1e6):
         raise InputError(f"--rate must be a positive number of requests/s up to 1e6, got {rate}")
+    if w.prefix_spec is not None:
+        return with_prefix(with_rate(unprefixed(w), rate, seed), w.prefix_spec, seed)
     gaps = unit_gaps(np.random.default_rng(seed), w.n, w.burstiness)
     desc = {**w.description, "arrivals": arrivals_text(rate, w.burstiness)}
     arrival = np.cumsum(gaps) / rate
     return Workload(
         arrival, w.prompts, w.outputs, rate, None, None, desc, w.length_specs, w.burstiness
+    )
+
+
+def unprefixed(w: Workload) -> Workload:
+    """`w` before with_prefix: its drawn lengths, every request on its own."""
+    if w.prefix_spec is None or w.drawn is None:
+        return w
+    p, o = w.drawn
+    desc = {k: v for k, v in w.description.items() if k != "prefix_caching"}
+    n = {"requests": len(p), "prompt_tokens_mean": float(p.mean())}
+    arrival = w.arrival_s if w.prefix_spec.turns == 1 else np.zeros(len(p))
+    return replace(
+        w,
+        arrival_s=arrival,
+        prompts=p,
+        outputs=o,
+        description={**desc, **n},
+        prefix=None,
+        prefix_spec=None,
+        drawn=None,
+    )
+
+
+def with_prefix(w: Workload, spec: PrefixSpec | None, seed: int = 0) -> Workload:
+    """`w`'s requests with a shared prefix and in conversations (PrefixSpec.build): the first
+    turns arrive as `w` says (conversations start at rate / turns, the same burstiness; a closed
+    loop's users each hold one conversation at a time; without a rate all at t = 0), the later
+    ones when released."""
+    if spec is None:
+        return w
+    prompts, outputs, info = spec.build(w.prompts, w.outputs)
+    c = info.n_first
+    if spec.turns == 1:
+        arrival = w.arrival_s
+    else:  # the later turns wait for their predecessors
+        arrival = np.full(len(prompts), math.inf)
+        arrival[:c] = 0.0
+        if w.rate is not None and w.concurrency is None:
+            gaps = unit_gaps(np.random.default_rng(seed), c, w.burstiness)
+            arrival[:c] = np.cumsum(gaps) / (w.rate / spec.turns)
+    desc = {
+        **w.description,
+        "requests": len(prompts),
+        "prefix_caching": spec.text(),
+        **(
+            {"arrivals": f"{w.description.get('arrivals')}: conversations start at rate / turns"}
+            if spec.turns > 1 and w.rate is not None and w.concurrency is None
+            else {}
+        ),
+        "prompt_tokens_mean": float(prompts.mean()),
+        "output_tokens_mean": float(outputs.mean()),
+    }
+    return replace(
+        w,
+        arrival_s=arrival,
+        prompts=prompts,
+        outputs=outputs,
+        description=desc,
+        prefix=info,
+        prefix_spec=spec,
+        drawn=(w.prompts, w.outputs),
     )
