@@ -10,6 +10,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.errors import InputError
@@ -172,9 +173,13 @@ def serve(
     ] = True,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="also write the rate chart to FILE.svg|png|pdf"),
+        typer.Option(
+            "--out",
+            "-o",
+            help="also write the rate chart to FILE.svg|png|pdf, or a report to FILE.html",
+        ),
     ] = None,
-    fmt: opt.RowFormat = render.RowFmt.table,
+    fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """A deployment under a request rate: latency and goodput.
 
@@ -187,10 +192,7 @@ def serve(
     saturation rate is where the queue grows without bound. Metrics: docs/METRICS.md.
     Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
-    from roofline.plot_serving import check_output, save_serve
-
-    if out is not None:
-        check_output(out)
+    pub.check_out(out, charts=True)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
@@ -285,8 +287,10 @@ def serve(
         "serve", inputs, **(extra if len(points) == 1 else {}), saturation_rate=sat, points=points
     )
     rows = [{"rate": p["rate"], **_flat(p["expected"])} for p in doc["points"]]
-    render.emit(doc, fmt, rows, render.serve_table)
-    if out is not None:
+    pub.publish(doc, fmt, rows, render.serve_table, out)
+    if out is not None and not pub.is_html(out):
+        from roofline.plot_serving import save_serve
+
         save_serve(doc, out)
         note(f"wrote {out}")
 
@@ -334,7 +338,8 @@ def size(
         float,
         typer.Option(help="share of each replica's capacity left unused (0.1: size to 90%)"),
     ] = HEADROOM,
-    fmt: opt.RowFormat = render.RowFmt.table,
+    out: pub.HtmlOut = None,
+    fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """Deployments that meet the SLOs at a rate, with cost.
 
@@ -345,6 +350,7 @@ def size(
     tokens/s per user; the cheapest (or --minimize gpus) is marked best.
     Example: roofline size llama-3.1-70b --rate 10 --hardware h100,h200,b200,mi300x
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
+    pub.check_out(out)
     if rate is None:
         raise InputError("size needs --rate (requests/s)")
     r = topt.rates(rate)
@@ -438,7 +444,7 @@ def size(
         f["output_tokens_per_s_per_gpu"] = (e.get("throughput") or {}).get(
             "output_tokens_per_s_per_gpu"
         )
-    render.emit(doc, fmt, flat, render.size_table)
+    pub.publish(doc, fmt, flat, render.size_table, out)
 
 
 __all__ = ["serve", "size"]
