@@ -168,7 +168,9 @@ def page(
     heading = title or f"roofline {command}: {inputs.get('model', '')}"
     figs = "".join(figure(doc, label, path) for label, path in c.figures)
     charts = "".join(c.charts) or "<p>This command has no chart; its numbers follow.</p>"
-    data = json.dumps(doc, allow_nan=False).replace("</", "<\\/")
+    data = json.dumps(doc, allow_nan=False)
+    for char, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        data = data.replace(char, code)  # JSON still; nothing in it can end the element
     cmd = f"<p>Command: <code>{escape(' '.join(command_line))}</code></p>" if command_line else ""
     return "".join(
         [
