@@ -91,40 +91,56 @@ return out;
 """
 
 
+def check_page(driver, page: Path, doc: dict, shots: Path) -> dict:
+    """Every check on one page; returns what it measured (the page's size, its charts)."""
+    name = page.stem
+    size = page.stat().st_size
+    assert size < 1_000_000, name
+    driver.get_log("browser")  # start both logs empty
+    driver.get_log("performance")
+    driver.set_window_size(1280, 900)
+    driver.get(page.as_uri())
+    dom = driver.execute_script(CHECK_DOM)
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, (name, errors)
+    requests = [
+        json.loads(e["message"])["message"]["params"].get("request", {}).get("url", "")
+        for e in driver.get_log("performance")
+        if '"Network.requestWillBeSent"' in e["message"]
+    ]
+    assert requests and all(u.startswith("file://") for u in requests), (name, requests)
+    assert dom["charts"], name
+    for c in dom["charts"]:
+        assert c["w"] > 100 and c["h"] > 50 and c["marks"] > 1, (name, c)
+    assert len(dom["figures"]) >= 4, name
+    for f in dom["figures"]:
+        assert json.loads(f["value"]) == lookup(doc, f["path"]), (name, f)
+        assert f["text"].strip(), (name, f)
+    png = base64.b64decode(driver.get_screenshot_as_base64())
+    (shots / f"{name}-1280.png").write_bytes(png)
+    variety = png_variety(png)
+    assert variety > 50, name
+    driver.set_window_size(390, 844)
+    narrow = driver.execute_script(CHECK_DOM)
+    assert narrow["scrollWidth"] <= narrow["clientWidth"], (name, narrow["scrollWidth"])
+    assert narrow["answerBottom"] <= narrow["viewport"], (name, narrow["answerBottom"])
+    return {
+        "bytes": size,
+        "charts": len(dom["charts"]),
+        "figures": len(dom["figures"]),
+        "requests": requests,
+        "png_variety": variety,
+        "scroll_width_390": narrow["scrollWidth"],
+        "answer_bottom_390": narrow["answerBottom"],
+    }
+
+
 def test_every_page_in_chromium(driver, tmp_path):
     shots = tmp_path / "screenshots"  # screenshots stay out of git
     shots.mkdir()
-    driver.get_log("browser")  # start both logs empty
-    driver.get_log("performance")
     for name in COMMANDS:
         page, doc = make(name, tmp_path)
-        assert page.stat().st_size < 1_000_000, name
-        url = page.as_uri()
-        driver.set_window_size(1280, 900)
-        driver.get(url)
-        dom = driver.execute_script(CHECK_DOM)
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        assert not errors, (name, errors)
-        requests = [
-            json.loads(e["message"])["message"]["params"].get("request", {}).get("url", "")
-            for e in driver.get_log("performance")
-            if '"Network.requestWillBeSent"' in e["message"]
-        ]
-        assert requests and all(u.startswith("file://") for u in requests), (name, requests)
-        assert dom["charts"], name
-        for c in dom["charts"]:
-            assert c["w"] > 100 and c["h"] > 50 and c["marks"] > 1, (name, c)
-        assert len(dom["figures"]) >= 4, name
-        for f in dom["figures"]:
-            assert json.loads(f["value"]) == lookup(doc, f["path"]), (name, f)
-            assert f["text"].strip(), (name, f)
-        png = base64.b64decode(driver.get_screenshot_as_base64())
-        (shots / f"{name}-1280.png").write_bytes(png)
-        assert png_variety(png) > 50, name
-        driver.set_window_size(390, 844)
-        dom = driver.execute_script(CHECK_DOM)
-        assert dom["scrollWidth"] <= dom["clientWidth"], (name, dom["scrollWidth"])
-        assert dom["answerBottom"] <= dom["viewport"], (name, dom["answerBottom"])
+        check_page(driver, page, doc, shots)
 
 
 def test_blank_png_has_little_variety(driver, tmp_path):

@@ -74,6 +74,9 @@ def _setup(axis: Axis, values: Sequence[float], zero: bool) -> None:
         k0, k1 = round(math.log10(lo)), round(math.log10(hi))
         step = max(1, (k1 - k0 + 5) // 6)
         axis.ticks = [10.0**k for k in range(k0, k1 + 1, step)]
+        if k1 - k0 <= 3:  # few decades: 1, 2, 5 in each
+            axis.ticks = [m * 10.0**k for k in range(k0, k1 + 1) for m in (1, 2, 5)]
+            axis.ticks = [t for t in axis.ticks if t <= hi]
     else:
         vals = vals or [0.0, 1.0]
         lo, hi = min(vals), max(vals)

@@ -200,17 +200,23 @@ def size(doc: Mapping[str, Any]) -> Content:
         return c
     chips = list(dict.fromkeys(r["hardware"] for r in rows))
     series = []
-    for chip in chips:
+    for chip in [*chips, None]:  # None: the deployments that miss the SLOs, unjoined
         pts = sorted(
             (r["gpus"], r["cost_per_million_output_tokens"], r["deployment"])
             for r in rows
-            if r["hardware"] == chip and is_number(r["cost_per_million_output_tokens"])
+            if (r["hardware"] == chip if chip else not r["meets_slo"])
+            and (r["meets_slo"] or chip is None)
+            and is_number(r["cost_per_million_output_tokens"])
         )
         tips = [(g, y, f"{lab}: {g} GPUs, {money_fmt(y)}/Mtok") for g, y, lab in pts]
-        series.append(Series(chip, tips))
+        if tips:
+            series.append(Series(chip or "misses the SLOs", tips, line=chip is not None))
+    gpus = [r["gpus"] for r in rows]
     svg = line_chart(
         "Cost frontier: GPUs against $ per million output tokens",
-        Axis("GPUs"),
+        Axis(
+            "GPUs" + (" (log)" if max(gpus) > 8 * min(gpus) else ""), log=max(gpus) > 8 * min(gpus)
+        ),
         Axis("$ per million output tokens", fmt=money_fmt),
         series,
     )
