@@ -155,3 +155,20 @@ def test_every_command_offers_the_report():
         fmt_opt = next(p for p in cmd.params if "--format" in getattr(p, "opts", []))
         assert "html" in fmt_opt.type.choices, name
         assert any("--out" in getattr(p, "opts", []) for p in cmd.params), name
+
+
+def test_bands_beside_their_values():
+    """Both forms a document may carry: an interval beside the value (analyze's tpot_band_s)
+    and a `bands` mapping above it whose applies_to names the value (serve and size)."""
+    from roofline.render.html_parts import figure
+
+    doc = {
+        "expected": {"tpot_s": 0.0172, "tpot_band_s": [0.0154, 0.0190]},
+        "best": {
+            "expected": {"ttft_s": {"p99": 0.679}},
+            "bands": {"ttft_p99": {"rel": 0.28, "applies_to": ["ttft_s.p99"]}},
+        },
+    }
+    assert "(15.4 ms – 19 ms)" in figure(doc, "TPOT", "expected.tpot_s")
+    shown = figure(doc, "p99 TTFT", "best.expected.ttft_s.p99")
+    assert "(±28%)" in shown and 'data-json="best.bands.ttft_p99"' in shown

@@ -101,6 +101,24 @@ def band_path(doc: Any, path: str) -> str | None:
     return None
 
 
+def relative_band(doc: Any, path: str) -> tuple[str, float] | None:
+    """(its path, the relative half-width) of a band in a `bands` mapping beside the value or
+    above it (`{"name": {"rel": 0.28, "applies_to": ["ttft_s.p99"], ...}}`) whose applies_to
+    names the value's path, or its end."""
+    parts = path.split(".")
+    for i in range(len(parts) - 1, -1, -1):
+        where = ".".join([*parts[:i], "bands"])
+        bands = lookup(doc, where)
+        if not isinstance(bands, Mapping):
+            continue
+        for name, b in bands.items():
+            if not isinstance(b, Mapping) or not is_number(b.get("rel")):
+                continue
+            if any(path == a or path.endswith(f".{a}") for a in b.get("applies_to") or []):
+                return f"{where}.{name}", float(b["rel"])
+    return None
+
+
 def _band_bounds(value: Any) -> tuple[float, float] | None:
     if isinstance(value, (list, tuple)) and len(value) == 2 and all(map(is_number, value)):
         return float(value[0]), float(value[1])
@@ -121,7 +139,12 @@ def figure(doc: Any, label: str, path: str, key: str | None = None) -> str:
     text = escape(fmt(key, value))
     bp = band_path(doc, path)
     band = ""
-    if bp is not None:
+    rel = relative_band(doc, path)
+    if rel is not None:
+        band = (
+            f' <span class="band" data-json="{escape(rel[0], quote=True)}">(±{rel[1]:.0%})</span>'
+        )
+    elif bp is not None:
         lo, hi = _band_bounds(lookup(doc, bp)) or (0.0, 0.0)
         band = (
             f' <span class="band" data-json="{escape(bp, quote=True)}">'
@@ -213,5 +236,6 @@ __all__ = [
     "is_number",
     "kv_table",
     "lookup",
+    "relative_band",
     "rows_table",
 ]
