@@ -172,3 +172,13 @@ def test_bands_beside_their_values():
     assert "(15.4 ms – 19 ms)" in figure(doc, "TPOT", "expected.tpot_s")
     shown = figure(doc, "p99 TTFT", "best.expected.ttft_s.p99")
     assert "(±28%)" in shown and 'data-json="best.bands.ttft_p99"' in shown
+
+
+def test_the_roofline_roofs_are_the_chips(pages):
+    """The roofs the page reads back from the ideal op times are the H100 SXM's datasheet
+    figures: 3.35 TB/s of HBM3, 989 TFLOP/s dense bf16 (attention) and 1,979 fp8 (the GEMMs)."""
+    from roofline.render.html_static import roofs
+
+    bw, peaks = roofs(pages["analyze"][1])
+    assert bw == pytest.approx(3.35e12, rel=1e-6)
+    assert peaks == pytest.approx([989.5e12, 1979e12], rel=1e-3)

@@ -23,23 +23,36 @@ def _flops(v: float) -> str:
     return f"{v / 1e12:.3g} T" if v >= 1e12 else f"{v / 1e9:.3g} G"
 
 
-def roofs(doc: Mapping[str, Any]) -> tuple[float, float] | None:
-    """(bandwidth B/s, peak FLOP/s) the ideal times imply: a memory-bound op's ideal time is
-    bytes / bandwidth, a compute-bound op's flops / peak (Williams et al. 2009, the roofline
-    model), and the ridge = peak / bandwidth. None without an op to read them from."""
-    bw = peak = None
-    for phase in ("prefill", "decode"):
-        for op in doc.get(phase, {}).get("ops", []):
-            t, ridge = op.get("t_ideal_s"), op.get("ridge_flops_per_byte")
-            if not (is_number(t) and t > 0 and is_number(ridge) and ridge > 0):
-                continue
-            if op.get("bound") == "memory" and op["bytes"] > 0 and not op.get("link_bytes"):
-                bw = max(bw or 0.0, op["bytes"] / t)
-                peak = max(peak or 0.0, bw * ridge)
-            elif op.get("bound") == "compute" and op["flops"] > 0:
-                peak = max(peak or 0.0, op["flops"] / t)
-                bw = max(bw or 0.0, peak / ridge)
-    return (bw, peak) if bw and peak else None
+def roofs(doc: Mapping[str, Any]) -> tuple[float, list[float]] | None:
+    """(bandwidth B/s, the peak FLOP/s of each format the ops run in) as the ideal times imply
+    them: a memory-bound op's ideal time is bytes / bandwidth, and each op's ridge is its
+    format's peak / bandwidth (Williams et al. 2009, the roofline model). A step of compute-bound
+    ops only reads the peak from flops / ideal time instead. None without an op to read."""
+    ops = [
+        op
+        for phase in ("prefill", "decode")
+        for op in doc.get(phase, {}).get("ops", [])
+        if is_number(op.get("t_ideal_s")) and op["t_ideal_s"] > 0
+        and is_number(op.get("ridge_flops_per_byte")) and op["ridge_flops_per_byte"] > 0
+    ]  # fmt: skip
+    memory = [
+        op["bytes"] / op["t_ideal_s"]
+        for op in ops
+        if op.get("bound") == "memory" and op["bytes"] > 0 and not op.get("link_bytes")
+    ]
+    ridges = sorted({round(op["ridge_flops_per_byte"], 6) for op in ops})
+    if memory:
+        bw = max(memory)
+    else:
+        compute = [
+            (op["flops"] / op["t_ideal_s"]) / op["ridge_flops_per_byte"]
+            for op in ops
+            if op.get("bound") == "compute" and op["flops"] > 0
+        ]
+        if not compute:
+            return None
+        bw = max(compute)
+    return bw, [bw * r for r in ridges]
 
 
 def analyze(doc: Mapping[str, Any]) -> Content:
@@ -74,11 +87,16 @@ def analyze(doc: Mapping[str, Any]) -> Content:
     ]
     r = roofs(doc)
     if ops and r:
-        bw, peak = r
-        xs = [o["arithmetic_intensity"] for o in ops] + [peak / bw]
+        bw, peaks = r
+        xs = [o["arithmetic_intensity"] for o in ops] + [p / bw for p in peaks]
         lo, hi = min(xs) / 4, max(xs) * 4
-        pts = [(x, min(peak, x * bw), "") for x in (lo, peak / bw, hi)]
-        roof = Series(f"roof: {_flops(peak)}FLOP/s, {_bytes(bw)}/s", pts)
+        roof_lines = [
+            Series(
+                f"roof: {_flops(p)}FLOP/s, {_bytes(bw)}/s",
+                [(x, min(p, x * bw), "") for x in (lo, p / bw, hi)],
+            )
+            for p in peaks
+        ]
         series = [
             Series(
                 ph,
@@ -101,9 +119,9 @@ def analyze(doc: Mapping[str, Any]) -> Content:
             Axis("arithmetic intensity, FLOP/byte (log)", log=True),
             Axis("FLOP/s (log)", log=True, fmt=_flops),
             series,
-            vlines=[Ref(peak / bw, f"ridge {peak / bw:,.0f}")],
+            vlines=[Ref(p / bw, f"ridge {p / bw:,.0f}") for p in peaks],
             y_zero=False,
-            roofs=[roof],
+            roofs=roof_lines,
         )
         cols = ["phase", "name", "arithmetic_intensity", "flops_per_s", "bound", "t_expected_s"]
         c.charts.append(

@@ -166,6 +166,11 @@ def line_chart(
             f"{_pos(x, a, x0, x1):.1f},{_pos(y, b, y0, y1):.1f}" for a, b, _ in roof.points
         )
         body.append(f'<polyline points="{pts}" class="roof">{_t(roof.name)}</polyline>')
+        a, b, _ = roof.points[-1]
+        body.append(
+            f'<text x="{_pos(x, a, x0, x1):.1f}" y="{_pos(y, b, y0, y1) - 4:.1f}" class="tick" '
+            f'text-anchor="end">{escape(roof.name)}</text>'
+        )
     for r in hlines:
         py = _pos(y, r.value, y0, y1)
         body.append(
@@ -173,11 +178,12 @@ def line_chart(
             f'<text x="{x1 - 4}" y="{py - 4:.1f}" text-anchor="end">{escape(r.label)}</text>'
             f"{_t(r.label)}</g>"
         )
-    for r in vlines:
+    for i, r in enumerate(vlines):
         px = _pos(x, r.value, x0, x1)
         body.append(
             f'<g class="ref"><line x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y1}"/>'
-            f'<text x="{px + 4:.1f}" y="{y1 + 12}">{escape(r.label)}</text>{_t(r.label)}</g>'
+            f'<text x="{px + 4:.1f}" y="{y1 + 12 + 13 * i}">{escape(r.label)}</text>'
+            f"{_t(r.label)}</g>"
         )
     for i, s in enumerate(series):
         c = PALETTE[i % len(PALETTE)]
