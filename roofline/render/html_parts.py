@@ -64,7 +64,7 @@ def fmt(key: str, value: Any) -> str:
     if k.endswith("per_s") or "_per_s_" in k:
         return num(value)
     if k.endswith("_s") or (k in ("p50", "p90", "p99", "mean") and "_s." in key):
-        return fmt_seconds(float(value))
+        return fmt_seconds(float(value)) if value else "0 s"
     if k.endswith("bytes") or "_bytes_" in k:
         return fmt_bytes(float(value))
     if any(w in k for w in _MONEY_WORDS):

@@ -98,13 +98,16 @@ def serve(doc: Mapping[str, Any]) -> Content:
             )
             for q in ("p50", "p99")
         ]
+        ys = [r[f"{key}_{q}_s"] for r in rows for q in ("p50", "p99") if r[f"{key}_{q}_s"]]
+        wide = bool(ys) and max(ys) > 100 * min(ys)  # a queue that grows: a log axis
         svg = line_chart(
             f"{title} against rate",
             Axis("rate, requests/s"),
-            Axis(f"{key.upper()} (expected)", fmt=sec_fmt),
+            Axis(f"{key.upper()} (expected{', log' if wide else ''})", log=wide, fmt=sec_fmt),
             series,
             hlines=_slo_refs(inputs, key),
             vlines=vref,
+            y_zero=not wide,
         )
         cols = ["rate", f"{key}_p50_s", f"{key}_p99_s", "meets_slo"]
         c.charts.append(chart_block(f"{title} against rate", svg, rows_table(rows, cols)))
