@@ -305,7 +305,8 @@ def cliff(doc: Mapping[str, Any]) -> Content:
         ("peak_kv_fraction", "Peak KV occupancy against max-seqs", Axis("share", fmt=pct_fmt)),
     ):
         cols = ["batch", key, "preemptions", "past_cliff"]
-        c.charts.append(chart_block(title, one(key, title, axis), rows_table(pts, cols)))
+        table = rows_table(pts, cols, labels={"batch": "max-seqs", "past_cliff": "past the cliff"})
+        c.charts.append(chart_block(title, one(key, title, axis), table))
     return c
 
 
