@@ -37,6 +37,10 @@ LABELS = {
     "t_expected_s": "time (expected)",
     "batch_per_replica": "batch per replica",
     "decode_tokens_per_s": "decode tokens/s",
+    "ttft_s": "TTFT",
+    "tpot_s": "TPOT",
+    "gpus": "GPUs",
+    "goodput_per_gpu": "goodput per GPU, req/s",
 }
 
 
