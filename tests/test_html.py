@@ -186,3 +186,18 @@ def test_the_roofline_roofs_are_the_chips(pages):
     bw, peaks = roofs(pages["analyze"][1])
     assert bw == pytest.approx(3.35e12, rel=1e-6)
     assert peaks == pytest.approx([989.5e12, 1979e12], rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("candidates", "message"),
+    [
+        ("\n- {hardware: h100, tpp: 2}", "unknown key 'tpp' (did you mean 'tp'?)"),
+        (" []", "candidates: the list is empty"),
+        ("\n- {hardware: h100, checks: {fits: true}}", "checks are shared"),
+    ],
+)
+def test_a_bad_report_spec_is_one_line(run, tmp_path, candidates, message):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"model: llama-3.1-8b\nchecks: {{fits: true}}\ncandidates:{candidates}\n")
+    r = run("report", str(spec))
+    assert r.code == 2 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
