@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import struct
 import zlib
@@ -141,6 +142,14 @@ def test_every_page_in_chromium(driver, tmp_path):
     for name in COMMANDS:
         page, doc = make(name, tmp_path)
         check_page(driver, page, doc, shots)
+        if name == "size":  # printed: the print stylesheet lays it out on pages
+            from selenium.webdriver.common.print_page_options import PrintOptions
+
+            driver.get(page.as_uri())
+            pdf = base64.b64decode(driver.print_page(PrintOptions()))
+            pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+            assert pdf.startswith(b"%PDF") and 1 <= pages <= 30, pages
+            (shots / "size.pdf").write_bytes(pdf)
 
 
 def test_blank_png_has_little_variety(driver, tmp_path):

@@ -141,6 +141,32 @@ def analyze(doc: Mapping[str, Any]) -> Content:
         Axis("bytes moved per step", fmt=_bytes),
     )
     c.charts.append(chart_block("Where the bytes go", svg, rows_table(rows, ["phase", *kinds])))
+    mem = doc.get("memory") or {}
+    parts = (
+        ("weights", "weights_bytes_per_gpu"),
+        ("activations", "activation_bytes"),
+        ("runtime overhead", "runtime_overhead_bytes"),
+        ("KV budget", "kv_budget_bytes"),
+        ("KV at the batch's end", "kv_bytes_at_end"),
+    )
+    if all(is_number(mem.get(k)) for _, k in parts):
+        rows = [{"memory": label, "bytes": mem[k]} for label, k in parts]
+        budget = mem["kv_budget_bytes"]
+        rows.append({"memory": "KV occupancy at the end", "bytes": None})
+        occupancy = mem["kv_bytes_at_end"] / budget if budget else None
+        cap = mem.get("capacity_bytes")
+        svg = bar_chart(
+            "Memory per GPU and the KV cache's share of its budget",
+            [label for label, _ in parts],
+            [("bytes per GPU", [mem[k] for _, k in parts])],
+            Axis("bytes per GPU", fmt=_bytes),
+            refs=[Ref(float(cap), f"capacity {_bytes(cap)}")] if is_number(cap) else [],
+        )
+        table = rows_table(rows[:-1]) + rows_table(
+            [{"kv_occupancy": occupancy, "max_batch": mem.get("max_batch")}],
+            labels={"max_batch": "max batch that fits"},
+        )
+        c.charts.append(chart_block("Memory and KV occupancy per GPU", svg, table))
     return c
 
 
