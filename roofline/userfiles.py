@@ -179,9 +179,13 @@ _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
 }
 
 
-def load_spec(path: str | Path) -> list[dict[str, Any]]:
+def load_spec(path: str | Path, candidates: bool = False) -> list[dict[str, Any]]:
     """Deployments to check, from YAML or JSON ('-' reads stdin): one mapping, a list, or a
-    mapping with a 'deployments' list. Keys are validated; values keep their human units."""
+    mapping with a 'deployments' list. Keys are validated; values keep their human units.
+
+    With `candidates` (`roofline report`): one mapping of the same keys (the question: model,
+    traffic, checks) and a `candidates:` list of mappings that each override some of them
+    (hardware, tp, weights, ...); one deployment per candidate, checked as above."""
     name = "<stdin>" if str(path) == "-" else str(path)
     text = read_text(path, stdin_dash=True)
     try:
@@ -190,6 +194,8 @@ def load_spec(path: str | Path) -> list[dict[str, Any]]:
         raise CatalogError(
             f"{name}: is not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
         ) from None
+    if candidates:
+        raw = _candidates(name, raw)
     if isinstance(raw, dict) and "deployments" in raw:
         raw = raw["deployments"]
     entries = raw if isinstance(raw, list) else [raw]
@@ -204,6 +210,28 @@ def load_spec(path: str | Path) -> list[dict[str, Any]]:
         if "traffic_curve" in d and str(path) != "-":  # relative to the spec's own directory
             d = {**d, "traffic_curve": str(Path(path).parent / d["traffic_curve"])}
         out.append({**d, "name": label})
+    return out
+
+
+def _candidates(name: str, raw: Any) -> list[dict[str, Any]]:
+    """A report spec's deployments: the shared keys merged under each candidate's own."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("candidates"), list):
+        raise CatalogError(f"{name}: expected a mapping with a 'candidates' list")
+    if not raw["candidates"]:
+        raise CatalogError(f"{name}: candidates: the list is empty")
+    base = {k: v for k, v in raw.items() if k != "candidates"}
+    out = []
+    for i, cand in enumerate(raw["candidates"]):
+        if not isinstance(cand, dict):
+            raise CatalogError(f"{name}: candidate #{i + 1}: expected a mapping")
+        if "checks" in cand:
+            raise CatalogError(f"{name}: candidate #{i + 1}: checks are shared; set them once")
+        d = {**base, **cand}
+        if "name" not in cand:
+            d["name"] = f"{d.get('hardware', '?')} TP{d.get('tp', 1)}" + (
+                f" {d['weights']}" if d.get("weights") else ""
+            )
+        out.append(d)
     return out
 
 

@@ -4,11 +4,12 @@
 one-line help): the root group imports a command's module only when that command runs, so a
 single query imports only what it needs. `options.py` declares every shared option once
 (`traffic_options.py` those of serve, size, disagg and check),
-`convert.py` the JSON form of core objects, and one module per group of commands registers them
-on the app: `analyze` (analyze), `memory` (kv, capacity, bytes), `levers` (speculate, tiers),
-`edge` (offload, edge), `serving` (cliff, disagg), `traffic` (serve, size), `plan` (parallel
-layouts), `check`, `tools` (sweep, plot, validate) and `catalog_cmds` (hardware, models,
-catalog).
+`convert.py` the JSON form of core objects, `publish.py` the HTML report's options and writer
+(--format html, --out FILE.html), and one module per group of commands registers them on the
+app: `analyze` (analyze), `memory` (kv, capacity, bytes), `levers` (speculate, tiers), `edge`
+(offload, edge), `serving` (cliff, disagg), `traffic` (serve, size), `plan` (parallel layouts),
+`check`, `report` (a spec's candidates as one HTML page), `tools` (sweep, plot, validate) and
+`catalog_cmds` (hardware, models, catalog).
 """
 
 from roofline.cli.app import COMMANDS, app, main

@@ -7,6 +7,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.layout import bubble_fraction
@@ -64,7 +65,8 @@ def analyze(
         str | None, typer.Option(help="override per-step overhead, e.g. 20us")
     ] = None,
     price: topt.Price = None,
-    fmt: opt.FormatOpt = opt.Fmt.table,
+    out: pub.HtmlOut = None,
+    fmt: pub.FormatOpt = pub.Fmt.table,
 ) -> None:
     """Prefill and decode on the roofline, op by op.
 
@@ -72,6 +74,7 @@ def analyze(
     launched together): the batch's prefill (batch_prefill_s), one request's TTFT on an idle
     replica (ttft_s), TPOT, E2E and throughput, ideal and expected.
     Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
+    pub.check_out(out)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
@@ -187,7 +190,7 @@ def analyze(
         },
         decode_time_fraction=r.expected.decode_time_fraction,
     )
-    render.emit_json(doc) if fmt is opt.Fmt.json else render.analyze_table(doc)
+    pub.publish(doc, fmt, [], render.analyze_table, out)
 
 
 def _idle(p: PhaseResult) -> float:

@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cliff": ("serving", "The reasoning cliff: throughput against max-seqs."),
     "disagg": ("serving", "Prefill/decode disaggregation vs colocated serving."),
     "check": ("check", "Capacity and SLO assertions for CI, with exit codes."),
+    "report": ("report", "A plan's candidates compared, as one HTML page."),
     "sweep": ("tools", "A grid of analyze summaries, one row per point."),
     "plot": ("tools", "The roofline chart with the workload's ops on it."),
     "validate": ("tools", "Predictions against published measurements."),

@@ -9,6 +9,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.errors import DoesNotFitError, InputError
 from roofline.memory import (
@@ -288,7 +289,8 @@ def edge(
     context: opt.Context = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
-    fmt: opt.RowFormat = render.RowFmt.table,
+    out: pub.HtmlOut = None,
+    fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """What a Mac, a Spark or a desktop GPU can run: fit and speed.
 
@@ -296,6 +298,7 @@ def edge(
     raised; 'near limit' within 10%), a discrete GPU alone or with host RAM (-ngl), side by side.
     --memory and --wired-limit apply to HARDWARE; --devices use their catalog entries.
     Example: roofline edge deepseek-r1 m3-ultra --weights q4_k_m --wired-limit 480GB"""
+    pub.check_out(out)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     if tp != 1:
@@ -342,4 +345,4 @@ def edge(
         "engine": "mlx" if engine_name == "mlx" else "llamacpp",
     }
     doc = render.document("edge", inputs, weights_bytes=weight_bytes_per_gpu(m, dep), rows=rows)
-    render.emit(doc, fmt, doc["rows"], render.edge_table)
+    pub.publish(doc, fmt, doc["rows"], render.edge_table, out)

@@ -14,6 +14,7 @@ from roofline.acceptance import (
 )
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import publish as pub
 from roofline.cli import spec_options as sopt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.cli.spec_options import acceptance_rates as _acceptance
@@ -26,7 +27,7 @@ from roofline.memory import (
     plan_memory,
     weight_bytes_per_gpu,
 )
-from roofline.plot import check_output, save_speedup
+from roofline.plot import save_speedup
 from roofline.precision import weight_format
 from roofline.speculative import (
     DRAFTERS,
@@ -118,9 +119,13 @@ def speculate(
     memory: opt.Memory = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="also write the speed-up chart to FILE.svg|png|pdf"),
+        typer.Option(
+            "--out",
+            "-o",
+            help="also write the speed-up chart to FILE.svg|png|pdf, or a report to FILE.html",
+        ),
     ] = None,
-    fmt: opt.RowFormat = render.RowFmt.table,
+    fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """Speculative decoding: speed-up against batch, per drafter.
 
@@ -168,8 +173,7 @@ def speculate(
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
     ctx = opt.workload(prompt, output, context)[2]
-    if out is not None:
-        check_output(out)
+    pub.check_out(out, charts=True)
     eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
@@ -285,10 +289,10 @@ def speculate(
             f"drafter weights ({fmt_bytes(drafter_bytes)}) and the KV caches "
             f"({fmt_bytes(kv_need)}) exceed the KV budget ({fmt_bytes(plan.kv_budget_bytes)})"
         )
-    if out is not None:
+    if out is not None and not pub.is_html(out):
         save_speedup(doc, out)
         note(f"wrote {out}")
-    render.emit(doc, fmt, doc["by_batch"], render.speculate_table)
+    pub.publish(doc, fmt, doc["by_batch"], render.speculate_table, out)
 
 
 # ---- tiers ----------------------------------------------------------------------------------

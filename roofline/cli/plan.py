@@ -7,6 +7,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
 from roofline.errors import InputError
@@ -72,7 +73,8 @@ def plan(
         str | None, typer.Option(help="SLO: throughput at the largest batch with TPOT ≤, e.g. 50ms")
     ] = None,
     price: topt.Price = None,
-    fmt: opt.RowFormat = render.RowFmt.table,
+    out: pub.HtmlOut = None,
+    fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """Parallel layouts for N GPUs, searched and best first.
 
@@ -80,6 +82,7 @@ def plan(
     with memory, the largest batch that fits (and meets --max-tpot), throughput (expected and
     ideal), batch-1 latency, and what dominates the decode step; the winner is explained.
     Example: roofline plan deepseek-r1 h200 --gpus 16 --weights fp8 --max-tpot 50ms"""
+    pub.check_out(out)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     gpus = 8 if gpus is None else gpus
@@ -127,4 +130,4 @@ def plan(
         explanation=explain(ok[0], ok[1] if len(ok) > 1 else None) if ok else None,
         plans=rows,
     )
-    render.emit(doc, fmt, doc["plans"], render.plan_table)
+    pub.publish(doc, fmt, doc["plans"], render.plan_table, out)

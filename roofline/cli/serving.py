@@ -3,7 +3,7 @@
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -11,6 +11,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.errors import InputError
@@ -20,7 +21,7 @@ from roofline.memory import (
     kv_bytes_per_sequence,
     plan_memory,
 )
-from roofline.plot import check_output, save_cliff
+from roofline.plot import save_cliff
 from roofline.serving.cliff import simulate
 from roofline.serving.disagg import KvLink, disaggregate
 from roofline.serving.steps import StepModel, kv_budget_blocks
@@ -58,9 +59,13 @@ def cliff(
     memory: opt.Memory = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="also write the chart to FILE.svg|png|pdf (plot extra)"),
+        typer.Option(
+            "--out",
+            "-o",
+            help="also write the chart to FILE.svg|png|pdf (plot extra), or a report to FILE.html",
+        ),
     ] = None,
-    fmt: opt.RowFormat = render.RowFmt.table,
+    fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """The reasoning cliff: throughput against max-seqs.
 
@@ -69,8 +74,7 @@ def cliff(
     the largest --max-seqs.
     Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
     --output 16k --max-seqs 8..128:8"""
-    if out is not None:
-        check_output(out)
+    pub.check_out(out, charts=True)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None, model=m)
@@ -172,8 +176,8 @@ def cliff(
             for p, r in zip(points, baseline, strict=True)
         ],
     )
-    render.emit(doc, fmt, doc["points"], render.cliff_table)
-    if out is not None:
+    pub.publish(doc, fmt, doc["points"], render.cliff_table, out)
+    if out is not None and not pub.is_html(out):
         save_cliff(doc, out)
         note(f"wrote {out}")
 
@@ -229,7 +233,8 @@ def disagg(
             " replicas); default: the best of 1-4 decode replicas",
         ),
     ] = None,
-    fmt: opt.FormatOpt = opt.Fmt.table,
+    out: pub.HtmlOut = None,
+    fmt: pub.FormatOpt = pub.Fmt.table,
 ) -> None:
     """Prefill/decode disaggregation vs colocated serving.
 
@@ -241,6 +246,7 @@ def disagg(
     KV transfer and the prefill:decode pool ratio.
     Example: roofline disagg llama-3.1-70b --prefill h100 --decode h200 --prefill-tp 4
     --decode-tp 4 --batch 64 --prompt 8k --output 1k"""
+    pub.check_out(out)
     cat = catalog()
     m = cat.model(model)
     p_hw, d_hw, tier = (
@@ -338,12 +344,13 @@ def disagg(
             ideal,
             _pool_split(pools),
         )
-    if fmt is opt.Fmt.json:
-        render.emit_json(doc)
-    else:
-        render.disagg_table(doc)
+
+    def tables(d: dict[str, Any]) -> None:
+        render.disagg_table(d)
         if rate is not None:
-            render.disagg_traffic_table(doc)
+            render.disagg_traffic_table(d)
+
+    pub.publish(doc, fmt, [], tables, out)
 
 
 def _pool_split(spec: str | None) -> tuple[int, int] | None:

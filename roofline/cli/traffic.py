@@ -10,6 +10,7 @@ import typer
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
+from roofline.cli import publish as pub
 from roofline.cli import spec_options as sopt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
@@ -126,9 +127,13 @@ def serve(
     ] = True,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="also write the rate chart to FILE.svg|png|pdf"),
+        typer.Option(
+            "--out",
+            "-o",
+            help="also write the rate chart to FILE.svg|png|pdf, or a report to FILE.html",
+        ),
     ] = None,
-    fmt: opt.RowFormat = render.RowFmt.table,
+    fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """A deployment under a request rate: latency and goodput.
 
@@ -141,10 +146,7 @@ def serve(
     saturation rate is where the queue grows without bound. Metrics: docs/METRICS.md.
     Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
-    from roofline.plot_serving import check_output, save_serve
-
-    if out is not None:
-        check_output(out)
+    pub.check_out(out, charts=True)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
@@ -254,12 +256,14 @@ def serve(
         bands=convert.bands_json(hw.efficiency.family, SERVE_BANDS),
     )
     rows = [{"rate": p["rate"], **_flat(p["expected"])} for p in doc["points"]]
-    render.emit(doc, fmt, rows, render.serve_table)
+    pub.publish(doc, fmt, rows, render.serve_table, out)
     for p in points:
         why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
         if why:
             note(f"at {p['rate']:g} req/s: {why}" if p["rate"] else why)
-    if out is not None:
+    if out is not None and not pub.is_html(out):
+        from roofline.plot_serving import save_serve
+
         save_serve(doc, out)
         note(f"wrote {out}")
 
@@ -324,8 +328,8 @@ def size(
     ] = HEADROOM,
     traffic_curve: topt.TrafficCurve = None,
     scale_up_delay: topt.ScaleUpDelay = None,
-    out: topt.CurveChart = None,
-    fmt: opt.RowFormat = render.RowFmt.table,
+    out: topt.SizeOut = None,
+    fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """Deployments that meet the SLOs at a rate, with cost.
 
@@ -341,7 +345,10 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import curve as day_cli
 
-    curve = day_cli.start(traffic_curve, scale_up_delay, out)
+    chart_out = None if pub.is_html(out) else out
+    if traffic_curve is None or chart_out is None:
+        pub.check_out(out)
+    curve = day_cli.start(traffic_curve, scale_up_delay, chart_out)
     if rate is None and curve is None:
         raise InputError("size needs --rate (requests/s)")
     r = topt.rates(rate) if rate is not None else [float(curve.rate.max())]
@@ -472,9 +479,9 @@ def size(
             f[f"band_{name}"] = b["rel"]
         if curve is not None:
             f.update(day_cli.flat_day(d.get("day")))
-    render.emit(doc, fmt, flat, render.size_day_table if curve else render.size_table)
-    if curve is not None and out is not None:
-        day_cli.chart(doc, out)
+    pub.publish(doc, fmt, flat, render.size_day_table if curve else render.size_table, out)
+    if curve is not None and chart_out is not None:
+        day_cli.chart(doc, chart_out)
 
 
 __all__ = ["serve", "size"]

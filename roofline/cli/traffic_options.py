@@ -49,10 +49,13 @@ ScaleUpDelay = Annotated[
         " load bandwidth + engine start, hardware/engines.yaml)",
     ),
 ]
-CurveChart = Annotated[
+SizeOut = Annotated[
     Path | None,
     typer.Option(
-        "--out", "-o", help="with --traffic-curve: the day's chart to FILE.svg|png|pdf (plot extra)"
+        "--out",
+        "-o",
+        help="an HTML report to FILE.html; with --traffic-curve, the day's chart to "
+        "FILE.svg|png|pdf (plot extra)",
     ),
 ]
 Speedup = Annotated[

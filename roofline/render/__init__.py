@@ -6,6 +6,9 @@ formats, consoles, number formatting), `width` (the width-safe table layout and 
 header), `catalog` (hardware, tiers, families, models), `analyze` (analyze, kv, capacity,
 bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offload, edge),
 `tools` (validate, check, sweep), `traffic` (serve, size, disagg under a rate).
+The HTML report (no rich): `html` (the page), `html_parts` (values, tables, headline figures,
+bands), `html_svg` (inline SVG charts), and each command's answer and charts in `html_traffic`
+(serve, size, cliff, disagg), `html_static` (analyze, plan, speculate, edge), `html_report`.
 """
 
 import importlib

@@ -1,0 +1,404 @@
+"""The HTML report's answer and charts for the commands about traffic: `serve` (latency against
+rate, with the SLO lines and the saturation rate; KV occupancy), `size` (the cost frontier, one
+series per chip; latency and capacity per deployment), `cliff` (throughput against max-seqs)
+and `disagg`. Everything is read from the command's JSON document."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from roofline.render.html_parts import Content, chart_block, fmt, is_number, lookup, rows_table
+from roofline.render.html_svg import Axis, Ref, Series, bar_chart, line_chart
+
+
+def sec_fmt(v: float) -> str:
+    return fmt("x_s", v)
+
+
+def pct_fmt(v: float) -> str:
+    return f"{v:.0%}"
+
+
+def money_fmt(v: float) -> str:
+    return fmt("cost_per", v)
+
+
+def _slo_refs(inputs: Mapping[str, Any], key: str) -> list[Ref]:
+    v = inputs.get(f"slo_{key}_s")
+    pct = inputs.get("slo_pct")
+    label = f"SLO p{pct:g} {key.upper()} {sec_fmt(v)}" if is_number(pct) else f"SLO {sec_fmt(v)}"
+    return [Ref(float(v), label)] if is_number(v) else []
+
+
+def _n(v: Any) -> float | None:
+    return float(v) if is_number(v) else None
+
+
+# ---- serve ------------------------------------------------------------------------------------
+def serve(doc: Mapping[str, Any]) -> Content:
+    inputs, points = doc["inputs"], doc.get("points") or []
+    sat = doc.get("saturation_rate") or {}
+    meeting = [i for i, p in enumerate(points) if (p.get("expected") or {}).get("meets_slo")]
+    i = meeting[-1] if meeting else 0
+    base = "expected" if "expected" in doc else f"points.{i}.expected"
+    rate_path = f"points.{i}.rate"
+    c = Content(
+        figures=[
+            ("rate, requests/s", rate_path),
+            ("GPUs", f"{base}.gpus"),
+            ("$ per million output tokens", f"{base}.cost_per_million_output_tokens"),
+            ("p99 TTFT", f"{base}.ttft_s.p99"),
+            ("p99 TPOT", f"{base}.tpot_s.p99"),
+            ("meets the SLOs", f"{base}.meets_slo"),
+        ]
+    )
+    if sat:
+        c.figures.append(("saturation rate, requests/s", "saturation_rate.expected"))
+    rate = lookup(doc, rate_path)
+    e = lookup(doc, base) or {}
+    c.verdict = (
+        f"{inputs.get('model')} on {inputs.get('gpus')} × {inputs.get('hardware')} at "
+        f"{fmt('rate', rate)} requests/s: p99 TTFT {fmt('x_s', e['ttft_s']['p99'])}, p99 TPOT "
+        f"{fmt('x_s', e['tpot_s']['p99'])}, "
+        f"{fmt('cost_per', e.get('cost_per_million_output_tokens'))} per million output tokens"
+        + (
+            f"; it saturates at {fmt('rate', sat.get('expected'))} requests/s"
+            f" ({sat.get('binding', {}).get('expected', '')})."
+            if sat
+            else "."
+        )
+    )
+    if points and points[0].get("rate") is None:
+        return c  # --concurrency: no rate axis
+    vref = [Ref(float(sat["expected"]), f"saturation {sat['expected']:.3g}/s")] if sat else []
+    rows = []
+    for p in points:
+        x = p["expected"]
+        rows.append(
+            {
+                "rate": p["rate"],
+                "ttft_p50_s": x["ttft_s"]["p50"],
+                "ttft_p99_s": x["ttft_s"]["p99"],
+                "tpot_p50_s": x["tpot_s"]["p50"],
+                "tpot_p99_s": x["tpot_s"]["p99"],
+                "kv_occupancy": x["kv_occupancy"],
+                "utilisation": x["utilisation"],
+                "meets_slo": x["meets_slo"],
+            }
+        )
+    for key, title in (("ttft", "Time to first token"), ("tpot", "Time per output token")):
+        series = [
+            Series(
+                f"{q} {key.upper()}",
+                [
+                    (r["rate"], r[f"{key}_{q}_s"], f"{r['rate']:g}/s: {sec_fmt(r[f'{key}_{q}_s'])}")
+                    for r in rows
+                ],
+            )
+            for q in ("p50", "p99")
+        ]
+        ys = [r[f"{key}_{q}_s"] for r in rows for q in ("p50", "p99") if r[f"{key}_{q}_s"]]
+        wide = bool(ys) and max(ys) > 100 * min(ys)  # a queue that grows: a log axis
+        svg = line_chart(
+            f"{title} against rate",
+            Axis("rate, requests/s"),
+            Axis(f"{key.upper()} (expected{', log' if wide else ''})", log=wide, fmt=sec_fmt),
+            series,
+            hlines=_slo_refs(inputs, key),
+            vlines=vref,
+            y_zero=not wide,
+        )
+        cols = ["rate", f"{key}_p50_s", f"{key}_p99_s", "meets_slo"]
+        c.charts.append(chart_block(f"{title} against rate", svg, rows_table(rows, cols)))
+    occ = [
+        Series(
+            name,
+            [(r["rate"], r[k], f"{r['rate']:g}/s: {r[k]:.1%}") for r in rows],
+        )
+        for name, k in (("KV occupancy", "kv_occupancy"), ("utilisation", "utilisation"))
+    ]
+    svg = line_chart(
+        "KV occupancy and utilisation against rate",
+        Axis("rate, requests/s"),
+        Axis("share", fmt=pct_fmt),
+        occ,
+        vlines=vref,
+    )
+    c.charts.append(
+        chart_block(
+            "KV-cache occupancy against rate",
+            svg,
+            rows_table(rows, ["rate", "kv_occupancy", "utilisation"]),
+        )
+    )
+    return c
+
+
+# ---- size -------------------------------------------------------------------------------------
+def _label(d: Mapping[str, Any]) -> str:
+    hw = str(d.get("hardware", "")).replace("nvidia-", "").replace("amd-", "")
+    if d.get("prefill_replicas"):
+        return f"{hw} TP{d['tp']} {d['prefill_replicas']}P+{d['decode_replicas']}D"
+    return (
+        f"{hw} TP{d['tp']}"
+        + (f" PP{d['pp']}" if d.get("pp", 1) > 1 else "")
+        + (f" ×{d['replicas']}")
+    )
+
+
+def size(doc: Mapping[str, Any]) -> Content:
+    inputs, deps = doc["inputs"], doc.get("deployments") or []
+    best = doc.get("best")
+    c = Content()
+    if best is None:
+        c.verdict = (
+            f"No deployment of {inputs.get('model')} on {', '.join(inputs.get('hardware', []))} "
+            f"meets the SLOs at {fmt('rate', inputs.get('rate'))} requests/s."
+        )
+    else:
+        c.figures = [
+            ("chip", "best.hardware"),
+            ("tensor parallel", "best.tp"),
+            ("replicas", "best.replicas"),
+            ("GPUs", "best.gpus"),
+            ("$ per million output tokens", "best.cost_per_million_output_tokens"),
+            ("$ per hour", "best.cost_per_hour"),
+            ("p99 TTFT", "best.expected.ttft_s.p99"),
+            ("p99 TPOT", "best.expected.tpot_s.p99"),
+            ("meets the SLOs", "best.meets_slo"),
+        ]
+        e = best.get("expected") or {}
+        c.verdict = (
+            f"Serve {inputs.get('model')} at {fmt('rate', inputs.get('rate'))} requests/s on "
+            f"{best['gpus']} × {best['hardware']} (TP{best['tp']}, {best['replicas']} "
+            f"replicas): {fmt('cost_per', best['cost_per_million_output_tokens'])} per million "
+            f"output tokens, p99 TTFT {fmt('x_s', (e.get('ttft_s') or {}).get('p99'))} and "
+            f"TPOT {fmt('x_s', (e.get('tpot_s') or {}).get('p99'))}."
+        )
+    rows = []
+    for d in deps:
+        if not d.get("gpus"):
+            continue  # no replica of it fits or meets the SLOs: in the full table only
+        e = d.get("expected") or {}
+        rows.append(
+            {
+                "deployment": _label(d),
+                "hardware": d["hardware"],
+                "gpus": d["gpus"],
+                "cost_per_million_output_tokens": d["cost_per_million_output_tokens"],
+                "meets_slo": d["meets_slo"],
+                "best": d["best"],
+                "ttft_p50_s": (e.get("ttft_s") or {}).get("p50"),
+                "ttft_p99_s": (e.get("ttft_s") or {}).get("p99"),
+                "tpot_p50_s": (e.get("tpot_s") or {}).get("p50"),
+                "tpot_p99_s": (e.get("tpot_s") or {}).get("p99"),
+                "max_rate_per_replica": d.get("max_rate_per_replica"),
+                "saturation_rate_per_replica": d.get("saturation_rate_per_replica"),
+                "kv_occupancy": e.get("kv_occupancy"),
+                "binding": d.get("binding"),
+            }
+        )
+    if not rows:
+        return c
+    chips = list(dict.fromkeys(r["hardware"] for r in rows))
+    series = []
+    for chip in [*chips, None]:  # None: the deployments that miss the SLOs, unjoined
+        pts = sorted(
+            (r["gpus"], r["cost_per_million_output_tokens"], r["deployment"])
+            for r in rows
+            if (r["hardware"] == chip if chip else not r["meets_slo"])
+            and (r["meets_slo"] or chip is None)
+            and is_number(r["cost_per_million_output_tokens"])
+        )
+        tips = [(g, y, f"{lab}: {g} GPUs, {money_fmt(y)}/Mtok") for g, y, lab in pts]
+        if tips:
+            series.append(Series(chip or "misses the SLOs", tips, line=chip is not None))
+    gpus = [r["gpus"] for r in rows]
+    svg = line_chart(
+        "Cost frontier: GPUs against $ per million output tokens",
+        Axis(
+            "GPUs" + (" (log)" if max(gpus) > 8 * min(gpus) else ""), log=max(gpus) > 8 * min(gpus)
+        ),
+        Axis("$ per million output tokens", fmt=money_fmt),
+        series,
+    )
+    c.charts.append(
+        chart_block(
+            "Cost frontier: GPUs against $/Mtok, one series per chip",
+            svg,
+            rows_table(
+                rows, ["deployment", "gpus", "cost_per_million_output_tokens", "meets_slo", "best"]
+            ),
+        )
+    )
+    cats = [r["deployment"] for r in rows]
+    for key, title in (("ttft", "Time to first token"), ("tpot", "Time per output token")):
+        svg = bar_chart(
+            f"{title} per deployment",
+            cats,
+            [(f"{q} {key.upper()}", [_n(r[f"{key}_{q}_s"]) for r in rows]) for q in ("p50", "p99")],
+            Axis(f"{key.upper()} at the sized rate (expected)", fmt=sec_fmt),
+            refs=_slo_refs(inputs, key),
+        )
+        cols = ["deployment", f"{key}_p50_s", f"{key}_p99_s"]
+        c.charts.append(chart_block(f"{title} per deployment", svg, rows_table(rows, cols)))
+    svg = bar_chart(
+        "Rate per replica: within the SLOs and at saturation",
+        cats,
+        [
+            ("within SLOs", [_n(r["max_rate_per_replica"]) for r in rows]),
+            ("saturation", [_n(r["saturation_rate_per_replica"]) for r in rows]),
+        ],
+        Axis("requests/s per replica"),
+    )
+    cols = ["deployment", "max_rate_per_replica", "saturation_rate_per_replica", "binding"]
+    c.charts.append(
+        chart_block("Capacity and saturation rate per replica", svg, rows_table(rows, cols))
+    )
+    svg = bar_chart(
+        "KV-cache occupancy per deployment",
+        cats,
+        [("KV occupancy", [_n(r["kv_occupancy"]) for r in rows])],
+        Axis("mean share of the KV budget in use", fmt=pct_fmt),
+    )
+    c.charts.append(
+        chart_block(
+            "KV-cache occupancy per deployment",
+            svg,
+            rows_table(rows, ["deployment", "kv_occupancy"]),
+        )
+    )
+    return c
+
+
+# ---- cliff ------------------------------------------------------------------------------------
+def cliff(doc: Mapping[str, Any]) -> Content:
+    pts = doc.get("points") or []
+    best = max(range(len(pts)), key=lambda i: pts[i]["output_tokens_per_s"]) if pts else 0
+    c = Content(
+        figures=[
+            ("cliff at max-seqs", "cliff_batch"),
+            ("best max-seqs", f"points.{best}.batch"),
+            ("output tokens/s there", f"points.{best}.output_tokens_per_s"),
+            ("p99 TPOT there", f"points.{best}.tpot_p99_s"),
+        ]
+    )
+    cb = doc.get("cliff_batch")
+    c.verdict = (
+        f"Throughput peaks at max-seqs {pts[best]['batch']} "
+        f"({num_fmt(pts[best]['output_tokens_per_s'])} output tokens/s)"
+        + (f"; past {cb} the KV cache overflows and preemption sets in." if cb else ".")
+        if pts
+        else "No points."
+    )
+    refs = [Ref(float(cb), f"cliff {cb}")] if is_number(cb) else []
+
+    def one(key: str, title: str, axis: Axis) -> str:
+        tips = [(p["batch"], p[key], f"{p['batch']}: {axis.fmt(p[key])}") for p in pts]
+        s = [Series(title, tips)]
+        return line_chart(title, Axis("max-seqs"), axis, s, vlines=refs)
+
+    for key, title, axis in (
+        ("output_tokens_per_s", "Output tokens/s against max-seqs", Axis("tokens/s")),
+        ("tpot_p99_s", "p99 TPOT against max-seqs", Axis("p99 TPOT", fmt=sec_fmt)),
+        ("peak_kv_fraction", "Peak KV occupancy against max-seqs", Axis("share", fmt=pct_fmt)),
+    ):
+        cols = ["batch", key, "preemptions", "past_cliff"]
+        table = rows_table(pts, cols, labels={"batch": "max-seqs", "past_cliff": "past the cliff"})
+        c.charts.append(chart_block(title, one(key, title, axis), table))
+    return c
+
+
+def num_fmt(v: float) -> str:
+    return fmt("n", v)
+
+
+# ---- disagg -----------------------------------------------------------------------------------
+def disagg(doc: Mapping[str, Any]) -> Content:
+    if "colocated" not in doc or not isinstance(doc["colocated"], Mapping):
+        return Content(verdict="Disaggregated and colocated serving under traffic.")
+    co, di = doc["colocated"], doc["disaggregated"]
+    c = Content(
+        figures=[
+            ("colocated TTFT", "colocated.ttft_s"),
+            ("disaggregated TTFT", "disaggregated.ttft_s"),
+            ("colocated TPOT", "colocated.tpot_s"),
+            ("disaggregated TPOT", "disaggregated.tpot_s"),
+            ("colocated tokens/s per GPU", "colocated.output_tokens_per_s_per_gpu"),
+            ("disaggregated tokens/s per GPU", "disaggregated.output_tokens_per_s_per_gpu"),
+        ]
+    )
+    c.verdict = (
+        f"Disaggregated: TPOT {sec_fmt(di['tpot_s'])} against {sec_fmt(co['tpot_s'])} colocated, "
+        f"{num_fmt(di['output_tokens_per_s_per_gpu'])} against "
+        f"{num_fmt(co['output_tokens_per_s_per_gpu'])} output tokens/s per GPU."
+    )
+    rows = [{"serving": k, **doc[k]} for k in ("colocated", "disaggregated")]
+    cats = ["TTFT", "TPOT"]
+    svg = bar_chart(
+        "Latency: colocated and disaggregated",
+        cats,
+        [(r["serving"], [r["ttft_s"], r["tpot_s"]]) for r in rows],
+        Axis("seconds", fmt=sec_fmt),
+    )
+    c.charts.append(chart_block("Latency", svg, rows_table(rows, ["serving", "ttft_s", "tpot_s"])))
+    key = "output_tokens_per_s_per_gpu"
+    svg = bar_chart(
+        "Output tokens/s per GPU",
+        [r["serving"] for r in rows],
+        [("tokens/s per GPU", [r[key] for r in rows])],
+        Axis("tokens/s per GPU"),
+    )
+    c.charts.append(chart_block("Throughput per GPU", svg, rows_table(rows, ["serving", key])))
+    if isinstance(doc.get("traffic"), Mapping):
+        _disagg_traffic(doc, c)
+    return c
+
+
+def _disagg_traffic(doc: Mapping[str, Any], c: Content) -> None:
+    """Under --rate: the GPUs each way needs and its goodput per GPU, in front of the rest."""
+    t = doc["traffic"]
+    c.figures[:0] = [
+        (f"{k} GPUs at {fmt('rate', t.get('rate'))} req/s", f"traffic.{k}.gpus")
+        for k in ("colocated", "disaggregated")
+    ] + [
+        (f"{k} goodput per GPU, req/s", f"traffic.{k}.goodput_per_gpu")
+        for k in ("colocated", "disaggregated")
+    ]
+    co, di = t["colocated"], t["disaggregated"]
+    c.verdict = (
+        f"At {fmt('rate', t.get('rate'))} requests/s colocated serving needs {co.get('gpus')} "
+        f"GPUs ({fmt('n', co.get('goodput_per_gpu'))} requests/s of goodput per GPU), "
+        f"disaggregated {di.get('gpus')} ({fmt('n', di.get('goodput_per_gpu'))}). " + c.verdict
+    )
+    rows = []
+    for k in ("colocated", "disaggregated"):
+        m = t[k].get("metrics") or {}
+        rows.append(
+            {
+                "serving": k,
+                "gpus": t[k].get("gpus"),
+                "goodput_per_gpu": t[k].get("goodput_per_gpu"),
+                "ttft_p99_s": (m.get("ttft_s") or {}).get("p99"),
+                "tpot_p99_s": (m.get("tpot_s") or {}).get("p99"),
+            }
+        )
+    inputs = {"slo_ttft_s": t.get("slo_ttft_s"), "slo_tpot_s": t.get("slo_tpot_s")}
+    for key in ("ttft", "tpot"):
+        svg = bar_chart(
+            f"p99 {key.upper()} at {fmt('rate', t.get('rate'))} requests/s",
+            [r["serving"] for r in rows],
+            [(f"p99 {key.upper()}", [_n(r[f"{key}_p99_s"]) for r in rows])],
+            Axis(f"p99 {key.upper()} (expected)", fmt=sec_fmt),
+            refs=_slo_refs({**inputs, "slo_pct": t.get("slo_pct")}, key),
+        )
+        cols = ["serving", "gpus", "goodput_per_gpu", f"{key}_p99_s"]
+        c.charts.append(
+            chart_block(f"p99 {key.upper()} under traffic", svg, rows_table(rows, cols))
+        )
+
+
+CONTENT = {"serve": serve, "size": size, "cliff": cliff, "disagg": disagg}
+
+__all__ = ["CONTENT", "cliff", "disagg", "serve", "size"]

@@ -1,0 +1,45 @@
+"""The pages the HTML tests open: each command run once in-process with `--format json` and
+`--out PAGE.html` (one run: the page and the JSON come from the same document)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from roofline.cli import app
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# small but complete: every command that offers the report, with charts to draw
+COMMANDS: dict[str, list[str]] = {
+    "analyze": ["analyze", "llama-3.1-70b", "h100", "--tp", "4", "--weights", "fp8"],
+    "plan": ["plan", "llama-3.1-8b", "h100", "--gpus", "4", "--max-tpot", "50ms"],
+    "cliff": ["cliff", "llama-3.1-8b", "h100", "--output", "2k", "--max-seqs", "8,32,128"],
+    "disagg": ["disagg", "llama-3.1-70b", "--prefill", "h100", "--decode", "h200", "--prefill-tp",
+               "4", "--decode-tp", "4", "--batch", "64"],
+    "speculate": ["speculate", "llama-3.1-8b", "h100", "--drafter", "eagle", "--tau", "3.2"],
+    "edge": ["edge", "llama-3.1-8b", "m3-ultra", "--weights", "q4_k_m", "--devices", "rtx-5090"],
+    "serve": ["serve", "llama-3.1-8b", "h100", "--rate", "2,6,10", "--requests", "200",
+              "--output", "300", "--slo-ttft", "1s", "--slo-tpot", "50ms"],
+    "size": ["size", "llama-3.1-8b", "--rate", "5", "--hardware", "h100,l40s", "--output", "300"],
+    "report": ["report", str(EXAMPLES / "report.yaml")],
+}  # fmt: skip
+
+
+def make(name: str, directory: Path) -> tuple[Path, dict[str, Any]]:
+    """(the page, the JSON document) of one command."""
+    page = directory / f"{name}.html"
+    env = {"COLUMNS": "200", "ROOFLINE_CATALOG": None}
+    r = CliRunner().invoke(app, [*COMMANDS[name], "--format", "json", "--out", str(page)], env=env)
+    assert r.exit_code == 0, (name, r.stderr)
+    return page, json.loads(r.stdout)
+
+
+def lookup(doc: Any, path: str) -> Any:
+    """The value at a dotted path, read independently of roofline.render.html_parts."""
+    for part in path.split("."):
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    return doc
