@@ -17,6 +17,7 @@ the end marker (cog, https://nedbatchelder.com/code/cog/, as sqlite-utils uses i
   (command, comment) where the comment carries figures, or (command, comment, exit_code).
 - `data(command)` is the command's `--format json` document (run once, shared with `block`).
 - `output(command)` is a ```text block of what the command prints at 80 columns.
+- `catalog()` is the catalog, for a quoted input (an engine's fitted host cost);
 - `num`, `pct`, `ms`, `times`, `gb` format a figure; a sentence that compares or ranks asserts the
   relation (`assert a < b`) so a change that reverses it stops `make docs` and the test.
 - `image(command, "docs/x.png")` runs a chart command; under `make docs` (DOCGEN_IMAGES=1) it
@@ -114,6 +115,14 @@ def run(command: str, code: int = 0, columns: int = 80) -> Result:
             f"`{command}` exited {result.code}, the document says {code}: {result.stderr.strip()}"
         )
     return result
+
+
+def catalog() -> Any:
+    """The catalog the commands read (shipped + ROOFLINE_CATALOG), for figures that are inputs
+    (an engine's fitted host costs, a chip's datasheet figure) rather than a command's output."""
+    from roofline import load_catalog
+
+    return load_catalog()
 
 
 def _json_command(command: str) -> str:
