@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint fmt wheel-smoke bench golden accuracy calibrate clean
+.PHONY: venv demo test lint fmt wheel-smoke bench golden accuracy calibrate docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,16 @@ wheel-smoke: $(STAMP)
 # Rewrite tests/golden/*.json (the JSON key contracts), then review the diff.
 golden: $(STAMP)
 	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py
+
+# Regenerate every figure, code block and chart of the documents from the commands that print
+# them (cog blocks in HTML comments; docs/docgen.py has the helpers, tests/test_docs.py fails
+# naming a stale line). To add a section: write the prose, put each code block and each quoted
+# figure in a cog block (`block(...)`, `data(...)`, an `assert` for each comparison the prose
+# makes; see the top of docs/COMMANDS.md), then `make docs` and commit the result.
+DOCS := README.md docs/COMMANDS.md docs/API.md docs/METRICS.md benchmarks/README.md
+docs: $(STAMP)
+	DOCGEN_IMAGES=1 $(BIN)/python -m cogapp -r -P -p "from docs.docgen import *" $(DOCS)
+	$(BIN)/python docs/make_report_png.py  # docs/report.png: needs apt's chromium and chromium-driver
 
 # Rewrite the error bands (hardware/bands.json) and docs/ACCURACY.md with the tables `roofline
 # validate` prints now.

@@ -1,6 +1,8 @@
 """Benchmarks (`make bench`): the speed figures of benchmarks/speed.py, each as a ratio against its
-floor and written to benchmarks/results.json, then the command timings (plan, cold query, sweeps,
-cliff, levers, serve, size). benchmarks/README.md explains each figure."""
+floor and written to the untracked benchmarks/results.local.json (RECORD=1: to the committed
+snapshot benchmarks/results.json, whose table `make docs` then rewrites), then the command
+timings (plan, cold query, sweeps, cliff, levers, serve, size). benchmarks/README.md explains
+each figure."""
 
 from __future__ import annotations
 

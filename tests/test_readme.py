@@ -1,5 +1,7 @@
-"""Every `roofline …` command in README code blocks runs and exits 0 (or 1 for a failing
-`check`), so the README's examples work when pasted."""
+"""Every `roofline …` command in the sh blocks of README.md and docs/*.md runs and exits 0 (or
+the 1 the document says), so the examples work when pasted. A command inside a cog block's output
+was run by its generation (docgen.block checks the exit code) and is run again by
+tests/test_docs.py; only the others (e.g. a fragment merged without a cog block) run here."""
 
 import re
 import shlex
@@ -7,35 +9,55 @@ from pathlib import Path
 
 import pytest
 
+from docs import docgen
+
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
-BLOCKS = re.findall(r"```sh\n(.*?)```", README, flags=re.S)
-COMMANDS = [
-    line.split("#")[0].split("|")[0].split(">")[0].strip()
-    for block in BLOCKS
-    for line in block.splitlines()
-    if re.match(r"^(NO_COLOR=1 )?roofline ", line.strip())
-]
+
+
+def _commands() -> tuple[list[str], list[str]]:
+    generated, plain = [], []
+    for doc in docgen.DOCS:
+        inside_output = in_sh = False
+        for line in (ROOT / doc).read_text().splitlines():
+            if line.startswith("]]] -->"):
+                inside_output = True
+            elif line.startswith("<!-- [[[end]]] -->"):
+                inside_output = False
+            elif line.startswith("```"):
+                in_sh = line == "```sh" and not in_sh
+            elif in_sh and re.match(r"^(NO_COLOR=1 |cat \S+ \| )?roofline ", line.strip()):
+                (generated if inside_output else plain).append(line.strip())
+    return generated, plain
+
+
+GENERATED, PLAIN = _commands()
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory):
-    """One directory for the README's commands, run in order: a file one writes (a catalog
-    entry from `models import -o`) is there for the next, as in a user's shell."""
     return tmp_path_factory.mktemp("readme")
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_readme_command_runs(run, command, workdir, monkeypatch):
+@pytest.mark.parametrize("command", PLAIN)
+def test_plain_command_runs(run, command, workdir, monkeypatch):
     monkeypatch.chdir(workdir)
-    args = shlex.split(command.replace("NO_COLOR=1 ", ""))[1:]
+    line = command.split("#")[0].split("|")[0].split(">")[0].strip()
+    args = shlex.split(line.replace("NO_COLOR=1 ", ""))[1:]
     args = [str(ROOT / a) if a.startswith(("examples/", "validation/")) else a for a in args]
     if "--install-completion" in args:
         pytest.skip("would edit the shell's rc file")
     r = run(*args)
-    allowed = (0, 1) if args[0] == "check" else (0,)
-    assert r.code in allowed, f"{command}\n{r.stderr}"
+    assert r.code in ((0, 1) if args[0] == "check" else (0,)), f"{command}\n{r.stderr}"
 
 
-def test_readme_has_commands():
-    assert len(COMMANDS) > 40
+def test_documents_have_commands():
+    assert len(GENERATED) + len(PLAIN) > 90
+
+
+def test_every_command_has_an_example():
+    """Each top-level command of the app appears in a documented example."""
+    from roofline.cli.app import COMMANDS
+
+    text = "\n".join(GENERATED + PLAIN)
+    missing = [name for name in COMMANDS if f"roofline {name} " not in text]
+    assert not missing, missing

@@ -235,23 +235,6 @@ def test_disagg_ideal_under_load_differs_and_pools_stay_under_their_saturation(r
     assert ideal["colocated"]["max_rate_per_unit"] > exp["colocated"]["max_rate_per_unit"]
 
 
-def test_readme_quotes_the_saturation_it_prints(run):
-    # README, "serve": "... --rate 5`: 27.1 req/s expected, 37.0 ideal, bound by KV capacity,
-    # under the compute bound of 57.1"
-    import re
-    from pathlib import Path
-
-    text = " ".join(Path("README.md").read_text().split())
-    quote = re.search(r"--rate 5`: ([0-9.]+) req/s expected, ([0-9.]+) ideal, bound by (.+?),"
-                      r" under the compute bound of ([0-9.]+)", text)  # fmt: skip
-    assert quote, "the README's saturation sentence moved"
-    sat = run(*SERVE, "--rate", "5", "-f", "json").json()["saturation_rate"]
-    assert f"{sat['expected']:.1f}" == quote.group(1)
-    assert f"{sat['ideal']:.1f}" == quote.group(2)
-    assert sat["binding"]["expected"] == quote.group(3)
-    assert f"{sat['compute_bound']:.1f}" == quote.group(4)
-
-
 def test_workers_keep_order_and_raise_what_a_worker_raised(monkeypatch):
     from roofline.workers import parallel_map
 

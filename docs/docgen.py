@@ -1,0 +1,258 @@
+"""What the cog blocks of README.md and docs/*.md call: every figure a document quotes comes out
+of the command that prints it (`make docs` writes them; tests/test_docs.py fails on a stale line).
+
+A cog block sits in an HTML comment, so it does not show on GitHub; its output follows it, up to
+the end marker (cog, https://nedbatchelder.com/code/cog/, as sqlite-utils uses it):
+
+    <!-- [[[cog
+    n = len(data("roofline hardware list")["hardware"])
+    assert n > 40                      # a comparison the prose makes is asserted, not only printed
+    print(f"The catalog holds {n} accelerators.")
+    ]]] -->
+    The catalog holds 59 accelerators.
+    <!-- [[[end]]] -->
+
+- `block(*lines)` prints a ```sh block of commands, each run in-process (CliRunner, cached for the
+  session, in a scratch directory) and each checked for its exit code; a line is a command, or
+  (command, comment) where the comment carries figures, or (command, comment, exit_code).
+- `data(command)` is the command's `--format json` document (run once, shared with `block`).
+- `output(command)` is a ```text block of what the command prints at 80 columns.
+- `catalog()` is the catalog, for a quoted input (an engine's fitted host cost);
+- `num`, `pct`, `ms`, `times`, `gb` format a figure; a sentence that compares or ranks asserts the
+  relation (`assert a < b`) so a change that reverses it stops `make docs` and the test.
+- `image(command, "docs/x.png")` runs a chart command; under `make docs` (DOCGEN_IMAGES=1) it
+  copies the chart into place. Images are regenerated, never compared: their data is.
+- `stale(path)` lists the lines of a document that generation would change (file:line, expected,
+  found): tests/test_docs.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PROLOGUE = "from docs.docgen import *"
+DOCS = ("README.md", "docs/COMMANDS.md", "docs/API.md", "docs/METRICS.md", "benchmarks/README.md")
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+_CACHE: dict[tuple[str, ...], Result] = {}
+_WORKDIR: list[Path] = []
+
+
+def workdir() -> Path:
+    """One scratch directory for a session's commands, run in document order: a file one writes
+    (a catalog entry from `models import -o`) is there for the next, as in a user's shell."""
+    if not _WORKDIR:
+        _WORKDIR.append(Path(tempfile.mkdtemp(prefix="roofline-docs-")))
+    return _WORKDIR[0]
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def _parse(command: str) -> tuple[list[str], str | None, dict[str, str]]:
+    """argv after `roofline`, stdin text (`cat FILE | roofline ...`) and env (`NO_COLOR=1`): the
+    roofline part of a shell line; a pipe's or a redirect's far side is the reader's."""
+    words = shlex.split(command, comments=True)
+    stdin, env = None, {}
+    if words[:1] == ["cat"]:
+        stdin = (ROOT / words[1]).read_text()
+        words = words[3:]
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        key, value = words.pop(0).split("=", 1)
+        env[key] = value
+    assert words[:1] == ["roofline"], command
+    args = []
+    for w in words[1:]:
+        if w in ("|", ">"):
+            break
+        args.append(str(ROOT / w) if w.startswith(("examples/", "validation/")) else w)
+    return args, stdin, env
+
+
+def run(command: str, code: int = 0, columns: int = 80) -> Result:
+    """Run one shell line's `roofline` command in-process; fail unless it exits `code`."""
+    from typer.testing import CliRunner
+
+    from roofline.cli import app
+
+    key = (command, str(columns), os.environ.get("ROOFLINE_CATALOG", ""))
+    if key not in _CACHE:
+        args, stdin, env = _parse(command)
+        env = {"COLUMNS": str(columns), "NO_COLOR": "1", **env}
+        here = Path.cwd()
+        os.chdir(workdir())
+        try:
+            r = CliRunner().invoke(app, args, input=stdin, env=env)
+        finally:
+            os.chdir(here)
+        if r.exception and not isinstance(r.exception, SystemExit):
+            raise r.exception
+        _CACHE[key] = Result(r.exit_code, r.stdout, r.stderr)
+    result = _CACHE[key]
+    if result.code != code:
+        raise AssertionError(
+            f"`{command}` exited {result.code}, the document says {code}: {result.stderr.strip()}"
+        )
+    return result
+
+
+def catalog() -> Any:
+    """The catalog the commands read (shipped + ROOFLINE_CATALOG), for figures that are inputs
+    (an engine's fitted host costs, a chip's datasheet figure) rather than a command's output."""
+    from roofline import load_catalog
+
+    return load_catalog()
+
+
+def _json_command(command: str) -> str:
+    head = command.split("|")[0].split("#")[0].strip()
+    words = shlex.split(head)
+    if "--format" in words or "-f" in words:
+        return head
+    return head + " --format json"
+
+
+def data(command: str, code: int = 0) -> Any:
+    """The command's `--format json` document (`| jq ...` is left to the reader)."""
+    return run(_json_command(command), code).json()
+
+
+def _ran_as_json(command: str) -> bool:
+    key = (_json_command(command), "80", os.environ.get("ROOFLINE_CATALOG", ""))
+    return key in _CACHE
+
+
+def block(*lines: str | tuple[Any, ...]) -> None:
+    """A ```sh block; each command runs (or its JSON twin already did: the same computation)."""
+    rows: list[tuple[str, str]] = []
+    for line in lines:
+        cmd, comment, code = (line, "", 0) if isinstance(line, str) else (*line, 0)[:3]
+        if "--install-completion" not in cmd and (not _ran_as_json(cmd) or code):
+            run(cmd, code)  # (installing completion would edit the reader's shell rc file)
+        rows.append((cmd, comment))
+    width = max((len(c) for c, note in rows if note and len(c) <= 64), default=0)
+    print("```sh")
+    for cmd, note in rows:
+        print(f"{cmd:<{width}}   # {note}" if note else cmd)
+    print("```")
+
+
+def output(command: str, code: int = 0, lines: slice | None = None) -> None:
+    """A ```text block of what the command prints (80 columns, trailing blanks dropped)."""
+    text = [line.rstrip() for line in run(command, code).stdout.splitlines()]
+    print("```text")
+    print("\n".join(text[lines] if lines else text).strip("\n"))
+    print("```")
+
+
+def image(command: str, dest: str) -> None:
+    """Run a chart command (`-o FILE`); under `make docs` copy the chart to `dest`."""
+    if not _ran_as_json(command):  # the JSON run wrote the chart too
+        run(command)
+    if os.environ.get("DOCGEN_IMAGES"):
+        args = _parse(command)[0]
+        made = args[args.index("--out" if "--out" in args else "-o") + 1]
+        shutil.copyfile(workdir() / made, ROOT / dest)
+
+
+def num(x: float, nd: int = 0) -> str:
+    """1234.5 -> '1,234' (nd decimals, thousands separated)."""
+    return f"{x:,.{nd}f}"
+
+
+def sig(x: float, n: int = 3) -> str:
+    """n significant digits, thousands separated: 27.14 -> '27.1', 1463.9 -> '1,464'."""
+    if x == 0:
+        return "0"
+    digits = max(n - len(str(int(abs(x)))) if abs(x) >= 1 else n, 0)
+    return num(x, digits)
+
+
+def pct(share: float, nd: int = 1) -> str:
+    return f"{100 * share:.{nd}f}%"
+
+
+def ms(seconds: float, nd: int = 0) -> str:
+    return f"{seconds * 1e3:,.{nd}f} ms"
+
+
+def times(ratio: float, nd: int = 2) -> str:
+    return f"{ratio:.{nd}f}×"
+
+
+def gb(n_bytes: float, nd: int = 1) -> str:
+    return f"{n_bytes / 1e9:,.{nd}f} GB"
+
+
+def module_map(packages: tuple[str, ...] = ("roofline",)) -> None:
+    """A list of every module under `packages` with its docstring's first sentence."""
+    for pkg in packages:
+        base = ROOT / pkg
+        for directory in sorted({p.parent for p in base.rglob("*.py")}):
+            rel = directory.relative_to(ROOT).as_posix()
+            if "_catalog" in rel or "__pycache__" in rel:
+                continue
+            mods = sorted(p for p in directory.glob("*.py") if p.name != "__main__.py")
+            print(f"- `{rel}/`: " if rel != pkg else f"- `{pkg}/`:")
+            for p in mods:
+                doc = ast.get_docstring(ast.parse(p.read_text())) or ""
+                first = " ".join(doc.split("\n\n")[0].split()).split(". ")[0].rstrip(".")
+                print(f"  - `{p.stem}`: {first}" if first else f"  - `{p.stem}`")
+
+
+def generate(path: str | Path) -> str:
+    """The document's text with every cog block's output regenerated, in-process."""
+    path = Path(path)
+    return _cog().process_string(path.read_text(), fname=str(path))
+
+
+def _cog() -> Any:
+    """Cog as `make docs` runs it: print() writes the output, this module's names in scope."""
+    from cogapp import Cog
+
+    cog = Cog()
+    cog.options.print_output = True
+    cog.options.prologue = PROLOGUE
+    return cog
+
+
+def stale(path: str | Path, text: str | None = None) -> list[str]:
+    """Each line generation would change: 'FILE:LINE: expected ... found ...' (empty: current)."""
+    path = Path(path)
+    found = (path.read_text() if text is None else text).splitlines()
+    if text is not None:
+        made = _cog().process_string(text, fname=str(path)).splitlines()
+    else:
+        made = generate(path).splitlines()
+    name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    problems = []
+    matcher = difflib.SequenceMatcher(a=found, b=made, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        for k in range(max(i2 - i1, j2 - j1)):
+            old = found[i1 + k] if i1 + k < i2 else "(nothing)"
+            new = made[j1 + k] if j1 + k < j2 else "(nothing)"
+            problems.append(f"{name}:{i1 + k + 1}: expected {new!r}, found {old!r}")
+    return problems

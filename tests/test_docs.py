@@ -1,0 +1,78 @@
+"""The documents are current: every cog block of README.md and docs/*.md regenerated in-process
+(`make docs` does the same) reproduces the text that is there, else the test names each stale
+line (file:line, the expected and the found text). The commands run once per session (docgen's
+cache), so the cost is about one run of each documented command."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from docs import docgen
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("doc", docgen.DOCS)
+def test_document_is_current(doc):
+    problems = docgen.stale(ROOT / doc)
+    assert not problems, "stale (run `make docs`):\n" + "\n".join(problems[:30])
+
+
+def test_a_changed_catalog_figure_names_the_stale_line(tmp_path, monkeypatch):
+    """A scratch catalog whose H100 has 4.00 TB/s instead of 3.35 moves the bf16 ridge the
+    catalog section quotes (989.5 TFLOP/s / 3.35 TB/s = 295.37 FLOP/B; / 4.00 = 247.38): the
+    check names that line of docs/COMMANDS.md with both figures."""
+    doc = ROOT / "docs/COMMANDS.md"
+    lines = doc.read_text().splitlines()
+    # the catalog section's cog block alone, the other lines blanked (line numbers kept)
+    start = next(i for i, x in enumerate(lines) if "hardware show h100 --format json | jq" in x)
+    start = max(i for i in range(start) if lines[i].startswith("<!-- [[[cog"))
+    end = next(i for i in range(start, len(lines)) if lines[i] == "<!-- [[[end]]] -->")
+    text = "\n".join(x if start <= i <= end else "" for i, x in enumerate(lines)) + "\n"
+    assert docgen.stale(doc, text) == []  # current as shipped
+
+    scratch = tmp_path / "catalog"
+    scratch.mkdir()
+    src = (ROOT / "hardware/nvidia-h100-sxm.yaml").read_text()
+    assert "bandwidth_tb_s: 3.35," in src
+    (scratch / "h100.yaml").write_text(
+        src.replace("bandwidth_tb_s: 3.35,", "bandwidth_tb_s: 4.00,")
+    )
+    monkeypatch.setenv("ROOFLINE_CATALOG", str(scratch))
+    problems = docgen.stale(doc, text)
+    ridge_line = max(  # the generated line (the last mention: the first is the block's code)
+        i for i, x in enumerate(lines) if "jq '.hardware.ridge_flops_per_byte.bf16'" in x
+    )
+    named = [p for p in problems if p.startswith(f"docs/COMMANDS.md:{ridge_line + 1}:")]
+    assert named, problems
+    assert "295.37" in named[0] and "247.38" in named[0], named[0]
+
+
+def test_images_are_regenerated_not_compared(tmp_path, monkeypatch):
+    """`make docs` (DOCGEN_IMAGES=1) copies a chart into place; the test compares only text."""
+    monkeypatch.setattr(docgen, "ROOT", tmp_path)
+    (tmp_path / "docs").mkdir()
+    cmd = "roofline plot llama-3.1-8b h100 --batch 8 --prompt 4k -o chart.svg"
+    monkeypatch.delenv("DOCGEN_IMAGES", raising=False)
+    docgen.image(cmd, "docs/chart.svg")
+    assert not (tmp_path / "docs/chart.svg").exists()
+    monkeypatch.setenv("DOCGEN_IMAGES", "1")
+    docgen.image(cmd, "docs/chart.svg")
+    assert (tmp_path / "docs/chart.svg").read_text().startswith("<?xml")
+
+
+def test_a_reversed_relation_stops_generation(tmp_path):
+    """A block whose prose states a relation asserts it: generation fails, it does not print."""
+    doc = tmp_path / "x.md"
+    doc.write_text(
+        "<!-- [[[cog\n"
+        'ideal = data("roofline analyze llama-3.1-8b h100")["ideal"]["tpot_s"]\n'
+        'expected = data("roofline analyze llama-3.1-8b h100")["expected"]["tpot_s"]\n'
+        "assert expected < ideal  # the false claim: expected faster than the speed of light\n"
+        'print("expected beats ideal")\n'
+        "]]] -->\n<!-- [[[end]]] -->\n"
+    )
+    with pytest.raises(Exception, match="assert expected < ideal"):
+        docgen.stale(doc)
+    shutil.rmtree(tmp_path)
