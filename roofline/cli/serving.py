@@ -336,7 +336,7 @@ def disagg(
             topt.slo(slo_ttft, slo_tpot, slo_pct),
             kv_link,
             ideal,
-            _pool_split(pools),
+            topt.pool_split(pools),
         )
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
@@ -344,19 +344,6 @@ def disagg(
         render.disagg_table(doc)
         if rate is not None:
             render.disagg_traffic_table(doc)
-
-
-def _pool_split(spec: str | None) -> tuple[int, int] | None:
-    """'14:4' -> (14, 4): prefill and decode replicas of one disaggregated unit."""
-    if spec is None:
-        return None
-    p, sep, d = spec.partition(":")
-    if not (sep and p.strip().isdigit() and d.strip().isdigit()):
-        raise InputError(f"--pools: use P:D, prefill:decode replicas, e.g. 14:4 (got {spec!r})")
-    n_p, n_d = int(p), int(d)
-    if not (1 <= n_p <= 1024 and 1 <= n_d <= 1024):
-        raise InputError(f"--pools: each pool has 1 to 1024 replicas, got {spec}")
-    return n_p, n_d
 
 
 def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal, shape):

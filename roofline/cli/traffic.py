@@ -334,15 +334,26 @@ def size(
         float,
         typer.Option(help="share of each replica's capacity left unused (0.1: size to 90%)"),
     ] = HEADROOM,
+    scale_out: opt.ScaleOut = opt.SCALE_OUT,
+    pools: Annotated[
+        str | None,
+        typer.Option(
+            "--pools",
+            help="with --disagg: the pool split P:D of one unit (e.g. 3:1); default: searched",
+        ),
+    ] = None,
     fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Deployments that meet the SLOs at a rate, with cost.
 
-    Searches accelerators x layouts (TP 1-8, PP 2 only if needed, EP = TP for MoE) x replicas:
-    a replica's capacity (its highest rate whose p-th percentile TTFT and TPOT meet the SLOs, or
-    its saturation rate without SLOs) x (1 - --headroom) sets the replica count. Prints GPUs,
-    $/hour, $/million output tokens, J/token and the frontier of tokens/s per GPU against
-    tokens/s per user; the cheapest (or --minimize gpus) is marked best.
+    Searches accelerators x layouts (TP, PP, EP and attention-DP from the enumerator plan uses,
+    one replica within a node or across up to four over --scale-out; the few that plan's
+    estimate says could win are simulated) x replicas: a replica's capacity (its highest rate
+    whose p-th percentile TTFT and TPOT meet the SLOs, or its saturation rate without SLOs)
+    x (1 - --headroom) sets the replica count. Prints GPUs, $/hour, $/million output tokens,
+    J/token and the frontier of tokens/s per GPU against tokens/s per user; the cheapest (or
+    --minimize gpus) is marked best, with what sets its replica count and the engine's launch
+    line (flags: hardware/engine_flags.yaml).
     Example: roofline size llama-3.1-70b --rate 10 --hardware h100,h200,b200,mi300x
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     if rate is None:
@@ -370,12 +381,22 @@ def size(
     )
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
-    rows = size_core(m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom)
+    net = cat.tier(scale_out)
+    if net.kind != "network":
+        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
+    if pools is not None and not disagg:
+        raise InputError("--pools splits a disaggregated unit: give --disagg too")
+    rows = size_core(
+        m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom, scale_out=net
+    )
     if disagg:
         from roofline.serving.disagg import KvLink
         from roofline.serving.size import rank, size_disaggregated
 
-        extra = size_disaggregated(m, hws, base, eng, w, slo, prices, KvLink(cat.tier(link)), seed)
+        extra = size_disaggregated(
+            m, hws, base, eng, w, slo, prices, KvLink(cat.tier(link)), seed,
+            net, topt.pool_split(pools),
+        )  # fmt: skip
         rows = rank(rows + extra, minimize)
     deployments = []
     for d in rows:
@@ -398,6 +419,13 @@ def size(
                 "saturation_rate_per_replica": d.saturation_rate_per_replica,
                 "sized_on": d.basis,
                 "binding": d.binding,
+                "attention_dp": d.attention_dp,
+                "layout": d.layout,
+                "nodes": d.nodes,
+                "max_seqs": d.max_seqs,
+                "max_batched_tokens": d.max_batched_tokens,
+                "redundant_experts": d.redundant_experts,
+                "constraint": d.constraint,
                 "cost_per_hour": d.cost_per_hour,
                 "cost_per_million_output_tokens": d.cost_per_million_output_tokens,
                 "joules_per_output_token": d.joules_per_output_token,
@@ -420,6 +448,8 @@ def size(
         "disaggregated": disagg,
         "link": cat.tier(link).id if disagg else None,
         "headroom": headroom,
+        "scale_out": net.id,
+        "pools": pools,
         "sized_on": "SLO capacity" if slo.ttft_s or slo.tpot_s else "saturation",
         "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
         " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
@@ -429,6 +459,8 @@ def size(
         "energy_assumption": ENERGY_ASSUMPTION,
     }
     best = next((d for d in deployments if d["best"]), None)
+    if best is not None:
+        best["launch"] = _launch(m, eng, best, w, base)
     doc = render.document("size", inputs, best=best, deployments=deployments)
     flat = [{k: v for k, v in d.items() if k not in ("expected", "ideal")} for d in deployments]
     for f, d in zip(flat, deployments, strict=True):
@@ -439,6 +471,39 @@ def size(
             "output_tokens_per_s_per_gpu"
         )
     render.emit(doc, fmt, flat, render.size_table)
+
+
+def _launch(m, eng, d: dict[str, Any], w, base) -> dict[str, Any] | None:
+    """The best deployment's launch line on the engine it was sized for (roofline.launch)."""
+    from roofline.launch import ENGINES, LaunchSpec, launch, model_path
+
+    if eng.name not in ENGINES or d.get("prefill_replicas"):
+        return None
+    spec = LaunchSpec(
+        model_path(m.id, m.source),
+        d["tp"],
+        d["pp"],
+        d["ep"],
+        d["attention_dp"],
+        d["redundant_experts"],
+        d["max_seqs"] or None,
+        d["max_batched_tokens"] or None,
+        int(w.prompts.max() + w.outputs.max()),
+        eng.memory_fraction,
+        base.weights.name,
+        base.kv.name,
+        d["nodes"],
+    )
+    x = launch(eng.name, spec)
+    if not x.argv:
+        return {"engine": x.engine, "version": x.version, "argv": None, "note": x.note}
+    return {
+        "engine": x.engine,
+        "version": x.version,
+        "argv": list(x.argv),
+        "options_file": x.options or None,
+        "note": x.note,
+    }
 
 
 __all__ = ["serve", "size"]
