@@ -2,6 +2,7 @@
 goodput, saturation) and `size` (accelerators x layouts x replicas that meet the SLOs at a rate,
 with cost). Metric names: docs/METRICS.md."""
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +14,7 @@ from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.errors import InputError
+from roofline.layout import node_gpus
 from roofline.memory import engine
 from roofline.serving.cost import (
     ENERGY_ASSUMPTION,
@@ -142,6 +144,11 @@ def serve(
     ep: opt.Ep = 1,
     dp: opt.Dp = 1,
     gpus: opt.Gpus = None,
+    attention_dp: opt.AttentionDp = 1,
+    microbatches: opt.Microbatches = None,
+    nodes: opt.Nodes = None,
+    cross_node_tp: opt.CrossNodeTp = False,
+    scale_out: opt.ScaleOut = opt.SCALE_OUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     prompt: opt.Prompt = opt.PROMPT,
@@ -196,6 +203,18 @@ def serve(
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
     opt.check_formats(dep, hw)
     n_gpus, n_rep = opt.replicas(dep, gpus, dp)
+    # the layout options plan takes, checked by the same rules (roofline.layout); the
+    # collectives' links are the layout's once a replica leaves its node's defaults
+    lay, laid = opt.layout(
+        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
+    )
+    spans = nodes is not None or cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
+    dep = replace(
+        dep,
+        attention_dp=attention_dp,
+        microbatches=microbatches,
+        links=laid.links if spans else None,
+    )
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     timed = arrivals is not None or (prompt_dist or "").endswith(".jsonl")
     if (rate is None) == (concurrency is None) and not timed:
@@ -257,6 +276,7 @@ def serve(
         "ep": dep.ep,
         "dp": n_rep,
         "gpus": n_gpus,
+        **opt.layout_json(lay, laid),
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         **base.description,

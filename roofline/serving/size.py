@@ -318,7 +318,7 @@ def rank(rows: list[Sized], minimize: str) -> list[Sized]:
 def describe(dep: Deployment) -> str:
     """A replica's layout as `plan` names it, without the DP (replicas are counted apart)."""
     lay = Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, dep.microbatches)
-    return lay.describe().removesuffix(" DP1")
+    return lay.describe().removesuffix(" DP1").replace(" PP1", "")
 
 
 def redundant_experts(model: ModelArch, dep: Deployment) -> int:
