@@ -137,7 +137,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
 @table_output
 def size_table(doc: Mapping[str, Any], con: Console) -> None:
     i, deps = doc["inputs"], doc["deployments"]
-    rows, misses = [], []
+    rows, misses, pruned = [], [], []
     for d in deps:
         mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
         layout = _layout(d)
@@ -145,7 +145,10 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             layout += f" {d['prefill_replicas']}P{d['decode_replicas']}D"
         name = f"{_short(d['hardware'])} {layout}"
         if not d["meets_slo"]:
-            misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")
+            if d["note"].startswith("not searched"):
+                pruned.append(name)
+            else:
+                misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")
             continue
         e = d["expected"]
         rows.append(
@@ -196,11 +199,18 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         say(con, "no deployment meets the SLOs")
     for line in misses:
         say(con, line)
+    if pruned:
+        what = "GPUs" if i["minimize"] == "gpus" else "cost"
+        say(
+            con,
+            f"not searched (even at their rate bound no better {what} than the best): "
+            + ", ".join(pruned),
+        )
     launch = (best or {}).get("launch")
     if launch:
         say(con, f"launch ({launch['version']}):")
         if launch.get("argv"):
-            for line in wrap_command(launch["argv"]):
+            for line in wrap_command(launch["argv"], min(con.width, 80)):
                 con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
         if launch.get("options_file"):
             say(con, f"  extra_llm_api_options.yaml: {launch['options_file']}")
