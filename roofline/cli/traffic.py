@@ -479,8 +479,8 @@ def size(
         "energy_assumption": ENERGY_ASSUMPTION,
     }
     best = next((d for d in deployments if d["best"]), None)
-    if best is not None:
-        best["launch"] = _launch(m, eng, best, w, base)
+    if best is not None:  # the launch line belongs to the answer, not to every row
+        best = {**best, "launch": _launch(m, eng, best, w, base)}
     doc = render.document("size", inputs, best=best, deployments=deployments)
     flat = [{k: v for k, v in d.items() if k not in ("expected", "ideal")} for d in deployments]
     for f, d in zip(flat, deployments, strict=True):

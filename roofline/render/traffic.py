@@ -206,7 +206,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             f"not searched (even at their rate bound no better {what} than the best): "
             + ", ".join(pruned),
         )
-    launch = (best or {}).get("launch")
+    launch = (doc.get("best") or {}).get("launch")
     if launch:
         say(con, f"launch ({launch['version']}):")
         if launch.get("argv"):
