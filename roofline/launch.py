@@ -160,6 +160,49 @@ def launch(engine: str, spec: LaunchSpec) -> Launch:
     return Launch(engine, t["version"], tuple(argv), options, "; ".join(n for n in notes if n))
 
 
+def launch_spec(
+    model_id: str,
+    source: str,
+    row: dict[str, Any],
+    max_model_len: int,
+    memory_fraction: float,
+    weights: str,
+    kv_dtype: str,
+) -> LaunchSpec:
+    """The spec of one sized deployment (a row of size's JSON: tp, pp, ep, attention_dp,
+    redundant_experts, max_seqs, max_batched_tokens per rank, nodes)."""
+    return LaunchSpec(
+        model_path(model_id, source),
+        row["tp"],
+        row["pp"],
+        row["ep"],
+        row["attention_dp"],
+        row["redundant_experts"],
+        row["max_seqs"] or None,
+        row["max_batched_tokens"] or None,
+        max_model_len,
+        memory_fraction,
+        weights,
+        kv_dtype,
+        row["nodes"],
+    )
+
+
+def launch_json(engine: str, spec: LaunchSpec, disaggregated: bool = False) -> dict | None:
+    """size's `launch`: {engine, version, argv, options_file, note}; None for an engine
+    without launch flags or a disaggregated deployment (two pools, two commands)."""
+    if engine not in ENGINES or disaggregated:
+        return None
+    x = launch(engine, spec)
+    return {
+        "engine": x.engine,
+        "version": x.version,
+        "argv": list(x.argv) or None,
+        "options_file": x.options or None,
+        "note": x.note,
+    }
+
+
 def model_path(model_id: str, source: str) -> str:
     """The checkpoint a launch line names: the Hugging Face repository that opens the catalog
     entry's `source` (e.g. "deepseek-ai/DeepSeek-R1 config.json"), else the catalog id."""

@@ -14,6 +14,7 @@ from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.errors import InputError
+from roofline.launch import launch_json, launch_spec
 from roofline.layout import node_gpus
 from roofline.memory import engine
 from roofline.serving.cost import (
@@ -480,7 +481,9 @@ def size(
     }
     best = next((d for d in deployments if d["best"]), None)
     if best is not None:  # the launch line belongs to the answer, not to every row
-        best = {**best, "launch": _launch(m, eng, best, w, base)}
+        spec = launch_spec(m.id, m.source, best, int(w.prompts.max() + w.outputs.max()),
+                           eng.memory_fraction, base.weights.name, base.kv.name)  # fmt: skip
+        best = {**best, "launch": launch_json(eng.name, spec, bool(best["prefill_replicas"]))}
     doc = render.document("size", inputs, best=best, deployments=deployments)
     flat = [{k: v for k, v in d.items() if k not in ("expected", "ideal")} for d in deployments]
     for f, d in zip(flat, deployments, strict=True):
@@ -491,39 +494,6 @@ def size(
             "output_tokens_per_s_per_gpu"
         )
     render.emit(doc, fmt, flat, render.size_table)
-
-
-def _launch(m, eng, d: dict[str, Any], w, base) -> dict[str, Any] | None:
-    """The best deployment's launch line on the engine it was sized for (roofline.launch)."""
-    from roofline.launch import ENGINES, LaunchSpec, launch, model_path
-
-    if eng.name not in ENGINES or d.get("prefill_replicas"):
-        return None
-    spec = LaunchSpec(
-        model_path(m.id, m.source),
-        d["tp"],
-        d["pp"],
-        d["ep"],
-        d["attention_dp"],
-        d["redundant_experts"],
-        d["max_seqs"] or None,
-        d["max_batched_tokens"] or None,
-        int(w.prompts.max() + w.outputs.max()),
-        eng.memory_fraction,
-        base.weights.name,
-        base.kv.name,
-        d["nodes"],
-    )
-    x = launch(eng.name, spec)
-    if not x.argv:
-        return {"engine": x.engine, "version": x.version, "argv": None, "note": x.note}
-    return {
-        "engine": x.engine,
-        "version": x.version,
-        "argv": list(x.argv),
-        "options_file": x.options or None,
-        "note": x.note,
-    }
 
 
 __all__ = ["serve", "size"]
