@@ -127,3 +127,17 @@ def test_size_prints_the_launch_line(run):
     # a shell command: every line but the last continues with a backslash
     body = [x for x in lines[start + 1 :] if x.startswith("  ")]
     assert all(x.endswith(" \\") for x in body[:-1]) and not body[-1].endswith("\\")
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (("serve", "llama-3.1-8b", "h100", "--tp", "2", "--attention-dp", "2", "--rate", "1"),
+         "needs a mixture-of-experts"),
+        (("size", "llama-3.1-8b", "--rate", "1", "--pools", "3:1"), "give --disagg"),
+        (("size", "llama-3.1-8b", "--rate", "1", "--scale-out", "nvlink5"), "not a network"),
+    ],
+)  # fmt: skip
+def test_layout_options_refuse_in_one_line(run, args, says):
+    r = run(*args)
+    assert r.code == 2 and says in r.stderr and r.stdout == ""
