@@ -204,8 +204,7 @@ def serve(
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
     opt.check_formats(dep, hw)
     n_gpus, n_rep = opt.replicas(dep, gpus, dp)
-    # the layout options plan takes, checked by the same rules (roofline.layout); the
-    # collectives' links are the layout's once a replica leaves its node's defaults
+    # plan's layout options and rules; the layout's links once a replica leaves its node
     lay, laid = opt.layout(
         cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )
@@ -447,6 +446,7 @@ def size(
                 "max_batched_tokens": d.max_batched_tokens,
                 "redundant_experts": d.redundant_experts,
                 "constraint": d.constraint,
+                "launch": None,
                 "cost_per_hour": d.cost_per_hour,
                 "cost_per_million_output_tokens": d.cost_per_million_output_tokens,
                 "joules_per_output_token": d.joules_per_output_token,
@@ -480,12 +480,13 @@ def size(
         "energy_assumption": ENERGY_ASSUMPTION,
     }
     best = next((d for d in deployments if d["best"]), None)
-    if best is not None:  # the launch line belongs to the answer, not to every row
+    if best is not None:  # the answer's launch line (its row is the answer; null elsewhere)
         spec = launch_spec(m.id, m.source, best, int(w.prompts.max() + w.outputs.max()),
                            eng.memory_fraction, base.weights.name, base.kv.name)  # fmt: skip
-        best = {**best, "launch": launch_json(eng.name, spec, bool(best["prefill_replicas"]))}
+        best["launch"] = launch_json(eng.name, spec, bool(best["prefill_replicas"]))
     doc = render.document("size", inputs, best=best, deployments=deployments)
-    flat = [{k: v for k, v in d.items() if k not in ("expected", "ideal")} for d in deployments]
+    drop = ("expected", "ideal", "launch")
+    flat = [{k: v for k, v in d.items() if k not in drop} for d in deployments]
     for f, d in zip(flat, deployments, strict=True):
         e = d["expected"] or {}
         f["ttft_p99_s"] = (e.get("ttft_s") or {}).get("p99")
