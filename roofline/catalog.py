@@ -84,8 +84,8 @@ class Catalog:
             raise CatalogError(f"{directory}: catalog directory does not exist")
         seen: dict[str, Path] = {}
         for path in _yaml_files(directory):
-            if path.name == PRICES_FILE:
-                continue  # read by load_prices
+            if path.name in (PRICES_FILE, ENGINE_FLAGS_FILE):
+                continue  # read by load_prices, and by roofline.launch
             try:
                 sections = _load_file_cached(path, problems)
             except CatalogError as exc:
@@ -353,6 +353,7 @@ def validate_dirs(dirs: Iterable[Path]) -> list[str]:
 
 # ---- prices, power and serving traces (roofline.serving) -----------------------------------
 PRICES_FILE = "prices.yaml"
+ENGINE_FLAGS_FILE = "engine_flags.yaml"  # the engines' launch flags (roofline.launch)
 _OFFER_KEYS = {
     "cloud": (str, True),
     "usd_per_gpu_hour": (NUM, True),

@@ -14,8 +14,10 @@ Vocabulary (vLLM / SGLang / Megatron-LM):
 
 Validation raises InputError with one line: heads must split over the attention TP group (query
 heads divisible by it; KV heads divisible by it, or it a multiple of the KV heads, which are then
-replicated), EP divides the routed experts and TP, PP <= layers, and every all-reduce group sits
-inside one node (scale-up domain, or a PCIe server) unless cross-node TP is asked for.
+replicated), EP divides TP and is at most the routed experts, PP <= layers, and every all-reduce
+group sits inside one node (scale-up domain, or a PCIe server) unless cross-node TP is asked for.
+An EP degree that does not divide the routed experts runs with redundant expert slots (DeepSeek's
+EPLB: expert_slots).
 """
 
 from __future__ import annotations
@@ -92,6 +94,15 @@ class Layout:
             parts.append(f"ADP{self.attention_dp}")
         parts.append(f"DP{self.dp}")
         return " ".join(parts)
+
+
+def expert_slots(n_experts: int, ep: int) -> int:
+    """Routed-expert slots over `ep` ranks: the experts themselves when EP divides them, else
+    the fewest that do, ceil(E / EP) per rank, the extra ones holding redundant copies of busy
+    experts (DeepSeek-V3 report §3.4 and its EPLB: e.g. EP72 with 288 slots for 256 experts)."""
+    if ep <= 1 or n_experts <= 0:
+        return n_experts
+    return -(-n_experts // ep) * ep
 
 
 def default_microbatches(pp: int) -> int:
@@ -175,8 +186,8 @@ def _check(name: str, value: int) -> None:
 
 def check_shape(model: ModelArch, tp: int, pp: int = 1, ep: int = 1, attention_dp: int = 1) -> None:
     """The model-only rules, checked wherever a step is built (every command): heads split over
-    the attention TP group, KV heads divide it or are divided by it, PP <= layers, EP divides the
-    routed experts and TP."""
+    the attention TP group, KV heads divide it or are divided by it, PP <= layers, EP divides TP
+    and is at most the routed experts (redundant slots where it does not divide them)."""
     layout = Layout(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp)
     if layout.pp > model.num_hidden_layers:
         raise InputError(
@@ -202,10 +213,10 @@ def check_shape(model: ModelArch, tp: int, pp: int = 1, ep: int = 1, attention_d
             raise InputError(
                 f"--ep {layout.ep} needs a mixture-of-experts model; {model.id} is dense"
             )
-        if model.n_routed_experts % layout.ep:
+        if layout.ep > model.n_routed_experts:
             raise InputError(
-                f"--ep {layout.ep} does not divide {model.id}'s {model.n_routed_experts} routed "
-                "experts"
+                f"--ep {layout.ep} exceeds {model.id}'s {model.n_routed_experts} routed experts: "
+                "every EP rank needs at least one"
             )
     if layout.tp % layout.ep:
         raise InputError(
@@ -380,20 +391,32 @@ def candidate_layouts(
     cross_node_tp: bool = False,
     max_tp: int | None = None,
     microbatch_factors: tuple[int, ...] = (1, 2),
+    every_degree: bool = False,
+    dp: int | None = None,
 ) -> list[Layout]:
-    """Every layout of `gpus` GPUs the rules accept: TP x PP x DP = gpus; EP over a divisor of TP
-    that divides the routed experts; attention-DP (with EP = TP) for MoE models; micro-batches
-    m = factor x PP under PP."""
+    """Every layout of `gpus` GPUs the rules accept: TP x PP x DP = gpus; for MoE models EP off
+    or over the whole stage (vLLM's --enable-expert-parallel, SGLang's --ep-size = --tp), with
+    redundant expert slots where it does not divide the routed experts (expert_slots), and
+    attention-DP (with EP = TP) off or one group per GPU (DeepSeek-V3's layout); micro-batches
+    m = factor x PP under PP. `every_degree`: also EP over every divisor of TP and attention-DP
+    over every divisor of TP (attention TP groups of several GPUs). `dp`: only layouts of that
+    many replicas (size searches one replica, dp = 1)."""
     out = []
+    e = model.n_routed_experts if model.is_moe else 0
     for tp in divisors(gpus):
         if max_tp is not None and tp > max_tp:
             continue
         for pp in divisors(gpus // tp):
-            # EP off, or over the whole stage (vLLM's --enable-expert-parallel, SGLang's
-            # --ep-size = --tp); attention-DP off or one group per GPU (DeepSeek-V3's layout)
-            eps = [1, tp] if model.is_moe and tp > 1 and model.n_routed_experts % tp == 0 else [1]
+            if dp is not None and gpus // (tp * pp) != dp:
+                continue
+            if e and tp > 1:
+                eps = [d for d in divisors(tp) if d > 1] if every_degree else [tp]
+                eps = [1] + [d for d in eps if d <= e]
+            else:
+                eps = [1]
             for ep in eps:
-                for adp in [1, tp] if ep == tp > 1 else [1]:
+                adps = (divisors(tp) if every_degree else [1, tp]) if ep == tp > 1 else [1]
+                for adp in adps:
                     factors = microbatch_factors if pp > 1 else (1,)
                     for f in dict.fromkeys(factors):
                         lay = Layout(

@@ -34,6 +34,7 @@ from roofline.layout import (
     Stage,
     check_shape,
     expert_load_imbalance,
+    expert_slots,
     stages,
 )
 from roofline.memo import cached_by_identity
@@ -142,9 +143,11 @@ def attention_matmuls(model: ModelArch, tp: int) -> list[tuple[str, float, float
 def stage_weight_bytes(model: ModelArch, dep: Deployment, stage: Stage) -> float:
     """Weight bytes one GPU of a stage stores, the single accounting the memory plan and the
     step time share: attention and dense FFN over the attention TP group (replicated parts
-    whole), routed experts E/EP per rank each over TP/EP (= E·P/TP), shared experts over the
-    attention TP group, router and norms replicated, embedding (first stage) and head (last
-    stage) vocab-parallel over TP; a tied embedding is stored on both end stages under PP."""
+    whole), routed experts E/EP per rank each over TP/EP (= E·P/TP; E the expert slots, with
+    redundant ones where EP does not divide the experts: layout.expert_slots), shared experts
+    over the attention TP group, router and norms replicated, embedding (first stage) and head
+    (last stage) vocab-parallel over TP; a tied embedding is stored on both end stages under
+    PP."""
     m, atp, tp = model, dep.attention_tp, dep.tp
     b_w, b_o, b_d = dep.linear_bits / 8.0, dep.other_bits / 8.0, dep.dense_bits / 8.0
     attn = sum(p for _, p, _, _ in attention_matmuls(m, atp)) * b_d
@@ -153,7 +156,8 @@ def stage_weight_bytes(model: ModelArch, dep: Deployment, stage: Stage) -> float
     for g in stage.groups:
         if g.moe:
             ffn = (
-                m.n_routed_experts * m.expert_params / tp * b_w + m.shared_expert_params / atp * b_d
+                expert_slots(m.n_routed_experts, dep.ep) * m.expert_params / tp * b_w
+                + m.shared_expert_params / atp * b_d
             )
             ffn += m.router_params * b_o
         else:
@@ -315,7 +319,8 @@ class _Builder:
             self.matmul("mlp", g.count, m.dense_mlp_params / atp, d, m.ffn_matrices * f / atp, tr)
             self.allreduce("tp.allreduce(mlp)", g.count, tr)
             return
-        e, k, ep = m.n_routed_experts, m.num_experts_per_tok, self.dep.ep
+        # routing over the expert slots (redundant copies share their expert's tokens: EPLB)
+        e, k, ep = expert_slots(m.n_routed_experts, self.dep.ep), m.num_experts_per_tok, self.dep.ep
         self.add(
             "moe.router",
             "matmul",

@@ -16,6 +16,7 @@ from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
+from roofline.layout import Layout, validate
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
@@ -191,6 +192,8 @@ def disagg(
     decode_hardware: Annotated[str, typer.Option("--decode", help="decode accelerator")],
     prefill_tp: Annotated[int, typer.Option(help="TP of a prefill replica")] = 1,
     decode_tp: Annotated[int, typer.Option(help="TP of a decode replica")] = 1,
+    prefill_pp: Annotated[int, typer.Option(help="PP stages of a prefill replica")] = 1,
+    decode_pp: Annotated[int, typer.Option(help="PP stages of a decode replica")] = 1,
     prefill_ep: Annotated[int, typer.Option(help="EP of a prefill replica (divides its TP)")] = 1,
     decode_ep: Annotated[int, typer.Option(help="EP of a decode replica (divides its TP)")] = 1,
     prefill_attention_dp: Annotated[
@@ -255,19 +258,26 @@ def disagg(
         cat.tier(link),
     )
     p_dep = replace(
-        opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, prefill_tp, ep=prefill_ep, model=m),
+        opt.deployment(
+            weights, kv_dtype, opt.ACT_DTYPE, prefill_tp, prefill_pp, ep=prefill_ep, model=m
+        ),
         attention_dp=prefill_attention_dp,
     )
     d_dep = replace(
-        opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, decode_tp, ep=decode_ep, model=m),
+        opt.deployment(
+            weights, kv_dtype, opt.ACT_DTYPE, decode_tp, decode_pp, ep=decode_ep, model=m
+        ),
         attention_dp=decode_attention_dp,
     )
     kv_link = KvLink(
         tier, link_efficiency, parse_seconds(transfer_overhead, "--transfer-overhead"), layerwise
     )
     b, s, o = opt.batch(batch), opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
+    net = tier if tier.kind == "network" else None
     for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
         opt.check_formats(dep, hw)
+        # the layout rules plan and serve apply (a pool spanning nodes uses --link between them)
+        validate(Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, scale_out=net), m, hw)
         plan = plan_memory(m, hw, dep, engine(engine_name, hw))
         if not plan.weights_fit:
             raise opt.not_fit(m, hw, dep, plan)
@@ -298,6 +308,8 @@ def disagg(
         "decode_hardware": d_hw.id,
         "prefill_tp": p_dep.tp,
         "decode_tp": d_dep.tp,
+        "prefill_pp": p_dep.pp,
+        "decode_pp": d_dep.pp,
         "prefill_ep": p_dep.ep,
         "decode_ep": d_dep.ep,
         "prefill_attention_dp": p_dep.attention_dp,
@@ -342,7 +354,7 @@ def disagg(
             topt.slo(slo_ttft, slo_tpot, slo_pct),
             kv_link,
             ideal,
-            _pool_split(pools),
+            topt.pool_split(pools),
         )
 
     def tables(d: dict[str, Any]) -> None:
@@ -351,19 +363,6 @@ def disagg(
             render.disagg_traffic_table(d)
 
     pub.publish(doc, fmt, [], tables, out)
-
-
-def _pool_split(spec: str | None) -> tuple[int, int] | None:
-    """'14:4' -> (14, 4): prefill and decode replicas of one disaggregated unit."""
-    if spec is None:
-        return None
-    p, sep, d = spec.partition(":")
-    if not (sep and p.strip().isdigit() and d.strip().isdigit()):
-        raise InputError(f"--pools: use P:D, prefill:decode replicas, e.g. 14:4 (got {spec!r})")
-    n_p, n_d = int(p), int(d)
-    if not (1 <= n_p <= 1024 and 1 <= n_d <= 1024):
-        raise InputError(f"--pools: each pool has 1 to 1024 replicas, got {spec}")
-    return n_p, n_d
 
 
 def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal, shape):

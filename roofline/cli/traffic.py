@@ -2,6 +2,7 @@
 goodput, saturation) and `size` (accelerators x layouts x replicas that meet the SLOs at a rate,
 with cost). Metric names: docs/METRICS.md."""
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,8 +15,10 @@ from roofline.cli import publish as pub
 from roofline.cli import spec_options as sopt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
-from roofline.cli.traffic_json import metrics_json, saturation_json
+from roofline.cli.traffic_json import SERVE_BANDS, metrics_json, saturation_json, sized_json
 from roofline.errors import InputError
+from roofline.launch import launch_json, launch_spec
+from roofline.layout import node_gpus
 from roofline.memory import engine
 from roofline.serving.cost import ENERGY_ASSUMPTION
 from roofline.serving.search import replica_capacity, slo_requests
@@ -41,22 +44,6 @@ Tokenizer = Annotated[
         help="the API server's detokenizer: fast, or slow (e.g. vLLM --tokenizer-mode mistral)",
     ),
 ]
-# the bands of serve's and size's expected figures (roofline/bands.py): band -> the keys it
-# applies to (under each point's or deployment's "expected", or the document's)
-SERVE_BANDS = {
-    "ttft_p50": ["ttft_s.p50"],
-    "ttft_p99": ["ttft_s.p99"],
-    "tpot_p50": ["tpot_s.p50"],
-    "tpot_p99": ["tpot_s.p99"],
-    "e2e_p50": ["e2e_s.p50"],
-    "throughput": [
-        "throughput.requests_per_s",
-        "throughput.output_tokens_per_s",
-        "throughput.output_tokens_per_s_per_gpu",
-    ],
-    "saturation": ["saturation_rate.expected", "saturation_rate_per_replica"],
-    "cost_per_million_output_tokens": ["cost_per_million_output_tokens"],
-}
 SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serve)
 SIZE_HARDWARE = "h100,h200,b200,mi300x"
 
@@ -82,6 +69,11 @@ def serve(
     ep: opt.Ep = 1,
     dp: opt.Dp = 1,
     gpus: opt.Gpus = None,
+    attention_dp: opt.AttentionDp = 1,
+    microbatches: opt.Microbatches = None,
+    nodes: opt.Nodes = None,
+    cross_node_tp: opt.CrossNodeTp = False,
+    scale_out: opt.ScaleOut = opt.SCALE_OUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     prompt: opt.Prompt = opt.PROMPT,
@@ -152,6 +144,17 @@ def serve(
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
     opt.check_formats(dep, hw)
     n_gpus, n_rep = opt.replicas(dep, gpus, dp)
+    # plan's layout options and rules; the layout's links once a replica leaves its node
+    lay, laid = opt.layout(
+        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
+    )
+    spans = nodes is not None or cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
+    dep = replace(
+        dep,
+        attention_dp=attention_dp,
+        microbatches=microbatches,
+        links=laid.links if spans else None,
+    )
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     timed = arrivals is not None or (prompt_dist or "").endswith(".jsonl")
     if (rate is None) == (concurrency is None) and not timed:
@@ -221,6 +224,7 @@ def serve(
         "ep": dep.ep,
         "dp": n_rep,
         "gpus": n_gpus,
+        **opt.layout_json(lay, laid),
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         **base.description,
@@ -326,6 +330,14 @@ def size(
         float,
         typer.Option(help="share of each replica's capacity left unused (0.1: size to 90%)"),
     ] = HEADROOM,
+    scale_out: opt.ScaleOut = opt.SCALE_OUT,
+    pools: Annotated[
+        str | None,
+        typer.Option(
+            "--pools",
+            help="with --disagg: the pool split P:D of one unit (e.g. 3:1); default: searched",
+        ),
+    ] = None,
     traffic_curve: topt.TrafficCurve = None,
     scale_up_delay: topt.ScaleUpDelay = None,
     out: topt.SizeOut = None,
@@ -333,11 +345,14 @@ def size(
 ) -> None:
     """Deployments that meet the SLOs at a rate, with cost.
 
-    Searches accelerators x layouts (TP 1-8, PP 2 only if needed, EP = TP for MoE) x replicas:
-    a replica's capacity (its highest rate whose p-th percentile TTFT and TPOT meet the SLOs, or
-    its saturation rate without SLOs) x (1 - --headroom) sets the replica count. Prints GPUs,
-    $/hour, $/million output tokens, J/token and the frontier of tokens/s per GPU against
-    tokens/s per user; the cheapest (or --minimize gpus) is marked best.
+    Searches accelerators x layouts (TP, PP, EP and attention-DP from the enumerator plan uses,
+    one replica within a node or across up to four over --scale-out; the few that plan's
+    estimate says could win are simulated) x replicas: a replica's capacity (its highest rate
+    whose p-th percentile TTFT and TPOT meet the SLOs, or its saturation rate without SLOs)
+    x (1 - --headroom) sets the replica count. Prints GPUs, $/hour, $/million output tokens,
+    J/token and the frontier of tokens/s per GPU against tokens/s per user; the cheapest (or
+    --minimize gpus) is marked best, with what sets its replica count and the engine's launch
+    line (flags: hardware/engine_flags.yaml).
     With --traffic-curve FILE (rates per hour or minute, or an arrival log) each deployment
     sized at the curve's peak (or --rate) also gets its day: replicas per interval, GPU-hours
     and $ per day against static peak provisioning, SLO attainment; -o draws it.
@@ -395,48 +410,39 @@ def size(
     )  # fmt: skip
     if spec is not None and disagg:
         raise InputError("--disagg does not model speculative decoding: drop --drafter")
+    net = cat.tier(scale_out)
+    if net.kind != "network":
+        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
+    if pools is not None and not disagg:
+        raise InputError("--pools splits a disaggregated unit: give --disagg too")
     rows = size_core(
-        m, hws, base, eng, w, slo, prices, minimize, seed, headroom=headroom, spec=spec
+        m,
+        hws,
+        base,
+        eng,
+        w,
+        slo,
+        prices,
+        minimize,
+        seed,
+        headroom=headroom,
+        spec=spec,
+        scale_out=net,
     )
     if disagg:
         from roofline.serving.disagg import KvLink
         from roofline.serving.size import rank, size_disaggregated
 
-        extra = size_disaggregated(m, hws, base, eng, w, slo, prices, KvLink(cat.tier(link)), seed)
+        extra = size_disaggregated(
+            m, hws, base, eng, w, slo, prices, KvLink(cat.tier(link)), seed,
+            net, topt.pool_split(pools),
+        )  # fmt: skip
         rows = rank(rows + extra, minimize)
-    deployments = []
     by_id = {h.id: h for h in hws}
-    for d in rows:
-        p = prices.get(d.hardware)
-        deployments.append(
-            {
-                "hardware": d.hardware,
-                "tp": d.tp,
-                "pp": d.pp,
-                "ep": d.ep,
-                "dp": d.replicas,
-                "replicas": d.replicas,
-                "prefill_replicas": d.prefill_replicas,
-                "decode_replicas": d.decode_replicas,
-                "gpus": d.gpus,
-                "meets_slo": d.meets_slo,
-                "best": d.best,
-                "frontier": d.frontier,
-                "max_rate_per_replica": d.max_rate_per_replica,
-                "saturation_rate_per_replica": d.saturation_rate_per_replica,
-                "sized_on": d.basis,
-                "binding": d.binding,
-                "cost_per_hour": d.cost_per_hour,
-                "cost_per_million_output_tokens": d.cost_per_million_output_tokens,
-                "joules_per_output_token": d.joules_per_output_token,
-                "price_usd_per_gpu_hour": p.usd_per_gpu_hour if p else None,
-                "note": d.note,
-                **({"speculation": d.speculation} if spec is not None else {}),
-                "expected": metrics_json(d.expected, p) if d.expected else None,
-                "ideal": metrics_json(d.ideal, p) if d.ideal else None,
-                "bands": convert.bands_json(by_id[d.hardware].efficiency.family, SERVE_BANDS),
-            }
-        )
+    deployments = [
+        sized_json(d, prices.get(d.hardware), by_id[d.hardware].efficiency.family, spec is not None)
+        for d in rows
+    ]
     inputs = {
         "model": m.id,
         "hardware": [h.id for h in hws],
@@ -450,6 +456,8 @@ def size(
         "disaggregated": disagg,
         "link": cat.tier(link).id if disagg else None,
         "headroom": headroom,
+        "scale_out": net.id,
+        "pools": pools,
         "sized_on": "SLO capacity" if slo.ttft_s or slo.tpot_s else "saturation",
         "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
         " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
@@ -465,8 +473,12 @@ def size(
         args = (m, hws, base, eng, w, slo, prices, rows, deployments, curve, headroom, delay, seed)
         extra["day"] = day_cli.add_days(*args)
     best = next((d for d in deployments if d["best"]), None)
+    if best is not None:  # the answer's launch line (its row is the answer; null elsewhere)
+        line = launch_spec(m.id, m.source, best, int(w.prompts.max() + w.outputs.max()),
+                           eng.memory_fraction, base.weights.name, base.kv.name)  # fmt: skip
+        best["launch"] = launch_json(eng.name, line, bool(best["prefill_replicas"]))
     doc = render.document("size", inputs, best=best, deployments=deployments, **extra)
-    skip = ("expected", "ideal", "bands", "day")
+    skip = ("expected", "ideal", "bands", "day", "launch")
     flat = [{k: v for k, v in d.items() if k not in skip} for d in deployments]
     for f, d in zip(flat, deployments, strict=True):
         e = d["expected"] or {}

@@ -5,12 +5,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from roofline.cli.convert import bands_json
+from roofline.hardware import Price
 from roofline.serving.cost import (
     cost_per_hour,
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
 from roofline.serving.serve import ServeMetrics
+from roofline.serving.size import Sized
+
+# the bands of serve's and size's expected figures (roofline/bands.py): band -> the keys it
+# applies to (under each point's or deployment's "expected", or the document's)
+SERVE_BANDS = {
+    "ttft_p50": ["ttft_s.p50"],
+    "ttft_p99": ["ttft_s.p99"],
+    "tpot_p50": ["tpot_s.p50"],
+    "tpot_p99": ["tpot_s.p99"],
+    "e2e_p50": ["e2e_s.p50"],
+    "throughput": [
+        "throughput.requests_per_s",
+        "throughput.output_tokens_per_s",
+        "throughput.output_tokens_per_s_per_gpu",
+    ],
+    "saturation": ["saturation_rate.expected", "saturation_rate_per_replica"],
+    "cost_per_million_output_tokens": ["cost_per_million_output_tokens"],
+}
 
 
 def _pcts(p) -> dict[str, float]:
@@ -112,4 +132,43 @@ def saturation_json(cap, replicas: int) -> dict[str, Any]:
         "flops_per_request": b.flops_per_request,
         "method": "closed loop never idle, completions after warm-up and before the drain;"
         " confirmed by a Poisson run at 0.95x",
+    }
+
+
+def sized_json(d: Sized, p: Price | None, family: str | None, drafted: bool) -> dict[str, Any]:
+    """One deployment of `size` (its launch line is the answer's, set by the caller)."""
+    return {
+        "hardware": d.hardware,
+        "tp": d.tp,
+        "pp": d.pp,
+        "ep": d.ep,
+        "dp": d.replicas,
+        "replicas": d.replicas,
+        "prefill_replicas": d.prefill_replicas,
+        "decode_replicas": d.decode_replicas,
+        "gpus": d.gpus,
+        "meets_slo": d.meets_slo,
+        "best": d.best,
+        "frontier": d.frontier,
+        "max_rate_per_replica": d.max_rate_per_replica,
+        "saturation_rate_per_replica": d.saturation_rate_per_replica,
+        "sized_on": d.basis,
+        "binding": d.binding,
+        "attention_dp": d.attention_dp,
+        "layout": d.layout,
+        "nodes": d.nodes,
+        "max_seqs": d.max_seqs,
+        "max_batched_tokens": d.max_batched_tokens,
+        "redundant_experts": d.redundant_experts,
+        "constraint": d.constraint,
+        "launch": None,
+        "cost_per_hour": d.cost_per_hour,
+        "cost_per_million_output_tokens": d.cost_per_million_output_tokens,
+        "joules_per_output_token": d.joules_per_output_token,
+        "price_usd_per_gpu_hour": p.usd_per_gpu_hour if p else None,
+        "note": d.note,
+        **({"speculation": d.speculation} if drafted else {}),
+        "expected": metrics_json(d.expected, p) if d.expected else None,
+        "ideal": metrics_json(d.ideal, p) if d.ideal else None,
+        "bands": bands_json(family, SERVE_BANDS),
     }

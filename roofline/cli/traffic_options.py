@@ -287,3 +287,16 @@ def price_table(cat, spec: str | None) -> dict:
         base = table.get(hw.id)
         table[hw.id] = Price(hw.id, usd, base.board_power_w if base else None, "--price")
     return table
+
+
+def pool_split(spec: str | None) -> tuple[int, int] | None:
+    """'14:4' -> (14, 4): prefill and decode replicas of one disaggregated unit."""
+    if spec is None:
+        return None
+    p, sep, d = spec.partition(":")
+    if not (sep and p.strip().isdigit() and d.strip().isdigit()):
+        raise InputError(f"--pools: use P:D, prefill:decode replicas, e.g. 14:4 (got {spec!r})")
+    n_p, n_d = int(p), int(d)
+    if not (1 <= n_p <= 1024 and 1 <= n_d <= 1024):
+        raise InputError(f"--pools: each pool has 1 to 1024 replicas, got {spec}")
+    return n_p, n_d

@@ -178,15 +178,18 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
 @table_output
 def size_table(doc: Mapping[str, Any], con: Console) -> None:
     i, deps = doc["inputs"], doc["deployments"]
-    rows, misses = [], []
+    rows, misses, pruned = [], [], []
     for d in deps:
         mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
-        layout = f"TP{d['tp']}" + (f"PP{d['pp']}" if d["pp"] > 1 else "")
+        layout = _layout(d)
         if d.get("prefill_replicas"):
             layout += f" {d['prefill_replicas']}P{d['decode_replicas']}D"
         name = f"{_short(d['hardware'])} {layout}"
         if not d["meets_slo"]:
-            misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")
+            if d["note"].startswith("not searched"):
+                pruned.append(name)
+            else:
+                misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")
             continue
         e = d["expected"]
         rows.append(
@@ -221,8 +224,14 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             f" {best['saturation_rate_per_replica']:.3g} req/s per replica, bound by"
             f" {best['binding']}"
         )
+        if best.get("constraint"):
+            head += f"; its replica count is set by the {best['constraint']}"
+        head += (
+            f"; {best['max_seqs']:,} sequences and {best['max_batched_tokens']:,} tokens a step"
+            + (" per attention-DP rank" if best.get("attention_dp", 1) > 1 else "")
+        )
     if best is not None:
-        layout = f"TP{best['tp']}" + (f"PP{best['pp']}" if best["pp"] > 1 else "")
+        layout = _layout(best)
         say(
             con,
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
@@ -249,7 +258,55 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         say(con, "no deployment meets the SLOs")
     for line in misses:
         say(con, line)
+    if pruned:
+        what = "GPUs" if i["minimize"] == "gpus" else "cost"
+        say(
+            con,
+            f"not searched (even at their rate bound no better {what} than the best): "
+            + ", ".join(pruned),
+        )
+    launch = (doc.get("best") or {}).get("launch")
+    if launch:
+        say(con, f"launch ({launch['version']}):")
+        if launch.get("argv"):
+            for line in wrap_command(launch["argv"], min(con.width, 80)):
+                con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
+        if launch.get("options_file"):
+            say(con, f"  extra_llm_api_options.yaml: {launch['options_file']}")
+        if launch.get("note"):
+            say(con, f"  ({launch['note']})")
     say(con, f"energy: {i['energy_assumption']}")
+
+
+def _layout(d: Mapping[str, Any]) -> str:
+    """A deployment's replica layout, short: TP8, TP8 PP2, TP16 EP16 ADP16."""
+    out = f"TP{d['tp']}" + (f" PP{d['pp']}" if d["pp"] > 1 else "")
+    if d["ep"] > 1:
+        out += f" EP{d['ep']}"
+    if d.get("attention_dp", 1) > 1:
+        out += f" ADP{d['attention_dp']}"
+    return out
+
+
+def wrap_command(argv: list[str], width: int = 78) -> list[str]:
+    """A command as shell lines of at most `width` columns where the words allow: a flag stays
+    with its value, every line but the last ends in a backslash, the rest indented."""
+    quoted = [f"'{a}'" if any(c in a for c in ' {}"') else a for a in argv]
+    words: list[str] = []
+    for a in quoted:
+        if words and not a.startswith("-") and words[-1].startswith("-"):
+            words[-1] += " " + a
+        else:
+            words.append(a)
+    lines, cur = [], ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > width - 2:
+            lines.append(cur + " \\")
+            cur = "    " + w
+        else:
+            cur = f"{cur} {w}" if cur else "  " + w
+    lines.append(cur)
+    return lines
 
 
 # ---- disagg under a rate --------------------------------------------------------------------

@@ -124,7 +124,14 @@ def make_replica(
         non-chunked prefill steps); `tokenizer` the API server's detokenizer path (fast or slow,
     engines.yaml api_*); `spec`: decode with a drafter (serving.specstep; its round chosen at
     batch 1 and `spec_context` tokens), whose weights and KV take their share of the memory.
-    Raises InputError if the weights or one request do not fit."""
+    Raises InputError if the weights or one request do not fit.
+    Under attention-DP the scheduler limits are per rank, as the engines take them (vLLM runs
+    one engine core per DP rank, each with its own max_num_seqs and token budget; SGLang's DP
+    attention workers likewise): the replica runs that many times the sequences, and a step
+    carries every rank's decode tokens beside one rank's prompt chunk (the steady state of
+    roofline.serving.attention_dp: the ranks take their prompts at different steps, and the
+    step time already charges the rank-local prefill as if on one rank). Each rank holds its
+    own sequences' KV (steps.kv_budget_blocks), and a request must fit in one rank's."""
     seqs_default, tokens_default = batch_defaults(eng.name, hw)
     max_seqs = max_seqs if max_seqs is not None else seqs_default
     if max_batched_tokens is None:
@@ -133,6 +140,10 @@ def make_replica(
     if spec is not None:
         rnd = choose(model, hw, dep, spec, spec_context, eng.name)
         capacity_bytes, kv_share = _drafter_memory(model, hw, dep, spec, rnd, capacity_bytes)
+    ranks = dep.attention_dp
+    if max_batched_tokens is not None:  # one rank's prompt chunk beside every rank's decodes
+        max_batched_tokens += (ranks - 1) * max_seqs
+    max_seqs *= ranks
     plan = plan_memory(model, hw, dep, eng, capacity_bytes)
     if not plan.weights_fit:
         raise InputError(f"{model.id} does not fit on {hw.id} at TP{dep.tp} PP{dep.pp}")
@@ -154,10 +165,11 @@ def make_replica(
         StepModel(model, hw, dep, max_seqs, max_len, ideal, max_tokens=top, engine=eng.name)
         for ideal in (True, False)
     ]
-    if float(steps[0].blocks(max_len + 1, blk)) > budget:
+    if float(steps[0].blocks(max_len + 1, blk)) > budget // ranks:
         raise InputError(
             f"one request of {max_len:,} tokens does not fit in the KV budget of {hw.id} at "
-            f"TP{dep.tp} PP{dep.pp} ({budget} blocks of {blk} tokens)"
+            f"TP{dep.tp} PP{dep.pp} ({budget // ranks} blocks of {blk} tokens"
+            + (" per attention-DP rank)" if ranks > 1 else ")")
         )
     profile = hw.efficiency.engines.get(eng.name) if hw.efficiency.engines else None
     lat = profile.request_latency_s if profile is not None else 0.0

@@ -1,8 +1,9 @@
 """Sizing: which accelerators, layouts and replica counts serve a request rate within the SLOs,
 and what they cost.
 
-For each accelerator and each layout (TP ∈ {1, 2, 4, 8} within the scale-up domain, PP = 2 only
-when the weights need it, EP = TP for mixture-of-experts models; DP = replicas), the highest
+For each accelerator and each replica layout (roofline.serving.candidates: TP, PP, EP and
+attention-DP from the shared enumerator, within a node or across up to four, pruned by plan's
+static estimate to the few that could win; DP = replicas), the highest
 request rate one replica serves within the SLOs is found by searching a geometric grid of rates
 (step `GRID`): doubling to bracket, then bisection on the grid indices, each point a simulation
 of the same requests (one seed, so rates only stretch or compress the arrival times). Replicas =
@@ -20,11 +21,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from roofline.errors import InputError, RooflineError
-from roofline.hardware import Accelerator
-from roofline.layout import candidate_layouts
-from roofline.memory import Engine, plan_memory
+from roofline.hardware import Accelerator, Tier
+from roofline.layout import Layout, expert_slots
+from roofline.memory import Engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
+from roofline.serving.candidates import Candidate, candidates
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -33,10 +35,10 @@ from roofline.serving.cost import (
 )
 from roofline.serving.disagg import best_pools, disaggregate
 from roofline.serving.search import max_rate_within_slo, replica_capacity
-from roofline.serving.serve import ServeMetrics, Slo, make_replica, serve
+from roofline.serving.serve import Replica, ServeMetrics, Slo, make_replica, serve
 from roofline.serving.specstep import SpecConfig
 from roofline.serving.workload import Workload, with_rate
-from roofline.workers import parallel_map
+from roofline.workers import jobs, parallel_map
 
 MINIMIZE = ("cost", "gpus")
 HEADROOM = 0.10  # share of a replica's capacity left unused by default
@@ -66,30 +68,35 @@ class Sized:
     binding: str = ""  # what binds a replica's saturation (search.BINDINGS)
     saturation_rate_per_replica: float = 0.0
     speculation: dict | None = None  # the drafter's round a speculative replica runs
+    attention_dp: int = 1
+    layout: str = ""  # layout.Layout.describe() of one replica
+    nodes: int = 1  # nodes one replica spans
+    max_seqs: int = 0  # the scheduler limits sized on, per attention-DP rank
+    max_batched_tokens: int = 0
+    redundant_experts: int = 0  # expert slots beyond the routed experts (EPLB)
+    # what sets the replica count: "TTFT SLO" or "TPOT SLO" (the one nearest its limit at the
+    # sized load) when the SLO capacity is below saturation, else "saturation: <binding>"
+    constraint: str = ""
 
 
-def layouts(model: ModelArch, hw: Accelerator, base: Deployment, eng: Engine) -> list[Deployment]:
-    """The replica layouts sizing tries, from the one enumerator `plan` searches too
-    (layout.candidate_layouts, a replica of 1, 2, 4 or 8 GPUs), filtered to today's set: TP 1, 2,
-    4, 8 (TP > 1 only over a scale-up link), PP 1, EP = TP for MoE models, no attention-DP;
-    PP 2 at TP 8 only if nothing else holds the weights."""
-    shapes = set()
-    for g in (1, 2, 4, 8) if hw.scale_up is not None else (1,):
-        for lay in candidate_layouts(model, hw, g):
-            shapes.add((lay.tp, lay.pp, lay.ep, lay.attention_dp))
-    out = []
-    for tp in (1, 2, 4, 8) if hw.scale_up is not None else (1,):
-        ep = tp if model.is_moe else 1
-        if (tp, 1, ep, 1) not in shapes:
-            continue  # the layout rules refuse it (heads or experts that do not split)
-        dep = replace(base, tp=tp, pp=1, ep=ep)
-        if plan_memory(model, hw, dep, eng).weights_fit:
-            out.append(dep)
-    if not out and hw.scale_up is not None:
-        dep = replace(base, tp=8, pp=2, ep=8 if model.is_moe else 1)
-        if plan_memory(model, hw, dep, eng).weights_fit:
-            out.append(dep)
-    return out
+def layouts(
+    model: ModelArch,
+    hw: Accelerator,
+    base: Deployment,
+    eng: Engine,
+    w: Workload | None = None,
+    slo: Slo | None = None,
+    headroom: float = HEADROOM,
+    scale_out: Tier | None = None,
+) -> list[Candidate]:
+    """The replica layouts sizing simulates on `hw` (roofline.serving.candidates: every layout
+    of the shared enumerator, scored by plan's static estimate, the best few kept)."""
+    prompt = int(np.mean(w.prompts)) if w is not None else 1000
+    output = int(np.mean(w.outputs)) if w is not None else 1000
+    rate = float(w.rate) if w is not None and w.rate else 1.0
+    tpot = slo.tpot_s if slo is not None else None
+    kept, _ = candidates(model, hw, base, eng, prompt, output, rate, tpot, headroom, scale_out)
+    return kept
 
 
 def size(
@@ -105,11 +112,14 @@ def size(
     max_replicas: int = 4096,
     headroom: float = HEADROOM,
     spec: SpecConfig | None = None,
+    scale_out: Tier | None = None,
 ) -> list[Sized]:
     """Every accelerator × layout with its replica count for rate w.rate; sorted best first.
     A replica is sized on its capacity under the SLOs (search.max_rate_within_slo), or on its
-    saturation rate without SLOs, × (1 − headroom). `spec`: every layout also with the drafter
-    (serving.specstep), so the ranking picks speculation where it pays."""
+    saturation rate without SLOs, × (1 − headroom). Where the engine's sequence cap binds the
+    saturation, twice and four times the cap are tried too (the KV budget permitting) and the
+    highest capacity kept: the scheduler limit a launch line then states. `spec`: every layout
+    also with the drafter (serving.specstep), so the ranking picks speculation where it pays."""
     if minimize not in MINIMIZE:
         raise InputError(f"--minimize must be cost or gpus, got {minimize}")
     if w.rate is None:
@@ -122,12 +132,23 @@ def size(
     basis = "SLO capacity" if has_slo else "saturation"
     out: list[Sized] = []
     tasks: list[tuple[Accelerator, Deployment, SpecConfig | None]] = []
+    limits: list[float] = []  # each layout's bound on the rate one replica serves
     ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
     for hw in accelerators:
-        deps = layouts(model, hw, base, eng)
+        deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out)
         if not deps:
-            out.append(_none(hw, base, f"{model.id} does not fit on 8 × {hw.id}"))
-        tasks += [(hw, dep, s) for dep in deps for s in ((None, spec) if spec else (None,))]
+            out.append(_none(hw, base, f"no layout of {model.id} on {hw.id} fits and meets the"
+                             " TPOT SLO at batch 1"))  # fmt: skip
+        for c in deps:  # the drafter adds no prefill capacity: its variant keeps the bound
+            for sp in (None, spec) if spec else (None,):
+                tasks.append((hw, c.dep, sp))
+                limits.append(c.rate_bound)
+
+    def capacity(rep: Replica):
+        cap = replica_capacity(rep, w)
+        sat = cap.expected.requests_per_s
+        r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
+        return rep, cap, sat, r_cap
 
     def one(task: tuple[Accelerator, Deployment, SpecConfig | None]) -> Sized:
         hw, dep, sp = task
@@ -140,9 +161,23 @@ def size(
         if rep.spec is not None and sp is not None:
             r = rep.spec
             drafted = {"drafter": sp.drafter, "gamma": r.gamma, "tree_tokens": r.tree_tokens}
-        cap = replica_capacity(rep, w)
-        sat = cap.expected.requests_per_s
-        r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
+        best = capacity(rep)
+        per_rank = rep.rules.max_seqs // dep.attention_dp
+        for factor in (2, 4):  # the engine's sequence cap, raised where it binds
+            if best[1].expected.binding != "max-seqs" or per_rank * factor > 8192:
+                break
+            try:
+                more = capacity(
+                    make_replica(
+                        model, hw, dep, eng, max_len, per_rank * factor, spec=sp, spec_context=ctx
+                    )
+                )
+            except RooflineError:
+                break
+            if more[3] <= best[3] * 1.02:
+                break
+            best = more
+        rep, cap, sat, r_cap = best
         if r_cap <= 0:
             return _none(hw, dep, "misses the SLOs even at light load", r_cap)
         n = math.ceil(rate / (r_cap * (1.0 - headroom)) * (1 - 1e-12))
@@ -153,6 +188,16 @@ def size(
         gpus = rep.gpus * n
         usd = cost_per_hour(price, gpus)
         tok_s = exp_m.output_tokens_per_s
+        constraint = f"saturation: {cap.expected.binding}"
+        if has_slo and r_cap < sat * 0.97:
+            e = res.expected
+            near = {
+                "TTFT SLO": e.ttft_s.at(slo.pct) / slo.ttft_s if slo.ttft_s else 0.0,
+                "TPOT SLO": e.tpot_s.at(slo.pct) / slo.tpot_s if slo.tpot_s else 0.0,
+            }
+            constraint = max(near, key=near.__getitem__)
+        lay = dep.links
+        ranks = dep.attention_dp
         return Sized(
             hw.id,
             dep.tp,
@@ -171,9 +216,44 @@ def size(
             binding=cap.expected.binding,
             saturation_rate_per_replica=sat,
             speculation=drafted,
+            attention_dp=dep.attention_dp,
+            layout=describe(dep),
+            nodes=max(1, -(-rep.gpus // lay.gpus_per_node)) if lay else 1,
+            max_seqs=rep.rules.max_seqs // ranks,
+            max_batched_tokens=(rep.rules.max_batched_tokens or 0) // ranks,
+            redundant_experts=redundant_experts(model, dep),
+            constraint=constraint,
         )
 
-    out += parallel_map(one, tasks)  # each layout's searches are independent
+    def key(gpus: int, price: Price | None) -> tuple[float, float]:
+        cost = cost_per_hour(price, gpus)
+        cost = math.inf if cost is None else cost
+        return (cost, gpus) if minimize == "cost" else (gpus, cost)
+
+    # no replica serves more than its layout's rate bound (candidates.prefill_bound), so the
+    # bound gives the fewest GPUs (and least cost) a layout can need: layouts whose least is no
+    # better than a deployment already found are not searched; the most promising go first
+    bounds = []
+    for task, lim in zip(tasks, limits, strict=True):
+        hw, dep, _ = task
+        n = math.ceil(rate / max(lim * (1.0 - headroom), 1e-12) * (1 - 1e-12))
+        gpus = n * dep.gpus_per_replica
+        bounds.append((key(gpus, prices.get(hw.id)), dep.gpus_per_replica, gpus, task))
+    bounds.sort(key=lambda b: b[:2])
+    found: list[Sized] = []
+    size_round = 1  # one search first, to have a deployment to prune against
+    while bounds:
+        now, bounds = bounds[:size_round], bounds[size_round:]
+        found += parallel_map(one, [b[3] for b in now])  # independent searches
+        size_round = max(jobs(), 1)
+        keys = [key(r.gpus, prices.get(r.hardware)) for r in found if r.meets_slo]
+        best = min(keys) if keys else None
+        while best is not None and bounds and bounds[-1][0] >= best:
+            _, _, gpus, (hw, dep, _) = bounds.pop()
+            what = "GPUs" if minimize == "gpus" else "cost"
+            note = f"not searched: even at its rate bound it needs {gpus:,} GPUs, no better {what}"
+            found.append(_none(hw, dep, note + " than the best"))
+    out += found
     return _rank(out, minimize)
 
 
@@ -187,16 +267,19 @@ def size_disaggregated(
     prices: dict[str, Price],
     link,
     seed: int = 0,
+    scale_out: Tier | None = None,
+    shape: tuple[int, int] | None = None,
 ) -> list[Sized]:
     """Disaggregated deployments, one per accelerator x layout (both pools on that accelerator
     and layout): the pool shape with the most goodput per GPU (roofline.serving.disagg
-    .best_pools), as many units as the rate needs. Ranked by `rank` with the colocated ones."""
+    .best_pools, or the split `shape` = (prefill, decode) replicas), as many units as the rate
+    needs. Ranked by `rank` with the colocated ones."""
     max_len = int(w.prompts.max() + w.outputs.max())
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
     out: list[Sized] = []
     for hw in accelerators:
         price = prices.get(hw.id)
-        for dep in layouts(model, hw, base, eng):
+        for dep in [c.dep for c in layouts(model, hw, base, eng, w, slo, HEADROOM, scale_out)]:
             try:
                 dec = make_replica(model, hw, dep, eng, max_len)
                 pre = make_replica(
@@ -211,7 +294,7 @@ def size_disaggregated(
             ratio = disaggregate(
                 model, hw, hw, dep, dep, link_tier, b, max(int(s_mean), 1), max(int(o_mean), 2)
             ).prefill_replicas_per_decode_replica
-            mode = best_pools(model, pre, dec, link, w, slo, ratio, seed)
+            mode = best_pools(model, pre, dec, link, w, slo, ratio, seed, shape=shape)
             if not mode.units or mode.metrics is None:
                 out.append(_none(hw, dep, "disaggregated: misses the SLOs even at light load"))
                 continue
@@ -234,6 +317,10 @@ def size_disaggregated(
                     joules_per_output_token(price, mode.gpus, m.power_share, m.output_tokens_per_s),
                     prefill_replicas=mode.prefill_replicas,
                     decode_replicas=mode.decode_replicas,
+                    attention_dp=dep.attention_dp,
+                    layout=describe(dep),
+                    redundant_experts=redundant_experts(model, dep),
+                    constraint="disaggregated pools",
                 )
             )
     return out
@@ -244,10 +331,24 @@ def rank(rows: list[Sized], minimize: str) -> list[Sized]:
     return _rank([replace(r, frontier=False, best=False) for r in rows], minimize)
 
 
+def describe(dep: Deployment) -> str:
+    """A replica's layout as `plan` names it, without the DP (replicas are counted apart)."""
+    lay = Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, dep.microbatches)
+    return lay.describe().removesuffix(" DP1").replace(" PP1", "")
+
+
+def redundant_experts(model: ModelArch, dep: Deployment) -> int:
+    """Expert slots beyond the routed experts (layout.expert_slots)."""
+    if not model.is_moe or dep.ep <= 1:
+        return 0
+    return expert_slots(model.n_routed_experts, dep.ep) - model.n_routed_experts
+
+
 def _none(hw: Accelerator, dep: Deployment, note: str, r1: float = 0.0) -> Sized:
     return Sized(
-        hw.id, dep.tp, dep.pp, dep.ep, 0, 0, r1, False, None, None, None, None, None, note=note
-    )
+        hw.id, dep.tp, dep.pp, dep.ep, 0, 0, r1, False, None, None, None, None, None, note=note,
+        attention_dp=dep.attention_dp, layout=describe(dep),
+    )  # fmt: skip
 
 
 def _scale(m: ServeMetrics, replicas: int) -> ServeMetrics:

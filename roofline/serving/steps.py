@@ -283,7 +283,11 @@ class StepModel:
 
 
 def kv_budget_blocks(plan: MemoryPlan, model: ModelArch, dep: Deployment, block: int) -> int:
-    """The KV budget in whole-model blocks (`block` tokens in every layer), the unit
-    StepModel.blocks counts in."""
-    per_block = kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers
-    return int(plan.kv_budget_bytes // (per_block / dep.pp * block))
+    """The KV budget of one replica in whole-model blocks (`block` tokens in every layer), the
+    unit StepModel.blocks counts in: one GPU's budget over a block's bytes on it (KV heads split
+    over the attention TP group), times the attention-DP ranks, each holding the KV of its own
+    sequences only (SGLang's DP attention, vLLM's DP+EP: one engine and KV pool per rank)."""
+    per_block = (
+        kv_bytes_per_token_layer(model, dep.kv.bits, dep.attention_tp) * model.num_hidden_layers
+    )
+    return int(plan.kv_budget_bytes // (per_block / dep.pp * block)) * dep.attention_dp

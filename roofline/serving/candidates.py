@@ -1,0 +1,154 @@
+"""The replica layouts `size` simulates for one accelerator, and how they are chosen.
+
+Every layout of one replica (DP = 1) from the enumerator `plan` searches too
+(layout.candidate_layouts with every EP and attention-DP degree: TP, PP, EP below or equal to
+TP, EP across nodes over the scale-out link with attention-DP, redundant expert slots where EP
+does not divide the experts), over replicas of 1, 2, 4 and 8 GPUs and of 1 to MAX_NODES whole
+nodes (a dense model spans nodes only when one node does not hold its weights: its extra GPUs
+would add only pipeline stages or network all-reduces, which give no more tokens/s per GPU than
+more one-node replicas). Each layout whose weights fit is scored by `plan`'s static estimate
+(planner.evaluate: the largest batch whose KV fits and whose TPOT meets the SLO, its output
+tokens/s, batch-1 TPOT), which costs milliseconds where a simulated SLO search costs seconds:
+- a layout whose batch-1 TPOT misses the TPOT SLO cannot meet it under load (batching only
+  lengthens the step) and is dropped;
+- the estimate is capped by the rate the prompts leave room for (prefill_bound);
+- the rest are ranked by the GPUs the rate would need at the estimate (GPUs per replica x
+  ceil(rate / (estimated requests/s x (1 − headroom)))), then by tokens/s per GPU; a layout is
+  dominated when another needs no more GPUs, gives no fewer tokens/s per GPU and no slower
+  batch-1 TPOT; the best undominated one of each kind (with attention-DP or without, per
+  replica size) in that order, the first KEEP of them, go to the simulator.
+The static estimate is optimistic (no queueing, no prefill interference), more so for some
+layouts than others, which is why several go on, not one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from roofline.hardware import Accelerator, Tier
+from roofline.layout import Layout, candidate_layouts, links, node_gpus
+from roofline.memory import Engine, plan_memory
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.planner import Plan, evaluate
+
+MAX_NODES = 4  # whole nodes one replica may span
+MAX_REPLICA_GPUS = 288  # e.g. 4 NVL72 racks; 4 HGX nodes are 32
+KEEP = 3  # layouts per accelerator that go on to the simulated SLO search
+
+
+@dataclass(frozen=True)
+class Candidate:
+    layout: Layout
+    dep: Deployment
+    est_requests_per_s: float  # one replica, plan's static estimate
+    est_gpus: int  # GPUs the rate needs at that estimate
+    tokens_per_s_per_gpu: float
+    latency_tpot_s: float
+    rate_bound: float = float("inf")  # prefill_bound: no replica of it serves more (req/s)
+
+
+def deployment(base: Deployment, lay: Layout, hw: Accelerator) -> Deployment:
+    """`base` (formats) in layout `lay`, with the link of each collective."""
+    return replace(
+        base,
+        tp=lay.tp,
+        pp=lay.pp,
+        ep=lay.ep,
+        attention_dp=lay.attention_dp,
+        microbatches=lay.microbatches,
+        links=links(lay, hw),
+    )
+
+
+def prefill_bound(p: Plan, tpot_s: float | None) -> float:
+    """Requests/s a colocated replica can take before its prompts leave the decodes too little
+    time: a chunked-prefill engine runs each prompt inside the decode steps, so over a request's
+    life a share λ·t_pf of the time goes to prefills (t_pf: one prompt's prefill, plan's
+    batch-1 TTFT; under attention-DP on one rank, roofline.serving.attention_dp) and
+    TPOT ≥ t_dec / (1 − λ·t_pf), t_dec at least the batch-1 TPOT. So λ < (1 − t_dec/SLO) / t_pf,
+    and λ < 1 / t_pf without a TPOT SLO: an upper bound, never a cut of a rate that could be
+    served."""
+    t_pf = max(p.latency_ttft_s, 1e-12)
+    if tpot_s is None:
+        return 1.0 / t_pf
+    return max(1.0 - p.latency_tpot_s / tpot_s, 0.0) / t_pf
+
+
+def _dominates(a: Candidate, b: Candidate) -> bool:
+    """`a` needs no more GPUs, gives no fewer tokens/s per GPU and no slower batch-1 TPOT."""
+    return (
+        a.est_gpus <= b.est_gpus
+        and a.tokens_per_s_per_gpu >= b.tokens_per_s_per_gpu
+        and a.latency_tpot_s <= b.latency_tpot_s
+    )
+
+
+def replica_sizes(hw: Accelerator) -> tuple[list[int], list[int]]:
+    """GPUs per replica to try: 1, 2, 4, 8 within the node (1 only without a scale-up link),
+    then 2 to MAX_NODES whole nodes (module docstring says when)."""
+    if hw.scale_up is None:
+        return [1], []
+    node = node_gpus(hw)
+    inside = sorted({g for g in (1, 2, 4, 8) if g <= node} | {node})
+    spanning = [k * node for k in range(2, MAX_NODES + 1) if k * node <= MAX_REPLICA_GPUS]
+    return inside, spanning
+
+
+def candidates(
+    model: ModelArch,
+    hw: Accelerator,
+    base: Deployment,
+    eng: Engine,
+    prompt: int,
+    output: int,
+    rate: float,
+    tpot_s: float | None,
+    headroom: float,
+    scale_out: Tier | None,
+    keep: int = KEEP,
+) -> tuple[list[Candidate], int]:
+    """The layouts to simulate (module docstring), best estimate first, and how many layouts
+    whose weights fit were scored."""
+    scored: list[Candidate] = []
+    inside, spanning = replica_sizes(hw)
+    for g in inside + spanning:
+        if g in spanning and not model.is_moe and scored:
+            break  # a dense model one node holds does not span nodes
+        for lay in candidate_layouts(
+            model, hw, g, scale_out, microbatch_factors=(1,), every_degree=True, dp=1
+        ):
+            if not plan_memory(model, hw, deployment(base, lay, hw), eng).weights_fit:
+                continue
+            p = evaluate(model, hw, base, eng, lay, max(prompt, 1), max(output, 1), tpot_s)
+            if not p.fits:
+                continue
+            if tpot_s is not None and p.latency_tpot_s > tpot_s:
+                continue
+            bound = prefill_bound(p, tpot_s)
+            req = min(p.output_tokens_per_s / max(output, 1), bound)
+            reps = math.ceil(rate / max(req * (1.0 - headroom), 1e-12))
+            scored.append(
+                Candidate(
+                    lay,
+                    deployment(base, lay, hw),
+                    req,
+                    g * reps,
+                    p.output_tokens_per_s / g,
+                    p.latency_tpot_s,
+                    bound,
+                )
+            )
+    n = len(scored)
+    scored.sort(key=lambda c: (c.est_gpus, -c.tokens_per_s_per_gpu, c.latency_tpot_s))
+    kept: list[Candidate] = []
+    kinds: set[tuple[bool, int]] = set()
+    for c in scored:  # the best of each kind (attention-DP or not, GPUs per replica) first
+        kind = (c.layout.attention_dp > 1, c.layout.gpus)
+        if kind in kinds or any(_dominates(k, c) for k in kept):
+            continue
+        kinds.add(kind)
+        kept.append(c)
+    kept = sorted(kept, key=scored.index)[:keep]
+    return kept, n
