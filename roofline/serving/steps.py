@@ -134,7 +134,7 @@ class StepModel:
         ).tolist()
 
     # ---- KV blocks ---------------------------------------------------------------------------
-    def blocks(self, tokens: np.ndarray | int, block: int) -> np.ndarray:
+    def blocks(self, tokens: np.ndarray | int, block: int) -> np.ndarray | float:
         """KV blocks a sequence of `tokens` holds, in whole-model blocks (block tokens × every
         layer): sliding-window or evicted layers stop growing at their cap, block by block."""
         t = np.asarray(tokens, dtype=float)
