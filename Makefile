@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint fmt wheel-smoke bench golden accuracy calibrate docs clean
+.PHONY: venv demo test lint typecheck fmt wheel-smoke bench golden accuracy calibrate docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,11 +21,15 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy (non-strict) on the package; the modules it still skips are listed in pyproject.toml
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
 fmt: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint
+test: lint typecheck
 	$(BIN)/pytest -n auto --dist loadfile
 	$(MAKE) wheel-smoke
 
@@ -79,4 +83,4 @@ bench: $(STAMP)
 	RECORD=$(RECORD) $(BIN)/python benchmarks/bench.py
 
 clean:
-	rm -rf $(VENV) .venv-calibrate .smoke dist build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-calibrate .smoke dist build *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -175,6 +175,11 @@ def tree_tokens_per_round(
     out = np.empty(t.shape)
     for idx in np.ndindex(t.shape):
         out[idx] = _tree_tokens(
-            round(t[idx]), round(d[idx]), key, float(decay), int(k[idx]), float(sibling)
+            round(float(t[idx])),
+            round(float(d[idx])),
+            key,
+            float(decay),
+            int(k[idx]),
+            float(sibling),
         )
     return out

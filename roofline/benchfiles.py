@@ -278,6 +278,8 @@ def _serving_run(where: str, rec: dict[str, Any], tool: str) -> BenchRun:
         raise InputError(f"{where}: missing key 'median_ttft_ms' (no metric to compare)")
     lens = _lengths(where, rec)
     arrival = None
+    p: np.ndarray | None
+    o: np.ndarray | None
     if lens is not None:
         p, o, ok = lens
         p_mean, o_mean, n = float(p.mean()), float(o.mean()), len(p)

@@ -8,16 +8,16 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.timing.roofline import FloatArray
+from roofline.timing.roofline import FloatArray, FloatOrArray
 
 _POINT = (float, int, np.float64)
 
 
-def as_float(x: ArrayLike) -> FloatArray:
+def as_float(x: ArrayLike) -> FloatOrArray:
     """An array, or for one point a Python float: the same IEEE arithmetic as numpy's, without
     its per-operation overhead (the per-point path, tests/test_point_path.py)."""
     if type(x) in _POINT:
-        return float(x)  # type: ignore[return-value]
+        return float(x)  # type: ignore[arg-type]
     return np.asarray(x, dtype=float)
 
 
@@ -35,14 +35,16 @@ def sum_capped(first: ArrayLike, last: ArrayLike, window: int | None) -> FloatAr
     return np.where(n > 0, below + (np.maximum(b, a - 1) - m) * window, 0.0)
 
 
-def expected_experts(n_experts: int, top_k: int, tokens: ArrayLike) -> FloatArray:
+def expected_experts(n_experts: int, top_k: int, tokens: ArrayLike) -> FloatOrArray:
     """Expected distinct experts touched by t tokens with uniform top-k routing:
     E·(1 − (1 − k/E)^t) (k at t = 1, → E as t grows)."""
     t = as_float(tokens)
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** t)
 
 
-def expert_tile_padding(step_rows: ArrayLike, top_k: int, n_experts: int, tile: int) -> FloatArray:
+def expert_tile_padding(
+    step_rows: ArrayLike, top_k: int, n_experts: int, tile: int
+) -> FloatOrArray:
     """Work a grouped (per-expert) GEMM does over the work its rows need, when each expert's rows
     are padded to whole tiles of `t` rows: E[⌈n/t⌉]·t / λ, with n the rows routed to one expert,
     Poisson with mean λ = T·k/E (independent uniform top-k routing of the step's T rows: the least

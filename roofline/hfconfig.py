@@ -352,7 +352,7 @@ def entry_from_config(
     outer = cfg = _granite4_dense(cfg)
     _refuse_hybrid(outer, where)  # a wrapper may name the hybrid only outside its text_config
     if "text_config" in cfg and isinstance(cfg["text_config"], dict):  # Gemma 3, Llama 4, Kimi
-        text_type = TEXT_TYPES.get(cfg.get("model_type"))
+        text_type = TEXT_TYPES.get(cfg.get("model_type") or "")
         text = cfg["text_config"]
         cfg = {**text, "model_type": text.get("model_type", text_type)}
         if "tie_word_embeddings" not in text and "tie_word_embeddings" in outer:

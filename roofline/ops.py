@@ -39,7 +39,7 @@ from roofline.layout import (
 )
 from roofline.memo import cached_by_identity
 from roofline.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, LayerGroup, ModelArch
-from roofline.timing.roofline import FloatArray
+from roofline.timing.roofline import FloatArray, FloatOrArray
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def attention_matmuls(model: ModelArch, tp: int) -> list[tuple[str, float, float
     if m.is_mla:
         qk = (m.qk_nope_head_dim or 0) + (m.qk_rope_head_dim or 0)
         latent = (m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0)
-        out = []
+        out: list[tuple[str, float, float, float]] = []
         if m.q_lora_rank:
             r = m.q_lora_rank
             out += [("attn.q_a", d * r, d, r), ("attn.q_b", r * n * qk / tp, r, n * qk / tp)]
@@ -211,7 +211,7 @@ class _Builder:
         f, w, k, a = flops * layers, weight * layers, kv * layers, act * layers
         self.ops.append(Op(name, kind, layers, f, w, k, a, **kw))  # totals
 
-    def rank_batch(self, batch) -> FloatArray:
+    def rank_batch(self, batch) -> FloatOrArray:
         """Sequences on the busiest attention-DP rank: B / attention-DP, at least one."""
         b = as_float(batch)
         return np.maximum(b / self.adp, np.minimum(b, 1.0)) if self.adp > 1 else b

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -54,6 +54,7 @@ from roofline.timing.gemv import op_alu_time_s
 from roofline.timing.host import EngineProfile
 from roofline.timing.roofline import (
     FloatArray,
+    FloatOrArray,
     arithmetic_intensity,
     bound,
     intensity_one,
@@ -76,14 +77,14 @@ class OpResult:
     """An op with its roofline verdict."""
 
     op: Op
-    intensity: FloatArray
+    intensity: FloatOrArray
     ridge_flops_per_byte: float
     bound: np.ndarray  # "compute" | "memory" | "link" | "latency"
-    t_ideal_s: FloatArray
-    t_expected_s: FloatArray
+    t_ideal_s: FloatOrArray
+    t_expected_s: FloatOrArray
 
 
-def expert_padding(op: Op, dep: Deployment) -> FloatArray:
+def expert_padding(op: Op, dep: Deployment) -> FloatOrArray:
     """The factor on a routed-expert op's FLOPs when the engine's kernels pad each expert's rows
     to whole tiles (the weight format's expert_tile, precision.engine_weight_format;
     closedform.expert_tile_padding), for steps of at least one full tile of rows (prefill): 1
@@ -233,6 +234,7 @@ def _plan(
     w = hw.memory_bandwidth_bytes_per_s
     views: dict[str, KernelView] = {}
     out = []
+    curve: AttentionCurve | PrefillAttentionCurve
     for op in ops:
         if op.is_collective:
             out.append(_OpPlan(COLLECTIVE))
@@ -342,6 +344,7 @@ def op_results(
     own = links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp) if spans else None
     zero = np.zeros(())
     out = []
+    t_ideal: FloatOrArray
     for op, p in zip(ops, plans, strict=True):
         if p.how == COLLECTIVE:
             lk = op.link or home
@@ -378,19 +381,29 @@ def _expected_s(
     dep: Deployment,
     eff: Efficiency,
     attn_shape: tuple[ArrayLike, ...],
-) -> FloatArray:
+) -> FloatOrArray:
     """An op's expected time by its plan, through the array functions (any shape)."""
     w, pe, how, k = hw.memory_bandwidth_bytes_per_s, p.peak_exp, p.how, p.kernels
     if how == SHARES:
         f_exp = op.flops * expert_padding(op, dep)  # engine tiles padding routed experts
-        t = op_time_s(f_exp, op.bytes, pe, w, p.eta_compute, p.eta)
+        t: FloatOrArray = op_time_s(f_exp, op.bytes, pe, w, p.eta_compute, p.eta)
         if p.alu:  # block mat-vec ALU floor (timing/gemv.py)
             t = np.maximum(t, op_alu_time_s(op, dep, hw, eff.alu_dequant))
         return t
     if how == DECODE_ATTENTION:
-        rows, streams, kv_heads = attn_shape if len(attn_shape) == 3 else (*attn_shape, None)
+        shape = attn_shape if len(attn_shape) == 3 else (*attn_shape, None)
+        rows, streams, kv_heads = cast(tuple[ArrayLike, ArrayLike, ArrayLike | None], shape)
         return attention_decode_time_s(
-            op.flops, op.bytes, pe, w, p.curve, p.eta, rows, streams, k, kv_heads
+            op.flops,
+            op.bytes,
+            pe,
+            w,
+            p.curve,
+            p.eta,
+            rows,
+            streams,
+            k,
+            kv_heads,
         )
     if how == PREFILL_ATTENTION:
         prompt, rows = attn_shape
@@ -402,6 +415,7 @@ def _expected_s(
     t = gemm_time_s(op.flops, op.bytes, m, p.n, pe, w, p.curve, k, p.groups)
     if how == WEIGHT_ONLY:
         weights = np.asarray(op.weight_bytes, dtype=float) / p.per_value
+        assert p.dequant is not None  # _weight_only_plan sets it
         t = t + dequant_time_s(weights, m, p.alu_peak, p.dequant)
     return t
 
@@ -420,6 +434,7 @@ def _point_result(
     w = hw.memory_bandwidth_bytes_per_s
     f, q, how, pe = float(op.flops), float(op.bytes), p.how, p.peak_exp
     t_exp: Any = None
+    t_ideal: FloatOrArray
     try:
         t_ideal = op_time_one(f, q, p.peak, w)
         if how == GEMM:
@@ -433,7 +448,8 @@ def _point_result(
             a, b = float(attn_shape[0]), float(attn_shape[1])  # type: ignore[arg-type]
             t_exp = prefill_attention_time_one(f, q, a, pe, w, p.curve, p.eta, p.kernels, b)
         elif how == SHARES:
-            t_exp = op_time_one(f * expert_padding(op, dep), q, pe * p.eta_compute, w * p.eta)
+            f_exp = f * cast(float, expert_padding(op, dep))  # one point: a float
+            t_exp = op_time_one(f_exp, q, pe * p.eta_compute, w * p.eta)
             if p.alu:
                 t_exp = max(t_exp, float(op_alu_time_s(op, dep, hw, eff.alu_dequant)))
     except ZeroDivisionError:

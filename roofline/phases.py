@@ -40,7 +40,13 @@ from roofline.timing.host import (
     step_time_one,
     step_time_s,
 )
-from roofline.timing.roofline import FloatArray, arithmetic_intensity, bound, maximum
+from roofline.timing.roofline import (
+    FloatArray,
+    FloatOrArray,
+    arithmetic_intensity,
+    bound,
+    maximum,
+)
 
 
 @dataclass(frozen=True)
@@ -50,24 +56,24 @@ class PhaseResult:
     name: str
     compute_dtype: str
     ops: tuple[OpResult, ...]
-    flops: FloatArray
-    weight_bytes: FloatArray
-    kv_bytes: FloatArray
-    activation_bytes: FloatArray
-    link_bytes: FloatArray
+    flops: FloatOrArray
+    weight_bytes: FloatOrArray
+    kv_bytes: FloatOrArray
+    activation_bytes: FloatOrArray
+    link_bytes: FloatOrArray
     ridge_flops_per_byte: float
-    t_ideal_s: FloatArray
-    t_expected_s: FloatArray
+    t_ideal_s: FloatOrArray
+    t_expected_s: FloatOrArray
     engine: str = ""  # the engine whose host costs the expected time includes
-    t_overhead_s: FloatArray | float = 0.0  # of t_expected_s: engine + fixed per-step costs
+    t_overhead_s: FloatOrArray = 0.0  # of t_expected_s: engine + fixed per-step costs
     calibration: Calibration | None = None  # family, engine, cases, borrowed, error band
 
     @property
-    def bytes(self) -> FloatArray:
+    def bytes(self) -> FloatOrArray:
         return self.weight_bytes + self.kv_bytes + self.activation_bytes
 
     @property
-    def arithmetic_intensity(self) -> FloatArray:
+    def arithmetic_intensity(self) -> FloatOrArray:
         return arithmetic_intensity(self.flops, self.bytes)
 
     @property
@@ -96,9 +102,9 @@ def _evaluate(
     results, point = op_results(ops, hw, dep, eff, name, attn_shape, profile)
     # totals over the ops, each summed in op order from zero (one pass for all seven)
     zero = np.zeros(())
-    start = zero if not point else 0.0  # the same sums; Python floats are cheaper
+    start: FloatOrArray = zero if not point else 0.0  # the same sums; Python floats are cheaper
     flops = weight = kv = act = t_ideal = t_ops = start
-    link_total = zero
+    link_total: FloatOrArray = zero
     for r in results:
         o = r.op
         flops, weight, kv, act = (
@@ -111,6 +117,7 @@ def _evaluate(
         if o.is_collective:
             link_total = link_total + np.asarray(o.message_bytes) * o.layers
     host_seq = per_seq_host_s(profile, seqs, eff.family)  # roofline/timing/host.py
+    t_exp: FloatOrArray
     if point:
         t_exp = step_time_one(float(t_ops), layers, profile, name) + eff.step_overhead_s
         t_exp = t_exp + host_seq
@@ -373,8 +380,14 @@ def request(
     """A static batch of `batch` requests, each `prompt` tokens in and `output` tokens out; the
     decode steps attend over prompt + 1 … prompt + output − 1 tokens (their mean), or over
     `context` tokens each when given (a sequence holding `context` tokens: --context)."""
+    b: FloatOrArray
+    s: FloatOrArray
+    o: FloatOrArray
+    bad: bool | np.bool_
+    s_1: FloatOrArray
+    steps: FloatOrArray
     if all(type(x) in _SCALARS for x in (batch, prompt, output)):  # one point: Python floats
-        b, s, o = float(batch), float(prompt), float(output)
+        b, s, o = float(batch), float(prompt), float(output)  # type: ignore[arg-type]
         bad = b < 1 or s < 0 or o < 1
         s_1, steps = maximum(s, 1.0), maximum(o - 1.0, 1.0)
     else:

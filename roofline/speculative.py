@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -45,7 +46,7 @@ from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, decode
 from roofline.timing.host import EngineProfile
-from roofline.timing.roofline import FloatArray, op_time_s
+from roofline.timing.roofline import FloatArray, FloatOrArray, op_time_s
 
 DRAFTERS = ("draft", "eagle", "eagle3", "mtp", "medusa", "ngram")
 IN_GRAPH = ("eagle", "eagle3", "mtp", "medusa")
@@ -65,7 +66,7 @@ NO_OVERLAP_ENGINE = {"sglang": "vllm"}
 def head_model(target: ModelArch, kind: str, draft_vocab: int | None = None) -> ModelArch:
     """The one-layer model a fused drafter runs per draft step: a dense decoder layer of the
     target's width (EAGLE), or one block of the target's own kind, MoE included (MTP)."""
-    one = {
+    one: dict[str, Any] = {
         "num_hidden_layers": 1,
         "sliding_window": None,
         "sliding_window_pattern": None,
@@ -103,7 +104,7 @@ def medusa_heads_time_s(
     heads: ArrayLike,
     eff: Efficiency,
     ideal: bool,
-) -> FloatArray:
+) -> FloatOrArray:
     """γ Medusa heads in one pass: P = γ·(D² + D·V) parameters (a residual block and an output
     layer each), 2·P·B FLOPs and P·b_w bytes, split over TP."""
     d, v = target.hidden_size, target.vocab_size
@@ -126,7 +127,7 @@ def fusion_projection_time_s(
     tokens: ArrayLike,
     eff: Efficiency,
     ideal: bool,
-) -> FloatArray:
+) -> FloatOrArray:
     """The fused drafters' input projection, [embedding; hidden] (2D) → D: MTP's eh_proj
     (DeepSeek-V3 §2.2), EAGLE's fc (Li et al. 2024 §4.1); 2·2D²·t FLOPs, 2D²·b_w bytes per GPU."""
     params = 2.0 * target.hidden_size**2 / dep.tp
@@ -318,7 +319,7 @@ def choose_round(
     drafter: str = "draft",
     decay: float = 1.0,
     **kw,
-) -> tuple[Speculation, FloatArray]:
+) -> tuple[Speculation, float]:
     """The round a planner would run at each batch: of the (γ, T) candidates (round_candidates),
     the one with the lowest expected TPOT, the highest throughput at that batch. Returns the
     chosen round's Speculation, its arrays taken element-wise, and the most tokens any candidate

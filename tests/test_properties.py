@@ -1,6 +1,7 @@
 """Property tests (hypothesis) for the physics: monotonicity, linearity, bounds."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,16 +30,27 @@ def test_time_never_decreases_with_less_bandwidth(flops, q, peak, bw, factor):
 
 
 @given(flops=positive, q=positive, peak=positive, bw=positive)
-def test_bound_flips_exactly_at_the_ridge(flops, q, peak, bw):
-    ridge = peak / bw
-    i = arithmetic_intensity(flops, q)
-    compute_time, memory_time = flops / peak, q / bw
-    assert (bound(i, ridge) == "compute") == (i >= ridge)
-    # at the ridge both terms are equal; above it the math term dominates
-    if i > ridge * (1 + 1e-9):
-        assert compute_time >= memory_time
-    if i < ridge * (1 - 1e-9):
-        assert memory_time >= compute_time
+def test_the_bound_names_the_term_that_sets_the_time(flops, q, peak, bw):
+    verdict = bound(arithmetic_intensity(flops, q), peak / bw)
+    binding = flops / peak if verdict == "compute" else q / bw
+    assert float(op_time_s(flops, q, peak, bw)) == pytest.approx(binding, rel=1e-9)
+
+
+def test_llama_8b_up_projection_on_h100_by_hand():
+    # H100 SXM datasheet: 989.5 TFLOP/s dense BF16 (1,979 with sparsity), 3.35 TB/s HBM3:
+    # ridge 989.5e12 / 3.35e12 = 295.4 FLOP/B. Llama-3.1-8B's up projection, 4096 × 14336 BF16
+    # weights = 117,440,512 B.
+    peak, bw = 989.5e12, 3.35e12
+    # decode, one token: 2 × 4096 × 14336 = 117,440,512 FLOP over the weights: 1 FLOP/B
+    f, q = 117_440_512, 117_440_512
+    assert bound(arithmetic_intensity(f, q), peak / bw) == "memory"
+    assert float(op_time_s(f, q, peak, bw)) == pytest.approx(35.057e-6, rel=1e-4)  # q / bw
+    # prefill of 4096 tokens: 481,036,337,152 FLOP over weights + 4096 × 4096 × 2 B in +
+    # 4096 × 14336 × 2 B out = 268,435,456 B: 1,792 FLOP/B
+    f, q = 481_036_337_152, 268_435_456
+    assert float(arithmetic_intensity(f, q)) == 1792.0
+    assert bound(1792.0, peak / bw) == "compute"
+    assert float(op_time_s(f, q, peak, bw)) == pytest.approx(486.14e-6, rel=1e-4)  # f / peak
 
 
 @settings(max_examples=30, deadline=None)

@@ -66,17 +66,17 @@ def evaluate_lever(
     o = case.offload or {}
     n, block, kv_host = o["gpu_layers"], o.get("block_batches", 1), bool(o.get("kv_host", False))
     kw = {"mode": o.get("mode", "cpu"), "block": block, "kv_host": kv_host}
-    ideal = offload(model, hw, host, dep, n, b, ctx, ideal=True, **kw)
-    expected = offload(model, hw, host, dep, n, b, ctx, **kw)
-    t_exp = expected.tpot_overlap_s if o.get("overlap", False) else expected.tpot_serial_s
+    o_ideal = offload(model, hw, host, dep, n, b, ctx, ideal=True, **kw)
+    o_exp = offload(model, hw, host, dep, n, b, ctx, **kw)
+    t_exp = o_exp.tpot_overlap_s if o.get("overlap", False) else o_exp.tpot_serial_s
     if case.metric == "decode_tokens_per_s_per_user":
-        return "decode", b, float(1.0 / ideal.tpot_overlap_s), float(1.0 / t_exp)
+        return "decode", b, float(1.0 / o_ideal.tpot_overlap_s), float(1.0 / t_exp)
     pre_kw = {"block": block, "kv_host": kv_host}
     p_ideal = offload_prefill(model, hw, host, dep, n, b, case.prompt, ideal=True, **pre_kw)[1]
     p_exp = offload_prefill(model, hw, host, dep, n, b, case.prompt, **pre_kw)
     p_exp_s = p_exp[1] if o.get("overlap", False) else p_exp[0]
     out = case.output
-    best = generation_throughput(p_ideal, float(ideal.tpot_overlap_s), b, block, out)
+    best = generation_throughput(p_ideal, float(o_ideal.tpot_overlap_s), b, block, out)
     return (
         "throughput",
         b * block,
@@ -134,7 +134,7 @@ def speculative_rounds(
     else:
         cands = [(gamma, tree)]
     args = (model, draft, hw, dep, d_dep, case.batch, ctx)
-    return [speculate(*args, float(g), acc, eff, tree_tokens=t, **kw) for g, t in cands]
+    return [speculate(*args, float(g), acc, eff, tree_tokens=t, **kw) for g, t in cands]  # type: ignore[arg-type]
 
 
 def _speedup(

@@ -135,7 +135,7 @@ def saturation_json(cap, replicas: int) -> dict[str, Any]:
     }
 
 
-def sized_json(d: Sized, p: Price | None, family: str | None, drafted: bool) -> dict[str, Any]:
+def sized_json(d: Sized, p: Price | None, family: str, drafted: bool) -> dict[str, Any]:
     """One deployment of `size` (its launch line is the answer's, set by the caller)."""
     return {
         "hardware": d.hardware,

@@ -24,7 +24,7 @@ def _hours(s: float) -> str:
 
 @table_output
 def size_day_table(doc: Mapping[str, Any], con: Console) -> None:
-    size_table.__wrapped__(doc, con)
+    size_table.__wrapped__(doc, con)  # type: ignore[attr-defined]
     i, day = doc["inputs"], doc.get("day") or {}
     con.print()
     if not day:
@@ -72,7 +72,7 @@ def size_day_table(doc: Mapping[str, Any], con: Console) -> None:
             f" intervals short for {_hours(day['violated_s'])} in all, while new replicas start)",
         ),
     ]
-    if ttft is not None:
+    if ttft is not None and tpot is not None:  # both None or neither (the same intervals)
         pairs.append(
             (
                 "worst p99",

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import Any, TypeGuard
 
 from roofline.render.core import num
 from roofline.units import fmt_bytes, fmt_seconds
@@ -44,7 +44,7 @@ LABELS = {
 }
 
 
-def is_number(v: Any) -> bool:
+def is_number(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 

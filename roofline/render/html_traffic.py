@@ -12,7 +12,7 @@ from roofline.render.html_parts import Content, chart_block, fmt, is_number, loo
 from roofline.render.html_svg import Axis, Ref, Series, bar_chart, line_chart
 
 
-def sec_fmt(v: float) -> str:
+def sec_fmt(v: float | None) -> str:
     return fmt("x_s", v)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -11,6 +11,7 @@ from roofline.render.core import csec, num
 from roofline.render.width import (
     NOTE,
     SUB,
+    Col,
     N,
     T,
     inputs_header,
@@ -191,7 +192,7 @@ def check_table(doc: Mapping[str, Any], con: Console) -> None:
 @table_output
 def sweep_table(doc: Mapping[str, Any], con: Console, limit: int = 60) -> None:
     pts = doc["points"]
-    rows = [
+    rows: Sequence[Sequence[str]] = [
         (
             p["model"],
             p["hardware"],
@@ -208,7 +209,7 @@ def sweep_table(doc: Mapping[str, Any], con: Console, limit: int = 60) -> None:
         )
         for p in pts[:limit]
     ]
-    cols = (
+    cols: Sequence[Col] = (
         T("model"),
         T("hardware"),
         N("TP"),

@@ -164,9 +164,10 @@ def _wrap(cell: str, width: int) -> str:
 
 
 def _fits(table: Table, width: int) -> bool:
-    probe = Console(file=io.StringIO(), width=width, highlight=False, color_system=None)
+    buf = io.StringIO()
+    probe = Console(file=buf, width=width, highlight=False, color_system=None)
     probe.print(table)
-    return ELLIPSIS not in probe.file.getvalue()
+    return ELLIPSIS not in buf.getvalue()
 
 
 def wrap_items(con: Console, items: Sequence[str], indent: str = "", sep: str = "  ") -> None:

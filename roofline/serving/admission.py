@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 
 from roofline.errors import InputError
+from roofline.serving.simstate import SimState
 
 
-class Admission:
+class Admission(SimState):
     """admit / preempt / evict on the simulation's state."""
 
     def admit(self) -> None:
@@ -101,5 +102,6 @@ class Admission:
 
     def evict(self) -> None:
         """Idle cached blocks give way to the KV in use (the decoders' next step)."""
+        assert self.cache is not None  # called with a prefix cache only
         used = self.reserved + (self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0)
         self.cache.fit(self.rules.budget_blocks - used)

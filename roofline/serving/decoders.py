@@ -9,8 +9,10 @@ from heapq import heappush
 
 import numpy as np
 
+from roofline.serving.simstate import SimState
 
-class Decoders:
+
+class Decoders(SimState):
     """join/leave the decoding set and count its KV blocks; the state lives in the simulation
     (base, fin, heap, decoding, fresh, S, G, gen, prompts, outputs, rules, steps)."""
 

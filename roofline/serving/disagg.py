@@ -70,6 +70,7 @@ from roofline.serving.serve import (
     steady_state,
 )
 from roofline.serving.workload import Workload, with_rate
+from roofline.timing.roofline import FloatOrArray
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,7 @@ def kv_transfer_s(
     """Exposed transfer time per request: KV bytes per sending GPU (the prompt's attention-TP
     group: under attention-DP one rank holds and sends the whole prompt) / (bandwidth × η) +
     start latency + fixed cost; with layer-wise overlap, max(t / L, t − prefill time)."""
-    per_gpu = kv_bytes_per_token(model, kv_bits, p_dep.attention_tp, p_dep.pp)
+    per_gpu: FloatOrArray = kv_bytes_per_token(model, kv_bits, p_dep.attention_tp, p_dep.pp)
     per_gpu = per_gpu * np.asarray(prompts, float)
     t = per_gpu / (link.tier.bandwidth_bytes_per_s * link.eta)
     t = t + (link.tier.latency_s or 0.0) + link.fixed_s

@@ -28,6 +28,7 @@ import math
 from bisect import bisect_right
 from collections import deque
 from heapq import heappop, heappush
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class _Sim(Decoders, Admission):
 
     def __init__(
         self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, front, pfx
-    ):
+    ) -> None:
         n = len(prompts)
         if rules.max_seqs > len(steps.base_s):
             raise InputError(
@@ -85,7 +86,8 @@ class _Sim(Decoders, Admission):
         # requests n_in… (later turns) arrive when released by their predecessors (`later`)
         self.n_in = n if pfx is None else pfx.n_first
         self.cache = None if pfx is None else PrefixCache(pfx, rules.block_tokens)
-        self.succ, self.later = ([-1] * n if pfx is None else pfx.succ.tolist()), []
+        self.succ = [-1] * n if pfx is None else pfx.succ.tolist()
+        self.later: list[tuple[float, int]] = []
         arrival[self.n_in :] = math.inf
         self.next_release = self.n_in
         if closed_loop is not None:
@@ -275,7 +277,7 @@ class _Sim(Decoders, Admission):
         streams = api.token_s > 0
         # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
         # unwindowed layer group)
-        groups = getattr(steps, "groups", None)
+        groups: Any = getattr(steps, "groups", None)
         plain = steps.pp == 1 and groups is not None and len(groups) == 1 and groups[0][1] is None
         kk, base = (groups[0][0], steps.base_s.tolist()) if plain else (0.0, [])
 
@@ -319,18 +321,18 @@ class _Sim(Decoders, Admission):
             k = kmin
             pf = None
             if prefilling:
-                room = cap_tokens - n_dec
+                room = cap_tokens - n_dec  # type: ignore[operator]  # chunked: a token budget
                 k = min(k, -(-lens[0] // room))
                 done = [pf_skip[r] + pf_total[r] - x for r, x in zip(pfr, lens, strict=True)]
                 pf = (room, lens, done)
             kv_room = budget - self.reserved
             near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
             ctx = self.ctx() if n_dec and (near or capped) else None
-            if near and self.blocks_sum(ctx, k) > kv_room:
+            if near and self.blocks_sum(ctx, k) > kv_room:  # type: ignore[arg-type]  # near: set
                 lo, hi = 0, k  # the most steps whose blocks still fit
                 while lo < hi:
                     mid = (lo + hi + 1) // 2
-                    if self.blocks_sum(ctx, mid) <= kv_room:
+                    if self.blocks_sum(ctx, mid) <= kv_room:  # type: ignore[arg-type]
                         lo = mid
                     else:
                         hi = mid - 1
@@ -432,15 +434,15 @@ class _Sim(Decoders, Admission):
                         self.finish(r)
             if cache is not None and cache.idle_blocks > budget - kv_end:
                 self.evict()
-        acc, f = self.acc, np.array
-        times = (f(self.arr), f(self.admitted_s), f(self.first_token_s), f(self.finish_s))
-        itl = (f(self.itl_v), f(self.itl_w))
-        keys = ("busy", "prefill", "decode", "preempt", "act", "dec", "wait", "kv")
+        acc, a = self.acc, np.array
+        times = (a(self.arr), a(self.admitted_s), a(self.first_token_s), a(self.finish_s))
+        itl = (a(self.itl_v), a(self.itl_w))
+        busy = (acc["busy"], acc["prefill"], acc["decode"], acc["preempt"])
+        integrals = (acc["act"], acc["dec"], acc["wait"], acc["kv"])
         counts = (self.preemptions, self.recomputed, self.swapped_bytes)
-        ends = (self.peak_blocks, budget, self.now, f(self.sent), self.api.latency_s)
-        waits = (f(self.first_wait), f(self.finish_wait))
+        ends = (self.peak_blocks, budget, self.now, a(self.sent), self.api.latency_s)
+        waits = (a(self.first_wait), a(self.finish_wait))
         sizes = (self.prompts_np, self.outputs_np)
         pfx = (None if cache is None else cache.stats(self.prompts_np),)
-        return RunRecord(
-            *times, *sizes, *itl, *counts, *(acc[k] for k in keys), *ends, *waits, *pfx
-        )
+        fields = (*times, *sizes, *itl, *counts, *busy, *integrals, *ends, *waits, *pfx)
+        return RunRecord(*fields)

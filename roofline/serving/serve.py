@@ -339,7 +339,7 @@ def run_replicas(
     steps = rep.ideal if ideal else rep.expected
     records = []
     for j in range(1 if one else replicas):
-        sel = slice(j, None, replicas)
+        sel: slice | np.ndarray = slice(j, None, replicas)
         pfx = None
         if w.prefix is not None:
             sel = replica_selection(w.prefix, w.n, replicas, j)
@@ -403,20 +403,27 @@ def steady_state(
     )
 
 
-class _Saturation(Protocol):
-    requests_per_s: float
-    output_tokens_per_s: float
+class _Saturation(Protocol):  # read-only: frozen dataclasses satisfy it
+    @property
+    def requests_per_s(self) -> float: ...
+
+    @property
+    def output_tokens_per_s(self) -> float: ...
 
 
 class _Bounds(Protocol):
-    compute_s_per_request: float
+    @property
+    def compute_s_per_request(self) -> float: ...
 
 
 class Capacity(Protocol):
     """What serve needs of a replica's capacity (roofline.serving.search.Capacity builds it)."""
 
-    mean_output_tokens: float
-    bounds: _Bounds
+    @property
+    def mean_output_tokens(self) -> float: ...
+
+    @property
+    def bounds(self) -> _Bounds: ...
 
     def of(self, ideal: bool) -> _Saturation: ...
 

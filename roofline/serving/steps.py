@@ -32,6 +32,8 @@ Ideal (η = 1, no overhead) or expected step times, as the caller chooses.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from roofline.hardware import Accelerator, Efficiency
@@ -138,9 +140,12 @@ class StepModel:
         """KV blocks a sequence of `tokens` holds, in whole-model blocks (block tokens × every
         layer): sliding-window or evicted layers stop growing at their cap, block by block."""
         t = np.asarray(tokens, dtype=float)
-        return sum(
-            share * np.ceil((t if cap is None else np.minimum(t, cap)) / block)
-            for share, cap in self.kv_groups
+        return cast(  # kv_groups is never empty: an array
+            np.ndarray,
+            sum(
+                share * np.ceil((t if cap is None else np.minimum(t, cap)) / block)
+                for share, cap in self.kv_groups
+            ),
         )
 
     # ---- step times --------------------------------------------------------------------------
@@ -199,7 +204,9 @@ class StepModel:
         a = np.interp(upto, g, a_cum, left=0.0) - np.interp(done, g, a_cum, left=0.0)
         return float(np.sum(a))
 
-    def prefill_step_s(self, lengths: np.ndarray, cached: list[int] | None = None) -> float:
+    def prefill_step_s(
+        self, lengths: np.ndarray | list[int], cached: list[int] | None = None
+    ) -> float:
         """One prefill-only step of whole prompts of `lengths` tokens batched together (the
         engine's non-chunked prefill): lin(Σ L) + Σ A(L); a single prompt costs prefill(1, L).
         `cached`: tokens before each prompt's whose KV is cached (attended, not computed)."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.timing.roofline import ceil, maximum
+from roofline.timing.roofline import FloatOrArray, ceil, maximum
 
 FloatArray = np.ndarray
 FA2_BLOCKS_PER_SM = 2.0  # flash_api.cpp: num_SMs * 2 "for 128 threads per block"
@@ -251,7 +251,7 @@ def prefill_attention_time_s(
         * (1.0 + curve.s_half / s)
         / (peak_flops_per_s * curve.eta_max)
     )
-    fixed = curve.latency_s * layers
+    fixed: FloatOrArray = curve.latency_s * layers
     r = np.asarray(rows, dtype=float)
     if curve.tile_q > 0 and curve.sm_count > 0 and np.any(r > 0):
         tiles = np.ceil(s / curve.tile_q)

@@ -67,7 +67,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.timing.roofline import ceil, floor, maximum, minimum
+from roofline.timing.roofline import FloatOrArray, ceil, floor, maximum, minimum
 
 FloatArray = np.ndarray
 TILE_AREA_REF = 128.0 * 128.0  # the tile area wave_area_s is quoted per
@@ -254,6 +254,8 @@ def wave_quantisation(
         return np.ones(np.shape(mm)), np.zeros(np.shape(mm))
     known = np.isfinite(mm) & np.isfinite(nn)  # unknown shapes (∞): u = 1, w = 0
     all_known = bool(known.all())
+    tm: FloatOrArray
+    tn: FloatOrArray
     if curve.tile_rule:
         tm, tn = rule_tiles(curve.tile_rule, np.where(known, mm, 1.0), np.where(known, nn, 1.0))
     else:

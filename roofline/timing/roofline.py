@@ -19,6 +19,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
+# What a broadcasting formula returns: an array, or on the one-point fast path one number (a
+# np.float64, which is a float).
+FloatOrArray = float | FloatArray
 _SCALARS = (float, int, np.float64)
 
 
@@ -32,10 +35,10 @@ def intensity_one(flops: float, bytes_moved: float) -> float:
     return flops / bytes_moved if bytes_moved > 0 else (math.inf if flops > 0 else 0.0)
 
 
-def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> FloatArray:
+def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> FloatOrArray:
     """I = F / Q in FLOP per byte (inf when nothing moves, 0 when nothing is computed)."""
     if _point(flops) and _point(bytes_moved):  # one point: plain floats, same formula
-        return np.float64(intensity_one(float(flops), float(bytes_moved)))
+        return np.float64(intensity_one(float(flops), float(bytes_moved)))  # type: ignore[arg-type]
     f, q = np.asarray(flops, dtype=float), np.asarray(bytes_moved, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(q > 0, f / np.where(q > 0, q, 1.0), np.where(f > 0, np.inf, 0.0))
@@ -57,11 +60,11 @@ def op_time_s(
     bw_bytes_per_s: float,
     eta_compute: float = 1.0,
     eta_memory: float = 1.0,
-) -> FloatArray:
+) -> FloatOrArray:
     """T = max(F / (P·η_c), Q / (W·η_m)): math and memory traffic overlap perfectly within an op."""
     p, w = peak_flops_per_s * eta_compute, bw_bytes_per_s * eta_memory
     if _point(flops) and _point(bytes_moved) and p > 0 and w > 0:  # one point, plain floats
-        return np.float64(op_time_one(float(flops), float(bytes_moved), p, w))
+        return np.float64(op_time_one(float(flops), float(bytes_moved), p, w))  # type: ignore[arg-type]
     t_math_s = np.asarray(flops, dtype=float) / (peak_flops_per_s * eta_compute)
     t_mem_s = np.asarray(bytes_moved, dtype=float) / (bw_bytes_per_s * eta_memory)
     return np.maximum(t_math_s, t_mem_s)
