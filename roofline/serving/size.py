@@ -88,13 +88,16 @@ def layouts(
     slo: Slo | None = None,
     headroom: float = HEADROOM,
     scale_out: Tier | None = None,
+    drafted: bool = False,
 ) -> list[Candidate]:
     """The replica layouts sizing simulates on `hw` (roofline.serving.candidates: every layout
-    of the shared enumerator, scored by plan's static estimate, the best few kept)."""
+    of the shared enumerator, scored by plan's static estimate, the best few kept). `drafted`:
+    a drafter will run, whose decode the static estimate does not know, so no layout is
+    dropped for missing the TPOT SLO at batch 1 without it."""
     prompt = int(np.mean(w.prompts)) if w is not None else 1000
     output = int(np.mean(w.outputs)) if w is not None else 1000
     rate = float(w.rate) if w is not None and w.rate else 1.0
-    tpot = slo.tpot_s if slo is not None else None
+    tpot = slo.tpot_s if slo is not None and not drafted else None
     kept, _ = candidates(model, hw, base, eng, prompt, output, rate, tpot, headroom, scale_out)
     return kept
 
@@ -135,7 +138,7 @@ def size(
     limits: list[float] = []  # each layout's bound on the rate one replica serves
     ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
     for hw in accelerators:
-        deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out)
+        deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out, spec is not None)
         if not deps:
             out.append(_none(hw, base, f"no layout of {model.id} on {hw.id} fits and meets the"
                              " TPOT SLO at batch 1"))  # fmt: skip
