@@ -12,7 +12,7 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import spec_options as sopt
 from roofline.cli.app import app, catalog, guarded, note, warn
-from roofline.cli.spec_json import speculate_doc
+from roofline.cli.levers_json import reload_json, speculate_doc, tiers_doc
 from roofline.drafter import drafter_fit
 from roofline.errors import InputError
 from roofline.memory import (
@@ -196,64 +196,16 @@ def tiers(
     kw = {"sharing": share, "link_eff": link_efficiency}
     base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal, **kw)
     r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
-    rows = []
-    for name, x in (("HBM only", base), (f"with {t.id}", r)):
-        rows.append(
-            {
-                "placement": name,
-                "batch": x.batch,
-                "kv_bytes_per_gpu": x.kv_bytes,
-                "spilled_bytes_per_gpu": x.spilled_bytes,
-                "t_tier_s": x.t_tier_s,
-                "tpot_overlap_s": x.t_step_overlap_s,
-                "tpot_serial_s": x.t_step_serial_s,
-                "output_tokens_per_s_overlap": x.batch / x.t_step_overlap_s,
-                "output_tokens_per_s_serial": x.batch / x.t_step_serial_s,
-            }
-        )
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "tier": t.id,
-        "tp": dep.tp,
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
-        "context_tokens": ctx,
-        "tier_capacity_bytes": cap,
-        "tier_bandwidth_bytes_per_s": r.tier_bandwidth_bytes_per_s,
-        "tier_nominal_bandwidth_bytes_per_s": t.bandwidth_bytes_per_s,
-        "hbm_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
-        "sharing": share,
-        "link_efficiency": link_efficiency,
-        "step_times": "ideal" if ideal else "expected",
-    }
     reload = None
     if prefix is not None:
         s_new = opt.workload(prompt, output, context)[0]
         p_tokens = opt.tokens(prefix, "--prefix", 1)
         x = reload_prefix(m, hw, dep, t, p_tokens, s_new, dma_tokens, **kw, ideal=ideal)
-        reload = {
-            "prefix_tokens": x.prefix_tokens,
-            "new_tokens": x.new_tokens,
-            "kv_bytes_per_gpu": x.kv_bytes,
-            "dma_tokens": dma_tokens,
-            "link_efficiency": x.link_efficiency,
-            "bandwidth_bytes_per_s": x.bandwidth_bytes_per_s,
-            "t_reload_s": x.t_reload_s,
-            "t_prefill_new_s": x.t_prefill_new_s,
-            "ttft_overlap_s": x.ttft_overlap_s,
-            "ttft_serial_s": x.ttft_serial_s,
-            "ttft_recompute_s": x.t_recompute_s,
-        }
-    doc = render.document(
-        "tiers",
-        inputs,
-        max_batch_hbm=hbm_only,
-        max_batch_with_tier=with_tier,
-        kv_budget_bytes=plan.kv_budget_bytes,
-        rows=rows,
-        reload=reload,
-    )
+        reload = reload_json(x, dma_tokens)
+    doc = tiers_doc(
+        m, hw, t, dep, plan, ctx=ctx, cap=cap, share=share, link_efficiency=link_efficiency,
+        ideal=ideal, hbm_only=hbm_only, with_tier=with_tier, base=base, r=r, reload=reload,
+    )  # fmt: skip
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
         return

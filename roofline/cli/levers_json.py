@@ -1,4 +1,5 @@
-"""The JSON document of `speculate`: rows per γ, the best round per batch, the drafter's memory."""
+"""The JSON documents of `speculate` (rows per γ, the best round per batch, the drafter's memory)
+and `tiers` (KV spilled to a slower tier, a returning turn's prefix reload)."""
 
 from roofline import render
 from roofline.cli import convert
@@ -104,4 +105,67 @@ def speculate_doc(
         rows=rows,
         by_batch=_by_batch(sw, sweep),
         crossover_batch=crossover_batch(sweep, sw.speedup_expected),
+    )
+
+
+def _spill_row(name: str, x) -> dict:
+    return {
+        "placement": name,
+        "batch": x.batch,
+        "kv_bytes_per_gpu": x.kv_bytes,
+        "spilled_bytes_per_gpu": x.spilled_bytes,
+        "t_tier_s": x.t_tier_s,
+        "tpot_overlap_s": x.t_step_overlap_s,
+        "tpot_serial_s": x.t_step_serial_s,
+        "output_tokens_per_s_overlap": x.batch / x.t_step_overlap_s,
+        "output_tokens_per_s_serial": x.batch / x.t_step_serial_s,
+    }
+
+
+def reload_json(x, dma_tokens: int) -> dict:
+    """A returning turn's cached prefix reloaded from the tier (tiers.reload_prefix)."""
+    return {
+        "prefix_tokens": x.prefix_tokens,
+        "new_tokens": x.new_tokens,
+        "kv_bytes_per_gpu": x.kv_bytes,
+        "dma_tokens": dma_tokens,
+        "link_efficiency": x.link_efficiency,
+        "bandwidth_bytes_per_s": x.bandwidth_bytes_per_s,
+        "t_reload_s": x.t_reload_s,
+        "t_prefill_new_s": x.t_prefill_new_s,
+        "ttft_overlap_s": x.ttft_overlap_s,
+        "ttft_serial_s": x.ttft_serial_s,
+        "ttft_recompute_s": x.t_recompute_s,
+    }
+
+
+def tiers_doc(
+    m, hw, t, dep, plan, *, ctx: int, cap: float, share: int, link_efficiency, ideal: bool,
+    hbm_only: int, with_tier: int, base, r, reload,
+) -> dict:  # fmt: skip
+    """The `tiers` document: HBM only against HBM + tier (tiers.spill), and the reload."""
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tier": t.id,
+        "tp": dep.tp,
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        "context_tokens": ctx,
+        "tier_capacity_bytes": cap,
+        "tier_bandwidth_bytes_per_s": r.tier_bandwidth_bytes_per_s,
+        "tier_nominal_bandwidth_bytes_per_s": t.bandwidth_bytes_per_s,
+        "hbm_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
+        "sharing": share,
+        "link_efficiency": link_efficiency,
+        "step_times": "ideal" if ideal else "expected",
+    }
+    return render.document(
+        "tiers",
+        inputs,
+        max_batch_hbm=hbm_only,
+        max_batch_with_tier=with_tier,
+        kv_budget_bytes=plan.kv_budget_bytes,
+        rows=[_spill_row("HBM only", base), _spill_row(f"with {t.id}", r)],
+        reload=reload,
     )
