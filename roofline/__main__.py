@@ -1,5 +1,5 @@
 """`python -m roofline`. The cycle collector is paused before the app is imported (see
-roofline.cli.app.main, which turns it back on when the command starts its work)."""
+roofline.cli.startup: run, and resume_gc, which turns it back on when the command starts)."""
 
 import gc
 

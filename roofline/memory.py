@@ -239,6 +239,19 @@ def max_batch(
     return np.floor(plan.kv_budget_bytes / np.maximum(per_seq, 1e-30)) * dep.attention_dp
 
 
+CONTEXT_GRID_TOKENS = (1024, 4096, 8192, 32768, 131072)
+
+
+def max_batch_by_context(
+    plan: MemoryPlan, model: ModelArch, dep: Deployment, context: int
+) -> tuple[list[int], FloatArray]:
+    """max_batch at a grid of contexts (1k, 4k, 8k, 32k, 128k, the model's longest and
+    `context`), up to the model's max_position_embeddings (131,072 when unknown)."""
+    limit = model.max_position_embeddings or 131072
+    grid = sorted({c for c in (*CONTEXT_GRID_TOKENS, limit) if c <= limit} | {context})
+    return grid, max_batch(plan, model, dep, np.array(grid, dtype=float))
+
+
 # ---- the GPU-wired limit of unified memory (Apple silicon): roofline.hardware ---------------
 WIRED_WARN_BAND = 0.10
 

@@ -107,7 +107,7 @@ def test_a_json_query_imports_only_what_it_needs():
 
 def test_help_imports_no_command():
     mods = _modules_after("--help")
-    plumbing = {"roofline.cli.app", "roofline.cli.classcode"}  # the app and its bytecode cache
+    plumbing = {"roofline.cli.app", "roofline.cli.startup", "roofline.cli.classcode"}
     assert not any(m.startswith("roofline.cli.") and m not in plumbing for m in mods), mods
     assert "roofline.catalog" not in mods and "roofline.phases" not in mods  # nor the core
 
@@ -135,6 +135,6 @@ def test_main_leaves_the_cycle_collector_as_it_found_it(run_main):
     ],
 )
 def test_command_name_for_start_up(argv, name):
-    from roofline.cli.app import _command_name
+    from roofline.cli.startup import _command_name
 
     assert _command_name(argv) == name

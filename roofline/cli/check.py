@@ -214,6 +214,41 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
     )
 
 
+_SPEC_KEYS = ("tp", "pp", "ep", "gpus", "dp", "weights", "kv_dtype")
+_CHECK_KEYS = (
+    "min_batch", "min_concurrency", "max_tpot", "max_ttft", "max_batch_prefill",
+    "min_throughput", "fits", "max_ttft_p99", "max_tpot_p99", "min_goodput",
+    "max_gpu_hours_per_day", "min_slo_attainment",
+)  # fmt: skip
+
+
+def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
+    """`check MODEL HARDWARE --…`: the options as one deployment of a --spec file."""
+    model, hardware, traffic_curve = o["model"], o["hardware"], o["traffic_curve"]
+    d: dict[str, Any] = {"name": f"{model} on {hardware}", "model": model, "hardware": hardware}
+    d.update({k: o[k] for k in _SPEC_KEYS})
+    d.update(engine=o["engine_name"], prompt=o["prompt"], output=o["output"], batch=o["batch"])
+    d["checks"] = {k: o[k] for k in _CHECK_KEYS}
+    for key, value in (
+        ("traffic_curve", traffic_curve),
+        ("headroom", o["headroom"] if traffic_curve is not None else None),
+        ("scale_up_delay", o["scale_up_delay"]),
+    ):
+        if value is not None:
+            d[key] = value
+    if traffic_curve is not None and o["dp"] == 1 and o["gpus"] is None:
+        del d["dp"]  # --dp or --gpus given: the autoscaler's ceiling; else none
+    if o["rate"] is not None:
+        d["rate"] = o["rate"]
+        d["requests"] = o["requests"]
+        d["seed"] = o["seed"]
+    if o["context"] is not None:
+        d["context"] = o["context"]
+    if o["memory"] is not None:
+        d["memory"] = o["memory"]
+    return d
+
+
 @app.command()
 @guarded
 def check(
@@ -290,6 +325,7 @@ def check(
     Exit 0 when all hold, 1 when any fails, 2 on bad input; --batch defaults to --min-batch (or 1).
     Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
     --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
+    given = dict(locals())  # the options, as a one-deployment spec when there is no --spec
     if spec is not None:
         if model or hardware:
             raise InputError("give MODEL HARDWARE or --spec, not both")
@@ -297,54 +333,7 @@ def check(
     else:
         if not (model and hardware):
             raise InputError("give MODEL HARDWARE, or --spec FILE")
-        d: dict[str, Any] = {
-            "name": f"{model} on {hardware}",
-            "model": model,
-            "hardware": hardware,
-            "tp": tp,
-            "pp": pp,
-            "ep": ep,
-            "gpus": gpus,
-            "dp": dp,
-            "weights": weights,
-            "kv_dtype": kv_dtype,
-            "engine": engine_name,
-            "prompt": prompt,
-            "output": output,
-            "batch": batch,
-            "checks": {
-                "min_batch": min_batch,
-                "min_concurrency": min_concurrency,
-                "max_tpot": max_tpot,
-                "max_ttft": max_ttft,
-                "max_batch_prefill": max_batch_prefill,
-                "min_throughput": min_throughput,
-                "fits": fits,
-                "max_ttft_p99": max_ttft_p99,
-                "max_tpot_p99": max_tpot_p99,
-                "min_goodput": min_goodput,
-                "max_gpu_hours_per_day": max_gpu_hours_per_day,
-                "min_slo_attainment": min_slo_attainment,
-            },
-        }
-        for key, value in (
-            ("traffic_curve", traffic_curve),
-            ("headroom", headroom if traffic_curve is not None else None),
-            ("scale_up_delay", scale_up_delay),
-        ):
-            if value is not None:
-                d[key] = value
-        if traffic_curve is not None and dp == 1 and gpus is None:
-            del d["dp"]  # --dp or --gpus given: the autoscaler's ceiling; else none
-        if rate is not None:
-            d["rate"] = rate
-            d["requests"] = requests
-            d["seed"] = seed
-        if context is not None:
-            d["context"] = context
-        if memory is not None:
-            d["memory"] = memory
-        deployments = [d]
+        deployments = [_options_spec(given)]
     if spec is not None and any(
         (d.get("checks") or {}).get("max_ttft") is not None and d.get("rate") is None
         for d in deployments

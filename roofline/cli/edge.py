@@ -2,39 +2,29 @@
 llama.cpp's -ngl or FlexGen streaming) and `edge` (what a Mac, a Spark or a desktop GPU can run,
 side by side, against the GPU-wired limit of unified memory)."""
 
+from dataclasses import asdict
 from typing import Annotated
 
 import typer
 
 from roofline import render
-from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.edge_json import offload_doc
+from roofline.devicefit import default_host, edge_fit, gpu_layer_sweep
 from roofline.errors import DoesNotFitError, InputError
 from roofline.memory import (
-    ENGINES,
-    activation_peak_bytes,
     default_wired_limit_bytes,
     engine,
-    kv_bytes_per_sequence,
     weight_bytes_per_gpu,
-    wired_status,
 )
-from roofline.offload import LINK_PROTOCOL_EFFICIENCY, gpu_memory_needed, most_gpu_layers
+from roofline.offload import gpu_memory_needed, most_gpu_layers
 from roofline.offload import offload as offload_core
-from roofline.phases import decode, prefill
 from roofline.units import fmt_bytes, parse_bytes, parse_memory_bytes
 
 
 # ---- offload --------------------------------------------------------------------------------
-def _default_host(hw_id: str, family: str) -> str:
-    """The usual host: Grace for GH200, a desktop for GeForce, else a Genoa socket."""
-    if hw_id == "nvidia-gh200":
-        return "nvidia-grace"
-    return "amd-ryzen-9-9950x" if family == "nvidia-geforce" else "amd-epyc-9654"
-
-
 @app.command()
 @guarded
 def offload(
@@ -88,7 +78,7 @@ def offload(
     Example: roofline offload llama-3.1-70b rtx-4090 --weights q4_k_m --host ryzen-9950x"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    h = cat.accelerator(host or _default_host(hw.id, hw.family))
+    h = cat.accelerator(host or default_host(hw.id, hw.family))
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b = opt.batch(batch)
     ctx = opt.workload(prompt, output, context)[2]
@@ -132,141 +122,17 @@ def offload(
             hint="pass --host-memory, a larger host, or fewer bits (--weights q4_k_m)",
         )
     full = offload_core(m, hw, h, dep, L + 1, b, ctx, **kw)
-    on_gpu = "GPU*"
-    tiers_rows = [
-        {
-            "tier": "GPU",
-            "layers": float(o.gpu_layers) + (1.0 if o.head_on_gpu else 0.0),
-            "weights_bytes": o.gpu_weights_bytes,
-            "runs_on": "GPU",
-            "bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
-            "t_step_s": float(o.t_gpu_s),
-        },
-        {
-            "tier": "host",
-            "layers": float(L - o.gpu_layers) + (0.0 if o.head_on_gpu else 1.0),
-            "weights_bytes": o.host_weights_bytes,
-            "runs_on": "CPU" if mode == "cpu" else on_gpu,
-            "bandwidth_bytes_per_s": o.host_bandwidth_bytes_per_s,
-            "t_step_s": float(o.t_host_s + o.t_copy_s),
-        },
-    ]
-    points = []
-    if sweep:
-        for k in sorted({*range(0, L + 2, max(L // 8, 1)), L + 1, fit_max}):
-            p = offload_core(m, hw, h, dep, k, b, ctx, **kw)
-            points.append(
-                {
-                    "gpu_layers": k,
-                    "gpu_weights_bytes": p.gpu_weights_bytes,
-                    "fits": gpu_memory_needed(p, m, dep) <= cap,
-                    "decode_tokens_per_s_serial": float(1.0 / p.tpot_serial_s),
-                    "decode_tokens_per_s_overlap": float(1.0 / p.tpot_overlap_s),
-                }
-            )
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "host": h.id,
-        "mode": mode,
-        "layers": L,
-        "gpu_layers": n,
-        "gpu_layers_max_fit": fit_max,
-        "tp": tp,
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
-        "batch": b,
-        "context_tokens": ctx,
-        "block_batches": block_batches,
-        "kv_host": kv_host,
-        "sharing": share,
-        "link_efficiency": link_efficiency,
-        "gpu_capacity_bytes": cap,
-        "host_capacity_bytes": host_cap,
-        "host_efficiency": convert.efficiency_json(h.efficiency),
-        "step_times": "ideal" if ideal else "expected",
-    }
-    doc = render.document(
-        "offload",
-        inputs,
-        weights_bytes_total=full.gpu_weights_bytes + full.host_weights_bytes,
-        tiers=tiers_rows,
-        result={
-            "tpot_serial_s": float(o.tpot_serial_s),
-            "tpot_overlap_s": float(o.tpot_overlap_s),
-            "t_copy_s": float(o.t_copy_s),
-            "t_transfer_s": float(o.t_transfer_s),
-            "decode_tokens_per_s_serial": float(b / o.tpot_serial_s),
-            "decode_tokens_per_s_overlap": float(b / o.tpot_overlap_s),
-            "gpu_memory_needed_bytes": need,
-        },
+    points = gpu_layer_sweep(m, hw, h, dep, b, ctx, cap, fit_max, **kw) if sweep else []
+    doc = offload_doc(
+        m, hw, h, dep, o, full, mode=mode, n=n, fit_max=fit_max, tp=tp, b=b, ctx=ctx,
+        block_batches=block_batches, kv_host=kv_host, share=share,
+        link_efficiency=link_efficiency, cap=cap, host_cap=host_cap, ideal=ideal, need=need,
         sweep=points,
-    )
+    )  # fmt: skip
     render.emit_json(doc) if fmt is opt.Fmt.json else render.offload_table(doc)
 
 
 # ---- edge -----------------------------------------------------------------------------------
-def _edge_row(
-    m,
-    hw,
-    h,
-    dep,
-    b: int,
-    s: int,
-    o: int,
-    ctx: int,
-    cap: float,
-    ram: float,
-    at: int | None = None,
-    engine_name: str = "llamacpp",
-) -> dict[str, object]:
-    """One device: all in (unified or discrete) memory, else GPU + host RAM (llama.cpp -ngl)."""
-    eng = ENGINES[engine_name]
-    kv = float(kv_bytes_per_sequence(m, dep, ctx)) * b
-    act = float(activation_peak_bytes(m, dep, eng.profile_tokens))
-    need = weight_bytes_per_gpu(m, dep) + kv + act
-    status = wired_status(need, cap)
-    row: dict[str, object] = {
-        "hardware": hw.id,
-        "placement": "unified" if hw.unified_memory else ("CPU" if hw.family == "cpu" else "GPU"),
-        "usable_bytes": cap,
-        "needed_bytes": need,
-        "fits": {"fits": "yes", "near": "near limit", "over": "no"}[status],
-        "gpu_layers": None,
-        "decode_tokens_per_s": None,
-        "ttft_s": None,
-    }
-    if status == "over" and hw.unified_memory and need <= ram:
-        row["fits"] = "raise limit" if hw.vendor == "apple" else "raise --memory"
-    if status != "over" or row["fits"] != "no":
-        # --context: every step attends over ctx tokens; else the mean over the answer
-        e = engine_name
-        if at:
-            step = decode(m, hw, dep, b, at, 1, engine=e)
-        else:
-            step = decode(m, hw, dep, b, s + 1, max(o - 1, 1), engine=e)
-        row["decode_tokens_per_s"] = b / float(step.t_expected_s)
-        row["ttft_s"] = float(prefill(m, hw, dep, 1, max(s, 1), engine=e).t_expected_s)
-        return row
-    if hw.host_link is None or h is None or engine_name != "llamacpp":  # -ngl is llama.cpp's
-        return row
-    n = most_gpu_layers(m, hw, h, dep, cap, b, ctx)
-    x = offload_core(m, hw, h, dep, n, b, ctx)
-    if x.host_weights_bytes + x.host_kv_bytes > h.memory_capacity_bytes:
-        return row
-    link = hw.host_link.bandwidth_bytes_per_s * LINK_PROTOCOL_EFFICIENCY
-    ttft = float(prefill(m, hw, dep, 1, max(s, 1)).t_expected_s) + x.host_weights_bytes / link
-    row.update(
-        placement=f"GPU + {h.id}",
-        needed_bytes=gpu_memory_needed(x, m, dep),
-        fits="split",
-        gpu_layers=n,
-        decode_tokens_per_s=float(b / x.tpot_serial_s),
-        ttft_s=ttft,
-    )
-    return row
-
-
 @app.command()
 @guarded
 def edge(
@@ -315,10 +181,10 @@ def edge(
         opt.check_formats(dep, dev)
         cap = opt.capacity(dev, memory, wired_limit) if i == 0 else dev.usable_memory_bytes
         ram = parse_memory_bytes(memory) if i == 0 and memory else dev.memory_capacity_bytes
-        h = cat.accelerator(host or _default_host(dev.id, dev.family)) if dev.host_link else None
+        h = cat.accelerator(host or default_host(dev.id, dev.family)) if dev.host_link else None
         at = ctx if context is not None else None
         eng_name = "mlx" if engine_name == "mlx" else "llamacpp"
-        rows.append(_edge_row(m, dev, h, dep, b, s, o, ctx, cap, ram, at, eng_name))
+        rows.append(asdict(edge_fit(m, dev, h, dep, b, s, o, ctx, cap, ram, at, eng_name)))
     first = rows[0]
     if first["fits"] == "near limit":
         warn(

@@ -5,85 +5,29 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
 from roofline import render
-from roofline.acceptance import (
-    alpha_from_tau,
-)
-from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import spec_options as sopt
 from roofline.cli.app import app, catalog, guarded, note, warn
-from roofline.cli.spec_options import acceptance_rates as _acceptance
-from roofline.cli.spec_options import tree_option as _tree_option
+from roofline.cli.levers_json import reload_json, speculate_doc, tiers_doc
+from roofline.drafter import drafter_fit
 from roofline.errors import InputError
 from roofline.memory import (
     engine,
-    kv_bytes_per_sequence,
     max_batch,
     plan_memory,
-    weight_bytes_per_gpu,
 )
 from roofline.plot import save_speedup
 from roofline.precision import weight_format
-from roofline.speculative import (
-    DRAFTERS,
-    Speculation,
-    choose_round,
-    crossover_batch,
-    drafter_weight_bytes,
-    round_candidates,
-)
-from roofline.speculative import speculate as spec_core
+from roofline.spec_sweep import speculate_sweep
 from roofline.tiers import max_batch_with_tier, reload_prefix, spill
 from roofline.units import fmt_bytes, parse_bytes
 
 
 # ---- speculate ------------------------------------------------------------------------------
-def _best_over_gamma(full: Speculation) -> Speculation:
-    """Per batch, the γ with the highest speed-up, of a run over (γ, batch)."""
-    j = np.argmax(full.speedup_expected, axis=0)
-    cols = np.arange(j.size)
-
-    def col(x):
-        a = np.broadcast_to(np.asarray(x, dtype=float), full.speedup_expected.shape)
-        return a[j, cols]
-
-    out = {
-        name: (col(v) if name not in ("drafter", "baseline", "draft", "verify") else v)
-        for name, v in vars(full).items()
-    }
-    out["verify"] = replace(
-        full.verify, ops=(), t_expected_s=col(full.verify.t_expected_s),
-        flops=col(full.verify.flops), weight_bytes=col(full.verify.weight_bytes),
-        kv_bytes=col(full.verify.kv_bytes), activation_bytes=col(full.verify.activation_bytes),
-        t_ideal_s=col(full.verify.t_ideal_s),
-    )  # fmt: skip
-    return Speculation(**out)
-
-
-def _stack(runs: list[Speculation]) -> Speculation:
-    """Rows per γ from one chosen round per γ (each over a scalar batch)."""
-    out = {}
-    for name, v in vars(runs[0]).items():
-        if name in ("drafter", "baseline", "draft") or "baseline" in name:
-            out[name] = v  # the same plain decode step for every γ
-        elif name == "verify":
-            parts = [r.verify for r in runs]
-            out[name] = replace(
-                v, ops=(), **{n: np.array([np.asarray(getattr(p, n), float).reshape(())
-                                           for p in parts])
-                              for n in ("flops", "weight_bytes", "kv_bytes", "activation_bytes",
-                                        "link_bytes", "t_ideal_s", "t_expected_s")}
-            )  # fmt: skip
-        else:
-            out[name] = np.array([np.asarray(getattr(r, name), float).reshape(()) for r in runs])
-    return Speculation(**out)
-
-
 @app.command()
 @guarded
 def speculate(
@@ -136,40 +80,16 @@ def speculate(
     Example: roofline speculate llama-3.1-8b h100 --drafter eagle --tau 3.2 --gamma 4"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    kind = (drafter or "auto").lower()
-    if kind == "auto":
-        kind = "draft" if draft else ("mtp" if m.num_nextn_predict_layers else "eagle")
-    if kind not in DRAFTERS:
-        raise InputError(
-            f"unknown --drafter '{drafter}'", hint=f"choose auto or {', '.join(DRAFTERS)}"
-        )
-    if kind == "draft" and draft is None:
-        raise InputError("--drafter draft needs --draft MODEL")
-    if not 0.0 < decay <= 1.0:
-        raise InputError(f"--decay must be in (0, 1], got {decay}")
-    if draft is not None and not draft.strip():
-        raise InputError("--draft: give a draft model id, e.g. llama-3.2-1b")
+    kind = sopt.drafter_kind(drafter, draft, decay, m)
     d_m = cat.model(draft) if kind == "draft" and draft else None
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
     opt.check_formats(dep, hw)
     opt.replicas(dep, gpus, dp)
     d_weights = opt.resolve_weights(draft_weights or weights, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights), ep=1, pp=1)
-    gammas = opt.int_list(gamma, "--gamma")
-    if min(gammas) < 1 or max(gammas) > 64:
-        raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
-    tree = _tree_option(tree_tokens, max(gammas))
-    if not 1 <= topk <= 64:
-        raise InputError(f"--topk must be from 1 to 64, got {topk}")
-    if draft_vocab is not None and not 1 <= draft_vocab <= 10**7:
-        raise InputError(f"--draft-vocab must be from 1 to 1e7, got {draft_vocab}")
-    acc = _acceptance(acceptance)
-    if tau is not None:
-        if isinstance(acc, list):
-            raise InputError("give --tau or a per-position --acceptance list, not both")
-        if tau_gamma is not None and not 1 <= tau_gamma <= 64:
-            raise InputError(f"--tau-gamma must be from 1 to 64, got {tau_gamma}")
-        acc = alpha_from_tau(tau, tau_gamma or max(gammas), decay)
+    gammas, tree, acc = sopt.round_options(
+        gamma, tree_tokens, topk, draft_vocab, acceptance, tau, tau_gamma, decay
+    )
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
     ctx = opt.workload(prompt, output, context)[2]
@@ -180,114 +100,19 @@ def speculate(
         raise opt.not_fit(m, hw, dep, plan)
     common = {"drafter": kind, "decay": decay, "draft_vocab": draft_vocab, "topk": topk}
     common["engine"] = None if engine_name == "auto" else engine_name
-    args = (m, d_m, hw, dep, d_dep)
-    bs = np.array(sweep, float)
-    if tree == "auto":  # per γ the best of its chain and trees; per batch the best of all
-        per_g = [
-            choose_round(*args, b, ctx, round_candidates([gv], kind), acc, **common)[0]
-            for gv in gammas
-        ]
-        s = _stack(per_g)
-        sw = choose_round(*args, bs, ctx, round_candidates(gammas, kind), acc, **common)[0]
-    else:
-        t = None if tree == "chain" else tree
-        g = np.array(gammas, dtype=float)
-        s = spec_core(*args, b, ctx, g, acc, tree_tokens=t, **common)
-        full = spec_core(*args, bs[None, :], ctx, g[:, None], acc, tree_tokens=t, **common)
-        sw = _best_over_gamma(full)
-    if d_m is not None:
-        drafter_bytes = weight_bytes_per_gpu(d_m, d_dep)
-        kv_need = float(kv_bytes_per_sequence(d_m, d_dep, ctx, eng.block_tokens)) * b
-    else:
-        drafter_bytes = drafter_weight_bytes(m, kind, dep, max(gammas), draft_vocab)
-        kv_need = 0.0
-    kv_need += float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * b
-    rows = [
-        {
-            "gamma": int(gv),
-            "tokens_per_round": s.tokens_per_round[i],
-            "verify_tokens_per_sequence": int(s.verify_tokens[i]),
-            "draft_round_s": s.t_draft_round_expected_s[i],
-            "verify_step_s": s.verify.t_expected_s[i],
-            "sampling_s": s.t_sample_round_s[i],
-            "verify_arithmetic_intensity": s.verify.arithmetic_intensity[i],
-            "verify_bound": s.verify.bound[i],
-            "tpot_ideal_s": s.tpot_ideal_s[i],
-            "tpot_expected_s": s.tpot_expected_s[i],
-            "speedup_ideal": s.speedup_ideal[i],
-            "speedup_expected": s.speedup_expected[i],
-        }
-        for i, gv in enumerate(gammas)
-    ]
-    best = max(rows, key=lambda r: r["speedup_expected"])
-    by_batch = [
-        {
-            "batch": bv,
-            "best_gamma": int(sw.gamma[j]),
-            "tree_tokens": int(sw.verify_tokens[j]),
-            "tokens_per_round": sw.tokens_per_round[j],
-            "tpot_baseline_s": sw.tpot_baseline_expected_s[j],
-            "tpot_expected_s": sw.tpot_expected_s[j],
-            "speedup_expected": sw.speedup_expected[j],
-            "speedup_ideal": sw.speedup_ideal[j],
-            "verify_bound": sw.verify.bound[j],
-            "output_tokens_per_s": bv / sw.tpot_expected_s[j],
-        }
-        for j, bv in enumerate(sweep)
-    ]
-    best_speedups = sw.speedup_expected
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "drafter": kind,
-        "draft": d_m.id if d_m else None,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
-        "weights": dep.weights.name,
-        "draft_weights": d_dep.weights.name if d_m else None,
-        "kv_dtype": dep.kv.name,
-        "batch": b,
-        "batches": sweep,
-        "context_tokens": ctx,
-        "engine": eng.name,
-        "acceptance": acc,
-        "decay": decay,
-        "tau": tau,
-        "tau_gamma": (tau_gamma or max(gammas)) if tau is not None else None,
-        "tree_tokens": str(tree),
-        "topk": topk,
-        "efficiency": convert.efficiency_json(hw.efficiency),
-        "note": "acceptance p_i per draft position; a tree of T tokens yields 1 + the T − 1 "
-        "likeliest draft paths (Sequoia, EAGLE-2); a fused drafter (EAGLE, MTP, Medusa) runs "
-        "in the target's step, paying the engine's speculative host time per round and per "
-        "draft step (engines.yaml); sampling reads fp32 rows",
-    }
-    doc = render.document(
-        "speculate",
-        inputs,
-        baseline={
-            "tpot_ideal_s": s.tpot_baseline_ideal_s,
-            "tpot_expected_s": s.tpot_baseline_expected_s,
-            "arithmetic_intensity": s.baseline.arithmetic_intensity,
-            "ridge_flops_per_byte": s.baseline.ridge_flops_per_byte,
-            "bound": s.baseline.bound,
-        },
-        best_gamma=best["gamma"],
-        memory={
-            "drafter_weights_bytes_per_gpu": drafter_bytes,
-            "kv_bytes_target_and_draft": kv_need,
-            "kv_budget_bytes": plan.kv_budget_bytes,
-            "fits": drafter_bytes + kv_need <= plan.kv_budget_bytes,
-        },
-        rows=rows,
-        by_batch=by_batch,
-        crossover_batch=crossover_batch(sweep, best_speedups),
-    )
-    if not doc["memory"]["fits"]:
+    s, sw = speculate_sweep(m, d_m, hw, dep, d_dep, b, sweep, ctx, gammas, tree, acc, **common)
+    fit = drafter_fit(
+        m, d_m, kind, dep, d_dep, max(gammas), draft_vocab, ctx, b, eng.block_tokens,
+        plan.kv_budget_bytes,
+    )  # fmt: skip
+    doc = speculate_doc(
+        m, hw, kind, d_m, dep, d_dep, eng, batch=b, sweep=sweep, ctx=ctx, acc=acc, decay=decay,
+        tau=tau, tau_gamma=tau_gamma, gammas=gammas, tree=tree, topk=topk, s=s, sw=sw, fit=fit,
+    )  # fmt: skip
+    if not fit.fits:
         warn(
-            f"drafter weights ({fmt_bytes(drafter_bytes)}) and the KV caches "
-            f"({fmt_bytes(kv_need)}) exceed the KV budget ({fmt_bytes(plan.kv_budget_bytes)})"
+            f"drafter weights ({fmt_bytes(fit.drafter_weights_bytes)}) and the KV caches "
+            f"({fmt_bytes(fit.kv_bytes)}) exceed the KV budget ({fmt_bytes(fit.kv_budget_bytes)})"
         )
     if out is not None and not pub.is_html(out):
         save_speedup(doc, out)
@@ -371,64 +196,16 @@ def tiers(
     kw = {"sharing": share, "link_eff": link_efficiency}
     base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal, **kw)
     r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
-    rows = []
-    for name, x in (("HBM only", base), (f"with {t.id}", r)):
-        rows.append(
-            {
-                "placement": name,
-                "batch": x.batch,
-                "kv_bytes_per_gpu": x.kv_bytes,
-                "spilled_bytes_per_gpu": x.spilled_bytes,
-                "t_tier_s": x.t_tier_s,
-                "tpot_overlap_s": x.t_step_overlap_s,
-                "tpot_serial_s": x.t_step_serial_s,
-                "output_tokens_per_s_overlap": x.batch / x.t_step_overlap_s,
-                "output_tokens_per_s_serial": x.batch / x.t_step_serial_s,
-            }
-        )
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "tier": t.id,
-        "tp": dep.tp,
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
-        "context_tokens": ctx,
-        "tier_capacity_bytes": cap,
-        "tier_bandwidth_bytes_per_s": r.tier_bandwidth_bytes_per_s,
-        "tier_nominal_bandwidth_bytes_per_s": t.bandwidth_bytes_per_s,
-        "hbm_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
-        "sharing": share,
-        "link_efficiency": link_efficiency,
-        "step_times": "ideal" if ideal else "expected",
-    }
     reload = None
     if prefix is not None:
         s_new = opt.workload(prompt, output, context)[0]
         p_tokens = opt.tokens(prefix, "--prefix", 1)
         x = reload_prefix(m, hw, dep, t, p_tokens, s_new, dma_tokens, **kw, ideal=ideal)
-        reload = {
-            "prefix_tokens": x.prefix_tokens,
-            "new_tokens": x.new_tokens,
-            "kv_bytes_per_gpu": x.kv_bytes,
-            "dma_tokens": dma_tokens,
-            "link_efficiency": x.link_efficiency,
-            "bandwidth_bytes_per_s": x.bandwidth_bytes_per_s,
-            "t_reload_s": x.t_reload_s,
-            "t_prefill_new_s": x.t_prefill_new_s,
-            "ttft_overlap_s": x.ttft_overlap_s,
-            "ttft_serial_s": x.ttft_serial_s,
-            "ttft_recompute_s": x.t_recompute_s,
-        }
-    doc = render.document(
-        "tiers",
-        inputs,
-        max_batch_hbm=hbm_only,
-        max_batch_with_tier=with_tier,
-        kv_budget_bytes=plan.kv_budget_bytes,
-        rows=rows,
-        reload=reload,
-    )
+        reload = reload_json(x, dma_tokens)
+    doc = tiers_doc(
+        m, hw, t, dep, plan, ctx=ctx, cap=cap, share=share, link_efficiency=link_efficiency,
+        ideal=ideal, hbm_only=hbm_only, with_tier=with_tier, base=base, r=r, reload=reload,
+    )  # fmt: skip
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
         return

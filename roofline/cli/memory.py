@@ -1,13 +1,12 @@
 """Commands on one deployment's memory: `kv`, `capacity`, `bytes`."""
 
-from dataclasses import asdict, replace
-from typing import Annotated, Any
+from dataclasses import replace
+from typing import Annotated
 
-import numpy as np
 import typer
 
 from roofline import render
-from roofline.cli import convert
+from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.errors import InputError
@@ -17,10 +16,10 @@ from roofline.memory import (
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     max_batch,
+    max_batch_by_context,
     plan_memory,
 )
 from roofline.ops import Deployment
-from roofline.phases import PhaseResult
 from roofline.precision import kv_format, weight_format
 from roofline.units import fmt_bytes
 
@@ -103,37 +102,13 @@ def kv(
     budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
     check_shape(m, tp)
+    json = fmt is opt.Fmt.json
     if compare:
         ref = cat.model(baseline) if baseline else None
         ref_bytes = kv_bytes_per_token(ref, 16.0) if ref else None
-        rows = [
-            {
-                "variant": r.variant,
-                "description": r.description,
-                "kv_bytes_per_token": r.kv_bytes_per_token,
-                "ratio_to_mha": r.ratio_to_mha,
-                "reduction_vs_mha": 1 - r.ratio_to_mha,
-                **(
-                    {
-                        "ratio_to_baseline": r.ratio_to_baseline,
-                        "reduction_vs_baseline": 1 - r.ratio_to_baseline,
-                    }
-                    if r.ratio_to_baseline is not None
-                    else {}
-                ),
-            }
-            for r in compare_attention(m, fmt_kv.bits, ref_bytes)
-        ]
-        inputs = {
-            "model": m.id,
-            "kv_dtype": fmt_kv.name,
-            "kv_bits": fmt_kv.bits,
-            "baseline": ref.id if ref else None,
-            "baseline_kv_bytes_per_token": ref_bytes,
-            "baseline_kv_bits": 16.0 if ref else None,
-        }
-        doc = render.document("kv --compare", inputs, variants=rows)
-        render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_compare_table(doc)
+        variants = compare_attention(m, fmt_kv.bits, ref_bytes)
+        doc = mj.kv_compare_doc(m, fmt_kv, ref, ref_bytes, variants)
+        render.emit_json(doc) if json else render.kv_compare_table(doc)
         return
     if allocation is not None:
         limit = opt.tokens(max_len, "--max-len", 1) if max_len is not None else ctx
@@ -143,43 +118,12 @@ def kv(
         reports = {
             a: allocation_waste(values, per_token, a, block, limit) for a in ("contiguous", "paged")
         }
-        chosen = reports.get(allocation)
-        if chosen is None:
+        if allocation not in reports:
             raise InputError(f"--allocation must be paged or contiguous, got {allocation}")
-        inputs = {
-            "model": m.id,
-            "kv_dtype": fmt_kv.name,
-            "allocation": allocation,
-            "block_tokens": block,
-            "max_len_tokens": limit,
-            "lengths": desc,
-        }
-        doc = render.document(
-            "kv --allocation",
-            inputs,
-            sequences=chosen.sequences,
-            mean_length_tokens=chosen.mean_length,
-            used_bytes=chosen.used_bytes,
-            allocated_bytes=chosen.allocated_bytes,
-            waste_fraction=chosen.waste_fraction,
-            compare={
-                a: {"allocated_bytes": r.allocated_bytes, "waste_fraction": r.waste_fraction}
-                for a, r in reports.items()
-            },
-        )
-        render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_allocation_table(doc)
+        doc = mj.kv_allocation_doc(m, fmt_kv, allocation, block, limit, desc, reports)
+        render.emit_json(doc) if json else render.kv_allocation_table(doc)
         return
     b = opt.batch(batch)
-    kv = kv_footprint(m, dep, ctx, b)
-    inputs = {
-        "model": m.id,
-        "kv_dtype": fmt_kv.name,
-        "kv_bits": fmt_kv.bits,
-        "context_tokens": ctx,
-        "batch": b,
-        "tp": tp,
-        "kv_budget_tokens": budget,
-    }
     eviction = None
     if budget is not None:
         hw = cat.accelerator(hardware) if hardware is not None else None
@@ -189,33 +133,9 @@ def kv(
             if hw is not None
             else None
         )
-        gain = eviction_gain(m, with_w, ctx, b, plan)
-        eviction = {
-            "kv_budget_tokens": gain.kv_budget_tokens,
-            "kv_bytes_per_sequence_without_eviction": gain.kv_bytes_per_sequence_without_eviction,
-            "kv_bytes_saved_per_sequence": gain.kv_bytes_per_sequence_without_eviction
-            - gain.kv_bytes_per_sequence_with_eviction,
-            "saved_fraction": gain.saved_fraction,
-            "decode_kv_read_saved_bytes_per_step": gain.decode_kv_read_saved_bytes_per_step,
-            "max_batch_without_eviction": gain.max_batch_without_eviction,
-            "max_batch_with_eviction": gain.max_batch_with_eviction,
-            "accuracy_modelled": False,
-            "note": "accuracy effects of eviction are not modelled",
-        }
-        if hw is not None:
-            eviction["hardware"] = hw.id
-    doc = render.document(
-        "kv",
-        inputs,
-        attention=m.attention_kind,
-        kv_bytes_per_token_per_layer=kv.kv_bytes_per_token_per_layer,
-        kv_bytes_per_token=kv.kv_bytes_per_token,
-        kv_bytes_per_sequence=kv.kv_bytes_per_sequence,
-        kv_bytes_total=kv.kv_bytes_total,
-        layer_groups=[asdict(g) for g in kv.layer_groups],
-        eviction=eviction,
-    )
-    render.emit_json(doc) if fmt is opt.Fmt.json else render.kv_table(doc)
+        eviction = mj.eviction_json(eviction_gain(m, with_w, ctx, b, plan), hw)
+    doc = mj.kv_doc(m, fmt_kv, ctx, b, tp, budget, kv_footprint(m, dep, ctx, b), eviction)
+    render.emit_json(doc) if json else render.kv_table(doc)
 
 
 # ---- capacity -------------------------------------------------------------------------------
@@ -261,7 +181,6 @@ def capacity(
     lay, dep = opt.layout(
         cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )
-    n_gpus, replicas = lay.gpus, lay.dp
     b = opt.batch(batch)
     ctx = opt.workload(prompt, output, context)[2]
     eng = engine(engine_name, hw)
@@ -277,49 +196,9 @@ def capacity(
             f"{fmt_bytes(float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)))} of KV "
             f"per GPU; the budget is {fmt_bytes(plan.kv_budget_bytes)}"
         )
-    limit = m.max_position_embeddings or 131072
-    grid = sorted({c for c in (1024, 4096, 8192, 32768, 131072, limit) if c <= limit} | {ctx})
-    by_ctx = max_batch(plan, m, dep, np.array(grid, dtype=float))
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "gpus": n_gpus,
-        "replicas": replicas,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
-        **opt.layout_json(lay, dep),
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
-        "batch": b,
-        "context_tokens": ctx,
-        "engine": eng.name,
-        "engine_rule": eng.source,
-        "memory_fraction": eng.memory_fraction,
-        "block_tokens": eng.block_tokens,
-    }
-    doc = render.document(
-        "capacity",
-        inputs,
-        max_batch=mb,
-        max_concurrency=mb * replicas,
-        batch_fits=b <= mb,
-        kv_budget_bytes=plan.kv_budget_bytes,
-        weights_bytes_per_gpu=plan.weights_bytes,
-        reason=reason,
-        memory={
-            "capacity_bytes": plan.capacity_bytes,
-            "weights_bytes_per_gpu": plan.weights_bytes,
-            "activation_bytes": plan.activation_bytes,
-            "runtime_overhead_bytes": plan.runtime_overhead_bytes,
-            "kv_budget_bytes": plan.kv_budget_bytes,
-            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(
-                m, dep.kv.bits, dep.attention_tp, dep.pp
-            ),
-        },
-        max_batch_by_context=[
-            {"context_tokens": c, "max_batch": int(v)} for c, v in zip(grid, by_ctx, strict=True)
-        ],
+    grid, by_ctx = max_batch_by_context(plan, m, dep, ctx)
+    doc = mj.capacity_doc(
+        m, hw, lay, dep, eng, plan, b=b, ctx=ctx, mb=mb, reason=reason, grid=grid, by_ctx=by_ctx
     )
     render.emit_json(doc) if fmt is opt.Fmt.json else render.capacity_table(doc)
 
@@ -380,74 +259,10 @@ def bytes_(
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)
     t = byte_traffic(m, hw, dep, b, s, ctx, engine=eng.name)
-
-    def phase(r: PhaseResult) -> dict[str, Any]:
-        return {
-            **{k: v for k, v in convert.phase_json(r).items() if k != "ops"},
-            **t.shares(r),
-        }
-
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
-        **opt.layout_json(lay, dep),
-        "weights": dep.weights.name,
-        "weight_bits": dep.linear_bits,
-        "kv_dtype": dep.kv.name,
-        "batch": b,
-        "prompt_tokens": s,
-        "output_tokens": o,
-        "context_tokens": ctx,
-        "kv_budget_tokens": budget,
-        "efficiency": convert.efficiency_json(hw.efficiency),
-    }
-    result: dict[str, Any] = {
-        "prefill": phase(t.prefill),
-        "decode": phase(t.decode),
-        "activation": {
-            "prefill_traffic_bytes": float(t.prefill.activation_bytes),
-            "prefill_peak_bytes": t.prefill_activation_peak_bytes,
-            "decode_traffic_bytes": float(t.decode.activation_bytes),
-        },
-        "split": {
-            "batches": list(t.split_batches),
-            "contexts": list(t.split_contexts),
-            "kv_over_weight": t.kv_over_weight,
-        },
-        "crossover": {
-            "context_at_batch": t.crossover_context_at_batch,
-            "batch_at_context": t.crossover_batch_at_context,
-        },
-        "levers": None,
-    }
+    lever_doc = None
     if levers:
         limit = opt.tokens(max_len, "--max-len", 1) if max_len is not None else ctx
         rows = evaluate_levers(m, hw, dep, eng, b, ctx, limit, budget or 2048, capacity_bytes=cap)
-        base = rows[0]
-        result["levers"] = {
-            "max_len_tokens": limit,
-            "kv_budget_tokens": budget or 2048,
-            "note": "accuracy effects of KV eviction and quantisation are not modelled",
-            "rows": [
-                {
-                    "lever": r.lever.name,
-                    "bits_per_weight": r.bits_per_weight,
-                    "weight_bytes_per_gpu": r.weight_bytes_per_gpu,
-                    "kv_bytes_per_token": r.kv_bytes_per_token,
-                    "kv_bytes_per_sequence": r.kv_bytes_per_sequence,
-                    "t_step_ideal_s": r.t_step_ideal_s,
-                    "t_step_expected_s": r.t_step_expected_s,
-                    "max_batch": r.max_batch,
-                    "weight_ratio": r.weight_bytes_per_gpu / base.weight_bytes_per_gpu,
-                    "kv_ratio": r.kv_bytes_per_sequence / base.kv_bytes_per_sequence,
-                    "step_ratio": r.t_step_ideal_s / base.t_step_ideal_s,
-                    "max_batch_ratio": r.max_batch / base.max_batch if base.max_batch else None,
-                }
-                for r in rows
-            ],
-        }
-    doc = render.document("bytes", inputs, **result)
+        lever_doc = mj.levers_json(rows, limit, budget or 2048)
+    doc = mj.bytes_doc(m, hw, lay, dep, t, b=b, s=s, o=o, ctx=ctx, budget=budget, levers=lever_doc)
     render.emit_json(doc) if fmt is opt.Fmt.json else render.bytes_table(doc)

@@ -9,11 +9,11 @@ import numpy as np
 import typer
 
 from roofline import render
-from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note, warn
+from roofline.cli.cliff_json import cliff_doc
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
 from roofline.layout import Layout, validate
@@ -23,15 +23,9 @@ from roofline.memory import (
     plan_memory,
 )
 from roofline.plot import save_cliff
-from roofline.serving.cliff import simulate
+from roofline.serving.cliff import cliff_sweep
 from roofline.serving.disagg import KvLink, disaggregate
-from roofline.serving.steps import StepModel, kv_budget_blocks
 from roofline.units import fmt_bytes, parse_seconds
-
-
-def _ratio(a: float, b: float) -> float | None:
-    """a / b, or None where b is 0 (e.g. TPOT of one-token outputs)."""
-    return a / b if b else None
 
 
 # ---- cliff ----------------------------------------------------------------------------------
@@ -104,79 +98,12 @@ def cliff(
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
-    blk = eng.block_tokens
-    budget_blocks = kv_budget_blocks(plan, m, dep, blk)
-    per_request = float(kv_bytes_per_sequence(m, dep, s + o, blk))
-    cliff_batch = int(plan.kv_budget_bytes // per_request)
-    if int(np.ceil((s + 1) / blk)) > budget_blocks:
-        raise InputError(
-            f"not one prompt of {s:,} tokens fits in the KV budget "
-            f"({fmt_bytes(plan.kv_budget_bytes)})"
-        )
-    steps = StepModel(m, hw, dep, max(settings), int(prompts.max() + outputs.max()), ideal)
-    points = [
-        simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, tier, chunked_prefill)
-        for b in settings
-    ]
-    baseline = (
-        [
-            simulate(
-                steps, prompts, outputs, b, budget_blocks, blk, chunked_prefill=chunked_prefill
-            )
-            for b in settings
-        ]
-        if tier is not None
-        else points
-    )
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
-        "prompt_tokens": s,
-        "output_tokens": o,
-        "prompt_lengths": prompt_desc,
-        "output_lengths": output_desc,
-        "requests": n,
-        "arrivals": "all at t = 0",
-        "preemption": preemption,
-        "chunked_prefill": chunked_prefill,
-        "swap_tier": tier.id if tier else None,
-        "step_times": "ideal" if ideal else "expected",
-        "engine": eng.name,
-        "kv_budget_bytes": plan.kv_budget_bytes,
-        "block_tokens": blk,
-        "efficiency": convert.efficiency_json(hw.efficiency),
-    }
-    doc = render.document(
-        "cliff",
-        inputs,
-        cliff_batch=cliff_batch,
-        points=[
-            {
-                "batch": p.max_seqs,
-                "output_tokens_per_s": p.output_tokens_per_s,
-                "ttft_mean_s": p.ttft_mean_s,
-                "ttft_p99_s": p.ttft_p99_s,
-                "tpot_mean_s": p.tpot_mean_s,
-                "tpot_p99_s": p.tpot_p99_s,
-                "preemptions": p.preemptions,
-                "recomputed_tokens": p.recomputed_tokens,
-                "swapped_bytes": p.swapped_bytes,
-                "preemption_time_fraction": p.preemption_time_fraction,
-                "decode_time_fraction": p.decode_time_fraction,
-                "peak_kv_fraction": p.peak_kv_fraction,
-                "makespan_s": p.makespan_s,
-                "past_cliff": p.max_seqs > cliff_batch,
-                "throughput_vs_recompute": _ratio(p.output_tokens_per_s, r.output_tokens_per_s),
-                "tpot_vs_recompute": _ratio(p.tpot_mean_s, r.tpot_mean_s),
-            }
-            for p, r in zip(points, baseline, strict=True)
-        ],
-    )
+    sw = cliff_sweep(m, hw, dep, plan, prompts, outputs, settings, preemption, tier,
+                     chunked_prefill, ideal)  # fmt: skip
+    doc = cliff_doc(
+        m, hw, dep, eng, plan, sw, s=s, o=o, prompt_desc=prompt_desc, output_desc=output_desc,
+        n=n, preemption=preemption, chunked_prefill=chunked_prefill, tier=tier, ideal=ideal,
+    )  # fmt: skip
     pub.publish(doc, fmt, doc["points"], render.cliff_table, out)
     if out is not None and not pub.is_html(out):
         save_cliff(doc, out)

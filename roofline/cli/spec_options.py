@@ -77,6 +77,53 @@ def tree_option(text: str, gamma_max: int) -> int | str:
     return n
 
 
+def drafter_kind(drafter: str | None, draft: str | None, decay: float, m) -> str:
+    """`speculate`'s --drafter (auto: draft with --draft, else MTP where the model has MTP
+    layers, else EAGLE), checked with --draft and --decay."""
+    from roofline.speculative import DRAFTERS
+
+    kind = (drafter or "auto").lower()
+    if kind == "auto":
+        kind = "draft" if draft else ("mtp" if m.num_nextn_predict_layers else "eagle")
+    if kind not in DRAFTERS:
+        raise InputError(
+            f"unknown --drafter '{drafter}'", hint=f"choose auto or {', '.join(DRAFTERS)}"
+        )
+    if kind == "draft" and draft is None:
+        raise InputError("--drafter draft needs --draft MODEL")
+    if not 0.0 < decay <= 1.0:
+        raise InputError(f"--decay must be in (0, 1], got {decay}")
+    if draft is not None and not draft.strip():
+        raise InputError("--draft: give a draft model id, e.g. llama-3.2-1b")
+    return kind
+
+
+def round_options(
+    gamma: str, tree_tokens: str, topk: int, draft_vocab: int | None, acceptance: str,
+    tau: float | None, tau_gamma: int | None, decay: float,
+) -> tuple[list[int], int | str, float | list[float]]:  # fmt: skip
+    """(γ list, tree: auto | chain | T, acceptance per position or one rate) from the round
+    options, checked; --tau turns into α (acceptance.alpha_from_tau)."""
+    from roofline.acceptance import alpha_from_tau
+
+    gammas = opt.int_list(gamma, "--gamma")
+    if min(gammas) < 1 or max(gammas) > 64:
+        raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
+    tree = tree_option(tree_tokens, max(gammas))
+    if not 1 <= topk <= 64:
+        raise InputError(f"--topk must be from 1 to 64, got {topk}")
+    if draft_vocab is not None and not 1 <= draft_vocab <= 10**7:
+        raise InputError(f"--draft-vocab must be from 1 to 1e7, got {draft_vocab}")
+    acc = acceptance_rates(acceptance)
+    if tau is not None:
+        if isinstance(acc, list):
+            raise InputError("give --tau or a per-position --acceptance list, not both")
+        if tau_gamma is not None and not 1 <= tau_gamma <= 64:
+            raise InputError(f"--tau-gamma must be from 1 to 64, got {tau_gamma}")
+        acc = alpha_from_tau(tau, tau_gamma or max(gammas), decay)
+    return gammas, tree, acc
+
+
 def spec_config(
     cat, m, dep, drafter: str | None, draft: str | None, gamma: str, acceptance: str,
     decay: float, tau: float | None, tau_gamma: int | None, tree_tokens: str, topk: int,
@@ -84,7 +131,6 @@ def spec_config(
 ):  # fmt: skip
     """The drafter options of serve and size as a core SpecConfig (serving.specstep), checked as
     `speculate` checks them; None without --drafter (plain decoding)."""
-    from roofline.acceptance import alpha_from_tau
     from roofline.precision import weight_format
     from roofline.serving.specstep import SpecConfig
     from roofline.speculative import DRAFTERS
@@ -107,21 +153,9 @@ def spec_config(
     d_m = cat.model(draft) if kind == "draft" and draft else None
     d_weights = opt.resolve_weights(draft_weights or dep.weights.name, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights), ep=1, pp=1) if d_m else None
-    gammas = opt.int_list(gamma, "--gamma")
-    if min(gammas) < 1 or max(gammas) > 64:
-        raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
-    tree = tree_option(tree_tokens, max(gammas))
-    if not 1 <= topk <= 64:
-        raise InputError(f"--topk must be from 1 to 64, got {topk}")
-    if draft_vocab is not None and not 1 <= draft_vocab <= 10**7:
-        raise InputError(f"--draft-vocab must be from 1 to 1e7, got {draft_vocab}")
-    acc = acceptance_rates(acceptance)
-    if tau is not None:
-        if isinstance(acc, list):
-            raise InputError("give --tau or a per-position --acceptance list, not both")
-        if tau_gamma is not None and not 1 <= tau_gamma <= 64:
-            raise InputError(f"--tau-gamma must be from 1 to 64, got {tau_gamma}")
-        acc = alpha_from_tau(tau, tau_gamma or max(gammas), decay)
+    gammas, tree, acc = round_options(
+        gamma, tree_tokens, topk, draft_vocab, acceptance, tau, tau_gamma, decay
+    )
     acc_v = float(acc) if not isinstance(acc, list) else tuple(acc)
     t = None if tree == "auto" else (0 if tree == "chain" else int(tree))
     return SpecConfig(kind, d_m, d_dep, tuple(gammas), t, acc_v, decay, draft_vocab, topk)

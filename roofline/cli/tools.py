@@ -91,6 +91,34 @@ def sweep(
     if out is not None and fmt not in (SweepFmt.csv, SweepFmt.jsonl, SweepFmt.parquet):
         raise InputError("-o/--out takes --format csv, jsonl or parquet")
     cat = catalog()
+    grid = _grid(cat, model, hardware, weights, kv_dtype, tp, batch, prompt, output)
+    engine(engine_name)  # an unknown name fails before any work
+    usd = {h: (p.usd_per_gpu_hour if p else None) for h, p in topt.price_table(cat, price).items()}
+    names = (*COLUMNS, "cost_per_million_output_tokens")
+    chunks = sweep_chunks(grid, engine_name, usd_per_gpu_hour=usd)
+    if grid.points > 200_000:
+        chunks = render.progress_bar("sweep", chunk_count(grid))(chunks)
+    if fmt in (SweepFmt.csv, SweepFmt.jsonl, SweepFmt.parquet):
+        _write_stream(chunks, names, fmt, out, grid.points)
+        return
+    rows = [
+        dict(zip(names, values, strict=True))
+        for chunk in chunks
+        for values in _chunk_rows(chunk, names)
+    ]
+    inputs = {
+        "engine": engine_name,
+        "points": grid.points,
+        "efficiency": "expected columns use each accelerator's family efficiencies",
+    }
+    # the whole document is only built where it is printed (json) or drawn (table)
+    whole = fmt in (SweepFmt.json, SweepFmt.table)
+    doc = render.document("sweep", inputs, points=rows) if whole else {}
+    render.emit(doc, render.RowFmt(fmt.value), rows, render.sweep_table)
+
+
+def _grid(cat, model, hardware, weights, kv_dtype, tp, batch, prompt, output) -> Grid:
+    """The sweep's axes from the comma lists and ranges of its options, checked."""
 
     def count(text: str) -> int:
         return opt.tokens(text, "a token count", 0)
@@ -116,37 +144,20 @@ def sweep(
         raise InputError("--batch, --output and --tp values must be at least 1")
     if grid.points > 10_000_000:
         raise InputError(f"{grid.points:,} points is more than the 10,000,000 a sweep allows")
-    engine(engine_name)  # an unknown name fails before any work
-    usd = {h: (p.usd_per_gpu_hour if p else None) for h, p in topt.price_table(cat, price).items()}
-    names = (*COLUMNS, "cost_per_million_output_tokens")
-    chunks = sweep_chunks(grid, engine_name, usd_per_gpu_hour=usd)
-    if grid.points > 200_000:
-        chunks = render.progress_bar("sweep", chunk_count(grid))(chunks)
-    if fmt in (SweepFmt.csv, SweepFmt.jsonl, SweepFmt.parquet):
-        if fmt is SweepFmt.parquet:
-            render.write_parquet(chunks, names, str(out))
-        elif out is None:
-            render.write_columns(chunks, names, fmt.value, sys.stdout)
-        else:
-            with open(out, "w", encoding="utf-8", newline="") as f:
-                render.write_columns(chunks, names, fmt.value, f)
-        if out is not None:
-            note(f"wrote {grid.points:,} rows to {out}")
-        return
-    rows = [
-        dict(zip(names, values, strict=True))
-        for chunk in chunks
-        for values in _chunk_rows(chunk, names)
-    ]
-    inputs = {
-        "engine": engine_name,
-        "points": grid.points,
-        "efficiency": "expected columns use each accelerator's family efficiencies",
-    }
-    # the whole document is only built where it is printed (json) or drawn (table)
-    whole = fmt in (SweepFmt.json, SweepFmt.table)
-    doc = render.document("sweep", inputs, points=rows) if whole else {}
-    render.emit(doc, render.RowFmt(fmt.value), rows, render.sweep_table)
+    return grid
+
+
+def _write_stream(chunks, names: tuple[str, ...], fmt, out, points: int) -> None:
+    """CSV, JSONL or Parquet, column-wise chunk by chunk, to stdout or -o FILE."""
+    if fmt is SweepFmt.parquet:
+        render.write_parquet(chunks, names, str(out))
+    elif out is None:
+        render.write_columns(chunks, names, fmt.value, sys.stdout)
+    else:
+        with open(out, "w", encoding="utf-8", newline="") as f:
+            render.write_columns(chunks, names, fmt.value, f)
+    if out is not None:
+        note(f"wrote {points:,} rows to {out}")
 
 
 def _chunk_rows(chunk: dict[str, Any], names: tuple[str, ...]) -> list[tuple]:

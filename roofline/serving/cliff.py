@@ -7,9 +7,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.hardware import Tier
+from roofline.errors import InputError
+from roofline.hardware import Accelerator, Tier
+from roofline.memory import MemoryPlan, kv_bytes_per_sequence
+from roofline.model import ModelArch
+from roofline.ops import Deployment
 from roofline.serving.scheduler import EngineRules, simulate_requests
-from roofline.serving.steps import StepModel
+from roofline.serving.steps import StepModel, kv_budget_blocks
+from roofline.units import fmt_bytes
 
 
 # ---- the reasoning cliff: every request at t = 0 ---------------------------------------------
@@ -78,3 +83,53 @@ def simulate(
         now,
         int(np.isfinite(tr.finish_s).sum()),
     )
+
+
+@dataclass(frozen=True)
+class CliffSweep:
+    """The cliff over max-seqs settings: the batch whose KV fills the budget at the mean
+    prompt + output, a point per setting, and the same under recompute (the baseline of swap)."""
+
+    cliff_batch: int
+    points: list[CliffPoint]
+    baseline: list[CliffPoint]
+
+
+def cliff_sweep(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    plan: MemoryPlan,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    settings: list[int],
+    preemption: str = "recompute",
+    swap_tier: Tier | None = None,
+    chunked_prefill: bool = False,
+    ideal: bool = False,
+) -> CliffSweep:
+    """Every request at t = 0, served at each max-seqs setting (simulate); with a swap tier
+    also under recompute, for the ratio. Refuses a budget that holds not one mean prompt."""
+    s, o = round(float(prompts.mean())), round(float(outputs.mean()))
+    blk = plan.engine.block_tokens
+    budget_blocks = kv_budget_blocks(plan, model, dep, blk)
+    per_request = float(kv_bytes_per_sequence(model, dep, s + o, blk))
+    cliff_batch = int(plan.kv_budget_bytes // per_request)
+    if int(np.ceil((s + 1) / blk)) > budget_blocks:
+        raise InputError(
+            f"not one prompt of {s:,} tokens fits in the KV budget "
+            f"({fmt_bytes(plan.kv_budget_bytes)})"
+        )
+    steps = StepModel(model, hw, dep, max(settings), int(prompts.max() + outputs.max()), ideal)
+    cp = chunked_prefill
+    points = [
+        simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, swap_tier, cp)
+        for b in settings
+    ]
+    baseline = (
+        [simulate(steps, prompts, outputs, b, budget_blocks, blk, chunked_prefill=cp)
+         for b in settings]
+        if swap_tier is not None
+        else points
+    )  # fmt: skip
+    return CliffSweep(cliff_batch, points, baseline)

@@ -1,0 +1,252 @@
+"""Start-up machinery of the `roofline` process, apart from the commands: the cycle collector
+paused while start-up builds long-lived objects, streams that fall back to ASCII spellings, the
+mapping of errors to exit codes (parser, input, bug, interrupt, a reader that left), and the
+guard that holds a command's stdout until it completes.
+
+Exit codes: 0 done; 1 a check failed (`check`); 2 bad input (unknown id, malformed catalog,
+out-of-range value, a model that does not fit); 3 an internal error (a bug: one line asking for a
+report; the traceback only with ROOFLINE_DEBUG=1); 130 interrupted. stdout carries only results.
+"""
+
+import errno
+import functools
+import gc
+import io
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import typer
+
+from roofline.errors import RooflineError
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+REPORT_URL = "the roofline issue tracker"
+# start-up (imports, the parser, the command's build) runs with the cycle collector paused: it
+# allocates long-lived objects only, and each collection would walk all of them again
+_gc = {"paused": False, "frozen": False}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def one_line(text: str) -> str:
+    """Messages are one line even when the input that caused them held a newline."""
+    return " ".join(str(text).split())
+
+
+def fail(exc: RooflineError) -> None:
+    """One line on stderr, exit code 2."""
+    hint = f" ({exc.hint})" if exc.hint else ""
+    print(one_line(f"error: {exc}{hint}"), file=sys.stderr)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+class _Held(io.StringIO):
+    """stdout held until the command ends, still answering as the real stream (a terminal's
+    width and colours)."""
+
+    def __init__(self, real: Any) -> None:
+        super().__init__()
+        self.real = real
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.real, "isatty", lambda: False)())
+
+    def fileno(self) -> int:
+        return int(self.real.fileno())
+
+
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EFBIG)
+
+
+def _write_failed(exc: OSError) -> None:
+    """Results that could not be written: a reader that left (`| head`) ends the process
+    quietly, as Unix tools do; a full disk or a failing device is one line, exit 2."""
+    if isinstance(exc, BrokenPipeError):
+        try:
+            sys.stderr.close()
+        finally:
+            os._exit(EXIT_OK)
+    print(one_line(f"error: cannot write the results: {exc.strerror or exc}"), file=sys.stderr)
+    raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def guarded(fn: F) -> F:
+    """Turn RooflineError into one stderr line and exit 2. What the command prints is held and
+    written only when it completes: an error never leaves half a result on stdout."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        resume_gc()
+        real = sys.stdout
+        held = sys.stdout = _Held(real)
+        complete = False  # a result, even one with its own exit code (check: 1 on a failure)
+        try:
+            out = fn(*args, **kwargs)
+            complete = True
+            return out
+        except typer.Exit:
+            complete = True
+            raise
+        except RooflineError as exc:
+            fail(exc)
+        finally:
+            sys.stdout = real
+            if complete:
+                try:
+                    real.write(held.getvalue())
+                    real.flush()
+                except OSError as exc:
+                    _write_failed(exc)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def guarded_stream(fn: F) -> F:
+    """guarded for a command that streams its results as it goes (sweep): nothing held."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        resume_gc()
+        try:
+            out = fn(*args, **kwargs)
+            sys.stdout.flush()
+            return out
+        except RooflineError as exc:
+            fail(exc)
+        except OSError as exc:  # writing the stream; any other OSError is not ours to name
+            if not isinstance(exc, BrokenPipeError) and exc.errno not in _WRITE_ERRNOS:
+                raise
+            _write_failed(exc)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def resume_gc() -> None:
+    """The command's own work starts: what start-up built is frozen (later collections skip it)
+    and the cycle collector runs again, so a long sweep's memory stays flat."""
+    if _gc["paused"]:
+        _gc["paused"] = False
+        gc.freeze()
+        _gc["frozen"] = True
+        gc.enable()
+
+
+def run(app: typer.Typer, commands: dict, gc_paused: bool = False) -> None:
+    """Console entry point. Every bad input (our checks, or the parser's: a missing argument, an
+    unknown option, a value of the wrong type) is one line on stderr and exit 2; a bug is one line
+    and exit 3 (with the traceback under ROOFLINE_DEBUG=1). The cycle collector is paused until
+    the command starts (resume_gc; gc_paused: the caller paused it earlier, as `python -m
+    roofline` does before importing the app) and restored on the way out."""
+    _gc["paused"] = gc_paused or gc.isenabled()
+    gc.disable()
+    _plain_streams()
+    try:
+        _main(app, commands)
+    finally:
+        if _gc["frozen"]:  # in process (tests), the next run's garbage is collectable again
+            _gc["frozen"] = False
+            gc.unfreeze()
+        if _gc["paused"]:
+            _gc["paused"] = False
+            gc.enable()
+
+
+# what a stream that cannot carry them (PYTHONIOENCODING=ascii, a C locale) prints instead
+_ASCII = {
+    "µ": "u", "×": "x", "≤": "<=", "≥": ">=", "−": "-", "…": "...", "→": "->", "·": "*",
+    "±": "+/-", "—": "-", "–": "-", "≈": "~", "█": "#", "━": "-", "η": "eta", "σ": "sigma",
+    "²": "^2", "³": "^3", "√": "sqrt", "∑": "sum", "≠": "!=", "°": "deg",
+}  # fmt: skip
+
+
+def _ascii_fallback(err: UnicodeError) -> tuple[str, int]:
+    bad = err.object[err.start : err.end]  # type: ignore[attr-defined]
+    return "".join(_ASCII.get(c, "?") for c in bad), err.end  # type: ignore[attr-defined]
+
+
+def _plain_streams() -> None:
+    """stdout and stderr that cannot encode the tool's symbols fall back to ASCII spellings
+    instead of failing (PYTHONIOENCODING=ascii, LANG=C)."""
+    import codecs
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "µ×≤━".encode(getattr(stream, "encoding", None) or "ascii")
+        except (UnicodeEncodeError, LookupError):
+            codecs.register_error("roofline-ascii", _ascii_fallback)
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="roofline-ascii")
+
+
+def _main(app: typer.Typer, commands: dict) -> None:
+    from roofline.cli.classcode import cached_dataclass_code
+
+    try:
+        scope = _command_name(sys.argv[1:])
+        if scope in commands:
+            # every command's core imports numpy; imported here, at the bottom of the call stack,
+            # its typing modules do not push frames across the interpreter's 16 KiB stack-chunk
+            # boundary (each crossing maps and unmaps a chunk: hundreds of system calls)
+            import numpy  # noqa: F401
+        # the command's dataclasses: compiled once, then cached (a file per command)
+        with cached_dataclass_code(scope or "other"):
+            rv = app(standalone_mode=False, prog_name="roofline")
+    except RooflineError as exc:  # raised outside a guarded command (e.g. a callback)
+        hint = f" ({exc.hint})" if exc.hint else ""
+        print(one_line(f"error: {exc}{hint}"), file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # `roofline ... | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        os._exit(EXIT_OK)
+    except Exception as exc:
+        # the parser's usage errors carry an exit code and a message (Click's UsageError)
+        code, message = getattr(exc, "exit_code", None), getattr(exc, "format_message", None)
+        if type(exc).__name__ == "Abort":
+            print("error: interrupted", file=sys.stderr)
+            sys.exit(EXIT_INTERRUPTED)
+        if code is None or message is None:
+            _internal_error(exc)
+        ctx = getattr(exc, "ctx", None)
+        text = message()
+        if not text and ctx is not None:  # no arguments at all: show the help
+            print(ctx.get_help())
+            sys.exit(EXIT_OK)
+        where = ctx.command_path if ctx is not None else "roofline"
+        print(one_line(f"error: {text} (see {where} -h)"), file=sys.stderr)
+        sys.exit(code)
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The command named on the command line (the first argument that is neither a root option
+    nor --catalog's value), or None: only start-up work follows from it, never the parse."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--catalog":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _internal_error(exc: BaseException) -> NoReturn:
+    """A bug, not a user mistake: one line, exit 3; the traceback with ROOFLINE_DEBUG=1."""
+    if os.environ.get("ROOFLINE_DEBUG"):
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    where = f"{type(exc).__name__}: {exc}"
+    print(
+        one_line(
+            f"internal error: {where} (a bug in roofline; please report it to {REPORT_URL} "
+            "with the command line; ROOFLINE_DEBUG=1 shows the traceback)"
+        ),
+        file=sys.stderr,
+    )
+    sys.exit(EXIT_INTERNAL)
