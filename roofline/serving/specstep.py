@@ -127,8 +127,8 @@ def speculative_steps(
 
     out.base_s = steps.base_s + delta(b, 1.0)
     d_slope = float((delta(1.0, FAR_TOKENS) - delta(1.0, 1.0)) / (FAR_TOKENS - 1.0))
-    total = sum(k for k, _ in steps.groups)
-    scale = (total + d_slope) / total if total > 0 else 1.0
+    total = np.asarray(sum(k for k, _ in steps.groups), dtype=float)
+    scale = np.where(total > 0, (total + d_slope) / np.where(total > 0, total, 1.0), 1.0)
     out.groups = [(k * scale, cap) for k, cap in steps.groups]
     out.__dict__.pop("_fast", None)  # span_s's cached lookups of the plain step
     return out
