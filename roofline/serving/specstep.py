@@ -12,7 +12,8 @@ sequence on average (roofline.speculative.speculate, roofline.acceptance). The s
 step is the time per token, so its clock advances one token per sequence per step as without
 speculation: step(B, T) = plain step(B, T) + [t_round(B, T)/E − t_plain(B, T)], the difference
 taken from `speculate` at each batch (so the plain step's pipeline and window rules stay), with
-the per-token attention slope changed by the same difference between T = 1 and T = 1025. At
+the per-token attention slope changed by the same difference between T = 1 and T = 1025 (taken at
+batch 1, added to the plain step's slope at every batch, which is the batch's own). At
 light load the step is the plain one divided by about `speculate`'s batch-1 speed-up; as the
 batch grows the verify pass of B·T_v tokens crosses the ridge and the gain shrinks, below 1×
 once it costs more than the E plain steps it replaces (EAGLE-3 paper §4.3; SGLang's and vLLM's
