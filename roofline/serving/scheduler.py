@@ -279,10 +279,12 @@ class _Sim(Decoders, Admission):
         # unwindowed layer group)
         groups: Any = getattr(steps, "groups", None)
         plain = steps.pp == 1 and groups is not None and len(groups) == 1 and groups[0][1] is None
-        kk, base = (groups[0][0], steps.base_s.tolist()) if plain else (0.0, [])
+        base = steps.base_s.tolist() if plain else []
+        kk = (np.asarray(groups[0][0], dtype=float) * np.ones(len(base))).tolist() if plain else []
 
         def decode_only_s(n_dec: int, k: int, total: float) -> float:
-            return base[n_dec - 1] * k + kk * k * (total + n_dec * ((k - 1) / 2.0 - 1.0))
+            slope = kk[n_dec - 1]  # the attention slope at this batch (StepModel.groups)
+            return base[n_dec - 1] * k + slope * k * (total + n_dec * ((k - 1) / 2.0 - 1.0))
 
         while True:
             na = self.na

@@ -12,7 +12,8 @@ sequence on average (roofline.speculative.speculate, roofline.acceptance). The s
 step is the time per token, so its clock advances one token per sequence per step as without
 speculation: step(B, T) = plain step(B, T) + [t_round(B, T)/E − t_plain(B, T)], the difference
 taken from `speculate` at each batch (so the plain step's pipeline and window rules stay), with
-the per-token attention slope changed by the same difference between T = 1 and T = 1025. At
+the per-token attention slope changed by the same difference between T = 1 and T = 1025 (taken at
+batch 1, added to the plain step's slope at every batch, which is the batch's own). At
 light load the step is the plain one divided by about `speculate`'s batch-1 speed-up; as the
 batch grows the verify pass of B·T_v tokens crosses the ridge and the gain shrinks, below 1×
 once it costs more than the E plain steps it replaces (EAGLE-3 paper §4.3; SGLang's and vLLM's
@@ -127,8 +128,8 @@ def speculative_steps(
 
     out.base_s = steps.base_s + delta(b, 1.0)
     d_slope = float((delta(1.0, FAR_TOKENS) - delta(1.0, 1.0)) / (FAR_TOKENS - 1.0))
-    total = sum(k for k, _ in steps.groups)
-    scale = (total + d_slope) / total if total > 0 else 1.0
+    total = np.asarray(sum(k for k, _ in steps.groups), dtype=float)
+    scale = np.where(total > 0, (total + d_slope) / np.where(total > 0, total, 1.0), 1.0)
     out.groups = [(k * scale, cap) for k, cap in steps.groups]
     out.__dict__.pop("_fast", None)  # span_s's cached lookups of the plain step
     return out

@@ -7,8 +7,9 @@ evaluated once per configuration on a grid and interpolated:
 - base(B): the decode step of B sequences at an empty cache (weight read, matmuls, collectives,
   B LM-head rows, the per-step overhead).
 - decode attention is affine in the KV length (roofline: its bytes and FLOPs are both linear in
-  T), so a sequence attending T tokens adds k_g·(min(T, w_g) − 1) per layer group g (k_g from two
-  decode points, w_g the window or eviction cap).
+  T), so a sequence attending T tokens adds k_g(B)·(min(T, w_g) − 1) per layer group g in a step
+  of B sequences (k_g(B) from two decode points of B sequences, T = 1 and 1025, so the kernel's
+  efficiency is the one at the step's batch; w_g the window or eviction cap).
 - a prompt of S tokens alone: A(S) = its attention-core ops (causal, so the queries of a chunk
   o+1 … o+c attend the prefix before them: the chunk costs A(o+c) − A(o)), lin(S) = every other
   op. Prefill tokens added to a step of n tokens cost lin(n + p) − lin(n): the weight read is
@@ -93,20 +94,29 @@ class StepModel:
         self.kv_groups = tuple(
             (g.count / layers, cached_tokens_cap(g.window, dep)) for g in model.layer_groups
         )
-        self.groups = []  # (seconds per cached token per sequence, cap) per layer group
+        # per layer group: (seconds per cached token per sequence at each batch 1 … max_batch,
+        # cap). The slope is taken at the step's own batch: the expected attention kernel's
+        # efficiency grows with the bytes it reads (a launch-bound small kernel at batch 1), so
+        # a batch-1 slope charged to every sequence of a large batch overstates its attention
+        # (on B200, Llama-3.1-70B TP4: 1.2e-7 s per token at batch 1, 1.1e-8 at batch 256).
+        self.groups = []
         for g in model.layer_groups:
             cap = cached_tokens_cap(g.window, dep)
             far = 1025 if cap is None else min(cap, 1025)  # both points at or below the cap
             name = attention_op_name(g)
             times = [
-                next(
-                    float(pick(r))
-                    for r in decode(model, hw, dep, 1, t, eff=eff, engine=engine).ops
-                    if r.op.name == name
+                np.asarray(
+                    next(
+                        pick(r)
+                        for r in decode(model, hw, dep, batches, t, eff=eff, engine=engine).ops
+                        if r.op.name == name
+                    ),
+                    dtype=float,
                 )
+                * np.ones_like(batches)
                 for t in (1.0, float(far))
             ]
-            self.groups.append(((times[1] - times[0]) / max(far - 1, 1), cap))
+            self.groups.append(((times[1] - times[0]) / (batches * max(far - 1, 1)), cap))
         # one prompt of S tokens: its attention-core ops are A(S), everything else lin(S)
         self.grid = _grid(top)
         self.token_grid = self.grid
@@ -174,7 +184,8 @@ class StepModel:
         is needed only for windowed layers)."""
         b = len(contexts) if b is None else b
         t = 0.0
-        for k, cap in self.groups:
+        for slope, cap in self.groups:
+            k = float(slope[min(max(b, 1), len(slope)) - 1]) if np.ndim(slope) else slope
             if cap is None:
                 s = float(np.sum(contexts)) if total is None else total
                 t += k * steps * (s + b * ((steps - 1) / 2.0 - 1.0))
