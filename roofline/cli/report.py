@@ -13,7 +13,7 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
 from roofline.cli.check import _evaluate_spec
-from roofline.cli.traffic import metrics_json
+from roofline.cli.traffic_json import metrics_json
 from roofline.errors import InputError, RooflineError
 from roofline.memory import engine
 from roofline.units import parse_seconds

@@ -294,7 +294,7 @@ def disagg(
 
 def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal, shape):
     """The colocated/disaggregated comparison under traffic, as JSON."""
-    from roofline.cli.traffic import metrics_json
+    from roofline.cli.traffic_json import metrics_json
     from roofline.serving.disagg import compare_under_traffic
     from roofline.serving.search import slo_requests
     from roofline.serving.serve import make_replica

@@ -4,29 +4,24 @@ with cost). Metric names: docs/METRICS.md."""
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from roofline import render
-from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import spec_options as sopt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
-from roofline.cli.traffic_json import SERVE_BANDS, metrics_json, saturation_json, sized_json
+from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.errors import InputError
-from roofline.launch import launch_json, launch_spec
 from roofline.layout import node_gpus
 from roofline.memory import engine
-from roofline.serving.cost import ENERGY_ASSUMPTION
-from roofline.serving.search import replica_capacity, slo_requests
+from roofline.serving.disagg import KvLink
+from roofline.serving.rates import serve_rates
 from roofline.serving.serve import make_replica
-from roofline.serving.serve import serve as serve_core
-from roofline.serving.size import HEADROOM
-from roofline.serving.size import size as size_core
-from roofline.serving.workload import with_rate
+from roofline.serving.size import HEADROOM, size_search
 
 MaxBatchedTokens = Annotated[
     int,
@@ -46,10 +41,6 @@ Tokenizer = Annotated[
 ]
 SIZE_REQUESTS = 1000  # requests per simulated point of the size search (as serve)
 SIZE_HARDWARE = "h100,h200,b200,mi300x"
-
-
-def _slo_json(slo) -> dict[str, Any]:
-    return {"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_pct": slo.pct}
 
 
 def _one(values: list[int], what: str) -> int:
@@ -141,20 +132,10 @@ def serve(
     pub.check_out(out, charts=True)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
-    opt.check_formats(dep, hw)
-    n_gpus, n_rep = opt.replicas(dep, gpus, dp)
-    # plan's layout options and rules; the layout's links once a replica leaves its node
-    lay, laid = opt.layout(
-        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
-    )
-    spans = nodes is not None or cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
-    dep = replace(
-        dep,
-        attention_dp=attention_dp,
-        microbatches=microbatches,
-        links=laid.links if spans else None,
-    )
+    dep, lay, laid, n_gpus, n_rep = _laid_out(
+        cat, m, hw, opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m),
+        gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out,
+    )  # fmt: skip
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     timed = arrivals is not None or (prompt_dist or "").endswith(".jsonl")
     if (rate is None) == (concurrency is None) and not timed:
@@ -163,105 +144,34 @@ def serve(
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     base = topt.serving_workload(
-        prompt,
-        output,
-        prompt_dist,
-        output_dist,
-        rate_list[0],
-        concurrency,
-        requests,
-        duration,
-        seed,
-        burstiness,
-        arrivals,
-        speedup,
+        prompt, output, prompt_dist, output_dist, rate_list[0], concurrency, requests, duration,
+        seed, burstiness, arrivals, speedup,
         topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed),
-    )
+    )  # fmt: skip
     eng = engine(engine_name, hw)
-    max_len = int(base.prompts.max() + base.outputs.max())
     spec = sopt.spec_config(
         cat, m, dep, drafter, draft, gamma, acceptance, decay, tau, tau_gamma, tree_tokens,
         topk, draft_vocab, draft_weights,
     )  # fmt: skip
-    decode_ctx = float(base.prompts.mean() + base.outputs.mean() / 2)
-    tier = cat.tier("pcie5-x16") if preemption == "swap" else None
     rep = make_replica(
-        m,
-        hw,
-        dep,
-        eng,
-        max_len,
+        m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None,
-        max_batched_tokens,
-        chunked_prefill,
-        preemption,
-        tier,
-        opt.capacity(hw, memory),
-        tokenizer=tokenizer,
-        spec=spec,
-        spec_context=decode_ctx,
-    )
+        max_batched_tokens, chunked_prefill, preemption,
+        cat.tier("pcie5-x16") if preemption == "swap" else None, opt.capacity(hw, memory),
+        tokenizer=tokenizer, spec=spec,
+        spec_context=float(base.prompts.mean() + base.outputs.mean() / 2),
+    )  # fmt: skip
     price = topt.price_table(cat, price).get(hw.id)
-    cap = replica_capacity(rep, base, confirm=saturation and concurrency is None)
-    points = []
-    for r in rate_list:
-        w = base if r is None or r == rate_list[0] else with_rate(base, r, seed)
-        res = serve_core(rep, w, slo, n_rep, capacity=cap)
-        points.append(
-            {
-                "rate": w.rate if r is None else r,
-                "concurrency": concurrency,
-                "ideal": metrics_json(res.ideal, price),
-                "expected": metrics_json(res.expected, price),
-            }
-        )
-    sat = saturation_json(cap, n_rep) if saturation and concurrency is None else None
-    inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
-        "dp": n_rep,
-        "gpus": n_gpus,
-        **opt.layout_json(lay, laid),
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
-        **base.description,
-        "rates": rate_list if rate is not None else None,
-        "concurrency": concurrency,
-        **_slo_json(slo),
-        "engine": eng.name,
-        "max_seqs": rep.rules.max_seqs,
-        "max_batched_tokens": rep.rules.max_batched_tokens,
-        "chunked_prefill": chunked_prefill,
-        "request_latency_s": rep.frontend.latency_s if rep.frontend else 0.0,
-        "tokenizer": tokenizer,
-        "api_token_s": rep.frontend.token_s if rep.frontend else 0.0,
-        "preemption": preemption,
-        "block_tokens": rep.rules.block_tokens,
-        "kv_budget_blocks": rep.rules.budget_blocks,
-        "routing": "round robin over replicas",
-        "saturation_probe_requests": cap.expected.requests if sat else None,
-        "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
-        "price_source": price.source if price else None,
-        "energy_assumption": ENERGY_ASSUMPTION,
-        "efficiency": convert.efficiency_json(hw.efficiency),
-    }
-    if spec is not None:
-        inputs["speculation"] = sopt.spec_json(spec, rep)
-    extra = {"ideal": points[0]["ideal"], "expected": points[0]["expected"]}
-    doc = render.document(
-        "serve",
-        inputs,
-        **(extra if len(points) == 1 else {}),
-        saturation_rate=sat,
-        points=points,
-        bands=convert.bands_json(hw.efficiency.family, SERVE_BANDS),
-    )
-    rows = [{"rate": p["rate"], **_flat(p["expected"])} for p in doc["points"]]
+    saturated = saturation and concurrency is None
+    cap, results = serve_rates(rep, base, rate_list, slo, n_rep, seed, confirm=saturated)
+    doc = serve_doc(
+        m, hw, dep, lay, laid, n_gpus, n_rep, base, rate_list if rate is not None else None,
+        concurrency, slo, eng, rep, chunked_prefill, tokenizer, preemption, cap, saturated,
+        price, sopt.spec_json(spec, rep) if spec is not None else None, results,
+    )  # fmt: skip
+    rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]
     pub.publish(doc, fmt, rows, render.serve_table, out)
-    for p in points:
+    for p in doc["points"]:
         why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
         if why:
             note(f"at {p['rate']:g} req/s: {why}" if p["rate"] else why)
@@ -272,14 +182,18 @@ def serve(
         note(f"wrote {out}")
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}_"))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
+def _laid_out(cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, net):
+    """serve's deployment with plan's layout options and rules: (deployment, layout, laid-out
+    deployment, GPUs, replicas); the layout's links once a replica leaves its node."""
+    opt.check_formats(dep, hw)
+    n_gpus, n_rep = opt.replicas(dep, gpus, dp)
+    lay, laid = opt.layout(
+        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, net
+    )
+    spans = nodes is not None or cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
+    links = laid.links if spans else None
+    dep = replace(dep, attention_dp=attention_dp, microbatches=microbatches, links=links)
+    return dep, lay, laid, n_gpus, n_rep
 
 
 # ---- size -----------------------------------------------------------------------------------
@@ -371,35 +285,17 @@ def size(
         raise InputError("size takes one --rate")
     cat = catalog()
     m = cat.model(model)
-    names = [h.strip() for h in (hardware or SIZE_HARDWARE).split(",") if h.strip()]
-    if not names or len(names) > 32:
-        raise InputError("--hardware: give 1 to 32 accelerators, e.g. h100,h200")
-    hws = [cat.accelerator(h) for h in names]
+    hws = _accelerators(cat, hardware)
     base = opt.deployment(weights, kv_dtype, model=m)
     for hw in hws:
         opt.check_formats(base, hw)
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     requests = SIZE_REQUESTS if requests is None else requests
-    if not 0 <= headroom < 1:
-        raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
-    if not 20 <= requests <= 100_000:
-        raise InputError(f"--requests must be from 20 to 100000, got {requests}")
-    pfx = topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed)
-    if pfx is not None and disagg:
-        raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
+    pfx = _size_checks(headroom, requests, shared_prefix, prefixes, turns, think_time, seed, disagg)
     w = topt.serving_workload(
-        prompt,
-        output,
-        prompt_dist,
-        output_dist,
-        r[0],
-        None,
-        requests,
-        None,
-        seed,
-        burstiness,
+        prompt, output, prompt_dist, output_dist, r[0], None, requests, None, seed, burstiness,
         prefix=pfx,
-    )
+    )  # fmt: skip
     prices = topt.price_table(cat, price)
     eng = engine(engine_name, hws[0])
     if curve is not None:  # a delay to derive needs the engine's figures: refuse before the search
@@ -415,85 +311,46 @@ def size(
         raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
     if pools is not None and not disagg:
         raise InputError("--pools splits a disaggregated unit: give --disagg too")
-    rows = size_core(
-        m,
-        hws,
-        base,
-        eng,
-        w,
-        slo,
-        prices,
-        minimize,
-        seed,
-        headroom=headroom,
-        spec=spec,
-        scale_out=net,
-    )
-    if disagg:
-        from roofline.serving.disagg import KvLink
-        from roofline.serving.size import rank, size_disaggregated
-
-        extra = size_disaggregated(
-            m, hws, base, eng, w, slo, prices, KvLink(cat.tier(link)), seed,
-            net, topt.pool_split(pools),
-        )  # fmt: skip
-        rows = rank(rows + extra, minimize)
-    by_id = {h.id: h for h in hws}
-    deployments = [
-        sized_json(d, prices.get(d.hardware), by_id[d.hardware].efficiency.family, spec is not None)
-        for d in rows
-    ]
-    inputs = {
-        "model": m.id,
-        "hardware": [h.id for h in hws],
-        "rate": r[0],
-        "weights": base.weights.name,
-        "kv_dtype": base.kv.name,
-        **w.description,
-        **_slo_json(slo),
-        "engine": eng.name,
-        "minimize": minimize,
-        "disaggregated": disagg,
-        "link": cat.tier(link).id if disagg else None,
-        "headroom": headroom,
-        "scale_out": net.id,
-        "pools": pools,
-        "sized_on": "SLO capacity" if slo.ttft_s or slo.tpot_s else "saturation",
-        "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
-        " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
-        f" {slo_requests(slo, w.n):,} requests a run); replicas = ceil(rate / (capacity x"
-        " (1 - headroom)))",
-        "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in {h.id for h in hws}},
-        "energy_assumption": ENERGY_ASSUMPTION,
-    }
-    extra = {}
+    tier = cat.tier(link) if disagg else None
+    rows = size_search(
+        m, hws, base, eng, w, slo, prices, minimize, seed, headroom, spec, net,
+        KvLink(tier) if tier is not None else None, topt.pool_split(pools),
+    )  # fmt: skip
+    deployments = sized_list(rows, prices, hws, spec is not None)
+    day_inputs, extra = {}, {}
     if curve is not None:
         delay = day_cli.parse_delay(scale_up_delay)
-        inputs.update(day_cli.curve_inputs(curve, str(traffic_curve), delay))
+        day_inputs = day_cli.curve_inputs(curve, str(traffic_curve), delay)
         args = (m, hws, base, eng, w, slo, prices, rows, deployments, curve, headroom, delay, seed)
         extra["day"] = day_cli.add_days(*args)
-    best = next((d for d in deployments if d["best"]), None)
-    if best is not None:  # the answer's launch line (its row is the answer; null elsewhere)
-        line = launch_spec(m.id, m.source, best, int(w.prompts.max() + w.outputs.max()),
-                           eng.memory_fraction, base.weights.name, base.kv.name)  # fmt: skip
-        best["launch"] = launch_json(eng.name, line, bool(best["prefill_replicas"]))
-    doc = render.document("size", inputs, best=best, deployments=deployments, **extra)
-    skip = ("expected", "ideal", "bands", "day", "launch")
-    flat = [{k: v for k, v in d.items() if k not in skip} for d in deployments]
-    for f, d in zip(flat, deployments, strict=True):
-        e = d["expected"] or {}
-        f["ttft_p99_s"] = (e.get("ttft_s") or {}).get("p99")
-        f["tpot_p99_s"] = (e.get("tpot_s") or {}).get("p99")
-        f["output_tokens_per_s_per_gpu"] = (e.get("throughput") or {}).get(
-            "output_tokens_per_s_per_gpu"
-        )
-        for name, b in d["bands"].items():
-            f[f"band_{name}"] = b["rel"]
-        if curve is not None:
-            f.update(day_cli.flat_day(d.get("day")))
-    pub.publish(doc, fmt, flat, render.size_day_table if curve else render.size_table, out)
+    doc = size_doc(
+        m, hws, r[0], base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
+        deployments, day_inputs, extra,
+    )  # fmt: skip
+    rows_out = size_rows(deployments, curve is not None)
+    pub.publish(doc, fmt, rows_out, render.size_day_table if curve else render.size_table, out)
     if curve is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
+
+
+def _accelerators(cat, hardware: str | None) -> list:
+    """--hardware's accelerators (size's four by default)."""
+    names = [h.strip() for h in (hardware or SIZE_HARDWARE).split(",") if h.strip()]
+    if not names or len(names) > 32:
+        raise InputError("--hardware: give 1 to 32 accelerators, e.g. h100,h200")
+    return [cat.accelerator(h) for h in names]
+
+
+def _size_checks(headroom, requests, shared_prefix, prefixes, turns, think_time, seed, disagg):
+    """size's headroom, requests and prefix cache (not with --disagg); the prefix spec."""
+    if not 0 <= headroom < 1:
+        raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
+    if not 20 <= requests <= 100_000:
+        raise InputError(f"--requests must be from 20 to 100000, got {requests}")
+    pfx = topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed)
+    if pfx is not None and disagg:
+        raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
+    return pfx
 
 
 __all__ = ["serve", "size"]

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.cli.convert import bands_json
+from roofline import render
+from roofline.cli.convert import bands_json, efficiency_json
+from roofline.cli.options import layout_json
 from roofline.hardware import Price
+from roofline.launch import launch_json, launch_spec
 from roofline.serving.cost import (
+    ENERGY_ASSUMPTION,
     cost_per_hour,
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
-from roofline.serving.serve import ServeMetrics
+from roofline.serving.search import slo_requests
+from roofline.serving.serve import ServeMetrics, ServeResult
 from roofline.serving.size import Sized
 
 # the bands of serve's and size's expected figures (roofline/bands.py): band -> the keys it
@@ -172,3 +177,147 @@ def sized_json(d: Sized, p: Price | None, family: str, drafted: bool) -> dict[st
         "ideal": metrics_json(d.ideal, p) if d.ideal else None,
         "bands": bands_json(family, SERVE_BANDS),
     }
+
+
+def slo_json(slo) -> dict[str, Any]:
+    return {"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_pct": slo.pct}
+
+
+def serve_doc(
+    m, hw, dep, lay, laid, gpus: int, replicas: int, base, rates, concurrency, slo, eng, rep,
+    chunked_prefill: bool, tokenizer: str, preemption: str, cap, saturation: bool, price,
+    speculation: dict[str, Any] | None, results: list[tuple[float | None, ServeResult]],
+) -> dict[str, Any]:  # fmt: skip
+    """serve's document: every assumption, one point per rate (ideal and expected metrics; the
+    first point's also at the top when there is one rate), the saturation rate (`saturation`)."""
+    points = [
+        {
+            "rate": r,
+            "concurrency": concurrency,
+            "ideal": metrics_json(res.ideal, price),
+            "expected": metrics_json(res.expected, price),
+        }
+        for r, res in results
+    ]
+    sat = saturation_json(cap, replicas) if saturation else None
+    inputs = {
+        "model": m.id,
+        "hardware": hw.id,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        "dp": replicas,
+        "gpus": gpus,
+        **layout_json(lay, laid),
+        "weights": dep.weights.name,
+        "kv_dtype": dep.kv.name,
+        **base.description,
+        "rates": rates,
+        "concurrency": concurrency,
+        **slo_json(slo),
+        "engine": eng.name,
+        "max_seqs": rep.rules.max_seqs,
+        "max_batched_tokens": rep.rules.max_batched_tokens,
+        "chunked_prefill": chunked_prefill,
+        "request_latency_s": rep.frontend.latency_s if rep.frontend else 0.0,
+        "tokenizer": tokenizer,
+        "api_token_s": rep.frontend.token_s if rep.frontend else 0.0,
+        "preemption": preemption,
+        "block_tokens": rep.rules.block_tokens,
+        "kv_budget_blocks": rep.rules.budget_blocks,
+        "routing": "round robin over replicas",
+        "saturation_probe_requests": cap.expected.requests if sat else None,
+        "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
+        "price_source": price.source if price else None,
+        "energy_assumption": ENERGY_ASSUMPTION,
+        "efficiency": efficiency_json(hw.efficiency),
+    }
+    if speculation is not None:
+        inputs["speculation"] = speculation
+    extra = {"ideal": points[0]["ideal"], "expected": points[0]["expected"]}
+    return render.document(
+        "serve",
+        inputs,
+        **(extra if len(points) == 1 else {}),
+        saturation_rate=sat,
+        points=points,
+        bands=bands_json(hw.efficiency.family, SERVE_BANDS),
+    )
+
+
+def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested dict as one row: keys joined by "_"."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flat(v, f"{prefix}{k}_"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def sized_list(rows: list[Sized], prices, accelerators, drafted: bool) -> list[dict[str, Any]]:
+    """size's deployments as JSON, best first."""
+    family = {h.id: h.efficiency.family for h in accelerators}
+    return [sized_json(d, prices.get(d.hardware), family[d.hardware], drafted) for d in rows]
+
+
+def size_doc(
+    m, accelerators, rate: float, base, w, slo, eng, minimize: str, link, headroom: float, net,
+    pools: str | None, prices, deployments: list[dict[str, Any]], day_inputs: dict[str, Any],
+    extra: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """size's document: every assumption (`link` the KV tier with --disagg, else None; a day's
+    `day_inputs`), the best deployment with the engine's launch line, every deployment."""
+    ids = [h.id for h in accelerators]
+    inputs = {
+        "model": m.id,
+        "hardware": ids,
+        "rate": rate,
+        "weights": base.weights.name,
+        "kv_dtype": base.kv.name,
+        **w.description,
+        **slo_json(slo),
+        "engine": eng.name,
+        "minimize": minimize,
+        "disaggregated": link is not None,
+        "link": link.id if link is not None else None,
+        "headroom": headroom,
+        "scale_out": net.id,
+        "pools": pools,
+        "sized_on": "SLO capacity" if slo.ttft_s or slo.tpot_s else "saturation",
+        "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
+        " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
+        f" {slo_requests(slo, w.n):,} requests a run); replicas = ceil(rate / (capacity x"
+        " (1 - headroom)))",
+        "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in ids},
+        "energy_assumption": ENERGY_ASSUMPTION,
+        **day_inputs,
+    }
+    best = next((d for d in deployments if d["best"]), None)
+    if best is not None:  # the answer's launch line (its row is the answer; null elsewhere)
+        line = launch_spec(m.id, m.source, best, int(w.prompts.max() + w.outputs.max()),
+                           eng.memory_fraction, base.weights.name, base.kv.name)  # fmt: skip
+        best["launch"] = launch_json(eng.name, line, bool(best["prefill_replicas"]))
+    return render.document("size", inputs, best=best, deployments=deployments, **extra)
+
+
+def size_rows(deployments: list[dict[str, Any]], day: bool) -> list[dict[str, Any]]:
+    """size's deployments as flat rows (csv, table): p99 TTFT/TPOT, tokens/s per GPU, bands and,
+    with a day (`day`), its figures."""
+    skip = ("expected", "ideal", "bands", "day", "launch")
+    rows = [{k: v for k, v in d.items() if k not in skip} for d in deployments]
+    for f, d in zip(rows, deployments, strict=True):
+        e = d["expected"] or {}
+        f["ttft_p99_s"] = (e.get("ttft_s") or {}).get("p99")
+        f["tpot_p99_s"] = (e.get("tpot_s") or {}).get("p99")
+        f["output_tokens_per_s_per_gpu"] = (e.get("throughput") or {}).get(
+            "output_tokens_per_s_per_gpu"
+        )
+        for name, b in d["bands"].items():
+            f[f"band_{name}"] = b["rel"]
+        if day:
+            from roofline.cli.curve import flat_day
+
+            f.update(flat_day(d.get("day")))
+    return rows

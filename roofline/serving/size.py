@@ -329,6 +329,37 @@ def size_disaggregated(
     return out
 
 
+def size_search(
+    model: ModelArch,
+    accelerators: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    w: Workload,
+    slo: Slo,
+    prices: dict[str, Price],
+    minimize: str = "cost",
+    seed: int = 0,
+    headroom: float = HEADROOM,
+    spec: SpecConfig | None = None,
+    scale_out: Tier | None = None,
+    link=None,
+    shape: tuple[int, int] | None = None,
+) -> list[Sized]:
+    """size's search: the colocated deployments (`size`) and, given the KV `link` between pools
+    (roofline.serving.disagg.KvLink), the disaggregated ones (`size_disaggregated`, split
+    `shape` or searched), ranked together best first."""
+    rows = size(
+        model, accelerators, base, eng, w, slo, prices, minimize, seed,
+        headroom=headroom, spec=spec, scale_out=scale_out,
+    )  # fmt: skip
+    if link is None:
+        return rows
+    extra = size_disaggregated(
+        model, accelerators, base, eng, w, slo, prices, link, seed, scale_out, shape
+    )
+    return rank(rows + extra, minimize)
+
+
 def rank(rows: list[Sized], minimize: str) -> list[Sized]:
     """Best first among those that meet the SLOs, frontier and best marked (public _rank)."""
     return _rank([replace(r, frontier=False, best=False) for r in rows], minimize)
