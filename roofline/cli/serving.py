@@ -1,6 +1,7 @@
 """Commands on serving many requests: `cliff` (the scheduler with every request at t = 0) and
 `disagg` (prefill/decode disaggregation)."""
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,17 +15,20 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.cli.cliff_json import cliff_doc
+from roofline.cli.disagg_json import disagg_doc, traffic_json
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
 from roofline.layout import Layout, validate
 from roofline.memory import (
+    Engine,
     engine,
     kv_bytes_per_sequence,
     plan_memory,
 )
+from roofline.ops import Deployment
 from roofline.plot import save_cliff
 from roofline.serving.cliff import cliff_sweep
-from roofline.serving.disagg import KvLink, disaggregate
+from roofline.serving.disagg import KvLink, compare_at_rate, disaggregate
 from roofline.units import fmt_bytes, parse_seconds
 
 
@@ -179,112 +183,33 @@ def disagg(
     pub.check_out(out)
     cat = catalog()
     m = cat.model(model)
-    p_hw, d_hw, tier = (
-        cat.accelerator(prefill_hardware),
-        cat.accelerator(decode_hardware),
-        cat.tier(link),
-    )
-    p_dep = replace(
-        opt.deployment(
-            weights, kv_dtype, opt.ACT_DTYPE, prefill_tp, prefill_pp, ep=prefill_ep, model=m
-        ),
-        attention_dp=prefill_attention_dp,
-    )
-    d_dep = replace(
-        opt.deployment(
-            weights, kv_dtype, opt.ACT_DTYPE, decode_tp, decode_pp, ep=decode_ep, model=m
-        ),
-        attention_dp=decode_attention_dp,
-    )
+    p_hw, d_hw = cat.accelerator(prefill_hardware), cat.accelerator(decode_hardware)
+    tier = cat.tier(link)
+    p_dep = _pool(weights, kv_dtype, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, m)
+    d_dep = _pool(weights, kv_dtype, decode_tp, decode_pp, decode_ep, decode_attention_dp, m)
     kv_link = KvLink(
         tier, link_efficiency, parse_seconds(transfer_overhead, "--transfer-overhead"), layerwise
     )
     b, s, o = opt.batch(batch), opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
-    net = tier if tier.kind == "network" else None
-    for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
-        opt.check_formats(dep, hw)
-        # the layout rules plan and serve apply (a pool spanning nodes uses --link between them)
-        validate(Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, scale_out=net), m, hw)
-        plan = plan_memory(m, hw, dep, engine(engine_name, hw))
-        if not plan.weights_fit:
-            raise opt.not_fit(m, hw, dep, plan)
-    d_eng = engine(engine_name, d_hw)
-    d_plan = plan_memory(m, d_hw, d_dep, d_eng)
-    # each attention-DP rank holds its own sequences' KV (the MLA latent once per sequence)
-    kv_need = float(kv_bytes_per_sequence(m, d_dep, s + o, d_eng.block_tokens)) * -(
-        -b // d_dep.attention_dp
-    )
-    if kv_need > d_plan.kv_budget_bytes:
-        warn(
-            f"batch {b} needs {fmt_bytes(kv_need)} of KV per decode GPU; the budget is "
-            f"{fmt_bytes(d_plan.kv_budget_bytes)}"
-        )
+    d_eng = _check_pools(m, ((p_hw, p_dep), (d_hw, d_dep)), tier, engine_name, b, s + o)
     r = disaggregate(m, p_hw, d_hw, p_dep, d_dep, kv_link, b, s, o, ideal, prefill_batch)
-    serving = {
-        name: {
-            "ttft_s": x.ttft_s,
-            "tpot_s": x.tpot_s,
-            "output_tokens_per_s_per_gpu": x.output_tokens_per_s_per_gpu,
-            "gpus_per_decode_replica": x.gpus,
-        }
-        for name, x in (("colocated", r.colocated), ("disaggregated", r.disaggregated))
-    }
-    inputs = {
-        "model": m.id,
-        "prefill_hardware": p_hw.id,
-        "decode_hardware": d_hw.id,
-        "prefill_tp": p_dep.tp,
-        "decode_tp": d_dep.tp,
-        "prefill_pp": p_dep.pp,
-        "decode_pp": d_dep.pp,
-        "prefill_ep": p_dep.ep,
-        "decode_ep": d_dep.ep,
-        "prefill_attention_dp": p_dep.attention_dp,
-        "decode_attention_dp": d_dep.attention_dp,
-        "prefill_batch": prefill_batch,
-        "link_efficiency": kv_link.eta,
-        "transfer_overhead_s": kv_link.fixed_s,
-        "weights": p_dep.weights.name,
-        "kv_dtype": p_dep.kv.name,
-        "link": tier.id,
-        "batch": b,
-        "prompt_tokens": s,
-        "output_tokens": o,
-        "engine": d_eng.name,
-        "step_times": "ideal" if ideal else "expected",
-    }
-    doc = render.document(
-        "disagg",
-        inputs,
-        **serving,
-        prefill_s=r.prefill_s,
-        decode_step_s=r.decode_step_s,
-        kv_transfer_s=r.kv_transfer_s,
-        kv_bytes_per_request=r.kv_bytes_per_request,
-        prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
-        prefill_tokens_per_s_per_gpu=r.prefill_tokens_per_s_per_gpu,
-        decode_tokens_per_s_per_gpu=r.decode_tokens_per_s_per_gpu,
-    )
+    doc = disagg_doc(m, p_hw, d_hw, p_dep, d_dep, tier, kv_link, prefill_batch, (b, s, o), d_eng,
+                     ideal, r)  # fmt: skip
     if pools is not None and rate is None:
         raise InputError("--pools splits a unit under traffic: give --rate too")
     if rate is not None:
-        doc["traffic"] = _traffic(
-            m,
-            p_hw,
-            d_hw,
-            p_dep,
-            d_dep,
-            tier,
-            d_eng,
-            r.prefill_replicas_per_decode_replica,
-            (prompt, output, prompt_dist, output_dist, rate, requests, seed),
-            topt.slo(slo_ttft, slo_tpot, slo_pct),
-            kv_link,
-            ideal,
-            topt.pool_split(pools),
+        slo, shape = topt.slo(slo_ttft, slo_tpot, slo_pct), topt.pool_split(pools)
+        rates = topt.rates(rate)
+        if len(rates) != 1:
+            raise InputError("disagg takes one --rate")
+        w = topt.serving_workload(
+            prompt, output, prompt_dist, output_dist, rates[0], None, requests or 1000, None, seed
         )
+        modes = compare_at_rate(m, p_hw, d_hw, p_dep, d_dep, d_eng, kv_link, w, slo, seed, ideal,
+                                shape)  # fmt: skip
+        doc["traffic"] = traffic_json(rates[0], w, slo, kv_link, ideal, modes)
 
-    def tables(d: dict[str, Any]) -> None:
+    def tables(d: Mapping[str, Any]) -> None:
         render.disagg_table(d)
         if rate is not None:
             render.disagg_traffic_table(d)
@@ -292,64 +217,32 @@ def disagg(
     pub.publish(doc, fmt, [], tables, out)
 
 
-def _traffic(m, p_hw, d_hw, p_dep, d_dep, tier, eng, ratio, wl, slo, link, ideal, shape):
-    """The colocated/disaggregated comparison under traffic, as JSON."""
-    from roofline.cli.traffic_json import metrics_json
-    from roofline.serving.disagg import compare_under_traffic
-    from roofline.serving.search import slo_requests
-    from roofline.serving.serve import make_replica
+def _pool(weights, kv_dtype, tp: int, pp: int, ep: int, attention_dp: int, m) -> Deployment:
+    """One pool's replica deployment."""
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep=ep, model=m)
+    return replace(dep, attention_dp=attention_dp)
 
-    prompt, output, prompt_dist, output_dist, rate, requests, seed = wl
-    rates = topt.rates(rate)
-    if len(rates) != 1:
-        raise InputError("disagg takes one --rate")
-    w = topt.serving_workload(
-        prompt, output, prompt_dist, output_dist, rates[0], None, requests or 1000, None, seed
-    )
-    max_len = int(w.prompts.max() + w.outputs.max())
-    colo = make_replica(m, d_hw, d_dep, eng, max_len)
-    pre = make_replica(
-        m,
-        p_hw,
-        p_dep,
-        engine("auto", p_hw),
-        max_len,
-        chunked_prefill=False,
-        max_batched_tokens=8192,
-    )
-    # the pool ratio at the batch a decode replica reaches (KV or max-seqs bound), not --batch
-    s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
-    per_seq = float(colo.expected.blocks(int(s_mean + o_mean / 2) + 1, colo.rules.block_tokens))
-    b = int(max(1, min(colo.rules.max_seqs, colo.rules.budget_blocks // max(per_seq, 1.0))))
-    ratio = disaggregate(
-        m, p_hw, d_hw, p_dep, d_dep, link, b, max(int(s_mean), 1), max(int(o_mean), 2)
-    ).prefill_replicas_per_decode_replica
-    modes = compare_under_traffic(m, colo, pre, colo, link, w, slo, ratio, seed, ideal, shape)
-    out = {
-        "rate": rates[0],
-        "requests": w.n,
-        "prompt_lengths": w.description.get("prompt_lengths"),
-        "output_lengths": w.description.get("output_lengths"),
-        "slo_ttft_s": slo.ttft_s,
-        "slo_tpot_s": slo.tpot_s,
-        "slo_pct": slo.pct,
-        "link_efficiency": link.eta,
-        "transfer_overhead_s": link.fixed_s,
-        "layerwise": link.layerwise,
-        "step_times": "ideal" if ideal else "expected",
-        "search_requests": slo_requests(slo, w.n),
-    }
-    for x in modes:
-        out[x.name] = {
-            "prefill_replicas": x.prefill_replicas,
-            "decode_replicas": x.decode_replicas,
-            "gpus_per_unit": x.gpus_per_unit,
-            "max_rate_per_unit": x.max_rate_per_unit,
-            "goodput_per_gpu": x.goodput_per_gpu,
-            "units": x.units,
-            "gpus": x.gpus,
-            "metrics": metrics_json(x.metrics, None, x.gpus) if x.metrics else None,
-        }
-    better = max(modes, key=lambda x: x.goodput_per_gpu)
-    out["better"] = better.name if better.goodput_per_gpu > 0 else None
-    return out
+
+def _check_pools(m, pools, tier, engine_name: str, b: int, context: int) -> Engine:
+    """Each pool's formats, layout rules (plan's and serve's; a pool spanning nodes uses the link
+    between them) and weights fit; a warning when `b` sequences of `context` tokens overflow a
+    decode GPU's KV budget. The decode pool's engine."""
+    net = tier if tier.kind == "network" else None
+    for hw, dep in pools:
+        opt.check_formats(dep, hw)
+        validate(Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, scale_out=net), m, hw)
+        plan = plan_memory(m, hw, dep, engine(engine_name, hw))
+        if not plan.weights_fit:
+            raise opt.not_fit(m, hw, dep, plan)
+    d_hw, d_dep = pools[1]
+    d_eng = engine(engine_name, d_hw)
+    d_plan = plan_memory(m, d_hw, d_dep, d_eng)
+    # each attention-DP rank holds its own sequences' KV (the MLA latent once per sequence)
+    per_seq = float(kv_bytes_per_sequence(m, d_dep, context, d_eng.block_tokens))
+    kv_need = per_seq * -(-b // d_dep.attention_dp)
+    if kv_need > d_plan.kv_budget_bytes:
+        warn(
+            f"batch {b} needs {fmt_bytes(kv_need)} of KV per decode GPU; the budget is "
+            f"{fmt_bytes(d_plan.kv_budget_bytes)}"
+        )
+    return d_eng

@@ -42,7 +42,7 @@ import numpy as np
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
-from roofline.memory import kv_bytes_per_token
+from roofline.memory import Engine, engine, kv_bytes_per_token
 from roofline.model import ModelArch
 from roofline.offload import LINK_PROTOCOL_EFFICIENCY
 from roofline.ops import Deployment
@@ -64,6 +64,7 @@ from roofline.serving.serve import (
     Replica,
     ServeMetrics,
     Slo,
+    make_replica,
     metrics,
     run_replicas,
     serve,
@@ -414,6 +415,37 @@ def compare_under_traffic(
         res = serve(colo, per, slo, 1, capacity=cap)
         colo_mode = replace(colo_mode, metrics=res.ideal if ideal else res.expected)
     return colo_mode, best_pools(model, pre, dec, link, w, slo, ratio, seed, ideal, shape)
+
+
+def compare_at_rate(
+    model: ModelArch,
+    p_hw: Accelerator,
+    d_hw: Accelerator,
+    p_dep: Deployment,
+    d_dep: Deployment,
+    eng: Engine,
+    link: KvLink,
+    w: Workload,
+    slo: Slo,
+    seed: int = 0,
+    ideal: bool = False,
+    shape: tuple[int, int] | None = None,
+) -> tuple[TrafficMode, TrafficMode]:
+    """disagg under traffic: `compare_under_traffic` with the colocated replica (and the decode
+    pool's) on the decode side with `eng`, prefill replicas with chunking off and an 8,192-token
+    budget, and the closed-form pool ratio at the batch a decode replica reaches (its KV or
+    max-seqs bound at the mean context), not --batch."""
+    max_len = int(w.prompts.max() + w.outputs.max())
+    colo = make_replica(model, d_hw, d_dep, eng, max_len)
+    pre = make_replica(model, p_hw, p_dep, engine("auto", p_hw), max_len,
+                       chunked_prefill=False, max_batched_tokens=8192)  # fmt: skip
+    s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
+    per_seq = float(colo.expected.blocks(int(s_mean + o_mean / 2) + 1, colo.rules.block_tokens))
+    b = int(max(1, min(colo.rules.max_seqs, colo.rules.budget_blocks // max(per_seq, 1.0))))
+    ratio = disaggregate(
+        model, p_hw, d_hw, p_dep, d_dep, link, b, max(int(s_mean), 1), max(int(o_mean), 2)
+    ).prefill_replicas_per_decode_replica
+    return compare_under_traffic(model, colo, pre, colo, link, w, slo, ratio, seed, ideal, shape)
 
 
 def best_pools(

@@ -1,0 +1,124 @@
+"""The JSON of disagg: the closed-form comparison of colocated and disaggregated serving and,
+under --rate, the comparison under traffic. Keys as in docs/METRICS.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline import render
+from roofline.cli.traffic_json import metrics_json
+from roofline.hardware import Accelerator, Tier
+from roofline.memory import Engine
+from roofline.model import ModelArch
+from roofline.ops import Deployment
+from roofline.serving.disagg import Disaggregation, KvLink, TrafficMode
+from roofline.serving.search import slo_requests
+from roofline.serving.serve import Slo
+from roofline.serving.workload import Workload
+
+
+def disagg_doc(
+    m: ModelArch,
+    p_hw: Accelerator,
+    d_hw: Accelerator,
+    p_dep: Deployment,
+    d_dep: Deployment,
+    tier: Tier,
+    kv_link: KvLink,
+    prefill_batch: int,
+    tokens: tuple[int, int, int],
+    eng: Engine,
+    ideal: bool,
+    r: Disaggregation,
+) -> dict[str, Any]:
+    """disagg's document: every assumption, both ways of serving (TTFT, TPOT, tokens/s per GPU)
+    and the pools' figures; `tokens` = (batch, prompt tokens, output tokens)."""
+    b, s, o = tokens
+    serving = {
+        name: {
+            "ttft_s": x.ttft_s,
+            "tpot_s": x.tpot_s,
+            "output_tokens_per_s_per_gpu": x.output_tokens_per_s_per_gpu,
+            "gpus_per_decode_replica": x.gpus,
+        }
+        for name, x in (("colocated", r.colocated), ("disaggregated", r.disaggregated))
+    }
+    inputs = {
+        "model": m.id,
+        "prefill_hardware": p_hw.id,
+        "decode_hardware": d_hw.id,
+        "prefill_tp": p_dep.tp,
+        "decode_tp": d_dep.tp,
+        "prefill_pp": p_dep.pp,
+        "decode_pp": d_dep.pp,
+        "prefill_ep": p_dep.ep,
+        "decode_ep": d_dep.ep,
+        "prefill_attention_dp": p_dep.attention_dp,
+        "decode_attention_dp": d_dep.attention_dp,
+        "prefill_batch": prefill_batch,
+        "link_efficiency": kv_link.eta,
+        "transfer_overhead_s": kv_link.fixed_s,
+        "weights": p_dep.weights.name,
+        "kv_dtype": p_dep.kv.name,
+        "link": tier.id,
+        "batch": b,
+        "prompt_tokens": s,
+        "output_tokens": o,
+        "engine": eng.name,
+        "step_times": "ideal" if ideal else "expected",
+    }
+    return render.document(
+        "disagg",
+        inputs,
+        **serving,
+        prefill_s=r.prefill_s,
+        decode_step_s=r.decode_step_s,
+        kv_transfer_s=r.kv_transfer_s,
+        kv_bytes_per_request=r.kv_bytes_per_request,
+        prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
+        prefill_tokens_per_s_per_gpu=r.prefill_tokens_per_s_per_gpu,
+        decode_tokens_per_s_per_gpu=r.decode_tokens_per_s_per_gpu,
+    )
+
+
+def traffic_json(
+    rate: float,
+    w: Workload,
+    slo: Slo,
+    link: KvLink,
+    ideal: bool,
+    modes: tuple[TrafficMode, TrafficMode],
+) -> dict[str, Any]:
+    """The colocated/disaggregated comparison under traffic at `rate`: each mode's unit, its
+    highest rate within the SLOs, goodput per GPU, units and GPUs, metrics; the better one."""
+    out: dict[str, Any] = {
+        "rate": rate,
+        "requests": w.n,
+        "prompt_lengths": w.description.get("prompt_lengths"),
+        "output_lengths": w.description.get("output_lengths"),
+        "slo_ttft_s": slo.ttft_s,
+        "slo_tpot_s": slo.tpot_s,
+        "slo_pct": slo.pct,
+        "link_efficiency": link.eta,
+        "transfer_overhead_s": link.fixed_s,
+        "layerwise": link.layerwise,
+        "step_times": "ideal" if ideal else "expected",
+        "search_requests": slo_requests(slo, w.n),
+    }
+    for x in modes:
+        out[x.name] = {
+            "prefill_replicas": x.prefill_replicas,
+            "decode_replicas": x.decode_replicas,
+            "gpus_per_unit": x.gpus_per_unit,
+            "max_rate_per_unit": x.max_rate_per_unit,
+            "goodput_per_gpu": x.goodput_per_gpu,
+            "units": x.units,
+            "gpus": x.gpus,
+            "metrics": metrics_json(x.metrics, None, x.gpus) if x.metrics else None,
+        }
+    better = max(modes, key=lambda x: x.goodput_per_gpu)
+    out["better"] = better.name if better.goodput_per_gpu > 0 else None
+    return out
+
+
+__all__ = ["disagg_doc", "traffic_json"]
