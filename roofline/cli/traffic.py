@@ -140,7 +140,7 @@ def serve(
     timed = arrivals is not None or (prompt_dist or "").endswith(".jsonl")
     if (rate is None) == (concurrency is None) and not timed:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
-    rate_list = topt.rates(rate) if rate is not None else [None]
+    rate_list: list[float | None] = [*topt.rates(rate)] if rate is not None else [None]
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     base = topt.serving_workload(
@@ -278,11 +278,7 @@ def size(
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
     curve = day_cli.start(traffic_curve, scale_up_delay, chart_out)
-    if rate is None and curve is None:
-        raise InputError("size needs --rate (requests/s)")
-    r = topt.rates(rate) if rate is not None else [float(curve.rate.max())]
-    if len(r) != 1:
-        raise InputError("size takes one --rate")
+    rate_rps = _size_rate(rate, curve)
     cat = catalog()
     m = cat.model(model)
     hws = _accelerators(cat, hardware)
@@ -293,7 +289,7 @@ def size(
     requests = SIZE_REQUESTS if requests is None else requests
     pfx = _size_checks(headroom, requests, shared_prefix, prefixes, turns, think_time, seed, disagg)
     w = topt.serving_workload(
-        prompt, output, prompt_dist, output_dist, r[0], None, requests, None, seed, burstiness,
+        prompt, output, prompt_dist, output_dist, rate_rps, None, requests, None, seed, burstiness,
         prefix=pfx,
     )  # fmt: skip
     prices = topt.price_table(cat, price)
@@ -324,13 +320,26 @@ def size(
         args = (m, hws, base, eng, w, slo, prices, rows, deployments, curve, headroom, delay, seed)
         extra["day"] = day_cli.add_days(*args)
     doc = size_doc(
-        m, hws, r[0], base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
+        m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
         deployments, day_inputs, extra,
     )  # fmt: skip
     rows_out = size_rows(deployments, curve is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if curve else render.size_table, out)
     if curve is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
+
+
+def _size_rate(rate: str | None, curve) -> float:
+    """size's one rate: --rate, else the traffic curve's peak."""
+    if rate is not None:
+        r = topt.rates(rate)
+    elif curve is not None:
+        r = [float(curve.rate.max())]
+    else:
+        raise InputError("size needs --rate (requests/s)")
+    if len(r) != 1:
+        raise InputError("size takes one --rate")
+    return r[0]
 
 
 def _accelerators(cat, hardware: str | None) -> list:
