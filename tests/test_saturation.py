@@ -13,6 +13,7 @@ from roofline.errors import InputError
 from roofline.memory import engine
 from roofline.ops import Deployment
 from roofline.serving.bounds import rate_bounds
+from roofline.serving.rates import serve_rates
 from roofline.serving.search import replica_capacity, saturation, slo_requests
 from roofline.serving.serve import Slo, make_replica, serve
 from roofline.serving.workload import make_workload
@@ -195,6 +196,21 @@ def test_serve_needs_a_capacity_for_steady_figures_of_an_open_loop(m8):
     assert steady.requests_per_s == pytest.approx(2.0)
     assert window.requests_per_s == pytest.approx(window.benchmark_requests_per_s)
     assert window.requests_per_s < 2.0  # 40 requests: the drain weighs on the window
+
+
+def test_a_rate_sweep_serves_each_offered_rate_against_one_capacity(m8):
+    """serve's rate loop (serving.rates.serve_rates) on 2 replicas: 2 and 4 req/s of 500-token
+    prompts are far below one replica's saturation, so in steady state the deployment completes
+    what is offered, 2.0 and 4.0 req/s in all (1.0 and 2.0 per replica); the one capacity is the
+    replica's at any rate (its probe never looks at the arrivals)."""
+    rep = _rep(m8, 32)
+    w = make_workload(500, 50, rate=2.0, requests=40)
+    cap, points = serve_rates(rep, w, [2.0, 4.0], Slo(), replicas=2)
+    assert [r for r, _ in points] == [2.0, 4.0]
+    assert [res.expected.requests_per_s for _, res in points] == pytest.approx([2.0, 4.0])
+    other = make_workload(500, 50, rate=4.0, requests=40)
+    assert cap.expected.requests_per_s == replica_capacity(rep, other).expected.requests_per_s
+    assert cap.expected.requests_per_s > 2.0  # below saturation: the premise
 
 
 def test_check_max_ttft_is_one_request_and_batch_prefill_the_batch(run):
