@@ -162,11 +162,11 @@ def serve(
         spec_context=float(base.prompts.mean() + base.outputs.mean() / 2),
     )  # fmt: skip
     price = topt.price_table(cat, price).get(hw.id)
-    saturated = saturation and concurrency is None
-    cap, results = serve_rates(rep, base, rate_list, slo, n_rep, seed, confirm=saturated)
+    search_sat = saturation and concurrency is None
+    cap, results = serve_rates(rep, base, rate_list, slo, n_rep, seed, confirm=search_sat)
     doc = serve_doc(
         m, hw, dep, lay, laid, n_gpus, n_rep, base, rate_list if rate is not None else None,
-        concurrency, slo, eng, rep, chunked_prefill, tokenizer, preemption, cap, saturated,
+        concurrency, slo, eng, rep, chunked_prefill, tokenizer, preemption, cap, search_sat,
         price, sopt.spec_json(spec, rep) if spec is not None else None, results,
     )  # fmt: skip
     rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]
