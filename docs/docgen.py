@@ -16,7 +16,7 @@ the end marker (cog, https://nedbatchelder.com/code/cog/, as sqlite-utils uses i
   session, in a scratch directory that holds the checkout's examples/, validation/ and tests/, so
   paths are as typed and outputs show them so) and each checked for its exit code; a line is a
   command, or (command, comment) where the comment carries figures, or (command, comment,
-  exit_code). A `python SCRIPT ...` line runs the checkout's script there (a subprocess).
+  exit_code). A `python SCRIPT ...` line runs the checkout's script there (in-process, runpy).
 - `data(command)` is the command's `--format json` document (run once, shared with `block`).
 - `output(command)` is a ```text block of what the command prints at 80 columns.
 - `catalog()` is the catalog, for a quoted input (an engine's fitted host cost);
@@ -31,12 +31,14 @@ the end marker (cog, https://nedbatchelder.com/code/cog/, as sqlite-utils uses i
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
+import io
 import json
 import os
+import runpy
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -129,17 +131,25 @@ def run(command: str, code: int = 0, columns: int = 80) -> Result:
 
 
 def script(command: str, code: int = 0) -> Result:
-    """Run a `python SCRIPT ARGS` line of a document in the scratch directory (a subprocess with
-    this interpreter and the checkout on its path); fail unless it exits `code`."""
+    """Run a `python SCRIPT ARGS` line of a document in the scratch directory, in-process (runpy, as
+    `python SCRIPT` runs it, the checkout importable); fail unless it exits `code`."""
     key = (command, "script", "")
     if key not in _CACHE:
         words = shlex.split(command, comments=True)
         assert words[:1] == ["python"], command
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        r = subprocess.run(
-            [sys.executable, *words[1:]], cwd=workdir(), env=env, capture_output=True, text=True
-        )
-        _CACHE[key] = Result(r.returncode, r.stdout, r.stderr)
+        out, err = io.StringIO(), io.StringIO()
+        argv, here, status = sys.argv, Path.cwd(), 0
+        sys.argv = words[1:]
+        os.chdir(workdir())
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                runpy.run_path(str(workdir() / words[1]), run_name="__main__")
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else 1
+        finally:
+            sys.argv = argv
+            os.chdir(here)
+        _CACHE[key] = Result(status, out.getvalue(), err.getvalue())
     result = _CACHE[key]
     if result.code != code:
         raise AssertionError(f"`{command}` exited {result.code}: {result.stderr.strip()[-500:]}")
