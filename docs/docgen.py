@@ -13,8 +13,10 @@ the end marker (cog, https://nedbatchelder.com/code/cog/, as sqlite-utils uses i
     <!-- [[[end]]] -->
 
 - `block(*lines)` prints a ```sh block of commands, each run in-process (CliRunner, cached for the
-  session, in a scratch directory) and each checked for its exit code; a line is a command, or
-  (command, comment) where the comment carries figures, or (command, comment, exit_code).
+  session, in a scratch directory that holds the checkout's examples/, validation/ and tests/, so
+  paths are as typed and outputs show them so) and each checked for its exit code; a line is a
+  command, or (command, comment) where the comment carries figures, or (command, comment,
+  exit_code). A `python SCRIPT ...` line runs the checkout's script there (in-process, runpy).
 - `data(command)` is the command's `--format json` document (run once, shared with `block`).
 - `output(command)` is a ```text block of what the command prints at 80 columns.
 - `catalog()` is the catalog, for a quoted input (an engine's fitted host cost);
@@ -29,11 +31,15 @@ the end marker (cog, https://nedbatchelder.com/code/cog/, as sqlite-utils uses i
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
+import io
 import json
 import os
+import runpy
 import shlex
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +47,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PROLOGUE = "from docs.docgen import *"
+READ_DIRS = ("examples", "validation", "tests")
 DOCS = ("README.md", "docs/COMMANDS.md", "docs/API.md", "docs/METRICS.md", "benchmarks/README.md")
 
 
@@ -60,9 +67,15 @@ _WORKDIR: list[Path] = []
 
 def workdir() -> Path:
     """One scratch directory for a session's commands, run in document order: a file one writes
-    (a catalog entry from `models import -o`) is there for the next, as in a user's shell."""
+    (a catalog entry from `models import -o`) is there for the next, as in a user's shell. The
+    checkout's examples/, validation/ and tests/ are in it (symlinks): a path is read as typed
+    and printed as typed, never as this machine's absolute path."""
     if not _WORKDIR:
-        _WORKDIR.append(Path(tempfile.mkdtemp(prefix="roofline-docs-")))
+        scratch = Path(tempfile.mkdtemp(prefix="roofline-docs-"))
+        checkout = Path(__file__).resolve().parent.parent  # (not ROOT, which a test may move)
+        for name in READ_DIRS:
+            (scratch / name).symlink_to(checkout / name, target_is_directory=True)
+        _WORKDIR.append(scratch)
     return _WORKDIR[0]
 
 
@@ -86,7 +99,7 @@ def _parse(command: str) -> tuple[list[str], str | None, dict[str, str]]:
     for w in words[1:]:
         if w in ("|", ">"):
             break
-        args.append(str(ROOT / w) if w.startswith(("examples/", "validation/")) else w)
+        args.append(w)
     return args, stdin, env
 
 
@@ -114,6 +127,32 @@ def run(command: str, code: int = 0, columns: int = 80) -> Result:
         raise AssertionError(
             f"`{command}` exited {result.code}, the document says {code}: {result.stderr.strip()}"
         )
+    return result
+
+
+def script(command: str, code: int = 0) -> Result:
+    """Run a `python SCRIPT ARGS` line of a document in the scratch directory, in-process (runpy, as
+    `python SCRIPT` runs it, the checkout importable); fail unless it exits `code`."""
+    key = (command, "script", "")
+    if key not in _CACHE:
+        words = shlex.split(command, comments=True)
+        assert words[:1] == ["python"], command
+        out, err = io.StringIO(), io.StringIO()
+        argv, here, status = sys.argv, Path.cwd(), 0
+        sys.argv = words[1:]
+        os.chdir(workdir())
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                runpy.run_path(str(workdir() / words[1]), run_name="__main__")
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else 1
+        finally:
+            sys.argv = argv
+            os.chdir(here)
+        _CACHE[key] = Result(status, out.getvalue(), err.getvalue())
+    result = _CACHE[key]
+    if result.code != code:
+        raise AssertionError(f"`{command}` exited {result.code}: {result.stderr.strip()[-500:]}")
     return result
 
 
@@ -148,7 +187,9 @@ def block(*lines: str | tuple[Any, ...]) -> None:
     rows: list[tuple[str, str]] = []
     for line in lines:
         cmd, comment, code = (line, "", 0) if isinstance(line, str) else (*line, 0)[:3]
-        if "--install-completion" not in cmd and (not _ran_as_json(cmd) or code):
+        if cmd.startswith("python "):
+            script(cmd, code)
+        elif "--install-completion" not in cmd and (not _ran_as_json(cmd) or code):
             run(cmd, code)  # (installing completion would edit the reader's shell rc file)
         rows.append((cmd, comment))
     width = max((len(c) for c, note in rows if note and len(c) <= 64), default=0)
