@@ -29,7 +29,7 @@ import numpy as np
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
-from roofline.layout import links_of
+from roofline.layout import Layout, links_of
 from roofline.ops import Deployment
 from roofline.precision import kv_format, weight_format
 from roofline.timing.host import Calibration
@@ -136,10 +136,7 @@ def case_deployment(case: Case) -> tuple[Deployment, int]:
         dep = Deployment(
             weights=weight_format(case.weights),
             kv=kv_format(case.kv),
-            tp=tp,
-            pp=case.pp,
-            ep=case.ep,
-            attention_dp=case.attention_dp,
+            layout=Layout(tp=tp, pp=case.pp, ep=case.ep, attention_dp=case.attention_dp),
         )
     except InputError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None

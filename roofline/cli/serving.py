@@ -16,7 +16,7 @@ from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.cli.cliff_json import cliff_doc
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
-from roofline.layout import Layout, validate
+from roofline.layout import validate
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
@@ -184,18 +184,12 @@ def disagg(
         cat.accelerator(decode_hardware),
         cat.tier(link),
     )
-    p_dep = replace(
-        opt.deployment(
-            weights, kv_dtype, opt.ACT_DTYPE, prefill_tp, prefill_pp, ep=prefill_ep, model=m
-        ),
-        attention_dp=prefill_attention_dp,
-    )
-    d_dep = replace(
-        opt.deployment(
-            weights, kv_dtype, opt.ACT_DTYPE, decode_tp, decode_pp, ep=decode_ep, model=m
-        ),
-        attention_dp=decode_attention_dp,
-    )
+    p_dep = opt.deployment(
+        weights, kv_dtype, opt.ACT_DTYPE, prefill_tp, prefill_pp, ep=prefill_ep, model=m
+    ).with_layout(attention_dp=prefill_attention_dp)
+    d_dep = opt.deployment(
+        weights, kv_dtype, opt.ACT_DTYPE, decode_tp, decode_pp, ep=decode_ep, model=m
+    ).with_layout(attention_dp=decode_attention_dp)
     kv_link = KvLink(
         tier, link_efficiency, parse_seconds(transfer_overhead, "--transfer-overhead"), layerwise
     )
@@ -204,7 +198,7 @@ def disagg(
     for hw, dep in ((p_hw, p_dep), (d_hw, d_dep)):
         opt.check_formats(dep, hw)
         # the layout rules plan and serve apply (a pool spanning nodes uses --link between them)
-        validate(Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, scale_out=net), m, hw)
+        validate(replace(dep.layout, scale_out=net), m, hw)
         plan = plan_memory(m, hw, dep, engine(engine_name, hw))
         if not plan.weights_fit:
             raise opt.not_fit(m, hw, dep, plan)

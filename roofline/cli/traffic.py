@@ -149,12 +149,7 @@ def serve(
         cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )
     spans = nodes is not None or cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
-    dep = replace(
-        dep,
-        attention_dp=attention_dp,
-        microbatches=microbatches,
-        links=laid.links if spans else None,
-    )
+    dep = replace(dep, layout=laid.layout, links=laid.links if spans else None)
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     timed = arrivals is not None or (prompt_dist or "").endswith(".jsonl")
     if (rate is None) == (concurrency is None) and not timed:
