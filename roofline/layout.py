@@ -291,7 +291,12 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None
 def links(layout: Layout, hw: Accelerator) -> Links:
     """The link of each collective: inside a node the scale-up link (or PCIe where a GPU has
     none); a group spanning nodes the scale-out network, for an all-to-all at the effective rate
-    of its off-node share (`alltoall_link`)."""
+    of its off-node share (`alltoall_link`); nodes, when not given, as few as hold the GPUs. A
+    group wider than the scale-up domain runs over the host link: on a box of NVLink-bridged
+    pairs (A100 PCIe, H100 NVL) a TP4 ring crosses PCIe between the pairs, and a ring step waits
+    for its slowest hop, so the PCIe link times the whole collective (NCCL rings: one chunk per
+    step around the ring; Thakur, Rabenseifner & Gropp 2005). A group wider than a node takes
+    `scale_out` (None: no network named, so no link)."""
     per_node = node_gpus(hw)
     if layout.nodes:
         per_node = min(per_node, max(layout.gpus // layout.nodes, 1))
@@ -310,25 +315,6 @@ def links(layout: Layout, hw: Accelerator) -> Links:
         ep_link = alltoall_link(inside, out, layout.ep, per_node)
     pp_link = within(layout.gpus_per_replica) if layout.gpus_per_replica <= per_node else out
     return Links(tp_link, ep_link, pp_link, per_node)
-
-
-def links_of(
-    hw: Accelerator,
-    tp: int,
-    pp: int = 1,
-    ep: int = 1,
-    attention_dp: int = 1,
-    dp: int = 1,
-    scale_out: Tier | None = None,
-) -> Links:
-    """The links of a layout known only by its degrees (nodes: as few as hold the GPUs), for a
-    deployment built without its layout (validation cases, the serving simulator). A group wider
-    than the scale-up domain runs over the host link: on a box of NVLink-bridged pairs (A100
-    PCIe, H100 NVL) a TP4 ring crosses PCIe between the pairs, and a ring step waits for its
-    slowest hop, so the PCIe link times the whole collective (NCCL rings: one chunk per step
-    around the ring; Thakur, Rabenseifner & Gropp 2005). A group wider than a node takes
-    `scale_out` (None: no network named, so no link)."""
-    return links(Layout(tp, pp, ep, dp, attention_dp, scale_out=scale_out), hw)
 
 
 def alltoall_link(inside: Tier | None, out: Tier | None, ranks: int, per_node: int) -> Tier | None:

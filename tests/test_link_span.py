@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from roofline.cases.case import with_case_links
 from roofline.catalog import load_catalog
-from roofline.layout import Layout, Links, links, links_of
+from roofline.layout import Layout, Links, links
 from roofline.ops import Deployment
 from roofline.phases import decode
 
@@ -25,19 +25,19 @@ MODEL = CAT.model("llama-3.3-70b")
 
 def test_nvlink_pairs_bridged_over_pcie():
     # the catalog: an NVLink bridge joins 2 cards; the host link is PCIe Gen4 x16
-    assert links_of(A100_PCIE, 2).tp is A100_PCIE.scale_up
-    assert links_of(A100_PCIE, 4).tp is A100_PCIE.host_link
-    assert links_of(A100_PCIE, 8).tp is A100_PCIE.host_link
+    assert links(Layout(2), A100_PCIE).tp is A100_PCIE.scale_up
+    assert links(Layout(4), A100_PCIE).tp is A100_PCIE.host_link
+    assert links(Layout(8), A100_PCIE).tp is A100_PCIE.host_link
     # TP2 x PP2: the all-reduce stays in the pair, the stage-to-stage send crosses PCIe
-    both = links_of(A100_PCIE, 2, pp=2)
+    both = links(Layout(2, pp=2), A100_PCIE)
     assert both.tp is A100_PCIE.scale_up and both.pp is A100_PCIE.host_link
 
 
 def test_an_hgx_box_stays_on_nvlink_and_the_network_joins_boxes():
-    assert links_of(H100, 8).tp is H100.scale_up
+    assert links(Layout(8), H100).tp is H100.scale_up
     # TP8 x PP2 over 16 GPUs: the sends between the two boxes go over the network
-    assert links_of(H100, 8, pp=2, scale_out=IB).pp is IB
-    assert links_of(H100, 8, pp=2).pp is None  # no network named: no link
+    assert links(Layout(8, pp=2, scale_out=IB), H100).pp is IB
+    assert links(Layout(8, pp=2), H100).pp is None  # no network named: no link
 
 
 def _allreduce_s(dep: Deployment, batch: int) -> float:
