@@ -333,3 +333,24 @@ def test_links_follow_the_domains(cat):
     gb = cat.accelerator("gb200")
     lay = validate(Layout(tp=8, pp=8), m, gb)  # 64 GPUs, one NVL72 domain: no network needed
     assert lay.nodes == 1 and links(lay, gb).pp is gb.scale_up
+
+
+def test_the_layout_checks_its_degrees_once_for_every_caller():
+    # EP 3 cannot spread experts over a TP-8 group (8 % 3 = 2), attention-DP 3 cannot split it;
+    # the same check holds whether a Deployment, plan or a case makes the layout
+    with pytest.raises(InputError, match="--ep 3 must divide --tp 8"):
+        Layout(tp=8, ep=3)
+    with pytest.raises(InputError, match="--attention-dp 3 must divide --tp 8"):
+        Deployment(layout=Layout(tp=8, ep=8)).with_layout(attention_dp=3)
+    with pytest.raises(InputError, match="--tp must be a whole number from 1 to 4096"):
+        Layout(tp=0)
+
+
+def test_a_deployment_reads_its_degrees_from_its_layout():
+    # TP 8 with attention-DP 8: attention split over 8 / 8 = 1 GPU; PP 2 runs 2 micro-batches
+    # unless told (vLLM's virtual engines); one replica is TP x PP = 16 GPUs
+    dep = Deployment(layout=Layout(tp=8, pp=2, ep=8, attention_dp=8))
+    assert (dep.tp, dep.pp, dep.ep, dep.attention_dp) == (8, 2, 8, 8)
+    assert (dep.attention_tp, dep.pipeline_microbatches, dep.gpus_per_replica) == (1, 2, 16)
+    wide = Layout(tp=8, pp=2, ep=8, dp=4, attention_dp=8, microbatches=4, nodes=8)
+    assert wide.replica() == Layout(tp=8, pp=2, ep=8, attention_dp=8, microbatches=4)
