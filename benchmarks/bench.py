@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline import Deployment, load_catalog
+from roofline.layout import Layout
 from roofline.phases import decode
 
 
@@ -49,7 +50,7 @@ def sweep(points: int = 10_000) -> float:
     batch = np.repeat(np.arange(1, 101), points // 100)
     context = np.tile(np.linspace(1024, 131072, points // 100), 100)
     t0 = time.perf_counter()
-    decode(m, hw, Deployment(tp=8), batch, context)
+    decode(m, hw, Deployment(layout=Layout(tp=8)), batch, context)
     return time.perf_counter() - t0
 
 

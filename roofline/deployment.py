@@ -1,17 +1,15 @@
-"""How a model runs: the Deployment (number formats, sparsity, KV eviction and the parallel layout
-of one replica), checked where it is made. roofline.ops builds a step's ops for it;
-roofline.layout validates its layout against a model and a node."""
+"""How a model runs: the Deployment (number formats, sparsity, KV eviction, and the parallel
+layout of one replica as a roofline.layout.Layout, which checks its own degrees). roofline.ops
+builds a step's ops for it; roofline.layout validates the layout against a model and a node."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
-from roofline.layout import (
-    Links,
-    default_microbatches,
-)
+from roofline.layout import Layout, Links
 from roofline.precision import (
     ACTIVATION_FORMATS,
     KV_FORMATS,
@@ -24,21 +22,18 @@ from roofline.precision import (
 
 @dataclass(frozen=True)
 class Deployment:
-    """How a model runs: number formats, sparsity, and the parallel layout of one replica (TP GPUs
-    per stage, PP stages, EP and attention-DP inside a stage, micro-batches, the links; see
-    roofline.layout, which validates it)."""
+    """How a model runs: number formats, sparsity, KV eviction, and `layout`, the parallel layout
+    of one replica (roofline.layout.Layout with dp = 1: TP GPUs per stage, PP stages, EP and
+    attention-DP inside a stage, micro-batches), with `links`, the link each of its collectives
+    runs over once placed on a node. The degrees read through (dep.tp, dep.pp, ...)."""
 
     weights: Format = field(default_factory=lambda: WEIGHT_FORMATS["bf16"])
     kv: Format = field(default_factory=lambda: KV_FORMATS["bf16"])
     activations: Format = field(default_factory=lambda: ACTIVATION_FORMATS["bf16"])
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
+    layout: Layout = field(default_factory=Layout)  # one replica's: dp 1, placement in `links`
     sparse_2_4: bool = False
     compute_dtype: str | None = None  # override the dtype matmuls run in
     kv_token_budget: int | None = None  # KV eviction (H2O, SnapKV, StreamingLLM): tokens kept
-    attention_dp: int = 1  # attention data-parallel groups inside a stage (EP on the experts)
-    microbatches: int | None = None  # pipeline micro-batches (None: PP, vLLM's virtual engines)
     links: Links | None = None  # the link of each collective (None: the GPU's scale-up link)
     # the non-expert linear layers (attention, dense FFN, shared experts) when a checkpoint
     # quantizes the routed experts only (gpt-oss: MXFP4 experts, BF16 elsewhere); None: `weights`
@@ -49,31 +44,43 @@ class Deployment:
             raise InputError(
                 f"--kv-budget must be from 1 to 1e9 tokens, got {self.kv_token_budget}"
             )
-        for name in ("tp", "pp", "ep", "attention_dp"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or not 1 <= value <= 4096:
-                flag = name.replace("_", "-")
-                raise InputError(f"--{flag} must be a whole number from 1 to 4096, got {value}")
-        if self.tp % self.ep:
-            raise InputError(
-                f"--ep {self.ep} must divide --tp {self.tp}: experts are spread over the "
-                "tensor-parallel group"
-            )
-        if self.tp % self.attention_dp:
-            raise InputError(f"--attention-dp {self.attention_dp} must divide --tp {self.tp}")
+
+    def with_layout(self, **degrees: Any) -> Deployment:
+        """This deployment with some of its replica's degrees changed (tp=1, pp=1, ...)."""
+        return replace(self, layout=replace(self.layout, **degrees))
+
+    @property
+    def tp(self) -> int:
+        return self.layout.tp
+
+    @property
+    def pp(self) -> int:
+        return self.layout.pp
+
+    @property
+    def ep(self) -> int:
+        return self.layout.ep
+
+    @property
+    def attention_dp(self) -> int:
+        return self.layout.attention_dp
+
+    @property
+    def microbatches(self) -> int | None:
+        return self.layout.microbatches
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        return self.layout.gpus_per_replica
 
     @property
     def attention_tp(self) -> int:
         """GPUs one attention layer (and a dense FFN) is split over: TP / attention-DP."""
-        return self.tp // self.attention_dp
+        return self.layout.attention_tp
 
     @property
     def pipeline_microbatches(self) -> int:
-        return default_microbatches(self.pp) if self.microbatches is None else self.microbatches
+        return self.layout.pipeline_microbatches
 
     @property
     def linear_bits(self) -> float:

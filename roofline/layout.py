@@ -62,6 +62,24 @@ class Layout:
     cross_node_tp: bool = False
     scale_out: Tier | None = None  # the network between nodes (hardware/tiers, kind network)
 
+    def __post_init__(self) -> None:
+        """The rules that need no model or node: whole degrees from 1 to MAX_DEGREE, EP and
+        attention-DP dividing TP (the model's and the node's rules: check_shape, validate)."""
+        for name in ("tp", "pp", "ep", "dp", "attention_dp"):
+            _check(name.replace("_", "-"), getattr(self, name))
+        if self.tp % self.ep:
+            raise InputError(
+                f"--ep {self.ep} must divide --tp {self.tp}: experts are spread over the "
+                "tensor-parallel group"
+            )
+        if self.tp % self.attention_dp:
+            raise InputError(f"--attention-dp {self.attention_dp} must divide --tp {self.tp}")
+
+    def replica(self) -> Layout:
+        """The parallel part of one replica (a Deployment's layout): these degrees, one replica,
+        the placement (nodes, network) left to the links."""
+        return Layout(self.tp, self.pp, self.ep, 1, self.attention_dp, self.microbatches)
+
     @property
     def gpus_per_replica(self) -> int:
         return self.tp * self.pp
@@ -184,18 +202,16 @@ def _check(name: str, value: int) -> None:
         raise InputError(f"--{name} must be a whole number from 1 to {MAX_DEGREE}, got {value}")
 
 
-def check_shape(model: ModelArch, tp: int, pp: int = 1, ep: int = 1, attention_dp: int = 1) -> None:
+def check_shape(model: ModelArch, layout: Layout) -> None:
     """The model-only rules, checked wherever a step is built (every command): heads split over
-    the attention TP group, KV heads divide it or are divided by it, PP <= layers, EP divides TP
-    and is at most the routed experts (redundant slots where it does not divide them)."""
-    layout = Layout(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp)
+    the attention TP group, KV heads divide it or are divided by it, PP <= layers, EP at most the
+    routed experts (redundant slots where it does not divide them); the degrees themselves are
+    checked when the Layout is made."""
     if layout.pp > model.num_hidden_layers:
         raise InputError(
             f"--pp {layout.pp} exceeds {model.id}'s {model.num_hidden_layers} layers: every "
             "stage needs at least one layer"
         )
-    if layout.tp % layout.attention_dp:
-        raise InputError(f"--attention-dp {layout.attention_dp} must divide --tp {layout.tp}")
     atp, n, k = layout.attention_tp, model.num_attention_heads, model.n_kv_heads
     what = "TP" if layout.attention_dp == 1 else f"attention TP (TP / attention-DP = {atp})"
     if n % atp:
@@ -218,18 +234,11 @@ def check_shape(model: ModelArch, tp: int, pp: int = 1, ep: int = 1, attention_d
                 f"--ep {layout.ep} exceeds {model.id}'s {model.n_routed_experts} routed experts: "
                 "every EP rank needs at least one"
             )
-    if layout.tp % layout.ep:
-        raise InputError(
-            f"--ep {layout.ep} must divide --tp {layout.tp}: experts are spread over a stage's "
-            "GPUs (with attention-DP, use --ep equal to --tp)"
-        )
 
 
 def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None = None) -> Layout:
     """The layout checked against the model and the hardware; `nodes` resolved. One clear line
     per problem (InputError, exit 2)."""
-    for name in ("tp", "pp", "ep", "dp", "attention_dp"):
-        _check(name.replace("_", "-"), getattr(layout, name))
     if layout.microbatches is not None:
         _check("microbatches", layout.microbatches)
         if layout.pp == 1 and layout.microbatches > 1:
@@ -241,7 +250,7 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None
             f"--gpus {gpus} must equal TP x PP x DP = {layout.tp} x {layout.pp} x {layout.dp} "
             f"= {layout.gpus}"
         )
-    check_shape(model, layout.tp, layout.pp, layout.ep, layout.attention_dp)
+    check_shape(model, layout)
     if layout.attention_dp > 1:
         if not model.is_moe:
             raise InputError("--attention-dp needs a mixture-of-experts model (EP on the experts)")
@@ -282,7 +291,12 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None
 def links(layout: Layout, hw: Accelerator) -> Links:
     """The link of each collective: inside a node the scale-up link (or PCIe where a GPU has
     none); a group spanning nodes the scale-out network, for an all-to-all at the effective rate
-    of its off-node share (`alltoall_link`)."""
+    of its off-node share (`alltoall_link`); nodes, when not given, as few as hold the GPUs. A
+    group wider than the scale-up domain runs over the host link: on a box of NVLink-bridged
+    pairs (A100 PCIe, H100 NVL) a TP4 ring crosses PCIe between the pairs, and a ring step waits
+    for its slowest hop, so the PCIe link times the whole collective (NCCL rings: one chunk per
+    step around the ring; Thakur, Rabenseifner & Gropp 2005). A group wider than a node takes
+    `scale_out` (None: no network named, so no link)."""
     per_node = node_gpus(hw)
     if layout.nodes:
         per_node = min(per_node, max(layout.gpus // layout.nodes, 1))
@@ -301,25 +315,6 @@ def links(layout: Layout, hw: Accelerator) -> Links:
         ep_link = alltoall_link(inside, out, layout.ep, per_node)
     pp_link = within(layout.gpus_per_replica) if layout.gpus_per_replica <= per_node else out
     return Links(tp_link, ep_link, pp_link, per_node)
-
-
-def links_of(
-    hw: Accelerator,
-    tp: int,
-    pp: int = 1,
-    ep: int = 1,
-    attention_dp: int = 1,
-    dp: int = 1,
-    scale_out: Tier | None = None,
-) -> Links:
-    """The links of a layout known only by its degrees (nodes: as few as hold the GPUs), for a
-    deployment built without its layout (validation cases, the serving simulator). A group wider
-    than the scale-up domain runs over the host link: on a box of NVLink-bridged pairs (A100
-    PCIe, H100 NVL) a TP4 ring crosses PCIe between the pairs, and a ring step waits for its
-    slowest hop, so the PCIe link times the whole collective (NCCL rings: one chunk per step
-    around the ring; Thakur, Rabenseifner & Gropp 2005). A group wider than a node takes
-    `scale_out` (None: no network named, so no link)."""
-    return links(Layout(tp, pp, ep, dp, attention_dp, scale_out=scale_out), hw)
 
 
 def alltoall_link(inside: Tier | None, out: Tier | None, ranks: int, per_node: int) -> Tier | None:

@@ -211,7 +211,7 @@ def plan_memory(
     capacity_bytes: float | None = None,
 ) -> MemoryPlan:
     """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory)."""
-    check_shape(model, dep.tp, dep.pp, dep.ep, dep.attention_dp)
+    check_shape(model, dep.layout)
     cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
     if cap <= 0:
         raise InputError(f"memory capacity must be positive, got {cap}")

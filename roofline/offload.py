@@ -36,7 +36,7 @@ eighth of it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
@@ -204,7 +204,7 @@ def offload(
     t_gpu = n_gpu * g_split.per_layer_s + g_split.overhead_s
     if mode == "cpu":
         h_eff = host.efficiency
-        h_dep = replace(dep, tp=1, pp=1, ep=1)
+        h_dep = dep.with_layout(tp=1, pp=1, ep=1)
         h_split = split_step(decode(model, host, h_dep, b, context, eff=h_eff), L, h_eff, ideal)
         # the CPU's share: its layers at its per-layer time (TP does not split host layers)
         t_host = n_host * h_split.per_layer_s * 1.0
@@ -303,7 +303,7 @@ def _kv_host_parts(
     g_eff, h_eff = gpu.efficiency, host.efficiency
     g = decode(model, gpu, dep, b, context, eff=g_eff)
     g_layer = split_step(g, L, g_eff, ideal, exclude=("attn.core",)).per_layer_s
-    h = decode(model, host, replace(dep, tp=1, pp=1, ep=1), b, context, eff=h_eff)
+    h = decode(model, host, dep.with_layout(tp=1, pp=1, ep=1), b, context, eff=h_eff)
     cpu_core = op_time(h, "attn.core", L, ideal)
     kv_layer = np.asarray(kv_bytes_per_sequence(model, dep, context), dtype=float) / L * b
     dram = host.memory_bandwidth_bytes_per_s * (1.0 if ideal else h_eff.memory)

@@ -177,7 +177,7 @@ _LAYOUTS: dict[tuple, tuple[tuple, tuple[Stage, list]]] = {}
 def _layout(model: ModelArch, dep: Deployment, stage: Stage | None) -> tuple[Stage, list]:
     """The stage (default the first) and the attention projections a builder works from, once
     the model's shape rules pass (no fractional heads); cached by identity in _Builder."""
-    check_shape(model, dep.tp, dep.pp, dep.ep, dep.attention_dp)
+    check_shape(model, dep.layout)
     return stage or stages(model, dep.pp)[0], attention_matmuls(model, dep.attention_tp)
 
 

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 
 from roofline.closedform import expert_tile_padding
 from roofline.hardware import Accelerator, Efficiency
-from roofline.layout import links_of
+from roofline.layout import links
 from roofline.memo import cached_by_identity
 from roofline.ops import Deployment, Op
 from roofline.timing.attention import (
@@ -339,9 +339,9 @@ def op_results(
     ks = eff.kernels
     own_allreduce = profile.allreduce_kernel if profile is not None else None
     # a deployment built without its layout, wider than the scale-up domain: each collective
-    # takes the link its group spans (layout.links_of)
+    # takes the link its group spans (layout.links)
     spans = dep.links is None and _spans_host(hw, dep)
-    own = links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp) if spans else None
+    own = links(dep.layout, hw) if spans else None
     zero = np.zeros(())
     out = []
     t_ideal: FloatOrArray

@@ -106,15 +106,7 @@ def evaluate(
     capacity_bytes: float | None = None,
 ) -> Plan:
     """One layout: memory, the largest batch meeting the TPOT limit, and batch-1 latency."""
-    dep = replace(
-        base,
-        tp=lay.tp,
-        pp=lay.pp,
-        ep=lay.ep,
-        attention_dp=lay.attention_dp,
-        microbatches=lay.microbatches,
-        links=links(lay, hw),
-    )
+    dep = replace(base, layout=lay.replica(), links=links(lay, hw))
     mem = plan_memory(model, hw, dep, eng, capacity_bytes)
     most = int(max_batch(mem, model, dep, prompt + output)) if mem.weights_fit else 0
     if most < 1:

@@ -251,7 +251,7 @@ def speculate(
         d_ideal, d_exp = g * d_step.t_ideal_s, g * d_step.t_expected_s
     elif drafter in ("eagle", "eagle3", "mtp"):
         head = head_model(target, drafter, draft_vocab)
-        h_dep = replace(dep, pp=1)
+        h_dep = dep.with_layout(pp=1)
         d_step = decode(head, hw, h_dep, b, context, eff=in_graph, new_tokens=width)
         proj_ideal = fusion_projection_time_s(target, hw, dep, b * width, e, True)
         proj_exp = fusion_projection_time_s(target, hw, dep, b * width, e, False)

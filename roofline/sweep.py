@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from roofline.hardware import Accelerator
+from roofline.layout import Layout
 from roofline.memory import engine, kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
@@ -95,7 +96,7 @@ def sweep_chunks(
     per_combo = batches.size * n_s * n_o
     step = max(1, int(chunk_points))
     for m, hw, w, kv, tp in grid.combos:
-        dep = Deployment(weights=weight_format(w), kv=kv_format(kv), tp=tp)
+        dep = Deployment(weights=weight_format(w), kv=kv_format(kv), layout=Layout(tp=tp))
         eng = engine(engine_name, hw)
         plan = plan_memory(m, hw, dep, eng)
         usd = _UNPRICED if usd_per_gpu_hour is None else usd_per_gpu_hour.get(hw.id)

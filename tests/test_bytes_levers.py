@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.kvcache import allocation_waste, attention_variants, parse_lengths
+from roofline.layout import Layout
 from roofline.levers import evaluate_levers
 from roofline.memory import ENGINES, kv_bytes_per_sequence, plan_memory
 from roofline.ops import Deployment
@@ -95,7 +96,9 @@ def test_levers_by_hand(cat):
     m, hw = cat.model("llama-3.1-70b"), cat.accelerator("h100")
     rows = {
         r.lever.name: r
-        for r in evaluate_levers(m, hw, Deployment(tp=4), ENGINES["vllm"], 32, 8000, 131072, 2048)
+        for r in evaluate_levers(
+            m, hw, Deployment(layout=Layout(tp=4)), ENGINES["vllm"], 32, 8000, 131072, 2048
+        )
     }
     base = rows["baseline"]
     assert rows["int4 weights"].bits_per_weight == 4.125  # 16 / 4.125 = 3.88x, not 4x
@@ -103,7 +106,7 @@ def test_levers_by_hand(cat):
     assert rows["fp8 KV"].kv_bytes_per_token == base.kv_bytes_per_token / 2
     # contiguous reserves 131,072 tokens; paged holds ceil(8000/16)·16 = 8000 tokens;
     # KV per token per GPU at TP4: 80 layers × 2 × 2 heads × 128 × 2 B = 81,920
-    budget = plan_memory(m, hw, Deployment(tp=4), ENGINES["vllm"]).kv_budget_bytes
+    budget = plan_memory(m, hw, Deployment(layout=Layout(tp=4)), ENGINES["vllm"]).kv_budget_bytes
     assert base.max_batch == budget // (131072 * 81920)
     assert rows["paged KV"].max_batch == budget // (8000 * 81920)
     for r in rows.values():  # every lever reduces or keeps bytes and time
@@ -218,7 +221,9 @@ def test_every_lever_reduces_or_keeps_bytes(model, batch, context):
 
     cat = load_catalog()
     m, hw = cat.model(model), cat.accelerator("b200")
-    rows = evaluate_levers(m, hw, Deployment(tp=2), ENGINES["vllm"], batch, context, 131072, 2048)
+    rows = evaluate_levers(
+        m, hw, Deployment(layout=Layout(tp=2)), ENGINES["vllm"], batch, context, 131072, 2048
+    )
     base = rows[0]
     for r in rows[1:]:
         assert r.weight_bytes_per_gpu <= base.weight_bytes_per_gpu

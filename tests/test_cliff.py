@@ -3,13 +3,14 @@
 import numpy as np
 import pytest
 
+from roofline.layout import Layout
 from roofline.memory import ENGINES, plan_memory
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.serving.cliff import simulate
 from roofline.serving.steps import StepModel, kv_budget_blocks
 
-DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=8)
+DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], layout=Layout(tp=8))
 
 
 @pytest.fixture(scope="module")

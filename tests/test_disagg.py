@@ -2,11 +2,12 @@
 
 import pytest
 
+from roofline.layout import Layout
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.serving.disagg import disaggregate
 
-DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=4)
+DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], layout=Layout(tp=4))
 
 
 def test_same_hardware_same_work_less_interference(cat):

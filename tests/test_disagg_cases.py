@@ -1,7 +1,6 @@
 """Disaggregated serving against published measurements, attention-DP prefill interference and
 the KV link model: hand-derived checks."""
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ from roofline.cases.case import summarize
 from roofline.cases.disagg import check_disagg, step_s
 from roofline.cases.evaluate import evaluate
 from roofline.errors import CatalogError, InputError
+from roofline.layout import Layout
 from roofline.ops import Deployment, Op
 from roofline.phases import OpResult, PhaseResult
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
@@ -44,10 +44,10 @@ def test_attention_dp_prefill_is_paid_rank_by_rank():
     # TRT-LLM ADP-balance blog, baseline: the 8 ranks' contexts run one after another, each
     # costing its attention (4 ms) while the others wait; experts + all-to-all (13 ms) and the
     # host overhead (1 ms) are paid once: 8 × 4 + 13 + 1 = 46 ms
-    dep = Deployment(tp=8, ep=8, attention_dp=8)
+    dep = Deployment(layout=Layout(tp=8, ep=8, attention_dp=8))
     assert colocated_prefill_s(PHASE, dep) == pytest.approx(46e-3)
     # without attention-DP nothing changes: 18 ms; the ideal never carries the term
-    assert colocated_prefill_s(PHASE, Deployment(tp=8, ep=8)) == pytest.approx(18e-3)
+    assert colocated_prefill_s(PHASE, Deployment(layout=Layout(tp=8, ep=8))) == pytest.approx(18e-3)
     assert colocated_prefill_s(PHASE, dep, ideal=True) == pytest.approx(46e-3)
 
 
@@ -69,7 +69,7 @@ def test_link_efficiency_by_tier_kind(cat):
 def test_rate_matched_throughput_is_trtllm_formula(cat):
     # TRT-LLM tech blog 5: output tokens/s / (ctx GPUs × gen req rate / ctx req rate + gen GPUs)
     m, hw = cat.model("llama-3.1-70b"), cat.accelerator("h100")
-    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], tp=4)
+    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], layout=Layout(tp=4))
     b, s, o, pb = 64, 4000, 500, 4
     r = disaggregate(m, hw, hw, dep, dep, cat.tier("infiniband-ndr"), b, s, o, prefill_batch=pb)
     gen_rate = b / ((o - 1) * r.decode_step_s)  # requests/s one decode replica finishes
@@ -84,8 +84,10 @@ def test_attention_dp_makes_colocation_costlier(cat):
     # the same DeepSeek-R1 decode pool: with attention-DP, a colocated prompt stalls all 8
     # ranks for its whole rank-local prefill, so colocated TPOT grows; disaggregated does not
     m, hw = cat.model("deepseek-r1"), cat.accelerator("h200")
-    base = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"], tp=8, ep=8)
-    adp = replace(base, attention_dp=8)
+    base = Deployment(
+        weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"], layout=Layout(tp=8, ep=8)
+    )
+    adp = base.with_layout(attention_dp=8)
     link = cat.tier("infiniband-ndr")
     r = disaggregate(m, hw, hw, adp, adp, link, 512, 1024, 1024)
     assert r.disaggregated.tpot_s < r.colocated.tpot_s
@@ -178,7 +180,7 @@ def test_attention_dp_prefill_properties(dp, attn_ms, experts_ms, a2a_ms):
         },
         0.0,
     )
-    dep = Deployment(tp=64, ep=64, attention_dp=dp)
+    dep = Deployment(layout=Layout(tp=64, ep=64, attention_dp=dp))
     t = float(p.t_expected_s)
     got = colocated_prefill_s(p, dep)
     assert t - 1e-12 <= got <= dp * t + 1e-12

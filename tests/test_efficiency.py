@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from roofline.catalog import load_catalog
 from roofline.hardware import Efficiency
+from roofline.layout import Layout
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill, request
 from roofline.precision import weight_format
@@ -166,7 +167,7 @@ def test_weight_only_int4_goes_compute_bound_at_moderate_batch():
     m70 = CAT.model("llama-2-70b")
 
     def step(weights: str, batch: int) -> float:
-        dep = Deployment(weights=weight_format(weights), tp=8)
+        dep = Deployment(weights=weight_format(weights), layout=Layout(tp=8))
         return float(decode(m70, hw, dep, batch, 512, engine="vllm").t_expected_s)
 
     # the whole decode step of a 70B on 8×A100 at batch 64: int4 no longer ~2× faster than bf16
@@ -181,7 +182,11 @@ def test_tp_scaling_of_a_7b_matches_gpt_fast():
     hw, m = CAT.accelerator("nvidia-a100-80gb-sxm"), CAT.model("llama-2-7b")
     rate = {
         tp: 1.0
-        / float(request(m, hw, Deployment(tp=tp), 1, 5, 200, engine="gptfast").expected.tpot_s)
+        / float(
+            request(
+                m, hw, Deployment(layout=Layout(tp=tp)), 1, 5, 200, engine="gptfast"
+            ).expected.tpot_s
+        )
         for tp in published
     }
     for tp in (2, 4, 8):
@@ -271,7 +276,7 @@ def test_measured_alltoall_by_hand_and_in_the_moe_step():
     assert float(t) == pytest.approx(alpha + 7e6 / (share * 450e9), rel=1e-9)
     m = CAT.model("deepseek-v3")
     # EP with attention-DP (DeepSeek's serving layout) dispatches and combines by all-to-all
-    dep = Deployment(weights=weight_format("fp8"), tp=8, ep=8, attention_dp=8)
+    dep = Deployment(weights=weight_format("fp8"), layout=Layout(tp=8, ep=8, attention_dp=8))
     d = decode(m, hw, dep, 64, 2048)
     ops = [r for r in d.ops if r.op.kind == "alltoall"]
     assert ops
@@ -299,7 +304,7 @@ WEIGHTS = ["bf16", "fp8", "int4", "int8"]
 )
 def test_curves_never_change_the_ideal_and_never_beat_it(model, hw_id, weights, tp, batch, context):
     m, hw = CAT.model(model), CAT.accelerator(hw_id)
-    dep = Deployment(weights=weight_format(weights), tp=tp)
+    dep = Deployment(weights=weight_format(weights), layout=Layout(tp=tp))
     bare = replace(hw.efficiency, kernels=None, engines={})
     for phase in (
         lambda e: prefill(m, hw, dep, batch, min(context, 4096), e),

@@ -88,9 +88,10 @@ def test_redundant_expert_slots_by_hand(cat):
 
 def test_attention_dp_kv_is_per_rank_by_hand(cat):
     m, hw = cat.model("deepseek-r1"), cat.accelerator("h200")
-    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"], tp=8, ep=8)
-    adp = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"], tp=8, ep=8,
-                     attention_dp=8)  # fmt: skip
+    dep = Deployment(
+        weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"], layout=Layout(tp=8, ep=8)
+    )
+    adp = dep.with_layout(attention_dp=8)
     # MLA latent (512 + 64) x 2 bytes x 61 layers = 70,272 bytes a token, on every GPU that
     # holds the sequence: one GPU under TP8, one rank of eight under attention-DP 8
     per_block = 70_272 * 16

@@ -33,14 +33,7 @@ from roofline.timing.collectives import send_time_s
 def _dep(cat, m, hw, **kw) -> Deployment:
     """A deployment carrying a validated layout (as the CLI builds it)."""
     lay = validate(Layout(**kw, scale_out=cat.tier("infiniband-ndr")), m, hw)
-    return Deployment(
-        tp=lay.tp,
-        pp=lay.pp,
-        ep=lay.ep,
-        attention_dp=lay.attention_dp,
-        microbatches=lay.microbatches,
-        links=links(lay, hw),
-    )
+    return Deployment(layout=lay.replica(), links=links(lay, hw))
 
 
 # ---- validation ------------------------------------------------------------------------------
@@ -125,7 +118,7 @@ def test_pp2_halves_the_weight_read_per_stage(cat):
     # = 25,165,824 + 16,777,216 + 176,160,768 = 218,103,808 parameters, 436,207,616 B in bf16.
     # PP2: each stage holds 16 of the 32 layers: 6,979,321,856 B read per decode pass.
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
-    pp1, pp2 = Deployment(), Deployment(pp=2)
+    pp1, pp2 = Deployment(), Deployment(layout=Layout(pp=2))
 
     def layer_bytes(ops):
         return sum(float(o.weight_bytes) for o in ops if o.name.startswith(("attn.", "mlp")))
@@ -138,7 +131,7 @@ def test_pp2_halves_the_weight_read_per_stage(cat):
 
 def test_embedding_on_the_first_stage_head_on_the_last(cat):
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
-    dep = Deployment(pp=2)
+    dep = Deployment(layout=Layout(pp=2))
     first, last = stages(m, 2)
     names0 = {o.name for o in decode_ops(m, hw, dep, 1, 100, stage=first)}
     names1 = {o.name for o in decode_ops(m, hw, dep, 1, 100, stage=last)}
@@ -160,9 +153,12 @@ def test_pipelined_decode_matches_the_schedule(cat):
     # micro-batches of one sequence each over n rounds the stages stay busy:
     # (n·2 + 2 − 1)·t_stage(1) in all.
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
-    t_stage = float(decode(m, hw, Deployment(pp=2, microbatches=1), 1, 500).t_expected_s) / 2
+    t_stage = (
+        float(decode(m, hw, Deployment(layout=Layout(pp=2, microbatches=1)), 1, 500).t_expected_s)
+        / 2
+    )
     n = 1000
-    two = decode(m, hw, Deployment(pp=2, microbatches=2), 2, 500, steps=1)
+    two = decode(m, hw, Deployment(layout=Layout(pp=2, microbatches=2)), 2, 500, steps=1)
     assert float(two.t_expected_s) == pytest.approx(3 * t_stage, rel=1e-9)
     # over many rounds the mean round tends to 2·t_stage (KV grows, so compare one step's)
     rounds = pipeline_time_s(t_stage, 2, 2, n) / n
@@ -171,7 +167,7 @@ def test_pipelined_decode_matches_the_schedule(cat):
 
 def test_prefill_rows_add_up_to_the_pipelined_step(cat):
     m, hw = cat.model("llama-3.1-70b"), cat.accelerator("h100")
-    p = prefill(m, hw, Deployment(tp=4, pp=2), 8, 1000)
+    p = prefill(m, hw, Deployment(layout=Layout(tp=4, pp=2)), 8, 1000)
     assert p.ops[-1].op.name == "pp.bubble"
     rows = sum(float(r.t_ideal_s) for r in p.ops)
     assert rows == pytest.approx(float(p.t_ideal_s))
@@ -186,7 +182,7 @@ def test_a_send_costs_bytes_over_bandwidth_plus_one_latency(cat):
     hw = cat.accelerator("h100")
     assert send_time_s(hw.scale_up, 8192) == pytest.approx(0.5e-6 + 8192 / 450e9)
     m = cat.model("llama-3.1-8b")
-    ops = decode_ops(m, hw, Deployment(pp=2), 1, 100, stage=stages(m, 2)[0])
+    ops = decode_ops(m, hw, Deployment(layout=Layout(pp=2)), 1, 100, stage=stages(m, 2)[0])
     send = next(o for o in ops if o.name == "pp.send")
     assert float(send.message_bytes) == 8192 and send.kind == "p2p"
 
@@ -207,7 +203,7 @@ def test_the_step_reads_what_the_memory_plan_stores(cat, model, hw_id, kw):
     weight byte the memory plan puts on that GPU, less the rows of the embedding it does not
     look up and the norms (not modelled as reads)."""
     m, hw = cat.model(model), cat.accelerator(hw_id)
-    dep = replace(_dep(cat, m, hw, **kw), weights=WEIGHT_FORMATS["fp8"], microbatches=1)
+    dep = replace(_dep(cat, m, hw, **kw), weights=WEIGHT_FORMATS["fp8"]).with_layout(microbatches=1)
     stored = weights_per_gpu(m, dep)
     heaviest = max(stages(m, dep.pp), key=lambda s: stage_weight_bytes(m, dep, s))
     ops = decode_ops(m, hw, dep, 4096, 100, stage=heaviest)  # (1 − 8/256)^4096 ≈ 0
@@ -226,7 +222,7 @@ def test_mla_down_projections_are_stored_whole_on_every_rank(cat):
     m = cat.model("deepseek-r1")
     fp8 = Deployment(weights=WEIGHT_FORMATS["fp8"])
     w1 = weights_per_gpu(m, fp8)
-    w2 = weights_per_gpu(m, replace(fp8, tp=2))
+    w2 = weights_per_gpu(m, fp8.with_layout(tp=2))
     router = 58 * (7168 * 256 + 256) * 2  # bf16, replicated
     norms = (61 * (1536 + 512 + 2 * 7168) + 7168) * 2
     assert 2 * w2 - w1 == pytest.approx(923_467_776 + router + norms)
@@ -240,7 +236,7 @@ def test_mla_latent_once_per_attention_dp_rank(cat):
     m, hw = cat.model("deepseek-r1"), cat.accelerator("h200")
     eng = ENGINES["sglang"]  # token-granular pool: no block rounding
     adp = replace(_dep(cat, m, hw, tp=16, ep=16, attention_dp=16), weights=WEIGHT_FORMATS["fp8"])
-    tp = replace(adp, attention_dp=1)
+    tp = adp.with_layout(attention_dp=1)
     assert float(kv_bytes_per_sequence(m, adp, 1000)) == 61 * 576 * 2 * 1000
     assert float(kv_bytes_per_sequence(m, tp, 1000)) == 61 * 576 * 2 * 1000
     plan = plan_memory(m, hw, adp, eng)
@@ -267,11 +263,11 @@ def test_shared_expert_all_reduce_under_ep(cat):
     # DeepSeek-R1 on TP8 with attention-DP 4 (attention TP 2): the shared expert is split over
     # the 2 GPUs of an attention group, so its output is all-reduced over them
     m, hw = cat.model("deepseek-r1"), cat.accelerator("h200")
-    dep = Deployment(tp=8, ep=8, attention_dp=4)
+    dep = Deployment(layout=Layout(tp=8, ep=8, attention_dp=4))
     names = {o.name: o for o in decode_ops(m, hw, dep, 64, 1000)}
     assert names["tp.allreduce(shared)"].ranks == 2 and "ep.alltoall" in names
     # without attention-DP every rank holds every token: one all-reduce of the MoE output
-    plain = {o.name for o in decode_ops(m, hw, Deployment(tp=8, ep=8), 64, 1000)}
+    plain = {o.name for o in decode_ops(m, hw, Deployment(layout=Layout(tp=8, ep=8)), 64, 1000)}
     assert "tp.allreduce(moe)" in plain and "ep.alltoall" not in plain
 
 
@@ -307,7 +303,10 @@ def test_pipeline_never_beats_busy_time_and_bubble_falls_with_microbatches(pp, m
 
 def test_pipeline_ideal_never_slower_than_expected(cat):
     m, hw = cat.model("llama-3.1-70b"), cat.accelerator("h100")
-    for dep in (Deployment(tp=4, pp=2), Deployment(tp=2, pp=4, microbatches=8)):
+    for dep in (
+        Deployment(layout=Layout(tp=4, pp=2)),
+        Deployment(layout=Layout(tp=2, pp=4, microbatches=8)),
+    ):
         b = np.array([1.0, 8.0, 64.0])
         d = decode(m, hw, dep, b, 2000, steps=100)
         assert np.all(d.t_ideal_s <= d.t_expected_s)
@@ -319,7 +318,9 @@ def test_more_stages_never_store_more_per_gpu(pp):
 
     m = load_catalog().model("llama-3.1-8b")
     if pp > 1:
-        assert weights_per_gpu(m, Deployment(pp=pp)) < weights_per_gpu(m, Deployment(pp=pp // 2))
+        assert weights_per_gpu(m, Deployment(layout=Layout(pp=pp))) < weights_per_gpu(
+            m, Deployment(layout=Layout(pp=pp // 2))
+        )
 
 
 def test_links_follow_the_domains(cat):
@@ -332,3 +333,24 @@ def test_links_follow_the_domains(cat):
     gb = cat.accelerator("gb200")
     lay = validate(Layout(tp=8, pp=8), m, gb)  # 64 GPUs, one NVL72 domain: no network needed
     assert lay.nodes == 1 and links(lay, gb).pp is gb.scale_up
+
+
+def test_the_layout_checks_its_degrees_once_for_every_caller():
+    # EP 3 cannot spread experts over a TP-8 group (8 % 3 = 2), attention-DP 3 cannot split it;
+    # the same check holds whether a Deployment, plan or a case makes the layout
+    with pytest.raises(InputError, match="--ep 3 must divide --tp 8"):
+        Layout(tp=8, ep=3)
+    with pytest.raises(InputError, match="--attention-dp 3 must divide --tp 8"):
+        Deployment(layout=Layout(tp=8, ep=8)).with_layout(attention_dp=3)
+    with pytest.raises(InputError, match="--tp must be a whole number from 1 to 4096"):
+        Layout(tp=0)
+
+
+def test_a_deployment_reads_its_degrees_from_its_layout():
+    # TP 8 with attention-DP 8: attention split over 8 / 8 = 1 GPU; PP 2 runs 2 micro-batches
+    # unless told (vLLM's virtual engines); one replica is TP x PP = 16 GPUs
+    dep = Deployment(layout=Layout(tp=8, pp=2, ep=8, attention_dp=8))
+    assert (dep.tp, dep.pp, dep.ep, dep.attention_dp) == (8, 2, 8, 8)
+    assert (dep.attention_tp, dep.pipeline_microbatches, dep.gpus_per_replica) == (1, 2, 16)
+    wide = Layout(tp=8, pp=2, ep=8, dp=4, attention_dp=8, microbatches=4, nodes=8)
+    assert wide.replica() == Layout(tp=8, pp=2, ep=8, attention_dp=8, microbatches=4)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from roofline.cases.case import with_case_links
 from roofline.catalog import load_catalog
-from roofline.layout import Layout, Links, links, links_of
+from roofline.layout import Layout, Links, links
 from roofline.ops import Deployment
 from roofline.phases import decode
 
@@ -25,19 +25,19 @@ MODEL = CAT.model("llama-3.3-70b")
 
 def test_nvlink_pairs_bridged_over_pcie():
     # the catalog: an NVLink bridge joins 2 cards; the host link is PCIe Gen4 x16
-    assert links_of(A100_PCIE, 2).tp is A100_PCIE.scale_up
-    assert links_of(A100_PCIE, 4).tp is A100_PCIE.host_link
-    assert links_of(A100_PCIE, 8).tp is A100_PCIE.host_link
+    assert links(Layout(2), A100_PCIE).tp is A100_PCIE.scale_up
+    assert links(Layout(4), A100_PCIE).tp is A100_PCIE.host_link
+    assert links(Layout(8), A100_PCIE).tp is A100_PCIE.host_link
     # TP2 x PP2: the all-reduce stays in the pair, the stage-to-stage send crosses PCIe
-    both = links_of(A100_PCIE, 2, pp=2)
+    both = links(Layout(2, pp=2), A100_PCIE)
     assert both.tp is A100_PCIE.scale_up and both.pp is A100_PCIE.host_link
 
 
 def test_an_hgx_box_stays_on_nvlink_and_the_network_joins_boxes():
-    assert links_of(H100, 8).tp is H100.scale_up
+    assert links(Layout(8), H100).tp is H100.scale_up
     # TP8 x PP2 over 16 GPUs: the sends between the two boxes go over the network
-    assert links_of(H100, 8, pp=2, scale_out=IB).pp is IB
-    assert links_of(H100, 8, pp=2).pp is None  # no network named: no link
+    assert links(Layout(8, pp=2, scale_out=IB), H100).pp is IB
+    assert links(Layout(8, pp=2), H100).pp is None  # no network named: no link
 
 
 def _allreduce_s(dep: Deployment, batch: int) -> float:
@@ -50,25 +50,27 @@ def test_a_deployment_without_layout_rings_tp4_over_pcie():
     # 2(n-1)/n * M / W. Llama-3.3-70B, batch 8: M = 8 x 8192 x 2 B = 131,072 B; PCIe Gen4 x16:
     # W = 32 GB/s, latency 1 us (hardware/nvidia-a100-80gb-pcie.yaml). n = 4:
     # 6 x 1 us + 1.5 x 131072 / 32e9 = 6 us + 6.144 us = 12.144 us per call, 2 per layer x 80.
-    dep = Deployment(tp=4)
+    dep = Deployment(layout=Layout(tp=4))
     assert _allreduce_s(dep, 8) == pytest.approx(160 * 12.144e-6, rel=1e-6)
     # the same as the CLI's layout path (links set from the validated layout)
     lay = Layout(tp=4)
-    explicit = Deployment(tp=4, links=links(lay, A100_PCIE))
+    explicit = Deployment(links=links(lay, A100_PCIE), layout=Layout(tp=4))
     assert _allreduce_s(explicit, 8) == pytest.approx(_allreduce_s(dep, 8), rel=1e-12)
 
 
 def test_tp2_in_the_pair_keeps_the_bridge():
     # NVLink 3 bridge: 300 GB/s, latency 0.5 us; n = 2, M = 131,072 B:
     # 2 x 0.5 us + 1 x 131072 / 300e9 = 1 us + 0.437 us = 1.437 us per call, 160 calls
-    assert _allreduce_s(Deployment(tp=2), 8) == pytest.approx(160 * 1.43691e-6, rel=1e-4)
+    assert _allreduce_s(Deployment(layout=Layout(tp=2)), 8) == pytest.approx(
+        160 * 1.43691e-6, rel=1e-4
+    )
 
 
 def test_validation_cases_get_the_network_between_nodes():
-    dep = with_case_links(Deployment(tp=8, pp=2), H100, IB)
+    dep = with_case_links(Deployment(layout=Layout(tp=8, pp=2)), H100, IB)
     assert dep.links is not None and dep.links.pp is not None
     assert dep.links.pp.id == IB.id and dep.links.tp is H100.scale_up
-    kept = Deployment(tp=4, links=links(Layout(tp=4), A100_PCIE))
+    kept = Deployment(links=links(Layout(tp=4), A100_PCIE), layout=Layout(tp=4))
     assert with_case_links(kept, A100_PCIE, IB) is kept  # a deployment with its links keeps them
 
 
@@ -78,7 +80,7 @@ def test_leaving_the_bridge_never_speeds_a_collective_up(tp, batch):
     # PCIe (32 GB/s) is slower than the bridge (300 GB/s): a group that leaves the pair can only
     # take longer than it would on the bridge
     up = A100_PCIE.scale_up
-    on_bridge = Deployment(tp=tp, links=Links(up, up, up, 8))
-    spanned = Deployment(tp=tp)
+    on_bridge = Deployment(links=Links(up, up, up, 8), layout=Layout(tp=tp))
+    spanned = Deployment(layout=Layout(tp=tp))
     assert _allreduce_s(spanned, batch) >= _allreduce_s(on_bridge, batch) * (1 - 1e-12)
     assert np.isfinite(_allreduce_s(spanned, batch))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from roofline.cases.evaluate import evaluate
 from roofline.catalog import load_catalog
 from roofline.hardware import Tier
+from roofline.layout import Layout
 from roofline.ops import Deployment
 from roofline.phases import decode
 from roofline.precision import weight_format
@@ -100,7 +101,7 @@ def test_the_ideal_stays_alpha_beta_at_nominal_bandwidth():
     α = 1 us, W = 32 GB/s: 6 us + 1.5 x 16.384 us = 30.576 us, twice per layer = 61.152 us."""
     m = CAT.model("llama-3.1-70b")
     hw = CAT.accelerator("nvidia-l4")
-    d = decode(m, hw, Deployment(tp=4, pp=2, weights=weight_format("fp8")), 64, 512)
+    d = decode(m, hw, Deployment(weights=weight_format("fp8"), layout=Layout(tp=4, pp=2)), 64, 512)
     ars = [r for r in d.ops if r.op.kind == "allreduce"]
     assert ars
     for r in ars:
@@ -118,7 +119,7 @@ def test_the_ideal_stays_alpha_beta_at_nominal_bandwidth():
 def test_expected_collectives_never_beat_the_ideal(hw_id, tp, batch):
     m = CAT.model("llama-3.1-8b")
     hw = CAT.accelerator(hw_id)
-    d = decode(m, hw, Deployment(tp=tp), batch, 1024)
+    d = decode(m, hw, Deployment(layout=Layout(tp=tp)), batch, 1024)
     for r in d.ops:
         if r.op.is_collective:
             assert float(r.t_expected_s) >= float(r.t_ideal_s) * (1 - 1e-12)

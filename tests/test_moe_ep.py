@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalog import load_catalog
+from roofline.layout import Layout
 from roofline.ops import Deployment, ep_alltoall_bytes_per_value
 from roofline.phases import decode
 from roofline.precision import weight_format
@@ -30,7 +31,7 @@ def test_alltoall_message_in_the_deepseek_step():
     # DeepSeek-V3 (d = 7168, top-8), EP8 with attention-DP 8, 64 sequences decoding: each rank
     # sends 64·8·7168·1.515625 / 8 bytes per call = 695,296 B
     hw, m = CAT.accelerator("nvidia-h200-sxm"), CAT.model("deepseek-v3")
-    dep = Deployment(weights=weight_format("fp8"), tp=8, ep=8, attention_dp=8)
+    dep = Deployment(weights=weight_format("fp8"), layout=Layout(tp=8, ep=8, attention_dp=8))
     op = next(r.op for r in decode(m, hw, dep, 64, 2048).ops if r.op.kind == "alltoall")
     assert float(op.message_bytes) == pytest.approx(64 * 8 * 7168 * 1.515625 / 8, rel=1e-12)
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from roofline.hardware import Tier
+from roofline.layout import Layout
 from roofline.memory import (
     ENGINES,
     kv_bytes_per_sequence,
@@ -157,7 +158,7 @@ def test_ring_allreduce_formula():
 def test_tp_halves_weight_time(cat):
     m, hw = cat.model("llama-3.1-70b"), cat.accelerator("h100")
     one = decode(m, hw, Deployment(weights=WEIGHT_FORMATS["fp8"]), 1, 1024)
-    two = decode(m, hw, Deployment(weights=WEIGHT_FORMATS["fp8"], tp=2), 1, 1024)
+    two = decode(m, hw, Deployment(weights=WEIGHT_FORMATS["fp8"], layout=Layout(tp=2)), 1, 1024)
     assert float(two.weight_bytes) == pytest.approx(float(one.weight_bytes) / 2, rel=0.01)
 
 

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline import optime
+from roofline.layout import Layout
 from roofline.ops import Deployment
 from roofline.phases import RequestResult, request
 from roofline.precision import kv_format, weight_format
@@ -111,7 +112,7 @@ def test_point_path_is_the_general_path(
     cat, model, hw, tp, weights, kv, batch, prompt, output, engine
 ):
     m, acc = cat.model(model), cat.accelerator(hw)
-    dep = Deployment(weights=weight_format(weights), kv=kv_format(kv), tp=tp)
+    dep = Deployment(weights=weight_format(weights), kv=kv_format(kv), layout=Layout(tp=tp))
     try:
         fast = _fast(m, acc, dep, batch, prompt, output, engine=engine)
     except Exception as e:  # a deployment the model refuses: both paths refuse it alike
@@ -143,7 +144,10 @@ def test_point_path_with_pipeline_and_overrides(cat):
     for hw in ("h100", "l40s", "mi300x"):
         acc = cat.accelerator(hw)
         eff = replace(acc.efficiency, compute=acc.efficiency.compute * 0.9)
-        for dep in (Deployment(tp=2, pp=2), Deployment(tp=4, weights=weight_format("fp8"))):
+        for dep in (
+            Deployment(layout=Layout(tp=2, pp=2)),
+            Deployment(weights=weight_format("fp8"), layout=Layout(tp=4)),
+        ):
             for e in (None, eff):
                 fast = _fast(m, acc, dep, 16, 3000, 500, eff=e)
                 general = _general(m, acc, dep, np.array(16), np.array(3000), np.array(500), eff=e)
@@ -233,11 +237,11 @@ def test_point_path_under_expert_and_attention_parallelism(
     tp, ep, adp = layout
     m, acc = cat.model(model), cat.accelerator(hw)
     try:
-        dep = Deployment(tp=tp, ep=ep, attention_dp=adp)
+        dep = Deployment(layout=Layout(tp=tp, ep=ep, attention_dp=adp))
         fast = _fast(m, acc, dep, batch, prompt, output)
     except Exception as e:  # a layout the model refuses: both paths refuse it alike
         with pytest.raises(type(e)):
-            dep = Deployment(tp=tp, ep=ep, attention_dp=adp)
+            dep = Deployment(layout=Layout(tp=tp, ep=ep, attention_dp=adp))
             _general(m, acc, dep, np.array(batch), np.array(prompt), np.array(output))
         return
     general = _general(m, acc, dep, np.array(batch), np.array(prompt), np.array(output))

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from roofline.catalog import load_catalog
 from roofline.hardware import Efficiency
+from roofline.layout import Layout
 from roofline.memory import ENGINES, kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill, request
@@ -69,7 +70,7 @@ def test_kv_is_linear_in_context_without_windows(model, t, k):
 @given(model=st.sampled_from(MODELS), t=st.integers(1, 200_000), more=st.integers(0, 200_000))
 def test_max_batch_never_increases_with_context(model, t, more):
     m, hw = CAT.model(model), CAT.accelerator("b200")
-    dep = Deployment(tp=8, weights=WEIGHT_FORMATS["fp8"])
+    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], layout=Layout(tp=8))
     plan = plan_memory(m, hw, dep, ENGINES["vllm"])
     assert max_batch(plan, m, dep, t + more) <= max_batch(plan, m, dep, t)
 
@@ -87,7 +88,13 @@ def test_max_batch_never_increases_with_context(model, t, more):
 def test_expected_is_never_faster_than_ideal(model, batch, prompt, output, c, m_, overhead):
     eff = Efficiency(compute=c, memory=m_, step_overhead_s=overhead, source="test")
     r = request(
-        CAT.model(model), CAT.accelerator("h200"), Deployment(tp=8), batch, prompt, output, eff=eff
+        CAT.model(model),
+        CAT.accelerator("h200"),
+        Deployment(layout=Layout(tp=8)),
+        batch,
+        prompt,
+        output,
+        eff=eff,
     )
     assert r.expected.ttft_s >= r.ideal.ttft_s
     assert r.expected.tpot_s >= r.ideal.tpot_s
@@ -103,7 +110,7 @@ def test_expected_is_never_faster_than_ideal(model, batch, prompt, output, c, m_
 )
 def test_decode_step_time_grows_with_context(model, batch, t, dt):
     m, hw = CAT.model(model), CAT.accelerator("h100")
-    dep = Deployment(tp=8)
+    dep = Deployment(layout=Layout(tp=8))
     assert decode(m, hw, dep, batch, t + dt).t_ideal_s >= decode(m, hw, dep, batch, t).t_ideal_s
 
 

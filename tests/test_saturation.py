@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.errors import InputError
+from roofline.layout import Layout
 from roofline.memory import engine
 from roofline.ops import Deployment
 from roofline.serving.bounds import rate_bounds
@@ -54,7 +55,7 @@ def test_compute_bound_by_hand(m8):
 def test_tensor_parallel_bounds_scale_with_gpus(m8):
     m, hw = m8
     one = rate_bounds(m, hw, Deployment(), 1, 1000, 200, 64)
-    two = rate_bounds(m, hw, Deployment(tp=2), 2, 1000, 200, 64)
+    two = rate_bounds(m, hw, Deployment(layout=Layout(tp=2)), 2, 1000, 200, 64)
     assert two.compute_requests_per_s == pytest.approx(2 * one.compute_requests_per_s)
 
 

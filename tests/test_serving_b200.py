@@ -7,6 +7,7 @@ large-batch slope per cached token, H100's 1.3x)."""
 import numpy as np
 import pytest
 
+from roofline.layout import Layout
 from roofline.memory import engine
 from roofline.ops import Deployment, attention_op_name
 from roofline.phases import decode, prefill
@@ -21,7 +22,7 @@ PROMPT, OUTPUT = 2000, 300
 @pytest.fixture(scope="module")
 def setups(cat):
     m = cat.model("llama-3.1-70b")
-    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"], tp=4)
+    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"], layout=Layout(tp=4))
     out = {}
     for h in ("h100", "b200"):
         hw = cat.accelerator(h)

@@ -2,6 +2,8 @@
 
 import pytest
 
+from roofline.layout import Layout
+
 SERVE = ["serve", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "100"]
 
 
@@ -270,7 +272,7 @@ def test_check_measures_tpot_at_the_given_context(run, cat):
     ).json()
     (c,) = doc["checks"]
     # the decode step of 8 sequences holding 32,000 tokens each, not the 1k/1k default mean
-    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], tp=4)
+    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], layout=Layout(tp=4))
     step = decode(cat.model("llama-3.1-70b"), cat.accelerator("h100"), dep, 8, 32_000)
     assert c["value"] == pytest.approx(float(step.t_expected_s))
 

@@ -11,6 +11,7 @@ import pytest
 
 from roofline.cases.evaluate import evaluate
 from roofline.errors import InputError
+from roofline.layout import Layout
 from roofline.ops import Deployment
 from roofline.phases import decode
 from roofline.serving.steps import StepModel
@@ -20,7 +21,7 @@ from roofline.userfiles import load_cases
 @pytest.fixture(scope="module")
 def pp4(cat):
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("nvidia-l4")
-    dep = Deployment(pp=4)
+    dep = Deployment(layout=Layout(pp=4))
     return m, hw, dep, StepModel(m, hw, dep, 16, 512, False, engine="vllm")
 
 

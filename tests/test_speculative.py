@@ -12,6 +12,7 @@ from roofline.acceptance import (
     position_acceptance,
 )
 from roofline.errors import InputError
+from roofline.layout import Layout
 from roofline.ops import Deployment
 from roofline.precision import weight_format
 from roofline.speculative import (
@@ -124,7 +125,7 @@ def test_mtp_step_by_hand(cat):
     # collectives, latency-bound at batch 1 on NVLink (α = 0.5 µs): the TP all-reduce after
     # attention 2·(8−1)·α = 7 µs and the EP all-to-all, dispatch + combine, 2·(8−1)·α = 7 µs
     m, hw = cat.model("deepseek-v3"), cat.accelerator("h200")
-    dep = Deployment(weights=weight_format("fp8"), tp=8, ep=8)
+    dep = Deployment(weights=weight_format("fp8"), layout=Layout(tp=8, ep=8))
     s = speculate(m, None, hw, dep, None, 1, 1, 1.0, 0.85, drafter="mtp")
     by_hand = (396.4e6 / 8 + 36.6e6 + 3.67e6 + 231.7e6 + 12.8e6) / 4.8e12 + 14e-6
     assert float(s.t_draft_round_ideal_s) == pytest.approx(by_hand, rel=0.03)
@@ -166,7 +167,17 @@ def test_crossover_by_hand():
 def test_verify_raises_decode_intensity(cat):
     m, hw = cat.model("llama-3.1-70b"), cat.accelerator("h100")
     d = cat.model("llama-3.1-8b")
-    s = speculate(m, d, hw, Deployment(tp=4), Deployment(tp=4), 1, 4096, np.array([1, 3, 7.0]), 0.8)
+    s = speculate(
+        m,
+        d,
+        hw,
+        Deployment(layout=Layout(tp=4)),
+        Deployment(layout=Layout(tp=4)),
+        1,
+        4096,
+        np.array([1, 3, 7.0]),
+        0.8,
+    )
     base = float(s.baseline.arithmetic_intensity)
     # at batch 1 the verify pass of γ + 1 tokens reads the same bytes: ~(γ + 1)× the intensity
     for g, i in zip((1, 3, 7), s.verify.arithmetic_intensity, strict=True):

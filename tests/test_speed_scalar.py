@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from roofline.layout import Layout
 from roofline.ops import Deployment
 from roofline.phases import request
 from roofline.timing.roofline import arithmetic_intensity, bound, op_time_s
@@ -52,7 +53,7 @@ def test_zero_peak_keeps_the_array_behaviour():
 
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b"])
 def test_request_on_scalars_equals_the_array_call(cat, model):
-    m, hw, dep = cat.model(model), cat.accelerator("h100"), Deployment(tp=2)
+    m, hw, dep = cat.model(model), cat.accelerator("h100"), Deployment(layout=Layout(tp=2))
     batches, prompts, outputs = np.array([1, 7, 64]), np.array([0, 1, 4096]), np.array([1, 2, 999])
     grid = request(m, hw, dep, batches[:, None, None], prompts[None, :, None], outputs)
     for i, b in enumerate(batches.tolist()):

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofline.layout import Layout
 from roofline.timing.attention import AttentionCurve, attention_decode_time_s, fa2_num_splits
 from roofline.timing.gemm import GemmCurve, gemm_time_s
 
@@ -97,7 +98,7 @@ def test_decode_step_passes_kv_heads_per_gpu():
     from roofline.phases import _attention_shape
 
     m = load_catalog().model("llama-3.1-70b")
-    rows, streams, kv = _attention_shape(m, Deployment(tp=8), 4, 1.0)
+    rows, streams, kv = _attention_shape(m, Deployment(layout=Layout(tp=8)), 4, 1.0)
     assert (float(rows), float(streams), kv) == (4 * 64 / 8, 4.0, 1.0)
     rows, streams, kv = _attention_shape(m, Deployment(), 4, 1.0)
     assert (float(rows), float(streams), kv) == (4 * 64, 32.0, 8.0)

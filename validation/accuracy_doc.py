@@ -13,6 +13,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from roofline.layout import Layout  # noqa: E402
 from roofline.userfiles import load_cases  # noqa: E402
 from validation.calibrate import bands, run  # noqa: E402
 
@@ -84,7 +85,11 @@ def peer_checks(cat) -> str:
     a100, m7 = cat.accelerator("nvidia-a100-80gb-sxm"), cat.model("llama-2-7b")
     rate = {
         tp: 1.0
-        / float(request(m7, a100, Deployment(tp=tp), 1, 5, 200, engine="gptfast").expected.tpot_s)
+        / float(
+            request(
+                m7, a100, Deployment(layout=Layout(tp=tp)), 1, 5, 200, engine="gptfast"
+            ).expected.tpot_s
+        )
         for tp in GPT_FAST_TP
     }
     lines = [
@@ -104,7 +109,14 @@ def peer_checks(cat) -> str:
         "|---|---:|---:|",
     ]
     for w in ("bf16", "int8", "int4"):
-        d = decode(m70, a100, Deployment(weights=weight_format(w), tp=8), 64, 512, engine="vllm")
+        d = decode(
+            m70,
+            a100,
+            Deployment(weights=weight_format(w), layout=Layout(tp=8)),
+            64,
+            512,
+            engine="vllm",
+        )
         lines.append(
             f"| {w} | {float(d.t_ideal_s) * 1e3:.2f} | {float(d.t_expected_s) * 1e3:.2f} |"
         )

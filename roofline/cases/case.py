@@ -29,7 +29,7 @@ import numpy as np
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
-from roofline.layout import links_of
+from roofline.layout import Layout, links
 from roofline.ops import Deployment
 from roofline.precision import kv_format, weight_format
 from roofline.timing.host import Calibration
@@ -136,10 +136,7 @@ def case_deployment(case: Case) -> tuple[Deployment, int]:
         dep = Deployment(
             weights=weight_format(case.weights),
             kv=kv_format(case.kv),
-            tp=tp,
-            pp=case.pp,
-            ep=case.ep,
-            attention_dp=case.attention_dp,
+            layout=Layout(tp=tp, pp=case.pp, ep=case.ep, attention_dp=case.attention_dp),
         )
     except InputError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
@@ -157,9 +154,7 @@ def with_case_links(
     nodes `network` (the CLI's default, InfiniBand NDR, SCALE_OUT; a case states no other)."""
     if dep.links is not None:
         return dep
-    return replace(
-        dep, links=links_of(hw, dep.tp, dep.pp, dep.ep, dep.attention_dp, replicas, network)
-    )
+    return replace(dep, links=links(replace(dep.layout, dp=replicas, scale_out=network), hw))
 
 
 def summarize(results: list[CaseResult]) -> dict[str, object]:

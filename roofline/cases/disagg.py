@@ -32,7 +32,7 @@ from typing import Any
 from roofline.cases.case import Case
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.layout import Layout, links, validate
+from roofline.layout import links, validate
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, decode, prefill
@@ -95,7 +95,7 @@ def with_links(model: ModelArch, hw: Accelerator, dep: Deployment, net: Tier) ->
     between nodes, on as few nodes as hold the GPUs (roofline.layout)."""
     if net.kind != "network":
         raise InputError(f"scale_out {net.id} is a {net.kind} tier, not a network")
-    lay = Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, None, None, False, net)
+    lay = replace(dep.layout, microbatches=None, scale_out=net)
     return replace(dep, links=links(validate(lay, model, hw), hw))
 
 
@@ -121,8 +121,7 @@ def step_s(r: PhaseResult, ideal: bool, two_batch_overlap: bool = False) -> floa
 def _pair(case, d, model, hw, dep, b, s, tier: Tier) -> tuple[str, int, float, float]:
     eta = d.get("link_efficiency")
     link = KvLink(tier, None if eta is None else float(eta), d.get("transfer_overhead_ms", 0) / 1e3)
-    p_dep = replace(
-        dep,
+    p_dep = dep.with_layout(
         tp=d.get("prefill_tp", dep.tp),
         ep=d.get("prefill_ep", 1),
         attention_dp=d.get("prefill_attention_dp", 1),

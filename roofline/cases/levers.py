@@ -115,9 +115,8 @@ def speculative_rounds(
         if "draft_model" not in sp:
             raise InputError(f"{where}: drafter 'draft' needs a draft_model")
         draft = catalog.model(sp["draft_model"])
-        d_dep = replace(
-            dep, weights=weight_format(sp.get("draft_weights", case.weights)), ep=1, pp=1
-        )
+        d_weights = weight_format(sp.get("draft_weights", case.weights))
+        d_dep = replace(dep, weights=d_weights).with_layout(ep=1, pp=1)
     tree = sp.get("tree_tokens")
     engine = case_engine(case)
     kw = {

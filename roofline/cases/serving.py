@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from roofline.errors import InputError
+from roofline.layout import Layout
 from roofline.memory import engine
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
@@ -66,7 +67,7 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         raise InputError(f"{where}: unknown format {exc}") from None
     m, hw = cat.model(case["model"]), cat.accelerator(case["hardware"])
     tp, pp = case.get("tp", 1), case.get("pp", 1)
-    dep = Deployment(weights=weights, kv=kv, tp=tp, pp=pp, ep=case.get("ep", 1))
+    dep = Deployment(weights=weights, kv=kv, layout=Layout(tp=tp, pp=pp, ep=case.get("ep", 1)))
     if case["arrivals"] == "poisson":
         w = make_workload(
             _length(case["prompt"]),

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +59,7 @@ def add_days(
             d["day"] = None
             continue
         hw = by_id[row.hardware]
-        dep = replace(base, tp=row.tp, pp=row.pp, ep=row.ep)
+        dep = base.with_layout(tp=row.tp, pp=row.pp, ep=row.ep)
         delay, how = delay_for(model, hw, dep, eng, override)
         cap = row.max_rate_per_replica
         table = None

@@ -86,7 +86,7 @@ def speculate(
     opt.check_formats(dep, hw)
     opt.replicas(dep, gpus, dp)
     d_weights = opt.resolve_weights(draft_weights or weights, d_m or m)
-    d_dep = replace(dep, weights=weight_format(d_weights), ep=1, pp=1)
+    d_dep = replace(dep, weights=weight_format(d_weights)).with_layout(ep=1, pp=1)
     gammas, tree, acc = sopt.round_options(
         gamma, tree_tokens, topk, draft_vocab, acceptance, tau, tau_gamma, decay
     )

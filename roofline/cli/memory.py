@@ -10,7 +10,7 @@ from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.errors import InputError
-from roofline.layout import check_shape
+from roofline.layout import Layout, check_shape
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
@@ -100,8 +100,8 @@ def kv(
             f"({m.max_position_embeddings:,}): the model was not trained that long"
         )
     budget = opt.kv_budget(kv_budget, sink, window)
-    dep = Deployment(kv=fmt_kv, tp=tp, kv_token_budget=budget)
-    check_shape(m, tp)
+    dep = Deployment(kv=fmt_kv, kv_token_budget=budget, layout=Layout(tp=tp))
+    check_shape(m, dep.layout)
     json = fmt is opt.Fmt.json
     if compare:
         ref = cat.model(baseline) if baseline else None

@@ -270,12 +270,10 @@ def deployment(
         dense_weights=weight_format(dense) if dense else None,
         kv=kv_format(kv_dtype),
         activations=activation_format(act_dtype),
-        tp=tp,
-        pp=pp,
-        ep=ep,
         sparse_2_4=sparsity == "2:4",
         compute_dtype=compute,
         kv_token_budget=budget,
+        layout=Layout(tp=tp, pp=pp, ep=ep),
     )
 
 
@@ -312,16 +310,21 @@ def layout(
     or --dp, attention-DP, micro-batches, nodes and the link of each collective."""
     if not 1 <= attention_dp <= MAX_GPUS:
         raise InputError(f"--attention-dp must be from 1 to {MAX_GPUS}, got {attention_dp}")
-    dep = replace(dep, attention_dp=attention_dp)
+    dep = dep.with_layout(attention_dp=attention_dp)
     _, n_replicas = replicas(dep, gpus, dp)
     net = cat.tier(scale_out)
     if net.kind != "network":
         raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
-    lay = Layout(
-        dep.tp, dep.pp, dep.ep, n_replicas, attention_dp, microbatches, nodes, cross_node_tp, net
+    lay = replace(
+        dep.layout,
+        dp=n_replicas,
+        microbatches=microbatches,
+        nodes=nodes,
+        cross_node_tp=cross_node_tp,
+        scale_out=net,
     )
     lay = validate_layout(lay, m, hw)
-    return lay, replace(dep, microbatches=microbatches, links=layout_links(lay, hw))
+    return lay, replace(dep, layout=lay.replica(), links=layout_links(lay, hw))
 
 
 def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:

@@ -18,7 +18,7 @@ from roofline.cli.cliff_json import cliff_doc
 from roofline.cli.disagg_json import disagg_doc, traffic_json
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
-from roofline.layout import Layout, validate
+from roofline.layout import validate
 from roofline.memory import (
     Engine,
     engine,
@@ -220,7 +220,7 @@ def disagg(
 def _pool(weights, kv_dtype, tp: int, pp: int, ep: int, attention_dp: int, m) -> Deployment:
     """One pool's replica deployment."""
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep=ep, model=m)
-    return replace(dep, attention_dp=attention_dp)
+    return dep.with_layout(attention_dp=attention_dp)
 
 
 def _check_pools(m, pools, tier, engine_name: str, b: int, context: int) -> Engine:
@@ -230,7 +230,7 @@ def _check_pools(m, pools, tier, engine_name: str, b: int, context: int) -> Engi
     net = tier if tier.kind == "network" else None
     for hw, dep in pools:
         opt.check_formats(dep, hw)
-        validate(Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, scale_out=net), m, hw)
+        validate(replace(dep.layout, scale_out=net), m, hw)
         plan = plan_memory(m, hw, dep, engine(engine_name, hw))
         if not plan.weights_fit:
             raise opt.not_fit(m, hw, dep, plan)

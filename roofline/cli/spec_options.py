@@ -152,7 +152,7 @@ def spec_config(
         raise InputError(f"--decay must be in (0, 1], got {decay}")
     d_m = cat.model(draft) if kind == "draft" and draft else None
     d_weights = opt.resolve_weights(draft_weights or dep.weights.name, d_m or m)
-    d_dep = replace(dep, weights=weight_format(d_weights), ep=1, pp=1) if d_m else None
+    d_dep = replace(dep, weights=weight_format(d_weights)).with_layout(ep=1, pp=1) if d_m else None
     gammas, tree, acc = round_options(
         gamma, tree_tokens, topk, draft_vocab, acceptance, tau, tau_gamma, decay
     )

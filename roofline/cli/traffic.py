@@ -191,8 +191,7 @@ def _laid_out(cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cros
         cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, net
     )
     spans = nodes is not None or cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
-    links = laid.links if spans else None
-    dep = replace(dep, attention_dp=attention_dp, microbatches=microbatches, links=links)
+    dep = replace(dep, layout=laid.layout, links=laid.links if spans else None)
     return dep, lay, laid, n_gpus, n_rep
 
 

@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, replace
 
 from roofline.hardware import Accelerator
+from roofline.layout import Layout
 from roofline.model import ModelArch
 from roofline.ops import Deployment, decode_ops, prefill_ops
 
@@ -72,7 +73,7 @@ def rate_bounds(
     stays an upper bound) on a replica of `gpus` GPUs holding at most `batch` sequences;
     `cached_tokens` of each prompt found in a prefix cache (a mean at most what is found: the
     bound stays a bound)."""
-    one = replace(dep, tp=1, pp=1, ep=1, attention_dp=1, microbatches=None, links=None)
+    one = replace(dep, layout=Layout(), links=None)
     s = max(float(prompt_tokens), 1.0)
     steps = max(float(output_tokens) - 1.0, 0.0)
     pre = prefill_ops(model, hw, one, 1, s)

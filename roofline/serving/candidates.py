@@ -51,15 +51,7 @@ class Candidate:
 
 def deployment(base: Deployment, lay: Layout, hw: Accelerator) -> Deployment:
     """`base` (formats) in layout `lay`, with the link of each collective."""
-    return replace(
-        base,
-        tp=lay.tp,
-        pp=lay.pp,
-        ep=lay.ep,
-        attention_dp=lay.attention_dp,
-        microbatches=lay.microbatches,
-        links=links(lay, hw),
-    )
+    return replace(base, layout=lay.replica(), links=links(lay, hw))
 
 
 def prefill_bound(p: Plan, tpot_s: float | None) -> float:

@@ -22,7 +22,7 @@ import numpy as np
 
 from roofline.errors import InputError, RooflineError
 from roofline.hardware import Accelerator, Tier
-from roofline.layout import Layout, expert_slots
+from roofline.layout import expert_slots
 from roofline.memory import Engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
@@ -367,8 +367,7 @@ def rank(rows: list[Sized], minimize: str) -> list[Sized]:
 
 def describe(dep: Deployment) -> str:
     """A replica's layout as `plan` names it, without the DP (replicas are counted apart)."""
-    lay = Layout(dep.tp, dep.pp, dep.ep, 1, dep.attention_dp, dep.microbatches)
-    return lay.describe().removesuffix(" DP1").replace(" PP1", "")
+    return dep.layout.describe().removesuffix(" DP1").replace(" PP1", "")
 
 
 def redundant_experts(model: ModelArch, dep: Deployment) -> int:
