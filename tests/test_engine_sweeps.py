@@ -43,10 +43,11 @@ def test_problems_flags_a_bad_case():
         "retrieved": "2026-12-04",
     }
     assert problems([good], {"m"}, {"h"}) == []
-    bad = dict(good, metric="ttft_p90_ms", source="MLPerf v5.0 https://x", arrivals="poisson")
+    bad = dict(good, metric="ttft_p90_ms", source="MLPerf v5.0 https://x", kv="fp7")
     del bad["rate"]
     found = problems([bad, good], {"m"}, {"h"})
     assert any("metric" in p for p in found)
     assert any("MLPerf" in p for p in found)
     assert any("rate" in p for p in found)
     assert any("duplicate" in p for p in found)
+    assert any("kv fp7" in p for p in found)

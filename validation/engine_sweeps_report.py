@@ -82,7 +82,10 @@ def source_key(case: dict[str, Any]) -> str:
 
 
 def problems(cases: list[dict[str, Any]], models: set[str], hardware: set[str]) -> list[str]:
-    """Every schema or catalog problem, one line each (empty: the file is fine)."""
+    """Every schema or catalog problem, one line each (empty: the file is fine). Weight and KV
+    formats are checked against roofline.precision's tables."""
+    from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+
     out: list[str] = []
     seen: set[str] = set()
     for i, c in enumerate(cases):
@@ -100,6 +103,10 @@ def problems(cases: list[dict[str, Any]], models: set[str], hardware: set[str]) 
             out.append(f"{name}: model {c.get('model')} not in the catalog")
         if c.get("hardware") not in hardware:
             out.append(f"{name}: hardware {c.get('hardware')} not in the catalog")
+        if c.get("weights") not in WEIGHT_FORMATS:
+            out.append(f"{name}: weights {c.get('weights')} not a known format")
+        if c.get("kv") not in KV_FORMATS:
+            out.append(f"{name}: kv {c.get('kv')} not a known format")
         if c.get("metric") not in METRICS:
             out.append(f"{name}: metric {c.get('metric')} not allowed")
         if c.get("frontend") not in FRONTENDS:
@@ -131,6 +138,9 @@ def main() -> int:
     for line in bad:
         print(line, file=sys.stderr)
     print(f"{len(cases)} cases, {len({source_key(c) for c in cases})} sources")
+    other = sorted({c["engine"] for c in cases} - set(cat.engines))
+    if other:
+        print(f"engines with no profile in hardware/engines.yaml: {', '.join(other)}")
     for title, key in (
         ("engine", lambda c: c["engine"]),
         ("hardware", lambda c: c["hardware"]),
