@@ -1,0 +1,53 @@
+"""validation/engine_sweeps.yaml: public serving sweeps per engine keep their schema (issue 24)."""
+
+from __future__ import annotations
+
+from roofline.catalog import load_catalog
+from validation.engine_sweeps_report import METRICS, load, problems, source_key
+
+
+def test_engine_sweeps_schema_and_catalog_ids():
+    cat = load_catalog()
+    cases = load()
+    assert problems(cases, set(cat.models), set(cat.accelerators)) == []
+    assert {c["metric"] for c in cases} <= METRICS
+
+
+def test_engine_sweeps_cite_no_mlperf_and_name_their_sources():
+    cases = load()
+    for c in cases:
+        text = (str(c.get("source", "")) + " " + str(c.get("notes", ""))).lower()
+        assert "mlperf" not in text, c["id"]
+        assert "http" in c["source"], c["id"]
+        assert str(c["retrieved"]) == "2026-12-04", c["id"]
+    assert len({source_key(c) for c in cases}) >= 2
+
+
+def test_problems_flags_a_bad_case():
+    good = {
+        "id": "x",
+        "model": "m",
+        "hardware": "h",
+        "tp": 1,
+        "weights": "bf16",
+        "kv": "bf16",
+        "engine": "vllm",
+        "frontend": "api",
+        "arrivals": "poisson",
+        "rate": 1.0,
+        "prompt": 10,
+        "output": 10,
+        "metric": "ttft_p50_ms",
+        "measured": 5.0,
+        "source": "https://example.org/t (row 1)",
+        "retrieved": "2026-12-04",
+    }
+    assert problems([good], {"m"}, {"h"}) == []
+    bad = dict(good, metric="ttft_p90_ms", source="MLPerf v5.0 https://x", kv="fp7")
+    del bad["rate"]
+    found = problems([bad, good], {"m"}, {"h"})
+    assert any("metric" in p for p in found)
+    assert any("MLPerf" in p for p in found)
+    assert any("rate" in p for p in found)
+    assert any("duplicate" in p for p in found)
+    assert any("kv fp7" in p for p in found)
