@@ -33,17 +33,20 @@ family, at least this chip's (a weak prior: one standard deviation is the widest
 tail and a window's throughput are set by a few requests' queueing and the last completions).
 
 Minimised by Levenberg–Marquardt on the simulator itself (Levenberg 1944, Marquardt 1963:
-Gauss–Newton with a damped diagonal), shares kept in (0, 1] and costs non-negative; the Jacobian
-by forward differences of 0.4 prior widths (a p50 of a run jumps by a few per cent between
-requests as the arrivals' phase against the steps shifts: narrow differences would follow the
-jumps), carried between steps by Broyden's update (1965). Simulations are deterministic (one
-seed). When the runs hold more figures than there are parameters, their own misfit then sets
-their weight (the residual variance, at least 0.01, and each figure's jitter under small moves of
-every parameter, added in quadrature) and the fit is refined: runs the model fits closely pull
-harder than the prior, runs it fits badly leave the prior more say. The uncertainty is the
-posterior's (Jᵀ J + I)⁻¹ at the optimum (Tarantola §3.2.3), in prior widths; a parameter is
-identified when the runs narrow its prior to half its width or less, else it stays near the
-catalog's, held by the prior.
+Gauss–Newton with a damped diagonal; each iteration also tries the undamped step, which can cross
+a jump the damped one lands on), shares kept in (0, 1] and costs non-negative; the Jacobian by
+forward differences of 0.4 prior widths (a run's p50 jumps by a per cent or so as the arrivals'
+phase against the steps shifts: narrow differences would follow the jumps), carried between
+steps by Broyden's update (1965). Simulations are deterministic (one seed). When the runs hold
+more figures than there are parameters, their own misfit then sets their weight (the residual
+variance, at least 0.01 [uncertain], and each figure's jitter, its largest departure from the
+linear prediction under three moves of 0.1 prior widths, added in quadrature) and the fit is
+refined: runs the model fits closely pull harder than the prior, runs it fits badly leave the
+prior more say. The uncertainty is the posterior's (Jᵀ J + I)⁻¹ at the optimum (Tarantola
+§3.2.3), in prior widths; a parameter is identified when the runs narrow its prior to half its
+width or less, else it stays near the catalog's, held by the prior. The jumps can still stall the
+search short of the optimum: of ten draws of the tests' synthetic runs, nine came back within 7%
+of the figures they were served with and one left cpu_step 11% off.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ MEDIAN_ABS_NORMAL = 0.6745  # median of |N(0, 1)|
 DEFAULT_BAND = 0.2  # a family without an error band: a share's median |error| [uncertain]
 IDENTIFIED = 0.5  # identified: the posterior's σ at most this share of the prior's
 STEP_Z = 0.4  # forward-difference step, in prior widths
+JITTER_Z = 0.1  # the moves that show a figure's jitter, in prior widths
 _MAX_ITER = 40
 _TRIES = 3  # damping increases tried before the Jacobian is taken afresh
 _TOL = 1e-3  # stop when the cost falls by less than this share
@@ -264,16 +268,19 @@ def _minimise(logs, z: np.ndarray, e: np.ndarray, space: _Space, s_data, jac=Non
         full = np.vstack([jac / sd[:, None], np.eye(len(z))])
         jtj, g = full.T @ full, full.T @ np.concatenate([e / sd, z])
         accepted = None
-        for _ in range(_TRIES):
-            step = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj)), -g)
+        # the damped step, then the undamped one (the whole Gauss–Newton step can cross a
+        # jump the shorter one lands on), then more damping
+        for damping in (lam, 0.0, *(lam * 4.0**k for k in range(1, _TRIES))):
+            step = np.linalg.solve(jtj + damping * np.diag(np.diag(jtj)), -g)
             zn = np.clip(z + step, space.lo, space.hi)
             en = logs(zn)
             cn = cost_of(en, zn)
             if cn < cost:
                 accepted = zn, en, cn
-                lam = max(lam / 4.0, 1e-6)
+                lam = max(damping / 4.0, 1e-6)
                 break
-            lam *= 4.0
+        else:
+            lam *= 4.0**_TRIES
         if accepted is None:
             if fresh:
                 break
@@ -290,15 +297,17 @@ def _minimise(logs, z: np.ndarray, e: np.ndarray, space: _Space, s_data, jac=Non
     return z, e, jac, it
 
 
-def _jitter(logs, z: np.ndarray, e: np.ndarray, jac: np.ndarray, dz: float = 0.03) -> np.ndarray:
-    """Each metric's own roughness in the serving model: its departure from the linear
-    prediction under two small moves of every parameter (a p50 jumps between requests as the
+def _jitter(
+    logs, z: np.ndarray, e: np.ndarray, jac: np.ndarray, dz: float = JITTER_Z
+) -> np.ndarray:
+    """Each metric's own roughness in the serving model: its largest departure from the linear
+    prediction under three small moves of every parameter (a p50 jumps between requests as the
     arrivals' phase against the steps shifts)."""
     dev = []
-    for signs in ((1, -1, 1, -1, 1), (1, 1, -1, -1, -1)):
+    for signs in ((1, -1, 1, -1, 1), (1, 1, -1, -1, -1), (-1, 1, 1, -1, 1)):
         u = dz * np.asarray(signs[: len(z)], dtype=float)
         dev.append(logs(z + u) - e - jac @ u)
-    return np.sqrt(np.mean(np.square(dev), axis=0))
+    return np.max(np.abs(dev), axis=0)
 
 
 def _jacobian(
