@@ -55,7 +55,7 @@ import datetime as _dt
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -139,8 +139,6 @@ def with_values(hw: Accelerator, engine_name: str, values: dict[str, float]) -> 
     """The chip as a calibration with these values leaves it (catalog_calibration.calibrated: the
     catalog applies a written calibration the same way); a new object, so identity caches stay
     correct."""
-    from dataclasses import replace
-
     _profile(hw, engine_name)
     cal = ChipCalibration("fit", hw.id, engine_name, values, hw.efficiency.source)
     return replace(hw, efficiency=calibrated(hw.efficiency, cal))
