@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.cache import ParseCache, files_key, load_snapshot, save_snapshot, tree_key
+from roofline.catalog_calibration import ChipCalibration, calibrated
 from roofline.catalog_entries import (
     _ALIAS_SECTIONS,
     Family,
@@ -75,6 +76,9 @@ class Catalog:
     kernels: dict[str, KernelEntry] = field(default_factory=dict)
     engines: dict[str, EngineProfile] = field(default_factory=dict)
     links: dict[str, LinkSet] = field(default_factory=dict)
+    calibrations: dict[str, ChipCalibration] = field(default_factory=dict)  # user fits
+    # an own-efficiency accelerator's resolved efficiency before its calibration was applied
+    uncalibrated: dict[str, Efficiency] = field(default_factory=dict)
 
     def add_dir(self, directory: Path, problems: list[str] | None = None) -> None:
         """Load every *.yaml below a directory; ids repeated inside it are an error, ids already
@@ -110,6 +114,7 @@ class Catalog:
                     table[entry.id] = entry
                     self.origin[key] = str(path)
                     if section == "accelerators":
+                        self.uncalibrated.pop(entry.id, None)
                         own = entry.efficiency != Efficiency()
                         (self.own_efficiency.add if own else self.own_efficiency.discard)(entry.id)
         alias_problems = self.alias_problems()
@@ -118,15 +123,19 @@ class Catalog:
             raise CatalogError(alias_problems[0])
         if problems is not None:
             problems.extend(p for p in alias_problems if p not in problems)
-        self._apply_families()
+        self._apply_families(problems)
 
-    def _apply_families(self) -> None:
+    def _apply_families(self, problems: list[str] | None = None) -> None:
         """Give every accelerator without its own efficiency block its family's, then attach the
         kernel curves of its GPU generation (hardware/kernels.yaml: measured, or borrowed) and
-        the engine profiles (hardware/engines.yaml)."""
+        the engine profiles (hardware/engines.yaml), then apply its calibrations (a user's fit:
+        catalog_calibration.py)."""
+        by_chip: dict[str, list[ChipCalibration]] = {}
+        for cal in self.calibrations.values():
+            by_chip.setdefault(cal.hardware.lower(), []).append(cal)
         for hw_id, hw in list(self.accelerators.items()):
             family = self.families.get(hw.family)
-            eff = hw.efficiency
+            eff = self.uncalibrated.get(hw_id, hw.efficiency)
             if hw_id not in self.own_efficiency and family is not None:
                 eff = family.efficiency
             kernels = None
@@ -142,7 +151,46 @@ class Catalog:
             own = tuple(ls for ls in self.links.values() if hw_id in ls.accelerators)
             rest = tuple(ls for ls in self.links.values() if not ls.accelerators)
             eff = replace(eff, links=own + rest)  # an accelerator's own measurements first
+            cals = [c for n in (hw_id, *hw.aliases) for c in by_chip.get(n.lower(), [])]
+            if cals:
+                self.uncalibrated[hw_id] = eff
+                eff = self._calibrated(hw_id, eff, cals, problems)
             self.accelerators[hw_id] = replace(hw, efficiency=eff)
+
+    def _calibrated(
+        self, hw_id: str, eff: Efficiency, cals: list[ChipCalibration], problems: list[str] | None
+    ) -> Efficiency:
+        """The chip's efficiency under its calibrations; two that set its shares conflict (the
+        shares are the chip's under every engine)."""
+        with_shares = [c for c in cals if {"compute", "memory"} & set(c.values)]
+        if len(with_shares) > 1:
+            a, b = with_shares[:2]
+            clash = CatalogError(
+                f"{self.origin[f'calibrations:{b.id}']}: calibration '{b.id}': sets the shares "
+                f"of {hw_id}, as '{a.id}' does (a chip's shares apply under every engine: "
+                "keep one)"
+            )
+            if problems is None:
+                raise clash
+            problems.append(str(clash))
+        for cal in cals:
+            eff = calibrated(eff, cal)
+        return eff
+
+    def unknown_calibrated(self, also: Catalog | None = None) -> list[str]:
+        """Every calibration naming an accelerator or an engine this catalog (and `also`)
+        lacks."""
+        out = []
+        hws = [*self.accelerators.values(), *(also.accelerators.values() if also else ())]
+        chips = {n.lower() for hw in hws for n in (hw.id, *hw.aliases)}
+        engines = {*self.engines, *(also.engines if also else ())}
+        for cal in self.calibrations.values():
+            where = f"{self.origin[f'calibrations:{cal.id}']}: calibration '{cal.id}'"
+            if cal.hardware.lower() not in chips:
+                out.append(f"{where}: unknown hardware '{cal.hardware}'")
+            if cal.engine not in engines:
+                out.append(f"{where}: unknown engine '{cal.engine}'")
+        return out
 
     def alias_problems(self) -> list[str]:
         """Every alias that two entries of one section claim (an id always wins over an alias)."""
@@ -326,16 +374,21 @@ def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
         dict(base.kernels),
         dict(base.engines),
         dict(base.links),
+        dict(base.calibrations),
+        dict(base.uncalibrated),
     )
     for directory in dirs:
         cat.add_dir(directory)
+    unknown = cat.unknown_calibrated()
+    if unknown:
+        raise CatalogError(unknown[0])
     return cat
 
 
 def validate_dirs(dirs: Iterable[Path]) -> list[str]:
     """Check catalog directories as the loader would combine them; return every problem found:
     bad YAML, bad entries (each entry's problem), duplicate ids, alias collisions (empty: all
-    good)."""
+    good), and calibrations naming a chip or an engine neither they nor the shipped catalog hold."""
     problems: list[str] = []
     cat = Catalog()
     for directory in dirs:
@@ -348,6 +401,8 @@ def validate_dirs(dirs: Iterable[Path]) -> list[str]:
                 load_prices(directory / PRICES_FILE)
             except CatalogError as exc:
                 problems.append(str(exc))
+    if cat.calibrations:  # a user directory's calibrations name shipped chips and engines
+        problems.extend(p for p in cat.unknown_calibrated(_shipped()) if p not in problems)
     return problems
 
 

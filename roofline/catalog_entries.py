@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roofline.catalog_calibration import calibration_entry
 from roofline.catalog_kernels import engine_profile, kernel_entry, link_set
 from roofline.errors import CatalogError, RooflineError
 from roofline.files import read_text, yaml
@@ -141,7 +142,9 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
 }
 _PUBLISHED_KEYS = {"params_total_b": (NUM, False), "params_active_b": (NUM, False)}
 _TIER_KINDS = ("link", "memory", "storage", "network")
-_SECTIONS = ("accelerators", "tiers", "models", "families", "kernels", "engines", "links")
+_SECTIONS = (
+    "accelerators", "tiers", "models", "families", "kernels", "engines", "links", "calibrations"
+)  # fmt: skip
 _ALIAS_SECTIONS = ("accelerators", "tiers", "models", "families")
 
 
@@ -403,6 +406,7 @@ _BUILDERS = {
     "kernels": kernel_entry,
     "engines": engine_profile,
     "links": link_set,  # measured collectives per link kind (hardware/links.yaml)
+    "calibrations": calibration_entry,  # a user's fit to their own runs (benchfit.py)
 }
 
 

@@ -156,12 +156,26 @@ def test_bench_options_need_a_bench_file_and_a_bench_file_needs_them(run, tmp_pa
     assert r.code == 2 and "apply to benchmark files" in r.stderr
 
 
-# ---- calibration ---------------------------------------------------------------------------
-# Known host costs, offset from the shipped vLLM figures (hardware/engines.yaml: cpu_step_us
-# 1450, request_latency_us 19000, cpu_per_seq_us none for NVIDIA, i.e. 0); the samples are
-# vLLM --save-detailed results the serving model gives with them (make_samples.py), generated
-# here so that they follow the model as it changes.
-SHIPPED_US = {"cpu_step_us": 1450.0, "cpu_per_seq_us": 0.0, "request_latency_us": 19000.0}
+# ---- calibration ----------------------------------------------------------------------------
+# Known figures, offset from the shipped ones: vLLM's host costs (hardware/engines.yaml:
+# cpu_step_us 1450, request_latency_us 19000, no cpu_per_seq_us for NVIDIA, i.e. 0) and the H100's
+# shares (hardware/families.yaml nvidia-datacenter: compute 0.79, memory 0.81), both x 0.8:
+# 0.632 and 0.648. The samples are vLLM --save-detailed results the serving model gives with them
+# (make_samples.py), generated here so that they follow the model as it changes.
+SHIPPED = {
+    "compute": 0.79,
+    "memory": 0.81,
+    "cpu_step_us": 1450.0,
+    "cpu_per_seq_us": 0.0,
+    "request_latency_us": 19000.0,
+}
+TRUTH = {
+    "compute": 0.79 * 0.8,
+    "memory": 0.81 * 0.8,
+    "cpu_step_us": 2400.0,
+    "cpu_per_seq_us": 40.0,
+    "request_latency_us": 30000.0,
+}
 
 
 def _make_samples():
@@ -171,37 +185,127 @@ def _make_samples():
     return mod
 
 
-def test_calibrate_recovers_known_host_costs(run, tmp_path):
-    mod = _make_samples()
-    true_us = mod.CALIBRATION_US
-    assert all(true_us[k] != SHIPPED_US[k] for k in true_us)
-    samples = mod.calibration_samples(tmp_path)
-    user = tmp_path / "mycluster"
-    fit_on = [str(samples[2.0]), str(samples[16.0])]
-    r = run("validate", *fit_on, *LAYOUT, "--calibrate", str(user), "--format", "json")
-    assert r.code == 0, r.stderr
-    prof = load_catalog([user]).engines["vllm"]
-    got = {
+def _figures(hw, engine="vllm"):
+    prof = hw.efficiency.engines[engine]
+    return {
+        "compute": hw.efficiency.compute,
+        "memory": hw.efficiency.memory,
         "cpu_step_us": prof.cpu_step_s * 1e6,
-        "cpu_per_seq_us": dict(prof.cpu_per_seq_s)["nvidia-datacenter"] * 1e6,
+        "cpu_per_seq_us": dict(prof.cpu_per_seq_s).get(hw.efficiency.family, 0.0) * 1e6,
         "request_latency_us": prof.request_latency_s * 1e6,
     }
-    for key, value in true_us.items():
+
+
+def _tree_digest(root: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.is_file():
+            h.update(f.relative_to(root).as_posix().encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def test_calibrate_recovers_known_shares_and_host_costs(run, tmp_path):
+    mod = _make_samples()
+    assert mod.calibration_truth(load_catalog().accelerator("h100")) == pytest.approx(TRUTH)
+    samples = mod.calibration_samples(tmp_path)
+    shipped_digest = _tree_digest(ROOT / "hardware")
+    user = tmp_path / "mycluster"
+    fit_on = [str(samples[k]) for k in ("prefill", "busy", "long")]
+    r = run("validate", *fit_on, *LAYOUT, "--calibrate", str(user), "--format", "json")
+    assert r.code == 0, r.stderr
+    cal = r.json()["calibration"]
+    assert all(p["identified"] for p in cal["parameters"])
+    assert {p["name"]: p["catalog"] for p in cal["parameters"]} == pytest.approx(SHIPPED)
+    cat = load_catalog([user])
+    got = _figures(cat.accelerator("h100"))
+    for key, value in TRUTH.items():
         assert got[key] == pytest.approx(value, rel=0.10), key
-    shipped = load_catalog().engines["vllm"]  # the shipped figures never change
-    assert shipped.cpu_step_s * 1e6 == pytest.approx(SHIPPED_US["cpu_step_us"])
-    assert shipped.request_latency_s * 1e6 == pytest.approx(SHIPPED_US["request_latency_us"])
-    # the held-back run (8 req/s) with the shipped costs, then with the user catalog
-    held = [str(samples[8.0]), *LAYOUT, "--format", "json"]
+    # the chip only: another chip of the family keeps the family's shares and vLLM's costs, and
+    # another engine on the chip keeps its costs (the shares are the chip's, under every engine)
+    assert _figures(cat.accelerator("h200")) == pytest.approx(
+        _figures(load_catalog().accelerator("h200"))
+    )
+    sg_user, sg_shipped = (
+        c.accelerator("h100").efficiency.engines["sglang"] for c in (cat, load_catalog())
+    )
+    assert sg_user == sg_shipped
+    # the shipped figures never change: the files, and the catalog loaded without the directory
+    assert _tree_digest(ROOT / "hardware") == shipped_digest
+    assert _figures(load_catalog().accelerator("h100")) == pytest.approx(SHIPPED)
+    # the held-back run with the shipped figures, then with the user catalog
+    held = [str(samples["held"]), *LAYOUT, "--format", "json"]
     before = run("validate", *held).json()["summary"]["median_abs_error"]
     after = run("--catalog", str(user), "validate", *held).json()["summary"]["median_abs_error"]
     assert before > 0.10 and after < before / 5
+    errors = {e["metric"]: e for e in cal["errors"]}
+    assert (
+        errors["tpot_p50_ms"]["median_abs_error_calibrated"]
+        < errors["tpot_p50_ms"]["median_abs_error_catalog"] / 5
+    )
 
 
-def test_one_load_keeps_the_per_sequence_cost():
-    """A single rate cannot separate the per-sequence cost from the per-step one: it is held."""
+def test_a_calibration_scales_the_chips_curves_and_its_engines_costs(tmp_path):
+    """A hand-written calibration: the H100's bandwidth share 0.648 against the family's 0.81
+    scales its kernel curves by 0.8 (optime.kernel_view, as --eta-memory does); vLLM's cpu_step
+    on the H100 becomes 2,000 µs, on the H200 stays the shipped 1,450."""
+    from roofline.optime import kernel_view
+
+    (tmp_path / "c.yaml").write_text(
+        "calibrations:\n- {id: mine, hardware: h100, engine: vllm, memory: 0.648,"
+        " cpu_step_us: 2000, source: by hand}\n"
+    )
+    cat = load_catalog([tmp_path])
+    h100, h200 = cat.accelerator("h100"), cat.accelerator("h200")
+    view = kernel_view(h100.efficiency, "bf16")
+    assert view.sm == pytest.approx(0.8) and view.sc == pytest.approx(1.0)
+    assert h100.efficiency.engines["vllm"].cpu_step_s == pytest.approx(2000e-6)
+    assert h100.efficiency.compute == 0.79 and "by hand" in h100.efficiency.source
+    assert h200.efficiency.memory == 0.81
+    assert h200.efficiency.engines["vllm"].cpu_step_s == pytest.approx(1450e-6)
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        (
+            "{id: x, hardware: h100, engine: vllm, memory: 1.2, source: s}",
+            "key 'memory' must be in (0, 1]",
+        ),
+        ("{id: x, hardware: h1000, engine: vllm, source: s}", "unknown hardware 'h1000'"),
+        ("{id: x, hardware: h100, engine: vlm, source: s}", "unknown engine 'vlm'"),
+        (
+            "{id: x, hardware: h100, engine: vllm, cpu_step_us: -1, source: s}",
+            "must not be negative",
+        ),
+    ],
+)
+def test_a_bad_calibration_is_one_line(run, tmp_path, entry, said):
+    (tmp_path / "c.yaml").write_text(f"calibrations:\n- {entry}\n")
+    r = run("--catalog", str(tmp_path), "hardware", "show", "h100")
+    assert r.code == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    v = run("catalog", "validate", str(tmp_path))
+    assert v.code == 2 and said in v.stderr
+
+
+def test_two_calibrations_of_one_chips_shares_conflict(tmp_path):
+    from roofline.errors import CatalogError
+
+    (tmp_path / "c.yaml").write_text(
+        "calibrations:\n- {id: a, hardware: h100, engine: vllm, memory: 0.7, source: s}\n"
+        "- {id: b, hardware: h100, engine: sglang, compute: 0.7, source: s}\n"
+    )
+    with pytest.raises(CatalogError, match="'b': sets the shares of nvidia-h100-sxm"):
+        load_catalog([tmp_path])
+
+
+def test_one_run_leaves_what_it_cannot_separate_at_the_prior():
+    """One run at one load and one length: three figures for five parameters. The fit lowers the
+    error, and what the run cannot separate is reported as held by the prior, near the catalog's
+    (within its prior width)."""
+    from roofline.benchfit import fit_runs
     from roofline.cases.bench import predicted, simulate
-    from roofline.hostfit import fit_host_costs
     from roofline.ops import Deployment
     from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 
@@ -209,15 +313,15 @@ def test_one_load_keeps_the_per_sequence_cost():
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
     dep = Deployment(weights=WEIGHT_FORMATS["bf16"], kv=KV_FORMATS["bf16"])
     (run_,) = read_bench_file(DATA / "sglang-bench-serving.jsonl")[:1]
-    fit = fit_host_costs(
-        [run_], hw, "vllm", lambda h, r: predicted(simulate(r, m, h, dep, "vllm"), r)
-    )
-    assert fit.held == ("cpu_per_seq_us",) and fit.fitted_us["cpu_per_seq_us"] == 0.0
-    assert fit.rms_log_error_after < fit.rms_log_error_before
+    fit = fit_runs([run_], hw, "vllm", lambda h, r: predicted(simulate(r, m, h, dep, "vllm"), r))
+    held = [p for p in fit.params if not p.identified]
+    assert held and fit.rms_log_error_after < fit.rms_log_error_before
+    for p in held:
+        assert abs(p.fitted - p.catalog) <= p.prior_sigma, p.name
 
 
 def test_no_runs_is_refused():
-    from roofline.hostfit import fit_host_costs
+    from roofline.benchfit import fit_runs
 
     with pytest.raises(InputError):
-        fit_host_costs([], load_catalog().accelerator("h100"), "vllm", lambda h, r: {})
+        fit_runs([], load_catalog().accelerator("h100"), "vllm", lambda h, r: {})

@@ -1,6 +1,7 @@
 """`validate` on a user's own benchmark results (roofline/benchfiles.py): parse the options, serve
-each run through the serving model (roofline/cases/bench.py), fit the engine's host costs with
---calibrate DIR (roofline/hostfit.py) and write the override there, render."""
+each run through the serving model (roofline/cases/bench.py), fit the chip's shares and the
+engine's host costs with --calibrate DIR (roofline/benchfit.py) and write the calibration there,
+render."""
 
 from pathlib import Path
 from typing import Any
@@ -9,17 +10,17 @@ import numpy as np
 
 from roofline import render
 from roofline.benchfiles import TOOLS, read_bench_file
+from roofline.benchfit import (
+    FIT_METRICS,
+    calibration_filename,
+    calibration_text,
+    fit_runs,
+    with_values,
+)
 from roofline.cases.bench import compare, predicted, simulate
 from roofline.cli import options as opt
 from roofline.cli.app import catalog, note
 from roofline.errors import InputError
-from roofline.hostfit import (
-    PARAMS,
-    fit_host_costs,
-    override_filename,
-    override_text,
-    with_host_costs,
-)
 from roofline.memory import engine
 from roofline.serving.policy import TOKENIZERS
 
@@ -93,9 +94,9 @@ def _calibrate(runs, m, hw, dep, eng, tokenizer, directory: Path, rows) -> dict[
     def sim(trial, run):
         return predicted(simulate(run, m, trial, dep, eng, tokenizer), run)
 
-    fit = fit_host_costs(runs, hw, eng, sim)
-    text = override_text(fit, hw, sorted({r.where.split(" line ")[0] for r in runs}))
-    path = directory / override_filename(eng)
+    fit = fit_runs(runs, hw, eng, sim)
+    text = calibration_text(fit, sorted({r.where.split(" line ")[0] for r in runs}))
+    path = directory / calibration_filename(eng, hw.id)
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
@@ -103,7 +104,7 @@ def _calibrate(runs, m, hw, dep, eng, tokenizer, directory: Path, rows) -> dict[
             f"--calibrate {directory}: cannot write {path.name} ({exc.strerror})"
         ) from None
     note(f"wrote {path} (read it with: roofline --catalog {directory} ...)")
-    after_hw = with_host_costs(hw, eng, fit.fitted_us)
+    after_hw = with_values(hw, eng, fit.fitted)
     after = {r.where: sim(after_hw, r) for r in runs}
     for row in rows:
         pred = after[row["id"]][row["metric"]]
@@ -115,19 +116,45 @@ def _calibrate(runs, m, hw, dep, eng, tokenizer, directory: Path, rows) -> dict[
         "family": fit.family,
         "parameters": [
             {
-                "name": p,
-                "catalog": fit.catalog_us[p],
-                "fitted": fit.fitted_us[p],
-                "fitted_or_held": "held" if p in fit.held else "fitted",
+                "name": p.name,
+                "unit": "share of peak" if p.name in ("compute", "memory") else "us",
+                "catalog": p.catalog,
+                "fitted": p.fitted,
+                "sigma": p.sigma,
+                "prior_sigma": p.prior_sigma,
+                "identified": p.identified,
             }
-            for p in PARAMS
+            for p in fit.params
         ],
+        "fitted_metrics": list(FIT_METRICS),
+        "errors": _per_metric(rows),
         "rms_log_error_catalog": fit.rms_log_error_before,
         "rms_log_error_fitted": fit.rms_log_error_after,
+        "sigma_data": fit.sigma_data,
         "iterations": fit.iterations,
-        "notes": list(fit.notes),
         "override": str(path),
     }
+
+
+def _per_metric(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per metric over the runs: the median |error| with the catalog's figures and fitted."""
+    out = []
+    for name in dict.fromkeys(r["metric"] for r in rows):
+        mine = [r for r in rows if r["metric"] == name]
+        out.append(
+            {
+                "metric": name,
+                "runs": len(mine),
+                "fitted": name in FIT_METRICS,
+                "median_abs_error_catalog": float(
+                    np.median([abs(r["error_expected"]) for r in mine])
+                ),
+                "median_abs_error_calibrated": float(
+                    np.median([abs(r["error_calibrated"]) for r in mine])
+                ),
+            }
+        )
+    return out
 
 
 def _summary(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:

@@ -272,8 +272,8 @@ def validate(
         str | None,
         typer.Option(
             "--calibrate",
-            help="fit the engine's host costs to the benchmark runs and write an override "
-            "to this user catalog directory (read with --catalog DIR)",
+            help="fit the chip's kernel shares and the engine's host costs to the benchmark "
+            "runs and write them to this user catalog directory (read with --catalog DIR)",
         ),
     ] = None,
     fmt: opt.RowFormat = render.RowFmt.table,
@@ -283,7 +283,8 @@ def validate(
     Ideal, expected, measured, the speed ratio and the error per case, with a summary. Given
     your own benchmark results instead (vLLM bench serve, SGLang bench_serving, genai-perf;
     with --model, --hardware and the layout), the serving model serves each run's rate and
-    lengths and the error per metric is printed; --calibrate DIR fits the engine's host costs.
+    lengths and the error per metric is printed; --calibrate DIR fits the chip's shares and the
+    engine's host costs on it.
     Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
     from roofline.benchfiles import is_bench_file
 

@@ -124,31 +124,56 @@ def bench_table(doc: Mapping[str, Any], con: Console) -> None:
     print_rows(
         con,
         "Summary (error = expected / measured - 1)",
-        (T("host costs"), N("metrics"), N("median\n|error|"), N("max\n|error|")),
+        (T("figures"), N("metrics"), N("median\n|error|"), N("max\n|error|")),
         [
             (name, str(s["metrics"]), f"{s['median_abs_error']:.1%}", f"{s['max_abs_error']:.1%}")
             for name, s in sums
         ],
     )
     if cal:
-        c = doc["calibration"]
-        print_rows(
-            con,
-            f"Host costs of {c['engine']} on {c['hardware']} (family {c['family']}), µs",
-            (T("cost"), N("catalog"), N("fitted"), SUB("how")),
-            [
-                (p["name"], num(p["catalog"]), num(p["fitted"]), p["fitted_or_held"])
-                for p in c["parameters"]
-            ],
-        )
-        say(
-            con,
-            f"rms log error of the fitted metrics {c['rms_log_error_catalog']:.3f} with the "
-            f"catalog's costs, {c['rms_log_error_fitted']:.3f} fitted; override written to "
-            f"{c['override']}",
-        )
-        for n in c["notes"]:
-            say(con, n)
+        _calibration_tables(doc["calibration"], con)
+
+
+def _calibration_tables(c: Mapping[str, Any], con: Console) -> None:
+    """--calibrate's fit: each parameter with its catalog value, fitted value, ± (the
+    posterior's standard deviation) and whether the runs identified it; the error per metric."""
+    print_rows(
+        con,
+        f"Calibration of {c['hardware']} (family {c['family']}) under {c['engine']}",
+        (T("parameter"), N("catalog"), N("fitted"), N("±"), SUB("identified?")),
+        [
+            (
+                p["name"],
+                num(p["catalog"]),
+                num(p["fitted"]),
+                num(p["sigma"]),
+                "yes" if p["identified"] else "no: prior",
+            )
+            for p in c["parameters"]
+        ],
+    )
+    print_rows(
+        con,
+        "Median |error| per metric over the runs",
+        (T("metric"), N("runs"), N("catalog"), N("calibrated"), SUB("fitted?")),
+        [
+            (
+                e["metric"],
+                str(e["runs"]),
+                f"{e['median_abs_error_catalog']:.1%}",
+                f"{e['median_abs_error_calibrated']:.1%}",
+                "yes" if e["fitted"] else "no",
+            )
+            for e in c["errors"]
+        ],
+    )
+    say(
+        con,
+        "shares as shares of peak, host costs in µs; ± is the posterior's standard deviation; "
+        "identified: the runs narrowed the catalog's prior to half its width or less (else the "
+        f"fit stays near the catalog's); rms log error {c['rms_log_error_catalog']:.3f} with the "
+        f"catalog's figures, {c['rms_log_error_fitted']:.3f} fitted; written to {c['override']}",
+    )
 
 
 # ---- check ----------------------------------------------------------------------------------

@@ -189,35 +189,54 @@ def genai_perf() -> dict:
     }
 
 
-# known host costs of vLLM on an H100, offset from the shipped ones (hardware/engines.yaml:
-# cpu_step_us 1450, request_latency_us 19000, no cpu_per_seq_us for NVIDIA, i.e. 0)
+# known figures of vLLM on an H100, offset from the shipped ones: host costs (hardware/engines.yaml:
+# cpu_step_us 1450, request_latency_us 19000, no cpu_per_seq_us for NVIDIA, i.e. 0) and the
+# chip's shares (hardware/families.yaml nvidia-datacenter: compute 0.79, memory 0.81) x 0.8
 CALIBRATION_US = {"cpu_step_us": 2400.0, "cpu_per_seq_us": 40.0, "request_latency_us": 30000.0}
-CALIBRATION_RATES = (2.0, 8.0, 16.0)
+CALIBRATION_SHARE_SCALE = {"compute": 0.8, "memory": 0.8}
+# runs that separate the five: long prompts at a low rate (compute share, request latency), short
+# requests at a high rate (per-sequence cost), long contexts decoding (bandwidth share through the
+# KV read, against cpu_step); the fourth is held back. name: (rate, prompt range, output range)
+CALIBRATION_RUNS = {
+    "prefill": (1.0, (2500, 3500), (20, 60)),
+    "busy": (10.0, (100, 300), (100, 200)),
+    "long": (1.5, (10000, 14000), (200, 400)),
+    "held": (4.0, (500, 3000), (100, 300)),
+}
+CALIBRATION_REQUESTS = 100
 
 
-def calibration_samples(directory: Path, true_us: dict[str, float] = CALIBRATION_US) -> dict:
-    """vLLM --save-detailed results of Llama-3.1-8B (bf16) on one H100 at three Poisson rates,
-    200 requests each, served by the serving model with `true_us` for the catalog's costs."""
+def calibration_truth(hw) -> dict[str, float]:
+    """The figures the calibration samples are served with, on the catalog's chip `hw`."""
+    shares = {k: getattr(hw.efficiency, k) * f for k, f in CALIBRATION_SHARE_SCALE.items()}
+    return {**shares, **CALIBRATION_US}
+
+
+def calibration_samples(directory: Path) -> dict:
+    """vLLM --save-detailed results of Llama-3.1-8B (bf16) on one H100, one per CALIBRATION_RUNS
+    entry (Poisson, CALIBRATION_REQUESTS requests each), served by the serving model with
+    calibration_truth's figures for the catalog's."""
     from roofline.benchfiles import METRICS, BenchRun, vllm_result
+    from roofline.benchfit import with_values
     from roofline.cases.bench import predicted, simulate
     from roofline.catalog import load_catalog
-    from roofline.hostfit import with_host_costs
     from roofline.ops import Deployment
     from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 
     cat = load_catalog()
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
     dep = Deployment(weights=WEIGHT_FORMATS["bf16"], kv=KV_FORMATS["bf16"])
-    truth = with_host_costs(hw, "vllm", true_us)
+    truth = with_values(hw, "vllm", calibration_truth(hw))
     rng = np.random.default_rng(5)
     out = {}
     directory.mkdir(parents=True, exist_ok=True)
-    for rate in CALIBRATION_RATES:
-        p, o = rng.integers(200, 1500, 200), rng.integers(50, 400, 200)
-        stub = BenchRun("x", "vllm", rate, None, 1.0, 200, p, o, 0, 0, dict.fromkeys(METRICS, 1))
+    n = CALIBRATION_REQUESTS
+    for name, (rate, prompts, outputs) in CALIBRATION_RUNS.items():
+        p, o = rng.integers(*prompts, n), rng.integers(*outputs, n)
+        stub = BenchRun("x", "vllm", rate, None, 1.0, n, p, o, 0, 0, dict.fromkeys(METRICS, 1))
         figures = predicted(simulate(stub, m, truth, dep, "vllm"), stub)
-        out[rate] = directory / f"vllm-{rate:g}rps.json"
-        out[rate].write_text(json.dumps(vllm_result(rate, p, o, figures)) + "\n")
+        out[name] = directory / f"vllm-{name}.json"
+        out[name].write_text(json.dumps(vllm_result(rate, p, o, figures)) + "\n")
     return out
 
 
