@@ -244,3 +244,30 @@ def test_every_request_is_served_in_causal_order(
     assert np.all(first <= fin + 1e-12)
     in_system = (tr.active_integral + tr.waiting_integral) / tr.makespan_s
     assert in_system == pytest.approx(np.sum(fin - a) / tr.makespan_s, rel=1e-6)
+
+
+def test_admission_to_completion_never_preempts(m8):
+    # 10 requests at t = 0, 160-token prompts and 160 output tokens, a budget of 100 blocks of 16
+    # tokens. To completion (TensorRT-LLM's GUARANTEED_NO_EVICT) a request needs
+    # ceil(320 / 16) = 20 blocks: 100 / 20 = 5 start at once, the 6th when the first ends, and
+    # nothing is preempted. On the KV held now (vLLM) one needs ceil(161 / 16) = 11 blocks: 9
+    # start (99 blocks), and their growth to 20 blocks each overflows the budget: preemptions.
+    from roofline.serving.scheduler import simulate_requests
+    from roofline.serving.steps import StepModel
+
+    m, hw = m8
+    steps = StepModel(m, hw, DEP, 16, 400, ideal=False, max_tokens=2600)
+    zeros, lens = np.zeros(10), np.full(10, 160)
+    runs = {
+        adm: simulate_requests(
+            steps, zeros, lens, lens, EngineRules(16, 100, 16, 2048, True, admission=adm)
+        )
+        for adm in ("completion", "current")
+    }
+    whole = runs["completion"]
+    assert whole.preemptions == 0
+    assert np.sum(whole.admitted_s == 0.0) == 5
+    assert whole.admitted_s[5] == pytest.approx(np.min(whole.finish_s))
+    assert runs["current"].preemptions > 0
+    with pytest.raises(InputError, match="admission"):
+        EngineRules(8, 100, 16, None, False, admission="greedy")

@@ -31,6 +31,9 @@ from roofline.serving.workload import Workload, make_workload
         ("sglang", "nvidia-l40s", (256, 4096)),
         ("sglang", "h100", (256, 8192)),
         ("sglang", "amd-mi300x", (256, 16384)),
+        # tensorrt_llm/llmapi/llm_args.py BaseLlmArgs: max_batch_size 2048, max_num_tokens 8192
+        ("trtllm", "h100", (2048, 8192)),
+        ("trtllm", "nvidia-rtx-4090", (2048, 8192)),
     ],
 )
 def test_batch_defaults_follow_the_engines_sources(cat, eng, hw, want):

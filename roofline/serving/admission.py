@@ -5,7 +5,11 @@ tokens generated so far, + the next token) fits in the paged KV budget next to e
 sequence's next step; when the next step does not fit, the most recently admitted sequence is
 preempted (recompute: its KV is dropped and re-prefilled later; swap: copied to a host tier and
 back). With a prefix cache (roofline.serving.prefixcache) a prefill pass skips the tokens it
-finds cached, shared blocks are counted once, and idle cached blocks give way when needed."""
+finds cached, shared blocks are counted once, and idle cached blocks give way when needed.
+Under admission "completion" (TensorRT-LLM's GUARANTEED_NO_EVICT, policy.EngineRules) a request
+also needs the blocks of its whole sequence (prompt + every output token) beside those committed
+to the running requests' whole sequences, so the KV in use never outgrows the budget and
+nothing is preempted."""
 
 from __future__ import annotations
 
@@ -24,10 +28,17 @@ class Admission(SimState):
         # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
         used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
         exact = False
+        whole = rules.admission == "completion"
         while self.waiting and len(self.active) < rules.max_seqs:
             r = self.waiting[0]
             tokens = self.prompts[r] + self.gen[r] + 1
             need = -(-tokens // blk) if self.simple_kv else float(steps.blocks(tokens, blk))
+            full = 0.0
+            if whole:  # the blocks of its whole sequence, beside those committed already
+                seq = self.prompts[r] + self.outputs[r]
+                full = -(-seq // blk) if self.simple_kv else float(steps.blocks(seq, blk))
+                if self.committed + full > rules.budget_blocks:
+                    break
             if self.cache is not None:  # the shared prefix's blocks are counted once
                 need += self.cache.group_delta(r, tokens - 1)
             if used + need > rules.budget_blocks:
@@ -39,6 +50,8 @@ class Admission(SimState):
                     break
             self.waiting.popleft()
             used += need
+            self.committed += full
+            self.commit[r] = full
             self.active.append(r)
             if math.isnan(self.admitted_s[r]):
                 self.admitted_s[r] = self.now
@@ -82,6 +95,8 @@ class Admission(SimState):
         """The next step does not fit: preempt the most recently admitted sequence."""
         victim = self.active.pop()
         self.preemptions += 1
+        self.committed -= self.commit[victim]
+        self.commit[victim] = 0.0
         self.waiting.appendleft(victim)  # it waits (and counts as queued) from now
         swap = False
         if victim in self.decoding:

@@ -7,7 +7,17 @@ throughput, see PR #17885"), else 2048 and 256. Chunked prefill is always on in 
 (`_set_default_args_v1`). SGLang (python/sglang/srt/server_args.py,
 _handle_gpu_memory_settings): chunked_prefill_size 2048 below 35 GB, 4096 below 60 GB, 8192
 below 160 GB, 16384 above; its running-request cap comes from the KV pool, so the simulator's
-sequence cap stays at vLLM's 256 for it [uncertain].
+sequence cap stays at vLLM's 256 for it [uncertain]. TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py
+BaseLlmArgs: max_batch_size 2048, max_num_tokens 8192, the defaults trtllm-serve passes on,
+tensorrt_llm/commands/serve.py get_llm_args) on every device; its capacity scheduler's default
+policy GUARANTEED_NO_EVICT (tensorrt_llm/_torch/pyexecutor/scheduler.py BindCapacityScheduler;
+TensorRT-LLM docs, "Useful Runtime Options") starts a request only when the KV blocks it needs to
+its last token fit beside those every running request still needs to its own, so it never pauses
+one: admission "completion" here, where vLLM and SGLang admit on the KV a request holds now and
+preempt when it runs out ("current"). trtllm-serve leaves chunked prefill off but in-flight
+batching runs each context phase in the same step as the generation phases, within
+max_num_tokens: the simulator's chunked mode (mixed steps under the token budget) is the nearer
+model [approximation: a prompt is not split across steps there].
 """
 
 from __future__ import annotations
@@ -23,9 +33,16 @@ DEFAULT_MAX_SEQS = 256  # vLLM max_num_seqs below 70 GiB (and on A100)
 DEFAULT_MAX_BATCHED_TOKENS = 2048  # vLLM V1 max_num_batched_tokens below 70 GiB (and on A100)
 
 
+TRTLLM_MAX_BATCH_SIZE = 2048  # llm_args.py BaseLlmArgs.max_batch_size
+TRTLLM_MAX_NUM_TOKENS = 8192  # llm_args.py BaseLlmArgs.max_num_tokens
+ADMISSIONS = ("current", "completion")
+
+
 def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
     """(max sequences, token budget per step) the engine picks on `hw` when not told: the rules
     in the module docstring; other engines take vLLM's small-device values."""
+    if engine == "trtllm":
+        return TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS
     mem = hw.memory_capacity_bytes
     if engine == "vllm":
         if mem >= 70 * GIB and "a100" not in hw.id.lower():
@@ -36,6 +53,12 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
         chunk = 2048 if mib < 35 * 1024 else 4096 if mib < 60 * 1024 else 8192
         return DEFAULT_MAX_SEQS, chunk if mib < 160 * 1024 else 16384
     return DEFAULT_MAX_SEQS, DEFAULT_MAX_BATCHED_TOKENS
+
+
+def admission_rule(engine: str) -> str:
+    """What the engine's scheduler checks before it starts a request (module docstring):
+    "completion" (TensorRT-LLM's GUARANTEED_NO_EVICT) or "current" (vLLM, SGLang, the rest)."""
+    return "completion" if engine == "trtllm" else "current"
 
 
 TOKENIZERS = ("fast", "slow")
@@ -56,7 +79,10 @@ def frontend_costs(profile: EngineProfile | None, tokenizer: str = "fast") -> tu
 @dataclass(frozen=True)
 class EngineRules:
     """The scheduler's limits. `max_batched_tokens` None: a prefill step takes every admitted
-    prompt (no token budget)."""
+    prompt (no token budget). `admission` "current": a request starts when the KV it holds now
+    fits (vLLM; preempted when the cache runs out); "completion": when the KV it will hold at
+    its last token fits beside what every running request will hold at its own (TensorRT-LLM's
+    GUARANTEED_NO_EVICT; never preempted)."""
 
     max_seqs: int
     budget_blocks: int
@@ -65,6 +91,7 @@ class EngineRules:
     chunked_prefill: bool = False
     preemption: str = "recompute"
     swap_bandwidth_bytes_per_s: float | None = None
+    admission: str = "current"
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_seqs <= 65_536:
@@ -75,6 +102,8 @@ class EngineRules:
             raise InputError(f"block tokens must be at least 1, got {self.block_tokens}")
         if self.preemption not in ("recompute", "swap"):
             raise InputError(f"--preemption must be recompute or swap, got {self.preemption}")
+        if self.admission not in ADMISSIONS:
+            raise InputError(f"admission must be current or completion, got {self.admission}")
         if self.chunked_prefill and self.max_batched_tokens is None:
             raise InputError("chunked prefill needs a token budget per step")
         if self.max_batched_tokens is not None and self.max_batched_tokens <= (

@@ -29,7 +29,13 @@ from roofline.memory import Engine, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.cost import MEMORY_POWER_SHARE
-from roofline.serving.policy import EngineRules, Frontend, batch_defaults, frontend_costs
+from roofline.serving.policy import (
+    EngineRules,
+    Frontend,
+    admission_rule,
+    batch_defaults,
+    frontend_costs,
+)
 from roofline.serving.prefixcache import PrefixReport, prefix_report, replica_selection
 from roofline.serving.record import RunRecord
 from roofline.serving.scheduler import simulate_requests
@@ -159,6 +165,7 @@ def make_replica(
         chunked_prefill,
         preemption,
         swap_tier.bandwidth_bytes_per_s if swap_tier else None,
+        admission_rule(eng.name),
     )
     top = max_seqs + (max_batched_tokens or max_len)
     steps = [

@@ -40,6 +40,8 @@ class SimState:
     prefilling: list[int]
     swapped: set[int]
     reserved: float
+    committed: float  # blocks committed to the active requests' whole sequences ("completion")
+    commit: list[float]
     preemptions: int
     recomputed: int
     # the decoders in closed form (decoders.py)
