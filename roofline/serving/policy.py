@@ -22,10 +22,11 @@ model [approximation: a prompt is not split across steps there].
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
+from roofline.memory import Engine
 from roofline.timing.host import EngineProfile
 
 GIB = 1024**3
@@ -62,6 +63,15 @@ def admission_rule(engine: str) -> str:
 
 
 TOKENIZERS = ("fast", "slow")
+FRONTENDS = ("api", "none")
+
+
+def with_frontend(eng: Engine, frontend: str) -> Engine:
+    """`eng` reached through `frontend`: "api" (its API server, the default) or "none" (an
+    offline harness: no HTTP, tokenization or detokenization on the path; memory.Engine)."""
+    if frontend not in FRONTENDS:
+        raise InputError(f"frontend must be api or none, got '{frontend}'")
+    return replace(eng, frontend=frontend)
 
 
 def frontend_costs(profile: EngineProfile | None, tokenizer: str = "fast") -> tuple[float, ...]:

@@ -179,6 +179,8 @@ def make_replica(
             + (" per attention-DP rank)" if ranks > 1 else ")")
         )
     profile = hw.efficiency.engines.get(eng.name) if hw.efficiency.engines else None
+    if eng.frontend == "none":  # an offline harness: no API server on the path
+        profile = None
     lat = profile.request_latency_s if profile is not None else 0.0
     per_req, per_tok, per_tok_fast = frontend_costs(profile, tokenizer)
     # the calibrated latency (one unloaded request, a fast tokenizer) already holds the API
