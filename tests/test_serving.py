@@ -271,3 +271,25 @@ def test_admission_to_completion_never_preempts(m8):
     assert runs["current"].preemptions > 0
     with pytest.raises(InputError, match="admission"):
         EngineRules(8, 100, 16, None, False, admission="greedy")
+
+
+def test_queued_prompts_fill_every_steps_token_budget(m8):
+    # four 1,000-token prompts queued at t = 0, a budget of 2,048 tokens a step (chunked, as
+    # vLLM V1 and SGLang pack the waiting prompts first come first served). Step 1 carries
+    # 2,048 prompt tokens: prompts 0 and 1 whole, 48 of prompt 2; it lasts lin(2048) + A(1000)
+    # x 2 + A(48). Step 2 carries the two new decodes and the 952 + 1,000 tokens left of prompts
+    # 2 and 3 (1,954 <= 2,048 - 2): both get their first token at its end.
+    from roofline.serving.scheduler import simulate_requests
+    from roofline.serving.steps import StepModel
+
+    m, hw = m8
+    steps = StepModel(m, hw, DEP, 8, 1200, ideal=False, max_tokens=2600)
+    lens = np.full(4, 1000)
+    tr = simulate_requests(
+        steps, np.zeros(4), lens, np.full(4, 50), EngineRules(8, 10_000, 16, 2048, True)
+    )
+    t1 = steps.lin(2048) + steps.prefill_attention_s([0, 0, 0], [1000, 1000, 48])
+    first = tr.first_token_s
+    assert first[0] == pytest.approx(t1) and first[1] == pytest.approx(t1)
+    assert first[2] == pytest.approx(first[3]) and first[2] > t1
+    assert first[2] - t1 < 2 * t1  # one step more, not one per prompt
