@@ -41,6 +41,7 @@ METRICS = {
     "tpot_p99_ms": lambda m: m.tpot_s.p99 * 1e3,
     "requests_per_s": lambda m: m.requests_per_s,
     "output_tokens_per_s": lambda m: m.output_tokens_per_s,
+    "output_tokens_per_s_per_gpu": lambda m: m.output_tokens_per_s_per_gpu,
 }
 
 
@@ -97,7 +98,8 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         raise InputError(f"{where}: unknown format {exc}") from None
     m, hw = cat.model(case["model"]), cat.accelerator(case["hardware"])
     tp, pp = case.get("tp", 1), case.get("pp", 1)
-    dep = Deployment(weights=weights, kv=kv, layout=Layout(tp=tp, pp=pp, ep=case.get("ep", 1)))
+    lay = Layout(tp=tp, pp=pp, ep=case.get("ep", 1), attention_dp=case.get("attention_dp", 1))
+    dep = Deployment(weights=weights, kv=kv, layout=lay)
     w = _workload(case, where)
     try:
         eng = with_frontend(engine(case.get("engine", "vllm"), hw), case.get("frontend", "api"))
