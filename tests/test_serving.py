@@ -259,18 +259,18 @@ def test_admission_to_completion_never_preempts(m8):
     steps = StepModel(m, hw, DEP, 16, 400, ideal=False, max_tokens=2600)
     zeros, lens = np.zeros(10), np.full(10, 160)
     runs = {
-        adm: simulate_requests(
-            steps, zeros, lens, lens, EngineRules(16, 100, 16, 2048, True, admission=adm)
+        rho: simulate_requests(
+            steps, zeros, lens, lens, EngineRules(16, 100, 16, 2048, True, reserve_output=rho)
         )
-        for adm in ("completion", "current")
+        for rho in (1.0, 0.0)
     }
-    whole = runs["completion"]
+    whole = runs[1.0]
     assert whole.preemptions == 0
     assert np.sum(whole.admitted_s == 0.0) == 5
     assert whole.admitted_s[5] == pytest.approx(np.min(whole.finish_s))
-    assert runs["current"].preemptions > 0
-    with pytest.raises(InputError, match="admission"):
-        EngineRules(8, 100, 16, None, False, admission="greedy")
+    assert runs[0.0].preemptions > 0
+    with pytest.raises(InputError, match="output share reserved"):
+        EngineRules(8, 100, 16, None, False, reserve_output=1.5)
 
 
 def test_queued_prompts_fill_every_steps_token_budget(m8):

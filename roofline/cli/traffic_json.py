@@ -224,7 +224,7 @@ def serve_doc(
         "tokenizer": tokenizer,
         "api_token_s": rep.frontend.token_s if rep.frontend else 0.0,
         "preemption": preemption,
-        "admission": rep.rules.admission,
+        "reserve_output": rep.rules.reserve_output,
         "block_tokens": rep.rules.block_tokens,
         "kv_budget_blocks": rep.rules.budget_blocks,
         "routing": "round robin over replicas",

@@ -6,10 +6,13 @@ sequence's next step; when the next step does not fit, the most recently admitte
 preempted (recompute: its KV is dropped and re-prefilled later; swap: copied to a host tier and
 back). With a prefix cache (roofline.serving.prefixcache) a prefill pass skips the tokens it
 finds cached, shared blocks are counted once, and idle cached blocks give way when needed.
-Under admission "completion" (TensorRT-LLM's GUARANTEED_NO_EVICT, policy.EngineRules) a request
-also needs the blocks of its whole sequence (prompt + every output token) beside those committed
-to the running requests' whole sequences, so the KV in use never outgrows the budget and
-nothing is preempted."""
+A scheduler that reserves a share ρ of the output (policy.EngineRules.reserve_output) also holds
+back ρ of every running request's remaining output tokens and of the newcomer's: at ρ = 1
+(TensorRT-LLM's GUARANTEED_NO_EVICT) a request needs the blocks of its whole sequence (prompt +
+every output token) beside those committed to the running requests' whole sequences, counted
+exactly, so the KV in use never outgrows the budget and nothing is preempted; below 1 (SGLang's
+new_token_ratio) the remaining tokens are counted as a fluid (Σ over decoders = Σ last step − n·G,
+Decoders.F)."""
 
 from __future__ import annotations
 
@@ -28,7 +31,13 @@ class Admission(SimState):
         # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
         used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
         exact = False
-        whole = rules.admission == "completion"
+        rho = rules.reserve_output
+        whole = rho >= 1.0
+        ahead = 0.0  # ρ × the running requests' remaining output, in blocks (0 < ρ < 1)
+        if 0.0 < rho < 1.0:
+            left = self.F - n_dec * (self.G + 1)
+            left += sum(self.outputs[p] - self.gen[p] - 1 for p in self.prefilling)
+            ahead = rho * max(left, 0) / blk
         while self.waiting and len(self.active) < rules.max_seqs:
             r = self.waiting[0]
             tokens = self.prompts[r] + self.gen[r] + 1
@@ -39,6 +48,12 @@ class Admission(SimState):
                 full = -(-seq // blk) if self.simple_kv else float(steps.blocks(seq, blk))
                 if self.committed + full > rules.budget_blocks:
                     break
+            elif rho > 0.0:  # ρ of its remaining output beside ρ of the running requests'
+                full = rho * max(self.outputs[r] - self.gen[r] - 1, 0) / blk
+                if used + ahead + need + full > rules.budget_blocks:
+                    break
+                ahead += full
+                full = 0.0
             if self.cache is not None:  # the shared prefix's blocks are counted once
                 need += self.cache.group_delta(r, tokens - 1)
             if used + need > rules.budget_blocks:

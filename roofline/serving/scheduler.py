@@ -121,6 +121,7 @@ class _Sim(Decoders, Admission):
         self.heap: list[tuple[int, int]] = []
         self.S = 0  # Σ base over decoders: Σ contexts = S + n·G
         self.G = 0
+        self.F = 0  # Σ fin over decoders
         self.spans = 0
         self.fresh: list[int] = []  # decoders with no decode span since they joined
         self.last_shared = 0.0  # end of the last decode span

@@ -52,6 +52,7 @@ class SimState:
     fresh: list[int]
     S: int
     G: int
+    F: int  # Σ fin over the decoders
     spans: int
     last_shared: float
     simple_kv: bool
