@@ -56,7 +56,7 @@ def evaluate_burst(
     try:
         eng = with_frontend(engine(eng_name, hw), str(b.get("frontend", "api")))
     except InputError as exc:
-        raise InputError(f"{where}: {exc}") from None
+        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     n = int(b["requests"])
     w = make_workload(
         b.get("prompt", case.prompt), b.get("output", case.output), concurrency=n, requests=n

@@ -104,7 +104,7 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
     try:
         eng = with_frontend(engine(case.get("engine", "vllm"), hw), case.get("frontend", "api"))
     except InputError as exc:
-        raise InputError(f"{where}: {exc}") from None
+        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     util = case.get("gpu_memory_utilization")
     if util is not None:
         if not 0 < util <= 1:
