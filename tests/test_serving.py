@@ -293,3 +293,32 @@ def test_queued_prompts_fill_every_steps_token_budget(m8):
     assert first[0] == pytest.approx(t1) and first[1] == pytest.approx(t1)
     assert first[2] == pytest.approx(first[3]) and first[2] > t1
     assert first[2] - t1 < 2 * t1  # one step more, not one per prompt
+
+
+def test_output_reserve_sets_how_many_start_at_once(m8):
+    # 10 requests at t = 0, 160-token prompts and 480 output tokens, 200 blocks of 16 tokens. A
+    # newcomer holds ceil(161 / 16) = 11 blocks now and ρ x 479 / 16 more are held back for it:
+    # ρ = 1 (TensorRT-LLM): its whole sequence, ceil(640 / 16) = 40 blocks, so 200 / 40 = 5
+    # start; ρ = 0.7 (SGLang): 11 + 20.96 = 31.96, so 6 (6.26); ρ = 0 (vLLM): 11, so all 10.
+    from roofline.serving.scheduler import simulate_requests
+    from roofline.serving.steps import StepModel
+
+    m, hw = m8
+    steps = StepModel(m, hw, DEP, 16, 700, ideal=False, max_tokens=2800)
+    zeros = np.zeros(10)
+    started = {
+        rho: int(
+            np.sum(
+                simulate_requests(
+                    steps,
+                    zeros,
+                    np.full(10, 160),
+                    np.full(10, 480),
+                    EngineRules(16, 200, 16, 2048, True, reserve_output=rho),
+                ).admitted_s
+                == 0.0
+            )
+        )
+        for rho in (1.0, 0.7, 0.0)
+    }
+    assert started == {1.0: 5, 0.7: 6, 0.0: 10}
