@@ -38,7 +38,11 @@ from roofline.units import GB
 
 @dataclass(frozen=True)
 class Engine:
-    """A serving engine's memory rule."""
+    """A serving engine's memory rule, and the path requests take to it: `frontend` "api" (its
+    OpenAI-compatible API server: HTTP, tokenization, streamed detokenization; the host costs
+    of hardware/engines.yaml request_latency_us and api_*) or "none" (an offline harness that
+    hands the engine token ids and reads tokens back in process: vLLM's LLM class and
+    benchmark_throughput, trtllm-bench, MLPerf LoadGen's SUT; roofline.serving.policy)."""
 
     name: str
     memory_fraction: float
@@ -47,6 +51,7 @@ class Engine:
     profile_tokens: int  # tokens of the activation-profiling forward pass (0: none reserved)
     block_tokens: int
     source: str
+    frontend: str = "api"
 
 
 ENGINES: dict[str, Engine] = {

@@ -161,6 +161,8 @@ def _kernel_view(eff: Efficiency, dtype: str) -> KernelView:
     if pre is not None:
         pre = replace(pre, eta_max=min(pre.eta_max * sc, 1.0))
     moe = ks.moe.get("bf16" if dtype in ("fp16", "bf16") else dtype)
+    if moe is None and ks.moe:  # a dtype with no fused-MoE data of its own (the 4-bit formats)
+        moe = ks.moe.get("fp8") or ks.moe.get("bf16")  # borrows the module's shape (gemm.py)
     if moe is not None:
         moe = replace(
             moe,
@@ -266,7 +268,8 @@ def _plan(
                 "groups": math.inf if op.name in GROUPED_OPS else 1.0,
             }
             weight_only = op.quantized and (dep.weights.weight_only or d != dep.weights.compute)
-            if op.name in GROUPED_OPS and view.moe is not None and not weight_only:
+            # the fused MoE module, its expert weights dequantised inside it when weight-only
+            if op.name in GROUPED_OPS and view.moe is not None:
                 out.append(_OpPlan(MOE, **common, curve=view.moe))
             elif weight_only:
                 out.append(_weight_only_plan(common, hw, dep, eff, view))

@@ -6,6 +6,7 @@ duplicate ids fail with one line naming the file, the entry and the key."""
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -256,19 +257,26 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "tp": (int, False),
     "pp": (int, False),
     "ep": (int, False),
+    "attention_dp": (int, False),
     "weights": (str, True),
     "kv": (str, True),
     "engine": (str, False),
+    "engine_version": ((str, int, float), False),
+    "frontend": (str, False),
     "tokenizer": (str, False),
     "arrivals": (str, True),
     "rate": (NUM, False),
     "concurrency": (int, False),
-    "requests": (int, True),
+    "requests": (int, False),
     "prompt": ((int, str), True),
     "output": ((int, str), True),
+    "max_num_seqs": (int, False),
+    "max_num_batched_tokens": (int, False),
+    "gpu_memory_utilization": (NUM, False),
     "metric": (str, True),
     "measured": (NUM, True),
     "source": (str, True),
+    "retrieved": ((str, date), False),
     "notes": (str, False),
 }
 

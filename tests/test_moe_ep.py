@@ -85,3 +85,22 @@ def test_deepep_alltoall_against_measured_h200_pair():
     message = 128 * 8 * 7168 * 1.515625
     t = 2 * measured_alltoall_time_s(hw.scale_up, curve, 8, np.float64(message))
     assert float(t) == pytest.approx(140.4e-6, rel=0.15)
+
+
+def test_four_bit_experts_borrow_the_fp8_fused_moe_curve(cat):
+    # the fitted moe_perf tables hold bf16 and fp8 only: an NVFP4 expert layer on B200 and an
+    # MXFP4 one on H200 (weight-only there: no 4-bit math) run through the fused MoE module's
+    # curve, the generation's fp8 one, not the dense GEMM plateau
+    from roofline.optime import MOE, _plan, kernel_view
+    from roofline.precision import KV_FORMATS
+
+    for hw_id, fmt in (("b200", "nvfp4"), ("h200", "mxfp4")):
+        hw = cat.accelerator(hw_id)
+        eff = hw.efficiency
+        assert kernel_view(eff, "fp4").moe == eff.kernels.moe["fp8"]
+        m = cat.model("qwen3-30b-a3b")
+        dep = Deployment(weights=weight_format(fmt), kv=KV_FORMATS["fp8"])
+        ops = decode(m, hw, dep, 256, 1024, 1).ops
+        plans = _plan([r.op for r in ops], hw, dep, eff, "decode")
+        experts = [p for r, p in zip(ops, plans, strict=True) if r.op.name == "moe.experts"]
+        assert experts and all(p.how == MOE for p in experts)

@@ -244,3 +244,81 @@ def test_every_request_is_served_in_causal_order(
     assert np.all(first <= fin + 1e-12)
     in_system = (tr.active_integral + tr.waiting_integral) / tr.makespan_s
     assert in_system == pytest.approx(np.sum(fin - a) / tr.makespan_s, rel=1e-6)
+
+
+def test_admission_to_completion_never_preempts(m8):
+    # 10 requests at t = 0, 160-token prompts and 160 output tokens, a budget of 100 blocks of 16
+    # tokens. To completion (TensorRT-LLM's GUARANTEED_NO_EVICT) a request needs
+    # ceil(320 / 16) = 20 blocks: 100 / 20 = 5 start at once, the 6th when the first ends, and
+    # nothing is preempted. On the KV held now (vLLM) one needs ceil(161 / 16) = 11 blocks: 9
+    # start (99 blocks), and their growth to 20 blocks each overflows the budget: preemptions.
+    from roofline.serving.scheduler import simulate_requests
+    from roofline.serving.steps import StepModel
+
+    m, hw = m8
+    steps = StepModel(m, hw, DEP, 16, 400, ideal=False, max_tokens=2600)
+    zeros, lens = np.zeros(10), np.full(10, 160)
+    runs = {
+        rho: simulate_requests(
+            steps, zeros, lens, lens, EngineRules(16, 100, 16, 2048, True, reserve_output=rho)
+        )
+        for rho in (1.0, 0.0)
+    }
+    whole = runs[1.0]
+    assert whole.preemptions == 0
+    assert np.sum(whole.admitted_s == 0.0) == 5
+    assert whole.admitted_s[5] == pytest.approx(np.min(whole.finish_s))
+    assert runs[0.0].preemptions > 0
+    with pytest.raises(InputError, match="output share reserved"):
+        EngineRules(8, 100, 16, None, False, reserve_output=1.5)
+
+
+def test_queued_prompts_fill_every_steps_token_budget(m8):
+    # four 1,000-token prompts queued at t = 0, a budget of 2,048 tokens a step (chunked, as
+    # vLLM V1 and SGLang pack the waiting prompts first come first served). Step 1 carries
+    # 2,048 prompt tokens: prompts 0 and 1 whole, 48 of prompt 2; it lasts lin(2048) + A(1000)
+    # x 2 + A(48). Step 2 carries the two new decodes and the 952 + 1,000 tokens left of prompts
+    # 2 and 3 (1,954 <= 2,048 - 2): both get their first token at its end.
+    from roofline.serving.scheduler import simulate_requests
+    from roofline.serving.steps import StepModel
+
+    m, hw = m8
+    steps = StepModel(m, hw, DEP, 8, 1200, ideal=False, max_tokens=2600)
+    lens = np.full(4, 1000)
+    tr = simulate_requests(
+        steps, np.zeros(4), lens, np.full(4, 50), EngineRules(8, 10_000, 16, 2048, True)
+    )
+    t1 = steps.lin(2048) + steps.prefill_attention_s([0, 0, 0], [1000, 1000, 48])
+    first = tr.first_token_s
+    assert first[0] == pytest.approx(t1) and first[1] == pytest.approx(t1)
+    assert first[2] == pytest.approx(first[3]) and first[2] > t1
+    assert first[2] - t1 < 2 * t1  # one step more, not one per prompt
+
+
+def test_output_reserve_sets_how_many_start_at_once(m8):
+    # 10 requests at t = 0, 160-token prompts and 480 output tokens, 200 blocks of 16 tokens. A
+    # newcomer holds ceil(161 / 16) = 11 blocks now and ρ x 479 / 16 more are held back for it:
+    # ρ = 1 (TensorRT-LLM): its whole sequence, ceil(640 / 16) = 40 blocks, so 200 / 40 = 5
+    # start; ρ = 0.7 (SGLang): 11 + 20.96 = 31.96, so 6 (6.26); ρ = 0 (vLLM): 11, so all 10.
+    from roofline.serving.scheduler import simulate_requests
+    from roofline.serving.steps import StepModel
+
+    m, hw = m8
+    steps = StepModel(m, hw, DEP, 16, 700, ideal=False, max_tokens=2800)
+    zeros = np.zeros(10)
+    started = {
+        rho: int(
+            np.sum(
+                simulate_requests(
+                    steps,
+                    zeros,
+                    np.full(10, 160),
+                    np.full(10, 480),
+                    EngineRules(16, 200, 16, 2048, True, reserve_output=rho),
+                ).admitted_s
+                == 0.0
+            )
+        )
+        for rho in (1.0, 0.7, 0.0)
+    }
+    assert started == {1.0: 5, 0.7: 6, 0.0: 10}

@@ -106,3 +106,24 @@ def test_the_calibrated_latency_keeps_the_unloaded_request(cat, rep_l4):
     m, hw = cat.model("qwen2.5-0.5b"), cat.accelerator("nvidia-l4")
     slow = make_replica(m, hw, Deployment(), engine("vllm"), 384, tokenizer="slow").frontend
     assert slow.latency_s == pytest.approx(f.latency_s) and slow.token_s == pytest.approx(0.8e-3)
+
+
+def test_frontend_none_lifts_the_api_servers_token_cap(cat):
+    # vLLM's API server spends c = api_token_fast_us = 40 us per streamed token (engines.yaml),
+    # one event loop for every token: a replica behind it streams at most 1 / c = 25,000
+    # tokens/s. Qwen2.5-0.5B on one H100 at 1,024 users decodes faster than that, so behind the
+    # API server the rate sits at or below 25,000; with --frontend none (an offline harness) the
+    # cap is gone and the same replica runs faster than 25,000.
+    from roofline.serving.policy import with_frontend
+
+    m, hw = cat.model("qwen2.5-0.5b"), cat.accelerator("h100")
+    w = make_workload(64, 256, concurrency=1024, requests=2048)
+    rates = {}
+    for fe in ("api", "none"):
+        rep = make_replica(m, hw, Deployment(), with_frontend(engine("vllm"), fe), 64 + 256)
+        assert (rep.frontend.token_s == 0.0) == (fe == "none")
+        rates[fe] = metrics(run_replicas(rep, w, 1, ideal=False), Slo(), 1).output_tokens_per_s
+    assert rates["api"] <= 1 / 40e-6 * 1.001
+    assert rates["none"] > 1 / 40e-6
+    with pytest.raises(InputError, match="frontend must be api or none"):
+        with_frontend(engine("vllm"), "http")

@@ -77,3 +77,11 @@ def test_a_burst_case_runs_through_the_serving_simulator(cat):
     bad = dataclasses.replace(c, burst=burst, metric="tpot_ms")
     with pytest.raises(InputError):
         evaluate(bad, m, hw, catalog=cat)
+    # an offline harness (no API server) is never slower; unknown keys and values are refused
+    offline = evaluate(
+        dataclasses.replace(c, burst={**burst, "frontend": "none"}), m, hw, catalog=cat
+    )
+    assert offline.expected >= r.expected * (1 - 1e-9)
+    for extra, msg in (({"speed": 2}, "unknown burst key 'speed'"), ({"frontend": "x"}, "api")):
+        with pytest.raises(InputError, match=msg):
+            evaluate(dataclasses.replace(c, burst={**burst, **extra}), m, hw, catalog=cat)

@@ -31,6 +31,9 @@ from roofline.serving.workload import Workload, make_workload
         ("sglang", "nvidia-l40s", (256, 4096)),
         ("sglang", "h100", (256, 8192)),
         ("sglang", "amd-mi300x", (256, 16384)),
+        # tensorrt_llm/llmapi/llm_args.py BaseLlmArgs: max_batch_size 2048, max_num_tokens 8192
+        ("trtllm", "h100", (2048, 8192)),
+        ("trtllm", "nvidia-rtx-4090", (2048, 8192)),
     ],
 )
 def test_batch_defaults_follow_the_engines_sources(cat, eng, hw, want):
@@ -98,3 +101,18 @@ def test_identical_users_run_in_lockstep_and_eos_answers_break_it(rep4090):
     eos, _ = parse_lengths("eos:mean=100.2,max=128", 10**6, 160, 3)
     drift = _closed(rep4090, 8, eos.astype(np.int64), 0.0)
     assert drift.ttft_s.mean < 0.6 * fixed.ttft_s.mean
+
+
+def test_sglang_running_cap_follows_its_kv_pool():
+    # model_runner._resolve_max_num_reqs: clamp(KV tokens / context x 512, 2048, 4096), at most
+    # half the KV tokens. 1,000,000 tokens at a 131,072 context: 3,906; 100,000: 390 -> 2,048;
+    # 3,000 tokens at 4,096: 375 -> 2,048 -> 1,500 (half the pool); 10M tokens: 39,062 -> 4,096
+    from roofline.serving.policy import output_reserve, sglang_max_running
+
+    assert sglang_max_running(1_000_000, 131_072) == 3906
+    assert sglang_max_running(100_000, 131_072) == 2048
+    assert sglang_max_running(3_000, 4_096) == 1500
+    assert sglang_max_running(10_000_000, 131_072) == 4096
+    # what each scheduler holds back before it starts a request: vLLM nothing, SGLang its initial
+    # new_token_ratio (SGLANG_INIT_NEW_TOKEN_RATIO 0.7), TensorRT-LLM's GUARANTEED_NO_EVICT all
+    assert [output_reserve(e) for e in ("vllm", "sglang", "trtllm")] == [0.0, 0.7, 1.0]

@@ -186,3 +186,28 @@ def test_serving_cases_loader_is_strict(tmp_path):
     )
     with pytest.raises(CatalogError, match="unknown key 'speed'"):
         load_serving_cases(bad)
+
+
+def test_serving_case_keys_of_engine_sweeps(cat):
+    # a burst of 64 requests through TensorRT-LLM offline at the settings a sweep states: the
+    # engine's limits reach the replica; a burst is a closed loop of as many users as requests;
+    # unknown values are one clear InputError each
+    from roofline.cases.serving import run_serving_case
+
+    case = {
+        "id": "t", "model": "llama-3.1-8b", "hardware": "h100", "weights": "fp8", "kv": "fp8",
+        "engine": "trtllm", "frontend": "none", "arrivals": "burst", "requests": 64,
+        "prompt": 128, "output": 128, "max_num_seqs": 32, "max_num_batched_tokens": 4096,
+        "gpu_memory_utilization": 0.5, "metric": "output_tokens_per_s", "measured": 1000.0,
+        "source": "s",
+    }  # fmt: skip
+    r = run_serving_case(case, cat)
+    assert 0 < r.expected <= r.ideal
+    for key, value, msg in (
+        ("frontend", "http", "frontend must be api or none"),
+        ("arrivals", "uniform", "arrivals must be poisson, closed, burst"),
+        ("engine", "tgi", "unknown engine"),
+        ("gpu_memory_utilization", 1.5, "gpu_memory_utilization"),
+    ):
+        with pytest.raises(InputError, match=msg):
+            run_serving_case({**case, key: value}, cat)

@@ -7,7 +7,9 @@ answers decode at a small batch, sets much of the window.
 
 Keys: requests (how many are sent), prompt/output (a token count or a length spec, e.g.
 lognormal:mean=…,sigma=…; default the case's means), max_seqs and max_batched_tokens (the
-engine's limits; default its own), chunked_prefill (default true). The layout is the case's
+engine's limits; default its own), chunked_prefill (default true), frontend (api, the default:
+through the engine's API server as benchmark_serving.py sends them; none: an offline harness
+such as vLLM's LLM class or trtllm-bench). The layout is the case's
 (`gpus / (tp·pp)` replicas, requests dealt round robin); the serving simulator
 (roofline.serving.scheduler) runs ideal and expected step times.
 """
@@ -22,10 +24,20 @@ from roofline.hardware import Accelerator
 from roofline.memory import engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
+from roofline.serving.policy import with_frontend
 from roofline.serving.serve import Slo, make_replica, serve
 from roofline.serving.workload import make_workload
 
 BURST_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
+BURST_KEYS = (
+    "requests",
+    "prompt",
+    "output",
+    "max_seqs",
+    "max_batched_tokens",
+    "chunked_prefill",
+    "frontend",
+)
 
 
 def evaluate_burst(
@@ -36,6 +48,15 @@ def evaluate_burst(
     where = f"case '{case.id}'"
     if case.metric not in BURST_METRICS:
         raise InputError(f"{where}: a burst case measures {' or '.join(BURST_METRICS)}")
+    unknown = sorted(set(b) - set(BURST_KEYS))
+    if unknown:
+        raise InputError(f"{where}: unknown burst key '{unknown[0]}' (use {', '.join(BURST_KEYS)})")
+    if "requests" not in b:
+        raise InputError(f"{where}: a burst needs requests (how many are sent at once)")
+    try:
+        eng = with_frontend(engine(eng_name, hw), str(b.get("frontend", "api")))
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     n = int(b["requests"])
     w = make_workload(
         b.get("prompt", case.prompt), b.get("output", case.output), concurrency=n, requests=n
@@ -44,7 +65,7 @@ def evaluate_burst(
         model,
         hw,
         dep,
-        engine(eng_name, hw),
+        eng,
         int(np.max(w.prompts) + np.max(w.outputs)),
         max_seqs=b.get("max_seqs"),
         max_batched_tokens=b.get("max_batched_tokens"),

@@ -1,17 +1,22 @@
 """Serving predictions against published measurements under traffic (validation/serving_cases.yaml).
 
-Each case names a model, an accelerator, a layout, an arrival process (Poisson rate or closed
-loop of N users), lengths, the API server's detokenizer path (`tokenizer`: fast, the default,
-or slow, e.g. vLLM's --tokenizer-mode mistral) and one measured metric; the simulator serves
-the same workload with the engine's defaults on that device (roofline.serving.policy) and both
-step times. error = expected / measured − 1 (for throughput, a positive error is an
-over-prediction).
+Each case names a model, an accelerator, a layout, an arrival process (`arrivals`: poisson at
+`rate` requests/s, closed loop of `concurrency` users, or burst: every request sent at t = 0, a
+closed loop of as many users as requests), lengths, the engine (`engine`, default vllm) and what
+sends it the requests (`frontend`: api, the engine's API server, the default, or none, an
+offline harness such as vLLM's LLM class or trtllm-bench), the API server's detokenizer path
+(`tokenizer`: fast, the default, or slow, e.g. vLLM's --tokenizer-mode mistral), the engine
+settings the source states (`max_num_seqs`, `max_num_batched_tokens`, `gpu_memory_utilization`:
+the KV memory fraction; default the engine's own on that device, roofline.serving.policy and
+roofline.memory) and one measured metric; the simulator serves the same workload with both
+step times. `requests` defaults to the concurrency of a burst, else 1,000.
+error = expected / measured − 1 (for throughput, a positive error is an over-prediction).
 `validate` (owned elsewhere) turns these rows into a table; this module only computes them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,9 +26,9 @@ from roofline.layout import Layout
 from roofline.memory import engine
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
-from roofline.serving.policy import TOKENIZERS
+from roofline.serving.policy import TOKENIZERS, with_frontend
 from roofline.serving.serve import ServeMetrics, Slo, make_replica, serve
-from roofline.serving.workload import make_workload
+from roofline.serving.workload import Workload, make_workload
 
 METRICS = {
     "ttft_mean_ms": lambda m: m.ttft_s.mean * 1e3,
@@ -36,6 +41,7 @@ METRICS = {
     "tpot_p99_ms": lambda m: m.tpot_s.p99 * 1e3,
     "requests_per_s": lambda m: m.requests_per_s,
     "output_tokens_per_s": lambda m: m.output_tokens_per_s,
+    "output_tokens_per_s_per_gpu": lambda m: m.output_tokens_per_s_per_gpu,
 }
 
 
@@ -56,6 +62,31 @@ def _length(v: Any) -> int | str:
     return int(v) if isinstance(v, int) else str(v)
 
 
+ARRIVALS = ("poisson", "closed", "burst")
+DEFAULT_REQUESTS = 1000
+
+
+def _workload(case: dict[str, Any], where: str) -> Workload:
+    """The case's requests: Poisson at `rate`, a closed loop of `concurrency` users, or a burst
+    (every request at t = 0: as many users as requests)."""
+    prompt, output, kind = _length(case["prompt"]), _length(case["output"]), case["arrivals"]
+    requests = case.get("requests", DEFAULT_REQUESTS)
+    if kind == "poisson":
+        if "rate" not in case:
+            raise InputError(f"{where}: poisson arrivals need a rate (requests/s)")
+        return make_workload(prompt, output, rate=float(case["rate"]), requests=requests)
+    if kind == "closed":
+        if "concurrency" not in case:
+            raise InputError(f"{where}: closed arrivals need a concurrency (users)")
+        return make_workload(prompt, output, concurrency=case["concurrency"], requests=requests)
+    if kind == "burst":
+        n = case.get("requests", case.get("concurrency"))
+        if n is None:
+            raise InputError(f"{where}: burst arrivals need requests (all sent at t = 0)")
+        return make_workload(prompt, output, concurrency=n, requests=n)
+    raise InputError(f"{where}: arrivals must be {', '.join(ARRIVALS)}, got '{kind}'")
+
+
 def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
     """One case: build its workload and replica, serve it, read the metric."""
     where = f"case '{case['id']}'"
@@ -67,28 +98,31 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         raise InputError(f"{where}: unknown format {exc}") from None
     m, hw = cat.model(case["model"]), cat.accelerator(case["hardware"])
     tp, pp = case.get("tp", 1), case.get("pp", 1)
-    dep = Deployment(weights=weights, kv=kv, layout=Layout(tp=tp, pp=pp, ep=case.get("ep", 1)))
-    if case["arrivals"] == "poisson":
-        w = make_workload(
-            _length(case["prompt"]),
-            _length(case["output"]),
-            rate=float(case["rate"]),
-            requests=case["requests"],
-        )
-    elif case["arrivals"] == "closed":
-        w = make_workload(
-            _length(case["prompt"]),
-            _length(case["output"]),
-            concurrency=case["concurrency"],
-            requests=case["requests"],
-        )
-    else:
-        raise InputError(f"{where}: arrivals must be poisson or closed")
-    eng = engine(case.get("engine", "vllm"), hw)
+    lay = Layout(tp=tp, pp=pp, ep=case.get("ep", 1), attention_dp=case.get("attention_dp", 1))
+    dep = Deployment(weights=weights, kv=kv, layout=lay)
+    w = _workload(case, where)
+    try:
+        eng = with_frontend(engine(case.get("engine", "vllm"), hw), case.get("frontend", "api"))
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
+    util = case.get("gpu_memory_utilization")
+    if util is not None:
+        if not 0 < util <= 1:
+            raise InputError(f"{where}: gpu_memory_utilization must be in (0, 1], got {util}")
+        eng = replace(eng, memory_fraction=float(util))
     tok = case.get("tokenizer", "fast")
     if tok not in TOKENIZERS:
         raise InputError(f"{where}: tokenizer must be fast or slow, got '{tok}'")
-    rep = make_replica(m, hw, dep, eng, int(np.max(w.prompts) + np.max(w.outputs)), tokenizer=tok)
+    rep = make_replica(
+        m,
+        hw,
+        dep,
+        eng,
+        int(np.max(w.prompts) + np.max(w.outputs)),
+        max_seqs=case.get("max_num_seqs"),
+        max_batched_tokens=case.get("max_num_batched_tokens"),
+        tokenizer=tok,
+    )
     r = serve(rep, w, Slo(), capacity=None)  # measured runs report their window
     pick = METRICS[case["metric"]]
     ideal, expected = float(pick(r.ideal)), float(pick(r.expected))

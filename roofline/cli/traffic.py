@@ -19,6 +19,7 @@ from roofline.errors import InputError
 from roofline.layout import node_gpus
 from roofline.memory import engine
 from roofline.serving.disagg import KvLink
+from roofline.serving.policy import with_frontend
 from roofline.serving.rates import serve_rates
 from roofline.serving.serve import make_replica
 from roofline.serving.size import HEADROOM, size_search
@@ -102,6 +103,7 @@ def serve(
     chunked_prefill: topt.ChunkedPrefill = True,
     preemption: Preemption = "recompute",
     tokenizer: Tokenizer = "fast",
+    frontend: topt.Frontend = "api",
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     price: topt.Price = None,
@@ -148,7 +150,7 @@ def serve(
         seed, burstiness, arrivals, speedup,
         topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed),
     )  # fmt: skip
-    eng = engine(engine_name, hw)
+    eng = with_frontend(engine(engine_name, hw), frontend)
     spec = sopt.spec_config(
         cat, m, dep, drafter, draft, gamma, acceptance, decay, tau, tau_gamma, tree_tokens,
         topk, draft_vocab, draft_weights,
@@ -230,6 +232,7 @@ def size(
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
     engine_name: opt.Engine = opt.ENGINE,
+    frontend: topt.Frontend = "api",
     price: topt.Price = None,
     minimize: topt.Minimize = "cost",
     disagg: Annotated[
@@ -292,7 +295,7 @@ def size(
         prefix=pfx,
     )  # fmt: skip
     prices = topt.price_table(cat, price)
-    eng = engine(engine_name, hws[0])
+    eng = with_frontend(engine(engine_name, hws[0]), frontend)
     if curve is not None:  # a delay to derive needs the engine's figures: refuse before the search
         day_cli.delays(m, hws, base, eng, scale_up_delay)
     spec = sopt.spec_config(

@@ -90,6 +90,15 @@ ChunkedPrefill = Annotated[
         help="prefill chunks share steps with running decodes (vLLM V1's default)",
     ),
 ]
+Frontend = Annotated[
+    str,
+    typer.Option(
+        "--frontend",
+        help="what sends the requests: api (the engine's API server: HTTP, tokenization,"
+        " streamed detokenization) or none (an offline harness such as vLLM's LLM class or"
+        " trtllm-bench: no API-server cost)",
+    ),
+]
 SharedPrefix = Annotated[
     str | None,
     typer.Option(

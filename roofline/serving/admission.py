@@ -5,7 +5,14 @@ tokens generated so far, + the next token) fits in the paged KV budget next to e
 sequence's next step; when the next step does not fit, the most recently admitted sequence is
 preempted (recompute: its KV is dropped and re-prefilled later; swap: copied to a host tier and
 back). With a prefix cache (roofline.serving.prefixcache) a prefill pass skips the tokens it
-finds cached, shared blocks are counted once, and idle cached blocks give way when needed."""
+finds cached, shared blocks are counted once, and idle cached blocks give way when needed.
+A scheduler that reserves a share ρ of the output (policy.EngineRules.reserve_output) also holds
+back ρ of every running request's remaining output tokens and of the newcomer's: at ρ = 1
+(TensorRT-LLM's GUARANTEED_NO_EVICT) a request needs the blocks of its whole sequence (prompt +
+every output token) beside those committed to the running requests' whole sequences, counted
+exactly, so the KV in use never outgrows the budget and nothing is preempted; below 1 (SGLang's
+new_token_ratio) the remaining tokens are counted as a fluid (Σ over decoders = Σ last step − n·G,
+Decoders.F)."""
 
 from __future__ import annotations
 
@@ -24,10 +31,29 @@ class Admission(SimState):
         # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
         used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
         exact = False
+        rho = rules.reserve_output
+        whole = rho >= 1.0
+        ahead = 0.0  # ρ × the running requests' remaining output, in blocks (0 < ρ < 1)
+        if 0.0 < rho < 1.0:
+            left = self.F - n_dec * (self.G + 1)
+            left += sum(self.outputs[p] - self.gen[p] - 1 for p in self.prefilling)
+            ahead = rho * max(left, 0) / blk
         while self.waiting and len(self.active) < rules.max_seqs:
             r = self.waiting[0]
             tokens = self.prompts[r] + self.gen[r] + 1
             need = -(-tokens // blk) if self.simple_kv else float(steps.blocks(tokens, blk))
+            full = 0.0
+            if whole:  # the blocks of its whole sequence, beside those committed already
+                seq = self.prompts[r] + self.outputs[r]
+                full = -(-seq // blk) if self.simple_kv else float(steps.blocks(seq, blk))
+                if self.committed + full > rules.budget_blocks:
+                    break
+            elif rho > 0.0:  # ρ of its remaining output beside ρ of the running requests'
+                full = rho * max(self.outputs[r] - self.gen[r] - 1, 0) / blk
+                if used + ahead + need + full > rules.budget_blocks:
+                    break
+                ahead += full
+                full = 0.0
             if self.cache is not None:  # the shared prefix's blocks are counted once
                 need += self.cache.group_delta(r, tokens - 1)
             if used + need > rules.budget_blocks:
@@ -39,6 +65,8 @@ class Admission(SimState):
                     break
             self.waiting.popleft()
             used += need
+            self.committed += full
+            self.commit[r] = full
             self.active.append(r)
             if math.isnan(self.admitted_s[r]):
                 self.admitted_s[r] = self.now
@@ -82,6 +110,8 @@ class Admission(SimState):
         """The next step does not fit: preempt the most recently admitted sequence."""
         victim = self.active.pop()
         self.preemptions += 1
+        self.committed -= self.commit[victim]
+        self.commit[victim] = 0.0
         self.waiting.appendleft(victim)  # it waits (and counts as queued) from now
         swap = False
         if victim in self.decoding:

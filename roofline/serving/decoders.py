@@ -1,7 +1,7 @@
 """The decoding sequences of one serving simulation (roofline.serving.scheduler._Sim) in closed
 form: sequence r holds context base[r] + G, where G counts the decode steps so far, so a span of
 k steps adds k to G and touches no sequence; Σ contexts = S + n·G; each sequence's last step is
-G = fin[r] (a heap orders them)."""
+G = fin[r] (a heap orders them), F = Σ fin[r]."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class Decoders(SimState):
         self.S += b
         f = self.G + self.outputs[r] - self.gen[r]
         self.fin[r] = f
+        self.F += f
         heappush(self.heap, (f, r))
         self.decoding[r] = None
         self.fresh.append(r)
@@ -30,7 +31,7 @@ class Decoders(SimState):
         b = self.base.pop(r)
         self.gen[r] = b + self.G - self.prompts[r]
         self.S -= b
-        del self.fin[r]
+        self.F -= self.fin.pop(r)
         del self.decoding[r]
         if r in self.fresh:
             self.fresh.remove(r)

@@ -6,16 +6,33 @@ A100 (H100, H200, B200, MI300X; "setting large max_num_batched_tokens for A100 r
 throughput, see PR #17885"), else 2048 and 256. Chunked prefill is always on in V1
 (`_set_default_args_v1`). SGLang (python/sglang/srt/server_args.py,
 _handle_gpu_memory_settings): chunked_prefill_size 2048 below 35 GB, 4096 below 60 GB, 8192
-below 160 GB, 16384 above; its running-request cap comes from the KV pool, so the simulator's
-sequence cap stays at vLLM's 256 for it [uncertain].
+below 160 GB, 16384 above; its running requests are capped at clamp(KV tokens / context length x
+512, 2048, 4096) and at half the KV tokens (python/sglang/srt/model_executor/model_runner.py
+_resolve_max_num_reqs; sglang_max_running), and its scheduler (schedule_policy.py PrefillAdder)
+starts a request only while the KV pool holds, beside what is in use, new_token_ratio of every
+running request's remaining output tokens (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, decaying towards
+0.098 over 600 decode steps while nothing is retracted): reserve_output 0.7 here [uncertain: the
+ratio's start; its decay admits more later, a retraction raises it again]. TensorRT-LLM
+(tensorrt_llm/llmapi/llm_args.py BaseLlmArgs: max_batch_size 2048, max_num_tokens 8192, the
+defaults trtllm-serve passes on, tensorrt_llm/commands/serve.py get_llm_args) on every device;
+its capacity scheduler's default policy GUARANTEED_NO_EVICT
+(tensorrt_llm/_torch/pyexecutor/scheduler.py BindCapacityScheduler; TensorRT-LLM docs, "Useful
+Runtime Options") starts a request only when the KV blocks it needs to its last token fit beside
+those every running request still needs to its own, so it never pauses one: reserve_output 1
+here, where vLLM admits on the KV a request holds now and preempts when it runs out (0).
+trtllm-serve leaves chunked prefill off but in-flight batching runs each context phase in the
+same step as the generation phases, within max_num_tokens: the simulator's chunked mode (mixed
+steps under the token budget) is the nearer
+model [approximation: a prompt is not split across steps there].
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
+from roofline.memory import Engine
 from roofline.timing.host import EngineProfile
 
 GIB = 1024**3
@@ -23,9 +40,20 @@ DEFAULT_MAX_SEQS = 256  # vLLM max_num_seqs below 70 GiB (and on A100)
 DEFAULT_MAX_BATCHED_TOKENS = 2048  # vLLM V1 max_num_batched_tokens below 70 GiB (and on A100)
 
 
+TRTLLM_MAX_BATCH_SIZE = 2048  # llm_args.py BaseLlmArgs.max_batch_size
+TRTLLM_MAX_NUM_TOKENS = 8192  # llm_args.py BaseLlmArgs.max_num_tokens
+# the share of each running request's remaining output the scheduler holds KV for before it starts
+# another (module docstring): vLLM 0, SGLang's initial new_token_ratio, TensorRT-LLM's
+# GUARANTEED_NO_EVICT all of it
+RESERVE_OUTPUT = {"sglang": 0.7, "trtllm": 1.0}
+SGLANG_MIN_RUNNING, SGLANG_MAX_RUNNING = 2048, 4096  # model_runner._resolve_max_num_reqs clamp
+
+
 def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
     """(max sequences, token budget per step) the engine picks on `hw` when not told: the rules
     in the module docstring; other engines take vLLM's small-device values."""
+    if engine == "trtllm":
+        return TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS
     mem = hw.memory_capacity_bytes
     if engine == "vllm":
         if mem >= 70 * GIB and "a100" not in hw.id.lower():
@@ -38,7 +66,31 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
     return DEFAULT_MAX_SEQS, DEFAULT_MAX_BATCHED_TOKENS
 
 
+def output_reserve(engine: str) -> float:
+    """The share of the running requests' remaining output tokens whose KV the engine's scheduler
+    keeps free before it starts another request (module docstring; 0 for the rest)."""
+    return RESERVE_OUTPUT.get(engine, 0.0)
+
+
+def sglang_max_running(kv_tokens: float, context_len: int) -> int:
+    """SGLang's running-request cap: clamp(KV tokens / context length x 512, 2048, 4096), at most
+    half the KV tokens (model_runner.py _resolve_max_num_reqs)."""
+    est = min(
+        max(int(kv_tokens / max(context_len, 1) * 512), SGLANG_MIN_RUNNING), SGLANG_MAX_RUNNING
+    )
+    return max(min(est, int(kv_tokens // 2)), 1)
+
+
 TOKENIZERS = ("fast", "slow")
+FRONTENDS = ("api", "none")
+
+
+def with_frontend(eng: Engine, frontend: str) -> Engine:
+    """`eng` reached through `frontend`: "api" (its API server, the default) or "none" (an
+    offline harness: no HTTP, tokenization or detokenization on the path; memory.Engine)."""
+    if frontend not in FRONTENDS:
+        raise InputError(f"frontend must be api or none, got '{frontend}'")
+    return replace(eng, frontend=frontend)
 
 
 def frontend_costs(profile: EngineProfile | None, tokenizer: str = "fast") -> tuple[float, ...]:
@@ -56,7 +108,11 @@ def frontend_costs(profile: EngineProfile | None, tokenizer: str = "fast") -> tu
 @dataclass(frozen=True)
 class EngineRules:
     """The scheduler's limits. `max_batched_tokens` None: a prefill step takes every admitted
-    prompt (no token budget)."""
+    prompt (no token budget). `reserve_output` ρ: a request starts when the KV it holds now plus
+    ρ of its remaining output fits beside the KV in use and ρ of every running request's
+    remaining output: 0 admits on the KV held now (vLLM; preempted when the cache runs out), 1
+    on the whole sequences (TensorRT-LLM's GUARANTEED_NO_EVICT; never preempted), SGLang's
+    new_token_ratio between."""
 
     max_seqs: int
     budget_blocks: int
@@ -65,6 +121,7 @@ class EngineRules:
     chunked_prefill: bool = False
     preemption: str = "recompute"
     swap_bandwidth_bytes_per_s: float | None = None
+    reserve_output: float = 0.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_seqs <= 65_536:
@@ -75,6 +132,10 @@ class EngineRules:
             raise InputError(f"block tokens must be at least 1, got {self.block_tokens}")
         if self.preemption not in ("recompute", "swap"):
             raise InputError(f"--preemption must be recompute or swap, got {self.preemption}")
+        if not 0.0 <= self.reserve_output <= 1.0:
+            raise InputError(
+                f"the output share reserved must be from 0 to 1, got {self.reserve_output}"
+            )
         if self.chunked_prefill and self.max_batched_tokens is None:
             raise InputError("chunked prefill needs a token budget per step")
         if self.max_batched_tokens is not None and self.max_batched_tokens <= (

@@ -121,11 +121,14 @@ class _Sim(Decoders, Admission):
         self.heap: list[tuple[int, int]] = []
         self.S = 0  # Σ base over decoders: Σ contexts = S + n·G
         self.G = 0
+        self.F = 0  # Σ fin over decoders
         self.spans = 0
         self.fresh: list[int] = []  # decoders with no decode span since they joined
         self.last_shared = 0.0  # end of the last decode span
         self.swapped: set[int] = set()
         self.reserved = 0.0
+        self.committed = 0.0
+        self.commit = [0.0] * n
         self.itl_v: list[float] = []
         self.itl_w: list[float] = []
         self.na = 0
@@ -188,6 +191,8 @@ class _Sim(Decoders, Admission):
         self.finish_s[r] = now
         wait = self.finish_wait[r] = self.api.wait_s(now)
         self.active.remove(r)
+        self.committed -= self.commit[r]
+        self.commit[r] = 0.0
         if self.cache is not None:  # its blocks stay cached; the next turn follows
             self.reserved += self.cache.release(r, self.prompts[r] + self.outputs[r] - 1)
             i = self.succ[r]

@@ -29,7 +29,14 @@ from roofline.memory import Engine, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.cost import MEMORY_POWER_SHARE
-from roofline.serving.policy import EngineRules, Frontend, batch_defaults, frontend_costs
+from roofline.serving.policy import (
+    EngineRules,
+    Frontend,
+    batch_defaults,
+    frontend_costs,
+    output_reserve,
+    sglang_max_running,
+)
 from roofline.serving.prefixcache import PrefixReport, prefix_report, replica_selection
 from roofline.serving.record import RunRecord
 from roofline.serving.scheduler import simulate_requests
@@ -133,7 +140,6 @@ def make_replica(
     step time already charges the rank-local prefill as if on one rank). Each rank holds its
     own sequences' KV (steps.kv_budget_blocks), and a request must fit in one rank's."""
     seqs_default, tokens_default = batch_defaults(eng.name, hw)
-    max_seqs = max_seqs if max_seqs is not None else seqs_default
     if max_batched_tokens is None:
         max_batched_tokens = tokens_default
     rnd, kv_share = None, 1.0
@@ -141,14 +147,18 @@ def make_replica(
         rnd = choose(model, hw, dep, spec, spec_context, eng.name)
         capacity_bytes, kv_share = _drafter_memory(model, hw, dep, spec, rnd, capacity_bytes)
     ranks = dep.attention_dp
-    if max_batched_tokens is not None:  # one rank's prompt chunk beside every rank's decodes
-        max_batched_tokens += (ranks - 1) * max_seqs
-    max_seqs *= ranks
     plan = plan_memory(model, hw, dep, eng, capacity_bytes)
     if not plan.weights_fit:
         raise InputError(f"{model.id} does not fit on {hw.id} at TP{dep.tp} PP{dep.pp}")
     blk = eng.block_tokens
     budget = int(kv_budget_blocks(plan, model, dep, blk) * kv_share)
+    if max_seqs is None and eng.name == "sglang":  # its cap follows its KV pool, per DP rank
+        ctx = model.max_position_embeddings or max_len
+        seqs_default = sglang_max_running(budget // ranks * blk, ctx)
+    max_seqs = max_seqs if max_seqs is not None else seqs_default
+    if max_batched_tokens is not None:  # one rank's prompt chunk beside every rank's decodes
+        max_batched_tokens += (ranks - 1) * max_seqs
+    max_seqs *= ranks
     if chunked_prefill and max_batched_tokens is not None:
         max_batched_tokens = max(max_batched_tokens, max_seqs + 1)
     rules = EngineRules(
@@ -159,6 +169,7 @@ def make_replica(
         chunked_prefill,
         preemption,
         swap_tier.bandwidth_bytes_per_s if swap_tier else None,
+        output_reserve(eng.name),
     )
     top = max_seqs + (max_batched_tokens or max_len)
     steps = [
@@ -172,6 +183,8 @@ def make_replica(
             + (" per attention-DP rank)" if ranks > 1 else ")")
         )
     profile = hw.efficiency.engines.get(eng.name) if hw.efficiency.engines else None
+    if eng.frontend == "none":  # an offline harness: no API server on the path
+        profile = None
     lat = profile.request_latency_s if profile is not None else 0.0
     per_req, per_tok, per_tok_fast = frontend_costs(profile, tokenizer)
     # the calibrated latency (one unloaded request, a fast tokenizer) already holds the API

@@ -40,6 +40,8 @@ class SimState:
     prefilling: list[int]
     swapped: set[int]
     reserved: float
+    committed: float  # blocks committed to the active requests' whole sequences ("completion")
+    commit: list[float]
     preemptions: int
     recomputed: int
     # the decoders in closed form (decoders.py)
@@ -50,6 +52,7 @@ class SimState:
     fresh: list[int]
     S: int
     G: int
+    F: int  # Σ fin over the decoders
     spans: int
     last_shared: float
     simple_kv: bool

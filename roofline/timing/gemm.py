@@ -38,7 +38,13 @@ the fused MoE module: routing, permutation, both grouped GEMMs, un-permutation):
 with M the rows each expert receives, Q_w the touched experts' weights and Q_act the routed
 activations, whose permute / gather / scatter passes over HBM do not overlap the weight stream
 (the per-row cost). Without one, on the dense curve at that M, N = the expert's sharded width,
-with only each expert's tile padding (the experts' tiles together fill the SMs).
+with only each expert's tile padding (the experts' tiles together fill the SMs). A dtype with no
+fused-MoE data of its own (the 4-bit formats: the fitted moe_perf tables hold bf16 and fp8_block)
+borrows the generation's fp8 curve, else its bf16 one, at its own peak [borrowed: the routing,
+permutation and per-expert tiles around the grouped GEMMs do not depend on the weight format], and
+so do weight-only expert GEMMs (MXFP4 experts on a GPU without 4-bit math, dequantised inside the
+fused module) at the compute dtype's curve: without it a 2,048-sequence step of gpt-oss or
+Qwen3-30B-A3B ran at the dense plateau, 1.3-2.4x the throughput TensorRT-LLM's tables measure.
 With no kernel curves (families without kernel data) every curve degenerates to the scalar model
 t = max(F/(P·η_c), Q/(W·η_m)): M½ = N½ = t₀ = 0.
 
