@@ -30,7 +30,12 @@ def test_public_cases_are_the_shared_ones():
     shared = ROOT.parent / "shared/validation/public_cases.yaml"  # beside the checkout
     if not shared.exists():  # outside the shared workspace there is nothing to compare with
         pytest.skip(f"no shared reference at {shared}")
-    assert shared.read_text() == PUBLIC.read_text()
+    # the shared file, less its MLPerf Inference row: every MLPerf round is the independent
+    # check, kept out of every validation file and fit (the row's text is cut out whole)
+    text = shared.read_text()
+    start = text.index("- id: mlperf41-")
+    end = text.index("\n- id: ", start + 1) + 1
+    assert text[:start] + text[end:] == PUBLIC.read_text()
 
 
 def test_no_case_beats_the_speed_of_light(public, cat):
@@ -92,7 +97,7 @@ def test_cli_validate_json(run):
     r = run("validate", str(PUBLIC), "--format", "json")
     assert r.code == 0, r.stderr
     doc = r.json()
-    assert len(doc["cases"]) == 15
+    assert len(doc["cases"]) == 14  # the 14 rows of validation/public_cases.yaml
     case = doc["cases"][0]
     for key in ("id", "ideal", "expected", "measured", "speed_ratio_ideal", "error_expected"):
         assert key in case

@@ -16,7 +16,7 @@ yields B·O tokens. Under attention-DP the expected cycle pays each rank's promp
 budget allows at prompt + output tokens.
 
 The engine of a case is its `engine:` key, else the one its source names (gpt-fast, llama.cpp,
-TensorRT-LLM / NIM / MLPerf, SGLang, vLLM, MLX), else the auto rule. Out-of-sample accuracy
+TensorRT-LLM / NIM, SGLang, vLLM, MLX), else the auto rule. Out-of-sample accuracy
 (validation/crossval.py) leaves whole source tables out at once. Catalog objects are passed in:
 nothing here loads the catalog.
 """
@@ -107,7 +107,6 @@ ENGINE_KEYWORDS = (
     ("tensorrt-llm", "trtllm"),
     ("trtllm", "trtllm"),
     ("nvidia nim", "trtllm"),
-    ("mlcommons", "trtllm"),
     ("sglang", "sglang"),
     ("vllm", "vllm"),
     ("mlx", "mlx"),
