@@ -49,7 +49,6 @@ from roofline.timing.host import EngineProfile
 from roofline.timing.roofline import FloatArray, FloatOrArray, op_time_s
 
 DRAFTERS = ("draft", "eagle", "eagle3", "mtp", "medusa", "ngram")
-IN_GRAPH = ("eagle", "eagle3", "mtp", "medusa")
 SEQUENTIAL_HEADS = ("eagle", "eagle3", "mtp")
 EAGLE3_DRAFT_VOCAB = 32_000  # EAGLE-3 released heads (draft_vocab_size in their config.json)
 SAMPLING_BYTES_PER_VALUE = 4.0  # fp32 probabilities

@@ -425,14 +425,3 @@ def _rank(rows: list[Sized], minimize: str) -> list[Sized]:
         ok[0] = replace(ok[0], best=True)
     rest = sorted((r for r in rows if not r.meets_slo), key=lambda r: (r.hardware, r.tp, r.pp))
     return ok + rest
-
-
-def frontier_points(rows: list[Sized]) -> np.ndarray:
-    """(tokens/s per GPU, tokens/s per user) of the frontier deployments, for charts."""
-    return np.array(
-        [
-            (r.expected.output_tokens_per_s_per_gpu, r.expected.output_tokens_per_s_per_user)
-            for r in rows
-            if r.frontier and r.expected is not None
-        ]
-    )
