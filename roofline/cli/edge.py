@@ -3,7 +3,7 @@ llama.cpp's -ngl or FlexGen streaming) and `edge` (what a Mac, a Spark or a desk
 side by side, against the GPU-wired limit of unified memory)."""
 
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -105,7 +105,12 @@ def offload(
     n = fit_max if gpu_layers is None else gpu_layers
     if not 0 <= n <= 4096:
         raise InputError(f"--gpu-layers must be from 0 to {L + 1}, got {n}")
-    kw = {"mode": mode, "block": block_batches, "sharing": share, "kv_host": kv_host}
+    kw: dict[str, Any] = {
+        "mode": mode,
+        "block": block_batches,
+        "sharing": share,
+        "kv_host": kv_host,
+    }
     kw.update(link_eff=link_efficiency, ideal=ideal)
     o = offload_core(m, hw, h, dep, n, b, ctx, **kw)
     need = gpu_memory_needed(o, m, dep)

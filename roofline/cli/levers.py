@@ -3,7 +3,7 @@ slower memory tier)."""
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -184,7 +184,7 @@ def tiers(
     hbm_only = int(max_batch(plan, m, dep, ctx))
     with_tier = max_batch_with_tier(plan, m, dep, ctx, cap)
     b = opt.batch(batch) if batch is not None else max(with_tier, 1)
-    kw = {"sharing": share, "link_eff": link_efficiency}
+    kw: dict[str, Any] = {"sharing": share, "link_eff": link_efficiency}
     base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal, **kw)
     r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
     reload = None
