@@ -1,7 +1,8 @@
-"""The Hugging Face model families roofline knows, one record each (data only): the model_type,
-the transformers classes (config.json `architectures`) that implement it, what the config importer
-reads it as, and the traits the parameter count needs. roofline.hfconfig reads configs with it;
-roofline.model counts parameters with its traits.
+"""The Hugging Face model families roofline knows, one record each (data only).
+
+A record holds the model_type, the transformers classes (config.json `architectures`) that
+implement it, what the config importer reads it as, and the traits the parameter count needs.
+roofline.hfconfig reads configs with it; roofline.model counts parameters with its traits.
 """
 
 from __future__ import annotations

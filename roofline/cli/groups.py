@@ -1,7 +1,9 @@
-"""Option groups: options several commands take together, declared once as a frozen dataclass
-whose fields are the Annotated options with their defaults. A command takes the group as one
-parameter; `grouped` spreads the group's fields into the signature typer reads (each an option
-of its own, in the group's order, where the group stands) and hands the command the group."""
+"""Option groups: options several commands take together, declared once.
+
+A group is a frozen dataclass whose fields are the Annotated options with their defaults. A
+command takes the group as one parameter; `grouped` spreads the group's fields into the signature
+typer reads (each an option of its own, in the group's order, where the group stands) and hands
+the command the group."""
 
 from __future__ import annotations
 
