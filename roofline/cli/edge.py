@@ -14,11 +14,8 @@ from roofline.cli.app import app, catalog, guarded, warn
 from roofline.cli.edge_json import offload_doc
 from roofline.devicefit import default_host, edge_fit, gpu_layer_sweep
 from roofline.errors import DoesNotFitError, InputError
-from roofline.memory import (
-    default_wired_limit_bytes,
-    engine,
-    weight_bytes_per_gpu,
-)
+from roofline.hardware import default_wired_limit_bytes
+from roofline.memory import engine, weight_bytes_per_gpu
 from roofline.offload import gpu_memory_needed, most_gpu_layers
 from roofline.offload import offload as offload_core
 from roofline.units import fmt_bytes, parse_bytes, parse_memory_bytes

@@ -21,11 +21,11 @@ import typer
 from roofline import render
 from roofline.catalog import Catalog
 from roofline.errors import DoesNotFitError, InputError, RooflineError
-from roofline.hardware import Accelerator, Efficiency
+from roofline.hardware import Accelerator, Efficiency, default_wired_limit_bytes
 from roofline.layout import Layout
 from roofline.layout import links as layout_links
 from roofline.layout import validate as validate_layout
-from roofline.memory import ENGINES, MemoryPlan, default_wired_limit_bytes
+from roofline.memory import ENGINES, MemoryPlan
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.precision import activation_format, kv_format, weight_format
