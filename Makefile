@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy (non-strict) on the package; the modules it still skips are listed in pyproject.toml
+# mypy (non-strict) on the whole package (no module skipped: tests/test_structure.py)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
@@ -43,7 +43,8 @@ wheel-smoke: $(STAMP)
 		| $(CURDIR)/.smoke/bin/python -c "import json,sys; d=json.load(sys.stdin); n=len(d['hardware']); assert n >= 22, n; print(f'wheel-smoke: {n} accelerators from the installed wheel')"
 	rm -rf .smoke
 
-# Rewrite tests/golden/*.json (the JSON key contracts), then review the diff.
+# Rewrite tests/golden/*.json (the JSON key contracts) and their hashes (MANIFEST.sha256, which
+# tests/test_golden.py checks: a golden changes only here), then review the diff.
 golden: $(STAMP)
 	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py
 

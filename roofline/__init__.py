@@ -36,7 +36,7 @@ _API = {
     "crossover_batch": "roofline.speculative",
     "alpha_from_tau": "roofline.acceptance",
     "most_gpu_layers": "roofline.offload",
-    "default_wired_limit_bytes": "roofline.memory",
+    "default_wired_limit_bytes": "roofline.hardware",
     "Accelerator": "roofline.hardware",
     "Catalog": "roofline.catalog",
     "CatalogError": "roofline.errors",

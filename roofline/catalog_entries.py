@@ -20,8 +20,9 @@ from roofline.errors import CatalogError, RooflineError
 from roofline.files import read_text, yaml
 from roofline.files import safe_load_yaml as _safe_load
 from roofline.hardware import Accelerator, Efficiency, Tier
+from roofline.hffamilies import MODEL_TYPES
 from roofline.hfquant import dense_weights, quantized_weights
-from roofline.model import MODEL_TYPES, ModelArch
+from roofline.model import ModelArch
 from roofline.precision import weight_format
 from roofline.schema import NUM
 from roofline.schema import check as _check

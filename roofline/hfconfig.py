@@ -18,67 +18,26 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.errors import InputError
-from roofline.hffamilies import ARCHITECTURES, LINEAR_ATTENTION, TEXT_TYPES, TYPE_ALIASES
+from roofline.hffamilies import (
+    ARCHITECTURES,
+    LINEAR_ATTENTION,
+    MODEL_TYPES,
+    TEXT_TYPES,
+    TYPE_ALIASES,
+    traits,
+)
 from roofline.hfquant import quantized_weights
-from roofline.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, MODEL_TYPES
+from roofline.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS
 from roofline.precision import WEIGHT_FORMATS
 
 SUPPORTED = MODEL_TYPES
 _SHAPE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-# config classes whose tie_word_embeddings defaults to True (transformers Gemma2Config,
-# Gemma3TextConfig, CohereConfig, Cohere2Config, SmolLM3Config, Ernie4_5Config,
-# Starcoder2Config); the others default to False, as ModelArch does
-_TIED_BY_DEFAULT = (
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "cohere",
-    "cohere2",
-    "smollm3",
-    "ernie4_5",
-    "starcoder2",
-    "ernie4_5_moe",
-    "gemma",
-)
 _OPTIONAL = (
     "num_key_value_heads",
     "head_dim",
     "max_position_embeddings",
     "tie_word_embeddings",
     "attention_bias",
-)
-# where each MoE family keeps its routed-expert count
-_EXPERT_COUNT = {
-    "mixtral": "num_local_experts",
-    "llama4_text": "num_local_experts",
-    "qwen2_moe": "num_experts",
-    "qwen3_moe": "num_experts",
-    "gpt_oss": "num_local_experts",
-    "granitemoe": "num_local_experts",
-    "deepseek_v2": "n_routed_experts",
-    "deepseek_v3": "n_routed_experts",
-    "glm4_moe": "n_routed_experts",
-    "deepseek_v32": "n_routed_experts",
-    "olmoe": "num_experts",
-    "phimoe": "num_local_experts",
-    "minimax_m2": "num_local_experts",
-    "ernie4_5_moe": "moe_num_experts",
-    "hunyuan_v1_moe": "num_experts",
-}
-# families that read sliding_window: every layer local unless layer_types or a pattern says
-# otherwise (transformers Phi3Attention passes config.sliding_window to every layer too)
-_WINDOWED = (
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "gpt_oss",
-    "mistral",
-    "phi3",
-    "phimoe",
-    "starcoder2",
-    "cohere2",
-    "exaone4",
-    "olmo3",
 )
 
 
@@ -161,7 +120,7 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
     """Expert counts and widths, renamed to the catalog's DeepSeek-style keys."""
     if model_type == "hunyuan_v1_moe":
         return _hunyuan(cfg, entry, where)
-    entry["n_routed_experts"] = int(_need(cfg, _EXPERT_COUNT[model_type], where))
+    entry["n_routed_experts"] = int(_need(cfg, str(traits(model_type).experts), where))
     entry["num_experts_per_tok"] = int(
         cfg.get("num_experts_per_tok") or cfg.get("moe_k") or _need(cfg, "experts_per_token", where)
     )
@@ -173,7 +132,7 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
         entry["n_shared_experts"] = 1
         entry["interleave_moe_layer_step"] = int(cfg.get("interleave_moe_layer_step") or 1)
         entry["intermediate_size_mlp"] = int(_need(cfg, "intermediate_size_mlp", where))
-    elif model_type in ("mixtral", "gpt_oss", "granitemoe", "olmoe", "phimoe", "minimax_m2"):
+    elif traits(model_type).experts_ffn_wide:
         width = int(_need(cfg, "intermediate_size", where))
         entry["intermediate_size"] = width
         entry["moe_intermediate_size"] = width
@@ -236,7 +195,7 @@ def _local_attention(cfg: dict[str, Any], entry: dict[str, Any], model_type: str
     window = cfg.get("sliding_window")
     if model_type == "qwen2" and not cfg.get("use_sliding_window"):
         window = None
-    if window and model_type in _WINDOWED:
+    if window and traits(model_type).windowed:
         entry["sliding_window"] = int(window)
         types = cfg.get("layer_types")
         if types:
@@ -383,7 +342,7 @@ def entry_from_config(
     for key in _OPTIONAL:
         if cfg.get(key) is not None:
             entry[key] = cfg[key]
-    tied_default = model_type in _TIED_BY_DEFAULT or family in _TIED_BY_DEFAULT
+    tied_default = traits(model_type).tied or traits(str(family)).tied
     if "tie_word_embeddings" not in entry and tied_default:
         entry["tie_word_embeddings"] = True  # the transformers config class default
     if model_type in ("glm", "glm4", "glm4_moe"):
@@ -395,7 +354,7 @@ def entry_from_config(
             entry["use_qk_norm"] = True
     elif model_type != "gpt_oss" and not cfg.get("attention_bias"):
         entry.pop("attention_bias", None)
-    if model_type in _EXPERT_COUNT:
+    if traits(model_type).experts:
         _moe(cfg, entry, model_type, where)
     else:
         entry["intermediate_size"] = int(_need(cfg, "intermediate_size", where))

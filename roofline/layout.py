@@ -94,11 +94,6 @@ class Layout:
         return self.tp // self.attention_dp
 
     @property
-    def expert_tp(self) -> int:
-        """GPUs each routed expert is split over: TP / EP."""
-        return self.tp // self.ep
-
-    @property
     def pipeline_microbatches(self) -> int:
         return default_microbatches(self.pp) if self.microbatches is None else self.microbatches
 

@@ -19,11 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.errors import InputError
-from roofline.hardware import (  # the wired limit lives with the chip; re-exported here
-    WIRED_SMALL_RAM_BYTES,  # noqa: F401
-    Accelerator,
-    default_wired_limit_bytes,  # noqa: F401
-)
+from roofline.hardware import Accelerator
 from roofline.layout import check_shape, distinct_stages, stage_layer_counts
 from roofline.model import ModelArch
 from roofline.ops import (

@@ -9,62 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-# the Hugging Face model_type values the catalog and the config importer understand
-MODEL_TYPES = (
-    "llama",
-    "mistral",
-    "mixtral",
-    "qwen2",
-    "qwen3",
-    "qwen3_moe",
-    "deepseek_v2",
-    "deepseek_v3",
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "gpt_oss",
-    "llama4_text",
-    "qwen2_moe",
-    "phi3",
-    "glm",
-    "glm4",
-    "glm4_moe",
-    "olmo2",
-    "granite",
-    "granitemoe",
-    "cohere",
-    "cohere2",
-    "olmoe",
-    "phimoe",
-    "starcoder2",
-    "opt",
-    "exaone4",
-    "minimax_m2",
-    "deepseek_v32",
-    "ernie4_5_moe",
-    "hunyuan_v1_moe",
-    "olmo3",
-)
-# model_type values whose decoder layers carry four RMSNorms (pre/post attention, pre/post FFN);
-# transformers Gemma2/Gemma3 and Glm4DecoderLayer (post_self_attn_layernorm, post_mlp_layernorm)
-_FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
-# model_type values with a per-head RMSNorm on q and k (size H each)
-_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "exaone4"}
-# model_type values whose q and k norms span the whole projection (N·H and K·H weights):
-# transformers Olmo2Attention and Olmo3Attention, OlmoeAttention (q_norm over hidden_size, k_norm
-# over K·H), MiniMaxM2Attention with qk_norm_type "per_layer" (q_norm over N·H, k_norm over K·H).
-# Cohere's per-head LayerNorm((N, H)) and ((K, H)) (CohereAttention, use_qk_norm) holds as many
-_WHOLE_QK_NORM_TYPES = {"olmo2", "olmo3", "olmoe", "minimax_m2"}
-# model_type values whose LayerNorms carry a bias as well as a weight (2·D each): transformers
-# PhimoeDecoderLayer and Starcoder2DecoderLayer use nn.LayerNorm, final norm included
-_NORM_BIAS_TYPES = {"phimoe", "starcoder2", "opt"}
-# model_type values whose FFN is two matrices with biases, not gated: StarCoder 2 (c_fc, c_proj)
-# and OPT (fc1, fc2; transformers Starcoder2MLP, OPTDecoderLayer)
-_TWO_MATRIX_FFN_TYPES = {"starcoder2", "opt"}
-# model_type values with one norm per decoder layer: Cohere runs attention and the MLP in
-# parallel on the same input_layernorm output (transformers CohereDecoderLayer, Cohere2), and
-# its LayerNorm has no bias (CohereLayerNorm: weight only)
-_ONE_NORM_TYPES = {"cohere", "cohere2"}
+from roofline.hffamilies import Family, traits
+
 # DeepSeek-V3.2's lightning indexer per layer (DeepSeek-V3.2-Exp inference/model.py Indexer):
 # wq_b q_lora_rank -> n_heads·head_dim, wk D -> head_dim, k_norm LayerNorm(head_dim) weight and
 # bias, weights_proj D -> n_heads; V3.2-Exp's config: index_n_heads 64, index_head_dim 128
@@ -73,20 +19,6 @@ DSA_INDEX_HEADS, DSA_INDEX_HEAD_DIM = 64, 128
 # Its key cache per token per layer: head_dim fp8 keys plus one fp32 scale per 128-wide block
 # (Indexer k_cache float8_e4m3fn and k_scale_cache float32, block_size 128), whatever the KV dtype
 DSA_INDEX_KEY_BYTES = DSA_INDEX_HEAD_DIM * 1 + 4
-# model_type values whose q, k, v projections carry a bias the config does not state
-# (transformers Qwen2Attention and Qwen2MoeAttention hard-code bias=True on q, k, v only)
-_QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
-# model_type values whose router carries a per-expert bias (DeepSeek-V3/V3.2, GLM-4.5 and
-# MiniMax-M2 e_score_correction_bias, gpt-oss router bias, ERNIE 4.5's
-# moe_statics.e_score_correction_bias: transformers Ernie4_5_MoeStatics)
-_ROUTER_BIAS_TYPES = {
-    "deepseek_v3",
-    "deepseek_v32",
-    "gpt_oss",
-    "glm4_moe",
-    "minimax_m2",
-    "ernie4_5_moe",
-}
 
 
 @dataclass(frozen=True)
@@ -217,9 +149,14 @@ class ModelArch:
         params = d * (n + 2 * k) * h + n * h * d
         if self.attention_bias:
             params += (n + 2 * k) * h + d
-        elif self.qkv_bias or self.model_type in _QKV_BIAS_TYPES:
+        elif self.qkv_bias or self.family.qkv_bias:
             params += (n + 2 * k) * h
         return params
+
+    @property
+    def family(self) -> Family:
+        """The Hugging Face family's traits (roofline.hffamilies)."""
+        return traits(self.model_type)
 
     @property
     def v_dim(self) -> int:
@@ -229,17 +166,15 @@ class ModelArch:
     def attn_norm_params(self) -> int:
         """Norm weights inside attention: MLA's q/kv latent norms (+ DeepSeek-V3.2's indexer),
         q/k norms, gpt-oss sinks. Per-head q/k norms are H each; OLMo 2/3, OLMoE, MiniMax-M2
-        normalise the whole q and k projections (N·H + K·H, _WHOLE_QK_NORM_TYPES), as many
+        normalise the whole q and k projections (N·H + K·H, Family.qk_norm "whole"), as many
         weights as Cohere's per-head-weighted LayerNorms when use_qk_norm is set."""
         if self.is_mla:
             latent = (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
             return latent + (self.indexer_params if self.model_type == "deepseek_v32" else 0)
-        per_head = self.model_type in _QK_NORM_TYPES or (
-            self.use_qk_norm and self.model_type not in _ONE_NORM_TYPES
-        )
+        fam = self.family
+        per_head = fam.qk_norm == "head" or (self.use_qk_norm and fam.norms != 1)
         extra = 2 * self.d_head if per_head else 0
-        whole = self.model_type in _WHOLE_QK_NORM_TYPES
-        if whole or (self.model_type in _ONE_NORM_TYPES and self.use_qk_norm):
+        if fam.qk_norm == "whole" or (fam.norms == 1 and self.use_qk_norm):
             extra = (self.num_attention_heads + self.n_kv_heads) * self.d_head
         if self.model_type == "gpt_oss":
             extra += self.num_attention_heads  # learned attention-sink logit per head
@@ -260,20 +195,18 @@ class ModelArch:
 
     @property
     def norm_width(self) -> int:
-        """Weights of one norm over D: 2·D for a LayerNorm with bias (_NORM_BIAS_TYPES)."""
-        return (2 if self.model_type in _NORM_BIAS_TYPES else 1) * self.hidden_size
+        """Weights of one norm over D: 2·D for a LayerNorm with bias (Family.norm_bias)."""
+        return (2 if self.family.norm_bias else 1) * self.hidden_size
 
     @property
     def layer_norm_params(self) -> int:
-        per = 4 if self.model_type in _FOUR_NORM_TYPES else 2
-        per = 1 if self.model_type in _ONE_NORM_TYPES else per
-        return per * self.norm_width
+        return self.family.norms * self.norm_width
 
     @property
     def ffn_matrices(self) -> int:
         """Weight matrices of one dense FFN: gate, up and down (3) when gated; two for
-        _TWO_MATRIX_FFN_TYPES."""
-        return 2 if self.model_type in _TWO_MATRIX_FFN_TYPES else 3
+        Family.two_matrix_ffn."""
+        return 2 if self.family.two_matrix_ffn else 3
 
     @property
     def dense_mlp_params(self) -> int:
@@ -281,7 +214,7 @@ class ModelArch:
         gated: two matrices with biases, 2·D·F + F + D (transformers Starcoder2MLP, use_bias;
         OPTDecoderLayer fc1, fc2)."""
         d, f = self.hidden_size, self.dense_ffn_width
-        if self.model_type in _TWO_MATRIX_FFN_TYPES:
+        if self.family.two_matrix_ffn:
             return 2 * d * f + f + d
         return 3 * d * f
 
@@ -302,7 +235,7 @@ class ModelArch:
         gpt-oss), plus Qwen2-MoE's sigmoid shared_expert_gate (D×1, transformers
         Qwen2MoeSparseMoeBlock)."""
         e = self.n_routed_experts
-        bias = e if self.model_type in _ROUTER_BIAS_TYPES else 0
+        bias = e if self.family.router_bias else 0
         shared_gate = self.hidden_size if self.model_type == "qwen2_moe" else 0
         return self.hidden_size * e + bias + shared_gate
 

@@ -81,8 +81,8 @@ def decode_terms(phase: PhaseResult, index: int | tuple = ()) -> dict[str, float
             terms["weights"] += t * w / total
             terms["kv"] += t * kv / total
             terms["activations"] += t * act / total
-    total = np.asarray(phase.t_expected_s)
-    step = float(total[index]) if total.ndim else float(total)
+    t_step = np.asarray(phase.t_expected_s)
+    step = float(t_step[index]) if t_step.ndim else float(t_step)
     terms["overhead"] = max(step - sum(terms.values()), 0.0)
     return terms
 

@@ -49,7 +49,6 @@ from roofline.timing.host import EngineProfile
 from roofline.timing.roofline import FloatArray, FloatOrArray, op_time_s
 
 DRAFTERS = ("draft", "eagle", "eagle3", "mtp", "medusa", "ngram")
-IN_GRAPH = ("eagle", "eagle3", "mtp", "medusa")
 SEQUENTIAL_HEADS = ("eagle", "eagle3", "mtp")
 EAGLE3_DRAFT_VOCAB = 32_000  # EAGLE-3 released heads (draft_vocab_size in their config.json)
 SAMPLING_BYTES_PER_VALUE = 4.0  # fp32 probabilities
@@ -96,6 +95,18 @@ def sampling_time_s(
     return q / (hw.memory_bandwidth_bytes_per_s * eff.memory)
 
 
+def _matmul_time_s(
+    flops: FloatOrArray, q: FloatOrArray, hw: Accelerator, dep: Deployment, eff: Efficiency,
+    ideal: bool,
+) -> FloatOrArray:  # fmt: skip
+    """A drafter's dense matmul on the roofline (timing.roofline.op_time_s) at the deployment's
+    compute dtype: the peak when ideal, else the expected peak and efficiencies."""
+    dtype, w = dep.compute(hw), hw.memory_bandwidth_bytes_per_s
+    if ideal:
+        return op_time_s(flops, q, hw.peak(dtype), w)
+    return op_time_s(flops, q, hw.expected_peak(dtype), w, eff.compute, eff.memory)
+
+
 def medusa_heads_time_s(
     target: ModelArch,
     hw: Accelerator,
@@ -111,13 +122,7 @@ def medusa_heads_time_s(
     params = np.asarray(heads, dtype=float) * (d * d + d * v) / dep.tp
     flops = 2.0 * params * np.asarray(batch, dtype=float)
     q = params * dep.other_bits / 8.0
-    dtype = dep.compute(hw)
-    w = hw.memory_bandwidth_bytes_per_s
-    return (
-        op_time_s(flops, q, hw.peak(dtype), w)
-        if ideal
-        else op_time_s(flops, q, hw.expected_peak(dtype), w, eff.compute, eff.memory)
-    )
+    return _matmul_time_s(flops, q, hw, dep, eff, ideal)
 
 
 def fusion_projection_time_s(
@@ -133,13 +138,7 @@ def fusion_projection_time_s(
     params = 2.0 * target.hidden_size**2 / dep.tp
     flops = 2.0 * params * np.asarray(tokens, dtype=float)
     q = params * dep.linear_bits / 8.0
-    dtype = dep.compute(hw)
-    w = hw.memory_bandwidth_bytes_per_s
-    return (
-        op_time_s(flops, q, hw.peak(dtype), w)
-        if ideal
-        else op_time_s(flops, q, hw.expected_peak(dtype), w, eff.compute, eff.memory)
-    )
+    return _matmul_time_s(flops, q, hw, dep, eff, ideal)
 
 
 def host_draft_steps(drafter: str, gamma: ArrayLike) -> FloatArray:

@@ -39,7 +39,7 @@ def make(name: str, directory: Path) -> tuple[Path, dict[str, Any]]:
 
 
 def lookup(doc: Any, path: str) -> Any:
-    """The value at a dotted path, read independently of roofline.render.html_parts."""
+    """The value at a dotted path, read independently of roofline.render.html.parts."""
     for part in path.split("."):
         doc = doc[int(part)] if isinstance(doc, list) else doc[part]
     return doc

@@ -4,7 +4,8 @@ MLX files, the new formats and catalog entries, and the edge command."""
 import pytest
 
 from roofline.cli import options as opt
-from roofline.memory import default_wired_limit_bytes, weight_bytes_total, wired_status
+from roofline.hardware import default_wired_limit_bytes
+from roofline.memory import weight_bytes_total, wired_status
 from roofline.ops import Deployment
 from roofline.precision import weight_format
 

@@ -1,8 +1,11 @@
 """Golden JSON contracts: the key structure (names, nesting, order and value types) of each
 command's `--format json`, compared with tests/golden/*.json. Values are not frozen here (other
 tests derive them independently); a changed key shows up in review as a golden diff.
-Regenerate with `make golden` (UPDATE_GOLDEN=1) and review the diff."""
+Regenerate with `make golden` (UPDATE_GOLDEN=1) and review the diff. `make golden` also records
+each file's SHA-256 in tests/golden/MANIFEST.sha256, so a golden edited by hand (or by anything
+else) fails test_goldens_come_from_make_golden."""
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import pytest
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+MANIFEST = GOLDEN / "MANIFEST.sha256"
 ROOT = Path(__file__).resolve().parent.parent
 
 COMMANDS = {
@@ -108,4 +112,32 @@ def test_json_contract(run, name):
     path = GOLDEN / f"{name}.json"
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(json.dumps(shape, indent=1) + "\n")
+        _record(path)
     assert shape == json.loads(path.read_text()), f"JSON contract of {name} changed"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _manifest() -> dict[str, str]:
+    """golden file name -> the SHA-256 `make golden` recorded (sha256sum's format)."""
+    if not MANIFEST.exists():
+        return {}
+    return {name: h for h, name in (line.split() for line in MANIFEST.read_text().splitlines())}
+
+
+def _record(path: Path) -> None:
+    """Record `path`'s hash in the manifest (make golden; its tests of one file run in order)."""
+    rows = {**_manifest(), path.name: _digest(path)}
+    MANIFEST.write_text("".join(f"{h}  {n}\n" for n, h in sorted(rows.items())))
+
+
+def test_goldens_come_from_make_golden():
+    """Every golden is the file `make golden` wrote: its hash is the one the manifest recorded
+    then (`sha256sum -c MANIFEST.sha256` in tests/golden says the same), and every command's
+    golden is listed."""
+    files = {p.name: _digest(p) for p in GOLDEN.glob("*.json")}
+    assert set(files) == {f"{name}.json" for name in COMMANDS}
+    changed = sorted(n for n, h in files.items() if _manifest().get(n) != h)
+    assert not changed, f"goldens changed outside `make golden`: {changed} (run make golden)"

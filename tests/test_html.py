@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from roofline.render.html import page
-from roofline.render.html_parts import fmt
+from roofline.render.html.parts import fmt
 from tests.html_pages import COMMANDS, EXAMPLES, lookup, make
 
 
@@ -164,7 +164,7 @@ def test_every_command_offers_the_report():
 def test_bands_beside_their_values():
     """Both forms a document may carry: an interval beside the value (analyze's tpot_band_s)
     and a `bands` mapping above it whose applies_to names the value (serve and size)."""
-    from roofline.render.html_parts import figure
+    from roofline.render.html.parts import figure
 
     doc = {
         "expected": {"tpot_s": 0.0172, "tpot_band_s": [0.0154, 0.0190]},
@@ -181,7 +181,7 @@ def test_bands_beside_their_values():
 def test_the_roofline_roofs_are_the_chips(pages):
     """The roofs the page reads back from the ideal op times are the H100 SXM's datasheet
     figures: 3.35 TB/s of HBM3, 989 TFLOP/s dense bf16 (attention) and 1,979 fp8 (the GEMMs)."""
-    from roofline.render.html_static import roofs
+    from roofline.render.html.static import roofs
 
     bw, peaks = roofs(pages["analyze"][1])
     assert bw == pytest.approx(3.35e12, rel=1e-6)

@@ -10,6 +10,7 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.analyze_json import analyze_doc
 from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.groups import grouped
 from roofline.memory import (
     engine,
     kv_bytes_per_sequence,
@@ -22,19 +23,11 @@ from roofline.units import fmt_bytes
 
 @app.command()
 @guarded
+@grouped
 def analyze(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
-    gpus: opt.Gpus = None,
-    dp: opt.Dp = 1,
-    attention_dp: opt.AttentionDp = 1,
-    microbatches: opt.Microbatches = None,
-    nodes: opt.Nodes = None,
-    cross_node_tp: opt.CrossNodeTp = False,
-    scale_out: opt.ScaleOut = opt.SCALE_OUT,
+    lo: opt.LayoutOptions = opt.LAYOUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
@@ -65,12 +58,12 @@ def analyze(
     pub.check_out(out)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
+    dep = opt.deployment(
+        weights, kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, compute, model=m
+    )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = opt.layout(
-        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
-    )
+    lay, dep = opt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context, strict=True)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)

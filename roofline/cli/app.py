@@ -75,7 +75,8 @@ class LazyGroup(TyperGroup):
         importlib.import_module(f"roofline.cli.{COMMANDS[name][0]}")
         kw = {"pretty_exceptions_short": app.pretty_exceptions_short}
         for info in app.registered_commands:
-            if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+            fn = info.callback
+            if fn is not None and (info.name or typer.main.get_command_name(fn.__name__)) == name:
                 cmd = typer.main.get_command_from_info(
                     info, rich_markup_mode=app.rich_markup_mode, **kw
                 )

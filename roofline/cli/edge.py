@@ -3,7 +3,7 @@ llama.cpp's -ngl or FlexGen streaming) and `edge` (what a Mac, a Spark or a desk
 side by side, against the GPU-wired limit of unified memory)."""
 
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -14,11 +14,8 @@ from roofline.cli.app import app, catalog, guarded, warn
 from roofline.cli.edge_json import offload_doc
 from roofline.devicefit import default_host, edge_fit, gpu_layer_sweep
 from roofline.errors import DoesNotFitError, InputError
-from roofline.memory import (
-    default_wired_limit_bytes,
-    engine,
-    weight_bytes_per_gpu,
-)
+from roofline.hardware import default_wired_limit_bytes
+from roofline.memory import engine, weight_bytes_per_gpu
 from roofline.offload import gpu_memory_needed, most_gpu_layers
 from roofline.offload import offload as offload_core
 from roofline.units import fmt_bytes, parse_bytes, parse_memory_bytes
@@ -105,7 +102,12 @@ def offload(
     n = fit_max if gpu_layers is None else gpu_layers
     if not 0 <= n <= 4096:
         raise InputError(f"--gpu-layers must be from 0 to {L + 1}, got {n}")
-    kw = {"mode": mode, "block": block_batches, "sharing": share, "kv_host": kv_host}
+    kw: dict[str, Any] = {
+        "mode": mode,
+        "block": block_batches,
+        "sharing": share,
+        "kv_host": kv_host,
+    }
     kw.update(link_eff=link_efficiency, ideal=ideal)
     o = offload_core(m, hw, h, dep, n, b, ctx, **kw)
     need = gpu_memory_needed(o, m, dep)

@@ -3,7 +3,7 @@ slower memory tier)."""
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,6 +12,7 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import spec_options as sopt
 from roofline.cli.app import app, catalog, guarded, note, warn
+from roofline.cli.groups import grouped
 from roofline.cli.levers_json import reload_json, speculate_doc, tiers_doc
 from roofline.drafter import drafter_fit
 from roofline.errors import InputError
@@ -30,26 +31,17 @@ from roofline.units import fmt_bytes, parse_bytes
 # ---- speculate ------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    drafter: sopt.Drafter = None,
-    draft: sopt.Draft = None,
-    gamma: sopt.Gamma = sopt.GAMMA,
-    acceptance: sopt.Acceptance = sopt.ACCEPTANCE,
-    decay: sopt.Decay = 1.0,
-    tau: sopt.Tau = None,
-    tau_gamma: sopt.TauGamma = None,
-    tree_tokens: sopt.TreeTokens = "auto",
-    topk: sopt.Topk = 8,
-    draft_vocab: sopt.DraftVocab = None,
+    so: sopt.SpecOptions = sopt.SPEC,
     tp: opt.Tp = 1,
     pp: opt.Pp = 1,
     ep: opt.Ep = 1,
     gpus: opt.Gpus = None,
     dp: opt.Dp = 1,
     weights: opt.Weights = opt.WEIGHTS,
-    draft_weights: sopt.DraftWeights = None,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     compute: opt.Compute = None,
@@ -80,16 +72,14 @@ def speculate(
     Example: roofline speculate llama-3.1-8b h100 --drafter eagle --tau 3.2 --gamma 4"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    kind = sopt.drafter_kind(drafter, draft, decay, m)
-    d_m = cat.model(draft) if kind == "draft" and draft else None
+    kind = sopt.drafter_kind(so, m)
+    d_m = cat.model(so.draft) if kind == "draft" and so.draft else None
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
     opt.check_formats(dep, hw)
     opt.replicas(dep, gpus, dp)
-    d_weights = opt.resolve_weights(draft_weights or weights, d_m or m)
+    d_weights = opt.resolve_weights(so.draft_weights or weights, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights)).with_layout(ep=1, pp=1)
-    gammas, tree, acc = sopt.round_options(
-        gamma, tree_tokens, topk, draft_vocab, acceptance, tau, tau_gamma, decay
-    )
+    gammas, tree, acc = sopt.round_options(so)
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
     ctx = opt.workload(prompt, output, context)[2]
@@ -98,16 +88,17 @@ def speculate(
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
-    common = {"drafter": kind, "decay": decay, "draft_vocab": draft_vocab, "topk": topk}
+    common = {"drafter": kind, "decay": so.decay, "draft_vocab": so.draft_vocab, "topk": so.topk}
     common["engine"] = None if engine_name == "auto" else engine_name
     s, sw = speculate_sweep(m, d_m, hw, dep, d_dep, b, sweep, ctx, gammas, tree, acc, **common)
     fit = drafter_fit(
-        m, d_m, kind, dep, d_dep, max(gammas), draft_vocab, ctx, b, eng.block_tokens,
+        m, d_m, kind, dep, d_dep, max(gammas), so.draft_vocab, ctx, b, eng.block_tokens,
         plan.kv_budget_bytes,
     )  # fmt: skip
     doc = speculate_doc(
-        m, hw, kind, d_m, dep, d_dep, eng, batch=b, sweep=sweep, ctx=ctx, acc=acc, decay=decay,
-        tau=tau, tau_gamma=tau_gamma, gammas=gammas, tree=tree, topk=topk, s=s, sw=sw, fit=fit,
+        m, hw, kind, d_m, dep, d_dep, eng, batch=b, sweep=sweep, ctx=ctx, acc=acc,
+        decay=so.decay, tau=so.tau, tau_gamma=so.tau_gamma, gammas=gammas, tree=tree,
+        topk=so.topk, s=s, sw=sw, fit=fit,
     )  # fmt: skip
     if not fit.fits:
         warn(
@@ -193,7 +184,7 @@ def tiers(
     hbm_only = int(max_batch(plan, m, dep, ctx))
     with_tier = max_batch_with_tier(plan, m, dep, ctx, cap)
     b = opt.batch(batch) if batch is not None else max(with_tier, 1)
-    kw = {"sharing": share, "link_eff": link_efficiency}
+    kw: dict[str, Any] = {"sharing": share, "link_eff": link_efficiency}
     base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal, **kw)
     r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
     reload = None

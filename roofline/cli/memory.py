@@ -9,6 +9,7 @@ from roofline import render
 from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.groups import grouped
 from roofline.errors import InputError
 from roofline.layout import Layout, check_shape
 from roofline.memory import (
@@ -141,23 +142,15 @@ def kv(
 # ---- capacity -------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def capacity(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
+    lo: opt.LayoutOptions = opt.LAYOUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     sparsity: opt.Sparsity = None,
-    gpus: opt.Gpus = None,
-    dp: opt.Dp = 1,
-    attention_dp: opt.AttentionDp = 1,
-    microbatches: opt.Microbatches = None,
-    nodes: opt.Nodes = None,
-    cross_node_tp: opt.CrossNodeTp = False,
-    scale_out: opt.ScaleOut = opt.SCALE_OUT,
     batch: opt.Batch = opt.BATCH,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
@@ -175,12 +168,10 @@ def capacity(
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None, model=m)
+    dep = opt.deployment(weights, kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, model=m)
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = opt.layout(
-        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out
-    )
+    lay, dep = opt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
     ctx = opt.workload(prompt, output, context)[2]
     eng = engine(engine_name, hw)
@@ -250,9 +241,10 @@ def bytes_(
     )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = opt.layout(
-        cat, m, hw, dep, None, 1, attention_dp, microbatches, nodes, cross_node_tp, scale_out
+    lo = opt.LayoutOptions(
+        tp, pp, ep, None, 1, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )
+    lay, dep = opt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context)
     s = max(s, 1)

@@ -11,7 +11,7 @@ replica runs at once. The layout: `--tp --pp --ep` per replica, `--dp` replicas,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Annotated
 
@@ -21,11 +21,11 @@ import typer
 from roofline import render
 from roofline.catalog import Catalog
 from roofline.errors import DoesNotFitError, InputError, RooflineError
-from roofline.hardware import Accelerator, Efficiency
+from roofline.hardware import Accelerator, Efficiency, default_wired_limit_bytes
 from roofline.layout import Layout
 from roofline.layout import links as layout_links
 from roofline.layout import validate as validate_layout
-from roofline.memory import ENGINES, MemoryPlan, default_wired_limit_bytes
+from roofline.memory import ENGINES, MemoryPlan
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.precision import activation_format, kv_format, weight_format
@@ -293,34 +293,44 @@ def replicas(dep: Deployment, gpus: int | None, dp: int = 1) -> tuple[int, int]:
     return gpus, gpus // per
 
 
+@dataclass(frozen=True)
+class LayoutOptions:
+    """The layout options, one group (cli.groups) in analyze, capacity and serve."""
+
+    tp: Tp = 1
+    pp: Pp = 1
+    ep: Ep = 1
+    gpus: Gpus = None
+    dp: Dp = 1
+    attention_dp: AttentionDp = 1
+    microbatches: Microbatches = None
+    nodes: Nodes = None
+    cross_node_tp: CrossNodeTp = False
+    scale_out: ScaleOut = SCALE_OUT
+
+
+LAYOUT = LayoutOptions()
+
+
 def layout(
-    cat: Catalog,
-    m: ModelArch,
-    hw: Accelerator,
-    dep: Deployment,
-    gpus: int | None = None,
-    dp: int = 1,
-    attention_dp: int = 1,
-    microbatches: int | None = None,
-    nodes: int | None = None,
-    cross_node_tp: bool = False,
-    scale_out: str = SCALE_OUT,
+    cat: Catalog, m: ModelArch, hw: Accelerator, dep: Deployment, lo: LayoutOptions = LAYOUT
 ) -> tuple[Layout, Deployment]:
     """The validated layout (roofline.layout) and the deployment carrying it: GPUs from --gpus
     or --dp, attention-DP, micro-batches, nodes and the link of each collective."""
+    attention_dp, scale_out = lo.attention_dp, lo.scale_out
     if not 1 <= attention_dp <= MAX_GPUS:
         raise InputError(f"--attention-dp must be from 1 to {MAX_GPUS}, got {attention_dp}")
     dep = dep.with_layout(attention_dp=attention_dp)
-    _, n_replicas = replicas(dep, gpus, dp)
+    _, n_replicas = replicas(dep, lo.gpus, lo.dp)
     net = cat.tier(scale_out)
     if net.kind != "network":
         raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
     lay = replace(
         dep.layout,
         dp=n_replicas,
-        microbatches=microbatches,
-        nodes=nodes,
-        cross_node_tp=cross_node_tp,
+        microbatches=lo.microbatches,
+        nodes=lo.nodes,
+        cross_node_tp=lo.cross_node_tp,
         scale_out=net,
     )
     lay = validate_layout(lay, m, hw)

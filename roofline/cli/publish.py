@@ -19,7 +19,6 @@ from roofline.cli.app import note
 from roofline.errors import InputError
 
 HTML_SUFFIXES = (".html", ".htm")
-CHART_SUFFIXES = (".svg", ".png", ".pdf")
 
 
 class Fmt(str, Enum):

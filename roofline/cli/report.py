@@ -3,6 +3,7 @@ spec (model, traffic, checks; read by the same loader, userfiles.load_spec) with
 `candidates:` list of deployments to compare; each candidate is checked as `check` does and,
 with a `rate`, served at it (the serving simulator, as `serve`) for its latency and cost."""
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -116,7 +117,7 @@ def report(
     pub.publish(doc, fmt, rows, _table, out)
 
 
-def _table(doc: dict[str, Any]) -> None:
+def _table(doc: Mapping[str, Any]) -> None:
     """The candidates' checks as `check` draws them."""
     render.check_table(
         {**doc, "deployments": doc["candidates"], "ok": all(c["ok"] for c in doc["candidates"])}

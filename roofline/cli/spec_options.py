@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 import typer
@@ -50,6 +50,26 @@ GAMMA = "1..8:1"
 ACCEPTANCE = "0.7"
 
 
+@dataclass(frozen=True)
+class SpecOptions:
+    """The drafter options, one group (cli.groups) in speculate, serve and size."""
+
+    drafter: Drafter = None
+    draft: Draft = None
+    gamma: Gamma = GAMMA
+    acceptance: Acceptance = ACCEPTANCE
+    decay: Decay = 1.0
+    tau: Tau = None
+    tau_gamma: TauGamma = None
+    tree_tokens: TreeTokens = "auto"
+    topk: Topk = 8
+    draft_vocab: DraftVocab = None
+    draft_weights: DraftWeights = None
+
+
+SPEC = SpecOptions()
+
+
 def acceptance_rates(text: str) -> float | list[float]:
     """One α, or per-position rates p_1,p_2,... (each in [0, 1])."""
     try:
@@ -77,11 +97,12 @@ def tree_option(text: str, gamma_max: int) -> int | str:
     return n
 
 
-def drafter_kind(drafter: str | None, draft: str | None, decay: float, m) -> str:
+def drafter_kind(o: SpecOptions, m) -> str:
     """`speculate`'s --drafter (auto: draft with --draft, else MTP where the model has MTP
     layers, else EAGLE), checked with --draft and --decay."""
     from roofline.speculative import DRAFTERS
 
+    drafter, draft, decay = o.drafter, o.draft, o.decay
     kind = (drafter or "auto").lower()
     if kind == "auto":
         kind = "draft" if draft else ("mtp" if m.num_nextn_predict_layers else "eagle")
@@ -98,14 +119,13 @@ def drafter_kind(drafter: str | None, draft: str | None, decay: float, m) -> str
     return kind
 
 
-def round_options(
-    gamma: str, tree_tokens: str, topk: int, draft_vocab: int | None, acceptance: str,
-    tau: float | None, tau_gamma: int | None, decay: float,
-) -> tuple[list[int], int | str, float | list[float]]:  # fmt: skip
+def round_options(o: SpecOptions) -> tuple[list[int], int | str, float | list[float]]:
     """(γ list, tree: auto | chain | T, acceptance per position or one rate) from the round
     options, checked; --tau turns into α (acceptance.alpha_from_tau)."""
     from roofline.acceptance import alpha_from_tau
 
+    gamma, tree_tokens, topk, draft_vocab = o.gamma, o.tree_tokens, o.topk, o.draft_vocab
+    tau, tau_gamma, decay = o.tau, o.tau_gamma, o.decay
     gammas = opt.int_list(gamma, "--gamma")
     if min(gammas) < 1 or max(gammas) > 64:
         raise InputError(f"--gamma values must be from 1 to 64, got {gamma}")
@@ -114,7 +134,7 @@ def round_options(
         raise InputError(f"--topk must be from 1 to 64, got {topk}")
     if draft_vocab is not None and not 1 <= draft_vocab <= 10**7:
         raise InputError(f"--draft-vocab must be from 1 to 1e7, got {draft_vocab}")
-    acc = acceptance_rates(acceptance)
+    acc = acceptance_rates(o.acceptance)
     if tau is not None:
         if isinstance(acc, list):
             raise InputError("give --tau or a per-position --acceptance list, not both")
@@ -124,19 +144,16 @@ def round_options(
     return gammas, tree, acc
 
 
-def spec_config(
-    cat, m, dep, drafter: str | None, draft: str | None, gamma: str, acceptance: str,
-    decay: float, tau: float | None, tau_gamma: int | None, tree_tokens: str, topk: int,
-    draft_vocab: int | None, draft_weights: str | None,
-):  # fmt: skip
+def spec_config(cat, m, dep, o: SpecOptions):
     """The drafter options of serve and size as a core SpecConfig (serving.specstep), checked as
     `speculate` checks them; None without --drafter (plain decoding)."""
     from roofline.precision import weight_format
     from roofline.serving.specstep import SpecConfig
     from roofline.speculative import DRAFTERS
 
+    drafter, draft, decay = o.drafter, o.draft, o.decay
     if drafter is None:
-        if draft is not None or tau is not None:
+        if draft is not None or o.tau is not None:
             raise InputError("--draft and --tau take --drafter (speculative decoding)")
         return None
     kind = drafter.lower()
@@ -151,14 +168,12 @@ def spec_config(
     if not 0.0 < decay <= 1.0:
         raise InputError(f"--decay must be in (0, 1], got {decay}")
     d_m = cat.model(draft) if kind == "draft" and draft else None
-    d_weights = opt.resolve_weights(draft_weights or dep.weights.name, d_m or m)
+    d_weights = opt.resolve_weights(o.draft_weights or dep.weights.name, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights)).with_layout(ep=1, pp=1) if d_m else None
-    gammas, tree, acc = round_options(
-        gamma, tree_tokens, topk, draft_vocab, acceptance, tau, tau_gamma, decay
-    )
+    gammas, tree, acc = round_options(o)
     acc_v = float(acc) if not isinstance(acc, list) else tuple(acc)
     t = None if tree == "auto" else (0 if tree == "chain" else int(tree))
-    return SpecConfig(kind, d_m, d_dep, tuple(gammas), t, acc_v, decay, draft_vocab, topk)
+    return SpecConfig(kind, d_m, d_dep, tuple(gammas), t, acc_v, decay, o.draft_vocab, o.topk)
 
 
 def spec_json(cfg, rep) -> dict:

@@ -14,6 +14,7 @@ from roofline.cli import publish as pub
 from roofline.cli import spec_options as sopt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
+from roofline.cli.groups import grouped
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.errors import InputError
 from roofline.layout import node_gpus
@@ -53,19 +54,11 @@ def _one(values: list[int], what: str) -> int:
 # ---- serve ----------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def serve(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
-    dp: opt.Dp = 1,
-    gpus: opt.Gpus = None,
-    attention_dp: opt.AttentionDp = 1,
-    microbatches: opt.Microbatches = None,
-    nodes: opt.Nodes = None,
-    cross_node_tp: opt.CrossNodeTp = False,
-    scale_out: opt.ScaleOut = opt.SCALE_OUT,
+    lo: opt.LayoutOptions = opt.LAYOUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     prompt: opt.Prompt = opt.PROMPT,
@@ -84,17 +77,7 @@ def serve(
     prefixes: topt.Prefixes = 1,
     turns: topt.Turns = 1,
     think_time: topt.ThinkTime = "0s",
-    drafter: sopt.Drafter = None,
-    draft: sopt.Draft = None,
-    gamma: sopt.Gamma = sopt.GAMMA,
-    acceptance: sopt.Acceptance = sopt.ACCEPTANCE,
-    decay: sopt.Decay = 1.0,
-    tau: sopt.Tau = None,
-    tau_gamma: sopt.TauGamma = None,
-    tree_tokens: sopt.TreeTokens = "auto",
-    topk: sopt.Topk = 8,
-    draft_vocab: sopt.DraftVocab = None,
-    draft_weights: sopt.DraftWeights = None,
+    so: sopt.SpecOptions = sopt.SPEC,
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -134,10 +117,8 @@ def serve(
     pub.check_out(out, charts=True)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep, lay, laid, n_gpus, n_rep = _laid_out(
-        cat, m, hw, opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m),
-        gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, scale_out,
-    )  # fmt: skip
+    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
+    dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo)
     slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
     timed = arrivals is not None or (prompt_dist or "").endswith(".jsonl")
     if (rate is None) == (concurrency is None) and not timed:
@@ -151,10 +132,7 @@ def serve(
         topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed),
     )  # fmt: skip
     eng = with_frontend(engine(engine_name, hw), frontend)
-    spec = sopt.spec_config(
-        cat, m, dep, drafter, draft, gamma, acceptance, decay, tau, tau_gamma, tree_tokens,
-        topk, draft_vocab, draft_weights,
-    )  # fmt: skip
+    spec = sopt.spec_config(cat, m, dep, so)
     rep = make_replica(
         m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None,
@@ -184,15 +162,13 @@ def serve(
         note(f"wrote {out}")
 
 
-def _laid_out(cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, net):
+def _laid_out(cat, m, hw, dep, lo: opt.LayoutOptions):
     """serve's deployment with plan's layout options and rules: (deployment, layout, laid-out
     deployment, GPUs, replicas); the layout's links once a replica leaves its node."""
     opt.check_formats(dep, hw)
-    n_gpus, n_rep = opt.replicas(dep, gpus, dp)
-    lay, laid = opt.layout(
-        cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cross_node_tp, net
-    )
-    spans = nodes is not None or cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
+    n_gpus, n_rep = opt.replicas(dep, lo.gpus, lo.dp)
+    lay, laid = opt.layout(cat, m, hw, dep, lo)
+    spans = lo.nodes is not None or lo.cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
     dep = replace(dep, layout=laid.layout, links=laid.links if spans else None)
     return dep, lay, laid, n_gpus, n_rep
 
@@ -200,6 +176,7 @@ def _laid_out(cat, m, hw, dep, gpus, dp, attention_dp, microbatches, nodes, cros
 # ---- size -----------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def size(
     model: opt.ModelArg,
     rate: topt.Rate = None,
@@ -217,17 +194,7 @@ def size(
     prefixes: topt.Prefixes = 1,
     turns: topt.Turns = 1,
     think_time: topt.ThinkTime = "0s",
-    drafter: sopt.Drafter = None,
-    draft: sopt.Draft = None,
-    gamma: sopt.Gamma = sopt.GAMMA,
-    acceptance: sopt.Acceptance = sopt.ACCEPTANCE,
-    decay: sopt.Decay = 1.0,
-    tau: sopt.Tau = None,
-    tau_gamma: sopt.TauGamma = None,
-    tree_tokens: sopt.TreeTokens = "auto",
-    topk: sopt.Topk = 8,
-    draft_vocab: sopt.DraftVocab = None,
-    draft_weights: sopt.DraftWeights = None,
+    so: sopt.SpecOptions = sopt.SPEC,
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -298,10 +265,7 @@ def size(
     eng = with_frontend(engine(engine_name, hws[0]), frontend)
     if curve is not None:  # a delay to derive needs the engine's figures: refuse before the search
         day_cli.delays(m, hws, base, eng, scale_up_delay)
-    spec = sopt.spec_config(
-        cat, m, base, drafter, draft, gamma, acceptance, decay, tau, tau_gamma, tree_tokens,
-        topk, draft_vocab, draft_weights,
-    )  # fmt: skip
+    spec = sopt.spec_config(cat, m, base, so)
     if spec is not None and disagg:
         raise InputError("--disagg does not model speculative decoding: drop --drafter")
     net = cat.tier(scale_out)

@@ -6,9 +6,10 @@ formats, consoles, number formatting), `width` (the width-safe table layout and 
 header), `catalog` (hardware, tiers, families, models), `analyze` (analyze, kv, capacity,
 bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offload, edge),
 `tools` (validate, check, sweep), `traffic` (serve, size, disagg under a rate).
-The HTML report (no rich): `html` (the page), `html_parts` (values, tables, headline figures,
-bands), `html_svg` (inline SVG charts), and each command's answer and charts in `html_traffic`
-(serve, size, cliff, disagg), `html_static` (analyze, plan, speculate, edge), `html_report`.
+The HTML report (no rich) is the `html` package: `html.page` (the page), `html.parts` (values,
+tables, headline figures, bands), `html.svg` (inline SVG charts), and each command's answer and
+charts in `html.traffic` (serve, size, cliff, disagg), `html.static` (analyze, plan, speculate,
+edge), `html.report` (report), grouped as cli/ groups the commands.
 """
 
 import importlib

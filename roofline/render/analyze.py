@@ -183,42 +183,15 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
         f"batch {i['batch']}, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out",
         (T("metric"), N("ideal"), N("expected"), N("±")),
         [
-            (
-                "batch prefill",
-                fmt_seconds(ideal["batch_prefill_s"]),
-                fmt_seconds(exp["batch_prefill_s"]),
-                pm(bands, "ttft_p50"),
-            ),
-            (
-                "TTFT, 1 request",
-                fmt_seconds(ideal["ttft_s"]),
-                fmt_seconds(exp["ttft_s"]),
-                pm(bands, "ttft_p50"),
-            ),
-            (
-                "TPOT",
-                fmt_seconds(ideal["tpot_s"]),
-                fmt_seconds(exp["tpot_s"]),
-                pm(bands, "tpot_p50"),
-            ),
-            (
-                "E2E, static batch",
-                fmt_seconds(ideal["e2e_s"]),
-                fmt_seconds(exp["e2e_s"]),
-                pm(bands, "e2e_p50"),
-            ),
-            (
-                "output tokens/s",
-                num(ideal["output_tokens_per_s"]),
-                num(exp["output_tokens_per_s"]),
-                pm(bands, "throughput"),
-            ),
-            (
-                "decode share of time",
-                pct(ideal["decode_time_fraction"], 1),
-                pct(exp["decode_time_fraction"], 1),
-                "",
-            ),
+            (label, f(ideal[key]), f(exp[key]), pm(bands, band) if band else "")
+            for label, key, f, band in (
+                ("batch prefill", "batch_prefill_s", fmt_seconds, "ttft_p50"),
+                ("TTFT, 1 request", "ttft_s", fmt_seconds, "ttft_p50"),
+                ("TPOT", "tpot_s", fmt_seconds, "tpot_p50"),
+                ("E2E, static batch", "e2e_s", fmt_seconds, "e2e_p50"),
+                ("output tokens/s", "output_tokens_per_s", num, "throughput"),
+                ("decode share of time", "decode_time_fraction", lambda v: pct(v, 1), None),
+            )
         ],
     )
     say(

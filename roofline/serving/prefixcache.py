@@ -186,10 +186,6 @@ class PrefixStats:
     prompts: np.ndarray
     turn: np.ndarray
 
-    @property
-    def computed_tokens(self) -> int:
-        return self.received_tokens - self.hit_tokens
-
 
 class PrefixCache:
     """The cache's state in one simulation. The scheduler counts every sequence's blocks in

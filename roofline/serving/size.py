@@ -403,10 +403,12 @@ def _scale(m: ServeMetrics, replicas: int) -> ServeMetrics:
 def _rank(rows: list[Sized], minimize: str) -> list[Sized]:
     ok = [r for r in rows if r.meets_slo]
     # Pareto frontier: no other deployment is at least as good on both axes and better on one
-    pts = [
-        (r.expected.output_tokens_per_s_per_gpu, r.expected.output_tokens_per_s_per_user)
-        for r in ok
-    ]
+    pts = []
+    for r in ok:
+        assert r.expected is not None  # a deployment that meets the SLOs was simulated
+        pts.append(
+            (r.expected.output_tokens_per_s_per_gpu, r.expected.output_tokens_per_s_per_user)
+        )
     front = set()
     for i, (a, b) in enumerate(pts):
         if not any(
@@ -425,14 +427,3 @@ def _rank(rows: list[Sized], minimize: str) -> list[Sized]:
         ok[0] = replace(ok[0], best=True)
     rest = sorted((r for r in rows if not r.meets_slo), key=lambda r: (r.hardware, r.tp, r.pp))
     return ok + rest
-
-
-def frontier_points(rows: list[Sized]) -> np.ndarray:
-    """(tokens/s per GPU, tokens/s per user) of the frontier deployments, for charts."""
-    return np.array(
-        [
-            (r.expected.output_tokens_per_s_per_gpu, r.expected.output_tokens_per_s_per_user)
-            for r in rows
-            if r.frontier and r.expected is not None
-        ]
-    )

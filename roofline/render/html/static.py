@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from roofline.render.html_parts import Content, chart_block, fmt, is_number, rows_table
-from roofline.render.html_svg import Axis, Ref, Series, bar_chart, line_chart
+from roofline.render.html.parts import Content, chart_block, fmt, is_number, rows_table
+from roofline.render.html.svg import Axis, Ref, Series, bar_chart, line_chart
 
 
 def _sec(v: float) -> str:

@@ -6,8 +6,8 @@ every result, the inputs, the provenance, the tool's version and the JSON schema
 
 No script, no network: styles inline, charts as SVG with `<title>` tooltips, the document itself
 embedded as application/json. A print stylesheet; no horizontal scroll at 390 px.
-Per-command content: html_traffic (serve, size, cliff, disagg), html_static (analyze, plan,
-speculate, edge), html_report (report); charts html_svg; pieces html_parts."""
+Per-command content: `traffic` (serve, size, cliff, disagg), `static` (analyze, plan, speculate,
+edge), `report` (report); charts `svg`; pieces `parts`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from html import escape
 from typing import Any
 
 from roofline import __version__
-from roofline.render.html_parts import Content, figure, flatten, fmt, kv_table, rows_table
+from roofline.render.html.parts import Content, figure, flatten, fmt, kv_table, rows_table
 
 QUESTION = (
     ("model", "model"),
@@ -102,12 +102,12 @@ a{color:inherit}h2{break-after:avoid}table{break-inside:auto}tr{break-inside:avo
 
 
 def _content(doc: Mapping[str, Any]) -> Content:
-    from roofline.render import html_report, html_static, html_traffic
+    from roofline.render.html import report, static, traffic
 
     table: dict[str, Callable[[Mapping[str, Any]], Content]] = {
-        **html_traffic.CONTENT,
-        **html_static.CONTENT,
-        **html_report.CONTENT,
+        **traffic.CONTENT,
+        **static.CONTENT,
+        **report.CONTENT,
     }
     fn = table.get(str(doc.get("command")))
     return fn(doc) if fn else Content()
