@@ -11,7 +11,8 @@ from roofline.hardware import Accelerator, Tier
 from roofline.memory import Engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.serving.disagg import Disaggregation, KvLink, TrafficMode
+from roofline.serving.disagg import Disaggregation, TrafficMode
+from roofline.serving.kvtransfer import KvLink
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import Slo
 from roofline.serving.workload import Workload

@@ -28,7 +28,8 @@ from roofline.memory import (
 from roofline.ops import Deployment
 from roofline.plot import save_cliff
 from roofline.serving.cliff import cliff_sweep
-from roofline.serving.disagg import KvLink, compare_at_rate, disaggregate
+from roofline.serving.disagg import compare_at_rate, disaggregate
+from roofline.serving.kvtransfer import KvLink
 from roofline.units import fmt_bytes, parse_seconds
 
 

@@ -346,7 +346,7 @@ def size_search(
     shape: tuple[int, int] | None = None,
 ) -> list[Sized]:
     """size's search: the colocated deployments (`size`) and, given the KV `link` between pools
-    (roofline.serving.disagg.KvLink), the disaggregated ones (`size_disaggregated`, split
+    (roofline.serving.kvtransfer.KvLink), the disaggregated ones (`size_disaggregated`, split
     `shape` or searched), ranked together best first."""
     rows = size(
         model, accelerators, base, eng, w, slo, prices, minimize, seed,
