@@ -38,7 +38,6 @@ from roofline.memory import kv_bytes_per_token
 from roofline.model import ModelArch
 from roofline.offload import LINK_PROTOCOL_EFFICIENCY
 from roofline.ops import Deployment
-from roofline.timing.roofline import FloatOrArray
 
 # RDMA over InfiniBand / RoCE at bulk sizes: Mooncake Transfer Engine, 87 GB/s of 100 GB/s
 # (4 × 200 Gb/s RoCE, 40 GB moved; github.com/kvcache-ai/Mooncake README) [uncertain]
@@ -117,8 +116,8 @@ def kv_transfer_s(
     decode replica's layout, the prefill's when None) / (bandwidth × η) + start latency + fixed
     cost; with layer-wise overlap, max(t / L, t − prefill time)."""
     shares = kv_shares(model, p_dep, p_dep if d_dep is None else d_dep, kv_bits)
-    per_gpu: FloatOrArray = shares.port_bytes * np.asarray(prompts, float)
-    t = per_gpu / (link.tier.bandwidth_bytes_per_s * link.eta)
+    per_gpu = shares.port_bytes * np.asarray(prompts, float)
+    t = np.asarray(per_gpu / (link.tier.bandwidth_bytes_per_s * link.eta), float)
     t = t + (link.tier.latency_s or 0.0) + link.fixed_s
     if link.layerwise:
         t = np.maximum(t / model.num_hidden_layers, t - np.asarray(prefill_s, dtype=float))
