@@ -21,7 +21,8 @@ from roofline.memory import engine
 from roofline.serving.kvtransfer import KvLink
 from roofline.serving.rates import serve_rates
 from roofline.serving.serve import make_replica
-from roofline.serving.size import HEADROOM, size_search
+from roofline.serving.size import HEADROOM
+from roofline.serving.sizepools import size_search
 
 MaxBatchedTokens = Annotated[
     int,

@@ -166,6 +166,7 @@ def sized_json(d: Sized, p: Price | None, family: str, drafted: bool) -> dict[st
         "max_batched_tokens": d.max_batched_tokens,
         "redundant_experts": d.redundant_experts,
         "constraint": d.constraint,
+        "prefill_pool": d.prefill_pool,
         "launch": None,
         "cost_per_hour": d.cost_per_hour,
         "cost_per_million_output_tokens": d.cost_per_million_output_tokens,

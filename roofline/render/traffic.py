@@ -181,10 +181,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
     rows, misses, pruned = [], [], []
     for d in deps:
         mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
-        layout = _layout(d)
-        if d.get("prefill_replicas"):
-            layout += f" {d['prefill_replicas']}P{d['decode_replicas']}D"
-        name = f"{_short(d['hardware'])} {layout}"
+        name = f"{_short(d['hardware'])} {_pools(d)}"
         if not d["meets_slo"]:
             if d["note"].startswith("not searched"):
                 pruned.append(name)
@@ -231,7 +228,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             + (" per attention-DP rank" if best.get("attention_dp", 1) > 1 else "")
         )
     if best is not None:
-        layout = _layout(best)
+        layout = _pools(best).replace("\n", " ")
         say(
             con,
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
@@ -286,6 +283,18 @@ def _layout(d: Mapping[str, Any]) -> str:
     if d.get("attention_dp", 1) > 1:
         out += f" ADP{d['attention_dp']}"
     return out
+
+
+def _pools(d: Mapping[str, Any]) -> str:
+    """A deployment's layout with its pool split: TP8, TP1 3P2D (both pools in one layout), or
+    the prefill pool's and the decode pool's on two lines when they differ."""
+    layout = _layout(d)
+    if not d.get("prefill_replicas"):
+        return layout
+    pre = d.get("prefill_pool")
+    if pre is None or _layout(pre) == layout:
+        return f"{layout} {d['prefill_replicas']}P{d['decode_replicas']}D"
+    return f"{d['prefill_replicas']}P {_layout(pre)}\n + {d['decode_replicas']}D {layout}"
 
 
 def wrap_command(argv: list[str], width: int = 78) -> list[str]:

@@ -328,6 +328,10 @@ class TrafficMode:
     units: int
     gpus: int
     metrics: ServeMetrics | None
+    # disaggregated: what binds a prefill replica's and a decode replica's saturation, and their
+    # saturation rates (requests/s)
+    bindings: tuple[str, str] = ("", "")
+    pool_rates: tuple[float, float] = (0.0, 0.0)
 
 
 def compare_under_traffic(
@@ -420,6 +424,11 @@ def best_pools(
         if best is None or cand.goodput_per_gpu > best.goodput_per_gpu:
             best = cand
     assert best is not None
+    best = replace(
+        best,
+        bindings=(sats[0].binding, sats[1].binding),
+        pool_rates=(sats[0].requests_per_s, sats[1].requests_per_s),
+    )
     if best.max_rate_per_unit > 0:
         shape = (best.prefill_replicas, best.decode_replicas)
         pools = Pools(pre, dec, *shape, link)
