@@ -265,14 +265,34 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
     launch = (doc.get("best") or {}).get("launch")
     if launch:
         say(con, f"launch ({launch['version']}):")
-        if launch.get("argv"):
-            for line in wrap_command(launch["argv"], min(con.width, 80)):
-                con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
-        if launch.get("options_file"):
-            say(con, f"  extra_llm_api_options.yaml: {launch['options_file']}")
-        if launch.get("note"):
-            say(con, f"  ({launch['note']})")
+        if launch.get("prefill"):  # disaggregated: each pool's servers, then the router
+            for pool in ("prefill", "decode"):
+                say(con, f"  {pool} pool, each server:")
+                _launch_lines(con, launch[pool])
+            say(con, "  router:")
+            _launch_lines(con, {"argv": launch["router"], "note": launch["note"]})
+            if launch.get("router_config"):
+                say(con, f"  disagg_config.yaml: {launch['router_config']}")
+        else:
+            _launch_lines(con, launch)
     say(con, f"energy: {i['energy_assumption']}")
+
+
+def _launch_lines(con: Console, launch: Mapping[str, Any]) -> None:
+    """One server's launch: its command (each node's when it spans nodes), options, note."""
+    width = min(con.width, 80)
+    commands = [(n["where"], n["argv"]) for n in launch.get("nodes") or []]
+    if not commands and launch.get("argv"):
+        commands = [("", launch["argv"])]
+    for where, argv in commands:
+        if where:
+            say(con, f"  on {where}:")
+        for line in wrap_command(argv, width):
+            con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
+    if launch.get("options_file"):
+        say(con, f"  its --extra_llm_api_options file: {launch['options_file']}")
+    if launch.get("note"):
+        say(con, f"  ({launch['note']})")
 
 
 def _layout(d: Mapping[str, Any]) -> str:
