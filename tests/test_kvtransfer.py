@@ -66,3 +66,17 @@ def test_pp_stages_split_the_bytes(cat):
     s = kv_shares(m, dep(4), dep(4, pp=2), 16)
     assert (s.received_per_gpu, s.sent_per_gpu) == (40_960, 81_920)
     assert (s.senders, s.receivers) == (4, 8)
+
+
+def test_cli_disagg_reports_each_sides_bytes(run):
+    doc = run("disagg", "llama-3.1-70b", "--prefill", "h100", "--decode", "h200",
+              "--prefill-tp", "2", "--decode-tp", "8", "--weights", "fp8", "--batch", "64",
+              "--prompt", "8k", "--output", "1k", "--format", "json").json()  # fmt: skip
+    # bf16 KV, 8,000 tokens: 327,680 × 8,000 = 2.62 GB a request; the 2 prefill GPUs send half
+    # each, each of the 8 decode GPUs receives its one KV head of eight (an eighth)
+    assert doc["kv_bytes_per_request"] == 327_680 * 8000
+    assert (doc["kv_sending_gpus"], doc["kv_receiving_gpus"]) == (2, 8)
+    assert doc["kv_bytes_per_sending_gpu"] == 327_680 * 8000 / 2
+    assert doc["kv_bytes_per_receiving_gpu"] == 327_680 * 8000 / 8
+    # 1.31 GB through one 50 GB/s NDR port at 87% = 30.1 ms, + 2 µs
+    assert doc["kv_transfer_s"] == pytest.approx(327_680 * 8000 / 2 / (0.87 * 50e9) + 2e-6)

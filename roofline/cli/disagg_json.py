@@ -12,7 +12,7 @@ from roofline.memory import Engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.disagg import Disaggregation, TrafficMode
-from roofline.serving.kvtransfer import KvLink
+from roofline.serving.kvtransfer import KvLink, kv_shares
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import Slo
 from roofline.serving.workload import Workload
@@ -35,6 +35,7 @@ def disagg_doc(
     """disagg's document: every assumption, both ways of serving (TTFT, TPOT, tokens/s per GPU)
     and the pools' figures; `tokens` = (batch, prompt tokens, output tokens)."""
     b, s, o = tokens
+    shares = kv_shares(m, p_dep, d_dep, d_dep.kv.bits)  # each GPU's bytes of one prompt's KV
     serving = {
         name: {
             "ttft_s": x.ttft_s,
@@ -76,6 +77,10 @@ def disagg_doc(
         decode_step_s=r.decode_step_s,
         kv_transfer_s=r.kv_transfer_s,
         kv_bytes_per_request=r.kv_bytes_per_request,
+        kv_sending_gpus=shares.senders,
+        kv_bytes_per_sending_gpu=shares.sent_per_gpu * s,
+        kv_receiving_gpus=shares.receivers,
+        kv_bytes_per_receiving_gpu=shares.received_per_gpu * s,
         prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
         prefill_tokens_per_s_per_gpu=r.prefill_tokens_per_s_per_gpu,
         decode_tokens_per_s_per_gpu=r.decode_tokens_per_s_per_gpu,
