@@ -127,3 +127,19 @@ def test_size_disagg_searches_each_pools_layout(run):
     lines = out.getvalue().splitlines()
     assert all(len(x) <= 80 for x in lines)
     assert any(x.lstrip().startswith("+ ") and "D TP" in x for x in lines)  # the decode pool's line
+
+
+def test_disagg_prints_each_pools_launch_line(run):
+    args = ("disagg", "deepseek-r1", "--prefill", "h200", "--decode", "h200", "--prefill-tp", "8",
+            "--prefill-ep", "8", "--decode-tp", "16", "--decode-ep", "16",
+            "--decode-attention-dp", "16", "--weights", "fp8", "--batch", "1024", "--prompt", "1k",
+            "--output", "2k")  # fmt: skip
+    launch = run(*args, "--format", "json").json()["launch"]
+    # the decode pool spans 2 nodes of 8 H200: 16 DP ranks of 64 sequences (1,024 / 16)
+    assert [n["where"] for n in launch["decode"]["nodes"]] == ["node 0", "node 1"]
+    assert "--max-num-seqs 64 " in " ".join(launch["decode"]["argv"])
+    assert launch["prefill"]["nodes"] is None and "kv_producer" in " ".join(
+        launch["prefill"]["argv"]
+    )
+    lines = run(*args, env={"COLUMNS": "80"}).stdout.splitlines()
+    assert all(len(x) <= 80 for x in lines) and "  router:" in lines

@@ -8,6 +8,8 @@ from typing import Any
 from roofline import render
 from roofline.cli.traffic_json import metrics_json
 from roofline.hardware import Accelerator, Tier
+from roofline.launch import LaunchSpec, launch_json, launch_spec
+from roofline.layout import node_gpus
 from roofline.memory import Engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
@@ -15,6 +17,7 @@ from roofline.serving.disagg import Disaggregation, TrafficMode
 from roofline.serving.kvtransfer import KvLink, kv_shares
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import Slo
+from roofline.serving.size import redundant_experts
 from roofline.serving.workload import Workload
 
 
@@ -127,4 +130,39 @@ def traffic_json(
     return out
 
 
-__all__ = ["disagg_doc", "traffic_json"]
+def pools_launch(
+    m: ModelArch,
+    pools: tuple[tuple[Accelerator, Deployment], tuple[Accelerator, Deployment]],
+    eng: Engine,
+    split: tuple[int, int],
+    batch: int,
+    max_len: int,
+) -> dict[str, Any] | None:
+    """The launch lines of the two pools (roofline.launch.launch_json: one server line per pool
+    in its own layout, the router over `split` = (prefill, decode) servers) on `eng`; the decode
+    servers' sequence cap is --batch (per attention-DP rank); None for an engine without flags."""
+    (p_hw, p_dep), (d_hw, d_dep) = pools
+
+    def spec(hw: Accelerator, dep: Deployment, seqs: int | None) -> LaunchSpec:
+        row = {
+            "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "attention_dp": dep.attention_dp,
+            "redundant_experts": redundant_experts(m, dep), "max_seqs": seqs,
+            "max_batched_tokens": None, "nodes": -(-dep.gpus_per_replica // node_gpus(hw)),
+        }  # fmt: skip
+        return launch_spec(m.id, m.source, row, max_len, eng.memory_fraction, dep.weights.name,
+                           dep.kv.name)  # fmt: skip
+
+    dec = spec(d_hw, d_dep, -(-batch // d_dep.attention_dp))
+    return launch_json(eng.name, dec, (spec(p_hw, p_dep, None), *split))
+
+
+def pool_split(r: Disaggregation, traffic: TrafficMode | None) -> tuple[int, int]:
+    """Prefill and decode servers a unit: the split found under traffic, else the closed-form
+    ratio rounded (P:1 from a ratio of at least 1, else 1:D)."""
+    if traffic is not None and traffic.prefill_replicas:
+        return traffic.prefill_replicas, traffic.decode_replicas
+    ratio = r.prefill_replicas_per_decode_replica
+    return (max(1, round(ratio)), 1) if ratio >= 1 else (1, max(1, round(1 / max(ratio, 1e-9))))
+
+
+__all__ = ["disagg_doc", "pool_split", "pools_launch", "traffic_json"]

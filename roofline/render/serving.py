@@ -98,7 +98,11 @@ def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
         split = (
             f" ({fmt_bytes(doc['kv_bytes_per_sending_gpu'])} from each of "
             f"{doc['kv_sending_gpus']} prefill GPUs, {fmt_bytes(doc['kv_bytes_per_receiving_gpu'])}"
-            f" to each of {doc['kv_receiving_gpus']} decode GPUs)"
+            + (
+                f" to each of {doc['kv_receiving_gpus']} decode GPUs)"
+                if doc["kv_receiving_gpus"] > 1
+                else " to the one decode GPU)"
+            )
         )
     say(
         con,

@@ -262,20 +262,32 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             f"not searched (even at their rate bound no better {what} than the best): "
             + ", ".join(pruned),
         )
-    launch = (doc.get("best") or {}).get("launch")
-    if launch:
-        say(con, f"launch ({launch['version']}):")
-        if launch.get("prefill"):  # disaggregated: each pool's servers, then the router
-            for pool in ("prefill", "decode"):
-                say(con, f"  {pool} pool, each server:")
-                _launch_lines(con, launch[pool])
-            say(con, "  router:")
-            _launch_lines(con, {"argv": launch["router"], "note": launch["note"]})
-            if launch.get("router_config"):
-                say(con, f"  disagg_config.yaml: {launch['router_config']}")
-        else:
-            _launch_lines(con, launch)
+    launch_block(con, (doc.get("best") or {}).get("launch"))
     say(con, f"energy: {i['energy_assumption']}")
+
+
+def launch_table(doc: Mapping[str, Any]) -> None:
+    """The document's launch lines on stdout (disagg prints them after its table)."""
+    launch_block(stdout_console(), doc.get("launch"))
+
+
+def launch_block(con: Console, launch: Mapping[str, Any] | None) -> None:
+    """A launch line (roofline.launch.launch_json) under its engine version: the server's
+    command, each node's when it spans nodes; for disaggregated pools each pool's, then the
+    router's."""
+    if not launch:
+        return
+    say(con, f"launch ({launch['version']}):")
+    if launch.get("prefill"):  # disaggregated: each pool's servers, then the router
+        for pool in ("prefill", "decode"):
+            say(con, f"  {pool} pool, each server:")
+            _launch_lines(con, launch[pool])
+        say(con, "  router:")
+        _launch_lines(con, {"argv": launch["router"], "note": launch["note"]})
+        if launch.get("router_config"):
+            say(con, f"  disagg_config.yaml: {launch['router_config']}")
+    else:
+        _launch_lines(con, launch)
 
 
 def _launch_lines(con: Console, launch: Mapping[str, Any]) -> None:
@@ -319,12 +331,14 @@ def _pools(d: Mapping[str, Any]) -> str:
 
 def wrap_command(argv: list[str], width: int = 78) -> list[str]:
     """A command as shell lines of at most `width` columns where the words allow: a flag stays
-    with its value, every line but the last ends in a backslash, the rest indented."""
+    with its value unless the two overflow a line, every line but the last ends in a backslash,
+    the rest indented."""
     quoted = [f"'{a}'" if any(c in a for c in ' {}"') else a for a in argv]
     words: list[str] = []
     for a in quoted:
-        if words and not a.startswith("-") and words[-1].startswith("-"):
-            words[-1] += " " + a
+        pair = f"{words[-1]} {a}" if words else a
+        if words and not a.startswith("-") and words[-1].startswith("-") and len(pair) <= width - 6:
+            words[-1] = pair
         else:
             words.append(a)
     lines, cur = [], ""
@@ -370,6 +384,7 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
     )
     if tr["better"]:
         say(con, f"better by goodput per GPU: {tr['better']}")
+    launch_block(con, doc.get("launch"))
 
 
 def _spec_text(sp: Mapping[str, Any]) -> str:
