@@ -298,6 +298,8 @@ def launch_pools(
                                    "urls": [f"{h}:{port}" for h in dec_hosts]},
         }  # fmt: skip
     note = f"PREFILL_i, DECODE_i: the first node of each pool's servers (port {port})"
+    if t.get("router_note"):
+        note += "; " + t["router_note"]
     return PoolsLaunch(engine, t["version"], p, d, tuple(router), cfg, note)
 
 

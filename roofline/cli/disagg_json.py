@@ -157,12 +157,13 @@ def pools_launch(
 
 
 def pool_split(r: Disaggregation, traffic: TrafficMode | None) -> tuple[int, int]:
-    """Prefill and decode servers a unit: the split found under traffic, else the closed-form
-    ratio rounded (P:1 from a ratio of at least 1, else 1:D)."""
+    """Prefill and decode servers a unit: the split found under traffic, else the nearest to
+    the closed-form ratio with at most 8 of each (the smallest such on a tie)."""
     if traffic is not None and traffic.prefill_replicas:
         return traffic.prefill_replicas, traffic.decode_replicas
     ratio = r.prefill_replicas_per_decode_replica
-    return (max(1, round(ratio)), 1) if ratio >= 1 else (1, max(1, round(1 / max(ratio, 1e-9))))
+    shapes = [(p, d) for d in range(1, 9) for p in range(1, 9)]
+    return min(shapes, key=lambda x: (abs(x[0] / x[1] - ratio), x[0] + x[1]))
 
 
 __all__ = ["disagg_doc", "pool_split", "pools_launch", "traffic_json"]

@@ -343,13 +343,28 @@ def wrap_command(argv: list[str], width: int = 78) -> list[str]:
             words.append(a)
     lines, cur = [], ""
     for w in words:
-        if cur and len(cur) + 1 + len(w) > width - 2:
+        pieces = _pieces(w, width - 6)
+        if len(pieces) > 1:  # inside the quotes a line ends without a backslash
+            if cur:
+                lines.append(cur + " \\")
+            lines += ["    " + p for p in pieces[:-1]]
+            cur = "    " + pieces[-1]
+        elif cur and len(cur) + 1 + len(w) > width - 2:
             lines.append(cur + " \\")
             cur = "    " + w
         else:
             cur = f"{cur} {w}" if cur else "  " + w
     lines.append(cur)
     return lines
+
+
+def _pieces(word: str, room: int) -> list[str]:
+    """A word too long for a line, split where the shell and its reader allow: a quoted JSON
+    after its commas (a newline inside single quotes is kept, and JSON allows it)."""
+    if len(word) <= room or not word.startswith("'") or "," not in word:
+        return [word]
+    parts = word.split(",")
+    return [p + "," for p in parts[:-1]] + [parts[-1]]
 
 
 # ---- disagg under a rate --------------------------------------------------------------------
