@@ -300,6 +300,9 @@ def launch_pools(
     note = f"PREFILL_i, DECODE_i: the first node of each pool's servers (port {port})"
     if t.get("router_note"):
         note += "; " + t["router_note"]
+    p_atp, d_atp = pre.tp // pre.attention_dp, dec.tp // dec.attention_dp
+    if t.get("pool_tp_note") and d_atp % p_atp:
+        note += "; " + t["pool_tp_note"]
     return PoolsLaunch(engine, t["version"], p, d, tuple(router), cfg, note)
 
 

@@ -143,3 +143,9 @@ def test_disagg_prints_each_pools_launch_line(run):
     )
     lines = run(*args, env={"COLUMNS": "80"}).stdout.splitlines()
     assert all(len(x) <= 80 for x in lines) and "  router:" in lines
+
+
+def test_vllm_says_when_its_connector_refuses_the_pools_tp():
+    # NixlConnector: tp_ratio = decode TP / prefill TP must be a whole number of at least 1
+    assert "multiple of the prefill" in launch_pools("vllm", PRE, ADP16, 1, 1).note  # 8 -> 1
+    assert "multiple" not in launch_pools("vllm", ADP16, PRE, 1, 1).note  # 1 -> 8
