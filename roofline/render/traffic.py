@@ -228,7 +228,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             + (" per attention-DP rank" if best.get("attention_dp", 1) > 1 else "")
         )
     if best is not None:
-        layout = _pools(best).replace("\n", " ")
+        layout = _pools(best).replace("\n ", " ")
         say(
             con,
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
