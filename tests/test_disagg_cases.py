@@ -17,7 +17,8 @@ from roofline.ops import Deployment, Op
 from roofline.phases import OpResult, PhaseResult
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.serving.attention_dp import colocated_prefill_s
-from roofline.serving.disagg import KvLink, default_link_efficiency, disaggregate
+from roofline.serving.disagg import disaggregate
+from roofline.serving.kvtransfer import KvLink, default_link_efficiency
 from roofline.userfiles import load_cases
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -344,8 +344,10 @@ def test_size_disagg_adds_pool_deployments(run):
     pools = [d for d in doc["deployments"] if d["prefill_replicas"]]
     assert pools and doc["inputs"]["disaggregated"]
     for d in pools:
-        if d["meets_slo"]:  # units of P prefill + D decode replicas, each TP x PP GPUs
-            per_unit = (d["prefill_replicas"] + d["decode_replicas"]) * d["tp"] * d["pp"]
+        if d["meets_slo"]:  # units of P prefill + D decode replicas, each pool its TP x PP
+            pre = d["prefill_pool"]
+            per_unit = d["prefill_replicas"] * pre["tp"] * pre["pp"]
+            per_unit += d["decode_replicas"] * d["tp"] * d["pp"]
             assert d["gpus"] == d["replicas"] * per_unit
             assert d["expected"]["ttft_s"]["p99"] <= 1.0 and d["expected"]["tpot_s"]["p99"] <= 0.04
     assert sum(d["best"] for d in doc["deployments"]) == 1

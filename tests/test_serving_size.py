@@ -17,7 +17,8 @@ from roofline.serving.cost import (
     joules_per_output_token,
     parse_price_overrides,
 )
-from roofline.serving.disagg import KvLink, Pools, kv_transfer_s, serve_disaggregated
+from roofline.serving.disagg import Pools, serve_disaggregated
+from roofline.serving.kvtransfer import KvLink, kv_transfer_s
 from roofline.serving.serve import Slo, make_replica
 from roofline.serving.size import layouts, size
 from roofline.serving.workload import make_workload

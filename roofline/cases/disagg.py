@@ -36,7 +36,8 @@ from roofline.layout import links, validate
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import PhaseResult, decode, prefill
-from roofline.serving.disagg import KvLink, disaggregate
+from roofline.serving.disagg import disaggregate
+from roofline.serving.kvtransfer import KvLink
 
 POOL_METRICS = {
     "prefill": ("prefill_tokens_per_s_per_gpu",),

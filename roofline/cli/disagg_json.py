@@ -8,12 +8,16 @@ from typing import Any
 from roofline import render
 from roofline.cli.traffic_json import metrics_json
 from roofline.hardware import Accelerator, Tier
+from roofline.launch import LaunchSpec, launch_json, launch_spec
+from roofline.layout import node_gpus
 from roofline.memory import Engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.serving.disagg import Disaggregation, KvLink, TrafficMode
+from roofline.serving.disagg import Disaggregation, TrafficMode
+from roofline.serving.kvtransfer import KvLink, kv_shares
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import Slo
+from roofline.serving.size import redundant_experts
 from roofline.serving.workload import Workload
 
 
@@ -34,6 +38,7 @@ def disagg_doc(
     """disagg's document: every assumption, both ways of serving (TTFT, TPOT, tokens/s per GPU)
     and the pools' figures; `tokens` = (batch, prompt tokens, output tokens)."""
     b, s, o = tokens
+    shares = kv_shares(m, p_dep, d_dep, d_dep.kv.bits)  # each GPU's bytes of one prompt's KV
     serving = {
         name: {
             "ttft_s": x.ttft_s,
@@ -75,6 +80,10 @@ def disagg_doc(
         decode_step_s=r.decode_step_s,
         kv_transfer_s=r.kv_transfer_s,
         kv_bytes_per_request=r.kv_bytes_per_request,
+        kv_sending_gpus=shares.senders,
+        kv_bytes_per_sending_gpu=shares.sent_per_gpu * s,
+        kv_receiving_gpus=shares.receivers,
+        kv_bytes_per_receiving_gpu=shares.received_per_gpu * s,
         prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
         prefill_tokens_per_s_per_gpu=r.prefill_tokens_per_s_per_gpu,
         decode_tokens_per_s_per_gpu=r.decode_tokens_per_s_per_gpu,
@@ -121,4 +130,40 @@ def traffic_json(
     return out
 
 
-__all__ = ["disagg_doc", "traffic_json"]
+def pools_launch(
+    m: ModelArch,
+    pools: tuple[tuple[Accelerator, Deployment], tuple[Accelerator, Deployment]],
+    eng: Engine,
+    split: tuple[int, int],
+    batch: int,
+    max_len: int,
+) -> dict[str, Any] | None:
+    """The launch lines of the two pools (roofline.launch.launch_json: one server line per pool
+    in its own layout, the router over `split` = (prefill, decode) servers) on `eng`; the decode
+    servers' sequence cap is --batch (per attention-DP rank); None for an engine without flags."""
+    (p_hw, p_dep), (d_hw, d_dep) = pools
+
+    def spec(hw: Accelerator, dep: Deployment, seqs: int | None) -> LaunchSpec:
+        row = {
+            "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "attention_dp": dep.attention_dp,
+            "redundant_experts": redundant_experts(m, dep), "max_seqs": seqs,
+            "max_batched_tokens": None, "nodes": -(-dep.gpus_per_replica // node_gpus(hw)),
+        }  # fmt: skip
+        return launch_spec(m.id, m.source, row, max_len, eng.memory_fraction, dep.weights.name,
+                           dep.kv.name)  # fmt: skip
+
+    dec = spec(d_hw, d_dep, -(-batch // d_dep.attention_dp))
+    return launch_json(eng.name, dec, (spec(p_hw, p_dep, None), *split))
+
+
+def pool_split(r: Disaggregation, traffic: TrafficMode | None) -> tuple[int, int]:
+    """Prefill and decode servers a unit: the split found under traffic, else the nearest to
+    the closed-form ratio with at most 8 of each (the smallest such on a tie)."""
+    if traffic is not None and traffic.prefill_replicas:
+        return traffic.prefill_replicas, traffic.decode_replicas
+    ratio = r.prefill_replicas_per_decode_replica
+    shapes = [(p, d) for d in range(1, 9) for p in range(1, 9)]
+    return min(shapes, key=lambda x: (abs(x[0] / x[1] - ratio), x[0] + x[1]))
+
+
+__all__ = ["disagg_doc", "pool_split", "pools_launch", "traffic_json"]

@@ -15,7 +15,7 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.cli.cliff_json import cliff_doc
-from roofline.cli.disagg_json import disagg_doc, traffic_json
+from roofline.cli.disagg_json import disagg_doc, pool_split, pools_launch, traffic_json
 from roofline.errors import InputError
 from roofline.kvcache import parse_lengths
 from roofline.layout import validate
@@ -28,7 +28,8 @@ from roofline.memory import (
 from roofline.ops import Deployment
 from roofline.plot import save_cliff
 from roofline.serving.cliff import cliff_sweep
-from roofline.serving.disagg import KvLink, compare_at_rate, disaggregate
+from roofline.serving.disagg import compare_at_rate, disaggregate
+from roofline.serving.kvtransfer import KvLink
 from roofline.units import fmt_bytes, parse_seconds
 
 
@@ -208,11 +209,15 @@ def disagg(
         modes = compare_at_rate(m, p_hw, d_hw, p_dep, d_dep, d_eng, kv_link, w, slo, seed, ideal,
                                 shape)  # fmt: skip
         doc["traffic"] = traffic_json(rates[0], w, slo, kv_link, ideal, modes)
+    split = pool_split(r, modes[1] if rate is not None else None)
+    doc["launch"] = pools_launch(m, ((p_hw, p_dep), (d_hw, d_dep)), d_eng, split, b, s + o)
 
     def tables(d: Mapping[str, Any]) -> None:
         render.disagg_table(d)
         if rate is not None:
             render.disagg_traffic_table(d)
+        else:
+            render.launch_table(d)
 
     pub.publish(doc, fmt, [], tables, out)
 

@@ -19,11 +19,12 @@ from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, size
 from roofline.errors import InputError
 from roofline.layout import node_gpus
 from roofline.memory import engine
-from roofline.serving.disagg import KvLink
+from roofline.serving.kvtransfer import KvLink
 from roofline.serving.policy import with_frontend
 from roofline.serving.rates import serve_rates
 from roofline.serving.serve import make_replica
-from roofline.serving.size import HEADROOM, size_search
+from roofline.serving.size import HEADROOM
+from roofline.serving.sizepools import size_search
 
 MaxBatchedTokens = Annotated[
     int,

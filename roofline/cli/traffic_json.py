@@ -166,6 +166,7 @@ def sized_json(d: Sized, p: Price | None, family: str, drafted: bool) -> dict[st
         "max_batched_tokens": d.max_batched_tokens,
         "redundant_experts": d.redundant_experts,
         "constraint": d.constraint,
+        "prefill_pool": d.prefill_pool,
         "launch": None,
         "cost_per_hour": d.cost_per_hour,
         "cost_per_million_output_tokens": d.cost_per_million_output_tokens,
@@ -299,9 +300,18 @@ def size_doc(
     }
     best = next((d for d in deployments if d["best"]), None)
     if best is not None:  # the answer's launch line (its row is the answer; null elsewhere)
-        line = launch_spec(m.id, m.source, best, int(w.prompts.max() + w.outputs.max()),
-                           eng.memory_fraction, base.weights.name, base.kv.name)  # fmt: skip
-        best["launch"] = launch_json(eng.name, line, bool(best["prefill_replicas"]))
+        max_len = int(w.prompts.max() + w.outputs.max())
+
+        def spec(row: dict[str, Any]):
+            return launch_spec(m.id, m.source, row, max_len, eng.memory_fraction,
+                               base.weights.name, base.kv.name)  # fmt: skip
+
+        pre = best.get("prefill_pool")
+        split = None
+        if best["prefill_replicas"] and pre is not None:
+            n_p, n_d = best["prefill_replicas"], best["decode_replicas"]
+            split = (spec({**pre, "max_seqs": 0}), n_p, n_d)
+        best["launch"] = launch_json(eng.name, spec(best), split)
     return render.document("size", inputs, best=best, deployments=deployments, **extra)
 
 

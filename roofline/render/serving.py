@@ -93,10 +93,21 @@ def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
     )
     cols = (T("serving"), N("TTFT"), N("TPOT"), N("tok/s\nper GPU"), N("GPUs\nper unit"))
     print_rows(con, title, cols, rows)
+    split = ""
+    if "kv_sending_gpus" in doc and doc["kv_sending_gpus"] != doc["kv_receiving_gpus"]:
+        split = (
+            f" ({fmt_bytes(doc['kv_bytes_per_sending_gpu'])} from each of "
+            f"{doc['kv_sending_gpus']} prefill GPUs, {fmt_bytes(doc['kv_bytes_per_receiving_gpu'])}"
+            + (
+                f" to each of {doc['kv_receiving_gpus']} decode GPUs)"
+                if doc["kv_receiving_gpus"] > 1
+                else " to the one decode GPU)"
+            )
+        )
     say(
         con,
-        f"KV cache per request {fmt_bytes(doc['kv_bytes_per_request'])}, sent over {i['link']} "
-        f"in {fmt_seconds(doc['kv_transfer_s'])}; "
+        f"KV cache per request {fmt_bytes(doc['kv_bytes_per_request'])}{split}, sent over "
+        f"{i['link']} in {fmt_seconds(doc['kv_transfer_s'])}; "
         f"{doc['prefill_replicas_per_decode_replica']:.2f} prefill replicas keep one decode "
         "replica busy",
     )

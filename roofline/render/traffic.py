@@ -181,10 +181,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
     rows, misses, pruned = [], [], []
     for d in deps:
         mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
-        layout = _layout(d)
-        if d.get("prefill_replicas"):
-            layout += f" {d['prefill_replicas']}P{d['decode_replicas']}D"
-        name = f"{_short(d['hardware'])} {layout}"
+        name = f"{_short(d['hardware'])} {_pools(d)}"
         if not d["meets_slo"]:
             if d["note"].startswith("not searched"):
                 pruned.append(name)
@@ -231,7 +228,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             + (" per attention-DP rank" if best.get("attention_dp", 1) > 1 else "")
         )
     if best is not None:
-        layout = _layout(best)
+        layout = _pools(best).replace("\n ", " ")
         say(
             con,
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
@@ -265,17 +262,49 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             f"not searched (even at their rate bound no better {what} than the best): "
             + ", ".join(pruned),
         )
-    launch = (doc.get("best") or {}).get("launch")
-    if launch:
-        say(con, f"launch ({launch['version']}):")
-        if launch.get("argv"):
-            for line in wrap_command(launch["argv"], min(con.width, 80)):
-                con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
-        if launch.get("options_file"):
-            say(con, f"  extra_llm_api_options.yaml: {launch['options_file']}")
-        if launch.get("note"):
-            say(con, f"  ({launch['note']})")
+    launch_block(con, (doc.get("best") or {}).get("launch"))
     say(con, f"energy: {i['energy_assumption']}")
+
+
+def launch_table(doc: Mapping[str, Any]) -> None:
+    """The document's launch lines on stdout (disagg prints them after its table)."""
+    launch_block(stdout_console(), doc.get("launch"))
+
+
+def launch_block(con: Console, launch: Mapping[str, Any] | None) -> None:
+    """A launch line (roofline.launch.launch_json) under its engine version: the server's
+    command, each node's when it spans nodes; for disaggregated pools each pool's, then the
+    router's."""
+    if not launch:
+        return
+    say(con, f"launch ({launch['version']}):")
+    if launch.get("prefill"):  # disaggregated: each pool's servers, then the router
+        for pool in ("prefill", "decode"):
+            say(con, f"  {pool} pool, each server:")
+            _launch_lines(con, launch[pool])
+        say(con, "  router:")
+        _launch_lines(con, {"argv": launch["router"], "note": launch["note"]})
+        if launch.get("router_config"):
+            say(con, f"  disagg_config.yaml: {launch['router_config']}")
+    else:
+        _launch_lines(con, launch)
+
+
+def _launch_lines(con: Console, launch: Mapping[str, Any]) -> None:
+    """One server's launch: its command (each node's when it spans nodes), options, note."""
+    width = min(con.width, 80)
+    commands = [(n["where"], n["argv"]) for n in launch.get("nodes") or []]
+    if not commands and launch.get("argv"):
+        commands = [("", launch["argv"])]
+    for where, argv in commands:
+        if where:
+            say(con, f"  on {where}:")
+        for line in wrap_command(argv, width):
+            con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
+    if launch.get("options_file"):
+        say(con, f"  its --extra_llm_api_options file: {launch['options_file']}")
+    if launch.get("note"):
+        say(con, f"  ({launch['note']})")
 
 
 def _layout(d: Mapping[str, Any]) -> str:
@@ -288,25 +317,54 @@ def _layout(d: Mapping[str, Any]) -> str:
     return out
 
 
+def _pools(d: Mapping[str, Any]) -> str:
+    """A deployment's layout with its pool split: TP8, TP1 3P2D (both pools in one layout), or
+    the prefill pool's and the decode pool's on two lines when they differ."""
+    layout = _layout(d)
+    if not d.get("prefill_replicas"):
+        return layout
+    pre = d.get("prefill_pool")
+    if pre is None or _layout(pre) == layout:
+        return f"{layout} {d['prefill_replicas']}P{d['decode_replicas']}D"
+    return f"{d['prefill_replicas']}P {_layout(pre)}\n + {d['decode_replicas']}D {layout}"
+
+
 def wrap_command(argv: list[str], width: int = 78) -> list[str]:
     """A command as shell lines of at most `width` columns where the words allow: a flag stays
-    with its value, every line but the last ends in a backslash, the rest indented."""
+    with its value unless the two overflow a line, every line but the last ends in a backslash,
+    the rest indented."""
     quoted = [f"'{a}'" if any(c in a for c in ' {}"') else a for a in argv]
     words: list[str] = []
     for a in quoted:
-        if words and not a.startswith("-") and words[-1].startswith("-"):
-            words[-1] += " " + a
+        pair = f"{words[-1]} {a}" if words else a
+        if words and not a.startswith("-") and words[-1].startswith("-") and len(pair) <= width - 6:
+            words[-1] = pair
         else:
             words.append(a)
     lines, cur = [], ""
     for w in words:
-        if cur and len(cur) + 1 + len(w) > width - 2:
+        pieces = _pieces(w, width - 6)
+        if len(pieces) > 1:  # inside the quotes a line ends without a backslash
+            if cur:
+                lines.append(cur + " \\")
+            lines += ["    " + p for p in pieces[:-1]]
+            cur = "    " + pieces[-1]
+        elif cur and len(cur) + 1 + len(w) > width - 2:
             lines.append(cur + " \\")
             cur = "    " + w
         else:
             cur = f"{cur} {w}" if cur else "  " + w
     lines.append(cur)
     return lines
+
+
+def _pieces(word: str, room: int) -> list[str]:
+    """A word too long for a line, split where the shell and its reader allow: a quoted JSON
+    after its commas (a newline inside single quotes is kept, and JSON allows it)."""
+    if len(word) <= room or not word.startswith("'") or "," not in word:
+        return [word]
+    parts = word.split(",")
+    return [p + "," for p in parts[:-1]] + [parts[-1]]
 
 
 # ---- disagg under a rate --------------------------------------------------------------------
@@ -341,6 +399,7 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
     )
     if tr["better"]:
         say(con, f"better by goodput per GPU: {tr['better']}")
+    launch_block(con, doc.get("launch"))
 
 
 def _spec_text(sp: Mapping[str, Any]) -> str:

@@ -19,6 +19,12 @@ tokens/s, batch-1 TPOT), which costs milliseconds where a simulated SLO search c
   replica size) in that order, the first KEEP of them, go to the simulator.
 The static estimate is optimistic (no queueing, no prefill interference), more so for some
 layouts than others, which is why several go on, not one.
+
+Disaggregated pools (`pool_candidates`) take their layouts from the same enumerator, each pool on
+its own: a decode pool as above without the prefill bound (its replicas never prefill); a
+prefill pool scored by the input tokens/s per GPU of one prefill step at the pool's token budget
+(PREFILL_TOKENS per step, whole prompts, as its replicas run), its batch-1 prefill within the
+TTFT SLO, ranked by the GPUs the rate's prompts need; the best of each kind, KEEP_POOL per pool.
 """
 
 from __future__ import annotations
@@ -28,14 +34,16 @@ from dataclasses import dataclass, replace
 
 from roofline.hardware import Accelerator, Tier
 from roofline.layout import Layout, candidate_layouts, links, node_gpus
-from roofline.memory import Engine, plan_memory
+from roofline.memory import Engine, kv_bytes_per_sequence, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
+from roofline.phases import prefill
 from roofline.planner import Plan, evaluate
 
 MAX_NODES = 4  # whole nodes one replica may span
 MAX_REPLICA_GPUS = 288  # e.g. 4 NVL72 racks; 4 HGX nodes are 32
 KEEP = 3  # layouts per accelerator that go on to the simulated SLO search
+PREFILL_TOKENS = 8192  # a prefill replica's token budget per step (whole prompts)
 
 
 @dataclass(frozen=True)
@@ -100,9 +108,11 @@ def candidates(
     headroom: float,
     scale_out: Tier | None,
     keep: int = KEEP,
+    decode_only: bool = False,
 ) -> tuple[list[Candidate], int]:
     """The layouts to simulate (module docstring), best estimate first, and how many layouts
-    whose weights fit were scored."""
+    whose weights fit were scored. `decode_only`: a decode pool's replicas, which take no
+    prompts, so no prefill bound."""
     scored: list[Candidate] = []
     inside, spanning = replica_sizes(hw)
     for g in inside + spanning:
@@ -118,7 +128,7 @@ def candidates(
                 continue
             if tpot_s is not None and p.latency_tpot_s > tpot_s:
                 continue
-            bound = prefill_bound(p, tpot_s)
+            bound = float("inf") if decode_only else prefill_bound(p, tpot_s)
             req = min(p.output_tokens_per_s / max(output, 1), bound)
             reps = math.ceil(rate / max(req * (1.0 - headroom), 1e-12))
             scored.append(
@@ -132,7 +142,11 @@ def candidates(
                     bound,
                 )
             )
-    n = len(scored)
+    return _keep(scored, keep), len(scored)
+
+
+def _keep(scored: list[Candidate], keep: int) -> list[Candidate]:
+    """The best undominated candidate of each kind, best first, at most `keep`."""
     scored.sort(key=lambda c: (c.est_gpus, -c.tokens_per_s_per_gpu, c.latency_tpot_s))
     kept: list[Candidate] = []
     kinds: set[tuple[bool, int]] = set()
@@ -142,5 +156,43 @@ def candidates(
             continue
         kinds.add(kind)
         kept.append(c)
-    kept = sorted(kept, key=scored.index)[:keep]
-    return kept, n
+    return sorted(kept, key=scored.index)[:keep]
+
+
+def prefill_candidates(
+    model: ModelArch,
+    hw: Accelerator,
+    base: Deployment,
+    eng: Engine,
+    prompt: int,
+    rate: float,
+    ttft_s: float | None,
+    scale_out: Tier | None,
+    keep: int = 2,
+) -> list[Candidate]:
+    """A prefill pool's layouts (module docstring), best first: each scored on one step of
+    max(1, PREFILL_TOKENS // prompt) prompts (split over its attention-DP ranks, whose KV must
+    fit), `tokens_per_s_per_gpu` the input tokens, `latency_tpot_s` the batch-1 prefill."""
+    s = max(prompt, 1)
+    batch = max(1, PREFILL_TOKENS // s)
+    scored: list[Candidate] = []
+    inside, spanning = replica_sizes(hw)
+    for g in inside + spanning:
+        if g in spanning and not model.is_moe and scored:
+            break
+        for lay in candidate_layouts(
+            model, hw, g, scale_out, microbatch_factors=(1,), every_degree=True, dp=1
+        ):
+            dep = deployment(base, lay, hw)
+            mem = plan_memory(model, hw, dep, eng)
+            per_rank = -(-batch // lay.attention_dp)
+            if per_rank * float(kv_bytes_per_sequence(model, dep, s)) > mem.kv_budget_bytes:
+                continue
+            t1 = float(prefill(model, hw, dep, 1, s, engine=eng.name).t_expected_s)
+            if ttft_s is not None and t1 > ttft_s:
+                continue
+            t = float(prefill(model, hw, dep, batch, s, engine=eng.name).t_expected_s)
+            req = batch / t
+            reps = math.ceil(rate / max(req, 1e-12))
+            scored.append(Candidate(lay, dep, req, g * reps, batch * s / t / g, t1))
+    return _keep(scored, keep)

@@ -11,19 +11,15 @@ Under attention data parallelism the colocated prefill is paid rank by rank (eac
 prompts at its own steps while the others wait; roofline.serving.attention_dp), expected only.
 Disaggregated (DistServe, Zhong et al. OSDI'24; Splitwise, Patel et al. ISCA'24): prefill replicas
 run P prompts per step (`prefill_batch`; 1 = one at a time) on compute-rich hardware, ship each
-prompt's KV cache over a link (`kv_transfer_s`: KV bytes per sending GPU / (bandwidth × η) + start
-latency + fixed cost) to decode replicas that only decode. TTFT = t_p + t_x, TPOT = t_d(B). The
-pools are sized so prefill keeps up with decode: prefill replicas per decode replica =
-B·t_p / (P·(O − 1)·t_d(B)); output tokens/s per GPU of the pair is then TensorRT-LLM's
+prompt's KV cache over a link (`kv_transfer_s`: the busiest port's KV bytes / (bandwidth × η) +
+start latency + fixed cost) to decode replicas that only decode. TTFT = t_p + t_x,
+TPOT = t_d(B). The pools are sized so prefill keeps up with decode: prefill replicas per decode
+replica = B·t_p / (P·(O − 1)·t_d(B)); output tokens/s per GPU of the pair is then TensorRT-LLM's
 rate-matched figure (tech blog 5, "Disaggregated Serving in TensorRT-LLM": total output tokens/s
 / (context GPUs × generation request rate / context request rate + generation GPUs)).
 
-The link model is one for every command that moves bytes between devices: η_protocol of the
-link's kind at bulk transfer sizes, plus a fixed cost per transfer. RDMA over InfiniBand/RoCE:
-Mooncake's Transfer Engine moves 40 GB at 87 GB/s over 4 × 200 Gb/s RoCE (100 GB/s), η = 0.87
-(github.com/kvcache-ai/Mooncake README, "Transfer Engine ... Performance") [uncertain: the same
-README reports 190 GB/s of 400 on 8 × 400 Gb/s]; PCIe and other links: the protocol share of
-roofline.offload (0.83).
+The KV transfer (link model, bytes per GPU when the pools' layouts differ) is
+roofline.serving.kvtransfer.
 
 Under traffic (`serve_disaggregated`): requests queue for the prefill pool (dealt round robin, each
 replica running prefill-only steps with the engine's rules), their KV cache crosses the link
@@ -44,11 +40,11 @@ from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
 from roofline.memory import Engine, engine, kv_bytes_per_token
 from roofline.model import ModelArch
-from roofline.offload import LINK_PROTOCOL_EFFICIENCY
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill
 from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.bounds import rate_bounds
+from roofline.serving.kvtransfer import KvLink, kv_transfer_s
 from roofline.serving.record import RunRecord
 from roofline.serving.scheduler import simulate_requests
 from roofline.serving.search import (
@@ -71,7 +67,6 @@ from roofline.serving.serve import (
     steady_state,
 )
 from roofline.serving.workload import Workload, with_rate
-from roofline.timing.roofline import FloatOrArray
 
 
 @dataclass(frozen=True)
@@ -96,16 +91,6 @@ class Disaggregation:
     prefill_batch: int = 1  # prompts per prefill step
     prefill_tokens_per_s_per_gpu: float = 0.0  # the prefill pool alone: input tokens/s per GPU
     decode_tokens_per_s_per_gpu: float = 0.0  # the decode pool alone: output tokens/s per GPU
-
-
-# RDMA over InfiniBand / RoCE at bulk sizes: Mooncake Transfer Engine, 87 GB/s of 100 GB/s
-# (4 × 200 Gb/s RoCE, 40 GB moved; github.com/kvcache-ai/Mooncake README) [uncertain]
-RDMA_PROTOCOL_EFFICIENCY = 0.87
-
-
-def default_link_efficiency(tier: Tier) -> float:
-    """η_protocol of a KV transfer over `tier`: RDMA's for networks, PCIe's for other links."""
-    return RDMA_PROTOCOL_EFFICIENCY if tier.kind == "network" else LINK_PROTOCOL_EFFICIENCY
 
 
 def disaggregate(
@@ -145,11 +130,14 @@ def disaggregate(
         output_tokens_per_s_per_gpu=batch * output / cycle / decode_dep.gpus_per_replica,
         gpus=decode_dep.gpus_per_replica,
     )
-    # disaggregated: each GPU of the prefill replica sends its share of each prompt's KV cache
+    # disaggregated: the prefill group's GPUs send each prompt's KV cache, each decode GPU
+    # receiving its shard (kvtransfer)
     t_p = t(prefill(model, prefill_hw, prefill_dep, prefill_batch, s))
     kv_total = kv_bytes_per_token(model, decode_dep.kv.bits) * prompt
     t_x = float(
-        kv_transfer_s(model, prefill_dep, decode_dep.kv.bits, kv_link, np.array([prompt]))[0]
+        kv_transfer_s(
+            model, prefill_dep, decode_dep.kv.bits, kv_link, np.array([prompt]), 0.0, decode_dep
+        )[0]
     )
     ratio = batch * t_p / (prefill_batch * steps * t_d)
     gpus = decode_dep.gpus_per_replica + ratio * prefill_dep.gpus_per_replica
@@ -174,53 +162,6 @@ def disaggregate(
 
 
 # ---- disaggregated pools under traffic -------------------------------------------------------
-@dataclass(frozen=True)
-class KvLink:
-    """How the prompt's KV cache travels from a prefill replica to a decode replica: each GPU of
-    the prefill replica that holds the prompt's KV (its attention-TP group) sends its shard over
-    its own port of `tier` at `efficiency` × the link's bandwidth (default: the tier kind's
-    protocol share, `default_link_efficiency`), plus the link's start latency and a fixed cost
-    per transfer (connection set-up, block-table exchange). `layerwise`: layers are sent as
-    soon as they are computed (DistServe §4.3, Mooncake), so only the part that outlasts the
-    prefill, or at least the last layer's share, is exposed."""
-
-    tier: Tier
-    efficiency: float | None = None
-    fixed_s: float = 0.0
-    layerwise: bool = False
-
-    def __post_init__(self) -> None:
-        if self.efficiency is not None and not 0 < self.efficiency <= 1:
-            raise InputError(f"link efficiency must be in (0, 1], got {self.efficiency}")
-        if not (math.isfinite(self.fixed_s) and self.fixed_s >= 0):
-            raise InputError(f"the fixed cost per transfer must be >= 0 s, got {self.fixed_s}")
-
-    @property
-    def eta(self) -> float:
-        """The share of the nominal bandwidth a transfer reaches."""
-        return default_link_efficiency(self.tier) if self.efficiency is None else self.efficiency
-
-
-def kv_transfer_s(
-    model: ModelArch,
-    p_dep: Deployment,
-    kv_bits: float,
-    link: KvLink,
-    prompts: np.ndarray,
-    prefill_s: np.ndarray | float = 0.0,
-) -> np.ndarray:
-    """Exposed transfer time per request: KV bytes per sending GPU (the prompt's attention-TP
-    group: under attention-DP one rank holds and sends the whole prompt) / (bandwidth × η) +
-    start latency + fixed cost; with layer-wise overlap, max(t / L, t − prefill time)."""
-    per_gpu: FloatOrArray = kv_bytes_per_token(model, kv_bits, p_dep.attention_tp, p_dep.pp)
-    per_gpu = per_gpu * np.asarray(prompts, float)
-    t = per_gpu / (link.tier.bandwidth_bytes_per_s * link.eta)
-    t = t + (link.tier.latency_s or 0.0) + link.fixed_s
-    if link.layerwise:
-        t = np.maximum(t / model.num_hidden_layers, t - np.asarray(prefill_s, dtype=float))
-    return t
-
-
 @dataclass(frozen=True)
 class Pools:
     prefill: Replica
@@ -249,8 +190,9 @@ def _pooled(
     for j, tr in enumerate(records):
         first[j :: pools.prefill_replicas] = tr.first_token_s
         admitted[j :: pools.prefill_replicas] = tr.admitted_s
+    pre_dep, dec_dep = pools.prefill.dep, pools.decode.dep
     t_x = kv_transfer_s(
-        model, pools.prefill.dep, pools.decode.dep.kv.bits, pools.link, w.prompts, first - admitted
+        model, pre_dep, dec_dep.kv.bits, pools.link, w.prompts, first - admitted, dec_dep
     )
     ready = first + t_x
     order = np.argsort(ready, kind="stable")
@@ -386,6 +328,10 @@ class TrafficMode:
     units: int
     gpus: int
     metrics: ServeMetrics | None
+    # disaggregated: what binds a prefill replica's and a decode replica's saturation, and their
+    # saturation rates (requests/s)
+    bindings: tuple[str, str] = ("", "")
+    pool_rates: tuple[float, float] = (0.0, 0.0)
 
 
 def compare_under_traffic(
@@ -478,6 +424,11 @@ def best_pools(
         if best is None or cand.goodput_per_gpu > best.goodput_per_gpu:
             best = cand
     assert best is not None
+    best = replace(
+        best,
+        bindings=(sats[0].binding, sats[1].binding),
+        pool_rates=(sats[0].requests_per_s, sats[1].requests_per_s),
+    )
     if best.max_rate_per_unit > 0:
         shape = (best.prefill_replicas, best.decode_replicas)
         pools = Pools(pre, dec, *shape, link)

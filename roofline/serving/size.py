@@ -33,7 +33,6 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
-from roofline.serving.disagg import best_pools, disaggregate
 from roofline.serving.search import max_rate_within_slo, replica_capacity
 from roofline.serving.serve import Replica, ServeMetrics, Slo, make_replica, serve
 from roofline.serving.specstep import SpecConfig
@@ -77,6 +76,9 @@ class Sized:
     # what sets the replica count: "TTFT SLO" or "TPOT SLO" (the one nearest its limit at the
     # sized load) when the SLO capacity is below saturation, else "saturation: <binding>"
     constraint: str = ""
+    # disaggregated: the prefill pool's replica (the fields above are the decode pool's):
+    # tp, pp, ep, attention_dp, layout, nodes, redundant_experts, max_batched_tokens, binding
+    prefill_pool: dict | None = None
 
 
 def layouts(
@@ -258,106 +260,6 @@ def size(
             found.append(_none(hw, dep, note + " than the best"))
     out += found
     return _rank(out, minimize)
-
-
-def size_disaggregated(
-    model: ModelArch,
-    accelerators: list[Accelerator],
-    base: Deployment,
-    eng: Engine,
-    w: Workload,
-    slo: Slo,
-    prices: dict[str, Price],
-    link,
-    seed: int = 0,
-    scale_out: Tier | None = None,
-    shape: tuple[int, int] | None = None,
-) -> list[Sized]:
-    """Disaggregated deployments, one per accelerator x layout (both pools on that accelerator
-    and layout): the pool shape with the most goodput per GPU (roofline.serving.disagg
-    .best_pools, or the split `shape` = (prefill, decode) replicas), as many units as the rate
-    needs. Ranked by `rank` with the colocated ones."""
-    max_len = int(w.prompts.max() + w.outputs.max())
-    s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
-    out: list[Sized] = []
-    for hw in accelerators:
-        price = prices.get(hw.id)
-        for dep in [c.dep for c in layouts(model, hw, base, eng, w, slo, HEADROOM, scale_out)]:
-            try:
-                dec = make_replica(model, hw, dep, eng, max_len)
-                pre = make_replica(
-                    model, hw, dep, eng, max_len, chunked_prefill=False, max_batched_tokens=8192
-                )
-            except RooflineError as exc:
-                out.append(_none(hw, dep, str(exc)))
-                continue
-            per_seq = float(dec.expected.blocks(int(s_mean + o_mean / 2) + 1, eng.block_tokens))
-            b = int(max(1, min(dec.rules.max_seqs, dec.rules.budget_blocks // max(per_seq, 1))))
-            link_tier = link.tier
-            ratio = disaggregate(
-                model, hw, hw, dep, dep, link_tier, b, max(int(s_mean), 1), max(int(o_mean), 2)
-            ).prefill_replicas_per_decode_replica
-            mode = best_pools(model, pre, dec, link, w, slo, ratio, seed, shape=shape)
-            if not mode.units or mode.metrics is None:
-                out.append(_none(hw, dep, "disaggregated: misses the SLOs even at light load"))
-                continue
-            m = _scale(mode.metrics, mode.units)
-            usd = cost_per_hour(price, mode.gpus)
-            out.append(
-                Sized(
-                    hw.id,
-                    dep.tp,
-                    dep.pp,
-                    dep.ep,
-                    mode.units,
-                    mode.gpus,
-                    mode.max_rate_per_unit,
-                    m.meets_slo,
-                    m,
-                    None,
-                    usd,
-                    cost_per_million_output_tokens(usd, m.output_tokens_per_s),
-                    joules_per_output_token(price, mode.gpus, m.power_share, m.output_tokens_per_s),
-                    prefill_replicas=mode.prefill_replicas,
-                    decode_replicas=mode.decode_replicas,
-                    attention_dp=dep.attention_dp,
-                    layout=describe(dep),
-                    redundant_experts=redundant_experts(model, dep),
-                    constraint="disaggregated pools",
-                )
-            )
-    return out
-
-
-def size_search(
-    model: ModelArch,
-    accelerators: list[Accelerator],
-    base: Deployment,
-    eng: Engine,
-    w: Workload,
-    slo: Slo,
-    prices: dict[str, Price],
-    minimize: str = "cost",
-    seed: int = 0,
-    headroom: float = HEADROOM,
-    spec: SpecConfig | None = None,
-    scale_out: Tier | None = None,
-    link=None,
-    shape: tuple[int, int] | None = None,
-) -> list[Sized]:
-    """size's search: the colocated deployments (`size`) and, given the KV `link` between pools
-    (roofline.serving.disagg.KvLink), the disaggregated ones (`size_disaggregated`, split
-    `shape` or searched), ranked together best first."""
-    rows = size(
-        model, accelerators, base, eng, w, slo, prices, minimize, seed,
-        headroom=headroom, spec=spec, scale_out=scale_out,
-    )  # fmt: skip
-    if link is None:
-        return rows
-    extra = size_disaggregated(
-        model, accelerators, base, eng, w, slo, prices, link, seed, scale_out, shape
-    )
-    return rank(rows + extra, minimize)
 
 
 def rank(rows: list[Sized], minimize: str) -> list[Sized]:
