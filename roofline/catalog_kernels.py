@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from roofline.engine_versions import check_range
 from roofline.errors import CatalogError
 from roofline.hardware import KernelSet
 from roofline.schema import NUM
@@ -124,6 +125,10 @@ _ENGINE_KEYS = {
     "cpu_per_seq_us": (dict, False),
     "start_s": (NUM, False),
     "load_gb_per_s": (NUM, False),
+    "base": (str, False),
+    "versions": (str, False),
+    "max_num_seqs": (int, False),
+    "chunked_prefill": (bool, False),
     "source": (str, True),
     "notes": (str, False),
 }
@@ -347,6 +352,15 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
     for key, value in spec.items():
         if value < 0:
             raise CatalogError(f"{where}: key '{key}' must be non-negative, got {value:g}")
+    if "versions" in d:
+        try:
+            check_range(d["versions"])
+        except ValueError as exc:
+            raise CatalogError(f"{where}: key 'versions': {exc}") from None
+    if "base" in d and "versions" not in d:
+        raise CatalogError(f"{where}: a version profile ('base') needs 'versions' (e.g. <0.8)")
+    if d.get("max_num_seqs", 0) < 0:
+        raise CatalogError(f"{where}: key 'max_num_seqs' must be non-negative")
     return EngineProfile(
         id=d["id"],
         cpu_step_s=d["cpu_step_us"] * US,
@@ -367,6 +381,10 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         cpu_per_seq_s=_per_family_us(where, d.get("cpu_per_seq_us", {})),
         start_s=spec["start_s"],
         load_bytes_per_s=spec["load_gb_per_s"] * 1e9,
+        base=d.get("base", ""),
+        versions=d.get("versions", ""),
+        max_num_seqs=int(d.get("max_num_seqs", 0)),
+        chunked_prefill=d.get("chunked_prefill"),
     )
 
 

@@ -13,11 +13,12 @@ sequence of T tokens holds ceil(T / block)·block token slots per layer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.engine_versions import pick_profile, split_name
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
 from roofline.layout import check_shape, distinct_stages, stage_layer_counts
@@ -48,6 +49,14 @@ class Engine:
     block_tokens: int
     source: str
     frontend: str = "api"
+    # the hardware/engines.yaml profile whose host costs and scheduler defaults apply: a version
+    # profile of the engine (roofline/engine_versions.py), "" for the engine's own
+    profile: str = ""
+
+    @property
+    def profile_id(self) -> str:
+        """The engines.yaml entry this engine runs under: its version profile or its own."""
+        return self.profile or self.name
 
 
 ENGINES: dict[str, Engine] = {
@@ -82,6 +91,27 @@ ENGINES: dict[str, Engine] = {
         "TensorRT-LLM docs: kv_cache_free_gpu_mem_fraction=0.9 of the memory left after weights "
         "and activations, tokens_per_block=32, max_num_tokens=8192",
     ),
+    "jetstream-pytorch": Engine(
+        "jetstream-pytorch",
+        1.0,
+        "fraction_of_capacity",
+        0.0,
+        0,
+        1,
+        "JetStream-PyTorch: KV preallocated as --batch_size slots of --max_cache_length tokens "
+        "(AI-Hypercomputer/jetstream-pytorch run_server.py); XLA owns the TPU's memory, so every "
+        "byte beside the weights may hold it [uncertain: XLA's own buffers not reserved]",
+    ),
+    "tensorrt-edge-llm": Engine(
+        "tensorrt-edge-llm",
+        0.90,
+        "fraction_of_free",
+        1.0 * GB,
+        8192,
+        32,
+        "TensorRT Edge-LLM: borrowed from TensorRT-LLM's rule (kv_cache_free_gpu_mem_fraction 0.9, "
+        "32-token blocks) [borrowed: its documentation states no KV rule]",
+    ),
     "llamacpp": Engine(
         "llamacpp",
         1.0,
@@ -115,8 +145,16 @@ ENGINES: dict[str, Engine] = {
 }
 
 
-def engine(name: str, hw: Accelerator | None = None) -> Engine:
-    """An engine by name; "auto" is llama.cpp on unified-memory chips and vLLM elsewhere."""
+def engine(name: str, hw: Accelerator | None = None, version: object = None) -> Engine:
+    """An engine by name; "auto" is llama.cpp on unified-memory chips and vLLM elsewhere. A
+    version, given as `version` or in the name ("vllm@0.6"), picks the engine's version profile
+    in hardware/engines.yaml (roofline.engine_versions.pick_profile; needs `hw`, whose catalog
+    holds the profiles)."""
+    name, at = split_name(name)
+    if at is not None:
+        if version is not None and str(version) != at:
+            raise InputError(f"engine '{name}@{at}' and version '{version}' disagree")
+        version = at
     key = name.lower()
     if key == "auto":
         key = "llamacpp" if hw is not None and hw.unified_memory else "vllm"
@@ -124,7 +162,11 @@ def engine(name: str, hw: Accelerator | None = None) -> Engine:
         raise InputError(
             f"unknown engine '{name}'", hint=f"choose auto or one of {', '.join(ENGINES)}"
         )
-    return ENGINES[key]
+    eng = ENGINES[key]
+    if version is None or hw is None:
+        return eng
+    prof = pick_profile(key, version, hw.efficiency.engines or {})
+    return eng if prof == key else replace(eng, profile=prof)
 
 
 def weight_bytes_total(model: ModelArch, dep: Deployment) -> float:

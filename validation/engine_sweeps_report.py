@@ -44,6 +44,7 @@ OPTIONAL = {
     "requests",
     "max_num_seqs",
     "max_num_batched_tokens",
+    "chunked_prefill",
     "gpu_memory_utilization",
     "notes",
 }

@@ -2,7 +2,9 @@
 
 Each case names a model, an accelerator, a layout, an arrival process (`arrivals`: poisson at
 `rate` requests/s, closed loop of `concurrency` users, or burst: every request sent at t = 0, a
-closed loop of as many users as requests), lengths, the engine (`engine`, default vllm) and what
+closed loop of as many users as requests), lengths, the engine (`engine`, default vllm; its
+`engine_version` picks the version profile of hardware/engines.yaml whose range holds it,
+roofline.engine_versions; `chunked_prefill` as the source ran it, default the version's) and what
 sends it the requests (`frontend`: api, the engine's API server, the default, or none, an
 offline harness such as vLLM's LLM class or trtllm-bench), the API server's detokenizer path
 (`tokenizer`: fast, the default, or slow, e.g. vLLM's --tokenizer-mode mistral), the engine
@@ -102,7 +104,8 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
     dep = Deployment(weights=weights, kv=kv, layout=lay)
     w = _workload(case, where)
     try:
-        eng = with_frontend(engine(case.get("engine", "vllm"), hw), case.get("frontend", "api"))
+        eng = engine(case.get("engine", "vllm"), hw, case.get("engine_version"))
+        eng = with_frontend(eng, case.get("frontend", "api"))
     except InputError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     util = case.get("gpu_memory_utilization")
@@ -121,6 +124,7 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         int(np.max(w.prompts) + np.max(w.outputs)),
         max_seqs=case.get("max_num_seqs"),
         max_batched_tokens=case.get("max_num_batched_tokens"),
+        chunked_prefill=case.get("chunked_prefill"),
         tokenizer=tok,
     )
     r = serve(rep, w, Slo(), capacity=None)  # measured runs report their window

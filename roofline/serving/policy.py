@@ -66,6 +66,35 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
     return DEFAULT_MAX_SEQS, DEFAULT_MAX_BATCHED_TOKENS
 
 
+V0_MIN_BATCHED_TOKENS = 2048  # vllm/config.py SchedulerConfig (V0): max(max_model_len, 2048)
+
+
+def version_defaults(
+    engine: str,
+    hw: Accelerator,
+    version: EngineProfile | None,
+    max_len: int,
+    chunked: bool | None,
+) -> tuple[int, int, bool]:
+    """(max sequences, token budget per step, chunked prefill) of `engine` on `hw` under its
+    profile (hardware/engines.yaml `max_num_seqs`, `chunked_prefill`, e.g. a version profile;
+    absent: the engine's current rules, batch_defaults, chunked unless told). `chunked` None takes the version's default. A
+    version that does not chunk by default runs vLLM V0's scheduler budget (vllm/config.py
+    SchedulerConfig, v0.6.6: max_num_batched_tokens = max(max_model_len, 2048) without chunked
+    prefill, 2048 with it; v0.5.x-0.6.x used 512 with it [uncertain]): the longest request
+    stands for max_model_len [approximation: the server's max_model_len is at least that]."""
+    seqs, tokens = batch_defaults(engine, hw)
+    if version is None:
+        return seqs, tokens, True if chunked is None else chunked
+    seqs = version.max_num_seqs or seqs
+    if version.chunked_prefill is None:
+        return seqs, tokens, True if chunked is None else chunked
+    chunk = version.chunked_prefill if chunked is None else chunked
+    if not version.chunked_prefill:
+        tokens = V0_MIN_BATCHED_TOKENS if chunk else max(max_len, V0_MIN_BATCHED_TOKENS)
+    return seqs, tokens, chunk
+
+
 def output_reserve(engine: str) -> float:
     """The share of the running requests' remaining output tokens whose KV the engine's scheduler
     keeps free before it starts another request (module docstring; 0 for the rest)."""

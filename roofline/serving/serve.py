@@ -32,7 +32,7 @@ from roofline.serving.cost import MEMORY_POWER_SHARE
 from roofline.serving.policy import (
     EngineRules,
     Frontend,
-    batch_defaults,
+    version_defaults,
     frontend_costs,
     output_reserve,
     sglang_max_running,
@@ -117,7 +117,7 @@ def make_replica(
     max_len: int,
     max_seqs: int | None = None,
     max_batched_tokens: int | None = None,
-    chunked_prefill: bool = True,
+    chunked_prefill: bool | None = True,
     preemption: str = "recompute",
     swap_tier: Tier | None = None,
     capacity_bytes: float | None = None,
@@ -127,8 +127,9 @@ def make_replica(
 ) -> Replica:
     """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
         longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
-        defaults on this device (roofline.serving.policy.batch_defaults; the budget also packs
-        non-chunked prefill steps); `tokenizer` the API server's detokenizer path (fast or slow,
+        defaults on this device and version (roofline.serving.policy.version_defaults; the budget
+        also packs non-chunked prefill steps); `chunked_prefill` None: the version's default;
+        `tokenizer` the API server's detokenizer path (fast or slow,
     engines.yaml api_*); `spec`: decode with a drafter (serving.specstep; its round chosen at
     batch 1 and `spec_context` tokens), whose weights and KV take their share of the memory.
     Raises InputError if the weights or one request do not fit.
@@ -139,12 +140,16 @@ def make_replica(
     roofline.serving.attention_dp: the ranks take their prompts at different steps, and the
     step time already charges the rank-local prefill as if on one rank). Each rank holds its
     own sequences' KV (steps.kv_budget_blocks), and a request must fit in one rank's."""
-    seqs_default, tokens_default = batch_defaults(eng.name, hw)
+    pid = eng.profile_id  # the engine's version profile (roofline/engine_versions.py)
+    vprof = (hw.efficiency.engines or {}).get(pid)
+    seqs_default, tokens_default, chunked_prefill = version_defaults(
+        eng.name, hw, vprof, max_len, chunked_prefill
+    )
     if max_batched_tokens is None:
         max_batched_tokens = tokens_default
     rnd, kv_share = None, 1.0
     if spec is not None:
-        rnd = choose(model, hw, dep, spec, spec_context, eng.name)
+        rnd = choose(model, hw, dep, spec, spec_context, pid)
         capacity_bytes, kv_share = _drafter_memory(model, hw, dep, spec, rnd, capacity_bytes)
     ranks = dep.attention_dp
     plan = plan_memory(model, hw, dep, eng, capacity_bytes)
@@ -173,7 +178,7 @@ def make_replica(
     )
     top = max_seqs + (max_batched_tokens or max_len)
     steps = [
-        StepModel(model, hw, dep, max_seqs, max_len, ideal, max_tokens=top, engine=eng.name)
+        StepModel(model, hw, dep, max_seqs, max_len, ideal, max_tokens=top, engine=pid)
         for ideal in (True, False)
     ]
     if float(steps[0].blocks(max_len + 1, blk)) > budget // ranks:
@@ -182,7 +187,7 @@ def make_replica(
             f"TP{dep.tp} PP{dep.pp} ({budget // ranks} blocks of {blk} tokens"
             + (" per attention-DP rank)" if ranks > 1 else ")")
         )
-    profile = hw.efficiency.engines.get(eng.name) if hw.efficiency.engines else None
+    profile = hw.efficiency.engines.get(pid) if hw.efficiency.engines else None
     if eng.frontend == "none":  # an offline harness: no API server on the path
         profile = None
     lat = profile.request_latency_s if profile is not None else 0.0
@@ -192,7 +197,7 @@ def make_replica(
     front = Frontend(max(lat - per_req - per_tok_fast, 0.0), per_req, per_tok)
     if spec is not None and rnd is not None:
         steps = [
-            speculative_steps(s, model, hw, dep, spec, rnd, ideal, eng.name)
+            speculative_steps(s, model, hw, dep, spec, rnd, ideal, pid)
             for s, ideal in zip(steps, (True, False), strict=True)
         ]
     return Replica(hw, dep, rules, steps[0], steps[1], front, model, rnd)

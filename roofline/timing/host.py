@@ -71,6 +71,14 @@ class EngineProfile:
     # bandwidth of its weights from storage; 0: no sourced figure
     start_s: float = 0.0
     load_bytes_per_s: float = 0.0
+    # a version profile (roofline/engine_versions.py): the engine it is a version of (its memory
+    # rule, scheduler rules and launch flags) and the engine versions it holds, e.g. ">=0.5,<0.8"
+    base: str = ""
+    versions: str = ""
+    # the version's scheduler defaults where they differ from the engine's (0 / None: the rules of
+    # roofline/serving/policy.py): running sequences and whether prompts are chunked
+    max_num_seqs: int = 0
+    chunked_prefill: bool | None = None
 
 
 def step_time_s(
