@@ -105,4 +105,3 @@ def pick_profile(engine: str, version: object, profiles: Mapping[str, EngineProf
     raise InputError(
         f"no profile of engine '{engine}' holds version {version}", hint=f"known: {known}"
     )
-

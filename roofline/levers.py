@@ -94,7 +94,7 @@ def evaluate_levers(
     out = []
     for lever in levers(base, kv_budget, eng.block_tokens):
         dep = lever.deployment
-        d = decode(model, hw, dep, batch, context, eff=eff, engine=eng.name)
+        d = decode(model, hw, dep, batch, context, eff=eff, engine=eng.profile_id)
         plan = plan_memory(model, hw, dep, eng, capacity_bytes)
         reserved = (
             kv_bytes_per_sequence(model, dep, context, eng.block_tokens)

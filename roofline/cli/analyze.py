@@ -86,8 +86,8 @@ def analyze(
             "(see `roofline capacity`)"
         )
     at = ctx if context is not None else None  # --context: the decode step's KV length
-    r = request(m, hw, dep, b, s, o, lay.dp, eff, eng.name, at)
-    single = prefill(m, hw, dep, 1, max(s, 1), eff, eng.name)  # one request on an idle replica
+    r = request(m, hw, dep, b, s, o, lay.dp, eff, eng.profile_id, at)
+    single = prefill(m, hw, dep, 1, max(s, 1), eff, eng.profile_id)  # one request, idle replica
     usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     doc = analyze_doc(
         m, hw, lay, dep, eng, plan, r, single, usd, eff, b=b, s=s, o=o, ctx=ctx,

@@ -84,7 +84,7 @@ def serve(
     slo_pct: topt.SloPct = topt.SLO_PCT,
     max_seqs: opt.MaxSeqs = None,
     max_batched_tokens: MaxBatchedTokens | None = None,
-    chunked_prefill: topt.ChunkedPrefill = True,
+    chunked_prefill: topt.ChunkedPrefill = None,
     preemption: Preemption = "recompute",
     tokenizer: Tokenizer = "fast",
     frontend: topt.Frontend = "api",
@@ -147,7 +147,8 @@ def serve(
     cap, results = serve_rates(rep, base, rate_list, slo, n_rep, seed, confirm=search_sat)
     doc = serve_doc(
         m, hw, dep, lay, laid, n_gpus, n_rep, base, rate_list if rate is not None else None,
-        concurrency, slo, eng, rep, chunked_prefill, tokenizer, preemption, cap, search_sat,
+        concurrency, slo, eng, rep, rep.rules.chunked_prefill, tokenizer, preemption, cap,
+        search_sat,
         price, sopt.spec_json(spec, rep) if spec is not None else None, results,
     )  # fmt: skip
     rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]

@@ -217,6 +217,7 @@ def serve_doc(
         "concurrency": concurrency,
         **slo_json(slo),
         "engine": eng.name,
+        **({"engine_profile": eng.profile} if eng.profile else {}),
         "frontend": eng.frontend,
         "max_seqs": rep.rules.max_seqs,
         "max_batched_tokens": rep.rules.max_batched_tokens,

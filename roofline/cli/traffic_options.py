@@ -84,10 +84,11 @@ HardwareList = Annotated[
     typer.Option("--hardware", help="accelerators to consider (default h100,h200,b200,mi300x)"),
 ]
 ChunkedPrefill = Annotated[
-    bool,
+    bool | None,
     typer.Option(
         "--chunked-prefill/--no-chunked-prefill",
-        help="prefill chunks share steps with running decodes (vLLM V1's default)",
+        help="prefill chunks share steps with running decodes (default: the engine version's;"
+        " on for vLLM V1, off for V0)",
     ),
 ]
 Frontend = Annotated[

@@ -78,11 +78,12 @@ def version_defaults(
 ) -> tuple[int, int, bool]:
     """(max sequences, token budget per step, chunked prefill) of `engine` on `hw` under its
     profile (hardware/engines.yaml `max_num_seqs`, `chunked_prefill`, e.g. a version profile;
-    absent: the engine's current rules, batch_defaults, chunked unless told). `chunked` None takes the version's default. A
-    version that does not chunk by default runs vLLM V0's scheduler budget (vllm/config.py
-    SchedulerConfig, v0.6.6: max_num_batched_tokens = max(max_model_len, 2048) without chunked
-    prefill, 2048 with it; v0.5.x-0.6.x used 512 with it [uncertain]): the longest request
-    stands for max_model_len [approximation: the server's max_model_len is at least that]."""
+    absent: the engine's current rules, batch_defaults, chunked unless told). `chunked` None
+    takes the profile's default. A profile that does not chunk by default runs vLLM V0's
+    scheduler budget (vllm/config.py SchedulerConfig, v0.6.6: max_num_batched_tokens =
+    max(max_model_len, 2048) without chunked prefill, 2048 with it; v0.5.x-0.6.x used 512 with
+    it [uncertain]): the longest request stands for max_model_len [approximation: the server's
+    max_model_len is at least that]."""
     seqs, tokens = batch_defaults(engine, hw)
     if version is None:
         return seqs, tokens, True if chunked is None else chunked

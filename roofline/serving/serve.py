@@ -32,10 +32,10 @@ from roofline.serving.cost import MEMORY_POWER_SHARE
 from roofline.serving.policy import (
     EngineRules,
     Frontend,
-    version_defaults,
     frontend_costs,
     output_reserve,
     sglang_max_running,
+    version_defaults,
 )
 from roofline.serving.prefixcache import PrefixReport, prefix_report, replica_selection
 from roofline.serving.record import RunRecord
