@@ -46,6 +46,7 @@ def analyze_doc(
         "context_tokens": ctx,
         "workload": "static batch: --batch requests launched together on each replica",
         "engine": eng.name,
+        **({"engine_profile": eng.profile} if eng.profile else {}),
         "memory_capacity_bytes": plan.capacity_bytes,
         "efficiency": convert.efficiency_json(eff),
         "decode_context_tokens_mean": float(ctx) if context_given else s + o / 2.0,
