@@ -54,7 +54,7 @@ def cliff(
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
     ideal: opt.Ideal = False,
-    chunked_prefill: topt.ChunkedPrefill = True,
+    chunked_prefill: topt.ChunkedPrefill = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     out: Annotated[
@@ -103,6 +103,7 @@ def cliff(
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
+    chunked_prefill = chunked_prefill is not False  # not given: chunked, vLLM V1's default
     sw = cliff_sweep(m, hw, dep, plan, prompts, outputs, settings, preemption, tier,
                      chunked_prefill, ideal)  # fmt: skip
     doc = cliff_doc(
