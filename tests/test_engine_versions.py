@@ -124,3 +124,15 @@ def test_cli_refuses_an_unknown_version(run):
     r = run("serve", "llama-3.1-8b", "h100", "--engine", "vllm@0.4", "--rate", "1")
     assert r.code == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
     assert "vllm-v0 (>=0.5,<0.8)" in r.stderr
+
+
+def test_a_v0_replica_runs_v0_scheduler_defaults(cat):
+    # vllm@0.6 on an H100 (80 GB): V0's 256 sequences, prompts unchunked, a prefill budget of
+    # max(max_model_len, 2048) = 3,000 tokens for 3,000-token requests; V1 there: 1024, chunked
+    from roofline.serving.serve import make_replica
+
+    m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
+    v0 = make_replica(m, hw, Deployment(), engine("vllm@0.6", hw), 3000).rules
+    assert (v0.max_seqs, v0.chunked_prefill, v0.max_batched_tokens) == (256, False, 3000)
+    v1 = make_replica(m, hw, Deployment(), engine("vllm", hw), 3000).rules
+    assert (v1.max_seqs, v1.chunked_prefill) == (1024, True)

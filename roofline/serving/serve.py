@@ -117,7 +117,7 @@ def make_replica(
     max_len: int,
     max_seqs: int | None = None,
     max_batched_tokens: int | None = None,
-    chunked_prefill: bool | None = True,
+    chunked_prefill: bool | None = None,
     preemption: str = "recompute",
     swap_tier: Tier | None = None,
     capacity_bytes: float | None = None,
