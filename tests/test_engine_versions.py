@@ -98,10 +98,11 @@ def test_catalog_refuses_a_bad_range():
 def test_v0_scheduler_defaults_by_hand(cat):
     hw = cat.accelerator("h100")  # 80 GB: V1 would run 1024 sequences and 8192 tokens
     v0 = replace(V0, max_num_seqs=256, chunked_prefill=False)
-    # V0 (vllm/config.py SchedulerConfig): 256 sequences; unchunked budget max(max_model_len, 2048)
+    # V0 (vllm/config.py SchedulerConfig, 0.5-0.6): 256 sequences; unchunked budget
+    # max(max_model_len, 2048), chunked 512
     assert version_defaults("vllm", hw, v0, 1000, None) == (256, 2048, False)
     assert version_defaults("vllm", hw, v0, 4096, None) == (256, 4096, False)
-    assert version_defaults("vllm", hw, v0, 4096, True) == (256, 2048, True)  # chunked: 2048
+    assert version_defaults("vllm", hw, v0, 4096, True) == (256, 512, True)  # chunked: 512
     assert version_defaults("vllm", hw, None, 4096, None) == (1024, 8192, True)
 
 

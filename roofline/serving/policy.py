@@ -67,6 +67,7 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
 
 
 V0_MIN_BATCHED_TOKENS = 2048  # vllm/config.py SchedulerConfig (V0): max(max_model_len, 2048)
+V0_CHUNK_TOKENS = 512  # the same, with chunked prefill, v0.5.x-0.6.3 (2048 from about 0.6.4)
 
 
 def version_defaults(
@@ -80,10 +81,11 @@ def version_defaults(
     profile (hardware/engines.yaml `max_num_seqs`, `chunked_prefill`, e.g. a version profile;
     absent: the engine's current rules, batch_defaults, chunked unless told). `chunked` None
     takes the profile's default. A profile that does not chunk by default runs vLLM V0's
-    scheduler budget (vllm/config.py SchedulerConfig, v0.6.6: max_num_batched_tokens =
-    max(max_model_len, 2048) without chunked prefill, 2048 with it; v0.5.x-0.6.x used 512 with
-    it [uncertain]): the longest request stands for max_model_len [approximation: the server's
-    max_model_len is at least that]."""
+    scheduler budget (vllm/config.py SchedulerConfig, v0.5.x-0.6.x: max_num_batched_tokens =
+    max(max_model_len, 2048) without chunked prefill, 512 with it, "the best balance between
+    ITL and TTFT on A100"; 2048 with it by v0.6.6 [approximation for 0.6.4-0.7.x]): the longest
+    request stands for max_model_len [approximation: the server's max_model_len is at least
+    that]."""
     seqs, tokens = batch_defaults(engine, hw)
     if version is None:
         return seqs, tokens, True if chunked is None else chunked
@@ -92,7 +94,7 @@ def version_defaults(
         return seqs, tokens, True if chunked is None else chunked
     chunk = version.chunked_prefill if chunked is None else chunked
     if not version.chunked_prefill:
-        tokens = V0_MIN_BATCHED_TOKENS if chunk else max(max_len, V0_MIN_BATCHED_TOKENS)
+        tokens = V0_CHUNK_TOKENS if chunk else max(max_len, V0_MIN_BATCHED_TOKENS)
     return seqs, tokens, chunk
 
 
