@@ -233,7 +233,8 @@ def bands_section() -> str:
         "and says so. Saturation and $/Mtok are throughputs and take the throughput band. "
         "Points: "
         + ", ".join(f"{k} ({sum(p.kind == k for p in pts)})" for k in kinds)
-        + " — the step cases leave-one-source-out, the serving cases as above, the held-out, "
+        + " — the step cases, the serving cases and the engine sweeps leave-one-source-out (the "
+        "serving ones from validation/serving_errors.csv, see above), the held-out, "
         "layout and disaggregation cases never fitted. Means count toward the median's band, "
         "median inter-token latency toward TPOT's, decode tokens/s per user toward TPOT's as "
         "1 / (1 + error) − 1. `python validation/bands.py` writes them to "
