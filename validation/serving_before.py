@@ -111,7 +111,8 @@ def _child(tree: str) -> None:
 
 def main() -> None:
     tree = Path("/tmp/roofline-before-" + BEFORE)
-    if not tree.exists():
+    made = not tree.exists()
+    if made:
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), BEFORE], check=True
         )
@@ -119,9 +120,13 @@ def main() -> None:
     code = f"import sys; sys.path.insert(0, {str(tree)!r}); "
     code += f"sys.path.insert(1, {str(HERE.parent)!r}); import serving_before as s; "
     code += f"s._child({str(tree)!r})"
-    got = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True
-    )
+    try:
+        got = subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True
+        )
+    finally:
+        if made:  # the temporary worktree goes again
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)])
     if got.returncode:
         sys.exit(got.stderr)
     rows = [json.loads(ln) for ln in got.stdout.splitlines() if ln.startswith("{")]
