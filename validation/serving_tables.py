@@ -100,8 +100,8 @@ def by_table(rs: list[ServingResult], title: str, key: Callable[[ServingResult],
     metrics before → after."""
     head = " | ".join(label for label, _, _ in CLASSES)
     lines = [
-        f"| {title} | {head} | all, before → after |",
-        "|---|" + "---:|" * (len(CLASSES) + 1),
+        f"| {title} | {head} | all, before → after | all, 90th pct | bound violations |",
+        "|---|" + "---:|" * (len(CLASSES) + 3),
     ]
     for k in sorted({key(r) for r in rs}, key=lambda k: (-sum(key(r) == k for r in rs), k)):
         mine = [r for r in rs if key(r) == k]
@@ -109,7 +109,10 @@ def by_table(rs: list[ServingResult], title: str, key: Callable[[ServingResult],
         for _, _, metrics in CLASSES:
             got = [r.error_out for r in mine if r.metric in metrics]
             cells.append(f"{_med(got)} ({len(got)})" if got else "-")
-        lines.append(f"| {k} | {' | '.join(cells)} | {_arrow(mine, _med)} ({len(mine)}) |")
+        lines.append(
+            f"| {k} | {' | '.join(cells)} | {_arrow(mine, _med)} ({len(mine)}) | "
+            f"{_p90(r.error_out for r in mine)} | {sum(r.bound_violation for r in mine)} |"
+        )
     return "\n".join(lines)
 
 
@@ -154,6 +157,14 @@ def _version(r: ServingResult) -> tuple[int, int] | None:
         return int(major), int(minor)
     except ValueError:
         return None
+
+
+def _engine_key(r: ServingResult) -> str:
+    """The engine, vLLM split by generation: V0 (before 0.8), V1, or the version not stated."""
+    if r.engine != "vllm":
+        return r.engine
+    v = _version(r)
+    return "vllm, version not stated" if v is None else "vllm V0" if v < (0, 8) else "vllm V1"
 
 
 def _signed(rs: list[ServingResult]) -> str:
@@ -255,8 +266,8 @@ def section() -> str:
         metric_table(sweeps),
         f"\nThe vLLM serving cases alone ({len(cases)} cases):\n",
         metric_table(cases),
-        "\n### Per engine (out-of-sample median |error|, cases)\n",
-        by_table(rs, "engine", lambda r: r.engine),
+        "\n### Per engine (out-of-sample median |error|, cases; vLLM V0 is before 0.8)\n",
+        by_table(rs, "engine", _engine_key),
         "\n### Per hardware family (out-of-sample median |error|, cases)\n",
         by_table(rs, "family", lambda r: r.family),
         "\n### Per source (median |error|)\n",
