@@ -313,7 +313,9 @@ def main() -> None:
                 for dtype, (x, errs, rows) in moe.items()
             }
             entry["moe_source"] = (
-                "; ".join(moe_files) + " (balanced routing; fp8 = fp8_block, 128x128 block scales)"
+                "; ".join(moe_files)
+                + " (balanced routing; fp8 = fp8_block, 128x128 block scales; mxfp4 ="
+                " w4a16_mxfp4, moe_torch_flow: weight-only, dequantised to bf16 on Hopper)"
             )
             for dtype, (_, errs, _) in moe.items():
                 print(f"{gid} MoE {dtype}: {entry['moe'][dtype]} median error per chip {errs}")
