@@ -300,7 +300,9 @@ def _plan(
             else:
                 out.append(_OpPlan(GEMM, **common, curve=view.base))
         elif op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
-            curve, eta = view.decode_attention, view.b16.eta_max
+            curve = view.decode_attention
+            # compute-bound (MLA): the family's measured MLA decode share, else the GEMM plateau
+            eta = min(curve.eta_compute * view.sc, 1.0) if curve.eta_compute else view.b16.eta_max
             out.append(_OpPlan(DECODE_ATTENTION, **common, curve=curve, eta=eta))
         elif op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
             curve, eta = view.prefill_attention, view.b16.eta_memory

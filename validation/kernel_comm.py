@@ -38,6 +38,7 @@ def fit_allreduce(df, op: str = "all_reduce"):
 # ---- MoE layers and DeepEP all-to-all (expert parallelism) --------------------------------------
 MOE_VERSION = "1.3.0rc20"  # TensorRT-LLM fused MoE (moe_perf.parquet)
 A2A_VERSION = "1.3.0rc11"  # TensorRT-LLM DeepEP all-to-all (moe_a2a_perf.parquet)
+MLA_VERSION = "1.3.0rc20"  # TensorRT-LLM MLA decode (generation_mla_perf.parquet)
 MOE_CHIPS = {  # group -> chips whose moe tables it is fitted on (each against its own datasheet)
     "nvidia-hopper": [("h100_sxm", "nvidia-h100-sxm"), ("h200_sxm", "nvidia-h200-sxm")],
     "nvidia-blackwell": [("b200_sxm", "nvidia-b200-hgx")],
