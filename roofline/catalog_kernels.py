@@ -61,6 +61,7 @@ _ATTN_KEYS = {
     "swap_us": (NUM, False),
     "copy_us": (NUM, False),
     "combine_us": (NUM, False),
+    "eta_compute": (NUM, False),
     **_FIT,
 }
 _PREFILL_ATTN_KEYS = {
@@ -241,6 +242,7 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             swap_s=float(c.get("swap_us", 0.0)) * US,
             copy_s=float(c.get("copy_us", 0.0)) * US,
             combine_s=float(c.get("combine_us", 0.0)) * US,
+            eta_compute=_share(w, "eta_compute", c["eta_compute"]) if "eta_compute" in c else 0.0,
         )
         if attn.split_rule not in ("", "fa2"):
             raise CatalogError(f"{w}: split_rule must be 'fa2' or absent, not {attn.split_rule!r}")

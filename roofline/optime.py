@@ -164,13 +164,35 @@ def _kernel_view(eff: Efficiency, dtype: str) -> KernelView:
     if moe is None and ks.moe:  # a dtype with no fused-MoE data of its own (the 4-bit formats)
         moe = ks.moe.get("fp8") or ks.moe.get("bf16")  # borrows the module's shape (gemm.py)
     if moe is not None:
-        moe = replace(
-            moe,
-            eta_max=min(moe.eta_max * sc, 1.0),
-            eta_memory=min(moe.eta_memory * sm, 1.0),
-            eta_act=min(moe.eta_act * sm, 1.0),
-        )
+        moe = _scaled_moe(moe, sc, sm)
     return KernelView(sc, sm, base, b16, attn, pre, moe)
+
+
+def _scaled_moe(moe: MoeCurve, sc: float, sm: float) -> MoeCurve:
+    """The MoE curve with its plateau shares scaled by the CLI overrides, capped at 1."""
+    return replace(
+        moe,
+        eta_max=min(moe.eta_max * sc, 1.0),
+        eta_memory=min(moe.eta_memory * sm, 1.0),
+        eta_act=min(moe.eta_act * sm, 1.0),
+    )
+
+
+def moe_curve(eff: Efficiency, view: KernelView, weight_only: str | None) -> MoeCurve | None:
+    """The fused MoE module's curve: with weights in a format the chip has no MMA for
+    (`weight_only`, e.g. mxfp4 on Hopper, which dequantises the FP4 experts to bf16 inside the
+    grouped GEMM), that format's own measured module when the family has one (hardware/
+    kernels.yaml moe.mxfp4: TensorRT-LLM's w4a16_mxfp4 moe_torch_flow tables, plateau 0.375 of
+    the bf16 peak against 0.904 for bf16 weights); else the compute dtype's (view.moe).
+    [approximation: the shared MoE form (gemm.py moe_time_s) fits the tables to 22.5%, but
+    over-predicts thousands of tokens on one rank, e.g. 7.2 ms against 4.3 ms measured for
+    gpt-oss-120b's layer at 8,192 tokens on an H200, and under-predicts EP 16-32 by ~20%; vLLM's
+    Triton MXFP4 kernel is ~1.5x faster there and SGLang's fused_moe_triton 2-3x slower
+    (aiconfigurator-core 0.12.0 moe tables of vllm 0.24.0 and sglang 0.5.14): one curve per
+    family, TensorRT-LLM's.]"""
+    ks = eff.kernels
+    own = ks.moe.get(weight_only) if ks is not None and weight_only is not None else None
+    return view.moe if own is None else _scaled_moe(own, view.sc, view.sm)
 
 
 def is_point(ops: list[Op], attn_shape: tuple[ArrayLike, ...]) -> bool:
@@ -268,15 +290,19 @@ def _plan(
                 "groups": math.inf if op.name in GROUPED_OPS else 1.0,
             }
             weight_only = op.quantized and (dep.weights.weight_only or d != dep.weights.compute)
-            # the fused MoE module, its expert weights dequantised inside it when weight-only
-            if op.name in GROUPED_OPS and view.moe is not None:
-                out.append(_OpPlan(MOE, **common, curve=view.moe))
+            # the fused MoE module, its expert weights dequantised inside it when weight-only:
+            # that format's own measured module when the family has one (moe_curve)
+            moe = moe_curve(eff, view, dep.weights.name if weight_only else None)
+            if op.name in GROUPED_OPS and moe is not None:
+                out.append(_OpPlan(MOE, **common, curve=moe))
             elif weight_only:
                 out.append(_weight_only_plan(common, hw, dep, eff, view))
             else:
                 out.append(_OpPlan(GEMM, **common, curve=view.base))
         elif op.kind == "attention" and phase == "decode" and view.decode_attention is not None:
-            curve, eta = view.decode_attention, view.b16.eta_max
+            curve = view.decode_attention
+            # compute-bound (MLA): the family's measured MLA decode share, else the GEMM plateau
+            eta = min(curve.eta_compute * view.sc, 1.0) if curve.eta_compute else view.b16.eta_max
             out.append(_OpPlan(DECODE_ATTENTION, **common, curve=curve, eta=eta))
         elif op.kind == "attention" and phase == "prefill" and view.prefill_attention is not None:
             curve, eta = view.prefill_attention, view.b16.eta_memory

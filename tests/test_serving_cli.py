@@ -1,5 +1,8 @@
 """`roofline serve` and `roofline size`: JSON contract values, errors, narrow tables."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from roofline.layout import Layout
@@ -130,8 +133,12 @@ def test_size_json_and_best(run):
     l40s = [d for d in ok if d["hardware"] == "nvidia-l40s"]
     for d in l40s:  # the --price override: $1.00 per GPU-hour
         assert d["cost_per_hour"] == pytest.approx(1.0 * d["gpus"])
-    for d in deps:  # each deployment carries its own family's bands
-        assert 0 < d["bands"]["throughput"]["rel"] < 1
+    shipped = json.loads((Path(__file__).parent.parent / "hardware/bands.json").read_text())
+    table = shipped["bands"]["throughput"]
+    for d in deps:  # each deployment carries its own family's bands (pooled: family null)
+        b = d["bands"]["throughput"]
+        want = table["families"][b["family"]] if b["family"] else table["pooled"]
+        assert b["rel"] == want["rel"] > 0 and b["n"] == want["n"]
         assert d["bands"]["ttft_p99"]["applies_to"] == ["ttft_s.p99"]
 
 

@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT))
 from roofline.layout import Layout  # noqa: E402
 from roofline.userfiles import load_cases  # noqa: E402
 from validation.calibrate import bands, run  # noqa: E402
+from validation.serving_tables import section as serving_section  # noqa: E402
 
 
 def _pct(x: float) -> str:
@@ -181,13 +182,6 @@ OTHER_SETS = (
     ("Speculative decoding, offload and edge devices", "validation/levers_cases.yaml"),
     ("Disaggregated serving pools", "validation/disagg_cases.yaml"),
 )
-SERVING_ROWS = (  # (label, the serving metrics it gathers)
-    ("TTFT p50 (median and mean rows)", ("ttft_p50_ms", "ttft_mean_ms")),
-    ("TTFT p99", ("ttft_p99_ms",)),
-    ("TPOT p50 (median, mean and median ITL rows)", ("tpot_p50_ms", "tpot_mean_ms", "itl_p50_ms")),
-    ("TPOT p99", ("tpot_p99_ms",)),
-    ("throughput (requests/s, output tokens/s)", ("requests_per_s", "output_tokens_per_s")),
-)
 
 
 def other_sets(cat) -> str:
@@ -223,53 +217,6 @@ def other_sets(cat) -> str:
     return "\n\n".join(out)
 
 
-def _p90(xs) -> str:
-    return f"{np.percentile(np.abs(xs), 90) * 100:.1f}%" if len(xs) else "-"
-
-
-def serving_section() -> str:
-    """The serving cases in sample and out of sample (validation/serving_crossval.py), by metric
-    (p50 and p99 of TTFT and TPOT apart from throughput) and per case."""
-    from validation.serving_crossval import FITS, serving_results
-
-    rs = serving_results(ROOT / "validation/serving_cases.yaml")
-    lines = [
-        "`validation/serving_cases.yaml`: published runs under traffic, served by the simulator "
-        "(`roofline validate validation/serving_cases.yaml`). Two of vLLM's API-server figures in "
-        "hardware/engines.yaml were set on these cases, each on one source: "
-        + "; ".join(f"`{f.field.removesuffix('_s')}_us` on {f.group}" for f in FITS)
-        + ". **In sample**: the catalog as shipped. **Out of sample**: leave-one-source-out "
-        "(validation/serving_crossval.py): a source's cases are predicted with every figure "
-        "fitted on that source refitted without it; with no other case to fit it on, "
-        "`request_latency_us` falls back to 0 and `api_token_slow_us` to the fast path's "
-        "`api_token_fast_us`. Everything else the simulator reads was fitted on other sources.\n",
-        f"{len(rs)} cases, {len({r.group for r in rs})} sources.\n",
-        "| metric | n | median abs error, in-sample | out-of-sample | 90th pct abs error, "
-        "out-of-sample |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for label, metrics in SERVING_ROWS:
-        mine = [r for r in rs if r.case["metric"] in metrics]
-        lines.append(
-            f"| {label} | {len(mine)} | {_median([r.error_in for r in mine])} | "
-            f"{_median([r.error_out for r in mine])} | {_p90([r.error_out for r in mine])} |"
-        )
-    lines.append(
-        f"| all | {len(rs)} | {_median([r.error_in for r in rs])} | "
-        f"{_median([r.error_out for r in rs])} | {_p90([r.error_out for r in rs])} |"
-    )
-    lines += [
-        "\n| case | family | metric | in-sample | out-of-sample | refitted |",
-        "|---|---|---|---:|---:|---|",
-        *(
-            f"| {r.case['id']} | {r.family} | {r.case['metric']} | {_pct(r.error_in)} | "
-            f"{_pct(r.error_out)} | {'; '.join(r.refitted) or '-'} |"
-            for r in rs
-        ),
-    ]
-    return "\n".join(lines)
-
-
 def bands_section() -> str:
     """The bands hardware/bands.json ships (validation/bands.py), recomputed here."""
     from validation.bands import compute, points
@@ -286,7 +233,8 @@ def bands_section() -> str:
         "and says so. Saturation and $/Mtok are throughputs and take the throughput band. "
         "Points: "
         + ", ".join(f"{k} ({sum(p.kind == k for p in pts)})" for k in kinds)
-        + " — the step cases leave-one-source-out, the serving cases as above, the held-out, "
+        + " — the step cases, the serving cases and the engine sweeps leave-one-source-out (the "
+        "serving ones from validation/serving_errors.csv, see above), the held-out, "
         "layout and disaggregation cases never fitted. Means count toward the median's band, "
         "median inter-token latency toward TPOT's, decode tokens/s per user toward TPOT's as "
         "1 / (1 + error) − 1. `python validation/bands.py` writes them to "
@@ -385,7 +333,7 @@ def render() -> str:
         + case_table(never)
         + "\n\n## Other published case sets\n\n"
         + other_sets(cat)
-        + "\n\n## Serving under traffic: in-sample and out-of-sample\n\n"
+        + "\n\n## Accuracy under load: serving, out of sample and in sample\n\n"
         + serving_section()
         + "\n\n## Error bands printed with the expected figures\n\n"
         + bands_section()

@@ -8,7 +8,10 @@ points of a metric takes the metric's pooled band (all families) and says so. Th
   held-out cases (validation/heldout_cases.yaml, never fitted);
 - the parallel-layout and disaggregated-pool cases (validation/layout_cases.yaml,
   validation/disagg_cases.yaml: never used in a fit);
-- the serving cases under traffic, leave-one-source-out (validation/serving_crossval.py).
+- the serving cases under traffic and the engines' published sweeps (validation/serving_cases.yaml
+  and validation/engine_sweeps.yaml), leave-one-source-out: read from
+  validation/serving_errors.csv, which validation/serving_crossval.py writes (run it first after
+  a catalog change; `make accuracy` does).
 Each case's metric counts toward one band (BAND_OF); a rate that is a time's inverse (decode
 tokens/s per user) enters as the time's error, 1 / (1 + error) − 1.
 
@@ -56,9 +59,12 @@ BAND_OF: dict[str, tuple[str, bool]] = {
     "e2e_p50_ms": ("e2e_p50", False),
     "requests_per_s": ("throughput", False),
 }
+KIND = {
+    "validation/serving_cases.yaml": "serving",
+    "validation/engine_sweeps.yaml": "engine sweeps",
+}
 BANDS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "throughput")
 SETS = ("validation/layout_cases.yaml", "validation/disagg_cases.yaml")
-SERVING = ROOT / "validation/serving_cases.yaml"
 
 
 @dataclass(frozen=True)
@@ -85,7 +91,7 @@ def points() -> tuple[Point, ...]:
     from roofline.cases.evaluate import evaluate
     from roofline.userfiles import load_cases
     from validation.calibrate import run
-    from validation.serving_crossval import serving_results
+    from validation.serving_crossval import load
 
     cat, _, loso, never = run()
     out = [
@@ -99,8 +105,8 @@ def points() -> tuple[Point, ...]:
             hw = cat.accelerator(c.hardware)
             r = evaluate(c, cat.model(c.model), hw, host=host, catalog=cat)
             out.append(_point(c.id, c.metric, hw.family, r.error_expected, "layout/disagg"))
-    for s in serving_results(SERVING):
-        out.append(_point(s.case["id"], s.case["metric"], s.family, s.error_out, "serving"))
+    for s in load()[0]:
+        out.append(_point(s.id, s.metric, s.family, s.error_out, KIND[s.file]))
     return tuple(p for p in out if p is not None)
 
 

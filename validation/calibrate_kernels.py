@@ -60,9 +60,14 @@ except ImportError as exc:  # pragma: no cover - only with the calibrate extra m
 
 
 from roofline.catalog import load_catalog  # noqa: E402
-from validation.kernel_attention import fit_decode_attention, fit_prefill_attention  # noqa: E402
+from validation.kernel_attention import (  # noqa: E402
+    fit_decode_attention,
+    fit_mla_compute_share,
+    fit_prefill_attention,
+)
 from validation.kernel_comm import (  # noqa: E402
     A2A_VERSION,
+    MLA_VERSION,
     MOE_CHIPS,
     fit_allreduce,
     fit_ep_alltoall,
@@ -227,6 +232,24 @@ def main() -> None:
             attn_samples += [(gid, *r[:5], f"{r[5] * 1e-3:.6e}") for r in fit.pop("sample")]
             entry["decode_attention"] = fit
             entry["decode_attention_source"] = f"{cite(attn_file)} (kernel {kernel})"
+            mla = [
+                (data_path(chip, "mla", "trtllm", MLA_VERSION, "generation_mla_perf.parquet"), hw)
+                for chip, hw in MOE_CHIPS.get(gid, [])
+            ]
+            mla = [(f, cat.accelerator(hw)) for f, hw in mla if f.exists()]
+            share, n = fit_mla_compute_share(
+                [
+                    (pd.read_parquet(f), a.peak_flops_per_s["bf16"], a.memory_bandwidth_bytes_per_s)
+                    for f, a in mla
+                ]
+            )
+            if n:  # the compute-bound share of MLA's absorbed decode (128 heads sharing a latent)
+                fit["eta_compute"] = round(share, 3)
+                entry["decode_attention_source"] += (
+                    "; eta_compute: "
+                    + "; ".join(cite(f) for f, _ in mla)
+                    + f" (compute-bound MLA decode rows: {n})"
+                )
             print(f"{gid} decode attention: {entry['decode_attention']}")
         ctx_file = data_path(g["chip"], "attention", *g["attn"], "context_attention_perf.parquet")
         if ctx_file.exists():
@@ -313,7 +336,9 @@ def main() -> None:
                 for dtype, (x, errs, rows) in moe.items()
             }
             entry["moe_source"] = (
-                "; ".join(moe_files) + " (balanced routing; fp8 = fp8_block, 128x128 block scales)"
+                "; ".join(moe_files)
+                + " (balanced routing; fp8 = fp8_block, 128x128 block scales; mxfp4 ="
+                " w4a16_mxfp4, moe_torch_flow: weight-only, dequantised to bf16 on Hopper)"
             )
             for dtype, (_, errs, _) in moe.items():
                 print(f"{gid} MoE {dtype}: {entry['moe'][dtype]} median error per chip {errs}")

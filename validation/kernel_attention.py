@@ -193,3 +193,30 @@ def fit_decode_attention(df, bw, sms):
         rows=len(d),
     )
     return out
+
+
+# MLA's absorbed decode (DeepSeek-V2 §2.1.3): per query head and cached token, q·k over the
+# 576-wide latent + rope key and p·v over the 512-wide latent
+MLA_QK_DIM, MLA_V_DIM, MLA_LATENT_BYTES = 576, 512, 576
+
+
+def fit_mla_compute_share(frames):
+    """The compute-bound share of the bf16 peak that a fused MLA decode kernel reaches: over the
+    rows of TensorRT-LLM's generation_mla_perf tables (frames of (table, bf16 peak, HBM
+    bandwidth)) whose FLOPs F = 2·b·L·h·(576 + 512) take longer at the peak than the latent
+    cache's bytes (b·L·576 per byte of KV dtype) at the full bandwidth, the median of
+    F / (P·t); L = isl + step cached tokens, batches of 16 or more at 512 or more tokens (the
+    fixed costs small). Returns (share, rows); (0, 0) with no such row. The same share is what
+    FlashMLA reports on H800 (deepseek-ai/FlashMLA README: 580, later 660 TFLOPS of 989)."""
+    shares = []
+    for df, peak, bw in frames:
+        kv_b = np.where(df.kv_cache_dtype.to_numpy() == "fp8", 1.0, 2.0)
+        b, h = df.batch_size.to_numpy(float), df.num_heads.to_numpy(float)
+        ctx = (df.isl + df.step).to_numpy(float)
+        f = 2.0 * b * ctx * h * (MLA_QK_DIM + MLA_V_DIM)
+        q = b * ctx * MLA_LATENT_BYTES * kv_b
+        t = df.latency.to_numpy(float) * 1e-3
+        keep = (f / peak > q / bw) & (b >= 16) & (df.step.to_numpy(float) >= 511)
+        shares.append(f[keep] / (peak * t[keep]))
+    s = np.concatenate(shares) if shares else np.array([])
+    return (float(np.median(s)), len(s)) if len(s) else (0.0, 0)

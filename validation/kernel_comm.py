@@ -38,14 +38,27 @@ def fit_allreduce(df, op: str = "all_reduce"):
 # ---- MoE layers and DeepEP all-to-all (expert parallelism) --------------------------------------
 MOE_VERSION = "1.3.0rc20"  # TensorRT-LLM fused MoE (moe_perf.parquet)
 A2A_VERSION = "1.3.0rc11"  # TensorRT-LLM DeepEP all-to-all (moe_a2a_perf.parquet)
+MLA_VERSION = "1.3.0rc20"  # TensorRT-LLM MLA decode (generation_mla_perf.parquet)
 MOE_CHIPS = {  # group -> chips whose moe tables it is fitted on (each against its own datasheet)
     "nvidia-hopper": [("h100_sxm", "nvidia-h100-sxm"), ("h200_sxm", "nvidia-h200-sxm")],
     "nvidia-blackwell": [("b200_sxm", "nvidia-b200-hgx")],
 }
-# measured dtype -> (curve dtype, weight bytes per value, kernel): fp8 block-scaled (DeepSeek's
-# 128×128 blocks: one fp32 scale per 16,384 weights), cutlass on Hopper, DeepGEMM on Blackwell
-MOE_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8_block": ("fp8", 1.0 + 4.0 / 128**2)}
-MOE_KERNEL = {"b200_sxm": {"fp8_block": "deepgemm"}}
+# measured dtype -> (curve dtype, weight bytes per value): fp8 block-scaled (DeepSeek's 128×128
+# blocks: one fp32 scale per 16,384 weights), cutlass on Hopper, DeepGEMM on Blackwell; MXFP4
+# weight-only (W4A16: 32 FP4 values share an E8M0 scale, 4.25 bits; gpt-oss), which Hopper, with
+# no FP4 tensor cores, dequantises to bf16 inside the grouped GEMM (TensorRT-LLM's
+# moe_torch_flow kernel): its MMAs run at the bf16 peak (MOE_PEAK)
+MOE_DTYPES = {
+    "bfloat16": ("bf16", 2.0),
+    "fp8_block": ("fp8", 1.0 + 4.0 / 128**2),
+    "w4a16_mxfp4": ("mxfp4", 4.25 / 8.0),
+}
+MOE_PEAK = {"mxfp4": "bf16"}  # curve dtype -> the datasheet peak its MMAs run at
+MOE_KERNEL = {
+    "b200_sxm": {"fp8_block": "deepgemm"},
+    "h100_sxm": {"w4a16_mxfp4": "moe_torch_flow"},
+    "h200_sxm": {"w4a16_mxfp4": "moe_torch_flow"},
+}
 MIN_HIDDEN = 2048  # LLM-sized MoE layers
 
 
@@ -83,10 +96,11 @@ def fit_moe(cat, chips):
             d = d[(d.moe_dtype == raw) & (d.distribution == "balanced")]
             d = d[(d.kernel_source == kernel) & (d.hidden_size >= MIN_HIDDEN)]
             hw = cat.accelerator(hw_id)
-            if d.empty or dtype not in hw.peak_flops_per_s:
+            peak_dtype = MOE_PEAK.get(dtype, dtype)
+            if d.empty or peak_dtype not in hw.peak_flops_per_s:
                 continue
             files.append(p)
-            peak, bw = hw.peak_flops_per_s[dtype], hw.memory_bandwidth_bytes_per_s
+            peak, bw = hw.peak_flops_per_s[peak_dtype], hw.memory_bandwidth_bytes_per_s
             parts.append((chip, *moe_shapes(d, b_w), peak, bw, d.latency.to_numpy(float) * 1e-3))
         if not parts:
             continue

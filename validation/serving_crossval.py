@@ -1,60 +1,100 @@
 """The serving cases' in-sample and out-of-sample (leave-one-source-out) predictions.
 
-What the serving cases (validation/serving_cases.yaml) fit: two figures of vLLM's API server in
-hardware/engines.yaml, each set by hand on one row of one source (the comments there say how):
-- `request_latency_us`, the path a request takes outside the engine's steps: the concurrency-1
-  median TTFT of the ai.wmx.dev L4 sweep (27.0 ms) minus the engine side;
-- `api_token_slow_us`, the slow detokenizer's cost per streamed token: the 48-user median TTFT of
-  the mushfiqrahman.dev RTX 4090 sweep (840 ms).
+Two case files, both published runs under traffic: validation/serving_cases.yaml (vLLM server
+sweeps) and validation/engine_sweeps.yaml (the engines' own benchmark tables and third-party
+sweeps: TensorRT-LLM, vLLM, SGLang, AMD, TPU, Jetson). What they fit, each figure declared in
+FITS with the source it was fitted on and its value without that source:
+- vLLM's `request_latency_us`, the path a request takes outside the engine's steps: the
+  concurrency-1 median TTFT of the ai.wmx.dev L4 sweep (27.0 ms) minus the engine side;
+- vLLM's `api_token_slow_us`, the slow detokenizer's cost per streamed token: the 48-user median
+  TTFT of the mushfiqrahman.dev RTX 4090 sweep (840 ms);
+- TensorRT-LLM's `request_latency_us` (11 ms): the 12 QPS-2 rows of the v0.14 online table of
+  TensorRT-LLM's performance overview (the perf-overview.md at commit 258c754).
 Everything else a serving case reads (kernel curves, the engines' step costs, the families'
 shares) is fitted on other sources (validation/crossval.py): out of sample for these cases.
 
 In sample: every case under the catalog as shipped. Out of sample: leave-one-source-out as
-validation/crossval.py does for the step cases: all cases citing one source leave together, and
-each figure fitted on that source is refitted without it. Each was fitted on one source alone,
-so leaving that source out leaves no case to fit it on and it takes its fallback:
-`request_latency_us` 0 (no unloaded measurement: the API server's path is not modelled) and
-`api_token_slow_us` the fast path's `api_token_fast_us` (sourced from vLLM's PRs, never fitted
-on a case). The other sources' cases keep the catalog's figures (they played no part in the fit).
+validation/crossval.py does for the step cases: all cases citing one source (its URL, up to the
+first parenthesis or comma) leave together, and each figure fitted on that source is refitted
+without it: `ServingFit.refit(left-out source)` when the figure was fitted on several sources,
+else (one source: no case left to fit it on) its `fallback`: vLLM's request latency 0 (the API
+server's path not modelled, as before it was fitted), the slow detokenizer's cost the fast
+path's, and TensorRT-LLM's request latency borrowed from vLLM's on the same device (as SGLang's
+is: the catalog's rule for an engine with no light-load measurement). The other sources' cases
+keep the catalog's figures (they played no part in the fit).
+
+A case whose engine has no profile in the catalog is skipped and counted (`skipped`), never
+dropped silently. `python validation/serving_crossval.py` evaluates every case once per figure
+set (two worker processes) and writes validation/serving_errors.csv, which validation/bands.py,
+validation/serving_tables.py (docs/ACCURACY.md) and the tests read without re-running the cases.
 """
 
 from __future__ import annotations
 
+import csv
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from roofline.cases.serving import run_serving_case
-from roofline.timing.host import EngineProfile
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from roofline.timing.host import EngineProfile  # noqa: E402
+
+CASE_FILES = ("validation/serving_cases.yaml", "validation/engine_sweeps.yaml")
+ERRORS = ROOT / "validation/serving_errors.csv"
+TRTLLM_014 = (
+    "https://github.com/NVIDIA/TensorRT-LLM/blob/258c7540c03517def55d9a5aadfa9288af474e1b/"
+    "docs/source/performance/perf-overview.md"
+)
 
 
 @dataclass(frozen=True)
 class ServingFit:
-    """One engine figure fitted on the serving cases of one source."""
+    """One engine figure fitted on the serving cases of some sources."""
 
     engine: str
     field: str  # EngineProfile attribute (seconds)
-    group: str  # the source it was fitted on (crossval.source_group of its cases)
-    fallback: Callable[[EngineProfile], float]  # its value with no case left to fit it on
+    groups: tuple[str, ...]  # the sources it was fitted on (source_group of their cases)
+    # its value with no case left to fit it on, from its profile and the device's other engines
+    fallback: Callable[[EngineProfile, dict[str, EngineProfile]], float]
     why: str
+    # its value refitted without one of its sources (None: fitted on one source, so the
+    # fallback applies); takes the profile and the source left out
+    refit: Callable[[EngineProfile, str], float] | None = None
+
+    def value_without(self, engines: dict[str, EngineProfile], group: str) -> float:
+        prof = engines[self.engine]
+        if self.refit is not None and len(self.groups) > 1:
+            return self.refit(prof, group)
+        return self.fallback(prof, engines)
 
 
 FITS = (
     ServingFit(
         "vllm",
         "request_latency_s",
-        "https://ai.wmx.dev/benchmarks",
-        lambda p: 0.0,
-        "request_latency_us 0: no unloaded measurement left",
+        ("https://ai.wmx.dev/benchmarks",),
+        lambda p, e: 0.0,
+        "vLLM request_latency_us 0: no unloaded measurement left",
     ),
     ServingFit(
         "vllm",
         "api_token_slow_s",
-        "https://mushfiqrahman.dev/?p=1668",
-        lambda p: p.api_token_fast_s,
+        ("https://mushfiqrahman.dev/?p=1668",),
+        lambda p, e: p.api_token_fast_s,
         "api_token_slow_us = api_token_fast_us: no slow-detokenizer case left",
+    ),
+    ServingFit(
+        "trtllm",
+        "request_latency_s",
+        (TRTLLM_014,),
+        lambda p, e: e["vllm"].request_latency_s if "vllm" in e else 0.0,
+        "TensorRT-LLM request_latency_us borrowed from vLLM: no unloaded measurement left",
     ),
 )
 
@@ -82,18 +122,38 @@ class _Patched:
         return replace(hw, efficiency=replace(hw.efficiency, engines=engines))
 
 
+def patch_without(
+    group: str, hw: Any, fits: tuple[ServingFit, ...] = FITS
+) -> tuple[dict[tuple[str, str], float], tuple[str, ...]]:
+    """The engine figures to change when `group` is left out, and why (empty: none)."""
+    patch, why = {}, []
+    for f in fits:
+        if group not in f.groups:
+            continue
+        engines = hw.efficiency.engines or {}
+        if f.engine in engines:
+            patch[(f.engine, f.field)] = f.value_without(engines, group)
+        why.append(f.why)
+    return patch, tuple(why)
+
+
 @dataclass(frozen=True)
 class ServingResult:
-    case: dict[str, Any]
+    """One case in sample and out of sample (one row of validation/serving_errors.csv)."""
+
+    file: str  # the case file, relative to the repository
+    id: str
     group: str
+    engine: str
+    engine_version: str
+    hardware: str
     family: str
+    metric: str
+    measured: float
+    ideal: float
     in_sample: float
     out_of_sample: float
     refitted: tuple[str, ...]  # what the out-of-sample run changed (ServingFit.why)
-
-    @property
-    def measured(self) -> float:
-        return float(self.case["measured"])
 
     @property
     def error_in(self) -> float:
@@ -103,33 +163,160 @@ class ServingResult:
     def error_out(self) -> float:
         return self.out_of_sample / self.measured - 1.0
 
+    @property
+    def bound_violation(self) -> bool:
+        """The measurement beat the ideal (speed of light): faster time or higher rate."""
+        time_like = self.metric.endswith("_ms")
+        ratio = self.ideal / self.measured if time_like else self.measured / self.ideal
+        return ratio > 1 + 1e-9
 
-def cross_validate_serving(cases: list[dict[str, Any]], cat: Any) -> list[ServingResult]:
-    """Every serving case in sample and with its source left out (see the module docstring)."""
+
+# ---- evaluation: each (case, figure set) once, in two worker processes --------------------
+_CAT: Any = None
+
+
+def _catalog() -> Any:
+    global _CAT
+    if _CAT is None:
+        from roofline.catalog import load_catalog
+
+        _CAT = load_catalog()
+    return _CAT
+
+
+def _evaluate(task: tuple[dict[str, Any], tuple[tuple[tuple[str, str], float], ...]]):
+    """(ideal, expected) of one case under the catalog with the patch applied."""
+    from roofline.cases.serving import run_serving_case
+
+    case, patch = task
+    cat = _catalog()
+    r = run_serving_case(case, _Patched(cat, dict(patch)) if patch else cat)
+    return r.ideal, r.expected
+
+
+def _map(fn, tasks: list, workers: int) -> list:
+    if workers <= 1 or len(tasks) < 50:
+        return [fn(t) for t in tasks]
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(workers) as pool:
+        return pool.map(fn, tasks, chunksize=8)
+
+
+def cross_validate_serving(
+    cases: list[tuple[str, dict[str, Any]]], cat: Any, workers: int = 2
+) -> tuple[list[ServingResult], list[tuple[str, str, str]]]:
+    """Every (file, case) in sample and with its source left out (see the module docstring);
+    and the skipped ones as (file, id, why)."""
+    from roofline.memory import ENGINES
+
+    kept, skipped = [], []
+    for rel, c in cases:
+        eng = str(c.get("engine", "vllm"))
+        if eng.lower() not in ENGINES:
+            skipped.append((rel, c["id"], f"engine '{eng}' has no profile in the catalog"))
+        else:
+            kept.append((rel, c))
+    tasks: dict[tuple, tuple] = {}  # (id, patch) -> task: each case once per figure set
+    plan = []
+    for rel, c in kept:
+        hw = cat.accelerator(c["hardware"])
+        patch, why = patch_without(source_group(c), hw)
+        key_in, key_out = (rel, c["id"], ()), (rel, c["id"], tuple(sorted(patch.items())))
+        tasks.setdefault(key_in, (c, ()))
+        tasks.setdefault(key_out, (c, key_out[2]))
+        plan.append((rel, c, hw, key_in, key_out, why))
+    keys = list(tasks)
+    got = dict(zip(keys, _map(_evaluate, [tasks[k] for k in keys], workers), strict=True))
     out = []
-    for c in cases:
-        group = source_group(c)
-        fits = [f for f in FITS if f.group == group]
-        inside = run_serving_case(c, cat).expected
-        outside = inside
-        if fits:
-            hw = cat.accelerator(c["hardware"])
-            patch = {}
-            for f in fits:
-                prof = (hw.efficiency.engines or {}).get(f.engine)
-                if prof is not None:
-                    patch[(f.engine, f.field)] = f.fallback(prof)
-            if patch:
-                outside = run_serving_case(c, _Patched(cat, patch)).expected
-        family = cat.accelerator(c["hardware"]).family
-        out.append(ServingResult(c, group, family, inside, outside, tuple(f.why for f in fits)))
-    return out
+    for rel, c, hw, key_in, key_out, why in plan:
+        (ideal, inside), (_, outside) = got[key_in], got[key_out]
+        out.append(
+            ServingResult(
+                rel,
+                c["id"],
+                source_group(c),
+                str(c.get("engine", "vllm")),
+                str(c.get("engine_version", "")),
+                hw.id,
+                hw.family,
+                c["metric"],
+                float(c["measured"]),
+                ideal,
+                inside,
+                outside,
+                why,
+            )
+        )
+    return out, skipped
+
+
+# ---- the committed error file --------------------------------------------------------------
+COLUMNS = (
+    "file",
+    "id",
+    "group",
+    "engine",
+    "engine_version",
+    "hardware",
+    "family",
+    "metric",
+    "measured",
+    "ideal",
+    "in_sample",
+    "out_of_sample",
+    "refitted",
+)
+
+
+def write(results: list[ServingResult], skipped: list[tuple[str, str, str]], path: Path) -> None:
+    """validation/serving_errors.csv: one row per case, then one '# skipped' line per case not
+    evaluated."""
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(COLUMNS)
+        for r in results:
+            row = [getattr(r, k) for k in COLUMNS]
+            row[8:12] = [f"{x:.6g}" for x in row[8:12]]
+            row[12] = "; ".join(r.refitted)
+            w.writerow(row)
+        for rel, cid, why in skipped:
+            fh.write(f"# skipped,{rel},{cid},{why}\n")
 
 
 @cache
-def serving_results(path: Path) -> tuple[ServingResult, ...]:
-    """cross_validate_serving on a case file under the shipped catalog, once per process."""
-    from roofline.catalog import load_catalog
+def load(path: Path = ERRORS) -> tuple[tuple[ServingResult, ...], tuple[tuple[str, ...], ...]]:
+    """The results and skipped cases validation/serving_errors.csv holds (run this script to
+    rewrite it after a catalog change)."""
+    lines = path.read_text().splitlines()
+    skipped = tuple(tuple(ln.split(",", 3)[1:]) for ln in lines if ln.startswith("# skipped,"))
+    rows = csv.DictReader(ln for ln in lines if not ln.startswith("#"))
+    results = tuple(
+        ServingResult(
+            **{k: r[k] for k in COLUMNS[:8]},
+            **{k: float(r[k]) for k in COLUMNS[8:12]},
+            refitted=tuple(x for x in r["refitted"].split("; ") if x),
+        )
+        for r in rows
+    )
+    return results, skipped
+
+
+def main() -> None:
+    import time
+
     from roofline.userfiles import load_serving_cases
 
-    return tuple(cross_validate_serving(load_serving_cases(path), load_catalog()))
+    t0 = time.monotonic()
+    cat = _catalog()
+    cases = [(rel, c) for rel in CASE_FILES for c in load_serving_cases(ROOT / rel)]
+    results, skipped = cross_validate_serving(cases, cat)
+    write(results, skipped, ERRORS)
+    print(
+        f"wrote {ERRORS.relative_to(ROOT)}: {len(results)} cases evaluated, {len(skipped)} "
+        f"skipped (engine not in the catalog), {time.monotonic() - t0:.0f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()

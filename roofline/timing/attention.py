@@ -111,6 +111,10 @@ class AttentionCurve:
     swap_s: float = 0.0
     copy_s: float = 0.0
     combine_s: float = 0.0
+    # the share of the bf16 peak a compute-bound decode reaches (only MLA's absorbed decode gets
+    # there: 128 query heads on one latent KV head): measured on the family's MLA decode kernel
+    # (validation/kernel_attention.py fit_mla_compute_share); 0: the GEMM plateau
+    eta_compute: float = 0.0
 
 
 @dataclass(frozen=True)
