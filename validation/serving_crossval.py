@@ -74,6 +74,17 @@ class ServingFit:
         return self.fallback(prof, engines)
 
 
+# vLLM V0's per-sequence host cost (hardware/engines.yaml vllm-v0) refitted without each of the
+# three sources it was fitted on, as `python -m validation.fit_engine_versions vllm-v0` prints
+V0_FIT = {
+    "https://github.com/LambdaLabsML/vllm-benchmark/blob/0e8fc5d0f9865a326666cb82aeb2d8dc74c82c5e/"
+    "benchmark_v0.md": 50e-6,
+    "https://github.com/saienduri/vllm-docs/blob/080d0ad63154d46325ced75a1633b7b2653b3d58/"
+    "README.md": 225e-6,
+    "https://github.com/vllm-project/vllm-project.github.io/blob/"
+    "0b57588444565142727b814875d10e86626c399a/_posts/2024-10-23-vllm-serving-amd.md": 225e-6,
+}
+
 FITS = (
     ServingFit(
         "vllm",
@@ -95,6 +106,14 @@ FITS = (
         (TRTLLM_014,),
         lambda p, e: e["vllm"].request_latency_s if "vllm" in e else 0.0,
         "TensorRT-LLM request_latency_us borrowed from vLLM: no unloaded measurement left",
+    ),
+    ServingFit(
+        "vllm-v0",
+        "cpu_per_seq_s",  # (family, seconds) pairs, not a float
+        tuple(V0_FIT),
+        lambda p, e: p.cpu_per_seq_s,
+        "vLLM V0 cpu_per_seq refitted without the source (validation/fit_engine_versions.py)",
+        refit=lambda p, g: tuple((fam, V0_FIT[g]) for fam, _ in p.cpu_per_seq_s),
     ),
 )
 
