@@ -52,6 +52,13 @@ BRANCH_ISSUE = {
     "docs": 26,
     "docsint": 26,
     "html": 27,
+    "sweeps": 24,
+    "engines": 24,
+    "disagg": 24,
+    "versions": 24,
+    "dsr1": 24,
+    "sweepacc": 24,
+    "calib": 25,
 }
 
 # Commits on the main line that name no issue, attributed from what they change.
@@ -84,6 +91,14 @@ COMMIT_ISSUE = {
     "4977453": 26,  # serving cases' p50/p99 (bands)
     "63fe32f": 25,  # size with a drafter
     "5b5073f": 21,  # tests for the saturation change
+    "b88ae62": 24,  # MLPerf out of the validation files (the engine keyword)
+    # branch 'versions' landed by fast-forward (no merge commit names it): engine versions
+    "a6cc845": 24,
+    "bf5cf3f": 24,
+    "b0e608c": 24,
+    "caa044a": 24,
+    "43a1a24": 24,
+    "74cdb0f": 24,
 }
 
 
