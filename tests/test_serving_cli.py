@@ -135,10 +135,14 @@ def test_size_json_and_best(run):
         assert d["cost_per_hour"] == pytest.approx(1.0 * d["gpus"])
     shipped = json.loads((Path(__file__).parent.parent / "hardware/bands.json").read_text())
     table = shipped["bands"]["throughput"]
-    for d in deps:  # each deployment carries its own family's bands (pooled: family null)
+    for d in deps:  # each deployment carries its own family's and engine's bands (null: pooled)
         b = d["bands"]["throughput"]
         want = table["families"][b["family"]] if b["family"] else table["pooled"]
+        if b["engine"]:
+            assert b["engine"] == doc["inputs"]["engine"]  # vllm: no version profile asked
+            want = table["engines"][b["family"]][b["engine"]]
         assert b["rel"] == want["rel"] > 0 and b["n"] == want["n"]
+        assert (b["low"], b["high"]) == (want["low"], want["high"])
         assert d["bands"]["ttft_p99"]["applies_to"] == ["ttft_s.p99"]
 
 

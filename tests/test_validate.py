@@ -157,8 +157,10 @@ def test_bands_file_is_current():
 
 
 def test_no_band_narrower_than_its_out_of_sample_error():
-    """Each printed band against the 90th percentile of |out-of-sample error| recomputed here
-    from the validation points of its metric and family (or of all families, pooled)."""
+    """Each printed band against its out-of-sample errors recomputed here from the validation
+    points: of its metric, family and engine profile when that cell has 5, else of the family,
+    else of all families pooled. rel covers their 90th percentile of |error|, [low, high] the
+    measured/expected range 1/(1 + e95) .. 1/(1 + e5) of their signed 5th/95th percentiles."""
     import numpy as np
 
     from roofline.bands import METRICS, band
@@ -168,13 +170,31 @@ def test_no_band_narrower_than_its_out_of_sample_error():
     for metric in METRICS:
         mine = [p for p in pts if p.band == metric]
         for fam in families:
-            b = band(metric, fam)
-            own = [abs(p.error) for p in mine if p.family == fam]
-            errs = own if len(own) >= 5 else [abs(p.error) for p in mine]
-            assert b is not None and errs, (metric, fam)
-            assert b.rel >= np.percentile(errs, 90) - 1e-12, (metric, fam)
-            assert b.rel >= np.median(errs), (metric, fam)
-            assert b.n == len(errs)
+            fam_pts = [p for p in mine if p.family == fam]
+            engines = {p.engine for p in fam_pts} | {None, "no-such-engine"}
+            for eng in engines:
+                b = band(metric, fam, eng)
+                cell = [p.error for p in fam_pts if p.engine == eng]
+                own = [p.error for p in fam_pts]
+                errs = cell if len(cell) >= 5 else own if len(own) >= 5 else [p.error for p in mine]
+                assert b is not None and errs, (metric, fam, eng)
+                assert b.engine == (eng if len(cell) >= 5 else None), (metric, fam, eng)
+                assert b.rel >= np.percentile(np.abs(errs), 90) - 1e-12, (metric, fam, eng)
+                assert b.rel >= np.median(np.abs(errs)), (metric, fam, eng)
+                e5, e95 = np.percentile(errs, [5, 95])
+                assert b.low <= 1 / (1 + e95) + 1e-12 and b.high >= 1 / (1 + e5) - 1e-12
+                assert 0 < b.low <= b.high
+                assert b.n == len(errs)
+
+
+def test_engine_profiles_of_the_points():
+    """The serving points carry the profile they ran under: vLLM before 0.8 is vllm-v0
+    (hardware/engines.yaml), vLLM 0.10/0.11 is vllm, SGLang sglang; step cases theirs."""
+    pts = _band_points()
+    serving = [p for p in pts if p.kind in ("serving", "engine sweeps")]
+    assert {"vllm", "vllm-v0", "sglang", "trtllm"} <= {p.engine for p in serving}
+    assert all(p.engine for p in pts)
+    assert {p.engine for p in pts if p.kind == "step"} >= {"vllm", "llamacpp"}
 
 
 def test_serving_p99_band_from_the_mushfiq_tail():
@@ -207,6 +227,12 @@ def test_a_family_under_five_points_takes_the_pooled_band_and_says_so():
     few = [(m, f) for m, b in table.items() for f in b["too_few"]]
     assert few, "some family has under 5 points of some metric"
     for metric, fam in [*few, ("tpot_p50", "intel-gaudi")]:  # Gaudi: no points at all
-        b = band(metric, fam)
-        assert b.family is None and b.rel == table[metric]["pooled"]["rel"]
-        assert "pooled" in b.basis and "fewer than 5" in b.basis and fam in b.basis
+        for eng in (None, "vllm"):  # an engine on a family without 5 points: pooled too
+            b = band(metric, fam, eng)
+            assert b.family is None and b.engine is None
+            assert b.rel == table[metric]["pooled"]["rel"]
+            assert (b.low, b.high) == (
+                table[metric]["pooled"]["low"],
+                table[metric]["pooled"]["high"],
+            )
+            assert "pooled" in b.basis and "fewer than 5" in b.basis and fam in b.basis

@@ -226,34 +226,45 @@ def bands_section() -> str:
     kinds = sorted({p.kind for p in pts})
     lines = [
         "Every expected figure that published measurements stand behind is printed with a band "
-        "(`analyze`, `serve`, `size`; `bands` in their JSON): the **90th percentile of "
-        "out-of-sample |relative error|** of that metric on the accelerator's hardware family, "
-        "rounded up to a whole percent, so no band is narrower than the errors it comes from. A "
-        "family with fewer than 5 points of a metric takes the pooled figure of all families "
-        "and says so. Saturation and $/Mtok are throughputs and take the throughput band. "
-        "Points: "
+        "(`analyze`, `serve`, `size`; `bands` in their JSON), from the **out-of-sample relative "
+        "errors** e = expected / measured − 1 of that metric on the accelerator's hardware "
+        "family under the engine profile the figure is computed for (the profile a case was "
+        "evaluated with: vllm-v0 for vLLM before 0.8, vllm, sglang, trtllm, ...; `--engine "
+        "vllm@0.6` asks for vllm-v0's). A (family, engine) cell with at least 5 points sets the "
+        "band; else the family's points under every engine; a family with fewer than 5 takes "
+        "all families pooled; the band's basis says which. A band is `rel`, the **90th "
+        "percentile of |e|** rounded up to a whole percent (printed ±rel when the interval "
+        "below is symmetric within 5 points), and `low`/`high`, the measured figure's **90% "
+        "interval** as factors of the expected one: with e5, e95 the 5th and 95th percentiles "
+        "of the signed errors, measured = expected / (1 + e) lies in [expected / (1 + e95), "
+        "expected / (1 + e5)], low rounded down and high up to a hundredth (printed "
+        "-x%/+y%: a rate's range never reaches below zero, as a symmetric ±110% would). No "
+        "band is narrower than the errors it comes from. Saturation and $/Mtok are throughputs "
+        "and take the throughput band. Points: "
         + ", ".join(f"{k} ({sum(p.kind == k for p in pts)})" for k in kinds)
         + " — the step cases, the serving cases and the engine sweeps leave-one-source-out (the "
         "serving ones from validation/serving_errors.csv, see above), the held-out, "
         "layout and disaggregation cases never fitted. Means count toward the median's band, "
         "median inter-token latency toward TPOT's, decode tokens/s per user toward TPOT's as "
         "1 / (1 + error) − 1. `python validation/bands.py` writes them to "
-        "`hardware/bands.json`; a test checks the file is current.\n",
-        "| band | family | n | median abs error | band (±) |",
-        "|---|---|---:|---:|---:|",
+        "`hardware/bands.json`; a test checks the file is current. All figures out of sample.\n",
+        "| band | family | engine | n | median abs error | ± (p90) | measured / expected, 90% |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
+
+    def row(name: str, fam: str, eng: str, x: dict) -> str:
+        return (
+            f"| {name} | {fam} | {eng} | {x['n']} | {x['median_abs_error'] * 100:.1f}% | "
+            f"{x['rel'] * 100:.0f}% | {x['low']:.2f} – {x['high']:.2f} |"
+        )
+
     for name, b in bands.items():
         for fam, x in b["families"].items():
-            lines.append(
-                f"| {name} | {fam} | {x['n']} | {x['median_abs_error'] * 100:.1f}% | "
-                f"{x['rel'] * 100:.0f}% |"
-            )
+            lines.append(row(name, fam, "all", x))
+            for eng, y in b.get("engines", {}).get(fam, {}).items():
+                lines.append(row(name, fam, eng, y))
         few = ", ".join(f"{f} {n}" for f, n in b["too_few"].items())
-        x = b["pooled"]
-        lines.append(
-            f"| {name} | pooled{f' (under 5: {few})' if few else ''} | {x['n']} | "
-            f"{x['median_abs_error'] * 100:.1f}% | {x['rel'] * 100:.0f}% |"
-        )
+        lines.append(row(name, f"pooled{f' (under 5: {few})' if few else ''}", "all", b["pooled"]))
     return "\n".join(lines)
 
 

@@ -1,9 +1,19 @@
 """Error bands for the expected figures, from the out-of-sample errors of the published cases.
 
-A band is the 90th percentile of |out-of-sample relative error| (expected / measured − 1) of one
-metric on one hardware family (hardware/families.yaml), rounded up to a whole percent, so that
-no band is narrower than the errors it comes from. A family with fewer than 5 out-of-sample
-points of a metric takes the metric's pooled band (all families) and says so. The points:
+A band is drawn from the out-of-sample relative errors e = expected / measured − 1 of one metric
+on one hardware family (hardware/families.yaml) and one engine profile (hardware/engines.yaml:
+the profile the case was evaluated with, e.g. vllm-v0 for vLLM before 0.8), where that cell has
+at least 5 points; else of the metric on the family (all engines); else of the metric on all
+families pooled (roofline/bands.py says which). Each band carries:
+- `rel`, the 90th percentile of |e|, rounded up to a whole percent (the ± of a roughly
+  symmetric band, and what older readers use);
+- `low`/`high`, the 90% interval of the measured figure relative to the expected one, from the
+  5th and 95th percentiles e5 <= e95 of the signed errors. measured = expected / (1 + e) falls
+  as e rises (e > −1 since both are positive), so e5 <= e <= e95 is
+  expected / (1 + e95) <= measured <= expected / (1 + e5): low = 1 / (1 + e95) rounded down,
+  high = 1 / (1 + e5) rounded up, to a hundredth. A rate is bounded by factors > 0, never by a
+  negative figure (a symmetric ±110% would be).
+Rounding outward keeps a band no narrower than the errors it comes from. The points:
 - the step cases, leave-one-source-out (validation/crossval.py via calibrate.run) and the
   held-out cases (validation/heldout_cases.yaml, never fitted);
 - the parallel-layout and disaggregated-pool cases (validation/layout_cases.yaml,
@@ -27,6 +37,7 @@ import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 OUT = ROOT / "hardware/bands.json"
 PERCENTILE = 90.0
+INTERVAL = (5.0, 95.0)  # the signed errors' percentiles behind low/high: a 90% interval
 MIN_POINTS = 5
 # case metric -> (band, whether the case's metric is the inverse of the band's figure)
 BAND_OF: dict[str, tuple[str, bool]] = {
@@ -76,26 +88,57 @@ class Point:
     family: str
     error: float  # expected / measured − 1 of the band's figure
     kind: str  # "step", "held out", "layout/disagg", "serving"
+    engine: str = ""  # the engine profile it was evaluated with (hardware/engines.yaml)
 
 
-def _point(case_id: str, metric: str, family: str, error: float, kind: str) -> Point | None:
+def _point(
+    case_id: str, metric: str, family: str, error: float, kind: str, engine: str
+) -> Point | None:
     if metric not in BAND_OF:
         return None
     band, inverse = BAND_OF[metric]
-    return Point(case_id, band, family, 1.0 / (1.0 + error) - 1.0 if inverse else error, kind)
+    err = 1.0 / (1.0 + error) - 1.0 if inverse else error
+    return Point(case_id, band, family, err, kind, engine)
+
+
+def profile_of(name: str, version: object, hw: Any) -> str:
+    """The engine profile a case runs under on `hw`, as its evaluation resolves it
+    (roofline.memory.engine: "auto" by the chip, a version to its version profile); an engine
+    roofline does not model by name keeps its version profile, or its name."""
+    from roofline.engine_versions import pick_profile
+    from roofline.errors import InputError
+    from roofline.memory import engine
+
+    version = version if version not in (None, "") else None
+    try:
+        return engine(name, hw, version).profile_id
+    except InputError:
+        try:
+            return pick_profile(name.lower(), version, hw.efficiency.engines or {})
+        except InputError:
+            return name.lower()
 
 
 @cache
 def points() -> tuple[Point, ...]:
     """Every out-of-sample error behind a band (see the module docstring), once per process."""
+    from roofline.cases.case import case_engine
     from roofline.cases.evaluate import evaluate
     from roofline.userfiles import load_cases
     from validation.calibrate import run
     from validation.serving_crossval import load
 
     cat, _, loso, never = run()
+    accel = cat.accelerator
     out = [
-        _point(r.base.case.id, r.base.case.metric, r.base.family, r.error_out, kind)
+        _point(
+            r.base.case.id,
+            r.base.case.metric,
+            r.base.family,
+            r.error_out,
+            kind,
+            profile_of(r.base.engine, None, accel(r.base.case.hardware)),
+        )
         for rs, kind in ((loso, "step"), (never, "held out"))
         for r in rs
     ]
@@ -104,9 +147,11 @@ def points() -> tuple[Point, ...]:
             host = cat.accelerator(c.offload["host"]) if c.offload else None
             hw = cat.accelerator(c.hardware)
             r = evaluate(c, cat.model(c.model), hw, host=host, catalog=cat)
-            out.append(_point(c.id, c.metric, hw.family, r.error_expected, "layout/disagg"))
+            eng = profile_of(case_engine(c), None, hw)
+            out.append(_point(c.id, c.metric, hw.family, r.error_expected, "layout/disagg", eng))
     for s in load()[0]:
-        out.append(_point(s.id, s.metric, s.family, s.error_out, KIND[s.file]))
+        eng = profile_of(s.engine, s.engine_version, accel(s.hardware))
+        out.append(_point(s.id, s.metric, s.family, s.error_out, KIND[s.file], eng))
     return tuple(p for p in out if p is not None)
 
 
@@ -120,31 +165,54 @@ def _round_up(x: float) -> float:
     return math.ceil(round(x * 100.0, 9)) / 100.0
 
 
+def _round_down(x: float) -> float:
+    return math.floor(round(x * 100.0, 9)) / 100.0
+
+
+def interval(errors: list[float]) -> tuple[float, float]:
+    """(low, high): the measured figure's 90% interval as factors of the expected one,
+    1 / (1 + e95) and 1 / (1 + e5) of the signed errors' 5th and 95th percentiles (numpy's
+    linear interpolation), rounded outward to a hundredth (module docstring)."""
+    from roofline.bands import interval as factors
+
+    e5, e95 = (float(v) for v in np.percentile(errors, INTERVAL))
+    low, high = factors(e5, e95)
+    return _round_down(low), _round_up(high)
+
+
+def stats(errors: list[float]) -> dict[str, Any]:
+    """One band's figures from its points' signed errors."""
+    low, high = interval(errors)
+    return {
+        "rel": _round_up(p90(errors)),
+        "low": low,
+        "high": high,
+        "n": len(errors),
+        "median_abs_error": round(float(np.median(np.abs(errors))), 4),
+    }
+
+
 def compute(pts: tuple[Point, ...] | list[Point]) -> dict:
-    """The bands: per band, the pooled figure and each family's with n >= MIN_POINTS (the
-    families with fewer points listed with their counts: they take the pooled figure)."""
+    """The bands: per band, the pooled figure, each family's with n >= MIN_POINTS (the families
+    with fewer points listed with their counts: they take the pooled figure) and, per family,
+    each engine profile's with n >= MIN_POINTS (the others take the family's)."""
     out = {}
     for band in BANDS:
         mine = [p for p in pts if p.band == band]
         if not mine:
             continue
         fams: dict[str, list[float]] = {}
+        cells: dict[str, dict[str, list[float]]] = {}
         for p in mine:
             fams.setdefault(p.family, []).append(p.error)
+            cells.setdefault(p.family, {}).setdefault(p.engine, []).append(p.error)
         out[band] = {
-            "pooled": {
-                "rel": _round_up(p90([p.error for p in mine])),
-                "n": len(mine),
-                "median_abs_error": round(float(np.median(np.abs([p.error for p in mine]))), 4),
-            },
-            "families": {
-                f: {
-                    "rel": _round_up(p90(e)),
-                    "n": len(e),
-                    "median_abs_error": round(float(np.median(np.abs(e))), 4),
-                }
-                for f, e in sorted(fams.items())
-                if len(e) >= MIN_POINTS
+            "pooled": stats([p.error for p in mine]),
+            "families": {f: stats(e) for f, e in sorted(fams.items()) if len(e) >= MIN_POINTS},
+            "engines": {
+                f: {g: stats(e) for g, e in sorted(by.items()) if len(e) >= MIN_POINTS}
+                for f, by in sorted(cells.items())
+                if len(fams[f]) >= MIN_POINTS and any(len(e) >= MIN_POINTS for e in by.values())
             },
             "too_few": {f: len(e) for f, e in sorted(fams.items()) if len(e) < MIN_POINTS},
         }
@@ -153,10 +221,13 @@ def compute(pts: tuple[Point, ...] | list[Point]) -> dict:
 
 def document(bands: dict, date: str) -> dict:
     return {
-        "source": f"validation/bands.py (python validation/bands.py), {date}: the 90th percentile "
-        "of |out-of-sample relative error| per metric and hardware family, rounded up to a whole "
-        "percent; a family with fewer than 5 points takes the pooled figure; docs/ACCURACY.md",
+        "source": f"validation/bands.py (python validation/bands.py), {date}: per metric, hardware "
+        "family and engine profile, the 90th percentile of |out-of-sample relative error| (rel, "
+        "rounded up to a whole percent) and the measured/expected 90% interval from the signed "
+        "errors' 5th and 95th percentiles (low, high); a cell with fewer than 5 points takes the "
+        "family's figure, a family with fewer than 5 the pooled one; docs/ACCURACY.md",
         "percentile": PERCENTILE,
+        "interval_percentiles": list(INTERVAL),
         "min_points": MIN_POINTS,
         "inherit": {"saturation": "throughput", "cost_per_million_output_tokens": "throughput"},
         "bands": bands,

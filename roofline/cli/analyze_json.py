@@ -67,12 +67,12 @@ def analyze_doc(
         for k, t in (("ideal", r.ideal), ("expected", r.expected))
     }
     cal = r.decode.calibration
-    bands = convert.bands_json(cal.family, ANALYZE_BANDS)
-    tpot_rel = bands["tpot_p50"]["rel"] if "tpot_p50" in bands else 0.0
+    bands = convert.bands_json(cal.family, ANALYZE_BANDS, cal.engine)
+    tpot = bands.get("tpot_p50", {"low": 1.0, "high": 1.0})  # the measured TPOT's 90% interval
     timing["expected"]["calibration"] = convert.calibration_json(cal)
     timing["expected"]["tpot_band_s"] = [
-        float(r.expected.tpot_s) * (1 - tpot_rel),
-        float(r.expected.tpot_s) * (1 + tpot_rel),
+        float(r.expected.tpot_s) * tpot["low"],
+        float(r.expected.tpot_s) * tpot["high"],
     ]
     timing["expected"]["bands"] = bands
     timing["expected"]["step_overhead_s"] = float(r.decode.t_overhead_s)

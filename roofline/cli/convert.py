@@ -62,19 +62,26 @@ def efficiency_json(eff: Efficiency) -> dict[str, Any]:
     }
 
 
-def bands_json(family: str, applies: dict[str, list[str]]) -> dict[str, Any]:
-    """The error bands (roofline/bands.py) of the figures a document carries: band name ->
-    rel (±, relative), n, family (null: pooled), basis and the keys it applies to."""
+def bands_json(
+    family: str, applies: dict[str, list[str]], engine: str | None = None
+) -> dict[str, Any]:
+    """The error bands (roofline/bands.py) of the figures a document carries under an engine
+    profile: band name -> rel (±, relative), low/high (the measured figure's 90% interval as
+    factors of the expected one), n, family (null: pooled), engine (null: all engines), basis
+    and the keys it applies to."""
     from roofline.bands import band
 
     out = {}
     for name, keys in applies.items():
-        b = band(name, family)
+        b = band(name, family, engine)
         if b is not None:
             out[name] = {
                 "rel": b.rel,
+                "low": b.low,
+                "high": b.high,
                 "n": b.n,
                 "family": b.family,
+                "engine": b.engine,
                 "basis": b.basis,
                 "applies_to": keys,
             }

@@ -280,7 +280,7 @@ def size(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, spec, net,
         KvLink(tier) if tier is not None else None, topt.pool_split(pools),
     )  # fmt: skip
-    deployments = sized_list(rows, prices, hws, spec is not None)
+    deployments = sized_list(rows, prices, hws, spec is not None, eng.profile_id)
     day_inputs, extra = {}, {}
     if curve is not None:
         delay = day_cli.parse_delay(scale_up_delay)

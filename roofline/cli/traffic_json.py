@@ -140,7 +140,9 @@ def saturation_json(cap, replicas: int) -> dict[str, Any]:
     }
 
 
-def sized_json(d: Sized, p: Price | None, family: str, drafted: bool) -> dict[str, Any]:
+def sized_json(
+    d: Sized, p: Price | None, family: str, drafted: bool, engine: str | None = None
+) -> dict[str, Any]:
     """One deployment of `size` (its launch line is the answer's, set by the caller)."""
     return {
         "hardware": d.hardware,
@@ -176,7 +178,7 @@ def sized_json(d: Sized, p: Price | None, family: str, drafted: bool) -> dict[st
         **({"speculation": d.speculation} if drafted else {}),
         "expected": metrics_json(d.expected, p) if d.expected else None,
         "ideal": metrics_json(d.ideal, p) if d.ideal else None,
-        "bands": bands_json(family, SERVE_BANDS),
+        "bands": bands_json(family, SERVE_BANDS, engine),
     }
 
 
@@ -245,7 +247,7 @@ def serve_doc(
         **(extra if len(points) == 1 else {}),
         saturation_rate=sat,
         points=points,
-        bands=bands_json(hw.efficiency.family, SERVE_BANDS),
+        bands=bands_json(hw.efficiency.family, SERVE_BANDS, eng.profile_id),
     )
 
 
@@ -260,10 +262,14 @@ def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def sized_list(rows: list[Sized], prices, accelerators, drafted: bool) -> list[dict[str, Any]]:
-    """size's deployments as JSON, best first."""
+def sized_list(
+    rows: list[Sized], prices, accelerators, drafted: bool, engine: str | None = None
+) -> list[dict[str, Any]]:
+    """size's deployments as JSON, best first; `engine` the profile they run under (bands)."""
     family = {h.id: h.efficiency.family for h in accelerators}
-    return [sized_json(d, prices.get(d.hardware), family[d.hardware], drafted) for d in rows]
+    return [
+        sized_json(d, prices.get(d.hardware), family[d.hardware], drafted, engine) for d in rows
+    ]
 
 
 def size_doc(
@@ -330,6 +336,7 @@ def size_rows(deployments: list[dict[str, Any]], day: bool) -> list[dict[str, An
         )
         for name, b in d["bands"].items():
             f[f"band_{name}"] = b["rel"]
+            f[f"band_{name}_low"], f[f"band_{name}_high"] = b["low"], b["high"]
         if day:
             from roofline.cli.curve import flat_day
 

@@ -232,10 +232,24 @@ def pct(x: float | None, digits: int = 0) -> str:
     return "—" if x is None else f"{x:.{digits}%}"
 
 
+# an interval whose two sides differ by at most this much (relative) prints as ±rel
+SYMMETRIC = 0.05
+
+
+def band_text(b: Mapping[str, Any]) -> str:
+    """A band (roofline/bands.py) as text: "±35%" (rel) when the measured figure's 90% interval
+    is symmetric within SYMMETRIC, else that interval relative to the expected figure,
+    "-45%/+20%" (low − 1, high − 1); a band without low/high is ±rel."""
+    low, high = b.get("low"), b.get("high")
+    if low is None or high is None or abs((high - 1.0) - (1.0 - low)) <= SYMMETRIC:
+        return f"±{b['rel']:.0%}"
+    return f"{low - 1.0:+.0%}/{high - 1.0:+.0%}"
+
+
 def pm(bands: Mapping[str, Any] | None, name: str) -> str:
-    """A figure's error band as "±35%" (roofline/bands.py), or "" when it has none."""
+    """A figure's error band as "±35%" or "-45%/+20%" (band_text), or "" when it has none."""
     b = (bands or {}).get(name)
-    return "" if b is None else f"±{b['rel']:.0%}"
+    return "" if b is None else band_text(b)
 
 
 def _metric_name(band: str) -> str:
@@ -249,10 +263,15 @@ def bands_note(bands: Mapping[str, Any] | None) -> str:
     if not bands:
         return "no error bands (no published measurement behind these figures)"
     own = sorted({b["family"] for b in bands.values() if b["family"]})
+    engines = sorted({b["engine"] for b in bands.values() if b.get("engine")})
     inherited = ("saturation", "cost_per_million_output_tokens")
     pooled = [k for k, b in bands.items() if b["family"] is None and k not in inherited]
-    text = "± = 90th percentile of out-of-sample |error| (docs/ACCURACY.md)"
+    text = (
+        "± = 90th percentile of out-of-sample |error|, -x%/+y% = the measured figure's 90% "
+        "range (docs/ACCURACY.md)"
+    )
     text += f", family {', '.join(own)}" if own else ""
+    text += f", engine {', '.join(engines)} where it has 5 points" if engines else ""
     if pooled:
         text += "; all families pooled (under 5 points of the family) for " + ", ".join(
             _metric_name(p) for p in pooled

@@ -175,6 +175,14 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
 
 
 # ---- size -----------------------------------------------------------------------------------
+def _top(bands: Mapping[str, Any] | None, name: str) -> str:
+    """The top of a band's measured range above the expected figure, in percent ("342")."""
+    b = (bands or {}).get(name)
+    if b is None:
+        return "-"
+    return f"{round((b.get('high', 1.0 + b['rel']) - 1.0) * 100):d}"
+
+
 @table_output
 def size_table(doc: Mapping[str, Any], con: Console) -> None:
     i, deps = doc["inputs"], doc["deployments"]
@@ -198,10 +206,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
                 f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
                 pm(d.get("bands"), "throughput"),
-                "/".join(
-                    pm(d.get("bands"), k).lstrip("±").rstrip("%") or "-"
-                    for k in ("ttft_p99", "tpot_p99")
-                ),
+                "/".join(_top(d.get("bands"), k) for k in ("ttft_p99", "tpot_p99")),
             )
         )
     head = (
@@ -209,9 +214,10 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}. "
         f"* = best ({i['minimize']}), f = on the frontier of tok/s per GPU vs tok/s per user; "
         "GPUs = replicas x TP x PP; tok = output tokens/s; ±tok = the band of tok/s, $/Mtok "
-        "and saturation, ±p99 = TTFT/TPOT p99 bands (90th percentile of out-of-sample |error| "
-        "per hardware family, docs/ACCURACY.md; all families pooled where a family has under 5 "
-        "points); more in --format json"
+        "and saturation (±: 90th percentile of out-of-sample |error|; -x%/+y%: the measured "
+        "figure's 90% range), +p99 = how far above the expected TTFT/TPOT p99 the measured one "
+        "reaches (the range's top); per hardware family and engine, docs/ACCURACY.md (a family "
+        "or engine under 5 points takes the wider pool); more in --format json"
     )
     best = next((d for d in deps if d["best"]), None)
     if best is not None and best.get("sized_on"):
@@ -246,7 +252,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             N("tok/\nGPU"),
             N("tok/\nuser"),
             N("±tok"),
-            N("±p99\n%"),
+            N("+p99\n%"),
         )
         print_rows(con, "", cols, rows)
         say(con, head)

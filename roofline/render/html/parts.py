@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any, TypeGuard
 
-from roofline.render.core import num
+from roofline.render.core import band_text, num
 from roofline.units import fmt_bytes, fmt_seconds
 
 _PERCENT_WORDS = ("fraction", "occupancy", "utilisation", "attainment", "share", "error_band")
@@ -105,10 +105,11 @@ def band_path(doc: Any, path: str) -> str | None:
     return None
 
 
-def relative_band(doc: Any, path: str) -> tuple[str, float] | None:
-    """(its path, the relative half-width) of a band in a `bands` mapping beside the value or
-    above it (`{"name": {"rel": 0.28, "applies_to": ["ttft_s.p99"], ...}}`) whose applies_to
-    names the value's path, or its end."""
+def relative_band(doc: Any, path: str) -> tuple[str, str] | None:
+    """(its path, its text as the tables print it: "±28%" or "-45%/+20%") of a band in a
+    `bands` mapping beside the value or above it (`{"name": {"rel": 0.28, "low": 0.55,
+    "high": 1.2, "applies_to": ["ttft_s.p99"], ...}}`) whose applies_to names the value's path,
+    or its end."""
     parts = path.split(".")
     for i in range(len(parts) - 1, -1, -1):
         where = ".".join([*parts[:i], "bands"])
@@ -119,7 +120,7 @@ def relative_band(doc: Any, path: str) -> tuple[str, float] | None:
             if not isinstance(b, Mapping) or not is_number(b.get("rel")):
                 continue
             if any(path == a or path.endswith(f".{a}") for a in b.get("applies_to") or []):
-                return f"{where}.{name}", float(b["rel"])
+                return f"{where}.{name}", band_text(b)
     return None
 
 
@@ -145,9 +146,8 @@ def figure(doc: Any, label: str, path: str, key: str | None = None) -> str:
     band = ""
     rel = relative_band(doc, path)
     if rel is not None:
-        band = (
-            f' <span class="band" data-json="{escape(rel[0], quote=True)}">(±{rel[1]:.0%})</span>'
-        )
+        where = escape(rel[0], quote=True)
+        band = f' <span class="band" data-json="{where}">({escape(rel[1])})</span>'
     elif bp is not None:
         lo, hi = _band_bounds(lookup(doc, bp)) or (0.0, 0.0)
         band = (
