@@ -69,12 +69,11 @@ def test_multi_step_light_load_ttft_matches_the_published_run(cat):
     # median TPOT 14.14 ms): 46 + 5 x 14 = 116 ms; single-step scheduling predicted 46 ms.
     from pathlib import Path
 
-    import yaml
-
     from roofline.cases.serving import run_serving_case
+    from roofline.files import safe_load_yaml
 
     text = (Path(__file__).parent.parent / "validation/engine_sweeps.yaml").read_text()
-    cases = yaml.safe_load(text)["cases"]
+    cases = safe_load_yaml(text)["cases"]
     case = next(c for c in cases if c["id"] == "sglbench060-vllm-8b-tp1-sharegpt-rps4-ttft_p50")
     r = run_serving_case(case, cat)
     assert 80 < r.expected < 130
