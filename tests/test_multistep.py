@@ -84,3 +84,16 @@ def test_multi_step_light_load_ttft_matches_the_published_run(cat):
 def test_bad_scheduler_steps():
     with pytest.raises(InputError, match="scheduler steps"):
         EngineRules(max_seqs=4, budget_blocks=10, block_tokens=4, scheduler_steps=0)
+
+
+def test_serve_num_scheduler_steps(run):
+    # tokens come in bunches of 10 steps: the median gap between them is about 10 steps while
+    # TPOT stays the mean step (a sequence's first and last bunches are shorter, the prefill
+    # steps inside a gap make it longer: between 9 and 11 TPOT)
+    args = ["serve", "llama-3.1-8b", "a100-80gb", "--rate", "4", "--prompt", "224"]
+    args += ["--output", "189", "--requests", "200", "--format", "json"]
+    doc = run(*args, "--engine", "vllm@0.6", "--num-scheduler-steps", "10").json()
+    e = doc["points"][0]["expected"]
+    assert 9 < e["itl_s"]["p50"] / e["tpot_s"]["p50"] < 11
+    r = run(*args, "--num-scheduler-steps", "10")  # vLLM V1 has no multi-step scheduling
+    assert r.code == 2 and "multi-step" in r.stderr and r.stdout == ""
