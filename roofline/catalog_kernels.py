@@ -130,6 +130,7 @@ _ENGINE_KEYS = {
     "versions": (str, False),
     "max_num_seqs": (int, False),
     "chunked_prefill": (bool, False),
+    "prefill_requests_per_step": (int, False),
     "source": (str, True),
     "notes": (str, False),
 }
@@ -361,8 +362,9 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
             raise CatalogError(f"{where}: key 'versions': {exc}") from None
     if "base" in d and "versions" not in d:
         raise CatalogError(f"{where}: a version profile ('base') needs 'versions' (e.g. <0.8)")
-    if d.get("max_num_seqs", 0) < 0:
-        raise CatalogError(f"{where}: key 'max_num_seqs' must be non-negative")
+    for key in ("max_num_seqs", "prefill_requests_per_step"):
+        if d.get(key, 0) < 0:
+            raise CatalogError(f"{where}: key '{key}' must be non-negative")
     return EngineProfile(
         id=d["id"],
         cpu_step_s=d["cpu_step_us"] * US,
@@ -387,6 +389,7 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         versions=d.get("versions", ""),
         max_num_seqs=int(d.get("max_num_seqs", 0)),
         chunked_prefill=d.get("chunked_prefill"),
+        prefill_requests_per_step=int(d.get("prefill_requests_per_step", 0)),
     )
 
 

@@ -274,6 +274,7 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "max_num_batched_tokens": (int, False),
     "chunked_prefill": (bool, False),
     "gpu_memory_utilization": (NUM, False),
+    "num_scheduler_steps": (int, False),
     "metric": (str, True),
     "measured": (NUM, True),
     "source": (str, True),

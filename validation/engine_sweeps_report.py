@@ -46,6 +46,7 @@ OPTIONAL = {
     "max_num_batched_tokens",
     "chunked_prefill",
     "gpu_memory_utilization",
+    "num_scheduler_steps",
     "notes",
 }
 METRICS = {

@@ -11,9 +11,9 @@ least-squares one on log(expected / measured) over a grid of the two figures; ev
 a case counts once.
 
 Left out of the fit, each with its reason (they stay in the validation table):
-- multi-step scheduling (`--num-scheduler-steps` above 1 in the case's source or notes): one
-  schedule serves many steps, so its host cost per step is not the profile's, and the streamed
-  tokens come in bunches;
+- multi-step scheduling (`num_scheduler_steps` above 1, or `--num-scheduler-steps` in the case's
+  source or notes): one schedule serves many steps, so its host cost per step is the profile's
+  spread over them (roofline/serving/multistep.py), not the single-step figure being fitted;
 - sources whose other engines are as far off (`EXCLUDED_SOURCES`): the dstack DeepSeek-R1 sweeps
   run 3-4x slower than modelled under SGLang and TensorRT-LLM too, so the gap there is not the
   version's host cost.
@@ -65,7 +65,7 @@ def excluded(case: dict[str, Any]) -> str:
             return why
     text = f"{case['source']} {case.get('notes', '')}"
     steps = [int(a or b) for a, b in MULTI_STEP.findall(text)]
-    if any(s > 1 for s in steps):
+    if case.get("num_scheduler_steps", 1) > 1 or any(s > 1 for s in steps):
         return "multi-step scheduling"
     return ""
 

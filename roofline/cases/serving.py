@@ -10,8 +10,9 @@ offline harness such as vLLM's LLM class or trtllm-bench), the API server's deto
 (`tokenizer`: fast, the default, or slow, e.g. vLLM's --tokenizer-mode mistral), the engine
 settings the source states (`max_num_seqs`, `max_num_batched_tokens`, `gpu_memory_utilization`:
 the KV memory fraction; default the engine's own on that device, roofline.serving.policy and
-roofline.memory) and one measured metric; the simulator serves the same workload with both
-step times. `requests` defaults to the concurrency of a burst, else 1,000.
+roofline.memory; `num_scheduler_steps`: vLLM V0's multi-step scheduling,
+roofline.serving.multistep) and one measured metric; the simulator serves the same workload
+with both step times. `requests` defaults to the concurrency of a burst, else 1,000.
 error = expected / measured − 1 (for throughput, a positive error is an over-prediction).
 `validate` (owned elsewhere) turns these rows into a table; this module only computes them.
 """
@@ -89,6 +90,13 @@ def _workload(case: dict[str, Any], where: str) -> Workload:
     raise InputError(f"{where}: arrivals must be {', '.join(ARRIVALS)}, got '{kind}'")
 
 
+def _scheduler_steps(case: dict[str, Any], where: str) -> int:
+    steps = case.get("num_scheduler_steps", 1)
+    if not isinstance(steps, int) or steps < 1:
+        raise InputError(f"{where}: num_scheduler_steps must be a positive integer, got {steps}")
+    return steps
+
+
 def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
     """One case: build its workload and replica, serve it, read the metric."""
     where = f"case '{case['id']}'"
@@ -126,6 +134,7 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         max_batched_tokens=case.get("max_num_batched_tokens"),
         chunked_prefill=case.get("chunked_prefill"),
         tokenizer=tok,
+        scheduler_steps=_scheduler_steps(case, where),
     )
     r = serve(rep, w, Slo(), capacity=None)  # measured runs report their window
     pick = METRICS[case["metric"]]

@@ -85,6 +85,7 @@ def serve(
     max_seqs: opt.MaxSeqs = None,
     max_batched_tokens: MaxBatchedTokens | None = None,
     chunked_prefill: topt.ChunkedPrefill = None,
+    num_scheduler_steps: topt.SchedulerSteps = 1,
     preemption: Preemption = "recompute",
     tokenizer: Tokenizer = "fast",
     frontend: topt.Frontend = "api",
@@ -141,6 +142,7 @@ def serve(
         cat.tier("pcie5-x16") if preemption == "swap" else None, opt.capacity(hw, memory),
         tokenizer=tokenizer, spec=spec,
         spec_context=float(base.prompts.mean() + base.outputs.mean() / 2),
+        scheduler_steps=num_scheduler_steps,
     )  # fmt: skip
     price = topt.price_table(cat, price).get(hw.id)
     search_sat = saturation and concurrency is None

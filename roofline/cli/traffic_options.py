@@ -91,6 +91,15 @@ ChunkedPrefill = Annotated[
         " on for vLLM V1, off for V0)",
     ),
 ]
+SchedulerSteps = Annotated[
+    int,
+    typer.Option(
+        "--num-scheduler-steps",
+        min=1,
+        help="vLLM V0's multi-step scheduling (--engine vllm@0.6): schedule once every N decode"
+        " steps",
+    ),
+]
 Frontend = Annotated[
     str,
     typer.Option(

@@ -144,7 +144,11 @@ class EngineRules:
     ρ of its remaining output fits beside the KV in use and ρ of every running request's
     remaining output: 0 admits on the KV held now (vLLM; preempted when the cache runs out), 1
     on the whole sequences (TensorRT-LLM's GUARANTEED_NO_EVICT; never preempted), SGLang's
-    new_token_ratio between."""
+    new_token_ratio between. `scheduler_steps` N: vLLM V0's multi-step scheduling
+    (--num-scheduler-steps, roofline.serving.multistep): the scheduler runs once every N decode
+    steps. `prefill_seqs`: the most prompts one non-chunked prefill step runs (0: as many as
+    the token budget holds; 1: JetStream's one prefill at a time, engines.yaml
+    prefill_requests_per_step)."""
 
     max_seqs: int
     budget_blocks: int
@@ -154,6 +158,8 @@ class EngineRules:
     preemption: str = "recompute"
     swap_bandwidth_bytes_per_s: float | None = None
     reserve_output: float = 0.0
+    scheduler_steps: int = 1
+    prefill_seqs: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_seqs <= 65_536:
@@ -167,6 +173,12 @@ class EngineRules:
         if not 0.0 <= self.reserve_output <= 1.0:
             raise InputError(
                 f"the output share reserved must be from 0 to 1, got {self.reserve_output}"
+            )
+        if not 1 <= self.scheduler_steps <= 1024:
+            raise InputError(f"scheduler steps must be from 1 to 1024, got {self.scheduler_steps}")
+        if self.prefill_seqs < 0:
+            raise InputError(
+                f"prompts per prefill step must be non-negative, got {self.prefill_seqs}"
             )
         if self.chunked_prefill and self.max_batched_tokens is None:
             raise InputError("chunked prefill needs a token budget per step")

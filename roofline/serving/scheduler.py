@@ -124,7 +124,9 @@ class _Sim(Decoders, Admission):
         self.F = 0  # Σ fin over decoders
         self.spans = 0
         self.fresh: list[int] = []  # decoders with no decode span since they joined
-        self.last_shared = 0.0  # end of the last decode span
+        self.last_shared = 0.0  # end of the last decode span (multi-step: of the last batch)
+        self.ms_left = 0  # multi-step: decode steps left in the current batch (multistep)
+        self.ended: list[int] = []  # multi-step: sequences done inside the current batch
         self.swapped: set[int] = set()
         self.reserved = 0.0
         self.committed = 0.0
@@ -241,14 +243,32 @@ class _Sim(Decoders, Admission):
             else:
                 self.join(r)
 
+    def end_batch(self) -> None:
+        """A multi-step batch ends (roofline.serving.multistep): its tokens reach the client
+        together, one inter-token gap per sequence since its last bunch (or its first token), and
+        the sequences that ended inside it finish now."""
+        now, fresh, last_tok = self.now, self.fresh, self.last_tok
+        for r in fresh + self.ended:
+            self.itl_v.append(now - last_tok[r])
+            self.itl_w.append(1.0)
+        rest = len(self.decoding) - len(fresh)
+        if rest > 0 and self.spans:
+            self.itl_v.append(now - self.last_shared)
+            self.itl_w.append(float(rest))
+        for r in self.ended:
+            last_tok[r] = now
+            self.finish(r)
+        self.ended, self.fresh, self.last_shared, self.ms_left = [], [], now, 0
+
     # ---- the loop --------------------------------------------------------------------------
     def prefill_only(self, pfr: list[int], lens: list[int], n_dec: int) -> None:
-        """A prefill-only step (non-chunked): whole prompts up to the token budget, at least
-        one; the decodes wait."""
-        cap_tokens, acc = self.rules.max_batched_tokens, self.acc
+        """A prefill-only step (non-chunked): whole prompts up to the token budget (and up to
+        rules.prefill_seqs of them when set), at least one; the decodes wait."""
+        cap_tokens, cap_seqs, acc = self.rules.max_batched_tokens, self.rules.prefill_seqs, self.acc
         take, tokens = 0, 0
         for x in lens:
-            if take and cap_tokens is not None and tokens + x > cap_tokens:
+            full = cap_tokens is not None and tokens + x > cap_tokens
+            if take and (take == cap_seqs or full):
                 break
             take, tokens = take + 1, tokens + x
         if self.cache is None:
@@ -280,6 +300,7 @@ class _Sim(Decoders, Admission):
         pf_skip, cache = self.pf_skip, self.cache
         itl_v, itl_w = self.itl_v.append, self.itl_w.append
         streams = api.token_s > 0
+        msteps = rules.scheduler_steps
         # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
         # unwindowed layer group)
         groups: Any = getattr(steps, "groups", None)
@@ -299,13 +320,15 @@ class _Sim(Decoders, Admission):
                 self.na = na = j
             if self.later and self.later[0][0] <= self.now:
                 self.land(self.now)
+            if self.ms_left and not decoding:  # a multi-step batch left with no decoder
+                self.end_batch()
             if not active and not waiting:
                 t_next = self.next_arrival()
                 if not math.isfinite(t_next):
                     break
                 self.now = t_next  # idle until the next arrival
                 continue
-            if waiting and len(active) < max_seqs:
+            if waiting and len(active) < max_seqs and not self.ms_left:  # multi-step: at the end
                 self.admit()
             n_dec = len(decoding)
             G = self.G
@@ -326,6 +349,9 @@ class _Sim(Decoders, Admission):
             else:
                 kmin = 1 << 40
             k = kmin
+            if msteps > 1 and n_dec:  # a multi-step batch runs its N steps, then schedules
+                self.ms_left = self.ms_left or msteps
+                k = min(k, self.ms_left)
             pf = None
             if prefilling:
                 room = cap_tokens - n_dec  # type: ignore[operator]  # chunked: a token budget
@@ -357,7 +383,7 @@ class _Sim(Decoders, Admission):
             if self.later:
                 t_next = min(t_next, self.later[0][0])
             if (
-                not waiting and len(active) < max_seqs and t_next < math.inf
+                not waiting and len(active) < max_seqs and t_next < math.inf and not self.ms_left
             ):  # an arrival can be admitted: stop at the first step boundary after it
                 k_cut = max(1, math.ceil((t_next - self.now) * k / t))
                 if k_cut < k and plain and pf is None:
@@ -382,7 +408,7 @@ class _Sim(Decoders, Admission):
             if kv_end > self.peak_blocks:
                 self.peak_blocks = kv_end
             kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
-            if n_dec:
+            if n_dec and msteps == 1:  # multi-step: the bunches at the batch's end (end_batch)
                 t_step = t / k
                 first = self.now + t_step
                 fresh = self.fresh
@@ -420,8 +446,9 @@ class _Sim(Decoders, Admission):
             if n_dec:
                 self.G = G = G + k
                 self.spans += 1
-                self.last_shared = self.now
-                self.fresh = []
+                if msteps == 1:
+                    self.last_shared = self.now
+                    self.fresh = []
             if processed is not None:
                 done = []
                 for r, x in zip(pfr, processed, strict=True):
@@ -437,8 +464,15 @@ class _Sim(Decoders, Admission):
                     f, r = heappop(heap)
                     if fin.get(r) == f:
                         self.leave(r)
+                        if msteps > 1:  # seen at the batch's end
+                            self.ended.append(r)
+                            continue
                         self.last_tok[r] = self.now
                         self.finish(r)
+            if self.ms_left:
+                self.ms_left -= k
+                if not self.ms_left or not decoding:
+                    self.end_batch()
             if cache is not None and cache.idle_blocks > budget - kv_end:
                 self.evict()
         acc, a = self.acc, np.array

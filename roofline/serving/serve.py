@@ -29,6 +29,7 @@ from roofline.memory import Engine, plan_memory
 from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.serving.cost import MEMORY_POWER_SHARE
+from roofline.serving.multistep import amortised
 from roofline.serving.policy import (
     EngineRules,
     Frontend,
@@ -124,6 +125,7 @@ def make_replica(
     tokenizer: str = "fast",
     spec: SpecConfig | None = None,
     spec_context: float = 1024.0,
+    scheduler_steps: int = 1,
 ) -> Replica:
     """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
         longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
@@ -131,8 +133,9 @@ def make_replica(
         also packs non-chunked prefill steps); `chunked_prefill` None: the version's default;
         `tokenizer` the API server's detokenizer path (fast or slow,
     engines.yaml api_*); `spec`: decode with a drafter (serving.specstep; its round chosen at
-    batch 1 and `spec_context` tokens), whose weights and KV take their share of the memory.
-    Raises InputError if the weights or one request do not fit.
+    batch 1 and `spec_context` tokens), whose weights and KV take their share of the memory;
+    `scheduler_steps` vLLM V0's --num-scheduler-steps (roofline.serving.multistep). Raises
+    InputError if the weights or one request do not fit.
     Under attention-DP the scheduler limits are per rank, as the engines take them (vLLM runs
     one engine core per DP rank, each with its own max_num_seqs and token budget; SGLang's DP
     attention workers likewise): the replica runs that many times the sequences, and a step
@@ -141,6 +144,7 @@ def make_replica(
     step time already charges the rank-local prefill as if on one rank). Each rank holds its
     own sequences' KV (steps.kv_budget_blocks), and a request must fit in one rank's."""
     pid = eng.profile_id  # the engine's version profile (roofline/engine_versions.py)
+    hw = amortised(hw, pid, scheduler_steps)  # multi-step: host cost spread over the steps
     vprof = (hw.efficiency.engines or {}).get(pid)
     seqs_default, tokens_default, chunked_prefill = version_defaults(
         eng.name, hw, vprof, max_len, chunked_prefill
@@ -175,6 +179,8 @@ def make_replica(
         preemption,
         swap_tier.bandwidth_bytes_per_s if swap_tier else None,
         output_reserve(eng.name),
+        scheduler_steps,
+        vprof.prefill_requests_per_step if vprof is not None else 0,
     )
     top = max_seqs + (max_batched_tokens or max_len)
     steps = [

@@ -79,6 +79,8 @@ class EngineProfile:
     # roofline/serving/policy.py): running sequences and whether prompts are chunked
     max_num_seqs: int = 0
     chunked_prefill: bool | None = None
+    # the most prompts one non-chunked prefill step runs (0: as many as the token budget holds)
+    prefill_requests_per_step: int = 0
 
 
 def step_time_s(
