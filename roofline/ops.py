@@ -331,16 +331,22 @@ class _Builder:
         )
         f = m.expert_width
         imbalance = expert_load_imbalance(t, k, e, ep) if ep > 1 else 1.0
+        # routed activations per rank: an expert sharded over etp = tp/ep ranks sees every row
+        # routed to it at the full hidden width d in and out (the all-reduce after the layer
+        # sums the partial outputs), only its 3f-wide intermediate split etp ways: T·k/ep rows
+        # of (2d + 3f/etp) values (TensorRT-LLM / vLLM fused MoE with moe_tp_size > 1; the
+        # shapes validation/kernel_comm.py moe_shapes fits the MoE curve on)
+        etp = tp / self.dep.ep
         self.add(
             "moe.experts",
             "matmul",
             g.count,
             flops=2.0 * m.expert_params * k * t * imbalance / tp,
             weight=expected_experts(e, k, t) * m.expert_params * self.b_w / tp,
-            act=t * k * (2 * d + 3 * f) * self.b_a * imbalance / tp,
+            act=t * k * (2 * d + 3 * f / etp) * self.b_a * imbalance / self.dep.ep,
             sparse=self.dep.sparse_2_4,
             quantized=True,
-            gemm_n=2.0 * f / (tp / self.dep.ep),
+            gemm_n=2.0 * f / etp,
             routed=(t, k, e),
         )
         if m.shared_expert_params:

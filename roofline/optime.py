@@ -188,8 +188,10 @@ def moe_curve(eff: Efficiency, view: KernelView, weight_only: str | None) -> Moe
     over-predicts thousands of tokens on one rank, e.g. 7.2 ms against 4.3 ms measured for
     gpt-oss-120b's layer at 8,192 tokens on an H200, and under-predicts EP 16-32 by ~20%; vLLM's
     Triton MXFP4 kernel is ~1.5x faster there and SGLang's fused_moe_triton 2-3x slower
-    (aiconfigurator-core 0.12.0 moe tables of vllm 0.24.0 and sglang 0.5.14): one curve per
-    family, TensorRT-LLM's.]"""
+    (aiconfigurator-core 0.12.0 moe tables of vllm 0.24.0 and sglang 0.5.14); with experts
+    TP-sharded their Triton fused_moe scales better than TensorRT-LLM's permute-based module
+    (DeepSeek-R1 fp8_block, H200, 8,192 tokens, TP1 -> TP8: vLLM 9.48 -> 2.37 ms, SGLang 7.98 ->
+    1.88 ms, TensorRT-LLM 10.4 -> 4.98 ms): one curve per family, TensorRT-LLM's.]"""
     ks = eff.kernels
     own = ks.moe.get(weight_only) if ks is not None and weight_only is not None else None
     return view.moe if own is None else _scaled_moe(own, view.sc, view.sm)

@@ -106,7 +106,9 @@ def test_size_searches_attention_dp_and_ep(cat):
     kept, scored = candidates(m, hw, FP8, engine("vllm"), 2000, 1000, 10.0, 0.05, 0.1, net, 99)
     shapes = {(c.layout.tp, c.layout.ep, c.layout.attention_dp) for c in kept}
     assert scored > 50  # TP, PP, EP and attention-DP over 1 to 4 nodes of 8
-    assert (8, 1, 1) in shapes and any(adp > 1 for _, _, adp in shapes)
+    # EP over the node is kept over TP-sharded experts (TP8 EP1): under TP every rank permutes
+    # all T·k routed rows at the full hidden width, under EP8 an eighth of them (ops.py)
+    assert (8, 8, 1) in shapes and any(adp > 1 for _, _, adp in shapes)
     assert any(tp > 8 for tp, _, _ in shapes)  # EP across nodes over the scale-out link
 
 

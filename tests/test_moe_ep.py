@@ -75,6 +75,27 @@ def test_moe_curve_against_a_measured_h200_layer():
     assert float(t) == pytest.approx(0.445e-3, rel=0.25)
 
 
+def test_tp_sharded_experts_see_every_routed_row_at_full_width():
+    # DeepSeek-R1 (d 7168, width 2048, top-8) fp8 at TP8 without EP, 8,192 tokens, 58 MoE
+    # layers: every rank permutes all 8,192·8 routed rows in and out at d = 7168 and holds a
+    # 2048/8 = 256-wide slice of the 3f intermediate: 65,536·(2·7168 + 3·256)·2 B
+    # = 1,979,711,488 B per layer (not 1/8 of 65,536·(2·7168 + 3·2048)·2 = 339,738,624 B)
+    hw, m = CAT.accelerator("nvidia-h200-sxm"), CAT.model("deepseek-r1")
+    dep = Deployment(weights=weight_format("fp8"), layout=Layout(tp=8))
+    r = next(r for r in decode(m, hw, dep, 8192, 2.0).ops if r.op.name == "moe.experts")
+    assert float(r.op.act_bytes) / r.op.layers == pytest.approx(1_979_711_488, rel=1e-12)
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet, the same
+    # layer, fp8_block, moe_tp_size 8, moe_ep_size 1, balanced, 8,192 tokens: 4.980 ms
+    assert float(r.t_expected_s) / r.op.layers == pytest.approx(4.980e-3, rel=0.25)
+    # with EP8 each rank keeps whole experts: 65,536/8 rows of (2·7168 + 3·2048)·2 B, but
+    # the rows per rank carry the expected load imbalance, so compare against that factor
+    ep = Deployment(weights=weight_format("fp8"), layout=Layout(tp=8, ep=8))
+    r = next(r for r in decode(m, hw, ep, 8192, 2.0).ops if r.op.name == "moe.experts")
+    per_rank = 65536 / 8 * (2 * 7168 + 3 * 2048) * 2
+    flops_ratio = float(r.op.flops) / r.op.layers / (6 * 7168 * 2048 * 65536 / 8)  # imbalance
+    assert float(r.op.act_bytes) / r.op.layers == pytest.approx(per_rank * flops_ratio, rel=1e-9)
+
+
 def test_deepep_alltoall_against_measured_h200_pair():
     # aiconfigurator-core 0.12.0, h200_sxm/comm/trtllm/1.3.0rc11/moe_a2a_perf.parquet, DeepEP
     # low-latency, EP8, d 7168, top-8, 128 tokens per rank: dispatch fp8 73.06 µs + combine bf16
