@@ -59,6 +59,9 @@ BRANCH_ISSUE = {
     "dsr1": 24,
     "sweepacc": 24,
     "calib": 25,
+    "bands": 24,
+    "multistep": 24,
+    "moeslice": 24,
 }
 
 # Commits on the main line that name no issue, attributed from what they change.
