@@ -103,6 +103,8 @@ _KERNEL_KEYS = {
     "prefill_attention_source": (str, False),
     "moe": (dict, False),
     "moe_source": (str, False),
+    "engine_moe": (dict, False),
+    "engine_moe_source": (str, False),
     "ep_alltoall": (dict, False),
     "ep_alltoall_source": (str, False),
     "notes": (str, False),
@@ -117,6 +119,7 @@ _ENGINE_KEYS = {
     "cuda_graphs_decode": (bool, True),
     "cuda_graphs_prefill": (bool, True),
     "allreduce_kernel": (str, True),
+    "moe_kernel": (str, False),
     "spec_round_cpu_us": (NUM, False),
     "spec_draft_step_cpu_us": (NUM, False),
     "request_latency_us": (NUM, False),
@@ -266,6 +269,7 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             "engine_allreduce",
             "alltoall",
             "moe",
+            "engine_moe",
             "ep_alltoall",
         )
         if k + "_source" in d
@@ -287,9 +291,30 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             wave_latency_s=float(c.get("wave_latency_us", 0.0)) * US,
             sm_count=sm_count,
         )
+    moe = _moe_curves(f"{where}: moe", d.get("moe", {}))
+    engine_moe = {}
+    for name, table in d.get("engine_moe", {}).items():
+        if not isinstance(table, dict):
+            raise CatalogError(f"{where}: engine_moe.{name} must be a mapping")
+        engine_moe[str(name)] = _moe_curves(f"{where}: engine_moe.{name}", table)
+    ep_a2a = None
+    if "ep_alltoall" in d:
+        ep_a2a = _link_curve(f"{where}: ep_alltoall", d["ep_alltoall"])
+    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, pre, sources)
+    ks = replace(ks, moe=moe, engine_moe=engine_moe, ep_alltoall=ep_a2a)
+    return KernelEntry(
+        d["id"],
+        ks,
+        _names(where, "accelerators", d["accelerators"]),
+        _names(where, "borrowed_by", d["borrowed_by"]),
+    )
+
+
+def _moe_curves(where: str, table: dict[Any, Any]) -> dict[str, MoeCurve]:
+    """The fused MoE curves per dtype of a kernels.yaml `moe` (or `engine_moe.<engine>`) table."""
     moe = {}
-    for dt, c in d.get("moe", {}).items():
-        w = f"{where}: moe.{dt}"
+    for dt, c in table.items():
+        w = f"{where}.{dt}"
         c = _check(w, c, _MOE_KEYS)
         moe[str(dt)] = MoeCurve(
             _share(w, "eta_max", c["eta_max"]),
@@ -299,17 +324,7 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             c["latency_us"] * US,
             c.get("fit_median_error"),
         )
-    ep_a2a = None
-    if "ep_alltoall" in d:
-        ep_a2a = _link_curve(f"{where}: ep_alltoall", d["ep_alltoall"])
-    ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, pre, sources)
-    ks = replace(ks, moe=moe, ep_alltoall=ep_a2a)
-    return KernelEntry(
-        d["id"],
-        ks,
-        _names(where, "accelerators", d["accelerators"]),
-        _names(where, "borrowed_by", d["borrowed_by"]),
-    )
+    return moe
 
 
 def _link_curve(where: str, table: dict[Any, Any]) -> LinkCurve:
@@ -374,6 +389,7 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         graphs_decode=d["cuda_graphs_decode"],
         graphs_prefill=d["cuda_graphs_prefill"],
         allreduce_kernel=d["allreduce_kernel"],
+        moe_kernel=d.get("moe_kernel"),
         source=d["source"],
         aliases=(),
         spec_round_cpu_s=spec["spec_round_cpu_us"] * US,

@@ -52,6 +52,8 @@ class KernelSet:
     compute_ref: float = 1.0  # the family's scalar shares when the curves were attached: a
     memory_ref: float = 1.0  # different Efficiency.compute / .memory scales every curve
     moe: Mapping[str, MoeCurve] = field(default_factory=dict)  # fused MoE per dtype
+    # engines' own fused MoE per engine id, then dtype (EngineProfile.moe_kernel)
+    engine_moe: Mapping[str, Mapping[str, MoeCurve]] = field(default_factory=dict)
     ep_alltoall: LinkCurve | None = None  # DeepEP dispatch / combine (expert parallelism)
 
     def gemm_curve(self, dtype: str) -> GemmCurve | None:

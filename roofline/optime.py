@@ -30,6 +30,7 @@ from roofline.closedform import expert_tile_padding
 from roofline.hardware import Accelerator, Efficiency
 from roofline.layout import links
 from roofline.memo import cached_by_identity
+from roofline.moe_curves import engine_moe_curve, moe_curve, moe_key, scaled_moe
 from roofline.ops import Deployment, Op
 from roofline.timing.attention import (
     AttentionCurve,
@@ -164,37 +165,15 @@ def _kernel_view(eff: Efficiency, dtype: str) -> KernelView:
     if moe is None and ks.moe:  # a dtype with no fused-MoE data of its own (the 4-bit formats)
         moe = ks.moe.get("fp8") or ks.moe.get("bf16")  # borrows the module's shape (gemm.py)
     if moe is not None:
-        moe = _scaled_moe(moe, sc, sm)
+        moe = scaled_moe(moe, sc, sm)
     return KernelView(sc, sm, base, b16, attn, pre, moe)
 
 
-def _scaled_moe(moe: MoeCurve, sc: float, sm: float) -> MoeCurve:
-    """The MoE curve with its plateau shares scaled by the CLI overrides, capped at 1."""
-    return replace(
-        moe,
-        eta_max=min(moe.eta_max * sc, 1.0),
-        eta_memory=min(moe.eta_memory * sm, 1.0),
-        eta_act=min(moe.eta_act * sm, 1.0),
-    )
-
-
-def moe_curve(eff: Efficiency, view: KernelView, weight_only: str | None) -> MoeCurve | None:
-    """The fused MoE module's curve: with weights in a format the chip has no MMA for
-    (`weight_only`, e.g. mxfp4 on Hopper, which dequantises the FP4 experts to bf16 inside the
-    grouped GEMM), that format's own measured module when the family has one (hardware/
-    kernels.yaml moe.mxfp4: TensorRT-LLM's w4a16_mxfp4 moe_torch_flow tables, plateau 0.375 of
-    the bf16 peak against 0.904 for bf16 weights); else the compute dtype's (view.moe).
-    [approximation: the shared MoE form (gemm.py moe_time_s) fits the tables to 22.5%, but
-    over-predicts thousands of tokens on one rank, e.g. 7.2 ms against 4.3 ms measured for
-    gpt-oss-120b's layer at 8,192 tokens on an H200, and under-predicts EP 16-32 by ~20%; vLLM's
-    Triton MXFP4 kernel is ~1.5x faster there and SGLang's fused_moe_triton 2-3x slower
-    (aiconfigurator-core 0.12.0 moe tables of vllm 0.24.0 and sglang 0.5.14); with experts
-    TP-sharded their Triton fused_moe scales better than TensorRT-LLM's permute-based module
-    (DeepSeek-R1 fp8_block, H200, 8,192 tokens, TP1 -> TP8: vLLM 9.48 -> 2.37 ms, SGLang 7.98 ->
-    1.88 ms, TensorRT-LLM 10.4 -> 4.98 ms): one curve per family, TensorRT-LLM's.]"""
-    ks = eff.kernels
-    own = ks.moe.get(weight_only) if ks is not None and weight_only is not None else None
-    return view.moe if own is None else _scaled_moe(own, view.sc, view.sm)
+def engine_moe_plan(p: _OpPlan, eff: Efficiency, engine: str | None) -> _OpPlan:
+    """A fused MoE op's plan on the engine's own measured fused MoE (moe_curves.engine_moe_curve)
+    when the family has one for the engine and dtype; any other plan unchanged."""
+    own = engine_moe_curve(eff, p.moe_key, engine) if p.how == MOE else None
+    return p if own is None else p._replace(curve=own)
 
 
 def is_point(ops: list[Op], attn_shape: tuple[ArrayLike, ...]) -> bool:
@@ -249,6 +228,7 @@ class _OpPlan(NamedTuple):  # a NamedTuple: built for every op of a new deployme
     alu: bool = False  # SHARES: a block-kernel linear with a mat-vec ALU floor (gemv.py)
     dequant: WeightOnlyCurve | None = None  # WEIGHT_ONLY: the measured kernel's extra cost
     alu_peak: float = 0.0  # WEIGHT_ONLY: the dequantising ALUs' FLOP/s
+    moe_key: str = ""  # MOE: the kernels.yaml dtype key of its curve (engine_moe_plan)
 
 
 def _plan(
@@ -294,9 +274,11 @@ def _plan(
             weight_only = op.quantized and (dep.weights.weight_only or d != dep.weights.compute)
             # the fused MoE module, its expert weights dequantised inside it when weight-only:
             # that format's own measured module when the family has one (moe_curve)
-            moe = moe_curve(eff, view, dep.weights.name if weight_only else None)
+            wo_name = dep.weights.name if weight_only else None
+            moe = moe_curve(eff, view.moe, view.sc, view.sm, wo_name)
             if op.name in GROUPED_OPS and moe is not None:
-                out.append(_OpPlan(MOE, **common, curve=moe))
+                key = moe_key(d, wo_name, eff.kernels)
+                out.append(_OpPlan(MOE, **common, curve=moe, moe_key=key))
             elif weight_only:
                 out.append(_weight_only_plan(common, hw, dep, eff, view))
             else:
@@ -369,6 +351,7 @@ def op_results(
     home = hw.scale_up or hw.host_link
     ks = eff.kernels
     own_allreduce = profile.allreduce_kernel if profile is not None else None
+    own_moe = profile.moe_kernel if profile is not None else None
     # a deployment built without its layout, wider than the scale-up domain: each collective
     # takes the link its group spans (layout.links)
     spans = dep.links is None and _spans_host(hw, dep)
@@ -389,8 +372,10 @@ def op_results(
             )
             out.append(OpResult(op, zero, ridge, verdict, t_ideal, t))
         elif point:
+            p = engine_moe_plan(p, eff, own_moe)
             out.append(_point_result(op, p, hw, dep, eff, attn_shape))
         else:
+            p = engine_moe_plan(p, eff, own_moe)
             intensity = arithmetic_intensity(op.flops, op.bytes)
             t_ideal = op_time_s(op.flops, op.bytes, p.peak, hw.memory_bandwidth_bytes_per_s)
             t_exp = _expected_s(op, p, hw, dep, eff, attn_shape)

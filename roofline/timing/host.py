@@ -51,6 +51,7 @@ class EngineProfile:
     graphs_decode: bool = True
     graphs_prefill: bool = False
     allreduce_kernel: str = "nccl"  # whose measured all-reduce it runs: an engine id, or nccl
+    moe_kernel: str | None = None  # whose fused MoE it runs (engine_moe; None: the family curve)
     source: str = ""
     aliases: tuple[str, ...] = ()
     # speculative decoding's host cost (roofline/speculative.py): per round (proposal bookkeeping,
