@@ -35,6 +35,8 @@ their sources):
   engine's own custom all-reduce); all-to-all: t = α + (n−1)/n · bytes / B (NCCL);
 - MoE layer (TensorRT-LLM fused MoE, balanced routing, H100 + H200 for Hopper, B200 for
   Blackwell): t = 2·t0 + max(F·(1 + M½/(M+16)) / (P·η_max), Q_w / (W·η_w)) + Q_act / (W·η_act);
+  and the same form per engine (engine_moe: vLLM's and SGLang's Triton fused_moe, Hopper, their
+  moe_ep_size 1 rows only);
 - DeepEP all-to-all (TensorRT-LLM): α + (n−1)/n · bytes / (s·W) per call of a dispatch/combine
   pair, fp8 + scales dispatch and bf16 combine (roofline/ops.py ep_alltoall_bytes_per_value).
 One parameter set per generation and dtype, never per shape.
@@ -67,9 +69,12 @@ from validation.kernel_attention import (  # noqa: E402
 )
 from validation.kernel_comm import (  # noqa: E402
     A2A_VERSION,
+    ENGINE_MOE,
+    ENGINE_MOE_GROUPS,
     MLA_VERSION,
     MOE_CHIPS,
     fit_allreduce,
+    fit_engine_moe,
     fit_ep_alltoall,
     fit_moe,
 )
@@ -95,6 +100,19 @@ from validation.kernel_gemm import (  # noqa: E402
     large_keys,
 )
 from validation.kernel_report import plot, prefill_rows, write_samples, write_yaml  # noqa: E402
+
+
+def moe_keys(x, errs: dict, rows: int) -> dict:
+    """A fitted MoE curve as kernels.yaml holds it (fit_median_error: the worst chip's)."""
+    return {
+        "eta_max": round(x[0], 3),
+        "m_half": round(x[1], 1),
+        "eta_memory": round(x[2], 3),
+        "eta_act": round(x[3], 3),
+        "latency_us": round(x[4] * 1e6, 2),
+        "fit_median_error": round(max(errs.values()), 3),
+        "rows": rows,
+    }
 
 
 def main() -> None:
@@ -323,18 +341,7 @@ def main() -> None:
                 entry["engine_allreduce_source"] = "; ".join(sources)
         if gid in MOE_CHIPS:
             moe, moe_files = fit_moe(cat, MOE_CHIPS[gid])
-            entry["moe"] = {
-                dtype: {
-                    "eta_max": round(x[0], 3),
-                    "m_half": round(x[1], 1),
-                    "eta_memory": round(x[2], 3),
-                    "eta_act": round(x[3], 3),
-                    "latency_us": round(x[4] * 1e6, 2),
-                    "fit_median_error": round(max(errs.values()), 3),
-                    "rows": rows,
-                }
-                for dtype, (x, errs, rows) in moe.items()
-            }
+            entry["moe"] = {dtype: moe_keys(*fit) for dtype, fit in moe.items()}
             entry["moe_source"] = (
                 "; ".join(moe_files)
                 + " (balanced routing; fp8 = fp8_block, 128x128 block scales; mxfp4 ="
@@ -342,6 +349,21 @@ def main() -> None:
             )
             for dtype, (_, errs, _) in moe.items():
                 print(f"{gid} MoE {dtype}: {entry['moe'][dtype]} median error per chip {errs}")
+        if gid in ENGINE_MOE_GROUPS:
+            by_engine, sources = {}, []
+            for eng in ENGINE_MOE:
+                fits, eng_files = fit_engine_moe(cat, MOE_CHIPS[gid], eng)
+                by_engine[eng] = {dtype: moe_keys(*fit) for dtype, fit in fits.items()}
+                sources += eng_files
+                print(f"{gid} {eng} MoE: {by_engine[eng]}")
+            entry["engine_moe"] = by_engine
+            entry["engine_moe_source"] = (
+                "; ".join(sources)
+                + " (balanced routing, moe_ep_size 1 rows only: the engines' EP2 rows take their"
+                " EP1 time; fp8 = fp8_block; Triton fused_moe: "
+                + ", ".join(f"{e} {v[0]}" for e, v in ENGINE_MOE.items())
+                + ")"
+            )
         groups_out.append(entry)
     write_yaml(groups_out)
     write_samples(samples)

@@ -86,18 +86,66 @@ def fit_moe(cat, chips):
     """One MoE curve per dtype over the chips of a group, balanced routing (the model adds the
     expected load imbalance itself: roofline/layout.py expert_load_imbalance). Returns
     {dtype: (params, median |error| per chip, rows)} and the files used."""
+
+    def rows(chip, raw):
+        p = data_path(chip, "moe", "trtllm", MOE_VERSION, "moe_perf.parquet")
+        d = pd.read_parquet(p)
+        kernel = MOE_KERNEL.get(chip, {}).get(raw, "moe_torch_flow_cutlass")
+        d = d[(d.moe_dtype == raw) & (d.distribution == "balanced")]
+        return p, d[(d.kernel_source == kernel) & (d.hidden_size >= MIN_HIDDEN)]
+
+    return _fit_moe_rows(cat, chips, MOE_DTYPES, rows)
+
+
+# the engines' own fused MoE on Hopper (aiconfigurator-core 0.12.0 moe tables): the Triton
+# fused_moe both run by default there, which reads the routed rows through sorted_token_ids
+# instead of TensorRT-LLM's separate permute passes. Blackwell is not fitted: there vLLM 0.24's
+# tables hold only FlashInfer's TensorRT-LLM kernels (the family curve's own) and SGLang's both.
+ENGINE_MOE = {  # engine -> (version, {measured dtype: kernel_source})
+    "vllm": (
+        "0.24.0",
+        {
+            "bfloat16": "vllm_unquantizedfusedmoe_triton_tritonexperts",
+            "fp8_block": "vllm_fp8moe_triton_tritonexperts",
+        },
+    ),
+    "sglang": (
+        "0.5.14",
+        {"bfloat16": "sglang_fused_moe_triton", "fp8_block": "sglang_fused_moe_triton"},
+    ),
+}
+ENGINE_MOE_GROUPS = ("nvidia-hopper",)
+
+
+def fit_engine_moe(cat, chips, engine: str):
+    """An engine's own fused MoE curve per dtype (fit_moe's form and shapes), on its rows with
+    moe_ep_size 1 only: in vLLM's and SGLang's collectors an EP2 row takes the time of the EP1
+    row (DeepSeek-R1 fp8_block, H200, 8,192 tokens, SGLang: 7.97 against 7.98 ms), where
+    TensorRT-LLM's halves, so their EP size does not mean the per-rank share moe_shapes takes."""
+    version, kernels = ENGINE_MOE[engine]
+
+    def rows(chip, raw):
+        p = data_path(chip, "moe", engine, version, "moe_perf.parquet")
+        if raw not in kernels or not p.exists():
+            return p, None
+        d = pd.read_parquet(p)
+        d = d[(d.moe_dtype == raw) & (d.distribution == "balanced") & (d.moe_ep_size == 1)]
+        return p, d[(d.kernel_source == kernels[raw]) & (d.hidden_size >= MIN_HIDDEN)]
+
+    return _fit_moe_rows(cat, chips, MOE_DTYPES, rows)
+
+
+def _fit_moe_rows(cat, chips, dtypes, rows):
+    """fit_moe's least-squares fit (log error) per dtype, on rows(chip, raw dtype) ->
+    (file, rows or None) over the group's chips, each against its own datasheet."""
     out, files = {}, []
-    for raw, (dtype, b_w) in MOE_DTYPES.items():
+    for raw, (dtype, b_w) in dtypes.items():
         parts = []
         for chip, hw_id in chips:
-            p = data_path(chip, "moe", "trtllm", MOE_VERSION, "moe_perf.parquet")
-            d = pd.read_parquet(p)
-            kernel = MOE_KERNEL.get(chip, {}).get(raw, "moe_torch_flow_cutlass")
-            d = d[(d.moe_dtype == raw) & (d.distribution == "balanced")]
-            d = d[(d.kernel_source == kernel) & (d.hidden_size >= MIN_HIDDEN)]
+            p, d = rows(chip, raw)
             hw = cat.accelerator(hw_id)
             peak_dtype = MOE_PEAK.get(dtype, dtype)
-            if d.empty or peak_dtype not in hw.peak_flops_per_s:
+            if d is None or d.empty or peak_dtype not in hw.peak_flops_per_s:
                 continue
             files.append(p)
             peak, bw = hw.peak_flops_per_s[peak_dtype], hw.memory_bandwidth_bytes_per_s
