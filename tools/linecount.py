@@ -102,6 +102,10 @@ COMMIT_ISSUE = {
     "caa044a": 24,
     "43a1a24": 24,
     "74cdb0f": 24,
+    # branch 'moeengine' landed by fast-forward too: per-engine MoE curves
+    "5ff4cce": 24,
+    "34628ec": 24,
+    "ed84b7f": 24,
 }
 
 
