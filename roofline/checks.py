@@ -215,31 +215,6 @@ def serve_at(
     return serve(rep, w, slo, replicas, capacity=replica_capacity(rep, w))
 
 
-def run_traffic_checks(
-    model: ModelArch,
-    hw: Accelerator,
-    dep: Deployment,
-    eng: Engine,
-    *,
-    prompt: int,
-    output: int,
-    limits: TrafficLimits,
-    replicas: int = 1,
-    capacity_bytes: float | None = None,
-    ideal: bool = False,
-    requests: int = 1000,
-    seed: int = 0,
-    prefix=None,
-) -> list[Check]:
-    """Serve at limits.rate (serve_at) and check p99 TTFT, p99 TPOT, goodput and the prefix
-    cache's hit rate (traffic_checks)."""
-    res = serve_at(
-        model, hw, dep, eng, prompt=prompt, output=output, limits=limits, replicas=replicas,
-        capacity_bytes=capacity_bytes, requests=requests, seed=seed, prefix=prefix,
-    )  # fmt: skip
-    return traffic_checks(res, limits, ideal)
-
-
 def traffic_checks(res: ServeResult, limits: TrafficLimits, ideal: bool = False) -> list[Check]:
     """p99 TTFT, p99 TPOT, goodput and the prefix cache's hit rate of a run at limits.rate
     (serve_at) against `limits` (no prefix cache in the run: no hit)."""
