@@ -4,6 +4,7 @@ throughput targets? Pure: returns Check records; the CLI maps them to exit codes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from roofline.hardware import Accelerator, Efficiency
 from roofline.memory import Engine, kv_bytes_per_sequence, max_batch, plan_memory
@@ -11,6 +12,9 @@ from roofline.model import ModelArch
 from roofline.ops import Deployment
 from roofline.phases import decode, prefill, request
 from roofline.units import fmt_bytes, fmt_seconds
+
+if TYPE_CHECKING:
+    from roofline.serving.serve import ServeResult
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,7 @@ class TrafficLimits:
     min_prefix_hit_rate: float | None = None  # share of prefill tokens found in the prefix cache
 
 
-def run_traffic_checks(
+def serve_at(
     model: ModelArch,
     hw: Accelerator,
     dep: Deployment,
@@ -192,14 +196,13 @@ def run_traffic_checks(
     limits: TrafficLimits,
     replicas: int = 1,
     capacity_bytes: float | None = None,
-    ideal: bool = False,
     requests: int = 1000,
     seed: int = 0,
     prefix=None,
-) -> list[Check]:
+) -> ServeResult:
     """Serve `requests` Poisson requests at limits.rate on `replicas` replicas (the serving
-    simulator, docs/METRICS.md) and check p99 TTFT, p99 TPOT, goodput and the prefix cache's hit
-    rate (`prefix`: a serving.prefixcache.PrefixSpec; None: every request new, no hit)."""
+    simulator, docs/METRICS.md; `prefix`: a serving.prefixcache.PrefixSpec, None: every request
+    new), the p99 limits as the per-request SLOs."""
     from roofline.serving.search import replica_capacity
     from roofline.serving.serve import Slo, make_replica, serve
     from roofline.serving.workload import make_workload, with_prefix
@@ -209,7 +212,12 @@ def run_traffic_checks(
     longest = int(w.prompts.max() + w.outputs.max()) + 1
     rep = make_replica(model, hw, dep, eng, longest, capacity_bytes=capacity_bytes)
     slo = Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, 99.0)
-    res = serve(rep, w, slo, replicas, capacity=replica_capacity(rep, w))
+    return serve(rep, w, slo, replicas, capacity=replica_capacity(rep, w))
+
+
+def traffic_checks(res: ServeResult, limits: TrafficLimits, ideal: bool = False) -> list[Check]:
+    """p99 TTFT, p99 TPOT, goodput and the prefix cache's hit rate of a run at limits.rate
+    (serve_at) against `limits` (no prefix cache in the run: no hit)."""
     m = res.ideal if ideal else res.expected
     kind = f"{'ideal' if ideal else 'expected'} at {limits.rate:g} req/s"
     out = []

@@ -300,10 +300,21 @@ def launch_pools(
     note = f"PREFILL_i, DECODE_i: the first node of each pool's servers (port {port})"
     if t.get("router_note"):
         note += "; " + t["router_note"]
-    p_atp, d_atp = pre.tp // pre.attention_dp, dec.tp // dec.attention_dp
-    if t.get("pool_tp_note") and d_atp % p_atp:
-        note += "; " + t["pool_tp_note"]
+    refusal = pools_refusal(engine, pre.tp // pre.attention_dp, dec.tp // dec.attention_dp)
+    if refusal:
+        note += "; " + refusal
     return PoolsLaunch(engine, t["version"], p, d, tuple(router), cfg, note)
+
+
+def pools_refusal(engine: str, prefill_attention_tp: int, decode_attention_tp: int) -> str | None:
+    """Why `engine` cannot pair a prefill pool of this attention TP with a decode pool of that
+    one, or None when it can: vLLM's NixlConnector divides the decode TP by the prefill TP and
+    asserts it whole (hardware/engine_flags.yaml, `pool_tp_multiple`, with its source); SGLang
+    and TensorRT-LLM (and engines without launch flags) pair any two."""
+    t = engine_flags().get(engine) if engine in ENGINES else None
+    if t and t.get("pool_tp_multiple") and decode_attention_tp % prefill_attention_tp:
+        return str(t["pool_tp_note"])
+    return None
 
 
 def launch_spec(

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofline.cli import curve as day_cli
 from roofline.curvefile import read_curve
 from roofline.serving.curve import Curve, plan_day
 
@@ -22,12 +23,15 @@ def _curve(rates, step_s=3600.0) -> Curve:
     return Curve(np.arange(n) * step_s, np.full(n, step_s), np.array(rates, float), "test")
 
 
-def test_sinusoidal_day_of_8b_on_h100_against_static_peak(run, tmp_path):
+def test_sinusoidal_day_of_8b_on_h100_against_static_peak(run, tmp_path, monkeypatch):
     """Peak 200 req/s, trough 50 (r to 4r): rate(h) = 50 (2.5 - 1.5 cos(2 pi h / 24)) for the
     24 hours; the mean of the cosine over whole periods is 0, so the mean rate is 125 and the
     replica-hours before rounding, headroom and delay are 125 / 200 = 62.5% of the peak's."""
     svg = tmp_path / "day.svg"
     chart = ["-o", str(svg)] if importlib.util.find_spec("matplotlib") else []
+    tables = []  # the p99 table's serving runs: the best deployment's only (its intervals)
+    real_table = day_cli.latency_table
+    monkeypatch.setattr(day_cli, "latency_table", lambda *a: tables.append(a) or real_table(*a))
     r = run(
         "size", "llama-3.1-8b", "--hardware", "h100", "--traffic-curve", str(SINUSOID),
         "--headroom", "0.1", "-f", "json", *chart,
@@ -36,6 +40,8 @@ def test_sinusoidal_day_of_8b_on_h100_against_static_peak(run, tmp_path):
     if chart:
         assert svg.read_text().lstrip().startswith("<?xml") and f"wrote {svg}" in r.stderr
     day = doc["day"]
+    assert len(tables) == 1 and day["latency_table"] is not None
+    assert sum(d["day"] is not None for d in doc["deployments"]) > 1  # days without a table
     cap = day["capacity_per_replica"]  # a replica's saturation (size's search): the one input
     assert day["unrounded_share_of_static"] == pytest.approx(0.625, abs=1e-4)
     rates = [50 * (2.5 - 1.5 * math.cos(2 * math.pi * h / 24)) for h in range(24)]

@@ -1,218 +1,18 @@
 """`roofline check`: capacity and SLO assertions for CI, with exit codes (a spec file or options;
 static limits through roofline.checks, traffic limits through the serving model)."""
 
-import math
 from typing import Annotated, Any
 
 import typer
 
 from roofline import render
-from roofline.checks import Limits, TrafficLimits, run_checks, run_traffic_checks
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded, note
-from roofline.errors import InputError, RooflineError
-from roofline.memory import engine
-from roofline.units import parse_seconds
+from roofline.cli.app import app, guarded, note
+from roofline.cli.specs import spec_case, spec_json
+from roofline.errors import InputError
+from roofline.speccheck import evaluate_spec
 from roofline.userfiles import load_spec
-
-CURVE_KEYS = ("traffic_curve", "headroom", "scale_up_delay")  # a day's traffic (cli/curve.py)
-CURVE_CHECKS = ("max_gpu_hours_per_day", "min_slo_attainment")
-
-
-def _positive_rate(value: Any, name: str, unit: str) -> Any:
-    """`value` unless it is given and not a positive finite number (InputError naming `name`)."""
-    if value is not None and not (
-        isinstance(value, int | float) and math.isfinite(value) and value > 0
-    ):
-        raise InputError(f"{name} must be a positive rate in {unit}, got {value}")
-    return value
-
-
-def _evaluate_spec(d: dict[str, Any], ideal: bool) -> dict[str, Any]:
-    cat = catalog()
-    where = f"deployment '{d['name']}'"
-    try:
-        m, hw = cat.model(d["model"]), cat.accelerator(d["hardware"])
-        dep = opt.deployment(
-            d.get("weights", opt.WEIGHTS),
-            d.get("kv_dtype", "bf16"),
-            "bf16",
-            d.get("tp", 1),
-            d.get("pp", 1),
-            d.get("ep", 1),
-            None,
-            None,
-            model=m,
-        )
-        opt.check_formats(dep, hw)
-        _, replicas = opt.replicas(dep, d.get("gpus"), d.get("dp", 1))
-        prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 1)
-        output = opt.tokens(str(d.get("output", "1k")), "output", 1)
-        context = opt.tokens(str(d.get("context", prompt + output)), "context", 1)
-        c = d["checks"]
-        _positive_rate(c.get("min_throughput"), "min_throughput", "tokens/s")
-        limits = Limits(
-            min_batch=c.get("min_batch"),
-            min_concurrency=c.get("min_concurrency"),
-            max_tpot_s=None
-            if c.get("max_tpot") is None
-            else parse_seconds(str(c["max_tpot"]), "max_tpot"),
-            max_ttft_s=None
-            if c.get("max_ttft") is None
-            else parse_seconds(str(c["max_ttft"]), "max_ttft"),
-            max_batch_prefill_s=None
-            if c.get("max_batch_prefill") is None
-            else parse_seconds(str(c["max_batch_prefill"]), "max_batch_prefill"),
-            min_throughput=c.get("min_throughput"),
-            fits=bool(c.get("fits", False)),
-        )
-        traffic = _traffic_limits(d)
-        day = None
-        if any(d.get(k) is not None for k in CURVE_KEYS) or any(
-            d["checks"].get(k) is not None for k in CURVE_CHECKS
-        ):
-            from roofline.cli import curve as day_cli
-
-            day = day_cli.spec_limits(d, CURVE_CHECKS)
-        if not (
-            traffic is not None
-            or day is not None
-            or limits.fits
-            or any(
-                x is not None
-                for x in (
-                    limits.min_batch,
-                    limits.min_concurrency,
-                    limits.max_tpot_s,
-                    limits.max_ttft_s,
-                    limits.max_batch_prefill_s,
-                    limits.min_throughput,
-                )
-            )
-        ):
-            raise InputError(
-                "no assertion given (--fits, --min-batch, --max-tpot, --max-ttft, --min-throughput)"
-            )
-        if limits.min_batch is not None and limits.min_batch < 1:
-            raise InputError(f"min_batch must be at least 1, got {limits.min_batch}")
-        batch = d["batch"] if d.get("batch") is not None else (limits.min_batch or 1)
-        if not 1 <= batch <= 10**7:
-            raise InputError(f"batch must be from 1 to 1e7, got {batch}")
-        memory = d.get("memory")
-        cap = opt.capacity(hw, None if memory is None else str(memory))
-        eng = engine(d.get("engine", "auto"), hw)
-    except RooflineError as exc:
-        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
-    checks = run_checks(
-        m,
-        hw,
-        dep,
-        eng,
-        batch=batch,
-        prompt=prompt,
-        output=output,
-        context=context,
-        limits=limits,
-        replicas=replicas,
-        capacity_bytes=cap,
-        ideal=ideal,
-    )
-    if traffic is not None:
-        checks += run_traffic_checks(
-            m,
-            hw,
-            dep,
-            eng,
-            prompt=prompt,
-            output=output,
-            limits=traffic,
-            replicas=replicas,
-            capacity_bytes=cap,
-            ideal=ideal,
-            requests=d.get("requests") or 1000,
-            seed=d.get("seed", 0),
-            prefix=topt.prefix_spec(
-                None if d.get("shared_prefix") is None else str(d["shared_prefix"]),
-                d.get("prefixes", 1),
-                d.get("turns", 1),
-                str(d.get("think_time", "0s")),
-                d.get("seed", 0),
-            ),
-        )
-    if day is not None:
-        from roofline.curvechecks import run_curve_checks
-
-        checks += run_curve_checks(
-            m,
-            hw,
-            dep,
-            eng,
-            prompt=prompt,
-            output=output,
-            slo=day_cli.spec_slo(d),
-            limits=day,
-            capacity_bytes=cap,
-            ideal=ideal,
-            requests=d.get("requests") or 1000,
-            seed=d.get("seed", 0),
-        )
-    return {
-        "name": d["name"],
-        "model": m.id,
-        "hardware": hw.id,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
-        "batch": batch,
-        "prompt_tokens": prompt,
-        "output_tokens": output,
-        "context_tokens": context,
-        "ok": all(c.ok for c in checks),
-        "checks": [
-            {
-                "name": c.name,
-                "ok": c.ok,
-                "limit": c.limit,
-                "value": c.value,
-                "unit": c.unit,
-                "detail": c.detail,
-            }
-            for c in checks
-        ],
-    }
-
-
-def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
-    """--rate with --max-ttft-p99, --max-tpot-p99, --min-goodput (spec keys of the same names)."""
-    c = d["checks"]
-    keys = ("max_ttft_p99", "max_tpot_p99", "min_goodput", "min_prefix_hit_rate")
-    given = {k: c.get(k) for k in keys if c.get(k) is not None}
-    if d.get("rate") is None:
-        if given and d.get("traffic_curve") is not None:  # the SLOs of the curve's capacity
-            return None
-        if given:
-            flags = ", ".join("--" + k.replace("_", "-") for k in given)
-            raise InputError(f"{flags}: requires --rate")
-        return None
-    rates = topt.rates(str(d["rate"]))
-    if len(rates) != 1:
-        raise InputError("check takes one --rate")
-    if not given:
-        raise InputError("--rate needs --max-ttft-p99, --max-tpot-p99 or --min-goodput")
-    g = _positive_rate(given.get("min_goodput"), "--min-goodput", "requests/s")
-    hit = given.get("min_prefix_hit_rate")
-    if hit is not None and not 0 <= hit <= 1:
-        raise InputError(f"min_prefix_hit_rate is a share from 0 to 1, got {hit}")
-    return TrafficLimits(
-        rates[0],
-        parse_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,
-        parse_seconds(given["max_tpot_p99"], "--max-tpot-p99") if "max_tpot_p99" in given else None,
-        g,
-        hit,
-    )
-
 
 _SPEC_KEYS = ("tp", "pp", "ep", "gpus", "dp", "weights", "kv_dtype")
 _CHECK_KEYS = (
@@ -342,7 +142,7 @@ def check(
             "note: max_ttft is one request's TTFT on an idle replica (as analyze reports it); the"
             " static batch's prefill, its meaning until now, is max_batch_prefill"
         )
-    results = [_evaluate_spec(d, ideal) for d in deployments]
+    results = [spec_json(c, evaluate_spec(c, ideal)) for c in map(spec_case, deployments)]
     ok = all(r["ok"] for r in results)
     rows = [{"deployment": r["name"], **c} for r in results for c in r["checks"]]
     doc = render.document(

@@ -9,59 +9,14 @@ from typing import Annotated, Any
 import typer
 
 from roofline import render
-from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
-from roofline.cli.check import _evaluate_spec
+from roofline.cli.specs import spec_case, spec_json
 from roofline.cli.traffic_json import metrics_json
-from roofline.errors import InputError, RooflineError
-from roofline.memory import engine
+from roofline.speccheck import evaluate_spec
 from roofline.units import parse_seconds
 from roofline.userfiles import load_spec
-
-
-def _served(d: dict[str, Any]) -> dict[str, Any] | None:
-    """The candidate served at the spec's rate (Poisson, `requests`, `seed`): serve's metrics
-    with cost, or None without a rate."""
-    from roofline.serving.search import replica_capacity
-    from roofline.serving.serve import Slo, make_replica, serve
-    from roofline.serving.workload import make_workload
-
-    if d.get("rate") is None:
-        return None
-    cat = catalog()
-    m, hw = cat.model(d["model"]), cat.accelerator(d["hardware"])
-    dep = opt.deployment(
-        d.get("weights", opt.WEIGHTS),
-        d.get("kv_dtype", "bf16"),
-        "bf16",
-        d.get("tp", 1),
-        d.get("pp", 1),
-        d.get("ep", 1),
-        model=m,
-    )
-    gpus, replicas = opt.replicas(dep, d.get("gpus"), d.get("dp", 1))
-    prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 1)
-    output = opt.tokens(str(d.get("output", "1k")), "output", 1)
-    rate = topt.rates(str(d["rate"]))[0]
-    c = d["checks"]
-    slo = Slo(
-        parse_seconds(str(c["max_ttft_p99"]), "max_ttft_p99") if c.get("max_ttft_p99") else None,
-        parse_seconds(str(c["max_tpot_p99"]), "max_tpot_p99") if c.get("max_tpot_p99") else None,
-        99.0,
-    )
-    memory = d.get("memory")
-    cap = opt.capacity(hw, None if memory is None else str(memory))
-    rep = make_replica(
-        m, hw, dep, engine(d.get("engine", "auto"), hw), prompt + output + 1, capacity_bytes=cap
-    )
-    w = make_workload(
-        prompt, output, rate=rate, requests=d.get("requests") or 1000, seed=d.get("seed", 0)
-    )
-    res = serve(rep, w, slo, replicas, capacity=replica_capacity(rep, w))
-    price = topt.price_table(cat, None).get(hw.id)
-    return metrics_json(res.expected, price, gpus)
 
 
 @app.command()
@@ -82,13 +37,14 @@ def report(
     Example: roofline report examples/report.yaml -o plan.html"""
     pub.check_out(out)
     deployments = load_spec(spec, candidates=True)
+    prices = topt.price_table(catalog(), None)
     results = []
     for d in deployments:
-        r = _evaluate_spec(d, ideal=False)
-        try:
-            r["expected"] = _served(d)
-        except RooflineError as exc:
-            raise InputError(f"deployment '{d['name']}': {exc}", hint=exc.hint) from None
+        case = spec_case(d)
+        res = evaluate_spec(case, ideal=False)
+        r = spec_json(case, res)
+        s = res.served  # at the spec's rate: serve's metrics with cost
+        r["expected"] = metrics_json(s.expected, prices.get(case.hw.id), case.gpus) if s else None
         e = r["expected"] or {}
         r["gpus"] = e.get("gpus")
         r["cost_per_million_output_tokens"] = e.get("cost_per_million_output_tokens")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from roofline.errors import RooflineError
 from roofline.hardware import Accelerator, Tier
+from roofline.launch import pools_refusal
 from roofline.memory import Engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
@@ -105,7 +106,9 @@ def size_disaggregated(
 ) -> list[Sized]:
     """Disaggregated deployments (module docstring): one per accelerator x prefill layout x
     decode layout, with the pool split that gives the most goodput per GPU (or `shape` =
-    (prefill, decode) replicas) and as many units as the rate needs."""
+    (prefill, decode) replicas) and as many units as the rate needs. A pair the engine cannot
+    run (vLLM: the decode pool's attention TP not a multiple of the prefill pool's,
+    launch.pools_refusal) is not simulated: its row says why."""
     max_len = int(w.prompts.max() + w.outputs.max())
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
     out: list[Sized] = []
@@ -115,7 +118,13 @@ def size_disaggregated(
         if not pres or not decs:
             pool = "prefill" if not pres else "decode"
             out.append(_none(hw, base, f"disaggregated: no {pool} layout fits and meets the SLOs"))
-        tasks += [(hw, p, d) for p in pres for d in decs]
+        for p, d in ((p, d) for p in pres for d in decs):
+            refusal = pools_refusal(eng.name, p.tp // p.attention_dp, d.tp // d.attention_dp)
+            if refusal is None:
+                tasks.append((hw, p, d))
+            else:  # not simulated: a row that says why, ranked after those that meet the SLOs
+                pair = f"prefill {describe(p)} with decode {describe(d)}"
+                out.append(_none(hw, d, f"disaggregated: not searched, {pair}: {refusal}"))
 
     def one(task: tuple[Accelerator, Deployment, Deployment]) -> Sized:
         hw, p_dep, d_dep = task
