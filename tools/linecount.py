@@ -62,6 +62,7 @@ BRANCH_ISSUE = {
     "bands": 24,
     "multistep": 24,
     "moeslice": 24,
+    "tidy": 23,
 }
 
 # Commits on the main line that name no issue, attributed from what they change.
@@ -106,6 +107,10 @@ COMMIT_ISSUE = {
     "5ff4cce": 24,
     "34628ec": 24,
     "ed84b7f": 24,
+    # branch 'tidy': the spec evaluation out of the CLI (a refactor) and vLLM's pool rule
+    "14fb687": 23,
+    "53efb2e": 23,
+    "0a3de7b": 24,
 }
 
 
