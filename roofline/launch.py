@@ -71,6 +71,11 @@ class LaunchSpec:
     kv_dtype: str = "bf16"
     nodes: int = 1
 
+    @property
+    def attention_tp(self) -> int:
+        """The TP group attention runs in: tp / attention_dp (as Layout.attention_tp)."""
+        return self.tp // self.attention_dp
+
 
 HEAD = "HEAD_IP"  # the address a multi-node command names for its first node
 DP_RPC_PORT = 13345  # vLLM's DP RPC port in its docs' examples
@@ -139,7 +144,7 @@ def launch(engine: str, spec: LaunchSpec, role: str = "", head: str = HEAD) -> L
         if value is not None:
             argv.append(str(value))
 
-    atp = spec.tp // spec.attention_dp
+    atp = spec.attention_tp
     adp = spec.attention_dp > 1
     if engine == "vllm":
         if spec.ep not in (1, spec.tp):
@@ -300,7 +305,7 @@ def launch_pools(
     note = f"PREFILL_i, DECODE_i: the first node of each pool's servers (port {port})"
     if t.get("router_note"):
         note += "; " + t["router_note"]
-    refusal = pools_refusal(engine, pre.tp // pre.attention_dp, dec.tp // dec.attention_dp)
+    refusal = pools_refusal(engine, pre.attention_tp, dec.attention_tp)
     if refusal:
         note += "; " + refusal
     return PoolsLaunch(engine, t["version"], p, d, tuple(router), cfg, note)

@@ -119,7 +119,7 @@ def size_disaggregated(
             pool = "prefill" if not pres else "decode"
             out.append(_none(hw, base, f"disaggregated: no {pool} layout fits and meets the SLOs"))
         for p, d in ((p, d) for p in pres for d in decs):
-            refusal = pools_refusal(eng.name, p.tp // p.attention_dp, d.tp // d.attention_dp)
+            refusal = pools_refusal(eng.name, p.attention_tp, d.attention_tp)
             if refusal is None:
                 tasks.append((hw, p, d))
             else:  # not simulated: a row that says why, ranked after those that meet the SLOs
