@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.cases.case import Case
+from roofline.cases.case import Case, served_engine
 from roofline.errors import InputError
 from roofline.hardware import Accelerator
-from roofline.memory import engine
 from roofline.model import ModelArch
 from roofline.ops import Deployment
-from roofline.serving.policy import with_frontend
 from roofline.serving.serve import Slo, make_replica, serve
 from roofline.serving.workload import make_workload
 
@@ -53,10 +51,7 @@ def evaluate_burst(
         raise InputError(f"{where}: unknown burst key '{unknown[0]}' (use {', '.join(BURST_KEYS)})")
     if "requests" not in b:
         raise InputError(f"{where}: a burst needs requests (how many are sent at once)")
-    try:
-        eng = with_frontend(engine(eng_name, hw), str(b.get("frontend", "api")))
-    except InputError as exc:
-        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
+    eng = served_engine(eng_name, hw, where, frontend=b.get("frontend", "api"))
     n = int(b["requests"])
     w = make_workload(
         b.get("prompt", case.prompt), b.get("output", case.output), concurrency=n, requests=n

@@ -30,8 +30,10 @@ import numpy as np
 from roofline.errors import InputError
 from roofline.hardware import Accelerator, Tier
 from roofline.layout import Layout, links
+from roofline.memory import Engine, engine
 from roofline.ops import Deployment
 from roofline.precision import kv_format, weight_format
+from roofline.serving.policy import with_frontend
 from roofline.timing.host import Calibration
 
 # metric -> (regime, kind): kind "time" (smaller is faster) or "rate" (larger is faster)
@@ -111,6 +113,18 @@ ENGINE_KEYWORDS = (
     ("vllm", "vllm"),
     ("mlx", "mlx"),
 )
+
+
+def served_engine(
+    name: str, hw: Accelerator, where: str, version: object = None, frontend: object = "api"
+) -> Engine:
+    """The engine a measured serving run used (roofline.memory.engine: its version profile)
+    behind its request path (serving.policy.with_frontend); a bad name, version or frontend is
+    one InputError naming the case (`where`)."""
+    try:
+        return with_frontend(engine(name, hw, version), str(frontend))
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
 
 
 def case_engine(case: Case, source: str | None = None) -> str:

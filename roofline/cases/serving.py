@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from roofline.cases.case import served_engine
 from roofline.errors import InputError
 from roofline.layout import Layout
-from roofline.memory import engine
 from roofline.ops import Deployment
 from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
-from roofline.serving.policy import TOKENIZERS, with_frontend
+from roofline.serving.policy import TOKENIZERS
 from roofline.serving.serve import ServeMetrics, Slo, make_replica, serve
 from roofline.serving.workload import Workload, make_workload
 
@@ -111,11 +111,8 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
     lay = Layout(tp=tp, pp=pp, ep=case.get("ep", 1), attention_dp=case.get("attention_dp", 1))
     dep = Deployment(weights=weights, kv=kv, layout=lay)
     w = _workload(case, where)
-    try:
-        eng = engine(case.get("engine", "vllm"), hw, case.get("engine_version"))
-        eng = with_frontend(eng, case.get("frontend", "api"))
-    except InputError as exc:
-        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
+    name, version = case.get("engine", "vllm"), case.get("engine_version")
+    eng = served_engine(name, hw, where, version, case.get("frontend", "api"))
     util = case.get("gpu_memory_utilization")
     if util is not None:
         if not 0 < util <= 1:
