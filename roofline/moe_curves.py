@@ -44,12 +44,17 @@ def moe_curve(
     return family if own is None else scaled_moe(own, sc, sm)
 
 
+def dtype_key(dtype: str) -> str:
+    """The kernels.yaml moe key of a compute dtype (the 16-bit dtypes share bf16's tables)."""
+    return "bf16" if dtype in ("fp16", "bf16") else dtype
+
+
 def moe_key(dtype: str, weight_only: str | None, ks: KernelSet) -> str:
     """The kernels.yaml dtype key of the MoE curve moe_curve picks: the weight-only format's own
-    table when the family has one, else the compute dtype's (16-bit dtypes share bf16's)."""
+    table when the family has one, else the compute dtype's (dtype_key)."""
     if weight_only is not None and weight_only in ks.moe:
         return weight_only
-    return "bf16" if dtype in ("fp16", "bf16") else dtype
+    return dtype_key(dtype)
 
 
 def engine_moe_curve(eff: Efficiency, key: str, engine: str | None) -> MoeCurve | None:

@@ -30,7 +30,7 @@ from roofline.closedform import expert_tile_padding
 from roofline.hardware import Accelerator, Efficiency
 from roofline.layout import links
 from roofline.memo import cached_by_identity
-from roofline.moe_curves import engine_moe_curve, moe_curve, moe_key, scaled_moe
+from roofline.moe_curves import dtype_key, engine_moe_curve, moe_curve, moe_key, scaled_moe
 from roofline.ops import Deployment, Op
 from roofline.timing.attention import (
     AttentionCurve,
@@ -161,7 +161,7 @@ def _kernel_view(eff: Efficiency, dtype: str) -> KernelView:
     pre = ks.prefill_attention
     if pre is not None:
         pre = replace(pre, eta_max=min(pre.eta_max * sc, 1.0))
-    moe = ks.moe.get("bf16" if dtype in ("fp16", "bf16") else dtype)
+    moe = ks.moe.get(dtype_key(dtype))
     if moe is None and ks.moe:  # a dtype with no fused-MoE data of its own (the 4-bit formats)
         moe = ks.moe.get("fp8") or ks.moe.get("bf16")  # borrows the module's shape (gemm.py)
     if moe is not None:
