@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from roofline.engine_versions import parse_version
+from roofline.errors import InputError
 from validation.serving_crossval import ERRORS, FITS, ServingResult, load
 
 BEFORE = ERRORS.with_name("serving_before.csv")
@@ -151,11 +153,12 @@ THROUGHPUT = CLASSES[4][2]
 TIMES = ("tpot_p50_ms", "tpot_mean_ms", "itl_p50_ms")
 
 
-def _version(r: ServingResult) -> tuple[int, int] | None:
+def _version(r: ServingResult) -> tuple[int, ...] | None:
+    """The stated engine version as roofline.engine_versions reads it (None: not stated or
+    not a release)."""
     try:
-        major, minor = r.engine_version.split(".")[:2]
-        return int(major), int(minor)
-    except ValueError:
+        return parse_version(r.engine_version)
+    except InputError:
         return None
 
 
