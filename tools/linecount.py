@@ -111,6 +111,10 @@ COMMIT_ISSUE = {
     "14fb687": 23,
     "53efb2e": 23,
     "0a3de7b": 24,
+    # the review's mends of issue 24's code (attention TP, served_engine, the MoE dtype key)
+    "f9f24ab": 24,
+    "f668439": 24,
+    "e5157d6": 24,
 }
 
 
