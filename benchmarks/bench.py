@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from roofline import Deployment, load_catalog
-from roofline.layout import Layout
-from roofline.phases import decode
+from roofline.domain.layout import Layout
+from roofline.step.phases import decode
 
 
 def cold_query(runs: int = 5) -> float:
@@ -56,7 +56,7 @@ def sweep(points: int = 10_000) -> float:
 
 def grid_sweep() -> tuple[int, float, float]:
     """A 102,400-point sweep: the core alone, and the CLI end to end writing JSONL."""
-    from roofline.sweep import Grid, run_sweep
+    from roofline.step.sweep import Grid, run_sweep
 
     cat = load_catalog()
     grid = Grid(
@@ -122,10 +122,10 @@ def cliff_sweep() -> float:
 def plan_search(model: str, hardware: str, gpus: int) -> tuple[int, float, float]:
     """`plan` for a model on N GPUs: the layout search in-process (best of 3), and the CLI end to
     end (interpreter start included, best of 3)."""
-    from roofline.memory import ENGINES
-    from roofline.ops import Deployment
-    from roofline.planner import plans
-    from roofline.precision import WEIGHT_FORMATS
+    from roofline.domain.precision import WEIGHT_FORMATS
+    from roofline.engines.engine import ENGINES
+    from roofline.step.ops import Deployment
+    from roofline.step.planner import plans
 
     cat = load_catalog()
     m, hw, net = cat.model(model), cat.accelerator(hardware), cat.tier("infiniband-ndr")
@@ -182,9 +182,10 @@ def lever_queries() -> dict[str, float]:
 def serve_10k() -> float:
     """roofline.serving: 10,000 Poisson requests through the scheduler, ideal and expected, with
     the replica's saturation probes the steady-state figures need."""
-    from roofline.memory import engine
+    from roofline.engines.engine import engine
+    from roofline.serving.metrics import Slo
     from roofline.serving.search import replica_capacity
-    from roofline.serving.serve import Slo, make_replica, serve
+    from roofline.serving.serve import make_replica, serve
     from roofline.serving.workload import make_workload
 
     cat = load_catalog()
@@ -199,10 +200,10 @@ def serve_10k() -> float:
 def size_4() -> float:
     """roofline.serving.size over h100, h200, b200, mi300x for Llama-3.1-70B at 10 req/s, p99 SLOs
     (runs of 5,000 requests settle each layout's capacity; layouts over the cores)."""
-    from roofline.catalog import load_prices
-    from roofline.memory import engine
-    from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
-    from roofline.serving.serve import Slo
+    from roofline.catalog.load import load_prices
+    from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
+    from roofline.engines.engine import engine
+    from roofline.serving.metrics import Slo
     from roofline.serving.size import size
     from roofline.serving.workload import make_workload
 

@@ -158,7 +158,7 @@ def sweep_output() -> dict:
 def sweep_core(points: int = 1_000_000) -> dict:
     """The vectorized core over a 10^6-point grid in process (chunks consumed, nothing written)."""
     from roofline import load_catalog
-    from roofline.sweep import Grid, sweep_chunks
+    from roofline.step.sweep import Grid, sweep_chunks
 
     cat = load_catalog()
     grid = Grid(
@@ -204,7 +204,7 @@ def sweep_big(points: int = 10_000_000) -> dict:
 
 def _ours_per_point(n: int = 2000) -> float:
     from roofline import Deployment, load_catalog
-    from roofline.phases import request
+    from roofline.step.phases import request
 
     cat = load_catalog()
     m, hw, dep = cat.model("llama-3.1-8b"), cat.accelerator("h100"), Deployment()

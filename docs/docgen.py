@@ -246,20 +246,26 @@ def gb(n_bytes: float, nd: int = 1) -> str:
     return f"{n_bytes / 1e9:,.{nd}f} GB"
 
 
-def module_map(packages: tuple[str, ...] = ("roofline",)) -> None:
-    """A list of every module under `packages` with its docstring's first sentence."""
-    for pkg in packages:
-        base = ROOT / pkg
-        for directory in sorted({p.parent for p in base.rglob("*.py")}):
-            rel = directory.relative_to(ROOT).as_posix()
-            if "_catalog" in rel or "__pycache__" in rel:
+def module_map() -> None:
+    """Every room of roofline/ in its import order (roofline.ROOMS, lowest first) with its
+    one-line docstring, then each module with its docstring's first sentence."""
+    from roofline import ROOMS
+
+    def first(p: Path) -> str:
+        doc = ast.get_docstring(ast.parse(p.read_text())) or ""
+        return " ".join(doc.split("\n\n")[0].split()).split(". ")[0].rstrip(".")
+
+    base = ROOT / "roofline"
+    for floor in ROOMS:
+        for room in floor:
+            if not (base / room).is_dir():
                 continue
-            mods = sorted(p for p in directory.glob("*.py") if p.name != "__main__.py")
-            print(f"- `{rel}/`: " if rel != pkg else f"- `{pkg}/`:")
-            for p in mods:
-                doc = ast.get_docstring(ast.parse(p.read_text())) or ""
-                first = " ".join(doc.split("\n\n")[0].split()).split(". ")[0].rstrip(".")
-                print(f"  - `{p.stem}`: {first}" if first else f"  - `{p.stem}`")
+            for directory in sorted({p.parent for p in (base / room).rglob("*.py")}):
+                rel = directory.relative_to(ROOT).as_posix()
+                print(f"- `{rel}/`: {first(directory / '__init__.py')}")
+                for p in sorted(directory.glob("*.py")):
+                    if p.name != "__init__.py":
+                        print(f"  - `{p.stem}`: {first(p)}")
 
 
 def generate(path: str | Path) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from roofline.catalog import Catalog, load_catalog
+from roofline.catalog.load import Catalog, load_catalog
 from roofline.cli import app
 
 

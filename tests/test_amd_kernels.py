@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from roofline.cases.case import Case
-from roofline.catalog import load_catalog
+from roofline.catalog.load import load_catalog
 from roofline.timing.gemm import compute_efficiency, gemm_time_s
 from validation.crossval import Base, fit
 

@@ -1,12 +1,12 @@
 """Error bands on a small synthetic point set: the percentiles, the interval's conversion and
-the fallback order (cell, family, pooled), derived by hand (validation/bands.py, roofline/bands.py,
-render.core.band_text)."""
+the fallback order (cell, family, pooled), derived by hand (validation/bands.py,
+roofline/catalog/bands.py, render.core.band_text)."""
 
 from __future__ import annotations
 
 import pytest
 
-import roofline.bands as rb
+import roofline.catalog.bands as rb
 from roofline.render.core import band_text
 from validation.bands import Point, compute, document
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.benchfiles import METRICS, is_bench_file, read_bench_file, vllm_result
-from roofline.catalog import load_catalog
-from roofline.errors import InputError
+from roofline.cases.benchfiles import METRICS, is_bench_file, read_bench_file, vllm_result
+from roofline.catalog.load import load_catalog
+from roofline.domain.errors import InputError
 
 DATA = Path(__file__).parent / "data" / "bench"
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +104,7 @@ def test_vllm_keys_round_trip(prompts, rate, value):
     o = p[::-1].copy()
     metrics = dict.fromkeys(METRICS, value)
     rec = json.loads(json.dumps(vllm_result(rate, p, o, metrics)))
-    from roofline.benchfiles import _serving_run
+    from roofline.cases.benchfiles import _serving_run
 
     run = _serving_run("x", rec, "vllm")
     assert run.rate == rate and run.measured == metrics
@@ -250,7 +250,7 @@ def test_a_calibration_scales_the_chips_curves_and_its_engines_costs(tmp_path):
     """A hand-written calibration: the H100's bandwidth share 0.648 against the family's 0.81
     scales its kernel curves by 0.8 (optime.kernel_view, as --eta-memory does); vLLM's cpu_step
     on the H100 becomes 2,000 µs, on the H200 stays the shipped 1,450."""
-    from roofline.optime import kernel_view
+    from roofline.step.optime import kernel_view
 
     (tmp_path / "c.yaml").write_text(
         "calibrations:\n- {id: mine, hardware: h100, engine: vllm, memory: 0.648,"
@@ -290,7 +290,7 @@ def test_a_bad_calibration_is_one_line(run, tmp_path, entry, said):
 
 
 def test_two_calibrations_of_one_chips_shares_conflict(tmp_path):
-    from roofline.errors import CatalogError
+    from roofline.domain.errors import CatalogError
 
     (tmp_path / "c.yaml").write_text(
         "calibrations:\n- {id: a, hardware: h100, engine: vllm, memory: 0.7, source: s}\n"
@@ -304,10 +304,10 @@ def test_one_run_leaves_what_it_cannot_separate_at_the_prior():
     """One run at one load and one length: three figures for five parameters. The fit lowers the
     error, and what the run cannot separate is reported as held by the prior, near the catalog's
     (within its prior width)."""
-    from roofline.benchfit import fit_runs
     from roofline.cases.bench import predicted, simulate
-    from roofline.ops import Deployment
-    from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+    from roofline.cases.fit import fit_runs
+    from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
+    from roofline.step.ops import Deployment
 
     cat = load_catalog()
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
@@ -321,7 +321,7 @@ def test_one_run_leaves_what_it_cannot_separate_at_the_prior():
 
 
 def test_no_runs_is_refused():
-    from roofline.benchfit import fit_runs
+    from roofline.cases.fit import fit_runs
 
     with pytest.raises(InputError):
         fit_runs([], load_catalog().accelerator("h100"), "vllm", lambda h, r: {})

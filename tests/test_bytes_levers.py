@@ -5,12 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.kvcache import allocation_waste, attention_variants, parse_lengths
-from roofline.layout import Layout
-from roofline.levers import evaluate_levers
-from roofline.memory import ENGINES, kv_bytes_per_sequence, plan_memory
-from roofline.ops import Deployment
-from roofline.phases import decode
+from roofline.domain.layout import Layout
+from roofline.engines.engine import ENGINES
+from roofline.levers.kvcache import allocation_waste, attention_variants, parse_lengths
+from roofline.levers.table import evaluate_levers
+from roofline.step.memory import kv_bytes_per_sequence, plan_memory
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode
 
 
 def test_gqa_shrinks_kv_4x_to_8x_for_llama3(cat):
@@ -217,7 +218,7 @@ def test_kv_eviction_cli_max_batch_gain(run, cat):
     context=st.integers(64, 65536),
 )
 def test_every_lever_reduces_or_keeps_bytes(model, batch, context):
-    from roofline.catalog import load_catalog
+    from roofline.catalog.load import load_catalog
 
     cat = load_catalog()
     m, hw = cat.model(model), cat.accelerator("b200")

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalog import Catalog, load_catalog, validate_dirs
-from roofline.errors import CatalogError, UnknownEntryError
+from roofline.catalog.load import Catalog, load_catalog, validate_dirs
+from roofline.domain.errors import CatalogError, UnknownEntryError
 
 REQUIRED_HARDWARE = """nvidia-a100-40gb-sxm nvidia-a100-80gb-sxm nvidia-a100-80gb-pcie
 nvidia-h100-sxm nvidia-h100-pcie nvidia-h200-sxm nvidia-h800-sxm nvidia-b200-hgx nvidia-gb200

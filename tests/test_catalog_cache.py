@@ -7,9 +7,10 @@ import os
 
 import pytest
 
-from roofline import cache, catalog
-from roofline.cache import ParseCache
-from roofline.catalog import load_catalog
+from roofline.catalog import cache
+from roofline.catalog import load as catalog
+from roofline.catalog.cache import ParseCache
+from roofline.catalog.load import load_catalog
 
 ENTRY = """accelerators:
 - id: test-gpu

@@ -3,7 +3,7 @@ released checkpoint formats, MLX on Apple, Gaudi 2 and NVLink 5."""
 
 import pytest
 
-from roofline.catalog import load_catalog
+from roofline.catalog.load import load_catalog
 
 GIB, MIB = 2**30, 2**20
 
@@ -101,7 +101,7 @@ def test_released_checkpoints_set_the_default_weights(run):
 
 def test_gpt_oss_ships_mxfp4_experts_and_bf16_attention(cat):
     from roofline.cli import options as opt
-    from roofline.memory import weight_bytes_total
+    from roofline.step.memory import weight_bytes_total
 
     m = cat.model("gpt-oss-20b")
     # by hand: 24 layers x 32 experts x 3 x 2880^2 = 19.11e9 expert params at 4.25 bits (MXFP4,

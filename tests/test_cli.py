@@ -262,7 +262,7 @@ def test_efficiency_override_keeps_the_other_catalog_figures(run):
         "--format",
         "json",
     ).json()
-    from roofline.catalog import load_catalog
+    from roofline.catalog.load import load_catalog
 
     family = load_catalog().families["nvidia-datacenter"].efficiency
     assert family.memory_weight_only != family.memory  # else the check below proves nothing

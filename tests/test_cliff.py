@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 
-from roofline.layout import Layout
-from roofline.memory import ENGINES, plan_memory
-from roofline.ops import Deployment
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.domain.layout import Layout
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.engines.engine import ENGINES
 from roofline.serving.cliff import simulate
-from roofline.serving.steps import StepModel, kv_budget_blocks
+from roofline.serving.sim.steps import StepModel, kv_budget_blocks
+from roofline.step.memory import plan_memory
+from roofline.step.ops import Deployment
 
 DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], layout=Layout(tp=8))
 

@@ -1,6 +1,6 @@
-"""A day's traffic (roofline.serving.curve, roofline.curvefile, `size --traffic-curve`): replicas
-per interval counted by hand, the scale-up delay's transitions, the attainment they cost, the
-file formats and their errors."""
+"""A day's traffic (roofline.serving.day, roofline.serving.dayfile, `size --traffic-curve`):
+replicas per interval counted by hand, the scale-up delay's transitions, the attainment they cost,
+the file formats and their errors."""
 
 import importlib.util
 import math
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.cli import curve as day_cli
-from roofline.curvefile import read_curve
-from roofline.serving.curve import Curve, plan_day
+from roofline.cli import day as day_cli
+from roofline.serving.day import Curve, plan_day
+from roofline.serving.dayfile import read_curve
 
 SINUSOID = Path(__file__).resolve().parent.parent / "examples" / "curves" / "sinusoid-day.csv"
 
@@ -163,11 +163,11 @@ def test_a_bad_curve_is_one_line_naming_file_line_and_column(run, tmp_path, text
 
 
 def test_scale_up_delay_override_and_refusals(run):
-    from roofline.catalog import load_catalog
-    from roofline.cli.curve import parse_delay
-    from roofline.memory import engine
-    from roofline.ops import Deployment
+    from roofline.catalog.load import load_catalog
+    from roofline.cli.day import parse_delay
+    from roofline.engines.engine import engine
     from roofline.serving.daysize import delay_for
+    from roofline.step.ops import Deployment
 
     cat = load_catalog()
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")

@@ -2,10 +2,10 @@
 
 import pytest
 
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.domain.layout import Layout
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.serving.disagg import disaggregate
+from roofline.step.ops import Deployment
 
 DEP = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"], layout=Layout(tp=4))
 

@@ -9,17 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cases.case import summarize
+from roofline.cases.casefiles import load_cases
 from roofline.cases.disagg import check_disagg, step_s
 from roofline.cases.evaluate import evaluate
-from roofline.errors import CatalogError, InputError
-from roofline.layout import Layout
-from roofline.ops import Deployment, Op
-from roofline.phases import OpResult, PhaseResult
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.domain.errors import CatalogError, InputError
+from roofline.domain.layout import Layout
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.disagg import disaggregate
 from roofline.serving.kvtransfer import KvLink, default_link_efficiency
-from roofline.userfiles import load_cases
+from roofline.step.ops import Deployment, Op
+from roofline.step.phases import OpResult, PhaseResult
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,7 +59,7 @@ def test_two_batch_overlap_hides_the_smaller_of_compute_and_all_to_all():
 
 
 def test_link_efficiency_by_tier_kind(cat):
-    # RDMA: Mooncake's 87 GB/s of 100; PCIe protocol 0.83 (roofline.offload)
+    # RDMA: Mooncake's 87 GB/s of 100; PCIe protocol 0.83 (roofline.levers.offload)
     assert default_link_efficiency(cat.tier("infiniband-ndr")) == pytest.approx(0.87)
     assert default_link_efficiency(cat.tier("pcie5-x16")) == pytest.approx(0.83)
     assert KvLink(cat.tier("roce-400g"), 0.5).eta == 0.5

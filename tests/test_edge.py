@@ -4,10 +4,10 @@ MLX files, the new formats and catalog entries, and the edge command."""
 import pytest
 
 from roofline.cli import options as opt
-from roofline.hardware import default_wired_limit_bytes
-from roofline.memory import weight_bytes_total, wired_status
-from roofline.ops import Deployment
-from roofline.precision import weight_format
+from roofline.domain.hardware import default_wired_limit_bytes
+from roofline.domain.precision import weight_format
+from roofline.step.memory import weight_bytes_total, wired_status
+from roofline.step.ops import Deployment
 
 GiB = 2**30
 

@@ -4,9 +4,9 @@ against published llama.cpp measurements."""
 
 import pytest
 
-from roofline.ops import Deployment
-from roofline.phases import decode
-from roofline.precision import weight_format
+from roofline.domain.precision import weight_format
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode
 
 
 def test_edge_devices_have_families_of_their_own(cat):

@@ -15,12 +15,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.catalog import load_catalog
-from roofline.hardware import Efficiency
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.phases import decode, prefill, request
-from roofline.precision import weight_format
+from roofline.catalog.load import load_catalog
+from roofline.domain.hardware import Efficiency
+from roofline.domain.layout import Layout
+from roofline.domain.precision import weight_format
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode, prefill, request
 from roofline.timing.collectives import measured_allreduce_time_s, measured_alltoall_time_s
 from roofline.timing.gemm import GemmCurve, compute_efficiency, gemm_time_s
 from roofline.timing.host import EngineProfile, step_time_s

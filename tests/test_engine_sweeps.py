@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from roofline.catalog import load_catalog
+from roofline.catalog.load import load_catalog
 from validation.engine_sweeps_report import METRICS, load, problems, source_key
 
 ROOT = Path(__file__).resolve().parent.parent

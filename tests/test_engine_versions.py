@@ -1,4 +1,4 @@
-"""Engine version profiles (roofline/engine_versions.py, hardware/engines.yaml `base`/`versions`):
+"""Engine version profiles (roofline/engines/versions.py, hardware/engines.yaml `base`/`versions`):
 a stated version picks the profile whose range holds it, an unknown one is refused naming the
 ranges known, and a version's scheduler defaults and per-sequence host cost apply (by hand)."""
 
@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from roofline.catalog_kernels import engine_profile
-from roofline.engine_versions import in_range, parse_version, pick_profile
-from roofline.errors import CatalogError, InputError
-from roofline.memory import engine
-from roofline.ops import Deployment
-from roofline.phases import decode
-from roofline.serving.policy import version_defaults
+from roofline.catalog.kernels import engine_profile
+from roofline.domain.errors import CatalogError, InputError
+from roofline.engines.engine import engine
+from roofline.engines.scheduler import version_defaults
+from roofline.engines.versions import in_range, parse_version, pick_profile
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode
 from roofline.timing.host import EngineProfile
 
 CUR = EngineProfile("vllm", 0.0, 0.0, 0.0, 1.0, versions=">=0.8")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.ops import Deployment
-from roofline.phases import decode, engine_deployment
-from roofline.precision import weight_format
+from roofline.domain.precision import weight_format
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode, engine_deployment
 from roofline.timing.gemv import GEMV_MAX_ROWS, alu_flops_per_weight, gemv_alu_time_s
 
 

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cases.case import case_deployment
-from roofline.closedform import expert_tile_padding
-from roofline.optime import expert_padding
-from roofline.phases import engine_deployment, prefill
-from roofline.precision import engine_weight_format, weight_format
-from roofline.userfiles import load_cases
+from roofline.cases.casefiles import load_cases
+from roofline.domain.precision import engine_weight_format, weight_format
+from roofline.step.closedform import expert_tile_padding
+from roofline.step.optime import expert_padding
+from roofline.step.phases import engine_deployment, prefill
 
 ROOT = Path(__file__).resolve().parents[1]
 

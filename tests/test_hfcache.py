@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalog import load_catalog
-from roofline.errors import InputError, UnknownEntryError
-from roofline.hfcache import cached_config, hub_cache_dir, is_repo_id
+from roofline.catalog.hfcache import cached_config, hub_cache_dir, is_repo_id
+from roofline.catalog.load import load_catalog
+from roofline.domain.errors import InputError, UnknownEntryError
 
 HF = Path(__file__).resolve().parent / "data/hf"
 REPO = "acme/Llama-3.1-8B-Tuned"  # not a catalog id or alias

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cases.case import Case
-from roofline.ops import Deployment
-from roofline.phases import decode, prefill
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode, prefill
 from roofline.timing.host import EngineProfile, per_seq_host_s
 from validation.crossval import Base, fit, slope_evidence
 

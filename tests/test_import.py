@@ -8,10 +8,10 @@ import yaml
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from roofline.catalog import Catalog, model_from_config, read_hf_config
-from roofline.errors import CatalogError
-from roofline.hfconfig import SUPPORTED
-from roofline.hffamilies import LINEAR_ATTENTION, TYPE_ALIASES
+from roofline.catalog.hfconfig import SUPPORTED
+from roofline.catalog.load import Catalog, model_from_config, read_hf_config
+from roofline.domain.errors import CatalogError
+from roofline.domain.model_types import LINEAR_ATTENTION, TYPE_ALIASES
 
 HF = Path(__file__).resolve().parent / "data/hf"
 
@@ -166,8 +166,8 @@ def test_qwen2_moe_layer_count_matches_torchinfo():
 
 def _arch(cfg):
     """A ModelArch from a config dict, through the catalog's checks."""
-    from roofline.catalog import _model
-    from roofline.hfconfig import entry_from_config
+    from roofline.catalog.hfconfig import entry_from_config
+    from roofline.catalog.load import _model
 
     return _model("test", entry_from_config(cfg, "test"))
 

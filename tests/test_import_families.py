@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalog import _model, model_from_config
-from roofline.hfconfig import entry_from_config
+from roofline.catalog.hfconfig import entry_from_config
+from roofline.catalog.load import _model, model_from_config
 
 HF = Path(__file__).resolve().parent / "data/hf"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples/configs"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalog import _model, model_from_config
-from roofline.hfconfig import entry_from_config
+from roofline.catalog.hfconfig import entry_from_config
+from roofline.catalog.load import _model, model_from_config
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples/configs"
 
@@ -207,7 +207,7 @@ def test_starcoder2_mlp_op_has_two_matrices(cat):
     # The toy StarCoder 2 above (D=64, F=256). roofline sizes the FFN as one linear layer with
     # input width D and the matrices' output widths stacked: 2·F for c_fc + c_proj (3·F when
     # gated). Activation bytes per token (64 + 2*256) * 2 B = 1152, per layer; GEMM N = 512
-    from roofline.ops import Deployment, decode_ops
+    from roofline.step.ops import Deployment, decode_ops
 
     cfg = {k: v for k, v in STARCODER2_TOY.items() if k != "sliding_window"}
     hw = cat.accelerator("h100")
@@ -223,7 +223,7 @@ def test_deepseek_v32_sparse_attention_reads_top_k_latents(cat):
     #   KV bytes/token/layer = 576 * 2 + 132 = 1,284
     #   attention reads 2,048 latents + 10,000 indexer keys: 2048*1152 + 10000*132 = 3,679,296 B
     #   FLOPs 128 heads * (2*576 + 2*512) * 2048 + 2*64*128 * 10000 = 734,265,344
-    from roofline.ops import Deployment, decode_ops, kv_bytes_per_token_layer
+    from roofline.step.ops import Deployment, decode_ops, kv_bytes_per_token_layer
 
     m = model_from_config(EXAMPLES / "DeepSeek-V3.2/config.json")
     assert m.index_topk == 2048
@@ -242,7 +242,7 @@ def test_deepseek_v32_prefill_attends_top_k_pairs(cat):
     # 8,390,656 scored by the indexer; attended pairs Σ min(i, 2048) = 2048*2049/2 + 2048*2048
     # = 6,292,480, each 128 heads * (2*(128+64) + 2*128) = 81,920 FLOPs; the indexer 2*64*128:
     #   6,292,480 * 81,920 + 8,390,656 * 16,384 = 652,952,469,504 FLOPs
-    from roofline.ops import Deployment, prefill_ops
+    from roofline.step.ops import Deployment, prefill_ops
 
     m = model_from_config(EXAMPLES / "DeepSeek-V3.2/config.json")
     ops = prefill_ops(m, cat.accelerator("h100"), Deployment(), 1, 4096)

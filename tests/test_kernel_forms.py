@@ -107,8 +107,8 @@ def test_split_kv_decode_attention_by_hand():
 
 
 def test_catalog_refuses_a_tile_grid_without_an_sm_count():
-    from roofline.catalog_kernels import kernel_entry
-    from roofline.errors import CatalogError
+    from roofline.catalog.kernels import kernel_entry
+    from roofline.domain.errors import CatalogError
 
     curve = {"eta_max": 0.8, "eta_memory": 0.8, "m_half": 0, "n_half": 0, "latency_us": 5}
     entry = {

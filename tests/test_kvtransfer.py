@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from roofline.layout import Layout
-from roofline.ops import Deployment
+from roofline.domain.layout import Layout
 from roofline.serving.disagg import disaggregate
 from roofline.serving.kvtransfer import KvLink, kv_shares, kv_transfer_s
+from roofline.step.ops import Deployment
 
 # Llama-3.1-70B, bf16 KV: 80 layers × 2 (K, V) × 8 KV heads × 128 × 2 B = 327,680 B/token;
 # one KV head per layer on a GPU: 80 × 2 × 128 × 2 = 40,960 B/token

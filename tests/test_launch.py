@@ -6,13 +6,15 @@ import re
 
 import pytest
 
-from roofline.launch import ENGINES, LaunchSpec, engine_flags, launch
-from roofline.layout import Layout, expert_slots, validate
-from roofline.memory import engine, plan_memory
-from roofline.ops import Deployment
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.catalog.engine_flags import engine_flags
+from roofline.domain.layout import Layout, expert_slots, validate
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.engines.engine import engine
+from roofline.engines.launch import LAUNCH_ENGINES, LaunchSpec, launch
 from roofline.serving.candidates import candidates
-from roofline.serving.steps import kv_budget_blocks
+from roofline.serving.sim.steps import kv_budget_blocks
+from roofline.step.memory import plan_memory
+from roofline.step.ops import Deployment
 
 FP8 = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"])
 SPECS = [
@@ -32,7 +34,7 @@ SPECS = [
 
 def test_every_flag_has_a_source_and_the_engine_a_version():
     table = engine_flags()
-    assert set(table) == set(ENGINES)
+    assert set(table) == set(LAUNCH_ENGINES)
     for e in table.values():
         assert e["version"]
         for f in e["flags"] + e.get("options", []):
@@ -41,11 +43,11 @@ def test_every_flag_has_a_source_and_the_engine_a_version():
             assert re.fullmatch(r"[0-9a-f]{40}", src["commit"])
 
 
-@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("name", LAUNCH_ENGINES)
 def test_every_emitted_flag_is_listed(name):
     listed = {f["flag"] for f in engine_flags()[name]["flags"]}
     for spec in SPECS:
-        x = launch(name, spec)
+        x = launch(engine_flags(), name, spec)
         emitted = {a for a in x.argv if a.startswith("--")}
         assert emitted <= listed, (spec, emitted - listed)
         if name != "vllm" or spec.ep in (1, spec.tp):
@@ -59,19 +61,19 @@ def test_degrees_map_as_the_engines_document():
         return " ".join(argv)
 
     # vLLM: attention TP = TP / attention-DP = 1, DP 8, experts over TP x DP
-    v = pairs(launch("vllm", spec).argv)
+    v = pairs(launch(engine_flags(), "vllm", spec).argv)
     assert "--tensor-parallel-size 1 " in v and "--data-parallel-size 8 " in v
     assert "--enable-expert-parallel" in v and "--kv-cache-dtype fp8" in v
     # SGLang: tp is every GPU, dp the attention groups; its request cap is the server's
-    s = pairs(launch("sglang", spec).argv)
+    s = pairs(launch(engine_flags(), "sglang", spec).argv)
     assert "--tp-size 8 " in s and "--ep-size 8 " in s and "--dp-size 8 --enable-dp-attention" in s
     assert "--max-running-requests 1024 " in s  # 128 per rank x 8 ranks
     assert "--kv-cache-dtype fp8_e4m3" in s
     # TensorRT-LLM: attention-DP and the KV dtype in the options file
-    t = launch("trtllm", spec)
+    t = launch(engine_flags(), "trtllm", spec)
     assert t.options == {"enable_attention_dp": True, "kv_cache_config": {"dtype": "fp8"}}
     # vLLM cannot run EP between 1 and TP x DP: no line rather than a wrong one
-    assert launch("vllm", LaunchSpec("m", 8, ep=4)).argv == ()
+    assert launch(engine_flags(), "vllm", LaunchSpec("m", 8, ep=4)).argv == ()
 
 
 def test_redundant_expert_slots_by_hand(cat):
@@ -82,7 +84,7 @@ def test_redundant_expert_slots_by_hand(cat):
     assert lay.attention_tp == 1
     with pytest.raises(Exception, match="exceeds"):
         validate(Layout(512, 1, 512, 1, 512), m, cat.accelerator("h200"))
-    r = launch("vllm", LaunchSpec("m", 72, 1, 72, 72, 288 - 256))
+    r = launch(engine_flags(), "vllm", LaunchSpec("m", 72, 1, 72, 72, 288 - 256))
     assert '{"num_redundant_experts": 32}' in r.argv
 
 

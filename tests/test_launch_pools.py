@@ -7,7 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from roofline.launch import ENGINES, LaunchSpec, engine_flags, launch, launch_json, launch_pools
+from roofline.catalog.engine_flags import engine_flags
+from roofline.engines.launch import LAUNCH_ENGINES, LaunchSpec, launch, launch_json, launch_pools
 from roofline.render.traffic import size_table
 
 R1 = "deepseek-ai/DeepSeek-R1"
@@ -25,15 +26,15 @@ def commands(x) -> list[tuple[str, ...]]:
     return [x.argv] + [a for _, a in x.steps]
 
 
-@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("name", LAUNCH_ENGINES)
 def test_every_flag_of_every_command_is_listed(name):
     t = engine_flags()[name]
     listed = {f["flag"] for f in t["flags"]}
     keys = {f["key"] for f in t.get("options", [])}
     for spec in (ADP16, TP16):
-        for cmd in commands(launch(name, spec)):
+        for cmd in commands(launch(engine_flags(), name, spec)):
             assert flags(cmd) <= listed, flags(cmd) - listed
-    x = launch_pools(name, PRE, ADP16, 3, 1)
+    x = launch_pools(engine_flags(), name, PRE, ADP16, 3, 1)
     for pool in (x.prefill, x.decode):
         for cmd in commands(pool):
             assert flags(cmd) <= listed, flags(cmd) - listed
@@ -47,7 +48,7 @@ def test_every_flag_of_every_command_is_listed(name):
 
 
 def test_vllm_attention_dp_over_two_nodes_by_hand():
-    x = launch("vllm", ADP16)
+    x = launch(engine_flags(), "vllm", ADP16)
     # 16 DP ranks of attention-TP 1, 8 a node; the second node headless from rank 8 (vLLM's
     # data-parallel deployment docs)
     (w0, n0), (w1, n1) = x.steps
@@ -59,7 +60,7 @@ def test_vllm_attention_dp_over_two_nodes_by_hand():
 
 
 def test_vllm_tp_across_nodes_runs_on_ray():
-    x = launch("vllm", TP16)
+    x = launch(engine_flags(), "vllm", TP16)
     where = [w for w, _ in x.steps]
     assert where == ["node 0", "node 1", "node 0"]  # Ray head, Ray worker, then the server
     assert x.steps[0][1] == ("ray", "start", "--block", "--head", "--port", "6379")
@@ -69,11 +70,11 @@ def test_vllm_tp_across_nodes_runs_on_ray():
 
 
 def test_sglang_and_trtllm_over_two_nodes_by_hand():
-    x = launch("sglang", ADP16)
+    x = launch(engine_flags(), "sglang", ADP16)
     for k, (_, argv) in enumerate(x.steps):
         assert " ".join(argv).endswith(f"--nnodes 2 --node-rank {k} --dist-init-addr HEAD_IP:5000")
     # one Slurm step: 16 tasks (one a GPU), 8 a node, through trtllm-llmapi-launch
-    t = launch("trtllm", ADP16)
+    t = launch(engine_flags(), "trtllm", ADP16)
     ((_, srun),) = t.steps
     assert srun[:10] == ("srun", "-N", "2", "--ntasks", "16", "--ntasks-per-node", "8",
                          "--mpi", "pmix", "trtllm-llmapi-launch")  # fmt: skip
@@ -81,23 +82,23 @@ def test_sglang_and_trtllm_over_two_nodes_by_hand():
 
 
 def test_pools_take_their_roles():
-    v = launch_pools("vllm", PRE, ADP16, 3, 1)
+    v = launch_pools(engine_flags(), "vllm", PRE, ADP16, 3, 1)
     assert '"kv_role":"kv_producer"' in " ".join(v.prefill.argv)
     assert '"kv_role":"kv_consumer"' in " ".join(v.decode.argv)
     assert "--tensor-parallel-size 8 " in " ".join(v.prefill.argv)  # each pool its own layout
     assert "--tensor-parallel-size 1 " in " ".join(v.decode.argv)
     assert v.router.count("PREFILL_2") == 1 and "DECODE_0" in v.router
-    s = launch_pools("sglang", PRE, ADP16, 3, 1)
+    s = launch_pools(engine_flags(), "sglang", PRE, ADP16, 3, 1)
     assert "--disaggregation-mode prefill" in " ".join(s.prefill.argv)
     assert "--disaggregation-mode decode" in " ".join(s.decode.argv)
     assert s.router.count("--prefill") == 3 and s.router.count("--decode") == 1
-    t = launch_pools("trtllm", PRE, ADP16, 3, 1)
+    t = launch_pools(engine_flags(), "trtllm", PRE, ADP16, 3, 1)
     assert t.prefill.options["disable_overlap_scheduler"] is True
     assert "disable_overlap_scheduler" not in t.decode.options
     assert t.decode.options["cache_transceiver_config"] == {"backend": "NIXL"}
     assert t.router_config["context_servers"]["num_instances"] == 3
     assert t.router_config["generation_servers"]["num_instances"] == 1
-    doc = launch_json("vllm", ADP16, (PRE, 3, 1))
+    doc = launch_json(engine_flags(), "vllm", ADP16, (PRE, 3, 1))
     assert doc is not None and doc["decode"]["nodes"][1]["where"] == "node 1"
     assert doc["prefill"]["nodes"] is None and doc["router"][0] == "python"
 
@@ -147,5 +148,7 @@ def test_disagg_prints_each_pools_launch_line(run):
 
 def test_vllm_says_when_its_connector_refuses_the_pools_tp():
     # NixlConnector: tp_ratio = decode TP / prefill TP must be a whole number of at least 1
-    assert "multiple of the prefill" in launch_pools("vllm", PRE, ADP16, 1, 1).note  # 8 -> 1
-    assert "multiple" not in launch_pools("vllm", ADP16, PRE, 1, 1).note  # 1 -> 8
+    assert (
+        "multiple of the prefill" in launch_pools(engine_flags(), "vllm", PRE, ADP16, 1, 1).note
+    )  # 8 -> 1
+    assert "multiple" not in launch_pools(engine_flags(), "vllm", ADP16, PRE, 1, 1).note  # 1 -> 8

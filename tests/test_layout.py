@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline.errors import InputError
-from roofline.layout import (
+from roofline.domain.errors import InputError
+from roofline.domain.layout import (
     Layout,
     bubble_fraction,
     expert_load_imbalance,
@@ -22,11 +22,12 @@ from roofline.layout import (
     stages,
     validate,
 )
-from roofline.memory import ENGINES, kv_bytes_per_sequence, max_batch, plan_memory
-from roofline.memory import weight_bytes_per_gpu as weights_per_gpu
-from roofline.ops import Deployment, decode_ops, stage_weight_bytes
-from roofline.phases import decode, prefill
-from roofline.precision import WEIGHT_FORMATS
+from roofline.domain.precision import WEIGHT_FORMATS
+from roofline.engines.engine import ENGINES
+from roofline.step.memory import kv_bytes_per_sequence, max_batch, plan_memory
+from roofline.step.memory import weight_bytes_per_gpu as weights_per_gpu
+from roofline.step.ops import Deployment, decode_ops, stage_weight_bytes
+from roofline.step.phases import decode, prefill
 from roofline.timing.collectives import send_time_s
 
 
@@ -314,7 +315,7 @@ def test_pipeline_ideal_never_slower_than_expected(cat):
 
 @given(pp=st.sampled_from([1, 2, 4, 8, 16, 32]))
 def test_more_stages_never_store_more_per_gpu(pp):
-    from roofline.catalog import load_catalog
+    from roofline.catalog.load import load_catalog
 
     m = load_catalog().model("llama-3.1-8b")
     if pp > 1:

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cases.case import with_case_links
-from roofline.catalog import load_catalog
-from roofline.layout import Layout, Links, links
-from roofline.ops import Deployment
-from roofline.phases import decode
+from roofline.catalog.load import load_catalog
+from roofline.domain.layout import Layout, Links, links
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode
 
 CAT = load_catalog()
 A100_PCIE = CAT.accelerator("nvidia-a100-80gb-pcie")

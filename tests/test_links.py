@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cases.evaluate import evaluate
-from roofline.catalog import load_catalog
-from roofline.hardware import Tier
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.phases import decode
-from roofline.precision import weight_format
+from roofline.catalog.load import load_catalog
+from roofline.domain.hardware import Tier
+from roofline.domain.layout import Layout
+from roofline.domain.precision import weight_format
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode
 from roofline.timing.collectives import (
     allreduce_time_s,
     link_kind,
@@ -149,14 +149,14 @@ def test_l4_pipeline_beats_tensor_parallel_as_published():
 def _layout_cases():
     from pathlib import Path
 
-    from roofline.userfiles import load_cases
+    from roofline.cases.casefiles import load_cases
 
     return load_cases(Path(__file__).resolve().parent.parent / "validation/layout_cases.yaml")
 
 
 def test_a_link_entry_of_unknown_kind_is_refused():
-    from roofline.catalog_kernels import link_set
-    from roofline.errors import CatalogError
+    from roofline.catalog.kernels import link_set
+    from roofline.domain.errors import CatalogError
 
     entry = {
         "id": "x",

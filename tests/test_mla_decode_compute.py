@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.catalog import load_catalog
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.phases import decode
-from roofline.precision import kv_format, weight_format
+from roofline.catalog.load import load_catalog
+from roofline.domain.layout import Layout
+from roofline.domain.precision import kv_format, weight_format
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode
 
 CAT = load_catalog([])
 

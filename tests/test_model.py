@@ -2,7 +2,7 @@
 
 import pytest
 
-from roofline.model import ModelArch
+from roofline.domain.model import ModelArch
 
 
 def test_llama_31_8b_by_hand(cat):

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from roofline.catalog import load_catalog
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.phases import decode
-from roofline.precision import weight_format
+from roofline.catalog.load import load_catalog
+from roofline.domain.layout import Layout
+from roofline.domain.precision import weight_format
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode
 
 CAT = load_catalog()
 R1 = CAT.model("deepseek-r1")  # d 7168, expert width 2048, 256 experts, top-8

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.catalog import load_catalog
-from roofline.layout import Layout
-from roofline.ops import Deployment, ep_alltoall_bytes_per_value
-from roofline.phases import decode
-from roofline.precision import weight_format
+from roofline.catalog.load import load_catalog
+from roofline.domain.layout import Layout
+from roofline.domain.precision import weight_format
+from roofline.step.ops import Deployment, ep_alltoall_bytes_per_value
+from roofline.step.phases import decode
 from roofline.timing.collectives import measured_alltoall_time_s
 from roofline.timing.gemm import MoeCurve, moe_time_s
 
@@ -112,8 +112,8 @@ def test_four_bit_experts_borrow_the_fp8_fused_moe_curve(cat):
     # the fitted moe_perf tables hold bf16 and fp8 only: an NVFP4 expert layer on B200 and an
     # MXFP4 one on H200 (weight-only there: no 4-bit math) run through the fused MoE module's
     # curve, the generation's fp8 one, not the dense GEMM plateau
-    from roofline.optime import MOE, _plan, kernel_view
-    from roofline.precision import KV_FORMATS
+    from roofline.domain.precision import KV_FORMATS
+    from roofline.step.optime import MOE, _plan, kernel_view
 
     for hw_id, fmt in (("b200", "nvfp4"), ("h200", "mxfp4")):
         hw = cat.accelerator(hw_id)

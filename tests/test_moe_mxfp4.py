@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.catalog import load_catalog
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.phases import decode, prefill
-from roofline.precision import weight_format
+from roofline.catalog.load import load_catalog
+from roofline.domain.layout import Layout
+from roofline.domain.precision import weight_format
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode, prefill
 
 CAT = load_catalog([])
 M = CAT.model("gpt-oss-120b")
@@ -39,7 +39,7 @@ def test_hopper_mxfp4_moe_follows_the_measured_weight_only_module():
     # prefill of 8,192 tokens: measured 4.302 ms. By hand the layer's 8192 x 4 routed rows do
     # 6 x 2880 x 2880 FLOP each: 1.63 TFLOP, 1.65 ms at the H200's 989 TFLOPS bf16 peak, so
     # the dequantising kernel runs at 0.38 of that peak. The shared MoE form overshoots this
-    # shape at large M (roofline/optime.py moe_curve docstring): at most 1.7x
+    # shape at large M (roofline/step/optime.py moe_curve docstring): at most 1.7x
     t_pre = _moe_per_layer_s(prefill(M, hw, _dep("mxfp4"), 1, 8192))
     assert 4.302e-3 * 0.75 <= t_pre <= 4.302e-3 * 1.7
     # against native fp8 MMAs (fp8 block weights), the dequantising path cannot be faster once

@@ -4,10 +4,10 @@ checked on hand-worked schedules and on published figures."""
 import numpy as np
 import pytest
 
-from roofline.errors import InputError
-from roofline.serving.policy import EngineRules
-from roofline.serving.scheduler import simulate_requests
-from roofline.serving.steps import StepModel
+from roofline.domain.errors import InputError
+from roofline.engines.scheduler import EngineRules
+from roofline.serving.sim.scheduler import simulate_requests
+from roofline.serving.sim.steps import StepModel
 
 
 class StubSteps(StepModel):
@@ -70,7 +70,7 @@ def test_multi_step_light_load_ttft_matches_the_published_run(cat):
     from pathlib import Path
 
     from roofline.cases.serving import run_serving_case
-    from roofline.files import safe_load_yaml
+    from roofline.catalog.files import safe_load_yaml
 
     text = (Path(__file__).parent.parent / "validation/engine_sweeps.yaml").read_text()
     cases = safe_load_yaml(text)["cases"]

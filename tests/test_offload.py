@@ -5,13 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.offload import (
+from roofline.levers.offload import (
     layer_weight_bytes,
     offload,
     placement,
     shared_bandwidth,
 )
-from roofline.ops import Deployment
+from roofline.step.ops import Deployment
 
 # Llama-3.1-8B: per layer 41,943,040 attention + 176,160,768 MLP = 218,103,808 linear params
 # (+ 2·4096 norm weights); embedding and head 128,256·4096 = 525,336,576 each; 32 layers.

@@ -4,9 +4,9 @@ throughput, by hand."""
 
 import pytest
 
-from roofline.offload import generation_throughput, offload, offload_prefill, placement_bytes
-from roofline.ops import Deployment
-from roofline.phases import prefill
+from roofline.levers.offload import generation_throughput, offload, offload_prefill, placement_bytes
+from roofline.step.ops import Deployment
+from roofline.step.phases import prefill
 
 # Llama-3.1-8B: per layer 218,103,808 linear weights + 8,192 norm weights (+ 128, the final norm's
 # share), 2 bytes each: 436.2 MB; KV per token and layer 2·8 heads·128·2 B = 4,096 B.
@@ -58,7 +58,7 @@ def test_generation_throughput_by_hand():
 
 
 def test_flexgen_cpu_attention_copies_the_cache_before_reading_it(cat):
-    from roofline.offload import cpu_attention_traffic
+    from roofline.levers.offload import cpu_attention_traffic
 
     # fp16 cache: permute+reshape copy (2 read + 2 write), .float() (2 read + 4 write), bmm reads
     # the fp32 copy (4): 14 B per 2-B value = 7x; an fp32 cache: (4+4) + (4+4) + 4 = 20 B = 5x
@@ -80,7 +80,7 @@ def test_cpu_attention_traffic_properties():
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from roofline.offload import cpu_attention_traffic
+    from roofline.levers.offload import cpu_attention_traffic
 
     @given(st.floats(0.25, 8.0), st.floats(0.25, 8.0))
     def check(a: float, b: float) -> None:

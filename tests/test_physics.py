@@ -3,20 +3,20 @@
 import numpy as np
 import pytest
 
-from roofline.hardware import Tier
-from roofline.layout import Layout
-from roofline.memory import (
-    ENGINES,
+from roofline.domain.hardware import Tier
+from roofline.domain.layout import Layout
+from roofline.domain.model import ModelArch
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.engines.engine import ENGINES
+from roofline.step.memory import (
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     max_batch,
     plan_memory,
     weight_bytes_total,
 )
-from roofline.model import ModelArch
-from roofline.ops import Deployment, expected_experts, sum_capped
-from roofline.phases import decode, prefill, request
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.step.ops import Deployment, expected_experts, sum_capped
+from roofline.step.phases import decode, prefill, request
 from roofline.timing.collectives import allreduce_time_s
 
 LLAMA2_13B = ModelArch(

@@ -1,11 +1,11 @@
 """Layout search: the splits are complete and valid, DP strands KV capacity, no batch cap but
 memory, the ideal bounds the expected, results are ranked and the winner explained."""
 
-from roofline.layout import candidate_layouts
-from roofline.memory import ENGINES
-from roofline.ops import Deployment
-from roofline.planner import plans
-from roofline.precision import WEIGHT_FORMATS
+from roofline.domain.layout import candidate_layouts
+from roofline.domain.precision import WEIGHT_FORMATS
+from roofline.engines.engine import ENGINES
+from roofline.step.ops import Deployment
+from roofline.step.planner import plans
 
 FP8 = Deployment(weights=WEIGHT_FORMATS["fp8"])
 

@@ -1,4 +1,4 @@
-"""The per-point fast path (roofline/optime.py: one point in Python floats, through the float
+"""The per-point fast path (roofline/step/optime.py: one point in Python floats, through the float
 twins of roofline/timing/) gives, bit for bit, what the general per-op path gives for the same
 point passed as 0-d arrays (the path every scalar call took before the fast path; the fast path
 switched off), and what the array path gives to 1e-12: every op's intensity, ridge, bound, ideal
@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import optime
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.phases import RequestResult, request
-from roofline.precision import kv_format, weight_format
+from roofline.domain.layout import Layout
+from roofline.domain.precision import kv_format, weight_format
+from roofline.step import optime
+from roofline.step.ops import Deployment
+from roofline.step.phases import RequestResult, request
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"]
 HARDWARE = ["h100", "a100", "mi300x", "b200", "l40s"]
@@ -265,7 +265,7 @@ def test_the_other_twins_are_their_array_functions(
 ):
     """The roofline's, the GEMM rows', FA2's split rule's and the engine step's float twins give,
     bit for bit, what the array functions beside them give on arrays (NaN, inf and zero too)."""
-    from roofline.optime import gemm_rows, gemm_rows_one
+    from roofline.step.optime import gemm_rows, gemm_rows_one
     from roofline.timing.attention import fa2_num_splits, fa2_num_splits_one
     from roofline.timing.host import step_time_one, step_time_s
     from roofline.timing.roofline import (

@@ -7,12 +7,13 @@ TensorRT-LLM keep every pair."""
 import pytest
 
 import roofline.serving.sizepools as sizepools
-from roofline.launch import pools_refusal
-from roofline.memory import engine
-from roofline.ops import Deployment
+from roofline.catalog.engine_flags import engine_flags
+from roofline.engines.engine import engine
+from roofline.engines.launch import pools_refusal
 from roofline.serving.kvtransfer import KvLink
-from roofline.serving.serve import Slo
+from roofline.serving.metrics import Slo
 from roofline.serving.workload import make_workload
+from roofline.step.ops import Deployment
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,7 @@ from roofline.serving.workload import make_workload
 def test_only_vllm_needs_the_decode_tp_a_multiple_of_the_prefill(
     engine_id, prefill_tp, decode_tp, runs
 ):
-    assert (pools_refusal(engine_id, prefill_tp, decode_tp) is None) is runs
+    assert (pools_refusal(engine_flags(), engine_id, prefill_tp, decode_tp) is None) is runs
 
 
 def test_size_disagg_under_vllm_leaves_out_the_pair_vllm_cannot_run(cat, monkeypatch):

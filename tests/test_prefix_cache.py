@@ -1,5 +1,5 @@
-"""Prefix caching in the serving simulator (roofline.serving.prefixcache): a shared system prompt
-and multi-turn conversations, against figures derived by hand from the model's shape."""
+"""Prefix caching in the serving simulator (roofline.serving.sim.prefixcache): a shared system
+prompt and multi-turn conversations, against figures derived by hand from the model's shape."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.serving.prefixcache import PrefixCache, PrefixSpec
+from roofline.serving.sim.prefixcache import PrefixCache, PrefixSpec
 
 SERVE = ("serve", "llama-3.1-8b", "h100", "--output", "200", "--rate", "1", "--requests", "300")
 

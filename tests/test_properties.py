@@ -5,13 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.catalog import load_catalog
-from roofline.hardware import Efficiency
-from roofline.layout import Layout
-from roofline.memory import ENGINES, kv_bytes_per_sequence, max_batch, plan_memory
-from roofline.ops import Deployment
-from roofline.phases import decode, prefill, request
-from roofline.precision import WEIGHT_FORMATS
+from roofline.catalog.load import load_catalog
+from roofline.domain.hardware import Efficiency
+from roofline.domain.layout import Layout
+from roofline.domain.precision import WEIGHT_FORMATS
+from roofline.engines.engine import ENGINES
+from roofline.step.memory import kv_bytes_per_sequence, max_batch, plan_memory
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode, prefill, request
 from roofline.timing.roofline import arithmetic_intensity, bound, op_time_s
 
 CAT = load_catalog()

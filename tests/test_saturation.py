@@ -9,15 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.errors import InputError
-from roofline.layout import Layout
-from roofline.memory import engine
-from roofline.ops import Deployment
+from roofline.domain.errors import InputError
+from roofline.domain.layout import Layout
+from roofline.engines.engine import engine
 from roofline.serving.bounds import rate_bounds
+from roofline.serving.metrics import Slo
 from roofline.serving.rates import serve_rates
 from roofline.serving.search import replica_capacity, saturation, slo_requests
-from roofline.serving.serve import Slo, make_replica, serve
+from roofline.serving.serve import make_replica, serve
 from roofline.serving.workload import make_workload
+from roofline.step.ops import Deployment
 
 H100_BF16_DENSE = 989.4e12  # FLOP/s, NVIDIA H100 SXM datasheet (dense bf16)
 SERVE = ["serve", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "200"]
@@ -253,7 +254,7 @@ def test_disagg_ideal_under_load_differs_and_pools_stay_under_their_saturation(r
 
 
 def test_workers_keep_order_and_raise_what_a_worker_raised(monkeypatch):
-    from roofline.workers import parallel_map
+    from roofline.serving.workers import parallel_map
 
     monkeypatch.setenv("ROOFLINE_JOBS", "2")
     assert parallel_map(lambda x: x * x, list(range(7))) == [0, 1, 4, 9, 16, 25, 36]

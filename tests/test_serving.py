@@ -11,22 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.errors import InputError
-from roofline.memory import engine
-from roofline.ops import Deployment
-from roofline.phases import decode, prefill
-from roofline.serving.scheduler import EngineRules
+from roofline.domain.errors import InputError
+from roofline.engines.engine import engine
+from roofline.serving.metrics import Slo, metrics, percentiles
 from roofline.serving.search import replica_capacity
-from roofline.serving.serve import (
-    Replica,
-    Slo,
-    make_replica,
-    metrics,
-    percentiles,
-    run_replicas,
-    serve,
-)
+from roofline.serving.serve import Replica, make_replica, run_replicas, serve
+from roofline.serving.sim.scheduler import EngineRules
 from roofline.serving.workload import make_workload, with_rate, workload_from_trace
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode, prefill
 
 DEP = Deployment()
 
@@ -226,8 +219,8 @@ def test_every_request_is_served_in_causal_order(
     # any rate, batch limit, KV budget (down to one long request) and policy: every request
     # arrives, is admitted, gets its first token and finishes, in that order, and the trace's
     # state integrals obey Little's law exactly over the run (L = Σ time in system / T)
-    from roofline.serving.scheduler import simulate_requests
-    from roofline.serving.steps import StepModel
+    from roofline.serving.sim.scheduler import simulate_requests
+    from roofline.serving.sim.steps import StepModel
 
     m, hw = m8
     steps = StepModel(m, hw, DEP, 64, 1200, ideal=False, max_tokens=2200)
@@ -252,8 +245,8 @@ def test_admission_to_completion_never_preempts(m8):
     # ceil(320 / 16) = 20 blocks: 100 / 20 = 5 start at once, the 6th when the first ends, and
     # nothing is preempted. On the KV held now (vLLM) one needs ceil(161 / 16) = 11 blocks: 9
     # start (99 blocks), and their growth to 20 blocks each overflows the budget: preemptions.
-    from roofline.serving.scheduler import simulate_requests
-    from roofline.serving.steps import StepModel
+    from roofline.serving.sim.scheduler import simulate_requests
+    from roofline.serving.sim.steps import StepModel
 
     m, hw = m8
     steps = StepModel(m, hw, DEP, 16, 400, ideal=False, max_tokens=2600)
@@ -279,8 +272,8 @@ def test_queued_prompts_fill_every_steps_token_budget(m8):
     # 2,048 prompt tokens: prompts 0 and 1 whole, 48 of prompt 2; it lasts lin(2048) + A(1000)
     # x 2 + A(48). Step 2 carries the two new decodes and the 952 + 1,000 tokens left of prompts
     # 2 and 3 (1,954 <= 2,048 - 2): both get their first token at its end.
-    from roofline.serving.scheduler import simulate_requests
-    from roofline.serving.steps import StepModel
+    from roofline.serving.sim.scheduler import simulate_requests
+    from roofline.serving.sim.steps import StepModel
 
     m, hw = m8
     steps = StepModel(m, hw, DEP, 8, 1200, ideal=False, max_tokens=2600)
@@ -300,8 +293,8 @@ def test_output_reserve_sets_how_many_start_at_once(m8):
     # newcomer holds ceil(161 / 16) = 11 blocks now and ρ x 479 / 16 more are held back for it:
     # ρ = 1 (TensorRT-LLM): its whole sequence, ceil(640 / 16) = 40 blocks, so 200 / 40 = 5
     # start; ρ = 0.7 (SGLang): 11 + 20.96 = 31.96, so 6 (6.26); ρ = 0 (vLLM): 11, so all 10.
-    from roofline.serving.scheduler import simulate_requests
-    from roofline.serving.steps import StepModel
+    from roofline.serving.sim.scheduler import simulate_requests
+    from roofline.serving.sim.steps import StepModel
 
     m, hw = m8
     steps = StepModel(m, hw, DEP, 16, 700, ideal=False, max_tokens=2800)

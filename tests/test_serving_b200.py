@@ -7,14 +7,14 @@ large-batch slope per cached token, H100's 1.3x)."""
 import numpy as np
 import pytest
 
-from roofline.layout import Layout
-from roofline.memory import engine
-from roofline.ops import Deployment, attention_op_name
-from roofline.phases import decode, prefill
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.domain.layout import Layout
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.engines.engine import engine
 from roofline.serving.search import replica_capacity
 from roofline.serving.serve import make_replica
 from roofline.serving.workload import make_workload
+from roofline.step.ops import Deployment, attention_op_name
+from roofline.step.phases import decode, prefill
 
 PROMPT, OUTPUT = 2000, 300
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.layout import Layout
+from roofline.domain.layout import Layout
 
 SERVE = ["serve", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "100"]
 
@@ -260,9 +260,9 @@ def test_disagg_under_traffic_compares_goodput_per_gpu(run):
 
 
 def test_check_measures_tpot_at_the_given_context(run, cat):
-    from roofline.ops import Deployment
-    from roofline.phases import decode
-    from roofline.precision import WEIGHT_FORMATS
+    from roofline.domain.precision import WEIGHT_FORMATS
+    from roofline.step.ops import Deployment
+    from roofline.step.phases import decode
 
     doc = run(
         "check",

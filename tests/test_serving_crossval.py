@@ -42,7 +42,7 @@ def test_error_file_covers_every_case_or_says_why_not():
     # (make accuracy) fails here; skipped cases name an engine the catalog lacks
     import yaml
 
-    from roofline.memory import ENGINES
+    from roofline.engines.engine import ENGINES
     from validation.serving_crossval import CASE_FILES, load
 
     results, skipped = load()

@@ -10,12 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.errors import InputError
-from roofline.memory import engine
-from roofline.ops import Deployment
-from roofline.serving.policy import Frontend, frontend_costs
-from roofline.serving.serve import Slo, make_replica, metrics, run_replicas
+from roofline.domain.errors import InputError
+from roofline.engines.engine import engine
+from roofline.engines.scheduler import Frontend, frontend_costs
+from roofline.serving.metrics import Slo, metrics
+from roofline.serving.serve import make_replica, run_replicas
 from roofline.serving.workload import Workload, make_workload
+from roofline.step.ops import Deployment
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +82,7 @@ def test_the_client_never_receives_tokens_faster_than_one_server_clears_them(rep
 
 
 def test_front_end_costs_per_engine_and_bad_input():
-    from roofline.catalog import load_catalog
+    from roofline.catalog.load import load_catalog
 
     engines = load_catalog().engines
     req, tok, fast = frontend_costs(engines["vllm"], "slow")
@@ -114,7 +115,7 @@ def test_frontend_none_lifts_the_api_servers_token_cap(cat):
     # tokens/s. Qwen2.5-0.5B on one H100 at 1,024 users decodes faster than that, so behind the
     # API server the rate sits at or below 25,000; with --frontend none (an offline harness) the
     # cap is gone and the same replica runs faster than 25,000.
-    from roofline.serving.policy import with_frontend
+    from roofline.engines.scheduler import with_frontend
 
     m, hw = cat.model("qwen2.5-0.5b"), cat.accelerator("h100")
     w = make_workload(64, 256, concurrency=1024, requests=2048)

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from roofline.cases.casefiles import load_cases
 from roofline.cases.evaluate import evaluate
-from roofline.errors import InputError
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.phases import decode
-from roofline.serving.steps import StepModel
-from roofline.userfiles import load_cases
+from roofline.domain.errors import InputError
+from roofline.domain.layout import Layout
+from roofline.serving.sim.steps import StepModel
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.errors import InputError
-from roofline.kvcache import eos_stop_probability, parse_lengths
-from roofline.memory import engine
-from roofline.ops import Deployment
-from roofline.serving.policy import Frontend, batch_defaults
-from roofline.serving.serve import Slo, make_replica, metrics, run_replicas
+from roofline.domain.errors import InputError
+from roofline.engines.engine import engine
+from roofline.engines.scheduler import Frontend, batch_defaults
+from roofline.levers.kvcache import eos_stop_probability, parse_lengths
+from roofline.serving.metrics import Slo, metrics
+from roofline.serving.serve import make_replica, run_replicas
 from roofline.serving.workload import Workload, make_workload
+from roofline.step.ops import Deployment
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,7 @@ def test_sglang_running_cap_follows_its_kv_pool():
     # model_runner._resolve_max_num_reqs: clamp(KV tokens / context x 512, 2048, 4096), at most
     # half the KV tokens. 1,000,000 tokens at a 131,072 context: 3,906; 100,000: 390 -> 2,048;
     # 3,000 tokens at 4,096: 375 -> 2,048 -> 1,500 (half the pool); 10M tokens: 39,062 -> 4,096
-    from roofline.serving.policy import output_reserve, sglang_max_running
+    from roofline.engines.scheduler import output_reserve, sglang_max_running
 
     assert sglang_max_running(1_000_000, 131_072) == 3906
     assert sglang_max_running(100_000, 131_072) == 2048

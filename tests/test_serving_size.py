@@ -3,12 +3,10 @@
 import numpy as np
 import pytest
 
-from roofline.catalog import load_catalog, load_prices
-from roofline.errors import CatalogError, InputError
-from roofline.memory import engine
-from roofline.ops import Deployment
-from roofline.phases import decode, prefill
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.catalog.load import load_catalog, load_prices
+from roofline.domain.errors import CatalogError, InputError
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.engines.engine import engine
 from roofline.serving.candidates import candidates
 from roofline.serving.cost import (
     Price,
@@ -19,9 +17,12 @@ from roofline.serving.cost import (
 )
 from roofline.serving.disagg import Pools, serve_disaggregated
 from roofline.serving.kvtransfer import KvLink, kv_transfer_s
-from roofline.serving.serve import Slo, make_replica
+from roofline.serving.metrics import Slo
+from roofline.serving.serve import make_replica
 from roofline.serving.size import layouts, size
 from roofline.serving.workload import make_workload
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode, prefill
 
 FP8 = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["fp8"])
 
@@ -54,7 +55,7 @@ def test_prices_catalog_is_sourced_and_the_median(cat):
     # the stated rule: the figure used is the median of the listed offers
     import yaml
 
-    from roofline.catalog import shipped_dirs
+    from roofline.catalog.load import shipped_dirs
 
     raw = yaml.safe_load((shipped_dirs()[0] / "prices.yaml").read_text())
     for entry in raw["prices"]:
@@ -162,8 +163,8 @@ def test_disaggregated_littles_law(cat):
 
 
 def test_serving_cases_run_and_keep_ideal_below_expected(cat):
+    from roofline.cases.casefiles import load_serving_cases
     from roofline.cases.serving import run_serving_cases, summary
-    from roofline.userfiles import load_serving_cases
 
     rows = run_serving_cases(load_serving_cases("validation/serving_cases.yaml"), cat)
     assert len(rows) >= 10
@@ -177,7 +178,7 @@ def test_serving_cases_run_and_keep_ideal_below_expected(cat):
 
 
 def test_serving_cases_loader_is_strict(tmp_path):
-    from roofline.userfiles import load_serving_cases
+    from roofline.cases.casefiles import load_serving_cases
 
     bad = tmp_path / "cases.yaml"
     bad.write_text(

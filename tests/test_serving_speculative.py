@@ -1,4 +1,4 @@
-"""Speculative decoding under load (roofline.serving.specstep): the light-load gain is
+"""Speculative decoding under load (roofline.serving.sim.drafting): the light-load gain is
 `speculate`'s batch-1 figure and it shrinks as the batch grows toward capacity."""
 
 import pytest

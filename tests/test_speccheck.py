@@ -4,10 +4,10 @@ and report's latency and cost read one serving run per deployment, not two."""
 import yaml
 
 import roofline.serving.serve as serve_module
-from roofline.checks import Limits, TrafficLimits
-from roofline.memory import engine
-from roofline.ops import Deployment
-from roofline.speccheck import SpecCase, evaluate_spec
+from roofline.checks.limits import Limits, TrafficLimits
+from roofline.checks.spec import SpecCase, evaluate_spec
+from roofline.engines.engine import engine
+from roofline.step.ops import Deployment
 
 
 def _counting(monkeypatch) -> list[int]:

@@ -6,19 +6,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.acceptance import (
+from roofline.domain.errors import InputError
+from roofline.domain.layout import Layout
+from roofline.domain.precision import weight_format
+from roofline.levers.acceptance import (
     alpha_from_tau,
     expected_tokens_per_round,
     position_acceptance,
 )
-from roofline.errors import InputError
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.precision import weight_format
-from roofline.speculative import (
+from roofline.levers.speculative import (
     crossover_batch,
     speculate,
 )
+from roofline.step.ops import Deployment
 
 H100_BW = 3.35e12
 

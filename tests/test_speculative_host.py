@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from roofline.ops import Deployment
-from roofline.speculative import host_draft_steps, spec_host_time_s, speculate
+from roofline.levers.speculative import host_draft_steps, spec_host_time_s, speculate
+from roofline.step.ops import Deployment
 from roofline.timing.host import EngineProfile
 
 PROFILE = EngineProfile("x", 0.0, 0.0, 0.0, 1.0, spec_round_cpu_s=1e-3, spec_draft_step_cpu_s=5e-4)

@@ -10,18 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.acceptance import (
+from roofline.levers.acceptance import (
     alpha_from_tau,
     expected_tokens_per_round,
     rank_acceptance,
     tree_tokens_per_round,
 )
-from roofline.ops import Deployment
-from roofline.speculative import (
+from roofline.levers.speculative import (
     choose_round,
     round_candidates,
     speculate,
 )
+from roofline.step.ops import Deployment
 
 
 def test_rank_acceptance_by_hand():

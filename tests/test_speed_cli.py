@@ -89,16 +89,16 @@ def _modules_after(*args: str) -> set[str]:
 def test_a_json_query_imports_only_what_it_needs():
     _modules_after("analyze", "llama-3.1-8b", "h100", "-f", "json")  # warms the parse cache
     mods = _modules_after("analyze", "llama-3.1-8b", "h100", "-f", "json")
-    assert "roofline.cli.analyze" in mods and "roofline.phases" in mods
+    assert "roofline.cli.analyze" in mods and "roofline.step.phases" in mods
     unneeded = {
         "roofline.cli.serving",
         "roofline.cli.traffic",
         "roofline.cli.tools",
         "roofline.cli.check",
         "roofline.cli.catalog_cmds",
-        "roofline.plot",
-        "roofline.serving.scheduler",
-        "roofline.kvcache",
+        "roofline.render.charts",
+        "roofline.serving.sim.scheduler",
+        "roofline.levers.kvcache",
         "rich.console",  # nothing is drawn for --format json
         "yaml",  # the catalog comes from the parse cache
     }
@@ -109,7 +109,9 @@ def test_help_imports_no_command():
     mods = _modules_after("--help")
     plumbing = {"roofline.cli.app", "roofline.cli.startup", "roofline.cli.classcode"}
     assert not any(m.startswith("roofline.cli.") and m not in plumbing for m in mods), mods
-    assert "roofline.catalog" not in mods and "roofline.phases" not in mods  # nor the core
+    assert (
+        "roofline.catalog.load" not in mods and "roofline.step.phases" not in mods
+    )  # nor the core
 
 
 def test_main_leaves_the_cycle_collector_as_it_found_it(run_main):

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.phases import request
+from roofline.domain.layout import Layout
+from roofline.step.ops import Deployment
+from roofline.step.phases import request
 from roofline.timing.roofline import arithmetic_intensity, bound, op_time_s
 
 # FLOPs and bytes of an op: zero, NaN, or from a thousandth to 1e30 (ratios stay finite)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.layout import Layout
+from roofline.domain.layout import Layout
 from roofline.timing.attention import AttentionCurve, attention_decode_time_s, fa2_num_splits
 from roofline.timing.gemm import GemmCurve, gemm_time_s
 
@@ -94,8 +94,8 @@ def test_decode_step_passes_kv_heads_per_gpu():
     # phases gives decode attention its KV heads per GPU: Llama-3.1-70B has 8 KV heads, so TP8
     # leaves 1 per GPU (FA2's q re-layout is a view: no copy) and TP1 leaves 8 (batch 4: copied)
     from roofline import load_catalog
-    from roofline.ops import Deployment
-    from roofline.phases import _attention_shape
+    from roofline.step.ops import Deployment
+    from roofline.step.phases import _attention_shape
 
     m = load_catalog().model("llama-3.1-70b")
     rows, streams, kv = _attention_shape(m, Deployment(layout=Layout(tp=8)), 4, 1.0)

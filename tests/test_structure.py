@@ -1,15 +1,20 @@
-"""The package's shape: import cycles (every import counts, at module level, inside a function
-or under TYPE_CHECKING) and the layers (the core never imports the CLI, the renderers, rich,
-typer or yaml; the timing wing, roofline/timing/, imports nothing of the package above it)."""
+"""The package's shape (DESIGN.md section 2): every module in a room; rooms import downward in
+the declared order (roofline.ROOMS; every import counts, at module level, inside a function or
+under TYPE_CHECKING); shipped data read only in catalog/; each room's docstring in the README's
+module map; no import cycles; the core never imports the CLI, the renderers, rich, typer or yaml;
+no module past 500 lines. Each rule is also shown failing on a planted violation."""
 
 import ast
+import re
 from pathlib import Path
+
+from roofline import ROOMS
 
 ROOT = Path(__file__).resolve().parent.parent / "roofline"
 # cycles left to break; this list may only shrink
 KNOWN_CYCLES: list[set[str]] = []
-PRESENTATION = ("roofline.cli", "roofline.render", "roofline.plot", "roofline.__main__")
-IO_MODULES = {"roofline.files"}  # the YAML reader itself
+PRESENTATION = ("roofline.cli", "roofline.render", "roofline.render.charts", "roofline.__main__")
+IO_MODULES = {"roofline.catalog.files"}  # the YAML reader itself
 TIMING = "roofline.timing"  # how long one kernel takes: the ground floor, below hardware and ops
 
 
@@ -161,3 +166,104 @@ def test_command_bodies_parse_call_and_render_in_few_lines():
     } <= set(bodies)
     long = {name: n for name, n in bodies.items() if n > COMMAND_BODY_LINES}
     assert set(long) <= LONG_COMMANDS, long
+
+
+TOP = {"__init__.py", "__main__.py"}  # the only modules at the package's top
+MAX_MODULE_LINES = 500  # DESIGN.md: no module past about 500 lines
+
+
+def _loose(files: list[str]) -> list[str]:
+    """Modules of the package's top directory that are not __init__ or __main__."""
+    return [f for f in files if "/" not in f and f.endswith(".py") and f not in TOP]
+
+
+def test_every_module_is_in_a_room():
+    files = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py")]
+    assert _loose(files) == []
+    assert _loose(["__init__.py", "ops.py", "step/ops.py"]) == ["ops.py"]  # a planted one
+    rooms = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    declared = {room for floor in ROOMS for room in floor}
+    assert rooms <= declared, rooms - declared  # every room has its place in the order
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] != "__main__") else None
+
+
+FLOOR = {room: i for i, floor in enumerate(ROOMS) for room in floor}
+
+
+def _upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports from a room to one on its own floor or above it (a room may import itself)."""
+    out = []
+    for m, deps in graph.items():
+        a = _room(m)
+        for d in deps:
+            b = _room(d)
+            if a and b and a != b and FLOOR[b] >= FLOOR[a]:
+                out.append((m, d))
+    return sorted(out)
+
+
+def test_rooms_import_downward_in_the_declared_order():
+    mods = _modules()
+    graph = {m: {i for i in _imports(p, mods) if i in mods and i != m} for m, p in mods.items()}
+    assert _upward(graph) == []
+    planted = {
+        "roofline.step.ops": {"roofline.serving.serve"},  # up a floor
+        "roofline.checks.spec": {"roofline.cases.case"},  # across one floor
+        "roofline.serving.serve": {"roofline.step.ops", "roofline.serving.arrivals"},  # fine
+    }
+    assert _upward(planted) == [
+        ("roofline.checks.spec", "roofline.cases.case"),
+        ("roofline.step.ops", "roofline.serving.serve"),
+    ]
+
+
+def _reads_shipped_data(source: str) -> bool:
+    """Code that finds the package's own files: `__file__`, importlib.resources or the shipped
+    catalog directories (roofline.catalog.load.shipped_dirs)."""
+    return bool(
+        re.search(r"(?<![\w.])__file__|importlib\.resources|shipped_dirs\(|\"_catalog\"", source)
+    )
+
+
+def test_shipped_data_is_read_only_in_the_catalog_room():
+    readers = [
+        m
+        for m, p in _modules().items()
+        if _room(m) != "catalog" and _reads_shipped_data(p.read_text())
+    ]
+    assert readers == []
+    assert _reads_shipped_data("root = Path(__file__).parent / 'hardware'")  # a planted one
+
+
+def _summary(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return doc.split("\n\n")[0]
+
+
+def test_each_room_has_a_one_line_docstring_in_the_module_map():
+    readme = (ROOT.parent / "README.md").read_text()
+    for init in sorted(ROOT.glob("**/__init__.py")):
+        if init.parent == ROOT:
+            continue
+        line = _summary(init)
+        assert line and "\n" not in line and line.endswith("."), (init, line)
+        rel = init.parent.relative_to(ROOT.parent).as_posix()
+        assert f"- `{rel}/`: {line.rstrip('.')}" in readme, rel
+    assert "\n" in _summary_of("Two\nlines.")  # a planted one: a summary over two lines
+
+
+def _summary_of(doc: str) -> str:
+    return doc.split("\n\n")[0]
+
+
+def test_no_module_past_the_line_limit():
+    long = {
+        p.relative_to(ROOT).as_posix(): n
+        for p in ROOT.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

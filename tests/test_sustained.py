@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.catalog import Catalog, load_catalog
-from roofline.errors import CatalogError
-from roofline.ops import Deployment
-from roofline.optime import kernel_view
-from roofline.phases import request
-from roofline.precision import kv_format, weight_format
+from roofline.catalog.load import Catalog, load_catalog
+from roofline.domain.errors import CatalogError
+from roofline.domain.precision import kv_format, weight_format
+from roofline.step.ops import Deployment
+from roofline.step.optime import kernel_view
+from roofline.step.phases import request
 from roofline.timing.gemm import gemm_time_s
 
 CAT = load_catalog()
@@ -104,7 +104,7 @@ def test_compute_bound_prefill_slows_by_the_ratio_and_decode_barely():
 def test_point_path_keeps_the_ratio(monkeypatch):
     """The one-point float path (optime, Python floats) gives, bit for bit, what the per-op path
     gives for a board with a ratio (the sustained peak is in both)."""
-    from roofline import optime
+    from roofline.step import optime
 
     hw = CAT.accelerator("nvidia-t4")
     model = CAT.model("llama-3.1-8b")

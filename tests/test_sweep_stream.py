@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from roofline import render
-from roofline.ops import Deployment
-from roofline.phases import request
-from roofline.sweep import COLUMNS, Grid, chunk_count, run_sweep, sweep_chunks
+from roofline.step.ops import Deployment
+from roofline.step.phases import request
+from roofline.step.sweep import COLUMNS, Grid, chunk_count, run_sweep, sweep_chunks
 
 NAMES = (*COLUMNS, "cost_per_million_output_tokens")
 

@@ -5,10 +5,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline.memory import ENGINES, kv_bytes_per_sequence, plan_memory
-from roofline.offload import link_efficiency
-from roofline.ops import Deployment
-from roofline.tiers import max_batch_with_tier, reload_prefix, spill, tier_bandwidth
+from roofline.engines.engine import ENGINES
+from roofline.levers.offload import link_efficiency
+from roofline.levers.tiers import max_batch_with_tier, reload_prefix, spill, tier_bandwidth
+from roofline.step.memory import kv_bytes_per_sequence, plan_memory
+from roofline.step.ops import Deployment
 
 
 def test_spill_by_hand(cat):
@@ -42,7 +43,7 @@ def test_shared_tier_bandwidth_by_hand(cat):
 
 @given(sharing=st.integers(1, 64))
 def test_more_sharers_never_more_bandwidth(sharing):
-    from roofline.offload import shared_bandwidth
+    from roofline.levers.offload import shared_bandwidth
 
     one = float(shared_bandwidth(307.2e9, 64e9, sharing))
     more = float(shared_bandwidth(307.2e9, 64e9, sharing + 1))

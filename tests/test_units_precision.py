@@ -2,9 +2,9 @@
 
 import pytest
 
-from roofline.errors import InputError
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS, sparse_2_4_bits, weight_format
-from roofline.units import parse_bytes, parse_count, parse_seconds
+from roofline.domain.errors import InputError
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS, sparse_2_4_bits, weight_format
+from roofline.domain.units import parse_bytes, parse_count, parse_seconds
 
 
 def test_counts_are_si_unless_binary():
@@ -93,7 +93,7 @@ def test_format_aliases():
     assert weight_format("AWQ").name == "int4"
     assert weight_format("bfloat16").name == "bf16"
     assert weight_format("smoothquant").compute == "int8"
-    from roofline.precision import kv_format
+    from roofline.domain.precision import kv_format
 
     assert kv_format("fp8_e4m3").name == "fp8"
     with pytest.raises(InputError):

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from roofline.cases.case import summarize
+from roofline.cases.casefiles import load_cases
 from roofline.cases.evaluate import evaluate
-from roofline.userfiles import load_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = ROOT / "validation/public_cases.yaml"
@@ -139,7 +139,8 @@ def test_attention_dp_with_wide_ep_is_evaluated(cat):
     assert r.ideal == pytest.approx(same.ideal)
 
 
-# ---- error bands (validation/bands.py -> hardware/bands.json -> roofline/bands.py) -----------
+# ---- error bands (validation/bands.py -> hardware/bands.json -> roofline/catalog/bands.py)
+# -----------
 def _band_points():
     from validation.bands import points
 
@@ -163,7 +164,7 @@ def test_no_band_narrower_than_its_out_of_sample_error():
     measured/expected range 1/(1 + e95) .. 1/(1 + e5) of their signed 5th/95th percentiles."""
     import numpy as np
 
-    from roofline.bands import METRICS, band
+    from roofline.catalog.bands import METRICS, band
 
     pts = _band_points()
     families = {p.family for p in pts} | {"intel-gaudi", "google-tpu"}
@@ -204,7 +205,7 @@ def test_serving_p99_band_from_the_mushfiq_tail():
     # 0.6 of the gap to the largest), rounded up to a whole percent
     import numpy as np
 
-    from roofline.bands import band
+    from roofline.catalog.bands import band
 
     errs = sorted(abs(p.error) for p in _band_points() if p.case.endswith("-ttft-p99"))
     mush = sorted(
@@ -221,7 +222,7 @@ def test_serving_p99_band_from_the_mushfiq_tail():
 def test_a_family_under_five_points_takes_the_pooled_band_and_says_so():
     import json
 
-    from roofline.bands import band
+    from roofline.catalog.bands import band
 
     table = json.loads((ROOT / "hardware/bands.json").read_text())["bands"]
     few = [(m, f) for m, b in table.items() for f in b["too_few"]]

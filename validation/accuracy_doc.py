@@ -13,8 +13,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from roofline.layout import Layout  # noqa: E402
-from roofline.userfiles import load_cases  # noqa: E402
+from roofline.cases.casefiles import load_cases  # noqa: E402
+from roofline.domain.layout import Layout  # noqa: E402
 from validation.calibrate import bands, run  # noqa: E402
 from validation.serving_tables import section as serving_section  # noqa: E402
 
@@ -78,9 +78,9 @@ def peer_checks(cat) -> str:
     """TP scaling against gpt-fast, weight-only decode at batch 64, prefill GEMM sums."""
     import csv
 
-    from roofline.ops import Deployment
-    from roofline.phases import decode, request
-    from roofline.precision import weight_format
+    from roofline.domain.precision import weight_format
+    from roofline.step.ops import Deployment
+    from roofline.step.phases import decode, request
     from roofline.timing.gemm import gemm_time_s
 
     a100, m7 = cat.accelerator("nvidia-a100-80gb-sxm"), cat.model("llama-2-7b")

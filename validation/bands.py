@@ -4,7 +4,7 @@ A band is drawn from the out-of-sample relative errors e = expected / measured �
 on one hardware family (hardware/families.yaml) and one engine profile (hardware/engines.yaml:
 the profile the case was evaluated with, e.g. vllm-v0 for vLLM before 0.8), where that cell has
 at least 5 points; else of the metric on the family (all engines); else of the metric on all
-families pooled (roofline/bands.py says which). Each band carries:
+families pooled (roofline/catalog/bands.py says which). Each band carries:
 - `rel`, the 90th percentile of |e|, rounded up to a whole percent (the ± of a roughly
   symmetric band, and what older readers use);
 - `low`/`high`, the 90% interval of the measured figure relative to the expected one, from the
@@ -25,7 +25,7 @@ Rounding outward keeps a band no narrower than the errors it comes from. The poi
 Each case's metric counts toward one band (BAND_OF); a rate that is a time's inverse (decode
 tokens/s per user) enters as the time's error, 1 / (1 + error) − 1.
 
-`python validation/bands.py` writes hardware/bands.json, which roofline/bands.py reads.
+`python validation/bands.py` writes hardware/bands.json, which roofline/catalog/bands.py reads.
 """
 
 from __future__ import annotations
@@ -103,11 +103,11 @@ def _point(
 
 def profile_of(name: str, version: object, hw: Any) -> str:
     """The engine profile a case runs under on `hw`, as its evaluation resolves it
-    (roofline.memory.engine: "auto" by the chip, a version to its version profile); an engine
-    roofline does not model by name keeps its version profile, or its name."""
-    from roofline.engine_versions import pick_profile
-    from roofline.errors import InputError
-    from roofline.memory import engine
+    (roofline.engines.engine.engine: "auto" by the chip, a version to its version profile); an
+    engine roofline does not model by name keeps its version profile, or its name."""
+    from roofline.domain.errors import InputError
+    from roofline.engines.engine import engine
+    from roofline.engines.versions import pick_profile
 
     version = version if version not in (None, "") else None
     try:
@@ -123,8 +123,8 @@ def profile_of(name: str, version: object, hw: Any) -> str:
 def points() -> tuple[Point, ...]:
     """Every out-of-sample error behind a band (see the module docstring), once per process."""
     from roofline.cases.case import case_engine
+    from roofline.cases.casefiles import load_cases
     from roofline.cases.evaluate import evaluate
-    from roofline.userfiles import load_cases
     from validation.calibrate import run
     from validation.serving_crossval import load
 
@@ -173,7 +173,7 @@ def interval(errors: list[float]) -> tuple[float, float]:
     """(low, high): the measured figure's 90% interval as factors of the expected one,
     1 / (1 + e95) and 1 / (1 + e5) of the signed errors' 5th and 95th percentiles (numpy's
     linear interpolation), rounded outward to a hundredth (module docstring)."""
-    from roofline.bands import interval as factors
+    from roofline.catalog.bands import interval as factors
 
     e5, e95 = (float(v) for v in np.percentile(errors, INTERVAL))
     low, high = factors(e5, e95)

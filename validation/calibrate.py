@@ -24,8 +24,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from roofline.catalog import Catalog, load_catalog  # noqa: E402
-from roofline.userfiles import load_cases  # noqa: E402
+from roofline.cases.casefiles import load_cases  # noqa: E402
+from roofline.catalog.load import Catalog, load_catalog  # noqa: E402
 from validation.crossval import Base, CrossResult, cross_validate, family_bands, make_bases  # noqa: E402
 
 CASE_FILES = ("validation/public_cases.yaml", "validation/extra_cases.yaml")
@@ -38,7 +38,7 @@ def gguf_decode_levers() -> list:
     bandwidth (M1 Max 26 FLOP/B against ~34 on the M2-M4 chips of the public cases), so the only
     ones that pin the ALU share of llama.cpp's block mat-vec kernels (roofline/timing/gemv.py).
     They join the fit and its leave-one-source-out like the other fitted cases."""
-    from roofline.precision import GGUF_FORMATS
+    from roofline.domain.precision import GGUF_FORMATS
 
     return [
         c
@@ -164,7 +164,7 @@ def spec_cases(cat: Catalog) -> list[SpecCase]:
 
     from roofline.cases.case import case_deployment, case_engine
     from roofline.cases.levers import speculative_rounds
-    from roofline.speculative import host_draft_steps
+    from roofline.levers.speculative import host_draft_steps
     from validation.crossval import source_group
 
     cases = [c for c in load_cases(ROOT / LEVER_CASES) if c.speculative is not None]

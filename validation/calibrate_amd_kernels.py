@@ -42,7 +42,7 @@ try:
 except ImportError as exc:  # pragma: no cover - only with the calibrate extra missing
     sys.exit(f"calibrate_amd_kernels: needs scipy ({exc.name}); run `make calibrate`")
 
-from roofline.catalog import load_catalog  # noqa: E402
+from roofline.catalog.load import load_catalog  # noqa: E402
 from roofline.timing.gemm import GemmCurve, gemm_time_s  # noqa: E402
 
 DATA = ROOT / "validation/kernel_cdna3_gemm.csv"

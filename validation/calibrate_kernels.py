@@ -38,7 +38,7 @@ their sources):
   and the same form per engine (engine_moe: vLLM's and SGLang's Triton fused_moe, Hopper, their
   moe_ep_size 1 rows only);
 - DeepEP all-to-all (TensorRT-LLM): α + (n−1)/n · bytes / (s·W) per call of a dispatch/combine
-  pair, fp8 + scales dispatch and bf16 combine (roofline/ops.py ep_alltoall_bytes_per_value).
+  pair, fp8 + scales dispatch and bf16 combine (roofline/step/ops.py ep_alltoall_bytes_per_value).
 One parameter set per generation and dtype, never per shape.
 """
 
@@ -61,7 +61,7 @@ except ImportError as exc:  # pragma: no cover - only with the calibrate extra m
     sys.exit(f"calibrate_kernels: needs the calibrate extra ({exc.name}); run `make calibrate`")
 
 
-from roofline.catalog import load_catalog  # noqa: E402
+from roofline.catalog.load import load_catalog  # noqa: E402
 from validation.kernel_attention import (  # noqa: E402
     fit_decode_attention,
     fit_mla_compute_share,

@@ -33,9 +33,9 @@ import numpy as np
 from roofline.cases.case import METRICS, SCALE_OUT, Case, case_engine
 from roofline.cases.evaluate import evaluate
 from roofline.cases.static import base_times, metric_value
-from roofline.hardware import Accelerator, Efficiency
-from roofline.model import ModelArch
-from roofline.precision import engine_weight_format, weight_format
+from roofline.domain.hardware import Accelerator, Efficiency
+from roofline.domain.model import ModelArch
+from roofline.domain.precision import engine_weight_format, weight_format
 from roofline.timing.gemv import gemv_alu_time_s
 from roofline.timing.roofline import op_time_s
 

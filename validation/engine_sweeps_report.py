@@ -85,8 +85,8 @@ def source_key(case: dict[str, Any]) -> str:
 
 def problems(cases: list[dict[str, Any]], models: set[str], hardware: set[str]) -> list[str]:
     """Every schema or catalog problem, one line each (empty: the file is fine). Weight and KV
-    formats are checked against roofline.precision's tables."""
-    from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
+    formats are checked against roofline.domain.precision's tables."""
+    from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
 
     out: list[str] = []
     seen: set[str] = set()
@@ -132,7 +132,7 @@ def problems(cases: list[dict[str, Any]], models: set[str], hardware: set[str]) 
 
 
 def main() -> int:
-    from roofline.catalog import load_catalog
+    from roofline.catalog.load import load_catalog
 
     cat = load_catalog()
     cases = load()

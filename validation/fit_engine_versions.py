@@ -1,7 +1,7 @@
 """Fit a version profile's host costs (hardware/engines.yaml) on the published serving points of
 that version in validation/engine_sweeps.yaml, with leave-one-source-out.
 
-A version profile (roofline/engine_versions.py) gets its own figures only where three or more
+A version profile (roofline/engines/versions.py) gets its own figures only where three or more
 independent sources ran that version (issue 24: otherwise it borrows the engine's and says so).
 What is fitted: the time per running sequence per step `cpu_per_seq_us` (roofline/timing/host.py;
 with --free-step the fixed host time per step `cpu_step_us` too), one figure for every family
@@ -13,7 +13,7 @@ a case counts once.
 Left out of the fit, each with its reason (they stay in the validation table):
 - multi-step scheduling (`num_scheduler_steps` above 1, or `--num-scheduler-steps` in the case's
   source or notes): one schedule serves many steps, so its host cost per step is the profile's
-  spread over them (roofline/serving/multistep.py), not the single-step figure being fitted;
+  spread over them (roofline/serving/sim/multistep.py), not the single-step figure being fitted;
 - sources whose other engines are as far off (`EXCLUDED_SOURCES`): the dstack DeepSeek-R1 sweeps
   run 3-4x slower than modelled under SGLang and TensorRT-LLM too, so the gap there is not the
   version's host cost.
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from roofline.cases.serving import run_serving_case
-from roofline.engine_versions import pick_profile
-from roofline.units import US
+from roofline.domain.units import US
+from roofline.engines.versions import pick_profile
 
 PATH = Path(__file__).with_name("engine_sweeps.yaml")
 EXCLUDED_SOURCES = {
@@ -116,7 +116,7 @@ def fit(profile: str, free_step: bool = False) -> dict[str, Any]:
     cpu_step is the base engine's (its fixed per-step work, fitted on its latency tables)
     unless `free_step`: the sources run the version at its max_num_seqs only (bursts and
     saturated rates), where c·B and cpu_step cannot be told apart."""
-    from roofline.catalog import load_catalog
+    from roofline.catalog.load import load_catalog
     from validation.engine_sweeps_report import load
 
     cat = load_catalog()

@@ -63,7 +63,7 @@ MIN_HIDDEN = 2048  # LLM-sized MoE layers
 
 
 def moe_shapes(d, b_w: float):
-    """(F, Q_w, Q_act, M) per rank of a measured MoE layer, built as roofline/ops.py builds the
+    """(F, Q_w, Q_act, M) per rank of a measured MoE layer, built as roofline/step/ops.py builds the
     moe.experts op: T tokens routed top-k over E experts on ep ranks (balanced routing),
     R = T·k/ep rows over the E·(1 − (1 − k/E)^T)/ep experts touched, F = 6·d·f·R,
     Q_w = touched·3·d·f·b_w, Q_act = R·(2d + 3f)·2 (16-bit activations), f = width / moe_tp."""
@@ -84,7 +84,7 @@ def moe_model(x, flops, q_w, q_act, m, peak, bw):
 
 def fit_moe(cat, chips):
     """One MoE curve per dtype over the chips of a group, balanced routing (the model adds the
-    expected load imbalance itself: roofline/layout.py expert_load_imbalance). Returns
+    expected load imbalance itself: roofline/domain/layout.py expert_load_imbalance). Returns
     {dtype: (params, median |error| per chip, rows)} and the files used."""
 
     def rows(chip, raw):
@@ -178,9 +178,9 @@ A2A_BYTES = {"fp8": 1.0 + 4.0 / 128.0, "bfloat16": 2.0}
 
 def fit_ep_alltoall(df, link_bw: float):
     """One call of a dispatch / combine pair: t = α + (n−1)/n · M / (s·W) with M = T·k·d·b bytes
-    per rank (every top-k copy, as roofline/ops.py counts it). Low-latency kernels (fp8 dispatch,
-    bf16 combine) up to 256 tokens per rank, high-throughput (bf16) above; α and s fitted on the
-    pairs' sums, per GPU count. Returns {n: (α, share, median |error|)}."""
+    per rank (every top-k copy, as roofline/step/ops.py counts it). Low-latency kernels (fp8
+    dispatch, bf16 combine) up to 256 tokens per rank, high-throughput (bf16) above; α and s fitted
+    on the pairs' sums, per GPU count. Returns {n: (α, share, median |error|)}."""
     d = df[df.comm_dtype.isin(list(A2A_BYTES))]
     ll = d[(d.comm_backend == "trtllm_deepep_ll") & (d.num_tokens <= 256)]
     ll = ll[(ll.phase == "combine") == (ll.comm_dtype == "bfloat16")]  # fp8 in, bf16 back

@@ -88,7 +88,7 @@ _CAT = None
 def _child_cat():
     global _CAT
     if _CAT is None:
-        from roofline.catalog import load_catalog
+        from roofline.catalog.load import load_catalog
 
         _CAT = load_catalog()
     return _CAT

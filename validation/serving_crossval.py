@@ -197,7 +197,7 @@ _CAT: Any = None
 def _catalog() -> Any:
     global _CAT
     if _CAT is None:
-        from roofline.catalog import load_catalog
+        from roofline.catalog.load import load_catalog
 
         _CAT = load_catalog()
     return _CAT
@@ -227,7 +227,7 @@ def cross_validate_serving(
 ) -> tuple[list[ServingResult], list[tuple[str, str, str]]]:
     """Every (file, case) in sample and with its source left out (see the module docstring);
     and the skipped ones as (file, id, why)."""
-    from roofline.memory import ENGINES
+    from roofline.engines.engine import ENGINES
 
     kept, skipped = [], []
     for rel, c in cases:
@@ -324,7 +324,7 @@ def load(path: Path = ERRORS) -> tuple[tuple[ServingResult, ...], tuple[tuple[st
 def main() -> None:
     import time
 
-    from roofline.userfiles import load_serving_cases
+    from roofline.cases.casefiles import load_serving_cases
 
     t0 = time.monotonic()
     cat = _catalog()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from roofline.engine_versions import parse_version
-from roofline.errors import InputError
+from roofline.domain.errors import InputError
+from roofline.engines.versions import parse_version
 from validation.serving_crossval import ERRORS, FITS, ServingResult, load
 
 BEFORE = ERRORS.with_name("serving_before.csv")
@@ -154,7 +154,7 @@ TIMES = ("tpot_p50_ms", "tpot_mean_ms", "itl_p50_ms")
 
 
 def _version(r: ServingResult) -> tuple[int, ...] | None:
-    """The stated engine version as roofline.engine_versions reads it (None: not stated or
+    """The stated engine version as roofline.engines.versions reads it (None: not stated or
     not a release)."""
     try:
         return parse_version(r.engine_version)
@@ -187,7 +187,7 @@ GAPS: tuple[tuple[str, Callable[[ServingResult], bool]], ...] = (  # (subset, su
     ),
     (
         "vLLM 0.6 multi-step scheduling (`--num-scheduler-steps 10`: Lambda, the SGLang v0.3 "
-        "benchmark), modelled (roofline/serving/multistep.py: scheduling at batch ends, host "
+        "benchmark), modelled (roofline/serving/sim/multistep.py: scheduling at batch ends, host "
         "cost spread over the steps, tokens in bunches); its decode steps come out shorter than "
         "measured: not all of the per-sequence host work hides behind the N steps",
         lambda r: r.id in _multi_step(),
@@ -230,7 +230,7 @@ GAPS: tuple[tuple[str, Callable[[ServingResult], bool]], ...] = (  # (subset, su
 @cache
 def _multi_step() -> frozenset[str]:
     """The ids of the cases run with vLLM's multi-step scheduling (`num_scheduler_steps` > 1)."""
-    from roofline.files import safe_load_yaml
+    from roofline.catalog.files import safe_load_yaml
     from validation.serving_crossval import CASE_FILES, ROOT
 
     ids: set[str] = set()

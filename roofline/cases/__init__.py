@@ -1,2 +1,4 @@
-"""Published measurements and their predictions: a case (case.py), one module per kind
-(static, levers, all_at_t0, disagg, serving) and the dispatch (evaluate.py)."""
+"""Published measurements and their predictions: case files read, evaluated and fitted.
+
+A case (case.py), one module per kind (static, levers, all_at_t0, disagg, serving), the dispatch
+(evaluate.py), the case and benchmark file readers and the fit to a user's benchmark files."""

@@ -11,7 +11,7 @@ engine's limits; default its own), chunked_prefill (default true), frontend (api
 through the engine's API server as benchmark_serving.py sends them; none: an offline harness
 such as vLLM's LLM class or trtllm-bench). The layout is the case's
 (`gpus / (tp·pp)` replicas, requests dealt round robin); the serving simulator
-(roofline.serving.scheduler) runs ideal and expected step times.
+(roofline.serving.sim.scheduler) runs ideal and expected step times.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.cases.case import Case, served_engine
-from roofline.errors import InputError
-from roofline.hardware import Accelerator
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.serving.serve import Slo, make_replica, serve
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator
+from roofline.domain.model import ModelArch
+from roofline.serving.metrics import Slo
+from roofline.serving.serve import make_replica, serve
 from roofline.serving.workload import make_workload
+from roofline.step.ops import Deployment
 
 BURST_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
 BURST_KEYS = (

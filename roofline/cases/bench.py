@@ -1,9 +1,9 @@
-"""A user's benchmark run (roofline/benchfiles.py) served by the serving model: the same
+"""A user's benchmark run (roofline/cases/benchfiles.py) served by the serving model: the same
 arrivals (the requests' own send times when the file holds them, else the file's Poisson rate and
 burstiness drawn with seed 0, its closed loop of users, or every request at t = 0), the same
 number of requests and their lengths (per request when the file holds them, else the file's
 means), on the model, chip, layout and engine the command line names, with the
-engine's defaults on that device (roofline.serving.policy), as `validate` serves the published
+engine's defaults on that device (roofline.engines.scheduler), as `validate` serves the published
 serving cases (roofline/cases/serving.py). Figures are the benchmark window's
 (benchmark_serving's convention: completions over first send to last finish).
 error = expected / measured − 1 (for throughput a positive error is an over-prediction).
@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from roofline.benchfiles import METRICS, BenchRun
-from roofline.hardware import Accelerator
-from roofline.memory import engine
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.serving.serve import ServeMetrics, Slo, make_replica, metrics, run_replicas
+from roofline.cases.benchfiles import METRICS, BenchRun
+from roofline.domain.hardware import Accelerator
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import engine
+from roofline.serving.metrics import ServeMetrics, Slo, metrics
+from roofline.serving.serve import make_replica, run_replicas
 from roofline.serving.workload import Workload, replayed, with_rate
+from roofline.step.ops import Deployment
 
 PICK = {
     "ttft_p50_ms": lambda m: m.ttft_s.p50 * 1e3,

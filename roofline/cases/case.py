@@ -27,13 +27,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from roofline.errors import InputError
-from roofline.hardware import Accelerator, Tier
-from roofline.layout import Layout, links
-from roofline.memory import Engine, engine
-from roofline.ops import Deployment
-from roofline.precision import kv_format, weight_format
-from roofline.serving.policy import with_frontend
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator, Tier
+from roofline.domain.layout import Layout, links
+from roofline.domain.precision import kv_format, weight_format
+from roofline.engines.engine import Engine, engine
+from roofline.engines.scheduler import with_frontend
+from roofline.step.ops import Deployment
 from roofline.timing.host import Calibration
 
 # metric -> (regime, kind): kind "time" (smaller is faster) or "rate" (larger is faster)
@@ -118,7 +118,7 @@ ENGINE_KEYWORDS = (
 def served_engine(
     name: str, hw: Accelerator, where: str, version: object = None, frontend: object = "api"
 ) -> Engine:
-    """The engine a measured serving run used (roofline.memory.engine: its version profile)
+    """The engine a measured serving run used (roofline.engines.engine.engine: its version profile)
     behind its request path (serving.policy.with_frontend); a bad name, version or frontend is
     one InputError naming the case (`where`)."""
     try:
@@ -162,7 +162,7 @@ def case_deployment(case: Case) -> tuple[Deployment, int]:
 def with_case_links(
     dep: Deployment, hw: Accelerator, network: Tier, replicas: int = 1
 ) -> Deployment:
-    """The deployment with each collective on the link its group spans (roofline.layout): the
+    """The deployment with each collective on the link its group spans (roofline.domain.layout): the
     scale-up link inside its domain, the host link (PCIe) beyond it inside a node, and between
     nodes `network` (the CLI's default, InfiniBand NDR, SCALE_OUT; a case states no other)."""
     if dep.links is not None:

@@ -14,10 +14,10 @@ validate` cases: a case of the public schema plus a `disagg:` mapping.
 Ideal: the same formula at η = 1 and no overhead (an upper bound on speed); expected: calibrated.
 
 Collectives run over the scale-up link, as in every `validate` case; `scale_out: <network tier>`
-places them as `analyze` does for a pool spanning nodes (roofline.layout: NVLink inside a node,
-the network between nodes). Not used by the shipped cases yet: the all-to-all's bytes
-(roofline.ops) count every top-k copy in the activation dtype, where DeepEP sends a token once per
-node (group-limited routing, at most 4 nodes) with FP8 dispatch, so across nodes its ideal comes
+places them as `analyze` does for a pool spanning nodes (roofline.domain.layout: NVLink inside a
+node, the network between nodes). Not used by the shipped cases yet: the all-to-all's bytes
+(roofline.step.ops) count every top-k copy in the activation dtype, where DeepEP sends a token once
+per node (group-limited routing, at most 4 nodes) with FP8 dispatch, so across nodes its ideal comes
 out slower than SGLang's measured EP32 prefill. `two_batch_overlap: true` (DeepSeek's profile-data
 design, SGLang's TBO): the step is split into two micro-batches whose all-to-all runs while the
 other computes, so a step lasts max(compute, all-to-all) plus the other collectives and the host
@@ -30,14 +30,14 @@ from dataclasses import replace
 from typing import Any
 
 from roofline.cases.case import Case
-from roofline.errors import InputError
-from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.layout import links, validate
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.phases import PhaseResult, decode, prefill
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator, Efficiency, Tier
+from roofline.domain.layout import links, validate
+from roofline.domain.model import ModelArch
 from roofline.serving.disagg import disaggregate
 from roofline.serving.kvtransfer import KvLink
+from roofline.step.ops import Deployment
+from roofline.step.phases import PhaseResult, decode, prefill
 
 POOL_METRICS = {
     "prefill": ("prefill_tokens_per_s_per_gpu",),
@@ -48,7 +48,7 @@ POOL_METRICS = {
 
 def check_disagg(where: str, d: dict[str, Any], metric: str) -> None:
     """The pool/metric pairing of a case's `disagg:` mapping (its keys and types are checked
-    where the case file is read, roofline.userfiles)."""
+    where the case file is read, roofline.cases.casefiles)."""
     pool = d["pool"]
     if pool not in POOL_METRICS:
         raise InputError(f"{where}: disagg pool must be one of {', '.join(POOL_METRICS)}")
@@ -93,7 +93,7 @@ def evaluate_disagg(
 
 def with_links(model: ModelArch, hw: Accelerator, dep: Deployment, net: Tier) -> Deployment:
     """The deployment with each collective on its link: NVLink inside a node, the `net` network
-    between nodes, on as few nodes as hold the GPUs (roofline.layout)."""
+    between nodes, on as few nodes as hold the GPUs (roofline.domain.layout)."""
     if net.kind != "network":
         raise InputError(f"scale_out {net.id} is a {net.kind} tier, not a network")
     lay = replace(dep.layout, microbatches=None, scale_out=net)

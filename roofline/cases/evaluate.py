@@ -20,9 +20,9 @@ from roofline.cases.case import (
 from roofline.cases.disagg import evaluate_disagg
 from roofline.cases.levers import evaluate_lever
 from roofline.cases.static import evaluate_static
-from roofline.errors import InputError
-from roofline.hardware import Accelerator, Efficiency
-from roofline.model import ModelArch
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator, Efficiency
+from roofline.domain.model import ModelArch
 
 
 def evaluate(
@@ -35,8 +35,8 @@ def evaluate(
     *,
     catalog: Any,
 ) -> CaseResult:
-    """Ideal and expected predictions of one case's metric (`catalog`: roofline.catalog.Catalog,
-    for the draft models, links and networks the case names)."""
+    """Ideal and expected predictions of one case's metric (`catalog`:
+    roofline.catalog.load.Catalog, for the draft models, links and networks the case names)."""
     where = f"case '{case.id}'"
     if case.metric not in METRICS:
         raise InputError(

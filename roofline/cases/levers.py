@@ -9,14 +9,14 @@ speed-ups and decode rates with weights offloaded to host RAM, as `roofline vali
   64 tokens, the lowest TPOT) stands in for it. `draft_model` (drafter `draft`): the separate
   draft model's catalog id. Ideal is the round's expected tokens E (for `auto`, the most any
   candidate round yields), an upper bound: the verify pass never costs less than a plain
-  step, so no speed-up exceeds E. Expected is roofline.speculative's calibrated speed-up.
+  step, so no speed-up exceeds E. Expected is roofline.levers.speculative's calibrated speed-up.
 - offload (metric decode_tokens_per_s_per_user): the case's -ngl and host. Ideal is the
   overlapped bound at η = 1 (nothing is faster); expected is the serial bound with calibrated
   efficiencies (a single sequence cannot overlap GPU and CPU layers), or the overlapped one when
   the case says `overlap: true` (FlexGen's block schedule overlaps copies with compute).
   Metric output_tokens_per_s is FlexGen's generation throughput: batch·block sequences, prefill
-  included (roofline.offload.generation_throughput); `kv_host: true` keeps the KV cache in host
-  RAM with the CPU computing attention.
+  included (roofline.levers.offload.generation_throughput); `kv_host: true` keeps the KV cache in
+  host RAM with the CPU computing attention.
 """
 
 from __future__ import annotations
@@ -26,18 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from roofline.acceptance import (
+from roofline.cases.case import Case, case_engine
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator, Efficiency
+from roofline.domain.model import ModelArch
+from roofline.domain.precision import weight_format
+from roofline.levers.acceptance import (
     TREE_TOPK,
     alpha_from_tau,
 )
-from roofline.cases.case import Case, case_engine
-from roofline.errors import InputError
-from roofline.hardware import Accelerator, Efficiency
-from roofline.model import ModelArch
-from roofline.offload import generation_throughput, offload, offload_prefill
-from roofline.ops import Deployment
-from roofline.precision import weight_format
-from roofline.speculative import Speculation, round_candidates, speculate
+from roofline.levers.offload import generation_throughput, offload, offload_prefill
+from roofline.levers.speculative import Speculation, round_candidates, speculate
+from roofline.step.ops import Deployment
 
 
 def evaluate_lever(

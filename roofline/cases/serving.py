@@ -4,14 +4,14 @@ Each case names a model, an accelerator, a layout, an arrival process (`arrivals
 `rate` requests/s, closed loop of `concurrency` users, or burst: every request sent at t = 0, a
 closed loop of as many users as requests), lengths, the engine (`engine`, default vllm; its
 `engine_version` picks the version profile of hardware/engines.yaml whose range holds it,
-roofline.engine_versions; `chunked_prefill` as the source ran it, default the version's) and what
+roofline.engines.versions; `chunked_prefill` as the source ran it, default the version's) and what
 sends it the requests (`frontend`: api, the engine's API server, the default, or none, an
 offline harness such as vLLM's LLM class or trtllm-bench), the API server's detokenizer path
 (`tokenizer`: fast, the default, or slow, e.g. vLLM's --tokenizer-mode mistral), the engine
 settings the source states (`max_num_seqs`, `max_num_batched_tokens`, `gpu_memory_utilization`:
-the KV memory fraction; default the engine's own on that device, roofline.serving.policy and
-roofline.memory; `num_scheduler_steps`: vLLM V0's multi-step scheduling,
-roofline.serving.multistep) and one measured metric; the simulator serves the same workload
+the KV memory fraction; default the engine's own on that device, roofline.engines.scheduler and
+roofline.step.memory; `num_scheduler_steps`: vLLM V0's multi-step scheduling,
+roofline.serving.sim.multistep) and one measured metric; the simulator serves the same workload
 with both step times. `requests` defaults to the concurrency of a burst, else 1,000.
 error = expected / measured − 1 (for throughput, a positive error is an over-prediction).
 `validate` (owned elsewhere) turns these rows into a table; this module only computes them.
@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 
 from roofline.cases.case import served_engine
-from roofline.errors import InputError
-from roofline.layout import Layout
-from roofline.ops import Deployment
-from roofline.precision import KV_FORMATS, WEIGHT_FORMATS
-from roofline.serving.policy import TOKENIZERS
-from roofline.serving.serve import ServeMetrics, Slo, make_replica, serve
+from roofline.domain.errors import InputError
+from roofline.domain.layout import Layout
+from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
+from roofline.engines.scheduler import TOKENIZERS
+from roofline.serving.metrics import ServeMetrics, Slo
+from roofline.serving.serve import make_replica, serve
 from roofline.serving.workload import Workload, make_workload
+from roofline.step.ops import Deployment
 
 METRICS = {
     "ttft_mean_ms": lambda m: m.ttft_s.mean * 1e3,

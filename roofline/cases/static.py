@@ -11,12 +11,13 @@ from roofline.cases.case import (
     case_engine,
     with_case_links,
 )
-from roofline.errors import InputError
-from roofline.hardware import Accelerator, Efficiency, Tier
-from roofline.memory import ENGINES, engine, max_batch, plan_memory
-from roofline.model import ModelArch
-from roofline.phases import decode, prefill
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator, Efficiency, Tier
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import ENGINES, engine
 from roofline.serving.attention_dp import colocated_prefill_s
+from roofline.step.memory import max_batch, plan_memory
+from roofline.step.phases import decode, prefill
 
 
 def _metric(

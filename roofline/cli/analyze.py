@@ -11,14 +11,10 @@ from roofline.cli import traffic_options as topt
 from roofline.cli.analyze_json import analyze_doc
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.cli.groups import grouped
-from roofline.memory import (
-    engine,
-    kv_bytes_per_sequence,
-    max_batch,
-    plan_memory,
-)
-from roofline.phases import prefill, request
-from roofline.units import fmt_bytes
+from roofline.domain.units import fmt_bytes
+from roofline.engines.engine import engine
+from roofline.step.memory import kv_bytes_per_sequence, max_batch, plan_memory
+from roofline.step.phases import prefill, request
 
 
 @app.command()

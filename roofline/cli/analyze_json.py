@@ -3,12 +3,13 @@
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
-from roofline.layout import bubble_fraction
-from roofline.memory import kv_bytes_per_token
-from roofline.phases import PhaseResult
+from roofline.domain.layout import bubble_fraction
 from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
+from roofline.step.memory import kv_bytes_per_token
+from roofline.step.phases import PhaseResult
 
-# the bands of analyze's expected figures (roofline/bands.py): band -> the keys it applies to
+# the bands of analyze's expected figures (roofline/catalog/bands.py): band -> the keys it applies
+# to
 ANALYZE_BANDS = {
     "ttft_p50": ["batch_prefill_s", "ttft_s"],
     "tpot_p50": ["tpot_s"],

@@ -18,7 +18,7 @@ from roofline.cli.startup import guarded, guarded_stream, one_line, run
 __all__ = ["COMMANDS", "app", "catalog", "guarded", "guarded_stream", "main", "note", "warn"]
 
 if TYPE_CHECKING:
-    from roofline.catalog import Catalog
+    from roofline.catalog.load import Catalog
 
 
 # Every command: the module (in roofline/cli/) that registers it and its one-line help, in the
@@ -148,7 +148,9 @@ def note(message: str) -> None:
 
 def catalog() -> "Catalog":
     """The shipped catalog plus --catalog directories and ROOFLINE_CATALOG."""
-    from roofline.catalog import load_catalog  # the core loads with the first command that runs
+    from roofline.catalog.load import (
+        load_catalog,  # the core loads with the first command that runs
+    )
 
     return load_catalog(_state["catalog_dirs"])
 

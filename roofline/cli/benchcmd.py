@@ -1,6 +1,6 @@
-"""`validate` on a user's own benchmark results (roofline/benchfiles.py): parse the options, serve
-each run through the serving model (roofline/cases/bench.py), fit the chip's shares and the
-engine's host costs with --calibrate DIR (roofline/benchfit.py) and write the calibration there,
+"""`validate` on a user's own benchmark results (roofline/cases/benchfiles.py): parse the options,
+serve each run through the serving model (roofline/cases/bench.py), fit the chip's shares and the
+engine's host costs with --calibrate DIR (roofline/cases/fit.py) and write the calibration there,
 render."""
 
 from pathlib import Path
@@ -9,20 +9,20 @@ from typing import Any
 import numpy as np
 
 from roofline import render
-from roofline.benchfiles import TOOLS, read_bench_file
-from roofline.benchfit import (
+from roofline.cases.bench import compare, predicted, simulate
+from roofline.cases.benchfiles import TOOLS, read_bench_file
+from roofline.cases.fit import (
     FIT_METRICS,
     calibration_filename,
     calibration_text,
     fit_runs,
     with_values,
 )
-from roofline.cases.bench import compare, predicted, simulate
 from roofline.cli import options as opt
 from roofline.cli.app import catalog, note
-from roofline.errors import InputError
-from roofline.memory import engine
-from roofline.serving.policy import TOKENIZERS
+from roofline.domain.errors import InputError
+from roofline.engines.engine import engine
+from roofline.engines.scheduler import TOKENIZERS
 
 
 def validate_bench(

@@ -9,12 +9,11 @@ from typing import Annotated
 import typer
 
 from roofline import render
-from roofline.catalog import (
+from roofline.catalog.load import (
+    dirs_in_use,
     model_from_config,
     model_yaml,
     read_hf_config,
-    shipped_dirs,
-    user_dirs,
     validate_dirs,
 )
 from roofline.cli import convert
@@ -28,7 +27,7 @@ from roofline.cli.app import (
     models_app,
     note,
 )
-from roofline.errors import InputError
+from roofline.domain.errors import InputError
 
 
 # ---- hardware -------------------------------------------------------------------------------
@@ -145,7 +144,7 @@ def catalog_validate(
 
     Each problem names the file, the entry and the key; exit 2 if there is any.
     Example: roofline catalog validate ./my-catalog"""
-    targets = list(dirs) if dirs else shipped_dirs() + user_dirs(catalog_dirs())
+    targets = list(dirs) if dirs else dirs_in_use(catalog_dirs())
     problems = validate_dirs(targets)
     err = render.stderr_console()
     for p in problems:

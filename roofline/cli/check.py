@@ -1,18 +1,17 @@
 """`roofline check`: capacity and SLO assertions for CI, with exit codes (a spec file or options;
-static limits through roofline.checks, traffic limits through the serving model)."""
+static limits through roofline.checks.limits, traffic limits through the serving model)."""
 
 from typing import Annotated, Any
 
 import typer
 
 from roofline import render
+from roofline.checks.spec import evaluate_spec, load_spec
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, guarded, note
 from roofline.cli.specs import spec_case, spec_json
-from roofline.errors import InputError
-from roofline.speccheck import evaluate_spec
-from roofline.userfiles import load_spec
+from roofline.domain.errors import InputError
 
 _SPEC_KEYS = ("tp", "pp", "ep", "gpus", "dp", "weights", "kv_dtype")
 _CHECK_KEYS = (

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from roofline.cache import cache_dir
+from roofline.catalog.cache import cache_dir
 
 MAX_ENTRIES = 4096  # beyond this, a save keeps only the texts this run used
 

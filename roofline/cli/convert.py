@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from roofline.hardware import MEMORY_BASES, Accelerator, Efficiency, Tier
-from roofline.memory import kv_bytes_per_token
-from roofline.model import ModelArch
-from roofline.phases import PhaseResult
+from roofline.domain.hardware import MEMORY_BASES, Accelerator, Efficiency, Tier
+from roofline.domain.model import ModelArch
+from roofline.step.memory import kv_bytes_per_token
+from roofline.step.phases import PhaseResult
 from roofline.timing.host import Calibration
 
 
@@ -65,11 +65,11 @@ def efficiency_json(eff: Efficiency) -> dict[str, Any]:
 def bands_json(
     family: str, applies: dict[str, list[str]], engine: str | None = None
 ) -> dict[str, Any]:
-    """The error bands (roofline/bands.py) of the figures a document carries under an engine
+    """The error bands (roofline/catalog/bands.py) of the figures a document carries under an engine
     profile: band name -> rel (±, relative), low/high (the measured figure's 90% interval as
     factors of the expected one), n, family (null: pooled), engine (null: all engines), basis
     and the keys it applies to."""
-    from roofline.bands import band
+    from roofline.catalog.bands import band
 
     out = {}
     for name, keys in applies.items():

@@ -6,19 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from roofline import render
+from roofline.catalog.engine_flags import engine_flags
 from roofline.cli.traffic_json import metrics_json
-from roofline.hardware import Accelerator, Tier
-from roofline.launch import LaunchSpec, launch_json, launch_spec
-from roofline.layout import node_gpus
-from roofline.memory import Engine
-from roofline.model import ModelArch
-from roofline.ops import Deployment
+from roofline.domain.hardware import Accelerator, Tier
+from roofline.domain.layout import node_gpus
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
+from roofline.engines.launch import LaunchSpec, launch_json, launch_spec
 from roofline.serving.disagg import Disaggregation, TrafficMode
 from roofline.serving.kvtransfer import KvLink, kv_shares
+from roofline.serving.metrics import Slo
 from roofline.serving.search import slo_requests
-from roofline.serving.serve import Slo
 from roofline.serving.size import redundant_experts
 from roofline.serving.workload import Workload
+from roofline.step.ops import Deployment
 
 
 def disagg_doc(
@@ -138,9 +139,10 @@ def pools_launch(
     batch: int,
     max_len: int,
 ) -> dict[str, Any] | None:
-    """The launch lines of the two pools (roofline.launch.launch_json: one server line per pool
-    in its own layout, the router over `split` = (prefill, decode) servers) on `eng`; the decode
-    servers' sequence cap is --batch (per attention-DP rank); None for an engine without flags."""
+    """The launch lines of the two pools (roofline.engines.launch.launch_json: one server line per
+    pool in its own layout, the router over `split` = (prefill, decode) servers) on `eng`; the
+    decode servers' sequence cap is --batch (per attention-DP rank); None for an engine without
+    flags."""
     (p_hw, p_dep), (d_hw, d_dep) = pools
 
     def spec(hw: Accelerator, dep: Deployment, seqs: int | None) -> LaunchSpec:
@@ -153,7 +155,7 @@ def pools_launch(
                            dep.kv.name)  # fmt: skip
 
     dec = spec(d_hw, d_dep, -(-batch // d_dep.attention_dp))
-    return launch_json(eng.name, dec, (spec(p_hw, p_dep, None), *split))
+    return launch_json(engine_flags(), eng.name, dec, (spec(p_hw, p_dep, None), *split))
 
 
 def pool_split(r: Disaggregation, traffic: TrafficMode | None) -> tuple[int, int]:

@@ -12,13 +12,14 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.cli.edge_json import offload_doc
-from roofline.devicefit import default_host, edge_fit, gpu_layer_sweep
-from roofline.errors import DoesNotFitError, InputError
-from roofline.hardware import default_wired_limit_bytes
-from roofline.memory import engine, weight_bytes_per_gpu
-from roofline.offload import gpu_memory_needed, most_gpu_layers
-from roofline.offload import offload as offload_core
-from roofline.units import fmt_bytes, parse_bytes, parse_memory_bytes
+from roofline.domain.errors import DoesNotFitError, InputError
+from roofline.domain.hardware import default_wired_limit_bytes
+from roofline.domain.units import fmt_bytes, parse_bytes, parse_memory_bytes
+from roofline.engines.engine import engine
+from roofline.levers.devicefit import default_host, edge_fit, gpu_layer_sweep
+from roofline.levers.offload import gpu_memory_needed, most_gpu_layers
+from roofline.levers.offload import offload as offload_core
+from roofline.step.memory import weight_bytes_per_gpu
 
 
 # ---- offload --------------------------------------------------------------------------------

@@ -8,24 +8,21 @@ from typing import Annotated, Any
 import typer
 
 from roofline import render
+from roofline.cli import draft_options as sopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
-from roofline.cli import spec_options as sopt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.cli.groups import grouped
 from roofline.cli.levers_json import reload_json, speculate_doc, tiers_doc
-from roofline.drafter import drafter_fit
-from roofline.errors import InputError
-from roofline.memory import (
-    engine,
-    max_batch,
-    plan_memory,
-)
-from roofline.plot import save_speedup
-from roofline.precision import weight_format
-from roofline.spec_sweep import speculate_sweep
-from roofline.tiers import max_batch_with_tier, reload_prefix, spill
-from roofline.units import fmt_bytes, parse_bytes
+from roofline.domain.errors import InputError
+from roofline.domain.precision import weight_format
+from roofline.domain.units import fmt_bytes, parse_bytes
+from roofline.engines.engine import engine
+from roofline.levers.drafter import drafter_fit
+from roofline.levers.speculative_sweep import speculate_sweep
+from roofline.levers.tiers import max_batch_with_tier, reload_prefix, spill
+from roofline.render.charts import save_speedup
+from roofline.step.memory import max_batch, plan_memory
 
 
 # ---- speculate ------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ import numpy as np
 
 from roofline import render
 from roofline.cli import convert
-from roofline.drafter import DrafterFit
-from roofline.speculative import Speculation, crossover_batch
+from roofline.levers.drafter import DrafterFit
+from roofline.levers.speculative import Speculation, crossover_batch
 
 _NOTE = (
     "acceptance p_i per draft position; a tree of T tokens yields 1 + the T − 1 "

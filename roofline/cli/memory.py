@@ -10,19 +10,19 @@ from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.cli.groups import grouped
-from roofline.errors import InputError
-from roofline.layout import Layout, check_shape
-from roofline.memory import (
-    engine,
+from roofline.domain.errors import InputError
+from roofline.domain.layout import Layout, check_shape
+from roofline.domain.precision import kv_format, weight_format
+from roofline.domain.units import fmt_bytes
+from roofline.engines.engine import engine
+from roofline.step.memory import (
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     max_batch,
     max_batch_by_context,
     plan_memory,
 )
-from roofline.ops import Deployment
-from roofline.precision import kv_format, weight_format
-from roofline.units import fmt_bytes
+from roofline.step.ops import Deployment
 
 
 # ---- kv -------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def kv(
     allocation (--allocation), eviction (--kv-budget or --sink/--window).
     Example: roofline kv deepseek-r1 --context 32k --format json"""
     # imported here: only `kv` needs them, and `analyze` should start fast
-    from roofline.kvcache import (
+    from roofline.levers.kvcache import (
         allocation_waste,
         compare_attention,
         eviction_gain,
@@ -229,8 +229,8 @@ def bytes_(
     the split moves with batch and context, and (--levers) what each lever saves; max batch is
     measured at --context as in `capacity`.
     Example: roofline bytes llama-3.1-405b h100 --tp 8 --weights fp8 --batch 64 --context 32k"""
-    from roofline.flows import byte_traffic
-    from roofline.levers import evaluate_levers  # only `bytes` needs these
+    from roofline.levers.table import evaluate_levers  # only `bytes` needs these
+    from roofline.step.flows import byte_traffic
 
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)

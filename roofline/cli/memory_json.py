@@ -6,8 +6,8 @@ from typing import Any
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import options as opt
-from roofline.memory import kv_bytes_per_token
-from roofline.phases import PhaseResult
+from roofline.step.memory import kv_bytes_per_token
+from roofline.step.phases import PhaseResult
 
 
 def kv_compare_doc(m, fmt_kv, ref, ref_bytes, variants) -> dict:

@@ -19,17 +19,18 @@ import numpy as np
 import typer
 
 from roofline import render
-from roofline.catalog import Catalog
-from roofline.errors import DoesNotFitError, InputError, RooflineError
-from roofline.hardware import Accelerator, Efficiency, default_wired_limit_bytes
-from roofline.layout import Layout
-from roofline.layout import links as layout_links
-from roofline.layout import validate as validate_layout
-from roofline.memory import ENGINES, MemoryPlan
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.precision import activation_format, kv_format, weight_format
-from roofline.units import fmt_bytes, parse_count, parse_memory_bytes, parse_seconds
+from roofline.catalog.load import Catalog
+from roofline.domain.errors import DoesNotFitError, InputError, RooflineError
+from roofline.domain.hardware import Accelerator, Efficiency, default_wired_limit_bytes
+from roofline.domain.layout import Layout
+from roofline.domain.layout import links as layout_links
+from roofline.domain.layout import validate as validate_layout
+from roofline.domain.model import ModelArch
+from roofline.domain.precision import activation_format, kv_format, weight_format
+from roofline.domain.units import fmt_bytes, parse_count, parse_memory_bytes, parse_seconds
+from roofline.engines.engine import ENGINES
+from roofline.step.memory import MemoryPlan
+from roofline.step.ops import Deployment
 
 # ---- the defaults, one place ----------------------------------------------------------------
 PROMPT = "1k"
@@ -315,8 +316,8 @@ LAYOUT = LayoutOptions()
 def layout(
     cat: Catalog, m: ModelArch, hw: Accelerator, dep: Deployment, lo: LayoutOptions = LAYOUT
 ) -> tuple[Layout, Deployment]:
-    """The validated layout (roofline.layout) and the deployment carrying it: GPUs from --gpus
-    or --dp, attention-DP, micro-batches, nodes and the link of each collective."""
+    """The validated layout (roofline.domain.layout) and the deployment carrying it: GPUs from
+    --gpus or --dp, attention-DP, micro-batches, nodes and the link of each collective."""
     attention_dp, scale_out = lo.attention_dp, lo.scale_out
     if not 1 <= attention_dp <= MAX_GPUS:
         raise InputError(f"--attention-dp must be from 1 to {MAX_GPUS}, got {attention_dp}")
@@ -448,7 +449,7 @@ def check_formats(dep: Deployment, hw: Accelerator) -> None:
     """Formats the chip lacks: --compute it has no peak for is refused (exit 2); a weight format
     without its compute runs weight-only, said in one line on stderr."""
     from roofline.cli.app import note
-    from roofline.precision import weight_format_note
+    from roofline.domain.precision import weight_format_note
 
     dep.compute(hw)  # refuses a --compute the chip lacks
     line = weight_format_note(dep.weights, hw.peak_flops_per_s, hw.id)

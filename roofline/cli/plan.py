@@ -10,11 +10,11 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
-from roofline.errors import InputError
-from roofline.memory import engine
-from roofline.planner import Plan, explain, plans
+from roofline.domain.errors import InputError
+from roofline.domain.units import parse_seconds
+from roofline.engines.engine import engine
 from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
-from roofline.units import parse_seconds
+from roofline.step.planner import Plan, explain, plans
 
 
 def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:

@@ -16,7 +16,7 @@ import typer
 
 from roofline import render
 from roofline.cli.app import note
-from roofline.errors import InputError
+from roofline.domain.errors import InputError
 
 HTML_SUFFIXES = (".html", ".htm")
 
@@ -57,8 +57,8 @@ def is_html(path: Path | None) -> bool:
 
 
 def check_out(path: Path | None, charts: bool = False) -> None:
-    """Fail early (before any work) on a report path whose directory is missing or not a
-    directory; a chart path (.svg/.png/.pdf, where `charts`) goes to roofline.plot's check."""
+    """Fail early (before any work) on a report path whose directory is missing or not a directory;
+    a chart path (.svg/.png/.pdf, where `charts`) goes to roofline.render.charts's check."""
     if path is None:
         return
     if is_html(path):
@@ -68,7 +68,7 @@ def check_out(path: Path | None, charts: bool = False) -> None:
             raise InputError(f"--out {path}: is a directory")
         return
     if charts:
-        from roofline.plot import check_output
+        from roofline.render.charts import check_output
 
         check_output(path)
         return

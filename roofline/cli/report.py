@@ -9,14 +9,13 @@ from typing import Annotated, Any
 import typer
 
 from roofline import render
+from roofline.checks.spec import evaluate_spec, load_spec
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
 from roofline.cli.specs import spec_case, spec_json
 from roofline.cli.traffic_json import metrics_json
-from roofline.speccheck import evaluate_spec
-from roofline.units import parse_seconds
-from roofline.userfiles import load_spec
+from roofline.domain.units import parse_seconds
 
 
 @app.command()

@@ -16,21 +16,17 @@ from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.cli.cliff_json import cliff_doc
 from roofline.cli.disagg_json import disagg_doc, pool_split, pools_launch, traffic_json
-from roofline.errors import InputError
-from roofline.kvcache import parse_lengths
-from roofline.layout import validate
-from roofline.memory import (
-    Engine,
-    engine,
-    kv_bytes_per_sequence,
-    plan_memory,
-)
-from roofline.ops import Deployment
-from roofline.plot import save_cliff
+from roofline.domain.errors import InputError
+from roofline.domain.layout import validate
+from roofline.domain.units import fmt_bytes, parse_seconds
+from roofline.engines.engine import Engine, engine
+from roofline.levers.kvcache import parse_lengths
+from roofline.render.charts import save_cliff
 from roofline.serving.cliff import cliff_sweep
 from roofline.serving.disagg import compare_at_rate, disaggregate
 from roofline.serving.kvtransfer import KvLink
-from roofline.units import fmt_bytes, parse_seconds
+from roofline.step.memory import kv_bytes_per_sequence, plan_memory
+from roofline.step.ops import Deployment
 
 
 # ---- cliff ----------------------------------------------------------------------------------

@@ -4,14 +4,14 @@ report's JSON draw it (the keys of docs/COMMANDS.md's check section)."""
 import math
 from typing import Any
 
-from roofline.checks import Limits, TrafficLimits
+from roofline.checks.limits import Limits, TrafficLimits
+from roofline.checks.spec import SpecCase, SpecResult
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import catalog
-from roofline.errors import InputError, RooflineError
-from roofline.memory import engine
-from roofline.speccheck import SpecCase, SpecResult
-from roofline.units import parse_seconds
+from roofline.domain.errors import InputError, RooflineError
+from roofline.domain.units import parse_seconds
+from roofline.engines.engine import engine
 
 CURVE_KEYS = ("traffic_curve", "headroom", "scale_up_delay")  # a day's traffic (cli/curve.py)
 CURVE_CHECKS = ("max_gpu_hours_per_day", "min_slo_attainment")
@@ -71,7 +71,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         if any(d.get(k) is not None for k in CURVE_KEYS) or any(
             d["checks"].get(k) is not None for k in CURVE_CHECKS
         ):
-            from roofline.cli import curve as day_cli
+            from roofline.cli import day as day_cli
 
             day = day_cli.spec_limits(d, CURVE_CHECKS)
         if not (

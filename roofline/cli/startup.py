@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 
-from roofline.errors import RooflineError
+from roofline.domain.errors import RooflineError
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 REPORT_URL = "the roofline issue tracker"

@@ -12,18 +12,18 @@ import typer
 
 from roofline import render
 from roofline.cases.case import summarize
+from roofline.cases.casefiles import is_serving_case_file, load_cases, load_serving_cases
 from roofline.cases.evaluate import evaluate
 from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, guarded_stream, note
-from roofline.errors import InputError, RooflineError
-from roofline.memory import engine
-from roofline.phases import decode, prefill
-from roofline.plot import check_output, save_roofline, text_roofline
-from roofline.precision import kv_format, weight_format
-from roofline.sweep import COLUMNS, Grid, chunk_count, sweep_chunks
-from roofline.userfiles import is_serving_case_file, load_cases, load_serving_cases
+from roofline.domain.errors import InputError, RooflineError
+from roofline.domain.precision import kv_format, weight_format
+from roofline.engines.engine import engine
+from roofline.render.charts import check_output, save_roofline, text_roofline
+from roofline.step.phases import decode, prefill
+from roofline.step.sweep import COLUMNS, Grid, chunk_count, sweep_chunks
 
 
 def _auto_formats(models: list[Any]) -> list[str]:
@@ -286,7 +286,7 @@ def validate(
     lengths and the error per metric is printed; --calibrate DIR fits the chip's shares and the
     engine's host costs on it.
     Example: roofline validate validation/public_cases.yaml --format json | jq .summary"""
-    from roofline.benchfiles import is_bench_file
+    from roofline.cases.benchfiles import is_bench_file
 
     bench = [is_bench_file(f) for f in cases]
     if any(bench):

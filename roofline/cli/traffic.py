@@ -9,18 +9,18 @@ from typing import Annotated
 import typer
 
 from roofline import render
+from roofline.cli import draft_options as sopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
-from roofline.cli import spec_options as sopt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.groups import grouped
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
-from roofline.errors import InputError
-from roofline.layout import node_gpus
-from roofline.memory import engine
+from roofline.domain.errors import InputError
+from roofline.domain.layout import node_gpus
+from roofline.engines.engine import engine
+from roofline.engines.scheduler import with_frontend
 from roofline.serving.kvtransfer import KvLink
-from roofline.serving.policy import with_frontend
 from roofline.serving.rates import serve_rates
 from roofline.serving.serve import make_replica
 from roofline.serving.size import HEADROOM
@@ -160,7 +160,7 @@ def serve(
         if why:
             note(f"at {p['rate']:g} req/s: {why}" if p["rate"] else why)
     if out is not None and not pub.is_html(out):
-        from roofline.plot_serving import save_serve
+        from roofline.render.charts import save_serve
 
         save_serve(doc, out)
         note(f"wrote {out}")
@@ -245,7 +245,7 @@ def size(
     and $ per day against static peak provisioning, SLO attainment; -o draws it.
     Example: roofline size llama-3.1-70b --rate 10 --hardware h100,h200,b200,mi300x
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
-    from roofline.cli import curve as day_cli
+    from roofline.cli import day as day_cli
 
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:

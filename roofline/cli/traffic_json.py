@@ -6,21 +6,23 @@ from __future__ import annotations
 from typing import Any
 
 from roofline import render
+from roofline.catalog.engine_flags import engine_flags
 from roofline.cli.convert import bands_json, efficiency_json
 from roofline.cli.options import layout_json
-from roofline.hardware import Price
-from roofline.launch import launch_json, launch_spec
+from roofline.domain.hardware import Price
+from roofline.engines.launch import launch_json, launch_spec
 from roofline.serving.cost import (
     ENERGY_ASSUMPTION,
     cost_per_hour,
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
+from roofline.serving.metrics import ServeMetrics
 from roofline.serving.search import slo_requests
-from roofline.serving.serve import ServeMetrics, ServeResult
+from roofline.serving.serve import ServeResult
 from roofline.serving.size import Sized
 
-# the bands of serve's and size's expected figures (roofline/bands.py): band -> the keys it
+# the bands of serve's and size's expected figures (roofline/catalog/bands.py): band -> the keys it
 # applies to (under each point's or deployment's "expected", or the document's)
 SERVE_BANDS = {
     "ttft_p50": ["ttft_s.p50"],
@@ -318,7 +320,7 @@ def size_doc(
         if best["prefill_replicas"] and pre is not None:
             n_p, n_d = best["prefill_replicas"], best["decode_replicas"]
             split = (spec({**pre, "max_seqs": 0}), n_p, n_d)
-        best["launch"] = launch_json(eng.name, spec(best), split)
+        best["launch"] = launch_json(engine_flags(), eng.name, spec(best), split)
     return render.document("size", inputs, best=best, deployments=deployments, **extra)
 
 
@@ -338,7 +340,7 @@ def size_rows(deployments: list[dict[str, Any]], day: bool) -> list[dict[str, An
             f[f"band_{name}"] = b["rel"]
             f[f"band_{name}_low"], f[f"band_{name}_high"] = b["low"], b["high"]
         if day:
-            from roofline.cli.curve import flat_day
+            from roofline.cli.day import flat_day
 
             f.update(flat_day(d.get("day")))
     return rows

@@ -10,8 +10,8 @@ import numpy as np
 import typer
 
 from roofline.cli.options import tokens
-from roofline.errors import InputError
-from roofline.units import parse_seconds
+from roofline.domain.errors import InputError
+from roofline.domain.units import parse_seconds
 
 Rate = Annotated[
     str | None,
@@ -164,7 +164,7 @@ def rates(spec: str) -> list[float]:
 
 def slo(ttft: str | None, tpot: str | None, pct: float):
     """The SLOs (core object) from --slo-ttft, --slo-tpot and --slo-pct."""
-    from roofline.serving.serve import Slo
+    from roofline.serving.metrics import Slo
 
     return Slo(
         parse_seconds(ttft, "--slo-ttft") if ttft is not None else None,
@@ -178,7 +178,7 @@ def prefix_spec(
 ):
     """The prefix-caching options as a core PrefixSpec, or None when none is given (then every
     request is new, as without a cache)."""
-    from roofline.serving.prefixcache import PrefixSpec
+    from roofline.serving.sim.prefixcache import PrefixSpec
 
     think_s = parse_seconds(think, "--think-time")
     if shared is None and turns == 1:
@@ -255,13 +255,13 @@ def _workload(
 ):
     from dataclasses import replace
 
+    from roofline.catalog.files import read_jsonl
     from roofline.serving.workload import (
         check_burstiness,
         make_workload,
         with_rate,
         workload_from_trace,
     )
-    from roofline.userfiles import read_jsonl
 
     if arrivals is not None:  # an arrival log: Azure, BurstGPT, Mooncake or roofline's JSONL
         from roofline.serving.arrivals import read_arrivals
@@ -296,8 +296,8 @@ def _workload(
 def price_table(cat, spec: str | None) -> dict:
     """Prices by accelerator id: hardware/prices.yaml with --price overrides (ids or aliases,
     checked against the catalog)."""
-    from roofline.catalog import load_prices
-    from roofline.hardware import Price
+    from roofline.catalog.load import load_prices
+    from roofline.domain.hardware import Price
     from roofline.serving.cost import parse_price_overrides
 
     table = dict(load_prices())

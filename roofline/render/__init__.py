@@ -1,4 +1,6 @@
-"""Presentation: JSON documents and Rich tables. The only package (with the CLI) that imports rich.
+"""Presentation: JSON documents, Rich tables, charts and the HTML report.
+
+The only room (with the CLI) that imports rich.
 
 `columns` and `textcols` write a sweep's chunks of numpy columns (CSV, JSONL, Parquet).
 One module per group of commands, each table beside its siblings only: `core` (envelope, row
@@ -58,7 +60,7 @@ _TABLES = {
     "launch_table": "traffic",
     "serve_table": "traffic",
     "size_table": "traffic",
-    "size_day_table": "curve",
+    "size_day_table": "day",
 }
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
+from roofline.domain.units import fmt_bytes, fmt_count, fmt_seconds
 from roofline.render.core import bands_note, cbytes, csec, num, pct, pm
 from roofline.render.width import SUB, N, T, print_pairs, print_rows, say, table_output
-from roofline.units import fmt_bytes, fmt_count, fmt_seconds
 
 
 # ---- kv -------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
+from roofline.domain.units import fmt_seconds
 from roofline.render.core import cbytes, num
 from roofline.render.width import NOTE, SUB, N, T, print_pairs, print_rows, table_output
-from roofline.units import fmt_seconds
 
 
 def _peak(peaks: Mapping[str, float], *keys: str) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 if TYPE_CHECKING:
     from rich.console import Console
 
-from roofline.units import fmt_bytes, fmt_seconds
+from roofline.domain.units import fmt_bytes, fmt_seconds
 
 SCHEMA_VERSION = 1
 MIN_WIDTH = 60  # narrowest layout we promise; narrower or nonsense COLUMNS clamps or falls back
@@ -237,8 +237,8 @@ SYMMETRIC = 0.05
 
 
 def band_text(b: Mapping[str, Any]) -> str:
-    """A band (roofline/bands.py) as text: "±35%" (rel) when the measured figure's 90% interval
-    is symmetric within SYMMETRIC, else that interval relative to the expected figure,
+    """A band (roofline/catalog/bands.py) as text: "±35%" (rel) when the measured figure's 90%
+    interval is symmetric within SYMMETRIC, else that interval relative to the expected figure,
     "-45%/+20%" (low − 1, high − 1); a band without low/high is ±rel."""
     low, high = b.get("low"), b.get("high")
     if low is None or high is None or abs((high - 1.0) - (1.0 - low)) <= SYMMETRIC:

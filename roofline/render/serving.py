@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
+from roofline.domain.units import fmt_bytes, fmt_seconds
 from roofline.render.core import cbytes, csec, num
 from roofline.render.width import N, T, print_rows, say, table_output
-from roofline.units import fmt_bytes, fmt_seconds
 
 
 # ---- cliff ----------------------------------------------------------------------------------

@@ -9,10 +9,10 @@ from typing import Any
 
 from rich.console import Console
 
+from roofline.domain.units import fmt_seconds
 from roofline.render.core import bands_note, csec, pct, pm, stdout_console
 from roofline.render.serving import _bar
 from roofline.render.width import N, T, print_pairs, print_rows, say, table_output
-from roofline.units import fmt_seconds
 
 
 def _usd(x: float | None) -> str:
@@ -278,7 +278,7 @@ def launch_table(doc: Mapping[str, Any]) -> None:
 
 
 def launch_block(con: Console, launch: Mapping[str, Any] | None) -> None:
-    """A launch line (roofline.launch.launch_json) under its engine version: the server's
+    """A launch line (roofline.engines.launch.launch_json) under its engine version: the server's
     command, each node's when it spans nodes; for disaggregated pools each pool's, then the
     router's."""
     if not launch:

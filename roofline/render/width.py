@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from roofline.domain.units import fmt_bytes, fmt_seconds
 from roofline.render.core import VERBOSE, compact, num, stdout_console
-from roofline.units import fmt_bytes, fmt_seconds
 
 ELLIPSIS = "…"
 TEXT_MIN = 10  # a text column is never squeezed narrower than this (or its longest cell)

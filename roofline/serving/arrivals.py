@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from roofline.errors import InputError
-from roofline.files import read_text
+from roofline.catalog.files import read_text
+from roofline.domain.errors import InputError
 from roofline.serving.workload import MAX_REQUESTS, MAX_TOKENS, Workload, replayed
 
 FORMATS = {

@@ -22,8 +22,8 @@ assumes one).
 
 from __future__ import annotations
 
-from roofline.ops import Deployment
-from roofline.phases import PhaseResult
+from roofline.step.ops import Deployment
+from roofline.step.phases import PhaseResult
 
 # ops shared by all ranks of an attention-DP group: the routed experts and their exchange
 SHARED_OPS = ("moe.experts",)

@@ -4,8 +4,8 @@
   O − 1 decode steps at KV lengths S + 1 … S + O − 1; no schedule does that faster than at peak
   FLOP/s on every GPU of the replica, so rate ≤ GPUs / Σ_op (FLOPs_op / peak_op) per request,
   i.e. peak × GPUs ÷ FLOPs per request when every op runs in one dtype (Williams et al., CACM
-  2009, the roofline's compute roof; FLOPs from roofline.ops, never 2·P·tokens: the embedding is
-  a lookup and the LM head runs once per prefill). With a prefix cache the prefill computes
+  2009, the roofline's compute roof; FLOPs from roofline.step.ops, never 2·P·tokens: the embedding
+  is a lookup and the LM head runs once per prefill). With a prefix cache the prefill computes
   only the tokens it did not find cached: prefill(S) − prefill(H) for H cached tokens (the
   causal attention of tokens H+1 … S over their whole prefix, every other op per token), with
   the LM head once.
@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from roofline.hardware import Accelerator
-from roofline.layout import Layout
-from roofline.model import ModelArch
-from roofline.ops import Deployment, decode_ops, prefill_ops
+from roofline.domain.hardware import Accelerator
+from roofline.domain.layout import Layout
+from roofline.domain.model import ModelArch
+from roofline.step.ops import Deployment, decode_ops, prefill_ops
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from roofline.hardware import Accelerator, Tier
-from roofline.layout import Layout, candidate_layouts, links, node_gpus
-from roofline.memory import Engine, kv_bytes_per_sequence, plan_memory
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.phases import prefill
-from roofline.planner import Plan, evaluate
+from roofline.domain.hardware import Accelerator, Tier
+from roofline.domain.layout import Layout, candidate_layouts, links, node_gpus
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
+from roofline.step.memory import kv_bytes_per_sequence, plan_memory
+from roofline.step.ops import Deployment
+from roofline.step.phases import prefill
+from roofline.step.planner import Plan, evaluate
 
 MAX_NODES = 4  # whole nodes one replica may span
 MAX_REPLICA_GPUS = 288  # e.g. 4 NVL72 racks; 4 HGX nodes are 32

@@ -1,4 +1,4 @@
-"""The reasoning cliff: the serving scheduler (roofline.serving.scheduler) with every request
+"""The reasoning cliff: the serving scheduler (roofline.serving.sim.scheduler) with every request
 arriving at t = 0, summarised per max-seqs setting (throughput, TTFT, TPOT, preemption)."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.errors import InputError
-from roofline.hardware import Accelerator, Tier
-from roofline.memory import MemoryPlan, kv_bytes_per_sequence
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.serving.scheduler import EngineRules, simulate_requests
-from roofline.serving.steps import StepModel, kv_budget_blocks
-from roofline.units import fmt_bytes
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator, Tier
+from roofline.domain.model import ModelArch
+from roofline.domain.units import fmt_bytes
+from roofline.serving.sim.scheduler import EngineRules, simulate_requests
+from roofline.serving.sim.steps import StepModel, kv_budget_blocks
+from roofline.step.memory import MemoryPlan, kv_bytes_per_sequence
+from roofline.step.ops import Deployment
 
 
 # ---- the reasoning cliff: every request at t = 0 ---------------------------------------------

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from roofline.errors import InputError
-from roofline.hardware import Price
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Price
 
 # A served but idle GPU: an H200 SXM with a vLLM server up reads 80 W of its 700 W (11%;
 # nvidia-smi, api.serialalice.pt's H200 benchmark, June 2026); a loaded model keeps the CUDA

@@ -1,7 +1,7 @@
 """A deployment's day under a rate curve, the parts that need a deployment: its scale-up delay
 (weight bytes / the engine's load bandwidth + its start, hardware/engines.yaml), the p99 table of
 one replica at a few loads (serving runs, once per deployment) and the day's summary in GPU-hours
-and dollars (roofline.serving.curve has the day itself)."""
+and dollars (roofline.serving.day has the day itself)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from roofline.errors import InputError
-from roofline.hardware import Accelerator
-from roofline.memory import Engine, weight_bytes_total
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.serving.curve import Curve, Day, LatencyTable, latency_loads
-from roofline.serving.curve import scale_up_delay_s as derive_delay
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
+from roofline.serving.day import Curve, Day, LatencyTable, latency_loads
+from roofline.serving.day import scale_up_delay_s as derive_delay
+from roofline.serving.metrics import Slo, metrics
 from roofline.serving.search import cycled, slo_requests
-from roofline.serving.serve import Slo, make_replica, metrics, run_replicas
+from roofline.serving.serve import make_replica, run_replicas
 from roofline.serving.workload import Workload, with_rate
+from roofline.step.memory import weight_bytes_total
+from roofline.step.ops import Deployment
 
 
 def delay_for(

@@ -36,17 +36,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from roofline.errors import InputError
-from roofline.hardware import Accelerator, Tier
-from roofline.memory import Engine, engine, kv_bytes_per_token
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.phases import decode, prefill
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator, Tier
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine, engine
 from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.bounds import rate_bounds
 from roofline.serving.kvtransfer import KvLink, kv_transfer_s
-from roofline.serving.record import RunRecord
-from roofline.serving.scheduler import simulate_requests
+from roofline.serving.metrics import ServeMetrics, Slo, metrics
 from roofline.serving.search import (
     Saturation,
     highest_ok,
@@ -56,17 +53,13 @@ from roofline.serving.search import (
     saturation,
     slo_requests,
 )
-from roofline.serving.serve import (
-    Replica,
-    ServeMetrics,
-    Slo,
-    make_replica,
-    metrics,
-    run_replicas,
-    serve,
-    steady_state,
-)
+from roofline.serving.serve import Replica, make_replica, run_replicas, serve, steady_state
+from roofline.serving.sim.record import RunRecord
+from roofline.serving.sim.scheduler import simulate_requests
 from roofline.serving.workload import Workload, with_rate
+from roofline.step.memory import kv_bytes_per_token
+from roofline.step.ops import Deployment
+from roofline.step.phases import decode, prefill
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ link's kind at bulk transfer sizes, plus a fixed cost per transfer. RDMA over In
 Mooncake's Transfer Engine moves 40 GB at 87 GB/s over 4 × 200 Gb/s RoCE (100 GB/s), η = 0.87
 (github.com/kvcache-ai/Mooncake README, "Transfer Engine ... Performance") [uncertain: the same
 README reports 190 GB/s of 400 on 8 × 400 Gb/s]; PCIe and other links: the protocol share of
-roofline.offload (0.83).
+roofline.levers.offload (0.83).
 
 Pools of different attention-TP (vLLM's NixlConnector, vllm/distributed/kv_transfer/
 kv_connector/v1/nixl_connector.py, add_remote_agent: "Number of D TP workers reading from a
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.errors import InputError
-from roofline.hardware import Tier
-from roofline.memory import kv_bytes_per_token
-from roofline.model import ModelArch
-from roofline.offload import LINK_PROTOCOL_EFFICIENCY
-from roofline.ops import Deployment
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Tier
+from roofline.domain.model import ModelArch
+from roofline.levers.offload import LINK_PROTOCOL_EFFICIENCY
+from roofline.step.memory import kv_bytes_per_token
+from roofline.step.ops import Deployment
 
 # RDMA over InfiniBand / RoCE at bulk sizes: Mooncake Transfer Engine, 87 GB/s of 100 GB/s
 # (4 × 200 Gb/s RoCE, 40 GB moved; github.com/kvcache-ai/Mooncake README) [uncertain]

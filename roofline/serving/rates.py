@@ -4,8 +4,9 @@ bandwidth bounds, which depend on the length distribution, not on the rate)."""
 
 from __future__ import annotations
 
+from roofline.serving.metrics import Slo
 from roofline.serving.search import Capacity, replica_capacity
-from roofline.serving.serve import Replica, ServeResult, Slo, serve
+from roofline.serving.serve import Replica, ServeResult, serve
 from roofline.serving.workload import Workload, with_rate
 
 

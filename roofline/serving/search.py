@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from roofline.serving.bounds import RateBounds, rate_bounds
-from roofline.serving.prefixcache import PrefixSpec
-from roofline.serving.scheduler import simulate_requests
-from roofline.serving.serve import Replica, Slo, metrics, run_replicas
+from roofline.serving.metrics import Slo, metrics
+from roofline.serving.serve import Replica, run_replicas
+from roofline.serving.sim.prefixcache import PrefixSpec
+from roofline.serving.sim.scheduler import simulate_requests
 from roofline.serving.workload import (
     MAX_REQUESTS,
     Workload,

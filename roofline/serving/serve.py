@@ -23,14 +23,11 @@ from typing import Protocol
 
 import numpy as np
 
-from roofline.errors import InputError
-from roofline.hardware import Accelerator, Tier
-from roofline.memory import Engine, plan_memory
-from roofline.model import ModelArch
-from roofline.ops import Deployment
-from roofline.serving.cost import MEMORY_POWER_SHARE
-from roofline.serving.multistep import amortised
-from roofline.serving.policy import (
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator, Tier
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
+from roofline.engines.scheduler import (
     EngineRules,
     Frontend,
     frontend_costs,
@@ -38,58 +35,17 @@ from roofline.serving.policy import (
     sglang_max_running,
     version_defaults,
 )
-from roofline.serving.prefixcache import PrefixReport, prefix_report, replica_selection
-from roofline.serving.record import RunRecord
-from roofline.serving.scheduler import simulate_requests
-from roofline.serving.specstep import SpecConfig, SpecRound, choose, speculative_steps
-from roofline.serving.steps import StepModel, kv_budget_blocks
+from roofline.serving.cost import MEMORY_POWER_SHARE
+from roofline.serving.metrics import ServeMetrics, Slo, metrics
+from roofline.serving.sim.drafting import SpecConfig, SpecRound, choose, speculative_steps
+from roofline.serving.sim.multistep import amortised
+from roofline.serving.sim.prefixcache import replica_selection
+from roofline.serving.sim.record import RunRecord
+from roofline.serving.sim.scheduler import simulate_requests
+from roofline.serving.sim.steps import StepModel, kv_budget_blocks
 from roofline.serving.workload import Workload
-
-STEADY_E2ES = 5.0  # a run shorter than this many mean E2Es is flagged as not steady
-
-
-@dataclass(frozen=True)
-class Slo:
-    ttft_s: float | None = None
-    tpot_s: float | None = None
-    pct: float = 99.0
-
-    def __post_init__(self) -> None:
-        if not 50 <= self.pct <= 100:
-            hint = f" (did you mean {self.pct * 100:g}?)" if 0 < self.pct <= 1 else ""
-            raise InputError(
-                f"--slo-pct is a percentile from 50 to 100 (99 for p99), got {self.pct}{hint}"
-            )
-        for name in ("ttft_s", "tpot_s"):
-            v = getattr(self, name)
-            if v is not None and not (math.isfinite(v) and v > 0):
-                raise InputError(f"--slo-{name[:4]} must be a positive time, got {v}")
-
-
-@dataclass(frozen=True)
-class Percentiles:
-    p50: float
-    p90: float
-    p99: float
-    mean: float
-
-    def at(self, pct: float) -> float:
-        return {50.0: self.p50, 90.0: self.p90, 99.0: self.p99}.get(pct, math.nan)
-
-
-def percentiles(x: np.ndarray, weights: np.ndarray | None = None) -> Percentiles:
-    """p50, p90, p99 (inverted CDF of the weighted sample) and the mean; zeros when empty."""
-    x = np.asarray(x, dtype=float)
-    if x.size == 0:
-        return Percentiles(0.0, 0.0, 0.0, 0.0)
-    if weights is None:
-        p = np.percentile(x, [50, 90, 99])
-        return Percentiles(float(p[0]), float(p[1]), float(p[2]), float(x.mean()))
-    order = np.argsort(x)
-    xs, cw = x[order], np.cumsum(np.asarray(weights, dtype=float)[order])
-    idx = np.searchsorted(cw, np.array([0.5, 0.9, 0.99]) * cw[-1])
-    p = xs[np.minimum(idx, xs.size - 1)]
-    return Percentiles(float(p[0]), float(p[1]), float(p[2]), float(np.sum(x * weights) / cw[-1]))
+from roofline.step.memory import plan_memory
+from roofline.step.ops import Deployment
 
 
 @dataclass(frozen=True)
@@ -129,12 +85,12 @@ def make_replica(
 ) -> Replica:
     """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
         longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
-        defaults on this device and version (roofline.serving.policy.version_defaults; the budget
+        defaults on this device and version (roofline.engines.scheduler.version_defaults; the budget
         also packs non-chunked prefill steps); `chunked_prefill` None: the version's default;
         `tokenizer` the API server's detokenizer path (fast or slow,
     engines.yaml api_*); `spec`: decode with a drafter (serving.specstep; its round chosen at
     batch 1 and `spec_context` tokens), whose weights and KV take their share of the memory;
-    `scheduler_steps` vLLM V0's --num-scheduler-steps (roofline.serving.multistep). Raises
+    `scheduler_steps` vLLM V0's --num-scheduler-steps (roofline.serving.sim.multistep). Raises
     InputError if the weights or one request do not fit.
     Under attention-DP the scheduler limits are per rank, as the engines take them (vLLM runs
     one engine core per DP rank, each with its own max_num_seqs and token budget; SGLang's DP
@@ -143,7 +99,7 @@ def make_replica(
     roofline.serving.attention_dp: the ranks take their prompts at different steps, and the
     step time already charges the rank-local prefill as if on one rank). Each rank holds its
     own sequences' KV (steps.kv_budget_blocks), and a request must fit in one rank's."""
-    pid = eng.profile_id  # the engine's version profile (roofline/engine_versions.py)
+    pid = eng.profile_id  # the engine's version profile (roofline/engines/versions.py)
     hw = amortised(hw, pid, scheduler_steps)  # multi-step: host cost spread over the steps
     vprof = (hw.efficiency.engines or {}).get(pid)
     seqs_default, tokens_default, chunked_prefill = version_defaults(
@@ -213,8 +169,8 @@ def _drafter_memory(model, hw, dep, spec: SpecConfig, rnd: SpecRound, capacity_b
     """(device memory left for the target, share of its KV budget the target keeps): the
     drafter's weights come off the memory (speculative.drafter_weight_bytes, or the draft
     model's); a draft model's KV grows with the target's, so it takes its share of the budget."""
-    from roofline.memory import kv_bytes_per_token, weight_bytes_per_gpu
-    from roofline.speculative import drafter_weight_bytes
+    from roofline.levers.speculative import drafter_weight_bytes
+    from roofline.step.memory import kv_bytes_per_token, weight_bytes_per_gpu
 
     cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
     if spec.draft is not None and spec.draft_dep is not None:
@@ -223,130 +179,6 @@ def _drafter_memory(model, hw, dep, spec: SpecConfig, rnd: SpecRound, capacity_b
         return cap - weight_bytes_per_gpu(spec.draft, spec.draft_dep), kv_t / (kv_t + kv_d)
     vocab = spec.draft_vocab
     return cap - drafter_weight_bytes(model, spec.drafter, dep, rnd.gamma, vocab), 1.0
-
-
-@dataclass(frozen=True)
-class ServeMetrics:
-    ttft_s: Percentiles
-    tpot_s: Percentiles
-    itl_s: Percentiles
-    e2e_s: Percentiles
-    queue_s: Percentiles
-    requests_per_s: float
-    output_tokens_per_s: float
-    output_tokens_per_s_per_gpu: float
-    output_tokens_per_s_per_user: float  # 1 / mean TPOT
-    goodput_requests_per_s: float
-    slo_attainment: float
-    meets_slo: bool
-    mean_running_batch: float  # per replica, time-averaged, sequences decoding
-    mean_active: float  # per replica, admitted (prefilling or decoding)
-    mean_queue_length: float  # per replica, waiting for admission
-    mean_in_system: float  # over all replicas (Little's law: = rate × mean E2E)
-    kv_occupancy: float  # time-averaged share of the KV budget in use
-    utilisation: float  # share of the window a replica is running a step
-    preemptions: int
-    queued_at_last_arrival: int
-    window_s: float
-    gpus: int
-    requests: int
-    # the benchmark window's own figures (first send to last finish, benchmark_serving's
-    # convention); requests_per_s, output_tokens_per_s and goodput above are the steady state's
-    # once steady_state() has run, the same as these before
-    benchmark_requests_per_s: float = 0.0
-    benchmark_output_tokens_per_s: float = 0.0
-    steady: bool = True  # the run spans at least STEADY_E2ES mean E2Es
-    compute_share: float = 0.0  # share of the GPUs' time their FLOPs need at peak
-    power_share: float = 1.0  # board power above idle drawn on average (roofline.serving.cost)
-    prefix: PrefixReport | None = None  # the prefix cache's figures (None: no cache)
-
-
-def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
-    """Summarise the run records of all replicas (or of one, standing for all: `gpus` counts it)."""
-    cat = {
-        k: np.concatenate([getattr(t, k)[t.served] for t in records])
-        for k in (
-            "arrival_s",
-            "client_sent_s",
-            "admitted_s",
-            "first_token_s",
-            "finish_s",
-            "outputs",
-        )
-    }
-    waits = {
-        k: np.concatenate(
-            [
-                np.zeros(int(t.served.sum())) if getattr(t, k) is None else getattr(t, k)[t.served]
-                for t in records
-            ]
-        )
-        for k in ("first_wait_s", "finish_wait_s")
-    }
-    lat = records[0].latency_s if records else 0.0  # the front end's path to the client
-    a, o = cat["client_sent_s"], cat["outputs"]
-    f = cat["finish_s"] + lat + waits["finish_wait_s"]
-    first = cat["first_token_s"] + lat + waits["first_wait_s"]
-    ttft, e2e = first - a, f - a
-    tpot = np.where(o > 1, (f - first) / np.maximum(o - 1, 1), 0.0)
-    window = float(f.max() - a.min()) if a.size else 0.0
-    window = window if window > 0 else 1.0
-    ok = np.ones(a.size, dtype=bool)
-    if slo.ttft_s is not None:
-        ok &= ttft <= slo.ttft_s
-    if slo.tpot_s is not None:
-        ok &= tpot <= slo.tpot_s
-    ttft_p, tpot_p = percentiles(ttft), percentiles(tpot)
-    q = np.percentile(ttft, slo.pct), np.percentile(tpot, slo.pct)
-    meets = (slo.ttft_s is None or q[0] <= slo.ttft_s) and (
-        slo.tpot_s is None or q[1] <= slo.tpot_s
-    )
-    spans = [t.makespan_s - float(np.nanmin(t.arrival_s)) for t in records]
-    n_rep = len(records)
-    a_eng = cat["arrival_s"]
-    last = float(a_eng.max())
-    queued = int(np.sum((a_eng <= last) & (cat["admitted_s"] > last)))
-
-    def mean_of(attr: str) -> float:
-        return sum(getattr(t, attr) / max(s, 1e-30) for t, s in zip(records, spans, strict=True))
-
-    out_tokens = float(o.sum())
-    return ServeMetrics(
-        ttft_p,
-        tpot_p,
-        percentiles(
-            np.concatenate([t.itl_s for t in records]),
-            np.concatenate([t.itl_weight for t in records]),
-        ),
-        percentiles(e2e),
-        percentiles(cat["admitted_s"] - a),
-        a.size / window,
-        out_tokens / window,
-        out_tokens / window / gpus,
-        1.0 / tpot_p.mean if tpot_p.mean > 0 else 0.0,
-        float(ok.sum()) / window,
-        float(ok.mean()) if a.size else 0.0,
-        bool(meets),
-        mean_of("decoding_integral") / n_rep,
-        mean_of("active_integral") / n_rep,
-        mean_of("waiting_integral") / n_rep,
-        sum(t.active_integral + t.waiting_integral for t in records) / window,
-        sum(
-            t.kv_block_integral / max(s, 1e-30) / t.budget_blocks
-            for t, s in zip(records, spans, strict=True)
-        )
-        / n_rep,
-        sum(t.busy_s / max(s, 1e-30) for t, s in zip(records, spans, strict=True)) / n_rep,
-        sum(t.preemptions for t in records),
-        queued,
-        window,
-        gpus,
-        int(a.size),
-        a.size / window,
-        out_tokens / window,
-        bool(window >= STEADY_E2ES * float(e2e.mean())) if a.size else False,
-        prefix=prefix_report([t.prefix for t in records if t.prefix is not None], spans),
-    )
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from roofline.errors import InputError, RooflineError
-from roofline.hardware import Accelerator, Tier
-from roofline.layout import expert_slots
-from roofline.memory import Engine
-from roofline.model import ModelArch
-from roofline.ops import Deployment
+from roofline.domain.errors import InputError, RooflineError
+from roofline.domain.hardware import Accelerator, Tier
+from roofline.domain.layout import expert_slots
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
 from roofline.serving.candidates import Candidate, candidates
 from roofline.serving.cost import (
     Price,
@@ -33,11 +32,13 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
+from roofline.serving.metrics import ServeMetrics, Slo
 from roofline.serving.search import max_rate_within_slo, replica_capacity
-from roofline.serving.serve import Replica, ServeMetrics, Slo, make_replica, serve
-from roofline.serving.specstep import SpecConfig
+from roofline.serving.serve import Replica, make_replica, serve
+from roofline.serving.sim.drafting import SpecConfig
+from roofline.serving.workers import jobs, parallel_map
 from roofline.serving.workload import Workload, with_rate
-from roofline.workers import jobs, parallel_map
+from roofline.step.ops import Deployment
 
 MINIMIZE = ("cost", "gpus")
 HEADROOM = 0.10  # share of a replica's capacity left unused by default

@@ -16,12 +16,12 @@ each pool's own saturation binding (roofline.serving.search.BINDINGS).
 
 from __future__ import annotations
 
-from roofline.errors import RooflineError
-from roofline.hardware import Accelerator, Tier
-from roofline.launch import pools_refusal
-from roofline.memory import Engine
-from roofline.model import ModelArch
-from roofline.ops import Deployment
+from roofline.catalog.engine_flags import engine_flags
+from roofline.domain.errors import RooflineError
+from roofline.domain.hardware import Accelerator, Tier
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
+from roofline.engines.launch import pools_refusal
 from roofline.serving.candidates import PREFILL_TOKENS, candidates, prefill_candidates
 from roofline.serving.cost import (
     Price,
@@ -31,7 +31,9 @@ from roofline.serving.cost import (
 )
 from roofline.serving.disagg import TrafficMode, best_pools, disaggregate
 from roofline.serving.kvtransfer import KvLink
-from roofline.serving.serve import Slo, make_replica
+from roofline.serving.metrics import Slo
+from roofline.serving.serve import make_replica
+from roofline.serving.sim.drafting import SpecConfig
 from roofline.serving.size import (
     HEADROOM,
     Sized,
@@ -42,9 +44,9 @@ from roofline.serving.size import (
     redundant_experts,
     size,
 )
-from roofline.serving.specstep import SpecConfig
+from roofline.serving.workers import parallel_map
 from roofline.serving.workload import Workload
-from roofline.workers import parallel_map
+from roofline.step.ops import Deployment
 
 KEEP_POOL = 2  # layouts per pool that go on to the simulated search (pairs: KEEP_POOL²)
 
@@ -109,6 +111,7 @@ def size_disaggregated(
     (prefill, decode) replicas) and as many units as the rate needs. A pair the engine cannot
     run (vLLM: the decode pool's attention TP not a multiple of the prefill pool's,
     launch.pools_refusal) is not simulated: its row says why."""
+    flags = engine_flags()
     max_len = int(w.prompts.max() + w.outputs.max())
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
     out: list[Sized] = []
@@ -119,7 +122,7 @@ def size_disaggregated(
             pool = "prefill" if not pres else "decode"
             out.append(_none(hw, base, f"disaggregated: no {pool} layout fits and meets the SLOs"))
         for p, d in ((p, d) for p in pres for d in decs):
-            refusal = pools_refusal(eng.name, p.attention_tp, d.attention_tp)
+            refusal = pools_refusal(flags, eng.name, p.attention_tp, d.attention_tp)
             if refusal is None:
                 tasks.append((hw, p, d))
             else:  # not simulated: a row that says why, ranked after those that meet the SLOs

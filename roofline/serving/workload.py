@@ -3,8 +3,8 @@
 Arrivals: a Poisson process at `rate` requests/s (exponential gaps, the usual open-loop model of
 independent users; vLLM's benchmark_serving draws the same), or a closed loop of `concurrency`
 users who each send their next request when the last one finishes (no think time), or the
-arrival times of a trace. Lengths: fixed, or anything `roofline.kvcache.parse_lengths` reads (a
-list, a file of numbers, sharegpt, alpaca, lognormal:…, uniform:…, fixed:…), or a trace's.
+arrival times of a trace. Lengths: fixed, or anything `roofline.levers.kvcache.parse_lengths` reads
+(a list, a file of numbers, sharegpt, alpaca, lognormal:…, uniform:…, fixed:…), or a trace's.
 Gaps are drawn at unit rate and divided by the rate, so one seed gives the same requests at every
 rate, only closer together or further apart.
 """
@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from roofline.errors import InputError
-from roofline.kvcache import parse_lengths
-from roofline.serving.prefixcache import PrefixInfo, PrefixSpec
+from roofline.domain.errors import InputError
+from roofline.levers.kvcache import parse_lengths
+from roofline.serving.sim.prefixcache import PrefixInfo, PrefixSpec
 
 MAX_REQUESTS = 1_000_000
 MAX_TOKENS = 10_000_000

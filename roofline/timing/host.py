@@ -54,30 +54,31 @@ class EngineProfile:
     moe_kernel: str | None = None  # whose fused MoE it runs (engine_moe; None: the family curve)
     source: str = ""
     aliases: tuple[str, ...] = ()
-    # speculative decoding's host cost (roofline/speculative.py): per round (proposal bookkeeping,
-    # rejection sampling, tree masks, the drafter's extra launch) and per sequential draft step
+    # speculative decoding's host cost (roofline/levers/speculative.py): per round (proposal
+    # bookkeeping, rejection sampling, tree masks, the drafter's extra launch) and per sequential
+    # draft step
     spec_round_cpu_s: float = 0.0
     spec_draft_step_cpu_s: float = 0.0
-    # the API server's path outside the engine's steps, per request (roofline/serving/policy.py)
+    # the API server's path outside the engine's steps, per request (roofline/engines/scheduler.py)
     request_latency_s: float = 0.0
     # the API server's CPU time per request and per streamed token on the fast (Rust) and slow
-    # (pure-Python) detokenizer paths (roofline/serving/policy.py Frontend)
+    # (pure-Python) detokenizer paths (roofline/engines/scheduler.py Frontend)
     api_request_s: float = 0.0
     api_token_fast_s: float = 0.0
     api_token_slow_s: float = 0.0
     # host time per running sequence per step, by hardware family: (family, s) pairs (absent: 0)
     cpu_per_seq_s: tuple[tuple[str, float], ...] = ()
-    # a new replica's start (roofline/serving/curve.py scale_up_delay_s): the engine's start
+    # a new replica's start (roofline/serving/day.py scale_up_delay_s): the engine's start
     # after its weights are read (imports, torch.compile, CUDA graph capture) and the read
     # bandwidth of its weights from storage; 0: no sourced figure
     start_s: float = 0.0
     load_bytes_per_s: float = 0.0
-    # a version profile (roofline/engine_versions.py): the engine it is a version of (its memory
+    # a version profile (roofline/engines/versions.py): the engine it is a version of (its memory
     # rule, scheduler rules and launch flags) and the engine versions it holds, e.g. ">=0.5,<0.8"
     base: str = ""
     versions: str = ""
     # the version's scheduler defaults where they differ from the engine's (0 / None: the rules of
-    # roofline/serving/policy.py): running sequences and whether prompts are chunked
+    # roofline/engines/scheduler.py): running sequences and whether prompts are chunked
     max_num_seqs: int = 0
     chunked_prefill: bool | None = None
     # the most prompts one non-chunked prefill step runs (0: as many as the token budget holds)
@@ -147,7 +148,7 @@ class Calibration:
 
 
 def calibration_of(eff, engine: str) -> Calibration:
-    """The calibration status of an Efficiency (roofline/hardware.py) under an engine."""
+    """The calibration status of an Efficiency (roofline/domain/hardware.py) under an engine."""
     ks = eff.kernels
     return Calibration(
         family=eff.family,

@@ -1,4 +1,4 @@
-"""The HTML report, grouped as cli/ groups the commands.
+"""The HTML report, one self-contained page per command, grouped as cli/ groups the commands.
 
 One self-contained page per command's JSON document (`page`), its pieces (`parts`), inline SVG
 charts (`svg`) and each group of commands' answer and charts: `traffic` (serve, size, cliff,

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any, TypeGuard
 
+from roofline.domain.units import fmt_bytes, fmt_seconds
 from roofline.render.core import band_text, num
-from roofline.units import fmt_bytes, fmt_seconds
 
 _PERCENT_WORDS = ("fraction", "occupancy", "utilisation", "attainment", "share", "error_band")
 _MONEY_WORDS = ("cost_per", "usd", "price")

@@ -1,0 +1,1 @@
+"""The only room that reads shipped data: catalogs, kernel curves, calibrations, bands."""

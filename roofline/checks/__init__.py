@@ -1,0 +1,1 @@
+"""Check's assertions: static and traffic limits, a day's limits, check spec files."""

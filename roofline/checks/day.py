@@ -1,0 +1,98 @@
+"""check's assertions across a day's traffic (spec keys `traffic_curve`, `headroom`,
+`scale_up_delay`; checks `max_gpu_hours_per_day`, `min_slo_attainment`): the deployment's replica
+layout autoscaled over the curve (roofline.serving.day), with a replica's capacity under the
+spec's p99 limits (max_ttft_p99, max_tpot_p99; without them its saturation rate) found once,
+as `size` finds it. Pure: returns Check records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.checks.limits import Check
+from roofline.domain.hardware import Accelerator
+from roofline.domain.model import ModelArch
+from roofline.domain.units import fmt_seconds
+from roofline.engines.engine import Engine
+from roofline.serving.day import Curve, plan_day
+from roofline.serving.daysize import delay_for
+from roofline.serving.metrics import Slo
+from roofline.serving.search import max_rate_within_slo, replica_capacity
+from roofline.serving.serve import make_replica
+from roofline.serving.workload import make_workload
+from roofline.step.ops import Deployment
+
+
+@dataclass(frozen=True)
+class CurveLimits:
+    """Assertions across a curve; None means not checked."""
+
+    curve: Curve
+    headroom: float
+    delay_s: float | None  # None: derived (weight bytes / load bandwidth + engine start)
+    max_replicas: int | None  # the autoscaler's ceiling (the spec's dp or gpus), None: none
+    max_gpu_hours_per_day: float | None = None
+    min_slo_attainment: float | None = None  # a share, 0 to 1
+
+
+def run_curve_checks(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    *,
+    prompt: int,
+    output: int,
+    slo: Slo,
+    limits: CurveLimits,
+    capacity_bytes: float | None = None,
+    ideal: bool = False,
+    requests: int = 1000,
+    seed: int = 0,
+) -> list[Check]:
+    """GPU-hours per day and SLO attainment of the deployment autoscaled over the curve."""
+    delay, how = delay_for(model, hw, dep, eng, limits.delay_s)
+    rep = make_replica(model, hw, dep, eng, prompt + output + 1, capacity_bytes=capacity_bytes)
+    w = make_workload(max(prompt, 1), output, rate=1.0, requests=requests, seed=seed)
+    sat = replica_capacity(rep, w).of(ideal).requests_per_s
+    has_slo = slo.ttft_s is not None or slo.tpot_s is not None
+    cap = max_rate_within_slo(rep, w, slo, sat, ideal, seed) if has_slo else sat
+    basis = f"p{slo.pct:g} SLO capacity" if has_slo else "saturation"
+    kind = "ideal" if ideal else "expected"
+    wanted = [
+        (n, lim)
+        for n, lim in (
+            ("max_gpu_hours_per_day", limits.max_gpu_hours_per_day),
+            ("min_slo_attainment", limits.min_slo_attainment),
+        )
+        if lim is not None
+    ]
+    if cap <= 0:
+        return [
+            Check(n, False, lim, float("nan"), "", "misses the SLOs even at light load")
+            for n, lim in wanted
+        ]
+    day = plan_day(limits.curve, cap, limits.headroom, delay, max_replicas=limits.max_replicas)
+    gpu_h = day.replica_hours_per_day * rep.gpus
+    ceiling = f", at most {limits.max_replicas}" if limits.max_replicas is not None else ""
+    fleet = (
+        f"{int(day.ordered.min())}-{int(day.ordered.max())} replicas{ceiling} of {rep.gpus} GPU(s),"
+        f" {cap:.3g} req/s each ({kind} {basis}) x (1 - headroom {limits.headroom:g})"
+    )
+    out = []
+    for name, limit in wanted:
+        if name == "max_gpu_hours_per_day":
+            value, ok = gpu_h, gpu_h <= limit
+            static = day.static_replica_hours_per_day * rep.gpus
+            detail = (
+                f"{gpu_h:,.1f} GPU-hours/day ({fleet}; static peak {static:,.1f}) vs limit"
+                f" {limit:,.1f} ({(gpu_h / limit - 1) if limit else 0.0:+.1%})"
+            )
+            out.append(Check(name, ok, limit, value, "GPU-hours/day", detail))
+        else:
+            value, ok = day.slo_attainment, day.slo_attainment >= limit
+            detail = (
+                f"{value:.2%} of the day's requests within the ready replicas' capacity ({fleet};"
+                f" scale-up delay {fmt_seconds(delay)}, {how}) vs limit {limit:.2%}"
+            )
+            out.append(Check(name, ok, limit, value, "share", detail))
+    return out

@@ -1,0 +1,208 @@
+"""A check spec file (YAML or JSON) read, strictly (unknown keys, wrong types fail with one line
+naming the file, the deployment and the key), and one of its deployments evaluated: its static
+limits (roofline.checks.limits.run_checks), its traffic limits served at the spec's rate
+(checks.serve_at, the run kept for `report`'s latency and cost) and a day's traffic curve
+(roofline.checks.day). Pure: the CLI parses the spec into a SpecCase and renders the SpecResult."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from roofline.catalog.files import read_text, yaml
+from roofline.catalog.files import safe_load_yaml as _safe_load
+from roofline.catalog.schema import NUM
+from roofline.catalog.schema import check as _check
+from roofline.checks.limits import (
+    Check,
+    Limits,
+    TrafficLimits,
+    run_checks,
+    serve_at,
+    traffic_checks,
+)
+from roofline.domain.errors import CatalogError
+from roofline.domain.hardware import Accelerator
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
+from roofline.step.ops import Deployment
+
+if TYPE_CHECKING:
+    from roofline.checks.day import CurveLimits
+    from roofline.serving.metrics import Slo
+    from roofline.serving.serve import ServeResult
+    from roofline.serving.sim.prefixcache import PrefixSpec
+
+
+@dataclass(frozen=True)
+class SpecCase:
+    """A spec's deployment, parsed: what run_checks, serve_at and run_curve_checks take."""
+
+    name: str
+    model: ModelArch
+    hw: Accelerator
+    dep: Deployment
+    eng: Engine
+    gpus: int  # over all replicas
+    replicas: int
+    batch: int
+    prompt: int
+    output: int
+    context: int
+    limits: Limits
+    traffic: TrafficLimits | None = None
+    day: CurveLimits | None = None
+    day_slo: Slo | None = None  # the p99 limits a replica's capacity across the curve holds
+    capacity_bytes: float | None = None
+    requests: int = 1000
+    seed: int = 0
+    prefix: PrefixSpec | None = None
+
+
+@dataclass(frozen=True)
+class SpecResult:
+    checks: list[Check]
+    served: ServeResult | None  # the run at traffic.rate; None without traffic limits
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
+    """Every assertion of `case`: the static ones, the traffic ones on one serving run at the
+    rate (returned as `served`, expected and ideal), the curve's."""
+    c = case
+    checks = run_checks(
+        c.model, c.hw, c.dep, c.eng, batch=c.batch, prompt=c.prompt, output=c.output,
+        context=c.context, limits=c.limits, replicas=c.replicas,
+        capacity_bytes=c.capacity_bytes, ideal=ideal,
+    )  # fmt: skip
+    served = None
+    if c.traffic is not None:
+        served = serve_at(
+            c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output, limits=c.traffic,
+            replicas=c.replicas, capacity_bytes=c.capacity_bytes, requests=c.requests,
+            seed=c.seed, prefix=c.prefix,
+        )  # fmt: skip
+        checks += traffic_checks(served, c.traffic, ideal)
+    if c.day is not None:
+        from roofline.checks.day import run_curve_checks
+        from roofline.serving.metrics import Slo
+
+        checks += run_curve_checks(
+            c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output,
+            slo=c.day_slo or Slo(None, None, 99.0), limits=c.day,
+            capacity_bytes=c.capacity_bytes, ideal=ideal, requests=c.requests, seed=c.seed,
+        )  # fmt: skip
+    return SpecResult(checks, served)
+
+
+__all__ = ["SpecCase", "SpecResult", "evaluate_spec"]
+
+
+_SPEC_KEYS: dict[str, tuple[Any, bool]] = {
+    "name": (str, False),
+    "model": (str, True),
+    "hardware": (str, True),
+    "tp": (int, False),
+    "pp": (int, False),
+    "ep": (int, False),
+    "gpus": (int, False),
+    "dp": (int, False),
+    "weights": (str, False),
+    "kv_dtype": (str, False),
+    "engine": (str, False),
+    "memory": ((str, int, float), False),
+    "rate": ((str, int, float), False),
+    "requests": (int, False),
+    "seed": (int, False),
+    "batch": (int, False),
+    "prompt": ((str, int), False),
+    "output": ((str, int), False),
+    "context": ((str, int), False),
+    "shared_prefix": ((str, int, float), False),
+    "prefixes": (int, False),
+    "turns": (int, False),
+    "think_time": ((str, int, float), False),
+    "checks": (dict, True),
+    # across a day's traffic (roofline/checks/day.py): the curve file (relative to the spec's
+    # directory), the share of capacity left unused, and the delay instead of the derived one
+    "traffic_curve": (str, False),
+    "headroom": (NUM, False),
+    "scale_up_delay": ((str, int, float), False),
+}
+
+
+_SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
+    "min_batch": (int, False),
+    "max_tpot": ((str, int, float), False),
+    "max_ttft": ((str, int, float), False),
+    "max_batch_prefill": ((str, int, float), False),
+    "min_throughput": (NUM, False),
+    "fits": (bool, False),
+    "min_concurrency": (int, False),
+    "max_ttft_p99": ((str, int, float), False),
+    "max_tpot_p99": ((str, int, float), False),
+    "min_goodput": (NUM, False),
+    "max_gpu_hours_per_day": (NUM, False),  # across traffic_curve
+    "min_slo_attainment": (NUM, False),  # across traffic_curve: a share of the requests, 0 to 1
+    "min_prefix_hit_rate": (NUM, False),
+}
+
+
+def load_spec(path: str | Path, candidates: bool = False) -> list[dict[str, Any]]:
+    """Deployments to check, from YAML or JSON ('-' reads stdin): one mapping, a list, or a
+    mapping with a 'deployments' list. Keys are validated; values keep their human units.
+
+    With `candidates` (`roofline report`): one mapping of the same keys (the question: model,
+    traffic, checks) and a `candidates:` list of mappings that each override some of them
+    (hardware, tp, weights, ...); one deployment per candidate, checked as above."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    text = read_text(path, stdin_dash=True)
+    try:
+        raw = _safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(
+            f"{name}: is not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
+        ) from None
+    if candidates:
+        raw = _candidates(name, raw)
+    if isinstance(raw, dict) and "deployments" in raw:
+        raw = raw["deployments"]
+    entries = raw if isinstance(raw, list) else [raw]
+    if not entries or raw is None:
+        raise CatalogError(f"{name}: no deployments to check")
+    out = []
+    for i, entry in enumerate(entries):
+        label = entry.get("name", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+        where = f"{name}: deployment '{label}'"
+        d = _check(where, entry, _SPEC_KEYS)
+        _check(f"{where}: checks", d["checks"], _SPEC_CHECK_KEYS)
+        if "traffic_curve" in d and str(path) != "-":  # relative to the spec's own directory
+            d = {**d, "traffic_curve": str(Path(path).parent / d["traffic_curve"])}
+        out.append({**d, "name": label})
+    return out
+
+
+def _candidates(name: str, raw: Any) -> list[dict[str, Any]]:
+    """A report spec's deployments: the shared keys merged under each candidate's own."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("candidates"), list):
+        raise CatalogError(f"{name}: expected a mapping with a 'candidates' list")
+    if not raw["candidates"]:
+        raise CatalogError(f"{name}: candidates: the list is empty")
+    base = {k: v for k, v in raw.items() if k != "candidates"}
+    out = []
+    for i, cand in enumerate(raw["candidates"]):
+        if not isinstance(cand, dict):
+            raise CatalogError(f"{name}: candidate #{i + 1}: expected a mapping")
+        if "checks" in cand:
+            raise CatalogError(f"{name}: candidate #{i + 1}: checks are shared; set them once")
+        d = {**base, **cand}
+        if "name" not in cand:
+            d["name"] = f"{d.get('hardware', '?')} TP{d.get('tp', 1)}" + (
+                f" {d['weights']}" if d.get("weights") else ""
+            )
+        out.append(d)
+    return out

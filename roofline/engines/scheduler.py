@@ -1,0 +1,219 @@
+"""The engine's scheduler policy: its limits (EngineRules) and their defaults per engine and device.
+
+vLLM V1 (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, OpenAI API server context):
+max_num_batched_tokens 8192 and max_num_seqs 1024 on devices of at least 70 GiB that are not an
+A100 (H100, H200, B200, MI300X; "setting large max_num_batched_tokens for A100 reduces
+throughput, see PR #17885"), else 2048 and 256. Chunked prefill is always on in V1
+(`_set_default_args_v1`). SGLang (python/sglang/srt/server_args.py,
+_handle_gpu_memory_settings): chunked_prefill_size 2048 below 35 GB, 4096 below 60 GB, 8192
+below 160 GB, 16384 above; its running requests are capped at clamp(KV tokens / context length x
+512, 2048, 4096) and at half the KV tokens (python/sglang/srt/model_executor/model_runner.py
+_resolve_max_num_reqs; sglang_max_running), and its scheduler (schedule_policy.py PrefillAdder)
+starts a request only while the KV pool holds, beside what is in use, new_token_ratio of every
+running request's remaining output tokens (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, decaying towards
+0.098 over 600 decode steps while nothing is retracted): reserve_output 0.7 here [uncertain: the
+ratio's start; its decay admits more later, a retraction raises it again]. TensorRT-LLM
+(tensorrt_llm/llmapi/llm_args.py BaseLlmArgs: max_batch_size 2048, max_num_tokens 8192, the
+defaults trtllm-serve passes on, tensorrt_llm/commands/serve.py get_llm_args) on every device;
+its capacity scheduler's default policy GUARANTEED_NO_EVICT
+(tensorrt_llm/_torch/pyexecutor/scheduler.py BindCapacityScheduler; TensorRT-LLM docs, "Useful
+Runtime Options") starts a request only when the KV blocks it needs to its last token fit beside
+those every running request still needs to its own, so it never pauses one: reserve_output 1
+here, where vLLM admits on the KV a request holds now and preempts when it runs out (0).
+trtllm-serve leaves chunked prefill off but in-flight batching runs each context phase in the
+same step as the generation phases, within max_num_tokens: the simulator's chunked mode (mixed
+steps under the token budget) is the nearer
+model [approximation: a prompt is not split across steps there].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator
+from roofline.engines.engine import Engine
+from roofline.timing.host import EngineProfile
+
+GIB = 1024**3
+DEFAULT_MAX_SEQS = 256  # vLLM max_num_seqs below 70 GiB (and on A100)
+DEFAULT_MAX_BATCHED_TOKENS = 2048  # vLLM V1 max_num_batched_tokens below 70 GiB (and on A100)
+
+
+TRTLLM_MAX_BATCH_SIZE = 2048  # llm_args.py BaseLlmArgs.max_batch_size
+TRTLLM_MAX_NUM_TOKENS = 8192  # llm_args.py BaseLlmArgs.max_num_tokens
+# the share of each running request's remaining output the scheduler holds KV for before it starts
+# another (module docstring): vLLM 0, SGLang's initial new_token_ratio, TensorRT-LLM's
+# GUARANTEED_NO_EVICT all of it
+RESERVE_OUTPUT = {"sglang": 0.7, "trtllm": 1.0}
+SGLANG_MIN_RUNNING, SGLANG_MAX_RUNNING = 2048, 4096  # model_runner._resolve_max_num_reqs clamp
+
+
+def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
+    """(max sequences, token budget per step) the engine picks on `hw` when not told: the rules
+    in the module docstring; other engines take vLLM's small-device values."""
+    if engine == "trtllm":
+        return TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS
+    mem = hw.memory_capacity_bytes
+    if engine == "vllm":
+        if mem >= 70 * GIB and "a100" not in hw.id.lower():
+            return 1024, 8192
+        return DEFAULT_MAX_SEQS, DEFAULT_MAX_BATCHED_TOKENS
+    if engine == "sglang":
+        mib = mem / 1024**2
+        chunk = 2048 if mib < 35 * 1024 else 4096 if mib < 60 * 1024 else 8192
+        return DEFAULT_MAX_SEQS, chunk if mib < 160 * 1024 else 16384
+    return DEFAULT_MAX_SEQS, DEFAULT_MAX_BATCHED_TOKENS
+
+
+V0_MIN_BATCHED_TOKENS = 2048  # vllm/config.py SchedulerConfig (V0): max(max_model_len, 2048)
+V0_CHUNK_TOKENS = 512  # the same, with chunked prefill, v0.5.x-0.6.3 (2048 from about 0.6.4)
+
+
+def version_defaults(
+    engine: str,
+    hw: Accelerator,
+    version: EngineProfile | None,
+    max_len: int,
+    chunked: bool | None,
+) -> tuple[int, int, bool]:
+    """(max sequences, token budget per step, chunked prefill) of `engine` on `hw` under its
+    profile (hardware/engines.yaml `max_num_seqs`, `chunked_prefill`, e.g. a version profile;
+    absent: the engine's current rules, batch_defaults, chunked unless told). `chunked` None
+    takes the profile's default. A profile that does not chunk by default runs vLLM V0's
+    scheduler budget (vllm/config.py SchedulerConfig, v0.5.x-0.6.x: max_num_batched_tokens =
+    max(max_model_len, 2048) without chunked prefill, 512 with it, "the best balance between
+    ITL and TTFT on A100"; 2048 with it by v0.6.6 [approximation for 0.6.4-0.7.x]): the longest
+    request stands for max_model_len [approximation: the server's max_model_len is at least
+    that]."""
+    seqs, tokens = batch_defaults(engine, hw)
+    if version is None:
+        return seqs, tokens, True if chunked is None else chunked
+    seqs = version.max_num_seqs or seqs
+    if version.chunked_prefill is None:
+        return seqs, tokens, True if chunked is None else chunked
+    chunk = version.chunked_prefill if chunked is None else chunked
+    if not version.chunked_prefill:
+        tokens = V0_CHUNK_TOKENS if chunk else max(max_len, V0_MIN_BATCHED_TOKENS)
+    return seqs, tokens, chunk
+
+
+def output_reserve(engine: str) -> float:
+    """The share of the running requests' remaining output tokens whose KV the engine's scheduler
+    keeps free before it starts another request (module docstring; 0 for the rest)."""
+    return RESERVE_OUTPUT.get(engine, 0.0)
+
+
+def sglang_max_running(kv_tokens: float, context_len: int) -> int:
+    """SGLang's running-request cap: clamp(KV tokens / context length x 512, 2048, 4096), at most
+    half the KV tokens (model_runner.py _resolve_max_num_reqs)."""
+    est = min(
+        max(int(kv_tokens / max(context_len, 1) * 512), SGLANG_MIN_RUNNING), SGLANG_MAX_RUNNING
+    )
+    return max(min(est, int(kv_tokens // 2)), 1)
+
+
+TOKENIZERS = ("fast", "slow")
+FRONTENDS = ("api", "none")
+
+
+def with_frontend(eng: Engine, frontend: str) -> Engine:
+    """`eng` reached through `frontend`: "api" (its API server, the default) or "none" (an offline
+    harness: no HTTP, tokenization or detokenization on the path;
+    roofline.engines.engine.Engine)."""
+    if frontend not in FRONTENDS:
+        raise InputError(f"frontend must be api or none, got '{frontend}'")
+    return replace(eng, frontend=frontend)
+
+
+def frontend_costs(profile: EngineProfile | None, tokenizer: str = "fast") -> tuple[float, ...]:
+    """(per request, per streamed token with `tokenizer`'s detokenizer, per token with the fast
+    one) of the engine's API server, seconds: hardware/engines.yaml `api_request_us`,
+    `api_token_fast_us`, `api_token_slow_us` (sourced there; zeros for an engine without them)."""
+    if tokenizer not in TOKENIZERS:
+        raise InputError(f"tokenizer must be fast or slow, got '{tokenizer}'")
+    if profile is None:
+        return 0.0, 0.0, 0.0
+    fast, slow = profile.api_token_fast_s, profile.api_token_slow_s
+    return profile.api_request_s, (slow if tokenizer == "slow" else fast), fast
+
+
+@dataclass(frozen=True)
+class EngineRules:
+    """The scheduler's limits. `max_batched_tokens` None: a prefill step takes every admitted
+    prompt (no token budget). `reserve_output` ρ: a request starts when the KV it holds now plus
+    ρ of its remaining output fits beside the KV in use and ρ of every running request's
+    remaining output: 0 admits on the KV held now (vLLM; preempted when the cache runs out), 1
+    on the whole sequences (TensorRT-LLM's GUARANTEED_NO_EVICT; never preempted), SGLang's
+    new_token_ratio between. `scheduler_steps` N: vLLM V0's multi-step scheduling
+    (--num-scheduler-steps, roofline.serving.sim.multistep): the scheduler runs once every N decode
+    steps. `prefill_seqs`: the most prompts one non-chunked prefill step runs (0: as many as
+    the token budget holds; 1: JetStream's one prefill at a time, engines.yaml
+    prefill_requests_per_step)."""
+
+    max_seqs: int
+    budget_blocks: int
+    block_tokens: int
+    max_batched_tokens: int | None = None
+    chunked_prefill: bool = False
+    preemption: str = "recompute"
+    swap_bandwidth_bytes_per_s: float | None = None
+    reserve_output: float = 0.0
+    scheduler_steps: int = 1
+    prefill_seqs: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_seqs <= 65_536:
+            raise InputError(f"max sequences must be from 1 to 65536, got {self.max_seqs}")
+        if self.budget_blocks < 1:
+            raise InputError("the KV budget holds no block: the model leaves no room for KV")
+        if self.block_tokens < 1:
+            raise InputError(f"block tokens must be at least 1, got {self.block_tokens}")
+        if self.preemption not in ("recompute", "swap"):
+            raise InputError(f"--preemption must be recompute or swap, got {self.preemption}")
+        if not 0.0 <= self.reserve_output <= 1.0:
+            raise InputError(
+                f"the output share reserved must be from 0 to 1, got {self.reserve_output}"
+            )
+        if not 1 <= self.scheduler_steps <= 1024:
+            raise InputError(f"scheduler steps must be from 1 to 1024, got {self.scheduler_steps}")
+        if self.prefill_seqs < 0:
+            raise InputError(
+                f"prompts per prefill step must be non-negative, got {self.prefill_seqs}"
+            )
+        if self.chunked_prefill and self.max_batched_tokens is None:
+            raise InputError("chunked prefill needs a token budget per step")
+        if self.max_batched_tokens is not None and self.max_batched_tokens <= (
+            self.max_seqs if self.chunked_prefill else 0
+        ):
+            raise InputError(
+                f"the token budget per step ({self.max_batched_tokens}) must exceed max sequences "
+                f"({self.max_seqs}) with chunked prefill"
+            )
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """The API server between the benchmark client and the engine: every request and every
+    token it streams back pass through it. `latency_s` is the fixed path a request adds outside
+    the engine's steps (HTTP, the hand-off to the engine, the way back to the client): it adds to
+    TTFT and E2E, and in a closed loop the next request leaves only when the client has seen the
+    last one end. `request_s` and `token_s` are the API server's own CPU time per request
+    (parsing, validation, tokenization, sending it to the engine) and per streamed output token
+    (detokenization, the response object, the server-sent event): one Python event loop does
+    both, first come first served, so they queue behind each other (scheduler: a new request
+    reaches the engine after the work ahead of it, and a token reaches the client after the
+    tokens of the steps before it). Host software, so never part of the ideal."""
+
+    latency_s: float = 0.0
+    request_s: float = 0.0
+    token_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("latency_s", "request_s", "token_s"):
+            v = getattr(self, name)
+            if not (v >= 0 and v < 60):
+                what = {"latency_s": "latency", "request_s": "time per request"}.get(
+                    name, "time per token"
+                )
+                raise InputError(f"the front-end {what} must be from 0 to 60 s, got {v}")

@@ -1,0 +1,1 @@
+"""What a deployment can turn on: speculative decoding, offload, KV tiers and policies."""

@@ -1,0 +1,184 @@
+"""Serving metrics: the SLO, percentiles, and one run's TTFT, TPOT, ITL, E2E, throughput, goodput
+and SLO attainment (the definitions are in roofline/serving/serve.py's docstring and
+docs/METRICS.md, once)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.domain.errors import InputError
+from roofline.serving.sim.prefixcache import PrefixReport, prefix_report
+from roofline.serving.sim.record import RunRecord
+
+STEADY_E2ES = 5.0  # a run shorter than this many mean E2Es is flagged as not steady
+
+
+@dataclass(frozen=True)
+class Slo:
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    pct: float = 99.0
+
+    def __post_init__(self) -> None:
+        if not 50 <= self.pct <= 100:
+            hint = f" (did you mean {self.pct * 100:g}?)" if 0 < self.pct <= 1 else ""
+            raise InputError(
+                f"--slo-pct is a percentile from 50 to 100 (99 for p99), got {self.pct}{hint}"
+            )
+        for name in ("ttft_s", "tpot_s"):
+            v = getattr(self, name)
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise InputError(f"--slo-{name[:4]} must be a positive time, got {v}")
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+
+    def at(self, pct: float) -> float:
+        return {50.0: self.p50, 90.0: self.p90, 99.0: self.p99}.get(pct, math.nan)
+
+
+def percentiles(x: np.ndarray, weights: np.ndarray | None = None) -> Percentiles:
+    """p50, p90, p99 (inverted CDF of the weighted sample) and the mean; zeros when empty."""
+    x = np.asarray(x, dtype=float)
+    if x.size == 0:
+        return Percentiles(0.0, 0.0, 0.0, 0.0)
+    if weights is None:
+        p = np.percentile(x, [50, 90, 99])
+        return Percentiles(float(p[0]), float(p[1]), float(p[2]), float(x.mean()))
+    order = np.argsort(x)
+    xs, cw = x[order], np.cumsum(np.asarray(weights, dtype=float)[order])
+    idx = np.searchsorted(cw, np.array([0.5, 0.9, 0.99]) * cw[-1])
+    p = xs[np.minimum(idx, xs.size - 1)]
+    return Percentiles(float(p[0]), float(p[1]), float(p[2]), float(np.sum(x * weights) / cw[-1]))
+
+
+@dataclass(frozen=True)
+class ServeMetrics:
+    ttft_s: Percentiles
+    tpot_s: Percentiles
+    itl_s: Percentiles
+    e2e_s: Percentiles
+    queue_s: Percentiles
+    requests_per_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float  # 1 / mean TPOT
+    goodput_requests_per_s: float
+    slo_attainment: float
+    meets_slo: bool
+    mean_running_batch: float  # per replica, time-averaged, sequences decoding
+    mean_active: float  # per replica, admitted (prefilling or decoding)
+    mean_queue_length: float  # per replica, waiting for admission
+    mean_in_system: float  # over all replicas (Little's law: = rate × mean E2E)
+    kv_occupancy: float  # time-averaged share of the KV budget in use
+    utilisation: float  # share of the window a replica is running a step
+    preemptions: int
+    queued_at_last_arrival: int
+    window_s: float
+    gpus: int
+    requests: int
+    # the benchmark window's own figures (first send to last finish, benchmark_serving's
+    # convention); requests_per_s, output_tokens_per_s and goodput above are the steady state's
+    # once steady_state() has run, the same as these before
+    benchmark_requests_per_s: float = 0.0
+    benchmark_output_tokens_per_s: float = 0.0
+    steady: bool = True  # the run spans at least STEADY_E2ES mean E2Es
+    compute_share: float = 0.0  # share of the GPUs' time their FLOPs need at peak
+    power_share: float = 1.0  # board power above idle drawn on average (roofline.serving.cost)
+    prefix: PrefixReport | None = None  # the prefix cache's figures (None: no cache)
+
+
+def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
+    """Summarise the run records of all replicas (or of one, standing for all: `gpus` counts it)."""
+    cat = {
+        k: np.concatenate([getattr(t, k)[t.served] for t in records])
+        for k in (
+            "arrival_s",
+            "client_sent_s",
+            "admitted_s",
+            "first_token_s",
+            "finish_s",
+            "outputs",
+        )
+    }
+    waits = {
+        k: np.concatenate(
+            [
+                np.zeros(int(t.served.sum())) if getattr(t, k) is None else getattr(t, k)[t.served]
+                for t in records
+            ]
+        )
+        for k in ("first_wait_s", "finish_wait_s")
+    }
+    lat = records[0].latency_s if records else 0.0  # the front end's path to the client
+    a, o = cat["client_sent_s"], cat["outputs"]
+    f = cat["finish_s"] + lat + waits["finish_wait_s"]
+    first = cat["first_token_s"] + lat + waits["first_wait_s"]
+    ttft, e2e = first - a, f - a
+    tpot = np.where(o > 1, (f - first) / np.maximum(o - 1, 1), 0.0)
+    window = float(f.max() - a.min()) if a.size else 0.0
+    window = window if window > 0 else 1.0
+    ok = np.ones(a.size, dtype=bool)
+    if slo.ttft_s is not None:
+        ok &= ttft <= slo.ttft_s
+    if slo.tpot_s is not None:
+        ok &= tpot <= slo.tpot_s
+    ttft_p, tpot_p = percentiles(ttft), percentiles(tpot)
+    q = np.percentile(ttft, slo.pct), np.percentile(tpot, slo.pct)
+    meets = (slo.ttft_s is None or q[0] <= slo.ttft_s) and (
+        slo.tpot_s is None or q[1] <= slo.tpot_s
+    )
+    spans = [t.makespan_s - float(np.nanmin(t.arrival_s)) for t in records]
+    n_rep = len(records)
+    a_eng = cat["arrival_s"]
+    last = float(a_eng.max())
+    queued = int(np.sum((a_eng <= last) & (cat["admitted_s"] > last)))
+
+    def mean_of(attr: str) -> float:
+        return sum(getattr(t, attr) / max(s, 1e-30) for t, s in zip(records, spans, strict=True))
+
+    out_tokens = float(o.sum())
+    return ServeMetrics(
+        ttft_p,
+        tpot_p,
+        percentiles(
+            np.concatenate([t.itl_s for t in records]),
+            np.concatenate([t.itl_weight for t in records]),
+        ),
+        percentiles(e2e),
+        percentiles(cat["admitted_s"] - a),
+        a.size / window,
+        out_tokens / window,
+        out_tokens / window / gpus,
+        1.0 / tpot_p.mean if tpot_p.mean > 0 else 0.0,
+        float(ok.sum()) / window,
+        float(ok.mean()) if a.size else 0.0,
+        bool(meets),
+        mean_of("decoding_integral") / n_rep,
+        mean_of("active_integral") / n_rep,
+        mean_of("waiting_integral") / n_rep,
+        sum(t.active_integral + t.waiting_integral for t in records) / window,
+        sum(
+            t.kv_block_integral / max(s, 1e-30) / t.budget_blocks
+            for t, s in zip(records, spans, strict=True)
+        )
+        / n_rep,
+        sum(t.busy_s / max(s, 1e-30) for t, s in zip(records, spans, strict=True)) / n_rep,
+        sum(t.preemptions for t in records),
+        queued,
+        window,
+        gpus,
+        int(a.size),
+        a.size / window,
+        out_tokens / window,
+        bool(window >= STEADY_E2ES * float(e2e.mean())) if a.size else False,
+        prefix=prefix_report([t.prefix for t in records if t.prefix is not None], spans),
+    )

@@ -1,0 +1,1 @@
+"""The serving simulator: scheduler, admission, prefix cache, decoders, step times."""

@@ -1,0 +1,137 @@
+"""Admission and preemption in the serving simulator (roofline.serving.sim.scheduler._Sim), as in
+vLLM (Kwon et al., SOSP'23, and the vLLM scheduler docs): waiting requests are admitted first
+come, first served (preempted ones first) while a slot is free and their current KV (prompt +
+tokens generated so far, + the next token) fits in the paged KV budget next to every active
+sequence's next step; when the next step does not fit, the most recently admitted sequence is
+preempted (recompute: its KV is dropped and re-prefilled later; swap: copied to a host tier and
+back). With a prefix cache (roofline.serving.sim.prefixcache) a prefill pass skips the tokens it
+finds cached, shared blocks are counted once, and idle cached blocks give way when needed.
+A scheduler that reserves a share ρ of the output (policy.EngineRules.reserve_output) also holds
+back ρ of every running request's remaining output tokens and of the newcomer's: at ρ = 1
+(TensorRT-LLM's GUARANTEED_NO_EVICT) a request needs the blocks of its whole sequence (prompt +
+every output token) beside those committed to the running requests' whole sequences, counted
+exactly, so the KV in use never outgrows the budget and nothing is preempted; below 1 (SGLang's
+new_token_ratio) the remaining tokens are counted as a fluid (Σ over decoders = Σ last step − n·G,
+Decoders.F)."""
+
+from __future__ import annotations
+
+import math
+
+from roofline.domain.errors import InputError
+from roofline.serving.sim.simstate import SimState
+
+
+class Admission(SimState):
+    """admit / preempt / evict on the simulation's state."""
+
+    def admit(self) -> None:
+        rules, steps, blk = self.rules, self.steps, self.rules.block_tokens
+        n_dec = len(self.decoding)
+        # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
+        used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
+        exact = False
+        rho = rules.reserve_output
+        whole = rho >= 1.0
+        ahead = 0.0  # ρ × the running requests' remaining output, in blocks (0 < ρ < 1)
+        if 0.0 < rho < 1.0:
+            left = self.F - n_dec * (self.G + 1)
+            left += sum(self.outputs[p] - self.gen[p] - 1 for p in self.prefilling)
+            ahead = rho * max(left, 0) / blk
+        while self.waiting and len(self.active) < rules.max_seqs:
+            r = self.waiting[0]
+            tokens = self.prompts[r] + self.gen[r] + 1
+            need = -(-tokens // blk) if self.simple_kv else float(steps.blocks(tokens, blk))
+            full = 0.0
+            if whole:  # the blocks of its whole sequence, beside those committed already
+                seq = self.prompts[r] + self.outputs[r]
+                full = -(-seq // blk) if self.simple_kv else float(steps.blocks(seq, blk))
+                if self.committed + full > rules.budget_blocks:
+                    break
+            elif rho > 0.0:  # ρ of its remaining output beside ρ of the running requests'
+                full = rho * max(self.outputs[r] - self.gen[r] - 1, 0) / blk
+                if used + ahead + need + full > rules.budget_blocks:
+                    break
+                ahead += full
+                full = 0.0
+            if self.cache is not None:  # the shared prefix's blocks are counted once
+                need += self.cache.group_delta(r, tokens - 1)
+            if used + need > rules.budget_blocks:
+                if exact:
+                    break
+                used = self.reserved + (self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0)
+                exact = True
+                if used + need > rules.budget_blocks:
+                    break
+            self.waiting.popleft()
+            used += need
+            self.committed += full
+            self.commit[r] = full
+            self.active.append(r)
+            if math.isnan(self.admitted_s[r]):
+                self.admitted_s[r] = self.now
+            if r in self.swapped:  # swap back in: the engine waits for the copy
+                self.swapped.discard(r)
+                self.swap_stall(r)
+                self.join(r)
+                if self.cache is not None:
+                    self.reserved += self.cache.admit(r, tokens - 1, count=False)[1]
+            elif self.kv_ready[r]:  # arrived with its KV (a disaggregated decode pool)
+                self.kv_ready[r] = False
+                self.join(r)
+            else:
+                hit = 0
+                if self.cache is not None:
+                    hit, corr = self.cache.admit(r, tokens - 1)
+                    self.reserved += corr
+                    need -= corr
+                self.pf_left[r] = self.pf_total[r] = tokens - 1 - hit
+                self.pf_skip[r] = hit
+                self.res_blocks[r] = need
+                self.reserved += need
+                self.prefilling.append(r)
+                if self.gen[r] > 0:
+                    self.recompute_pass[r] = True
+                    self.recomputed += tokens - 1 - hit
+        if self.cache is not None and self.cache.idle_blocks > rules.budget_blocks - used:
+            self.evict()
+        if not self.active:
+            r = self.waiting[0]
+            held = int(self.prompts[r] + self.gen[r])
+            raise InputError(
+                f"one request alone outgrows the KV budget ({rules.budget_blocks:,} blocks of "
+                f"{blk} tokens): it holds {held:,} tokens ({int(self.prompts[r]):,} prompt + "
+                f"{int(self.gen[r]):,} generated) of the {int(self.prompts[r] + self.outputs[r]):,}"
+                " it needs",
+                hint="shorten --output or --prompt, or add memory (--tp, --kv-dtype fp8)",
+            )
+
+    def preempt(self) -> None:
+        """The next step does not fit: preempt the most recently admitted sequence."""
+        victim = self.active.pop()
+        self.preemptions += 1
+        self.committed -= self.commit[victim]
+        self.commit[victim] = 0.0
+        self.waiting.appendleft(victim)  # it waits (and counts as queued) from now
+        swap = False
+        if victim in self.decoding:
+            self.leave(victim)
+            kv = self.prompts[victim] + self.gen[victim] - 1
+            if self.rules.preemption == "swap" and self.gen[victim] > 0:
+                swap = True
+                self.swap_stall(victim)
+                self.swapped.add(victim)
+        else:
+            self.prefilling.remove(victim)
+            self.reserved -= self.res_blocks[victim]
+            self.res_blocks[victim] = 0.0
+            kv = self.pf_skip[victim] + self.pf_total[victim] - self.pf_left[victim]
+        if self.cache is not None:  # its blocks stay cached (a swap takes them off the device)
+            self.reserved += self.cache.release(victim, kv, not swap)
+        self.pf_left[victim] = 0
+
+    def evict(self) -> None:
+        """Idle cached blocks give way to the KV in use (the decoders' next step)."""
+        assert self.cache is not None  # called with a prefix cache only
+        used = self.reserved + (self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0)
+        self.cache.fit(self.rules.budget_blocks - used)

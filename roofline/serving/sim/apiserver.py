@@ -1,0 +1,61 @@
+"""The API server between the client and the engine as one first-come-first-served queue.
+
+policy.Frontend holds its costs: `request_s` per request (parse, tokenize, hand to the engine),
+`token_s` per streamed output token (detokenize, build the server-sent event) and the fixed path
+`latency_s`. One Python event loop does both kinds of work, so they queue behind each other: a
+new request reaches the engine after the work already handed to the server, and the tokens of a
+step reach the client after the tokens of the steps before them (vLLM V1's AsyncLLM output
+handler, vllm/v1/engine/async_llm.py). The scheduler (roofline.serving.sim.scheduler) hands it the
+requests and the tokens of every span; with zero costs nothing queues.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.engines.scheduler import Frontend
+
+
+class ApiQueue:
+    """The API server's queue in one simulation: `busy_s` is when it clears the work it has been
+    handed so far."""
+
+    def __init__(self, front: Frontend | None) -> None:
+        self.latency_s = front.latency_s if front is not None else 0.0
+        self.request_s = front.request_s if front is not None else 0.0
+        self.token_s = front.token_s if front is not None else 0.0
+        self.busy_s = 0.0
+        self.queues = self.request_s > 0 or self.token_s > 0  # False: no wait ever
+
+    def tokenize_sent(self, arrival: np.ndarray, upto: int) -> None:
+        """The requests sent so far (arrival[:upto], in send order) reach the engine one after
+        another, each `request_s` after the server is free and it has arrived (in place)."""
+        if self.request_s <= 0:
+            return
+        free = 0.0
+        for i in range(upto):
+            free = max(arrival[i], free) + self.request_s
+            arrival[i] = free
+
+    def wait_s(self, now: float) -> float:
+        """How long a token the engine emits at `now` waits for the work ahead of it."""
+        return max(self.busy_s - now, 0.0) if self.queues else 0.0
+
+    def resend(self, now: float, wait: float) -> tuple[float, float]:
+        """A closed-loop client saw its request end (the last token, emitted at `now`, waited
+        `wait`) and sends the next: (sent, reaches the engine). The server parses and tokenizes
+        it after the work still ahead of it."""
+        sent = now + wait + self.latency_s
+        arrival = sent + max(self.busy_s - sent, 0.0) + self.request_s
+        self.busy_s = max(self.busy_s, now) + self.request_s
+        return sent, arrival
+
+    def stream(self, now: float, t_span: float, tokens: float, last: float) -> None:
+        """The server is handed `tokens` output tokens over the span of `t_span` that ends at
+        `now` (`last` of them at its last step): a fluid first-come-first-served queue, so the
+        tokens of the last step are ready at the client after the backlog ahead of them."""
+        if self.token_s <= 0 or tokens <= 0:
+            return
+        start = now - t_span
+        backlog = max(self.busy_s - start, 0.0) + tokens * self.token_s - t_span
+        self.busy_s = now + max(backlog, last * self.token_s)

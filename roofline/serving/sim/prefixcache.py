@@ -1,0 +1,368 @@
+"""Prefix caching in the serving simulator: shared prompt prefixes and multi-turn conversations.
+
+The engines' rule (vLLM automatic prefix caching, docs "Automatic Prefix Caching" and
+vllm/v1/core/kv_cache_manager.py; SGLang RadixAttention, Zheng et al., "SGLang", NeurIPS'24):
+KV is kept in blocks of `block_tokens` tokens (vLLM 16, SGLang page size 1: roofline.step.memory
+ENGINES block_tokens) keyed by their whole prefix, so a request reuses the longest run of cached
+full blocks its prompt starts with, but computes at least its last prompt token (the logits come
+from it: a hit covers at most floor((L − 1) / block) blocks of an L-token prefill). Blocks in use
+are pinned and counted once however many sequences share them; when the last sequence using a
+block ends, the block stays cached in the free space (idle) and is evicted least recently freed
+first when a new block is needed (vLLM's free-block queue: a request's blocks are freed tail
+first, so a conversation's history goes before the system prompt it hangs from). A finished
+sequence leaves the KV of its prompt and of its output but the last token (never fed back):
+prompt + output − 1 tokens, in full blocks.
+
+Requests (PrefixInfo, per request): a shared-prefix group (`--shared-prefix`: the first P tokens
+of every prompt are one system prompt), and a conversation (`--turns N`): turn k's prompt is turn
+k−1's prompt + output + the user's new tokens, sent `think_s` after turn k−1's last token
+reached the client. A cached block is two-level here: the group's prefix blocks, then the
+conversation's own (a recompute after preemption hits its own blocks the same way).
+
+Simplifications: a prefix counts as cached from the admission of the first request that holds
+it (its prefill under way), so at start-up a few requests hit a little early; the engine's
+block size is roofline.step.memory ENGINES block_tokens (sourced there); sliding-window layers are
+counted as full attention in the cache's blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.domain.errors import InputError
+
+MAX_TURNS = 1000
+
+
+@dataclass(frozen=True)
+class PrefixSpec:
+    """What the user asked for: `shared_tokens` (or `shared_fraction` of each prompt) of every
+    prompt are a shared prefix, one of `prefixes` (each conversation draws one at random, seeded
+    by `seed`: the system prompts of several applications); `turns` turns per conversation with
+    `think_s` between them."""
+
+    shared_tokens: int = 0
+    shared_fraction: float = 0.0
+    turns: int = 1
+    think_s: float = 0.0
+    prefixes: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        n, f = self.shared_tokens, self.shared_fraction
+        if not 0 <= n <= 10_000_000:
+            raise InputError(f"--shared-prefix must be from 0 to 10M tokens, got {n}")
+        if not (math.isfinite(f) and 0 <= f < 1):
+            raise InputError(f"--shared-prefix as a share of the prompt must be below 1, got {f}")
+        if not 1 <= self.turns <= MAX_TURNS:
+            raise InputError(f"--turns must be from 1 to {MAX_TURNS}, got {self.turns}")
+        if not (math.isfinite(self.think_s) and 0 <= self.think_s <= 86_400):
+            raise InputError(f"--think-time must be from 0 to 1 day, got {self.think_s}")
+        if not 1 <= self.prefixes <= 100_000:
+            raise InputError(f"--prefixes must be from 1 to 100000, got {self.prefixes}")
+        if self.prefixes > 1 and not (n or f):
+            raise InputError("--prefixes needs --shared-prefix (how long each prefix is)")
+
+    def shared(self, prompts: np.ndarray) -> np.ndarray:
+        """Tokens of each (first-turn) prompt in the shared prefix; at least one token of the
+        prompt is the user's own."""
+        p = np.asarray(prompts, dtype=np.int64)
+        if self.shared_fraction > 0:
+            s = np.floor(self.shared_fraction * p).astype(np.int64)
+        else:
+            s = np.full(p.shape, self.shared_tokens, dtype=np.int64)
+        return np.minimum(s, p - 1)
+
+    def text(self) -> str:
+        share = (
+            f"{self.shared_fraction:g} of each prompt"
+            if self.shared_fraction
+            else f"{self.shared_tokens:,} tokens"
+        )
+        out = f"shared prefix {share}" if self.shared_tokens or self.shared_fraction else ""
+        if self.prefixes > 1:
+            out += f", one of {self.prefixes} drawn per conversation"
+        if self.turns > 1:
+            turns = f"{self.turns} turns per conversation, think time {self.think_s:g} s"
+            out = f"{out}; {turns}" if out else turns
+        return out
+
+    def build(
+        self, prompts: np.ndarray, outputs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, PrefixInfo]:
+        """Requests from drawn lengths: ceil(n / turns) conversations (the lengths are cycled to
+        fill them); request k·C + c is turn k + 1 of conversation c, so the C first turns come
+        first (they arrive as the workload says; the later turns are released by their
+        predecessors). Turn 1's prompt is the drawn prompt (shared prefix included); a later
+        turn's new tokens are the drawn prompt less its shared share (the system prompt is not
+        sent again)."""
+        t = self.turns
+        conv_n = -(-len(prompts) // t)
+        n = conv_n * t
+        p = np.resize(np.asarray(prompts, dtype=np.int64), n)
+        o = np.resize(np.asarray(outputs, dtype=np.int64), n)
+        own = self.shared(p)
+        shared = np.resize(own[:conv_n], n)  # every turn carries its conversation's prefix
+        new = np.maximum(p - own, 1)
+        full = p.copy()
+        history = np.zeros(n, dtype=np.int64)
+        for k in range(1, t):
+            cur, prev = slice(k * conv_n, (k + 1) * conv_n), slice((k - 1) * conv_n, k * conv_n)
+            history[cur] = full[prev] + o[prev]
+            full[cur] = history[cur] + new[cur]
+        succ = np.arange(n, dtype=np.int64) + conv_n
+        succ[succ >= n] = -1
+        conv = np.arange(n, dtype=np.int64) % conv_n
+        pick = np.random.default_rng(self.seed).integers(0, self.prefixes, conv_n)
+        group = np.where(shared > 0, pick[conv], -1).astype(np.int64)
+        turn = np.arange(n, dtype=np.int64) // conv_n
+        info = PrefixInfo(group, shared, conv, history, succ, self.think_s, conv_n, turn)
+        return full, o, info
+
+
+@dataclass(frozen=True)
+class PrefixInfo:
+    """Per request: shared-prefix group (−1: none) and the prompt tokens in it, conversation,
+    tokens of history (the previous turn's prompt + output) its prompt starts with, the next
+    turn (−1: none); `n_first` requests (the first turns) arrive as the workload says."""
+
+    group: np.ndarray
+    shared: np.ndarray
+    conv: np.ndarray
+    history: np.ndarray
+    succ: np.ndarray
+    think_s: float
+    n_first: int
+    turn: np.ndarray  # 0 for a conversation's first turn
+
+    def take(self, sel: np.ndarray) -> PrefixInfo:
+        """The requests `sel` (sorted indices, every turn of the conversations they hold)."""
+        succ = self.succ[sel]
+        local = np.where(succ >= 0, np.searchsorted(sel, np.maximum(succ, 0)), -1)
+        first = int(np.sum(sel < self.n_first))
+        return PrefixInfo(
+            self.group[sel],
+            self.shared[sel],
+            self.conv[sel],
+            self.history[sel],
+            local,
+            self.think_s,
+            first,
+            self.turn[sel],
+        )
+
+    def possible_hit_tokens(self, prompts: np.ndarray, block: int) -> np.ndarray:
+        """Tokens each first prefill would find cached if nothing were ever evicted and every
+        prefix had been seen: whole blocks of the longer of the shared prefix and the history
+        (a history's last output token has no KV), at most floor((L − 1) / block) blocks."""
+        kv = np.maximum(self.shared, np.maximum(self.history - 1, 0))
+        cap = (np.asarray(prompts) - 1) // block
+        return np.minimum(kv // block, cap) * block
+
+
+def replica_selection(info: PrefixInfo, n: int, replicas: int, j: int) -> np.ndarray:
+    """Requests of replica j: round robin over the requests, or over conversations when they have
+    more than one turn (a conversation's turns go to the replica holding its history)."""
+    if info.n_first == n:
+        return np.arange(j, n, replicas)
+    return np.flatnonzero(info.conv % replicas == j)
+
+
+@dataclass(frozen=True)
+class PrefixStats:
+    """What the cache did in one simulation (tokens over every prefill pass)."""
+
+    received_tokens: int  # prompt tokens of the prefill passes (a recompute's included)
+    hit_tokens: int  # of them found cached
+    possible_tokens: int  # found cached had nothing been evicted
+    evicted_blocks: float
+    held_block_integral: float  # ∫ blocks the cache holds (pinned shared + idle) dt
+    block_tokens: int
+    first_hit: np.ndarray  # tokens each request's first prefill found cached (-1: none ran)
+    prompts: np.ndarray
+    turn: np.ndarray
+
+
+class PrefixCache:
+    """The cache's state in one simulation. The scheduler counts every sequence's blocks in
+    full (blocks(context)); `admit` and `release` return the change of a correction it adds to
+    its KV in use: − the group blocks each active sequence counts + the group blocks pinned once.
+    Idle blocks lie in the free space and are evicted (`fit`) when the KV in use needs it."""
+
+    def __init__(self, info: PrefixInfo, block: int) -> None:
+        self.info, self.blk = info, block
+        self.group_blocks: dict[int, int] = {}  # cached blocks of a group's prefix
+        self.pins: dict[int, int] = {}  # active sequences using a group
+        self.conv_total: dict[int, int] = {}  # cached blocks of a conversation, from token 0
+        self.idle: OrderedDict[tuple[int, int], int] = OrderedDict()  # eviction order
+        self.idle_blocks = 0
+        self.pinned_blocks = 0
+        self.seen: dict[tuple[int, int], int] = {}  # size when cached (the no-eviction hit)
+        self.counted: dict[int, int] = {}  # group blocks an active sequence counts
+        self.received = self.hits = self.possible = 0
+        self.evicted = 0.0
+        self.held = 0.0
+        self.first_hit: dict[int, int] = {}
+
+    def group_delta(self, r: int, prefill_tokens: int) -> int:
+        """The change of the correction `admit` will return (nothing changes)."""
+        g = int(self.info.group[r])
+        if g < 0:
+            return 0
+        g_r = min(int(self.info.shared[r]) // self.blk, (prefill_tokens - 1) // self.blk)
+        cached = self.group_blocks.get(g, 0)
+        before = cached if self.pins.get(g, 0) else 0
+        return max(cached, g_r) - before - g_r
+
+    def admit(self, r: int, prefill_tokens: int, count: bool = True) -> tuple[int, int]:
+        """Sequence r starts a prefill pass of `prefill_tokens` tokens (prompt + generated), or
+        comes back from a swap (`count` False): (tokens found cached, change of the
+        correction)."""
+        blk, info = self.blk, self.info
+        cap = (prefill_tokens - 1) // blk
+        g, c = int(info.group[r]), int(info.conv[r])
+        delta, hit_g, g_r, chain = 0, 0, 0, True
+        possible = 0
+        if g >= 0:
+            g_r = min(int(info.shared[r]) // blk, cap)
+            cached = self.group_blocks.get(g, 0)
+            hit_g = min(cached, g_r)
+            possible = min(self.seen.get((0, g), 0), g_r)
+            pinned_before = cached if self.pins.get(g, 0) else 0
+            if not self.pins.get(g, 0) and (0, g) in self.idle:
+                self.idle_blocks -= self.idle.pop((0, g))
+            after = max(cached, g_r)
+            self.group_blocks[g] = after
+            self.pins[g] = self.pins.get(g, 0) + 1
+            self.pinned_blocks += after - pinned_before
+            self.counted[r] = g_r
+            delta = after - pinned_before - g_r
+            chain = hit_g == g_r
+        hit = hit_g
+        total = self.conv_total.pop(c, 0)
+        if total:
+            own = self.idle.pop((1, c), 0)
+            self.idle_blocks -= own
+            if chain:
+                hit = max(hit, min(total, cap))
+        seen_c = min(self.seen.get((1, c), 0), cap)
+        possible = max(possible, seen_c)
+        if count:
+            self.first_hit.setdefault(r, hit * blk)
+            self.received += prefill_tokens
+            self.hits += hit * blk
+            self.possible += max(possible, hit) * blk
+        return hit * blk, delta
+
+    def release(self, r: int, kv_tokens: int, keep: bool = True) -> int:
+        """Sequence r leaves (finished or preempted) holding the KV of `kv_tokens` tokens; its
+        own full blocks stay cached when `keep` (not for a swap, whose KV leaves the device).
+        Returns the change of the correction."""
+        info, blk = self.info, self.blk
+        g, c = int(info.group[r]), int(info.conv[r])
+        g_r = self.counted.pop(r, 0)
+        if keep:
+            total = kv_tokens // blk
+            own = max(total - g_r, 0)
+            if own:
+                self.idle[(1, c)] = own
+                self.idle_blocks += own
+            self.conv_total[c] = total
+            self.seen[(1, c)] = max(self.seen.get((1, c), 0), total)
+        delta = g_r
+        if g >= 0:
+            self.pins[g] -= 1
+            self.seen[(0, g)] = max(self.seen.get((0, g), 0), self.group_blocks[g])
+            if self.pins[g] == 0:
+                b = self.group_blocks[g]
+                self.pinned_blocks -= b
+                delta -= b
+                if b:
+                    self.idle[(0, g)] = b
+                    self.idle_blocks += b
+        return delta
+
+    def fit(self, free_blocks: float) -> None:
+        """Evict idle blocks, least recently freed first, until they fit in `free_blocks`."""
+        over = self.idle_blocks - max(free_blocks, 0.0)
+        while over > 0 and self.idle:
+            key, b = next(iter(self.idle.items()))
+            take = min(b, math.ceil(over))
+            self.evicted += take
+            self.idle_blocks -= take
+            over -= take
+            kind, k = key
+            if take == b:
+                del self.idle[key]
+            else:
+                self.idle[key] = b - take
+            if kind == 0:
+                self.group_blocks[k] -= take
+            else:
+                self.conv_total[k] -= take
+                if take == b:
+                    self.conv_total.pop(k, None)
+
+    def tick(self, dt: float) -> None:
+        self.held += (self.pinned_blocks + self.idle_blocks) * dt
+
+    def stats(self, prompts: np.ndarray) -> PrefixStats:
+        first = np.full(len(prompts), -1, dtype=np.int64)  # -1: never prefilled
+        if self.first_hit:
+            first[list(self.first_hit)] = list(self.first_hit.values())
+        held = self.held
+        return PrefixStats(
+            self.received,
+            self.hits,
+            self.possible,
+            self.evicted,
+            held,
+            self.blk,
+            first,
+            np.asarray(prompts),
+            self.info.turn,
+        )
+
+
+@dataclass(frozen=True)
+class PrefixReport:
+    """The cache over a run, all replicas: hit rate = prefill tokens found cached / received."""
+
+    hit_rate: float
+    possible_hit_rate: float  # had nothing been evicted (prefixes seen before)
+    prefill_tokens_received: int
+    prefill_tokens_computed: int
+    evicted_blocks: float
+    cache_kv_blocks: float  # time-averaged blocks held by the cache, per replica
+    block_tokens: int
+    cached_share_by_turn: tuple[float, ...]  # mean share of a turn's prompt found cached
+
+
+def prefix_report(stats: list[PrefixStats], spans_s: list[float]) -> PrefixReport | None:
+    if not stats:
+        return None
+    rec = sum(s.received_tokens for s in stats)
+    hit = sum(s.hit_tokens for s in stats)
+    pos = sum(s.possible_tokens for s in stats)
+    held = sum(s.held_block_integral / max(t, 1e-30) for s, t in zip(stats, spans_s, strict=True))
+    ran = np.concatenate([s.first_hit >= 0 for s in stats])
+    share = np.concatenate([s.first_hit / s.prompts for s in stats])[ran]
+    turn = np.concatenate([s.turn for s in stats])[ran]
+    top = int(turn.max()) + 1 if turn.size else 0
+    by_turn = tuple(
+        float(share[turn == k].mean()) if np.any(turn == k) else 0.0 for k in range(top)
+    )
+    return PrefixReport(
+        hit / rec if rec else 0.0,
+        pos / rec if rec else 0.0,
+        rec,
+        rec - hit,
+        sum(s.evicted_blocks for s in stats),
+        held / len(stats),
+        stats[0].block_tokens,
+        by_turn,
+    )

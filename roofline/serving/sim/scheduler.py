@@ -1,0 +1,490 @@
+"""A continuous-batching scheduler (vLLM-like) driven by roofline step times, with arrivals.
+
+Requests arrive over time (any arrival times, or a closed loop of N users each sending its next
+request when the last one finishes). The engine's rules, as in vLLM (Kwon et al., SOSP'23, and
+the vLLM scheduler docs):
+
+- At most `max_seqs` sequences are active. Waiting requests are admitted first come, first served
+  (preempted ones first) while a slot is free and their *current* KV (prompt + tokens generated so
+  far, + the next token) fits in the paged KV budget next to every active sequence's next step.
+- Non-chunked prefill (vLLM V0's default): a prefill-only step runs the admitted prompts, packed up
+  to `max_batched_tokens`, and stalls the running decodes. Chunked prefill (vLLM V1's default):
+  every step carries one token per decoding sequence plus prefill tokens up to the token budget
+  (`max_batched_tokens`), first come first served, so prefills share steps with running decodes.
+- When the next step's KV blocks do not fit, the most recently admitted sequence is preempted:
+  `recompute` (vLLM's default) drops its KV and later re-prefills prompt + generated tokens (which
+  samples its next token); `swap` copies its KV to a host tier and back over the link.
+
+Nothing changes between events (an arrival that can be admitted, a prompt finishing its prefill, a
+sequence finishing, the KV budget running out), so the simulation advances in spans of many
+identical steps: the decode contexts grow by one token per step, which StepModel integrates in
+closed form. The cliff (roofline.serving.cliff) is this model with every request at t = 0.
+The API server's queue is roofline.serving.sim.apiserver, the record of a run
+roofline.serving.sim.record.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import deque
+from heapq import heappop, heappush
+from typing import Any
+
+import numpy as np
+
+from roofline.domain.errors import InputError
+from roofline.engines.scheduler import EngineRules, Frontend
+from roofline.serving.sim.admission import Admission
+from roofline.serving.sim.apiserver import ApiQueue
+from roofline.serving.sim.decoders import Decoders
+from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
+from roofline.serving.sim.record import RunRecord
+from roofline.serving.sim.steps import StepModel
+
+
+def simulate_requests(
+    steps: StepModel,
+    arrival_s: np.ndarray,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    rules: EngineRules,
+    prefilled: bool = False,
+    closed_loop: int | None = None,
+    release_until_s: float = math.inf,
+    frontend: Frontend | None = None,
+    prefix: PrefixInfo | None = None,
+) -> RunRecord:
+    """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
+    first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
+    arrival_s[:N] and each finish releases the next request (until `release_until_s`) once the
+    client has seen it. `frontend`: the API server between client and engine (policy.Frontend;
+    None: none, as for the ideal). `prefix`: shared prefixes and conversations, cached
+    (roofline.serving.sim.prefixcache; a later turn arrives when its predecessor is done)."""
+    sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
+    return sim.run(release_until_s)
+
+
+class _Sim(Decoders, Admission):
+    """The state of one simulation, in Python scalars (the spans are short; numpy only when the
+    KV budget is near or a layer has a window); the decoding sequences in closed form
+    (Decoders)."""
+
+    def __init__(
+        self, steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, front, pfx
+    ) -> None:
+        n = len(prompts)
+        if rules.max_seqs > len(steps.base_s):
+            raise InputError(
+                f"the step model covers batches up to {len(steps.base_s)}, not {rules.max_seqs}"
+            )
+        self.steps, self.rules, self.n = steps, rules, n
+        self.prompts_np = np.asarray(prompts, dtype=np.int64)
+        self.outputs_np = np.asarray(outputs, dtype=np.int64)
+        self.prompts = self.prompts_np.tolist()
+        self.outputs = self.outputs_np.tolist()
+        arrival = np.array(arrival_s, dtype=float)
+        # requests n_in… (later turns) arrive when released by their predecessors (`later`)
+        self.n_in = n if pfx is None else pfx.n_first
+        self.cache = None if pfx is None else PrefixCache(pfx, rules.block_tokens)
+        self.succ = [-1] * n if pfx is None else pfx.succ.tolist()
+        self.later: list[tuple[float, int]] = []
+        arrival[self.n_in :] = math.inf
+        self.next_release = self.n_in
+        if closed_loop is not None:
+            self.next_release = min(closed_loop, self.n_in)
+            arrival[self.next_release :] = math.inf
+        self.sent = arrival.tolist()
+        self.api = ApiQueue(front)
+        self.api.tokenize_sent(arrival, self.next_release)
+        self.arr = arrival.tolist()
+        self.first_wait = [0.0] * n
+        self.finish_wait = [0.0] * n
+        self.arr_cum = [0.0, *np.cumsum(arrival[: self.next_release]).tolist()]
+        self.gen = [1 if prefilled else 0] * n  # tokens generated (decoders: see base)
+        self.pf_left = [0] * n  # prefill tokens still to run
+        self.pf_total = [0] * n  # length of the current prefill pass
+        self.pf_skip = [0] * n  # prompt tokens the current pass found cached
+        self.res_blocks = [0.0] * n  # KV blocks a prompt in prefill holds
+        self.recompute_pass = [False] * n
+        self.kv_ready = [prefilled] * n  # arrived with its KV (a disaggregated decode pool)
+        nan = math.nan
+        self.admitted_s = [nan] * n
+        self.first_token_s = list(self.arr) if prefilled else [nan] * n
+        self.finish_s = [nan] * n
+        self.last_tok = list(self.first_token_s)
+        self.waiting: deque[int] = deque()
+        self.active: list[int] = []  # admission order
+        self.prefilling: list[int] = []  # admission order
+        self.decoding: dict[int, None] = {}
+        self.base: dict[int, int] = {}
+        self.fin: dict[int, int] = {}
+        self.heap: list[tuple[int, int]] = []
+        self.S = 0  # Σ base over decoders: Σ contexts = S + n·G
+        self.G = 0
+        self.F = 0  # Σ fin over decoders
+        self.spans = 0
+        self.fresh: list[int] = []  # decoders with no decode span since they joined
+        self.last_shared = 0.0  # end of the last decode span (multi-step: of the last batch)
+        self.ms_left = 0  # multi-step: decode steps left in the current batch (multistep)
+        self.ended: list[int] = []  # multi-step: sequences done inside the current batch
+        self.swapped: set[int] = set()
+        self.reserved = 0.0
+        self.committed = 0.0
+        self.commit = [0.0] * n
+        self.itl_v: list[float] = []
+        self.itl_w: list[float] = []
+        self.na = 0
+        self.now = 0.0
+        self.acc = dict.fromkeys(
+            ("busy", "prefill", "decode", "preempt", "act", "dec", "wait", "kv"), 0.0
+        )
+        self.preemptions = self.recomputed = 0
+        self.swapped_bytes = self.peak_blocks = 0.0
+        self.simple_kv = steps.kv_groups == ((1.0, None),)
+        self.capped = any(cap is not None for _, cap in getattr(steps, "groups", []))
+
+    # ---- time ------------------------------------------------------------------------------
+    def advance(self, dt: float, n_dec: int, kv_blocks: float) -> None:
+        end = self.now + dt
+        acc = self.acc
+        acc["busy"] += dt
+        acc["act"] += len(self.active) * dt
+        acc["dec"] += n_dec * dt
+        acc["kv"] += kv_blocks * dt
+        wait = len(self.waiting) * dt
+        na = self.na
+        if na < self.n_in and self.arr[na] <= end:  # arrivals during the span queue for the rest
+            self.arrive(na, end, wait)
+        else:
+            acc["wait"] += wait
+        if self.cache is not None:
+            self.land(end)
+            self.cache.tick(dt)
+        self.now = end
+
+    def arrive(self, na: int, end: float, wait: float) -> None:
+        """Requests na… that arrived by `end` queue from their arrival (`wait`: the queue's time
+        over the span so far)."""
+        arr = self.arr
+        j = bisect_right(arr, end, na, self.n_in)
+        if j < len(self.arr_cum):
+            wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
+        else:  # closed loop: released arrivals are not in the prefix sums
+            wait += sum(end - a for a in arr[na:j])
+        self.waiting.extend(range(na, j))  # they wait from now on
+        self.na = j
+        self.acc["wait"] += wait
+
+    def land(self, end: float) -> None:
+        """Later turns released by `end` queue from their arrival."""
+        later = self.later
+        while later and later[0][0] <= end:
+            t, i = heappop(later)
+            self.waiting.append(i)
+            self.acc["wait"] += end - t
+
+    def next_arrival(self) -> float:
+        na = self.na
+        t = self.arr[na] if na < self.n_in else math.inf
+        return min(t, self.later[0][0]) if self.later else t
+
+    def finish(self, r: int) -> None:
+        now = self.now
+        self.finish_s[r] = now
+        wait = self.finish_wait[r] = self.api.wait_s(now)
+        self.active.remove(r)
+        self.committed -= self.commit[r]
+        self.commit[r] = 0.0
+        if self.cache is not None:  # its blocks stay cached; the next turn follows
+            self.reserved += self.cache.release(r, self.prompts[r] + self.outputs[r] - 1)
+            i = self.succ[r]
+            if i >= 0:
+                sent, arr = self.api.resend(now, wait)
+                self.sent[i], self.arr[i] = (
+                    sent + self.cache.info.think_s,
+                    arr + self.cache.info.think_s,
+                )
+                heappush(self.later, (self.arr[i], i))
+                return
+        if self.next_release < self.n_in and now < self.release_until_s:
+            # the client sees the end and sends the next
+            i = self.next_release
+            self.sent[i], self.arr[i] = self.api.resend(now, wait)
+            self.next_release = i + 1
+
+    def swap_stall(self, r: int) -> None:
+        moved = float(self.prompts[r] + self.gen[r]) * self.steps.kv_bytes_per_token
+        self.swapped_bytes += moved
+        bw = self.rules.swap_bandwidth_bytes_per_s
+        t_sw = moved / bw if bw else 0.0
+        self.acc["preempt"] += t_sw
+        self.advance(t_sw, 0, self.reserved)
+
+    def complete_prefill(self, done: list[int]) -> None:
+        """Prompts whose prefill (first or recompute) ended now: each samples a token."""
+        now = self.now
+        for r in done:
+            g = self.gen[r]
+            if g == 0:
+                self.first_token_s[r] = now
+                self.first_wait[r] = self.api.wait_s(now)
+            else:  # a recompute samples the next token: one more gap
+                self.itl_v.append(now - self.last_tok[r])
+                self.itl_w.append(1.0)
+            self.gen[r] = g + 1
+            self.last_tok[r] = now
+            self.pf_left[r] = 0
+            self.recompute_pass[r] = False
+            self.reserved -= self.res_blocks[r]
+            self.res_blocks[r] = 0.0
+            self.prefilling.remove(r)
+            if g + 1 >= self.outputs[r]:
+                self.finish(r)
+            else:
+                self.join(r)
+
+    def end_batch(self) -> None:
+        """A multi-step batch ends (roofline.serving.sim.multistep): its tokens reach the client
+        together, one inter-token gap per sequence since its last bunch (or its first token), and
+        the sequences that ended inside it finish now."""
+        now, fresh, last_tok = self.now, self.fresh, self.last_tok
+        for r in fresh + self.ended:
+            self.itl_v.append(now - last_tok[r])
+            self.itl_w.append(1.0)
+        rest = len(self.decoding) - len(fresh)
+        if rest > 0 and self.spans:
+            self.itl_v.append(now - self.last_shared)
+            self.itl_w.append(float(rest))
+        for r in self.ended:
+            last_tok[r] = now
+            self.finish(r)
+        self.ended, self.fresh, self.last_shared, self.ms_left = [], [], now, 0
+
+    # ---- the loop --------------------------------------------------------------------------
+    def prefill_only(self, pfr: list[int], lens: list[int], n_dec: int) -> None:
+        """A prefill-only step (non-chunked): whole prompts up to the token budget (and up to
+        rules.prefill_seqs of them when set), at least one; the decodes wait."""
+        cap_tokens, cap_seqs, acc = self.rules.max_batched_tokens, self.rules.prefill_seqs, self.acc
+        take, tokens = 0, 0
+        for x in lens:
+            full = cap_tokens is not None and tokens + x > cap_tokens
+            if take and (take == cap_seqs or full):
+                break
+            take, tokens = take + 1, tokens + x
+        if self.cache is None:
+            t = self.steps.prefill_step_s(lens[:take])
+        else:  # the cached tokens are attended, not computed
+            t = self.steps.prefill_step_s(lens[:take], [self.pf_skip[r] for r in pfr[:take]])
+        re_tokens = sum(
+            x for x, r in zip(lens[:take], pfr[:take], strict=True) if self.recompute_pass[r]
+        )
+        acc["prefill"] += t
+        acc["preempt"] += t * re_tokens / tokens
+        kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
+        self.advance(t, 0, kv_now)
+        self.peak_blocks = max(self.peak_blocks, kv_now)
+        self.api.stream(self.now, t, take, take)
+        if self.cache is not None and self.cache.idle_blocks > self.rules.budget_blocks - kv_now:
+            self.evict()
+        self.complete_prefill(pfr[:take])
+
+    def run(self, release_until_s: float) -> RunRecord:
+        self.release_until_s = release_until_s
+        rules, steps, n, arr = self.rules, self.steps, self.n_in, self.arr
+        blk, cap_tokens, budget = rules.block_tokens, rules.max_batched_tokens, rules.budget_blocks
+        max_seqs, chunked, capped = rules.max_seqs, rules.chunked_prefill, self.capped
+        acc, api, span_s = self.acc, self.api, steps.span_s
+        waiting, active, prefilling = self.waiting, self.active, self.prefilling
+        decoding, heap, fin = self.decoding, self.heap, self.fin
+        pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
+        pf_skip, cache = self.pf_skip, self.cache
+        itl_v, itl_w = self.itl_v.append, self.itl_w.append
+        streams = api.token_s > 0
+        msteps = rules.scheduler_steps
+        # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
+        # unwindowed layer group)
+        groups: Any = getattr(steps, "groups", None)
+        plain = steps.pp == 1 and groups is not None and len(groups) == 1 and groups[0][1] is None
+        base = steps.base_s.tolist() if plain else []
+        kk = (np.asarray(groups[0][0], dtype=float) * np.ones(len(base))).tolist() if plain else []
+
+        def decode_only_s(n_dec: int, k: int, total: float) -> float:
+            slope = kk[n_dec - 1]  # the attention slope at this batch (StepModel.groups)
+            return base[n_dec - 1] * k + slope * k * (total + n_dec * ((k - 1) / 2.0 - 1.0))
+
+        while True:
+            na = self.na
+            if na < n and arr[na] <= self.now:
+                j = bisect_right(arr, self.now, na, n)
+                waiting.extend(range(na, j))
+                self.na = na = j
+            if self.later and self.later[0][0] <= self.now:
+                self.land(self.now)
+            if self.ms_left and not decoding:  # a multi-step batch left with no decoder
+                self.end_batch()
+            if not active and not waiting:
+                t_next = self.next_arrival()
+                if not math.isfinite(t_next):
+                    break
+                self.now = t_next  # idle until the next arrival
+                continue
+            if waiting and len(active) < max_seqs and not self.ms_left:  # multi-step: at the end
+                self.admit()
+            n_dec = len(decoding)
+            G = self.G
+            total = float(self.S + n_dec * G)
+            if prefilling:
+                pfr = list(prefilling)
+                lens = [pf_left[r] for r in pfr]
+                if not chunked:
+                    self.prefill_only(pfr, lens, n_dec)
+                    continue
+            # ---- a span of decode steps (with prefill chunks when chunked) ----
+            if n_dec:  # the fewest steps to a decoder's last token (kmin)
+                top = heap[0]
+                while fin.get(top[1]) != top[0]:
+                    heappop(heap)  # a sequence that left (preempted) before its last step
+                    top = heap[0]
+                kmin = top[0] - G
+            else:
+                kmin = 1 << 40
+            k = kmin
+            if msteps > 1 and n_dec:  # a multi-step batch runs its N steps, then schedules
+                self.ms_left = self.ms_left or msteps
+                k = min(k, self.ms_left)
+            pf = None
+            if prefilling:
+                room = cap_tokens - n_dec  # type: ignore[operator]  # chunked: a token budget
+                k = min(k, -(-lens[0] // room))
+                done = [pf_skip[r] + pf_total[r] - x for r, x in zip(pfr, lens, strict=True)]
+                pf = (room, lens, done)
+            kv_room = budget - self.reserved
+            near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
+            ctx = self.ctx() if n_dec and (near or capped) else None
+            if near and self.blocks_sum(ctx, k) > kv_room:  # type: ignore[arg-type]  # near: set
+                lo, hi = 0, k  # the most steps whose blocks still fit
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if self.blocks_sum(ctx, mid) <= kv_room:  # type: ignore[arg-type]
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                k = lo
+            if k == 0:
+                self.preempt()
+                continue
+            if plain and pf is None and n_dec:
+                t = t_dec = decode_only_s(n_dec, k, total)
+                processed = None
+            else:
+                t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
+            na = self.na
+            t_next = arr[na] if na < n else math.inf
+            if self.later:
+                t_next = min(t_next, self.later[0][0])
+            if (
+                not waiting and len(active) < max_seqs and t_next < math.inf and not self.ms_left
+            ):  # an arrival can be admitted: stop at the first step boundary after it
+                k_cut = max(1, math.ceil((t_next - self.now) * k / t))
+                if k_cut < k and plain and pf is None:
+                    k = k_cut
+                    t = t_dec = decode_only_s(n_dec, k, total)
+                elif k_cut < k:
+                    k = k_cut
+                    t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
+            acc["prefill"] += t - t_dec
+            acc["decode"] += t_dec
+            if processed is not None:
+                tokens = sum(processed)
+                if tokens:
+                    re_tokens = sum(x for x, r in zip(processed, pfr, strict=True) if recompute[r])
+                    acc["preempt"] += (t - t_dec) * re_tokens / tokens
+            if not n_dec:
+                kv_end = self.reserved
+            elif near or not self.simple_kv:
+                kv_end = self.reserved + self.blocks_sum(ctx if ctx is not None else self.ctx(), k)
+            else:  # far from full: the paging waste taken as half a block per sequence
+                kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
+            if kv_end > self.peak_blocks:
+                self.peak_blocks = kv_end
+            kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
+            if n_dec and msteps == 1:  # multi-step: the bunches at the batch's end (end_batch)
+                t_step = t / k
+                first = self.now + t_step
+                fresh = self.fresh
+                last_tok = self.last_tok
+                for r in fresh:  # their last token came at their own time
+                    itl_v(first - last_tok[r])
+                    itl_w(1.0)
+                if n_dec > len(fresh):  # the rest got theirs at the end of the last span
+                    itl_v(first - self.last_shared)
+                    itl_w(float(n_dec - len(fresh)))
+                if k > 1:
+                    itl_v(t_step)
+                    itl_w(float(n_dec * (k - 1)))
+            # self.advance(t, n_dec, kv_mid), inline
+            now = self.now + t
+            acc["busy"] += t
+            acc["act"] += len(active) * t
+            acc["dec"] += n_dec * t
+            acc["kv"] += kv_mid * t
+            wait = len(waiting) * t
+            na = self.na
+            if na < n and arr[na] <= now:  # arrivals during the span queue for the rest of it
+                self.arrive(na, now, wait)
+            else:
+                acc["wait"] += wait
+            if cache is not None:
+                self.land(now)
+                cache.tick(t)
+            self.now = now
+            if streams:
+                firsts = 0
+                if processed is not None:
+                    firsts = sum(x == pf_left[r] for r, x in zip(pfr, processed, strict=True))
+                api.stream(now, t, n_dec * k + firsts, n_dec + firsts)
+            if n_dec:
+                self.G = G = G + k
+                self.spans += 1
+                if msteps == 1:
+                    self.last_shared = self.now
+                    self.fresh = []
+            if processed is not None:
+                done = []
+                for r, x in zip(pfr, processed, strict=True):
+                    left = pf_left[r] - x
+                    pf_left[r] = left
+                    if left == 0:
+                        done.append(r)
+                if done:
+                    self.complete_prefill(done)
+            if n_dec and k == kmin:  # some decoders produced their last token
+                G = self.G
+                while heap and heap[0][0] <= G:
+                    f, r = heappop(heap)
+                    if fin.get(r) == f:
+                        self.leave(r)
+                        if msteps > 1:  # seen at the batch's end
+                            self.ended.append(r)
+                            continue
+                        self.last_tok[r] = self.now
+                        self.finish(r)
+            if self.ms_left:
+                self.ms_left -= k
+                if not self.ms_left or not decoding:
+                    self.end_batch()
+            if cache is not None and cache.idle_blocks > budget - kv_end:
+                self.evict()
+        acc, a = self.acc, np.array
+        times = (a(self.arr), a(self.admitted_s), a(self.first_token_s), a(self.finish_s))
+        itl = (a(self.itl_v), a(self.itl_w))
+        busy = (acc["busy"], acc["prefill"], acc["decode"], acc["preempt"])
+        integrals = (acc["act"], acc["dec"], acc["wait"], acc["kv"])
+        counts = (self.preemptions, self.recomputed, self.swapped_bytes)
+        ends = (self.peak_blocks, budget, self.now, a(self.sent), self.api.latency_s)
+        waits = (a(self.first_wait), a(self.finish_wait))
+        sizes = (self.prompts_np, self.outputs_np)
+        pfx = (None if cache is None else cache.stats(self.prompts_np),)
+        fields = (*times, *sizes, *itl, *counts, *busy, *integrals, *ends, *waits, *pfx)
+        return RunRecord(*fields)

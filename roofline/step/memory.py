@@ -1,0 +1,172 @@
+"""Memory footprint per GPU: weights, KV cache, activations, the engine's KV budget, max batch.
+
+KV budget rules (engine documentation):
+- vLLM: gpu_memory_utilization (default 0.9) × capacity − (weights + activation peak + non-torch);
+  the activation peak is profiled with a forward pass of max_num_batched_tokens tokens.
+- SGLang: mem_fraction_static × capacity − weights (activations live outside the static pool).
+- TensorRT-LLM: kv_cache_free_gpu_mem_fraction (default 0.9) × (capacity − weights − activations
+  − runtime).
+- ideal: every byte that is not a weight holds KV.
+Paged KV (vLLM, Kwon et al. SOSP'23) allocates whole blocks of `block_tokens` (16 by default), so a
+sequence of T tokens holds ceil(T / block)·block token slots per layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Accelerator
+from roofline.domain.layout import check_shape, distinct_stages, stage_layer_counts
+from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
+from roofline.step.ops import (
+    Deployment,
+    cached_tokens_cap,
+    kv_bytes_per_token_layer,
+    stage_weight_bytes,
+)
+from roofline.timing.roofline import FloatArray
+
+
+def weight_bytes_total(model: ModelArch, dep: Deployment) -> float:
+    """Stored weight bytes of the whole model: linear layers (attention projections, dense FFN,
+    experts) in the weight format (the non-expert ones in dense_weights where a checkpoint
+    quantizes the experts only); embedding, head, router and norms in 16 bit."""
+    p = model.param_breakdown()
+    dense = p["attention"] + p["mlp"] + p["experts_shared"]
+    other = p["total"] - dense - p["experts_routed"]
+    bits = p["experts_routed"] * dep.linear_bits + dense * dep.dense_bits + other * dep.other_bits
+    return bits / 8.0
+
+
+def weight_bytes_per_gpu(model: ModelArch, dep: Deployment) -> float:
+    """Weights on the most loaded GPU: the stage accounting the step time reads from
+    (ops.stage_weight_bytes: replicated MLA down-projections and K/V heads whole, experts over
+    EP, embedding and head on the end stages), maximised over the PP stages."""
+    return max(stage_weight_bytes(model, dep, st) for st in distinct_stages(model, dep.pp))
+
+
+def kv_bytes_per_token(model: ModelArch, kv_bits: float, tp: int = 1, pp: int = 1) -> float:
+    """KV bytes per token summed over the layers of the largest PP stage (ceil(L / PP) under
+    vLLM's split), all layers at full attention; `tp` is the attention TP group."""
+    layers = max(stage_layer_counts(model.num_hidden_layers, pp))
+    return kv_bytes_per_token_layer(model, kv_bits, tp) * layers
+
+
+def kv_bytes_per_sequence(
+    model: ModelArch, dep: Deployment, context: ArrayLike, block_tokens: int = 1
+) -> FloatArray:
+    """KV bytes one sequence of `context` tokens holds on a GPU that serves it (the most loaded
+    PP stage; under attention-DP only the GPUs of its attention-DP group hold it): sliding-window
+    layers keep at most their window, an eviction budget caps every layer; each layer's slots
+    round up to whole blocks."""
+    t = np.asarray(context, dtype=float)
+    per_layer = kv_bytes_per_token_layer(model, dep.kv.bits, dep.attention_tp)
+
+    def slots(st) -> FloatArray:
+        caps = [(g.count, cached_tokens_cap(g.window, dep)) for g in st.groups]
+        return sum(
+            count * np.ceil((t if cap is None else np.minimum(t, cap)) / block_tokens)
+            for count, cap in caps
+        )
+
+    most = np.maximum.reduce([np.asarray(slots(st)) for st in distinct_stages(model, dep.pp)])
+    return most * block_tokens * per_layer
+
+
+def activation_peak_bytes(model: ModelArch, dep: Deployment, tokens: ArrayLike) -> FloatArray:
+    """Peak activation memory of a forward pass over `tokens` tokens (fused attention, so no S×S
+    scores): the residual stream and one layer's widest intermediate alive at once —
+    t·(2·D + max(3·F_ffn, (N+2K)·H)/TP)·b_a — plus fp32 logits for up to 256 sampled rows."""
+    m, t = model, np.asarray(tokens, dtype=float)
+    has_dense = any(not g.moe for g in m.layer_groups)  # a pure MoE's intermediate_size is unused
+    f = max(
+        m.dense_ffn_width if has_dense else 0,
+        m.num_experts_per_tok * m.expert_width + m.n_shared_experts * m.expert_width,
+    )
+    widest = max(3 * f, (m.num_attention_heads + 2 * m.n_kv_heads) * m.d_head)
+    logits = np.minimum(t, 256) * m.vocab_size * 4 / dep.tp
+    return t * (2 * m.hidden_size + widest / dep.tp) * dep.activations.bytes_per_value + logits
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Per-GPU memory breakdown and the KV budget under an engine's rule."""
+
+    capacity_bytes: float
+    weights_bytes: float
+    activation_bytes: float
+    runtime_overhead_bytes: float
+    kv_budget_bytes: float
+    engine: Engine
+
+    @property
+    def weights_fit(self) -> bool:
+        return self.kv_budget_bytes > 0
+
+
+def plan_memory(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    capacity_bytes: float | None = None,
+) -> MemoryPlan:
+    """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory)."""
+    check_shape(model, dep.layout)
+    cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
+    if cap <= 0:
+        raise InputError(f"memory capacity must be positive, got {cap}")
+    weights = weight_bytes_per_gpu(model, dep)
+    act = (
+        float(activation_peak_bytes(model, dep, eng.profile_tokens)) if eng.profile_tokens else 0.0
+    )
+    runtime = eng.runtime_overhead_bytes
+    if eng.rule == "fraction_of_capacity":
+        budget = cap * eng.memory_fraction - weights - act - runtime
+    elif eng.rule == "fraction_of_free":
+        budget = (cap - weights - act - runtime) * eng.memory_fraction
+    else:
+        budget = cap - weights
+    return MemoryPlan(cap, weights, act, runtime, max(budget, 0.0), eng)
+
+
+def max_batch(
+    plan: MemoryPlan, model: ModelArch, dep: Deployment, context: ArrayLike
+) -> FloatArray:
+    """Largest number of sequences of `context` tokens whose KV fits in the budget:
+    floor(KV budget / (kv per token × ceil(T / block)·block)) (window-capped per layer), times
+    the attention-DP groups (each holds its own sequences)."""
+    per_seq = kv_bytes_per_sequence(model, dep, context, plan.engine.block_tokens)
+    return np.floor(plan.kv_budget_bytes / np.maximum(per_seq, 1e-30)) * dep.attention_dp
+
+
+CONTEXT_GRID_TOKENS = (1024, 4096, 8192, 32768, 131072)
+
+
+def max_batch_by_context(
+    plan: MemoryPlan, model: ModelArch, dep: Deployment, context: int
+) -> tuple[list[int], FloatArray]:
+    """max_batch at a grid of contexts (1k, 4k, 8k, 32k, 128k, the model's longest and
+    `context`), up to the model's max_position_embeddings (131,072 when unknown)."""
+    limit = model.max_position_embeddings or 131072
+    grid = sorted({c for c in (*CONTEXT_GRID_TOKENS, limit) if c <= limit} | {context})
+    return grid, max_batch(plan, model, dep, np.array(grid, dtype=float))
+
+
+# ---- the GPU-wired limit of unified memory (Apple silicon): roofline.domain.hardware
+# ---------------
+WIRED_WARN_BAND = 0.10
+
+
+def wired_status(needed_bytes: float, limit_bytes: float) -> str:
+    """'fits', 'near' (within WIRED_WARN_BAND of the limit: little room for compute buffers and
+    the OS; MLX pages past recommendedMaxWorkingSetSize instead of failing, osaurus PR #1958) or
+    'over'."""
+    if needed_bytes > limit_bytes:
+        return "over"
+    return "near" if needed_bytes > (1.0 - WIRED_WARN_BAND) * limit_bytes else "fits"
