@@ -12,15 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cli import day as day_cli
-from roofline.serving.day import Curve, plan_day
-from roofline.serving.dayfile import read_curve
+from roofline.serving.day import DayRates, plan_day
+from roofline.serving.dayfile import read_day
 
 SINUSOID = Path(__file__).resolve().parent.parent / "examples" / "curves" / "sinusoid-day.csv"
 
 
-def _curve(rates, step_s=3600.0) -> Curve:
+def _curve(rates, step_s=3600.0) -> DayRates:
     n = len(rates)
-    return Curve(np.arange(n) * step_s, np.full(n, step_s), np.array(rates, float), "test")
+    return DayRates(np.arange(n) * step_s, np.full(n, step_s), np.array(rates, float), "test")
 
 
 def test_sinusoidal_day_of_8b_on_h100_against_static_peak(run, tmp_path, monkeypatch):
@@ -130,7 +130,7 @@ def test_day_bounds(rates, cap, headroom, delay):
 def test_curve_formats_are_detected_and_said(tmp_path, name, text, step_s, says):
     f = tmp_path / name
     f.write_text(text)
-    c = read_curve(f)
+    c = read_day(f)
     assert c.rate.tolist() == [5, 7, 6] and c.duration_s.tolist() == [step_s] * 3
     assert c.description.startswith(says) and str(f) in c.description
 
@@ -138,7 +138,7 @@ def test_curve_formats_are_detected_and_said(tmp_path, name, text, step_s, says)
 def test_an_arrival_log_is_binned():
     log = Path(__file__).resolve().parent.parent / "examples" / "arrivals" / "burstgpt_sample.csv"
     rows = log.read_text().strip().splitlines()[1:]
-    c = read_curve(log)
+    c = read_day(log)
     assert (c.rate * c.duration_s).sum() == pytest.approx(len(rows))  # every arrival counted
     assert "burstgpt log" in c.description and "counted per" in c.description
 

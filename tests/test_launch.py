@@ -10,7 +10,7 @@ from roofline.catalog.engine_flags import engine_flags
 from roofline.domain.layout import Layout, expert_slots, validate
 from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.engines.engine import engine
-from roofline.engines.launch import LAUNCH_ENGINES, LaunchSpec, launch
+from roofline.engines.launch import LAUNCH_ENGINES, LaunchSetup, launch
 from roofline.serving.candidates import candidates
 from roofline.serving.sim.steps import kv_budget_blocks
 from roofline.step.memory import plan_memory
@@ -18,7 +18,7 @@ from roofline.step.ops import Deployment
 
 FP8 = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"])
 SPECS = [
-    LaunchSpec("org/m", tp, pp, ep, adp, red, seqs, toks, 3000, 0.9, w, kv, nodes)
+    LaunchSetup("org/m", tp, pp, ep, adp, red, seqs, toks, 3000, 0.9, w, kv, nodes)
     for tp, pp, ep, adp, red, nodes in [
         (1, 1, 1, 1, 0, 1),
         (8, 2, 1, 1, 0, 2),
@@ -55,7 +55,7 @@ def test_every_emitted_flag_is_listed(name):
 
 
 def test_degrees_map_as_the_engines_document():
-    spec = LaunchSpec("deepseek-ai/DeepSeek-R1", 8, 1, 8, 8, 0, 128, 8192, 3000, 0.9, "fp8", "fp8")
+    spec = LaunchSetup("deepseek-ai/DeepSeek-R1", 8, 1, 8, 8, 0, 128, 8192, 3000, 0.9, "fp8", "fp8")
 
     def pairs(argv):
         return " ".join(argv)
@@ -73,7 +73,7 @@ def test_degrees_map_as_the_engines_document():
     t = launch(engine_flags(), "trtllm", spec)
     assert t.options == {"enable_attention_dp": True, "kv_cache_config": {"dtype": "fp8"}}
     # vLLM cannot run EP between 1 and TP x DP: no line rather than a wrong one
-    assert launch(engine_flags(), "vllm", LaunchSpec("m", 8, ep=4)).argv == ()
+    assert launch(engine_flags(), "vllm", LaunchSetup("m", 8, ep=4)).argv == ()
 
 
 def test_redundant_expert_slots_by_hand(cat):
@@ -84,7 +84,7 @@ def test_redundant_expert_slots_by_hand(cat):
     assert lay.attention_tp == 1
     with pytest.raises(Exception, match="exceeds"):
         validate(Layout(512, 1, 512, 1, 512), m, cat.accelerator("h200"))
-    r = launch(engine_flags(), "vllm", LaunchSpec("m", 72, 1, 72, 72, 288 - 256))
+    r = launch(engine_flags(), "vllm", LaunchSetup("m", 72, 1, 72, 72, 288 - 256))
     assert '{"num_redundant_experts": 32}' in r.argv
 
 

@@ -8,14 +8,14 @@ import pytest
 from rich.console import Console
 
 from roofline.catalog.engine_flags import engine_flags
-from roofline.engines.launch import LAUNCH_ENGINES, LaunchSpec, launch, launch_json, launch_pools
+from roofline.engines.launch import LAUNCH_ENGINES, LaunchSetup, launch, launch_json, launch_pools
 from roofline.render.traffic import size_table
 
 R1 = "deepseek-ai/DeepSeek-R1"
 # decode as DeepSeek serves R1 (attention-DP, experts over every GPU), cut to 2 nodes of 8
-ADP16 = LaunchSpec(R1, 16, 1, 16, 16, 0, 128, 8192, 3000, 0.9, "fp8", "fp8", 2)
-TP16 = LaunchSpec(R1, 16, 1, 1, 1, 0, None, None, 3000, 0.9, "fp8", "fp8", 2)
-PRE = LaunchSpec(R1, 8, 1, 8, 1, 0, None, 8192, 3000, 0.9, "fp8", "fp8", 1)
+ADP16 = LaunchSetup(R1, 16, 1, 16, 16, 0, 128, 8192, 3000, 0.9, "fp8", "fp8", 2)
+TP16 = LaunchSetup(R1, 16, 1, 1, 1, 0, None, None, 3000, 0.9, "fp8", "fp8", 2)
+PRE = LaunchSetup(R1, 8, 1, 8, 1, 0, None, 8192, 3000, 0.9, "fp8", "fp8", 1)
 
 
 def flags(argv) -> set[str]:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.serving.sim.prefixcache import PrefixCache, PrefixSpec
+from roofline.serving.sim.prefixcache import PrefixCache, PrefixConfig
 
 SERVE = ("serve", "llama-3.1-8b", "h100", "--output", "200", "--rate", "1", "--requests", "300")
 
@@ -167,7 +167,7 @@ def test_cache_never_hits_more_than_it_may(shared, block, lengths, free):
     """Whatever the order: a prefill finds at most floor((L − 1)/block) whole blocks cached (its
     last token is always computed), never more than it could have without evictions, and after
     fit the idle blocks fit in the free space."""
-    spec = PrefixSpec(shared_tokens=shared, turns=2)
+    spec = PrefixConfig(shared_tokens=shared, turns=2)
     prompts, outputs, info = spec.build(lengths, lengths)
     cache = PrefixCache(info, block)
     for r in range(len(prompts)):

@@ -97,7 +97,7 @@ def test_choice_by_hand_at_both_ends(cat):
     # per draft step (engines.yaml spec_draft_step_cpu_us) is set to 0 here: with it, a deeper
     # tree also pays more host time, which this hand argument leaves out.
     _, hw, args = _llama8b(cat, np.array([1.0, 4096.0]), context=128)
-    no_host = {k: replace(v, spec_round_cpu_s=0.0, spec_draft_step_cpu_s=0.0)
+    no_host = {k: replace(v, draft_round_cpu_s=0.0, draft_step_cpu_s=0.0)
                for k, v in hw.efficiency.engines.items()}  # fmt: skip
     eff = replace(hw.efficiency, engines=no_host)
     cands = round_candidates(range(1, 6), "eagle3")

@@ -175,7 +175,7 @@ def spec_cases(cat: Catalog) -> list[SpecCase]:
         eff = replace(
             hw.efficiency,
             engines={
-                k: replace(v, spec_round_cpu_s=0.0, spec_draft_step_cpu_s=0.0)
+                k: replace(v, draft_round_cpu_s=0.0, draft_step_cpu_s=0.0)
                 for k, v in hw.efficiency.engines.items()
             },
         )

@@ -354,7 +354,7 @@ def _per_family_us(where: str, data: dict) -> tuple[tuple[str, float], ...]:
 def engine_profile(where: str, data: Any) -> EngineProfile:
     d = _check(where, data, _ENGINE_KEYS)
     _positive(where, "kernels_per_layer", d["kernels_per_layer"])
-    spec = {
+    values = {
         k: float(d.get(k, 0))
         for k in (
             "spec_round_cpu_us",
@@ -367,7 +367,7 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
             "load_gb_per_s",
         )
     }
-    for key, value in spec.items():
+    for key, value in values.items():
         if value < 0:
             raise CatalogError(f"{where}: key '{key}' must be non-negative, got {value:g}")
     if "versions" in d:
@@ -392,15 +392,15 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         moe_kernel=d.get("moe_kernel"),
         source=d["source"],
         aliases=(),
-        spec_round_cpu_s=spec["spec_round_cpu_us"] * US,
-        spec_draft_step_cpu_s=spec["spec_draft_step_cpu_us"] * US,
-        request_latency_s=spec["request_latency_us"] * US,
-        api_request_s=spec["api_request_us"] * US,
-        api_token_fast_s=spec["api_token_fast_us"] * US,
-        api_token_slow_s=spec["api_token_slow_us"] * US,
+        draft_round_cpu_s=values["spec_round_cpu_us"] * US,
+        draft_step_cpu_s=values["spec_draft_step_cpu_us"] * US,
+        request_latency_s=values["request_latency_us"] * US,
+        api_request_s=values["api_request_us"] * US,
+        api_token_fast_s=values["api_token_fast_us"] * US,
+        api_token_slow_s=values["api_token_slow_us"] * US,
         cpu_per_seq_s=_per_family_us(where, d.get("cpu_per_seq_us", {})),
-        start_s=spec["start_s"],
-        load_bytes_per_s=spec["load_gb_per_s"] * 1e9,
+        start_s=values["start_s"],
+        load_bytes_per_s=values["load_gb_per_s"] * 1e9,
         base=d.get("base", ""),
         versions=d.get("versions", ""),
         max_num_seqs=int(d.get("max_num_seqs", 0)),

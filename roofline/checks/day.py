@@ -13,7 +13,7 @@ from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 from roofline.domain.units import fmt_seconds
 from roofline.engines.engine import Engine
-from roofline.serving.day import Curve, plan_day
+from roofline.serving.day import DayRates, plan_day
 from roofline.serving.daysize import delay_for
 from roofline.serving.metrics import Slo
 from roofline.serving.search import max_rate_within_slo, replica_capacity
@@ -23,10 +23,10 @@ from roofline.step.ops import Deployment
 
 
 @dataclass(frozen=True)
-class CurveLimits:
+class DayLimits:
     """Assertions across a curve; None means not checked."""
 
-    curve: Curve
+    day_rates: DayRates
     headroom: float
     delay_s: float | None  # None: derived (weight bytes / load bandwidth + engine start)
     max_replicas: int | None  # the autoscaler's ceiling (the spec's dp or gpus), None: none
@@ -34,7 +34,7 @@ class CurveLimits:
     min_slo_attainment: float | None = None  # a share, 0 to 1
 
 
-def run_curve_checks(
+def run_day_checks(
     model: ModelArch,
     hw: Accelerator,
     dep: Deployment,
@@ -43,7 +43,7 @@ def run_curve_checks(
     prompt: int,
     output: int,
     slo: Slo,
-    limits: CurveLimits,
+    limits: DayLimits,
     capacity_bytes: float | None = None,
     ideal: bool = False,
     requests: int = 1000,
@@ -71,7 +71,7 @@ def run_curve_checks(
             Check(n, False, lim, float("nan"), "", "misses the SLOs even at light load")
             for n, lim in wanted
         ]
-    day = plan_day(limits.curve, cap, limits.headroom, delay, max_replicas=limits.max_replicas)
+    day = plan_day(limits.day_rates, cap, limits.headroom, delay, max_replicas=limits.max_replicas)
     gpu_h = day.replica_hours_per_day * rep.gpus
     ceiling = f", at most {limits.max_replicas}" if limits.max_replicas is not None else ""
     fleet = (

@@ -202,8 +202,8 @@ def serve_at(
     prefix=None,
 ) -> ServeResult:
     """Serve `requests` Poisson requests at limits.rate on `replicas` replicas (the serving
-    simulator, docs/METRICS.md; `prefix`: a serving.prefixcache.PrefixSpec, None: every request
-    new), the p99 limits as the per-request SLOs."""
+    simulator, docs/METRICS.md; `prefix`: a serving.sim.prefixcache.PrefixConfig, None: every
+    request new), the p99 limits as the per-request SLOs."""
     from roofline.serving.metrics import Slo
     from roofline.serving.search import replica_capacity
     from roofline.serving.serve import make_replica, serve

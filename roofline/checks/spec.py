@@ -29,15 +29,15 @@ from roofline.engines.engine import Engine
 from roofline.step.ops import Deployment
 
 if TYPE_CHECKING:
-    from roofline.checks.day import CurveLimits
+    from roofline.checks.day import DayLimits
     from roofline.serving.metrics import Slo
     from roofline.serving.serve import ServeResult
-    from roofline.serving.sim.prefixcache import PrefixSpec
+    from roofline.serving.sim.prefixcache import PrefixConfig
 
 
 @dataclass(frozen=True)
 class SpecCase:
-    """A spec's deployment, parsed: what run_checks, serve_at and run_curve_checks take."""
+    """A spec's deployment, parsed: what run_checks, serve_at and run_day_checks take."""
 
     name: str
     model: ModelArch
@@ -52,12 +52,12 @@ class SpecCase:
     context: int
     limits: Limits
     traffic: TrafficLimits | None = None
-    day: CurveLimits | None = None
+    day: DayLimits | None = None
     day_slo: Slo | None = None  # the p99 limits a replica's capacity across the curve holds
     capacity_bytes: float | None = None
     requests: int = 1000
     seed: int = 0
-    prefix: PrefixSpec | None = None
+    prefix: PrefixConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -88,10 +88,10 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
         )  # fmt: skip
         checks += traffic_checks(served, c.traffic, ideal)
     if c.day is not None:
-        from roofline.checks.day import run_curve_checks
+        from roofline.checks.day import run_day_checks
         from roofline.serving.metrics import Slo
 
-        checks += run_curve_checks(
+        checks += run_day_checks(
             c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output,
             slo=c.day_slo or Slo(None, None, 99.0), limits=c.day,
             capacity_bytes=c.capacity_bytes, ideal=ideal, requests=c.requests, seed=c.seed,

@@ -97,7 +97,7 @@ def check(
     min_goodput: Annotated[
         float | None, typer.Option(help="under --rate: assert goodput ≥ requests/s")
     ] = None,
-    traffic_curve: topt.TrafficCurve = None,
+    traffic_curve: topt.TrafficDayOption = None,
     headroom: Annotated[
         float,
         typer.Option(help="with --traffic-curve: share of each replica's capacity left unused"),

@@ -8,14 +8,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from roofline.checks.day import CurveLimits
+from roofline.checks.day import DayLimits
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 from roofline.domain.units import parse_seconds
 from roofline.engines.engine import Engine
-from roofline.serving.day import Curve, plan_day
-from roofline.serving.dayfile import read_curve
+from roofline.serving.day import DayRates, plan_day
+from roofline.serving.dayfile import read_day
 from roofline.serving.daysize import day_json, delay_for, intervals_json, latency_table
 from roofline.serving.metrics import Slo
 from roofline.serving.size import HEADROOM, Sized
@@ -45,7 +45,7 @@ def add_days(
     prices: dict,
     rows: list[Sized],
     deployments: list[dict[str, Any]],
-    c: Curve,
+    c: DayRates,
     headroom: float,
     override: float | None,
     seed: int,
@@ -94,7 +94,7 @@ def add_days(
     return best
 
 
-def curve_inputs(c: Curve, path: str, override: float | None) -> dict[str, Any]:
+def day_inputs(c: DayRates, path: str, override: float | None) -> dict[str, Any]:
     return {
         "traffic_curve": path,
         "traffic_curve_read": c.description,
@@ -111,7 +111,7 @@ def curve_inputs(c: Curve, path: str, override: float | None) -> dict[str, Any]:
     }
 
 
-def spec_limits(d: dict[str, Any], checks: tuple[str, ...]) -> CurveLimits:
+def spec_limits(d: dict[str, Any], checks: tuple[str, ...]) -> DayLimits:
     """check's spec keys across a day: traffic_curve with max_gpu_hours_per_day and/or
     min_slo_attainment; headroom and scale_up_delay beside them."""
     c = d["checks"]
@@ -137,8 +137,8 @@ def spec_limits(d: dict[str, Any], checks: tuple[str, ...]) -> CurveLimits:
     ceiling = None
     if "dp" in d or d.get("gpus") is not None:  # the spec's fleet: the autoscaler's ceiling
         ceiling = d["gpus"] // (d.get("tp", 1) * d.get("pp", 1)) if d.get("gpus") else d["dp"]
-    return CurveLimits(
-        read_curve(path),
+    return DayLimits(
+        read_day(path),
         float(headroom),
         parse_delay(d.get("scale_up_delay")),
         ceiling,
@@ -158,7 +158,7 @@ def spec_slo(d: dict[str, Any]) -> Slo:
     )
 
 
-def start(path: str | None, delay: str | None, out: Path | None) -> Curve | None:
+def start(path: str | None, delay: str | None, out: Path | None) -> DayRates | None:
     """Check the curve options and read the curve before any work (bad input: one line)."""
     if path is None:
         for given, flag in ((delay, "--scale-up-delay"), (out, "--out")):
@@ -170,7 +170,7 @@ def start(path: str | None, delay: str | None, out: Path | None) -> Curve | None
         from roofline.render.charts import check_output
 
         check_output(out)
-    return read_curve(path)
+    return read_day(path)
 
 
 def delays(

@@ -12,7 +12,7 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import node_gpus
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
-from roofline.engines.launch import LaunchSpec, launch_json, launch_spec
+from roofline.engines.launch import LaunchSetup, launch_json, launch_setup
 from roofline.serving.disagg import Disaggregation, TrafficMode
 from roofline.serving.kvtransfer import KvLink, kv_shares
 from roofline.serving.metrics import Slo
@@ -145,17 +145,17 @@ def pools_launch(
     flags."""
     (p_hw, p_dep), (d_hw, d_dep) = pools
 
-    def spec(hw: Accelerator, dep: Deployment, seqs: int | None) -> LaunchSpec:
+    def setup(hw: Accelerator, dep: Deployment, seqs: int | None) -> LaunchSetup:
         row = {
             "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "attention_dp": dep.attention_dp,
             "redundant_experts": redundant_experts(m, dep), "max_seqs": seqs,
             "max_batched_tokens": None, "nodes": -(-dep.gpus_per_replica // node_gpus(hw)),
         }  # fmt: skip
-        return launch_spec(m.id, m.source, row, max_len, eng.memory_fraction, dep.weights.name,
+        return launch_setup(m.id, m.source, row, max_len, eng.memory_fraction, dep.weights.name,
                            dep.kv.name)  # fmt: skip
 
-    dec = spec(d_hw, d_dep, -(-batch // d_dep.attention_dp))
-    return launch_json(engine_flags(), eng.name, dec, (spec(p_hw, p_dep, None), *split))
+    dec = setup(d_hw, d_dep, -(-batch // d_dep.attention_dp))
+    return launch_json(engine_flags(), eng.name, dec, (setup(p_hw, p_dep, None), *split))
 
 
 def pool_split(r: Disaggregation, traffic: TrafficMode | None) -> tuple[int, int]:

@@ -51,7 +51,7 @@ ACCEPTANCE = "0.7"
 
 
 @dataclass(frozen=True)
-class SpecOptions:
+class DraftOptions:
     """The drafter options, one group (cli.groups) in speculate, serve and size."""
 
     drafter: Drafter = None
@@ -67,7 +67,7 @@ class SpecOptions:
     draft_weights: DraftWeights = None
 
 
-SPEC = SpecOptions()
+DRAFT = DraftOptions()
 
 
 def acceptance_rates(text: str) -> float | list[float]:
@@ -97,7 +97,7 @@ def tree_option(text: str, gamma_max: int) -> int | str:
     return n
 
 
-def drafter_kind(o: SpecOptions, m) -> str:
+def drafter_kind(o: DraftOptions, m) -> str:
     """`speculate`'s --drafter (auto: draft with --draft, else MTP where the model has MTP
     layers, else EAGLE), checked with --draft and --decay."""
     from roofline.levers.speculative import DRAFTERS
@@ -119,7 +119,7 @@ def drafter_kind(o: SpecOptions, m) -> str:
     return kind
 
 
-def round_options(o: SpecOptions) -> tuple[list[int], int | str, float | list[float]]:
+def round_options(o: DraftOptions) -> tuple[list[int], int | str, float | list[float]]:
     """(γ list, tree: auto | chain | T, acceptance per position or one rate) from the round
     options, checked; --tau turns into α (acceptance.alpha_from_tau)."""
     from roofline.levers.acceptance import alpha_from_tau
@@ -144,12 +144,12 @@ def round_options(o: SpecOptions) -> tuple[list[int], int | str, float | list[fl
     return gammas, tree, acc
 
 
-def spec_config(cat, m, dep, o: SpecOptions):
-    """The drafter options of serve and size as a core SpecConfig (serving.specstep), checked as
-    `speculate` checks them; None without --drafter (plain decoding)."""
+def draft_config(cat, m, dep, o: DraftOptions):
+    """The drafter options of serve and size as a core DraftConfig (serving.sim.drafting), checked
+    as `speculate` checks them; None without --drafter (plain decoding)."""
     from roofline.domain.precision import weight_format
     from roofline.levers.speculative import DRAFTERS
-    from roofline.serving.sim.drafting import SpecConfig
+    from roofline.serving.sim.drafting import DraftConfig
 
     drafter, draft, decay = o.drafter, o.draft, o.decay
     if drafter is None:
@@ -173,12 +173,12 @@ def spec_config(cat, m, dep, o: SpecOptions):
     gammas, tree, acc = round_options(o)
     acc_v = float(acc) if not isinstance(acc, list) else tuple(acc)
     t = None if tree == "auto" else (0 if tree == "chain" else int(tree))
-    return SpecConfig(kind, d_m, d_dep, tuple(gammas), t, acc_v, decay, o.draft_vocab, o.topk)
+    return DraftConfig(kind, d_m, d_dep, tuple(gammas), t, acc_v, decay, o.draft_vocab, o.topk)
 
 
-def spec_json(cfg, rep) -> dict:
+def draft_json(cfg, rep) -> dict:
     """The speculative configuration a replica runs, for the inputs of serve and size."""
-    r = rep.spec
+    r = rep.drafting
     return {
         "drafter": cfg.drafter,
         "draft": cfg.draft.id if cfg.draft else None,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from roofline import render
-from roofline.cli import draft_options as sopt
+from roofline.cli import draft_options as dopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, guarded, note, warn
@@ -32,7 +32,7 @@ from roofline.step.memory import max_batch, plan_memory
 def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    so: sopt.SpecOptions = sopt.SPEC,
+    so: dopt.DraftOptions = dopt.DRAFT,
     tp: opt.Tp = 1,
     pp: opt.Pp = 1,
     ep: opt.Ep = 1,
@@ -69,14 +69,14 @@ def speculate(
     Example: roofline speculate llama-3.1-8b h100 --drafter eagle --tau 3.2 --gamma 4"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    kind = sopt.drafter_kind(so, m)
+    kind = dopt.drafter_kind(so, m)
     d_m = cat.model(so.draft) if kind == "draft" and so.draft else None
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
     opt.check_formats(dep, hw)
     opt.replicas(dep, gpus, dp)
     d_weights = opt.resolve_weights(so.draft_weights or weights, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights)).with_layout(ep=1, pp=1)
-    gammas, tree, acc = sopt.round_options(so)
+    gammas, tree, acc = dopt.round_options(so)
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
     ctx = opt.workload(prompt, output, context)[2]

@@ -402,46 +402,46 @@ def capacity(hw: Accelerator, memory: str | None, wired_limit: str | None = None
 MAX_LIST = 100_000  # values a list or range option may expand to
 
 
-def int_list(spec: str, what: str, parse: Callable[[str], int] = int) -> list[int]:
+def int_list(text: str, what: str, parse: Callable[[str], int] = int) -> list[int]:
     """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (a step); items may take units. The
     size of a range is checked before it is expanded."""
     try:
-        if ".." in spec:
-            lo_text, _, rest = spec.partition("..")
+        if ".." in text:
+            lo_text, _, rest = text.partition("..")
             hi_text, _, step_text = rest.partition(":")
             lo, hi = parse(lo_text), parse(hi_text)
             step = parse(step_text) if step_text else None
         else:
-            values = [parse(v) for v in spec.split(",") if v.strip()]
+            values = [parse(v) for v in text.split(",") if v.strip()]
     except (ValueError, ZeroDivisionError, RooflineError):
         raise InputError(
-            f"cannot read {what} {spec!r}: use 1,8,64 or 1..1024 or 8..256:8"
+            f"cannot read {what} {text!r}: use 1,8,64 or 1..1024 or 8..256:8"
         ) from None
-    if ".." in spec:
+    if ".." in text:
         if hi < lo:
-            raise InputError(f"{what} {spec!r}: the range runs backwards ({lo} > {hi})")
+            raise InputError(f"{what} {text!r}: the range runs backwards ({lo} > {hi})")
         if step is not None:
             if step < 1:
-                raise InputError(f"{what} {spec!r}: the step must be at least 1")
+                raise InputError(f"{what} {text!r}: the step must be at least 1")
             if (hi - lo) // step + 1 > MAX_LIST:
-                raise InputError(f"{what} {spec!r}: more than {MAX_LIST:,} values")
+                raise InputError(f"{what} {text!r}: more than {MAX_LIST:,} values")
             values = list(range(lo, hi + 1, step))
         elif lo < 1:
-            raise InputError(f"{what} {spec!r}: a powers-of-two range starts at 1 or more")
+            raise InputError(f"{what} {text!r}: a powers-of-two range starts at 1 or more")
         else:
             count = int(np.log2(hi / lo)) + 1
             values = sorted({round(v) for v in np.geomspace(lo, hi, count)} | {hi})
     if not values:
-        raise InputError(f"{what} {spec!r} gives no values")
+        raise InputError(f"{what} {text!r} gives no values")
     if len(values) > MAX_LIST:
-        raise InputError(f"{what} {spec!r}: more than {MAX_LIST:,} values")
+        raise InputError(f"{what} {text!r}: more than {MAX_LIST:,} values")
     return values
 
 
-def batch_sweep(spec: str, what: str = "--max-seqs") -> list[int]:
-    values = int_list(spec, what)
+def batch_sweep(text: str, what: str = "--max-seqs") -> list[int]:
+    values = int_list(text, what)
     if min(values) < 1 or max(values) > 65536 or len(values) > 256:
-        raise InputError(f"{what} {spec!r}: 1 to 256 settings, each from 1 to 65536")
+        raise InputError(f"{what} {text!r}: 1 to 256 settings, each from 1 to 65536")
     return values
 
 

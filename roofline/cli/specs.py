@@ -105,7 +105,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     prefix = None
     if traffic is not None:
-        prefix = topt.prefix_spec(
+        prefix = topt.prefix_config(
             None if d.get("shared_prefix") is None else str(d["shared_prefix"]),
             d.get("prefixes", 1),
             d.get("turns", 1),

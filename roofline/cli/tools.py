@@ -30,8 +30,8 @@ def _auto_formats(models: list[Any]) -> list[str]:
     return sorted({opt.resolve_weights("auto", m) for m in models})
 
 
-def _names(spec: str, what: str = "--model") -> list[str]:
-    names = [x.strip() for x in spec.split(",") if x.strip()]
+def _names(text: str, what: str = "--model") -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
     if not names:
         raise InputError(f"{what}: give at least one id, comma-separated")
     return names

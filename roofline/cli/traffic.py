@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from roofline import render
-from roofline.cli import draft_options as sopt
+from roofline.cli import draft_options as dopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
@@ -78,7 +78,7 @@ def serve(
     prefixes: topt.Prefixes = 1,
     turns: topt.Turns = 1,
     think_time: topt.ThinkTime = "0s",
-    so: sopt.SpecOptions = sopt.SPEC,
+    so: dopt.DraftOptions = dopt.DRAFT,
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -131,17 +131,17 @@ def serve(
     base = topt.serving_workload(
         prompt, output, prompt_dist, output_dist, rate_list[0], concurrency, requests, duration,
         seed, burstiness, arrivals, speedup,
-        topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed),
+        topt.prefix_config(shared_prefix, prefixes, turns, think_time, seed),
     )  # fmt: skip
     eng = with_frontend(engine(engine_name, hw), frontend)
-    spec = sopt.spec_config(cat, m, dep, so)
+    drafting = dopt.draft_config(cat, m, dep, so)
     rep = make_replica(
         m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None,
         max_batched_tokens, chunked_prefill, preemption,
         cat.tier("pcie5-x16") if preemption == "swap" else None, opt.capacity(hw, memory),
-        tokenizer=tokenizer, spec=spec,
-        spec_context=float(base.prompts.mean() + base.outputs.mean() / 2),
+        tokenizer=tokenizer, drafting=drafting,
+        draft_context=float(base.prompts.mean() + base.outputs.mean() / 2),
         scheduler_steps=num_scheduler_steps,
     )  # fmt: skip
     price = topt.price_table(cat, price).get(hw.id)
@@ -151,7 +151,7 @@ def serve(
         m, hw, dep, lay, laid, n_gpus, n_rep, base, rate_list if rate is not None else None,
         concurrency, slo, eng, rep, rep.rules.chunked_prefill, tokenizer, preemption, cap,
         search_sat,
-        price, sopt.spec_json(spec, rep) if spec is not None else None, results,
+        price, dopt.draft_json(drafting, rep) if drafting is not None else None, results,
     )  # fmt: skip
     rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]
     pub.publish(doc, fmt, rows, render.serve_table, out)
@@ -198,7 +198,7 @@ def size(
     prefixes: topt.Prefixes = 1,
     turns: topt.Turns = 1,
     think_time: topt.ThinkTime = "0s",
-    so: sopt.SpecOptions = sopt.SPEC,
+    so: dopt.DraftOptions = dopt.DRAFT,
     slo_ttft: topt.SloTtft = None,
     slo_tpot: topt.SloTpot = None,
     slo_pct: topt.SloPct = topt.SLO_PCT,
@@ -225,7 +225,7 @@ def size(
             help="with --disagg: the pool split P:D of one unit (e.g. 3:1); default: searched",
         ),
     ] = None,
-    traffic_curve: topt.TrafficCurve = None,
+    traffic_curve: topt.TrafficDayOption = None,
     scale_up_delay: topt.ScaleUpDelay = None,
     out: topt.SizeOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
@@ -250,8 +250,8 @@ def size(
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
-    curve = day_cli.start(traffic_curve, scale_up_delay, chart_out)
-    rate_rps = _size_rate(rate, curve)
+    day_rates = day_cli.start(traffic_curve, scale_up_delay, chart_out)
+    rate_rps = _size_rate(rate, day_rates)
     cat = catalog()
     m = cat.model(model)
     hws = _accelerators(cat, hardware)
@@ -267,10 +267,11 @@ def size(
     )  # fmt: skip
     prices = topt.price_table(cat, price)
     eng = with_frontend(engine(engine_name, hws[0]), frontend)
-    if curve is not None:  # a delay to derive needs the engine's figures: refuse before the search
+    # a delay to derive needs the engine's figures: refuse before the search
+    if day_rates is not None:
         day_cli.delays(m, hws, base, eng, scale_up_delay)
-    spec = sopt.spec_config(cat, m, base, so)
-    if spec is not None and disagg:
+    drafting = dopt.draft_config(cat, m, base, so)
+    if drafting is not None and disagg:
         raise InputError("--disagg does not model speculative decoding: drop --drafter")
     net = cat.tier(scale_out)
     if net.kind != "network":
@@ -279,32 +280,33 @@ def size(
         raise InputError("--pools splits a disaggregated unit: give --disagg too")
     tier = cat.tier(link) if disagg else None
     rows = size_search(
-        m, hws, base, eng, w, slo, prices, minimize, seed, headroom, spec, net,
+        m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
         KvLink(tier) if tier is not None else None, topt.pool_split(pools),
     )  # fmt: skip
-    deployments = sized_list(rows, prices, hws, spec is not None, eng.profile_id)
+    deployments = sized_list(rows, prices, hws, drafting is not None, eng.profile_id)
     day_inputs, extra = {}, {}
-    if curve is not None:
+    if day_rates is not None:
         delay = day_cli.parse_delay(scale_up_delay)
-        day_inputs = day_cli.curve_inputs(curve, str(traffic_curve), delay)
-        args = (m, hws, base, eng, w, slo, prices, rows, deployments, curve, headroom, delay, seed)
-        extra["day"] = day_cli.add_days(*args)
+        day_inputs = day_cli.day_inputs(day_rates, str(traffic_curve), delay)
+        extra["day"] = day_cli.add_days(
+            m, hws, base, eng, w, slo, prices, rows, deployments, day_rates, headroom, delay, seed
+        )
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
         deployments, day_inputs, extra,
     )  # fmt: skip
-    rows_out = size_rows(deployments, curve is not None)
-    pub.publish(doc, fmt, rows_out, render.size_day_table if curve else render.size_table, out)
-    if curve is not None and chart_out is not None:
+    rows_out = size_rows(deployments, day_rates is not None)
+    pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
+    if day_rates is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
 
 
-def _size_rate(rate: str | None, curve) -> float:
+def _size_rate(rate: str | None, day_rates) -> float:
     """size's one rate: --rate, else the traffic curve's peak."""
     if rate is not None:
         r = topt.rates(rate)
-    elif curve is not None:
-        r = [float(curve.rate.max())]
+    elif day_rates is not None:
+        r = [float(day_rates.rate.max())]
     else:
         raise InputError("size needs --rate (requests/s)")
     if len(r) != 1:
@@ -326,7 +328,7 @@ def _size_checks(headroom, requests, shared_prefix, prefixes, turns, think_time,
         raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
     if not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
-    pfx = topt.prefix_spec(shared_prefix, prefixes, turns, think_time, seed)
+    pfx = topt.prefix_config(shared_prefix, prefixes, turns, think_time, seed)
     if pfx is not None and disagg:
         raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
     return pfx

@@ -10,7 +10,7 @@ from roofline.catalog.engine_flags import engine_flags
 from roofline.cli.convert import bands_json, efficiency_json
 from roofline.cli.options import layout_json
 from roofline.domain.hardware import Price
-from roofline.engines.launch import launch_json, launch_spec
+from roofline.engines.launch import launch_json, launch_setup
 from roofline.serving.cost import (
     ENERGY_ASSUMPTION,
     cost_per_hour,
@@ -93,7 +93,7 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
 
 
 def prefix_json(p) -> dict[str, Any]:
-    """The prefix cache's figures (serving.prefixcache.PrefixReport) and, when evictions cost
+    """The prefix cache's figures (serving.sim.prefixcache.PrefixReport) and, when evictions cost
     hits, why."""
     lost = p.possible_hit_rate - p.hit_rate
     why = None
@@ -311,16 +311,16 @@ def size_doc(
     if best is not None:  # the answer's launch line (its row is the answer; null elsewhere)
         max_len = int(w.prompts.max() + w.outputs.max())
 
-        def spec(row: dict[str, Any]):
-            return launch_spec(m.id, m.source, row, max_len, eng.memory_fraction,
+        def setup(row: dict[str, Any]):
+            return launch_setup(m.id, m.source, row, max_len, eng.memory_fraction,
                                base.weights.name, base.kv.name)  # fmt: skip
 
         pre = best.get("prefill_pool")
         split = None
         if best["prefill_replicas"] and pre is not None:
             n_p, n_d = best["prefill_replicas"], best["decode_replicas"]
-            split = (spec({**pre, "max_seqs": 0}), n_p, n_d)
-        best["launch"] = launch_json(engine_flags(), eng.name, spec(best), split)
+            split = (setup({**pre, "max_seqs": 0}), n_p, n_d)
+        best["launch"] = launch_json(engine_flags(), eng.name, setup(best), split)
     return render.document("size", inputs, best=best, deployments=deployments, **extra)
 
 

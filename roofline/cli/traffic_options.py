@@ -33,7 +33,7 @@ Arrivals = Annotated[
         " roofline JSONL (arrival_s, input_tokens, output_tokens); detected by content",
     ),
 ]
-TrafficCurve = Annotated[
+TrafficDayOption = Annotated[
     str | None,
     typer.Option(
         "--traffic-curve",
@@ -136,11 +136,11 @@ SLO_PCT = 99.0
 SERVE_REQUESTS = 1000
 
 
-def rates(spec: str) -> list[float]:
+def rates(text: str) -> list[float]:
     """'4' | '1,2,4' | '0.5..20:0.5' (a step) | '1..64' (doubling): requests/s, at most 200."""
     try:
-        if ".." in spec:
-            lo_text, _, rest = spec.partition("..")
+        if ".." in text:
+            lo_text, _, rest = text.partition("..")
             hi_text, _, step_text = rest.partition(":")
             lo, hi = float(lo_text), float(hi_text)
             if step_text:
@@ -152,13 +152,13 @@ def rates(spec: str) -> list[float]:
                 while 0 < values[-1] * 2 <= hi * (1 + 1e-9) and len(values) <= 200:
                     values.append(values[-1] * 2)
         else:
-            values = [float(v) for v in spec.split(",") if v.strip()]
+            values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise InputError(f"cannot read --rate {spec!r}: use 4, 1,2,4 or 0.5..20:0.5") from None
+        raise InputError(f"cannot read --rate {text!r}: use 4, 1,2,4 or 0.5..20:0.5") from None
     if not values or len(values) > 200:
-        raise InputError(f"--rate {spec!r}: give 1 to 200 rates")
+        raise InputError(f"--rate {text!r}: give 1 to 200 rates")
     if any(not (np.isfinite(v) and 0 < v <= 1e6) for v in values):
-        raise InputError(f"--rate {spec!r}: each rate must be above 0 and at most 1e6 requests/s")
+        raise InputError(f"--rate {text!r}: each rate must be above 0 and at most 1e6 requests/s")
     return values
 
 
@@ -173,12 +173,12 @@ def slo(ttft: str | None, tpot: str | None, pct: float):
     )
 
 
-def prefix_spec(
+def prefix_config(
     shared: str | None, prefixes: int = 1, turns: int = 1, think: str = "0s", seed: int = 0
 ):
-    """The prefix-caching options as a core PrefixSpec, or None when none is given (then every
+    """The prefix-caching options as a core PrefixConfig, or None when none is given (then every
     request is new, as without a cache)."""
-    from roofline.serving.sim.prefixcache import PrefixSpec
+    from roofline.serving.sim.prefixcache import PrefixConfig
 
     think_s = parse_seconds(think, "--think-time")
     if shared is None and turns == 1:
@@ -195,7 +195,7 @@ def prefix_spec(
             f = value
         else:
             n = tokens(shared, "--shared-prefix", 1)
-    return PrefixSpec(n, f, turns, think_s, prefixes, seed)
+    return PrefixConfig(n, f, turns, think_s, prefixes, seed)
 
 
 def serving_workload(
@@ -216,7 +216,7 @@ def serving_workload(
     """The workload of serve/size/disagg: --prompt/--output fixed, --prompt-dist/--output-dist
     drawn, or a JSONL trace (`--prompt-dist trace.jsonl`: input_tokens, output_tokens and
     optionally arrival_s per line; its arrival times win unless --rate is given); open-loop
-    gaps shaped by --burstiness; `prefix` (prefix_spec) shares prefixes and builds
+    gaps shaped by --burstiness; `prefix` (prefix_config) shares prefixes and builds
     conversations."""
     from roofline.serving.workload import with_prefix
 
@@ -234,7 +234,7 @@ def serving_workload(
         arrivals,
         speedup,
     )
-    if prefix is not None and prefix.turns > 1 and w.length_specs is None:
+    if prefix is not None and prefix.turns > 1 and w.length_dists is None:
         raise InputError("--turns builds conversations from --prompt/--output, not from a trace")
     return with_prefix(w, prefix, seed)
 
@@ -293,7 +293,7 @@ def _workload(
     return make_workload(p, o, rate, concurrency, requests, dur, seed, burstiness)
 
 
-def price_table(cat, spec: str | None) -> dict:
+def price_table(cat, text: str | None) -> dict:
     """Prices by accelerator id: hardware/prices.yaml with --price overrides (ids or aliases,
     checked against the catalog)."""
     from roofline.catalog.load import load_prices
@@ -301,21 +301,21 @@ def price_table(cat, spec: str | None) -> dict:
     from roofline.serving.cost import parse_price_overrides
 
     table = dict(load_prices())
-    for key, usd in parse_price_overrides(spec).items():
+    for key, usd in parse_price_overrides(text).items():
         hw = cat.accelerator(key)
         base = table.get(hw.id)
         table[hw.id] = Price(hw.id, usd, base.board_power_w if base else None, "--price")
     return table
 
 
-def pool_split(spec: str | None) -> tuple[int, int] | None:
+def pool_split(text: str | None) -> tuple[int, int] | None:
     """'14:4' -> (14, 4): prefill and decode replicas of one disaggregated unit."""
-    if spec is None:
+    if text is None:
         return None
-    p, sep, d = spec.partition(":")
+    p, sep, d = text.partition(":")
     if not (sep and p.strip().isdigit() and d.strip().isdigit()):
-        raise InputError(f"--pools: use P:D, prefill:decode replicas, e.g. 14:4 (got {spec!r})")
+        raise InputError(f"--pools: use P:D, prefill:decode replicas, e.g. 14:4 (got {text!r})")
     n_p, n_d = int(p), int(d)
     if not (1 <= n_p <= 1024 and 1 <= n_d <= 1024):
-        raise InputError(f"--pools: each pool has 1 to 1024 replicas, got {spec}")
+        raise InputError(f"--pools: each pool has 1 to 1024 replicas, got {text}")
     return n_p, n_d

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from roofline.domain.model_types import Family, traits
+from roofline.domain.model_types import ModelType, traits
 
 # DeepSeek-V3.2's lightning indexer per layer (DeepSeek-V3.2-Exp inference/model.py Indexer):
 # wq_b q_lora_rank -> n_heads·head_dim, wk D -> head_dim, k_norm LayerNorm(head_dim) weight and
@@ -149,13 +149,13 @@ class ModelArch:
         params = d * (n + 2 * k) * h + n * h * d
         if self.attention_bias:
             params += (n + 2 * k) * h + d
-        elif self.qkv_bias or self.family.qkv_bias:
+        elif self.qkv_bias or self.type_traits.qkv_bias:
             params += (n + 2 * k) * h
         return params
 
     @property
-    def family(self) -> Family:
-        """The Hugging Face family's traits (roofline.domain.model_types)."""
+    def type_traits(self) -> ModelType:
+        """The traits of its Hugging Face model_type (roofline.domain.model_types)."""
         return traits(self.model_type)
 
     @property
@@ -171,7 +171,7 @@ class ModelArch:
         if self.is_mla:
             latent = (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
             return latent + (self.indexer_params if self.model_type == "deepseek_v32" else 0)
-        fam = self.family
+        fam = self.type_traits
         per_head = fam.qk_norm == "head" or (self.use_qk_norm and fam.norms != 1)
         extra = 2 * self.d_head if per_head else 0
         if fam.qk_norm == "whole" or (fam.norms == 1 and self.use_qk_norm):
@@ -196,17 +196,17 @@ class ModelArch:
     @property
     def norm_width(self) -> int:
         """Weights of one norm over D: 2·D for a LayerNorm with bias (Family.norm_bias)."""
-        return (2 if self.family.norm_bias else 1) * self.hidden_size
+        return (2 if self.type_traits.norm_bias else 1) * self.hidden_size
 
     @property
     def layer_norm_params(self) -> int:
-        return self.family.norms * self.norm_width
+        return self.type_traits.norms * self.norm_width
 
     @property
     def ffn_matrices(self) -> int:
         """Weight matrices of one dense FFN: gate, up and down (3) when gated; two for
         Family.two_matrix_ffn."""
-        return 2 if self.family.two_matrix_ffn else 3
+        return 2 if self.type_traits.two_matrix_ffn else 3
 
     @property
     def dense_mlp_params(self) -> int:
@@ -214,7 +214,7 @@ class ModelArch:
         gated: two matrices with biases, 2·D·F + F + D (transformers Starcoder2MLP, use_bias;
         OPTDecoderLayer fc1, fc2)."""
         d, f = self.hidden_size, self.dense_ffn_width
-        if self.family.two_matrix_ffn:
+        if self.type_traits.two_matrix_ffn:
             return 2 * d * f + f + d
         return 3 * d * f
 
@@ -235,7 +235,7 @@ class ModelArch:
         gpt-oss), plus Qwen2-MoE's sigmoid shared_expert_gate (D×1, transformers
         Qwen2MoeSparseMoeBlock)."""
         e = self.n_routed_experts
-        bias = e if self.family.router_bias else 0
+        bias = e if self.type_traits.router_bias else 0
         shared_gate = self.hidden_size if self.model_type == "qwen2_moe" else 0
         return self.hidden_size * e + bias + shared_gate
 

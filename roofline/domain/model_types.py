@@ -1,4 +1,4 @@
-"""The Hugging Face model families roofline knows, one record each (data only).
+"""The Hugging Face model types roofline knows, one record each (data only).
 
 A record holds the model_type, the transformers classes (config.json `architectures`) that
 implement it, what the config importer reads it as, and the traits the parameter count needs.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Family:
+class ModelType:
     """One model_type. Sources of the traits: the transformers modelling code named per field."""
 
     model_type: str
@@ -60,134 +60,136 @@ class Family:
 _MINIMAX = "7 of every 8 of its layers use lightning (linear) attention"
 _MAMBA = "most of its layers are Mamba (state-space) layers"
 # fmt: off
-FAMILIES = (
-    Family("llama", ("LlamaForCausalLM",)),
-    Family("mistral", ("MistralForCausalLM",), windowed=True),
-    Family("mixtral", ("MixtralForCausalLM",), experts="num_local_experts", experts_ffn_wide=True),
-    Family("qwen2", ("Qwen2ForCausalLM",), qkv_bias=True),
-    Family("qwen3", ("Qwen3ForCausalLM",), qk_norm="head"),
-    Family("qwen3_moe", ("Qwen3MoeForCausalLM",), experts="num_experts", qk_norm="head"),
-    Family("deepseek_v2", ("DeepseekV2ForCausalLM",), experts="n_routed_experts"),
-    Family("deepseek_v3", ("DeepseekV3ForCausalLM",), experts="n_routed_experts", router_bias=True),
-    Family("gemma2", ("Gemma2ForCausalLM",), tied=True, windowed=True, norms=4),
-    Family("gemma3", text_type="gemma3_text", tied=True, windowed=True, norms=4, qk_norm="head"),
-    Family("gemma3_text", ("Gemma3ForCausalLM",),
+RECORDS = (
+    ModelType("llama", ("LlamaForCausalLM",)),
+    ModelType("mistral", ("MistralForCausalLM",), windowed=True),
+    ModelType(
+        "mixtral", ("MixtralForCausalLM",), experts="num_local_experts", experts_ffn_wide=True
+    ),
+    ModelType("qwen2", ("Qwen2ForCausalLM",), qkv_bias=True),
+    ModelType("qwen3", ("Qwen3ForCausalLM",), qk_norm="head"),
+    ModelType("qwen3_moe", ("Qwen3MoeForCausalLM",), experts="num_experts", qk_norm="head"),
+    ModelType("deepseek_v2", ("DeepseekV2ForCausalLM",), experts="n_routed_experts"),
+    ModelType(
+        "deepseek_v3", ("DeepseekV3ForCausalLM",), experts="n_routed_experts", router_bias=True
+    ),
+    ModelType("gemma2", ("Gemma2ForCausalLM",), tied=True, windowed=True, norms=4),
+    ModelType("gemma3", text_type="gemma3_text", tied=True, windowed=True, norms=4, qk_norm="head"),
+    ModelType("gemma3_text", ("Gemma3ForCausalLM",),
         tied=True, windowed=True, norms=4, qk_norm="head"),
-    Family("gpt_oss", ("GptOssForCausalLM",),
+    ModelType("gpt_oss", ("GptOssForCausalLM",),
         experts="num_local_experts", experts_ffn_wide=True, windowed=True, router_bias=True),
-    Family("llama4_text", ("Llama4ForCausalLM",), experts="num_local_experts"),
-    Family("qwen2_moe", ("Qwen2MoeForCausalLM",), experts="num_experts", qkv_bias=True),
-    Family("phi3", ("Phi3ForCausalLM",), windowed=True),
-    Family("glm", ("GlmForCausalLM",)),
-    Family("glm4", ("Glm4ForCausalLM",), norms=4),
-    Family("glm4_moe", ("Glm4MoeForCausalLM",), experts="n_routed_experts", router_bias=True),
-    Family("olmo2", ("Olmo2ForCausalLM",), qk_norm="whole"),
-    Family("granite", ("GraniteForCausalLM",)),
-    Family("granitemoe", ("GraniteMoeForCausalLM",),
+    ModelType("llama4_text", ("Llama4ForCausalLM",), experts="num_local_experts"),
+    ModelType("qwen2_moe", ("Qwen2MoeForCausalLM",), experts="num_experts", qkv_bias=True),
+    ModelType("phi3", ("Phi3ForCausalLM",), windowed=True),
+    ModelType("glm", ("GlmForCausalLM",)),
+    ModelType("glm4", ("Glm4ForCausalLM",), norms=4),
+    ModelType("glm4_moe", ("Glm4MoeForCausalLM",), experts="n_routed_experts", router_bias=True),
+    ModelType("olmo2", ("Olmo2ForCausalLM",), qk_norm="whole"),
+    ModelType("granite", ("GraniteForCausalLM",)),
+    ModelType("granitemoe", ("GraniteMoeForCausalLM",),
         experts="num_local_experts", experts_ffn_wide=True),
-    Family("cohere", ("CohereForCausalLM",), tied=True, norms=1),
-    Family("cohere2", ("Cohere2ForCausalLM",), tied=True, windowed=True, norms=1),
-    Family("olmoe", ("OlmoeForCausalLM",),
+    ModelType("cohere", ("CohereForCausalLM",), tied=True, norms=1),
+    ModelType("cohere2", ("Cohere2ForCausalLM",), tied=True, windowed=True, norms=1),
+    ModelType("olmoe", ("OlmoeForCausalLM",),
         experts="num_experts", experts_ffn_wide=True, qk_norm="whole"),
     # PhiMoEForCausalLM: the Hub config of Phi-3.5-MoE-instruct (remote code)
-    Family("phimoe", ("PhimoeForCausalLM", "PhiMoEForCausalLM"),
+    ModelType("phimoe", ("PhimoeForCausalLM", "PhiMoEForCausalLM"),
         experts="num_local_experts", experts_ffn_wide=True, windowed=True, norm_bias=True),
-    Family("starcoder2", ("Starcoder2ForCausalLM",),
+    ModelType("starcoder2", ("Starcoder2ForCausalLM",),
         tied=True, windowed=True, norm_bias=True, two_matrix_ffn=True),
     # catalog only (the importer reads no OPT config)
-    Family("opt", norm_bias=True, two_matrix_ffn=True),
-    Family("exaone4", ("Exaone4ForCausalLM",), windowed=True, qk_norm="head"),
-    Family("minimax_m2", ("MiniMaxM2ForCausalLM",),
+    ModelType("opt", norm_bias=True, two_matrix_ffn=True),
+    ModelType("exaone4", ("Exaone4ForCausalLM",), windowed=True, qk_norm="head"),
+    ModelType("minimax_m2", ("MiniMaxM2ForCausalLM",),
         experts="num_local_experts", experts_ffn_wide=True, qk_norm="whole", router_bias=True),
-    Family("deepseek_v32", ("DeepseekV32ForCausalLM",),
+    ModelType("deepseek_v32", ("DeepseekV32ForCausalLM",),
         experts="n_routed_experts", router_bias=True),
-    Family("ernie4_5_moe", ("Ernie4_5_MoeForCausalLM",),
+    ModelType("ernie4_5_moe", ("Ernie4_5_MoeForCausalLM",),
         tied=True, experts="moe_num_experts", router_bias=True),
-    Family("hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",), experts="num_experts"),
-    Family("olmo3", ("Olmo3ForCausalLM",), windowed=True, qk_norm="whole"),
+    ModelType("hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",), experts="num_experts"),
+    ModelType("olmo3", ("Olmo3ForCausalLM",), windowed=True, qk_norm="whole"),
     # model_types that are a family the importer knows under another name: Kimi-K2 ships model_type
     # kimi_k2 with DeepseekV3ForCausalLM (Moonshot's deployment guide: "Kimi-K2 reuses the
     # DeepseekV3CausalLM architecture"); decoders whose weights are a Llama's (transformers SmolLM3
     # (NoPE layers carry no weights), Ernie4_5Model without use_bias, SeedOssAttention (biases read
     # in hfconfig), EXAONE 3.5 after renaming num_layers, HunYuanDense with use_qk_norm (per-head
     # q/k RMSNorm), Gemma 1 (a Llama shape with tied embeddings, GeGLU))
-    Family("kimi_k2", reads_as="deepseek_v3"),
-    Family("smollm3", ("SmolLM3ForCausalLM",), reads_as="llama", tied=True),
-    Family("ernie4_5", ("Ernie4_5ForCausalLM",), reads_as="llama", tied=True),
-    Family("seed_oss", ("SeedOssForCausalLM",), reads_as="llama"),
-    Family("exaone", ("ExaoneForCausalLM",), reads_as="llama"),
-    Family("hunyuan_v1_dense", ("HunYuanDenseV1ForCausalLM",), reads_as="llama"),
-    Family("gemma", ("GemmaForCausalLM",), reads_as="llama", tied=True),
+    ModelType("kimi_k2", reads_as="deepseek_v3"),
+    ModelType("smollm3", ("SmolLM3ForCausalLM",), reads_as="llama", tied=True),
+    ModelType("ernie4_5", ("Ernie4_5ForCausalLM",), reads_as="llama", tied=True),
+    ModelType("seed_oss", ("SeedOssForCausalLM",), reads_as="llama"),
+    ModelType("exaone", ("ExaoneForCausalLM",), reads_as="llama"),
+    ModelType("hunyuan_v1_dense", ("HunYuanDenseV1ForCausalLM",), reads_as="llama"),
+    ModelType("gemma", ("GemmaForCausalLM",), reads_as="llama", tied=True),
     # the text decoders of multimodal wrappers: Qwen2-VL / Qwen2.5-VL are Qwen2 decoders with q/k/v
     # bias, Qwen3-VL a Qwen3 / Qwen3-MoE one, Ministral 3 a Mistral, GLM-4.1V / GLM-4.5V GLM-4's
     # (four norms) and GLM-4.5's (transformers Qwen2_5_VLTextModel, Qwen3VLTextModel,
     # Qwen3VLMoeTextModel, Ministral3Model, Glm4vTextDecoderLayer, Glm4vMoeTextDecoderLayer)
-    Family("qwen2_vl", reads_as="qwen2", text_type="qwen2"),
-    Family("qwen2_vl_text", reads_as="qwen2"),
-    Family("qwen2_5_vl", reads_as="qwen2", text_type="qwen2"),
-    Family("qwen2_5_vl_text", reads_as="qwen2"),
-    Family("qwen3_vl_text", reads_as="qwen3"),
-    Family("qwen3_vl_moe_text", reads_as="qwen3_moe"),
-    Family("ministral3", reads_as="mistral"),
-    Family("glm4v_text", reads_as="glm4"),
-    Family("glm4v_moe_text", reads_as="glm4_moe"),
+    ModelType("qwen2_vl", reads_as="qwen2", text_type="qwen2"),
+    ModelType("qwen2_vl_text", reads_as="qwen2"),
+    ModelType("qwen2_5_vl", reads_as="qwen2", text_type="qwen2"),
+    ModelType("qwen2_5_vl_text", reads_as="qwen2"),
+    ModelType("qwen3_vl_text", reads_as="qwen3"),
+    ModelType("qwen3_vl_moe_text", reads_as="qwen3_moe"),
+    ModelType("ministral3", reads_as="mistral"),
+    ModelType("glm4v_text", reads_as="glm4"),
+    ModelType("glm4v_moe_text", reads_as="glm4_moe"),
     # multimodal wrappers whose text_config may lack a model_type
-    Family("llama4", text_type="llama4_text", decoder=False),
-    Family("mistral3", text_type="mistral", decoder=False),
-    Family("qwen3_vl", text_type="qwen3", decoder=False),
-    Family("qwen3_vl_moe", text_type="qwen3_moe", decoder=False),
+    ModelType("llama4", text_type="llama4_text", decoder=False),
+    ModelType("mistral3", text_type="mistral", decoder=False),
+    ModelType("qwen3_vl", text_type="qwen3", decoder=False),
+    ModelType("qwen3_vl_moe", text_type="qwen3_moe", decoder=False),
     # linear attention or state-space layers: refused (Family.refused)
-    Family("minimax", ("MiniMaxText01ForCausalLM", "MiniMaxForCausalLM"),
+    ModelType("minimax", ("MiniMaxText01ForCausalLM", "MiniMaxForCausalLM"),
         refused=("MiniMax-Text-01", _MINIMAX)),
-    Family("minimax_text_01", refused=("MiniMax-Text-01", _MINIMAX)),
-    Family("minimax_m1", ("MiniMaxM1ForCausalLM",), refused=("MiniMax-M1", _MINIMAX)),
-    Family("qwen3_next", ("Qwen3NextForCausalLM",),
+    ModelType("minimax_text_01", refused=("MiniMax-Text-01", _MINIMAX)),
+    ModelType("minimax_m1", ("MiniMaxM1ForCausalLM",), refused=("MiniMax-M1", _MINIMAX)),
+    ModelType("qwen3_next", ("Qwen3NextForCausalLM",),
         refused=("Qwen3-Next", "3 of every 4 of its layers use Gated DeltaNet (linear) attention")),
-    Family("qwen3_5",
+    ModelType("qwen3_5",
         refused=("Qwen3.5", "most of its layers use Gated DeltaNet (linear) attention")),
-    Family("qwen3_5_text",
+    ModelType("qwen3_5_text",
         refused=("Qwen3.5", "most of its layers use Gated DeltaNet (linear) attention")),
-    Family("qwen3_5_moe",
+    ModelType("qwen3_5_moe",
         refused=("Qwen3.5-MoE", "most of its layers use Gated DeltaNet (linear) attention")),
-    Family("qwen3_5_moe_text",
+    ModelType("qwen3_5_moe_text",
         refused=("Qwen3.5-MoE", "most of its layers use Gated DeltaNet (linear) attention")),
-    Family("kimi_linear",
+    ModelType("kimi_linear",
         refused=("Kimi Linear", "3 of every 4 of its layers use Kimi Delta (linear) attention")),
-    Family("falcon_h1", ("FalconH1ForCausalLM",),
+    ModelType("falcon_h1", ("FalconH1ForCausalLM",),
         refused=("Falcon-H1", "every layer runs Mamba-2 (state-space) heads beside attention")),
-    Family("granitemoehybrid", ("GraniteMoeHybridForCausalLM",),
+    ModelType("granitemoehybrid", ("GraniteMoeHybridForCausalLM",),
         refused=("Granite 4.0 hybrid", _MAMBA)),
-    Family("jamba", ("JambaForCausalLM",), refused=("Jamba", _MAMBA)),
-    Family("nemotron_h", ("NemotronHForCausalLM",), refused=("Nemotron-H", _MAMBA)),
-    Family("bamba", refused=("Bamba", _MAMBA)),
-    Family("zamba", refused=("Zamba", _MAMBA)),
-    Family("zamba2", refused=("Zamba2", _MAMBA)),
-    Family("plamo2", refused=("PLaMo 2", _MAMBA)),
-    Family("mamba", refused=("Mamba", "all of its layers are Mamba (state-space) layers")),
-    Family("mamba2", refused=("Mamba-2", "all of its layers are Mamba-2 (state-space) layers")),
-    Family("falcon_mamba",
+    ModelType("jamba", ("JambaForCausalLM",), refused=("Jamba", _MAMBA)),
+    ModelType("nemotron_h", ("NemotronHForCausalLM",), refused=("Nemotron-H", _MAMBA)),
+    ModelType("bamba", refused=("Bamba", _MAMBA)),
+    ModelType("zamba", refused=("Zamba", _MAMBA)),
+    ModelType("zamba2", refused=("Zamba2", _MAMBA)),
+    ModelType("plamo2", refused=("PLaMo 2", _MAMBA)),
+    ModelType("mamba", refused=("Mamba", "all of its layers are Mamba (state-space) layers")),
+    ModelType("mamba2", refused=("Mamba-2", "all of its layers are Mamba-2 (state-space) layers")),
+    ModelType("falcon_mamba",
         refused=("Falcon Mamba", "all of its layers are Mamba (state-space) layers")),
-    Family("rwkv", refused=("RWKV", "all of its layers are RWKV (linear recurrent) layers")),
-    Family("recurrent_gemma",
+    ModelType("rwkv", refused=("RWKV", "all of its layers are RWKV (linear recurrent) layers")),
+    ModelType("recurrent_gemma",
         refused=("RecurrentGemma", "2 of every 3 of its layers are RG-LRU recurrences")),
-    Family("lfm2", ("Lfm2ForCausalLM",),
+    ModelType("lfm2", ("Lfm2ForCausalLM",),
         refused=("LFM2", "most of its layers are gated short convolutions")),
-    Family("lfm2_moe", ("Lfm2MoeForCausalLM",),
+    ModelType("lfm2_moe", ("Lfm2MoeForCausalLM",),
         refused=("LFM2-MoE", "most of its layers are gated short convolutions")),
 )
 # fmt: on
-BY_TYPE = {f.model_type: f for f in FAMILIES}
+BY_TYPE = {f.model_type: f for f in RECORDS}
 # the model_types the catalog and the config importer count, in the table's order
-MODEL_TYPES = tuple(f.model_type for f in FAMILIES if f.decoder and not (f.reads_as or f.refused))
+MODEL_TYPES = tuple(f.model_type for f in RECORDS if f.decoder and not (f.reads_as or f.refused))
 # transformers classes -> the model_type they are read as
-ARCHITECTURES = {
-    c: f.reads_as or f.model_type for f in FAMILIES if not f.refused for c in f.classes
-}
-TYPE_ALIASES = {f.model_type: f.reads_as for f in FAMILIES if f.reads_as}
-TEXT_TYPES = {f.model_type: f.text_type for f in FAMILIES if f.text_type}
-LINEAR_ATTENTION = {n: f.refused for f in FAMILIES if f.refused for n in (f.model_type, *f.classes)}
+ARCHITECTURES = {c: f.reads_as or f.model_type for f in RECORDS if not f.refused for c in f.classes}
+TYPE_ALIASES = {f.model_type: f.reads_as for f in RECORDS if f.reads_as}
+TEXT_TYPES = {f.model_type: f.text_type for f in RECORDS if f.text_type}
+LINEAR_ATTENTION = {n: f.refused for f in RECORDS if f.refused for n in (f.model_type, *f.classes)}
 
 
-def traits(model_type: str) -> Family:
+def traits(model_type: str) -> ModelType:
     """The family's record (a model_type outside the table has the default traits)."""
-    return BY_TYPE.get(model_type) or Family(model_type)
+    return BY_TYPE.get(model_type) or ModelType(model_type)

@@ -51,7 +51,7 @@ Flags = dict[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class LaunchSpec:
+class LaunchSetup:
     """What a launch line states, in roofline's terms (per replica; scheduler limits per
     attention-DP rank, as the engines take them)."""
 
@@ -105,14 +105,16 @@ def _value(table: dict[str, Any], kind: str, fmt: str) -> str | None:
     return (table.get("values") or {}).get(kind, {}).get(fmt)
 
 
-def launch(flags: Flags, engine: str, spec: LaunchSpec, role: str = "", head: str = HEAD) -> Launch:
+def launch(
+    flags: Flags, engine: str, setup: LaunchSetup, role: str = "", head: str = HEAD
+) -> Launch:
     """The launch line for `spec` on `engine` (module docstring; `flags` the engine flags table);
     `role` "prefill" or "decode" for a pool of disaggregated serving; `head` the first node's
     address when it spans nodes."""
     if engine not in LAUNCH_ENGINES:
         raise InputError(f"no launch line for engine '{engine}': vllm, sglang or trtllm")
     t = flags[engine]
-    argv = [spec.model_path if a == "MODEL" else a for a in t["command"]]
+    argv = [setup.model_path if a == "MODEL" else a for a in t["command"]]
     notes = []
 
     def add(means: str, value: object | None = None, when: bool = True) -> None:
@@ -122,44 +124,44 @@ def launch(flags: Flags, engine: str, spec: LaunchSpec, role: str = "", head: st
         if value is not None:
             argv.append(str(value))
 
-    atp = spec.attention_tp
-    adp = spec.attention_dp > 1
+    atp = setup.attention_tp
+    adp = setup.attention_dp > 1
     if engine == "vllm":
-        if spec.ep not in (1, spec.tp):
+        if setup.ep not in (1, setup.tp):
             return Launch(engine, t["version"], (), {}, "vLLM runs EP over TP x DP only")
         add("attention_tp", atp)
-        add("pp", spec.pp, spec.pp > 1)
-        add("attention_dp", spec.attention_dp, adp)
-        add("ep", None, spec.ep > 1)
-        if spec.redundant_experts:
+        add("pp", setup.pp, setup.pp > 1)
+        add("attention_dp", setup.attention_dp, adp)
+        add("ep", None, setup.ep > 1)
+        if setup.redundant_experts:
             argv += ["--enable-eplb", "--eplb-config"]
-            argv.append(f'{{"num_redundant_experts": {spec.redundant_experts}}}')
+            argv.append(f'{{"num_redundant_experts": {setup.redundant_experts}}}')
     elif engine == "sglang":
-        add("tp", spec.tp)
-        add("pp", spec.pp, spec.pp > 1)
-        add("ep", spec.ep, spec.ep > 1)
+        add("tp", setup.tp)
+        add("pp", setup.pp, setup.pp > 1)
+        add("ep", setup.ep, setup.ep > 1)
         if adp:
-            argv += [_flag(t, "attention_dp"), str(spec.attention_dp), "--enable-dp-attention"]
-        add("redundant_experts", spec.redundant_experts, spec.redundant_experts > 0)
+            argv += [_flag(t, "attention_dp"), str(setup.attention_dp), "--enable-dp-attention"]
+        add("redundant_experts", setup.redundant_experts, setup.redundant_experts > 0)
     else:
-        add("tp", spec.tp)
-        add("pp", spec.pp, spec.pp > 1)
-        add("ep", spec.ep, spec.ep > 1)
-        if spec.redundant_experts:
-            notes.append(f"{spec.redundant_experts} redundant expert slots: not set by a flag")
-    seqs = spec.max_seqs
+        add("tp", setup.tp)
+        add("pp", setup.pp, setup.pp > 1)
+        add("ep", setup.ep, setup.ep > 1)
+        if setup.redundant_experts:
+            notes.append(f"{setup.redundant_experts} redundant expert slots: not set by a flag")
+    seqs = setup.max_seqs
     if engine == "sglang" and seqs is not None:
-        seqs *= spec.attention_dp  # SGLang's cap is the server's, shared by its DP ranks
+        seqs *= setup.attention_dp  # SGLang's cap is the server's, shared by its DP ranks
     add("max_seqs", seqs, seqs is not None)
-    add("max_batched_tokens", spec.max_batched_tokens, spec.max_batched_tokens is not None)
-    add("max_model_len", spec.max_model_len, spec.max_model_len is not None)
-    if spec.memory_fraction is not None:
-        add("memory_fraction", f"{spec.memory_fraction:g}")
+    add("max_batched_tokens", setup.max_batched_tokens, setup.max_batched_tokens is not None)
+    add("max_model_len", setup.max_model_len, setup.max_model_len is not None)
+    if setup.memory_fraction is not None:
+        add("memory_fraction", f"{setup.memory_fraction:g}")
     options: dict[str, Any] = {}
     if engine == "trtllm":
         if adp:
             options["enable_attention_dp"] = True
-        kv = _value(t, "kv_dtype", spec.kv_dtype)
+        kv = _value(t, "kv_dtype", setup.kv_dtype)
         if kv:
             options["kv_cache_config"] = {"dtype": kv}
         if role:  # the KV cache transceiver; the context servers run without the overlap
@@ -171,9 +173,9 @@ def launch(flags: Flags, engine: str, spec: LaunchSpec, role: str = "", head: st
         add("port", t.get("disagg_port"), bool(role))
         notes.append(t.get("notes", ""))
     else:
-        q = _value(t, "quantization", spec.weights)
+        q = _value(t, "quantization", setup.weights)
         add("quantization", q, q is not None)
-        kv = _value(t, "kv_dtype", spec.kv_dtype)
+        kv = _value(t, "kv_dtype", setup.kv_dtype)
         add("kv_dtype", kv, kv is not None)
         add("port", t.get("disagg_port"), bool(role))
         if role and engine == "vllm":
@@ -183,10 +185,10 @@ def launch(flags: Flags, engine: str, spec: LaunchSpec, role: str = "", head: st
             add("disagg_mode", role)
             add("kv_transfer", _value(t, "kv_transfer", "nixl"))
     steps: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    if spec.nodes > 1:
-        steps = _nodes(engine, t, spec, tuple(argv), head)
+    if setup.nodes > 1:
+        steps = _nodes(engine, t, setup, tuple(argv), head)
         if not steps:
-            notes.append(f"spans {spec.nodes} nodes: no multi-node line for this layout")
+            notes.append(f"spans {setup.nodes} nodes: no multi-node line for this layout")
         else:  # the server's command as the first node runs it
             first = next((a for _, a in steps if a[: len(argv)] == tuple(argv)), tuple(argv))
             argv = list(first)
@@ -197,19 +199,19 @@ def launch(flags: Flags, engine: str, spec: LaunchSpec, role: str = "", head: st
 
 
 def _nodes(
-    engine: str, t: dict[str, Any], spec: LaunchSpec, argv: tuple[str, ...], head: str
+    engine: str, t: dict[str, Any], setup: LaunchSetup, argv: tuple[str, ...], head: str
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The commands of a replica over spec.nodes nodes, in order (module docstring); () when
     the layout does not split into whole nodes the engine's way."""
-    n, gpus = spec.nodes, spec.tp * spec.pp
+    n, gpus = setup.nodes, setup.tp * setup.pp
     if gpus % n:
         return ()
     per_node = gpus // n
     out: list[tuple[str, tuple[str, ...]]] = []
-    if engine == "vllm" and spec.attention_dp > 1:
-        if spec.pp > 1 or spec.attention_dp % n:
+    if engine == "vllm" and setup.attention_dp > 1:
+        if setup.pp > 1 or setup.attention_dp % n:
             return ()
-        local = spec.attention_dp // n
+        local = setup.attention_dp // n
         for k in range(n):
             extra = [_flag(t, "dp_local"), str(local), _flag(t, "dp_address"), head,
                      _flag(t, "dp_rpc_port"), str(DP_RPC_PORT)]  # fmt: skip
@@ -251,8 +253,8 @@ class PoolsLaunch:
 def launch_pools(
     flags: Flags,
     engine: str,
-    pre: LaunchSpec,
-    dec: LaunchSpec,
+    pre: LaunchSetup,
+    dec: LaunchSetup,
     prefill_replicas: int,
     decode_replicas: int,
 ) -> PoolsLaunch:
@@ -307,7 +309,7 @@ def pools_refusal(
     return None
 
 
-def launch_spec(
+def launch_setup(
     model_id: str,
     source: str,
     row: dict[str, Any],
@@ -315,10 +317,10 @@ def launch_spec(
     memory_fraction: float,
     weights: str,
     kv_dtype: str,
-) -> LaunchSpec:
+) -> LaunchSetup:
     """The spec of one sized deployment (a row of size's JSON: tp, pp, ep, attention_dp,
     redundant_experts, max_seqs, max_batched_tokens per rank, nodes)."""
-    return LaunchSpec(
+    return LaunchSetup(
         model_path(model_id, source),
         row["tp"],
         row["pp"],
@@ -336,7 +338,7 @@ def launch_spec(
 
 
 def launch_json(
-    flags: Flags, engine: str, spec: LaunchSpec, pools: tuple[LaunchSpec, int, int] | None = None
+    flags: Flags, engine: str, setup: LaunchSetup, pools: tuple[LaunchSetup, int, int] | None = None
 ) -> dict | None:
     """size's `launch`: {engine, version, argv, options_file, note, nodes} (nodes: each
     command with where it runs when the replica spans nodes); for a disaggregated deployment
@@ -346,7 +348,7 @@ def launch_json(
     if engine not in LAUNCH_ENGINES:
         return None
     if pools is not None:
-        x = launch_pools(flags, engine, pools[0], spec, pools[1], pools[2])
+        x = launch_pools(flags, engine, pools[0], setup, pools[1], pools[2])
         return {
             "engine": x.engine,
             "version": x.version,
@@ -356,7 +358,7 @@ def launch_json(
             "router_config": x.router_config or None,
             "note": x.note,
         }
-    return _one_json(launch(flags, engine, spec))
+    return _one_json(launch(flags, engine, setup))
 
 
 def _one_json(x: Launch) -> dict[str, Any]:

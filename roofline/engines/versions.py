@@ -44,16 +44,16 @@ def _cmp(a: Version, b: Version) -> int:
     return (pa > pb) - (pa < pb)
 
 
-def check_range(spec: str) -> None:
+def check_range(bounds: str) -> None:
     """Raise ValueError unless `spec` is comma-separated bounds such as ">=0.5,<0.8"."""
-    if not spec.strip():
+    if not bounds.strip():
         raise ValueError("an empty version range")
-    for part in spec.split(","):
+    for part in bounds.split(","):
         if not _BOUND.match(part):
             raise ValueError(f"bad version bound '{part.strip()}' (use e.g. >=0.5,<0.8)")
 
 
-def in_range(version: Version, spec: str) -> bool:
+def in_range(version: Version, bounds: str) -> bool:
     """True when `version` meets every bound of `spec` (">=0.5,<0.8": 0.5 <= v < 0.8)."""
     ops = {
         ">=": lambda c: c >= 0,
@@ -62,7 +62,7 @@ def in_range(version: Version, spec: str) -> bool:
         "<": lambda c: c < 0,
         "==": lambda c: c == 0,
     }
-    for part in spec.split(","):
+    for part in bounds.split(","):
         m = _BOUND.match(part)
         if m is None:
             raise ValueError(f"bad version bound '{part.strip()}'")

@@ -254,14 +254,14 @@ def _check_params(name: str, params: dict[str, float], what: str) -> None:
 
 
 def parse_lengths(
-    spec: str, max_len: int, n: int = 10_000, seed: int = 0, what: str = "--lengths"
+    lengths: str, max_len: int, n: int = 10_000, seed: int = 0, what: str = "--lengths"
 ) -> tuple[FloatArray, str]:
     """Sequence lengths from a list ("100,250,900"), a file of numbers (whitespace or comma
     separated), or a distribution: sharegpt, alpaca, lognormal:mean=500,sigma=0.9,
     uniform:low=1,high=2048, fixed:length=1000, eos:mean=100,max=128 (answers that end at EOS with
     a constant per-token probability or at max_tokens; optional n=… and seed=…). Lengths are clipped
     to [1, max_len]. Returns the lengths and a description of where they came from."""
-    text = spec.strip()
+    text = lengths.strip()
     if re.fullmatch(r"[0-9.,\s]+", text):
         values = np.array([float(x) for x in re.split(r"[,\s]+", text) if x])
         desc = f"{len(values)} listed lengths"

@@ -150,14 +150,14 @@ def host_draft_steps(drafter: str, gamma: ArrayLike) -> FloatArray:
     return g if drafter in SEQUENTIAL_HEADS else 0.0 * g
 
 
-def spec_host_time_s(profile: EngineProfile | None, drafter: str, gamma: ArrayLike) -> FloatArray:
+def draft_host_time_s(profile: EngineProfile | None, drafter: str, gamma: ArrayLike) -> FloatArray:
     """The engine's host time a speculative round adds to the plain step's:
     spec_round_cpu + n_draft·spec_draft_step_cpu (hardware/engines.yaml; n_draft from
     host_draft_steps). Zero without an engine profile; never part of the ideal."""
     steps = host_draft_steps(drafter, gamma)
     if profile is None:
         return 0.0 * steps
-    return profile.spec_round_cpu_s + steps * profile.spec_draft_step_cpu_s
+    return profile.draft_round_cpu_s + steps * profile.draft_step_cpu_s
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ class Speculation:
     tpot_baseline_expected_s: FloatArray
     tpot_ideal_s: FloatArray
     tpot_expected_s: FloatArray
-    t_spec_host_s: FloatArray  # the engine's speculative host cost per round (in expected only)
+    t_draft_host_s: FloatArray  # the engine's speculative host cost per round (in expected only)
 
     @property
     def speedup_ideal(self) -> FloatArray:
@@ -270,7 +270,7 @@ def speculate(
     base_ideal = base.t_ideal_s + s_base
     base_exp = base.t_expected_s + s_base
     profile = e.engines.get(base.engine) if e.engines else None
-    host = spec_host_time_s(profile, drafter, g) + zero
+    host = draft_host_time_s(profile, drafter, g) + zero
     ideal = (d_ideal + verify.t_ideal_s + s_round) / tokens
     expected = (d_exp + verify.t_expected_s + s_round + host) / tokens
     return Speculation(

@@ -62,10 +62,10 @@ def joules_per_output_token(
     return power_w(price.board_power_w, power_share) * gpus / output_tokens_per_s
 
 
-def parse_price_overrides(spec: str | None) -> dict[str, float]:
+def parse_price_overrides(text: str | None) -> dict[str, float]:
     """`h100=2.49,b200=5.5` -> {"h100": 2.49, "b200": 5.5} (USD per GPU-hour)."""
     out: dict[str, float] = {}
-    for item in filter(None, (spec or "").split(",")):
+    for item in filter(None, (text or "").split(",")):
         key, sep, value = item.partition("=")
         try:
             price = float(value)

@@ -39,7 +39,7 @@ LATENCY_LOADS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.0)  # shares of the capacity the p
 
 
 @dataclass(frozen=True)
-class Curve:
+class DayRates:
     """A rate curve: interval starts and lengths (s, from the curve's start) and the mean
     request rate (requests/s) in each."""
 
@@ -107,7 +107,7 @@ def replicas_needed(rate: np.ndarray, capacity: float, headroom: float) -> np.nd
     return np.maximum(n, MIN_REPLICAS).astype(np.int64)
 
 
-def _pieces(c: Curve, delay_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _pieces(c: DayRates, delay_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The day cut where the ready count can change (interval starts and starts + delay): each
     piece's start, length, interval index, and the index range of the intervals its trailing
     window [t − delay, t] covers, on the curve repeated once before itself."""
@@ -125,7 +125,7 @@ def _pieces(c: Curve, delay_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return cuts, length, hi - c.start_s.size, np.stack([lo, hi])
 
 
-def ready_replicas(c: Curve, ordered: np.ndarray, delay_s: float):
+def ready_replicas(c: DayRates, ordered: np.ndarray, delay_s: float):
     """(piece starts, lengths, interval of each piece, replicas ready in each piece): the fewest
     replicas ordered in the window [t − delay, t] (module docstring)."""
     start, length, interval, (lo, hi) = _pieces(c, delay_s)
@@ -137,7 +137,7 @@ def ready_replicas(c: Curve, ordered: np.ndarray, delay_s: float):
 
 
 def plan_day(
-    c: Curve,
+    c: DayRates,
     capacity: float,
     headroom: float,
     delay_s: float,
@@ -201,8 +201,8 @@ def latency_loads(capacity: float) -> np.ndarray:
 
 __all__ = [
     "DAY_S",
-    "Curve",
     "Day",
+    "DayRates",
     "LatencyTable",
     "latency_loads",
     "plan_day",

@@ -25,7 +25,7 @@ import numpy as np
 from roofline.catalog.files import read_text, yaml
 from roofline.domain.errors import CatalogError, InputError
 from roofline.serving.arrivals import read_arrivals
-from roofline.serving.day import Curve
+from roofline.serving.day import DayRates
 
 UNITS = {"hour": 3600.0, "minute": 60.0, "time_s": 1.0}
 MAX_INTERVALS = 100_000  # a day of seconds fits
@@ -48,7 +48,7 @@ def _number(value: Any, where: str, what: str) -> float:
     return x
 
 
-def _from_rows(name: str, unit: str, rows: list[tuple[float, float, str]], how: str) -> Curve:
+def _from_rows(name: str, unit: str, rows: list[tuple[float, float, str]], how: str) -> DayRates:
     """rows: (time in `unit`, rate, where the time was read)."""
     if not rows:
         raise InputError(f"{name}: no rows")
@@ -71,10 +71,10 @@ def _from_rows(name: str, unit: str, rows: list[tuple[float, float, str]], how: 
     if not (rate > 0).any():
         raise InputError(f"{name}: every rate is 0")
     desc = f"{how} {name}: {len(rows):,} rows, {unit} and rate (requests/s)"
-    return Curve(t - t[0], dur, rate, desc)
+    return DayRates(t - t[0], dur, rate, desc)
 
 
-def _csv(name: str, text: str) -> Curve:
+def _csv(name: str, text: str) -> DayRates:
     reader = csv.reader(io.StringIO(text))
     header = [h.strip().lower() for h in next(reader, [])]
     unit = next((u for u in UNITS if u in header), None)
@@ -96,7 +96,7 @@ def _csv(name: str, text: str) -> Curve:
     return _from_rows(name, unit, rows, "CSV")
 
 
-def _structured(name: str, text: str) -> Curve:
+def _structured(name: str, text: str) -> DayRates:
     """A YAML or JSON list of {hour|minute|time_s, rate} (or a mapping with a 'curve' list);
     errors name the line and key from the YAML nodes' marks."""
     try:
@@ -156,7 +156,7 @@ def _structured(name: str, text: str) -> Curve:
     return _from_rows(name, unit, rows, kind)
 
 
-def _log(path: str | Path) -> Curve:
+def _log(path: str | Path) -> DayRates:
     w = read_arrivals(path)
     t = np.asarray(w.arrival_s, dtype=float)
     span = float(t.max() - t.min()) if t.size else 0.0
@@ -173,10 +173,10 @@ def _log(path: str | Path) -> Curve:
         f"{w.description['arrivals']}: {t.size:,} arrivals counted per {word} ({n:,} bins; the"
         " times only, lengths from --prompt/--output)"
     )
-    return Curve(np.arange(n) * bin_s, np.full(n, bin_s), counts / bin_s, desc)
+    return DayRates(np.arange(n) * bin_s, np.full(n, bin_s), counts / bin_s, desc)
 
 
-def read_curve(path: str | Path) -> Curve:
+def read_day(path: str | Path) -> DayRates:
     """The curve of a file (module docstring)."""
     name = str(path)
     text = read_text(path)

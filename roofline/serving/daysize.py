@@ -14,7 +14,7 @@ from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
-from roofline.serving.day import Curve, Day, LatencyTable, latency_loads
+from roofline.serving.day import Day, DayRates, LatencyTable, latency_loads
 from roofline.serving.day import scale_up_delay_s as derive_delay
 from roofline.serving.metrics import Slo, metrics
 from roofline.serving.search import cycled, slo_requests
@@ -106,7 +106,7 @@ def day_json(day: Day, gpus_per_replica: int, usd: float | None, tok_per_req: fl
     }
 
 
-def intervals_json(c: Curve, day: Day) -> list[dict[str, Any]]:
+def intervals_json(c: DayRates, day: Day) -> list[dict[str, Any]]:
     return [
         {
             "start_s": float(c.start_s[k]),

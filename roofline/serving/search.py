@@ -24,7 +24,7 @@ import numpy as np
 from roofline.serving.bounds import RateBounds, rate_bounds
 from roofline.serving.metrics import Slo, metrics
 from roofline.serving.serve import Replica, run_replicas
-from roofline.serving.sim.prefixcache import PrefixSpec
+from roofline.serving.sim.prefixcache import PrefixConfig
 from roofline.serving.sim.scheduler import simulate_requests
 from roofline.serving.workload import (
     MAX_REQUESTS,
@@ -67,12 +67,12 @@ class Saturation:
 def _draws(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     """PROBE_LENGTHS draws at PROBE_SEED from the workload's length specification, or the
     workload's own lengths (a trace) when it has none."""
-    if w.length_specs is None:
+    if w.length_dists is None:
         return w.prompts, w.outputs
-    p_spec, o_spec = w.length_specs
-    n = PROBE_LENGTHS if isinstance(p_spec, str) or isinstance(o_spec, str) else 1
-    prompts = draw_lengths(p_spec, n, PROBE_SEED + 1, "prompt")[0]
-    outputs = draw_lengths(o_spec, n, PROBE_SEED + 2, "output")[0]
+    p_dist, o_dist = w.length_dists
+    n = PROBE_LENGTHS if isinstance(p_dist, str) or isinstance(o_dist, str) else 1
+    prompts = draw_lengths(p_dist, n, PROBE_SEED + 1, "prompt")[0]
+    outputs = draw_lengths(o_dist, n, PROBE_SEED + 2, "output")[0]
     return prompts, outputs
 
 
@@ -111,7 +111,7 @@ def saturation(
     prefilled: bool = False,
     confirm: bool = False,
     bound: float = math.inf,
-    prefix: PrefixSpec | None = None,
+    prefix: PrefixConfig | None = None,
     longest: int | None = None,
 ) -> Saturation:
     """The replica's saturation (module docstring) on requests of these lengths (cycled);
@@ -119,7 +119,7 @@ def saturation(
     physical bound on the rate (bounds.RateBounds); a finite window of a length mix can read a
     little above the long-run rate, never the long-run rate above the bound, so the measured
     rate is capped there. `prefix`: the requests share a prefix or hold conversations
-    (prefixcache.PrefixSpec), each user sending its next turn without a think time, cached;
+    (prefixcache.PrefixConfig), each user sending its next turn without a think time, cached;
     prompts are cut at `longest` (the replica's)."""
     n0 = None
     if prefix is not None:  # the probe's users hold conversations: their prompts grow
@@ -200,7 +200,7 @@ class Capacity:
     asked for) and its physical bounds, for one length distribution."""
 
     def __init__(self, rep: Replica, w: Workload, confirm: bool = False) -> None:
-        self.prefix, self.longest = w.prefix_spec, int(w.prompts.max())
+        self.prefix, self.longest = w.prefix_config, int(w.prompts.max())
         w0 = unprefixed(w)  # a prefix workload: the probe builds its conversations itself
         draws = _draws(w0)  # drawn once: clipped for the probe, whole for the mean
         self.prompts, self.outputs = probe_lengths(w0, draws)
@@ -277,11 +277,11 @@ def cycled(w: Workload, n: int) -> Workload:
     """`w`'s lengths cycled (or cut) to `n` requests, all at t = 0 (give them a rate)."""
     if n == w.n:
         return w
-    if w.prefix_spec is not None:  # whole conversations, rebuilt
-        return with_prefix(cycled(unprefixed(w), n), w.prefix_spec)
+    if w.prefix_config is not None:  # whole conversations, rebuilt
+        return with_prefix(cycled(unprefixed(w), n), w.prefix_config)
     p, o = np.resize(w.prompts, n), np.resize(w.outputs, n)
     return Workload(
-        np.zeros(n), p, o, None, None, None, w.description, w.length_specs, w.burstiness
+        np.zeros(n), p, o, None, None, None, w.description, w.length_dists, w.burstiness
     )
 
 

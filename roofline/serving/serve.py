@@ -37,7 +37,7 @@ from roofline.engines.scheduler import (
 )
 from roofline.serving.cost import MEMORY_POWER_SHARE
 from roofline.serving.metrics import ServeMetrics, Slo, metrics
-from roofline.serving.sim.drafting import SpecConfig, SpecRound, choose, speculative_steps
+from roofline.serving.sim.drafting import DraftConfig, DraftRound, choose, speculative_steps
 from roofline.serving.sim.multistep import amortised
 from roofline.serving.sim.prefixcache import replica_selection
 from roofline.serving.sim.record import RunRecord
@@ -59,7 +59,7 @@ class Replica:
     expected: StepModel
     frontend: Frontend | None = None  # the expected figures' API server (never the ideal's)
     model: ModelArch | None = None  # what it serves (the capacity bounds count its ops)
-    spec: SpecRound | None = None  # the speculative round its decode steps run (None: plain)
+    drafting: DraftRound | None = None  # the speculative round its decode steps run (None: plain)
 
     @property
     def gpus(self) -> int:
@@ -79,8 +79,8 @@ def make_replica(
     swap_tier: Tier | None = None,
     capacity_bytes: float | None = None,
     tokenizer: str = "fast",
-    spec: SpecConfig | None = None,
-    spec_context: float = 1024.0,
+    drafting: DraftConfig | None = None,
+    draft_context: float = 1024.0,
     scheduler_steps: int = 1,
 ) -> Replica:
     """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
@@ -88,8 +88,8 @@ def make_replica(
         defaults on this device and version (roofline.engines.scheduler.version_defaults; the budget
         also packs non-chunked prefill steps); `chunked_prefill` None: the version's default;
         `tokenizer` the API server's detokenizer path (fast or slow,
-    engines.yaml api_*); `spec`: decode with a drafter (serving.specstep; its round chosen at
-    batch 1 and `spec_context` tokens), whose weights and KV take their share of the memory;
+    engines.yaml api_*); `spec`: decode with a drafter (serving.sim.drafting; its round chosen at
+    batch 1 and `draft_context` tokens), whose weights and KV take their share of the memory;
     `scheduler_steps` vLLM V0's --num-scheduler-steps (roofline.serving.sim.multistep). Raises
     InputError if the weights or one request do not fit.
     Under attention-DP the scheduler limits are per rank, as the engines take them (vLLM runs
@@ -108,9 +108,9 @@ def make_replica(
     if max_batched_tokens is None:
         max_batched_tokens = tokens_default
     rnd, kv_share = None, 1.0
-    if spec is not None:
-        rnd = choose(model, hw, dep, spec, spec_context, pid)
-        capacity_bytes, kv_share = _drafter_memory(model, hw, dep, spec, rnd, capacity_bytes)
+    if drafting is not None:
+        rnd = choose(model, hw, dep, drafting, draft_context, pid)
+        capacity_bytes, kv_share = _drafter_memory(model, hw, dep, drafting, rnd, capacity_bytes)
     ranks = dep.attention_dp
     plan = plan_memory(model, hw, dep, eng, capacity_bytes)
     if not plan.weights_fit:
@@ -157,15 +157,15 @@ def make_replica(
     # the calibrated latency (one unloaded request, a fast tokenizer) already holds the API
     # server's work on that request and its one token in flight at a time
     front = Frontend(max(lat - per_req - per_tok_fast, 0.0), per_req, per_tok)
-    if spec is not None and rnd is not None:
+    if drafting is not None and rnd is not None:
         steps = [
-            speculative_steps(s, model, hw, dep, spec, rnd, ideal, pid)
+            speculative_steps(s, model, hw, dep, drafting, rnd, ideal, pid)
             for s, ideal in zip(steps, (True, False), strict=True)
         ]
     return Replica(hw, dep, rules, steps[0], steps[1], front, model, rnd)
 
 
-def _drafter_memory(model, hw, dep, spec: SpecConfig, rnd: SpecRound, capacity_bytes):
+def _drafter_memory(model, hw, dep, drafting: DraftConfig, rnd: DraftRound, capacity_bytes):
     """(device memory left for the target, share of its KV budget the target keeps): the
     drafter's weights come off the memory (speculative.drafter_weight_bytes, or the draft
     model's); a draft model's KV grows with the target's, so it takes its share of the budget."""
@@ -173,12 +173,12 @@ def _drafter_memory(model, hw, dep, spec: SpecConfig, rnd: SpecRound, capacity_b
     from roofline.step.memory import kv_bytes_per_token, weight_bytes_per_gpu
 
     cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
-    if spec.draft is not None and spec.draft_dep is not None:
+    if drafting.draft is not None and drafting.draft_dep is not None:
         kv_t = kv_bytes_per_token(model, dep.kv.bits, dep.tp, dep.pp)
-        kv_d = kv_bytes_per_token(spec.draft, spec.draft_dep.kv.bits, dep.tp, 1)
-        return cap - weight_bytes_per_gpu(spec.draft, spec.draft_dep), kv_t / (kv_t + kv_d)
-    vocab = spec.draft_vocab
-    return cap - drafter_weight_bytes(model, spec.drafter, dep, rnd.gamma, vocab), 1.0
+        kv_d = kv_bytes_per_token(drafting.draft, drafting.draft_dep.kv.bits, dep.tp, 1)
+        return cap - weight_bytes_per_gpu(drafting.draft, drafting.draft_dep), kv_t / (kv_t + kv_d)
+    vocab = drafting.draft_vocab
+    return cap - drafter_weight_bytes(model, drafting.drafter, dep, rnd.gamma, vocab), 1.0
 
 
 @dataclass(frozen=True)

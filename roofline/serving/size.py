@@ -35,7 +35,7 @@ from roofline.serving.cost import (
 from roofline.serving.metrics import ServeMetrics, Slo
 from roofline.serving.search import max_rate_within_slo, replica_capacity
 from roofline.serving.serve import Replica, make_replica, serve
-from roofline.serving.sim.drafting import SpecConfig
+from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.workers import jobs, parallel_map
 from roofline.serving.workload import Workload, with_rate
 from roofline.step.ops import Deployment
@@ -117,7 +117,7 @@ def size(
     seed: int = 0,
     max_replicas: int = 4096,
     headroom: float = HEADROOM,
-    spec: SpecConfig | None = None,
+    drafting: DraftConfig | None = None,
     scale_out: Tier | None = None,
 ) -> list[Sized]:
     """Every accelerator × layout with its replica count for rate w.rate; sorted best first.
@@ -125,7 +125,7 @@ def size(
     saturation rate without SLOs, × (1 − headroom). Where the engine's sequence cap binds the
     saturation, twice and four times the cap are tried too (the KV budget permitting) and the
     highest capacity kept: the scheduler limit a launch line then states. `spec`: every layout
-    also with the drafter (serving.specstep), so the ranking picks speculation where it pays."""
+    also with the drafter (serving.sim.drafting), so the ranking picks speculation where it pays."""
     if minimize not in MINIMIZE:
         raise InputError(f"--minimize must be cost or gpus, got {minimize}")
     if w.rate is None:
@@ -137,16 +137,16 @@ def size(
     has_slo = slo.ttft_s is not None or slo.tpot_s is not None
     basis = "SLO capacity" if has_slo else "saturation"
     out: list[Sized] = []
-    tasks: list[tuple[Accelerator, Deployment, SpecConfig | None]] = []
+    tasks: list[tuple[Accelerator, Deployment, DraftConfig | None]] = []
     limits: list[float] = []  # each layout's bound on the rate one replica serves
     ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
     for hw in accelerators:
-        deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out, spec is not None)
+        deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out, drafting is not None)
         if not deps:
             out.append(_none(hw, base, f"no layout of {model.id} on {hw.id} fits and meets the"
                              " TPOT SLO at batch 1"))  # fmt: skip
         for c in deps:  # the drafter adds no prefill capacity: its variant keeps the bound
-            for sp in (None, spec) if spec else (None,):
+            for sp in (None, drafting) if drafting else (None,):
                 tasks.append((hw, c.dep, sp))
                 limits.append(c.rate_bound)
 
@@ -156,16 +156,16 @@ def size(
         r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
         return rep, cap, sat, r_cap
 
-    def one(task: tuple[Accelerator, Deployment, SpecConfig | None]) -> Sized:
+    def one(task: tuple[Accelerator, Deployment, DraftConfig | None]) -> Sized:
         hw, dep, sp = task
         price = prices.get(hw.id)
         try:
-            rep = make_replica(model, hw, dep, eng, max_len, spec=sp, spec_context=ctx)
+            rep = make_replica(model, hw, dep, eng, max_len, drafting=sp, draft_context=ctx)
         except RooflineError as exc:
             return _none(hw, dep, str(exc))
         drafted = None
-        if rep.spec is not None and sp is not None:
-            r = rep.spec
+        if rep.drafting is not None and sp is not None:
+            r = rep.drafting
             drafted = {"drafter": sp.drafter, "gamma": r.gamma, "tree_tokens": r.tree_tokens}
         best = capacity(rep)
         per_rank = rep.rules.max_seqs // dep.attention_dp
@@ -175,7 +175,14 @@ def size(
             try:
                 more = capacity(
                     make_replica(
-                        model, hw, dep, eng, max_len, per_rank * factor, spec=sp, spec_context=ctx
+                        model,
+                        hw,
+                        dep,
+                        eng,
+                        max_len,
+                        per_rank * factor,
+                        drafting=sp,
+                        draft_context=ctx,
                     )
                 )
             except RooflineError:

@@ -33,7 +33,7 @@ from roofline.serving.disagg import TrafficMode, best_pools, disaggregate
 from roofline.serving.kvtransfer import KvLink
 from roofline.serving.metrics import Slo
 from roofline.serving.serve import make_replica
-from roofline.serving.sim.drafting import SpecConfig
+from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.size import (
     HEADROOM,
     Sized,
@@ -186,7 +186,7 @@ def size_search(
     minimize: str = "cost",
     seed: int = 0,
     headroom: float = HEADROOM,
-    spec: SpecConfig | None = None,
+    drafting: DraftConfig | None = None,
     scale_out: Tier | None = None,
     link: KvLink | None = None,
     shape: tuple[int, int] | None = None,
@@ -196,7 +196,7 @@ def size_search(
     searched), ranked together best first."""
     rows = size(
         model, accelerators, base, eng, w, slo, prices, minimize, seed,
-        headroom=headroom, spec=spec, scale_out=scale_out,
+        headroom=headroom, drafting=drafting, scale_out=scale_out,
     )  # fmt: skip
     if link is None:
         return rows

@@ -19,7 +19,7 @@ import numpy as np
 
 from roofline.domain.errors import InputError
 from roofline.levers.kvcache import parse_lengths
-from roofline.serving.sim.prefixcache import PrefixInfo, PrefixSpec
+from roofline.serving.sim.prefixcache import PrefixConfig, PrefixInfo
 
 MAX_REQUESTS = 1_000_000
 MAX_TOKENS = 10_000_000
@@ -38,10 +38,10 @@ class Workload:
     duration_s: float | None
     description: dict[str, Any]
     # (prompt, output) as given: a length or a distribution to draw from (None: a trace)
-    length_specs: tuple[str | int, str | int] | None = None
+    length_dists: tuple[str | int, str | int] | None = None
     burstiness: float = 1.0  # gamma-distributed gaps of shape `burstiness` (1: Poisson)
     prefix: PrefixInfo | None = None  # shared prefixes and conversations (with_prefix)
-    prefix_spec: PrefixSpec | None = None
+    prefix_config: PrefixConfig | None = None
     drawn: tuple[np.ndarray, np.ndarray] | None = None  # the lengths before with_prefix
 
     @property
@@ -68,12 +68,12 @@ def _count(rate: float | None, requests: int | None, duration_s: float | None, c
     return 1000
 
 
-def draw_lengths(spec: str | int, n: int, seed: int, what: str) -> tuple[np.ndarray, str]:
-    if isinstance(spec, int | np.integer):
-        if not 1 <= spec <= MAX_TOKENS:
-            raise InputError(f"--{what} must be from 1 to {MAX_TOKENS:,} tokens, got {spec}")
-        return np.full(n, int(spec), dtype=np.int64), f"fixed {spec}"
-    values, desc = parse_lengths(spec, MAX_TOKENS, n, seed)
+def draw_lengths(lengths: str | int, n: int, seed: int, what: str) -> tuple[np.ndarray, str]:
+    if isinstance(lengths, int | np.integer):
+        if not 1 <= lengths <= MAX_TOKENS:
+            raise InputError(f"--{what} must be from 1 to {MAX_TOKENS:,} tokens, got {lengths}")
+        return np.full(n, int(lengths), dtype=np.int64), f"fixed {lengths}"
+    values, desc = parse_lengths(lengths, MAX_TOKENS, n, seed)
     if len(values) < n:  # a list or file shorter than the run is repeated in order
         values = np.resize(values, n)
     return values[:n].astype(np.int64), desc
@@ -226,24 +226,24 @@ def with_rate(w: Workload, rate: float, seed: int = 0) -> Workload:
     a rate sweep."""
     if not (math.isfinite(rate) and 0 < rate <= 1e6):
         raise InputError(f"--rate must be a positive number of requests/s up to 1e6, got {rate}")
-    if w.prefix_spec is not None:
-        return with_prefix(with_rate(unprefixed(w), rate, seed), w.prefix_spec, seed)
+    if w.prefix_config is not None:
+        return with_prefix(with_rate(unprefixed(w), rate, seed), w.prefix_config, seed)
     gaps = unit_gaps(np.random.default_rng(seed), w.n, w.burstiness)
     desc = {**w.description, "arrivals": arrivals_text(rate, w.burstiness)}
     arrival = np.cumsum(gaps) / rate
     return Workload(
-        arrival, w.prompts, w.outputs, rate, None, None, desc, w.length_specs, w.burstiness
+        arrival, w.prompts, w.outputs, rate, None, None, desc, w.length_dists, w.burstiness
     )
 
 
 def unprefixed(w: Workload) -> Workload:
     """`w` before with_prefix: its drawn lengths, every request on its own."""
-    if w.prefix_spec is None or w.drawn is None:
+    if w.prefix_config is None or w.drawn is None:
         return w
     p, o = w.drawn
     desc = {k: v for k, v in w.description.items() if k != "prefix_caching"}
     n = {"requests": len(p), "prompt_tokens_mean": float(p.mean())}
-    arrival = w.arrival_s if w.prefix_spec.turns == 1 else np.zeros(len(p))
+    arrival = w.arrival_s if w.prefix_config.turns == 1 else np.zeros(len(p))
     return replace(
         w,
         arrival_s=arrival,
@@ -251,35 +251,35 @@ def unprefixed(w: Workload) -> Workload:
         outputs=o,
         description={**desc, **n},
         prefix=None,
-        prefix_spec=None,
+        prefix_config=None,
         drawn=None,
     )
 
 
-def with_prefix(w: Workload, spec: PrefixSpec | None, seed: int = 0) -> Workload:
-    """`w`'s requests with a shared prefix and in conversations (PrefixSpec.build): the first
+def with_prefix(w: Workload, lengths: PrefixConfig | None, seed: int = 0) -> Workload:
+    """`w`'s requests with a shared prefix and in conversations (PrefixConfig.build): the first
     turns arrive as `w` says (conversations start at rate / turns, the same burstiness; a closed
     loop's users each hold one conversation at a time; without a rate all at t = 0), the later
     ones when released."""
-    if spec is None:
+    if lengths is None:
         return w
-    prompts, outputs, info = spec.build(w.prompts, w.outputs)
+    prompts, outputs, info = lengths.build(w.prompts, w.outputs)
     c = info.n_first
-    if spec.turns == 1:
+    if lengths.turns == 1:
         arrival = w.arrival_s
     else:  # the later turns wait for their predecessors
         arrival = np.full(len(prompts), math.inf)
         arrival[:c] = 0.0
         if w.rate is not None and w.concurrency is None:
             gaps = unit_gaps(np.random.default_rng(seed), c, w.burstiness)
-            arrival[:c] = np.cumsum(gaps) / (w.rate / spec.turns)
+            arrival[:c] = np.cumsum(gaps) / (w.rate / lengths.turns)
     desc = {
         **w.description,
         "requests": len(prompts),
-        "prefix_caching": spec.text(),
+        "prefix_caching": lengths.text(),
         **(
             {"arrivals": f"{w.description.get('arrivals')}: conversations start at rate / turns"}
-            if spec.turns > 1 and w.rate is not None and w.concurrency is None
+            if lengths.turns > 1 and w.rate is not None and w.concurrency is None
             else {}
         ),
         "prompt_tokens_mean": float(prompts.mean()),
@@ -292,6 +292,6 @@ def with_prefix(w: Workload, spec: PrefixSpec | None, seed: int = 0) -> Workload
         outputs=outputs,
         description=desc,
         prefix=info,
-        prefix_spec=spec,
+        prefix_config=lengths,
         drawn=(w.prompts, w.outputs),
     )

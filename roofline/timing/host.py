@@ -57,8 +57,8 @@ class EngineProfile:
     # speculative decoding's host cost (roofline/levers/speculative.py): per round (proposal
     # bookkeeping, rejection sampling, tree masks, the drafter's extra launch) and per sequential
     # draft step
-    spec_round_cpu_s: float = 0.0
-    spec_draft_step_cpu_s: float = 0.0
+    draft_round_cpu_s: float = 0.0
+    draft_step_cpu_s: float = 0.0
     # the API server's path outside the engine's steps, per request (roofline/engines/scheduler.py)
     request_latency_s: float = 0.0
     # the API server's CPU time per request and per streamed token on the fast (Rust) and slow

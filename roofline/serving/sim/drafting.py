@@ -43,7 +43,7 @@ FAR_TOKENS = 1025.0  # the second context of the attention slope (as StepModel's
 
 
 @dataclass(frozen=True)
-class SpecConfig:
+class DraftConfig:
     """The drafter options of `speculate`: drafter kind, its model (a separate draft) and
     layout, the chain lengths to choose from, the tree (None: choose at batch 1; 0: a chain;
     T: a tree of T tokens), acceptance per draft token (one α or per position), decay, draft
@@ -72,7 +72,7 @@ class SpecConfig:
 
 
 @dataclass(frozen=True)
-class SpecRound:
+class DraftRound:
     """The round an engine runs: γ, tokens verified per sequence, tokens per round, and the
     speed-up `speculate` gives it at batch 1 (expected step times) at the context it was
     chosen at."""
@@ -84,9 +84,9 @@ class SpecRound:
 
 
 def choose(
-    model: ModelArch, hw: Accelerator, dep: Deployment, cfg: SpecConfig, context: float,
+    model: ModelArch, hw: Accelerator, dep: Deployment, cfg: DraftConfig, context: float,
     engine: str | None,
-) -> SpecRound:  # fmt: skip
+) -> DraftRound:  # fmt: skip
     """The round to run: the lowest expected TPOT at batch 1 and `context` over the configured
     chains (and trees, when not fixed), as `speculate` chooses it."""
     args = (model, cfg.draft, hw, dep, cfg.draft_dep)
@@ -97,7 +97,7 @@ def choose(
     s, _ = choose_round(*args, 1.0, context, cands, cfg.acc(), engine=engine, **cfg.kw())
     g, t_v = int(s.gamma), int(s.verify_tokens)
     tree = None if t_v == g + 1 and cfg.tree_tokens in (None, 0) else t_v
-    return SpecRound(g, tree, float(s.tokens_per_round), float(s.speedup_expected))
+    return DraftRound(g, tree, float(s.tokens_per_round), float(s.speedup_expected))
 
 
 def speculative_steps(
@@ -105,8 +105,8 @@ def speculative_steps(
     model: ModelArch,
     hw: Accelerator,
     dep: Deployment,
-    cfg: SpecConfig,
-    rnd: SpecRound,
+    cfg: DraftConfig,
+    rnd: DraftRound,
     ideal: bool,
     engine: str | None,
 ) -> StepModel:
@@ -119,12 +119,12 @@ def speculative_steps(
 
     def delta(batch, context) -> np.ndarray:
         s = speculate(*args, batch, context, float(rnd.gamma), cfg.acc(), **kw)
-        spec, plain = (
+        drafted, plain = (
             (s.tpot_ideal_s, s.tpot_baseline_ideal_s)
             if ideal
             else (s.tpot_expected_s, s.tpot_baseline_expected_s)
         )
-        return np.asarray(spec - plain, dtype=float)
+        return np.asarray(drafted - plain, dtype=float)
 
     out.base_s = steps.base_s + delta(b, 1.0)
     d_slope = float((delta(1.0, FAR_TOKENS) - delta(1.0, 1.0)) / (FAR_TOKENS - 1.0))

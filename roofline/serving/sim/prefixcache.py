@@ -39,7 +39,7 @@ MAX_TURNS = 1000
 
 
 @dataclass(frozen=True)
-class PrefixSpec:
+class PrefixConfig:
     """What the user asked for: `shared_tokens` (or `shared_fraction` of each prompt) of every
     prompt are a shared prefix, one of `prefixes` (each conversation draws one at random, seeded
     by `seed`: the system prompts of several applications); `turns` turns per conversation with
