@@ -57,10 +57,25 @@ def test_problems_flags_a_bad_case():
     assert any("kv fp7" in p for p in found)
 
 
+# results reserved as the independent check: no validation file may cite, mirror or name them
+RESERVED_MARKERS = ("inferencemax", "inferencex", "semianalysis")
+
+
 def test_no_validation_file_holds_an_mlperf_result():
     """MLPerf Inference results (every round) are the independent check: no validation file,
-    fitted or not, may hold one (a case citing mlcommons' results repositories or LoadGen logs)."""
+    fitted or not, may hold one (a case citing mlcommons' results repositories or LoadGen logs).
+    SemiAnalysis' InferenceMAX / InferenceX results are reserved the same way: a validation file
+    that mentions them at all fails."""
     for f in sorted((ROOT / "validation").glob("*.yaml")):
         text = f.read_text().lower()
         for marker in ("mlcommons/inference_results", "mlperf_log_summary", "- id: mlperf"):
             assert marker not in text, f"{f.name} holds an MLPerf result ({marker})"
+        for marker in RESERVED_MARKERS:
+            assert marker not in text, f"{f.name} mentions a reserved benchmark ({marker})"
+
+
+def test_reserved_markers_catch_every_spelling():
+    """The markers match the names as sources write them (case-insensitively, as the check lowers
+    the text), including a mirror's repository path."""
+    for name in ("InferenceMAX", "InferenceX", "SemiAnalysis", "github.com/SemiAnalysisAI/InferenceX"):
+        assert any(m in name.lower() for m in RESERVED_MARKERS), name
