@@ -15,9 +15,13 @@ from roofline.cli import app
 
 @pytest.fixture(scope="session", autouse=True)
 def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
-    """The tests' catalog parse cache lives in a temporary directory, not the user's."""
+    """The tests' catalog parse cache lives in a temporary directory, not the user's; searches
+    run in the test's own process."""
     mp = pytest.MonkeyPatch()
     mp.setenv("ROOFLINE_CACHE_DIR", str(tmp_path_factory.mktemp("roofline-cache")))
+    # pytest-xdist already runs one worker per core: a sizing search in a test runs its layouts in
+    # its own process (roofline.serving.workers) rather than forking a pool per search
+    mp.setenv("ROOFLINE_JOBS", "1")
     yield
     mp.undo()
 

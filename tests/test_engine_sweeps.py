@@ -77,5 +77,10 @@ def test_no_validation_file_holds_an_mlperf_result():
 def test_reserved_markers_catch_every_spelling():
     """The markers match the names as sources write them (case-insensitively, as the check lowers
     the text), including a mirror's repository path."""
-    for name in ("InferenceMAX", "InferenceX", "SemiAnalysis", "github.com/SemiAnalysisAI/InferenceX"):
+    for name in (
+        "InferenceMAX",
+        "InferenceX",
+        "SemiAnalysis",
+        "github.com/SemiAnalysisAI/InferenceX",
+    ):
         assert any(m in name.lower() for m in RESERVED_MARKERS), name

@@ -213,3 +213,19 @@ def test_serving_case_keys_of_engine_sweeps(cat):
     ):
         with pytest.raises(InputError, match=msg):
             run_serving_case({**case, key: value}, cat)
+
+
+def test_the_answer_does_not_depend_on_the_cores(run, monkeypatch):
+    """size prunes layouts between rounds of searches; the rounds are a constant, so one core and
+    many give the same deployments (the worker pool only sets the speed). Here the first round
+    finds B200 TP1; whether MI300X TP4 is searched depended on the round after it."""
+    args = ("size", "llama-3.1-70b", "--rate", "10", "--hardware", "b200,mi300x",
+            "--weights", "fp8", "--kv-dtype", "fp8", "--prompt", "2k", "--output", "300",
+            "--slo-ttft", "2s", "--slo-tpot", "50ms", "--requests", "100",
+            "-f", "json")  # fmt: skip
+    docs = []
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("ROOFLINE_JOBS", jobs)
+        docs.append(run(*args).json()["deployments"])
+    assert docs[0] == docs[1]
+    assert sum(1 for d in docs[0] if d["gpus"]) >= 2  # more than one layout was searched

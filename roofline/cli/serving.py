@@ -16,6 +16,7 @@ from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note, warn
 from roofline.cli.cliff_json import cliff_doc
 from roofline.cli.disagg_json import disagg_doc, pool_split, pools_launch, traffic_json
+from roofline.cli.groups import grouped
 from roofline.domain.errors import InputError
 from roofline.domain.layout import validate
 from roofline.domain.units import fmt_bytes, parse_seconds
@@ -32,6 +33,7 @@ from roofline.step.ops import Deployment
 # ---- cliff ----------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def cliff(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -40,12 +42,9 @@ def cliff(
     ep: opt.Ep = 1,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
+    lens: topt.LengthOptions = topt.LENGTHS,
     max_seqs: opt.MaxSeqs = None,
     requests: opt.Requests = None,
-    prompt_dist: opt.PromptDist = None,
-    output_dist: opt.OutputDist = None,
     seed: opt.Seed = 0,
     preemption: Annotated[str, typer.Option(help="recompute (vLLM default) or swap")] = "recompute",
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
@@ -75,7 +74,7 @@ def cliff(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None, model=m)
     opt.check_formats(dep, hw)
-    s, o = opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
+    s, o = opt.tokens(lens.prompt, "--prompt", 1), opt.tokens(lens.output, "--output", 1)
     settings = opt.batch_sweep(max_seqs or "1..1024")
     n = requests if requests is not None else 4 * max(settings)
     if not 1 <= n <= 100_000:
@@ -83,12 +82,12 @@ def cliff(
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     tier = cat.tier(swap_tier) if preemption == "swap" else None
-    if prompt_dist:
-        prompts, prompt_desc = parse_lengths(prompt_dist, 10**7, n, seed, "--prompt-dist")
+    if lens.prompt_dist:
+        prompts, prompt_desc = parse_lengths(lens.prompt_dist, 10**7, n, seed, "--prompt-dist")
     else:
         prompts, prompt_desc = np.full(n, float(s)), f"fixed {s}"
-    if output_dist:
-        outputs, output_desc = parse_lengths(output_dist, 10**7, n, seed + 1, "--output-dist")
+    if lens.output_dist:
+        outputs, output_desc = parse_lengths(lens.output_dist, 10**7, n, seed + 1, "--output-dist")
     else:
         outputs, output_desc = np.full(n, float(o)), f"fixed {o}"
     prompts, outputs = prompts.astype(np.int64), outputs.astype(np.int64)
@@ -115,6 +114,7 @@ def cliff(
 # ---- disagg ---------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def disagg(
     model: opt.ModelArg,
     prefill_hardware: Annotated[str, typer.Option("--prefill", help="prefill accelerator")],
@@ -138,18 +138,13 @@ def disagg(
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     link: Annotated[str, typer.Option(help="tier id the KV cache travels over")] = "infiniband-ndr",
     batch: opt.Batch = opt.BATCH,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
+    lens: topt.LengthOptions = topt.LENGTHS,
     engine_name: opt.Engine = opt.ENGINE,
     ideal: opt.Ideal = False,
     rate: topt.Rate = None,
-    prompt_dist: opt.PromptDist = None,
-    output_dist: opt.OutputDist = None,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
-    slo_ttft: topt.SloTtft = None,
-    slo_tpot: topt.SloTpot = None,
-    slo_pct: topt.SloPct = topt.SLO_PCT,
+    sl: topt.SloOptions = topt.SLO,
     link_efficiency: opt.LinkEfficiency = None,
     transfer_overhead: Annotated[
         str, typer.Option(help="fixed cost per KV transfer (set-up, block tables), e.g. 1ms")
@@ -188,7 +183,11 @@ def disagg(
     kv_link = KvLink(
         tier, link_efficiency, parse_seconds(transfer_overhead, "--transfer-overhead"), layerwise
     )
-    b, s, o = opt.batch(batch), opt.tokens(prompt, "--prompt", 1), opt.tokens(output, "--output", 1)
+    b, s, o = (
+        opt.batch(batch),
+        opt.tokens(lens.prompt, "--prompt", 1),
+        opt.tokens(lens.output, "--output", 1),
+    )
     d_eng = _check_pools(m, ((p_hw, p_dep), (d_hw, d_dep)), tier, engine_name, b, s + o)
     r = disaggregate(m, p_hw, d_hw, p_dep, d_dep, kv_link, b, s, o, ideal, prefill_batch)
     doc = disagg_doc(m, p_hw, d_hw, p_dep, d_dep, tier, kv_link, prefill_batch, (b, s, o), d_eng,
@@ -196,13 +195,11 @@ def disagg(
     if pools is not None and rate is None:
         raise InputError("--pools splits a unit under traffic: give --rate too")
     if rate is not None:
-        slo, shape = topt.slo(slo_ttft, slo_tpot, slo_pct), topt.pool_split(pools)
+        slo, shape = sl.slo(), topt.pool_split(pools)
         rates = topt.rates(rate)
         if len(rates) != 1:
             raise InputError("disagg takes one --rate")
-        w = topt.serving_workload(
-            prompt, output, prompt_dist, output_dist, rates[0], None, requests or 1000, None, seed
-        )
+        w = topt.serving_workload(lens, rates[0], None, requests or 1000, None, seed)
         modes = compare_at_rate(m, p_hw, d_hw, p_dep, d_dep, d_eng, kv_link, w, slo, seed, ideal,
                                 shape)  # fmt: skip
         doc["traffic"] = traffic_json(rates[0], w, slo, kv_link, ideal, modes)

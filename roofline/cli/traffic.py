@@ -62,10 +62,7 @@ def serve(
     lo: opt.LayoutOptions = opt.LAYOUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    prompt_dist: opt.PromptDist = None,
-    output_dist: opt.OutputDist = None,
+    lens: topt.LengthOptions = topt.LENGTHS,
     rate: topt.Rate = None,
     burstiness: topt.Burstiness = 1.0,
     arrivals: topt.Arrivals = None,
@@ -74,14 +71,9 @@ def serve(
     requests: opt.Requests = None,
     duration: topt.Duration = None,
     seed: opt.Seed = 0,
-    shared_prefix: topt.SharedPrefix = None,
-    prefixes: topt.Prefixes = 1,
-    turns: topt.Turns = 1,
-    think_time: topt.ThinkTime = "0s",
+    px: topt.PrefixOptions = topt.PREFIX,
     so: dopt.DraftOptions = dopt.DRAFT,
-    slo_ttft: topt.SloTtft = None,
-    slo_tpot: topt.SloTpot = None,
-    slo_pct: topt.SloPct = topt.SLO_PCT,
+    sl: topt.SloOptions = topt.SLO,
     max_seqs: opt.MaxSeqs = None,
     max_batched_tokens: MaxBatchedTokens | None = None,
     chunked_prefill: topt.ChunkedPrefill = None,
@@ -121,17 +113,16 @@ def serve(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
     dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo)
-    slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
-    timed = arrivals is not None or (prompt_dist or "").endswith(".jsonl")
+    slo = sl.slo()
+    timed = arrivals is not None or (lens.prompt_dist or "").endswith(".jsonl")
     if (rate is None) == (concurrency is None) and not timed:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
     rate_list: list[float | None] = [*topt.rates(rate)] if rate is not None else [None]
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     base = topt.serving_workload(
-        prompt, output, prompt_dist, output_dist, rate_list[0], concurrency, requests, duration,
-        seed, burstiness, arrivals, speedup,
-        topt.prefix_config(shared_prefix, prefixes, turns, think_time, seed),
+        lens, rate_list[0], concurrency, requests, duration, seed, burstiness, arrivals, speedup,
+        px.config(seed),
     )  # fmt: skip
     eng = with_frontend(engine(engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
@@ -188,20 +179,12 @@ def size(
     hardware: topt.HardwareList = None,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    prompt_dist: opt.PromptDist = None,
-    output_dist: opt.OutputDist = None,
+    lens: topt.LengthOptions = topt.LENGTHS,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
-    shared_prefix: topt.SharedPrefix = None,
-    prefixes: topt.Prefixes = 1,
-    turns: topt.Turns = 1,
-    think_time: topt.ThinkTime = "0s",
+    px: topt.PrefixOptions = topt.PREFIX,
     so: dopt.DraftOptions = dopt.DRAFT,
-    slo_ttft: topt.SloTtft = None,
-    slo_tpot: topt.SloTpot = None,
-    slo_pct: topt.SloPct = topt.SLO_PCT,
+    sl: topt.SloOptions = topt.SLO,
     engine_name: opt.Engine = opt.ENGINE,
     frontend: topt.Frontend = "api",
     price: topt.Price = None,
@@ -258,12 +241,11 @@ def size(
     base = opt.deployment(weights, kv_dtype, model=m)
     for hw in hws:
         opt.check_formats(base, hw)
-    slo = topt.slo(slo_ttft, slo_tpot, slo_pct)
+    slo = sl.slo()
     requests = SIZE_REQUESTS if requests is None else requests
-    pfx = _size_checks(headroom, requests, shared_prefix, prefixes, turns, think_time, seed, disagg)
+    pfx = _size_checks(headroom, requests, px, seed, disagg)
     w = topt.serving_workload(
-        prompt, output, prompt_dist, output_dist, rate_rps, None, requests, None, seed, burstiness,
-        prefix=pfx,
+        lens, rate_rps, None, requests, None, seed, burstiness, prefix=pfx
     )  # fmt: skip
     prices = topt.price_table(cat, price)
     eng = with_frontend(engine(engine_name, hws[0]), frontend)
@@ -322,13 +304,13 @@ def _accelerators(cat, hardware: str | None) -> list:
     return [cat.accelerator(h) for h in names]
 
 
-def _size_checks(headroom, requests, shared_prefix, prefixes, turns, think_time, seed, disagg):
-    """size's headroom, requests and prefix cache (not with --disagg); the prefix spec."""
+def _size_checks(headroom, requests, px: topt.PrefixOptions, seed: int, disagg: bool):
+    """size's headroom, requests and prefix cache (not with --disagg); the prefix config."""
     if not 0 <= headroom < 1:
         raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
     if not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
-    pfx = topt.prefix_config(shared_prefix, prefixes, turns, think_time, seed)
+    pfx = px.config(seed)
     if pfx is not None and disagg:
         raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
     return pfx

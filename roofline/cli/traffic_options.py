@@ -3,13 +3,14 @@ and their parsers; the rest of the shared vocabulary is in roofline/cli/options.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
 import typer
 
-from roofline.cli.options import tokens
+from roofline.cli.options import OUTPUT, PROMPT, Output, OutputDist, Prompt, PromptDist, tokens
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_seconds
 
@@ -133,6 +134,46 @@ ThinkTime = Annotated[
     str, typer.Option("--think-time", help="between a turn's last token and the next turn, e.g. 5s")
 ]
 SLO_PCT = 99.0
+
+
+@dataclass(frozen=True)
+class LengthOptions:
+    """Request lengths, one group (cli.groups) in serve, size and disagg: fixed or drawn."""
+
+    prompt: Prompt = PROMPT
+    output: Output = OUTPUT
+    prompt_dist: PromptDist = None
+    output_dist: OutputDist = None
+
+
+@dataclass(frozen=True)
+class PrefixOptions:
+    """Shared prefixes and conversations, one group (cli.groups) in serve and size."""
+
+    shared_prefix: SharedPrefix = None
+    prefixes: Prefixes = 1
+    turns: Turns = 1
+    think_time: ThinkTime = "0s"
+
+    def config(self, seed: int = 0):
+        """The core PrefixConfig (prefix_config), or None when no option is given."""
+        return prefix_config(self.shared_prefix, self.prefixes, self.turns, self.think_time, seed)
+
+
+@dataclass(frozen=True)
+class SloOptions:
+    """The SLOs, one group (cli.groups) in serve, size and disagg."""
+
+    slo_ttft: SloTtft = None
+    slo_tpot: SloTpot = None
+    slo_pct: SloPct = SLO_PCT
+
+    def slo(self):
+        """The core Slo (slo)."""
+        return slo(self.slo_ttft, self.slo_tpot, self.slo_pct)
+
+
+LENGTHS, PREFIX, SLO = LengthOptions(), PrefixOptions(), SloOptions()
 SERVE_REQUESTS = 1000
 
 
@@ -199,10 +240,7 @@ def prefix_config(
 
 
 def serving_workload(
-    prompt: str,
-    output: str,
-    prompt_dist: str | None,
-    output_dist: str | None,
+    lengths: LengthOptions,
     rate: float | None,
     concurrency: int | None,
     requests: int | None,
@@ -221,18 +259,7 @@ def serving_workload(
     from roofline.serving.workload import with_prefix
 
     w = _workload(
-        prompt,
-        output,
-        prompt_dist,
-        output_dist,
-        rate,
-        concurrency,
-        requests,
-        duration,
-        seed,
-        burstiness,
-        arrivals,
-        speedup,
+        lengths, rate, concurrency, requests, duration, seed, burstiness, arrivals, speedup
     )
     if prefix is not None and prefix.turns > 1 and w.length_dists is None:
         raise InputError("--turns builds conversations from --prompt/--output, not from a trace")
@@ -240,10 +267,7 @@ def serving_workload(
 
 
 def _workload(
-    prompt,
-    output,
-    prompt_dist,
-    output_dist,
+    lengths: LengthOptions,
     rate,
     concurrency,
     requests,
@@ -263,6 +287,9 @@ def _workload(
         workload_from_trace,
     )
 
+    prompt, output, prompt_dist, output_dist = (
+        lengths.prompt, lengths.output, lengths.prompt_dist, lengths.output_dist
+    )  # fmt: skip
     if arrivals is not None:  # an arrival log: Azure, BurstGPT, Mooncake or roofline's JSONL
         from roofline.serving.arrivals import read_arrivals
 

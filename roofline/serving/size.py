@@ -36,9 +36,14 @@ from roofline.serving.metrics import ServeMetrics, Slo
 from roofline.serving.search import max_rate_within_slo, replica_capacity
 from roofline.serving.serve import Replica, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
-from roofline.serving.workers import jobs, parallel_map
+from roofline.serving.workers import parallel_map
 from roofline.serving.workload import Workload, with_rate
 from roofline.step.ops import Deployment
+
+# layouts searched together after the first, before pruning against the best found: a constant,
+# so the answer never depends on the machine's core count (the pool only sets the speed)
+SEARCH_ROUND = 2
+
 
 MINIMIZE = ("cost", "gpus")
 HEADROOM = 0.10  # share of a replica's capacity left unused by default
@@ -258,7 +263,7 @@ def size(
     while bounds:
         now, bounds = bounds[:size_round], bounds[size_round:]
         found += parallel_map(one, [b[3] for b in now])  # independent searches
-        size_round = max(jobs(), 1)
+        size_round = SEARCH_ROUND
         keys = [key(r.gpus, prices.get(r.hardware)) for r in found if r.meets_slo]
         best = min(keys) if keys else None
         while best is not None and bounds and bounds[-1][0] >= best:
