@@ -29,7 +29,7 @@ DRAFTER_KINDS = ("draft", "eagle", "eagle3", "mtp", "medusa", "ngram")  # levers
 
 def _repo(where: str, repo: str) -> str:
     if repo.count("/") != 1 or any(c.isspace() for c in repo) or repo.startswith("/"):
-        raise CatalogError(f"{where}: key 'repo' must be a Hugging Face id owner/name, got {repo!r}")
+        raise CatalogError(f"{where}: key 'repo' must be a Hugging Face owner/name, got {repo!r}")
     return repo
 
 
