@@ -2,6 +2,7 @@
 hardware/engine_flags.yaml with its source; degrees map to each engine's flags as the engines'
 argument docs say; redundant expert slots and attention-DP KV, checked by hand."""
 
+import json
 import re
 
 import pytest
@@ -146,3 +147,135 @@ def test_size_prints_the_launch_line(run):
 def test_layout_options_refuse_in_one_line(run, args, says):
     r = run(*args)
     assert r.code == 2 and says in r.stderr and r.stdout == ""
+
+
+# ---- issue 36: launch lines you can paste -------------------------------------------------------
+def _by(items, means, field):
+    return next(f[field] for f in items if f["means"] == means)
+
+
+def test_drafter_flags_from_the_table():
+    """Each engine's drafter flags, names read from the sourced table: a chain of 4 (SGLang:
+    4 steps, top-k 1, 5 tokens verified) and a tree of 16 with top-k 8."""
+    from roofline.engines.draft_launch import DraftLaunch
+
+    t = engine_flags()
+    chain = DraftLaunch("eagle3", "org/head", 4)
+    setup = LaunchSetup("org/m", 2, draft=chain)
+    v = launch(t, "vllm", setup).argv
+    flag = _by(t["vllm"]["flags"], "speculative", "flag")
+    keys = t["vllm"]["speculative"]
+    cfg = json.loads(v[v.index(flag) + 1])
+    assert cfg == {
+        _by(keys, "speculative", "key"): t["vllm"]["values"]["speculative"]["eagle3"],
+        _by(keys, "draft_model", "key"): "org/head",
+        _by(keys, "gamma", "key"): 4,
+    }
+    sg = t["sglang"]["flags"]
+    s = " ".join(launch(t, "sglang", setup).argv)
+    want = [("speculative", "EAGLE3"), ("draft_model", "org/head"), ("gamma", "4"),
+            ("topk", "1"), ("tree_tokens", "5")]  # fmt: skip
+    for means, value in want:
+        assert f"{_by(sg, means, 'flag')} {value}" in s
+    tree = launch(
+        t, "sglang", LaunchSetup("org/m", 2, draft=DraftLaunch("eagle3", "o/h", 4, 16, 8))
+    )
+    assert f"{_by(sg, 'topk', 'flag')} 8 {_by(sg, 'tree_tokens', 'flag')} 16" in " ".join(tree.argv)
+    opts = launch(t, "trtllm", setup).options["speculative_config"]
+    assert opts == {"decoding_type": "Eagle", "max_draft_len": 4, "speculative_model": "org/head"}
+    listed = {o["key"] for o in t["trtllm"]["options"]}
+    assert {f"speculative_config.{k}" for k in opts} <= listed
+    # an engine without the drafter kind launches plainly and says so
+    medusa = launch(t, "sglang", LaunchSetup("org/m", 2, draft=DraftLaunch("medusa", "o/h", 3)))
+    assert _by(sg, "speculative", "flag") not in medusa.argv and "no medusa" in medusa.note
+
+
+def test_prequantized_checkpoint_drops_the_quantization_flag(cat):
+    from roofline.engines.launch import served
+
+    m = cat.model("llama-3.1-70b")
+    fp8 = next(c for c in m.checkpoints if c.weights == "fp8")
+    bf16 = next(c for c in m.checkpoints if c.weights == "bf16")
+    assert served(m, "fp8") == (fp8.repo, True) and served(m, "bf16") == (bf16.repo, False)
+    assert fp8.source.startswith("https://") and "Instruct" in bf16.repo
+    quant = _by(engine_flags()["vllm"]["flags"], "quantization", "flag")
+    for name in ("vllm", "sglang"):
+        pre = launch(engine_flags(), name, LaunchSetup(fp8.repo, 2, weights="fp8",
+                                                        prequantized=True))  # fmt: skip
+        assert quant not in pre.argv and "loaded as published" in pre.note
+    # a model with no fp8 checkpoint in the catalog is quantized on the fly
+    q = served(cat.model("llama-3.3-70b"), "fp8")
+    assert q == ("meta-llama/Llama-3.3-70B-Instruct", False)
+    on_the_fly = launch(engine_flags(), "vllm", LaunchSetup(q[0], 2, weights="fp8"))
+    assert f"{quant} {engine_flags()['vllm']['values']['quantization']['fp8']}" in " ".join(
+        on_the_fly.argv
+    )
+
+
+def test_replicas_as_the_engine_runs_them():
+    t = engine_flags()
+    dp = launch(t, "vllm", LaunchSetup("org/m", 2, replicas=3, dp_replicas=True))
+    assert f"{_by(t['vllm']['flags'], 'replicas', 'flag')} 3" in " ".join(dp.argv)
+    apart = launch(t, "vllm", LaunchSetup("org/m", 8, replicas=3))
+    assert "--data-parallel-size" not in apart.argv and "3 replicas" in apart.note
+    sg = launch(t, "sglang", LaunchSetup("org/m", 8, replicas=2))
+    port = t["sglang"]["server_port"]
+    assert sg.router == (*t["sglang"]["replica_router"], _by(t["sglang"]["flags"],
+                         "replica_router", "flag"), f"http://REPLICA_0:{port}",
+                         f"http://REPLICA_1:{port}")  # fmt: skip
+
+
+def test_max_model_len_rule():
+    from roofline.engines.launch import model_len
+
+    assert model_len(131072, 1500, fixed=True) == 131072  # fixed: the model's own maximum
+    assert model_len(131072, 9000, fixed=False) == 9000  # drawn: the longest request
+    assert model_len(None, 1500, fixed=True) == 1500
+    assert model_len(4096, 5000, fixed=True) == 5000  # never below the longest request
+
+
+def test_checkpoint_entries_are_checked():
+    from roofline.catalog.checkpoints import checkpoints, drafter_heads
+    from roofline.domain.errors import CatalogError
+
+    ok = {"repo": "a/b", "weights": "fp8", "source": "https://x"}
+    assert checkpoints("m", [ok])[0].weights == "fp8"
+    bads = [({**ok, "repo": "ab"}, "owner/name"), ({**ok, "weights": "fp3"}, "weights"),
+            ({**ok, "extra": 1}, "unknown key"), ({"repo": "a/b"}, "missing")]  # fmt: skip
+    for bad, says in bads:
+        with pytest.raises(CatalogError, match=says):
+            checkpoints("m", [bad])
+    with pytest.raises(CatalogError, match="drafter"):
+        drafter_heads("m", [{"repo": "a/b", "drafter": "lookahead", "source": "s"}])
+
+
+def test_size_speculative_winner_launches_with_its_drafter(run, cat):
+    """The issue's command: the winner drafts with EAGLE-3 (γ 4, a chain), its line says so
+    and serves the pre-quantized fp8 checkpoint without a quantization flag."""
+    r = run("size", "llama-3.1-70b", "--rate", "2", "--hardware", "h100", "--weights", "fp8",
+            "--prompt", "1k", "--output", "500", "--slo-ttft", "2s", "--slo-tpot", "20ms",
+            "--drafter", "eagle3", "--tau", "3.5", "--gamma", "4", "--tree-tokens", "chain",
+            "--format", "json")  # fmt: skip
+    best = r.json()["best"]
+    t, m = engine_flags()["vllm"], cat.model("llama-3.1-70b")
+    argv = best["launch"]["argv"]
+    fp8 = next(c.repo for c in m.checkpoints if c.weights == "fp8")
+    assert argv[:3] == [*t["command"][:2], fp8]
+    assert _by(t["flags"], "quantization", "flag") not in argv
+    assert best["speculation"]["drafter"] == "eagle3"
+    cfg = json.loads(argv[argv.index(_by(t["flags"], "speculative", "flag")) + 1])
+    assert cfg["method"] == t["values"]["speculative"]["eagle3"]
+    assert cfg["num_speculative_tokens"] == best["speculation"]["gamma"] == 4
+    ml = argv[argv.index(_by(t["flags"], "max_model_len", "flag")) + 1]
+    assert int(ml) == m.max_position_embeddings  # fixed lengths: the model's own maximum
+    assert {a for a in argv if a.startswith("--")} <= {f["flag"] for f in t["flags"]}
+
+
+def test_html_shows_a_command_with_a_copy_button():
+    from roofline.render.html.launch import launch_html
+
+    doc = {"version": "v", "argv": ["vllm", "serve", "a/b", "--tensor-parallel-size", "2"],
+           "note": "n", "options_file": None}  # fmt: skip
+    html = launch_html(doc)
+    assert "<button" in html and "copy" in html
+    assert "vllm serve a/b --tensor-parallel-size 2" in html and "vllm, serve" not in html

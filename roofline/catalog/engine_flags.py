@@ -15,7 +15,8 @@ FLAGS_FILE = "engine_flags.yaml"
 
 @lru_cache(maxsize=4)
 def engine_flags(path: str | None = None) -> dict[str, dict[str, Any]]:
-    """hardware/engine_flags.yaml by engine id, checked: every flag names its source."""
+    """hardware/engine_flags.yaml by engine id, checked: every flag, options-file key and
+    speculative-config key names its source."""
     if path is None:
         from roofline.catalog.load import shipped_dirs
 
@@ -25,7 +26,7 @@ def engine_flags(path: str | None = None) -> dict[str, dict[str, Any]]:
         raise CatalogError(f"{path}: expected a top-level 'engines' list")
     out = {}
     for e in raw["engines"]:
-        for f in e.get("flags", []) + e.get("options", []):
+        for f in e.get("flags", []) + e.get("options", []) + e.get("speculative", []):
             src = f.get("source") or {}
             if not all(src.get(k) for k in ("repo", "path", "commit")):
                 name = f.get("flag") or f.get("key")

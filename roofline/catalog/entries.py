@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.catalog.calibrations import calibration_entry
+from roofline.catalog.checkpoints import checkpoints, drafter_heads
 from roofline.catalog.files import read_text, yaml
 from roofline.catalog.files import safe_load_yaml as _safe_load
 from roofline.catalog.hfquant import dense_weights, quantized_weights
@@ -108,6 +109,8 @@ _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
     "notes": (str, False),
     "uncertain": (list, False),
     "published": (dict, False),
+    "checkpoints": (list, False),  # catalog/checkpoints.py
+    "drafters": (list, False),
     "model_type": (str, True),
     "hidden_size": (int, True),
     "num_hidden_layers": (int, True),
@@ -393,6 +396,8 @@ def _model(where: str, data: Any) -> ModelArch:
         except RooflineError as exc:
             raise CatalogError(f"{where}: key 'weights': {exc}") from None
     d["aliases"] = tuple(str(a) for a in d.get("aliases", []))
+    d["checkpoints"] = checkpoints(where, d.pop("checkpoints", []))
+    d["drafter_heads"] = drafter_heads(where, d.pop("drafters", []))
     total, active = published.get("params_total_b"), published.get("params_active_b")
     d["published_params_total"] = None if total is None else total * 1e9
     d["published_params_active"] = None if active is None else active * 1e9

@@ -58,6 +58,8 @@ class SpecCase:
     requests: int = 1000
     seed: int = 0
     prefix: PrefixConfig | None = None
+    workload: Any = None  # serving.workload.Workload under traffic: lengths, arrivals, burstiness
+    drafting: Any = None  # serving.sim.drafting.DraftConfig: the drafter the replicas run
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
         served = serve_at(
             c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output, limits=c.traffic,
             replicas=c.replicas, capacity_bytes=c.capacity_bytes, requests=c.requests,
-            seed=c.seed, prefix=c.prefix,
+            seed=c.seed, prefix=c.prefix, workload=c.workload, drafting=c.drafting,
         )  # fmt: skip
         checks += traffic_checks(served, c.traffic, ideal)
     if c.day is not None:
@@ -132,7 +134,31 @@ _SPEC_KEYS: dict[str, tuple[Any, bool]] = {
     "traffic_curve": (str, False),
     "headroom": (NUM, False),
     "scale_up_delay": ((str, int, float), False),
+    # the traffic as serve and size take it (their options' names): length distributions, the
+    # SLO percentile, burstiness, an arrival log (a file relative to the spec's directory)
+    "prompt_dist": (str, False),
+    "output_dist": (str, False),
+    "slo_pct": (NUM, False),
+    "burstiness": (NUM, False),
+    "arrivals": (str, False),
+    "speedup": (NUM, False),
+    # the drafter (speculative decoding), as serve's and size's drafter options
+    "drafter": (str, False),
+    "draft": (str, False),
+    "gamma": ((str, int), False),
+    "acceptance": ((str, int, float), False),
+    "decay": (NUM, False),
+    "tau": (NUM, False),
+    "tau_gamma": (int, False),
+    "tree_tokens": ((str, int), False),
+    "topk": (int, False),
+    "draft_vocab": (int, False),
+    "draft_weights": (str, False),
+    # a user calibration: a catalog directory (relative to the spec), as --catalog
+    "catalog": (str, False),
 }
+# keys naming files, read relative to the spec's own directory
+_RELATIVE = ("traffic_curve", "arrivals", "catalog", "prompt_dist", "output_dist")
 
 
 _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {
@@ -180,9 +206,22 @@ def load_spec(path: str | Path, candidates: bool = False) -> list[dict[str, Any]
         where = f"{name}: deployment '{label}'"
         d = _check(where, entry, _SPEC_KEYS)
         _check(f"{where}: checks", d["checks"], _SPEC_CHECK_KEYS)
-        if "traffic_curve" in d and str(path) != "-":  # relative to the spec's own directory
-            d = {**d, "traffic_curve": str(Path(path).parent / d["traffic_curve"])}
-        out.append({**d, "name": label})
+        if str(path) != "-":  # files relative to the spec's own directory
+            d = {**d, **_relative(Path(path).parent, d)}
+        out.append({**d, "name": label, "spec_file": name})  # errors name the file
+    return out
+
+
+def _relative(base: Path, d: dict[str, Any]) -> dict[str, Any]:
+    """The spec's file keys as paths from the spec's directory (a length distribution only when
+    it names a file there, not lognormal:... or a list)."""
+    out = {}
+    for key in _RELATIVE:
+        if key not in d:
+            continue
+        p = base / d[key]
+        if key not in ("prompt_dist", "output_dist") or p.is_file():
+            out[key] = str(p)
     return out
 
 

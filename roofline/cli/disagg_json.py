@@ -151,8 +151,7 @@ def pools_launch(
             "redundant_experts": redundant_experts(m, dep), "max_seqs": seqs,
             "max_batched_tokens": None, "nodes": -(-dep.gpus_per_replica // node_gpus(hw)),
         }  # fmt: skip
-        return launch_setup(m.id, m.source, row, max_len, eng.memory_fraction, dep.weights.name,
-                           dep.kv.name)  # fmt: skip
+        return launch_setup(m, row, max_len, eng.memory_fraction, dep.weights.name, dep.kv.name)
 
     dec = setup(d_hw, d_dep, -(-batch // d_dep.attention_dp))
     return launch_json(engine_flags(), eng.name, dec, (setup(p_hw, p_dep, None), *split))

@@ -8,7 +8,7 @@ from roofline.checks.limits import Limits, TrafficLimits
 from roofline.checks.spec import SpecCase, SpecResult
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import catalog
+from roofline.cli.app import catalog, catalog_dirs
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.units import parse_seconds
 from roofline.engines.engine import engine
@@ -26,12 +26,53 @@ def _positive_rate(value: Any, name: str, unit: str) -> Any:
     return value
 
 
+DRAFT_KEYS = ("draft", "gamma", "acceptance", "decay", "tau", "tau_gamma", "tree_tokens", "topk",
+              "draft_vocab", "draft_weights")  # fmt: skip
+TRAFFIC_KEYS = ("prompt_dist", "output_dist", "slo_pct", "burstiness", "arrivals", "speedup")
+
+
+def _catalog(d: dict[str, Any]):
+    """The catalog a deployment reads: the command's, plus its `catalog` directory (a user
+    calibration, as --catalog)."""
+    if d.get("catalog") is None:
+        return catalog()
+    from pathlib import Path
+
+    from roofline.catalog.load import load_catalog
+
+    if not Path(d["catalog"]).is_dir():
+        raise InputError(f"catalog: {d['catalog']} is not a directory")
+    return load_catalog([*catalog_dirs(), d["catalog"]])
+
+
+def _drafting(cat, m, dep, d: dict[str, Any]):
+    """The spec's drafter (serve's and size's drafter options, same names) as a DraftConfig;
+    None without `drafter`."""
+    from roofline.cli import draft_options as dopt
+
+    if d.get("drafter") is None:
+        given = [k for k in DRAFT_KEYS if d.get(k) is not None]
+        if given:
+            raise InputError(f"{', '.join(given)}: speculative decoding needs 'drafter'")
+        return None
+    o = dopt.DraftOptions(
+        drafter=d["drafter"], draft=d.get("draft"), gamma=str(d.get("gamma", dopt.GAMMA)),
+        acceptance=str(d.get("acceptance", dopt.ACCEPTANCE)), decay=d.get("decay", 1.0),
+        tau=d.get("tau"), tau_gamma=d.get("tau_gamma"),
+        tree_tokens=str(d.get("tree_tokens", "auto")), topk=d.get("topk", 8),
+        draft_vocab=d.get("draft_vocab"), draft_weights=d.get("draft_weights"),
+    )  # fmt: skip
+    return dopt.draft_config(cat, m, dep, o)
+
+
 def spec_case(d: dict[str, Any]) -> SpecCase:
     """One deployment of a spec (userfiles.load_spec) parsed for speccheck.evaluate_spec (an
     InputError naming the deployment on bad input)."""
-    cat = catalog()
     where = f"deployment '{d['name']}'"
+    if d.get("spec_file"):
+        where = f"{d['spec_file']}: {where}"
     try:
+        cat = _catalog(d)
         m, hw = cat.model(d["model"]), cat.accelerator(d["hardware"])
         dep = opt.deployment(
             d.get("weights", opt.WEIGHTS),
@@ -67,6 +108,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
             fits=bool(c.get("fits", False)),
         )
         traffic = _traffic_limits(d)
+        drafting = _drafting(cat, m, dep, d)
         day = None
         if any(d.get(k) is not None for k in CURVE_KEYS) or any(
             d["checks"].get(k) is not None for k in CURVE_CHECKS
@@ -103,19 +145,44 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         eng = engine(d.get("engine", "auto"), hw)
     except RooflineError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
-    prefix = None
+    prefix, w = None, None
     if traffic is not None:
-        prefix = topt.prefix_config(
-            None if d.get("shared_prefix") is None else str(d["shared_prefix"]),
-            d.get("prefixes", 1),
-            d.get("turns", 1),
-            str(d.get("think_time", "0s")),
-            d.get("seed", 0),
-        )
+        try:
+            prefix = topt.prefix_config(
+                None if d.get("shared_prefix") is None else str(d["shared_prefix"]),
+                d.get("prefixes", 1),
+                d.get("turns", 1),
+                str(d.get("think_time", "0s")),
+                d.get("seed", 0),
+            )
+            w = _workload(d, traffic, prompt, output, prefix)
+        except RooflineError as exc:
+            raise InputError(f"{where}: {exc}", hint=exc.hint) from None
+        if traffic.rate != w.rate and w.rate:  # an arrival log at its own pace
+            from dataclasses import replace
+
+            traffic = replace(traffic, rate=float(w.rate))
+    elif any(d.get(k) is not None for k in TRAFFIC_KEYS):
+        given = ", ".join(k for k in TRAFFIC_KEYS if d.get(k) is not None)
+        raise InputError(f"{where}: {given}: traffic keys need rate and a traffic check")
     return SpecCase(
         d["name"], m, hw, dep, eng, gpus, replicas, batch, prompt, output, context, limits,
         traffic, day, None if day is None else day_cli.spec_slo(d), cap,
-        d.get("requests") or 1000, d.get("seed", 0), prefix,
+        d.get("requests") or 1000, d.get("seed", 0), prefix, w, drafting,
+    )  # fmt: skip
+
+
+def _workload(d: dict[str, Any], traffic: TrafficLimits, prompt: int, output: int, prefix):
+    """The requests a traffic check serves, as serve builds them: fixed prompt/output, length
+    distributions (prompt_dist/output_dist), an arrival log (its own pace unless `rate`), at
+    `rate` shaped by `burstiness`."""
+    log = d.get("arrivals") is not None
+    rate = None if log and d.get("rate") is None else traffic.rate
+    return topt.serving_workload(
+        str(prompt), str(output), d.get("prompt_dist"), d.get("output_dist"), rate, None,
+        None if log else d.get("requests") or 1000, None, d.get("seed", 0),
+        float(d.get("burstiness", 1.0)), d.get("arrivals"), float(d.get("speedup", 1.0)),
+        prefix,
     )  # fmt: skip
 
 
@@ -154,6 +221,11 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
     c = d["checks"]
     keys = ("max_ttft_p99", "max_tpot_p99", "min_goodput", "min_prefix_hit_rate")
     given = {k: c.get(k) for k in keys if c.get(k) is not None}
+    pct = d.get("slo_pct", 99.0)
+    if not 0 < pct < 100:
+        raise InputError(f"slo_pct must be above 0 and below 100, got {pct}")
+    if d.get("rate") is None and d.get("arrivals") is not None and given:
+        return TrafficLimits(0.0, *_limits(given), pct=float(pct))  # the log's pace, set later
     if d.get("rate") is None:
         if given and d.get("traffic_curve") is not None:  # the SLOs of the curve's capacity
             return None
@@ -166,12 +238,16 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
         raise InputError("check takes one --rate")
     if not given:
         raise InputError("--rate needs --max-ttft-p99, --max-tpot-p99 or --min-goodput")
+    return TrafficLimits(rates[0], *_limits(given), pct=float(pct))
+
+
+def _limits(given: dict[str, Any]) -> tuple[float | None, float | None, Any, Any]:
+    """(max TTFT s, max TPOT s, min goodput, min prefix hit rate) of the traffic checks given."""
     g = _positive_rate(given.get("min_goodput"), "--min-goodput", "requests/s")
     hit = given.get("min_prefix_hit_rate")
     if hit is not None and not 0 <= hit <= 1:
         raise InputError(f"min_prefix_hit_rate is a share from 0 to 1, got {hit}")
-    return TrafficLimits(
-        rates[0],
+    return (
         parse_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,
         parse_seconds(given["max_tpot_p99"], "--max-tpot-p99") if "max_tpot_p99" in given else None,
         g,

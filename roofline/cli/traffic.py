@@ -275,7 +275,7 @@ def size(
         )
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
-        deployments, day_inputs, extra,
+        deployments, day_inputs, extra, drafting,
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)

@@ -10,7 +10,8 @@ from roofline.catalog.engine_flags import engine_flags
 from roofline.cli.convert import bands_json, efficiency_json
 from roofline.cli.options import layout_json
 from roofline.domain.hardware import Price
-from roofline.engines.launch import launch_json, launch_setup
+from roofline.domain.layout import node_gpus
+from roofline.engines.launch import drafter_launch, launch_json, launch_setup, model_len
 from roofline.serving.cost import (
     ENERGY_ASSUMPTION,
     cost_per_hour,
@@ -277,10 +278,11 @@ def sized_list(
 def size_doc(
     m, accelerators, rate: float, base, w, slo, eng, minimize: str, link, headroom: float, net,
     pools: str | None, prices, deployments: list[dict[str, Any]], day_inputs: dict[str, Any],
-    extra: dict[str, Any],
+    extra: dict[str, Any], drafting=None,
 ) -> dict[str, Any]:  # fmt: skip
     """size's document: every assumption (`link` the KV tier with --disagg, else None; a day's
-    `day_inputs`), the best deployment with the engine's launch line, every deployment."""
+    `day_inputs`), the best deployment with the engine's launch line (`drafting` the drafter
+    options, serving.sim.drafting.DraftConfig), every deployment."""
     ids = [h.id for h in accelerators]
     inputs = {
         "model": m.id,
@@ -309,11 +311,15 @@ def size_doc(
     }
     best = next((d for d in deployments if d["best"]), None)
     if best is not None:  # the answer's launch line (its row is the answer; null elsewhere)
-        max_len = int(w.prompts.max() + w.outputs.max())
+        fixed = bool(w.prompts.min() == w.prompts.max() and w.outputs.min() == w.outputs.max())
+        max_len = model_len(m.max_position_embeddings, int(w.prompts.max() + w.outputs.max()),
+                            fixed)  # fmt: skip
+        hw = next(h for h in accelerators if h.id == best["hardware"])
+        draft = _draft_launch(m, drafting, best.get("speculation"))
 
         def setup(row: dict[str, Any]):
-            return launch_setup(m.id, m.source, row, max_len, eng.memory_fraction,
-                               base.weights.name, base.kv.name)  # fmt: skip
+            return launch_setup(m, row, max_len, eng.memory_fraction, base.weights.name,
+                                base.kv.name, draft, node_gpus(hw))  # fmt: skip
 
         pre = best.get("prefill_pool")
         split = None
@@ -322,6 +328,17 @@ def size_doc(
             split = (setup({**pre, "max_seqs": 0}), n_p, n_d)
         best["launch"] = launch_json(engine_flags(), eng.name, setup(best), split)
     return render.document("size", inputs, best=best, deployments=deployments, **extra)
+
+
+def _draft_launch(m, drafting, speculation: dict[str, Any] | None):
+    """The drafter of the best deployment's launch line: its round (`speculation`: drafter,
+    γ, tree tokens) with the drafter options' draft model and top-k; None when it decodes
+    plainly."""
+    if drafting is None or not speculation:
+        return None
+    dw = drafting.draft_dep.weights.name if drafting.draft_dep is not None else ""
+    return drafter_launch(m, speculation["drafter"], drafting.draft, dw, speculation["gamma"],
+                          speculation["tree_tokens"], drafting.topk)  # fmt: skip
 
 
 def size_rows(deployments: list[dict[str, Any]], day: bool) -> list[dict[str, Any]]:

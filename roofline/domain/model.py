@@ -31,6 +31,18 @@ class LayerGroup:
 
 
 @dataclass(frozen=True)
+class Checkpoint:
+    """A published Hugging Face repository a launch line can name (models/*.yaml `checkpoints`
+    and `drafters`, each with its source): the weights it ships in (a pre-quantized one is
+    loaded as published, never quantized again) or, for a drafter's weights, its kind."""
+
+    repo: str
+    weights: str = ""  # a checkpoint's format (bf16, fp8, ...)
+    drafter: str = ""  # a drafter's kind (eagle, eagle3, ...)
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class ModelArch:
     """A decoder-only transformer, described with Hugging Face config.json names."""
 
@@ -76,6 +88,8 @@ class ModelArch:
     published_params_active: float | None = None
     native_weights: str | None = None  # the weight format the checkpoint ships in (imported)
     native_dense_weights: str | None = None  # its non-expert layers' when only experts are
+    checkpoints: tuple[Checkpoint, ...] = ()  # the served (instruct, pre-quantized) repos
+    drafter_heads: tuple[Checkpoint, ...] = ()  # published drafter weights for this model
 
     # ---- derived shape -------------------------------------------------------------------------
     @property

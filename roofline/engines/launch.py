@@ -14,6 +14,10 @@ How a layout maps to each engine (their argument docs, quoted in the data file):
 - TensorRT-LLM (trtllm-serve): --tp_size, --pp_size, --ep_size; attention-DP and the KV dtype are
   keys of the --extra_llm_api_options YAML file; the weight format comes from the checkpoint.
 An EP degree the engine cannot express (vLLM: EP other than 1 or TP x DP) gives no line.
+The checkpoint is the one served (`served`: the catalog's repo in the weight format, a
+pre-quantized one without a quantization flag); the drafter's flags are in draft_launch.py;
+N replicas run as the engine runs them (`_replicas`: vLLM's data-parallel ranks on one node,
+SGLang's router, docs/serving/data_parallel_deployment.md and advanced_features/router.md).
 
 A replica spanning nodes (`nodes` > 1) gets one command per node, in the order to run them, as
 each engine's multi-node docs give them (sources in the data file):
@@ -44,6 +48,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.domain.errors import CatalogError, InputError
+from roofline.engines.draft_launch import (
+    DRAFTER_WEIGHTS,
+    NO_WEIGHTS,
+    DraftLaunch,
+    draft_args,
+    draft_options,
+)
 
 LAUNCH_ENGINES = ("vllm", "sglang", "trtllm")  # the engines with launch flags
 # hardware/engine_flags.yaml by engine id, as roofline.catalog.engine_flags reads it
@@ -68,6 +79,10 @@ class LaunchSetup:
     weights: str = "bf16"
     kv_dtype: str = "bf16"
     nodes: int = 1
+    prequantized: bool = False  # the checkpoint ships in `weights`: no quantization flag
+    draft: DraftLaunch | None = None  # the drafter the replica runs (speculative decoding)
+    replicas: int = 1
+    dp_replicas: bool = False  # the replicas fit one node as independent vLLM DP ranks
 
     @property
     def attention_tp(self) -> int:
@@ -91,6 +106,7 @@ class Launch:
     # spanning nodes: every command in the order to run them, each with where it runs
     steps: tuple[tuple[str, tuple[str, ...]], ...] = ()
     role: str = ""  # disaggregated: "prefill" or "decode"
+    router: tuple[str, ...] = ()  # the command in front of N replicas' servers (SGLang)
 
 
 def _flag(table: dict[str, Any], means: str) -> str:
@@ -157,6 +173,7 @@ def launch(
     add("max_model_len", setup.max_model_len, setup.max_model_len is not None)
     if setup.memory_fraction is not None:
         add("memory_fraction", f"{setup.memory_fraction:g}")
+    router = _replicas(t, engine, setup, add, notes) if not role else ()
     options: dict[str, Any] = {}
     if engine == "trtllm":
         if adp:
@@ -164,6 +181,9 @@ def launch(
         kv = _value(t, "kv_dtype", setup.kv_dtype)
         if kv:
             options["kv_cache_config"] = {"dtype": kv}
+        if setup.draft is not None:
+            options["speculative_config"], said = draft_options(t, setup.draft)
+            notes += said
         if role:  # the KV cache transceiver; the context servers run without the overlap
             options["cache_transceiver_config"] = {"backend": _value(t, "kv_transfer", "nixl")}
             if role == "prefill":
@@ -173,10 +193,14 @@ def launch(
         add("port", t.get("disagg_port"), bool(role))
         notes.append(t.get("notes", ""))
     else:
-        q = _value(t, "quantization", setup.weights)
+        q = None if setup.prequantized else _value(t, "quantization", setup.weights)
         add("quantization", q, q is not None)
         kv = _value(t, "kv_dtype", setup.kv_dtype)
         add("kv_dtype", kv, kv is not None)
+        if setup.draft is not None:
+            more, said = draft_args(t, engine, setup.draft)
+            argv += more
+            notes += said
         add("port", t.get("disagg_port"), bool(role))
         if role and engine == "vllm":
             producer = "kv_producer" if role == "prefill" else "kv_consumer"
@@ -194,8 +218,31 @@ def launch(
             argv = list(first)
             if any(head in " ".join(a) for _, a in steps):
                 notes.append(f"{head}: the first node's address")
+    if setup.prequantized:
+        notes.append(f"{setup.model_path} ships in {setup.weights}: loaded as published")
     note = "; ".join(n for n in notes if n)
-    return Launch(engine, t["version"], tuple(argv), options, note, steps, role)
+    return Launch(engine, t["version"], tuple(argv), options, note, steps, role, router)
+
+
+def _replicas(t: dict[str, Any], engine: str, setup: LaunchSetup, add, notes: list[str]):
+    """N replicas as the engine runs them: vLLM's data-parallel ranks behind one endpoint when
+    they fit one node and stay independent (a dense model, no attention-DP: `dp_replicas`);
+    SGLang's router over one server a replica; else one server a replica behind a balancer of
+    yours. Returns the router's command (SGLang) or ()."""
+    n = setup.replicas
+    if n <= 1:
+        return ()
+    if engine == "vllm" and setup.dp_replicas:
+        add("replicas", n)
+        notes.append(f"{n} replicas: vLLM's data-parallel ranks on one node, one endpoint")
+        return ()
+    if engine == "sglang":
+        port = t["server_port"]
+        urls = [f"http://REPLICA_{i}:{port}" for i in range(n)]
+        notes.append(f"{n} replicas: this server on each (REPLICA_i), the router in front")
+        return (*t["replica_router"], _flag(t, "replica_router"), *urls)
+    notes.append(f"{n} replicas: this server on each, behind your load balancer")
+    return ()
 
 
 def _nodes(
@@ -310,18 +357,26 @@ def pools_refusal(
 
 
 def launch_setup(
-    model_id: str,
-    source: str,
+    m: Any,
     row: dict[str, Any],
     max_model_len: int,
     memory_fraction: float,
     weights: str,
     kv_dtype: str,
+    draft: DraftLaunch | None = None,
+    node_gpus: int = 0,
 ) -> LaunchSetup:
-    """The spec of one sized deployment (a row of size's JSON: tp, pp, ep, attention_dp,
-    redundant_experts, max_seqs, max_batched_tokens per rank, nodes)."""
+    """The setup of one sized deployment of model `m` (a ModelArch; a row of size's JSON: tp,
+    pp, ep, attention_dp, redundant_experts, max_seqs, max_batched_tokens per rank, nodes,
+    replicas): the checkpoint served (`served`), the drafter, and whether the replicas run as
+    vLLM's data-parallel ranks (a dense model, no attention-DP, all on one node of `node_gpus`)."""
+    path, prequantized = served(m, weights)
+    replicas = int(row.get("replicas") or 1)
+    per_replica = row["tp"] * row["pp"]
+    dense = not getattr(m, "n_routed_experts", 0)
+    one_node = 0 < replicas * per_replica <= node_gpus and row["nodes"] == 1
     return LaunchSetup(
-        model_path(model_id, source),
+        path,
         row["tp"],
         row["pp"],
         row["ep"],
@@ -334,7 +389,53 @@ def launch_setup(
         weights,
         kv_dtype,
         row["nodes"],
+        prequantized,
+        draft,
+        replicas,
+        dense and row["attention_dp"] == 1 and one_node,
     )
+
+
+def served(m: Any, weights: str) -> tuple[str, bool]:
+    """(the repo a launch line serves, whether it ships in `weights`): the catalog checkpoint
+    in `weights` (a pre-quantized one when weights is not bf16/fp16: the engine reads its
+    format from the checkpoint, and vLLM refuses a --quantization that differs from it), else
+    the bf16 checkpoint quantized on the fly, else the repo opening the entry's `source`."""
+    cps = getattr(m, "checkpoints", ())
+    own = next((c for c in cps if c.weights == weights), None)
+    if own is not None:
+        return own.repo, weights not in ("bf16", "fp16")
+    bf16 = next((c for c in cps if c.weights in ("bf16", "fp16")), None)
+    if bf16 is not None:
+        return bf16.repo, False
+    native = getattr(m, "native_weights", None) == weights and weights not in ("bf16", "fp16")
+    return model_path(m.id, m.source), native
+
+
+def drafter_launch(m: Any, drafter: str, draft: Any, draft_weights: str, gamma: int,
+                   tree_tokens: int | None, topk: int) -> DraftLaunch:  # fmt: skip
+    """The drafter of a launch line: `drafter` (a kind) with `draft` (a separate draft
+    ModelArch in `draft_weights`, or None), γ and the tree the replica was sized with
+    (None or 0: a chain)."""
+    if drafter in NO_WEIGHTS:
+        weights = ""
+    elif draft is not None:
+        weights = served(draft, draft_weights)[0]
+    else:
+        heads = getattr(m, "drafter_heads", ())
+        weights = next((h.repo for h in heads if h.drafter == drafter), DRAFTER_WEIGHTS)
+    return DraftLaunch(drafter, weights, gamma, tree_tokens or 0, topk)
+
+
+def model_len(max_positions: int | None, longest: int, fixed: bool) -> int:
+    """--max-model-len: with fixed prompt and output lengths (a stand-in for real prompts,
+    which vary) the model's own maximum positions, as the engine would default; with drawn
+    lengths (a distribution, an arrival log) the longest request the workload holds; never
+    below the longest request. The engine refuses to start when one sequence of this length
+    does not fit its KV cache: lower it to what the line's memory holds."""
+    if fixed and max_positions:
+        return max(max_positions, longest)
+    return longest
 
 
 def launch_json(
@@ -369,6 +470,7 @@ def _one_json(x: Launch) -> dict[str, Any]:
         "options_file": x.options or None,
         "note": x.note,
         "nodes": [{"where": w, "argv": list(a)} for w, a in x.steps] or None,
+        "router": list(x.router) or None,
     }
 
 

@@ -309,6 +309,10 @@ def _launch_lines(con: Console, launch: Mapping[str, Any]) -> None:
             con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
     if launch.get("options_file"):
         say(con, f"  its --extra_llm_api_options file: {launch['options_file']}")
+    if launch.get("router") and not launch.get("prefill"):  # N replicas' router (SGLang)
+        say(con, "  router:")
+        for line in wrap_command(launch["router"], width):
+            con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
     if launch.get("note"):
         say(con, f"  ({launch['note']})")
 

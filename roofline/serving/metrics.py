@@ -94,6 +94,9 @@ class ServeMetrics:
     compute_share: float = 0.0  # share of the GPUs' time their FLOPs need at peak
     power_share: float = 1.0  # board power above idle drawn on average (roofline.serving.cost)
     prefix: PrefixReport | None = None  # the prefix cache's figures (None: no cache)
+    # TTFT and TPOT at the SLO's percentile (Slo.pct; check specs' slo_pct judges them)
+    slo_ttft_s: float = math.nan
+    slo_tpot_s: float = math.nan
 
 
 def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
@@ -181,4 +184,6 @@ def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
         out_tokens / window,
         bool(window >= STEADY_E2ES * float(e2e.mean())) if a.size else False,
         prefix=prefix_report([t.prefix for t in records if t.prefix is not None], spans),
+        slo_ttft_s=float(q[0]),
+        slo_tpot_s=float(q[1]),
     )

@@ -4,7 +4,8 @@ SLOs, chips), the answer (the deployment, GPUs, $/Mtok, p99 TTFT/TPOT, with thei
 document carries them), the why (inline SVG charts, each with its numbers in a table beside it),
 every result, the inputs, the provenance, the tool's version and the JSON schema version.
 
-No script, no network: styles inline, charts as SVG with `<title>` tooltips, the document itself
+No script (but the launch lines' copy buttons: one inline onclick each, html/launch.py), no
+network: styles inline, charts as SVG with `<title>` tooltips, the document itself
 embedded as application/json. A print stylesheet; no horizontal scroll at 390 px.
 Per-command content: `traffic` (serve, size, cliff, disagg), `static` (analyze, plan, speculate,
 edge), `report` (report); charts `svg`; pieces `parts`."""
@@ -92,6 +93,9 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv th{font-weight:500;color:var(--muted);width:40%;overflow-wrap:anywhere}
 table.kv td{overflow-wrap:anywhere}
 caption{text-align:left;font-weight:600;padding:2px 0}
+.cmd{position:relative}.cmd pre{background:var(--soft);border:1px solid var(--line);
+border-radius:4px;padding:6px 8px;margin:0 0 .4rem;overflow-x:auto;user-select:all;font-size:.8rem}
+.copy{position:absolute;top:4px;right:4px;font-size:.75rem}
 footer{margin-top:2rem;font-size:.8rem;color:var(--muted)}
 @media (max-width:760px){.pair{grid-template-columns:minmax(0,1fr)}
 main{padding:8px 10px 30px}.figs{grid-template-columns:repeat(2,minmax(0,1fr))}}

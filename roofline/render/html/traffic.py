@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from roofline.render.html.launch import launch_html
 from roofline.render.html.parts import Content, chart_block, fmt, is_number, lookup, rows_table
 from roofline.render.html.svg import Axis, Ref, Series, bar_chart, line_chart
 
@@ -176,6 +177,8 @@ def size(doc: Mapping[str, Any]) -> Content:
             f"output tokens, p99 TTFT {fmt('x_s', (e.get('ttft_s') or {}).get('p99'))} and "
             f"TPOT {fmt('x_s', (e.get('tpot_s') or {}).get('p99'))}."
         )
+        if best.get("launch"):
+            c.charts.append(launch_html(best["launch"]))
     rows = []
     for d in deps:
         if not d.get("gpus"):
@@ -353,6 +356,8 @@ def disagg(doc: Mapping[str, Any]) -> Content:
     c.charts.append(chart_block("Throughput per GPU", svg, rows_table(rows, ["serving", key])))
     if isinstance(doc.get("traffic"), Mapping):
         _disagg_traffic(doc, c)
+    if doc.get("launch"):
+        c.charts.append(launch_html(doc["launch"]))
     return c
 
 
