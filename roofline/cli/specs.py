@@ -178,9 +178,9 @@ def _workload(d: dict[str, Any], traffic: TrafficLimits, prompt: int, output: in
     `rate` shaped by `burstiness`."""
     log = d.get("arrivals") is not None
     rate = None if log and d.get("rate") is None else traffic.rate
+    lens = topt.LengthOptions(str(prompt), str(output), d.get("prompt_dist"), d.get("output_dist"))
     return topt.serving_workload(
-        str(prompt), str(output), d.get("prompt_dist"), d.get("output_dist"), rate, None,
-        None if log else d.get("requests") or 1000, None, d.get("seed", 0),
+        lens, rate, None, None if log else d.get("requests") or 1000, None, d.get("seed", 0),
         float(d.get("burstiness", 1.0)), d.get("arrivals"), float(d.get("speedup", 1.0)),
         prefix,
     )  # fmt: skip
