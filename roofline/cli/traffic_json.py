@@ -3,6 +3,7 @@ prefix cache's figures, the saturation rate. Keys as in docs/METRICS.md."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from roofline import render
@@ -40,8 +41,30 @@ SERVE_BANDS = {
 }
 
 
-def _pcts(p) -> dict[str, float]:
-    return {"p50": p.p50, "p90": p.p90, "p99": p.p99, "mean": p.mean}
+def _pcts(p) -> dict[str, float | None]:
+    """Percentiles; an unbounded one (past saturation, ServeMetrics.unbounded says why) null."""
+    vals = {"p50": p.p50, "p90": p.p90, "p99": p.p99, "mean": p.mean}
+    return {k: v if math.isfinite(v) else None for k, v in vals.items()}
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def transient_json(m: ServeMetrics) -> dict[str, Any]:
+    """A run past saturation as simulated: figures of a growing queue, which depend on how long
+    it ran (more requests, longer waits), labelled as such."""
+    return {
+        "note": f"the first {m.requests:,} requests of a queue growing without bound: these"
+        " figures grow with the run's length and are not the deployment's",
+        "ttft_s": _pcts(m.ttft_s),
+        "queue_s": _pcts(m.queue_s),
+        "e2e_s": _pcts(m.e2e_s),
+        "slo_attainment": m.slo_attainment,
+        "meets_slo": m.meets_slo,
+        "window_s": m.window_s,
+        "requests": m.requests,
+    }
 
 
 def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, Any]:
@@ -70,10 +93,11 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
         "slo_attainment": m.slo_attainment,
         "meets_slo": m.meets_slo,
         "mean_running_batch": m.mean_running_batch,
-        "mean_queue_length": m.mean_queue_length,
-        "mean_in_system": m.mean_in_system,
+        "mean_queue_length": _finite(m.mean_queue_length),
+        "mean_in_system": _finite(m.mean_in_system),
         "kv_occupancy": m.kv_occupancy,
         "utilisation": m.utilisation,
+        "step_share": m.step_share,
         "preemptions": m.preemptions,
         "requests": m.requests,
         "gpus": gpus,
@@ -86,7 +110,10 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
         ),
         "compute_share": m.compute_share,
         "power_share": m.power_share,
+        "unbounded": m.unbounded or None,
     }
+    if m.transient is not None:
+        out["transient"] = transient_json(m.transient)
     if m.prefix is not None:
         out["prefix_cache"] = prefix_json(m.prefix)
     return out
@@ -133,6 +160,7 @@ def saturation_json(cap, replicas: int) -> dict[str, Any]:
         },
         "binding": {"ideal": i.binding, "expected": e.binding},
         "mean_running_batch": {"ideal": i.mean_running_batch, "expected": e.mean_running_batch},
+        "kv_occupancy": {"ideal": i.kv_occupancy, "expected": e.kv_occupancy},
         "confirmed": {"ideal": i.confirmed, "expected": e.confirmed},
         "compute_bound": b.compute_requests_per_s * replicas,
         "bandwidth_bound": b.bandwidth_requests_per_s * replicas,

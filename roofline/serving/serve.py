@@ -36,7 +36,7 @@ from roofline.engines.scheduler import (
     version_defaults,
 )
 from roofline.serving.cost import MEMORY_POWER_SHARE
-from roofline.serving.metrics import ServeMetrics, Slo, metrics
+from roofline.serving.metrics import ServeMetrics, Slo, metrics, past_saturation
 from roofline.serving.sim.drafting import DraftConfig, DraftRound, choose, speculative_steps
 from roofline.serving.sim.multistep import amortised
 from roofline.serving.sim.prefixcache import replica_selection
@@ -228,6 +228,9 @@ def steady_state(
     stable: bool,
     mean_output_tokens: float,
     compute_s_per_request: float,
+    *,
+    slo: Slo | None = None,
+    saturation_rate: float | None = None,
 ) -> ServeMetrics:
     """The headline figures of `m` (`replicas` replicas) in steady state, independent of how
     long the run was. `saturation()`: the replicas' saturation (requests/s, output tokens/s),
@@ -235,19 +238,31 @@ def steady_state(
 
     Open loop at an offered rate λ: a stable queue completes what is offered (flow
     conservation), so requests/s = λ and output tokens/s = λ × the length distribution's mean
-    output; at or past the saturation rate it completes the saturation rate. A closed loop (no
-    offered rate) keeps the window's figures. Goodput = requests/s × SLO attainment. The power
+    output; at or past the saturation rate it completes the saturation rate, and with `slo`
+    given (stationary arrivals: Poisson or gamma) TTFT, queue and E2E have no steady state
+    (metrics.past_saturation: unbounded, no SLO met, the run kept as its transient). A closed
+    loop (no offered rate) keeps the window's figures. Goodput = requests/s × SLO attainment.
+    Utilisation = requests/s ÷ `saturation_rate` (the replicas' together; None: unknown), the
+    busy share of time of a server that completes at the saturation rate (ρ = λ/μ). The power
     share (roofline.serving.cost.power_w) follows from the share of GPU time the requests'
-    FLOPs need at peak and the busy share."""
+    FLOPs need at peak and the share of time a step runs."""
     if offered_rate is not None and stable:
         req, tok = offered_rate, offered_rate * mean_output_tokens
     elif offered_rate is not None:
         req, tok = saturation()
+        saturation_rate = req
+        if slo is not None:
+            why = (
+                f"offered {offered_rate:.3g} req/s is above the saturation rate {req:.3g} req/s:"
+                " the queue grows without bound, so TTFT, queue and E2E have no steady state"
+            )
+            m = past_saturation(m, why, slo)
     else:
         req, tok = m.benchmark_requests_per_s, m.benchmark_output_tokens_per_s
     gpus = max(m.gpus, 1)
     compute = min(req * compute_s_per_request / gpus, 1.0)
-    busy = max(m.utilisation, compute)
+    busy = max(m.step_share, compute)
+    util = min(req / saturation_rate, 1.0) if saturation_rate else None
     return replace(
         m,
         requests_per_s=req,
@@ -256,6 +271,7 @@ def steady_state(
         goodput_requests_per_s=req * m.slo_attainment,
         compute_share=compute,
         power_share=compute + MEMORY_POWER_SHARE * (busy - compute),
+        utilisation=util,
     )
 
 
@@ -285,18 +301,29 @@ class Capacity(Protocol):
 
     def stable(self, rate: float, ideal: bool) -> bool: ...
 
+    def known(self, ideal: bool) -> _Saturation | None: ...
 
-def _steady(m: ServeMetrics, cap: Capacity, offered: float | None, ideal: bool, n: int):
-    """steady_state for `n` replicas of one Capacity."""
+
+def _steady(
+    m: ServeMetrics,
+    cap: Capacity,
+    offered: float | None,
+    ideal: bool,
+    n: int,
+    slo: Slo | None,
+) -> ServeMetrics:
+    """steady_state for `n` replicas of one Capacity; `slo` None: not stationary arrivals."""
 
     def saturation() -> tuple[float, float]:
         sat = cap.of(ideal)
         return sat.requests_per_s * n, sat.output_tokens_per_s * n
 
     stable = offered is not None and cap.stable(offered / n, ideal)
+    known = cap.known(ideal)  # the ideal's is probed only when something needs it
     return steady_state(
-        m, offered, saturation, stable, cap.mean_output_tokens, cap.bounds.compute_s_per_request
-    )
+        m, offered, saturation, stable, cap.mean_output_tokens, cap.bounds.compute_s_per_request,
+        slo=slo, saturation_rate=known.requests_per_s * n if known is not None else None,
+    )  # fmt: skip
 
 
 def serve(
@@ -322,7 +349,8 @@ def serve(
         n = len(records) if one_replica else replicas
         m = metrics(records, slo, rep.gpus * n)
         if capacity is not None:
-            m = _steady(m, capacity, offered * n / replicas if offered else None, ideal, n)
+            per = offered * n / replicas if offered else None
+            m = _steady(m, capacity, per, ideal, n, slo if w.stationary else None)
         out.append(m)
     return ServeResult(out[0], out[1], replicas)
 
