@@ -19,6 +19,7 @@ from roofline.serving.cost import (
     joules_per_output_token,
 )
 from roofline.serving.metrics import ServeMetrics
+from roofline.serving.router import DEFAULT_ROUTER, ROUTER_SOURCE
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import ServeResult
 from roofline.serving.size import Sized
@@ -114,6 +115,17 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
     }
     if m.transient is not None:
         out["transient"] = transient_json(m.transient)
+    if m.per_replica:  # each replica's own figures: a router's stranding shows here
+        out["per_replica"] = [
+            {
+                "requests": r.requests,
+                "ttft_p99_s": r.ttft_p99_s,
+                "tpot_p99_s": r.tpot_p99_s,
+                "kv_occupancy": r.kv_occupancy,
+                "step_share": r.step_share,
+            }
+            for r in m.per_replica
+        ]
     if m.prefix is not None:
         out["prefix_cache"] = prefix_json(m.prefix)
     return out
@@ -198,6 +210,7 @@ def sized_json(
         "max_batched_tokens": d.max_batched_tokens,
         "redundant_experts": d.redundant_experts,
         "constraint": d.constraint,
+        "router": d.router or None,
         "prefill_pool": d.prefill_pool,
         "launch": None,
         "cost_per_hour": d.cost_per_hour,
@@ -261,7 +274,8 @@ def serve_doc(
         "reserve_output": rep.rules.reserve_output,
         "block_tokens": rep.rules.block_tokens,
         "kv_budget_blocks": rep.rules.budget_blocks,
-        "routing": "round robin over replicas",
+        "router": results[0][1].router or None,
+        "router_model": ROUTER_SOURCE.get(results[0][1].router),
         "saturation_probe_requests": cap.expected.requests if sat else None,
         "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
         "price_source": price.source if price else None,
@@ -305,7 +319,7 @@ def sized_list(
 def size_doc(
     m, accelerators, rate: float, base, w, slo, eng, minimize: str, link, headroom: float, net,
     pools: str | None, prices, deployments: list[dict[str, Any]], day_inputs: dict[str, Any],
-    extra: dict[str, Any],
+    extra: dict[str, Any], router: str = DEFAULT_ROUTER,
 ) -> dict[str, Any]:  # fmt: skip
     """size's document: every assumption (`link` the KV tier with --disagg, else None; a day's
     `day_inputs`), the best deployment with the engine's launch line, every deployment."""
@@ -326,11 +340,14 @@ def size_doc(
         "headroom": headroom,
         "scale_out": net.id,
         "pools": pools,
+        "router": router,
+        "router_model": ROUTER_SOURCE[router],
         "sized_on": "SLO capacity" if slo.ttft_s or slo.tpot_s else "saturation",
         "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
         " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
         f" {slo_requests(slo, w.n):,} requests a run); replicas = ceil(rate / (capacity x"
-        " (1 - headroom)))",
+        " (1 - headroom))); the fleet then evaluated whole as serve --dp N evaluates it, a"
+        " replica added while it misses the SLOs",
         "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in ids},
         "energy_assumption": ENERGY_ASSUMPTION,
         **day_inputs,

@@ -49,7 +49,12 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     head = (
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
         f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
-        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
+        + (
+            f"dealt to the replicas {i['router']} ({i['router_model']}); "
+            if i.get("router")
+            else ""
+        )
+        + f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
         + (f"{i['prefix_caching']} (prefix caching); " if i.get("prefix_caching") else "")
         + (_spec_text(i["speculation"]) if i.get("speculation") else "")
         + f"{_slo_text(i)}; "
@@ -99,6 +104,17 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ),
             ("J/output token", "-" if j is None else f"{j:.3g}"),
         ]
+        per = e.get("per_replica")
+        if per:  # stranding shows as one replica's tail or share apart from the rest
+            p99 = [r["ttft_p99_s"] for r in per]
+            n_req = [r["requests"] for r in per]
+            pairs.append(
+                (
+                    "per replica",
+                    f"TTFT p99 {csec(min(p99))} to {csec(max(p99))}, {min(n_req):,} to"
+                    f" {max(n_req):,} requests",
+                )
+            )
         pc = e.get("prefix_cache")
         if pc:
             pairs += [
@@ -251,7 +267,9 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         "and saturation (±: 90th percentile of out-of-sample |error|; -x%/+y%: the measured "
         "figure's 90% range), +p99 = how far above the expected TTFT/TPOT p99 the measured one "
         "reaches (the range's top); per hardware family and engine, docs/ACCURACY.md (a family "
-        "or engine under 5 points takes the wider pool); more in --format json"
+        "or engine under 5 points takes the wider pool); more in --format json. Each fleet "
+        f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
+        f"({i.get('router_model', '')}), as serve --dp N does"
     )
     best = next((d for d in deps if d["best"]), None)
     if best is not None and best.get("sized_on"):

@@ -61,6 +61,17 @@ def percentiles(x: np.ndarray, weights: np.ndarray | None = None) -> Percentiles
 
 
 @dataclass(frozen=True)
+class ReplicaShare:
+    """One replica's own figures in a fleet run: what the router gave it and how it fared."""
+
+    requests: int
+    ttft_p99_s: float
+    tpot_p99_s: float
+    kv_occupancy: float
+    step_share: float
+
+
+@dataclass(frozen=True)
 class ServeMetrics:
     ttft_s: Percentiles
     tpot_s: Percentiles
@@ -103,6 +114,13 @@ class ServeMetrics:
     # rate: the queue grows without bound); "" when they have one
     unbounded: str = ""
     transient: ServeMetrics | None = None  # past saturation: the simulated run as it was
+    per_replica: tuple[ReplicaShare, ...] = ()  # each replica's own figures (a fleet's run)
+
+
+def replica_share(record: RunRecord, slo: Slo, gpus: int) -> ReplicaShare:
+    """One replica's figures from its run record."""
+    m = metrics([record], slo, gpus)
+    return ReplicaShare(m.requests, m.ttft_s.p99, m.tpot_s.p99, m.kv_occupancy, m.step_share)
 
 
 def past_saturation(m: ServeMetrics, reason: str, slo: Slo) -> ServeMetrics:
