@@ -27,6 +27,8 @@ def serve_rates(
     only stretch or compress the arrival times. A rate None (closed loop, or an arrival log)
     reports the workload's own rate."""
     cap = replica_capacity(rep, base, confirm=confirm)
+    if confirm:  # reported beside the points anyway: probed first, each point's utilisation has it
+        cap.of(True)
     out: list[tuple[float | None, ServeResult]] = []
     for r in rates:
         w = base if r is None or r == rates[0] else with_rate(base, r, seed)
