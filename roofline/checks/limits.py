@@ -3,6 +3,7 @@ throughput targets? Pure: returns Check records; the CLI maps them to exit codes
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -248,16 +249,10 @@ def traffic_checks(res: ServeResult, limits: TrafficLimits, ideal: bool = False)
             else (f"{value:.3g} req/s", f"{limit:.3g}")
         )
         margin = (value / limit - 1) if limit else 0.0
-        out.append(
-            Check(
-                name,
-                ok,
-                limit,
-                value,
-                "s" if smaller else "requests/s",
-                f"{kind}: {shown[0]} vs limit {shown[1]} ({margin:+.1%})",
-            )
-        )
+        detail = f"{kind}: {shown[0]} vs limit {shown[1]} ({margin:+.1%})"
+        if not math.isfinite(value):  # past saturation (metrics.past_saturation)
+            detail = f"{kind}: unbounded vs limit {shown[1]} ({m.unbounded})"
+        out.append(Check(name, ok, limit, value, "s" if smaller else "requests/s", detail))
     if limits.min_prefix_hit_rate is not None:
         hit, lim = (m.prefix.hit_rate if m.prefix is not None else 0.0), limits.min_prefix_hit_rate
         detail = f"{kind}: {hit:.1%} of prefill tokens cached vs limit {lim:.1%}"

@@ -64,7 +64,8 @@ def add_days(
         cap = row.max_rate_per_replica
         table = None
         if row.best:
-            table = latency_table(model, hw, dep, eng, w, slo, cap, seed)
+            router = row.router or "round-robin"  # one replica: no routing
+            table = latency_table(model, hw, dep, eng, w, slo, cap, seed, row.replicas, router)
         day = plan_day(c, cap, headroom, delay, table)
         e = row.expected
         tok_per_req = e.output_tokens_per_s / e.requests_per_s if e and e.requests_per_s else 0.0

@@ -22,6 +22,7 @@ from roofline.engines.engine import engine
 from roofline.engines.scheduler import with_frontend
 from roofline.serving.kvtransfer import KvLink
 from roofline.serving.rates import serve_rates
+from roofline.serving.router import DEFAULT_ROUTER, check_router
 from roofline.serving.serve import make_replica
 from roofline.serving.size import HEADROOM
 from roofline.serving.sizepools import size_search
@@ -84,6 +85,7 @@ def serve(
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     price: topt.Price = None,
+    router: topt.Router = DEFAULT_ROUTER,
     saturation: Annotated[
         bool, typer.Option("--saturation/--no-saturation", help="search the saturation rate")
     ] = True,
@@ -137,7 +139,10 @@ def serve(
     )  # fmt: skip
     price = topt.price_table(cat, price).get(hw.id)
     search_sat = saturation and concurrency is None
-    cap, results = serve_rates(rep, base, rate_list, slo, n_rep, seed, confirm=search_sat)
+    check_router(router)
+    cap, results = serve_rates(
+        rep, base, rate_list, slo, n_rep, seed, confirm=search_sat, router=router
+    )
     doc = serve_doc(
         m, hw, dep, lay, laid, n_gpus, n_rep, base, rate_list if rate is not None else None,
         concurrency, slo, eng, rep, rep.rules.chunked_prefill, tokenizer, preemption, cap,
@@ -189,6 +194,7 @@ def size(
     frontend: topt.Frontend = "api",
     price: topt.Price = None,
     minimize: topt.Minimize = "cost",
+    router: topt.Router = DEFAULT_ROUTER,
     disagg: Annotated[
         bool,
         typer.Option("--disagg", help="also disaggregated prefill/decode pools (slower search)"),
@@ -263,7 +269,7 @@ def size(
     tier = cat.tier(link) if disagg else None
     rows = size_search(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
-        KvLink(tier) if tier is not None else None, topt.pool_split(pools),
+        KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
     )  # fmt: skip
     deployments = sized_list(rows, prices, hws, drafting is not None, eng.profile_id)
     day_inputs, extra = {}, {}
@@ -275,7 +281,7 @@ def size(
         )
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
-        deployments, day_inputs, extra, drafting,
+        deployments, day_inputs, extra, drafting, router,
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)

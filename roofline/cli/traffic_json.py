@@ -3,6 +3,7 @@ prefix cache's figures, the saturation rate. Keys as in docs/METRICS.md."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from roofline import render
@@ -19,6 +20,7 @@ from roofline.serving.cost import (
     joules_per_output_token,
 )
 from roofline.serving.metrics import ServeMetrics
+from roofline.serving.router import DEFAULT_ROUTER, ROUTER_SOURCE
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import ServeResult
 from roofline.serving.size import Sized
@@ -41,8 +43,30 @@ SERVE_BANDS = {
 }
 
 
-def _pcts(p) -> dict[str, float]:
-    return {"p50": p.p50, "p90": p.p90, "p99": p.p99, "mean": p.mean}
+def _pcts(p) -> dict[str, float | None]:
+    """Percentiles; an unbounded one (past saturation, ServeMetrics.unbounded says why) null."""
+    vals = {"p50": p.p50, "p90": p.p90, "p99": p.p99, "mean": p.mean}
+    return {k: v if math.isfinite(v) else None for k, v in vals.items()}
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def transient_json(m: ServeMetrics) -> dict[str, Any]:
+    """A run past saturation as simulated: figures of a growing queue, which depend on how long
+    it ran (more requests, longer waits), labelled as such."""
+    return {
+        "note": f"the first {m.requests:,} requests of a queue growing without bound: these"
+        " figures grow with the run's length and are not the deployment's",
+        "ttft_s": _pcts(m.ttft_s),
+        "queue_s": _pcts(m.queue_s),
+        "e2e_s": _pcts(m.e2e_s),
+        "slo_attainment": m.slo_attainment,
+        "meets_slo": m.meets_slo,
+        "window_s": m.window_s,
+        "requests": m.requests,
+    }
 
 
 def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, Any]:
@@ -71,10 +95,11 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
         "slo_attainment": m.slo_attainment,
         "meets_slo": m.meets_slo,
         "mean_running_batch": m.mean_running_batch,
-        "mean_queue_length": m.mean_queue_length,
-        "mean_in_system": m.mean_in_system,
+        "mean_queue_length": _finite(m.mean_queue_length),
+        "mean_in_system": _finite(m.mean_in_system),
         "kv_occupancy": m.kv_occupancy,
         "utilisation": m.utilisation,
+        "step_share": m.step_share,
         "preemptions": m.preemptions,
         "requests": m.requests,
         "gpus": gpus,
@@ -87,7 +112,21 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
         ),
         "compute_share": m.compute_share,
         "power_share": m.power_share,
+        "unbounded": m.unbounded or None,
     }
+    if m.transient is not None:
+        out["transient"] = transient_json(m.transient)
+    if m.per_replica:  # each replica's own figures: a router's stranding shows here
+        out["per_replica"] = [
+            {
+                "requests": r.requests,
+                "ttft_p99_s": r.ttft_p99_s,
+                "tpot_p99_s": r.tpot_p99_s,
+                "kv_occupancy": r.kv_occupancy,
+                "step_share": r.step_share,
+            }
+            for r in m.per_replica
+        ]
     if m.prefix is not None:
         out["prefix_cache"] = prefix_json(m.prefix)
     return out
@@ -134,6 +173,7 @@ def saturation_json(cap, replicas: int) -> dict[str, Any]:
         },
         "binding": {"ideal": i.binding, "expected": e.binding},
         "mean_running_batch": {"ideal": i.mean_running_batch, "expected": e.mean_running_batch},
+        "kv_occupancy": {"ideal": i.kv_occupancy, "expected": e.kv_occupancy},
         "confirmed": {"ideal": i.confirmed, "expected": e.confirmed},
         "compute_bound": b.compute_requests_per_s * replicas,
         "bandwidth_bound": b.bandwidth_requests_per_s * replicas,
@@ -171,6 +211,7 @@ def sized_json(
         "max_batched_tokens": d.max_batched_tokens,
         "redundant_experts": d.redundant_experts,
         "constraint": d.constraint,
+        "router": d.router or None,
         "prefill_pool": d.prefill_pool,
         "launch": None,
         "cost_per_hour": d.cost_per_hour,
@@ -234,7 +275,8 @@ def serve_doc(
         "reserve_output": rep.rules.reserve_output,
         "block_tokens": rep.rules.block_tokens,
         "kv_budget_blocks": rep.rules.budget_blocks,
-        "routing": "round robin over replicas",
+        "router": results[0][1].router or None,
+        "router_model": ROUTER_SOURCE.get(results[0][1].router),
         "saturation_probe_requests": cap.expected.requests if sat else None,
         "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
         "price_source": price.source if price else None,
@@ -278,7 +320,7 @@ def sized_list(
 def size_doc(
     m, accelerators, rate: float, base, w, slo, eng, minimize: str, link, headroom: float, net,
     pools: str | None, prices, deployments: list[dict[str, Any]], day_inputs: dict[str, Any],
-    extra: dict[str, Any], drafting=None,
+    extra: dict[str, Any], drafting=None, router: str = DEFAULT_ROUTER,
 ) -> dict[str, Any]:  # fmt: skip
     """size's document: every assumption (`link` the KV tier with --disagg, else None; a day's
     `day_inputs`), the best deployment with the engine's launch line (`drafting` the drafter
@@ -300,11 +342,14 @@ def size_doc(
         "headroom": headroom,
         "scale_out": net.id,
         "pools": pools,
+        "router": router,
+        "router_model": ROUTER_SOURCE[router],
         "sized_on": "SLO capacity" if slo.ttft_s or slo.tpot_s else "saturation",
         "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
         " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
         f" {slo_requests(slo, w.n):,} requests a run); replicas = ceil(rate / (capacity x"
-        " (1 - headroom)))",
+        " (1 - headroom))); the fleet then evaluated whole as serve --dp N evaluates it, a"
+        " replica added while it misses the SLOs",
         "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in ids},
         "energy_assumption": ENERGY_ASSUMPTION,
         **day_inputs,

@@ -79,6 +79,14 @@ Price = Annotated[
     str | None,
     typer.Option("--price", help="USD per GPU-hour, overriding hardware/prices.yaml: h100=2.49"),
 ]
+Router = Annotated[
+    str,
+    typer.Option(
+        "--router",
+        help="how requests reach the replicas: least-loaded (vLLM's data-parallel balancer,"
+        " what vllm serve --data-parallel-size gets) or round-robin",
+    ),
+]
 Minimize = Annotated[str, typer.Option("--minimize", help="mark the cheapest (cost) or gpus")]
 HardwareList = Annotated[
     str | None,

@@ -240,7 +240,8 @@ def save_serve(doc: Mapping[str, Any], path: Path) -> None:
     ):
         scale = 1e3 if key == "tpot_s" else 1.0
         for kind, style in (("expected", "o-"), ("ideal", "s--")):
-            ax.plot(x, [p[kind][key]["p99"] * scale for p in pts], style, label=kind)
+            ys = [p[kind][key]["p99"] for p in pts]  # null past saturation: no point
+            ax.plot(x, [y * scale if y is not None else math.nan for y in ys], style, label=kind)
         if slo is not None:
             ax.axhline(slo * scale, linestyle=":", color="grey", label="SLO")
         ax.set_ylabel(label)

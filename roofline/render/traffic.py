@@ -27,6 +27,11 @@ def _short(hw: str) -> str:
     return rest if vendor in ("nvidia", "amd", "google", "intel", "apple") and rest else hw
 
 
+def _lat(t: float | None) -> str:
+    """A latency percentile of serve: null only when it has no steady state (past saturation)."""
+    return "unbounded" if t is None else csec(t)
+
+
 def _slo_text(i: Mapping[str, Any]) -> str:
     parts = []
     if i.get("slo_ttft_s") is not None:
@@ -44,7 +49,12 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     head = (
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
         f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
-        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
+        + (
+            f"dealt to the replicas {i['router']} ({i['router_model']}); "
+            if i.get("router")
+            else ""
+        )
+        + f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
         + (f"{i['prefix_caching']} (prefix caching); " if i.get("prefix_caching") else "")
         + (_spec_text(i["speculation"]) if i.get("speculation") else "")
         + f"{_slo_text(i)}; "
@@ -57,7 +67,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
 
     def b(value: str, name: str) -> str:
         band = pm(bands, name)
-        return f"{value} {band}" if band else value
+        return f"{value} {band}" if band and value != "unbounded" else value
 
     if len(pts) == 1:
         e = pts[0]["expected"]
@@ -68,15 +78,15 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ("rate", f"{pts[0]['rate']:.3g} req/s" if pts[0]["rate"] else "-"),
             (
                 "TTFT p50 / p99",
-                f"{b(csec(ttft['p50']), 'ttft_p50')} / {b(csec(ttft['p99']), 'ttft_p99')}",
+                f"{b(_lat(ttft['p50']), 'ttft_p50')} / {b(_lat(ttft['p99']), 'ttft_p99')}",
             ),
             (
                 "TPOT p50 / p99",
                 f"{b(csec(tpot['p50']), 'tpot_p50')} / {b(csec(tpot['p99']), 'tpot_p99')}",
             ),
             ("ITL p50 / p99", f"{csec(e['itl_s']['p50'])} / {csec(e['itl_s']['p99'])}"),
-            ("E2E p50 / p99", f"{b(csec(e2e['p50']), 'e2e_p50')} / {csec(e2e['p99'])}"),
-            ("queue mean", csec(e["queue_s"]["mean"])),
+            ("E2E p50 / p99", f"{b(_lat(e2e['p50']), 'e2e_p50')} / {_lat(e2e['p99'])}"),
+            ("queue mean", _lat(e["queue_s"]["mean"])),
             ("requests/s", b(f"{thr['requests_per_s']:.3g}", "throughput")),
             ("output tok/s", b(f"{thr['output_tokens_per_s']:,.0f}", "throughput")),
             ("tok/s per GPU", b(f"{thr['output_tokens_per_s_per_gpu']:,.0f}", "throughput")),
@@ -85,7 +95,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ("SLO attainment", pct(e["slo_attainment"])),
             ("meets SLO", "yes" if e["meets_slo"] else "NO"),
             ("running batch", f"{e['mean_running_batch']:.1f}"),
-            ("queue length", f"{e['mean_queue_length']:.1f}"),
+            ("queue length", _count(e["mean_queue_length"])),
             ("KV occupancy", pct(e["kv_occupancy"])),
             ("utilisation", pct(e["utilisation"])),
             (
@@ -94,6 +104,17 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ),
             ("J/output token", "-" if j is None else f"{j:.3g}"),
         ]
+        per = e.get("per_replica")
+        if per:  # stranding shows as one replica's tail or share apart from the rest
+            p99 = [r["ttft_p99_s"] for r in per]
+            n_req = [r["requests"] for r in per]
+            pairs.append(
+                (
+                    "per replica",
+                    f"TTFT p99 {csec(min(p99))} to {csec(max(p99))}, {min(n_req):,} to"
+                    f" {max(n_req):,} requests",
+                )
+            )
         pc = e.get("prefix_cache")
         if pc:
             pairs += [
@@ -109,17 +130,31 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
                 pairs.append(("cached by turn", shares))
         if sat:
             pairs.append(("saturation", b(f"{sat['expected']:.3g} req/s", "saturation")))
-            pairs.append(("bound by", sat["binding"]["expected"]))
-        if not e.get("steady_state", True):
+            pairs.append(("bound by", _binding(sat)))
+        tr = e.get("transient")
+        if tr:
+            pairs.append(
+                (
+                    "transient",
+                    f"TTFT p99 {csec(tr['ttft_s']['p99'])} over its {tr['requests']:,} requests"
+                    " (grows with the run)",
+                )
+            )
+            head += f" UNBOUNDED: {e['unbounded']}; the transient is the simulated run's."
+        elif not e.get("steady_state", True):
             head += (
                 " NOT STEADY: the run spans under 5 mean E2Es; throughput, goodput and cost are"
                 " the steady state's, the percentiles this short run's (raise --requests)."
             )
         rate = f"{pts[0]['rate']:.3g} req/s" if pts[0]["rate"] else "its users' pace"
+        ttft_text = (
+            f"TTFT unbounded (past saturation {sat['expected']:.3g} req/s)"
+            if e.get("unbounded") and sat
+            else f"TTFT p50/p99 {_lat(e['ttft_s']['p50'])}/{_lat(e['ttft_s']['p99'])}"
+        )
         answer = (
-            f"{i['model']} on {i['gpus']} x {_short(i['hardware'])} at {rate}: TTFT p50/p99 "
-            f"{csec(e['ttft_s']['p50'])}/{csec(e['ttft_s']['p99'])}, TPOT p50/p99 "
-            f"{csec(e['tpot_s']['p50'])}/{csec(e['tpot_s']['p99'])} (expected)"
+            f"{i['model']} on {i['gpus']} x {_short(i['hardware'])} at {rate}: {ttft_text}, "
+            f"TPOT p50/p99 {csec(e['tpot_s']['p50'])}/{csec(e['tpot_s']['p99'])} (expected)"
         )
         print_pairs(con, answer, pairs)
         say(con, head)
@@ -133,7 +168,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         [
             (
                 f"{p['rate']:.3g}",
-                csec(p["expected"]["ttft_s"]["p99"]),
+                _lat(p["expected"]["ttft_s"]["p99"]),
                 csec(p["expected"]["tpot_s"]["p99"]),
                 f"{p['expected']['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{p['expected']['goodput_requests_per_s']:.3g}",
@@ -149,7 +184,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         f"{pm(bands, 'tpot_p99') or 'none'}, tok/s {pm(bands, 'throughput') or 'none'}; "
         + bands_note(bands),
     )
-    top_ttft = max(p["expected"]["ttft_s"]["p99"] for p in pts)
+    top_ttft = max(p["expected"]["ttft_s"]["p99"] or 0.0 for p in pts)
     top_tpot = max(p["expected"]["tpot_s"]["p99"] for p in pts)
     print_rows(
         con,
@@ -158,7 +193,9 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         [
             (
                 f"{p['rate']:.3g}" + ("" if p["expected"]["meets_slo"] else " MISS"),
-                _bar(p["expected"]["ttft_s"]["p99"], top_ttft, 16),
+                _bar(p["expected"]["ttft_s"]["p99"], top_ttft, 16)
+                if p["expected"]["ttft_s"]["p99"] is not None
+                else "unbounded",
                 _bar(p["expected"]["tpot_s"]["p99"], top_tpot, 16),
             )
             for p in pts
@@ -169,9 +206,22 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             con,
             f"saturation rate: {sat['expected']:.3g} req/s {pm(bands, 'saturation')} (ideal "
             f"{sat['ideal']:.3g}), bound by "
-            f"{sat['binding']['expected']}; compute bound {sat['compute_bound']:.3g}, bandwidth "
+            f"{_binding(sat)}; compute bound {sat['compute_bound']:.3g}, bandwidth "
             f"bound {sat['bandwidth_bound']:.3g}",
         )
+
+
+def _count(x: float | None) -> str:
+    return "unbounded" if x is None else f"{x:.1f}"
+
+
+def _binding(sat: Mapping[str, Any]) -> str:
+    """What binds the saturation, with the KV occupancy and batch it was read at (the run's own
+    occupancy, at the offered rate, is another figure)."""
+    kv = (sat.get("kv_occupancy") or {}).get("expected")
+    batch = sat["mean_running_batch"]["expected"]
+    at = f" (at saturation: KV {kv:.0%}, batch {batch:.0f})" if kv is not None else ""
+    return f"{sat['binding']['expected']}{at}"
 
 
 # ---- size -----------------------------------------------------------------------------------
@@ -217,7 +267,9 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         "and saturation (±: 90th percentile of out-of-sample |error|; -x%/+y%: the measured "
         "figure's 90% range), +p99 = how far above the expected TTFT/TPOT p99 the measured one "
         "reaches (the range's top); per hardware family and engine, docs/ACCURACY.md (a family "
-        "or engine under 5 points takes the wider pool); more in --format json"
+        "or engine under 5 points takes the wider pool); more in --format json. Each fleet "
+        f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
+        f"({i.get('router_model', '')}), as serve --dp N does"
     )
     best = next((d for d in deps if d["best"]), None)
     if best is not None and best.get("sized_on"):

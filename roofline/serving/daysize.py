@@ -17,6 +17,7 @@ from roofline.engines.engine import Engine
 from roofline.serving.day import Day, DayRates, LatencyTable, latency_loads
 from roofline.serving.day import scale_up_delay_s as derive_delay
 from roofline.serving.metrics import Slo, metrics
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import cycled, slo_requests
 from roofline.serving.serve import make_replica, run_replicas
 from roofline.serving.workload import Workload, with_rate
@@ -55,16 +56,22 @@ def latency_table(
     slo: Slo,
     capacity: float,
     seed: int,
+    replicas: int = 1,
+    router: str = DEFAULT_ROUTER,
 ) -> LatencyTable:
-    """p99 TTFT and TPOT of one replica at LATENCY_LOADS of its capacity (expected step times;
-    runs of slo_requests requests, the workload's lengths cycled)."""
+    """p99 TTFT and TPOT of a fleet of `replicas` replicas, requests dealt by `router` (the
+    evaluation serve --dp N and size make, roofline.serving.router), each replica at
+    LATENCY_LOADS of its capacity (expected step times; runs of slo_requests requests, the
+    workload's lengths cycled)."""
     max_len = int(w.prompts.max() + w.outputs.max())
     rep = make_replica(model, hw, dep, eng, max_len)
     wl = cycled(w, slo_requests(Slo(None, None, 99.0), w.n))
     loads = latency_loads(capacity)
     ttft, tpot = [], []
     for x in loads:
-        m = metrics(run_replicas(rep, with_rate(wl, float(x), seed), 1, False), slo, rep.gpus)
+        fleet = with_rate(wl, float(x) * replicas, seed)
+        runs = run_replicas(rep, fleet, replicas, False, router=router)
+        m = metrics(runs, slo, rep.gpus * replicas)
         ttft.append(m.ttft_s.p99)
         tpot.append(m.tpot_s.p99)
     return LatencyTable(loads, np.maximum.accumulate(ttft), np.maximum.accumulate(tpot))

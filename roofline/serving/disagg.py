@@ -281,7 +281,10 @@ def _steady_pooled(
     b = rate_bounds(d.model, d.hw, d.dep, 1, float(w.prompts.mean()), float(w.outputs.mean()), 1)
     rate = w.rate
     stable = rate is not None and rate < cap[0]
-    return steady_state(m, rate, lambda: cap[:2], stable, cap[2], b.compute_s_per_request)
+    return steady_state(
+        m, rate, lambda: cap[:2], stable, cap[2], b.compute_s_per_request,
+        slo=slo if w.stationary else None, saturation_rate=cap[0],
+    )  # fmt: skip
 
 
 def max_rate_disaggregated(

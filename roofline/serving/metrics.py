@@ -5,7 +5,7 @@ docs/METRICS.md, once)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -61,6 +61,17 @@ def percentiles(x: np.ndarray, weights: np.ndarray | None = None) -> Percentiles
 
 
 @dataclass(frozen=True)
+class ReplicaShare:
+    """One replica's own figures in a fleet run: what the router gave it and how it fared."""
+
+    requests: int
+    ttft_p99_s: float
+    tpot_p99_s: float
+    kv_occupancy: float
+    step_share: float
+
+
+@dataclass(frozen=True)
 class ServeMetrics:
     ttft_s: Percentiles
     tpot_s: Percentiles
@@ -79,7 +90,9 @@ class ServeMetrics:
     mean_queue_length: float  # per replica, waiting for admission
     mean_in_system: float  # over all replicas (Little's law: = rate × mean E2E)
     kv_occupancy: float  # time-averaged share of the KV budget in use
-    utilisation: float  # share of the window a replica is running a step
+    # share of the window a replica is running a step: continuous batching runs one whenever a
+    # request is in flight, so it reads near 1 well below saturation (the power model's input)
+    step_share: float
     preemptions: int
     queued_at_last_arrival: int
     window_s: float
@@ -97,6 +110,44 @@ class ServeMetrics:
     # TTFT and TPOT at the SLO's percentile (Slo.pct; check specs' slo_pct judges them)
     slo_ttft_s: float = math.nan
     slo_tpot_s: float = math.nan
+    # the busy share of time: steady requests/s ÷ the saturation rate (queueing's ρ = λ/μ of a
+    # server completing at the saturation rate), at most 1; None until steady_state knows it
+    utilisation: float | None = None
+    # why TTFT, queue and E2E have no steady state (stationary arrivals past the saturation
+    # rate: the queue grows without bound); "" when they have one
+    unbounded: str = ""
+    transient: ServeMetrics | None = None  # past saturation: the simulated run as it was
+    per_replica: tuple[ReplicaShare, ...] = ()  # each replica's own figures (a fleet's run)
+
+
+def replica_share(record: RunRecord, slo: Slo, gpus: int) -> ReplicaShare:
+    """One replica's figures from its run record."""
+    m = metrics([record], slo, gpus)
+    return ReplicaShare(m.requests, m.ttft_s.p99, m.tpot_s.p99, m.kv_occupancy, m.step_share)
+
+
+def past_saturation(m: ServeMetrics, reason: str, slo: Slo) -> ServeMetrics:
+    """`m` (a run under stationary arrivals offered above the saturation rate) as its steady
+    state: the queue grows without bound, so TTFT, queueing time and E2E grow without bound
+    (infinite percentiles), as do the mean queue length and the requests in the system; TPOT
+    and ITL keep the run's figures (the running batch sits at its cap). No SLO is met: every
+    request's wait grows past any TTFT limit (attainment 0), and a fleet that falls ever further
+    behind serves nobody in bounded time even without one. The run itself is kept, labelled
+    (`transient`): its percentiles depend on how long it ran."""
+    inf = Percentiles(math.inf, math.inf, math.inf, math.inf)
+    return replace(
+        m,
+        ttft_s=inf,
+        queue_s=inf,
+        e2e_s=inf,
+        slo_attainment=0.0 if slo.ttft_s is not None else m.slo_attainment,
+        meets_slo=False,
+        mean_queue_length=math.inf,
+        mean_in_system=math.inf,
+        steady=False,
+        unbounded=reason,
+        transient=m,
+    )
 
 
 def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:

@@ -5,6 +5,7 @@ bandwidth bounds, which depend on the length distribution, not on the rate)."""
 from __future__ import annotations
 
 from roofline.serving.metrics import Slo
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import Capacity, replica_capacity
 from roofline.serving.serve import Replica, ServeResult, serve
 from roofline.serving.workload import Workload, with_rate
@@ -18,6 +19,7 @@ def serve_rates(
     replicas: int,
     seed: int = 0,
     confirm: bool = False,
+    router: str = DEFAULT_ROUTER,
 ) -> tuple[Capacity, list[tuple[float | None, ServeResult]]]:
     """The replica's capacity (its saturation confirmed by a bounded queue when `confirm`) and,
     for each rate, (rate, the serve result on `replicas` copies). `base` is the workload at
@@ -25,10 +27,14 @@ def serve_rates(
     only stretch or compress the arrival times. A rate None (closed loop, or an arrival log)
     reports the workload's own rate."""
     cap = replica_capacity(rep, base, confirm=confirm)
+    if confirm:  # reported beside the points anyway: probed first, each point's utilisation has it
+        cap.of(True)
     out: list[tuple[float | None, ServeResult]] = []
     for r in rates:
         w = base if r is None or r == rates[0] else with_rate(base, r, seed)
-        out.append((w.rate if r is None else r, serve(rep, w, slo, replicas, capacity=cap)))
+        out.append(
+            (w.rate if r is None else r, serve(rep, w, slo, replicas, capacity=cap, router=router))
+        )
     return cap, out
 
 

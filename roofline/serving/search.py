@@ -250,6 +250,10 @@ class Capacity:
     def expected(self) -> Saturation:
         return self.of(False)
 
+    def known(self, ideal: bool) -> Saturation | None:
+        """The saturation with ideal or expected step times if already probed, else None."""
+        return self._sat.get(ideal)
+
     def stable(self, rate: float, ideal: bool) -> bool:
         """`rate` per replica is below the saturation rate. The ideal's is never below the
         expected's (a tested bound), so a rate below the expected's needs no ideal probe: the

@@ -10,8 +10,9 @@ benchmark window's figure = requests (output tokens) finished / the window from 
 the last finish (benchmark_serving's convention) keeps its own name. Goodput = steady requests/s
 × SLO attainment (DistServe, Zhong et al. OSDI'24, defines goodput as the rate served within
 SLO). SLO attainment = share of requests meeting every SLO. A deployment meets the SLOs when the
-`pct`-th percentile of TTFT and of TPOT are within their limits. Requests go to replicas in turn
-(round robin).
+`pct`-th percentile of TTFT and of TPOT are within their limits. Requests go to replicas by a
+named router (roofline.serving.router: least-loaded, as vLLM's data-parallel balancer, or round
+robin).
 """
 
 from __future__ import annotations
@@ -36,7 +37,20 @@ from roofline.engines.scheduler import (
     version_defaults,
 )
 from roofline.serving.cost import MEMORY_POWER_SHARE
-from roofline.serving.metrics import ServeMetrics, Slo, metrics
+from roofline.serving.metrics import (
+    ServeMetrics,
+    Slo,
+    metrics,
+    past_saturation,
+    replica_share,
+)
+from roofline.serving.router import (
+    DEFAULT_ROUTER,
+    LEAST_LOADED_PASSES,
+    check_router,
+    least_loaded,
+    round_robin,
+)
 from roofline.serving.sim.drafting import DraftConfig, DraftRound, choose, speculative_steps
 from roofline.serving.sim.multistep import amortised
 from roofline.serving.sim.prefixcache import replica_selection
@@ -186,39 +200,63 @@ class ServeResult:
     ideal: ServeMetrics
     expected: ServeMetrics
     replicas: int
+    router: str = ""  # how requests were dealt to the replicas ("": one replica)
 
 
 def run_replicas(
-    rep: Replica, w: Workload, replicas: int, ideal: bool, one: bool = False
+    rep: Replica,
+    w: Workload,
+    replicas: int,
+    ideal: bool,
+    one: bool = False,
+    router: str = "round-robin",
 ) -> list[RunRecord]:
-    """Simulate every replica (requests dealt round robin), or only the first when `one`."""
+    """Simulate every replica, the requests dealt by `router` (roofline.serving.router), or only
+    the first when `one` (round robin). Least-loaded routes an open loop without shared
+    prefixes; a closed loop's users and a prefix workload's conversations stay round robin."""
     steps = rep.ideal if ideal else rep.expected
+
+    def simulate(sel: slice | np.ndarray, pfx=None, users=None) -> RunRecord:
+        return simulate_requests(
+            steps,
+            w.arrival_s[sel],
+            w.prompts[sel],
+            w.outputs[sel],
+            rep.rules,
+            closed_loop=users,
+            release_until_s=w.duration_s if w.duration_s is not None else math.inf,
+            frontend=None if ideal else rep.frontend,
+            prefix=pfx,
+        )
+
+    if routed_least_loaded(w, replicas, router) and not one:
+        sels = round_robin(w.n, replicas)
+        for _ in range(LEAST_LOADED_PASSES - 1):
+            records = [simulate(sel) for sel in sels]
+            admitted, finish = np.empty(w.n), np.empty(w.n)
+            for sel, rec in zip(sels, records, strict=True):
+                admitted[sel], finish[sel] = rec.admitted_s, rec.finish_s
+            sels = least_loaded(w.arrival_s, admitted, finish, replicas)
+        return [simulate(sel) for sel in sels if sel.size]
     records = []
     for j in range(1 if one else replicas):
-        sel: slice | np.ndarray = slice(j, None, replicas)
+        pick: slice | np.ndarray = slice(j, None, replicas)
         pfx = None
         if w.prefix is not None:
-            sel = replica_selection(w.prefix, w.n, replicas, j)
-            pfx = w.prefix.take(sel)
+            pick = replica_selection(w.prefix, w.n, replicas, j)
+            pfx = w.prefix.take(pick)
         users = None
         if w.concurrency is not None:
             users = len(range(j, w.concurrency, replicas))
             if users == 0:
                 continue
-        records.append(
-            simulate_requests(
-                steps,
-                w.arrival_s[sel],
-                w.prompts[sel],
-                w.outputs[sel],
-                rep.rules,
-                closed_loop=users,
-                release_until_s=w.duration_s if w.duration_s is not None else math.inf,
-                frontend=None if ideal else rep.frontend,
-                prefix=pfx,
-            )
-        )
+        records.append(simulate(pick, pfx, users))
     return records
+
+
+def routed_least_loaded(w: Workload, replicas: int, router: str) -> bool:
+    """Whether `router` least-loaded applies to `w` (an open loop without shared prefixes)."""
+    return router == "least-loaded" and replicas > 1 and w.prefix is None and w.concurrency is None
 
 
 def steady_state(
@@ -228,6 +266,9 @@ def steady_state(
     stable: bool,
     mean_output_tokens: float,
     compute_s_per_request: float,
+    *,
+    slo: Slo | None = None,
+    saturation_rate: float | None = None,
 ) -> ServeMetrics:
     """The headline figures of `m` (`replicas` replicas) in steady state, independent of how
     long the run was. `saturation()`: the replicas' saturation (requests/s, output tokens/s),
@@ -235,19 +276,31 @@ def steady_state(
 
     Open loop at an offered rate λ: a stable queue completes what is offered (flow
     conservation), so requests/s = λ and output tokens/s = λ × the length distribution's mean
-    output; at or past the saturation rate it completes the saturation rate. A closed loop (no
-    offered rate) keeps the window's figures. Goodput = requests/s × SLO attainment. The power
+    output; at or past the saturation rate it completes the saturation rate, and with `slo`
+    given (stationary arrivals: Poisson or gamma) TTFT, queue and E2E have no steady state
+    (metrics.past_saturation: unbounded, no SLO met, the run kept as its transient). A closed
+    loop (no offered rate) keeps the window's figures. Goodput = requests/s × SLO attainment.
+    Utilisation = requests/s ÷ `saturation_rate` (the replicas' together; None: unknown), the
+    busy share of time of a server that completes at the saturation rate (ρ = λ/μ). The power
     share (roofline.serving.cost.power_w) follows from the share of GPU time the requests'
-    FLOPs need at peak and the busy share."""
+    FLOPs need at peak and the share of time a step runs."""
     if offered_rate is not None and stable:
         req, tok = offered_rate, offered_rate * mean_output_tokens
     elif offered_rate is not None:
         req, tok = saturation()
+        saturation_rate = req
+        if slo is not None:
+            why = (
+                f"offered {offered_rate:.3g} req/s is above the saturation rate {req:.3g} req/s:"
+                " the queue grows without bound, so TTFT, queue and E2E have no steady state"
+            )
+            m = past_saturation(m, why, slo)
     else:
         req, tok = m.benchmark_requests_per_s, m.benchmark_output_tokens_per_s
     gpus = max(m.gpus, 1)
     compute = min(req * compute_s_per_request / gpus, 1.0)
-    busy = max(m.utilisation, compute)
+    busy = max(m.step_share, compute)
+    util = min(req / saturation_rate, 1.0) if saturation_rate else None
     return replace(
         m,
         requests_per_s=req,
@@ -256,6 +309,7 @@ def steady_state(
         goodput_requests_per_s=req * m.slo_attainment,
         compute_share=compute,
         power_share=compute + MEMORY_POWER_SHARE * (busy - compute),
+        utilisation=util,
     )
 
 
@@ -285,18 +339,29 @@ class Capacity(Protocol):
 
     def stable(self, rate: float, ideal: bool) -> bool: ...
 
+    def known(self, ideal: bool) -> _Saturation | None: ...
 
-def _steady(m: ServeMetrics, cap: Capacity, offered: float | None, ideal: bool, n: int):
-    """steady_state for `n` replicas of one Capacity."""
+
+def _steady(
+    m: ServeMetrics,
+    cap: Capacity,
+    offered: float | None,
+    ideal: bool,
+    n: int,
+    slo: Slo | None,
+) -> ServeMetrics:
+    """steady_state for `n` replicas of one Capacity; `slo` None: not stationary arrivals."""
 
     def saturation() -> tuple[float, float]:
         sat = cap.of(ideal)
         return sat.requests_per_s * n, sat.output_tokens_per_s * n
 
     stable = offered is not None and cap.stable(offered / n, ideal)
+    known = cap.known(ideal)  # the ideal's is probed only when something needs it
     return steady_state(
-        m, offered, saturation, stable, cap.mean_output_tokens, cap.bounds.compute_s_per_request
-    )
+        m, offered, saturation, stable, cap.mean_output_tokens, cap.bounds.compute_s_per_request,
+        slo=slo, saturation_rate=known.requests_per_s * n if known is not None else None,
+    )  # fmt: skip
 
 
 def serve(
@@ -307,24 +372,33 @@ def serve(
     one_replica: bool = False,
     *,
     capacity: Capacity | None,
+    router: str = DEFAULT_ROUTER,
 ) -> ServeResult:
-    """Serve the workload on `replicas` copies of the replica; ideal and expected step times,
-    headline figures in steady state against the replica's `capacity`
-    (roofline.serving.search.replica_capacity). `capacity` None: the benchmark window's figures
-    as a measuring harness reports them (benchmark_serving: completions / first send to last
-    finish), for comparison with measurements only."""
+    """Serve the workload on `replicas` copies of the replica, requests dealt by `router`
+    (roofline.serving.router); ideal and expected step times, headline figures in steady state
+    against the replica's `capacity` (roofline.serving.search.replica_capacity), each replica's
+    own figures beside them (ServeMetrics.per_replica: stranding shows as one replica's tail).
+    `capacity` None: the benchmark window's figures as a measuring harness reports them
+    (benchmark_serving: completions / first send to last finish), for comparison with
+    measurements only. This is the one evaluation of a fleet: serve, size, check and the day
+    planner all call it."""
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
+    check_router(router)
     offered = w.rate if w.concurrency is None else None
     out = []
     for ideal in (True, False):
-        records = run_replicas(rep, w, replicas, ideal, one_replica)
+        records = run_replicas(rep, w, replicas, ideal, one_replica, router)
         n = len(records) if one_replica else replicas
         m = metrics(records, slo, rep.gpus * n)
         if capacity is not None:
-            m = _steady(m, capacity, offered * n / replicas if offered else None, ideal, n)
+            per = offered * n / replicas if offered else None
+            m = _steady(m, capacity, per, ideal, n, slo if w.stationary else None)
+        if len(records) > 1 and not m.unbounded:
+            m = replace(m, per_replica=tuple(replica_share(r, slo, rep.gpus) for r in records))
         out.append(m)
-    return ServeResult(out[0], out[1], replicas)
+    used = router if routed_least_loaded(w, replicas, router) else "round-robin"
+    return ServeResult(out[0], out[1], replicas, used if replicas > 1 else "")
 
 
 __all__ = [

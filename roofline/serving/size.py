@@ -7,7 +7,10 @@ static estimate to the few that could win; DP = replicas), the highest
 request rate one replica serves within the SLOs is found by searching a geometric grid of rates
 (step `GRID`): doubling to bracket, then bisection on the grid indices, each point a simulation
 of the same requests (one seed, so rates only stretch or compress the arrival times). Replicas =
-ceil(rate / that rate) (requests dealt round robin). Cost per hour, $ per million output tokens
+ceil(rate / that rate); the fleet of that many replicas is then evaluated as `serve --dp N`
+evaluates it (serve.serve: the whole request stream dealt by the router, least-loaded by
+default, roofline.serving.router), a replica added (at most FLEET_TRIES) while its tail misses
+the SLOs, so every page reports the same fleet's figures. Cost per hour, $ per million output tokens
 and joules per output token follow from roofline.serving.cost. The frontier is the Pareto set of
 output tokens/s per GPU against output tokens/s per user (1 / mean TPOT), the plot
 aiconfigurator users read; the cheapest (or the fewest GPUs) is marked best.
@@ -33,11 +36,12 @@ from roofline.serving.cost import (
     joules_per_output_token,
 )
 from roofline.serving.metrics import ServeMetrics, Slo
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import max_rate_within_slo, replica_capacity
 from roofline.serving.serve import Replica, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.workers import parallel_map
-from roofline.serving.workload import Workload, with_rate
+from roofline.serving.workload import Workload
 from roofline.step.ops import Deployment
 
 # layouts searched together after the first, before pruning against the best found: a constant,
@@ -46,6 +50,7 @@ SEARCH_ROUND = 2
 
 
 MINIMIZE = ("cost", "gpus")
+FLEET_TRIES = 2  # replicas added when the fleet misses the SLOs its replica count was sized for
 HEADROOM = 0.10  # share of a replica's capacity left unused by default
 
 
@@ -85,6 +90,7 @@ class Sized:
     # disaggregated: the prefill pool's replica (the fields above are the decode pool's):
     # tp, pp, ep, attention_dp, layout, nodes, redundant_experts, max_batched_tokens, binding
     prefill_pool: dict | None = None
+    router: str = ""  # how the fleet's requests were dealt (roofline.serving.router)
 
 
 def layouts(
@@ -124,6 +130,7 @@ def size(
     headroom: float = HEADROOM,
     drafting: DraftConfig | None = None,
     scale_out: Tier | None = None,
+    router: str = DEFAULT_ROUTER,
 ) -> list[Sized]:
     """Every accelerator × layout with its replica count for rate w.rate; sorted best first.
     A replica is sized on its capacity under the SLOs (search.max_rate_within_slo), or on its
@@ -201,8 +208,14 @@ def size(
         n = math.ceil(rate / (r_cap * (1.0 - headroom)) * (1 - 1e-12))
         if n > max_replicas:
             return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
-        res = serve(rep, with_rate(w, rate / n, seed), slo, 1, capacity=cap)
-        ideal_m, exp_m = (_scale(m, n) for m in (res.ideal, res.expected))
+        # the fleet evaluated as serve --dp n evaluates it: the whole stream, dealt by the router
+        res = serve(rep, w, slo, n, capacity=cap, router=router)
+        for _ in range(FLEET_TRIES):  # the fleet's tail can miss where one replica's did not
+            if res.expected.meets_slo or n + 1 > max_replicas:
+                break
+            n += 1
+            res = serve(rep, w, slo, n, capacity=cap, router=router)
+        ideal_m, exp_m = res.ideal, res.expected
         gpus = rep.gpus * n
         usd = cost_per_hour(price, gpus)
         tok_s = exp_m.output_tokens_per_s
@@ -241,6 +254,7 @@ def size(
             max_batched_tokens=(rep.rules.max_batched_tokens or 0) // ranks,
             redundant_experts=redundant_experts(model, dep),
             constraint=constraint,
+            router=res.router,
         )
 
     def key(gpus: int, price: Price | None) -> tuple[float, float]:

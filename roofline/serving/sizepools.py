@@ -32,6 +32,7 @@ from roofline.serving.cost import (
 from roofline.serving.disagg import TrafficMode, best_pools, disaggregate
 from roofline.serving.kvtransfer import KvLink
 from roofline.serving.metrics import Slo
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.serve import make_replica
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.size import (
@@ -190,13 +191,14 @@ def size_search(
     scale_out: Tier | None = None,
     link: KvLink | None = None,
     shape: tuple[int, int] | None = None,
+    router: str = DEFAULT_ROUTER,
 ) -> list[Sized]:
     """size's search: the colocated deployments (roofline.serving.size.size) and, given the KV
     `link` between pools, the disaggregated ones (`size_disaggregated`, split `shape` or
     searched), ranked together best first."""
     rows = size(
         model, accelerators, base, eng, w, slo, prices, minimize, seed,
-        headroom=headroom, drafting=drafting, scale_out=scale_out,
+        headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
     )  # fmt: skip
     if link is None:
         return rows

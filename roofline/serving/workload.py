@@ -43,6 +43,13 @@ class Workload:
     prefix: PrefixInfo | None = None  # shared prefixes and conversations (with_prefix)
     prefix_config: PrefixConfig | None = None
     drawn: tuple[np.ndarray, np.ndarray] | None = None  # the lengths before with_prefix
+    replay: bool = False  # arrival times replayed from a log or trace (not a stationary process)
+
+    @property
+    def stationary(self) -> bool:
+        """Open-loop arrivals of a stationary process (Poisson or gamma gaps at `rate`): its
+        queue has a steady state below the saturation rate and none above it."""
+        return self.rate is not None and self.concurrency is None and not self.replay
 
     @property
     def n(self) -> int:
@@ -193,7 +200,7 @@ def replayed(
         "output_tokens_mean": float(outputs.mean()),
     }
     rate = (len(t) - 1) / span if span > 0 else None
-    return Workload(t, prompts[order], outputs[order], rate, None, None, desc)
+    return Workload(t, prompts[order], outputs[order], rate, None, None, desc, replay=True)
 
 
 def unit_gaps(rng: np.random.Generator, n: int, burstiness: float = 1.0) -> np.ndarray:

@@ -1,0 +1,86 @@
+"""Which replica of a fleet each request goes to: the router model every fleet figure rests on
+(serve --dp N, size, check and the day planner evaluate a fleet through serve.run_replicas).
+
+- round-robin: request i to replica i mod N (a plain load balancer's rotation; llm-d's and
+  Kubernetes' simplest policy). Each replica sees every N-th arrival: the gaps of a Poisson
+  stream summed N at a time, more regular than a Poisson stream at rate / N.
+- least-loaded (the default): each request to the replica with the least 4 × waiting + running
+  requests, ties to the lowest index. This is vLLM's data-parallel balancer, what a plain
+  `vllm serve --data-parallel-size N` deployment gets (vllm/v1/engine/core_client.py,
+  DPLBAsyncMPClient.get_core_engine_for_request: `score = waiting * 4 + running` over the
+  engines' counts; llm-d's queue scorer prefers the shortest queue the same way). The counts
+  at an arrival come from the previous pass's simulation of each request (admission and finish
+  times), starting from round robin, LEAST_LOADED_PASSES passes in all; vLLM's counts are
+  published every 100 ms, a staleness not modelled.
+
+Prefix-aware routing (conversations kept on the replica holding their KV) comes through the same
+interface; until then a workload with shared prefixes or turns keeps its conversations' replica
+(serving.sim.prefixcache.replica_selection) and a closed loop its users', both round robin.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from roofline.domain.errors import InputError
+
+ROUTERS = ("least-loaded", "round-robin")
+DEFAULT_ROUTER = "least-loaded"
+LEAST_LOADED_PASSES = 3  # round robin, then two least-loaded passes on the last one's times
+WAITING_WEIGHT = 4  # vLLM's score: 4 × waiting + running
+ROUTER_SOURCE = {
+    "least-loaded": "vLLM's data-parallel balancer: the replica with the least 4 x waiting +"
+    " running requests (vllm/v1/engine/core_client.py, DPLBAsyncMPClient)",
+    "round-robin": "request i to replica i mod N",
+}
+
+
+def check_router(router: str) -> str:
+    if router not in ROUTERS:
+        raise InputError(f"--router must be one of {', '.join(ROUTERS)}, got {router}")
+    return router
+
+
+def round_robin(n: int, replicas: int) -> list[np.ndarray]:
+    """Request indices per replica: i mod `replicas`."""
+    return [np.arange(j, n, replicas) for j in range(replicas)]
+
+
+def least_loaded(
+    arrival_s: np.ndarray, admitted_s: np.ndarray, finish_s: np.ndarray, replicas: int
+) -> list[np.ndarray]:
+    """Request indices per replica, each request (in arrival order) to the replica with the
+    least WAITING_WEIGHT × waiting + running requests at its arrival, a request counted waiting
+    from its arrival to `admitted_s` and running to `finish_s` (the times a previous pass
+    simulated for it), ties to the lowest index."""
+    waiting: list[list[tuple[float, float]]] = [[] for _ in range(replicas)]  # (admit, finish)
+    running: list[list[float]] = [[] for _ in range(replicas)]  # heaps of finish times
+    chosen = np.empty(arrival_s.size, dtype=np.int64)
+    for i in np.argsort(arrival_s, kind="stable"):
+        t = float(arrival_s[i])
+        best, best_score = 0, None
+        for j in range(replicas):
+            w, r = waiting[j], running[j]
+            while w and w[0][0] <= t:  # admitted since: now running until it finishes
+                _, fin = heapq.heappop(w)
+                heapq.heappush(r, fin)
+            while r and r[0] <= t:
+                heapq.heappop(r)
+            score = WAITING_WEIGHT * len(w) + len(r)
+            if best_score is None or score < best_score:
+                best, best_score = j, score
+        chosen[i] = best
+        heapq.heappush(waiting[best], (float(admitted_s[i]), float(finish_s[i])))
+    return [np.flatnonzero(chosen == j) for j in range(replicas)]
+
+
+__all__ = [
+    "DEFAULT_ROUTER",
+    "ROUTERS",
+    "ROUTER_SOURCE",
+    "check_router",
+    "least_loaded",
+    "round_robin",
+]
