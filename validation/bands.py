@@ -74,6 +74,7 @@ BAND_OF: dict[str, tuple[str, bool]] = {
 KIND = {
     "validation/serving_cases.yaml": "serving",
     "validation/engine_sweeps.yaml": "engine sweeps",
+    "validation/highload_cases.yaml": "high load",
 }
 BANDS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "throughput")
 SETS = ("validation/layout_cases.yaml", "validation/disagg_cases.yaml")

@@ -45,7 +45,11 @@ if str(ROOT) not in sys.path:
 
 from roofline.timing.host import EngineProfile  # noqa: E402
 
-CASE_FILES = ("validation/serving_cases.yaml", "validation/engine_sweeps.yaml")
+CASE_FILES = (
+    "validation/serving_cases.yaml",
+    "validation/engine_sweeps.yaml",
+    "validation/highload_cases.yaml",  # issue 34: full-load runs, validation/highload_tables.py
+)
 ERRORS = ROOT / "validation/serving_errors.csv"
 TRTLLM_014 = (
     "https://github.com/NVIDIA/TensorRT-LLM/blob/258c7540c03517def55d9a5aadfa9288af474e1b/"

@@ -39,6 +39,7 @@ CLASSES = (  # (label, band of validation/bands.py, the case metrics it gathers)
 SHORT = {
     "validation/serving_cases.yaml": "serving cases",
     "validation/engine_sweeps.yaml": "sweeps",
+    "validation/highload_cases.yaml": "high load",
 }
 
 

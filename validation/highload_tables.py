@@ -1,0 +1,186 @@
+"""docs/ACCURACY.md's high-load section (issue 34): the cases of validation/highload_cases.yaml
+per vendor x engine x metric, out of sample (leave-one-source-out) with in sample beside it,
+n and sources per cell, before -> after, from the committed error files:
+validation/serving_errors.csv (now) and validation/highload_before.csv (the same rows as
+validation/serving_crossval.py wrote them before issue 34 fitted anything on these cases).
+
+Metric classes: capacity is requests/s at full load (every request sent at once: the rate a
+replica sustains), throughput output tokens/s, the others as validation/serving_tables.py.
+A vendor x engine cell resting on fewer than THIN points, or one source, is marked thin.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from validation.serving_crossval import ERRORS, ServingResult, load
+
+HIGHLOAD = "validation/highload_cases.yaml"
+BEFORE = ERRORS.with_name("highload_before.csv")
+THIN = 5  # fewer points than this: the cell is marked thin (as the bands' MIN_POINTS)
+CLASSES = (  # (label, the case metrics it gathers)
+    ("TTFT p50", ("ttft_p50_ms", "ttft_mean_ms")),
+    ("TTFT p99", ("ttft_p99_ms",)),
+    ("TPOT p50", ("tpot_p50_ms", "tpot_mean_ms", "itl_p50_ms")),
+    ("TPOT p99", ("tpot_p99_ms",)),
+    ("capacity (req/s)", ("requests_per_s",)),
+    ("throughput (tok/s)", ("output_tokens_per_s", "output_tokens_per_s_per_gpu")),
+    ("E2E p50", ("e2e_p50_ms",)),
+)
+VENDORS = ("NVIDIA", "AMD", "Intel", "Google", "Apple")
+_PREFIX = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "google": "Google", "apple": "Apple"}
+
+
+def vendor(r: ServingResult) -> str:
+    """The vendor of a case's accelerator, from its catalog id (nvidia-h100-sxm -> NVIDIA)."""
+    return _PREFIX.get(r.hardware.split("-")[0], r.hardware.split("-")[0])
+
+
+def write_before(path: Path = BEFORE) -> int:
+    """Copy the high-load rows of validation/serving_errors.csv to `path` (run once, before any
+    fit on these cases: the fixed "before" of the tables)."""
+    lines = ERRORS.read_text().splitlines()
+    keep = [lines[0]] + [ln for ln in lines[1:] if ln.startswith(HIGHLOAD + ",")]
+    path.write_text("\n".join(keep) + "\n")
+    return len(keep) - 1
+
+
+@cache
+def before(path: Path = BEFORE) -> dict[str, float]:
+    """id -> out-of-sample error before issue 34 (empty when the file is missing)."""
+    if not path.exists():
+        return {}
+    rows = csv.DictReader(path.read_text().splitlines())
+    return {r["id"]: float(r["out_of_sample"]) / float(r["measured"]) - 1 for r in rows}
+
+
+def _med(xs: Iterable[float]) -> float:
+    a = np.abs(list(xs))
+    return float(np.median(a)) if len(a) else float("nan")
+
+
+def _signed(xs: Iterable[float]) -> float:
+    a = list(xs)
+    return float(np.median(a)) if a else float("nan")
+
+
+def _pct(x: float) -> str:
+    return "-" if x != x else f"{x * 100:.0f}%"
+
+
+def cell(rs: list[ServingResult]) -> str:
+    """`out (in) n/s`: out-of-sample and in-sample median |error|, points and sources."""
+    if not rs:
+        return "-"
+    srcs = len({r.group for r in rs})
+    thin = " thin" if len(rs) < THIN or srcs < 2 else ""
+    return (
+        f"{_pct(_med(r.error_out for r in rs))} ({_pct(_med(r.error_in for r in rs))}) "
+        f"{len(rs)}/{srcs}{thin}"
+    )
+
+
+def highload(rs: Iterable[ServingResult]) -> list[ServingResult]:
+    return [r for r in rs if r.file == HIGHLOAD]
+
+
+def vendor_table(rs: list[ServingResult]) -> str:
+    """Per vendor x engine: each metric class's cell, and all metrics before -> after."""
+    head = " | ".join(label for label, _ in CLASSES)
+    lines = [
+        f"| vendor | engine | {head} | all: out of sample, before → after (signed) |",
+        "|---|---|" + "---:|" * (len(CLASSES) + 1),
+    ]
+    old = before()
+    keys = sorted(
+        {(vendor(r), r.engine) for r in rs},
+        key=lambda k: (VENDORS.index(k[0]) if k[0] in VENDORS else 9, k[1]),
+    )
+    for v, e in keys:
+        mine = [r for r in rs if (vendor(r), r.engine) == (v, e)]
+        cells = [cell([r for r in mine if r.metric in ms]) for _, ms in CLASSES]
+        was = [old[r.id] for r in mine if r.id in old]
+        now = [r.error_out for r in mine]
+        lines.append(
+            f"| {v} | {e} | {' | '.join(cells)} | {_pct(_med(was))} ({_signed(was) * 100:+.0f}%) "
+            f"→ {_pct(_med(now))} ({_signed(now) * 100:+.0f}%), {len(mine)} |"
+        )
+    return "\n".join(lines)
+
+
+def class_table(rs: list[ServingResult]) -> str:
+    """Per vendor and metric class: out-of-sample median |error| before -> after, signed."""
+    lines = [
+        "| vendor | metric | n | sources | before (signed) | after (signed) | in sample |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    old = before()
+    for v in VENDORS:
+        for label, ms in CLASSES:
+            mine = [r for r in rs if vendor(r) == v and r.metric in ms]
+            if not mine:
+                continue
+            was = [old[r.id] for r in mine if r.id in old]
+            now = [r.error_out for r in mine]
+            lines.append(
+                f"| {v} | {label} | {len(mine)} | {len({r.group for r in mine})} | "
+                f"{_pct(_med(was))} ({_signed(was) * 100:+.0f}%) | "
+                f"{_pct(_med(now))} ({_signed(now) * 100:+.0f}%) | "
+                f"{_pct(_med(r.error_in for r in mine))} |"
+            )
+    return "\n".join(lines)
+
+
+def calibration_note(rs: list[ServingResult], every: list[ServingResult]) -> str:
+    """Which vendors rest on too few high-load points or sources to call calibrated."""
+    out = []
+    for v in VENDORS:
+        n = [r for r in rs if vendor(r) == v]
+        all_n = [r for r in every if vendor(r) == v]
+        srcs = len({r.group for r in n})
+        state = (
+            "enough to check a fit"
+            if len(n) >= 20 and srcs >= 2
+            else "thin (marked in every table)"
+            if n
+            else "**uncalibrated**: no high-load measurement"
+        )
+        out.append(
+            f"- {v}: {len(n)} high-load points from {srcs} sources ({len(all_n)} serving points "
+            f"in every file): {state}"
+        )
+    return "\n".join(out)
+
+
+def section() -> str:
+    every = list(load()[0])
+    rs = highload(every)
+    old = before()
+    return "\n".join(
+        [
+            f"`{HIGHLOAD}`: {len(rs)} published measurements at full load (every request sent "
+            f"at once or an offline batch) from {len({r.group for r in rs})} sources, run as "
+            "every serving case is (validation/serving_crossval.py). Out of sample is "
+            "leave-one-source-out: every figure fitted on a source's cases is refitted without "
+            "them. **Before** is validation/highload_before.csv, these rows before issue 34 "
+            f"fitted anything on them ({len(old)} rows). A cell reads `out-of-sample median "
+            "|error| (in-sample) points/sources`; `thin`: fewer than "
+            f"{THIN} points or a single source.\n",
+            "Which vendors the high-load points calibrate (20 points from 2 sources, as issue 34 "
+            "asks of NVIDIA and AMD):\n",
+            calibration_note(rs, every),
+            "\n#### Per vendor and metric, out of sample before → after\n",
+            class_table(rs),
+            "\n#### Per vendor × engine × metric\n",
+            vendor_table(rs),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    print(f"wrote {BEFORE.name}: {write_before()} rows")
