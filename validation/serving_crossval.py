@@ -212,7 +212,9 @@ def patch_without(
         if f.engine.startswith("family:"):  # a family's scalar share, refitted without `group`
             if f.engine == f"family:{hw.family}" and f.refit is not None:
                 patch[(f.engine, f.field)] = f.refit(hw.efficiency, group)
-        elif f.engine in engines:
+                why.append(f.why)
+            continue
+        if f.engine in engines:
             patch[(f.engine, f.field)] = f.value_without(engines, group)
         why.append(f.why)
     return patch, tuple(why)
