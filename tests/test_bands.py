@@ -34,7 +34,15 @@ def _pts() -> list[Point]:
 
 def test_percentiles_of_a_cell_by_hand():
     cell = compute(_pts())["tpot_p50"]["engines"]["fam-a"]["eng-x"]
-    assert cell == {"rel": 0.65, "low": 0.58, "high": 1.25, "n": 21, "median_abs_error": 0.25}
+    # every point names the same (empty) source: one source, a thin fit (issue 34)
+    assert cell == {
+        "rel": 0.65,
+        "low": 0.58,
+        "high": 1.25,
+        "n": 21,
+        "median_abs_error": 0.25,
+        "sources": 1,
+    }
     assert "eng-y" not in compute(_pts())["tpot_p50"]["engines"]["fam-a"]  # 3 points
     assert compute(_pts())["tpot_p50"]["too_few"] == {"fam-b": 2}
 

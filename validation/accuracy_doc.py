@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT))
 from roofline.cases.casefiles import load_cases  # noqa: E402
 from roofline.domain.layout import Layout  # noqa: E402
 from validation.calibrate import bands, run  # noqa: E402
+from validation.highload_tables import section as highload_section  # noqa: E402
 from validation.serving_tables import section as serving_section  # noqa: E402
 
 
@@ -344,6 +345,8 @@ def render() -> str:
         + case_table(never)
         + "\n\n## Other published case sets\n\n"
         + other_sets(cat)
+        + "\n\n## Capacity at full load, per vendor: out of sample and in sample\n\n"
+        + highload_section()
         + "\n\n## Accuracy under load: serving, out of sample and in sample\n\n"
         + serving_section()
         + "\n\n## Error bands printed with the expected figures\n\n"

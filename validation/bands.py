@@ -74,6 +74,7 @@ BAND_OF: dict[str, tuple[str, bool]] = {
 KIND = {
     "validation/serving_cases.yaml": "serving",
     "validation/engine_sweeps.yaml": "engine sweeps",
+    "validation/highload_cases.yaml": "high load",
 }
 BANDS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "throughput")
 SETS = ("validation/layout_cases.yaml", "validation/disagg_cases.yaml")
@@ -89,16 +90,22 @@ class Point:
     error: float  # expected / measured − 1 of the band's figure
     kind: str  # "step", "held out", "layout/disagg", "serving"
     engine: str = ""  # the engine profile it was evaluated with (hardware/engines.yaml)
+    source: str = ""  # the publication it comes from (its URL, up to the first " (" or ",")
+
+
+def _source(text: object) -> str:
+    """A case's source up to its first parenthesis or comma (validation/serving_crossval.py)."""
+    return str(text or "").strip().split(" (")[0].split(",")[0].strip()
 
 
 def _point(
-    case_id: str, metric: str, family: str, error: float, kind: str, engine: str
+    case_id: str, metric: str, family: str, error: float, kind: str, engine: str, source: str = ""
 ) -> Point | None:
     if metric not in BAND_OF:
         return None
     band, inverse = BAND_OF[metric]
     err = 1.0 / (1.0 + error) - 1.0 if inverse else error
-    return Point(case_id, band, family, err, kind, engine)
+    return Point(case_id, band, family, err, kind, engine, _source(source))
 
 
 def profile_of(name: str, version: object, hw: Any) -> str:
@@ -138,6 +145,7 @@ def points() -> tuple[Point, ...]:
             r.error_out,
             kind,
             profile_of(r.base.engine, None, accel(r.base.case.hardware)),
+            r.base.case.source,
         )
         for rs, kind in ((loso, "step"), (never, "held out"))
         for r in rs
@@ -148,10 +156,12 @@ def points() -> tuple[Point, ...]:
             hw = cat.accelerator(c.hardware)
             r = evaluate(c, cat.model(c.model), hw, host=host, catalog=cat)
             eng = profile_of(case_engine(c), None, hw)
-            out.append(_point(c.id, c.metric, hw.family, r.error_expected, "layout/disagg", eng))
+            out.append(
+                _point(c.id, c.metric, hw.family, r.error_expected, "layout/disagg", eng, c.source)
+            )
     for s in load()[0]:
         eng = profile_of(s.engine, s.engine_version, accel(s.hardware))
-        out.append(_point(s.id, s.metric, s.family, s.error_out, KIND[s.file], eng))
+        out.append(_point(s.id, s.metric, s.family, s.error_out, KIND[s.file], eng, s.group))
     return tuple(p for p in out if p is not None)
 
 
@@ -180,16 +190,24 @@ def interval(errors: list[float]) -> tuple[float, float]:
     return _round_down(low), _round_up(high)
 
 
-def stats(errors: list[float]) -> dict[str, Any]:
-    """One band's figures from its points' signed errors."""
+def stats(errors: list[float], sources: int | None = None) -> dict[str, Any]:
+    """One band's figures from its points' signed errors (and how many sources they come
+    from: a cell on fewer than MIN_POINTS points or one source is a thin fit, issue 34)."""
     low, high = interval(errors)
-    return {
+    out = {
         "rel": _round_up(p90(errors)),
         "low": low,
         "high": high,
         "n": len(errors),
         "median_abs_error": round(float(np.median(np.abs(errors))), 4),
     }
+    if sources is not None:
+        out["sources"] = sources
+    return out
+
+
+def _stats(pts: list[Point]) -> dict[str, Any]:
+    return stats([p.error for p in pts], len({p.source for p in pts}))
 
 
 def compute(pts: tuple[Point, ...] | list[Point]) -> dict:
@@ -201,16 +219,16 @@ def compute(pts: tuple[Point, ...] | list[Point]) -> dict:
         mine = [p for p in pts if p.band == band]
         if not mine:
             continue
-        fams: dict[str, list[float]] = {}
-        cells: dict[str, dict[str, list[float]]] = {}
+        fams: dict[str, list[Point]] = {}
+        cells: dict[str, dict[str, list[Point]]] = {}
         for p in mine:
-            fams.setdefault(p.family, []).append(p.error)
-            cells.setdefault(p.family, {}).setdefault(p.engine, []).append(p.error)
+            fams.setdefault(p.family, []).append(p)
+            cells.setdefault(p.family, {}).setdefault(p.engine, []).append(p)
         out[band] = {
-            "pooled": stats([p.error for p in mine]),
-            "families": {f: stats(e) for f, e in sorted(fams.items()) if len(e) >= MIN_POINTS},
+            "pooled": _stats(mine),
+            "families": {f: _stats(e) for f, e in sorted(fams.items()) if len(e) >= MIN_POINTS},
             "engines": {
-                f: {g: stats(e) for g, e in sorted(by.items()) if len(e) >= MIN_POINTS}
+                f: {g: _stats(e) for g, e in sorted(by.items()) if len(e) >= MIN_POINTS}
                 for f, by in sorted(cells.items())
                 if len(fams[f]) >= MIN_POINTS and any(len(e) >= MIN_POINTS for e in by.values())
             },

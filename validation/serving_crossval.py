@@ -45,7 +45,11 @@ if str(ROOT) not in sys.path:
 
 from roofline.timing.host import EngineProfile  # noqa: E402
 
-CASE_FILES = ("validation/serving_cases.yaml", "validation/engine_sweeps.yaml")
+CASE_FILES = (
+    "validation/serving_cases.yaml",
+    "validation/engine_sweeps.yaml",
+    "validation/highload_cases.yaml",  # issue 34: full-load runs, validation/highload_tables.py
+)
 ERRORS = ROOT / "validation/serving_errors.csv"
 TRTLLM_014 = (
     "https://github.com/NVIDIA/TensorRT-LLM/blob/258c7540c03517def55d9a5aadfa9288af474e1b/"
@@ -85,6 +89,55 @@ V0_FIT = {
     "0b57588444565142727b814875d10e86626c399a/_posts/2024-10-23-vllm-serving-amd.md": 225e-6,
 }
 
+# vLLM V0's per-sequence host cost on AMD Instinct (issue 34) refitted on the family's own
+# single-step V0 points without each of their four sources, as `python -m validation.fit_amd_v0`
+# prints (all four: 70 us)
+AMD_V0_FIT = {
+    "https://blogs.oracle.com/cloud-infrastructure/post/"
+    "serving-llama-31-405b-model-with-amd-mi300x-gpus": 75e-6,
+    "https://github.com/ROCm/vllm/blob/b309ea79418c6fc9058a6b2dec312375d3c75753/docs/dev-docker/"
+    "README.md": 35e-6,
+    "https://github.com/saienduri/vllm-docs/blob/080d0ad63154d46325ced75a1633b7b2653b3d58/"
+    "README.md": 70e-6,
+    "https://github.com/vllm-project/vllm-project.github.io/blob/"
+    "0b57588444565142727b814875d10e86626c399a/_posts/2024-10-23-vllm-serving-amd.md": 70e-6,
+}
+
+
+def _v0_without(p: EngineProfile, g: str) -> tuple[tuple[str, float], ...]:
+    """vllm-v0's per-sequence costs with source `g` left out: the pooled figure (nvidia and the
+    families it covers) from V0_FIT, amd-instinct's own from AMD_V0_FIT."""
+    out = []
+    for fam, s in p.cpu_per_seq_s:
+        if fam == "amd-instinct":
+            out.append((fam, AMD_V0_FIT.get(g, s)))
+        else:
+            out.append((fam, V0_FIT.get(g, s)))
+    return tuple(out)
+
+
+# Intel Gaudi's scalar shares (hardware/families.yaml intel-gaudi: nvidia-datacenter's 0.79 and
+# 0.81 times k = 0.64, issue 34) refitted without each of Intel's two pages, as
+# `python -m validation.fit_family_share intel-gaudi` prints
+GAUDI_BORROWED = {"compute": 0.79, "memory": 0.81}
+GAUDI_K = {
+    "https://intel.com/content/www/us/en/developer/platform/gaudi/"
+    "model-performance-gaudi2-inference.html": 0.59,
+    "https://intel.com/content/www/us/en/developer/platform/gaudi/model-performance.html": 0.72,
+}
+
+
+def _gaudi_share(field: str) -> ServingFit:
+    return ServingFit(
+        "family:intel-gaudi",
+        field,
+        tuple(GAUDI_K),
+        lambda p, e: GAUDI_BORROWED[field],
+        f"intel-gaudi {field} share refitted without the page (validation/fit_family_share.py)",
+        refit=lambda p, g: GAUDI_BORROWED[field] * GAUDI_K[g],
+    )
+
+
 FITS = (
     ServingFit(
         "vllm",
@@ -110,11 +163,14 @@ FITS = (
     ServingFit(
         "vllm-v0",
         "cpu_per_seq_s",  # (family, seconds) pairs, not a float
-        tuple(V0_FIT),
+        tuple(dict.fromkeys((*V0_FIT, *AMD_V0_FIT))),
         lambda p, e: p.cpu_per_seq_s,
-        "vLLM V0 cpu_per_seq refitted without the source (validation/fit_engine_versions.py)",
-        refit=lambda p, g: tuple((fam, V0_FIT[g]) for fam, _ in p.cpu_per_seq_s),
+        "vLLM V0 cpu_per_seq refitted without the source (validation/fit_engine_versions.py; "
+        "amd-instinct's own: validation/fit_amd_v0.py)",
+        refit=_v0_without,
     ),
+    _gaudi_share("compute"),
+    _gaudi_share("memory"),
 )
 
 
@@ -135,10 +191,13 @@ class _Patched:
     def accelerator(self, name: str):
         hw = self._cat.accelerator(name)
         engines = dict(hw.efficiency.engines or {})
+        shares = {}  # ("family:<id>", field): a hardware family's scalar share
         for (eng, field), value in self._patch.items():
             if eng in engines:
                 engines[eng] = replace(engines[eng], **{field: value})
-        return replace(hw, efficiency=replace(hw.efficiency, engines=engines))
+            elif eng == f"family:{hw.family}":
+                shares[field] = value
+        return replace(hw, efficiency=replace(hw.efficiency, engines=engines, **shares))
 
 
 def patch_without(
@@ -150,6 +209,11 @@ def patch_without(
         if group not in f.groups:
             continue
         engines = hw.efficiency.engines or {}
+        if f.engine.startswith("family:"):  # a family's scalar share, refitted without `group`
+            if f.engine == f"family:{hw.family}" and f.refit is not None:
+                patch[(f.engine, f.field)] = f.refit(hw.efficiency, group)
+                why.append(f.why)
+            continue
         if f.engine in engines:
             patch[(f.engine, f.field)] = f.value_without(engines, group)
         why.append(f.why)

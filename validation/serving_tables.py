@@ -39,6 +39,7 @@ CLASSES = (  # (label, band of validation/bands.py, the case metrics it gathers)
 SHORT = {
     "validation/serving_cases.yaml": "serving cases",
     "validation/engine_sweeps.yaml": "sweeps",
+    "validation/highload_cases.yaml": "high load",
 }
 
 
@@ -268,7 +269,10 @@ def section() -> str:
     rs = list(rs)
     _, old_skipped = before()
     fits = "; ".join(
-        f"{f.engine} `{f.field.removesuffix('_s')}_us` on {' + '.join(f.groups)}" for f in FITS
+        f"{f.engine} `{f.field.removesuffix('_s')}_us` on {' + '.join(f.groups)}"
+        if not f.engine.startswith("family:")
+        else f"{f.engine.removeprefix('family:')} `{f.field}` share on {' + '.join(f.groups)}"
+        for f in FITS
     )
     skip_note = (
         f"; {len(skipped)} more are skipped because the catalog has no profile of their engine ("
@@ -279,7 +283,8 @@ def section() -> str:
     )
     one_source = sum(len(f.groups) == 1 for f in FITS)
     fitted = (
-        f"{len(FITS)} engine figures in hardware/engines.yaml were fitted on these cases "
+        f"{len(FITS)} figures in hardware/engines.yaml and hardware/families.yaml were fitted "
+        "on these cases "
         f"({one_source} on one source each, the others on several)"
     )
     sweeps = [r for r in rs if r.file == "validation/engine_sweeps.yaml"]

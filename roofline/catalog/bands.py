@@ -36,6 +36,12 @@ class Band:
     low: float = 0.0  # measured / expected at the interval's low end
     high: float = 0.0  # measured / expected at its high end
     engine: str | None = None  # the engine profile whose points set it; None: all engines
+    sources: int = 0  # publications its points come from (0: not recorded)
+
+    @property
+    def thin(self) -> bool:
+        """A thin fit (issue 34): fewer than 5 points, or all from one source."""
+        return self.n < 5 or 0 < self.sources < 2
 
     def bounds(self, value: float) -> tuple[float, float]:
         """The measured figure's 90% interval around an expected `value`."""
@@ -64,7 +70,7 @@ def _table() -> dict[str, Any]:
 def _make(cell: dict[str, Any], family: str | None, engine: str | None, text: str) -> Band:
     rel = float(cell["rel"])  # a file from before low/high: the symmetric band
     low, high = float(cell.get("low", 1.0 - rel)), float(cell.get("high", 1.0 + rel))
-    return Band(rel, int(cell["n"]), family, text, low, high, engine)
+    return Band(rel, int(cell["n"]), family, text, low, high, engine, int(cell.get("sources", 0)))
 
 
 def band(metric: str, family: str, engine: str | None = None) -> Band | None:
@@ -99,7 +105,7 @@ def band(metric: str, family: str, engine: str | None = None) -> Band | None:
         )
     if base != metric:
         text = f"the throughput band: {text}"
-    return Band(b.rel, b.n, b.family, text, b.low, b.high, b.engine)
+    return Band(b.rel, b.n, b.family, text, b.low, b.high, b.engine, b.sources)
 
 
 def bands(metrics: tuple[str, ...], family: str, engine: str | None = None) -> dict[str, Band]:

@@ -84,6 +84,7 @@ def bands_json(
                 "engine": b.engine,
                 "basis": b.basis,
                 "applies_to": keys,
+                "fit": {"n": b.n, "sources": b.sources, "thin": b.thin},
             }
     return out
 

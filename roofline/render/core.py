@@ -276,4 +276,9 @@ def bands_note(bands: Mapping[str, Any] | None) -> str:
         text += "; all families pooled (under 5 points of the family) for " + ", ".join(
             _metric_name(p) for p in pooled
         )
+    thin = [k for k, b in bands.items() if b.get("fit", {}).get("thin") and k not in inherited]
+    if thin:
+        text += "; thin fit (under 5 points or one source) for " + ", ".join(
+            _metric_name(k) for k in thin
+        )
     return text + "; saturation and $/Mtok take the throughput band"

@@ -1,0 +1,92 @@
+"""Fit a hardware family's scalar shares (hardware/families.yaml `compute` and `memory`, one
+factor on both) on its full-load serving points, with leave-one-source-out (issue 34).
+
+For a family with no kernel curves of its own (Intel Gaudi, Google TPU), every op runs at the
+family's scalar shares, borrowed from nvidia-datacenter until a published run of the family
+exists. validation/highload_cases.yaml holds Intel's own Gaudi 2 and Gaudi 3 throughput tables:
+one factor k scales both shares (their ratio stays the borrowed one: two sources cannot separate
+them), the grid value minimising the sum of squared log(expected / measured) over the family's
+points. Out of sample: each source left out, k refitted on the others. A family with a single
+source has no out-of-sample figure (the fit is reported, not written).
+Run `python -m validation.fit_family_share intel-gaudi` (~1 min); validation/serving_crossval.py
+FAMILY_FIT holds what it prints.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from validation.serving_crossval import CASE_FILES, source_group  # noqa: E402
+
+GRID = tuple(round(0.40 + 0.01 * i, 2) for i in range(71))  # k from 0.40 to 1.10
+
+
+class _Scaled:
+    """The catalog with one family's compute and memory shares times k."""
+
+    def __init__(self, cat, family: str, k: float) -> None:
+        self._cat, self._family, self._k = cat, family, k
+
+    def __getattr__(self, name: str):
+        return getattr(self._cat, name)
+
+    def accelerator(self, name: str):
+        hw = self._cat.accelerator(name)
+        if hw.family != self._family:
+            return hw
+        e = hw.efficiency
+        return replace(
+            hw, efficiency=replace(e, compute=e.compute * self._k, memory=e.memory * self._k)
+        )
+
+
+def table(cat, family: str) -> dict[float, dict[str, list[float]]]:
+    from roofline.cases.casefiles import load_serving_cases
+    from roofline.cases.serving import run_serving_case
+
+    cs = [
+        c
+        for f in CASE_FILES
+        for c in load_serving_cases(ROOT / f)
+        if cat.accelerator(c["hardware"]).family == family
+    ]
+    out: dict[float, dict[str, list[float]]] = {}
+    for k in GRID:
+        sc = _Scaled(cat, family, k)
+        row: dict[str, list[float]] = {}
+        for c in cs:
+            r = run_serving_case(c, sc)
+            row.setdefault(source_group(c), []).append(float(np.log(r.expected / c["measured"])))
+        out[k] = row
+    return out
+
+
+def fit(t: dict[float, dict[str, list[float]]], leave: str | None = None) -> float:
+    return min(t, key=lambda k: sum(e * e for g, es in t[k].items() if g != leave for e in es))
+
+
+def main(family: str) -> None:
+    from roofline.catalog.load import load_catalog
+
+    cat = load_catalog()
+    t = table(cat, family)
+    groups = sorted(t[GRID[0]])
+    e = cat.accelerator(
+        next(h for h in cat.accelerators if cat.accelerator(h).family == family)
+    ).efficiency
+    print(f"{family}: shares compute {e.compute}, memory {e.memory}; {len(groups)} sources")
+    print(f"  all: k {fit(t):g}")
+    for g in groups:
+        print(f"  without {g}: k {fit(t, g):g} ({len(t[GRID[0]][g])} cases)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "intel-gaudi")
