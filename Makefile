@@ -30,7 +30,7 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 test: lint typecheck
-	$(BIN)/pytest -n auto --dist loadfile
+	$(BIN)/pytest -n auto --dist worksteal
 	$(MAKE) wheel-smoke
 
 # Build the wheel, install it into a fresh venv and prove the catalogs ship inside it.

@@ -159,8 +159,8 @@ def test_size_errors(run):
 def test_tables_never_cut_a_cell(run, width):
     env = {"COLUMNS": width}
     outs = [
-        run(*SERVE, "--rate", "5", "--requests", "100", env=env).stdout,
-        run(*SERVE, "--rate", "1,4,8", "--requests", "100", "--no-saturation", env=env).stdout,
+        run(*SERVE, "--rate", "5", "--requests", "40", env=env).stdout,
+        run(*SERVE, "--rate", "1,4,8", "--requests", "40", "--no-saturation", env=env).stdout,
         run(
             "size",
             "llama-3.1-8b",

@@ -65,9 +65,9 @@ COMMANDS = [
         "swap",
     ],
     ["validate", "validation/public_cases.yaml"],
-    ["serve", "llama-3.1-8b", "h100", "--rate", "4", "--requests", "200"],
-    ["serve", "llama-3.1-8b", "h100", "--rate", "2,8,32", "--requests", "200"],
-    ["size", "llama-3.1-8b", "--rate", "4", "--hardware", "h100,l4", "--requests", "200"],
+    ["serve", "llama-3.1-8b", "h100", "--rate", "4", "--requests", "50"],
+    ["serve", "llama-3.1-8b", "h100", "--rate", "2,8,32", "--requests", "50"],
+    ["size", "llama-3.1-8b", "--rate", "4", "--hardware", "h100,l4", "--requests", "40"],
     [
         "disagg",
         "llama-3.1-70b",
