@@ -482,7 +482,3 @@ def model_path(model_id: str, source: str) -> str:
         return first
     return model_id
 
-
-def shell(argv: tuple[str, ...]) -> str:
-    """The argv as one shell line (arguments with spaces or braces single-quoted)."""
-    return " ".join(f"'{a}'" if any(c in a for c in ' {}"') else a for a in argv)
