@@ -26,6 +26,7 @@ class Decoders(SimState):
         heappush(self.heap, (f, r))
         self.decoding[r] = None
         self.fresh.append(r)
+        self.base_arr = None
 
     def leave(self, r: int) -> None:
         b = self.base.pop(r)
@@ -33,14 +34,20 @@ class Decoders(SimState):
         self.S -= b
         self.F -= self.fin.pop(r)
         del self.decoding[r]
+        self.base_arr = None
         if r in self.fresh:
             self.fresh.remove(r)
         elif self.spans:
             self.last_tok[r] = self.last_shared
 
     def ctx(self) -> np.ndarray:
-        base = self.base
-        return np.fromiter((base[r] for r in self.decoding), np.int64, len(base)) + self.G
+        """Every decoding sequence's context, in joining order: the bases (kept as an array
+        until a sequence joins or leaves) + G."""
+        arr = self.base_arr
+        if arr is None:
+            base = self.base
+            arr = self.base_arr = np.fromiter((base[r] for r in self.decoding), np.int64, len(base))
+        return arr + self.G
 
     def blocks_sum(self, ctx: np.ndarray, extra: int) -> float:
         blk = self.rules.block_tokens

@@ -118,6 +118,7 @@ class _Sim(Decoders, Admission):
         self.prefilling: list[int] = []  # admission order
         self.decoding: dict[int, None] = {}
         self.base: dict[int, int] = {}
+        self.base_arr: np.ndarray | None = None
         self.fin: dict[int, int] = {}
         self.heap: list[tuple[int, int]] = []
         self.S = 0  # Σ base over decoders: Σ contexts = S + n·G

@@ -47,6 +47,7 @@ class SimState:
     # the decoders in closed form (decoders.py)
     decoding: dict[int, None]
     base: dict[int, int]
+    base_arr: np.ndarray | None  # base in decoding order, None when the set has changed
     fin: dict[int, int]
     heap: list[tuple[int, int]]
     fresh: list[int]
