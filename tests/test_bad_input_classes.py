@@ -57,3 +57,72 @@ def test_undecodable_or_binary_input_is_one_line_naming_it(run, tmp_path, conten
 
 def test_a_directory_where_a_file_belongs_is_one_line(run, tmp_path):
     _refused(run("check", "--spec", str(tmp_path)), "is a directory")
+
+
+# --- catalog numbers: finite, in a sane range per key, and every problem of an entry listed ---
+
+GPU = """accelerators:
+- id: {id}
+  name: T
+  vendor: test
+  family: {family}
+  memory: {{capacity_gib: {cap}, bandwidth_tb_s: {bw}}}
+  dense_tflops: {{bf16: {tflops}}}
+  sparsity_2_4: false
+  source: a test
+"""
+
+
+@pytest.mark.parametrize(
+    ("cap", "bw", "tflops", "says"),
+    [
+        (80, 3.35, "1.0e+308", "at most 1e+12"),  # finite in YAML, overflows in arithmetic
+        (80, "1.0e-300", 989, "bandwidth_tb_s' must be from 0.001 to 1000"),  # divides to inf
+        ("1.0e+9", 3.35, 989, "capacity_gib' must be from"),
+        (80, ".nan", 989, "finite"),
+    ],
+)
+def test_catalog_numbers_are_finite_and_in_range_at_load(run, tmp_path, cap, bw, tflops, says):
+    (tmp_path / "h.yaml").write_text(
+        GPU.format(id="odd", family="nvidia-datacenter", cap=cap, bw=bw, tflops=tflops)
+    )
+    _refused(run("--catalog", str(tmp_path), "analyze", "llama-3.1-8b", "odd"), says)
+
+
+def test_the_range_edges_give_finite_answers(run, tmp_path):
+    """At either end of every span the arithmetic stays finite: no null, no warning."""
+    (tmp_path / "h.yaml").write_text(
+        GPU.format(id="top", family="nvidia-datacenter", cap=1e6, bw=1e3, tflops=1e6)
+        + GPU.format(id="low", family="nvidia-datacenter", cap=80, bw=1e-3, tflops=1e-3)[14:]
+    )
+    for hw in ("top", "low"):
+        r = run("--catalog", str(tmp_path), "capacity", "llama-3.1-8b", hw, "-f", "json")
+        assert r.code == 0 and r.stderr == "", r.stderr
+
+
+def test_an_unknown_family_is_refused_at_load_and_listed_by_validate(run, tmp_path):
+    (tmp_path / "h.yaml").write_text(
+        GPU.format(id="typo", family="nvidia-datacentre", cap=80, bw=3.35, tflops=989)
+    )
+    _refused(
+        run("--catalog", str(tmp_path), "analyze", "llama-3.1-8b", "h100"),
+        "unknown family 'nvidia-datacentre' (did you mean 'nvidia-datacenter'?",
+    )
+
+
+def test_catalog_validate_lists_every_problem_of_an_entry(run, tmp_path):
+    """An empty id, an unknown family, and value problems in three places of one entry: each is
+    its own line (a bad value no longer hides the ones after it)."""
+    (tmp_path / "h.yaml").write_text(
+        GPU.format(id="''", family="nvidia-datacentre", cap=-16, bw=".inf", tflops="1.0e+308")
+        + "  scale_up: {name: x, bandwidth_gb_s: 1.0e-300, latency_us: -1}\n"
+    )
+    r = run("catalog", "validate", str(tmp_path))
+    assert r.code == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    for says in (
+        "key 'id' must not be empty", "capacity_gib' must not be negative", "bandwidth_tb_s",
+        "bf16", "latency_us", "bandwidth_gb_s", "unknown family",
+    ):  # fmt: skip
+        assert sum(says in line for line in lines) == 1, (says, lines)
+    assert len(lines) == 7
