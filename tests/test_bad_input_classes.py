@@ -126,3 +126,20 @@ def test_catalog_validate_lists_every_problem_of_an_entry(run, tmp_path):
     ):  # fmt: skip
         assert sum(says in line for line in lines) == 1, (says, lines)
     assert len(lines) == 7
+
+
+# --- token counts: at least 1 everywhere (opt.tokens' floor is 1 unless zero means none) --------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("analyze", "llama-3.1-8b", "h100", "--prompt", "0"),
+        ("bytes", "llama-3.1-8b", "h100", "--prompt", "0"),
+        ("plan", "llama-3.1-8b", "h100", "--gpus", "8", "--prompt", "0"),
+        ("plot", "llama-3.1-8b", "h100", "--prompt", "0"),
+        ("sweep", "--prompt", "0,1k"),
+    ],
+)
+def test_a_token_count_of_zero_is_refused(run, args):
+    _refused(run(*args), "--prompt")

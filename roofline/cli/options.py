@@ -191,8 +191,9 @@ KvBudget = Annotated[
 
 
 # ---- parsers --------------------------------------------------------------------------------
-def tokens(text: str, what: str, minimum: float = 0) -> int:
-    """A whole number of tokens from `minimum` to 1e9, with SI suffixes (4k, 32Ki)."""
+def tokens(text: str, what: str, minimum: float = 1) -> int:
+    """A whole number of tokens from `minimum` (1 unless zero means none, as --sink's) to 1e9,
+    with SI suffixes (4k, 32Ki)."""
     value = parse_count(text, what)
     if not minimum <= value <= MAX_TOKENS or value != int(value):
         raise InputError(
@@ -207,8 +208,8 @@ def workload(
     """(prompt, output, context) tokens; context defaults to prompt + output. `strict` (commands
     that prefill the prompt and decode at the context): a context no longer than the prompt is
     refused."""
-    s, o = tokens(prompt, "--prompt", 0), tokens(output, "--output", 1)
-    ctx = tokens(context, "--context", 1) if context is not None else s + o
+    s, o = tokens(prompt, "--prompt"), tokens(output, "--output")
+    ctx = tokens(context, "--context") if context is not None else s + o
     if strict and ctx <= s:
         raise InputError(
             f"--context ({ctx:,} tokens) must be longer than --prompt ({s:,}): it counts the "

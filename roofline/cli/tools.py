@@ -140,8 +140,8 @@ def _grid(cat, model, hardware, weights, kv_dtype, tp, batch, prompt, output) ->
         prompts=opt.int_list(prompt, "--prompt", count),
         outputs=opt.int_list(output, "--output", count),
     )
-    if min(grid.batches) < 1 or min(grid.outputs) < 1 or min(grid.tps) < 1:
-        raise InputError("--batch, --output and --tp values must be at least 1")
+    if min(grid.batches + grid.prompts + grid.outputs + grid.tps) < 1:
+        raise InputError("--batch, --prompt, --output and --tp values must be at least 1")
     if grid.points > 10_000_000:
         raise InputError(f"{grid.points:,} points is more than the 10,000,000 a sweep allows")
     return grid
