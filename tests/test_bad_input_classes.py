@@ -143,3 +143,24 @@ def test_catalog_validate_lists_every_problem_of_an_entry(run, tmp_path):
 )
 def test_a_token_count_of_zero_is_refused(run, args):
     _refused(run(*args), "--prompt")
+
+
+# --- a context past the model's positions: computed, and one warning (opt.positions) -----------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("capacity", "llama-3.1-8b", "h100", "--context", "200k"),
+        ("bytes", "llama-3.1-8b", "h100", "--context", "200k"),
+        ("kv", "llama-3.1-8b", "--context", "200k"),
+        ("plan", "llama-3.1-8b", "h100", "--gpus", "8", "--prompt", "200k"),
+        ("disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100", "--prompt", "200k"),
+        ("cliff", "llama-3.1-8b", "h100", "--prompt", "200k", "--max-seqs", "1", "--requests", "2"),
+    ],
+)
+def test_a_context_past_the_models_positions_is_warned_in_every_command(run, args):
+    r = run(*args, "-f", "json")
+    assert r.code == 0 and r.stdout, r.stderr
+    says = [line for line in r.stderr.splitlines() if "max_position_embeddings (131,072)" in line]
+    assert len(says) == 1 and says[0].startswith("warning: ")

@@ -8,7 +8,7 @@ import typer
 from roofline import render
 from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
-from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.app import app, catalog, guarded
 from roofline.cli.groups import grouped
 from roofline.domain.errors import InputError
 from roofline.domain.layout import Layout, check_shape
@@ -94,12 +94,7 @@ def kv(
         fmt_kv = replace(fmt_kv, name=f"{kv_bits:g}-bit", bits=kv_bits)
     if max_len is not None:
         opt.tokens(max_len, "--max-len", 1)  # refused early, even where it is not used
-    ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context)[2]
-    if m.max_position_embeddings and ctx > m.max_position_embeddings:
-        warn(
-            f"--context {ctx:,} exceeds {m.id}'s max_position_embeddings "
-            f"({m.max_position_embeddings:,}): the model was not trained that long"
-        )
+    ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context, model=m)[2]
     budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, kv_token_budget=budget, layout=Layout(tp=tp))
     check_shape(m, dep.layout)
@@ -173,7 +168,7 @@ def capacity(
     opt.check_formats(dep, hw)
     lay, dep = opt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
-    ctx = opt.workload(prompt, output, context)[2]
+    ctx = opt.workload(prompt, output, context, model=m)[2]
     eng = engine(engine_name, hw)
     eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
@@ -246,7 +241,7 @@ def bytes_(
     )
     lay, dep = opt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context)
+    s, o, ctx = opt.workload(prompt, output, context, model=m)
     s = max(s, 1)
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)

@@ -203,11 +203,15 @@ def tokens(text: str, what: str, minimum: float = 1) -> int:
 
 
 def workload(
-    prompt: str, output: str, context: str | None, strict: bool = False
+    prompt: str,
+    output: str,
+    context: str | None,
+    strict: bool = False,
+    model: ModelArch | None = None,
 ) -> tuple[int, int, int]:
     """(prompt, output, context) tokens; context defaults to prompt + output. `strict` (commands
     that prefill the prompt and decode at the context): a context no longer than the prompt is
-    refused."""
+    refused. With the `model`, a context past its positions is warned about (positions)."""
     s, o = tokens(prompt, "--prompt"), tokens(output, "--output")
     ctx = tokens(context, "--context") if context is not None else s + o
     if strict and ctx <= s:
@@ -215,7 +219,23 @@ def workload(
             f"--context ({ctx:,} tokens) must be longer than --prompt ({s:,}): it counts the "
             "prompt and the tokens generated so far"
         )
+    if model is not None:
+        positions(model, max(ctx, s + o) if strict else ctx)
     return s, o, ctx
+
+
+def positions(model: ModelArch, context: float) -> None:
+    """The one rule for a context past the model's max_position_embeddings, in every command: the
+    figures are computed as asked (a deployment may stretch positions with RoPE scaling) and one
+    warning on stderr says the model was not trained that long."""
+    limit = model.max_position_embeddings
+    if limit and context > limit:
+        from roofline.cli.app import warn
+
+        warn(
+            f"{int(context):,} tokens exceed {model.id}'s max_position_embeddings ({limit:,}): "
+            "the model was not trained that long (the figures assume it runs there)"
+        )
 
 
 def block(value: int | None, engine_block: int) -> int:

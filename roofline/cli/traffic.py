@@ -133,6 +133,7 @@ def serve(
         seed, burstiness, arrivals, speedup,
         topt.prefix_config(shared_prefix, prefixes, turns, think_time, seed),
     )  # fmt: skip
+    opt.positions(m, int((base.prompts + base.outputs).max()))
     eng = with_frontend(engine(engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
     rep = make_replica(
@@ -265,6 +266,7 @@ def size(
         prompt, output, prompt_dist, output_dist, rate_rps, None, requests, None, seed, burstiness,
         prefix=pfx,
     )  # fmt: skip
+    opt.positions(m, int((w.prompts + w.outputs).max()))
     prices = topt.price_table(cat, price)
     eng = with_frontend(engine(engine_name, hws[0]), frontend)
     # a delay to derive needs the engine's figures: refuse before the search
