@@ -164,3 +164,23 @@ def test_a_context_past_the_models_positions_is_warned_in_every_command(run, arg
     assert r.code == 0 and r.stdout, r.stderr
     says = [line for line in r.stderr.splitlines() if "max_position_embeddings (131,072)" in line]
     assert len(says) == 1 and says[0].startswith("warning: ")
+
+
+# --- unknown formats and names: every option is read, even where a mode does not use it ------
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (("--weights", "fp3"), "unknown weight format 'fp3' (did you mean 'fp32'?)"),
+        (("--kv-dtype", "fp3"), "fp3"),
+        (("--engine", "vlm"), "unknown engine 'vlm'"),
+        (("--hardware", "h1000"), "did you mean 'h100'"),
+    ],
+)
+@pytest.mark.parametrize("command", [("kv", "llama-3.1-8b"), ("analyze", "llama-3.1-8b", "h100")])
+def test_an_unknown_format_or_name_is_refused(run, command, option, says):
+    if command[0] == "analyze" and option[0] == "--hardware":
+        option = ()  # analyze takes HARDWARE as an argument: swap it
+        command = ("analyze", "llama-3.1-8b", "h1000")
+    _refused(run(*command, *option), says)
