@@ -184,3 +184,18 @@ def test_an_unknown_format_or_name_is_refused(run, command, option, says):
         option = ()  # analyze takes HARDWARE as an argument: swap it
         command = ("analyze", "llama-3.1-8b", "h1000")
     _refused(run(*command, *option), says)
+
+
+# --- a draft model with another vocabulary: refused in one line (speculative.same_vocabulary) --
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("speculate", "llama-3.1-70b", "h100", "--tp", "4"),
+        ("size", "llama-3.1-70b", "--hardware", "h100", "--rate", "1"),
+    ],
+)
+def test_a_drafter_with_another_vocabulary_is_refused(run, args):
+    r = run(*args, "--drafter", "draft", "--draft", "qwen2.5-0.5b")
+    _refused(r, "vocabulary of 151,936 tokens, llama-3.1-70b one of 128,256")
