@@ -199,3 +199,18 @@ def test_an_unknown_format_or_name_is_refused(run, command, option, says):
 def test_a_drafter_with_another_vocabulary_is_refused(run, args):
     r = run(*args, "--drafter", "draft", "--draft", "qwen2.5-0.5b")
     _refused(r, "vocabulary of 151,936 tokens, llama-3.1-70b one of 128,256")
+
+
+# --- batches beyond what fits: marked in the table and in JSON, not shown as if they ran -------
+
+
+def test_speculate_marks_the_batches_that_do_not_fit(run):
+    args = ("speculate", "llama-3.1-70b", "h100", "--tp", "4", "--context", "32k")
+    doc = run(*args, "--batches", "1,15,16,1024", "-f", "json").json()
+    most = doc["memory"]["max_batch"]  # 15 at 32k tokens: KV budget / (KV per sequence)
+    assert most == 15
+    assert [(r["batch"], r["fits"]) for r in doc["by_batch"]] == [
+        (1, True), (15, True), (16, False), (1024, False),
+    ]  # fmt: skip
+    table = run(*args, "--batches", "1,15,16,1024").stdout
+    assert "16!" in table and "15!" not in table and "more than 15 sequences" in table
