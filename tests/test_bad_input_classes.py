@@ -214,3 +214,19 @@ def test_speculate_marks_the_batches_that_do_not_fit(run):
     ]  # fmt: skip
     table = run(*args, "--batches", "1,15,16,1024").stdout
     assert "16!" in table and "15!" not in table and "more than 15 sequences" in table
+
+
+# --- a sweep point that cannot run: its own row, with an error and null metrics; exit 0 --------
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "json", "table"])
+def test_a_sweep_writes_a_bad_point_as_a_row_and_goes_on(run, fmt):
+    r = run("sweep", "--model", "llama-3.1-8b", "--tp", "1,3,2", "-f", fmt)
+    assert r.code == 0 and "does not divide" in r.stdout, r.stderr
+    if fmt == "jsonl":
+        rows = [__import__("json").loads(line) for line in r.stdout.splitlines()]
+        assert [(p["tp"], p["error"] is None, p["tpot_s"] is None) for p in rows] == [
+            (1, True, False), (3, False, True), (2, True, False),
+        ]  # fmt: skip
+    if fmt == "csv":
+        assert len(r.stdout.splitlines()) == 4  # a header and three rows
