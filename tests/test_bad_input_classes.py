@@ -230,3 +230,10 @@ def test_a_sweep_writes_a_bad_point_as_a_row_and_goes_on(run, fmt):
         ]  # fmt: skip
     if fmt == "csv":
         assert len(r.stdout.splitlines()) == 4  # a header and three rows
+
+
+def test_a_context_warning_gives_way_to_an_error(run):
+    """A command that fails after the warning was due prints its one error line alone."""
+    args = ("--max-seqs", "1", "--requests", "2", "--output", "1e9")
+    r = run("cliff", "llama-3.1-8b", "h100", *args)
+    _refused(r, "outgrows the KV budget")

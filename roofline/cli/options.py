@@ -25,7 +25,7 @@ from roofline.domain.hardware import Accelerator, Efficiency, default_wired_limi
 from roofline.domain.layout import Layout
 from roofline.domain.layout import links as layout_links
 from roofline.domain.layout import validate as validate_layout
-from roofline.domain.model import ModelArch
+from roofline.domain.model import ModelArch, past_positions
 from roofline.domain.precision import activation_format, kv_format, weight_format
 from roofline.domain.units import fmt_bytes, parse_count, parse_memory_bytes, parse_seconds
 from roofline.engines.engine import ENGINES
@@ -225,17 +225,12 @@ def workload(
 
 
 def positions(model: ModelArch, context: float) -> None:
-    """The one rule for a context past the model's max_position_embeddings, in every command: the
-    figures are computed as asked (a deployment may stretch positions with RoPE scaling) and one
-    warning on stderr says the model was not trained that long."""
-    limit = model.max_position_embeddings
-    if limit and context > limit:
-        from roofline.cli.app import warn
+    """A context past the model's positions: computed as asked, and one warning (past_positions)
+    once the command has its result."""
+    from roofline.cli.startup import warn_later
 
-        warn(
-            f"{int(context):,} tokens exceed {model.id}'s max_position_embeddings ({limit:,}): "
-            "the model was not trained that long (the figures assume it runs there)"
-        )
+    if (said := past_positions(model, context)) is not None:
+        warn_later(said)
 
 
 def block(value: int | None, engine_block: int) -> int:

@@ -42,6 +42,23 @@ def fail(exc: RooflineError) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
+_later: list[str] = []  # warnings printed only if the command completes (warn_later)
+
+
+def warn_later(message: str) -> None:
+    """A warning said once the command has its result: a command that then fails on bad input
+    prints its one error line alone."""
+    if message not in _later:
+        _later.append(message)
+
+
+def _say_later(complete: bool) -> None:
+    lines, _later[:] = list(_later), []
+    if complete:
+        for line in lines:
+            print(one_line(f"warning: {line}"), file=sys.stderr)
+
+
 def file_error(exc: OSError) -> RooflineError | None:
     """An OSError that names a file (a path probed or opened: permissions, a directory in the
     way, a full disk under -o) as the one line of a bad input; None for any other OSError."""
@@ -103,6 +120,7 @@ def guarded(fn: F) -> F:
             fail(file_error(exc) or _reraise(exc))
         finally:
             sys.stdout = real
+            _say_later(complete)
             if complete:
                 try:
                     real.write(held.getvalue())
@@ -119,9 +137,11 @@ def guarded_stream(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         resume_gc()
+        complete = False
         try:
             out = fn(*args, **kwargs)
             sys.stdout.flush()
+            complete = True
             return out
         except RooflineError as exc:
             fail(exc)
@@ -132,6 +152,8 @@ def guarded_stream(fn: F) -> F:
             if not isinstance(exc, BrokenPipeError) and exc.errno not in _WRITE_ERRNOS:
                 raise
             _write_failed(exc)
+        finally:
+            _say_later(complete)
 
     return wrapper  # type: ignore[return-value]
 
