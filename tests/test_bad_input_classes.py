@@ -205,7 +205,7 @@ def test_a_drafter_with_another_vocabulary_is_refused(run, args):
 
 
 def test_speculate_marks_the_batches_that_do_not_fit(run):
-    args = ("speculate", "llama-3.1-70b", "h100", "--tp", "4", "--context", "32k")
+    args = ("speculate", "llama-3.1-70b", "h100", "--tp", "4", "--context", "32k", "--gamma", "4")
     doc = run(*args, "--batches", "1,15,16,1024", "-f", "json").json()
     most = doc["memory"]["max_batch"]  # 15 at 32k tokens: KV budget / (KV per sequence)
     assert most == 15
