@@ -122,7 +122,7 @@ _ENTRY = """accelerators:
 - id: test-gpu
   name: Test GPU
   vendor: test
-  family: test
+  family: nvidia-datacenter
   memory: {capacity_gb: 10, bandwidth_tb_s: 1.0}
   dense_tflops: {bf16: 100}
   sparsity_2_4: false

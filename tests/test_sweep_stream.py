@@ -138,7 +138,7 @@ def test_chunks_hold_the_core_per_point(grid, cat):
 
 
 def test_cli_csv_matches_jsonl(run):
-    args = ["sweep", "--batch", "1..40:1", "--prompt", "0,2k", "--hardware", "h100,b200"]
+    args = ["sweep", "--batch", "1..40:1", "--prompt", "1,2k", "--hardware", "h100,b200"]
     csv_rows = list(csv.DictReader(io.StringIO(run(*args, "-f", "csv").stdout)))
     jsonl = [json.loads(line) for line in run(*args, "-f", "jsonl").stdout.splitlines()]
     assert len(csv_rows) == len(jsonl) == 40 * 2 * 2

@@ -8,8 +8,6 @@ the entry and the key. Kernel curves, engine profiles and links are built by cat
 
 from __future__ import annotations
 
-import copy
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,10 @@ from roofline.catalog.files import read_text, yaml
 from roofline.catalog.files import safe_load_yaml as _safe_load
 from roofline.catalog.hfquant import dense_weights, quantized_weights
 from roofline.catalog.kernels import engine_profile, kernel_entry, link_set
-from roofline.catalog.schema import NUM
+from roofline.catalog.schema import NUM, SPANS, every_problem
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
+from roofline.catalog.schema import within as _within
 from roofline.domain.errors import CatalogError, RooflineError
 from roofline.domain.hardware import Accelerator, Efficiency, Tier
 from roofline.domain.model import ModelArch
@@ -159,8 +158,11 @@ def _link(where: str, data: Any, id_: str) -> Tier:
         id=id_,
         name=d["name"],
         kind="link",
-        bandwidth_bytes_per_s=_positive(where, "bandwidth_gb_s", d["bandwidth_gb_s"]) * GB,
-        latency_s=None if latency is None else latency * US,
+        bandwidth_bytes_per_s=_positive(
+            where, "bandwidth_gb_s", d["bandwidth_gb_s"], SPANS["bandwidth_gb_s"]
+        )
+        * GB,
+        latency_s=None if latency is None else _within(where, "latency_us", latency) * US,
         source=d.get("source", ""),
         domain_gpus=_domain(where, d.get("domain_gpus")),
     )
@@ -191,7 +193,8 @@ def _efficiency(where: str, data: Any) -> Efficiency:
         memory_weight_only=None if wo is None else float(wo),
         compute_weight_only=None if cwo is None else float(cwo),
         alu_weight_only=None if e.get("alu_weight_only") is None else float(e["alu_weight_only"]),
-        step_overhead_s=float(e.get("step_overhead_us", 0.0)) * US,
+        step_overhead_s=float(_within(where, "step_overhead_us", e.get("step_overhead_us", 0.0)))
+        * US,
         source=e["source"],
         cases=int(e.get("cases", 0)),
         error_band=None if "error_band" not in e else float(e["error_band"]),
@@ -221,11 +224,13 @@ def _memory(where: str, mem: dict, vendor: str, fraction: float) -> tuple[float,
     if ("capacity_gib" in mem) == ("capacity_gb" in mem):
         raise CatalogError(f"{where}: memory needs one of 'capacity_gib' and 'capacity_gb'")
     if "capacity_gib" in mem:
-        capacity = _positive(where, "memory.capacity_gib", mem["capacity_gib"]) * GiB
+        gib = _positive(where, "memory.capacity_gib", mem["capacity_gib"], SPANS["capacity_gib"])
+        capacity = gib * GiB
     else:
-        capacity = _positive(where, "memory.capacity_gb", mem["capacity_gb"]) * GB
+        gb = _positive(where, "memory.capacity_gb", mem["capacity_gb"], SPANS["capacity_gib"])
+        capacity = gb * GB
     if "usable_mib" in mem:
-        usable = _positive(where, "memory.usable_mib", mem["usable_mib"]) * MiB
+        usable = _positive(where, "memory.usable_mib", mem["usable_mib"], SPANS["usable_mib"]) * MiB
         if usable > capacity * 1.001:
             raise CatalogError(
                 f"{where}: key 'memory.usable_mib' ({usable / MiB:,.0f} MiB) is above the "
@@ -271,12 +276,13 @@ def _accelerator(where: str, data: Any) -> Accelerator:
         memory_nominal_bytes=capacity,
         memory_basis=basis,
         memory_bandwidth_bytes_per_s=_positive(
-            where, "memory.bandwidth_tb_s", mem["bandwidth_tb_s"]
+            where, "memory.bandwidth_tb_s", mem["bandwidth_tb_s"], SPANS["bandwidth_tb_s"]
         )
         * TB,
         memory_type=mem.get("type", ""),
         peak_flops_per_s={
-            k: _positive(where, f"dense_tflops.{k}", v) * TFLOPS for k, v in peaks.items()
+            k: _positive(where, f"dense_tflops.{k}", v, SPANS["dense_tflops"]) * TFLOPS
+            for k, v in peaks.items()
         },
         sparsity_2_4=d["sparsity_2_4"],
         scale_up=_link(f"{where}: scale_up", d["scale_up"], "scale-up")
@@ -304,9 +310,14 @@ def _tier(where: str, data: Any) -> Tier:
         id=d["id"],
         name=d["name"],
         kind=d["kind"],
-        bandwidth_bytes_per_s=_positive(where, "bandwidth_gb_s", d["bandwidth_gb_s"]) * GB,
-        latency_s=None if latency is None else latency * US,
-        capacity_bytes=None if capacity is None else capacity * GB,
+        bandwidth_bytes_per_s=_positive(
+            where, "bandwidth_gb_s", d["bandwidth_gb_s"], SPANS["bandwidth_gb_s"]
+        )
+        * GB,
+        latency_s=None if latency is None else _within(where, "latency_us", latency) * US,
+        capacity_bytes=None
+        if capacity is None
+        else _positive(where, "capacity_gb", capacity, SPANS["capacity_gb"]) * GB,
         aliases=tuple(str(a) for a in d.get("aliases", [])),
         source=d["source"],
         notes=d.get("notes", ""),
@@ -450,43 +461,6 @@ def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[
             except CatalogError as exc:
                 if problems is None:
                     raise
-                problems.extend(_every_problem(section, where, entry, str(exc)))
+                problems.extend(every_problem(_BUILDERS[section], where, entry, str(exc)))
         out[section] = built
     return out
-
-
-_UNKNOWN = re.compile(r"^(?P<where>.*?): unknown key '(?P<key>[^']+)'")
-
-
-def _every_problem(section: str, where: str, entry: Any, first: str, most: int = 20) -> list[str]:
-    """Every problem of one entry, for `catalog validate`: an unknown key stops the builder, so
-    the entry is checked again without it (as the key it was likely meant to be, when one is
-    missing) until it builds or stops on another kind of problem."""
-    found = [first]
-    trial = copy.deepcopy(entry)
-    message = first
-    while len(found) < most:
-        m = _UNKNOWN.match(message)
-        if m is None or not isinstance(trial, dict):
-            break
-        inner = (
-            m.group("where")[len(where) :].lstrip(": ").split(": ")
-            if m.group("where") != where
-            else []
-        )
-        holder: Any = trial
-        for part in inner:  # a nested mapping ('memory', 'efficiency', ...)
-            holder = holder.get(part) if isinstance(holder, dict) else None
-        if not isinstance(holder, dict) or m.group("key") not in holder:
-            break
-        value = holder.pop(m.group("key"))
-        meant = re.search(r"did you mean '([^']+)'", message)
-        if meant and meant.group(1) not in holder:  # a typo: go on as the key it was meant to be
-            holder[meant.group(1)] = value
-        try:
-            _BUILDERS[section](where, trial)
-            break
-        except CatalogError as exc:
-            message = str(exc)
-            found.append(message)
-    return found

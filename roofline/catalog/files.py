@@ -13,25 +13,40 @@ from roofline.domain.errors import CatalogError, InputError
 
 
 def read_text(path: str | Path, stdin_dash: bool = False) -> str:
-    """The UTF-8 text of a file ('-' is standard input where `stdin_dash`)."""
+    """The UTF-8 text of a file ('-' is standard input where `stdin_dash`). Bytes are decoded
+    strictly and text holding NUL bytes is refused as binary, so a wrong file is one line
+    naming it, never a traceback or a parse error deep inside."""
     if stdin_dash and str(path) == "-":
+        stream = getattr(sys.stdin, "buffer", None)  # bytes: the stream's own errors= is moot
         try:
-            return sys.stdin.read()
-        except UnicodeDecodeError:
+            raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+        except UnicodeError:
             raise CatalogError("<stdin>: is not UTF-8 text") from None
+        except OSError as exc:
+            raise CatalogError(f"<stdin>: cannot read ({exc.strerror or exc})") from None
+        return _decoded(raw, "<stdin>")
     p = Path(path)
-    if p.exists() and not p.is_dir() and not p.is_file():  # a FIFO or a device would block
-        raise CatalogError(f"{p}: is not a regular file")
     try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise CatalogError(f"{p}: is not UTF-8 text") from None
+        if p.exists() and not p.is_dir() and not p.is_file():  # a FIFO or a device would block
+            raise CatalogError(f"{p}: is not a regular file")
+        raw = p.read_bytes()
     except IsADirectoryError:
         raise CatalogError(f"{p}: is a directory, not a file") from None
     except FileNotFoundError:
         raise CatalogError(f"{p}: no such file") from None
     except OSError as exc:
         raise CatalogError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    return _decoded(raw, str(p))
+
+
+def _decoded(raw: bytes, name: str) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CatalogError(f"{name}: is not UTF-8 text") from None
+    if "\x00" in text:
+        raise CatalogError(f"{name}: is binary, not text (it holds NUL bytes)")
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as open()
 
 
 class _LazyYaml:

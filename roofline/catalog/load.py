@@ -27,6 +27,7 @@ from roofline.catalog.entries import (
     _load_file,
     _model,
 )
+from roofline.catalog.families import family_problem, family_problems
 from roofline.catalog.files import read_text, yaml
 from roofline.catalog.files import safe_load_yaml as _safe_load
 from roofline.catalog.kernels import KernelEntry
@@ -190,6 +191,16 @@ class Catalog:
                 out.append(f"{where}: unknown hardware '{cal.hardware}'")
             if cal.engine not in engines:
                 out.append(f"{where}: unknown engine '{cal.engine}'")
+        return out
+
+    def unknown_families(self) -> list[str]:
+        """Every accelerator whose family is in no catalog (it would run uncalibrated)."""
+        out = []
+        for hw_id, hw in self.accelerators.items():
+            where = f"{self.origin.get(f'accelerators:{hw_id}', '?')}: accelerator '{hw_id}'"
+            problem = family_problem(where, hw.family, self.families)
+            if problem is not None:
+                out.append(problem)
         return out
 
     def alias_problems(self) -> list[str]:
@@ -385,7 +396,7 @@ def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
     )
     for directory in dirs:
         cat.add_dir(directory)
-    unknown = cat.unknown_calibrated()
+    unknown = cat.unknown_calibrated() + cat.unknown_families()
     if unknown:
         raise CatalogError(unknown[0])
     return cat
@@ -409,6 +420,8 @@ def validate_dirs(dirs: Iterable[Path]) -> list[str]:
                 problems.append(str(exc))
     if cat.calibrations:  # a user directory's calibrations name shipped chips and engines
         problems.extend(p for p in cat.unknown_calibrated(_shipped()) if p not in problems)
+    files = [p for d in dirs if d.is_dir() for p in _yaml_files(d)]
+    problems.extend(family_problems(files, {*cat.families, *_shipped().families}))
     return problems
 
 

@@ -61,17 +61,12 @@ def analyze(
     opt.check_formats(dep, hw)
     lay, dep = opt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context, strict=True)
+    s, o, ctx = opt.workload(prompt, output, context, strict=True, model=m)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
     if not plan.weights_fit:
         raise opt.not_fit(m, hw, dep, plan)
-    if m.max_position_embeddings and s + o > m.max_position_embeddings:
-        warn(
-            f"{s + o:,} tokens exceed {m.id}'s max_position_embeddings "
-            f"({m.max_position_embeddings:,})"
-        )
     kv_end = float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * -(-b // lay.attention_dp)
     fits = kv_end <= plan.kv_budget_bytes
     mb = int(max_batch(plan, m, dep, ctx))

@@ -148,7 +148,7 @@ def draft_config(cat, m, dep, o: DraftOptions):
     """The drafter options of serve and size as a core DraftConfig (serving.sim.drafting), checked
     as `speculate` checks them; None without --drafter (plain decoding)."""
     from roofline.domain.precision import weight_format
-    from roofline.levers.speculative import DRAFTERS
+    from roofline.levers.speculative import DRAFTERS, same_vocabulary
     from roofline.serving.sim.drafting import DraftConfig
 
     drafter, draft, decay = o.drafter, o.draft, o.decay
@@ -168,6 +168,8 @@ def draft_config(cat, m, dep, o: DraftOptions):
     if not 0.0 < decay <= 1.0:
         raise InputError(f"--decay must be in (0, 1], got {decay}")
     d_m = cat.model(draft) if kind == "draft" and draft else None
+    if d_m is not None:
+        same_vocabulary(m, d_m)  # refused here, before size tries any candidate
     d_weights = opt.resolve_weights(o.draft_weights or dep.weights.name, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights)).with_layout(ep=1, pp=1) if d_m else None
     gammas, tree, acc = round_options(o)

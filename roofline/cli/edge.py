@@ -79,7 +79,7 @@ def offload(
     h = cat.accelerator(host or default_host(hw.id, hw.family))
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b = opt.batch(batch)
-    ctx = opt.workload(prompt, output, context)[2]
+    ctx = opt.workload(prompt, output, context, model=m)[2]
     share = tp if sharing is None else sharing
     if not 1 <= share <= 64:
         raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
@@ -176,7 +176,7 @@ def edge(
         raise InputError("edge runs llama.cpp or MLX: --engine must be auto, llamacpp or mlx")
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context, strict=True)
+    s, o, ctx = opt.workload(prompt, output, context, strict=True, model=m)
     extra = [cat.accelerator(x.strip()) for x in (devices or "").split(",") if x.strip()]
     devs = [hw, *extra]
     rows = []

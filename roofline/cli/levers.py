@@ -79,7 +79,7 @@ def speculate(
     gammas, tree, acc = dopt.round_options(so)
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
-    ctx = opt.workload(prompt, output, context)[2]
+    ctx = opt.workload(prompt, output, context, model=m)[2]
     pub.check_out(out, charts=True)
     eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
@@ -159,7 +159,7 @@ def tiers(
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
     opt.check_formats(dep, hw)
-    ctx = opt.workload(prompt, output, context)[2]
+    ctx = opt.workload(prompt, output, context, model=m)[2]
     if tier_capacity is not None:
         cap = parse_bytes(tier_capacity, "--tier-capacity")
     elif t.capacity_bytes is not None:

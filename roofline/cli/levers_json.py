@@ -36,7 +36,9 @@ def _rows(s: Speculation, gammas: list[int]) -> list[dict]:
     ]
 
 
-def _by_batch(sw: Speculation, sweep: list[int]) -> list[dict]:
+def _by_batch(sw: Speculation, sweep: list[int], most: int) -> list[dict]:
+    """The best round per batch; `fits`: target and draft KV for the batch fit (`most`: the
+    largest batch that does)."""
     return [
         {
             "batch": bv,
@@ -49,6 +51,7 @@ def _by_batch(sw: Speculation, sweep: list[int]) -> list[dict]:
             "speedup_ideal": sw.speedup_ideal[j],
             "verify_bound": sw.verify.bound[j],
             "output_tokens_per_s": bv / sw.tpot_expected_s[j],
+            "fits": bv <= most,
         }
         for j, bv in enumerate(sweep)
     ]
@@ -103,9 +106,10 @@ def speculate_doc(
             "kv_bytes_target_and_draft": fit.kv_bytes,
             "kv_budget_bytes": fit.kv_budget_bytes,
             "fits": fit.fits,
+            "max_batch": fit.max_batch,
         },
         rows=rows,
-        by_batch=_by_batch(sw, sweep),
+        by_batch=_by_batch(sw, sweep, fit.max_batch),
         crossover_batch=crossover_batch(sweep, sw.speedup_expected),
     )
 

@@ -8,12 +8,12 @@ import typer
 from roofline import render
 from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
-from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.app import app, catalog, guarded
 from roofline.cli.groups import grouped
 from roofline.domain.errors import InputError
 from roofline.domain.layout import Layout, check_shape
 from roofline.domain.precision import kv_format, weight_format
-from roofline.domain.units import fmt_bytes
+from roofline.domain.units import fmt_bytes, parse_memory_bytes
 from roofline.engines.engine import engine
 from roofline.step.memory import (
     kv_bytes_per_sequence,
@@ -92,14 +92,15 @@ def kv(
         if not 1 <= kv_bits <= 32:
             raise InputError(f"--kv-bits must be from 1 to 32, got {kv_bits}")
         fmt_kv = replace(fmt_kv, name=f"{kv_bits:g}-bit", bits=kv_bits)
+    # every option is read, even where this mode does not use it: a typo is never ignored
     if max_len is not None:
-        opt.tokens(max_len, "--max-len", 1)  # refused early, even where it is not used
-    ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context)[2]
-    if m.max_position_embeddings and ctx > m.max_position_embeddings:
-        warn(
-            f"--context {ctx:,} exceeds {m.id}'s max_position_embeddings "
-            f"({m.max_position_embeddings:,}): the model was not trained that long"
-        )
+        opt.tokens(max_len, "--max-len", 1)
+    w_fmt = weight_format(opt.resolve_weights(weights, m))
+    hw = cat.accelerator(hardware) if hardware is not None else None
+    eng = engine(engine_name, hw)
+    if memory is not None:
+        parse_memory_bytes(memory, "--memory")
+    ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context, model=m)[2]
     budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, kv_token_budget=budget, layout=Layout(tp=tp))
     check_shape(m, dep.layout)
@@ -127,13 +128,8 @@ def kv(
     b = opt.batch(batch)
     eviction = None
     if budget is not None:
-        hw = cat.accelerator(hardware) if hardware is not None else None
-        with_w = replace(dep, weights=weight_format(opt.resolve_weights(weights, m)))
-        plan = (
-            plan_memory(m, hw, with_w, engine(engine_name, hw), opt.capacity(hw, memory))
-            if hw is not None
-            else None
-        )
+        with_w = replace(dep, weights=w_fmt)
+        plan = plan_memory(m, hw, with_w, eng, opt.capacity(hw, memory)) if hw is not None else None
         eviction = mj.eviction_json(eviction_gain(m, with_w, ctx, b, plan), hw)
     doc = mj.kv_doc(m, fmt_kv, ctx, b, tp, budget, kv_footprint(m, dep, ctx, b), eviction)
     render.emit_json(doc) if json else render.kv_table(doc)
@@ -173,7 +169,7 @@ def capacity(
     opt.check_formats(dep, hw)
     lay, dep = opt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
-    ctx = opt.workload(prompt, output, context)[2]
+    ctx = opt.workload(prompt, output, context, model=m)[2]
     eng = engine(engine_name, hw)
     eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
@@ -246,7 +242,7 @@ def bytes_(
     )
     lay, dep = opt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context)
+    s, o, ctx = opt.workload(prompt, output, context, model=m)
     s = max(s, 1)
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)

@@ -25,7 +25,7 @@ from roofline.domain.hardware import Accelerator, Efficiency, default_wired_limi
 from roofline.domain.layout import Layout
 from roofline.domain.layout import links as layout_links
 from roofline.domain.layout import validate as validate_layout
-from roofline.domain.model import ModelArch
+from roofline.domain.model import ModelArch, past_positions
 from roofline.domain.precision import activation_format, kv_format, weight_format
 from roofline.domain.units import fmt_bytes, parse_count, parse_memory_bytes, parse_seconds
 from roofline.engines.engine import ENGINES
@@ -191,8 +191,9 @@ KvBudget = Annotated[
 
 
 # ---- parsers --------------------------------------------------------------------------------
-def tokens(text: str, what: str, minimum: float = 0) -> int:
-    """A whole number of tokens from `minimum` to 1e9, with SI suffixes (4k, 32Ki)."""
+def tokens(text: str, what: str, minimum: float = 1) -> int:
+    """A whole number of tokens from `minimum` (1 unless zero means none, as --sink's) to 1e9,
+    with SI suffixes (4k, 32Ki)."""
     value = parse_count(text, what)
     if not minimum <= value <= MAX_TOKENS or value != int(value):
         raise InputError(
@@ -202,19 +203,34 @@ def tokens(text: str, what: str, minimum: float = 0) -> int:
 
 
 def workload(
-    prompt: str, output: str, context: str | None, strict: bool = False
+    prompt: str,
+    output: str,
+    context: str | None,
+    strict: bool = False,
+    model: ModelArch | None = None,
 ) -> tuple[int, int, int]:
     """(prompt, output, context) tokens; context defaults to prompt + output. `strict` (commands
     that prefill the prompt and decode at the context): a context no longer than the prompt is
-    refused."""
-    s, o = tokens(prompt, "--prompt", 0), tokens(output, "--output", 1)
-    ctx = tokens(context, "--context", 1) if context is not None else s + o
+    refused. With the `model`, a context past its positions is warned about (positions)."""
+    s, o = tokens(prompt, "--prompt"), tokens(output, "--output")
+    ctx = tokens(context, "--context") if context is not None else s + o
     if strict and ctx <= s:
         raise InputError(
             f"--context ({ctx:,} tokens) must be longer than --prompt ({s:,}): it counts the "
             "prompt and the tokens generated so far"
         )
+    if model is not None:
+        positions(model, max(ctx, s + o) if strict else ctx)
     return s, o, ctx
+
+
+def positions(model: ModelArch, context: float) -> None:
+    """A context past the model's positions: computed as asked, and one warning (past_positions)
+    once the command has its result."""
+    from roofline.cli.startup import warn_later
+
+    if (said := past_positions(model, context)) is not None:
+        warn_later(said)
 
 
 def block(value: int | None, engine_block: int) -> int:

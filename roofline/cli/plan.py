@@ -94,7 +94,8 @@ def plan(
     if net.kind != "network":
         raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
     base = opt.deployment(weights, kv_dtype, model=m)
-    s, o = opt.tokens(prompt, "--prompt", 0), opt.tokens(output, "--output", 1)
+    s, o = opt.tokens(prompt, "--prompt"), opt.tokens(output, "--output")
+    opt.positions(m, s + o)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)

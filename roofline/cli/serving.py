@@ -93,6 +93,7 @@ def cliff(
     prompts, outputs = prompts.astype(np.int64), outputs.astype(np.int64)
     if len(prompts) != n or len(outputs) != n:
         raise InputError(f"--prompt-dist/--output-dist must give {n} lengths (--requests)")
+    opt.positions(m, int((prompts + outputs).max()))
     s, o = round(float(prompts.mean())), round(float(outputs.mean()))
     eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
@@ -188,6 +189,8 @@ def disagg(
         opt.tokens(lens.prompt, "--prompt", 1),
         opt.tokens(lens.output, "--output", 1),
     )
+    if rate is None or not (lens.prompt_dist or lens.output_dist):  # else the drawn lengths, below
+        opt.positions(m, s + o)
     d_eng = _check_pools(m, ((p_hw, p_dep), (d_hw, d_dep)), tier, engine_name, b, s + o)
     r = disaggregate(m, p_hw, d_hw, p_dep, d_dep, kv_link, b, s, o, ideal, prefill_batch)
     doc = disagg_doc(m, p_hw, d_hw, p_dep, d_dep, tier, kv_link, prefill_batch, (b, s, o), d_eng,
@@ -200,6 +203,8 @@ def disagg(
         if len(rates) != 1:
             raise InputError("disagg takes one --rate")
         w = topt.serving_workload(lens, rates[0], None, requests or 1000, None, seed)
+        if lens.prompt_dist or lens.output_dist:
+            opt.positions(m, int((w.prompts + w.outputs).max()))
         modes = compare_at_rate(m, p_hw, d_hw, p_dep, d_dep, d_eng, kv_link, w, slo, seed, ideal,
                                 shape)  # fmt: skip
         doc["traffic"] = traffic_json(rates[0], w, slo, kv_link, ideal, modes)

@@ -90,6 +90,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 1)
         output = opt.tokens(str(d.get("output", "1k")), "output", 1)
         context = opt.tokens(str(d.get("context", prompt + output)), "context", 1)
+        opt.positions(m, max(context, prompt + output))
         c = d["checks"]
         _positive_rate(c.get("min_throughput"), "min_throughput", "tokens/s")
         limits = Limits(

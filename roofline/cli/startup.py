@@ -42,6 +42,31 @@ def fail(exc: RooflineError) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
+_later: list[str] = []  # warnings printed only if the command completes (warn_later)
+
+
+def warn_later(message: str) -> None:
+    """A warning said once the command has its result: a command that then fails on bad input
+    prints its one error line alone."""
+    if message not in _later:
+        _later.append(message)
+
+
+def _say_later(complete: bool) -> None:
+    lines, _later[:] = list(_later), []
+    if complete:
+        for line in lines:
+            print(one_line(f"warning: {line}"), file=sys.stderr)
+
+
+def file_error(exc: OSError) -> RooflineError | None:
+    """An OSError that names a file (a path probed or opened: permissions, a directory in the
+    way, a full disk under -o) as the one line of a bad input; None for any other OSError."""
+    if exc.filename is None:
+        return None
+    return RooflineError(f"{exc.filename}: {exc.strerror or exc}")
+
+
 class _Held(io.StringIO):
     """stdout held until the command ends, still answering as the real stream (a terminal's
     width and colours)."""
@@ -91,8 +116,11 @@ def guarded(fn: F) -> F:
             raise
         except RooflineError as exc:
             fail(exc)
+        except OSError as exc:
+            fail(file_error(exc) or _reraise(exc))
         finally:
             sys.stdout = real
+            _say_later(complete)
             if complete:
                 try:
                     real.write(held.getvalue())
@@ -109,18 +137,29 @@ def guarded_stream(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         resume_gc()
+        complete = False
         try:
             out = fn(*args, **kwargs)
             sys.stdout.flush()
+            complete = True
             return out
         except RooflineError as exc:
             fail(exc)
-        except OSError as exc:  # writing the stream; any other OSError is not ours to name
+        except OSError as exc:  # a file named, or writing the stream; any other is not ours
+            named = file_error(exc)
+            if named is not None:
+                fail(named)
             if not isinstance(exc, BrokenPipeError) and exc.errno not in _WRITE_ERRNOS:
                 raise
             _write_failed(exc)
+        finally:
+            _say_later(complete)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _reraise(exc: BaseException) -> NoReturn:
+    raise exc
 
 
 def resume_gc() -> None:
@@ -204,6 +243,12 @@ def _main(app: typer.Typer, commands: dict) -> None:
     except BrokenPipeError:  # `roofline ... | head`: the reader left; not an error of ours
         sys.stderr.close()
         os._exit(EXIT_OK)
+    except OSError as exc:  # a file named outside a guarded command (e.g. --catalog's)
+        named = file_error(exc)
+        if named is None:
+            _internal_error(exc)
+        print(one_line(f"error: {named}"), file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:
         # the parser's usage errors carry an exit code and a message (Click's UsageError)
         code, message = getattr(exc, "exit_code", None), getattr(exc, "format_message", None)

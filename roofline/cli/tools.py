@@ -140,8 +140,10 @@ def _grid(cat, model, hardware, weights, kv_dtype, tp, batch, prompt, output) ->
         prompts=opt.int_list(prompt, "--prompt", count),
         outputs=opt.int_list(output, "--output", count),
     )
-    if min(grid.batches) < 1 or min(grid.outputs) < 1 or min(grid.tps) < 1:
-        raise InputError("--batch, --output and --tp values must be at least 1")
+    if min(*grid.batches, *grid.prompts, *grid.outputs, *grid.tps) < 1:
+        raise InputError("--batch, --prompt, --output and --tp values must be at least 1")
+    for m in grid.models:
+        opt.positions(m, max(grid.prompts) + max(grid.outputs))
     if grid.points > 10_000_000:
         raise InputError(f"{grid.points:,} points is more than the 10,000,000 a sweep allows")
     return grid
@@ -205,7 +207,7 @@ def plot(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
-    s, o, ctx = opt.workload(prompt, output, context)
+    s, o, ctx = opt.workload(prompt, output, context, model=m)
     s = max(s, 1)
     batch = opt.batch(batch)
     if not 30 <= width <= 400:

@@ -126,6 +126,7 @@ def serve(
         lens, rate_list[0], concurrency, requests, duration, seed, burstiness, arrivals, speedup,
         px.config(seed),
     )  # fmt: skip
+    opt.positions(m, int((base.prompts + base.outputs).max()))
     eng = with_frontend(engine(engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
     rep = make_replica(
@@ -253,6 +254,7 @@ def size(
     w = topt.serving_workload(
         lens, rate_rps, None, requests, None, seed, burstiness, prefix=pfx
     )  # fmt: skip
+    opt.positions(m, int((w.prompts + w.outputs).max()))
     prices = topt.price_table(cat, price)
     eng = with_frontend(engine(engine_name, hws[0]), frontend)
     # a delay to derive needs the engine's figures: refuse before the search

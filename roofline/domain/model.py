@@ -303,3 +303,16 @@ class ModelArch:
     @property
     def params_active(self) -> int:
         return self.param_breakdown()["active"]
+
+
+def past_positions(model: ModelArch, context: float) -> str | None:
+    """The one rule for a context past the model's max_position_embeddings, in every command: the
+    figures are computed as asked (a deployment may stretch positions with RoPE scaling), and
+    this says the model was not trained that long; None within its positions."""
+    limit = model.max_position_embeddings
+    if not limit or context <= limit:
+        return None
+    return (
+        f"{int(context):,} tokens exceed {model.id}'s max_position_embeddings ({limit:,}): the "
+        "model was not trained that long (the figures assume it runs there)"
+    )

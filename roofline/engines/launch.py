@@ -481,4 +481,3 @@ def model_path(model_id: str, source: str) -> str:
     if first.count("/") == 1 and not first.startswith(("http", "/")):
         return first
     return model_id
-

@@ -17,15 +17,25 @@ from roofline.step.ops import Deployment
 
 @dataclass(frozen=True)
 class DrafterFit:
-    """Bytes per GPU: the drafter's weights, the KV caches of target and draft, the budget."""
+    """Bytes per GPU: the drafter's weights, the KV caches of target and draft for `batch`
+    sequences, the budget."""
 
     drafter_weights_bytes: float
     kv_bytes: float
     kv_budget_bytes: float
+    batch: int = 1
 
     @property
     def fits(self) -> bool:
         return self.drafter_weights_bytes + self.kv_bytes <= self.kv_budget_bytes
+
+    @property
+    def max_batch(self) -> int:
+        """The most sequences whose two KV caches fit beside the drafter's weights (KV grows
+        linearly with the batch)."""
+        room = self.kv_budget_bytes - self.drafter_weights_bytes
+        per_sequence = self.kv_bytes / self.batch
+        return max(int(room // per_sequence), 0) if per_sequence > 0 else 10**9
 
 
 def drafter_fit(
@@ -49,4 +59,4 @@ def drafter_fit(
         drafter_bytes = drafter_weight_bytes(target, kind, dep, gamma_max, draft_vocab)
         kv = 0.0
     kv += float(kv_bytes_per_sequence(target, dep, context_tokens, block_tokens)) * batch
-    return DrafterFit(drafter_bytes, kv, kv_budget_bytes)
+    return DrafterFit(drafter_bytes, kv, kv_budget_bytes, batch)

@@ -190,6 +190,19 @@ class Speculation:
         return self.tpot_baseline_expected_s / self.tpot_expected_s
 
 
+def same_vocabulary(target: ModelArch, draft: ModelArch) -> None:
+    """A draft model proposes token ids the target verifies one for one, so it must share the
+    target's vocabulary (vLLM's draft-model worker asserts equal vocab_size; the same tokenizer
+    padded to another size does not pass). Another vocabulary is refused, not timed as if shared
+    (a later issue may model a mapped vocabulary)."""
+    if draft.vocab_size != target.vocab_size:
+        raise InputError(
+            f"draft model {draft.id} has a vocabulary of {draft.vocab_size:,} tokens, "
+            f"{target.id} one of {target.vocab_size:,}: a draft model must share the target's "
+            "vocabulary (pick one of its family, or --drafter eagle/mtp/ngram)"
+        )
+
+
 def speculate(
     target: ModelArch,
     draft: ModelArch | None,
@@ -220,6 +233,8 @@ def speculate(
         )
     if drafter == "draft" and draft is None:
         raise InputError("the draft-model drafter needs a draft model (--draft)")
+    if drafter == "draft" and draft is not None:
+        same_vocabulary(target, draft)
     e = eff or hw.efficiency
     g = np.asarray(gamma, dtype=float)
     if tree_tokens is None:

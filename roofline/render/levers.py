@@ -68,7 +68,7 @@ def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
         ),
         [
             (
-                f"{r['batch']:,}",
+                f"{r['batch']:,}" + ("" if r.get("fits", True) else "!"),
                 str(r["best_gamma"]),
                 f"{r['tree_tokens']:,}",
                 csec(r["tpot_baseline_s"]),
@@ -79,6 +79,12 @@ def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
             for r in doc["by_batch"]
         ],
     )
+    if not all(r.get("fits", True) for r in doc["by_batch"]):
+        say(
+            con,
+            f"! does not fit: the KV caches of more than {doc['memory']['max_batch']:,} "
+            "sequences (with the drafter's weights) exceed the KV budget",
+        )
     x = doc["crossover_batch"]
     say(
         con,

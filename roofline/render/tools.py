@@ -229,8 +229,8 @@ def sweep_table(doc: Mapping[str, Any], con: Console, limit: int = 60) -> None:
             f"{p['output_tokens']:,}",
             csec(p["batch_prefill_s"]),
             csec(p["tpot_s"]),
-            f"{p['output_tokens_per_s']:,.0f}",
-            num(p["fits"]),
+            "—" if p["output_tokens_per_s"] is None else f"{p['output_tokens_per_s']:,.0f}",
+            num(p["fits"]) if not p.get("error") else "error",
         )
         for p in pts[:limit]
     ]
@@ -255,3 +255,5 @@ def sweep_table(doc: Mapping[str, Any], con: Console, limit: int = 60) -> None:
     if same and len(same) < len(cols):
         wrap_items(con, ["same in every row:", *same], sep=" ")
     print_rows(con, f"Sweep, expected times{more}", cols, rows)
+    for error in dict.fromkeys(p["error"] for p in pts if p.get("error")):
+        say(con, f"error: {error}")

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.domain.errors import RooflineError
 from roofline.domain.hardware import Accelerator
 from roofline.domain.layout import Layout
 from roofline.domain.model import ModelArch
@@ -42,7 +43,10 @@ COLUMNS = (
     "kv_budget_bytes",
     "max_batch",
     "fits",
+    "error",
 )
+# the columns of a combination (Grid.combos' order); every metric of a point that cannot run is null
+_COMBO = ("model", "hardware", "weights", "kv_dtype", "tp")
 
 
 @dataclass(frozen=True)
@@ -97,16 +101,38 @@ def sweep_chunks(
     per_combo = batches.size * n_s * n_o
     step = max(1, int(chunk_points))
     for m, hw, w, kv, tp in grid.combos:
-        dep = Deployment(weights=weight_format(w), kv=kv_format(kv), layout=Layout(tp=tp))
-        eng = engine(engine_name, hw)
-        plan = plan_memory(m, hw, dep, eng)
         usd = _UNPRICED if usd_per_gpu_hour is None else usd_per_gpu_hour.get(hw.id)
+        error: str | None = None
+        try:
+            dep = Deployment(weights=weight_format(w), kv=kv_format(kv), layout=Layout(tp=tp))
+            eng = engine(engine_name, hw)
+            plan = plan_memory(m, hw, dep, eng)
+        except RooflineError as exc:  # a point that cannot run (TP 3 of 32 heads): its own row
+            error = str(exc)
         for start in range(0, per_combo, step):
             idx = np.arange(start, min(start + step, per_combo))
             b = batches[idx // (n_s * n_o)]
             s = prompts[(idx // n_o) % n_s]
             o = outputs[idx % n_o]
-            yield _chunk(m, hw, dep, eng, plan, (w, kv, tp), b, s, o, usd)
+            names = (m.id, hw.id, w, kv, tp)
+            if error is None:
+                try:
+                    yield _chunk(m, hw, dep, eng, plan, (w, kv, tp), b, s, o, usd)
+                    continue
+                except RooflineError as exc:
+                    error = str(exc)
+            yield _error_chunk(names, b, s, o, error, usd is not _UNPRICED)
+
+
+def _error_chunk(names: tuple, b, s, o, error: str, priced: bool) -> dict[str, Any]:
+    """The points of a combination that cannot run: their axes, null metrics and the error."""
+    cols: dict[str, Any] = dict.fromkeys(COLUMNS)
+    cols.update(zip(_COMBO, names, strict=True))
+    cols.update(batch=b.astype(np.int64), prompt_tokens=s.astype(np.int64))
+    cols.update(output_tokens=o.astype(np.int64), error=error)
+    if priced:
+        cols["cost_per_million_output_tokens"] = None
+    return cols
 
 
 def _chunk(m, hw, dep, eng, plan, names, b, s, o, usd) -> dict[str, Any]:
@@ -149,6 +175,7 @@ def _chunk(m, hw, dep, eng, plan, names, b, s, o, usd) -> dict[str, Any]:
         "kv_budget_bytes": float(plan.kv_budget_bytes),
         "max_batch": mb,
         "fits": full(fits).astype(bool),
+        "error": None,
     }
     if usd is not _UNPRICED:  # $/h of one replica of TP GPUs over its tokens/s, per million
         tok = cols["output_tokens_per_s"].astype(float)
