@@ -40,6 +40,7 @@ SERVE_BANDS = {
     ],
     "saturation": ["saturation_rate.expected", "saturation_rate_per_replica"],
     "cost_per_million_output_tokens": ["cost_per_million_output_tokens"],
+    "joules_per_output_token": ["joules_per_output_token"],
 }
 
 

@@ -102,7 +102,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
                 "$/M output tok",
                 b(_usd(e["cost_per_million_output_tokens"]), "cost_per_million_output_tokens"),
             ),
-            ("J/output token", "-" if j is None else f"{j:.3g}"),
+            ("J/output token", "-" if j is None else b(f"{j:.3g}", "joules_per_output_token")),
         ]
         per = e.get("per_replica")
         if per:  # stranding shows as one replica's tail or share apart from the rest
@@ -263,9 +263,9 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         f"Deployments of {i['model']} ({i['weights']} weights) serving {i['rate']:g} req/s, "
         f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}. "
         f"* = best ({i['minimize']}), f = on the frontier of tok/s per GPU vs tok/s per user; "
-        "GPUs = replicas x TP x PP; tok = output tokens/s; ±tok = the band of tok/s, $/Mtok "
-        "and saturation (±: 90th percentile of out-of-sample |error|; -x%/+y%: the measured "
-        "figure's 90% range), +p99 = how far above the expected TTFT/TPOT p99 the measured one "
+        "GPUs = replicas x TP x PP; tok = output tokens/s; ±tok = the band of tok/s and "
+        "saturation, inverted for $/Mtok (-x%/+y%: the measured figure's 90% range; ±x: a "
+        "symmetric one), +p99 = how far above the expected TTFT/TPOT p99 the measured one "
         "reaches (the range's top); per hardware family and engine, docs/ACCURACY.md (a family "
         "or engine under 5 points takes the wider pool); more in --format json. Each fleet "
         f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
@@ -291,7 +291,8 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             con,
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
             f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
-            f"/Mtok{(' ' + pm(best.get('bands'), 'throughput')).rstrip()}, for {i['rate']:g} "
+            f"/Mtok{(' ' + pm(best.get('bands'), 'cost_per_million_output_tokens')).rstrip()}, "
+            f"for {i['rate']:g} "
             f"req/s of {i['model']}",
             "bold",
         )
