@@ -247,10 +247,11 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
                 misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")
             continue
         e = d["expected"]
+        at = i.get("confidence", "expected") != "expected"
         rows.append(
             (
                 f"{name}{' ' + mark if mark else ''}",
-                f"{d['gpus']:,}",
+                f"{d['gpus']:,}" + (f" ({d['confidence']['gpus_expected']:,})" if at else ""),
                 _usd(d["cost_per_hour"]),
                 _usd(d["cost_per_million_output_tokens"]),
                 f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
@@ -271,6 +272,12 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
         f"({i.get('router_model', '')}), as serve --dp N does"
     )
+    if i.get("confidence", "expected") != "expected":
+        head += (
+            f". Sized at confidence {i['confidence']}: each fleet serves the rate ÷ its throughput"
+            " band's low edge within the SLOs ÷ its TTFT/TPOT bands' high edges (both edges at"
+            " once, serving/confidence.py); (exp.) = the GPUs the expected figures alone need"
+        )
     best = next((d for d in deps if d["best"]), None)
     if best is not None and best.get("sized_on"):
         head += (
@@ -297,9 +304,10 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             "bold",
         )
     if rows:
+        level = i.get("confidence", "expected")
         cols = (
             T("deployment"),
-            N("GPUs"),
+            N("GPUs") if level == "expected" else N(f"GPUs {level}\n(exp.)"),
             N("$/h"),
             N("$/Mtok"),
             N("tok/\nGPU"),
