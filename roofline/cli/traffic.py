@@ -14,6 +14,7 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
+from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
@@ -271,7 +272,7 @@ def size(
     if pools is not None and not disagg:
         raise InputError("--pools splits a disaggregated unit: give --disagg too")
     tier = cat.tier(link) if disagg else None
-    edges = opt.confidence_edges(confidence, hws, eng.profile_id, slo.pct)
+    edges = confidence_edges(confidence, hws, eng.profile_id, slo.pct)
     rows = size_search(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
         KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
@@ -287,7 +288,7 @@ def size(
         )
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
-        deployments, day_inputs, extra, drafting, router, opt.confidence_level(confidence),
+        deployments, day_inputs, extra, drafting, router, confidence_level(confidence),
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
