@@ -81,8 +81,9 @@ def test_fallback_cell_family_pooled(synthetic):
 
 
 def test_band_text_symmetric_or_range():
-    # sides 0.30 and 0.32 differ by 0.02 <= 0.05: ±rel; 0.42 and 0.25: the measured range
-    assert band_text({"rel": 0.3, "low": 0.70, "high": 1.32}) == "±30%"
+    # sides 0.30 and 0.32 differ by 0.02 <= 0.05: ± the wider side (32%, so the ± holds the
+    # interval, issue 35); 0.42 and 0.25: the measured range
+    assert band_text({"rel": 0.3, "low": 0.70, "high": 1.32}) == "±32%"
     assert band_text({"rel": 0.65, "low": 0.58, "high": 1.25}) == "-42%/+25%"
     assert band_text({"rel": 0.5, "low": 0.62, "high": 0.92}) == "-38%/-8%"  # measured below
     assert band_text({"rel": 0.28}) == "±28%"  # a band from before low/high

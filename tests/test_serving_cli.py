@@ -32,12 +32,16 @@ def test_serve_json_keys_and_light_load(run):
     assert e["ttft_s"]["p50"] == pytest.approx(want, rel=1e-3)
     assert doc["ideal"]["ttft_s"]["p50"] <= e["ttft_s"]["p50"]
     # the bands of the figures with published measurements behind them (tests/test_validate.py
-    # derives their values); saturation and $/Mtok inherit the throughput band and say so
+    # derives their values); saturation inherits the throughput band, $/Mtok and J/token it
+    # inverted (issue 35: cost ∝ 1 / throughput, low = 1 / high, high = 1 / low), and say so
     b = doc["bands"]
     assert {"ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "throughput"} <= set(b)
-    for name in ("saturation", "cost_per_million_output_tokens"):
-        assert b[name]["rel"] == b["throughput"]["rel"]
-        assert b[name]["basis"].startswith("the throughput band")
+    assert b["saturation"]["rel"] == b["throughput"]["rel"]
+    assert b["saturation"]["basis"].startswith("the throughput band")
+    for name in ("cost_per_million_output_tokens", "joules_per_output_token"):
+        assert b[name]["low"] == pytest.approx(1 / b["throughput"]["high"])
+        assert b[name]["high"] == pytest.approx(1 / b["throughput"]["low"])
+        assert b[name]["basis"].startswith("the throughput band, inverted")
     assert b["tpot_p50"]["family"] == "nvidia-datacenter" and "n=" in b["tpot_p50"]["basis"]
 
 

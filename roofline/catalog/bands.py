@@ -9,7 +9,11 @@ measured figure's 90% interval as factors of the expected one: with e5, e95 the 
 (positive: a rate's band never reaches below zero). Derived offline by
 validation/bands.py from the validation results into hardware/bands.json (method and figures:
 docs/ACCURACY.md); read here once, on first use, so a command that prints no band never pays for
-it. Saturation and $/Mtok are throughputs by another name and take the throughput band.
+it. Saturation is a throughput by another name and takes the throughput band; $/Mtok, J/token
+and GPUs go as 1 / throughput and take it inverted (issue 35): with the measured throughput in
+[expected · low, expected · high], the measured cost (∝ 1 / throughput) lies in
+[expected / high, expected / low], so low' = 1 / high and high' = 1 / low (a throughput band of
+−30%/+43% is a cost band of 1/1.43 − 1 = −30% / 1/0.70 − 1 = +43%; −66%/+47% is −32%/+194%).
 """
 
 from __future__ import annotations
@@ -21,7 +25,13 @@ from typing import Any
 
 FILE = "bands.json"
 METRICS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "throughput")
-INHERITS = {"saturation": "throughput", "cost_per_million_output_tokens": "throughput"}
+INHERITS = {
+    "saturation": "throughput",
+    "cost_per_million_output_tokens": "throughput",
+    "joules_per_output_token": "throughput",
+    "gpus": "throughput",
+}
+INVERTED = frozenset(("cost_per_million_output_tokens", "joules_per_output_token", "gpus"))
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,12 @@ class Band:
     def thin(self) -> bool:
         """A thin fit (issue 34): fewer than 5 points, or all from one source."""
         return self.n < 5 or 0 < self.sources < 2
+
+    def inverted(self) -> Band:
+        """The band of 1 / the figure (module docstring): [1 / high, 1 / low]."""
+        low, high = 1.0 / self.high, 1.0 / self.low
+        rel = max(1.0 - low, high - 1.0)
+        return Band(rel, self.n, self.family, self.basis, low, high, self.engine, self.sources)
 
     def bounds(self, value: float) -> tuple[float, float]:
         """The measured figure's 90% interval around an expected `value`."""
@@ -104,8 +120,9 @@ def band(metric: str, family: str, engine: str | None = None) -> Band | None:
             f"(family {family}: {why}, fewer than {least})"
         )
     if base != metric:
-        text = f"the throughput band: {text}"
-    return Band(b.rel, b.n, b.family, text, b.low, b.high, b.engine, b.sources)
+        text = f"the {base} band{', inverted' if metric in INVERTED else ''}: {text}"
+    out = Band(b.rel, b.n, b.family, text, b.low, b.high, b.engine, b.sources)
+    return out.inverted() if metric in INVERTED else out
 
 
 def bands(metrics: tuple[str, ...], family: str, engine: str | None = None) -> dict[str, Band]:
@@ -115,4 +132,4 @@ def bands(metrics: tuple[str, ...], family: str, engine: str | None = None) -> d
     return {m: b for m, b in out.items() if b is not None}
 
 
-__all__ = ["INHERITS", "METRICS", "Band", "band", "bands", "interval"]
+__all__ = ["INHERITS", "INVERTED", "METRICS", "Band", "band", "bands", "interval"]

@@ -160,6 +160,17 @@ Requests = Annotated[
     int | None, typer.Option("--requests", help="requests to simulate (default: see the command)")
 ]
 Seed = Annotated[int, typer.Option("--seed", help="seed for drawn lengths and arrivals")]
+Confidence = Annotated[
+    str,
+    typer.Option(
+        "--confidence",
+        help="size to the expected figures, or to the error bands' pessimistic edge (p90): "
+        "capacity x the throughput band's low edge, TTFT/TPOT x their bands' high edge",
+    ),
+]
+CONFIDENCE = "expected"
+
+
 MaxSeqs = Annotated[
     str | None,
     typer.Option(

@@ -14,6 +14,7 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
+from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
@@ -217,6 +218,7 @@ def size(
     ] = None,
     traffic_curve: topt.TrafficDayOption = None,
     scale_up_delay: topt.ScaleUpDelay = None,
+    confidence: opt.Confidence = opt.CONFIDENCE,
     out: topt.SizeOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
@@ -233,6 +235,9 @@ def size(
     With --traffic-curve FILE (rates per hour or minute, or an arrival log) each deployment
     sized at the curve's peak (or --rate) also gets its day: replicas per interval, GPU-hours
     and $ per day against static peak provisioning, SLO attainment; -o draws it.
+    --confidence p90 sizes each fleet to its error bands' pessimistic edge (the rate ÷ the
+    throughput band's low edge, the SLOs ÷ the TTFT/TPOT bands' high edge), the expected
+    fleet's GPUs beside it.
     Example: roofline size llama-3.1-70b --rate 10 --hardware h100,h200,b200,mi300x
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
@@ -269,9 +274,11 @@ def size(
     if pools is not None and not disagg:
         raise InputError("--pools splits a disaggregated unit: give --disagg too")
     tier = cat.tier(link) if disagg else None
+    edges = confidence_edges(confidence, hws, eng.profile_id, slo.pct)
     rows = size_search(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
         KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
+        edges,
     )  # fmt: skip
     deployments = sized_list(rows, prices, hws, drafting is not None, eng.profile_id)
     day_inputs, extra = {}, {}
@@ -283,7 +290,7 @@ def size(
         )
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
-        deployments, day_inputs, extra, drafting, router,
+        deployments, day_inputs, extra, drafting, router, confidence_level(confidence),
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)

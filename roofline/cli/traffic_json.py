@@ -40,6 +40,7 @@ SERVE_BANDS = {
     ],
     "saturation": ["saturation_rate.expected", "saturation_rate_per_replica"],
     "cost_per_million_output_tokens": ["cost_per_million_output_tokens"],
+    "joules_per_output_token": ["joules_per_output_token"],
 }
 
 
@@ -219,10 +220,25 @@ def sized_json(
         "joules_per_output_token": d.joules_per_output_token,
         "price_usd_per_gpu_hour": p.usd_per_gpu_hour if p else None,
         "note": d.note,
+        "confidence": _confidence_json(d),
         **({"speculation": d.speculation} if drafted else {}),
         "expected": metrics_json(d.expected, p) if d.expected else None,
         "ideal": metrics_json(d.ideal, p) if d.ideal else None,
         "bands": bands_json(family, SERVE_BANDS, engine),
+    }
+
+
+def _confidence_json(d: Sized) -> dict[str, Any]:
+    """What a deployment was sized to (serving.confidence): the level, the replicas and GPUs
+    the expected figures alone need, and the band edges (null at expected)."""
+    e = d.edges
+    return {
+        "level": d.confidence,
+        "replicas_expected": d.replicas_expected or d.replicas,
+        "gpus_expected": d.gpus_expected or d.gpus,
+        "edges": None
+        if e is None or e.neutral
+        else {"capacity": e.capacity, "ttft": e.ttft, "tpot": e.tpot},
     }
 
 
@@ -321,6 +337,7 @@ def size_doc(
     m, accelerators, rate: float, base, w, slo, eng, minimize: str, link, headroom: float, net,
     pools: str | None, prices, deployments: list[dict[str, Any]], day_inputs: dict[str, Any],
     extra: dict[str, Any], drafting=None, router: str = DEFAULT_ROUTER,
+    confidence: str = "expected",
 ) -> dict[str, Any]:  # fmt: skip
     """size's document: every assumption (`link` the KV tier with --disagg, else None; a day's
     `day_inputs`), the best deployment with the engine's launch line (`drafting` the drafter
@@ -344,6 +361,7 @@ def size_doc(
         "pools": pools,
         "router": router,
         "router_model": ROUTER_SOURCE[router],
+        "confidence": confidence,
         "sized_on": "SLO capacity" if slo.ttft_s or slo.tpot_s else "saturation",
         "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
         " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
@@ -389,9 +407,11 @@ def _draft_launch(m, drafting, speculation: dict[str, Any] | None):
 def size_rows(deployments: list[dict[str, Any]], day: bool) -> list[dict[str, Any]]:
     """size's deployments as flat rows (csv, table): p99 TTFT/TPOT, tokens/s per GPU, bands and,
     with a day (`day`), its figures."""
-    skip = ("expected", "ideal", "bands", "day", "launch")
+    skip = ("expected", "ideal", "bands", "day", "launch", "confidence")
     rows = [{k: v for k, v in d.items() if k not in skip} for d in deployments]
     for f, d in zip(rows, deployments, strict=True):
+        c = d["confidence"]
+        f["confidence"], f["gpus_expected"] = c["level"], c["gpus_expected"]
         e = d["expected"] or {}
         f["ttft_p99_s"] = (e.get("ttft_s") or {}).get("p99")
         f["tpot_p99_s"] = (e.get("tpot_s") or {}).get("p99")

@@ -237,12 +237,15 @@ SYMMETRIC = 0.05
 
 
 def band_text(b: Mapping[str, Any]) -> str:
-    """A band (roofline/catalog/bands.py) as text: "±35%" (rel) when the measured figure's 90%
-    interval is symmetric within SYMMETRIC, else that interval relative to the expected figure,
-    "-45%/+20%" (low − 1, high − 1); a band without low/high is ±rel."""
+    """A band (roofline/catalog/bands.py) as text: "±35%" when the measured figure's 90%
+    interval is symmetric within SYMMETRIC (its wider side, so the ± holds the interval), else
+    that interval relative to the expected figure, "-45%/+20%" (low − 1, high − 1); a band
+    without low/high is ±rel."""
     low, high = b.get("low"), b.get("high")
-    if low is None or high is None or abs((high - 1.0) - (1.0 - low)) <= SYMMETRIC:
+    if low is None or high is None:
         return f"±{b['rel']:.0%}"
+    if abs((high - 1.0) - (1.0 - low)) <= SYMMETRIC:
+        return f"±{max(1.0 - low, high - 1.0):.0%}"
     return f"{low - 1.0:+.0%}/{high - 1.0:+.0%}"
 
 
@@ -264,7 +267,7 @@ def bands_note(bands: Mapping[str, Any] | None) -> str:
         return "no error bands (no published measurement behind these figures)"
     own = sorted({b["family"] for b in bands.values() if b["family"]})
     engines = sorted({b["engine"] for b in bands.values() if b.get("engine")})
-    inherited = ("saturation", "cost_per_million_output_tokens")
+    inherited = ("saturation", "cost_per_million_output_tokens", "joules_per_output_token", "gpus")
     pooled = [k for k, b in bands.items() if b["family"] is None and k not in inherited]
     text = (
         "± = 90th percentile of out-of-sample |error|, -x%/+y% = the measured figure's 90% "
@@ -281,4 +284,4 @@ def bands_note(bands: Mapping[str, Any] | None) -> str:
         text += "; thin fit (under 5 points or one source) for " + ", ".join(
             _metric_name(k) for k in thin
         )
-    return text + "; saturation and $/Mtok take the throughput band"
+    return text + "; saturation takes the throughput band, $/Mtok and J/token it inverted"

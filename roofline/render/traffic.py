@@ -102,7 +102,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
                 "$/M output tok",
                 b(_usd(e["cost_per_million_output_tokens"]), "cost_per_million_output_tokens"),
             ),
-            ("J/output token", "-" if j is None else f"{j:.3g}"),
+            ("J/output token", "-" if j is None else b(f"{j:.3g}", "joules_per_output_token")),
         ]
         per = e.get("per_replica")
         if per:  # stranding shows as one replica's tail or share apart from the rest
@@ -247,10 +247,11 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
                 misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")
             continue
         e = d["expected"]
+        at = i.get("confidence", "expected") != "expected"
         rows.append(
             (
                 f"{name}{' ' + mark if mark else ''}",
-                f"{d['gpus']:,}",
+                f"{d['gpus']:,}" + (f" ({d['confidence']['gpus_expected']:,})" if at else ""),
                 _usd(d["cost_per_hour"]),
                 _usd(d["cost_per_million_output_tokens"]),
                 f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
@@ -263,14 +264,20 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         f"Deployments of {i['model']} ({i['weights']} weights) serving {i['rate']:g} req/s, "
         f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}. "
         f"* = best ({i['minimize']}), f = on the frontier of tok/s per GPU vs tok/s per user; "
-        "GPUs = replicas x TP x PP; tok = output tokens/s; ±tok = the band of tok/s, $/Mtok "
-        "and saturation (±: 90th percentile of out-of-sample |error|; -x%/+y%: the measured "
-        "figure's 90% range), +p99 = how far above the expected TTFT/TPOT p99 the measured one "
+        "GPUs = replicas x TP x PP; tok = output tokens/s; ±tok = the band of tok/s and "
+        "saturation, inverted for $/Mtok (-x%/+y%: the measured figure's 90% range; ±x: a "
+        "symmetric one), +p99 = how far above the expected TTFT/TPOT p99 the measured one "
         "reaches (the range's top); per hardware family and engine, docs/ACCURACY.md (a family "
         "or engine under 5 points takes the wider pool); more in --format json. Each fleet "
         f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
         f"({i.get('router_model', '')}), as serve --dp N does"
     )
+    if i.get("confidence", "expected") != "expected":
+        head += (
+            f". Sized at confidence {i['confidence']}: each fleet serves the rate ÷ its throughput"
+            " band's low edge within the SLOs ÷ its TTFT/TPOT bands' high edges (both edges at"
+            " once, serving/confidence.py); (exp.) = the GPUs the expected figures alone need"
+        )
     best = next((d for d in deps if d["best"]), None)
     if best is not None and best.get("sized_on"):
         head += (
@@ -291,14 +298,16 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             con,
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
             f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
-            f"/Mtok{(' ' + pm(best.get('bands'), 'throughput')).rstrip()}, for {i['rate']:g} "
+            f"/Mtok{(' ' + pm(best.get('bands'), 'cost_per_million_output_tokens')).rstrip()}, "
+            f"for {i['rate']:g} "
             f"req/s of {i['model']}",
             "bold",
         )
     if rows:
+        level = i.get("confidence", "expected")
         cols = (
             T("deployment"),
-            N("GPUs"),
+            N("GPUs") if level == "expected" else N(f"GPUs {level}\n(exp.)"),
             N("$/h"),
             N("$/Mtok"),
             N("tok/\nGPU"),

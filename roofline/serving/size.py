@@ -29,6 +29,7 @@ from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.serving.candidates import Candidate, candidates
+from roofline.serving.confidence import Edges
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -38,10 +39,10 @@ from roofline.serving.cost import (
 from roofline.serving.metrics import ServeMetrics, Slo
 from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import max_rate_within_slo, replica_capacity
-from roofline.serving.serve import Replica, make_replica, serve
+from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.workers import parallel_map
-from roofline.serving.workload import Workload
+from roofline.serving.workload import Workload, with_rate
 from roofline.step.ops import Deployment
 
 # layouts searched together after the first, before pruning against the best found: a constant,
@@ -91,6 +92,12 @@ class Sized:
     # tp, pp, ep, attention_dp, layout, nodes, redundant_experts, max_batched_tokens, binding
     prefill_pool: dict | None = None
     router: str = ""  # how the fleet's requests were dealt (roofline.serving.router)
+    # sized to a confidence (serving.confidence): the level, and the replicas and GPUs the
+    # expected figures alone would need, beside this row's (at the level's edges)
+    confidence: str = "expected"
+    replicas_expected: int = 0
+    gpus_expected: int = 0
+    edges: Edges | None = None
 
 
 def layouts(
@@ -131,8 +138,13 @@ def size(
     drafting: DraftConfig | None = None,
     scale_out: Tier | None = None,
     router: str = DEFAULT_ROUTER,
+    confidence: dict[str, Edges] | None = None,
 ) -> list[Sized]:
     """Every accelerator × layout with its replica count for rate w.rate; sorted best first.
+    `confidence`: per accelerator id, the band edges to size to (serving.confidence): each
+    layout is sized on the expected figures and, where the edges are not neutral, again at
+    them, through the same steps (`fleet`); the row is the fleet at the edges, with the
+    expected fleet's replicas and GPUs beside it.
     A replica is sized on its capacity under the SLOs (search.max_rate_within_slo), or on its
     saturation rate without SLOs, × (1 − headroom). Where the engine's sequence cap binds the
     saturation, twice and four times the cap are tried too (the KV budget permitting) and the
@@ -167,6 +179,28 @@ def size(
         sat = cap.expected.requests_per_s
         r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
         return rep, cap, sat, r_cap
+
+    def fleet(rep: Replica, cap, runs: list[tuple[float, Workload, Slo]], least: int = 1):
+        """Replicas = ceil(rate / (capacity × (1 − headroom))) for each (capacity, workload,
+        SLO) run, the most of them (at least `least`); the fleet evaluated under each as
+        serve --dp n evaluates it, a replica added while any run's tail misses its SLO. The
+        last run's result, meets_slo true only when every run's is."""
+        n = max(least, *(math.ceil(float(wl.rate or 0.0) / (r * (1.0 - headroom)) * (1 - 1e-12))
+                         for r, wl, _ in runs))  # fmt: skip
+        res: list[ServeResult] = []
+        for _ in range(FLEET_TRIES + 1):  # the fleet's tail can miss where one replica's did not
+            if n > max_replicas:
+                return n, None
+            # the fleet evaluated as serve --dp n evaluates it: the whole stream, by the router
+            res = [serve(rep, wl, sl, n, capacity=cap, router=router) for _, wl, sl in runs]
+            if all(r.expected.meets_slo for r in res) or n + 1 > max_replicas:
+                break
+            n += 1
+        if n > max_replicas:
+            return n, None
+        ok = all(r.expected.meets_slo for r in res)
+        last = res[-1]
+        return n, replace(last, expected=replace(last.expected, meets_slo=ok))
 
     def one(task: tuple[Accelerator, Deployment, DraftConfig | None]) -> Sized:
         hw, dep, sp = task
@@ -205,16 +239,22 @@ def size(
         rep, cap, sat, r_cap = best
         if r_cap <= 0:
             return _none(hw, dep, "misses the SLOs even at light load", r_cap)
-        n = math.ceil(rate / (r_cap * (1.0 - headroom)) * (1 - 1e-12))
-        if n > max_replicas:
+        n, res = fleet(rep, cap, [(r_cap, w, slo)])
+        if res is None:
             return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
-        # the fleet evaluated as serve --dp n evaluates it: the whole stream, dealt by the router
-        res = serve(rep, w, slo, n, capacity=cap, router=router)
-        for _ in range(FLEET_TRIES):  # the fleet's tail can miss where one replica's did not
-            if res.expected.meets_slo or n + 1 > max_replicas:
-                break
-            n += 1
-            res = serve(rep, w, slo, n, capacity=cap, router=router)
+        n_exp, at = n, (confidence or {}).get(hw.id)
+        if at is not None and not at.neutral:  # at the band edges, through the same steps:
+            slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
+            r_own = max_rate_within_slo(rep, w, slo_at, sat, False, seed) if has_slo else sat
+            if r_own <= 0:
+                why = f"at {at.level} misses the SLOs ÷ the TTFT/TPOT bands' high edges"
+                return replace(_none(hw, dep, why + " even at light load"), confidence=at.level)
+            queue = (r_cap, with_rate(w, at.rate(rate), seed), slo)  # and the queue at rate ÷ low
+            n, res = fleet(rep, cap, [queue, (r_own, w, slo_at)], n_exp)
+            if res is None:
+                why = f"at {at.level} needs more than {max_replicas} replicas"
+                return replace(_none(hw, dep, why, r_own), confidence=at.level)
+            r_cap = min(r_cap * at.capacity, r_own)
         ideal_m, exp_m = res.ideal, res.expected
         gpus = rep.gpus * n
         usd = cost_per_hour(price, gpus)
@@ -255,6 +295,10 @@ def size(
             redundant_experts=redundant_experts(model, dep),
             constraint=constraint,
             router=res.router,
+            confidence=at.level if at is not None else "expected",
+            replicas_expected=n_exp,
+            gpus_expected=rep.gpus * n_exp,
+            edges=at,
         )
 
     def key(gpus: int, price: Price | None) -> tuple[float, float]:

@@ -17,12 +17,13 @@ each pool's own saturation binding (roofline.serving.search.BINDINGS).
 from __future__ import annotations
 
 from roofline.catalog.engine_flags import engine_flags
-from roofline.domain.errors import RooflineError
+from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.engines.launch import pools_refusal
 from roofline.serving.candidates import PREFILL_TOKENS, candidates, prefill_candidates
+from roofline.serving.confidence import Edges
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -192,13 +193,18 @@ def size_search(
     link: KvLink | None = None,
     shape: tuple[int, int] | None = None,
     router: str = DEFAULT_ROUTER,
+    confidence: dict[str, Edges] | None = None,
 ) -> list[Sized]:
     """size's search: the colocated deployments (roofline.serving.size.size) and, given the KV
     `link` between pools, the disaggregated ones (`size_disaggregated`, split `shape` or
-    searched), ranked together best first."""
+    searched), ranked together best first. `confidence`: the band edges per accelerator
+    (serving.confidence; colocated only)."""
+    if link is not None and confidence and any(not e.neutral for e in confidence.values()):
+        raise InputError("--confidence p90 sizes colocated fleets only: drop --disagg")
     rows = size(
         model, accelerators, base, eng, w, slo, prices, minimize, seed,
         headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
+        confidence=confidence,
     )  # fmt: skip
     if link is None:
         return rows

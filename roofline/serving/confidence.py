@@ -1,0 +1,83 @@
+"""Sizing to a confidence (issue 35): a fleet sized to its error bands' pessimistic edge.
+
+The bands (roofline/catalog/bands.py) say where the measured figure lies, 90% of the time,
+around the expected one. At confidence p90 a replica is taken to serve the expected capacity
+× the throughput band's low edge `capacity` (≤ 1: never better than expected), so the fleet is
+sized and evaluated at the offered rate ÷ `capacity` (the same requests re-timed: the queue
+sees the slower replica as a faster stream); and the SLO is met when the expected TTFT and TPOT
+at that rate, × their bands' high edges `ttft`, `tpot` (≥ 1) at the SLO's percentile, are within
+the limits, i.e. the expected figures within limit ÷ edge. Both edges are taken at once (the
+throughput and latency errors are correlated, not independent: the joint edge is the cautious
+reading, not a 90% figure of its own). At `expected` every edge is 1 and nothing changes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from roofline.domain.errors import InputError
+from roofline.serving.metrics import Slo
+
+LEVELS = ("expected", "p90")  # the bands are 90% intervals: no other level is measured
+
+
+def level(text: str) -> str:
+    """--confidence's level: expected, or p90 (also "90", "P90")."""
+    t = text.strip().lower()
+    t = "p" + t if t.replace(".", "", 1).isdigit() else t
+    if t in ("p90", "p90.0"):
+        return "p90"
+    if t == "expected":
+        return t
+    raise InputError(
+        f"--confidence must be expected or p90 (the bands are 90% intervals), got {text!r}"
+    )
+
+
+@dataclass(frozen=True)
+class Edges:
+    """The pessimistic edges one accelerator is sized to (module docstring)."""
+
+    level: str  # "expected" or "p90"
+    capacity: float = 1.0  # measured/expected capacity at the throughput band's low edge
+    ttft: float = 1.0  # measured/expected TTFT at its band's high edge
+    tpot: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (0 < self.capacity <= 1 and self.ttft >= 1 and self.tpot >= 1):
+            raise InputError(f"confidence edges out of range: {self}")
+        if not all(math.isfinite(x) for x in (self.capacity, self.ttft, self.tpot)):
+            raise InputError(f"confidence edges must be finite: {self}")
+
+    @property
+    def neutral(self) -> bool:
+        return self.capacity == 1.0 and self.ttft == 1.0 and self.tpot == 1.0
+
+    def rate(self, rate: float) -> float:
+        """The rate the expected model must serve for the real fleet to serve `rate`."""
+        return rate / self.capacity
+
+    def slo(self, slo: Slo) -> Slo:
+        """The limits the expected figures must meet: each ÷ its band's high edge."""
+        return replace(
+            slo,
+            ttft_s=None if slo.ttft_s is None else slo.ttft_s / self.ttft,
+            tpot_s=None if slo.tpot_s is None else slo.tpot_s / self.tpot,
+        )
+
+
+def edges(level_: str, throughput_low: float | None, ttft_high: float | None,
+          tpot_high: float | None) -> Edges:  # fmt: skip
+    """The edges at `level_` from the bands' factors (None: no band, the expected figure)."""
+    if level_ == "expected":
+        return Edges("expected")
+    return Edges(
+        level_,
+        min(1.0, throughput_low or 1.0),
+        max(1.0, ttft_high or 1.0),
+        max(1.0, tpot_high or 1.0),
+    )
+
+
+__all__ = ["LEVELS", "Edges", "edges", "level"]

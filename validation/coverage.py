@@ -1,0 +1,121 @@
+"""Coverage of the printed error bands (issue 35): the share of the out-of-sample points each
+metric's printed 90% band holds, and the band's median width, before and after the margin
+(validation/bands.py).
+
+A point is held when its measured/expected ratio r = 1 / (1 + e) lies in the interval the band
+prints for the point's (family, engine) cell: [low, high], or [1 − x, 1 + x] when it prints ±x
+(render.core.band_text). Two readings:
+- in sample: the shipped band, fitted on every point, the point's own among them;
+- unseen source: the band fitted without the point's source (leave-one-source-out), which is
+  what a user whose deployment no publication measured gets. "After" widens those by the
+  shipped margins, one number per metric fitted on these same scores (split conformal: a fresh
+  source is held at 90% in expectation; the table's figure is the calibration's own).
+Width = high − low of the printed interval, as a share of the expected figure, the median over
+the metric's points. "Before" is the method before issue 35: no sibling points, no margin, ±rel
+printed for a symmetric interval.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from validation.bands import (
+    BANDS,
+    Point,
+    cell_of,
+    compute,
+    loso,
+    margins,
+    widen,
+    with_siblings,
+)
+
+SYMMETRIC = 0.05  # render.core.SYMMETRIC
+
+
+@dataclass(frozen=True)
+class Coverage:
+    band: str
+    n: int
+    in_sample: float  # share of its points the shipped band holds
+    unseen: float  # share held by the band fitted without the point's source
+    width: float  # median printed width (high − low) as a share of the expected figure
+
+
+def printed(cell: dict, before: bool) -> tuple[float, float]:
+    """The interval a cell prints: [low, high], or ±x when symmetric within SYMMETRIC (x = rel
+    before issue 35, the interval's wider side after it)."""
+    low, high = cell["low"], cell["high"]
+    if abs((high - 1.0) - (1.0 - low)) <= SYMMETRIC:
+        x = cell["rel"] if before else max(1.0 - low, high - 1.0)
+        return 1.0 - x, 1.0 + x
+    return low, high
+
+
+def _held(cell: dict | None, p: Point, before: bool) -> bool | None:
+    if cell is None:
+        return None
+    lo, hi = printed(cell, before)
+    return lo - 1e-9 <= 1.0 / (1.0 + p.error) <= hi + 1e-9
+
+
+def coverage(pts: tuple[Point, ...] | list[Point], before: bool) -> list[Coverage]:
+    """Each metric's coverage and width (module docstring), the method before or after."""
+    fit_pts = list(pts) if before else with_siblings(pts)
+    fits = loso(fit_pts)
+    if before:
+        full, unseen = compute(fit_pts), fits
+    else:
+        m = margins(fit_pts, fits)
+        full = widen(compute(fit_pts), m)
+        unseen = {s: widen(b, m) for s, b in fits.items()}
+    out = []
+    for band in BANDS:
+        mine = [p for p in pts if p.band == band]
+        if not mine:
+            continue
+        ins = [_held(cell_of(full, band, p.family, p.engine), p, before) for p in mine]
+        oos = [_held(cell_of(unseen[p.source], band, p.family, p.engine), p, before) for p in mine]
+        widths = []
+        for p in mine:
+            cell = cell_of(full, band, p.family, p.engine)
+            if cell is not None:
+                lo, hi = printed(cell, before)
+                widths.append(hi - lo)
+        oos_known = [h for h in oos if h is not None]
+        out.append(
+            Coverage(
+                band,
+                len(mine),
+                float(np.mean([bool(h) for h in ins])),
+                float(np.mean(oos_known)) if oos_known else 0.0,
+                float(np.median(widths)) if widths else 0.0,
+            )
+        )
+    return out
+
+
+def table(pts: tuple[Point, ...] | list[Point]) -> str:
+    """The Markdown coverage table, before → after, one row per metric."""
+    rows = [
+        "| metric | points | held in sample | held, unseen source | median width |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for b, a in zip(coverage(pts, True), coverage(pts, False), strict=True):
+        rows.append(
+            f"| {a.band} | {a.n} | {b.in_sample:.0%} → {a.in_sample:.0%} | "
+            f"{b.unseen:.0%} → {a.unseen:.0%} | {b.width:.2f} → {a.width:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    from validation.bands import points
+
+    print(table(points()))
