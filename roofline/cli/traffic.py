@@ -65,6 +65,7 @@ def serve(
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     lens: topt.LengthOptions = topt.LENGTHS,
     rate: topt.Rate = None,
+    workload: topt.WorkloadFile = None,
     burstiness: topt.Burstiness = 1.0,
     arrivals: topt.Arrivals = None,
     speedup: topt.Speedup = 1.0,
@@ -117,15 +118,22 @@ def serve(
     dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo)
     slo = sl.slo()
     timed = arrivals is not None or (lens.prompt_dist or "").endswith(".jsonl")
-    if (rate is None) == (concurrency is None) and not timed:
+    if (rate is None) == (concurrency is None) and not timed and workload is None:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
     rate_list: list[float | None] = [*topt.rates(rate)] if rate is not None else [None]
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
-    base = topt.serving_workload(
-        lens, rate_list[0], concurrency, requests, duration, seed, burstiness, arrivals, speedup,
-        px.config(seed),
-    )  # fmt: skip
+    if workload is not None:  # a workload file's classes (roofline.cli.workload)
+        from roofline.cli import workload as wf
+
+        wf.refuse_shapes(px, lens, concurrency, arrivals)
+        spec, base = wf.load(workload, requests, seed, rate_list[0])
+        rate_list = [base.mix_rate] if rate is None else rate_list
+    else:
+        base = topt.serving_workload(
+            lens, rate_list[0], concurrency, requests, duration, seed, burstiness, arrivals,
+            speedup, px.config(seed),
+        )  # fmt: skip
     eng = with_frontend(engine(engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
     rep = make_replica(
@@ -144,13 +152,18 @@ def serve(
         rep, base, rate_list, slo, n_rep, seed, confirm=search_sat, router=router
     )
     doc = serve_doc(
-        m, hw, dep, lay, laid, n_gpus, n_rep, base, rate_list if rate is not None else None,
+        m, hw, dep, lay, laid, n_gpus, n_rep, base,
+        rate_list if rate is not None or workload is not None else None,
         concurrency, slo, eng, rep, rep.rules.chunked_prefill, tokenizer, preemption, cap,
         search_sat,
         price, dopt.draft_json(drafting, rep) if drafting is not None else None, results,
     )  # fmt: skip
+    table = render.serve_table
+    if workload is not None:
+        doc["inputs"]["workload"] = wf.workload_inputs(spec, base, rep.rules)
+        table = render.workload_serve_table
     rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]
-    pub.publish(doc, fmt, rows, render.serve_table, out)
+    pub.publish(doc, fmt, rows, table, out)
     for p in doc["points"]:
         why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
         if why:
