@@ -13,6 +13,7 @@ from roofline.cli import draft_options as dopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
+from roofline.cli import workload as wf
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.groups import grouped
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
@@ -124,11 +125,8 @@ def serve(
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     if workload is not None:  # a workload file's classes (roofline.cli.workload)
-        from roofline.cli import workload as wf
-
-        wf.refuse_shapes(px, lens, concurrency, arrivals)
-        spec, base = wf.load(workload, requests, seed, rate_list[0])
-        rate_list = [base.mix_rate] if rate is None else rate_list
+        spec, base, rate_list = wf.serve_base(workload, px, lens, concurrency, arrivals,
+                                              requests, seed, rate_list)  # fmt: skip
     else:
         base = topt.serving_workload(
             lens, rate_list[0], concurrency, requests, duration, seed, burstiness, arrivals,
@@ -158,10 +156,7 @@ def serve(
         search_sat,
         price, dopt.draft_json(drafting, rep) if drafting is not None else None, results,
     )  # fmt: skip
-    table = render.serve_table
-    if workload is not None:
-        doc["inputs"]["workload"] = wf.workload_inputs(spec, base, rep.rules)
-        table = render.workload_serve_table
+    table = wf.serve_table(doc, spec, base, rep) if workload is not None else render.serve_table
     rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]
     pub.publish(doc, fmt, rows, table, out)
     for p in doc["points"]:
@@ -193,6 +188,7 @@ def _laid_out(cat, m, hw, dep, lo: opt.LayoutOptions):
 def size(
     model: opt.ModelArg,
     rate: topt.Rate = None,
+    workload: topt.WorkloadFile = None,
     burstiness: topt.Burstiness = 1.0,
     hardware: topt.HardwareList = None,
     weights: opt.Weights = opt.WEIGHTS,
@@ -249,6 +245,9 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
+    if workload is not None:  # a workload file's classes, together and apart (cli.workload)
+        args = (model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px, sl)
+        return _size_workload(*args, engine_name, frontend, price, router, fmt)
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
@@ -300,6 +299,21 @@ def size(
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
     if day_rates is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
+
+
+def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px,
+                   sl, engine_name, frontend, price, router, fmt) -> None:  # fmt: skip
+    """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc)."""
+    wf.refuse_shapes(px, lens, None, None)
+    cat = catalog()
+    m, hws = cat.model(model), _accelerators(cat, hardware)
+    eng = with_frontend(engine(engine_name, hws[0]), frontend)
+    one = _size_rate(rate, None) if rate is not None else None
+    doc = wf.size_doc(
+        cat, m, hws, weights, kv_dtype, eng, workload, one, requests, seed, sl.slo(),
+        topt.price_table(cat, price), check_router(router),
+    )  # fmt: skip
+    pub.publish(doc, fmt, doc["deployments"], render.workload_size_table, None)
 
 
 def _size_rate(rate: str | None, day_rates) -> float:

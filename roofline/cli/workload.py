@@ -96,6 +96,21 @@ def load(path: Path, requests: int | None, seed: int, rate: float | None):
     return spec, mix_workload(spec, requests or 1000, seed, rate)
 
 
+def serve_base(path, px, lens, concurrency, arrivals, requests, seed, rate_list):
+    """serve --workload: (spec, workload at the first rate, the rates: the file's if none)."""
+    refuse_shapes(px, lens, concurrency, arrivals)
+    spec, base = load(path, requests, seed, rate_list[0])
+    return spec, base, [base.mix_rate] if rate_list == [None] else rate_list
+
+
+def serve_table(doc: dict[str, Any], spec, base, rep):
+    """serve's table for a workload file, its classes added to the inputs."""
+    from roofline import render
+
+    doc["inputs"]["workload"] = workload_inputs(spec, base, rep.rules)
+    return render.workload_serve_table
+
+
 def refuse_shapes(px, lens, concurrency, arrivals) -> None:
     """The single-shape options a workload file replaces."""
     if px.config() is not None:
@@ -106,3 +121,67 @@ def refuse_shapes(px, lens, concurrency, arrivals) -> None:
         raise InputError("--workload: the file holds the lengths; drop --prompt-dist/--output-dist")
     if concurrency is not None or arrivals is not None:
         raise InputError("--workload: classes arrive at their rates; drop --concurrency/--arrivals")
+
+
+def size_doc(cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router):
+    """size --workload: for each accelerator the layout (TP 1, 2, 4, 8 within a node; EP = TP for
+    a mixture of experts) needing the fewest GPUs for the classes together, and the same
+    layout sized for each class apart (serving.mixsize)."""
+    from roofline.cli import options as opt
+    from roofline.serving.mixsize import replicas_needed, size_apart
+    from roofline.serving.serve import make_replica
+
+    spec, w = load(path, requests or 1000, seed, rate)
+    max_len = int(w.prompts.max() + w.outputs.max())
+    rows: list[dict[str, Any]] = []
+    for hw in hws:
+        best = None
+        for tp in (1, 2, 4, 8):
+            if best is not None and tp >= best[0].gpus:
+                break  # one replica of this layout already needs as many GPUs
+            dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, 1, tp if m.is_moe else 1,
+                                 model=m)  # fmt: skip
+            try:
+                rep = make_replica(m, hw, dep, eng, max_len)
+                sized = replicas_needed(rep, w, slo, router)
+            except InputError:
+                continue
+            if best is None or sized.gpus < best[0].gpus:
+                best = (sized, rep, tp)
+        if best is None:
+            continue
+        sized, rep, tp = best
+        apart = size_apart(rep, w, slo, seed, router)
+        entry = prices.get(hw.id)
+        price = entry.usd_per_gpu_hour if entry is not None else None
+        e = sized.result.expected
+        rows.append(
+            {
+                "hardware": hw.id,
+                "tp": tp,
+                "ep": tp if m.is_moe else 1,
+                "replicas": sized.replicas,
+                "gpus": sized.gpus,
+                "cost_per_hour": price * sized.gpus if price else None,
+                "output_tokens_per_s": e.output_tokens_per_s,
+                "cost_per_million_output_tokens": (
+                    price * sized.gpus / (e.output_tokens_per_s * 3600) * 1e6
+                    if price and e.output_tokens_per_s
+                    else None
+                ),
+                "classes": classes_json(e.per_class),
+                "apart": [
+                    {"class": c.name, "replicas": a.replicas, "gpus": a.gpus}
+                    for c, a in zip(spec.classes, apart, strict=True)
+                ],
+                "apart_gpus": sum(a.gpus for a in apart),
+            }
+        )
+    if not rows:
+        raise InputError("no accelerator in --hardware holds the model and one request")
+    rows.sort(key=lambda r: (r["gpus"], r["cost_per_hour"] or 0.0))
+    return {
+        "command": "size",
+        "inputs": {"model": m.id, "workload": workload_inputs(spec, w), "slo_pct": slo.pct},
+        "deployments": rows,
+    }

@@ -75,3 +75,35 @@ def _sharing(doc: Mapping[str, Any], name: str) -> str:
         f" the KV budget holds {s['cliff_batch_sequences']:,} sequences shared,"
         f" {s['cliff_batch_sequences_independent']:,} independent (the cliff batch)"
     )
+
+
+@table_output
+def workload_size_table(doc: Mapping[str, Any], con: Console) -> None:
+    """size --workload: GPUs for the classes together and apart, per accelerator."""
+    deps = doc["deployments"]
+    print_rows(
+        con,
+        f"{doc['inputs']['model']}: replicas meeting every class's SLOs, the classes together in"
+        " one pool and each apart in its own (expected)",
+        (T("deployment"), N("repl"), N("GPUs"), N("apart\nGPUs"), N("$/h"), N("$/Mtok")),
+        [
+            (
+                f"{d['hardware']} TP{d['tp']}" + (f" EP{d['ep']}" if d["ep"] > 1 else ""),
+                str(d["replicas"]),
+                str(d["gpus"]),
+                str(d["apart_gpus"]) + " (" + ", ".join(
+                    f"{a['class']} {a['gpus']}" for a in d["apart"]) + ")",
+                "-" if d["cost_per_hour"] is None else f"${d['cost_per_hour']:.1f}",
+                "-" if d["cost_per_million_output_tokens"] is None
+                else f"${d['cost_per_million_output_tokens']:.2f}",
+            )
+            for d in deps
+        ],
+    )  # fmt: skip
+    best = deps[0]
+    print_rows(con, f"per class, {best['hardware']} x {best['replicas']}", CLASS_COLS,
+               class_rows(best["classes"]))  # fmt: skip
+    for c in best["classes"]:
+        turns = c.get("ttft_p99_by_turn_s") or []
+        if len(turns) > 1:
+            say(con, f"{c['name']}: TTFT p99 by turn " + " ".join(_lat(x) for x in turns))

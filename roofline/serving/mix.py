@@ -177,4 +177,5 @@ def _merge(spec, parts, rates, seq_rate, requests, seed, rate) -> Workload:
         prefix=info if cached else None,
         klass=klass, priority=prio if len(set(prio.tolist())) > 1 else None,
         mix=spec, mix_requests=requests, mix_rate=float(sum(rates)),
+        mix_retime=lambda r, s: mix_workload(spec, requests, s, r),
     )  # fmt: skip

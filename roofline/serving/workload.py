@@ -52,6 +52,7 @@ class Workload:
     mix: Any = None
     mix_requests: int = 0
     mix_rate: float = 0.0
+    mix_retime: Any = None  # (rate, seed) -> the classes redrawn at `rate` arrivals/s (mix.py)
 
     @property
     def stationary(self) -> bool:
@@ -241,10 +242,8 @@ def with_rate(w: Workload, rate: float, seed: int = 0) -> Workload:
     a rate sweep; a workload file's classes at `rate` arrivals/s over them."""
     if not (math.isfinite(rate) and 0 < rate <= 1e6):
         raise InputError(f"--rate must be a positive number of requests/s up to 1e6, got {rate}")
-    if w.mix is not None:  # a workload file's classes: `rate` arrivals/s over them, redrawn
-        from roofline.serving.mix import mix_workload
-
-        return mix_workload(w.mix, w.mix_requests, seed, rate)
+    if w.mix_retime is not None:  # a workload file's classes: `rate` arrivals/s over them
+        return w.mix_retime(rate, seed)
     if w.prefix_config is not None:
         return with_prefix(with_rate(unprefixed(w), rate, seed), w.prefix_config, seed)
     gaps = unit_gaps(np.random.default_rng(seed), w.n, w.burstiness)

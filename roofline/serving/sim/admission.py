@@ -124,7 +124,13 @@ class Admission(SimState):
             return False
         cands = preemptible(r, self.active, self.prio, self.arr, self.prio_preempt)
         blk, budget = self.rules.block_tokens, self.rules.budget_blocks
-        held = [-(-(self.prompts[v] + self.gen[v]) // blk) for v in cands]
+        held = [  # a decoder's context is base + G (decoders.py), a prefill's its prompt so far
+            -(
+                -(self.base[v] + self.G if v in self.decoding else self.prompts[v] + self.gen[v])
+                // blk
+            )
+            for v in cands
+        ]
         if not cands or needed - sum(held) > budget:
             return False
         for v, b in zip(cands, held, strict=True):
