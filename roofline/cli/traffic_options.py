@@ -19,7 +19,7 @@ Rate = Annotated[
     typer.Option("--rate", help="requests/s, Poisson arrivals: 4 | 1,2,4 | 0.5..20:0.5"),
 ]
 WorkloadFile = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--workload",
         help="a workload file (YAML): classes with their rates, lengths, SLOs, priorities,"
