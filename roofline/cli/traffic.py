@@ -13,6 +13,7 @@ from roofline.cli import draft_options as dopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
+from roofline.cli import workload as wf
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
@@ -66,6 +67,7 @@ def serve(
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     lens: topt.LengthOptions = topt.LENGTHS,
     rate: topt.Rate = None,
+    workload: topt.WorkloadFile = None,
     burstiness: topt.Burstiness = 1.0,
     arrivals: topt.Arrivals = None,
     speedup: topt.Speedup = 1.0,
@@ -118,15 +120,19 @@ def serve(
     dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo)
     slo = sl.slo()
     timed = arrivals is not None or (lens.prompt_dist or "").endswith(".jsonl")
-    if (rate is None) == (concurrency is None) and not timed:
+    if (rate is None) == (concurrency is None) and not timed and workload is None:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
     rate_list: list[float | None] = [*topt.rates(rate)] if rate is not None else [None]
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
-    base = topt.serving_workload(
-        lens, rate_list[0], concurrency, requests, duration, seed, burstiness, arrivals, speedup,
-        px.config(seed),
-    )  # fmt: skip
+    if workload is not None:  # a workload file's classes (roofline.cli.workload)
+        spec, base, rate_list = wf.serve_base(workload, px, lens, concurrency, arrivals,
+                                              requests, seed, rate_list)  # fmt: skip
+    else:
+        base = topt.serving_workload(
+            lens, rate_list[0], concurrency, requests, duration, seed, burstiness, arrivals,
+            speedup, px.config(seed),
+        )  # fmt: skip
     opt.positions(m, int((base.prompts + base.outputs).max()))
     eng = with_frontend(engine(engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
@@ -146,13 +152,15 @@ def serve(
         rep, base, rate_list, slo, n_rep, seed, confirm=search_sat, router=router
     )
     doc = serve_doc(
-        m, hw, dep, lay, laid, n_gpus, n_rep, base, rate_list if rate is not None else None,
+        m, hw, dep, lay, laid, n_gpus, n_rep, base,
+        rate_list if rate is not None or workload is not None else None,
         concurrency, slo, eng, rep, rep.rules.chunked_prefill, tokenizer, preemption, cap,
         search_sat,
         price, dopt.draft_json(drafting, rep) if drafting is not None else None, results,
     )  # fmt: skip
+    table = wf.serve_table(doc, spec, base, rep) if workload is not None else render.serve_table
     rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]
-    pub.publish(doc, fmt, rows, render.serve_table, out)
+    pub.publish(doc, fmt, rows, table, out)
     for p in doc["points"]:
         why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
         if why:
@@ -182,6 +190,7 @@ def _laid_out(cat, m, hw, dep, lo: opt.LayoutOptions):
 def size(
     model: opt.ModelArg,
     rate: topt.Rate = None,
+    workload: topt.WorkloadFile = None,
     burstiness: topt.Burstiness = 1.0,
     hardware: topt.HardwareList = None,
     weights: opt.Weights = opt.WEIGHTS,
@@ -242,6 +251,9 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
+    if workload is not None:  # a workload file's classes, together and apart (cli.workload)
+        args = (model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px, sl)
+        return _size_workload(*args, engine_name, frontend, price, router, fmt)
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
@@ -296,6 +308,21 @@ def size(
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
     if day_rates is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
+
+
+def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px,
+                   sl, engine_name, frontend, price, router, fmt) -> None:  # fmt: skip
+    """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc)."""
+    wf.refuse_shapes(px, lens, None, None)
+    cat = catalog()
+    m, hws = cat.model(model), _accelerators(cat, hardware)
+    eng = with_frontend(engine(engine_name, hws[0]), frontend)
+    one = _size_rate(rate, None) if rate is not None else None
+    doc = wf.size_doc(
+        cat, m, hws, weights, kv_dtype, eng, workload, one, requests, seed, sl.slo(),
+        topt.price_table(cat, price), check_router(router),
+    )  # fmt: skip
+    pub.publish(doc, fmt, doc["deployments"], render.workload_size_table, None)
 
 
 def _size_rate(rate: str | None, day_rates) -> float:

@@ -130,6 +130,10 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
         ]
     if m.prefix is not None:
         out["prefix_cache"] = prefix_json(m.prefix)
+    if m.per_class:  # a workload file's classes (roofline.serving.classes)
+        from roofline.cli.workload import classes_json
+
+        out["classes"] = classes_json(m.per_class)
     return out
 
 

@@ -18,6 +18,15 @@ Rate = Annotated[
     str | None,
     typer.Option("--rate", help="requests/s, Poisson arrivals: 4 | 1,2,4 | 0.5..20:0.5"),
 ]
+WorkloadFile = Annotated[
+    str | None,
+    typer.Option(
+        "--workload",
+        help="a workload file (YAML): classes with their rates, lengths, SLOs, priorities,"
+        " reasoning (thinking, n samples) and agent sessions, in place of the single-shape"
+        " options; --rate then scales the arrivals/s over all classes",
+    ),
+]
 Burstiness = Annotated[
     float,
     typer.Option(

@@ -46,6 +46,10 @@ TRTLLM_MAX_NUM_TOKENS = 8192  # llm_args.py BaseLlmArgs.max_num_tokens
 # another (module docstring): vLLM 0, SGLang's initial new_token_ratio, TensorRT-LLM's
 # GUARANTEED_NO_EVICT all of it
 RESERVE_OUTPUT = {"sglang": 0.7, "trtllm": 1.0}
+# engines whose waiting requests preempt running ones of a worse priority, and by how much worse:
+# SGLang's --priority-scheduling-preemption-threshold default (server_args.py; schedule_policy.py
+# PrefillAdder.preempt_to_schedule); vLLM preempts only to fit its running requests
+PRIORITY_PREEMPTION = {"sglang": 10}
 SGLANG_MIN_RUNNING, SGLANG_MAX_RUNNING = 2048, 4096  # model_runner._resolve_max_num_reqs clamp
 
 

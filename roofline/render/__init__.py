@@ -61,6 +61,8 @@ _TABLES = {
     "serve_table": "traffic",
     "size_table": "traffic",
     "size_day_table": "day",
+    "workload_serve_table": "workload",
+    "workload_size_table": "workload",
 }
 
 
@@ -132,6 +134,8 @@ __all__ = [
     "tiers_table",
     "to_jsonable",
     "validate_table",
+    "workload_serve_table",
+    "workload_size_table",
     "write_columns",
     "write_parquet",
 ]

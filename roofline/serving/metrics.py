@@ -118,6 +118,7 @@ class ServeMetrics:
     unbounded: str = ""
     transient: ServeMetrics | None = None  # past saturation: the simulated run as it was
     per_replica: tuple[ReplicaShare, ...] = ()  # each replica's own figures (a fleet's run)
+    per_class: tuple = ()  # a workload file's classes (roofline.serving.classes.ClassMetrics)
 
 
 def replica_share(record: RunRecord, slo: Slo, gpus: int) -> ReplicaShare:

@@ -29,6 +29,7 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.engines.scheduler import (
+    PRIORITY_PREEMPTION,
     EngineRules,
     Frontend,
     frontend_costs,
@@ -74,6 +75,7 @@ class Replica:
     frontend: Frontend | None = None  # the expected figures' API server (never the ideal's)
     model: ModelArch | None = None  # what it serves (the capacity bounds count its ops)
     drafting: DraftRound | None = None  # the speculative round its decode steps run (None: plain)
+    engine: str = ""  # the engine's name (its priority rules: roofline.serving.sim.priority)
 
     @property
     def gpus(self) -> int:
@@ -176,7 +178,7 @@ def make_replica(
             speculative_steps(s, model, hw, dep, drafting, rnd, ideal, pid)
             for s, ideal in zip(steps, (True, False), strict=True)
         ]
-    return Replica(hw, dep, rules, steps[0], steps[1], front, model, rnd)
+    return Replica(hw, dep, rules, steps[0], steps[1], front, model, rnd, eng.name)
 
 
 def _drafter_memory(model, hw, dep, drafting: DraftConfig, rnd: DraftRound, capacity_bytes):
@@ -217,7 +219,7 @@ def run_replicas(
     steps = rep.ideal if ideal else rep.expected
 
     def simulate(sel: slice | np.ndarray, pfx=None, users=None) -> RunRecord:
-        return simulate_requests(
+        rec = simulate_requests(
             steps,
             w.arrival_s[sel],
             w.prompts[sel],
@@ -227,7 +229,10 @@ def run_replicas(
             release_until_s=w.duration_s if w.duration_s is not None else math.inf,
             frontend=None if ideal else rep.frontend,
             prefix=pfx,
+            priority=None if w.priority is None else w.priority[sel],
+            priority_preemption=PRIORITY_PREEMPTION.get(rep.engine),
         )
+        return rec if w.klass is None else replace(rec, klass=w.klass[sel])
 
     if routed_least_loaded(w, replicas, router) and not one:
         sels = round_robin(w.n, replicas)
@@ -385,6 +390,8 @@ def serve(
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
     check_router(router)
+    if w.mix is not None and w.prefix is not None:  # the saturation probe ignores shared KV and
+        capacity = None  # cached turns: the run's own window figures, not a steady state
     offered = w.rate if w.concurrency is None else None
     out = []
     for ideal in (True, False):
@@ -396,6 +403,10 @@ def serve(
             m = _steady(m, capacity, per, ideal, n, slo if w.stationary else None)
         if len(records) > 1 and not m.unbounded:
             m = replace(m, per_replica=tuple(replica_share(r, slo, rep.gpus) for r in records))
+        if w.mix is not None:  # a workload file's classes, each against its own SLOs
+            from roofline.serving.classes import with_classes
+
+            m = with_classes(m, records, w, slo)
         out.append(m)
     used = router if routed_least_loaded(w, replicas, router) else "round-robin"
     return ServeResult(out[0], out[1], replicas, used if replicas > 1 else "")

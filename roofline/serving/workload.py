@@ -44,6 +44,15 @@ class Workload:
     prefix_config: PrefixConfig | None = None
     drawn: tuple[np.ndarray, np.ndarray] | None = None  # the lengths before with_prefix
     replay: bool = False  # arrival times replayed from a log or trace (not a stationary process)
+    # a workload file's classes (roofline.serving.mix): each request's class and priority (None:
+    # one priority), the file, and how it was drawn (about mix_requests sequences, mix_rate
+    # arrivals/s over the classes; `rate` above counts sequences/s)
+    klass: np.ndarray | None = None
+    priority: np.ndarray | None = None
+    mix: Any = None
+    mix_requests: int = 0
+    mix_rate: float = 0.0
+    mix_retime: Any = None  # (rate, seed) -> the classes redrawn at `rate` arrivals/s (mix.py)
 
     @property
     def stationary(self) -> bool:
@@ -230,9 +239,11 @@ def check_burstiness(burstiness: float) -> float:
 
 def with_rate(w: Workload, rate: float, seed: int = 0) -> Workload:
     """The same requests arriving at `rate` with the workload's burstiness (Poisson at 1), for
-    a rate sweep."""
+    a rate sweep; a workload file's classes at `rate` arrivals/s over them."""
     if not (math.isfinite(rate) and 0 < rate <= 1e6):
         raise InputError(f"--rate must be a positive number of requests/s up to 1e6, got {rate}")
+    if w.mix_retime is not None:  # a workload file's classes: `rate` arrivals/s over them
+        return w.mix_retime(rate, seed)
     if w.prefix_config is not None:
         return with_prefix(with_rate(unprefixed(w), rate, seed), w.prefix_config, seed)
     gaps = unit_gaps(np.random.default_rng(seed), w.n, w.burstiness)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from roofline.domain.errors import InputError
+from roofline.serving.sim.priority import order_waiting, preemptible, victim
 from roofline.serving.sim.simstate import SimState
 
 
@@ -27,6 +28,8 @@ class Admission(SimState):
 
     def admit(self) -> None:
         rules, steps, blk = self.rules, self.steps, self.rules.block_tokens
+        if self.prio is not None:  # the queue in priority order (roofline.serving.sim.priority)
+            order_waiting(self.waiting, self.prio, self.arr)
         n_dec = len(self.decoding)
         # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
         used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
@@ -57,12 +60,19 @@ class Admission(SimState):
             if self.cache is not None:  # the shared prefix's blocks are counted once
                 need += self.cache.group_delta(r, tokens - 1)
             if used + need > rules.budget_blocks:
-                if exact:
-                    break
-                used = self.reserved + (self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0)
-                exact = True
+                if not exact:
+                    used = self.reserved + (
+                        self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0
+                    )
+                    exact = True
                 if used + need > rules.budget_blocks:
-                    break
+                    if not self.preempt_for(r, used + need):
+                        break
+                    used = self.reserved + (
+                        self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0
+                    )
+                    if used + need > rules.budget_blocks:
+                        break
             self.waiting.popleft()
             used += need
             self.committed += full
@@ -106,9 +116,46 @@ class Admission(SimState):
                 hint="shorten --output or --prompt, or add memory (--tp, --kv-dtype fp8)",
             )
 
-    def preempt(self) -> None:
-        """The next step does not fit: preempt the most recently admitted sequence."""
-        victim = self.active.pop()
+    def preempt_for(self, r: int, needed: float) -> bool:
+        """SGLang's preemption to admit waiting request r (roofline.serving.sim.priority): running
+        requests of a priority worse by more than the threshold, worst first, when freeing all
+        of them would bring the KV `needed` within the budget; whether any was preempted."""
+        if self.prio is None or self.prio_preempt is None:
+            return False
+        cands = preemptible(r, self.active, self.prio, self.arr, self.prio_preempt)
+        blk, budget = self.rules.block_tokens, self.rules.budget_blocks
+        held = [  # a decoder's context is base + G (decoders.py), a prefill's its prompt so far
+            -(
+                -(self.base[v] + self.G if v in self.decoding else self.prompts[v] + self.gen[v])
+                // blk
+            )
+            for v in cands
+        ]
+        if not cands or needed - sum(held) > budget:
+            return False
+        for v, b in zip(cands, held, strict=True):
+            self.preempt(v)
+            needed -= b
+            if needed <= budget:
+                break
+        self.waiting.remove(r)  # r stays at the head, before the requests it displaced
+        self.waiting.appendleft(r)
+        return True
+
+    def preempt(self, chosen: int | None = None) -> None:
+        """The next step does not fit: preempt the most recently admitted sequence, or under
+        priorities vLLM's victim (roofline.serving.sim.priority), or `chosen`."""
+        if chosen is not None:
+            victim_ = chosen
+            self.active.remove(chosen)
+        elif self.prio is not None:
+            victim_ = victim(self.active, self.prio, self.arr)
+            self.active.remove(victim_)
+        else:
+            victim_ = self.active.pop()
+        self._preempt(victim_)
+
+    def _preempt(self, victim: int) -> None:
         self.preemptions += 1
         self.committed -= self.commit[victim]
         self.commit[victim] = 0.0

@@ -138,6 +138,12 @@ class PrefixInfo:
     think_s: float
     n_first: int
     turn: np.ndarray  # 0 for a conversation's first turn
+    wait_s: np.ndarray | None = None  # per request, its own wait after its predecessor
+    session: np.ndarray | None = None  # per request, what keeps it on one replica (None: conv)
+
+    def think_at(self, i: int) -> float:
+        """Seconds request i is sent after its predecessor's last token reached the client."""
+        return self.think_s if self.wait_s is None else float(self.wait_s[i])
 
     def take(self, sel: np.ndarray) -> PrefixInfo:
         """The requests `sel` (sorted indices, every turn of the conversations they hold)."""
@@ -153,6 +159,8 @@ class PrefixInfo:
             self.think_s,
             first,
             self.turn[sel],
+            None if self.wait_s is None else self.wait_s[sel],
+            None if self.session is None else self.session[sel],
         )
 
     def possible_hit_tokens(self, prompts: np.ndarray, block: int) -> np.ndarray:
@@ -166,7 +174,10 @@ class PrefixInfo:
 
 def replica_selection(info: PrefixInfo, n: int, replicas: int, j: int) -> np.ndarray:
     """Requests of replica j: round robin over the requests, or over conversations when they have
-    more than one turn (a conversation's turns go to the replica holding its history)."""
+    more than one turn (a conversation's turns go to the replica holding its history), or over
+    sessions when given (a workload file's samples and agent sessions)."""
+    if info.session is not None:
+        return np.flatnonzero(info.session % replicas == j)
     if info.n_first == n:
         return np.arange(j, n, replicas)
     return np.flatnonzero(info.conv % replicas == j)

@@ -41,6 +41,7 @@ class RunRecord:
     first_wait_s: np.ndarray | None = None  # the first token's wait in the API server's queue
     finish_wait_s: np.ndarray | None = None  # the last token's wait there
     prefix: PrefixStats | None = None  # what the prefix cache did (None: no cache)
+    klass: np.ndarray | None = None  # each request's class (a workload file's; None: one class)
 
     @property
     def client_sent_s(self) -> np.ndarray:

@@ -54,14 +54,20 @@ def simulate_requests(
     release_until_s: float = math.inf,
     frontend: Frontend | None = None,
     prefix: PrefixInfo | None = None,
+    priority: np.ndarray | None = None,
+    priority_preemption: int | None = None,
 ) -> RunRecord:
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
     arrival_s[:N] and each finish releases the next request (until `release_until_s`) once the
     client has seen it. `frontend`: the API server between client and engine (policy.Frontend;
     None: none, as for the ideal). `prefix`: shared prefixes and conversations, cached
-    (roofline.serving.sim.prefixcache; a later turn arrives when its predecessor is done)."""
+    (roofline.serving.sim.prefixcache; a later turn arrives when its predecessor is done).
+    `priority` per request (lower first; roofline.serving.sim.priority), and
+    `priority_preemption` the engine's threshold for preempting to admit (None: never)."""
     sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
+    sim.prio = None if priority is None else np.asarray(priority, dtype=np.int64).tolist()
+    sim.prio_preempt = priority_preemption
     return sim.run(release_until_s)
 
 
@@ -202,10 +208,8 @@ class _Sim(Decoders, Admission):
             i = self.succ[r]
             if i >= 0:
                 sent, arr = self.api.resend(now, wait)
-                self.sent[i], self.arr[i] = (
-                    sent + self.cache.info.think_s,
-                    arr + self.cache.info.think_s,
-                )
+                think = self.cache.info.think_at(i)
+                self.sent[i], self.arr[i] = sent + think, arr + think
                 heappush(self.later, (self.arr[i], i))
                 return
         if self.next_release < self.n_in and now < self.release_until_s:

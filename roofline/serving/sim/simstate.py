@@ -57,6 +57,9 @@ class SimState:
     spans: int
     last_shared: float
     simple_kv: bool
+    arr: list[float]
+    prio: list[int] | None  # per request, lower first (None: first come, first served)
+    prio_preempt: int | None  # SGLang's threshold for preempting to admit (None: never)
 
     if TYPE_CHECKING:  # defined by Decoders and _Sim
 

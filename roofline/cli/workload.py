@@ -1,0 +1,187 @@
+"""`--workload FILE` (a workload file's classes, roofline.serving.workloadfile) in serve and
+size: the workload, its classes' JSON, and size's replicas (roofline.serving.mixsize)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from roofline.domain.errors import InputError
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def classes_json(per_class) -> list[dict[str, Any]]:
+    """Each class's figures (serving.classes.ClassMetrics); unbounded percentiles null."""
+
+    def pcts(p) -> dict[str, float | None]:
+        return {k: _finite(getattr(p, k)) for k in ("p50", "p90", "p99", "mean")}
+
+    return [
+        {
+            "name": c.name,
+            "priority": c.priority,
+            "arrivals_per_s": c.arrivals_per_s,
+            "requests": c.requests,
+            "ttft_s": pcts(c.ttft_s),
+            "tpot_s": pcts(c.tpot_s),
+            "e2e_s": pcts(c.e2e_s),
+            "queue_s": pcts(c.queue_s),
+            "slo": {"ttft_s": c.slo.ttft_s, "tpot_s": c.slo.tpot_s, "pct": c.slo.pct},
+            "slo_attainment": c.slo_attainment,
+            "meets_slo": c.meets_slo,
+            "output_tokens_per_s": c.output_tokens_per_s,
+            "ttft_p99_by_turn_s": [_finite(x) for x in c.ttft_p99_by_turn_s],
+        }
+        for c in per_class
+    ]
+
+
+def workload_inputs(spec, w, rules=None) -> dict[str, Any]:
+    """The file's classes as given, for a result's inputs; with the replica's `rules`, the KV
+    one arrival of a class with n samples holds, shared and not (serving.classes.kv_sharing)."""
+    from roofline.serving.classes import kv_sharing
+
+    def sharing(c, k: int) -> dict[str, Any] | None:
+        if rules is None or c.n == 1:
+            return None
+        sel = w.klass == k
+        p, o = round(w.prompts[sel].mean()), round(w.outputs[sel].mean())
+        s = kv_sharing(p, o, c.n, rules.block_tokens, rules.budget_blocks)
+        return {
+            "n": s.n,
+            "independent_tokens": s.independent_tokens,
+            "shared_tokens": s.shared_tokens,
+            "saved_share": s.saved_share,
+            "cliff_batch_sequences": s.arrivals_that_fit * s.n,
+            "cliff_batch_sequences_independent": s.arrivals_that_fit_independent * s.n,
+        }
+
+    return {
+        "file": spec.where,
+        "arrivals_per_s": w.mix_rate,
+        "sequences_per_s": w.rate,
+        "classes": [
+            {
+                "name": c.name,
+                "arrivals_per_s": r,
+                "prompt": c.prompt,
+                "output": c.output,
+                "thinking_budget": c.thinking_budget or None,
+                "thinking_share": c.thinking_share if c.thinking_budget else None,
+                "n": c.n,
+                "share_prompt": c.share_prompt,
+                "system_prompt": c.system_prompt or None,
+                "turns": c.turns,
+                "tool_wait": c.tool_wait.text() if c.turns > 1 else None,
+                "priority": c.priority,
+                "slo_ttft_s": c.slo_ttft_s,
+                "slo_tpot_s": c.slo_tpot_s,
+                "kv_sharing": sharing(c, k),
+            }
+            for k, (c, r) in enumerate(zip(spec.classes, spec.class_rates(w.mix_rate), strict=True))
+        ],
+    }
+
+
+def load(path: Path, requests: int | None, seed: int, rate: float | None):
+    """(spec, workload) of a workload file at `rate` arrivals/s (None: the file's)."""
+    from roofline.serving.mix import mix_workload
+    from roofline.serving.workloadfile import read_workload
+
+    spec = read_workload(path)
+    return spec, mix_workload(spec, requests or 1000, seed, rate)
+
+
+def serve_base(path, px, lens, concurrency, arrivals, requests, seed, rate_list):
+    """serve --workload: (spec, workload at the first rate, the rates: the file's if none)."""
+    refuse_shapes(px, lens, concurrency, arrivals)
+    spec, base = load(path, requests, seed, rate_list[0])
+    return spec, base, [base.mix_rate] if rate_list == [None] else rate_list
+
+
+def serve_table(doc: dict[str, Any], spec, base, rep):
+    """serve's table for a workload file, its classes added to the inputs."""
+    from roofline import render
+
+    doc["inputs"]["workload"] = workload_inputs(spec, base, rep.rules)
+    return render.workload_serve_table
+
+
+def refuse_shapes(px, lens, concurrency, arrivals) -> None:
+    """The single-shape options a workload file replaces."""
+    if px.config() is not None:
+        raise InputError(
+            "--workload: the file holds prefixes and turns; drop --shared-prefix/--turns"
+        )
+    if lens.prompt_dist or lens.output_dist:
+        raise InputError("--workload: the file holds the lengths; drop --prompt-dist/--output-dist")
+    if concurrency is not None or arrivals is not None:
+        raise InputError("--workload: classes arrive at their rates; drop --concurrency/--arrivals")
+
+
+def size_doc(cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router):
+    """size --workload: for each accelerator the layout (TP 1, 2, 4, 8 within a node; EP = TP for
+    a mixture of experts) needing the fewest GPUs for the classes together, and the same
+    layout sized for each class apart (serving.mixsize)."""
+    from roofline.cli import options as opt
+    from roofline.serving.mixsize import replicas_needed, size_apart
+    from roofline.serving.serve import make_replica
+
+    spec, w = load(path, requests or 1000, seed, rate)
+    max_len = int(w.prompts.max() + w.outputs.max())
+    rows: list[dict[str, Any]] = []
+    for hw in hws:
+        best = None
+        for tp in (1, 2, 4, 8):
+            if best is not None and tp >= best[0].gpus:
+                break  # one replica of this layout already needs as many GPUs
+            dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, 1, tp if m.is_moe else 1,
+                                 model=m)  # fmt: skip
+            try:
+                rep = make_replica(m, hw, dep, eng, max_len)
+                sized = replicas_needed(rep, w, slo, router)
+            except InputError:
+                continue
+            if best is None or sized.gpus < best[0].gpus:
+                best = (sized, rep, tp)
+        if best is None:
+            continue
+        sized, rep, tp = best
+        apart = size_apart(rep, w, slo, seed, router)
+        entry = prices.get(hw.id)
+        price = entry.usd_per_gpu_hour if entry is not None else None
+        e = sized.result.expected
+        rows.append(
+            {
+                "hardware": hw.id,
+                "tp": tp,
+                "ep": tp if m.is_moe else 1,
+                "replicas": sized.replicas,
+                "gpus": sized.gpus,
+                "cost_per_hour": price * sized.gpus if price else None,
+                "output_tokens_per_s": e.output_tokens_per_s,
+                "cost_per_million_output_tokens": (
+                    price * sized.gpus / (e.output_tokens_per_s * 3600) * 1e6
+                    if price and e.output_tokens_per_s
+                    else None
+                ),
+                "classes": classes_json(e.per_class),
+                "apart": [
+                    {"class": c.name, "replicas": a.replicas, "gpus": a.gpus}
+                    for c, a in zip(spec.classes, apart, strict=True)
+                ],
+                "apart_gpus": sum(a.gpus for a in apart),
+            }
+        )
+    if not rows:
+        raise InputError("no accelerator in --hardware holds the model and one request")
+    rows.sort(key=lambda r: (r["gpus"], r["cost_per_hour"] or 0.0))
+    return {
+        "command": "size",
+        "inputs": {"model": m.id, "workload": workload_inputs(spec, w), "slo_pct": slo.pct},
+        "deployments": rows,
+    }

@@ -1,0 +1,109 @@
+"""Tables of a workload file's runs (roofline.serving.mix): serve's figures for the pool, then
+each class against its own SLOs; size's replicas for the classes together and apart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+
+from roofline.render.core import csec, pct
+from roofline.render.traffic import serve_table
+from roofline.render.width import N, T, print_rows, say, table_output
+
+
+def _lat(t: float | None) -> str:
+    return "unbounded" if t is None else csec(t)
+
+
+def class_rows(classes: list[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    return [
+        (
+            c["name"],
+            str(c["priority"]),
+            f"{c['arrivals_per_s']:.3g}",
+            _lat(c["ttft_s"]["p99"]),
+            csec(c["tpot_s"]["p99"]),
+            _lat(c["e2e_s"]["p99"]),
+            f"{c['output_tokens_per_s']:,.0f}",
+            pct(c["slo_attainment"]),
+            "ok" if c["meets_slo"] else "MISS",
+        )
+        for c in classes
+    ]
+
+
+CLASS_COLS = (
+    T("class"), N("prio"), N("arr/s"), N("TTFT\np99"), N("TPOT\np99"), N("E2E\np99"),
+    N("tok/s"), N("in SLO"), T("SLO"),
+)  # fmt: skip
+
+
+@table_output
+def workload_serve_table(doc: Mapping[str, Any], con: Console) -> None:
+    """serve's table, then each class at each rate (expected figures)."""
+    serve_table.__wrapped__(doc, con)  # type: ignore[attr-defined]
+    for p in doc["points"]:
+        classes = p["expected"].get("classes") or []
+        print_rows(
+            con,
+            f"per class at {p['rate']:.3g} arrivals/s (expected; lower priority value is served"
+            " first)",
+            CLASS_COLS,
+            class_rows(classes),
+        )
+        for c in classes:
+            kv = _sharing(doc, c["name"])
+            if kv:
+                say(con, kv)
+            turns = c.get("ttft_p99_by_turn_s") or []
+            if len(turns) > 1:
+                say(con, f"{c['name']}: TTFT p99 by turn " + " ".join(_lat(x) for x in turns))
+
+
+def _sharing(doc: Mapping[str, Any], name: str) -> str:
+    """The KV one arrival of class `name` holds with its n samples sharing the prompt, if any."""
+    wl = (doc.get("inputs") or {}).get("workload") or {}
+    c = next((c for c in wl.get("classes", []) if c["name"] == name), None)
+    s = c and c.get("kv_sharing")
+    if not s:
+        return ""
+    return (
+        f"{name}: {s['n']} samples hold {s['shared_tokens']:,} tokens of KV sharing the prompt,"
+        f" {s['independent_tokens']:,} as independent requests ({pct(s['saved_share'])} saved);"
+        f" the KV budget holds {s['cliff_batch_sequences']:,} sequences shared,"
+        f" {s['cliff_batch_sequences_independent']:,} independent (the cliff batch)"
+    )
+
+
+@table_output
+def workload_size_table(doc: Mapping[str, Any], con: Console) -> None:
+    """size --workload: GPUs for the classes together and apart, per accelerator."""
+    deps = doc["deployments"]
+    print_rows(
+        con,
+        f"{doc['inputs']['model']}: replicas meeting every class's SLOs, the classes together in"
+        " one pool and each apart in its own (expected)",
+        (T("deployment"), N("repl"), N("GPUs"), N("apart\nGPUs"), N("$/h"), N("$/Mtok")),
+        [
+            (
+                f"{d['hardware']} TP{d['tp']}" + (f" EP{d['ep']}" if d["ep"] > 1 else ""),
+                str(d["replicas"]),
+                str(d["gpus"]),
+                str(d["apart_gpus"]) + " (" + ", ".join(
+                    f"{a['class']} {a['gpus']}" for a in d["apart"]) + ")",
+                "-" if d["cost_per_hour"] is None else f"${d['cost_per_hour']:.1f}",
+                "-" if d["cost_per_million_output_tokens"] is None
+                else f"${d['cost_per_million_output_tokens']:.2f}",
+            )
+            for d in deps
+        ],
+    )  # fmt: skip
+    best = deps[0]
+    print_rows(con, f"per class, {best['hardware']} x {best['replicas']}", CLASS_COLS,
+               class_rows(best["classes"]))  # fmt: skip
+    for c in best["classes"]:
+        turns = c.get("ttft_p99_by_turn_s") or []
+        if len(turns) > 1:
+            say(con, f"{c['name']}: TTFT p99 by turn " + " ".join(_lat(x) for x in turns))
