@@ -65,8 +65,8 @@ def test_samples_share_their_prompt_and_arrive_together():
 
 def test_agent_sessions_grow_their_context():
     """Turn k's prompt = turn k − 1's prompt + output + its new tokens; the system prompt once."""
-    spec = _spec(system_prompt=8000, prompt=300, output=200, turns=3, tool_wait="2s")
-    w = mix_workload(spec, 30, 0)
+    mix = _spec(system_prompt=8000, prompt=300, output=200, turns=3, tool_wait="2s")
+    w = mix_workload(mix, 30, 0)
     first = w.prefix.n_first
     assert first == 10 and np.all(w.prompts[:first] == 8300)
     nxt = w.prefix.succ[0]

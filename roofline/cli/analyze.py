@@ -5,6 +5,7 @@ from typing import Annotated
 import typer
 
 from roofline import render
+from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
@@ -23,7 +24,7 @@ from roofline.step.phases import prefill, request
 def analyze(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    lo: opt.LayoutOptions = opt.LAYOUT,
+    lo: lopt.LayoutOptions = lopt.LAYOUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
@@ -59,7 +60,7 @@ def analyze(
     )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = opt.layout(cat, m, hw, dep, lo)
+    lay, dep = lopt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context, strict=True, model=m)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)

@@ -2,7 +2,7 @@
 
 from roofline import render
 from roofline.cli import convert
-from roofline.cli import options as opt
+from roofline.cli import layout_options as lopt
 from roofline.domain.layout import bubble_fraction
 from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
 from roofline.step.memory import kv_bytes_per_token
@@ -33,7 +33,7 @@ def analyze_doc(
         "tp": dep.tp,
         "pp": dep.pp,
         "ep": dep.ep,
-        **opt.layout_json(lay, dep),
+        **lopt.layout_json(lay, dep),
         "weights": dep.weights.name,
         "weight_bits": dep.linear_bits,
         "kv_dtype": dep.kv.name,

@@ -9,6 +9,7 @@ import typer
 
 from roofline import render
 from roofline.cli import draft_options as dopt
+from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, guarded, note, warn
@@ -73,7 +74,7 @@ def speculate(
     d_m = cat.model(so.draft) if kind == "draft" and so.draft else None
     dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
     opt.check_formats(dep, hw)
-    opt.replicas(dep, gpus, dp)
+    lopt.replicas(dep, gpus, dp)
     d_weights = opt.resolve_weights(so.draft_weights or weights, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights)).with_layout(ep=1, pp=1)
     gammas, tree, acc = dopt.round_options(so)

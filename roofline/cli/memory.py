@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from roofline import render
+from roofline.cli import layout_options as lopt
 from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded
@@ -142,7 +143,7 @@ def kv(
 def capacity(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    lo: opt.LayoutOptions = opt.LAYOUT,
+    lo: lopt.LayoutOptions = lopt.LAYOUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
@@ -167,7 +168,7 @@ def capacity(
     dep = opt.deployment(weights, kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, model=m)
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = opt.layout(cat, m, hw, dep, lo)
+    lay, dep = lopt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
     ctx = opt.workload(prompt, output, context, model=m)[2]
     eng = engine(engine_name, hw)
@@ -237,10 +238,10 @@ def bytes_(
     )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lo = opt.LayoutOptions(
+    lo = lopt.LayoutOptions(
         tp, pp, ep, None, 1, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )
-    lay, dep = opt.layout(cat, m, hw, dep, lo)
+    lay, dep = lopt.layout(cat, m, hw, dep, lo)
     b = opt.batch(batch)
     s, o, ctx = opt.workload(prompt, output, context, model=m)
     s = max(s, 1)

@@ -5,7 +5,7 @@ from typing import Any
 
 from roofline import render
 from roofline.cli import convert
-from roofline.cli import options as opt
+from roofline.cli import layout_options as lopt
 from roofline.step.memory import kv_bytes_per_token
 from roofline.step.phases import PhaseResult
 
@@ -120,7 +120,7 @@ def capacity_doc(m, hw, lay, dep, eng, plan, *, b, ctx, mb, reason, grid, by_ctx
         "tp": dep.tp,
         "pp": dep.pp,
         "ep": dep.ep,
-        **opt.layout_json(lay, dep),
+        **lopt.layout_json(lay, dep),
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         "batch": b,
@@ -197,7 +197,7 @@ def bytes_doc(m, hw, lay, dep, t, *, b, s, o, ctx, budget, levers) -> dict:
         "tp": dep.tp,
         "pp": dep.pp,
         "ep": dep.ep,
-        **opt.layout_json(lay, dep),
+        **lopt.layout_json(lay, dep),
         "weights": dep.weights.name,
         "weight_bits": dep.linear_bits,
         "kv_dtype": dep.kv.name,

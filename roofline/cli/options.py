@@ -11,7 +11,7 @@ replica runs at once. The layout: `--tp --pp --ep` per replica, `--dp` replicas,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 from typing import Annotated
 
@@ -19,12 +19,9 @@ import numpy as np
 import typer
 
 from roofline import render
-from roofline.catalog.load import Catalog
 from roofline.domain.errors import DoesNotFitError, InputError, RooflineError
 from roofline.domain.hardware import Accelerator, Efficiency, default_wired_limit_bytes
 from roofline.domain.layout import Layout
-from roofline.domain.layout import links as layout_links
-from roofline.domain.layout import validate as validate_layout
 from roofline.domain.model import ModelArch, past_positions
 from roofline.domain.precision import activation_format, kv_format, weight_format
 from roofline.domain.units import fmt_bytes, parse_count, parse_memory_bytes, parse_seconds
@@ -303,84 +300,6 @@ def deployment(
         kv_token_budget=budget,
         layout=Layout(tp=tp, pp=pp, ep=ep),
     )
-
-
-def replicas(dep: Deployment, gpus: int | None, dp: int = 1) -> tuple[int, int]:
-    """(GPUs in all, data-parallel replicas) from --gpus or --dp."""
-    if not 1 <= dp <= MAX_GPUS:
-        raise InputError(f"--dp must be from 1 to {MAX_GPUS}, got {dp}")
-    per = dep.gpus_per_replica
-    if gpus is None:
-        return per * dp, dp
-    if not 1 <= gpus <= MAX_GPUS:
-        raise InputError(f"--gpus must be from 1 to {MAX_GPUS}, got {gpus}")
-    if gpus % per:
-        raise InputError(f"--gpus {gpus} must be a multiple of TP x PP = {per}")
-    if dp != 1 and gpus != per * dp:
-        raise InputError(f"--gpus {gpus} disagrees with TP x PP x DP = {per * dp}")
-    return gpus, gpus // per
-
-
-@dataclass(frozen=True)
-class LayoutOptions:
-    """The layout options, one group (cli.groups) in analyze, capacity and serve."""
-
-    tp: Tp = 1
-    pp: Pp = 1
-    ep: Ep = 1
-    gpus: Gpus = None
-    dp: Dp = 1
-    attention_dp: AttentionDp = 1
-    microbatches: Microbatches = None
-    nodes: Nodes = None
-    cross_node_tp: CrossNodeTp = False
-    scale_out: ScaleOut = SCALE_OUT
-
-
-LAYOUT = LayoutOptions()
-
-
-def layout(
-    cat: Catalog, m: ModelArch, hw: Accelerator, dep: Deployment, lo: LayoutOptions = LAYOUT
-) -> tuple[Layout, Deployment]:
-    """The validated layout (roofline.domain.layout) and the deployment carrying it: GPUs from
-    --gpus or --dp, attention-DP, micro-batches, nodes and the link of each collective."""
-    attention_dp, scale_out = lo.attention_dp, lo.scale_out
-    if not 1 <= attention_dp <= MAX_GPUS:
-        raise InputError(f"--attention-dp must be from 1 to {MAX_GPUS}, got {attention_dp}")
-    dep = dep.with_layout(attention_dp=attention_dp)
-    _, n_replicas = replicas(dep, lo.gpus, lo.dp)
-    net = cat.tier(scale_out)
-    if net.kind != "network":
-        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
-    lay = replace(
-        dep.layout,
-        dp=n_replicas,
-        microbatches=lo.microbatches,
-        nodes=lo.nodes,
-        cross_node_tp=lo.cross_node_tp,
-        scale_out=net,
-    )
-    lay = validate_layout(lay, m, hw)
-    return lay, replace(dep, layout=lay.replica(), links=layout_links(lay, hw))
-
-
-def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:
-    """The layout echoed in `inputs`: degrees, micro-batches, nodes and each collective's link."""
-    links = dep.links
-    return {
-        "attention_dp": lay.attention_dp,
-        "attention_tp": lay.attention_tp,
-        "microbatches": lay.pipeline_microbatches,
-        "nodes": lay.nodes,
-        "gpus_per_node": links.gpus_per_node if links else None,
-        "cross_node_tp": lay.cross_node_tp,
-        "scale_out": lay.scale_out.id if lay.scale_out else None,
-        "links": {  # null where the layout has no such collective
-            k: (getattr(links, k).name if links and getattr(links, k) and used else None)
-            for k, used in (("tp", lay.attention_tp > 1), ("ep", lay.ep > 1), ("pp", lay.pp > 1))
-        },
-    }
 
 
 def efficiency(

@@ -6,6 +6,7 @@ from typing import Any
 
 from roofline.checks.limits import Limits, TrafficLimits
 from roofline.checks.spec import SpecCase, SpecResult
+from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import catalog, catalog_dirs
@@ -86,7 +87,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
             model=m,
         )
         opt.check_formats(dep, hw)
-        gpus, replicas = opt.replicas(dep, d.get("gpus"), d.get("dp", 1))
+        gpus, replicas = lopt.replicas(dep, d.get("gpus"), d.get("dp", 1))
         prompt = opt.tokens(str(d.get("prompt", "1k")), "prompt", 1)
         output = opt.tokens(str(d.get("output", "1k")), "output", 1)
         context = opt.tokens(str(d.get("context", prompt + output)), "context", 1)

@@ -10,6 +10,7 @@ import typer
 
 from roofline import render
 from roofline.cli import draft_options as dopt
+from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
@@ -62,7 +63,7 @@ def _one(values: list[int], what: str) -> int:
 def serve(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    lo: opt.LayoutOptions = opt.LAYOUT,
+    lo: lopt.LayoutOptions = lopt.LAYOUT,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     lens: topt.LengthOptions = topt.LENGTHS,
@@ -126,7 +127,7 @@ def serve(
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     if workload is not None:  # a workload file's classes (roofline.cli.workload)
-        spec, base, rate_list = wf.serve_base(workload, px, lens, concurrency, arrivals,
+        mix, base, rate_list = wf.serve_base(workload, px, lens, concurrency, arrivals,
                                               requests, seed, rate_list)  # fmt: skip
     else:
         base = topt.serving_workload(
@@ -158,7 +159,7 @@ def serve(
         search_sat,
         price, dopt.draft_json(drafting, rep) if drafting is not None else None, results,
     )  # fmt: skip
-    table = wf.serve_table(doc, spec, base, rep) if workload is not None else render.serve_table
+    table = wf.serve_table(doc, mix, base, rep) if workload is not None else render.serve_table
     rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]
     pub.publish(doc, fmt, rows, table, out)
     for p in doc["points"]:
@@ -172,12 +173,12 @@ def serve(
         note(f"wrote {out}")
 
 
-def _laid_out(cat, m, hw, dep, lo: opt.LayoutOptions):
+def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions):
     """serve's deployment with plan's layout options and rules: (deployment, layout, laid-out
     deployment, GPUs, replicas); the layout's links once a replica leaves its node."""
     opt.check_formats(dep, hw)
-    n_gpus, n_rep = opt.replicas(dep, lo.gpus, lo.dp)
-    lay, laid = opt.layout(cat, m, hw, dep, lo)
+    n_gpus, n_rep = lopt.replicas(dep, lo.gpus, lo.dp)
+    lay, laid = lopt.layout(cat, m, hw, dep, lo)
     spans = lo.nodes is not None or lo.cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
     dep = replace(dep, layout=laid.layout, links=laid.links if spans else None)
     return dep, lay, laid, n_gpus, n_rep

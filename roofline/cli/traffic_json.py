@@ -9,7 +9,7 @@ from typing import Any
 from roofline import render
 from roofline.catalog.engine_flags import engine_flags
 from roofline.cli.convert import bands_json, efficiency_json
-from roofline.cli.options import layout_json
+from roofline.cli.layout_options import layout_json
 from roofline.domain.hardware import Price
 from roofline.domain.layout import node_gpus
 from roofline.engines.launch import drafter_launch, launch_json, launch_setup, model_len

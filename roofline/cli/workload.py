@@ -40,7 +40,7 @@ def classes_json(per_class) -> list[dict[str, Any]]:
     ]
 
 
-def workload_inputs(spec, w, rules=None) -> dict[str, Any]:
+def workload_inputs(mix, w, rules=None) -> dict[str, Any]:
     """The file's classes as given, for a result's inputs; with the replica's `rules`, the KV
     one arrival of a class with n samples holds, shared and not (serving.classes.kv_sharing)."""
     from roofline.serving.classes import kv_sharing
@@ -61,7 +61,7 @@ def workload_inputs(spec, w, rules=None) -> dict[str, Any]:
         }
 
     return {
-        "file": spec.where,
+        "file": mix.where,
         "arrivals_per_s": w.mix_rate,
         "sequences_per_s": w.rate,
         "classes": [
@@ -82,32 +82,32 @@ def workload_inputs(spec, w, rules=None) -> dict[str, Any]:
                 "slo_tpot_s": c.slo_tpot_s,
                 "kv_sharing": sharing(c, k),
             }
-            for k, (c, r) in enumerate(zip(spec.classes, spec.class_rates(w.mix_rate), strict=True))
+            for k, (c, r) in enumerate(zip(mix.classes, mix.class_rates(w.mix_rate), strict=True))
         ],
     }
 
 
 def load(path: Path, requests: int | None, seed: int, rate: float | None):
-    """(spec, workload) of a workload file at `rate` arrivals/s (None: the file's)."""
+    """(mix, workload) of a workload file at `rate` arrivals/s (None: the file's)."""
     from roofline.serving.mix import mix_workload
     from roofline.serving.workloadfile import read_workload
 
-    spec = read_workload(path)
-    return spec, mix_workload(spec, requests or 1000, seed, rate)
+    mix = read_workload(path)
+    return mix, mix_workload(mix, requests or 1000, seed, rate)
 
 
 def serve_base(path, px, lens, concurrency, arrivals, requests, seed, rate_list):
-    """serve --workload: (spec, workload at the first rate, the rates: the file's if none)."""
+    """serve --workload: (mix, workload at the first rate, the rates: the file's if none)."""
     refuse_shapes(px, lens, concurrency, arrivals)
-    spec, base = load(path, requests, seed, rate_list[0])
-    return spec, base, [base.mix_rate] if rate_list == [None] else rate_list
+    mix, base = load(path, requests, seed, rate_list[0])
+    return mix, base, [base.mix_rate] if rate_list == [None] else rate_list
 
 
-def serve_table(doc: dict[str, Any], spec, base, rep):
+def serve_table(doc: dict[str, Any], mix, base, rep):
     """serve's table for a workload file, its classes added to the inputs."""
     from roofline import render
 
-    doc["inputs"]["workload"] = workload_inputs(spec, base, rep.rules)
+    doc["inputs"]["workload"] = workload_inputs(mix, base, rep.rules)
     return render.workload_serve_table
 
 
@@ -131,7 +131,7 @@ def size_doc(cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, sl
     from roofline.serving.mixsize import replicas_needed, size_apart
     from roofline.serving.serve import make_replica
 
-    spec, w = load(path, requests or 1000, seed, rate)
+    mix, w = load(path, requests or 1000, seed, rate)
     max_len = int(w.prompts.max() + w.outputs.max())
     rows: list[dict[str, Any]] = []
     for hw in hws:
@@ -172,7 +172,7 @@ def size_doc(cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, sl
                 "classes": classes_json(e.per_class),
                 "apart": [
                     {"class": c.name, "replicas": a.replicas, "gpus": a.gpus}
-                    for c, a in zip(spec.classes, apart, strict=True)
+                    for c, a in zip(mix.classes, apart, strict=True)
                 ],
                 "apart_gpus": sum(a.gpus for a in apart),
             }
@@ -182,6 +182,6 @@ def size_doc(cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, sl
     rows.sort(key=lambda r: (r["gpus"], r["cost_per_hour"] or 0.0))
     return {
         "command": "size",
-        "inputs": {"model": m.id, "workload": workload_inputs(spec, w), "slo_pct": slo.pct},
+        "inputs": {"model": m.id, "workload": workload_inputs(mix, w), "slo_pct": slo.pct},
         "deployments": rows,
     }

@@ -58,10 +58,10 @@ def subset(rec: RunRecord, mask: np.ndarray) -> RunRecord:
 
 def with_classes(m: ServeMetrics, records: list[RunRecord], w: Workload, slo: Slo) -> ServeMetrics:
     """`m` with each class's figures; the pool meets the SLOs when every class does."""
-    spec = w.mix
-    rates = spec.class_rates(w.mix_rate)
+    mix = w.mix
+    rates = mix.class_rates(w.mix_rate)
     out, ok_total, n_total = [], 0.0, 0
-    for k, c in enumerate(spec.classes):
+    for k, c in enumerate(mix.classes):
         cs = class_slo(c, slo)
         parts = [subset(r, r.klass == k) for r in records if r.klass is not None]
         parts = [p for p in parts if p.arrival_s.size and np.isfinite(p.arrival_s).any()]

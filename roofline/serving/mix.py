@@ -31,7 +31,7 @@ import numpy as np
 from roofline.domain.errors import InputError
 from roofline.serving.sim.prefixcache import PrefixInfo
 from roofline.serving.workload import MAX_REQUESTS, Workload, draw_lengths, unit_gaps
-from roofline.serving.workloadfile import ClassSpec, WorkloadSpec
+from roofline.serving.workloadfile import ClassSpec, WorkloadMix
 
 
 @dataclass
@@ -53,22 +53,22 @@ class _Part:
 
 
 def mix_workload(
-    spec: WorkloadSpec, requests: int = 1000, seed: int = 0, rate: float | None = None
+    mix: WorkloadMix, requests: int = 1000, seed: int = 0, rate: float | None = None
 ) -> Workload:
-    """The requests of `spec` at a total of `rate` arrivals/s (None: the file's): about
+    """The requests of `mix` at a total of `rate` arrivals/s (None: the file's): about
     `requests` sequences in all, over a span every class shares."""
     if not 1 <= requests <= MAX_REQUESTS:
         raise InputError(f"--requests must be from 1 to {MAX_REQUESTS:,}, got {requests}")
     if rate is not None and not (math.isfinite(rate) and 0 < rate <= 1e6):
         raise InputError(f"--rate must be a positive number of arrivals/s up to 1e6, got {rate}")
-    rates = spec.class_rates(rate)
-    seq_rate = spec.sequences_per_s(rate)
+    rates = mix.class_rates(rate)
+    seq_rate = mix.sequences_per_s(rate)
     span_s = requests / seq_rate
     parts = []
-    for k, (c, r) in enumerate(zip(spec.classes, rates, strict=True)):
+    for k, (c, r) in enumerate(zip(mix.classes, rates, strict=True)):
         units = max(1, round(r * span_s))
         parts.append(_class_part(c, r, units, seed + 7919 * (k + 1)))
-    return _merge(spec, parts, rates, seq_rate, requests, seed, rate)
+    return _merge(mix, parts, rates, seq_rate, requests, seed, rate)
 
 
 def _class_part(c: ClassSpec, rate: float, units: int, seed: int) -> _Part:
@@ -122,7 +122,7 @@ def _class_part(c: ClassSpec, rate: float, units: int, seed: int) -> _Part:
                  units)  # fmt: skip
 
 
-def _merge(spec, parts, rates, seq_rate, requests, seed, rate) -> Workload:
+def _merge(mix, parts, rates, seq_rate, requests, seed, rate) -> Workload:
     """One request stream: every class's first requests sorted by arrival, then the later
     turns; groups, conversations, sessions and successors renumbered."""
     n_first = sum(p.n_first for p in parts)
@@ -159,9 +159,9 @@ def _merge(spec, parts, rates, seq_rate, requests, seed, rate) -> Workload:
     group, shared, conv, history = group[perm], shared[perm], conv[perm], history[perm]
     wait, turn, session, klass = wait[perm], turn[perm], session[perm], klass[perm]
     info = PrefixInfo(group, shared, conv, history, succ, 0.0, n_first, turn, wait, session)
-    prio = np.array([c.priority for c in spec.classes], dtype=np.int64)[klass]
+    prio = np.array([c.priority for c in mix.classes], dtype=np.int64)[klass]
     desc = {
-        "arrivals": f"{len(spec.classes)} classes from {spec.where}, Poisson each, "
+        "arrivals": f"{len(mix.classes)} classes from {mix.where}, Poisson each, "
         f"{sum(rates):g} arrivals/s ({seq_rate:.3g} sequences/s)",
         "requests": len(prompts),
         "duration_s": None,
@@ -176,6 +176,6 @@ def _merge(spec, parts, rates, seq_rate, requests, seed, rate) -> Workload:
         arrival, prompts, outputs, seq_rate, None, None, desc,
         prefix=info if cached else None,
         klass=klass, priority=prio if len(set(prio.tolist())) > 1 else None,
-        mix=spec, mix_requests=requests, mix_rate=float(sum(rates)),
-        mix_retime=lambda r, s: mix_workload(spec, requests, s, r),
+        mix=mix, mix_requests=requests, mix_rate=float(sum(rates)),
+        mix_retime=lambda r, s: mix_workload(mix, requests, s, r),
     )  # fmt: skip

@@ -54,8 +54,8 @@ def size_apart(
     rep: Replica, w: Workload, slo: Slo, seed: int = 0, router: str = "least-loaded"
 ) -> list[Sized]:
     """Each class alone in its own pool, at its own rate, sized the same way."""
-    spec = w.mix
+    mix = w.mix
     return [
-        replicas_needed(rep, mix_workload(spec.only(k), w.mix_requests, seed), slo, router)
-        for k in range(len(spec.classes))
+        replicas_needed(rep, mix_workload(mix.only(k), w.mix_requests, seed), slo, router)
+        for k in range(len(mix.classes))
     ]

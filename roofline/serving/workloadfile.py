@@ -92,7 +92,7 @@ class ClassSpec:
 
 
 @dataclass(frozen=True)
-class WorkloadSpec:
+class WorkloadMix:
     """The classes and the rate they share (arrivals/s over all classes)."""
 
     classes: tuple[ClassSpec, ...]
@@ -112,15 +112,15 @@ class WorkloadSpec:
         rates = self.class_rates(rate)
         return sum(r * c.sequences_per_arrival for r, c in zip(rates, self.classes, strict=True))
 
-    def only(self, i: int) -> WorkloadSpec:
+    def only(self, i: int) -> WorkloadMix:
         """Class i alone, at its own rate."""
         c = self.classes[i]
         r = self.class_rates()[i]
         one = ClassSpec(**{**c.__dict__, "share": 1.0, "rate": None})
-        return WorkloadSpec((one,), r, self.where)
+        return WorkloadMix((one,), r, self.where)
 
 
-def read_workload(path: str | Path) -> WorkloadSpec:
+def read_workload(path: str | Path) -> WorkloadMix:
     """Read and check a workload file; InputError naming the file, class and key."""
     from roofline.catalog.files import read_text, safe_load_yaml
 
@@ -134,7 +134,7 @@ def read_workload(path: str | Path) -> WorkloadSpec:
     return parse_workload(doc, where)
 
 
-def parse_workload(doc: Any, where: str = "workload") -> WorkloadSpec:
+def parse_workload(doc: Any, where: str = "workload") -> WorkloadMix:
     if not isinstance(doc, dict):
         raise InputError(f"{where}: expected a mapping with 'classes' (and 'rate')")
     _unknown(doc, TOP_KEYS, where)
@@ -165,7 +165,7 @@ def parse_workload(doc: Any, where: str = "workload") -> WorkloadSpec:
         )
     elif rate is None:
         rate = own
-    return WorkloadSpec(classes, float(rate), where)
+    return WorkloadMix(classes, float(rate), where)
 
 
 def _with_share(c: ClassSpec) -> ClassSpec:
