@@ -74,7 +74,7 @@ overflow-wrap:anywhere}
 .band{font-size:.8rem;font-weight:400;color:var(--muted)}
 figure{margin:0 0 1.4rem;break-inside:avoid}
 figcaption{font-weight:600;margin-bottom:.3rem}
-.note{color:var(--muted);font-size:.85rem;margin:.1rem 0 .4rem}
+.note{color:var(--muted);font-size:.85rem;margin:.1rem 0 .4rem;overflow-wrap:anywhere}
 .pair{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:14px;align-items:start}
 .svgbox{min-width:0}
 svg.chart{width:100%;height:auto;display:block}
@@ -93,7 +93,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv th{font-weight:500;color:var(--muted);width:40%;overflow-wrap:anywhere}
 table.kv td{overflow-wrap:anywhere}
 caption{text-align:left;font-weight:600;padding:2px 0}
-.cmd{position:relative}.cmd pre{background:var(--soft);border:1px solid var(--line);
+.cmd{position:relative;min-width:0;max-width:100%}.cmd pre{background:var(--soft);border:1px solid var(--line);max-width:100%;
 border-radius:4px;padding:6px 8px;margin:0 0 .4rem;overflow-x:auto;user-select:all;font-size:.8rem}
 .copy{position:absolute;top:4px;right:4px;font-size:.75rem}
 footer{margin-top:2rem;font-size:.8rem;color:var(--muted)}
