@@ -15,7 +15,15 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.groups import grouped
-from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
+from roofline.cli.traffic_json import (
+    flat,
+    per_hardware_json,
+    serve_doc,
+    size_doc,
+    size_rows,
+    sized_list,
+    unsized_json,
+)
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
 from roofline.engines.engine import engine
@@ -24,7 +32,7 @@ from roofline.serving.kvtransfer import KvLink
 from roofline.serving.rates import serve_rates
 from roofline.serving.router import DEFAULT_ROUTER, check_router
 from roofline.serving.serve import make_replica
-from roofline.serving.size import HEADROOM
+from roofline.serving.size import HEADROOM, chip_answers
 from roofline.serving.sizepools import size_search
 
 MaxBatchedTokens = Annotated[
@@ -271,6 +279,7 @@ def size(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
         KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
     )  # fmt: skip
+    answers, unsized, rows = _split(rows, hws, prices)
     deployments = sized_list(rows, prices, hws, drafting is not None, eng.profile_id)
     day_inputs, extra = {}, {}
     if day_rates is not None:
@@ -281,12 +290,29 @@ def size(
         )
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
-        deployments, day_inputs, extra, drafting, router,
+        deployments, day_inputs, extra, drafting, router, answers, unsized,
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
     if day_rates is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
+    _none_found(doc, answers, slo, rate_rps)
+
+
+def _split(rows, hws, prices):
+    """size's rows as (each chip's answer, the layouts without a fleet, the fleets)."""
+    answers = per_hardware_json(chip_answers(rows, [h.id for h in hws]), prices)
+    return answers, unsized_json(rows), [r for r in rows if r.gpus]
+
+
+def _none_found(doc, answers, slo, rate: float) -> None:
+    """Nothing found: the answer is no (exit 1), with each chip's reason on stderr."""
+    if doc["best"] is not None:
+        return
+    why = "; ".join(f"{a['hardware']}: {a['reason']}" for a in answers if a["reason"])
+    what = "within the SLOs" if slo.ttft_s or slo.tpot_s else "(no SLO given: on saturation)"
+    note(f"size: no deployment serves {rate:g} req/s {what}: {why}")
+    raise typer.Exit(1)
 
 
 def _size_rate(rate: str | None, day_rates) -> float:
