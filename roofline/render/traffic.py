@@ -1,6 +1,6 @@
 """Tables of serving under traffic: serve (latency percentiles, throughput, goodput against a
-request rate, with a p99 chart), size (deployments meeting the SLOs, with cost) and disagg under
-a rate (colocated against disaggregated by goodput per GPU)."""
+request rate, with a p99 chart) and disagg under a rate (colocated against disaggregated by
+goodput per GPU); size's table is render.sizing, with the helpers here."""
 
 from __future__ import annotations
 
@@ -32,6 +32,12 @@ def _lat(t: float | None) -> str:
     return "unbounded" if t is None else csec(t)
 
 
+def _arrivals(i: Mapping[str, Any]) -> str:
+    """The arrival process the run was given (a stationary process, or a replayed log)."""
+    a = i.get("arrivals")
+    return f"arrivals {a}" if a else "Poisson arrivals"
+
+
 def _slo_text(i: Mapping[str, Any]) -> str:
     parts = []
     if i.get("slo_ttft_s") is not None:
@@ -45,20 +51,23 @@ def _slo_text(i: Mapping[str, Any]) -> str:
 @table_output
 def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     i, pts = doc["inputs"], doc["points"]
-    load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else "Poisson arrivals"
+    load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else _arrivals(i)
+    # the legend: three lines at 80 columns; the rest under -v
     head = (
+        f"{i['requests']:,} requests, {load}; prompts {i['prompt_lengths']}, outputs "
+        f"{i['output_lengths']}; {_slo_text(i)}; -v: more."
+    )
+    more = (
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
-        f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
+        f"({i['gpus']} GPUs), {i['weights']} weights; "
         + (
             f"dealt to the replicas {i['router']} ({i['router_model']}); "
             if i.get("router")
             else ""
         )
-        + f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
         + (f"{i['prefix_caching']} (prefix caching); " if i.get("prefix_caching") else "")
         + (_spec_text(i["speculation"]) if i.get("speculation") else "")
-        + f"{_slo_text(i)}; "
-        "expected step times (ideal in --format json). TTFT = queue + prefill + API server; "
+        + "ideal step times in --format json. TTFT = queue + prefill + API server; "
         "throughput, goodput and cost in steady state (the offered rate, or the saturation "
         "past it)."
     )
@@ -140,11 +149,13 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
                     " (grows with the run)",
                 )
             )
-            head += f" UNBOUNDED: {e['unbounded']}; the transient is the simulated run's."
+            head += " UNBOUNDED: past saturation, no steady-state TTFT, queue or E2E."
+            more += f" {e['unbounded']}; the transient is the simulated run's."
         elif not e.get("steady_state", True):
-            head += (
+            head += " NOT STEADY: a short run's percentiles (raise --requests)."
+            more += (
                 " NOT STEADY: the run spans under 5 mean E2Es; throughput, goodput and cost are"
-                " the steady state's, the percentiles this short run's (raise --requests)."
+                " the steady state's, the percentiles this short run's."
             )
         rate = f"{pts[0]['rate']:.3g} req/s" if pts[0]["rate"] else "its users' pace"
         ttft_text = (
@@ -158,7 +169,9 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         )
         print_pairs(con, answer, pairs)
         say(con, head)
-        say(con, bands_note(bands))
+        if VERBOSE["on"]:
+            say(con, more)
+            say(con, bands_note(bands))
         return
     print_rows(
         con,
@@ -178,6 +191,8 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         ],
     )
     say(con, head)
+    if VERBOSE["on"]:
+        say(con, more)
     say(
         con,
         f"bands: TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99 "
@@ -222,134 +237,6 @@ def _binding(sat: Mapping[str, Any]) -> str:
     batch = sat["mean_running_batch"]["expected"]
     at = f" (at saturation: KV {kv:.0%}, batch {batch:.0f})" if kv is not None else ""
     return f"{sat['binding']['expected']}{at}"
-
-
-# ---- size -----------------------------------------------------------------------------------
-def _top(bands: Mapping[str, Any] | None, name: str) -> str:
-    """The top of a band's measured range above the expected figure, in percent ("342")."""
-    b = (bands or {}).get(name)
-    if b is None:
-        return "-"
-    return f"{round((b.get('high', 1.0 + b['rel']) - 1.0) * 100):d}"
-
-
-def _chip_line(a: Mapping[str, Any]) -> str:
-    """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none."""
-    hw = _short(a["hardware"])
-    if not a["meets_slo"]:
-        return f"  {hw}: none: {a['reason']}"
-    return (
-        f"  {hw}: {a['replicas']} x {a['layout']} = {a['gpus']:,} GPUs, "
-        f"{_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
-        f"TPOT {_lat(a['tpot_p99_s'])}"
-    )
-
-
-@table_output
-def size_table(doc: Mapping[str, Any], con: Console) -> None:
-    i, deps = doc["inputs"], doc["deployments"]
-    rows, misses = [], []
-    for d in deps:
-        mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
-        name = f"{_short(d['hardware'])} {_pools(d)}"
-        if not d["meets_slo"]:
-            misses.append(f"{name}: {d['gpus']:,} GPUs still miss the SLOs")
-            continue
-        e = d["expected"]
-        rows.append(
-            (
-                f"{name}{' ' + mark if mark else ''}",
-                f"{d['gpus']:,}",
-                _usd(d["cost_per_hour"]),
-                _usd(d["cost_per_million_output_tokens"]),
-                f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
-                f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
-                pm(d.get("bands"), "throughput"),
-                "/".join(_top(d.get("bands"), k) for k in ("ttft_p99", "tpot_p99")),
-            )
-        )
-    best = next((d for d in deps if d["best"]), None)
-    arrivals = i.get("arrival_process") or "Poisson arrivals"
-    # the legend: three lines at 80 columns; the rest under -v
-    head = (
-        f"{arrivals.capitalize()}, prompts {i['prompt_lengths']}, outputs "
-        f"{i['output_lengths']}; {_slo_text(i)}. * best ({i['minimize']}), f frontier; GPUs = "
-        "replicas x TP x PP; tok = output tokens/s; +p99 % = measured p99 TTFT/TPOT above "
-        "expected; -v: more"
-    )
-    more = (
-        "f = on the frontier of tok/s per GPU vs tok/s per user; ±tok = the band of tok/s, $/Mtok "
-        "and saturation (±: 90th percentile of out-of-sample |error|; -x%/+y%: the measured "
-        "figure's 90% range); per hardware family and engine, docs/ACCURACY.md (a family "
-        "or engine under 5 points takes the wider pool); more in --format json. Each fleet "
-        f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
-        f"({i.get('router_model', '')}), as serve --dp N does"
-    )
-    if best is not None and best.get("sized_on"):
-        more += (
-            f". Each replica sized on its {best['sized_on']} x {1 - i.get('headroom', 0):.0%}"
-            f" (headroom {i.get('headroom', 0):.0%}); the best's saturation"
-            f" {best['saturation_rate_per_replica']:.3g} req/s per replica, bound by"
-            f" {best['binding']}"
-        )
-        if best.get("constraint"):
-            more += f"; its replica count is set by the {best['constraint']}"
-        more += (
-            f"; {best['max_seqs']:,} sequences and {best['max_batched_tokens']:,} tokens a step"
-            + (" per attention-DP rank" if best.get("attention_dp", 1) > 1 else "")
-        )
-    if best is not None:
-        layout = _pools(best).replace("\n ", " ")
-        say(
-            con,
-            f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
-            f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
-            f"/Mtok{(' ' + pm(best.get('bands'), 'throughput')).rstrip()}, for {i['rate']:g} "
-            f"req/s of {i['model']}",
-            "bold",
-        )
-    else:
-        chips = ", ".join(_short(h) for h in i["hardware"])
-        say(con, f"none: {_nothing(i)} on {chips}", "bold")
-    for a in doc.get("per_hardware") or []:
-        say(con, _chip_line(a))
-    if rows:
-        cols = (
-            T("deployment"),
-            N("GPUs"),
-            N("$/h"),
-            N("$/Mtok"),
-            N("tok/\nGPU"),
-            N("tok/\nuser"),
-            N("±tok"),
-            N("+p99\n%"),
-        )
-        print_rows(con, "", cols, rows)
-        say(con, head)
-    else:
-        say(con, head)
-    if VERBOSE["on"]:
-        say(con, more)
-    for line in misses:
-        say(con, line)
-    pruned = [f"{_short(d['hardware'])} {d['layout']}" for d in doc.get("not_searched") or []]
-    if pruned:
-        what = "GPUs" if i["minimize"] == "gpus" else "cost"
-        say(
-            con,
-            f"not searched (a bound on their rate: no better {what} than their chip's best): "
-            + ", ".join(pruned),
-        )
-    launch_block(con, (doc.get("best") or {}).get("launch"))
-    if VERBOSE["on"]:
-        say(con, f"energy: {i['energy_assumption']}")
-
-
-def _nothing(i: Mapping[str, Any]) -> str:
-    """What `size` found when no deployment serves the rate (within the SLOs, or saturation)."""
-    if i.get("slo_ttft_s") is None and i.get("slo_tpot_s") is None:
-        return f"no deployment serves {i['rate']:g} req/s (no SLO given: sized on saturation)"
-    return "no deployment meets the SLOs"
 
 
 def launch_table(doc: Mapping[str, Any]) -> None:
