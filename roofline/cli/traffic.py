@@ -124,7 +124,7 @@ def serve(
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
     dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo)
     slo = sl.slo()
-    timed = arrivals is not None or (lens.prompt_dist or "").endswith(".jsonl")
+    timed = arrivals is not None or topt.is_trace(lens.prompt_dist)
     if (rate is None) == (concurrency is None) and not timed:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
     rate_list: list[float | None] = [*topt.rates(rate)] if rate is not None else [None]
@@ -256,8 +256,10 @@ def size(
     for hw in hws:
         opt.check_formats(base, hw)
     slo = sl.slo()
-    requests = SIZE_REQUESTS if requests is None else requests
-    pfx = _size_checks(headroom, requests, px, seed, disagg)
+    trace = topt.is_trace(lens.prompt_dist)  # a trace is replayed whole: never cut
+    pfx = _size_checks(headroom, SIZE_REQUESTS if requests is None else requests, px, seed, disagg)
+    if requests is None and not trace:
+        requests = SIZE_REQUESTS
     w = topt.serving_workload(
         lens, rate_rps, None, requests, None, seed, burstiness, prefix=pfx
     )  # fmt: skip
