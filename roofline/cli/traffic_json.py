@@ -349,8 +349,12 @@ def per_hardware_json(answers: list[ChipAnswer], prices) -> list[dict[str, Any]]
     out = []
     for a in answers:
         b = a.best
-        if b is None:
-            out.append({"hardware": a.hardware, "meets_slo": False, "reason": a.reason})
+        if b is None:  # the same keys, null: no deployment of it meets the SLOs
+            keys = ("layout", "tp", "pp", "ep", "replicas", "prefill_replicas",
+                    "decode_replicas", "gpus", "cost_per_hour", "cost_per_million_output_tokens",
+                    "ttft_p99_s", "tpot_p99_s")  # fmt: skip
+            none = dict.fromkeys(keys)
+            out.append({"hardware": a.hardware, "meets_slo": False, **none, "reason": a.reason})
             continue
         e = b.expected
         out.append(
