@@ -9,7 +9,7 @@ from rich.console import Console
 
 from roofline.catalog.engine_flags import engine_flags
 from roofline.engines.launch import LAUNCH_ENGINES, LaunchSetup, launch, launch_json, launch_pools
-from roofline.render.traffic import size_table
+from roofline.render.sizing import size_table
 
 R1 = "deepseek-ai/DeepSeek-R1"
 # decode as DeepSeek serves R1 (attention-DP, experts over every GPU), cut to 2 nodes of 8

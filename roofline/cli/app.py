@@ -152,7 +152,34 @@ def catalog() -> "Catalog":
         load_catalog,  # the core loads with the first command that runs
     )
 
-    return load_catalog(_state["catalog_dirs"])
+    cat = load_catalog(_state["catalog_dirs"])
+    register_calibrations(cat)
+    return cat
+
+
+def register_calibrations(cat: "Catalog", add: bool = False) -> None:
+    """Name the catalog's user calibrations in every output (render.core.user_calibration):
+    per file its path, sha256 and the figures it sets, on the accelerator ids they resolve to."""
+    import hashlib
+    from pathlib import Path
+
+    from roofline.render.core import set_user_calibrations
+
+    files: dict[str, list[dict]] = {}
+    for cal in cat.calibrations.values():
+        path = cat.origin.get(f"calibrations:{cal.id}", "")
+        try:
+            hw = cat.accelerator(cal.hardware).id
+        except Exception:  # a calibration naming no chip: the loader refused it already
+            hw = cal.hardware
+        fig = {"id": cal.id, "hardware": hw, "engine": cal.engine, **cal.values}
+        files.setdefault(path, []).append(fig)
+    items = []
+    for path, figs in files.items():
+        p = Path(path)
+        digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+        items.append({"file": path, "sha256": digest, "figures": figs})
+    set_user_calibrations(items, add)
 
 
 def catalog_dirs() -> list[str]:
@@ -190,8 +217,12 @@ def main_callback(
 ) -> None:
     """Analytical roofline calculator for LLM inference."""
     _state["catalog_dirs"] = [str(p) for p in catalog or []]
-    from roofline.render.core import set_verbose  # no rich: JSON commands load it too
+    from roofline.render.core import (  # no rich: JSON commands load it too
+        set_user_calibrations,
+        set_verbose,
+    )
 
+    set_user_calibrations([])  # each command names its own (catalog())
     set_verbose(verbose)
 
 

@@ -15,7 +15,7 @@ from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
 from roofline.cli.specs import spec_case, spec_json
 from roofline.cli.traffic_json import metrics_json
-from roofline.domain.units import parse_seconds
+from roofline.domain.units import fmt_seconds, parse_seconds
 
 
 @app.command()
@@ -73,10 +73,31 @@ def report(
 
 
 def _table(doc: Mapping[str, Any]) -> None:
-    """The candidates' checks as `check` draws them."""
+    """The winner first (or that none passes), then the candidates' checks as `check` draws
+    them."""
+    render.stdout_console().print(winner_line(doc), markup=False, style="bold")
     render.check_table(
         {**doc, "deployments": doc["candidates"], "ok": all(c["ok"] for c in doc["candidates"])}
     )
+
+
+def winner_line(doc: Mapping[str, Any]) -> str:
+    """report's answer in one line: the cheapest candidate that passes every check, with its
+    GPUs, $/Mtok and p99 TTFT/TPOT at the spec's rate, or that none passes."""
+    b, n = doc.get("best"), len(doc["candidates"])
+    if b is None:
+        return f"none of the {n} candidates passes every check"
+    e = b.get("expected") or {}
+    usd = b.get("cost_per_million_output_tokens")
+    parts = [f"{b['gpus']} GPUs" if b.get("gpus") else ""]
+    parts.append(f"${usd:.3g}/Mtok" if usd is not None else "")
+    for k in ("ttft", "tpot"):
+        p99 = (e.get(f"{k}_s") or {}).get("p99")
+        parts.append(f"p99 {k.upper()} {fmt_seconds(p99)}" if p99 is not None else "")
+    rate = doc["inputs"].get("rate")
+    at = f" at {rate:g} req/s" if rate else ""
+    figs = ", ".join(p for p in parts if p)
+    return f"best: {b['name']}{at}: {figs} (of {n} candidates, the cheapest passing every check)"
 
 
 def _seconds(value: Any) -> float | None:

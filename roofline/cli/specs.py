@@ -9,7 +9,7 @@ from roofline.checks.spec import SpecCase, SpecResult
 from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import catalog, catalog_dirs
+from roofline.cli.app import catalog, catalog_dirs, register_calibrations
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.units import parse_seconds
 from roofline.engines.engine import engine
@@ -43,7 +43,9 @@ def _catalog(d: dict[str, Any]):
 
     if not Path(d["catalog"]).is_dir():
         raise InputError(f"catalog: {d['catalog']} is not a directory")
-    return load_catalog([*catalog_dirs(), d["catalog"]])
+    cat = load_catalog([*catalog_dirs(), d["catalog"]])
+    register_calibrations(cat, add=True)
+    return cat
 
 
 def _drafting(cat, m, dep, d: dict[str, Any]):

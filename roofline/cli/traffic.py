@@ -18,7 +18,15 @@ from roofline.cli import workload as wf
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
-from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
+from roofline.cli.traffic_json import (
+    flat,
+    per_hardware_json,
+    serve_doc,
+    size_doc,
+    size_rows,
+    sized_list,
+    unsized_json,
+)
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
 from roofline.engines.engine import engine
@@ -27,7 +35,7 @@ from roofline.serving.kvtransfer import KvLink
 from roofline.serving.rates import serve_rates
 from roofline.serving.router import DEFAULT_ROUTER, check_router
 from roofline.serving.serve import make_replica
-from roofline.serving.size import HEADROOM
+from roofline.serving.size import HEADROOM, chip_answers
 from roofline.serving.sizepools import size_search
 
 MaxBatchedTokens = Annotated[
@@ -120,7 +128,7 @@ def serve(
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
     dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo)
     slo = sl.slo()
-    timed = arrivals is not None or (lens.prompt_dist or "").endswith(".jsonl")
+    timed = arrivals is not None or topt.is_trace(lens.prompt_dist)
     if (rate is None) == (concurrency is None) and not timed and workload is None:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
     rate_list: list[float | None] = [*topt.rates(rate)] if rate is not None else [None]
@@ -267,8 +275,10 @@ def size(
     for hw in hws:
         opt.check_formats(base, hw)
     slo = sl.slo()
-    requests = SIZE_REQUESTS if requests is None else requests
-    pfx = _size_checks(headroom, requests, px, seed, disagg)
+    trace = topt.is_trace(lens.prompt_dist)  # a trace is replayed whole: never cut
+    pfx = _size_checks(headroom, SIZE_REQUESTS if requests is None else requests, px, seed, disagg)
+    if requests is None and not trace:
+        requests = SIZE_REQUESTS
     w = topt.serving_workload(
         lens, rate_rps, None, requests, None, seed, burstiness, prefix=pfx
     )  # fmt: skip
@@ -293,6 +303,7 @@ def size(
         KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
         edges,
     )  # fmt: skip
+    answers, unsized, rows = _split(rows, hws, prices)
     deployments = sized_list(rows, prices, hws, drafting is not None, eng.profile_id)
     day_inputs, extra = {}, {}
     if day_rates is not None:
@@ -303,12 +314,30 @@ def size(
         )
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
-        deployments, day_inputs, extra, drafting, router, confidence_level(confidence),
+        deployments, day_inputs, extra, drafting, router, answers, unsized,
+        confidence_level(confidence),
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
     if day_rates is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
+    _none_found(doc, answers, slo, rate_rps)
+
+
+def _split(rows, hws, prices):
+    """size's rows as (each chip's answer, the layouts without a fleet, the fleets)."""
+    answers = per_hardware_json(chip_answers(rows, [h.id for h in hws]), prices)
+    return answers, unsized_json(rows), [r for r in rows if r.gpus]
+
+
+def _none_found(doc, answers, slo, rate: float) -> None:
+    """Nothing found: the answer is no (exit 1), with each chip's reason on stderr."""
+    if doc["best"] is not None:
+        return
+    why = "; ".join(f"{a['hardware']}: {a['reason']}" for a in answers if a["reason"])
+    what = "within the SLOs" if slo.ttft_s or slo.tpot_s else "(no SLO given: on saturation)"
+    note(f"size: no deployment serves {rate:g} req/s {what}: {why}")
+    raise typer.Exit(1)
 
 
 def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px,

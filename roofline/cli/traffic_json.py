@@ -23,7 +23,7 @@ from roofline.serving.metrics import ServeMetrics
 from roofline.serving.router import DEFAULT_ROUTER, ROUTER_SOURCE
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import ServeResult
-from roofline.serving.size import Sized
+from roofline.serving.size import ChipAnswer, Sized
 
 # the bands of serve's and size's expected figures (roofline/catalog/bands.py): band -> the keys it
 # applies to (under each point's or deployment's "expected", or the document's)
@@ -330,22 +330,89 @@ def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def sized_list(
     rows: list[Sized], prices, accelerators, drafted: bool, engine: str | None = None
 ) -> list[dict[str, Any]]:
-    """size's deployments as JSON, best first; `engine` the profile they run under (bands)."""
+    """size's deployments as JSON, best first; `engine` the profile they run under (bands).
+    Only fleets (a layout with no fleet is in unsized_json's lists, never a 0-GPU row)."""
     family = {h.id: h.efficiency.family for h in accelerators}
     return [
-        sized_json(d, prices.get(d.hardware), family[d.hardware], drafted, engine) for d in rows
+        sized_json(d, prices.get(d.hardware), family[d.hardware], drafted, engine)
+        for d in rows
+        if d.gpus
     ]
+
+
+def unsized_json(rows: list[Sized]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The layouts with no fleet, apart from the deployments: (not searched: pruned against
+    their chip's best, with the fewest GPUs their rate bound allows; ruled out: searched, or
+    none to search, with the bound that ruled them out)."""
+    pruned, ruled = [], []
+    for d in rows:
+        if d.gpus:
+            continue
+        row = {
+            "hardware": d.hardware,
+            "layout": d.layout or None,
+            "tp": d.tp,
+            "pp": d.pp,
+            "ep": d.ep,
+            "attention_dp": d.attention_dp,
+            "reason": d.note,
+        }
+        if d.searched:
+            ruled.append({**row, "max_rate_per_replica": d.max_rate_per_replica})
+        else:
+            pruned.append({**row, "gpus_at_rate_bound": d.bound_gpus})
+    return pruned, ruled
+
+
+def per_hardware_json(answers: list[ChipAnswer], prices) -> list[dict[str, Any]]:
+    """Every accelerator asked for: its cheapest deployment meeting the SLOs, or why none."""
+    out = []
+    for a in answers:
+        b = a.best
+        if b is None:  # the same keys, null: no deployment of it meets the SLOs
+            keys = ("layout", "tp", "pp", "ep", "replicas", "prefill_replicas",
+                    "decode_replicas", "gpus", "cost_per_hour", "cost_per_million_output_tokens",
+                    "ttft_p99_s", "tpot_p99_s")  # fmt: skip
+            none = dict.fromkeys(keys)
+            out.append({"hardware": a.hardware, "meets_slo": False, **none, "reason": a.reason})
+            continue
+        e = b.expected
+        out.append(
+            {
+                "hardware": a.hardware,
+                "meets_slo": True,
+                "layout": b.layout,
+                "tp": b.tp,
+                "pp": b.pp,
+                "ep": b.ep,
+                "replicas": b.replicas,
+                "prefill_replicas": b.prefill_replicas,
+                "decode_replicas": b.decode_replicas,
+                "gpus": b.gpus,
+                "cost_per_hour": b.cost_per_hour,
+                "cost_per_million_output_tokens": b.cost_per_million_output_tokens,
+                "ttft_p99_s": _finite(e.ttft_s.p99) if e is not None else None,
+                "tpot_p99_s": _finite(e.tpot_s.p99) if e is not None else None,
+                "reason": None,
+            }
+        )
+    return out
 
 
 def size_doc(
     m, accelerators, rate: float, base, w, slo, eng, minimize: str, link, headroom: float, net,
     pools: str | None, prices, deployments: list[dict[str, Any]], day_inputs: dict[str, Any],
     extra: dict[str, Any], drafting=None, router: str = DEFAULT_ROUTER,
+    per_hardware: list[dict[str, Any]] | None = None,
+    unsized: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], []),
     confidence: str = "expected",
 ) -> dict[str, Any]:  # fmt: skip
     """size's document: every assumption (`link` the KV tier with --disagg, else None; a day's
     `day_inputs`), the best deployment with the engine's launch line (`drafting` the drafter
-    options, serving.sim.drafting.DraftConfig), every deployment."""
+    options, serving.sim.drafting.DraftConfig), each accelerator's answer (`per_hardware`),
+    every deployment (fleets only) and the layouts with none (`unsized`: not searched, ruled
+    out)."""
+    not_searched, ruled_out = unsized
     ids = [h.id for h in accelerators]
     inputs = {
         "model": m.id,
@@ -394,7 +461,10 @@ def size_doc(
             n_p, n_d = best["prefill_replicas"], best["decode_replicas"]
             split = (setup({**pre, "max_seqs": 0}), n_p, n_d)
         best["launch"] = launch_json(engine_flags(), eng.name, setup(best), split)
-    return render.document("size", inputs, best=best, deployments=deployments, **extra)
+    return render.document(
+        "size", inputs, best=best, per_hardware=per_hardware, deployments=deployments,
+        not_searched=not_searched, ruled_out=ruled_out, **extra,
+    )  # fmt: skip
 
 
 def _draft_launch(m, drafting, speculation: dict[str, Any] | None):

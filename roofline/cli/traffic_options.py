@@ -310,6 +310,11 @@ def _workload(
     if arrivals is not None:  # an arrival log: Azure, BurstGPT, Mooncake or roofline's JSONL
         from roofline.serving.arrivals import read_arrivals
 
+        if requests is not None or duration is not None:
+            raise InputError(
+                "--arrivals replays the whole log: drop --requests/--duration (trim the file,"
+                " or --speedup to compress its time)"
+            )
         if prompt_dist or output_dist:
             raise InputError("--arrivals brings its own lengths: drop --prompt-dist/--output-dist")
         w = read_arrivals(arrivals, speedup)
@@ -320,8 +325,12 @@ def _workload(
         return w
     if speedup != 1.0:
         raise InputError("--speedup time-scales an arrival log: give --arrivals FILE")
-    if prompt_dist and prompt_dist.endswith(".jsonl"):
-        w = workload_from_trace(read_jsonl(prompt_dist), prompt_dist)
+    if prompt_dist and is_trace(prompt_dist):
+        w = _trace(prompt_dist, read_jsonl, workload_from_trace)
+        if output_dist:
+            raise InputError(
+                "a trace in --prompt-dist brings its output lengths: drop --output-dist"
+            )
         if requests is not None and requests < w.n:
             raise InputError("--requests cannot cut a trace; trim the file instead")
         if rate is not None:
@@ -335,6 +344,26 @@ def _workload(
     p = prompt_dist if prompt_dist else tokens(prompt, "--prompt", 1)
     o = output_dist if output_dist else tokens(output, "--output", 1)
     return make_workload(p, o, rate, concurrency, requests, dur, seed, burstiness)
+
+
+def is_trace(prompt_dist: str | None) -> bool:
+    """--prompt-dist names a file of requests (JSONL or CSV), not a distribution."""
+    return bool(prompt_dist) and str(prompt_dist).lower().endswith((".jsonl", ".csv"))
+
+
+def _trace(path: str, read_jsonl, workload_from_trace):
+    """A --prompt-dist trace: roofline's JSONL (input_tokens, output_tokens, optional
+    arrival_s), or a published log read as --arrivals reads it (Azure or BurstGPT CSV, Mooncake
+    JSONL; serving.arrivals), any length up to its limit."""
+    from roofline.serving.arrivals import read_arrivals
+
+    if path.lower().endswith(".csv"):
+        return read_arrivals(path)
+    recs = read_jsonl(path)
+    first = recs[0] if recs and isinstance(recs[0], dict) else {}
+    if "input_tokens" in first or "output_tokens" in first or not recs:
+        return workload_from_trace(recs, path)
+    return read_arrivals(path)
 
 
 def price_table(cat, text: str | None) -> dict:

@@ -7,7 +7,7 @@ One module per group of commands, each table beside its siblings only: `core` (e
 formats, consoles, number formatting), `width` (the width-safe table layout and the inputs
 header), `catalog` (hardware, tiers, families, models), `analyze` (analyze, kv, capacity,
 bytes), `serving` (cliff, disagg, plan), `levers` (speculate, tiers spill, offload, edge),
-`tools` (validate, check, sweep), `traffic` (serve, size, disagg under a rate).
+`tools` (validate, check, sweep), `traffic` (serve, disagg under a rate), `sizing` (size).
 The HTML report (no rich) is the `html` package: `html.page` (the page), `html.parts` (values,
 tables, headline figures, bands), `html.svg` (inline SVG charts), and each command's answer and
 charts in `html.traffic` (serve, size, cliff, disagg), `html.static` (analyze, plan, speculate,
@@ -59,7 +59,7 @@ _TABLES = {
     "disagg_traffic_table": "traffic",
     "launch_table": "traffic",
     "serve_table": "traffic",
-    "size_table": "traffic",
+    "size_table": "sizing",
     "size_day_table": "day",
     "workload_serve_table": "workload",
     "workload_size_table": "workload",

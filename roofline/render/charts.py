@@ -270,26 +270,27 @@ def save_day(doc: Mapping[str, Any], path: Path) -> None:
         return [*v, v[-1]]
 
     cap = day["capacity_per_replica"]
-    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    # one axis per metric: TTFT and TPOT differ by orders of magnitude, each beside its SLO
+    fig, axes = plt.subplots(4, 1, figsize=(9, 10), sharex=True)
+    a1, a2, a3, a4 = axes
     a1.step(hours, steps("rate"), where="post", label="rate")
     a1.step(hours, steps("replicas", cap), where="post", label="capacity of the replicas ordered")
     a1.set_ylabel("requests/s (red: short)")
     a2.step(hours, steps("replicas"), where="post", label="ordered (paid)")
     a2.axhline(day["static_replicas"], linestyle=":", color="grey", label="static peak")
     a2.set_ylabel("replicas")
-    a3.step(hours, steps("ttft_p99_s", 1e3), where="post", label="p99 TTFT (ms)")
-    a3.step(hours, steps("tpot_p99_s", 1e3), where="post", label="p99 TPOT (ms)")
-    for key, name in (("slo_ttft_s", "TTFT SLO"), ("slo_tpot_s", "TPOT SLO")):
-        if i.get(key):
-            a3.axhline(i[key] * 1e3, linestyle=":", color="grey", label=name)
-    a3.set_ylabel("ms")
-    a3.set_xlabel("hours from the curve's start")
+    for ax, key, name in ((a3, "ttft", "TTFT"), (a4, "tpot", "TPOT")):
+        ax.step(hours, steps(f"{key}_p99_s", 1e3), where="post", label=f"p99 {name}")
+        if i.get(f"slo_{key}_s"):
+            ax.axhline(i[f"slo_{key}_s"] * 1e3, linestyle=":", color="grey", label=f"{name} SLO")
+        ax.set_ylabel(f"p99 {name}, ms")
+    a4.set_xlabel("hours from the curve's start")
     for iv in ivs:
         if iv["violated_s"] > 0:
             t0 = iv["start_s"] / 3600
-            for ax in (a1, a2, a3):
+            for ax in axes:
                 ax.axvspan(t0, t0 + iv["violated_s"] / 3600, color="tab:red", alpha=0.3, lw=0)
-    for ax in (a1, a2, a3):
+    for ax in axes:
         ax.legend(fontsize="small")
     a1.set_title(
         f"{i['model']} on {day['deployment']}: {day['gpu_hours_per_day']:,.0f} GPU-h/day vs"

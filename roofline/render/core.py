@@ -159,9 +159,52 @@ def emit(
         table(doc)
 
 
+# the user calibrations (a --catalog directory's `calibrations:`, or a spec's `catalog:`) the
+# command's catalog applies: {file, sha256, figures} per file, set by the CLI when it loads one
+USER_CALIBRATIONS: list[dict[str, Any]] = []
+
+
+def set_user_calibrations(items: Sequence[Mapping[str, Any]], add: bool = False) -> None:
+    """The command's user calibrations (`add`: beside those already set, e.g. a spec's)."""
+    keep = USER_CALIBRATIONS if add else []
+    USER_CALIBRATIONS[:] = keep + [dict(i) for i in items if i not in keep]
+
+
+def user_calibration(inputs: Mapping[str, Any]) -> dict[str, Any] | list[dict[str, Any]] | None:
+    """The user calibration a document was computed with: the files whose figures name one of
+    its accelerators (any, when the inputs name none), as {file, sha256, figures}; a list when
+    figures come from more than one file; None without one."""
+    hw = inputs.get("hardware")
+    chips = {hw} if isinstance(hw, str) else set(hw or [])
+    used = [
+        u
+        for u in USER_CALIBRATIONS
+        if not chips or any(f["hardware"] in chips for f in u["figures"])
+    ]
+    return (used[0] if len(used) == 1 else used) or None
+
+
+def calibration_line(cal: dict[str, Any] | list[dict[str, Any]]) -> str:
+    """The footer that names a user calibration: its file, hash and figures."""
+    out = []
+    for u in cal if isinstance(cal, list) else [cal]:
+        figs = "; ".join(
+            f"{f['engine']} on {f['hardware']}: "
+            + ", ".join(f"{k} {v:g}" for k, v in f.items() if isinstance(v, (int, float)))
+            for f in u["figures"]
+        )
+        out.append(f"{u['file']} (sha256 {u['sha256'][:12]}): {figs}")
+    return "computed with your calibration " + "; ".join(out)
+
+
 def document(command: str, inputs: Mapping[str, Any], **results: Any) -> dict[str, Any]:
-    """The JSON envelope: schema_version, command, inputs (every assumption), then results."""
-    doc = {"schema_version": SCHEMA_VERSION, "command": command, "inputs": dict(inputs), **results}
+    """The JSON envelope: schema_version, command, inputs (every assumption), the user
+    calibration the results were computed with (when there is one), then results."""
+    doc = {"schema_version": SCHEMA_VERSION, "command": command, "inputs": dict(inputs)}
+    cal = user_calibration(inputs)
+    if cal is not None:
+        doc["user_calibration"] = cal
+    doc.update(results)
     nonfinite: list[str] = []
     out = to_jsonable(doc, nonfinite)
     _NONFINITE[:] = nonfinite  # said when a format writes them as null (emit, emit_json)

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import pct
-from roofline.render.traffic import size_table
+from roofline.render.sizing import size_table
 from roofline.render.width import print_pairs, say, table_output
 
 

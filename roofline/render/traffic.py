@@ -1,6 +1,6 @@
 """Tables of serving under traffic: serve (latency percentiles, throughput, goodput against a
-request rate, with a p99 chart), size (deployments meeting the SLOs, with cost) and disagg under
-a rate (colocated against disaggregated by goodput per GPU)."""
+request rate, with a p99 chart) and disagg under a rate (colocated against disaggregated by
+goodput per GPU); size's table is render.sizing, with the helpers here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.domain.units import fmt_seconds
-from roofline.render.core import bands_note, csec, pct, pm, stdout_console
+from roofline.render.core import VERBOSE, bands_note, csec, pct, pm, stdout_console
 from roofline.render.serving import _bar
 from roofline.render.width import N, T, print_pairs, print_rows, say, table_output
 
@@ -32,6 +32,12 @@ def _lat(t: float | None) -> str:
     return "unbounded" if t is None else csec(t)
 
 
+def _arrivals(i: Mapping[str, Any]) -> str:
+    """The arrival process the run was given (a stationary process, or a replayed log)."""
+    a = i.get("arrivals")
+    return f"arrivals {a}" if a else "Poisson arrivals"
+
+
 def _slo_text(i: Mapping[str, Any]) -> str:
     parts = []
     if i.get("slo_ttft_s") is not None:
@@ -45,20 +51,23 @@ def _slo_text(i: Mapping[str, Any]) -> str:
 @table_output
 def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     i, pts = doc["inputs"], doc["points"]
-    load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else "Poisson arrivals"
+    load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else _arrivals(i)
+    # the legend: three lines at 80 columns; the rest under -v
     head = (
+        f"{i['requests']:,} requests, {load}; prompts {i['prompt_lengths']}, outputs "
+        f"{i['output_lengths']}; {_slo_text(i)}; -v: more."
+    )
+    more = (
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
-        f"({i['gpus']} GPUs), {i['weights']} weights; {i['requests']:,} requests, {load}, "
+        f"({i['gpus']} GPUs), {i['weights']} weights; "
         + (
             f"dealt to the replicas {i['router']} ({i['router_model']}); "
             if i.get("router")
             else ""
         )
-        + f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; "
         + (f"{i['prefix_caching']} (prefix caching); " if i.get("prefix_caching") else "")
         + (_spec_text(i["speculation"]) if i.get("speculation") else "")
-        + f"{_slo_text(i)}; "
-        "expected step times (ideal in --format json). TTFT = queue + prefill + API server; "
+        + "ideal step times in --format json. TTFT = queue + prefill + API server; "
         "throughput, goodput and cost in steady state (the offered rate, or the saturation "
         "past it)."
     )
@@ -140,11 +149,13 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
                     " (grows with the run)",
                 )
             )
-            head += f" UNBOUNDED: {e['unbounded']}; the transient is the simulated run's."
+            head += " UNBOUNDED: past saturation, no steady-state TTFT, queue or E2E."
+            more += f" {e['unbounded']}; the transient is the simulated run's."
         elif not e.get("steady_state", True):
-            head += (
+            head += " NOT STEADY: a short run's percentiles (raise --requests)."
+            more += (
                 " NOT STEADY: the run spans under 5 mean E2Es; throughput, goodput and cost are"
-                " the steady state's, the percentiles this short run's (raise --requests)."
+                " the steady state's, the percentiles this short run's."
             )
         rate = f"{pts[0]['rate']:.3g} req/s" if pts[0]["rate"] else "its users' pace"
         ttft_text = (
@@ -158,7 +169,9 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         )
         print_pairs(con, answer, pairs)
         say(con, head)
-        say(con, bands_note(bands))
+        if VERBOSE["on"]:
+            say(con, more)
+            say(con, bands_note(bands))
         return
     print_rows(
         con,
@@ -178,6 +191,8 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         ],
     )
     say(con, head)
+    if VERBOSE["on"]:
+        say(con, more)
     say(
         con,
         f"bands: TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99 "
@@ -222,115 +237,6 @@ def _binding(sat: Mapping[str, Any]) -> str:
     batch = sat["mean_running_batch"]["expected"]
     at = f" (at saturation: KV {kv:.0%}, batch {batch:.0f})" if kv is not None else ""
     return f"{sat['binding']['expected']}{at}"
-
-
-# ---- size -----------------------------------------------------------------------------------
-def _top(bands: Mapping[str, Any] | None, name: str) -> str:
-    """The top of a band's measured range above the expected figure, in percent ("342")."""
-    b = (bands or {}).get(name)
-    if b is None:
-        return "-"
-    return f"{round((b.get('high', 1.0 + b['rel']) - 1.0) * 100):d}"
-
-
-@table_output
-def size_table(doc: Mapping[str, Any], con: Console) -> None:
-    i, deps = doc["inputs"], doc["deployments"]
-    rows, misses, pruned = [], [], []
-    for d in deps:
-        mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
-        name = f"{_short(d['hardware'])} {_pools(d)}"
-        if not d["meets_slo"]:
-            if d["note"].startswith("not searched"):
-                pruned.append(name)
-            else:
-                misses.append(f"{name}: {d['note'] or 'misses the SLOs'}")
-            continue
-        e = d["expected"]
-        at = i.get("confidence", "expected") != "expected"
-        rows.append(
-            (
-                f"{name}{' ' + mark if mark else ''}",
-                f"{d['gpus']:,}" + (f" ({d['confidence']['gpus_expected']:,})" if at else ""),
-                _usd(d["cost_per_hour"]),
-                _usd(d["cost_per_million_output_tokens"]),
-                f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
-                f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
-                pm(d.get("bands"), "throughput"),
-                "/".join(_top(d.get("bands"), k) for k in ("ttft_p99", "tpot_p99")),
-            )
-        )
-    head = (
-        f"Deployments of {i['model']} ({i['weights']} weights) serving {i['rate']:g} req/s, "
-        f"prompts {i['prompt_lengths']}, outputs {i['output_lengths']}; {_slo_text(i)}. "
-        f"* = best ({i['minimize']}), f = on the frontier of tok/s per GPU vs tok/s per user; "
-        "GPUs = replicas x TP x PP; tok = output tokens/s; ±tok = the band of tok/s and "
-        "saturation, inverted for $/Mtok (-x%/+y%: the measured figure's 90% range; ±x: a "
-        "symmetric one), +p99 = how far above the expected TTFT/TPOT p99 the measured one "
-        "reaches (the range's top); per hardware family and engine, docs/ACCURACY.md (a family "
-        "or engine under 5 points takes the wider pool); more in --format json. Each fleet "
-        f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
-        f"({i.get('router_model', '')}), as serve --dp N does"
-    )
-    if i.get("confidence", "expected") != "expected":
-        head += (
-            f". Sized at confidence {i['confidence']}: each fleet serves the rate ÷ its throughput"
-            " band's low edge within the SLOs ÷ its TTFT/TPOT bands' high edges (both edges at"
-            " once, serving/confidence.py); (exp.) = the GPUs the expected figures alone need"
-        )
-    best = next((d for d in deps if d["best"]), None)
-    if best is not None and best.get("sized_on"):
-        head += (
-            f". Each replica sized on its {best['sized_on']} x {1 - i.get('headroom', 0):.0%}"
-            f" (headroom {i.get('headroom', 0):.0%}); the best's saturation"
-            f" {best['saturation_rate_per_replica']:.3g} req/s per replica, bound by"
-            f" {best['binding']}"
-        )
-        if best.get("constraint"):
-            head += f"; its replica count is set by the {best['constraint']}"
-        head += (
-            f"; {best['max_seqs']:,} sequences and {best['max_batched_tokens']:,} tokens a step"
-            + (" per attention-DP rank" if best.get("attention_dp", 1) > 1 else "")
-        )
-    if best is not None:
-        layout = _pools(best).replace("\n ", " ")
-        say(
-            con,
-            f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
-            f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
-            f"/Mtok{(' ' + pm(best.get('bands'), 'cost_per_million_output_tokens')).rstrip()}, "
-            f"for {i['rate']:g} "
-            f"req/s of {i['model']}",
-            "bold",
-        )
-    if rows:
-        level = i.get("confidence", "expected")
-        cols = (
-            T("deployment"),
-            N("GPUs") if level == "expected" else N(f"GPUs {level}\n(exp.)"),
-            N("$/h"),
-            N("$/Mtok"),
-            N("tok/\nGPU"),
-            N("tok/\nuser"),
-            N("±tok"),
-            N("+p99\n%"),
-        )
-        print_rows(con, "", cols, rows)
-        say(con, head)
-    else:
-        say(con, head)
-        say(con, "no deployment meets the SLOs")
-    for line in misses:
-        say(con, line)
-    if pruned:
-        what = "GPUs" if i["minimize"] == "gpus" else "cost"
-        say(
-            con,
-            f"not searched (even at their rate bound no better {what} than the best): "
-            + ", ".join(pruned),
-        )
-    launch_block(con, (doc.get("best") or {}).get("launch"))
-    say(con, f"energy: {i['energy_assumption']}")
 
 
 def launch_table(doc: Mapping[str, Any]) -> None:

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from roofline.domain.units import fmt_bytes, fmt_seconds
-from roofline.render.core import VERBOSE, compact, num, stdout_console
+from roofline.render.core import VERBOSE, calibration_line, compact, num, stdout_console
 
 ELLIPSIS = "…"
 TEXT_MIN = 10  # a text column is never squeezed narrower than this (or its longest cell)
@@ -378,6 +378,8 @@ def table_output(draw: Callable[..., None]) -> Callable[..., None]:
     def table(doc: Mapping[str, Any], *args: Any, **kwargs: Any) -> None:
         con = stdout_console()
         draw(doc, con, *args, **kwargs)
+        if doc.get("user_calibration"):  # every output computed with one names it
+            say(con, calibration_line(doc["user_calibration"]), "bold")
         inputs = doc.get("inputs") or {}
         if not VERBOSE["on"]:  # render.core: -v asks for every input
             if inputs:

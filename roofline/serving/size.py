@@ -27,8 +27,9 @@ from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
+from roofline.domain.units import fmt_seconds
 from roofline.engines.engine import Engine
-from roofline.serving.candidates import Candidate, candidates
+from roofline.serving.candidates import MAX_NODES, Candidate, candidates
 from roofline.serving.confidence import Edges
 from roofline.serving.cost import (
     Price,
@@ -36,10 +37,15 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
-from roofline.serving.metrics import ServeMetrics, Slo
+from roofline.serving.metrics import ServeMetrics, Slo, metrics
 from roofline.serving.router import DEFAULT_ROUTER
-from roofline.serving.search import max_rate_within_slo, replica_capacity
-from roofline.serving.serve import Replica, ServeResult, make_replica, serve
+from roofline.serving.search import (
+    COARSE_REQUESTS,
+    cycled,
+    max_rate_within_slo,
+    replica_capacity,
+)
+from roofline.serving.serve import Replica, ServeResult, make_replica, run_replicas, serve
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.workers import parallel_map
 from roofline.serving.workload import Workload, with_rate
@@ -98,6 +104,40 @@ class Sized:
     replicas_expected: int = 0
     gpus_expected: int = 0
     edges: Edges | None = None
+    # False: a layout left out of the search (pruned against its chip's best); `bound_gpus` the
+    # fewest GPUs it could need, at its rate bound
+    searched: bool = True
+    bound_gpus: int = 0
+
+
+@dataclass(frozen=True)
+class ChipAnswer:
+    """One accelerator asked for: its cheapest deployment that meets the SLOs (the one ranked
+    first among its own), or None and why none (the bound that ruled each layout out)."""
+
+    hardware: str
+    best: Sized | None
+    reason: str = ""
+
+
+def chip_answers(rows: list[Sized], accelerators: list[str]) -> list[ChipAnswer]:
+    """Every accelerator asked for, in the order asked: its first row that meets the SLOs (rows
+    are ranked best first), else the reasons of its rows that did not."""
+    out = []
+    for hw in accelerators:
+        mine = [r for r in rows if r.hardware == hw]
+        ok = next((r for r in mine if r.meets_slo), None)
+        if ok is not None:
+            out.append(ChipAnswer(hw, ok))
+            continue
+        why = []
+        for r in mine:
+            if r.gpus:
+                why.append(f"{r.layout}: {r.replicas} replicas still miss the SLOs")
+            elif r.searched:
+                why.append(f"{r.layout}: {r.note}" if r.layout else r.note)
+        out.append(ChipAnswer(hw, None, "; ".join(dict.fromkeys(why)) or "no layout searched"))
+    return out
 
 
 def layouts(
@@ -167,15 +207,15 @@ def size(
     for hw in accelerators:
         deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out, drafting is not None)
         if not deps:
-            out.append(_none(hw, base, f"no layout of {model.id} on {hw.id} fits and meets the"
-                             " TPOT SLO at batch 1"))  # fmt: skip
+            why = no_layout(model, hw, base, eng, w, slo, scale_out)
+            out.append(replace(_none(hw, base, why), layout=""))  # the chip's, no layout's
         for c in deps:  # the drafter adds no prefill capacity: its variant keeps the bound
             for sp in (None, drafting) if drafting else (None,):
                 tasks.append((hw, c.dep, sp))
                 limits.append(c.rate_bound)
 
-    def capacity(rep: Replica):
-        cap = replica_capacity(rep, w)
+    def capacity(rep: Replica, cap=None):
+        cap = replica_capacity(rep, w) if cap is None else cap
         sat = cap.expected.requests_per_s
         r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
         return rep, cap, sat, r_cap
@@ -202,8 +242,8 @@ def size(
         last = res[-1]
         return n, replace(last, expected=replace(last.expected, meets_slo=ok))
 
-    def one(task: tuple[Accelerator, Deployment, DraftConfig | None]) -> Sized:
-        hw, dep, sp = task
+    def one(item: tuple[tuple[Accelerator, Deployment, DraftConfig | None], tuple]) -> Sized:
+        (hw, dep, sp), limit = item  # limit: the key of its chip's best found so far
         price = prices.get(hw.id)
         try:
             rep = make_replica(model, hw, dep, eng, max_len, drafting=sp, draft_context=ctx)
@@ -213,7 +253,17 @@ def size(
         if rep.drafting is not None and sp is not None:
             r = rep.drafting
             drafted = {"drafter": sp.drafter, "gamma": r.gamma, "tree_tokens": r.tree_tokens}
-        best = capacity(rep)
+        cap0 = replica_capacity(rep, w)
+        # its saturation bounds the rate a replica serves within the SLOs: a layout that even
+        # there needs no fewer GPUs (no less cost) than its chip's best goes unsearched
+        n_sat = math.ceil(rate / max(cap0.expected.requests_per_s * (1 - headroom), 1e-12))
+        gpus_sat = min(n_sat, max_replicas + 1) * rep.gpus
+        if key(gpus_sat, price) >= limit:
+            what = "GPUs" if minimize == "gpus" else "cost"
+            return _none(hw, dep, f"not searched: even at its saturation rate it needs"
+                         f" {gpus_sat:,} GPUs, no better {what} than {_short(hw.id)}'s best",
+                         searched=False, bound_gpus=gpus_sat)  # fmt: skip
+        best = capacity(rep, cap0)
         per_rank = rep.rules.max_seqs // dep.attention_dp
         for factor in (2, 4):  # the engine's sequence cap, raised where it binds
             if best[1].expected.binding != "max-seqs" or per_rank * factor > 8192:
@@ -238,7 +288,7 @@ def size(
             best = more
         rep, cap, sat, r_cap = best
         if r_cap <= 0:
-            return _none(hw, dep, "misses the SLOs even at light load", r_cap)
+            return _none(hw, dep, light_load_miss(rep, w, slo, sat, seed), r_cap)
         n, res = fleet(rep, cap, [(r_cap, w, slo)])
         if res is None:
             return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
@@ -316,19 +366,33 @@ def size(
         gpus = n * dep.gpus_per_replica
         bounds.append((key(gpus, prices.get(hw.id)), dep.gpus_per_replica, gpus, task))
     bounds.sort(key=lambda b: b[:2])
+    # every chip asked for gets its own answer: a layout is pruned only against the best found
+    # on its own chip, never against another chip's
     found: list[Sized] = []
     size_round = 1  # one search first, to have a deployment to prune against
+    what = "GPUs" if minimize == "gpus" else "cost"
+    best: dict[str, tuple[float, float]] = {}  # each chip's best key found so far
+    inf = (math.inf, math.inf)
     while bounds:
         now, bounds = bounds[:size_round], bounds[size_round:]
-        found += parallel_map(one, [b[3] for b in now])  # independent searches
+        found += parallel_map(one, [(b[3], best.get(b[3][0].id, inf)) for b in now])
         size_round = SEARCH_ROUND
-        keys = [key(r.gpus, prices.get(r.hardware)) for r in found if r.meets_slo]
-        best = min(keys) if keys else None
-        while best is not None and bounds and bounds[-1][0] >= best:
-            _, _, gpus, (hw, dep, _) = bounds.pop()
-            what = "GPUs" if minimize == "gpus" else "cost"
-            note = f"not searched: even at its rate bound it needs {gpus:,} GPUs, no better {what}"
-            found.append(_none(hw, dep, note + " than the best"))
+        for r in found:
+            if r.meets_slo:
+                k = key(r.gpus, prices.get(r.hardware))
+                best[r.hardware] = min(best.get(r.hardware, k), k)
+        keep = []
+        for b in bounds:
+            _, _, gpus, (hw, dep, _) = b
+            if hw.id in best and b[0] >= best[hw.id]:
+                note = (
+                    f"not searched: even at its rate bound it needs {gpus:,} GPUs, no better"
+                    f" {what} than {_short(hw.id)}'s best"
+                )
+                found.append(_none(hw, dep, note, searched=False, bound_gpus=gpus))
+            else:
+                keep.append(b)
+        bounds = keep
     out += found
     return _rank(out, minimize)
 
@@ -350,11 +414,69 @@ def redundant_experts(model: ModelArch, dep: Deployment) -> int:
     return expert_slots(model.n_routed_experts, dep.ep) - model.n_routed_experts
 
 
-def _none(hw: Accelerator, dep: Deployment, note: str, r1: float = 0.0) -> Sized:
+def _none(
+    hw: Accelerator,
+    dep: Deployment,
+    note: str,
+    r1: float = 0.0,
+    searched: bool = True,
+    bound_gpus: int = 0,
+) -> Sized:
     return Sized(
         hw.id, dep.tp, dep.pp, dep.ep, 0, 0, r1, False, None, None, None, None, None, note=note,
-        attention_dp=dep.attention_dp, layout=describe(dep),
+        attention_dp=dep.attention_dp, layout=describe(dep), searched=searched,
+        bound_gpus=bound_gpus,
     )  # fmt: skip
+
+
+def _short(hw: str) -> str:
+    vendor, _, rest = hw.partition("-")
+    return rest if vendor in ("nvidia", "amd", "google", "intel", "apple") and rest else hw
+
+
+def no_layout(
+    model: ModelArch,
+    hw: Accelerator,
+    base: Deployment,
+    eng: Engine,
+    w: Workload,
+    slo: Slo,
+    scale_out: Tier | None,
+) -> str:
+    """Why no layout of `model` on `hw` was searched, with the bound that ruled them out: none
+    whose weights and KV fit, or the fastest batch-1 TPOT of those that fit above the SLO."""
+    prompt, output = int(np.mean(w.prompts)), int(np.mean(w.outputs))
+    rate = float(w.rate or 1.0)
+    fit, _ = candidates(model, hw, base, eng, prompt, output, rate, None, HEADROOM, scale_out)
+    if not fit:
+        return (
+            f"no layout of {model.id} on {hw.id} up to {MAX_NODES} nodes holds its weights and"
+            " the KV of one request"
+        )
+    fast = min(fit, key=lambda c: c.latency_tpot_s)
+    return (
+        f"no layout meets the TPOT SLO at batch 1: the fastest, {describe(fast.dep)}, takes"
+        f" {fmt_seconds(fast.latency_tpot_s)} a token > {fmt_seconds(slo.tpot_s or 0.0)}"
+    )
+
+
+def light_load_miss(rep: Replica, w: Workload, slo: Slo, sat: float, seed: int) -> str:
+    """Why a layout misses the SLOs even at light load: its p-th percentile TTFT and TPOT at
+    1/64 of its saturation rate (the lowest rate the SLO search tries) against the SLOs."""
+    lo = sat / 64.0
+    if not (math.isfinite(lo) and lo > 0):
+        return "misses the SLOs even at light load"
+    tr = run_replicas(rep, with_rate(cycled(w, min(w.n, COARSE_REQUESTS)), lo, seed), 1, False)
+    m = metrics(tr, slo, rep.gpus)
+    over = []
+    if slo.ttft_s is not None and m.ttft_s.at(slo.pct) > slo.ttft_s:
+        over.append(f"TTFT {fmt_seconds(m.ttft_s.at(slo.pct))} > {fmt_seconds(slo.ttft_s)}")
+    if slo.tpot_s is not None and m.tpot_s.at(slo.pct) > slo.tpot_s:
+        over.append(f"TPOT {fmt_seconds(m.tpot_s.at(slo.pct))} > {fmt_seconds(slo.tpot_s)}")
+    return (
+        f"misses the SLOs even at light load ({lo:.3g} req/s, 1/64 of saturation): p{slo.pct:g} "
+        + (" and ".join(over) or "attainment below the SLO's")
+    )
 
 
 def _scale(m: ServeMetrics, replicas: int) -> ServeMetrics:

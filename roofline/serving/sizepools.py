@@ -129,7 +129,9 @@ def size_disaggregated(
                 tasks.append((hw, p, d))
             else:  # not simulated: a row that says why, ranked after those that meet the SLOs
                 pair = f"prefill {describe(p)} with decode {describe(d)}"
-                out.append(_none(hw, d, f"disaggregated: not searched, {pair}: {refusal}"))
+                out.append(
+                    _none(hw, d, f"disaggregated: not searched, {pair}: {refusal}", searched=False)
+                )
 
     def one(task: tuple[Accelerator, Deployment, Deployment]) -> Sized:
         hw, p_dep, d_dep = task

@@ -93,9 +93,10 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv th{font-weight:500;color:var(--muted);width:40%;overflow-wrap:anywhere}
 table.kv td{overflow-wrap:anywhere}
 caption{text-align:left;font-weight:600;padding:2px 0}
-.cmd{position:relative;min-width:0;max-width:100%}.cmd pre{background:var(--soft);border:1px solid var(--line);max-width:100%;
+.cmd{position:relative}.cmd pre{background:var(--soft);border:1px solid var(--line);
 border-radius:4px;padding:6px 8px;margin:0 0 .4rem;overflow-x:auto;user-select:all;font-size:.8rem}
 .copy{position:absolute;top:4px;right:4px;font-size:.75rem}
+summary{cursor:pointer;color:var(--accent);margin:.2rem 0}
 footer{margin-top:2rem;font-size:.8rem;color:var(--muted)}
 @media (max-width:760px){.pair{grid-template-columns:minmax(0,1fr)}
 main{padding:8px 10px 30px}.figs{grid-template-columns:repeat(2,minmax(0,1fr))}}
@@ -162,6 +163,21 @@ def results_tables(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _calibration(doc: Mapping[str, Any]) -> str:
+    """The user calibration the page's figures were computed with, named under the answer."""
+    cal = doc.get("user_calibration")
+    if not cal:
+        return ""
+    from roofline.render.core import calibration_line
+
+    return f'<p class="note" id="user-calibration">{escape(calibration_line(cal))}</p>'
+
+
+def _collapsed(summary: str, body: str) -> str:
+    """A section's long tables, collapsed: the page keeps its answer and charts in view."""
+    return f"<details><summary>{escape(summary)}</summary>{body}</details>"
+
+
 def page(
     doc: Mapping[str, Any], command_line: Sequence[str] | None = None, title: str | None = None
 ) -> str:
@@ -188,18 +204,19 @@ def page(
             '<section id="answer" aria-label="the answer">',
             f'<p class="verdict">{escape(c.verdict)}</p>' if c.verdict else "",
             f'<div class="figs">{figs}</div>',
+            _calibration(doc),
             "</section>",
             '<section id="why"><h2>Why: the charts and their numbers</h2>',
             charts,
             "</section>",
             '<section id="results"><h2>Every result</h2>',
-            "".join(results_tables(doc)),
+            _collapsed("every row and column, as in --format json", "".join(results_tables(doc))),
             "</section>",
             '<section id="inputs"><h2>Inputs</h2>',
-            kv_table(inputs),
+            _collapsed("every input", kv_table(inputs)),
             "</section>",
             '<section id="provenance"><h2>Provenance</h2>',
-            kv_table(provenance(doc)),
+            _collapsed("every source, method and assumption", kv_table(provenance(doc))),
             "</section>",
             f'<footer>Made by roofline <span id="tool-version">{escape(__version__)}</span>',
             f' · JSON schema version <span id="schema-version">'

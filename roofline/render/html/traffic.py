@@ -182,8 +182,7 @@ def size(doc: Mapping[str, Any]) -> Content:
     rows = []
     for d in deps:
         if not d.get("gpus"):
-            continue  # no replica of it fits or meets the SLOs: in the full table only
-        e = d.get("expected") or {}
+            continue  # an older document's layout with no fleet: never a 0-GPU row
         rows.append(
             {
                 "deployment": _label(d),
@@ -192,21 +191,102 @@ def size(doc: Mapping[str, Any]) -> Content:
                 "cost_per_million_output_tokens": d["cost_per_million_output_tokens"],
                 "meets_slo": d["meets_slo"],
                 "best": d["best"],
-                "ttft_p50_s": (e.get("ttft_s") or {}).get("p50"),
-                "ttft_p99_s": (e.get("ttft_s") or {}).get("p99"),
-                "tpot_p50_s": (e.get("tpot_s") or {}).get("p50"),
-                "tpot_p99_s": (e.get("tpot_s") or {}).get("p99"),
-                "max_rate_per_replica": d.get("max_rate_per_replica"),
-                "saturation_rate_per_replica": d.get("saturation_rate_per_replica"),
-                "kv_occupancy": e.get("kv_occupancy"),
-                "binding": d.get("binding"),
             }
         )
-    if not rows:
-        return c
-    chips = list(dict.fromkeys(r["hardware"] for r in rows))
+    chips = _chip_rows(doc)
+    _chips_chart(c, chips, inputs)
+    if rows:
+        _frontier(c, rows, chips)
+    return c
+
+
+def _chip_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every chip asked for (per_hardware), with its answer's figures from its deployment row,
+    or why it has none."""
+    deps = doc.get("deployments") or []
+    out = []
+    for a in doc.get("per_hardware") or []:
+        vendor, _, rest = str(a["hardware"]).partition("-")
+        hw = rest if vendor in ("nvidia", "amd", "google", "intel", "apple") and rest else vendor
+        row: dict[str, Any] = {"chip": hw, "answer": "none", "reason": a.get("reason")}
+        if a.get("meets_slo"):
+            d: Mapping[str, Any] = next(
+                (
+                    d
+                    for d in deps
+                    if d["hardware"] == a["hardware"]
+                    and d["meets_slo"]
+                    and d["gpus"] == a["gpus"]
+                    and d["tp"] == a["tp"]
+                ),
+                {},
+            )
+            e = d.get("expected") or {}
+            row.update(
+                answer=f"{a['replicas']} × {a['layout']}",
+                gpus=a["gpus"],
+                cost_per_million_output_tokens=a["cost_per_million_output_tokens"],
+                ttft_p99_s=a.get("ttft_p99_s"),
+                tpot_p99_s=a.get("tpot_p99_s"),
+                max_rate_per_replica=d.get("max_rate_per_replica"),
+                saturation_rate_per_replica=d.get("saturation_rate_per_replica"),
+                kv_occupancy=e.get("kv_occupancy"),
+                binding=d.get("binding"),
+            )
+        out.append(row)
+    return out
+
+
+def _chips_chart(c: Content, chips: list[dict[str, Any]], inputs: Mapping[str, Any]) -> None:
+    """Each chip's answer: its cost, p99 TTFT and TPOT (one axis each) and its capacity per
+    replica; a chip with none has no bar and its reason in the table."""
+    if not chips:
+        return
+    cats = [r["chip"] for r in chips]
+    svg = bar_chart(
+        "Each chip's cheapest deployment: $ per million output tokens",
+        cats,
+        [("$/Mtok", [_n(r.get("cost_per_million_output_tokens")) for r in chips])],
+        Axis("$ per million output tokens", fmt=money_fmt),
+    )
+    cols = ["chip", "answer", "gpus", "cost_per_million_output_tokens"]
+    if any(r["reason"] for r in chips):
+        cols.append("reason")
+    c.charts.append(
+        chart_block("Every chip asked for: its cheapest deployment", svg, rows_table(chips, cols))
+    )
+    for key, title in (("ttft", "Time to first token"), ("tpot", "Time per output token")):
+        svg = bar_chart(
+            f"p99 {key.upper()} of each chip's answer",
+            cats,
+            [(f"p99 {key.upper()}", [_n(r.get(f"{key}_p99_s")) for r in chips])],
+            Axis(f"p99 {key.upper()} at the sized rate (expected)", fmt=sec_fmt),
+            refs=_slo_refs(inputs, key),
+        )
+        cols = ["chip", "answer", f"{key}_p99_s"]
+        c.charts.append(chart_block(f"{title}, each chip's answer", svg, rows_table(chips, cols)))
+    svg = bar_chart(
+        "Rate per replica: within the SLOs and at saturation",
+        cats,
+        [
+            ("within SLOs", [_n(r.get("max_rate_per_replica")) for r in chips]),
+            ("saturation", [_n(r.get("saturation_rate_per_replica")) for r in chips]),
+        ],
+        Axis("requests/s per replica"),
+    )
+    cols = ["chip", "max_rate_per_replica", "saturation_rate_per_replica", "kv_occupancy",
+            "binding"]  # fmt: skip
+    c.charts.append(
+        chart_block(
+            "Capacity, saturation and KV occupancy per replica", svg, rows_table(chips, cols)
+        )
+    )
+
+
+def _frontier(c: Content, rows: list[dict[str, Any]], chips: list[dict[str, Any]]) -> None:
+    """The cost frontier: every deployment, one series per chip; chips with none named."""
     series = []
-    for chip in [*chips, None]:  # None: the deployments that miss the SLOs, unjoined
+    for chip in [*dict.fromkeys(r["hardware"] for r in rows), None]:  # None: those that miss
         pts = sorted(
             (r["gpus"], r["cost_per_million_output_tokens"], r["deployment"])
             for r in rows
@@ -218,14 +298,14 @@ def size(doc: Mapping[str, Any]) -> Content:
         if tips:
             series.append(Series(chip or "misses the SLOs", tips, line=chip is not None))
     gpus = [r["gpus"] for r in rows]
+    wide = max(gpus) > 8 * min(gpus)
     svg = line_chart(
         "Cost frontier: GPUs against $ per million output tokens",
-        Axis(
-            "GPUs" + (" (log)" if max(gpus) > 8 * min(gpus) else ""), log=max(gpus) > 8 * min(gpus)
-        ),
+        Axis("GPUs" + (" (log)" if wide else ""), log=wide),
         Axis("$ per million output tokens", fmt=money_fmt),
         series,
     )
+    none = [r["chip"] for r in chips if r["answer"] == "none"]
     c.charts.append(
         chart_block(
             "Cost frontier: GPUs against $/Mtok, one series per chip",
@@ -233,46 +313,9 @@ def size(doc: Mapping[str, Any]) -> Content:
             rows_table(
                 rows, ["deployment", "gpus", "cost_per_million_output_tokens", "meets_slo", "best"]
             ),
+            note=f"no deployment meets the SLOs on {', '.join(none)}" if none else "",
         )
     )
-    cats = [r["deployment"] for r in rows]
-    for key, title in (("ttft", "Time to first token"), ("tpot", "Time per output token")):
-        svg = bar_chart(
-            f"{title} per deployment",
-            cats,
-            [(f"{q} {key.upper()}", [_n(r[f"{key}_{q}_s"]) for r in rows]) for q in ("p50", "p99")],
-            Axis(f"{key.upper()} at the sized rate (expected)", fmt=sec_fmt),
-            refs=_slo_refs(inputs, key),
-        )
-        cols = ["deployment", f"{key}_p50_s", f"{key}_p99_s"]
-        c.charts.append(chart_block(f"{title} per deployment", svg, rows_table(rows, cols)))
-    svg = bar_chart(
-        "Rate per replica: within the SLOs and at saturation",
-        cats,
-        [
-            ("within SLOs", [_n(r["max_rate_per_replica"]) for r in rows]),
-            ("saturation", [_n(r["saturation_rate_per_replica"]) for r in rows]),
-        ],
-        Axis("requests/s per replica"),
-    )
-    cols = ["deployment", "max_rate_per_replica", "saturation_rate_per_replica", "binding"]
-    c.charts.append(
-        chart_block("Capacity and saturation rate per replica", svg, rows_table(rows, cols))
-    )
-    svg = bar_chart(
-        "KV-cache occupancy per deployment",
-        cats,
-        [("KV occupancy", [_n(r["kv_occupancy"]) for r in rows])],
-        Axis("mean share of the KV budget in use", fmt=pct_fmt),
-    )
-    c.charts.append(
-        chart_block(
-            "KV-cache occupancy per deployment",
-            svg,
-            rows_table(rows, ["deployment", "kv_occupancy"]),
-        )
-    )
-    return c
 
 
 # ---- cliff ------------------------------------------------------------------------------------

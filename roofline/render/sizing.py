@@ -1,0 +1,162 @@
+"""size's table: the answer line first, each chip asked for with its cheapest deployment or
+why none, the deployments (fleets only) with a three-line legend (the rest under -v), the layouts
+not searched, the best's launch line."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+
+from roofline.render.core import VERBOSE, pm
+from roofline.render.traffic import (
+    _arrivals,
+    _lat,
+    _pools,
+    _short,
+    _slo_text,
+    _usd,
+    launch_block,
+)
+from roofline.render.width import N, T, print_rows, say, table_output
+
+
+# ---- size -----------------------------------------------------------------------------------
+def _top(bands: Mapping[str, Any] | None, name: str) -> str:
+    """The top of a band's measured range above the expected figure, in percent ("342")."""
+    b = (bands or {}).get(name)
+    if b is None:
+        return "-"
+    return f"{round((b.get('high', 1.0 + b['rel']) - 1.0) * 100):d}"
+
+
+def _chip_line(a: Mapping[str, Any]) -> str:
+    """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none."""
+    hw = _short(a["hardware"])
+    if not a["meets_slo"]:
+        return f"  {hw}: none: {a['reason']}"
+    return (
+        f"  {hw}: {a['replicas']} x {a['layout']} = {a['gpus']:,} GPUs, "
+        f"{_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
+        f"TPOT {_lat(a['tpot_p99_s'])}"
+    )
+
+
+@table_output
+def size_table(doc: Mapping[str, Any], con: Console) -> None:
+    i, deps = doc["inputs"], doc["deployments"]
+    rows, misses = [], []
+    for d in deps:
+        mark = ("*" if d["best"] else "") + ("f" if d["frontier"] else "")
+        name = f"{_short(d['hardware'])} {_pools(d)}"
+        if not d["meets_slo"]:
+            misses.append(f"{name}: {d['gpus']:,} GPUs still miss the SLOs")
+            continue
+        e = d["expected"]
+        at = i.get("confidence", "expected") != "expected"
+        rows.append(
+            (
+                f"{name}{' ' + mark if mark else ''}",
+                f"{d['gpus']:,}" + (f" ({d['confidence']['gpus_expected']:,})" if at else ""),
+                _usd(d["cost_per_hour"]),
+                _usd(d["cost_per_million_output_tokens"]),
+                f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
+                f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
+                pm(d.get("bands"), "throughput"),
+                "/".join(_top(d.get("bands"), k) for k in ("ttft_p99", "tpot_p99")),
+            )
+        )
+    best = next((d for d in deps if d["best"]), None)
+    arrivals = _arrivals(i)
+    # the legend: three lines at 80 columns; the rest under -v
+    head = (
+        f"{arrivals[:1].upper() + arrivals[1:]}, prompts {i['prompt_lengths']}, outputs "
+        f"{i['output_lengths']}; {_slo_text(i)}. * best ({i['minimize']}), f frontier; GPUs = "
+        "replicas x TP x PP; tok = output tokens/s; +p99 % = measured p99 TTFT/TPOT above "
+        "expected; -v: more"
+    )
+    more = (
+        "f = on the frontier of tok/s per GPU vs tok/s per user; ±tok = the band of tok/s and "
+        "saturation, inverted for $/Mtok (-x%/+y%: the measured figure's 90% range; ±x: a "
+        "symmetric one); per hardware family and engine, docs/ACCURACY.md (a family "
+        "or engine under 5 points takes the wider pool); more in --format json. Each fleet "
+        f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
+        f"({i.get('router_model', '')}), as serve --dp N does"
+    )
+    if i.get("confidence", "expected") != "expected":
+        head += (
+            f" Sized at confidence {i['confidence']}: the rate ÷ the throughput band's low edge"
+            " within the SLOs ÷ the TTFT/TPOT bands' high edges; (exp.) = GPUs at the expected"
+            " figures"
+        )
+    if best is not None and best.get("sized_on"):
+        more += (
+            f". Each replica sized on its {best['sized_on']} x {1 - i.get('headroom', 0):.0%}"
+            f" (headroom {i.get('headroom', 0):.0%}); the best's saturation"
+            f" {best['saturation_rate_per_replica']:.3g} req/s per replica, bound by"
+            f" {best['binding']}"
+        )
+        if best.get("constraint"):
+            more += f"; its replica count is set by the {best['constraint']}"
+        more += (
+            f"; {best['max_seqs']:,} sequences and {best['max_batched_tokens']:,} tokens a step"
+            + (" per attention-DP rank" if best.get("attention_dp", 1) > 1 else "")
+        )
+    if best is not None:
+        layout = _pools(best).replace("\n ", " ")
+        say(
+            con,
+            f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
+            f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
+            f"/Mtok{(' ' + pm(best.get('bands'), 'cost_per_million_output_tokens')).rstrip()}, "
+            f"for {i['rate']:g} "
+            f"req/s of {i['model']}",
+            "bold",
+        )
+    else:
+        chips = ", ".join(_short(h) for h in i["hardware"])
+        say(con, f"none: {_nothing(i)} on {chips}", "bold")
+    for a in doc.get("per_hardware") or []:
+        say(con, _chip_line(a))
+    if rows:
+        level = i.get("confidence", "expected")
+        cols = (
+            T("deployment"),
+            N("GPUs") if level == "expected" else N(f"GPUs {level}\n(exp.)"),
+            N("$/h"),
+            N("$/Mtok"),
+            N("tok/\nGPU"),
+            N("tok/\nuser"),
+            N("±tok"),
+            N("+p99\n%"),
+        )
+        print_rows(con, "", cols, rows)
+        say(con, head)
+    else:
+        say(con, head)
+    if VERBOSE["on"]:
+        say(con, more)
+    for line in misses:
+        say(con, line)
+    pruned = [f"{_short(d['hardware'])} {d['layout']}" for d in doc.get("not_searched") or []]
+    if pruned:
+        what = "GPUs" if i["minimize"] == "gpus" else "cost"
+        say(
+            con,
+            f"not searched (a bound on their rate: no better {what} than their chip's best): "
+            + ", ".join(pruned),
+        )
+    launch_block(con, (doc.get("best") or {}).get("launch"))
+    if VERBOSE["on"]:
+        say(con, f"energy: {i['energy_assumption']}")
+
+
+def _nothing(i: Mapping[str, Any]) -> str:
+    """What `size` found when no deployment serves the rate (within the SLOs, or saturation)."""
+    if i.get("slo_ttft_s") is None and i.get("slo_tpot_s") is None:
+        return f"no deployment serves {i['rate']:g} req/s (no SLO given: sized on saturation)"
+    return "no deployment meets the SLOs"
+
+
+__all__ = ["size_table"]

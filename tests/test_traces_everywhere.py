@@ -1,0 +1,47 @@
+"""Traces in sizing (issue 33 item 4): --prompt-dist reads the published formats --arrivals reads,
+any length (a trace is never cut by size's default --requests); options that cannot apply to an
+arrival log are errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "arrivals"
+
+
+def _jsonl(path: Path, n: int) -> Path:
+    # lengths cycle 300, 600, 900 in and 50, 100 out: means 600 and 75 by hand
+    lines = (
+        json.dumps({"input_tokens": 300 * (1 + i % 3), "output_tokens": 50 * (1 + i % 2)})
+        for i in range(n)
+    )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_size_takes_a_trace_longer_than_its_default_requests(run, tmp_path):
+    trace = _jsonl(tmp_path / "t.jsonl", 1200)
+    r = run("size", "llama-3.1-8b", "--rate", "2", "--hardware", "h100", "--prompt-dist",
+            str(trace), "-f", "json")  # fmt: skip
+    assert r.code == 0, r.stderr
+    assert r.json()["inputs"]["prompt_lengths"].startswith("1200 from")
+
+
+def test_prompt_dist_reads_the_published_formats(run):
+    for name, n in (("azure_sample.csv", 24), ("mooncake_sample.jsonl", None)):
+        path = EXAMPLES / name
+        doc = run("serve", "llama-3.1-8b", "h100", "--prompt-dist", str(path), "--rate", "1",
+                  "--no-saturation", "-f", "json").json()  # fmt: skip
+        lengths = doc["inputs"]["prompt_lengths"]
+        assert str(path) in lengths
+        if n is not None:  # the sample's rows, counted by hand
+            assert lengths.startswith(f"{n} from")
+
+
+def test_arrivals_refuse_requests_and_duration(run):
+    log = str(EXAMPLES / "azure_sample.csv")
+    for extra in (("--requests", "10"), ("--duration", "60s")):
+        r = run("serve", "llama-3.1-8b", "h100", "--arrivals", log, *extra)
+        assert r.code == 2 and "--arrivals replays the whole log" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout
