@@ -15,18 +15,11 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli import workload as wf
+from roofline.cli.answers_json import per_hardware_json, unsized_json
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
-from roofline.cli.traffic_json import (
-    flat,
-    per_hardware_json,
-    serve_doc,
-    size_doc,
-    size_rows,
-    sized_list,
-    unsized_json,
-)
+from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
 from roofline.engines.engine import engine
@@ -288,15 +281,7 @@ def size(
     # a delay to derive needs the engine's figures: refuse before the search
     if day_rates is not None:
         day_cli.delays(m, hws, base, eng, scale_up_delay)
-    drafting = dopt.draft_config(cat, m, base, so)
-    if drafting is not None and disagg:
-        raise InputError("--disagg does not model speculative decoding: drop --drafter")
-    net = cat.tier(scale_out)
-    if net.kind != "network":
-        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
-    if pools is not None and not disagg:
-        raise InputError("--pools splits a disaggregated unit: give --disagg too")
-    tier = cat.tier(link) if disagg else None
+    drafting, net, tier = _size_links(cat, m, base, so, disagg, scale_out, pools, link)
     edges = confidence_edges(confidence, hws, eng.profile_id, slo.pct)
     rows = size_search(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
@@ -322,6 +307,19 @@ def size(
     if day_rates is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
     _none_found(doc, answers, slo, rate_rps)
+
+
+def _size_links(cat, m, base, so, disagg: bool, scale_out: str, pools: str | None, link: str):
+    """size's drafter, scale-out network and (--disagg) KV tier, each checked."""
+    drafting = dopt.draft_config(cat, m, base, so)
+    if drafting is not None and disagg:
+        raise InputError("--disagg does not model speculative decoding: drop --drafter")
+    net = cat.tier(scale_out)
+    if net.kind != "network":
+        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
+    if pools is not None and not disagg:
+        raise InputError("--pools splits a disaggregated unit: give --disagg too")
+    return drafting, net, cat.tier(link) if disagg else None
 
 
 def _split(rows, hws, prices):

@@ -23,7 +23,7 @@ from roofline.serving.metrics import ServeMetrics
 from roofline.serving.router import DEFAULT_ROUTER, ROUTER_SOURCE
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import ServeResult
-from roofline.serving.size import ChipAnswer, Sized
+from roofline.serving.size import Sized
 
 # the bands of serve's and size's expected figures (roofline/catalog/bands.py): band -> the keys it
 # applies to (under each point's or deployment's "expected", or the document's)
@@ -50,7 +50,7 @@ def _pcts(p) -> dict[str, float | None]:
     return {k: v if math.isfinite(v) else None for k, v in vals.items()}
 
 
-def _finite(x: float | None) -> float | None:
+def finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
@@ -96,8 +96,8 @@ def metrics_json(m: ServeMetrics, price, gpus: int | None = None) -> dict[str, A
         "slo_attainment": m.slo_attainment,
         "meets_slo": m.meets_slo,
         "mean_running_batch": m.mean_running_batch,
-        "mean_queue_length": _finite(m.mean_queue_length),
-        "mean_in_system": _finite(m.mean_in_system),
+        "mean_queue_length": finite(m.mean_queue_length),
+        "mean_in_system": finite(m.mean_in_system),
         "kv_occupancy": m.kv_occupancy,
         "utilisation": m.utilisation,
         "step_share": m.step_share,
@@ -338,65 +338,6 @@ def sized_list(
         for d in rows
         if d.gpus
     ]
-
-
-def unsized_json(rows: list[Sized]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The layouts with no fleet, apart from the deployments: (not searched: pruned against
-    their chip's best, with the fewest GPUs their rate bound allows; ruled out: searched, or
-    none to search, with the bound that ruled them out)."""
-    pruned, ruled = [], []
-    for d in rows:
-        if d.gpus:
-            continue
-        row = {
-            "hardware": d.hardware,
-            "layout": d.layout or None,
-            "tp": d.tp,
-            "pp": d.pp,
-            "ep": d.ep,
-            "attention_dp": d.attention_dp,
-            "reason": d.note,
-        }
-        if d.searched:
-            ruled.append({**row, "max_rate_per_replica": d.max_rate_per_replica})
-        else:
-            pruned.append({**row, "gpus_at_rate_bound": d.bound_gpus})
-    return pruned, ruled
-
-
-def per_hardware_json(answers: list[ChipAnswer], prices) -> list[dict[str, Any]]:
-    """Every accelerator asked for: its cheapest deployment meeting the SLOs, or why none."""
-    out = []
-    for a in answers:
-        b = a.best
-        if b is None:  # the same keys, null: no deployment of it meets the SLOs
-            keys = ("layout", "tp", "pp", "ep", "replicas", "prefill_replicas",
-                    "decode_replicas", "gpus", "cost_per_hour", "cost_per_million_output_tokens",
-                    "ttft_p99_s", "tpot_p99_s")  # fmt: skip
-            none = dict.fromkeys(keys)
-            out.append({"hardware": a.hardware, "meets_slo": False, **none, "reason": a.reason})
-            continue
-        e = b.expected
-        out.append(
-            {
-                "hardware": a.hardware,
-                "meets_slo": True,
-                "layout": b.layout,
-                "tp": b.tp,
-                "pp": b.pp,
-                "ep": b.ep,
-                "replicas": b.replicas,
-                "prefill_replicas": b.prefill_replicas,
-                "decode_replicas": b.decode_replicas,
-                "gpus": b.gpus,
-                "cost_per_hour": b.cost_per_hour,
-                "cost_per_million_output_tokens": b.cost_per_million_output_tokens,
-                "ttft_p99_s": _finite(e.ttft_s.p99) if e is not None else None,
-                "tpot_p99_s": _finite(e.tpot_s.p99) if e is not None else None,
-                "reason": None,
-            }
-        )
-    return out
 
 
 def size_doc(

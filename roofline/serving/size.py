@@ -27,9 +27,8 @@ from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
-from roofline.domain.units import fmt_seconds
 from roofline.engines.engine import Engine
-from roofline.serving.candidates import MAX_NODES, Candidate, candidates
+from roofline.serving.candidates import Candidate, candidates
 from roofline.serving.confidence import Edges
 from roofline.serving.cost import (
     Price,
@@ -37,16 +36,15 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
-from roofline.serving.metrics import ServeMetrics, Slo, metrics
+from roofline.serving.metrics import ServeMetrics, Slo
 from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import (
-    COARSE_REQUESTS,
-    cycled,
     max_rate_within_slo,
     replica_capacity,
 )
-from roofline.serving.serve import Replica, ServeResult, make_replica, run_replicas, serve
+from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
+from roofline.serving.whynone import describe, light_load_miss, no_layout
 from roofline.serving.workers import parallel_map
 from roofline.serving.workload import Workload, with_rate
 from roofline.step.ops import Deployment
@@ -207,7 +205,7 @@ def size(
     for hw in accelerators:
         deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out, drafting is not None)
         if not deps:
-            why = no_layout(model, hw, base, eng, w, slo, scale_out)
+            why = no_layout(model, hw, base, eng, w, slo, scale_out, HEADROOM)
             out.append(replace(_none(hw, base, why), layout=""))  # the chip's, no layout's
         for c in deps:  # the drafter adds no prefill capacity: its variant keeps the bound
             for sp in (None, drafting) if drafting else (None,):
@@ -402,11 +400,6 @@ def rank(rows: list[Sized], minimize: str) -> list[Sized]:
     return _rank([replace(r, frontier=False, best=False) for r in rows], minimize)
 
 
-def describe(dep: Deployment) -> str:
-    """A replica's layout as `plan` names it, without the DP (replicas are counted apart)."""
-    return dep.layout.describe().removesuffix(" DP1").replace(" PP1", "")
-
-
 def redundant_experts(model: ModelArch, dep: Deployment) -> int:
     """Expert slots beyond the routed experts (layout.expert_slots)."""
     if not model.is_moe or dep.ep <= 1:
@@ -432,51 +425,6 @@ def _none(
 def _short(hw: str) -> str:
     vendor, _, rest = hw.partition("-")
     return rest if vendor in ("nvidia", "amd", "google", "intel", "apple") and rest else hw
-
-
-def no_layout(
-    model: ModelArch,
-    hw: Accelerator,
-    base: Deployment,
-    eng: Engine,
-    w: Workload,
-    slo: Slo,
-    scale_out: Tier | None,
-) -> str:
-    """Why no layout of `model` on `hw` was searched, with the bound that ruled them out: none
-    whose weights and KV fit, or the fastest batch-1 TPOT of those that fit above the SLO."""
-    prompt, output = int(np.mean(w.prompts)), int(np.mean(w.outputs))
-    rate = float(w.rate or 1.0)
-    fit, _ = candidates(model, hw, base, eng, prompt, output, rate, None, HEADROOM, scale_out)
-    if not fit:
-        return (
-            f"no layout of {model.id} on {hw.id} up to {MAX_NODES} nodes holds its weights and"
-            " the KV of one request"
-        )
-    fast = min(fit, key=lambda c: c.latency_tpot_s)
-    return (
-        f"no layout meets the TPOT SLO at batch 1: the fastest, {describe(fast.dep)}, takes"
-        f" {fmt_seconds(fast.latency_tpot_s)} a token > {fmt_seconds(slo.tpot_s or 0.0)}"
-    )
-
-
-def light_load_miss(rep: Replica, w: Workload, slo: Slo, sat: float, seed: int) -> str:
-    """Why a layout misses the SLOs even at light load: its p-th percentile TTFT and TPOT at
-    1/64 of its saturation rate (the lowest rate the SLO search tries) against the SLOs."""
-    lo = sat / 64.0
-    if not (math.isfinite(lo) and lo > 0):
-        return "misses the SLOs even at light load"
-    tr = run_replicas(rep, with_rate(cycled(w, min(w.n, COARSE_REQUESTS)), lo, seed), 1, False)
-    m = metrics(tr, slo, rep.gpus)
-    over = []
-    if slo.ttft_s is not None and m.ttft_s.at(slo.pct) > slo.ttft_s:
-        over.append(f"TTFT {fmt_seconds(m.ttft_s.at(slo.pct))} > {fmt_seconds(slo.ttft_s)}")
-    if slo.tpot_s is not None and m.tpot_s.at(slo.pct) > slo.tpot_s:
-        over.append(f"TPOT {fmt_seconds(m.tpot_s.at(slo.pct))} > {fmt_seconds(slo.tpot_s)}")
-    return (
-        f"misses the SLOs even at light load ({lo:.3g} req/s, 1/64 of saturation): p{slo.pct:g} "
-        + (" and ".join(over) or "attainment below the SLO's")
-    )
 
 
 def _scale(m: ServeMetrics, replicas: int) -> ServeMetrics:
