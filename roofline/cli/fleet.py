@@ -12,7 +12,7 @@ from roofline import render
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, catalog_dirs, guarded
 from roofline.cli.traffic_json import sized_json
-from roofline.domain.errors import InputError
+from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
 from roofline.fleet.build import pools, problem
 from roofline.fleet.day import DayPlan, Problem, apart, owned_first_violations, plan
@@ -76,7 +76,12 @@ def fleet(
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
     cat = catalog()
     ids = _chip_ids(cat, spec)
-    models = {m.name: cat.model(m.model) for m in spec.models}  # unknown ids: exit 2 here
+    models = {}
+    for i, m in enumerate(spec.models):  # unknown ids: exit 2 here, naming the entry
+        try:
+            models[m.name] = cat.model(m.model)
+        except RooflineError as exc:
+            raise InputError(f"{spec.path}: models[{i}] ({m.name}).model: {exc}") from None
     chips = _allowed(cat, spec, ids)
     from roofline.catalog.load import load_prices
 
@@ -113,7 +118,7 @@ def _chip_ids(cat, spec: FleetSpec) -> dict[str, str]:
         for n in names:
             try:
                 ids[n] = cat.accelerator(n).id
-            except InputError as exc:
+            except RooflineError as exc:
                 raise InputError(f"{spec.path}: hardware.{where} ({n}): {exc}") from None
     return ids
 
@@ -130,7 +135,7 @@ def _allowed(cat, spec: FleetSpec, ids: dict[str, str]) -> dict[str, tuple[str, 
         for h in m.hardware:
             try:
                 hid = cat.accelerator(h).id
-            except InputError as exc:
+            except RooflineError as exc:
                 raise InputError(f"{spec.path}: models[{i}] ({m.name}).hardware: {exc}") from None
             if hid not in every:
                 raise InputError(
@@ -268,7 +273,11 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
                 "owned_gpus_used": int(day.owned_used[h].sum()),
                 "rented_gpus": sum(p["gpus"] for p in place if not p["pool"].endswith("owned")),
                 "marginal_cost": hr.cost,
-                "short_rate": {prob.names[i]: s for i, s in enumerate(hr.short) if s > 0},
+                "short": [
+                    {"model": prob.names[i], "rate_short": s}
+                    for i, s in enumerate(hr.short)
+                    if s > 0
+                ],
             }
         )
     violations = [v for h, hr in enumerate(day.hours) for v in owned_first_violations(prob, hr, h)]

@@ -80,9 +80,12 @@ def owned_fixed(p: Problem) -> float:
 def plan(p: Problem) -> DayPlan:
     """Every hour placed, then the day's figures (module docstring)."""
     n_m, n_p = p.kappa.shape
-    hours = tuple(
-        place(p.rates[:, h], p.min_replicas, p.kappa, p.gpus, list(p.pools)) for h in range(HOURS)
-    )
+    solved: dict[tuple[float, ...], Hour] = {}  # hours of equal rates share one solve
+    for h in range(HOURS):
+        key = tuple(p.rates[:, h].tolist())
+        if key not in solved:
+            solved[key] = place(p.rates[:, h], p.min_replicas, p.kappa, p.gpus, list(p.pools))
+    hours = tuple(solved[tuple(p.rates[:, h].tolist())] for h in range(HOURS))
     x = np.array([h.replicas for h in hours], dtype=float).reshape(HOURS, n_m, n_p)
     price = np.array([pl.price for pl in p.pools])
     gpu_h = (x * p.gpus[None]).sum(axis=(0, 2))

@@ -188,6 +188,8 @@ def _traffic(m: dict[str, Any], where: str, base: Path) -> tuple[tuple[float, ..
 
 def _model(m: Any, i: int, name: str, base: Path) -> ModelSpec:
     where0 = f"{name}: models[{i}]"
+    if isinstance(m, dict) and (m.get("name") or m.get("model")):
+        where0 += f" ({m.get('name') or m.get('model')})"
     m = _keys(m, MODEL_KEYS, where0)
     if "model" not in m and "name" not in m:
         raise InputError(f"{where0}: missing key 'model'")
@@ -300,7 +302,7 @@ def read_fleet(path: str | Path) -> FleetSpec:
         tuple(rent),
         _num(d.get("headroom", 0.1), f"{name}: headroom", 0.0, 0.95),
         policy,
-        _secs(sc.get("scale_down_delay", 0), f"{name}: autoscaling.scale_down_delay"),
+        _secs(sc.get("scale_down_delay", "0s"), f"{name}: autoscaling.scale_down_delay"),
         None if up is None else _secs(up, f"{name}: autoscaling.scale_up_delay"),
         _num(d.get("requests", 200), f"{name}: requests", 20, 100_000, True),
         _num(d.get("seed", 0), f"{name}: seed", 0, 2**31, True),

@@ -31,7 +31,7 @@ def hour_cell(doc: Mapping[str, Any], hour: Mapping[str, Any], model: str) -> st
     parts = [
         f"{p['replicas']}{letters[p['pool']]}" for p in hour["placements"] if p["model"] == model
     ]
-    short = hour["short_rate"].get(model)
+    short = any(x["model"] == model for x in hour["short"])
     return ("+".join(parts) or "-") + ("!" if short else "")
 
 
