@@ -167,6 +167,8 @@ def _launch(cat, m, spec_m, o: Option) -> dict[str, Any] | None:
     from roofline.engines.engine import engine
     from roofline.engines.launch import launch_json, launch_setup, model_len
 
+    if o.sized is None:
+        return None
     hw = cat.accelerator(o.chip)
     eng = engine(spec_m.engine, hw)
     row = sized_json(o.sized, None, hw.efficiency.family, False)
@@ -271,7 +273,12 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
                 "hour": h,
                 "placements": place,
                 "owned_gpus_used": int(day.owned_used[h].sum()),
-                "rented_gpus": sum(p["gpus"] for p in place if not p["pool"].endswith("owned")),
+                "rented_gpus": sum(
+                    int(n * prob.gpus[i, j])
+                    for i, row in enumerate(hr.replicas)
+                    for j, n in enumerate(row)
+                    if prob.pools[j].kind != "owned"
+                ),
                 "marginal_cost": hr.cost,
                 "short": [
                     {"model": prob.names[i], "rate_short": s}
@@ -285,6 +292,7 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
     gain = None if sep.cost is None else sep.cost - day.total_cost
     gain_static = None if sep.static_cost is None else sep.static_cost - day.total_cost
     inputs = {
+        "model": ", ".join(m.name for m in spec.models),  # the page's title: the fleet's names
         "fleet_file": path,
         "headroom": spec.headroom,
         "autoscaling": spec.policy,

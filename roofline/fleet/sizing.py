@@ -5,9 +5,10 @@ replicas are the ones `size` would deploy; every hour reuses it (no search per h
 A work item is a plain tuple of values (the model's ModelSpec, a chip id, the fleet's requests,
 seed and headroom): it pickles, and a worker resolves the catalog itself. The pairs run over
 roofline.serving.workers.parallel_map. Each pair's answer is kept in the user cache
-(roofline.catalog.cache: off with ROOFLINE_NO_CACHE=1), keyed by the item's values, every module
-of the package and every catalog file (path, modification time, size), so a second run of the same
-fleet file, or of one that changes only its hours, prices or pools, sizes nothing again.
+(roofline.catalog.cache: off with ROOFLINE_NO_CACHE=1), keyed by the item's values, the
+modules of the rooms it rests on (timing to serving, and this module) and every catalog file
+(path, modification time, size), so a second run of the same fleet file, or of one that changes
+only its hours, prices or pools, sizes nothing again.
 
 Capacity per replica used by the placement (requests/s a replica is given, headroom spent):
 kappa = capacity within the SLOs x (1 - headroom), or, where `size` had to add replicas to the
@@ -19,9 +20,8 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 
-from roofline.catalog.cache import load_snapshot, save_snapshot, tree_key
+from roofline.catalog.cache import CODE, files_key, load_snapshot, save_snapshot, tree_key
 from roofline.catalog.load import dirs_in_use, load_catalog, load_prices
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Price
@@ -35,6 +35,9 @@ from roofline.serving.size import Sized, size
 from roofline.serving.workers import parallel_map
 from roofline.serving.workload import make_workload
 from roofline.step.ops import Deployment
+
+# the rooms a sizing depends on (its cache key: their modules' paths, times and sizes)
+CORE_ROOMS = ("timing", "domain", "engines", "catalog", "step", "levers", "serving")
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,12 @@ def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, tuple]) 
 
 def _key(item: tuple) -> tuple | None:
     """What a cached sizing of `item` is valid for: its values, the code, the catalogs."""
-    code = tree_key([Path(__file__).resolve().parents[1]], (".py",))
+    pkg = CODE  # the package's directory
+    code = tree_key([pkg / room for room in CORE_ROOMS], (".py",))
+    own = files_key([pkg / "fleet/sizing.py", pkg / "fleet/fleetfile.py"])
+    if code is None or own is None:
+        return None
+    code = code + own
     cats = tree_key(dirs_in_use(list(item[-1])), (".yaml", ".yml"))
     if code is None or cats is None:
         return None

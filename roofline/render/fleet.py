@@ -55,11 +55,11 @@ def fleet_table(doc: Mapping[str, Any], con: Console) -> None:
     cols = [T("model"), T("deployment"), N("GPU-h\n/day"), N("$/day"), N("SLO\nattain"),
             N("p99\nTTFT"), N("p99\nTPOT"), N("apart\n$/day")]  # fmt: skip
     body = []
-    for m in models:
+    for k, m in enumerate(models, 1):
         d = m["deployment"] or {}
         dep = f"{_short(d['hardware'])} {d['layout']}" if d else "none meets the SLOs"
         body.append([
-            m["name"], dep, f"{m['gpu_hours_per_day']:,.0f}", _usd(m["cost_per_day"]),
+            f"{k} {m['name']}", dep, f"{m['gpu_hours_per_day']:,.0f}", _usd(m["cost_per_day"]),
             pct(m["slo_attainment"], 2), csec(d.get("ttft_p99_s")), csec(d.get("tpot_p99_s")),
             _usd(m["apart_cost_per_day"]),
         ])  # fmt: skip
@@ -67,7 +67,8 @@ def fleet_table(doc: Mapping[str, Any], con: Console) -> None:
     con.print()
     letters = pool_letters(doc)
     names = [m["name"] for m in models]
-    cols = [N("h"), N("owned\nused"), N("rent\nGPUs"), N("$/h")] + [T(n) for n in names]
+    cols = [N("h"), N("owned\nused"), N("rent\nGPUs"), N("$/h")]
+    cols += [T(str(k)) for k in range(1, len(names) + 1)]  # the models, numbered as above
     rows = [
         [
             str(h["hour"]),
@@ -78,7 +79,8 @@ def fleet_table(doc: Mapping[str, Any], con: Console) -> None:
         ]
         for h in doc["hours"]
     ]
-    print_rows(con, "Placement per hour: replicas x pool ($/h: rented GPUs)", cols, rows)
+    print_rows(con, "Placement per hour: replicas x pool of each model (numbered as above; $/h:"
+               " rented GPUs)", cols, rows)  # fmt: skip
     say(con, "pools: " + ", ".join(
         f"{v} = {_short(p['hardware'])} {p['kind']}"
         + (f" ${p['marginal_usd_per_gpu_hour']:.3g}" if p["kind"] != "owned" else "")
