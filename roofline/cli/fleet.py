@@ -61,7 +61,7 @@ def fleet(
     out: pub.HtmlOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
-    """Many models on owned and rented GPUs over a day, placed per hour.
+    """Many models on owned and rented GPUs, placed per hour.
 
     Reads a fleet file (models with their traffic, SLOs, engine and LoRA adapters; the GPUs
     owned, with an hourly cost or none; the GPUs one may rent, on demand and spot, with
