@@ -77,7 +77,7 @@ def _build(args):
     return _problem(np.array(rates), k, np.array(gpus, dtype=float), pools)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fleets)
 def test_placement_properties(args):
     p = _build(args)
@@ -101,7 +101,7 @@ def test_placement_properties(args):
         assert sep.cost <= sep.static_cost + 1e-6  # autoscaled apart <= static peaks apart
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(st.floats(0.5, 200), st.lists(st.floats(0.5, 50), min_size=3, max_size=3),
        st.lists(st.sampled_from([1, 2, 4, 8]), min_size=3, max_size=3))  # fmt: skip
 def test_fleet_of_one_is_the_cheapest_single_chip(rate, kappa, gpus):
