@@ -26,6 +26,7 @@ COMMANDS: dict[str, list[str]] = {
               "--output", "300", "--slo-ttft", "1s", "--slo-tpot", "50ms"],
     "size": ["size", "llama-3.1-8b", "--rate", "5", "--hardware", "h100,l40s", "--output", "300"],
     "report": ["report", str(EXAMPLES / "report.yaml")],
+    "fleet": ["fleet", str(EXAMPLES / "fleet-one.yaml")],
 }  # fmt: skip
 
 

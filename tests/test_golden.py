@@ -63,6 +63,7 @@ COMMANDS = {
         "--slo-ttft",
         "2s",
     ],
+    "fleet": ["fleet", str(ROOT / "examples/fleet-one.yaml")],
     "tiers": ["tiers", "llama-3.1-70b", "h100", "--tp", "4", "--tier-capacity", "128GB"],
     "plan": ["plan", "llama-3.1-70b", "h100", "--gpus", "4", "--weights", "fp8"],
     "offload": ["offload", "llama-3.1-70b", "rtx-4090", "--weights", "q4_k_m", "--sweep"],

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("tools", "Predictions against published measurements."),
     "serve": ("traffic", "A deployment under a request rate: latency and goodput."),
     "size": ("traffic", "Deployments that meet the SLOs at a rate, with cost."),
+    "fleet": ("fleet", "Many models on owned and rented GPUs, placed per hour."),
     "hardware": ("catalog_cmds", "Accelerators, links and memory tiers in the catalog."),
     "models": ("catalog_cmds", "Model architectures in the catalog."),
     "catalog": ("catalog_cmds", "Check catalog files."),

@@ -1,7 +1,8 @@
 """Independent pieces of work over the machine's cores: the layouts of a `size` search each run
 their own simulations, so they go to forked worker processes (the parent's loaded catalog and
 arrays are shared copy-on-write; nothing is re-imported). One core, one item, a platform without
-fork, or ROOFLINE_JOBS=1: in this process, in order. Results come back in the items' order."""
+fork, a worker's own map, or ROOFLINE_JOBS=1: in this process, in order. Results come back in the
+items' order."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def _run(i: int) -> tuple[bool, Any]:
 def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """[fn(x) for x in items], over forked workers when that can help."""
     n = min(jobs(), len(items))
-    if n <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    nested = multiprocessing.current_process().daemon  # a worker already: it may not fork
+    if n <= 1 or nested or "fork" not in multiprocessing.get_all_start_methods():
         return [fn(x) for x in items]
     _WORK.append((fn, items))
     try:

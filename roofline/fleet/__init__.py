@@ -1,0 +1,1 @@
+"""Many models on owned and rented GPUs: the fleet file, sizing per model and chip, placement."""

@@ -1,0 +1,61 @@
+"""From a fleet file and its sized options to the day's problem (roofline.fleet.day.Problem):
+the pools (each owned type; each rentable type on demand and on spot), and per model and pool a
+replica's requests/s, GPUs and scale-up delay. Chip names are resolved by the caller (ids)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.fleet.day import HOURS, Problem
+from roofline.fleet.fleetfile import FleetSpec
+from roofline.fleet.placement import Pool
+from roofline.fleet.sizing import Option
+
+
+def pools(spec: FleetSpec, ids: dict[str, str], on_demand: dict[str, float]) -> list[Pool]:
+    """Owned pools first (marginal cost 0), then each rentable type on demand and on spot.
+    `ids`: chip name as written -> accelerator id; `on_demand`: id -> $/GPU-hour where the file
+    gives none (hardware/prices.yaml)."""
+    out = [Pool(ids[o.type], "owned", 0.0, o.count) for o in spec.owned]
+    for r in spec.rent:
+        chip = ids[r.type]
+        od = r.on_demand if r.on_demand is not None else on_demand[chip]
+        out.append(Pool(chip, "on-demand", od, r.limit))
+        if r.spot is not None:
+            out.append(Pool(chip, "spot", r.spot, r.limit, r.spot_preemptions_per_hour))
+    return out
+
+
+def problem(spec: FleetSpec, options: list[Option], pool_list: list[Pool]) -> Problem:
+    """The day's numbers: kappa, GPUs and delay per model and pool (0 where the model cannot
+    run: not sized there, nothing met the SLOs, or not in its `hardware`); spot capacity x
+    (1 - preemptions per hour x the delay in hours), the expected share a replica is up."""
+    names = tuple(m.name for m in spec.models)
+    by = {(o.name, o.chip): o for o in options}
+    n_m, n_p = len(names), len(pool_list)
+    kappa, gpus, delay = np.zeros((n_m, n_p)), np.zeros((n_m, n_p)), np.zeros((n_m, n_p))
+    for i, name in enumerate(names):
+        for j, pl in enumerate(pool_list):
+            o = by.get((name, pl.chip))
+            if o is None or o.capacity <= 0:
+                continue
+            up = 1.0
+            if pl.kind == "spot":
+                up = max(0.0, 1.0 - pl.preemptions_per_hour * o.delay_s / 3600.0)
+            kappa[i, j] = o.capacity * up
+            gpus[i, j] = o.gpus_per_replica
+            delay[i, j] = o.delay_s
+    rates = np.array([m.hourly for m in spec.models], dtype=float).reshape(n_m, HOURS)
+    return Problem(
+        names,
+        rates,
+        np.array([m.min_replicas for m in spec.models]),
+        kappa,
+        gpus,
+        delay,
+        spec.headroom,
+        tuple(pool_list),
+        tuple(o.usd_per_gpu_hour or 0.0 for o in spec.owned),
+        spec.policy,
+        spec.scale_down_delay_s,
+    )

@@ -1,0 +1,172 @@
+"""Placement of one hour: how many replicas of each model on each pool of GPUs, at the least
+marginal cost, as a mixed-integer program solved by scipy's MILP (HiGHS).
+
+Why a solver and not a greedy fill: the two properties the fleet promises are statements about
+an optimum. "Owned first" (no rented GPU while owned ones that could serve the same work at a
+lower marginal cost sit idle) and "pooling never costs more than sizing apart" both hold at an
+exact optimum (any cheaper move is a better feasible solution), while a greedy fill by cost per
+request needs a repair pass and still loses up to one replica per model and pool (a gap bound,
+not an optimum). The programs are small (models x pools integers, 24 per day) and HiGHS solves
+each in milliseconds; scipy is a well-kept dependency with HiGHS inside its wheel.
+
+Pools: each owned chip type (marginal cost 0: owned GPUs are paid whether they run or not), each
+rentable type on demand and, where it has a spot price, on spot (spot and on-demand of a type
+share the type's limit). kappa[m,p] is a replica's requests/s (roofline.fleet.sizing); on spot
+the caller derates it by the share of time a replica is down, preemptions per hour x its
+replacement time (the scale-up delay), so the placement holds the rate in expectation.
+
+Variables, per hour: x[m,p] replicas of model m on pool p (integer >= 0), y[m,t] = 1 when model
+m uses rented type t (binary; at most one rented type per model and hour, so a model of one
+fleet deploys as `size` deploys it: one chip type, topped up from owned pools where it has some),
+s[m] >= 0 the rate it is short of (requests/s).
+
+    minimise   sum x[m,p] gpus[m,p] price[p] + EPS sum x[m,p] gpus[m,p] + SHORT sum s[m]
+    subject to sum_p x[m,p] kappa[m,p] + s[m] >= rate[m]       (each model's rate served)
+               sum_p x[m,p] >= min_replicas[m]
+               sum_m x[m,p] gpus[m,p] <= owned count of p       (each owned pool)
+               sum_m (x[m,od] + x[m,spot]) gpus[m,t] <= limit[t] (each rented type)
+               x[m,p] <= BIG y[m,t(p)],  sum_t y[m,t] <= 1       (one rented type per model)
+
+EPS prefers fewer GPUs among equal costs (size's tie-break); SHORT makes a shortfall the last
+resort: it appears only when the pools cannot hold the rate, and is reported, never hidden."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EPS = 1e-6  # $ per GPU-hour: fewer GPUs among equal costs
+SHORT = 1e7  # $ per (request/s) short: above any placement's cost
+
+
+@dataclass(frozen=True)
+class Pool:
+    """GPUs of one chip type bought one way: owned, on demand or spot."""
+
+    chip: str
+    kind: str  # "owned", "on-demand" or "spot"
+    price: float  # marginal $ per GPU-hour (owned: 0)
+    limit: int | None  # GPUs (owned: the count; rented: the type's limit, shared od + spot)
+    preemptions_per_hour: float = 0.0  # spot: a replica's expected preemptions per hour
+
+    @property
+    def label(self) -> str:
+        return f"{self.chip} {self.kind}"
+
+
+@dataclass(frozen=True)
+class Hour:
+    """One hour's placement: replicas[m][p], the rate each model is short of, the cost."""
+
+    replicas: tuple[tuple[int, ...], ...]
+    short: tuple[float, ...]
+    cost: float  # $ for the hour (marginal: rented GPUs only)
+
+
+def place(
+    rates: np.ndarray,
+    min_replicas: np.ndarray,
+    kappa: np.ndarray,
+    gpus: np.ndarray,
+    pools: list[Pool],
+) -> Hour:
+    """One hour (module docstring). rates, min_replicas: per model; kappa[m,p], gpus[m,p]: a
+    replica's requests/s (0: model m cannot run on pool p) and GPUs; pools: the columns."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n_m, n_p = kappa.shape
+    types = sorted({p.chip for p in pools if p.kind != "owned"})
+    n_t = len(types)
+    nx, ny = n_m * n_p, n_m * n_t
+    n = nx + ny + n_m
+    ok = kappa > 0
+    price = np.array([p.price for p in pools])
+    c = np.zeros(n)
+    c[:nx] = (gpus * (price[None, :] + EPS)).ravel()
+    c[nx + ny :] = SHORT
+    rows: list[np.ndarray] = []
+    lo: list[float] = []
+    hi: list[float] = []
+
+    def add(row: np.ndarray, a: float, b: float) -> None:
+        rows.append(row)
+        lo.append(a)
+        hi.append(b)
+
+    for m in range(n_m):
+        r = np.zeros(n)
+        r[m * n_p : (m + 1) * n_p] = kappa[m]
+        r[nx + ny + m] = 1.0
+        add(r, float(rates[m]), np.inf)
+        if min_replicas[m] > 0:
+            r = np.zeros(n)
+            r[m * n_p : (m + 1) * n_p] = ok[m]
+            add(r, float(min_replicas[m]), np.inf)
+    for j, p in enumerate(pools):
+        if p.kind == "owned" and p.limit is not None:
+            r = np.zeros(n)
+            r[j:nx:n_p] = gpus[:, j]
+            add(r, -np.inf, float(p.limit))
+    big = np.zeros(nx)
+    for k, t in enumerate(types):
+        cols = [j for j, p in enumerate(pools) if p.chip == t and p.kind != "owned"]
+        limit = next((pools[j].limit for j in cols if pools[j].limit is not None), None)
+        if limit is not None:
+            r = np.zeros(n)
+            for j in cols:
+                r[j:nx:n_p] = gpus[:, j]
+            add(r, -np.inf, float(limit))
+        for m in range(n_m):
+            for j in cols:
+                if not ok[m, j]:
+                    continue
+                # enough replicas for the rate (or the minimum) on this pool alone
+                need = max(rates[m] / kappa[m, j], min_replicas[m]) + 1
+                bound = float(np.ceil(need))
+                if limit is not None:
+                    bound = min(bound, limit // max(int(gpus[m, j]), 1))
+                big[m * n_p + j] = bound
+                r = np.zeros(n)
+                r[m * n_p + j] = 1.0
+                r[nx + m * n_t + k] = -bound
+                add(r, -np.inf, 0.0)
+    for m in range(n_m):
+        if n_t:
+            r = np.zeros(n)
+            r[nx + m * n_t : nx + (m + 1) * n_t] = 1.0
+            add(r, -np.inf, 1.0)
+    upper = np.full(n, np.inf)
+    upper[:nx] = np.where(ok.ravel(), np.inf, 0.0)
+    for m in range(n_m):  # owned pools: at most what the pool holds
+        for j, p in enumerate(pools):
+            if p.kind == "owned" and ok[m, j] and p.limit is not None:
+                upper[m * n_p + j] = p.limit // max(int(gpus[m, j]), 1)
+            elif p.kind != "owned" and ok[m, j]:
+                upper[m * n_p + j] = big[m * n_p + j]
+    upper[nx : nx + ny] = 1.0
+    integrality = np.ones(n)
+    integrality[nx + ny :] = 0
+    cons = LinearConstraint(np.array(rows), np.array(lo), np.array(hi)) if rows else ()
+    res = milp(
+        c,
+        integrality=integrality,
+        bounds=Bounds(np.zeros(n), upper),
+        constraints=cons,
+        options={"mip_rel_gap": 1e-9, "time_limit": 30.0},
+    )
+    if res.x is None:  # cannot happen (the shortfall keeps it feasible): say so loudly
+        raise RuntimeError(f"placement: HiGHS found no solution ({res.message})")
+    x = np.rint(res.x[:nx]).astype(int).reshape(n_m, n_p)
+    short = np.maximum(0.0, rates - (x * kappa).sum(axis=1))
+    cost = float((x * gpus * price[None, :]).sum())
+    return Hour(
+        tuple(tuple(int(v) for v in row) for row in x),
+        tuple(_small(s, r) for s, r in zip(short, rates, strict=True)),
+        cost,
+    )
+
+
+def _small(short: float, rate: float) -> float:
+    """A shortfall within rounding of the rate is none."""
+    return float(short) if short > 1e-9 * max(1.0, float(rate)) else 0.0

@@ -1,0 +1,148 @@
+"""Sizing a fleet's models once per chip: each (model, chip) pair is `size`'s search
+(roofline.serving.size.size) on that one chip at the model's peak hourly rate, so the fleet's
+replicas are the ones `size` would deploy; every hour reuses it (no search per hour).
+
+A work item is a plain tuple of values (the model's ModelSpec, a chip id, the fleet's requests,
+seed and headroom): it pickles, and a worker resolves the catalog itself. The pairs run over
+roofline.serving.workers.parallel_map. Each pair's answer is kept in the user cache
+(roofline.catalog.cache: off with ROOFLINE_NO_CACHE=1), keyed by the item's values, the
+modules of the rooms it rests on (timing to serving, and this module) and every catalog file
+(path, modification time, size), so a second run of the same fleet file, or of one that changes
+only its hours, prices or pools, sizes nothing again.
+
+Capacity per replica used by the placement (requests/s a replica is given, headroom spent):
+kappa = capacity within the SLOs x (1 - headroom), or, where `size` had to add replicas to the
+peak's fleet (its tail missed the SLOs), the peak rate / the replicas it deployed; x (1 - the LoRA
+kernels' throughput cost) where the fleet file gives one with its source."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+from roofline.catalog.cache import CODE, files_key, load_snapshot, save_snapshot, tree_key
+from roofline.catalog.load import dirs_in_use, load_catalog, load_prices
+from roofline.domain.errors import InputError, RooflineError
+from roofline.domain.hardware import Price
+from roofline.domain.layout import Layout
+from roofline.domain.precision import activation_format, kv_format, weight_format
+from roofline.engines.engine import engine
+from roofline.fleet.fleetfile import ModelSpec
+from roofline.serving.daysize import delay_for
+from roofline.serving.metrics import Slo
+from roofline.serving.size import Sized, size
+from roofline.serving.workers import parallel_map
+from roofline.serving.workload import make_workload
+from roofline.step.ops import Deployment
+
+# the rooms a sizing depends on (its cache key: their modules' paths, times and sizes)
+CORE_ROOMS = ("timing", "domain", "engines", "catalog", "step", "levers", "serving")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One model on one chip type as `size` deploys it at the model's peak rate."""
+
+    name: str  # the fleet's model name
+    chip: str  # accelerator id
+    sized: Sized | None  # size's best row on this chip (None: nothing meets the SLOs)
+    peak_rate: float  # the rate it was sized at
+    capacity: float  # kappa: requests/s the placement gives one replica (module docstring)
+    gpus_per_replica: int
+    delay_s: float  # scale-up delay: weights / load bandwidth + engine start
+    delay_from: str
+    note: str = ""
+
+
+def deployment(spec: ModelSpec, model) -> Deployment:
+    """The fleet model's base deployment (weights, KV and activations; layouts are searched)."""
+    w = spec.weights if spec.weights != "auto" else (model.native_weights or "bf16")
+    return Deployment(
+        weights=weight_format(w),
+        dense_weights=None,
+        kv=kv_format(spec.kv_dtype),
+        activations=activation_format("bf16"),
+        layout=Layout(),
+    )
+
+
+def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, tuple]) -> Option:
+    """`size` on one chip for one model (a work item: values only)."""
+    spec, chip, requests, seed, headroom, delay, catalog_dirs = item
+    cat = load_catalog(list(catalog_dirs))
+    model, hw = cat.model(spec.model), cat.accelerator(chip)
+    base = deployment(spec, model)
+    eng = engine(spec.engine, hw)
+    peak = max(spec.hourly)
+    if peak <= 0:  # a model idle all day still needs its replicas sized for min_replicas
+        peak = 1.0
+    w = make_workload(spec.prompt, spec.output, peak, None, requests, None, seed)
+    slo = Slo(spec.slo_ttft_s, spec.slo_tpot_s, spec.slo_pct)
+    price = load_prices().get(hw.id) or Price(hw.id, 1.0, None, "placeholder: one chip")
+    rows = size(model, [hw], base, eng, w, slo, {hw.id: price}, seed=seed, headroom=headroom)
+    best = next((r for r in rows if r.best), None)
+    if best is None:
+        note = next((r.note for r in rows if r.note), "no layout meets the SLOs")
+        return Option(spec.name, hw.id, None, peak, 0.0, 0, 0.0, "", note)
+    r_cap = best.max_rate_per_replica * (1.0 - headroom)
+    plain = math.ceil(peak / r_cap * (1 - 1e-12))
+    kappa = r_cap if best.replicas <= plain else peak / best.replicas * (1 - 1e-12)
+    if spec.lora is not None and spec.lora.throughput_cost is not None:
+        kappa *= 1.0 - spec.lora.throughput_cost
+    dep = base.with_layout(tp=best.tp, pp=best.pp, ep=best.ep)
+    try:
+        d, how = delay_for(model, hw, dep, eng, delay)
+    except InputError:
+        d, how = 0.0, f"no sourced load bandwidth for {eng.name}: 0 s (give scale_up_delay)"
+    return Option(spec.name, hw.id, best, peak, kappa, best.gpus // max(best.replicas, 1), d, how)
+
+
+def _key(item: tuple) -> tuple | None:
+    """What a cached sizing of `item` is valid for: its values, the code, the catalogs."""
+    pkg = CODE  # the package's directory
+    code = tree_key([pkg / room for room in CORE_ROOMS], (".py",))
+    own = files_key([pkg / "fleet/sizing.py", pkg / "fleet/fleetfile.py"])
+    if code is None or own is None:
+        return None
+    code = code + own
+    cats = tree_key(dirs_in_use(list(item[-1])), (".yaml", ".yml"))
+    if code is None or cats is None:
+        return None
+    return (repr(item), code, cats)
+
+
+def _kind(item: tuple) -> str:
+    """One cache file per item (its values' checksum)."""
+    return f"fleetsize{zlib.crc32(repr(item).encode()):08x}"
+
+
+def cached_size_one(item: tuple) -> Option:
+    """size_one, from the user cache when the same item was sized by the same code on the same
+    catalogs (module docstring)."""
+    key = _key(item)
+    hit = load_snapshot(_kind(item), key)
+    if isinstance(hit, Option):
+        return hit
+    out = size_one(item)
+    save_snapshot(_kind(item), key, out)
+    return out
+
+
+def size_fleet(
+    models: tuple[ModelSpec, ...],
+    chips: dict[str, tuple[str, ...]],
+    requests: int,
+    seed: int,
+    headroom: float,
+    delay: float | None,
+    catalog_dirs: tuple[str, ...] = (),
+) -> list[Option]:
+    """Every (model, chip) pair sized (chips: model name -> chip ids it may run on)."""
+    items = [
+        (m, c, requests, seed, headroom, delay, catalog_dirs) for m in models for c in chips[m.name]
+    ]
+    try:
+        return parallel_map(cached_size_one, items)
+    except RooflineError:
+        raise
