@@ -215,17 +215,28 @@ def test_serving_case_keys_of_engine_sweeps(cat):
             run_serving_case({**case, key: value}, cat)
 
 
-def test_the_answer_does_not_depend_on_the_cores(run, monkeypatch):
-    """size prunes layouts between rounds of searches; the rounds are a constant, so one core and
-    many give the same deployments (the worker pool only sets the speed). Here the first round
-    finds B200 TP1; whether MI300X TP4 is searched depended on the round after it."""
-    args = ("size", "llama-3.1-70b", "--rate", "10", "--hardware", "b200,mi300x",
-            "--weights", "fp8", "--kv-dtype", "fp8", "--prompt", "2k", "--output", "300",
-            "--slo-ttft", "2s", "--slo-tpot", "50ms", "--requests", "100",
-            "-f", "json")  # fmt: skip
-    docs = []
-    for jobs in ("1", "2"):
+def test_the_answer_does_not_depend_on_the_cores(cat, monkeypatch):
+    """size prunes layouts between rounds of searches; the rounds are a constant (one search,
+    then SEARCH_ROUND at a time), so one core and many run the same searches in the same rounds
+    and prune the same layouts (the worker pool only sets the speed). The rounds are recorded
+    from the calls to the pool: with 1 or 8 workers, the same sizes and the same answer."""
+    import roofline.serving.size as size_mod
+
+    m, hws = cat.model("llama-3.1-8b"), [cat.accelerator("h100"), cat.accelerator("l4")]
+    w = make_workload(1000, 200, 8.0, None, 40, None, 0)
+    runs = []
+    for jobs in ("1", "8"):
         monkeypatch.setenv("ROOFLINE_JOBS", jobs)
-        docs.append(run(*args).json()["deployments"])
-    assert docs[0] == docs[1]
-    assert sum(1 for d in docs[0] if d["gpus"]) >= 2  # more than one layout was searched
+        rounds: list[int] = []
+
+        def recorded(fn, items, rounds=rounds):
+            rounds.append(len(items))
+            return [fn(x) for x in items]
+
+        monkeypatch.setattr(size_mod, "parallel_map", recorded)
+        rows = size(m, hws, Deployment(), engine("vllm"), w, Slo(ttft_s=1.0), load_prices())
+        runs.append((rounds, [(r.hardware, r.layout, r.gpus) for r in rows]))
+    assert runs[0] == runs[1]
+    rounds = runs[0][0]
+    assert rounds[0] == 1 and all(n <= size_mod.SEARCH_ROUND for n in rounds[1:])
+    assert len(rounds) >= 2  # several rounds: the pruning between them is what is held
