@@ -41,9 +41,6 @@ class Percentiles:
     p99: float
     mean: float
 
-    def at(self, pct: float) -> float:
-        return {50.0: self.p50, 90.0: self.p90, 99.0: self.p99}.get(pct, math.nan)
-
 
 def percentiles(x: np.ndarray, weights: np.ndarray | None = None) -> Percentiles:
     """p50, p90, p99 (inverted CDF of the weighted sample) and the mean; zeros when empty."""

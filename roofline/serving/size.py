@@ -311,8 +311,8 @@ def size(
         if has_slo and r_cap < sat * 0.97:
             e = res.expected
             near = {
-                "TTFT SLO": e.ttft_s.at(slo.pct) / slo.ttft_s if slo.ttft_s else 0.0,
-                "TPOT SLO": e.tpot_s.at(slo.pct) / slo.tpot_s if slo.tpot_s else 0.0,
+                "TTFT SLO": e.slo_ttft_s / slo.ttft_s if slo.ttft_s else 0.0,
+                "TPOT SLO": e.slo_tpot_s / slo.tpot_s if slo.tpot_s else 0.0,
             }
             constraint = max(near, key=near.__getitem__)
         lay = dep.links

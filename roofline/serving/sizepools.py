@@ -76,8 +76,8 @@ def pool_constraint(mode: TrafficMode, slo: Slo) -> str:
         and (slo.ttft_s or slo.tpot_s)
         and mode.max_rate_per_unit < 0.97 * min(cap_pre, cap_dec)
     ):
-        ttft = m.ttft_s.at(slo.pct) / slo.ttft_s if slo.ttft_s else 0.0
-        tpot = m.tpot_s.at(slo.pct) / slo.tpot_s if slo.tpot_s else 0.0
+        ttft = m.slo_ttft_s / slo.ttft_s if slo.ttft_s else 0.0
+        tpot = m.slo_tpot_s / slo.tpot_s if slo.tpot_s else 0.0
         head = "TTFT SLO (prefill pool)" if ttft >= tpot else "TPOT SLO (decode pool)"
     return f"{head}; prefill replicas bound by {b_pre}, decode replicas by {b_dec}"
 

@@ -61,10 +61,10 @@ def light_load_miss(rep: Replica, w: Workload, slo: Slo, sat: float, seed: int) 
     tr = run_replicas(rep, with_rate(cycled(w, min(w.n, COARSE_REQUESTS)), lo, seed), 1, False)
     m = metrics(tr, slo, rep.gpus)
     over = []
-    if slo.ttft_s is not None and m.ttft_s.at(slo.pct) > slo.ttft_s:
-        over.append(f"TTFT {fmt_seconds(m.ttft_s.at(slo.pct))} > {fmt_seconds(slo.ttft_s)}")
-    if slo.tpot_s is not None and m.tpot_s.at(slo.pct) > slo.tpot_s:
-        over.append(f"TPOT {fmt_seconds(m.tpot_s.at(slo.pct))} > {fmt_seconds(slo.tpot_s)}")
+    if slo.ttft_s is not None and m.slo_ttft_s > slo.ttft_s:
+        over.append(f"TTFT {fmt_seconds(m.slo_ttft_s)} > {fmt_seconds(slo.ttft_s)}")
+    if slo.tpot_s is not None and m.slo_tpot_s > slo.tpot_s:
+        over.append(f"TPOT {fmt_seconds(m.slo_tpot_s)} > {fmt_seconds(slo.tpot_s)}")
     return (
         f"misses the SLOs even at light load ({lo:.3g} req/s, 1/64 of saturation): p{slo.pct:g} "
         + (" and ".join(over) or "attainment below the SLO's")
