@@ -45,3 +45,25 @@ def test_arrivals_refuse_requests_and_duration(run):
         r = run("serve", "llama-3.1-8b", "h100", "--arrivals", log, *extra)
         assert r.code == 2 and "--arrivals replays the whole log" in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout
+
+
+def test_size_replays_an_arrival_log_and_serve_agrees(run):
+    """size --arrivals sizes on the log as it came: N from a replica's capacity at the log's mean
+    rate, then replicas added while the replayed log misses the SLOs. The fleet it answers is
+    the fleet serve --dp N --arrivals evaluates: the same log, the same router, the same p99.
+    The log's mean rate: 23 gaps over its 10.5617 s span (18:15:46.196 to 18:15:56.757), sped
+    up 40x, 23 / 10.5617 x 40 = 87.107 req/s."""
+    log = ("--arrivals", "examples/arrivals/azure_sample.csv", "--speedup", "40")
+    slo = ("--slo-ttft", "1s", "--slo-tpot", "50ms")
+    doc = run("size", "llama-3.1-8b", "--hardware", "h100", *log, *slo, "-f", "json").json()
+    best = doc["best"]
+    n = best["replicas"]
+    served = run("serve", "llama-3.1-8b", "h100", "--tp", str(best["tp"]), "--dp", str(n), *log,
+                 *slo, "-f", "json").json()  # fmt: skip
+    assert served["points"][0]["expected"]["ttft_s"]["p99"] == best["expected"]["ttft_s"]["p99"]
+    assert abs(doc["inputs"]["rate"] - 23 / 10.5617 * 40) < 0.01
+    bad = run("size", "llama-3.1-8b", "--hardware", "h100", *log, "--requests", "50")
+    assert bad.code == 2 and "--arrivals" in bad.stderr
+    bad = run("size", "llama-3.1-8b", "--hardware", "h100", *log, "--traffic-curve",
+              "examples/curves/sinusoid-day.csv")  # fmt: skip
+    assert bad.code == 2 and "give one" in bad.stderr

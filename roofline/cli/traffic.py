@@ -194,6 +194,8 @@ def size(
     rate: topt.Rate = None,
     workload: topt.WorkloadFile = None,
     burstiness: topt.Burstiness = 1.0,
+    arrivals: topt.Arrivals = None,
+    speedup: topt.Speedup = 1.0,
     hardware: topt.HardwareList = None,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
@@ -260,7 +262,7 @@ def size(
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
     day_rates = day_cli.start(traffic_curve, scale_up_delay, chart_out)
-    rate_rps = _size_rate(rate, day_rates)
+    rate_rps = _size_rate(rate, day_rates, arrivals)  # None: an arrival log at its own pace
     cat = catalog()
     m = cat.model(model)
     hws = _accelerators(cat, hardware)
@@ -270,11 +272,12 @@ def size(
     slo = sl.slo()
     trace = topt.is_trace(lens.prompt_dist)  # a trace is replayed whole: never cut
     pfx = _size_checks(headroom, SIZE_REQUESTS if requests is None else requests, px, seed, disagg)
-    if requests is None and not trace:
+    if requests is None and not trace and arrivals is None:
         requests = SIZE_REQUESTS
     w = topt.serving_workload(
-        lens, rate_rps, None, requests, None, seed, burstiness, prefix=pfx
+        lens, rate_rps, None, requests, None, seed, burstiness, arrivals, speedup, pfx
     )  # fmt: skip
+    rate_rps = float(w.rate or 0.0) if rate_rps is None else rate_rps
     opt.positions(m, int((w.prompts + w.outputs).max()))
     prices = topt.price_table(cat, price)
     eng = with_frontend(engine(engine_name, hws[0]), frontend)
@@ -353,8 +356,13 @@ def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, req
     pub.publish(doc, fmt, doc["deployments"], render.workload_size_table, None)
 
 
-def _size_rate(rate: str | None, day_rates) -> float:
-    """size's one rate: --rate, else the traffic curve's peak."""
+def _size_rate(rate: str | None, day_rates, arrivals: str | None = None) -> float | None:
+    """size's one rate: --rate, else the traffic curve's peak; None for an arrival log replayed
+    at its own pace (its mean rate then sizes the fleet)."""
+    if arrivals is not None and day_rates is not None:
+        raise InputError("--arrivals replays a log, --traffic-curve plays a day: give one")
+    if rate is None and arrivals is not None:
+        return None
     if rate is not None:
         r = topt.rates(rate)
     elif day_rates is not None:

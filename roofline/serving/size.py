@@ -56,6 +56,10 @@ SEARCH_ROUND = 2
 
 MINIMIZE = ("cost", "gpus")
 FLEET_TRIES = 2  # replicas added when the fleet misses the SLOs its replica count was sized for
+# an arrival log is its own traffic (bursts and lulls as they came): its fleet, first sized on a
+# replica's capacity at the log's mean rate, gets a replica more while the replayed log's
+# percentiles miss the SLOs, N, N + 1, ... up to N + REPLAY_TRIES
+REPLAY_TRIES = 8
 HEADROOM = 0.10  # share of a replica's capacity left unused by default
 
 
@@ -226,7 +230,8 @@ def size(
         n = max(least, *(math.ceil(float(wl.rate or 0.0) / (r * (1.0 - headroom)) * (1 - 1e-12))
                          for r, wl, _ in runs))  # fmt: skip
         res: list[ServeResult] = []
-        for _ in range(FLEET_TRIES + 1):  # the fleet's tail can miss where one replica's did not
+        tries = REPLAY_TRIES if any(wl.replay for _, wl, _ in runs) else FLEET_TRIES
+        for _ in range(tries + 1):  # the fleet's tail can miss where one replica's did not
             if n > max_replicas:
                 return n, None
             # the fleet evaluated as serve --dp n evaluates it: the whole stream, by the router
