@@ -67,6 +67,16 @@ def safe_load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+def read_yaml(path: str | Path) -> Any:
+    """A user's YAML (or JSON) file parsed; a syntax error is one InputError line naming the file
+    (the reading errors are read_text's)."""
+    text = read_text(path)
+    try:
+        return safe_load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+
+
 def read_jsonl(path: str | Path) -> list[Any]:
     """One JSON value per non-empty line (a request trace); errors name the line."""
     path = Path(path)

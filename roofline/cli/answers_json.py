@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.cli.traffic_json import finite
+from roofline.cli.convert import finite
 from roofline.serving.size import ChipAnswer, Sized
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -185,3 +186,8 @@ def phase_json(p: PhaseResult) -> dict[str, Any]:
         "t_expected_s": p.t_expected_s,
         "ops": ops,
     }
+
+
+def finite(x: float | None) -> float | None:
+    """x, or None (JSON null) when it is missing or not finite."""
+    return x if x is not None and math.isfinite(x) else None

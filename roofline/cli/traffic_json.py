@@ -8,7 +8,7 @@ from typing import Any
 
 from roofline import render
 from roofline.catalog.engine_flags import engine_flags
-from roofline.cli.convert import bands_json, efficiency_json
+from roofline.cli.convert import bands_json, efficiency_json, finite
 from roofline.cli.layout_options import layout_json
 from roofline.domain.hardware import Price
 from roofline.domain.layout import node_gpus
@@ -48,10 +48,6 @@ def _pcts(p) -> dict[str, float | None]:
     """Percentiles; an unbounded one (past saturation, ServeMetrics.unbounded says why) null."""
     vals = {"p50": p.p50, "p90": p.p90, "p99": p.p99, "mean": p.mean}
     return {k: v if math.isfinite(v) else None for k, v in vals.items()}
-
-
-def finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
 
 
 def transient_json(m: ServeMetrics) -> dict[str, Any]:

@@ -3,22 +3,18 @@ size: the workload, its classes' JSON, and size's replicas (roofline.serving.mix
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
+from roofline.cli.convert import finite
 from roofline.domain.errors import InputError
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def classes_json(per_class) -> list[dict[str, Any]]:
     """Each class's figures (serving.classes.ClassMetrics); unbounded percentiles null."""
 
     def pcts(p) -> dict[str, float | None]:
-        return {k: _finite(getattr(p, k)) for k in ("p50", "p90", "p99", "mean")}
+        return {k: finite(getattr(p, k)) for k in ("p50", "p90", "p99", "mean")}
 
     return [
         {
@@ -34,7 +30,7 @@ def classes_json(per_class) -> list[dict[str, Any]]:
             "slo_attainment": c.slo_attainment,
             "meets_slo": c.meets_slo,
             "output_tokens_per_s": c.output_tokens_per_s,
-            "ttft_p99_by_turn_s": [_finite(x) for x in c.ttft_p99_by_turn_s],
+            "ttft_p99_by_turn_s": [finite(x) for x in c.ttft_p99_by_turn_s],
         }
         for c in per_class
     ]

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline.catalog.files import read_text, safe_load_yaml
+from roofline.catalog.files import read_yaml
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_count, parse_seconds
 from roofline.serving.dayfile import read_day
@@ -240,13 +240,7 @@ def _model(m: Any, i: int, name: str, base: Path) -> ModelSpec:
 def read_fleet(path: str | Path) -> FleetSpec:
     """The fleet file (module docstring)."""
     name = str(path)
-    try:
-        d = safe_load_yaml(read_text(path))
-    except InputError:
-        raise
-    except Exception as exc:  # a YAML syntax error: one line
-        raise InputError(f"{name}: cannot read ({str(exc).splitlines()[0]})") from None
-    d = _keys(d, TOP, name)
+    d = _keys(read_yaml(path), TOP, name)
     base = Path(path).parent
     models = d.get("models")
     if not isinstance(models, list) or not models:

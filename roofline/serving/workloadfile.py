@@ -122,16 +122,9 @@ class WorkloadMix:
 
 def read_workload(path: str | Path) -> WorkloadMix:
     """Read and check a workload file; InputError naming the file, class and key."""
-    from roofline.catalog.files import read_text, safe_load_yaml
+    from roofline.catalog.files import read_yaml
 
-    where = str(path)
-    try:
-        doc = safe_load_yaml(read_text(path))
-    except InputError:
-        raise
-    except Exception as exc:  # a YAML syntax error: say where
-        raise InputError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    return parse_workload(doc, where)
+    return parse_workload(read_yaml(path), str(path))
 
 
 def parse_workload(doc: Any, where: str = "workload") -> WorkloadMix:
