@@ -25,15 +25,11 @@ def analyze(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: opt.Formats = opt.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     compute: opt.Compute = None,
     sparsity: opt.Sparsity = None,
-    batch: opt.Batch = opt.BATCH,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    sb: opt.StaticBatch = opt.STATIC,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     wired_limit: opt.WiredLimit = None,
@@ -56,13 +52,12 @@ def analyze(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(
-        weights, kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, compute, model=m
+        fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, compute, model=m
     )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
     lay, dep = lopt.layout(cat, m, hw, dep, lo)
-    b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context, strict=True, model=m)
+    b, s, o, ctx = sb.parse(m, strict=True)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(engine_name, hw)
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
@@ -77,12 +72,12 @@ def analyze(
             f"budget is {fmt_bytes(plan.kv_budget_bytes)}: at most {mb} sequences fit "
             "(see `roofline capacity`)"
         )
-    at = ctx if context is not None else None  # --context: the decode step's KV length
+    at = ctx if sb.context is not None else None  # --context: the decode step's KV length
     r = request(m, hw, dep, b, s, o, lay.dp, eff, eng.profile_id, at)
     single = prefill(m, hw, dep, 1, max(s, 1), eff, eng.profile_id)  # one request, idle replica
     usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     doc = analyze_doc(
         m, hw, lay, dep, eng, plan, r, single, usd, eff, b=b, s=s, o=o, ctx=ctx,
-        context_given=context is not None, kv_end=kv_end, mb=mb, fits=fits,
+        context_given=sb.context is not None, kv_end=kv_end, mb=mb, fits=fits,
     )  # fmt: skip
     pub.publish(doc, fmt, [], render.analyze_table, out)

@@ -5,7 +5,6 @@ from roofline.cli import convert
 from roofline.cli import layout_options as lopt
 from roofline.domain.layout import bubble_fraction
 from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
-from roofline.step.memory import kv_bytes_per_token
 from roofline.step.phases import PhaseResult
 
 # the bands of analyze's expected figures (roofline/catalog/bands.py): band -> the keys it applies
@@ -26,14 +25,7 @@ def analyze_doc(
     """The `analyze` document: inputs, prefill and decode op by op, memory, ideal and expected
     timing (with the calibration and its bands), the pipeline's bubbles."""
     inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "gpus": lay.gpus,
-        "replicas": lay.dp,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
-        **lopt.layout_json(lay, dep),
+        **lopt.layout_inputs(m, hw, lay, dep),
         "weights": dep.weights.name,
         "weight_bits": dep.linear_bits,
         "kv_dtype": dep.kv.name,
@@ -83,14 +75,7 @@ def analyze_doc(
         prefill=convert.phase_json(r.prefill),
         decode=convert.phase_json(r.decode),
         memory={
-            "capacity_bytes": plan.capacity_bytes,
-            "weights_bytes_per_gpu": plan.weights_bytes,
-            "activation_bytes": plan.activation_bytes,
-            "runtime_overhead_bytes": plan.runtime_overhead_bytes,
-            "kv_budget_bytes": plan.kv_budget_bytes,
-            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(
-                m, dep.kv.bits, dep.attention_tp, dep.pp
-            ),
+            **convert.memory_plan_json(plan, m, dep),
             "kv_bytes_at_end": kv_end,
             "max_batch": mb,
             "fits": fits,

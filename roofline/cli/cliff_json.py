@@ -16,11 +16,7 @@ def cliff_doc(
 ) -> dict:  # fmt: skip
     """The `cliff` document: a point per max-seqs setting, against recompute when swapping."""
     inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
+        **convert.deployment_inputs(m, hw, dep),
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         "prompt_tokens": s,

@@ -191,3 +191,21 @@ def phase_json(p: PhaseResult) -> dict[str, Any]:
 def finite(x: float | None) -> float | None:
     """x, or None (JSON null) when it is missing or not finite."""
     return x if x is not None and math.isfinite(x) else None
+
+
+def deployment_inputs(m: ModelArch, hw: Accelerator, dep: Any) -> dict[str, Any]:
+    """The first keys of a document's `inputs`: the model, the chip and the parallel degrees."""
+    return {"model": m.id, "hardware": hw.id, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep}
+
+
+def memory_plan_json(plan: Any, m: ModelArch, dep: Any) -> dict[str, Any]:
+    """A memory plan per GPU: capacity, weights, activations, runtime, the KV budget and the KV
+    bytes one token takes on each GPU."""
+    return {
+        "capacity_bytes": plan.capacity_bytes,
+        "weights_bytes_per_gpu": plan.weights_bytes,
+        "activation_bytes": plan.activation_bytes,
+        "runtime_overhead_bytes": plan.runtime_overhead_bytes,
+        "kv_budget_bytes": plan.kv_budget_bytes,
+        "kv_bytes_per_token_per_gpu": kv_bytes_per_token(m, dep.kv.bits, dep.attention_tp, dep.pp),
+    }

@@ -12,6 +12,7 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, guarded, warn
 from roofline.cli.edge_json import offload_doc
+from roofline.cli.groups import grouped
 from roofline.domain.errors import DoesNotFitError, InputError
 from roofline.domain.hardware import default_wired_limit_bytes
 from roofline.domain.units import fmt_bytes, parse_bytes, parse_memory_bytes
@@ -25,6 +26,7 @@ from roofline.step.memory import weight_bytes_per_gpu
 # ---- offload --------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def offload(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -57,12 +59,8 @@ def offload(
     ] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="also sweep --gpu-layers 0..L+1")] = False,
     tp: opt.Tp = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
-    batch: opt.Batch = opt.BATCH,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    fm: opt.Formats = opt.FORMATS,
+    sb: opt.StaticBatch = opt.STATIC,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     ideal: opt.Ideal = False,
@@ -77,9 +75,8 @@ def offload(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     h = cat.accelerator(host or default_host(hw.id, hw.family))
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
-    b = opt.batch(batch)
-    ctx = opt.workload(prompt, output, context, model=m)[2]
+    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
+    b, _, _, ctx = sb.parse(m)
     share = tp if sharing is None else sharing
     if not 1 <= share <= 64:
         raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
@@ -138,6 +135,7 @@ def offload(
 # ---- edge -----------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def edge(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -150,12 +148,8 @@ def edge(
         str | None, typer.Option(help="host CPU for discrete GPUs (default: per GPU)")
     ] = None,
     tp: opt.Tp = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
-    batch: opt.Batch = opt.BATCH,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    fm: opt.Formats = opt.FORMATS,
+    sb: opt.StaticBatch = opt.STATIC,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     out: pub.HtmlOut = None,
@@ -174,9 +168,8 @@ def edge(
         raise InputError("edge compares single devices: --tp must be 1")
     if engine_name not in ("auto", "llamacpp", "mlx"):
         raise InputError("edge runs llama.cpp or MLX: --engine must be auto, llamacpp or mlx")
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
-    b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context, strict=True, model=m)
+    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
+    b, s, o, ctx = sb.parse(m, strict=True)
     extra = [cat.accelerator(x.strip()) for x in (devices or "").split(",") if x.strip()]
     devs = [hw, *extra]
     rows = []
@@ -185,7 +178,7 @@ def edge(
         cap = opt.capacity(dev, memory, wired_limit) if i == 0 else dev.usable_memory_bytes
         ram = parse_memory_bytes(memory) if i == 0 and memory else dev.memory_capacity_bytes
         h = cat.accelerator(host or default_host(dev.id, dev.family)) if dev.host_link else None
-        at = ctx if context is not None else None
+        at = ctx if sb.context is not None else None
         eng_name = "mlx" if engine_name == "mlx" else "llamacpp"
         rows.append(asdict(edge_fit(m, dev, h, dep, b, s, o, ctx, cap, ram, at, eng_name)))
     first = rows[0]

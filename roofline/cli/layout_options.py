@@ -105,3 +105,18 @@ def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:
             for k, used in (("tp", lay.attention_tp > 1), ("ep", lay.ep > 1), ("pp", lay.pp > 1))
         },
     }
+
+
+def layout_inputs(m: ModelArch, hw: Accelerator, lay: Layout, dep: Deployment) -> dict[str, object]:
+    """`inputs`' first keys where a layout is laid out: model, chip, GPUs, replicas, degrees and
+    the layout (layout_json)."""
+    return {
+        "model": m.id,
+        "hardware": hw.id,
+        "gpus": lay.gpus,
+        "replicas": lay.dp,
+        "tp": dep.tp,
+        "pp": dep.pp,
+        "ep": dep.ep,
+        **layout_json(lay, dep),
+    }

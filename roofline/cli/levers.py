@@ -34,13 +34,10 @@ def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
     so: dopt.DraftOptions = dopt.DRAFT,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
+    dg: opt.Degrees = opt.DEGREES,
     gpus: opt.Gpus = None,
     dp: opt.Dp = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: opt.Formats = opt.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     compute: opt.Compute = None,
     sparsity: opt.Sparsity = None,
@@ -72,10 +69,12 @@ def speculate(
     m, hw = cat.model(model), cat.accelerator(hardware)
     kind = dopt.drafter_kind(so, m)
     d_m = cat.model(so.draft) if kind == "draft" and so.draft else None
-    dep = opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, compute, model=m)
+    dep = opt.deployment(
+        fm.weights, fm.kv_dtype, act_dtype, dg.tp, dg.pp, dg.ep, sparsity, compute, model=m
+    )
     opt.check_formats(dep, hw)
     lopt.replicas(dep, gpus, dp)
-    d_weights = opt.resolve_weights(so.draft_weights or weights, d_m or m)
+    d_weights = opt.resolve_weights(so.draft_weights or fm.weights, d_m or m)
     d_dep = replace(dep, weights=weight_format(d_weights)).with_layout(ep=1, pp=1)
     gammas, tree, acc = dopt.round_options(so)
     b = opt.batch(batch)
@@ -112,6 +111,7 @@ def speculate(
 # ---- tiers ----------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def tiers(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -139,8 +139,7 @@ def tiers(
         int, typer.Option(help="tokens per KV copy (per layer) when reloading a prefix")
     ] = 256,
     tp: opt.Tp = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: opt.Formats = opt.FORMATS,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
     context: opt.Context = None,
@@ -158,7 +157,7 @@ def tiers(
     Example: roofline tiers llama-3.1-70b h100 --tp 4 --tier cxl2-x16 --tier-capacity 256GB"""
     cat = catalog()
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, model=m)
+    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     opt.check_formats(dep, hw)
     ctx = opt.workload(prompt, output, context, model=m)[2]
     if tier_capacity is not None:

@@ -144,14 +144,10 @@ def capacity(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: opt.Formats = opt.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     sparsity: opt.Sparsity = None,
-    batch: opt.Batch = opt.BATCH,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    sb: opt.StaticBatch = opt.STATIC,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
     wired_limit: opt.WiredLimit = None,
@@ -165,12 +161,11 @@ def capacity(
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, model=m)
+    dep = opt.deployment(fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, model=m)
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
     lay, dep = lopt.layout(cat, m, hw, dep, lo)
-    b = opt.batch(batch)
-    ctx = opt.workload(prompt, output, context, model=m)[2]
+    b, _, _, ctx = sb.parse(m)
     eng = engine(engine_name, hw)
     eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))
     plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
@@ -194,25 +189,20 @@ def capacity(
 # ---- bytes ----------------------------------------------------------------------------------
 @app.command("bytes")
 @guarded
+@grouped
 def bytes_(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
+    dg: opt.Degrees = opt.DEGREES,
     attention_dp: opt.AttentionDp = 1,
     microbatches: opt.Microbatches = None,
     nodes: opt.Nodes = None,
     cross_node_tp: opt.CrossNodeTp = False,
     scale_out: opt.ScaleOut = opt.SCALE_OUT,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: opt.Formats = opt.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     sparsity: opt.Sparsity = None,
-    batch: opt.Batch = opt.BATCH,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    sb: opt.StaticBatch = opt.STATIC,
     kv_budget: opt.KvBudget = None,
     levers: Annotated[bool, typer.Option("--levers", help="what-if table of every lever")] = False,
     max_len: opt.MaxLen = None,
@@ -233,17 +223,18 @@ def bytes_(
     m, hw = cat.model(model), cat.accelerator(hardware)
     budget = opt.tokens(kv_budget, "--kv-budget", 1) if kv_budget else None
     dep = replace(
-        opt.deployment(weights, kv_dtype, act_dtype, tp, pp, ep, sparsity, None, model=m),
+        opt.deployment(
+            fm.weights, fm.kv_dtype, act_dtype, dg.tp, dg.pp, dg.ep, sparsity, None, model=m
+        ),
         kv_token_budget=budget,
     )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
     lo = lopt.LayoutOptions(
-        tp, pp, ep, None, 1, attention_dp, microbatches, nodes, cross_node_tp, scale_out
+        dg.tp, dg.pp, dg.ep, None, 1, attention_dp, microbatches, nodes, cross_node_tp, scale_out
     )
     lay, dep = lopt.layout(cat, m, hw, dep, lo)
-    b = opt.batch(batch)
-    s, o, ctx = opt.workload(prompt, output, context, model=m)
+    b, s, o, ctx = sb.parse(m)
     s = max(s, 1)
     eng = engine(engine_name, hw)
     cap = opt.capacity(hw, memory)

@@ -6,7 +6,6 @@ from typing import Any
 from roofline import render
 from roofline.cli import convert
 from roofline.cli import layout_options as lopt
-from roofline.step.memory import kv_bytes_per_token
 from roofline.step.phases import PhaseResult
 
 
@@ -113,14 +112,7 @@ def kv_doc(m, fmt_kv, ctx, b, tp, budget, kv, eviction) -> dict:
 def capacity_doc(m, hw, lay, dep, eng, plan, *, b, ctx, mb, reason, grid, by_ctx) -> dict:
     """`capacity`: memory per GPU, the largest batch at --context and at a grid of contexts."""
     inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "gpus": lay.gpus,
-        "replicas": lay.dp,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
-        **lopt.layout_json(lay, dep),
+        **lopt.layout_inputs(m, hw, lay, dep),
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         "batch": b,
@@ -139,16 +131,7 @@ def capacity_doc(m, hw, lay, dep, eng, plan, *, b, ctx, mb, reason, grid, by_ctx
         kv_budget_bytes=plan.kv_budget_bytes,
         weights_bytes_per_gpu=plan.weights_bytes,
         reason=reason,
-        memory={
-            "capacity_bytes": plan.capacity_bytes,
-            "weights_bytes_per_gpu": plan.weights_bytes,
-            "activation_bytes": plan.activation_bytes,
-            "runtime_overhead_bytes": plan.runtime_overhead_bytes,
-            "kv_budget_bytes": plan.kv_budget_bytes,
-            "kv_bytes_per_token_per_gpu": kv_bytes_per_token(
-                m, dep.kv.bits, dep.attention_tp, dep.pp
-            ),
-        },
+        memory=convert.memory_plan_json(plan, m, dep),
         max_batch_by_context=[
             {"context_tokens": c, "max_batch": int(v)} for c, v in zip(grid, by_ctx, strict=True)
         ],
@@ -192,11 +175,7 @@ def bytes_doc(m, hw, lay, dep, t, *, b, s, o, ctx, budget, levers) -> dict:
         }
 
     inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
+        **convert.deployment_inputs(m, hw, dep),
         **lopt.layout_json(lay, dep),
         "weights": dep.weights.name,
         "weight_bits": dep.linear_bits,

@@ -10,6 +10,7 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
+from roofline.cli.groups import grouped
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_seconds
 from roofline.engines.engine import engine
@@ -53,6 +54,7 @@ def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
 # ---- plan -----------------------------------------------------------------------------------
 @app.command()
 @guarded
+@grouped
 def plan(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -60,8 +62,7 @@ def plan(
     nodes: opt.Nodes = None,
     cross_node_tp: opt.CrossNodeTp = False,
     scale_out: opt.ScaleOut = opt.SCALE_OUT,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: opt.Formats = opt.FORMATS,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
     engine_name: opt.Engine = opt.ENGINE,
@@ -93,7 +94,7 @@ def plan(
     net = cat.tier(scale_out)
     if net.kind != "network":
         raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
-    base = opt.deployment(weights, kv_dtype, model=m)
+    base = opt.deployment(fm.weights, fm.kv_dtype, model=m)
     s, o = opt.tokens(prompt, "--prompt"), opt.tokens(output, "--output")
     opt.positions(m, s + o)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None

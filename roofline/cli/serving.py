@@ -37,11 +37,8 @@ from roofline.step.ops import Deployment
 def cliff(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    dg: opt.Degrees = opt.DEGREES,
+    fm: opt.Formats = opt.FORMATS,
     lens: topt.LengthOptions = topt.LENGTHS,
     max_seqs: opt.MaxSeqs = None,
     requests: opt.Requests = None,
@@ -72,7 +69,7 @@ def cliff(
     pub.check_out(out, charts=True)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, "bf16", tp, pp, ep, None, None, model=m)
+    dep = opt.deployment(fm.weights, fm.kv_dtype, "bf16", dg.tp, dg.pp, dg.ep, None, None, model=m)
     opt.check_formats(dep, hw)
     s, o = opt.tokens(lens.prompt, "--prompt", 1), opt.tokens(lens.output, "--output", 1)
     settings = opt.batch_sweep(max_seqs or "1..1024")
@@ -135,8 +132,7 @@ def disagg(
     prefill_batch: Annotated[
         int, typer.Option(help="prompts one prefill step runs (both ways of serving)")
     ] = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: opt.Formats = opt.FORMATS,
     link: Annotated[str, typer.Option(help="tier id the KV cache travels over")] = "infiniband-ndr",
     batch: opt.Batch = opt.BATCH,
     lens: topt.LengthOptions = topt.LENGTHS,
@@ -179,8 +175,8 @@ def disagg(
     m = cat.model(model)
     p_hw, d_hw = cat.accelerator(prefill_hardware), cat.accelerator(decode_hardware)
     tier = cat.tier(link)
-    p_dep = _pool(weights, kv_dtype, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, m)
-    d_dep = _pool(weights, kv_dtype, decode_tp, decode_pp, decode_ep, decode_attention_dp, m)
+    p_dep = _pool(fm, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, m)
+    d_dep = _pool(fm, decode_tp, decode_pp, decode_ep, decode_attention_dp, m)
     kv_link = KvLink(
         tier, link_efficiency, parse_seconds(transfer_overhead, "--transfer-overhead"), layerwise
     )
@@ -221,9 +217,9 @@ def disagg(
     pub.publish(doc, fmt, [], tables, out)
 
 
-def _pool(weights, kv_dtype, tp: int, pp: int, ep: int, attention_dp: int, m) -> Deployment:
+def _pool(fm: opt.Formats, tp: int, pp: int, ep: int, attention_dp: int, m) -> Deployment:
     """One pool's replica deployment."""
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep=ep, model=m)
+    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, pp, ep=ep, model=m)
     return dep.with_layout(attention_dp=attention_dp)
 
 

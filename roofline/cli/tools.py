@@ -18,6 +18,7 @@ from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded, guarded_stream, note
+from roofline.cli.groups import grouped
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.precision import kv_format, weight_format
 from roofline.engines.engine import engine
@@ -177,18 +178,13 @@ def _chunk_rows(chunk: dict[str, Any], names: tuple[str, ...]) -> list[tuple]:
 
 @app.command()
 @guarded
+@grouped
 def plot(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
-    batch: opt.Batch = opt.BATCH,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    dg: opt.Degrees = opt.DEGREES,
+    fm: opt.Formats = opt.FORMATS,
+    sb: opt.StaticBatch = opt.STATIC,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="write the chart to FILE.svg|png|pdf (roofline[plot])"),
@@ -206,10 +202,9 @@ def plot(
         check_output(out)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, tp, pp, ep, model=m)
-    s, o, ctx = opt.workload(prompt, output, context, model=m)
+    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, dg.tp, dg.pp, dg.ep, model=m)
+    batch, s, o, ctx = sb.parse(m)
     s = max(s, 1)
-    batch = opt.batch(batch)
     if not 30 <= width <= 400:
         raise InputError(f"--width must be from 30 to 400, got {width}")
     p, d = prefill(m, hw, dep, batch, s), decode(m, hw, dep, batch, ctx)
@@ -245,6 +240,7 @@ _BENCH_ONLY = "--model, --hardware and --calibrate apply to benchmark files"
 
 @app.command()
 @guarded
+@grouped
 def validate(
     cases: Annotated[
         list[Path],
@@ -261,11 +257,8 @@ def validate(
     hardware: Annotated[
         str | None, typer.Option("--hardware", help="accelerator id of the benchmark files' runs")
     ] = None,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    dg: opt.Degrees = opt.DEGREES,
+    fm: opt.Formats = opt.FORMATS,
     engine_name: opt.Engine = opt.ENGINE,
     tokenizer: Annotated[
         str, typer.Option("--tokenizer", help="the API server's detokenizer: fast or slow")
@@ -304,11 +297,11 @@ def validate(
             cases,
             model,
             hardware,
-            tp,
-            pp,
-            ep,
-            weights,
-            kv_dtype,
+            dg.tp,
+            dg.pp,
+            dg.ep,
+            fm.weights,
+            fm.kv_dtype,
             engine_name,
             tokenizer,
             Path(calibrate) if calibrate is not None else None,

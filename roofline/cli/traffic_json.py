@@ -8,7 +8,7 @@ from typing import Any
 
 from roofline import render
 from roofline.catalog.engine_flags import engine_flags
-from roofline.cli.convert import bands_json, efficiency_json, finite
+from roofline.cli.convert import bands_json, deployment_inputs, efficiency_json, finite
 from roofline.cli.layout_options import layout_json
 from roofline.domain.hardware import Price
 from roofline.domain.layout import node_gpus
@@ -264,11 +264,7 @@ def serve_doc(
     ]
     sat = saturation_json(cap, replicas) if saturation else None
     inputs = {
-        "model": m.id,
-        "hardware": hw.id,
-        "tp": dep.tp,
-        "pp": dep.pp,
-        "ep": dep.ep,
+        **deployment_inputs(m, hw, dep),
         "dp": replicas,
         "gpus": gpus,
         **layout_json(lay, laid),

@@ -26,18 +26,7 @@ from roofline.render.width import (
 # ---- validate -------------------------------------------------------------------------------
 @table_output
 def validate_table(doc: Mapping[str, Any], con: Console) -> None:
-    rows = [
-        (
-            c["id"],
-            c["metric"],
-            num(c["ideal"]),
-            num(c["expected"]),
-            num(c["measured"]),
-            f"{c['speed_ratio_ideal']:.2f}" + (" !" if c["bound_violation"] else ""),
-            f"{c['error_expected']:+.0%}",
-        )
-        for c in doc["cases"]
-    ]
+    rows = [_case_cells(c, c["id"]) for c in doc["cases"]]
     cols = (
         T("case"),
         SUB("metric"),
@@ -80,6 +69,20 @@ def validate_table(doc: Mapping[str, Any], con: Console) -> None:
     )
 
 
+def _case_cells(c: Mapping[str, Any], name: str) -> list[str]:
+    """One predicted case's cells: name, metric, ideal, expected, measured, measured/ideal (!
+    where faster than the speed of light) and the expected's signed error."""
+    return [
+        name,
+        c["metric"],
+        num(c["ideal"]),
+        num(c["expected"]),
+        num(c["measured"]),
+        f"{c['speed_ratio_ideal']:.2f}" + (" !" if c["bound_violation"] else ""),
+        f"{c['error_expected']:+.0%}",
+    ]
+
+
 @table_output
 def bench_table(doc: Mapping[str, Any], con: Console) -> None:
     """A user's benchmark runs against the serving model: per run and metric the ideal, the
@@ -89,15 +92,7 @@ def bench_table(doc: Mapping[str, Any], con: Console) -> None:
     label = {r["run"]: f"#{k}" for k, r in enumerate(runs, 1)}
     rows = []
     for c in doc["cases"]:
-        row = [
-            label[c["id"]],
-            c["metric"],
-            num(c["ideal"]),
-            num(c["expected"]),
-            num(c["measured"]),
-            f"{c['speed_ratio_ideal']:.2f}" + (" !" if c["bound_violation"] else ""),
-            f"{c['error_expected']:+.0%}",
-        ]
+        row = _case_cells(c, label[c["id"]])
         if cal:
             row += [num(c["expected_calibrated"]), f"{c['error_calibrated']:+.0%}"]
         rows.append(row)

@@ -127,22 +127,27 @@ def measured_allreduce_time_s(
     link: Link, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
 ) -> FloatArray:
     """α(n) + 2(n−1)/n · M / (s(n)·W) from measured per-call latency and bus-bandwidth share."""
-    m = np.asarray(message_bytes, dtype=float)
-    if ranks <= 1:
-        return np.zeros_like(m)
-    alpha, share = curve.at(ranks)
-    return alpha + 2.0 * (ranks - 1) / ranks * m / (share * link.bandwidth_bytes_per_s)
+    return _measured(link, curve, ranks, message_bytes, 2.0)
 
 
 def measured_alltoall_time_s(
     link: Link, curve: LinkCurve, ranks: int, message_bytes: ArrayLike
 ) -> FloatArray:
     """α(n) + (n−1)/n · M / (s(n)·W) from measured NCCL all-to-all latency and bandwidth share."""
+    return _measured(link, curve, ranks, message_bytes, 1.0)
+
+
+def _measured(
+    link: Link, curve: LinkCurve, ranks: int, message_bytes: ArrayLike, passes: float
+) -> FloatArray:
+    """α(n) + passes · (n−1)/n · M / (s(n)·W): a collective over `ranks` from the measured
+    per-call latency α(n) and bus-bandwidth share s(n) (LinkCurve.at); `passes` is 2 for a ring
+    all-reduce (reduce-scatter then all-gather), 1 for an all-to-all."""
     m = np.asarray(message_bytes, dtype=float)
     if ranks <= 1:
         return np.zeros_like(m)
     alpha, share = curve.at(ranks)
-    return alpha + (ranks - 1) / ranks * m / (share * link.bandwidth_bytes_per_s)
+    return alpha + passes * (ranks - 1) / ranks * m / (share * link.bandwidth_bytes_per_s)
 
 
 # ---- collectives per link kind (hardware/links.yaml) --------------------------------------------
