@@ -2,7 +2,6 @@
 slower memory tier)."""
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -48,14 +47,7 @@ def speculate(
     context: opt.Context = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="also write the speed-up chart to FILE.svg|png|pdf, or a report to FILE.html",
-        ),
-    ] = None,
+    out: pub.ChartOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """Speculative decoding: speed-up against batch, per drafter.

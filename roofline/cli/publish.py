@@ -50,6 +50,14 @@ HtmlOut = Annotated[
     Path | None,
     typer.Option("--out", "-o", help="also write a self-contained HTML report to FILE.html"),
 ]
+ChartOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        "-o",
+        help="also write the chart to FILE.svg|png|pdf (plot extra), or a report to FILE.html",
+    ),
+]
 
 
 def is_html(path: Path | None) -> bool:

@@ -3,7 +3,6 @@
 
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
@@ -49,14 +48,7 @@ def cliff(
     chunked_prefill: topt.ChunkedPrefill = None,
     engine_name: opt.Engine = opt.ENGINE,
     memory: opt.Memory = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="also write the chart to FILE.svg|png|pdf (plot extra), or a report to FILE.html",
-        ),
-    ] = None,
+    out: pub.ChartOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
     """The reasoning cliff: throughput against max-seqs.
