@@ -34,6 +34,7 @@ import ast
 import contextlib
 import difflib
 import io
+import itertools
 import json
 import os
 import runpy
@@ -303,3 +304,25 @@ def stale(path: str | Path, text: str | None = None) -> list[str]:
             new = made[j1 + k] if j1 + k < j2 else "(nothing)"
             problems.append(f"{name}:{i1 + k + 1}: expected {new!r}, found {old!r}")
     return problems
+
+
+def sections(path: str | Path) -> list[tuple[int, int, str]]:
+    """The document's `## ` sections that hold a cog block: (first line, end line, title), 0-based
+    and half-open; the lines before the first section belong to it. Each section's blocks run
+    on their own (no block reads a name or a file an earlier section made), so a test may check
+    them apart, in parallel."""
+    lines = Path(path).read_text().splitlines()
+    starts = [i for i, x in enumerate(lines) if x.startswith("## ")]
+    bounds = [0, *starts[1:], len(lines)] if starts else [0, len(lines)]
+    out = []
+    for a, b in itertools.pairwise(bounds):
+        if any(x.startswith("<!-- [[[cog") for x in lines[a:b]):
+            title = next((x[3:] for x in lines[a:b] if x.startswith("## ")), lines[a])
+            out.append((a, b, title))
+    return out
+
+
+def section_text(path: str | Path, start: int, end: int) -> str:
+    """The document with every line outside [start, end) blanked: line numbers kept."""
+    lines = Path(path).read_text().splitlines()
+    return "\n".join(x if start <= i < end else "" for i, x in enumerate(lines)) + "\n"

@@ -13,10 +13,28 @@ from docs import docgen
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("doc", docgen.DOCS)
-def test_document_is_current(doc):
-    problems = docgen.stale(ROOT / doc)
+SECTIONS = [
+    pytest.param(doc, a, b, id=f"{doc}:{a + 1}")
+    for doc in docgen.DOCS
+    for a, b, _ in docgen.sections(ROOT / doc)
+]
+
+
+@pytest.mark.parametrize(("doc", "start", "end"), SECTIONS)
+def test_document_is_current(doc, start, end):
+    """Each section apart (docgen.sections: none reads what another made), so the workers share
+    the documents' commands."""
+    problems = docgen.stale(ROOT / doc, docgen.section_text(ROOT / doc, start, end))
     assert not problems, "stale (run `make docs`):\n" + "\n".join(problems[:30])
+
+
+def test_sections_cover_every_block():
+    """No cog block falls outside the sections the test checks."""
+    for doc in docgen.DOCS:
+        lines = (ROOT / doc).read_text().splitlines()
+        blocks = [i for i, x in enumerate(lines) if x.startswith("<!-- [[[cog")]
+        spans = docgen.sections(ROOT / doc)
+        assert all(any(a <= i < b for a, b, _ in spans) for i in blocks), doc
 
 
 def test_a_changed_catalog_figure_names_the_stale_line(tmp_path, monkeypatch):
