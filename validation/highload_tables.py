@@ -172,6 +172,14 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "validation/fit_family_share.py, k 0.59-0.72 leaving one page out)",
         lambda r: r.family == "intel-gaudi",
     ),
+    (
+        "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 70 µs, "
+        "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 91 SGLang cases of the "
+        "family from 10 sources, 70-80 µs leaving one out; paid on one attention-DP rank's "
+        "sequences, roofline/step/phases.py): DataCrunch's H200 runs decode 500-1,500 sequences "
+        "at 1.2-2.7x the kernels' time",
+        lambda r: r.engine == "sglang" and r.family == "nvidia-datacenter",
+    ),
 )
 
 
@@ -189,7 +197,15 @@ LEFT = (
     "(0.7.3) throughput rows moved up with the lower per-sequence cost.\n"
     "- Google TPU (one point) and Apple (no high-load point): uncalibrated, their families' "
     "shares still borrowed.\n"
-    "- DeepSeek-R1 on B200 against aiconfigurator (issue 34 (d)): not run in this round."
+    "- NVIDIA, SGLang DeepSeek-V2.5 on 8 H200 with attention DP 8 (DataCrunch, 10,000 "
+    "requests of 1 in / 512 out): requests/s about 3x over-predicted even with the per-sequence "
+    "cost (MLA + MoE at thousands of sequences; the harness's tokens per step not modelled).\n"
+    "- SGLang's EAGLE-3 speedups at batch 32-64 (validation/levers_cases.yaml, in sample for the "
+    "speculative host costs) are over-predicted more with the per-sequence cost (+15% → +49% at "
+    "32, +10% → +68% at 64): the baseline step pays it per token, a round per accepted run; "
+    "refitting the round and draft-step costs (validation/calibrate.py run_speculative: 2175 / "
+    "400 µs) does not remove the batch trend, so the shipped speculative costs stay.\n"
+    "- DeepSeek-R1 on B200 against aiconfigurator (issue 34): not run in this round."
 )
 
 
