@@ -201,10 +201,12 @@ LEFT = (
     "requests of 1 in / 512 out): requests/s 2.2x over-predicted (3.0x before the per-sequence "
     "cost; MLA + MoE at thousands of sequences; the harness's tokens per step not modelled).\n"
     "- SGLang's EAGLE-3 speedups at batch 32-64 (validation/levers_cases.yaml, in sample for the "
-    "speculative host costs) are over-predicted more with the per-sequence cost (+15% → +49% at "
-    "32, +10% → +68% at 64): the baseline step pays it per token, a round per accepted run; "
-    "refitting the round and draft-step costs (validation/calibrate.py run_speculative: 2175 / "
-    "400 µs) does not remove the batch trend, so the shipped speculative costs stay.\n"
+    "speculative host costs) are over-predicted more with the per-sequence cost (+15% → +32% in "
+    "sample at 32, +10% → +51% at 64): the baseline step pays it per token, a round per accepted "
+    "run; the round and draft-step costs refitted with it (validation/calibrate.py "
+    "run_speculative: round 0 → 2175 µs, draft step 625 → 400 µs) do not remove the batch "
+    "trend, and three of the four batch-1 cases move 5-10 points away (a per-sequence figure "
+    "fitted on 70B-405B runs over-charges an 8B model's step).\n"
     "- DeepSeek-R1 on B200 against aiconfigurator (issue 34): see below."
 )
 
