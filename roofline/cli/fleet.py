@@ -46,7 +46,7 @@ LEFT = [
     " file gives lora.throughput_cost with its source (none is in the catalog)",
     "a placement change moves replicas between chips without a cost beyond the ramp;"
     " during a predictive pre-start owned GPUs may be counted in two hours",
-    "minute resolution, arrival logs per model, Monte-Carlo spread (issue 40)",
+    "minute resolution, arrival logs per model (issue 40); the spread over days: --days N",
 ]
 
 
@@ -60,6 +60,13 @@ def fleet(
     ] = None,
     out: pub.HtmlOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
+    days: Annotated[
+        int | None,
+        typer.Option("--days", help="Monte-Carlo over N drawn days: percentiles over days"),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="where --days runs: pool (processes) or ray")
+    ] = "pool",
 ) -> None:
     """Many models on owned and rented GPUs, placed per hour.
 
@@ -101,6 +108,11 @@ def fleet(
     )  # fmt: skip
     pool_list = pools(spec, ids, on_demand)
     prob = problem(spec, options, pool_list)
+    if days is not None:  # issue 40: the spread over days (roofline/cli/fleetspread.py)
+        from roofline.cli.fleetspread import publish_spread, spread_doc
+
+        doc = spread_doc(prob, spec.seed, days, backend, tuple(catalog_dirs()), str(fleet_file))
+        return publish_spread(doc, fmt, out)
     day = plan(prob)
     sep = apart(prob)
     doc = _doc(cat, spec, models, options, prob, day, sep, str(fleet_file))
