@@ -11,6 +11,7 @@ import typer
 from roofline import render
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, catalog_dirs, guarded
+from roofline.cli.fleetspread import check_spread
 from roofline.cli.traffic_json import sized_json
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
@@ -78,6 +79,7 @@ def fleet(
     against each model sized apart, and each model's launch line. Definitions are printed.
     Example: roofline fleet examples/fleet.yaml -o fleet.html"""
     pub.check_out(out)
+    check_spread(days, backend)
     spec = read_fleet(fleet_file)
     if requests is not None and not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")

@@ -27,15 +27,20 @@ from roofline.serving.workers import jobs
 MAX_DAYS = 100_000
 
 
+def check_spread(days: int | None, backend: str) -> None:
+    """--days and --backend checked before any sizing (one line, exit 2)."""
+    if days is not None and not 1 <= days <= MAX_DAYS:
+        raise InputError(f"--days must be from 1 to {MAX_DAYS}, got {days}")
+    if backend not in BACKENDS:
+        raise InputError(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
 def spread_doc(
     prob: Problem, seed: int, days: int, backend: str, dirs: tuple[str, ...], path: str
 ) -> dict[str, Any]:
     """The spread's document: inputs, percentiles over days, each day's figures. RAY_ADDRESS
     (a running cluster's address) is read here, never in the core."""
-    if not 1 <= days <= MAX_DAYS:
-        raise InputError(f"--days must be from 1 to {MAX_DAYS}, got {days}")
-    if backend not in BACKENDS:
-        raise InputError(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    check_spread(days, backend)
     address = os.environ.get("RAY_ADDRESS") or None
     out = run(prepare, one_day, Shared(prob, seed, dirs), range(days), backend, jobs(), address)
     inputs = {
@@ -61,4 +66,4 @@ def publish_spread(doc: dict[str, Any], fmt: Any, out: Any) -> None:
     pub.publish(doc, fmt, spread_rows(doc), spread_table, out)
 
 
-__all__ = ["publish_spread", "spread_doc"]
+__all__ = ["check_spread", "publish_spread", "spread_doc"]

@@ -89,17 +89,25 @@ def prepare(shared: Shared) -> tuple[Shared, dict[str, float]]:
     return shared, {c: chip_sigma(c, shared.catalog_dirs) for c in chips}
 
 
-def one_day(state: tuple[Shared, dict[str, float]], day: int) -> Day:
-    """Day `day` drawn from its own seed, placed and counted (module docstring)."""
-    shared, sigma = state
-    p = shared.problem
-    rng = np.random.default_rng(np.random.SeedSequence([shared.seed, day]))
+def draw(
+    p: Problem, seed: int, day: int, sigma: dict[str, float]
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Day `day`'s draws from its own seed: the rate multiplier, the hours' rates [model, hour]
+    and each pool's capacity factor (module docstring)."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, day]))
     m = math.exp(SIGMA_RATE * float(rng.standard_normal()))
     rates = rng.poisson(p.rates * m * 3600.0) / 3600.0
     chips = list(sigma)
     z = rng.standard_normal(len(chips))
     f_chip = {c: math.exp(sigma[c] * float(z[k])) for k, c in enumerate(chips)}
-    factor = np.array([f_chip[pl.chip] for pl in p.pools])
+    return m, rates, np.array([f_chip[pl.chip] for pl in p.pools])
+
+
+def one_day(state: tuple[Shared, dict[str, float]], day: int) -> Day:
+    """Day `day` drawn from its own seed, placed and counted (module docstring)."""
+    shared, sigma = state
+    p = shared.problem
+    m, rates, factor = draw(p, shared.seed, day, sigma)
     dp = plan(replace(p, rates=rates))
     x = np.array([h.replicas for h in dp.hours], dtype=float).reshape(HOURS, *p.kappa.shape)
     gpus_hour = (x * p.gpus[None]).sum(axis=(1, 2))
@@ -135,6 +143,7 @@ __all__ = [
     "Day",
     "Shared",
     "chip_sigma",
+    "draw",
     "one_day",
     "percentiles",
     "prepare",
