@@ -68,7 +68,11 @@ def _ray(prepare, fn, shared, items: Sequence[Any], workers: int, address: str |
 
     started = not ray.is_initialized()
     if started:
-        quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        quiet: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": "ERROR",
+        }
         if address is None:
             ray.init(num_cpus=workers, **quiet)
         else:
