@@ -124,3 +124,22 @@ def test_bad_days_and_backend_one_line_exit_2(args, says):
     )  # fmt: skip
     assert r.returncode == 2 and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and says in r.stderr
+
+
+def test_the_spread_document_its_table_and_page(monkeypatch, capsys):
+    from roofline.cli.fleetspread import spread_doc
+    from roofline.cli.publish import html_page
+    from roofline.render.fleetspread import spread_table
+
+    monkeypatch.setenv("ROOFLINE_JOBS", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    # 3 req/s on 10 req/s replicas: one replica every hour of any day with m < 3.3 (by hand),
+    # so one day's percentiles are all 1 GPU and 24 GPU-hours
+    doc = spread_doc(_one_model(rate=3.0), 7, 1, "pool", (), "x.yaml")
+    assert doc["answer"]["peak_gpus"] == {"p10": 1.0, "p50": 1.0, "p90": 1.0}
+    assert doc["answer"]["gpu_hours"]["p50"] == 24.0
+    spread_table(doc)
+    out = capsys.readouterr().out
+    assert "Percentiles over days" in out and "rate_sigma=0.15" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "p90 peak GPUs" in html_page(doc)

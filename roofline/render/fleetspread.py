@@ -20,13 +20,18 @@ LABELS = (
 )
 
 
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}{'' if k == 1 else 's'}"
+
+
 @table_output
 def spread_table(doc: Mapping[str, Any], con: Console) -> None:
     a, inp = doc["answer"], doc["inputs"]
     qs = [f"p{q}" for q in inp["percentiles"]]
     say(
         con,
-        f"{inp['days']} days of a fleet of {len(inp['model'].split(', '))} models: p50"
+        f"{_n(inp['days'], 'day')} of a fleet of {_n(len(inp['model'].split(', ')), 'model')}:"
+        " p50"
         f" {a['peak_gpus']['p50']:,.0f} peak GPUs, ${a['cost']['p50']:,.0f}/day; the p90 day"
         f" needs {a['peak_gpus']['p90']:,.0f} GPUs and ${a['cost']['p90']:,.0f}",
         "bold",
