@@ -47,7 +47,7 @@ LEFT = [
     " file gives lora.throughput_cost with its source (none is in the catalog)",
     "a placement change moves replicas between chips without a cost beyond the ramp;"
     " during a predictive pre-start owned GPUs may be counted in two hours",
-    "minute resolution, arrival logs per model (issue 40); the spread over days: --days N",
+    "minute resolution, arrival logs per model (issue 40)",
 ]
 
 
