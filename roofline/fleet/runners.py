@@ -38,7 +38,8 @@ def _call(job: tuple[Callable[[Any, Any], Any], Any]) -> Any:
 
 
 def _pool(prepare, fn, shared, items: Sequence[Any], workers: int) -> list[Any]:
-    if workers <= 1 or len(items) <= 1:
+    nested = multiprocessing.current_process().daemon  # a pool's worker may not fork its own
+    if workers <= 1 or len(items) <= 1 or nested:
         limiter = _cap_threads()
         try:
             state = prepare(shared)
