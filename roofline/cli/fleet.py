@@ -11,7 +11,7 @@ import typer
 from roofline import render
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, catalog_dirs, guarded
-from roofline.cli.fleetspread import check_spread
+from roofline.cli.fleetspread import check_spread, publish_spread, spread_doc
 from roofline.cli.traffic_json import sized_json
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
@@ -77,6 +77,8 @@ def fleet(
     hour at the least marginal cost (a MILP, HiGHS): replicas per model and chip, GPU-hours and
     $ per day per model and in all, SLO attainment, owned GPUs' utilisation, the pooling gain
     against each model sized apart, and each model's launch line. Definitions are printed.
+    --days N draws N days around the file's (rates, arrivals, accuracy) and reports
+    percentiles over days, on a process pool or, with --backend ray, on Ray (RAY_ADDRESS).
     Example: roofline fleet examples/fleet.yaml -o fleet.html"""
     pub.check_out(out)
     check_spread(days, backend)
@@ -111,8 +113,6 @@ def fleet(
     pool_list = pools(spec, ids, on_demand)
     prob = problem(spec, options, pool_list)
     if days is not None:  # issue 40: the spread over days (roofline/cli/fleetspread.py)
-        from roofline.cli.fleetspread import publish_spread, spread_doc
-
         doc = spread_doc(prob, spec.seed, days, backend, tuple(catalog_dirs()), str(fleet_file))
         return publish_spread(doc, fmt, out)
     day = plan(prob)
