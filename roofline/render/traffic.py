@@ -10,7 +10,15 @@ from typing import Any
 from rich.console import Console
 
 from roofline.domain.units import fmt_seconds
-from roofline.render.core import VERBOSE, bands_note, csec, pct, pm, stdout_console
+from roofline.render.core import (
+    VERBOSE,
+    bands_note,
+    csec,
+    load_band_text,
+    pct,
+    pm,
+    stdout_console,
+)
 from roofline.render.serving import _bar
 from roofline.render.width import N, T, print_pairs, print_rows, say, table_output
 
@@ -75,7 +83,8 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     bands = doc.get("bands")
 
     def b(value: str, name: str) -> str:
-        band = pm(bands, name)
+        load = (pts[0].get("load_bands") or {}).get(name) if len(pts) == 1 else None
+        band = load_band_text(load) if load else pm(bands, name)
         return f"{value} {band}" if band and value != "unbounded" else value
 
     if len(pts) == 1:
@@ -168,6 +177,11 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             f"TPOT p50/p99 {csec(e['tpot_s']['p50'])}/{csec(e['tpot_s']['p99'])} (expected)"
         )
         print_pairs(con, answer, pairs)
+        if pts[0].get("load_bands"):
+            head += (
+                " TTFT and TPOT bands: the throughput band through the queue (unbounded: past"
+                " saturation at its low edge)."
+            )
         say(con, head)
         if VERBOSE["on"]:
             say(con, more)
