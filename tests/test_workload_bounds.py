@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from roofline.engines.engine import engine
 from roofline.serving.metrics import Slo
 from roofline.serving.mix import mix_workload
+from roofline.serving.mixcapacity import mix_capacity
 from roofline.serving.search import replica_capacity
 from roofline.serving.serve import make_replica, serve
 from roofline.serving.workloadfile import parse_workload
@@ -95,3 +96,22 @@ def test_steady_figures_do_not_depend_on_run_length(rep, share, seed):
         assert not r.unbounded
         for c, want in zip(r.per_class, offered_tok, strict=True):
             assert c.output_tokens_per_s == pytest.approx(want, rel=0.06)
+
+
+def test_the_saturation_probe_credits_shared_kv(rep):
+    """n = 4 samples of a 3,000-token prompt and 100-token answers: sharing computes the
+    prompt once per arrival, not four times, so the replica saturates at more sequences/s
+    shared than sent apart (serving.mixcapacity's probe runs the mix itself; the independent
+    requests take search's). Below it, the shared mix's figures are a steady state: requests/s
+    is the offered 4 × 0.5 = 2 sequences/s at 120 sequences or 240."""
+    caps = []
+    for share in (True, False):
+        c = {"name": "r", "prompt": 3000, "output": 100, "n": 4, "share_prompt": share}
+        w = mix_workload(_mix(0.5, c), 120, 0)
+        caps.append(mix_capacity(rep, w).of(False).requests_per_s)
+    assert caps[0] > caps[1]
+    c = {"name": "r", "prompt": 3000, "output": 100, "n": 4}
+    for requests in (120, 240):
+        w = mix_workload(_mix(0.5, c), requests, 0)
+        m = serve(rep, w, Slo(), capacity=mix_capacity(rep, w)).expected
+        assert m.requests_per_s == pytest.approx(2.0) and not m.unbounded

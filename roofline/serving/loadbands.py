@@ -41,7 +41,11 @@ def serve_load_bands(
     closed loop, a replayed log or a run without a steady state (capacity None): no bands."""
     pid = engine
     thr = band("throughput", family, pid)
-    no_steady = base.mix is not None and base.prefix is not None  # serve's window figures
+    no_steady = (  # serve's window figures: a shared-KV mix under a probe that ignores it
+        base.mix is not None
+        and base.prefix is not None
+        and not getattr(capacity, "credits_sharing", False)
+    )
     if thr is None or capacity is None or not base.stationary or no_steady:
         return [{} for _ in results]
     own = {}

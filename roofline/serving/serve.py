@@ -390,8 +390,8 @@ def serve(
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
     check_router(router)
-    if w.mix is not None and w.prefix is not None:  # the saturation probe ignores shared KV and
-        capacity = None  # cached turns: the run's own window figures, not a steady state
+    if w.mix is not None and w.prefix is not None and not getattr(capacity, "credits_sharing", 0):
+        capacity = None  # a probe of independent requests: the run's own window figures
     out = [
         evaluate(rep, w, slo, replicas, one_replica, capacity, router, ideal)
         for ideal in (True, False)
