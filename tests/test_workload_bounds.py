@@ -115,3 +115,22 @@ def test_the_saturation_probe_credits_shared_kv(rep):
         w = mix_workload(_mix(0.5, c), requests, 0)
         m = serve(rep, w, Slo(), capacity=mix_capacity(rep, w)).expected
         assert m.requests_per_s == pytest.approx(2.0) and not m.unbounded
+
+
+@FAST
+@given(share=st.floats(0.3, 0.7), seed=st.integers(0, 1000), p_other=st.sampled_from([0, 100]))
+def test_a_class_is_never_better_off_in_a_loaded_pool(rep, share, seed, p_other):
+    """Class a's requests, the same draws alone (an empty pool) and beside class b (a loaded
+    one, b served after or alongside a): a's p99 TTFT and TPOT are never better in the loaded
+    pool. The same draws: a class's lengths and arrivals come from its own seed over the span
+    requests / sequences/s, so alone it is run with the requests of its share of the pool."""
+    a = {"name": "a", "share": share, "prompt": 800, "output": 100, "priority": 0}
+    b = {"name": "b", "share": 1 - share, "prompt": 3000, "output": 300, "priority": p_other}
+    pool = _mix(16.0, a, b)
+    both = serve(rep, mix_workload(pool, 400, seed), Slo(), capacity=None).expected
+    alone_w = mix_workload(pool.only(0), round(400 * share), seed)
+    alone = serve(rep, alone_w, Slo(), capacity=None).expected
+    loaded, empty = both.per_class[0], alone.per_class[0]
+    assert loaded.requests == empty.requests
+    assert loaded.ttft_s.p99 >= empty.ttft_s.p99 * (1 - 1e-9)
+    assert loaded.tpot_s.p99 >= empty.tpot_s.p99 * (1 - 1e-9)
