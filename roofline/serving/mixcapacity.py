@@ -72,10 +72,8 @@ class MixCapacity:
     def _probe(self, ideal: bool) -> Saturation:
         rep, w = self._rep, self._w
         users = probe_users(rep, w.prompts)
-        per = max(w.n / max(w.mix_requests, 1), 1.0)  # sequences per arrival, about
-        turns = max(c.turns for c in w.mix.classes)
+        turns = max(c.turns for c in w.mix.classes)  # a session's turns come one at a time
         n = int(min(max(users * (PROBE_GENERATIONS + 2), users * turns * 2), MAX_REQUESTS))
-        n = max(n, int(per))
         seq_rate = OVERLOAD * self.bounds.requests_per_s
         arrivals = seq_rate * w.mix_rate / max(w.rate or 1.0, 1e-30)  # sequences -> arrivals
         probe = mix_workload(w.mix, n, PROBE_SEED, arrivals)
