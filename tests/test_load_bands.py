@@ -80,15 +80,15 @@ def test_serve_band_comes_from_the_queue(run):
     read here from a second command that simulates that rate itself (the same seed re-times
     the same requests), over the figure at 20, × TTFT p99's own low edge."""
     args = ["serve", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "200"]
-    d = run(*args, "--rate", "20", "--requests", "200", "--format", "json").json()
+    d = run(*args, "--rate", "20", "--requests", "100", "--format", "json").json()
     thr, sat = d["bands"]["throughput"], d["saturation_rate"]["expected"]
     lb = d["load_bands"]["ttft_p99"]
     assert 20 / thr["low"] > sat
     assert lb["high"] is None and "saturation" in lb["unbounded"]
     edge = 20 / thr["high"]
     assert lb["rates"]["high_capacity"] == pytest.approx(edge)
-    e = run(*args, "--rate", f"{edge!r}", "--requests", "200", "--format", "json").json()
+    e = run(*args, "--rate", f"{edge!r}", "--requests", "100", "--format", "json").json()
     want = e["expected"]["ttft_s"]["p99"] / d["expected"]["ttft_s"]["p99"]
     assert lb["low"] == pytest.approx(want * d["bands"]["ttft_p99"]["low"], rel=1e-6)
-    t = run(*args, "--rate", "20", "--requests", "200")
+    t = run(*args, "--rate", "20", "--requests", "100")
     assert "/unbounded" in t.stdout and "through the queue" in t.stdout
