@@ -104,6 +104,8 @@ def main(argv: list[str]) -> None:
 
     engine, family = argv[1], argv[2]
     cat = load_catalog()
+    if not cases(cat, engine, family):
+        sys.exit(f"no {engine} case on {family} to fit (after the excluded sources)")
     tab = table(cat, engine, family)
     groups = sorted(tab[GRID_US[0]])
     n = sum(len(v) for v in tab[GRID_US[0]].values())
