@@ -128,7 +128,7 @@ SGLANG_SEQ_FIT = {
     "llama_3_3_70b_offline_output.jsonl": 70e-6,
     "https://github.com/datacrunch-research/h200-benchmarks/blob/"
     "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/"
-    "llama_3_3_70b_online_output.jsonl": 80e-6,
+    "llama_3_3_70b_online_output.jsonl": 150e-6,
     "https://github.com/datacrunch-research/h200-benchmarks/blob/"
     "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/llama_405b_online_output.jsonl": 70e-6,
     "https://github.com/gpustack/gpustack/blob/"
