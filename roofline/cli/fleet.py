@@ -41,12 +41,11 @@ ATTAINMENT = (
     " figure for the model's deployment at its peak rate"
 )
 LEFT = [
-    "sharing one GPU between small models (co-location, engine sleep/wake): not modelled",
-    "LoRA: adapters are echoed; their kernels' throughput cost applies only when the fleet"
-    " file gives lora.throughput_cost with its source (none is in the catalog)",
+    "co-location and sleep/wake are listed (the sharing section), not applied to the placement",
+    "LoRA adapter memory is reported, not taken from the KV cache `size` sized",
     "a placement change moves replicas between chips without a cost beyond the ramp;"
     " during a predictive pre-start owned GPUs may be counted in two hours",
-    "minute resolution, arrival logs per model, Monte-Carlo spread (issue 40)",
+    "minute resolution, Monte-Carlo spread (issue 40)",
 ]
 
 
@@ -99,11 +98,14 @@ def fleet(
         spec.models, chips, requests or spec.requests, spec.seed, spec.headroom,
         spec.scale_up_delay_s, tuple(catalog_dirs()),
     )  # fmt: skip
-    pool_list = pools(spec, ids, on_demand)
+    pool_list = pools(spec, ids, on_demand, prices)
     prob = problem(spec, options, pool_list)
     day = plan(prob)
     sep = apart(prob)
     doc = _doc(cat, spec, models, options, prob, day, sep, str(fleet_file))
+    from roofline.cli.fleet_sharing import sharing_json
+
+    doc["sharing"] = sharing_json(cat, spec, models, options, doc["models"])
     from roofline.render.fleet import fleet_rows, fleet_table
 
     pub.publish(doc, fmt, fleet_rows(doc), fleet_table, out)
