@@ -5,7 +5,8 @@ placement and what is only listed is said per item (roofline.cli.fleet_sharing p
 LoRA adapters (applied: the capacity of a LoRA model's replica is derated):
 - adapter bytes = rank x sum over the adapted projections of (in + out) x layers x bytes per
   value (LoRA: W + B A with A in R^{r x in}, B in R^{out x r}; Hu et al. 2021, arXiv 2106.09685,
-  section 4). Projections: q, k, v, o and, for a dense FFN, gate, up, down ("all-linear"), at
+  section 4). Projections: q, k, v, o (MLA: q_a, q_b, kv_a, kv_b, o) and, for a dense FFN,
+  gate, up, down ("all-linear"), at
   bf16 (2 bytes), the adapters' usual dtype. A MoE base's experts are not adapted here (the
   attention projections only, plus a dense FFN where the model has one in every layer).
 - GPU adapter slots (vLLM --max-loras): the adapters a replica keeps on the GPU; vLLM reserves
@@ -55,9 +56,17 @@ COLOCATE_WEIGHT_SHARE = 0.5  # both models' weights within half a replica's memo
 
 def adapted_dims(model: ModelArch) -> list[tuple[str, int, int]]:
     """(projection, in, out) of one layer's adapted projections (module docstring)."""
-    d, hd = model.hidden_size, model.d_head
-    q, kv = model.num_attention_heads * hd, model.n_kv_heads * hd
-    out = [("q", d, q), ("k", d, kv), ("v", d, kv), ("o", q, d)]
+    d, hd, n = model.hidden_size, model.d_head, model.num_attention_heads
+    if model.is_mla:  # DeepSeek's MLA: the low-rank q and kv projections as the model has them
+        nope, rope = model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0
+        v, kvr = model.v_head_dim or hd, model.kv_lora_rank or 0
+        qr = model.q_lora_rank
+        out = [("q_a", d, qr), ("q_b", qr, n * (nope + rope))] if qr else []
+        out = out or [("q", d, n * (nope + rope))]
+        out += [("kv_a", d, kvr + rope), ("kv_b", kvr, n * (nope + v)), ("o", n * v, d)]
+    else:
+        q, kv = n * hd, model.n_kv_heads * hd
+        out = [("q", d, q), ("k", d, kv), ("v", d, kv), ("o", q, d)]
     if model.n_routed_experts == 0:
         f = model.intermediate_size
         out += [("gate", d, f), ("up", d, f), ("down", f, d)]
