@@ -33,7 +33,8 @@ Co-location (listed, not applied): two models on one chip type are candidates to
 replica's GPUs (two engines, each given a share of memory: vLLM --gpu-memory-utilization)
 when each model's peak needs less than one replica (peak rate < its replica capacity), their
 weights together take at most half the replica's memory (leaving the rest for both KV caches),
-and their peak shares of a replica's capacity sum to at most 1."""
+and their peak shares of a replica's capacity sum to at most 1; each pair is listed once, on the
+chip type where its load share is least."""
 
 from __future__ import annotations
 
@@ -118,4 +119,9 @@ def colocation(
             ws, ls = (wa + wb) / ma, ra / ka + rb / kb
             if ws <= COLOCATE_WEIGHT_SHARE and ls <= 1.0:
                 out.append(Candidate(na, nb, ca, ws, ls))
-    return out
+    best: dict[tuple[str, str], Candidate] = {}  # one chip per pair: the least loaded
+    for c in out:
+        k = (c.a, c.b)
+        if k not in best or c.load_share < best[k].load_share:
+            best[k] = c
+    return list(best.values())
