@@ -192,3 +192,19 @@ def test_fleet_shows_lora_and_sleep(run, tmp_path):
     assert z["wake_s"] == pytest.approx(z["weight_bytes_per_gpu"] / 64e9)
     assert z["wake_s"] < z["cold_start_s"]
     assert "not applied" in doc["sharing"]["applied"]["colocation"]
+
+
+def test_a_model_only_on_owned_chips_is_short_apart_not_an_error():
+    # one model that runs only on the 4 owned H100s (10 req/s a replica), 5 req/s all day: the
+    # fleet places 1 owned replica; apart (rentable pools only) it has nowhere to run
+    from roofline.fleet.day import Problem, apart, plan
+    from roofline.fleet.placement import Pool
+
+    pools_ = (Pool("h100", "owned", 0.0, 4), Pool("h200", "on-demand", 4.5, 8))
+    p = Problem(
+        ("m",), np.full((1, 24), 5.0), np.ones(1, dtype=int), np.array([[10.0, 0.0]]),
+        np.ones((1, 2)), np.zeros((1, 2)), 0.1, pools_, (1.97,),
+    )  # fmt: skip
+    assert plan(p).hours[0].replicas == ((1, 0),)
+    sep = apart(p)
+    assert sep.cost is None and sep.per_model == (None,)
