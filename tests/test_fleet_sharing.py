@@ -208,3 +208,17 @@ def test_a_model_only_on_owned_chips_is_short_apart_not_an_error():
     assert plan(p).hours[0].replicas == ((1, 0),)
     sep = apart(p)
     assert sep.cost is None and sep.per_model == (None,)
+
+
+def test_fleet_sharing_in_table_and_html(run, tmp_path):
+    f = tmp_path / "lora.yaml"
+    f.write_text(LORA)
+    r = run("fleet", str(f), env={"COLUMNS": "80"})
+    assert r.code == 0 and max(len(x) for x in r.stdout.splitlines()) <= 80
+    text = " ".join(r.stdout.split())
+    assert (
+        "LoRA adapters on one base (applied" in text and "Sleep/wake (listed, not applied" in text
+    )
+    assert "Co-location candidates (listed, not applied" in text
+    html = run("fleet", str(f), "--format", "html").stdout
+    assert "LoRA adapters on one base" in html and "Sleep/wake against cold start" in html
