@@ -192,6 +192,8 @@ def test_fleet_shows_lora_and_sleep(run, tmp_path):
     assert z["wake_s"] == pytest.approx(z["weight_bytes_per_gpu"] / 64e9)
     assert z["wake_s"] < z["cold_start_s"]
     assert "not applied" in doc["sharing"]["applied"]["colocation"]
+    (pool,) = doc["inputs"]["pools"]  # the on-demand price's source: the catalog's offers
+    assert pool["price_source"].startswith("prices.yaml: median of")
 
 
 def test_a_model_only_on_owned_chips_is_short_apart_not_an_error():

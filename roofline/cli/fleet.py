@@ -14,7 +14,7 @@ from roofline.cli.app import app, catalog, catalog_dirs, guarded
 from roofline.cli.traffic_json import sized_json
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
-from roofline.fleet.build import pools, problem
+from roofline.fleet.build import pools, price_sources, problem
 from roofline.fleet.day import DayPlan, Problem, apart, owned_first_violations, plan
 from roofline.fleet.fleetfile import FleetSpec, read_fleet
 from roofline.fleet.sizing import Option, size_fleet
@@ -106,6 +106,9 @@ def fleet(
     from roofline.cli.fleet_sharing import sharing_json
 
     doc["sharing"] = sharing_json(cat, spec, models, options, doc["models"])
+    src = price_sources(spec, ids, prices)
+    for pl in doc["inputs"]["pools"]:
+        pl["price_source"] = src.get(pl["pool"], "")
     from roofline.render.fleet import fleet_rows, fleet_table
 
     pub.publish(doc, fmt, fleet_rows(doc), fleet_table, out)

@@ -51,6 +51,23 @@ def pools(
     return out
 
 
+def price_sources(spec: FleetSpec, ids: dict[str, str], prices: dict[str, Price]) -> dict[str, str]:
+    """Pool label -> where its price (and, on spot, its preemption rate) came from."""
+    out = {f"{ids[o.type]} owned": "fleet file (usd_per_gpu_hour)" for o in spec.owned}
+    for r in spec.rent:
+        chip, cat = ids[r.type], prices.get(ids[r.type])
+        od = "fleet file" if r.on_demand is not None else (cat.source if cat else "")
+        out[f"{chip} on-demand"] = od
+        if r.spot is None:
+            continue
+        price = cat.spot_source if r.spot == "catalog" and cat else "fleet file"
+        pre = "fleet file" if r.spot_preemptions_per_hour is not None else (
+            cat.spot_source if cat and cat.spot_preemptions_per_hour is not None else "none: 0"
+        )  # fmt: skip
+        out[f"{chip} spot"] = price if price == pre else f"price: {price}; preemptions: {pre}"
+    return out
+
+
 def lora_factor(m: ModelSpec, o: Option) -> float:
     """A LoRA model's replica capacity kept with batched LoRA kernels (module docstring): 1
     without adapters or where the fleet file gives its own throughput cost."""
