@@ -224,3 +224,16 @@ def test_fleet_sharing_in_table_and_html(run, tmp_path):
     assert "Co-location candidates (listed, not applied" in text
     html = run("fleet", str(f), "--format", "html").stdout
     assert "LoRA adapters on one base" in html and "Sleep/wake against cold start" in html
+
+
+def test_a_bad_spot_block_is_a_catalog_error(tmp_path):
+    from roofline.domain.errors import CatalogError
+
+    bad = tmp_path / "prices.yaml"
+    bad.write_text(
+        "prices:\n- {id: x, usd_per_gpu_hour: 1, offers: [], board_power_w: 1, power_source: s,"
+        " spot: {usd_per_gpu_hour: 0.5, offers: [], preemptions_per_hour: 2,"
+        " preemption_source: s}}\n"
+    )
+    with pytest.raises(CatalogError, match="preemptions_per_hour must be from 0 to 1"):
+        load_prices(bad)

@@ -34,6 +34,7 @@ from roofline.catalog.kernels import KernelEntry
 from roofline.catalog.schema import NUM
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
+from roofline.catalog.spot import SPOT_KEYS, spot_fields
 from roofline.domain.errors import CatalogError, UnknownEntryError
 from roofline.domain.hardware import Accelerator, Efficiency, Price, Tier
 from roofline.domain.model import ModelArch
@@ -444,27 +445,6 @@ _PRICE_KEYS = {
     "notes": (str, False),
     "spot": (dict, False),
 }
-_SPOT_KEYS = {
-    "usd_per_gpu_hour": (NUM, True),
-    "offers": (list, True),
-    "preemptions_per_hour": (NUM, True),
-    "preemption_source": (str, True),
-}
-
-
-def _spot(where: str, spot: dict | None, name: str) -> tuple[float | None, float | None, str]:
-    """(spot $/GPU-hour, preemptions per hour, source) of a price entry's `spot` (or none)."""
-    if spot is None:
-        return None, None, ""
-    usd = _positive(f"{where}: spot", "usd_per_gpu_hour", spot["usd_per_gpu_hour"])
-    rate = spot["preemptions_per_hour"]
-    if not 0 <= float(rate) < 1:
-        raise CatalogError(f"{where}: spot: preemptions_per_hour must be from 0 to 1, got {rate}")
-    how = (
-        f"{name}: spot median of {len(spot['offers'])} offers; preemptions:"
-        f" {spot['preemption_source']}"
-    )
-    return usd, float(rate), how
 
 
 def load_prices(path: str | Path | None = None) -> dict[str, Price]:
@@ -497,7 +477,7 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
             raise CatalogError(f"{where}: duplicate id")
         spot = d.get("spot")
         if spot is not None:
-            _check(f"{where}: spot", spot, _SPOT_KEYS)
+            _check(f"{where}: spot", spot, SPOT_KEYS)
             for j, offer in enumerate(spot["offers"]):
                 _check(f"{where}: spot offer #{j + 1}", offer, _OFFER_KEYS)
         out[d["id"]] = Price(
@@ -505,7 +485,7 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
             _positive(where, "usd_per_gpu_hour", d["usd_per_gpu_hour"]),
             _positive(where, "board_power_w", d["board_power_w"]),
             f"{path.name}: median of {len(d['offers'])} on-demand offers; {d['power_source']}",
-            *_spot(where, spot, path.name),
+            *spot_fields(where, spot, path.name),
         )
     if cached is None:  # only a file without problems is cached
         _PARSED.put(path, raw)
