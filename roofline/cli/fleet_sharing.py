@@ -42,14 +42,16 @@ def sharing_json(cat, spec: FleetSpec, models: dict, options: list[Option], rows
         hw = cat.accelerator(chip)
         dep = deployment(ms, m).with_layout(tp=o.sized.tp, pp=o.sized.pp, ep=o.sized.ep)
         per_gpu = weight_bytes_per_gpu(m, dep)
+        ok = ms.engine == "vllm"  # sleep mode: vLLM's (CUDA and ROCm, its docs); others unknown
         sleep.append(
             {
                 "name": ms.name,
                 "hardware": chip,
                 "idle_hours": sum(1 for r in ms.hourly if r <= 0),
                 "weight_bytes_per_gpu": per_gpu,
-                "wake_s": transfer_s(per_gpu, _host(hw)),
+                "wake_s": transfer_s(per_gpu, _host(hw)) if ok else None,
                 "cold_start_s": o.delay_s,
+                "note": "" if ok else f"no sleep mode known for {ms.engine}",
             }
         )
         if ms.lora is None:

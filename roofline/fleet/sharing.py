@@ -28,6 +28,7 @@ Sleep/wake (listed, not applied: the autoscaler's scale-up delay stays the cold 
   6 s from 0.6B to 235B models on A4000 to A100, 18-200x faster than a reload). Wake time here
   = weight bytes per GPU / the host link bandwidth (the copy; the engine's graphs and allocator
   are kept). A model with hours of no traffic could sleep then instead of being scaled to 0.
+  vLLM only (CUDA and ROCm, per its docs); another engine's wake is left empty.
 
 Co-location (listed, not applied): two models on one chip type are candidates to share one
 replica's GPUs (two engines, each given a share of memory: vLLM --gpu-memory-utilization)
