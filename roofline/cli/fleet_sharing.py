@@ -80,9 +80,9 @@ def sharing_json(cat, spec: FleetSpec, models: dict, options: list[Option], rows
                 "note": "a MoE base borrows the dense figure" if m.n_routed_experts > 0 else "",
             }
         )
-    pairs = []
+    pairs = []  # each model on the chip it is placed on most (its deployment)
     for o in options:
-        if o.sized is None:
+        if o.sized is None or main.get(o.name) != o.chip:
             continue
         ms = next(s for s in spec.models if s.name == o.name)
         m = models[o.name]

@@ -30,12 +30,12 @@ Sleep/wake (listed, not applied: the autoscaler's scale-up delay stays the cold 
   are kept). A model with hours of no traffic could sleep then instead of being scaled to 0.
   vLLM only (CUDA and ROCm, per its docs); another engine's wake is left empty.
 
-Co-location (listed, not applied): two models on one chip type are candidates to share one
-replica's GPUs (two engines, each given a share of memory: vLLM --gpu-memory-utilization)
-when each model's peak needs less than one replica (peak rate < its replica capacity), their
-weights together take at most half the replica's memory (leaving the rest for both KV caches),
-and their peak shares of a replica's capacity sum to at most 1; each pair is listed once, on the
-chip type where its load share is least."""
+Co-location (listed, not applied): two models deployed on one chip type (each on the chip that
+carries most of its GPU-hours) are candidates to share one replica's GPUs (two engines, each
+given a share of memory: vLLM --gpu-memory-utilization) when each model's peak needs less than
+one replica (peak rate < its replica capacity), their weights together take at most half the
+replica's memory (leaving the rest for both KV caches), and their peak shares of a replica's
+capacity sum to at most 1; each pair is listed once, on the chip where its load share is least."""
 
 from __future__ import annotations
 
