@@ -67,7 +67,8 @@ def fleet(
     limits), sizes each model once per chip as `size` does at its peak rate, then places every
     hour at the least marginal cost (a MILP, HiGHS): replicas per model and chip, GPU-hours and
     $ per day per model and in all, SLO attainment, owned GPUs' utilisation, the pooling gain
-    against each model sized apart, and each model's launch line. Definitions are printed.
+    against each model sized apart, the sharing section (LoRA adapters, sleep/wake, co-location
+    candidates) and each model's launch line. Definitions are printed.
     Example: roofline fleet examples/fleet.yaml -o fleet.html"""
     pub.check_out(out)
     spec = read_fleet(fleet_file)
