@@ -11,6 +11,7 @@ import typer
 from roofline import render
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, catalog_dirs, guarded
+from roofline.cli.fleetspread import check_spread, publish_spread, spread_doc
 from roofline.cli.traffic_json import sized_json
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
@@ -45,7 +46,7 @@ LEFT = [
     "LoRA adapter memory is reported, not taken from the KV cache `size` sized",
     "a placement change moves replicas between chips without a cost beyond the ramp;"
     " during a predictive pre-start owned GPUs may be counted in two hours",
-    "minute resolution, Monte-Carlo spread (issue 40)",
+    "minute resolution",
 ]
 
 
@@ -59,6 +60,13 @@ def fleet(
     ] = None,
     out: pub.HtmlOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
+    days: Annotated[
+        int | None,
+        typer.Option("--days", help="Monte-Carlo over N drawn days: percentiles over days"),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="where --days runs: pool (processes) or ray")
+    ] = "pool",
 ) -> None:
     """Many models on owned and rented GPUs, placed per hour.
 
@@ -69,8 +77,11 @@ def fleet(
     $ per day per model and in all, SLO attainment, owned GPUs' utilisation, the pooling gain
     against each model sized apart, the sharing section (LoRA adapters, sleep/wake, co-location
     candidates) and each model's launch line. Definitions are printed.
+    --days N draws N days around the file's (rates, arrivals, accuracy) and reports
+    percentiles over days, on a process pool or, with --backend ray, on Ray (RAY_ADDRESS).
     Example: roofline fleet examples/fleet.yaml -o fleet.html"""
     pub.check_out(out)
+    check_spread(days, backend)
     spec = read_fleet(fleet_file)
     if requests is not None and not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
@@ -101,6 +112,9 @@ def fleet(
     )  # fmt: skip
     pool_list = pools(spec, ids, on_demand, prices)
     prob = problem(spec, options, pool_list)
+    if days is not None:  # issue 40: the spread over days (roofline/cli/fleetspread.py)
+        doc = spread_doc(prob, spec.seed, days, backend, tuple(catalog_dirs()), str(fleet_file))
+        return publish_spread(doc, fmt, out)
     day = plan(prob)
     sep = apart(prob)
     doc = _doc(cat, spec, models, options, prob, day, sep, str(fleet_file))
