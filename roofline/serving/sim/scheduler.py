@@ -37,6 +37,7 @@ from roofline.domain.errors import InputError
 from roofline.engines.scheduler import EngineRules, Frontend
 from roofline.serving.sim.admission import Admission
 from roofline.serving.sim.apiserver import ApiQueue
+from roofline.serving.sim.arrivalqueue import ArrivalQueue
 from roofline.serving.sim.decoders import Decoders
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
@@ -71,7 +72,7 @@ def simulate_requests(
     return sim.run(release_until_s)
 
 
-class _Sim(Decoders, Admission):
+class _Sim(ArrivalQueue, Decoders, Admission):
     """The state of one simulation, in Python scalars (the spans are short; numpy only when the
     KV budget is near or a layer has a window); the decoding sequences in closed form
     (Decoders)."""
@@ -169,32 +170,6 @@ class _Sim(Decoders, Admission):
             self.land(end)
             self.cache.tick(dt)
         self.now = end
-
-    def arrive(self, na: int, end: float, wait: float) -> None:
-        """Requests na… that arrived by `end` queue from their arrival (`wait`: the queue's time
-        over the span so far)."""
-        arr = self.arr
-        j = bisect_right(arr, end, na, self.n_in)
-        if j < len(self.arr_cum):
-            wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
-        else:  # closed loop: released arrivals are not in the prefix sums
-            wait += sum(end - a for a in arr[na:j])
-        self.waiting.extend(range(na, j))  # they wait from now on
-        self.na = j
-        self.acc["wait"] += wait
-
-    def land(self, end: float) -> None:
-        """Later turns released by `end` queue from their arrival."""
-        later = self.later
-        while later and later[0][0] <= end:
-            t, i = heappop(later)
-            self.waiting.append(i)
-            self.acc["wait"] += end - t
-
-    def next_arrival(self) -> float:
-        na = self.na
-        t = self.arr[na] if na < self.n_in else math.inf
-        return min(t, self.later[0][0]) if self.later else t
 
     def finish(self, r: int) -> None:
         now = self.now
