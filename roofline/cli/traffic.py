@@ -19,6 +19,7 @@ from roofline.cli.answers_json import per_hardware_json, unsized_json
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
+from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
@@ -78,6 +79,7 @@ def serve(
     duration: topt.Duration = None,
     seed: opt.Seed = 0,
     px: topt.PrefixOptions = topt.PREFIX,
+    kt: KvTierOptions = KV_TIERS,
     so: dopt.DraftOptions = dopt.DRAFT,
     sl: topt.SloOptions = topt.SLO,
     max_seqs: opt.MaxSeqs = None,
@@ -147,6 +149,7 @@ def serve(
         draft_context=float(base.prompts.mean() + base.outputs.mean() / 2),
         scheduler_steps=num_scheduler_steps,
     )  # fmt: skip
+    rep = kt.apply(rep, hw, cat.tier)
     price = topt.price_table(cat, price).get(hw.id)
     search_sat = saturation and concurrency is None
     check_router(router)

@@ -127,7 +127,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         pc = e.get("prefix_cache")
         if pc:
             pairs += [
-                ("prefix hit rate", f"{pct(pc['hit_rate'])} of {pct(pc['possible_hit_rate'])}"),
+                ("prefix hit rate", _hits(pc, i)),
                 (
                     "prefill computed",
                     f"{pc['prefill_tokens_computed']:,} of {pc['prefill_tokens_received']:,} tok",
@@ -224,6 +224,18 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             f"{_binding(sat)}; compute bound {sat['compute_bound']:.3g}, bandwidth "
             f"bound {sat['bandwidth_bound']:.3g}",
         )
+
+
+def _hits(pc: Mapping[str, Any], i: Mapping[str, Any]) -> str:
+    """'97.0% of 97.0%', with the tiers' shares when KV lives below HBM: '(75.8% HBM + 21.2%
+    cpu)'."""
+    out = f"{pct(pc['hit_rate'])} of {pct(pc['possible_hit_rate'])}"
+    rates = pc.get("tier_hit_rates") or []
+    if rates:
+        labels = [t["label"] for t in i.get("kv_tiers", [])]
+        parts = [f"{pct(x)} {lab}" for x, lab in zip(rates, labels, strict=False)]
+        out += f" ({pct(pc['hbm_hit_rate'])} HBM + {' + '.join(parts)})"
+    return out
 
 
 def _count(x: float | None) -> str:

@@ -53,6 +53,7 @@ from roofline.serving.router import (
     round_robin,
 )
 from roofline.serving.sim.drafting import DraftConfig, DraftRound, choose, speculative_steps
+from roofline.serving.sim.kvtiers import KvHierarchy
 from roofline.serving.sim.multistep import amortised
 from roofline.serving.sim.prefixcache import replica_selection
 from roofline.serving.sim.record import RunRecord
@@ -76,6 +77,7 @@ class Replica:
     model: ModelArch | None = None  # what it serves (the capacity bounds count its ops)
     drafting: DraftRound | None = None  # the speculative round its decode steps run (None: plain)
     engine: str = ""  # the engine's name (its priority rules: roofline.serving.sim.priority)
+    kv: KvHierarchy | None = None  # tiers below HBM, retention (roofline.serving.sim.kvtiers)
 
     @property
     def gpus(self) -> int:
@@ -231,6 +233,8 @@ def run_replicas(
             prefix=pfx,
             priority=None if w.priority is None else w.priority[sel],
             priority_preemption=PRIORITY_PREEMPTION.get(rep.engine),
+            kv=rep.kv,
+            kv_gpus=rep.gpus,
         )
         return rec if w.klass is None else replace(rec, klass=w.klass[sel])
 

@@ -39,6 +39,7 @@ from roofline.serving.sim.admission import Admission
 from roofline.serving.sim.apiserver import ApiQueue
 from roofline.serving.sim.arrivalqueue import ArrivalQueue
 from roofline.serving.sim.decoders import Decoders
+from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
 from roofline.serving.sim.steps import StepModel
@@ -57,6 +58,8 @@ def simulate_requests(
     prefix: PrefixInfo | None = None,
     priority: np.ndarray | None = None,
     priority_preemption: int | None = None,
+    kv: KvHierarchy | None = None,
+    kv_gpus: int = 1,
 ) -> RunRecord:
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
@@ -65,8 +68,14 @@ def simulate_requests(
     None: none, as for the ideal). `prefix`: shared prefixes and conversations, cached
     (roofline.serving.sim.prefixcache; a later turn arrives when its predecessor is done).
     `priority` per request (lower first; roofline.serving.sim.priority), and
-    `priority_preemption` the engine's threshold for preempting to admit (None: never)."""
+    `priority_preemption` the engine's threshold for preempting to admit (None: never). `kv`:
+    tiers below HBM and the retention between turns (roofline.serving.sim.kvtiers), over a
+    replica of `kv_gpus` GPUs."""
     sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
+    if kv is not None and sim.cache is not None:
+        store = TierStore.build(kv, rules.block_tokens, steps.kv_bytes_per_token, kv_gpus)
+        sim.cache.store, sim.cache.retention = store, kv.retention
+        sim.cache.tier_hits = [0] * len(store.levels)
     sim.prio = None if priority is None else np.asarray(priority, dtype=np.int64).tolist()
     sim.prio_preempt = priority_preemption
     return sim.run(release_until_s)
@@ -179,7 +188,9 @@ class _Sim(ArrivalQueue, Decoders, Admission):
         self.committed -= self.commit[r]
         self.commit[r] = 0.0
         if self.cache is not None:  # its blocks stay cached; the next turn follows
-            self.reserved += self.cache.release(r, self.prompts[r] + self.outputs[r] - 1)
+            self.reserved += self.cache.release(
+                r, self.prompts[r] + self.outputs[r] - 1, True, True
+            )
             i = self.succ[r]
             if i >= 0:
                 sent, arr = self.api.resend(now, wait)
@@ -311,6 +322,10 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 continue
             if waiting and len(active) < max_seqs and not self.ms_left:  # multi-step: at the end
                 self.admit()
+                if cache is not None and cache.load_s:  # KV loaded from a lower tier
+                    t_load, cache.load_s = cache.load_s, 0.0
+                    acc["prefill"] += t_load
+                    self.advance(t_load, 0, self.reserved)
             n_dec = len(decoding)
             G = self.G
             total = float(self.S + n_dec * G)
