@@ -64,6 +64,11 @@ class KvTierOptions:
             tiers.append(KvTier(label, t.id, size, bw, t.source))
         return KvHierarchy(tuple(tiers), self.retention)
 
+    def refuse(self, where: str) -> None:
+        """An error when the options are given where they cannot apply."""
+        if self.kv_offload is not None or self.retention != "cache":
+            raise InputError(f"--kv-offload and --retention do not apply to {where}")
+
     def apply(self, rep, hw: Accelerator, tier: Callable[[str], Tier]):
         """`rep` (serving.serve.Replica) with the hierarchy."""
         kv = self.hierarchy(hw, rep.gpus, tier)

@@ -206,6 +206,7 @@ def size(
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
     px: topt.PrefixOptions = topt.PREFIX,
+    kt: KvTierOptions = KV_TIERS,
     so: dopt.DraftOptions = dopt.DRAFT,
     sl: topt.SloOptions = topt.SLO,
     engine_name: opt.Engine = opt.ENGINE,
@@ -260,7 +261,8 @@ def size(
 
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         args = (model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px, sl)
-        return _size_workload(*args, engine_name, frontend, price, router, fmt)
+        return _size_workload(*args, engine_name, frontend, price, router, fmt, kt)
+    kt.refuse("size without --workload")
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
@@ -345,7 +347,7 @@ def _none_found(doc, answers, slo, rate: float) -> None:
 
 
 def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px,
-                   sl, engine_name, frontend, price, router, fmt) -> None:  # fmt: skip
+                   sl, engine_name, frontend, price, router, fmt, kt) -> None:  # fmt: skip
     """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc)."""
     wf.refuse_shapes(px, lens, None, None)
     cat = catalog()
@@ -355,6 +357,7 @@ def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, req
     doc = wf.size_doc(
         cat, m, hws, weights, kv_dtype, eng, workload, one, requests, seed, sl.slo(),
         topt.price_table(cat, price), check_router(router),
+        kv=lambda rep, hw: kt.apply(rep, hw, cat.tier),
     )  # fmt: skip
     pub.publish(doc, fmt, doc["deployments"], render.workload_size_table, None)
 
