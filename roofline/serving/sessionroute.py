@@ -16,7 +16,8 @@ roofline.serving.router, applied turn by turn):
   otherwise to the replica whose tree matches the longest share of its prompt when that share
   exceeds 0.3 (ties: the less loaded), else to the replica with the smallest tree. A turn's
   match is its previous turn's prompt (the router's tree holds prompts, not outputs) or the
-  shared system prompt, where they were sent.
+  shared system prompt, where they were sent, or for a trace with hash ids the longest run of
+  its blocks sent there.
 
 A unit is routed whole: the requests of one session that arrive together (`n` samples of a
 prompt, sub-agents fanned out from one context) go to one replica. The loads and arrival times
@@ -97,6 +98,7 @@ def _cache_aware(info, prompts, replicas, sent_s, finish_s, units, order) -> np.
     unit_to = np.full(int(units.max()) + 1, -1, dtype=np.int64)
     tree = np.zeros(replicas)  # tokens of the prompts sent to each replica
     groups: list[set[int]] = [set() for _ in range(replicas)]
+    sent_ids: list[set[int]] = [set() for _ in range(replicas)]  # hash ids sent to each
     running: list[list[float]] = [[] for _ in range(replicas)]
     for i in order:
         u = units[i]
@@ -114,6 +116,14 @@ def _cache_aware(info, prompts, replicas, sent_s, finish_s, units, order) -> np.
             for k in range(replicas):
                 if g >= 0 and g in groups[k]:
                     match[k] = float(info.shared[i])
+            if info.hashes is not None:  # a trace's block ids: the longest run sent there
+                for k in range(replicas):
+                    run = 0
+                    for h in info.hashes[i]:
+                        if h not in sent_ids[k]:
+                            break
+                        run += 1
+                    match[k] = max(match[k], float(run * info.hash_block_tokens))
             p = int(pred[i])
             if p >= 0 and chosen[p] >= 0:
                 k = int(chosen[p])
@@ -129,6 +139,8 @@ def _cache_aware(info, prompts, replicas, sent_s, finish_s, units, order) -> np.
         tree[j] += float(prompts[i])
         if int(info.group[i]) >= 0:
             groups[j].add(int(info.group[i]))
+        if info.hashes is not None:
+            sent_ids[j].update(info.hashes[i].tolist())
         running[j] = [f for f in running[j] if f > t] + [float(finish_s[i])]
     return chosen
 
@@ -175,6 +187,8 @@ def split(
         info.turn[order],
         None if info.wait_s is None else info.wait_s[order],
         None if info.session is None else info.session[order],
+        None if info.hashes is None else info.hashes[order],
+        info.hash_block_tokens,
     )
     times = np.where(first_turn, arrival_s, np.where(broken, sent_s, np.inf))[order]
     return order, sub, times

@@ -142,6 +142,8 @@ class PrefixInfo:
     turn: np.ndarray  # 0 for a conversation's first turn
     wait_s: np.ndarray | None = None  # per request, its own wait after its predecessor
     session: np.ndarray | None = None  # per request, what keeps it on one replica (None: conv)
+    hashes: np.ndarray | None = None  # per request, its blocks' hash ids (sim.blockcache)
+    hash_block_tokens: int = 512  # tokens per hashed block
 
     def think_at(self, i: int) -> float:
         """Seconds request i is sent after its predecessor's last token reached the client."""
@@ -163,6 +165,8 @@ class PrefixInfo:
             self.turn[sel],
             None if self.wait_s is None else self.wait_s[sel],
             None if self.session is None else self.session[sel],
+            None if self.hashes is None else self.hashes[sel],
+            self.hash_block_tokens,
         )
 
     def possible_hit_tokens(self, prompts: np.ndarray, block: int) -> np.ndarray:

@@ -38,6 +38,7 @@ from roofline.engines.scheduler import EngineRules, Frontend
 from roofline.serving.sim.admission import Admission
 from roofline.serving.sim.apiserver import ApiQueue
 from roofline.serving.sim.arrivalqueue import ArrivalQueue
+from roofline.serving.sim.blockcache import BlockCache
 from roofline.serving.sim.decoders import Decoders
 from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
@@ -102,7 +103,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
         arrival = np.array(arrival_s, dtype=float)
         # requests n_in… (later turns) arrive when released by their predecessors (`later`)
         self.n_in = n if pfx is None else pfx.n_first
-        self.cache = None if pfx is None else PrefixCache(pfx, rules.block_tokens)
+        cache_type = PrefixCache if pfx is None or pfx.hashes is None else BlockCache
+        self.cache = None if pfx is None else cache_type(pfx, rules.block_tokens)
         self.succ = [-1] * n if pfx is None else pfx.succ.tolist()
         self.later: list[tuple[float, int]] = []
         arrival[self.n_in :] = math.inf
