@@ -7,8 +7,9 @@ roofline.serving.router, applied turn by turn):
   session cached is lost to routing.
 - round-robin and least-loaded: each turn routed on its own, as for any request (the router
   does not know the session), so a turn may land on a replica that does not hold its history:
-  it recomputes it (a new conversation in that replica's cache; the shared system prompt still
-  hits where it is cached). With N replicas a turn finds its own history about 1/N of the time.
+  it recomputes what that replica lacks (it hits the longest earlier turn of its conversation
+  served there, and the shared system prompt where it is cached). With N replicas a turn finds
+  its previous turn about 1/N of the time.
 - cache-aware: SGLang's router (sgl-model-gateway `cache_aware` policy, router_args.py defaults
   cache_threshold 0.3, balance_abs_threshold 64, balance_rel_threshold 1.5): the router keeps an
   approximate tree of the prompts it sent to each replica. If the load is imbalanced (max − min
@@ -168,13 +169,18 @@ def split(
     pos[order] = np.arange(len(order))
     succ = info.succ[order]
     local = np.where(succ >= 0, pos[np.maximum(succ, 0)], -1)
-    conv_of = info.conv.copy()  # a chain that starts here is a new conversation here
+    # a moved turn continues what this replica holds of its conversation (an earlier turn's
+    # KV is a prefix of its prompt), else starts a new conversation here
+    conv_of = info.conv.copy()
     top = int(info.conv.max()) + 1
+    here: dict[int, int] = {}  # conversation -> its id on this replica
     for i in sel[np.argsort(info.turn[sel], kind="stable")]:
+        c = int(info.conv[i])
         if broken[i]:
-            conv_of[i] = top + i
+            conv_of[i] = here.get(c, top + i)
         elif pred[i] >= 0:
             conv_of[i] = conv_of[pred[i]]
+        here[c] = int(conv_of[i])
     conv = conv_of[order]
     sub = PrefixInfo(
         info.group[order],
