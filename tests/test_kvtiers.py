@@ -285,3 +285,9 @@ def test_fan_out_with_samples_is_refused():
     doc = {**AGENT, "classes": [{**AGENT["classes"][0], "turns": 1, "n": 2, "fan_out": 2}]}
     with pytest.raises(InputError, match="fan_out"):
         parse_workload(doc)
+
+
+def test_kv_options_in_size_without_a_workload_file_are_refused(run):
+    r = run("size", "llama-3.1-8b", "--rate", "1", "--hardware", "h100", "--retention", "drop")
+    assert r.code == 2 and r.stdout == ""
+    assert "--retention" in r.stderr

@@ -1,7 +1,9 @@
-"""Block-level prefix hits from a trace's `hash_ids` (Mooncake's traces: each request lists the
-ids of its prompt's blocks of `block_tokens` = 512 tokens, a block's id standing for its whole
-prefix, so two requests share a block exactly when they share the prompt up to its end;
-kvcache-ai/Mooncake, FAST'25 "Mooncake", traces/README: "hash_ids ... block size 512").
+"""Block-level prefix hits from a trace's `hash_ids` (Mooncake's ids of 512-token prompt blocks).
+
+Mooncake's traces list for each request the ids of its prompt's blocks of `block_tokens` = 512
+tokens, a block's id standing for its whole prefix, so two requests share a block exactly when
+they share the prompt up to its end (kvcache-ai/Mooncake, FAST'25 "Mooncake", traces/README:
+"hash_ids ... block size 512").
 
 The engine's rule is the prefix cache's (roofline.serving.sim.prefixcache: vLLM automatic prefix
 caching, SGLang RadixAttention): a request reuses the longest run of cached blocks its prompt
