@@ -291,3 +291,15 @@ def test_kv_options_in_size_without_a_workload_file_are_refused(run):
     r = run("size", "llama-3.1-8b", "--rate", "1", "--hardware", "h100", "--retention", "drop")
     assert r.code == 2 and r.stdout == ""
     assert "--retention" in r.stderr
+
+
+def test_a_class_sets_its_own_retention():
+    """`retention: drop` on the agent class: its turns' history is not kept (as --retention
+    drop); `retention` without turns is refused."""
+    doc = {**AGENT, "classes": [{**AGENT["classes"][0], "retention": "drop"}]}
+    w = mix_workload(parse_workload(doc), requests=30, seed=1)
+    assert w.prefix is not None and w.prefix.retention is not None
+    assert set(w.prefix.retention.tolist()) == {3}  # RETENTIONS.index("drop")
+    bad = {**AGENT, "classes": [{**AGENT["classes"][0], "turns": 1, "retention": "pinned"}]}
+    with pytest.raises(InputError, match="retention"):
+        parse_workload(bad)

@@ -7,12 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Annotated
 
+import numpy as np
 import typer
 
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator, Tier
 from roofline.levers.tiers import tier_bandwidth
 from roofline.serving.sim.kvtiers import (
+    RETENTIONS,
     TIER_ALIASES,
     KvHierarchy,
     KvTier,
@@ -69,9 +71,15 @@ class KvTierOptions:
         if self.kv_offload is not None or self.retention != "cache":
             raise InputError(f"--kv-offload and --retention do not apply to {where}")
 
-    def apply(self, rep, hw: Accelerator, tier: Callable[[str], Tier]):
-        """`rep` (serving.serve.Replica) with the hierarchy."""
+    def apply(self, rep, hw: Accelerator, tier: Callable[[str], Tier], w=None):
+        """`rep` (serving.serve.Replica) with the hierarchy; an error when a class of workload
+        `w` offloads between turns with no tier to offload to."""
         kv = self.hierarchy(hw, rep.gpus, tier)
+        info = None if w is None else w.prefix
+        codes = None if info is None else info.retention
+        no_tier = kv is None or not kv.tiers
+        if codes is not None and no_tier and np.any(codes == RETENTIONS.index("offload")):
+            raise InputError("a workload class has retention: offload; give --kv-offload")
         return rep if kv is None else replace(rep, kv=kv)
 
 

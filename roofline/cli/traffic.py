@@ -149,7 +149,7 @@ def serve(
         draft_context=float(base.prompts.mean() + base.outputs.mean() / 2),
         scheduler_steps=num_scheduler_steps,
     )  # fmt: skip
-    rep = kt.apply(rep, hw, cat.tier)
+    rep = kt.apply(rep, hw, cat.tier, base)
     price = topt.price_table(cat, price).get(hw.id)
     search_sat = saturation and concurrency is None
     check_router(router)
@@ -357,7 +357,7 @@ def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, req
     doc = wf.size_doc(
         cat, m, hws, weights, kv_dtype, eng, workload, one, requests, seed, sl.slo(),
         topt.price_table(cat, price), check_router(router),
-        kv=lambda rep, hw: kt.apply(rep, hw, cat.tier),
+        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w),
     )  # fmt: skip
     pub.publish(doc, fmt, doc["deployments"], render.workload_size_table, None)
 

@@ -142,7 +142,7 @@ def size_doc(
                                  model=m)  # fmt: skip
             try:
                 rep = make_replica(m, hw, dep, eng, max_len)
-                rep = rep if kv is None else kv(rep, hw)
+                rep = rep if kv is None else kv(rep, hw, w)
                 sized = replicas_needed(rep, w, slo, router)
             except InputError:
                 continue

@@ -31,7 +31,7 @@ orders the engine's queue (roofline.serving.sim.priority).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -160,6 +160,13 @@ def _fan_out(c: ClassSpec, rate: float, units: int, seed: int, rng, t) -> _Part:
     return _Part(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], units + m_sub)
 
 
+def _retention_code(c: ClassSpec) -> int:
+    """The class's retention as an index of kvtiers.RETENTIONS (-1: the deployment's)."""
+    from roofline.serving.sim.kvtiers import RETENTIONS
+
+    return RETENTIONS.index(c.retention) if c.retention else -1
+
+
 def _merge(mix, parts, rates, seq_rate, requests, seed, rate) -> Workload:
     """One request stream: every class's first requests sorted by arrival, then the later
     turns; groups, conversations, sessions and successors renumbered."""
@@ -197,6 +204,9 @@ def _merge(mix, parts, rates, seq_rate, requests, seed, rate) -> Workload:
     group, shared, conv, history = group[perm], shared[perm], conv[perm], history[perm]
     wait, turn, session, klass = wait[perm], turn[perm], session[perm], klass[perm]
     info = PrefixInfo(group, shared, conv, history, succ, 0.0, n_first, turn, wait, session)
+    codes = np.array([_retention_code(c) for c in mix.classes], dtype=np.int64)
+    if np.any(codes >= 0):  # a class's own retention between turns
+        info = replace(info, retention=codes[klass])
     prio = np.array([c.priority for c in mix.classes], dtype=np.int64)[klass]
     desc = {
         "arrivals": f"{len(mix.classes)} classes from {mix.where}, Poisson each, "

@@ -195,6 +195,7 @@ def split(
         None if info.session is None else info.session[order],
         None if info.hashes is None else info.hashes[order],
         info.hash_block_tokens,
+        None if info.retention is None else info.retention[order],
     )
     times = np.where(first_turn, arrival_s, np.where(broken, sent_s, np.inf))[order]
     return order, sub, times

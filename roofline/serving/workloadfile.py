@@ -21,6 +21,7 @@ SLOs and priority, and the reasoning and agent fields (docs/COMMANDS.md "Workloa
         turns: 10            # requests per session; each turn's prompt holds the history
         tool_wait: lognormal:median=2s,sigma=0.8   # or a fixed time: 2s
         fan_out: 4           # sub-agents fanned out from each session's first context
+        retention: pinned    # its KV between turns: cache, pinned, offload or drop (--retention)
 
 Every error names the file, the class and the key. The builder is roofline.serving.mix.
 """
@@ -42,7 +43,7 @@ TOP_KEYS = {"rate", "classes", "description"}
 CLASS_KEYS = {
     "name", "share", "rate", "prompt", "output", "slo_ttft", "slo_tpot", "priority",
     "thinking_budget", "thinking_tokens", "thinking_share", "n", "share_prompt",
-    "system_prompt", "turns", "tool_wait", "fan_out",
+    "system_prompt", "turns", "tool_wait", "fan_out", "retention",
 }  # fmt: skip
 MAX_CLASSES = 32
 
@@ -87,6 +88,7 @@ class ClassSpec:
     turns: int = 1
     tool_wait: Wait = Wait()
     fan_out: int = 0  # sub-agents per session, fanned out from its first turn's context
+    retention: str | None = None  # KV between turns (serving.sim.kvtiers; None: --retention)
 
     @property
     def sequences_per_arrival(self) -> int:
@@ -211,6 +213,14 @@ def _class(c: Any, i: int, where: str) -> ClassSpec:
         kw["tool_wait"] = _wait(c["tool_wait"], f"{at}: tool_wait")
         if kw.get("turns", 1) == 1:
             raise InputError(f"{at}: tool_wait needs turns (the waits are between turns)")
+    if "retention" in c:
+        from roofline.serving.sim.kvtiers import RETENTIONS
+
+        if c["retention"] not in RETENTIONS:
+            raise InputError(f"{at}: retention must be one of {', '.join(RETENTIONS)}")
+        if kw.get("turns", 1) == 1:
+            raise InputError(f"{at}: retention needs turns (it is the KV kept between them)")
+        kw["retention"] = c["retention"]
     if kw.get("fan_out") and kw.get("n", 1) > 1:
         raise InputError(f"{at}: fan_out is for agent sessions; n samples and fan_out together"
                          " are not modelled")  # fmt: skip

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.domain.errors import InputError
-from roofline.serving.sim.kvtiers import TierStore
+from roofline.serving.sim.kvtiers import RETENTIONS, TierStore
 from roofline.serving.sim.prefixreport import PrefixReport, PrefixStats, prefix_report
 
 MAX_TURNS = 1000
@@ -144,6 +144,9 @@ class PrefixInfo:
     session: np.ndarray | None = None  # per request, what keeps it on one replica (None: conv)
     hashes: np.ndarray | None = None  # per request, its blocks' hash ids (sim.blockcache)
     hash_block_tokens: int = 512  # tokens per hashed block
+    # per request, its class's retention between turns (an index of kvtiers.RETENTIONS; -1 or
+    # None: the deployment's --retention)
+    retention: np.ndarray | None = None
 
     def think_at(self, i: int) -> float:
         """Seconds request i is sent after its predecessor's last token reached the client."""
@@ -167,6 +170,7 @@ class PrefixInfo:
             None if self.session is None else self.session[sel],
             None if self.hashes is None else self.hashes[sel],
             self.hash_block_tokens,
+            None if self.retention is None else self.retention[sel],
         )
 
     def possible_hit_tokens(self, prompts: np.ndarray, block: int) -> np.ndarray:
@@ -295,7 +299,9 @@ class PrefixCache:
         if keep:
             total = kv_tokens // blk
             own = max(total - g_r, 0)
-            retain = self.retention if ended and info.succ[r] >= 0 else "cache"
+            retain = "cache"
+            if ended and info.succ[r] >= 0:  # a next turn follows: the class's or the policy
+                retain = _retention_of(info, r, self.retention)
             if retain == "pinned" and own:
                 self.pinned_conv[c] = own
                 self.pinned_blocks += own
@@ -365,6 +371,12 @@ class PrefixCache:
             tuple(self.tier_hits),
             self.load_total_s,
         )
+
+
+def _retention_of(info: PrefixInfo, r: int, default: str) -> str:
+    """Request r's class's retention (a workload file's `retention`), else `default`."""
+    code = -1 if info.retention is None else int(info.retention[r])
+    return RETENTIONS[code] if code >= 0 else default
 
 
 __all__ = ["PrefixCache", "PrefixConfig", "PrefixInfo", "PrefixReport", "PrefixStats",
