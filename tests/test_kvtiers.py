@@ -303,3 +303,10 @@ def test_a_class_sets_its_own_retention():
     bad = {**AGENT, "classes": [{**AGENT["classes"][0], "turns": 1, "retention": "pinned"}]}
     with pytest.raises(InputError, match="retention"):
         parse_workload(bad)
+
+
+def test_kv_options_without_reused_kv_are_refused(run):
+    r = run("serve", "llama-3.1-8b", "h100", "--rate", "1", "--requests", "20", "--kv-offload",
+            "cpu:100GB")  # fmt: skip
+    assert r.code == 2 and r.stdout == ""
+    assert "reused" in r.stderr

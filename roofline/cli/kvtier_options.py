@@ -76,6 +76,12 @@ class KvTierOptions:
         `w` offloads between turns with no tier to offload to."""
         kv = self.hierarchy(hw, rep.gpus, tier)
         info = None if w is None else w.prefix
+        if kv is not None and w is not None and info is None:
+            raise InputError(
+                "--kv-offload and --retention need KV that is reused: --shared-prefix, --turns,"
+                " a workload file with a system prompt, samples or sessions, or a Mooncake log"
+                " with hash_ids"
+            )
         codes = None if info is None else info.retention
         no_tier = kv is None or not kv.tiers
         if codes is not None and no_tier and np.any(codes == RETENTIONS.index("offload")):

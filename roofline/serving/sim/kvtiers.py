@@ -139,10 +139,10 @@ class TierStore:
         while self.used[level] > self.cap[level]:
             k, b = self.levels[level].popitem(last=False)
             self.used[level] -= b
-            self.put(k, b, level + 1) if level + 1 < len(self.levels) else self._drop(b)
-
-    def _drop(self, blocks: int) -> None:
-        self.dropped += blocks
+            if level + 1 < len(self.levels):
+                self.put(k, b, level + 1)
+            else:
+                self.dropped += b
 
     def take(self, key: int) -> tuple[int, int]:
         """(tier, blocks) of `key`'s copy, removed (it moves back to HBM); (-1, 0) if none."""
