@@ -79,6 +79,7 @@ class BlockCache(PrefixCache):
         self.first_hit: dict[int, int] = {}
         self.tier_hits = [0] * (0 if store is None else len(store.levels))
         self.load_s = self.load_total_s = 0.0
+        self.pinned_conv: dict[int, int] = {}  # nothing pinned between turns (no turns here)
 
     def _mine(self, r: int, prefill_tokens: int) -> tuple[list[int], int]:
         """r's hashes and how many a hit may cover (floor((L − 1) / block) engine blocks)."""

@@ -21,7 +21,9 @@ Retention (`--retention`) of a session's own KV when a turn ends and its next tu
 - cache (the default): the engine's prefix cache keeps it, evictable least recently freed
   first (vLLM's free-block queue; SGLang's radix tree LRU), spilled to the tiers when given;
 - pinned: held in HBM until the next turn, not evictable (the memory it takes is withheld from
-  the running batch, as a pinned radix node in SGLang's tree is);
+  the running batch, as a pinned radix node in SGLang's tree is); when nothing runs and a
+  waiting request needs the room, the pins yield to the evictable cache, oldest first, rather
+  than stall the engine;
 - offload: written to the first tier at once and freed from HBM (LMCache's store on finish);
   the next turn loads it back;
 - drop: discarded; the next turn recomputes it (a stateless deployment).

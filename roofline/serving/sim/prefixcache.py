@@ -327,6 +327,19 @@ class PrefixCache:
                     self.idle_blocks += b
         return delta
 
+    def unpin_all(self) -> int:
+        """Pinned sessions go back to the evictable cache, least recently pinned first (the
+        engine has nothing running and a waiting request that needs their room: pins yield to
+        memory pressure rather than stall the engine). Returns the change of the correction."""
+        delta = 0
+        for c, own in self.pinned_conv.items():
+            self.idle[(1, c)] = own
+            self.idle_blocks += own
+            self.pinned_blocks -= own
+            delta -= own
+        self.pinned_conv.clear()
+        return delta
+
     def fit(self, free_blocks: float) -> None:
         """Evict idle blocks, least recently freed first, until they fit in `free_blocks`."""
         over = self.idle_blocks - max(free_blocks, 0.0)

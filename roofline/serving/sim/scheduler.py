@@ -323,6 +323,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 self.now = t_next  # idle until the next arrival
                 continue
             if waiting and len(active) < max_seqs and not self.ms_left:  # multi-step: at the end
+                if not active and cache is not None and cache.pinned_conv:
+                    self.reserved += cache.unpin_all()  # pins yield rather than stall
                 self.admit()
                 if cache is not None and cache.load_s:  # KV loaded from a lower tier
                     t_load, cache.load_s = cache.load_s, 0.0
