@@ -310,3 +310,18 @@ def test_kv_options_without_reused_kv_are_refused(run):
             "cpu:100GB")  # fmt: skip
     assert r.code == 2 and r.stdout == ""
     assert "reused" in r.stderr
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(1e-7, 1e-2), st.floats(1e-7, 1e-2))
+def test_a_hit_never_costs_more_than_recomputing_it(load_s, recompute_s):
+    """Physics: a tier whose block loads slower than the engine recomputes it is not loaded
+    from; the cache recomputes those blocks (no hit, no load time)."""
+    store = TierStore([100.0], [load_s])
+    store.choose(recompute_s)
+    c = PrefixCache(_two_turns(), 16, store, "offload")
+    c.admit(0, 100)
+    c.release(0, 119, True, True)
+    got, _ = c.admit(1, 130)
+    assert c.load_s <= 7 * recompute_s
+    assert got == (112 if load_s <= recompute_s else 0)

@@ -105,7 +105,7 @@ class BlockCache(PrefixCache):
                 continue
             if chain and self.store is not None:
                 level, got = self.store.take(h)
-                if level >= 0:
+                if level >= 0 and self.store.worth[level]:
                     t = got * self.store.load_s[level]
                     self.load_s += t
                     self.load_total_s += t

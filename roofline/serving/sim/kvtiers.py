@@ -13,7 +13,9 @@ in HBM but in a tier loads it back: blocks × block_tokens × KV bytes per token
 tier's per-GPU bandwidth, min(host link, tier bandwidth / GPUs of the replica sharing it)
 (roofline.levers.tiers.tier_bandwidth). The load stalls the engine (the serial bound of
 roofline.levers.tiers: nothing hidden behind compute; LMCache's and vLLM's layer-wise loads can
-hide part of it, so TTFTs here are an upper bound of the offload's).
+hide part of it, so TTFTs here are an upper bound of the offload's). A tier whose block loads
+slower than the replica recomputes one (its prefill time per token at a 2,048-token prompt) is
+not loaded from, its hits recomputed: a hit never costs more than recomputing it.
 
 Retention (`--retention`) of a session's own KV when a turn ends and its next turn will come
 (agent sessions waiting on a tool, chat turns):
@@ -112,6 +114,12 @@ class TierStore:
         self.levels: list[OrderedDict[int, int]] = [OrderedDict() for _ in capacity_blocks]
         self.used = [0] * len(capacity_blocks)
         self.dropped = 0
+        self.worth = [True] * len(capacity_blocks)  # loading beats recomputing (choose)
+
+    def choose(self, recompute_s_per_block: float) -> None:
+        """A tier whose block loads slower than the engine recomputes one is not loaded from:
+        its hits are recomputed (a hit never costs more than recomputing it)."""
+        self.worth = [t <= recompute_s_per_block for t in self.load_s]
 
     @classmethod
     def build(cls, kv: KvHierarchy, block: int, kv_bytes_per_token: float, gpus: int) -> TierStore:

@@ -271,7 +271,7 @@ class PrefixCache:
         if self.store is not None and chain:
             level, kept = self.store.take(c)
             extra = min(kept, cap) - hit
-            if level >= 0 and extra > 0:  # loaded back from a lower tier
+            if level >= 0 and extra > 0 and self.store.worth[level]:  # loaded back from a tier
                 t = extra * self.store.load_s[level]
                 self.load_s += t
                 self.load_total_s += t

@@ -75,6 +75,7 @@ def simulate_requests(
     sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
     if kv is not None and sim.cache is not None:
         store = TierStore.build(kv, rules.block_tokens, steps.kv_bytes_per_token, kv_gpus)
+        store.choose(steps.prefill_step_s([2048]) / 2048 * rules.block_tokens)
         sim.cache.store, sim.cache.retention = store, kv.retention
         sim.cache.tier_hits = [0] * len(store.levels)
     sim.prio = None if priority is None else np.asarray(priority, dtype=np.int64).tolist()
