@@ -43,7 +43,7 @@ def test_bad_offload_spec_is_an_input_error(spec):
     [
         ("--retention", "offload"),  # no tier to offload to
         ("--retention", "keep"),
-        ("--kv-offload", "nvlink5:1GB"),  # a link, not a memory tier
+        ("--kv-offload", "pcie5-x16:1GB"),  # a link, not a memory tier
     ],
 )
 def test_bad_kv_options_exit_2_with_one_line(run, extra):

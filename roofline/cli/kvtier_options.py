@@ -26,8 +26,8 @@ KvOffload = Annotated[
     str | None,
     typer.Option(
         "--kv-offload",
-        help="KV tiers below HBM per replica, fastest first: cpu:200GB,ssd:2TB (cpu, cxl, ssd or"
-        " a tier id from `roofline hardware tiers`)",
+        help="KV tiers below HBM per replica, fastest first: cpu:200GB,ssd:2TB (cpu, cxl, ssd,"
+        " remote or a tier id from `roofline hardware tiers`)",
     ),
 ]
 Retention = Annotated[
@@ -60,9 +60,10 @@ class KvTierOptions:
         tiers = []
         for label, size in parse_offload(self.kv_offload or "") if self.kv_offload else []:
             t = tier(TIER_ALIASES.get(label, label))
-            if t.kind not in ("memory", "storage"):
+            if t.kind not in ("memory", "storage", "network"):
                 raise InputError(f"--kv-offload {label}: {t.id} is a {t.kind}, not a memory tier")
-            bw = tier_bandwidth(hw, t, sharing=max(gpus, 1))
+            share = 1 if t.kind == "network" else max(gpus, 1)  # a NIC per GPU; a shared socket
+            bw = tier_bandwidth(hw, t, sharing=share)
             tiers.append(KvTier(label, t.id, size, bw, t.source))
         return KvHierarchy(tuple(tiers), self.retention)
 

@@ -2,18 +2,21 @@
 keeps between its turns.
 
 Tiers (`--kv-offload cpu:200GB,ssd:2TB`): host DRAM (`cpu`, the catalog's ddr5-socket-spr), a CXL
-expander (`cxl`, cxl2-x16) and local NVMe (`ssd`, nvme-gen5), or any catalog tier id, each with a
-capacity per replica. This is the shape of LMCache's local CPU and disk backends
+expander (`cxl`, cxl2-x16), local NVMe (`ssd`, nvme-gen5) and a remote store (`remote`: a
+Mooncake-style pool of other hosts' DRAM reached over each GPU's own 400 Gb/s NIC, infiniband-ndr;
+Qin et al., "Mooncake", FAST'25, Mooncake Store), or any catalog tier id, each with a capacity
+per replica. This is the shape of LMCache's local CPU and disk backends
 (docs.lmcache.ai, "CPU RAM" and "Local storage" backends: KV stored in chunks as the prefill
 writes it, looked up by prefix hash on the next request), vLLM's CPU KV offload connector
 (OffloadingConnector) and SGLang's HiCache (a host-memory tier under the radix tree, Zheng et
 al. and the HiCache docs). Blocks the HBM prefix cache evicts go to the first tier (LRU there);
 a tier's overflow goes to the next, and past the last it is gone. A request whose prefix is not
 in HBM but in a tier loads it back: blocks × block_tokens × KV bytes per token per GPU over the
-tier's per-GPU bandwidth, min(host link, tier bandwidth / GPUs of the replica sharing it)
-(roofline.levers.tiers.tier_bandwidth). The load stalls the engine (the serial bound of
-roofline.levers.tiers: nothing hidden behind compute; LMCache's and vLLM's layer-wise loads can
-hide part of it, so TTFTs here are an upper bound of the offload's). A tier whose block loads
+tier's per-GPU bandwidth, min(host link, tier bandwidth / GPUs of the replica sharing it; a
+network tier is each GPU's own NIC, not shared) (roofline.levers.tiers.tier_bandwidth). The
+load stalls the engine (the serial bound of roofline.levers.tiers: nothing hidden behind
+compute; LMCache's and vLLM's layer-wise loads can hide part of it, so TTFTs here are an upper
+bound of the offload's). A tier whose block loads
 slower than the replica recomputes one (its prefill time per token at a 2,048-token prompt) is
 not loaded from, its hits recomputed: a hit never costs more than recomputing it.
 
@@ -44,7 +47,12 @@ from dataclasses import dataclass
 from roofline.domain.errors import InputError
 
 RETENTIONS = ("cache", "pinned", "offload", "drop")
-TIER_ALIASES = {"cpu": "ddr5-socket-spr", "cxl": "cxl2-x16", "ssd": "nvme-gen5"}
+TIER_ALIASES = {
+    "cpu": "ddr5-socket-spr",
+    "cxl": "cxl2-x16",
+    "ssd": "nvme-gen5",
+    "remote": "infiniband-ndr",
+}
 _UNITS = {"": 1.0, "B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?B?)\s*$", re.IGNORECASE)
 
