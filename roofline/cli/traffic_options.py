@@ -10,7 +10,17 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from roofline.cli.options import OUTPUT, PROMPT, Output, OutputDist, Prompt, PromptDist, tokens
+from roofline.cli.options import (
+    CONFIDENCE,
+    OUTPUT,
+    PROMPT,
+    Confidence,
+    Output,
+    OutputDist,
+    Prompt,
+    PromptDist,
+    tokens,
+)
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_seconds
 
@@ -190,7 +200,31 @@ class SloOptions:
         return slo(self.slo_ttft, self.slo_tpot, self.slo_pct)
 
 
+@dataclass(frozen=True)
+class ArrivalOptions:
+    """The traffic a command sizes or checks against, one group (cli.groups) in check (and its
+    spec keys of the same names, which report reads): an arrival log replayed as it came
+    (--arrivals, --speedup), gamma arrivals (--burstiness), a workload file's classes
+    (--workload), and the confidence sized to (--confidence). Which of them can apply together
+    is decided once, for options and spec keys alike (cli.specs.traffic_rules)."""
+
+    arrivals: Arrivals = None
+    speedup: Speedup = 1.0
+    burstiness: Burstiness = 1.0
+    workload: WorkloadFile = None
+    confidence: Confidence = CONFIDENCE
+
+    def spec_keys(self) -> dict[str, object]:
+        """The options given, as a check spec's keys (defaults left out)."""
+        given: dict[str, object] = {"arrivals": self.arrivals, "workload": self.workload}
+        given["speedup"] = None if self.speedup == 1.0 else self.speedup
+        given["burstiness"] = None if self.burstiness == 1.0 else self.burstiness
+        given["confidence"] = None if self.confidence == CONFIDENCE else self.confidence
+        return {k: v for k, v in given.items() if v is not None}
+
+
 LENGTHS, PREFIX, SLO = LengthOptions(), PrefixOptions(), SloOptions()
+ARRIVALS = ArrivalOptions()
 SERVE_REQUESTS = 1000
 
 

@@ -29,7 +29,7 @@ from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.serving.candidates import Candidate, candidates
-from roofline.serving.confidence import Edges
+from roofline.serving.confidence import Edges, slowed
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -46,7 +46,7 @@ from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.whynone import describe, light_load_miss, no_layout
 from roofline.serving.workers import parallel_map
-from roofline.serving.workload import Workload, with_rate
+from roofline.serving.workload import Workload
 from roofline.step.ops import Deployment
 
 # layouts searched together after the first, before pruning against the best found: a constant,
@@ -302,7 +302,7 @@ def size(
             if r_own <= 0:
                 why = f"at {at.level} misses the SLOs ÷ the TTFT/TPOT bands' high edges"
                 return replace(_none(hw, dep, why + " even at light load"), confidence=at.level)
-            queue = (r_cap, with_rate(w, at.rate(rate), seed), slo)  # and the queue at rate ÷ low
+            queue = (r_cap, slowed(w, at, seed), slo)  # and the queue at rate ÷ low
             n, res = fleet(rep, cap, [queue, (r_own, w, slo_at)], n_exp)
             if res is None:
                 why = f"at {at.level} needs more than {max_replicas} replicas"
