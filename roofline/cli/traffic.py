@@ -360,7 +360,10 @@ def _size_rate(rate: str | None, day_rates, arrivals: str | None = None) -> floa
     """size's one rate: --rate, else the traffic curve's peak; None for an arrival log replayed
     at its own pace (its mean rate then sizes the fleet)."""
     if arrivals is not None and day_rates is not None:
-        raise InputError("--arrivals replays a log, --traffic-curve plays a day: give one")
+        raise InputError(
+            "--arrivals replays a log, --traffic-curve plays a day: give one (a log's day:"
+            " --traffic-curve LOG, counted in windows of at least 100 requests)"
+        )
     if rate is None and arrivals is not None:
         return None
     if rate is not None:

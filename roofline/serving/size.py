@@ -106,6 +106,7 @@ class Sized:
     replicas_expected: int = 0
     gpus_expected: int = 0
     edges: Edges | None = None
+    rate_per_replica_expected: float = 0.0  # a replica's capacity at the expected figures
     # False: a layout left out of the search (pruned against its chip's best); `bound_gpus` the
     # fewest GPUs it could need, at its rate bound
     searched: bool = True
@@ -295,7 +296,7 @@ def size(
         n, res = fleet(rep, cap, [(r_cap, w, slo)])
         if res is None:
             return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
-        n_exp, at = n, (confidence or {}).get(hw.id)
+        n_exp, at, r_exp = n, (confidence or {}).get(hw.id), r_cap
         if at is not None and not at.neutral:  # at the band edges, through the same steps:
             slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
             r_own = max_rate_within_slo(rep, w, slo_at, sat, False, seed) if has_slo else sat
@@ -352,6 +353,7 @@ def size(
             replicas_expected=n_exp,
             gpus_expected=rep.gpus * n_exp,
             edges=at,
+            rate_per_replica_expected=r_exp,
         )
 
     def key(gpus: int, price: Price | None) -> tuple[float, float]:
