@@ -33,7 +33,7 @@ def test_check_replays_a_log_as_serve_does(run):
     [
         (["--arrivals", AZURE, "--requests", "10"], "cannot cut it"),
         (["--arrivals", AZURE, "--burstiness", "0.5"], "keeps its own gaps"),
-        (["--rate", "3", "--speedup", "2"], "give arrivals too"),
+        (["--rate", "3", "--speedup", "2"], "give --arrivals too"),
         (
             [
                 "--rate",
@@ -55,7 +55,7 @@ def test_options_that_cannot_apply_are_one_line_and_exit_2(run, args, says):
 
 def test_confidence_without_a_traffic_check_is_refused(run):
     r = run("check", "llama-3.1-8b", "h100", "--fits", "--confidence", "p90")
-    assert r.code == 2 and "confidence: sizes traffic checks" in r.stderr
+    assert r.code == 2 and "--confidence sizes traffic checks" in r.stderr
 
 
 def test_check_at_p90_is_never_kinder_than_expected(run, cat):

@@ -40,7 +40,7 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
         del d["dp"]  # --dp or --gpus given: the autoscaler's ceiling; else none
     d.update(o["traffic"].spec_keys())  # an arrival log, a workload file, the confidence
     if o["rate"] is not None or o["requests"] is not None:
-        d["requests"] = o["requests"]  # with an arrival log: refused (cli.specs.traffic_rules)
+        d["requests"] = o["requests"]  # with an arrival log: refused (topt.traffic_rules)
     if o["rate"] is not None:
         d["rate"] = o["rate"]
     d["seed"] = o["seed"]

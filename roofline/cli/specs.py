@@ -31,41 +31,6 @@ DRAFT_KEYS = ("draft", "gamma", "acceptance", "decay", "tau", "tau_gamma", "tree
               "draft_vocab", "draft_weights")  # fmt: skip
 TRAFFIC_KEYS = ("prompt_dist", "output_dist", "slo_pct", "burstiness", "arrivals", "speedup",
                 "workload", "confidence")  # fmt: skip
-# keys a workload file's classes replace (their lengths, prefixes, turns and arrival processes)
-WORKLOAD_REPLACES = ("prompt_dist", "output_dist", "arrivals", "burstiness", "shared_prefix",
-                     "turns", "speedup")  # fmt: skip
-
-
-def traffic_rules(d: dict[str, Any]) -> None:
-    """Which traffic keys (check's options of the same names, cli.traffic_options
-    .ArrivalOptions) can apply together; the rest is an InputError naming why. An arrival log
-    is replayed whole at its own times: `requests` cannot cut it and `burstiness` cannot shape
-    it; `speedup` compresses a log only; a workload file holds its classes' lengths, prefixes
-    and arrivals; a confidence sizes traffic or a day's curve."""
-    log, given = d.get("arrivals") is not None, [k for k in WORKLOAD_REPLACES if k in d]
-    if d.get("workload") is not None and given:
-        raise InputError(f"workload: the file holds the classes' lengths and arrivals; drop"
-                         f" {', '.join(given)}")  # fmt: skip
-    if log and d.get("requests") is not None:
-        raise InputError("arrivals: a log is replayed whole; --requests cannot cut it")
-    if log and d.get("burstiness", 1.0) != 1.0:
-        raise InputError("arrivals: a log keeps its own gaps; --burstiness shapes Poisson arrivals")
-    if not log and d.get("speedup", 1.0) != 1.0:
-        raise InputError("speedup: compresses an arrival log's times; give arrivals too")
-    if log and d.get("traffic_curve") is not None:
-        raise InputError(
-            "arrivals replays a log, traffic_curve plays a day: give one (a log's day: give the"
-            " log as traffic_curve)"
-        )
-    if d.get("confidence") is not None:
-        checks = d["checks"]
-        if d.get("traffic_curve") is None and not any(
-            checks.get(k) is not None for k in ("max_ttft_p99", "max_tpot_p99", "min_goodput")
-        ):
-            raise InputError(
-                "confidence: sizes traffic checks (--max-ttft-p99, --max-tpot-p99,"
-                " --min-goodput) or a day (--traffic-curve); none given"
-            )
 
 
 def _catalog(d: dict[str, Any]):
@@ -130,7 +95,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         output = opt.tokens(str(d.get("output", "1k")), "output", 1)
         context = opt.tokens(str(d.get("context", prompt + output)), "context", 1)
         opt.positions(m, max(context, prompt + output))
-        traffic_rules(d)
+        topt.traffic_rules(d)
         c = d["checks"]
         _positive_rate(c.get("min_throughput"), "min_throughput", "tokens/s")
         limits = Limits(

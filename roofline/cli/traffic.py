@@ -192,10 +192,7 @@ def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions):
 def size(
     model: opt.ModelArg,
     rate: topt.Rate = None,
-    workload: topt.WorkloadFile = None,
-    burstiness: topt.Burstiness = 1.0,
-    arrivals: topt.Arrivals = None,
-    speedup: topt.Speedup = 1.0,
+    tr: topt.ArrivalOptions = topt.ARRIVALS,
     hardware: topt.HardwareList = None,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
@@ -231,7 +228,6 @@ def size(
     ] = None,
     traffic_curve: topt.TrafficDayOption = None,
     scale_up_delay: topt.ScaleUpDelay = None,
-    confidence: opt.Confidence = opt.CONFIDENCE,
     out: topt.SizeOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
@@ -255,6 +251,7 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
+    arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         args = (model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px, sl)
         return _size_workload(*args, engine_name, frontend, price, router, fmt)
