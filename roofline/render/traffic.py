@@ -38,6 +38,15 @@ def _arrivals(i: Mapping[str, Any]) -> str:
     return f"arrivals {a}" if a else "Poisson arrivals"
 
 
+def brief(text: str) -> str:
+    """A legend's short form of an input's description: files by their name alone, the
+    parenthesised columns left to -v and JSON ("azure log AzureLLMInferenceTrace_code.csv")."""
+    import re
+
+    text = re.sub(r" \([^()]*\)", "", text)
+    return re.sub(r"\S*/(\S+)", r"\1", text)
+
+
 def _slo_text(i: Mapping[str, Any]) -> str:
     parts = []
     if i.get("slo_ttft_s") is not None:
@@ -54,10 +63,11 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else _arrivals(i)
     # the legend: three lines at 80 columns; the rest under -v
     head = (
-        f"{i['requests']:,} requests, {load}; prompts {i['prompt_lengths']}, outputs "
-        f"{i['output_lengths']}; {_slo_text(i)}; -v: more."
+        f"{i['requests']:,} requests, {brief(load)}; prompts {brief(i['prompt_lengths'])}, outputs"
+        f" {brief(i['output_lengths'])}; {_slo_text(i)}; -v: more."
     )
     more = (
+        f"Arrivals: {load}; prompts {i['prompt_lengths']}; outputs {i['output_lengths']}. "
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
         f"({i['gpus']} GPUs), {i['weights']} weights; "
         + (
