@@ -13,6 +13,7 @@ from roofline.engines.engine import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 AZURE = str(ROOT / "examples/arrivals/azure_sample.csv")
+CURVE = str(ROOT / "examples/curves/sinusoid-day.csv")
 
 
 def test_check_replays_a_log_as_serve_does(run):
@@ -46,6 +47,10 @@ def test_check_replays_a_log_as_serve_does(run):
             "drop arrivals",
         ),
         (["--rate", "3", "--confidence", "p99"], "90% intervals"),
+        (
+            ["--workload", "examples/workloads/chat-batch.yaml", "--traffic-curve", CURVE],
+            "not on a workload file",
+        ),
     ],
 )
 def test_options_that_cannot_apply_are_one_line_and_exit_2(run, args, says):

@@ -249,6 +249,11 @@ def traffic_rules(d: dict[str, Any], sizes: bool = False) -> None:
     if d.get("workload") is not None and given:
         raise InputError(f"--workload: the file holds the classes' lengths and arrivals; drop"
                          f" {', '.join(given)}")  # fmt: skip
+    if d.get("workload") is not None and d.get("traffic_curve") is not None:
+        raise InputError(
+            "--workload: the classes arrive at the file's rates; a day's curve (--traffic-curve)"
+            " is planned on --prompt/--output, not on a workload file: give one"
+        )
     if log and d.get("requests") is not None:
         raise InputError("--arrivals: a log is replayed whole; --requests cannot cut it")
     if log and d.get("burstiness", 1.0) != 1.0:
