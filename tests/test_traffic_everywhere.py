@@ -95,3 +95,11 @@ def test_report_takes_the_group_and_names_it(run, tmp_path):
     doc = run("report", str(spec), "--arrivals", AZURE, "--speedup", "4", "--format", "json").json()
     assert doc["inputs"]["arrivals"] == f"arrivals replayed from {AZURE}"
     assert doc["best"]["name"] == "h100 TP1"
+
+
+def test_size_refuses_what_a_workload_file_does_not_take(run):
+    w = "examples/workloads/chat-batch.yaml"
+    r = run("size", "llama-3.1-8b", "--hardware", "h100", "--workload", w, "--disagg")
+    assert r.code == 2 and "drop --disagg" in r.stderr
+    r = run("size", "llama-3.1-8b", "--hardware", "h100", "--workload", w, "--confidence", "p90")
+    assert r.code == 2 and "drop --confidence" in r.stderr

@@ -253,8 +253,7 @@ def size(
 
     arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
-        args = (model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px, sl)
-        return _size_workload(*args, engine_name, frontend, price, router, fmt)
+        return _size_workload(dict(locals()))
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
@@ -338,19 +337,28 @@ def _none_found(doc, answers, slo, rate: float) -> None:
     raise typer.Exit(1)
 
 
-def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px,
-                   sl, engine_name, frontend, price, router, fmt) -> None:  # fmt: skip
-    """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc)."""
+def _size_workload(o: dict) -> None:
+    """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc);
+    size's options that do not apply to a workload file refused (exit 2)."""
+    unused = {
+        "--disagg": o["disagg"], "--pools": o["pools"], "--out": o["out"],
+        "--scale-up-delay": o["scale_up_delay"], "--drafter": o["so"].drafter,
+        "--headroom": o["headroom"] != HEADROOM, "--minimize gpus": o["minimize"] != "cost",
+    }  # fmt: skip
+    given = [k for k, v in unused.items() if v]
+    if given:
+        raise InputError(f"--workload sizes each class on its SLOs alone: drop {', '.join(given)}")
+    lens, px, sl, rate = o["lens"], o["px"], o["sl"], o["rate"]
     wf.refuse_shapes(px, lens, None, None)
     cat = catalog()
-    m, hws = cat.model(model), _accelerators(cat, hardware)
-    eng = with_frontend(engine(engine_name, hws[0]), frontend)
+    m, hws = cat.model(o["model"]), _accelerators(cat, o["hardware"])
+    eng = with_frontend(engine(o["engine_name"], hws[0]), o["frontend"])
     one = _size_rate(rate, None) if rate is not None else None
     doc = wf.size_doc(
-        cat, m, hws, weights, kv_dtype, eng, workload, one, requests, seed, sl.slo(),
-        topt.price_table(cat, price), check_router(router),
+        cat, m, hws, o["weights"], o["kv_dtype"], eng, o["workload"], one, o["requests"],
+        o["seed"], sl.slo(), topt.price_table(cat, o["price"]), check_router(o["router"]),
     )  # fmt: skip
-    pub.publish(doc, fmt, doc["deployments"], render.workload_size_table, None)
+    pub.publish(doc, o["fmt"], doc["deployments"], render.workload_size_table, None)
 
 
 def _size_rate(rate: str | None, day_rates, arrivals: str | None = None) -> float | None:
