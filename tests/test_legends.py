@@ -21,8 +21,18 @@ def _legend(text: str) -> list[str]:
 @pytest.mark.parametrize(
     "args",
     [
-        ("serve", "llama-3.1-8b", "h100", "--rate", "5", "--no-saturation", *SLO),
-        ("serve", "llama-3.1-8b", "h100", *LOG, "--dp", "7", *SLO),
+        (
+            "serve",
+            "llama-3.1-8b",
+            "h100",
+            "--rate",
+            "5",
+            "--requests",
+            "100",
+            "--no-saturation",
+            *SLO,
+        ),
+        ("serve", "llama-3.1-8b", "h100", *LOG, "--dp", "7", "--no-saturation", *SLO),
         ("size", "llama-3.1-8b", "--hardware", "h100", *LOG, *SLO),
     ],
     ids=["serve", "serve-log", "size-log"],
@@ -42,7 +52,11 @@ def test_a_legend_is_at_most_three_lines(run, args):
 
 
 def test_the_rest_is_under_v(run):
-    quiet = run("serve", "llama-3.1-8b", "h100", *LOG, env={"COLUMNS": "80"}).stdout
-    loud = run("-v", "serve", "llama-3.1-8b", "h100", *LOG, env={"COLUMNS": "80"}).stdout
+    quiet = run(
+        "serve", "llama-3.1-8b", "h100", *LOG, "--no-saturation", env={"COLUMNS": "80"}
+    ).stdout
+    loud = run(
+        "-v", "serve", "llama-3.1-8b", "h100", *LOG, "--no-saturation", env={"COLUMNS": "80"}
+    ).stdout
     assert "examples/arrivals/azure_sample.csv" not in _legend(quiet)[0]
     assert "examples/arrivals/azure_sample.csv" in loud
