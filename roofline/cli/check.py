@@ -127,6 +127,7 @@ def check(
     """Capacity and SLO assertions for CI, with exit codes.
 
     Exit 0 when all hold, 1 when any fails, 2 on bad input; --batch defaults to --min-batch (or 1).
+    Under traffic, --arrivals LOG, --workload FILE and --confidence p90 as size takes them.
     Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
     --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
     given = dict(locals())  # the options, as a one-deployment spec when there is no --spec
