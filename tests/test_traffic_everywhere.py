@@ -103,3 +103,21 @@ def test_size_refuses_what_a_workload_file_does_not_take(run):
     assert r.code == 2 and "drop --disagg" in r.stderr
     r = run("size", "llama-3.1-8b", "--hardware", "h100", "--workload", w, "--confidence", "p90")
     assert r.code == 2 and "drop --confidence" in r.stderr
+
+
+def test_a_replayed_log_gets_the_fewest_replicas_its_replay_needs(run):
+    """The stated rule: the replay meets the SLOs at the answer N and misses them at N - 1
+    (serve --dp on the same log, the same path)."""
+    log = ("--arrivals", AZURE, "--speedup", "100")
+    slo = ("--slo-ttft", "300ms", "--slo-tpot", "50ms")
+    best = run("size", "llama-3.1-8b", "--hardware", "h100", *log, *slo, "-f", "json").json()
+    n, tp = best["best"]["replicas"], str(best["best"]["tp"])
+    assert n > 1
+
+    def meets(dp: int) -> bool:
+        args = ("serve", "llama-3.1-8b", "h100", "--tp", tp, "--dp", str(dp), *log, *slo)
+        return run(*args, "--no-saturation", "-f", "json").json()["points"][0]["expected"][
+            "meets_slo"
+        ]
+
+    assert meets(n) and not meets(n - 1)

@@ -58,7 +58,8 @@ MINIMIZE = ("cost", "gpus")
 FLEET_TRIES = 2  # replicas added when the fleet misses the SLOs its replica count was sized for
 # an arrival log is its own traffic (bursts and lulls as they came): its fleet, first sized on a
 # replica's capacity at the log's mean rate, gets a replica more while the replayed log's
-# percentiles miss the SLOs, N, N + 1, ... up to N + REPLAY_TRIES
+# percentiles miss the SLOs, N, N + 1, ... up to N + REPLAY_TRIES; met at N, a replica less
+# while the replay still meets them (N - 1, N - 2, ...): the fewest replicas the replay needs
 REPLAY_TRIES = 8
 HEADROOM = 0.10  # share of a replica's capacity left unused by default
 
@@ -231,7 +232,8 @@ def size(
         n = max(least, *(math.ceil(float(wl.rate or 0.0) / (r * (1.0 - headroom)) * (1 - 1e-12))
                          for r, wl, _ in runs))  # fmt: skip
         res: list[ServeResult] = []
-        tries = REPLAY_TRIES if any(wl.replay for _, wl, _ in runs) else FLEET_TRIES
+        n0, replay = n, any(wl.replay for _, wl, _ in runs)
+        tries = REPLAY_TRIES if replay else FLEET_TRIES
         for _ in range(tries + 1):  # the fleet's tail can miss where one replica's did not
             if n > max_replicas:
                 return n, None
@@ -243,6 +245,11 @@ def size(
         if n > max_replicas:
             return n, None
         ok = all(r.expected.meets_slo for r in res)
+        while replay and ok and n == n0 and n > least:  # a log met at once: the fewest that do
+            fewer = [serve(rep, wl, sl, n - 1, capacity=cap, router=router) for _, wl, sl in runs]
+            if not all(r.expected.meets_slo for r in fewer):
+                break
+            n, n0, res = n - 1, n - 1, fewer
         last = res[-1]
         return n, replace(last, expected=replace(last.expected, meets_slo=ok))
 
