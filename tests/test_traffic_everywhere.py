@@ -61,6 +61,9 @@ def test_options_that_cannot_apply_are_one_line_and_exit_2(run, args, says):
 def test_confidence_without_a_traffic_check_is_refused(run):
     r = run("check", "llama-3.1-8b", "h100", "--fits", "--confidence", "p90")
     assert r.code == 2 and "--confidence sizes traffic checks" in r.stderr
+    # with --spec the option is set for every deployment (as report sets it), never dropped
+    r = run("check", "--spec", str(ROOT / "examples/deploy.yaml"), "--confidence", "p90")
+    assert r.code == 2 and "--confidence sizes traffic checks" in r.stderr
 
 
 def test_check_at_p90_is_never_kinder_than_expected(run, cat):

@@ -127,14 +127,15 @@ def check(
     """Capacity and SLO assertions for CI, with exit codes.
 
     Exit 0 when all hold, 1 when any fails, 2 on bad input; --batch defaults to --min-batch (or 1).
-    Under traffic, --arrivals LOG, --workload FILE and --confidence p90 as size takes them.
+    Under traffic, --arrivals LOG, --workload FILE and --confidence p90 as size takes them (with
+    --spec: set for every deployment).
     Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
     --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
     given = dict(locals())  # the options, as a one-deployment spec when there is no --spec
     if spec is not None:
         if model or hardware:
             raise InputError("give MODEL HARDWARE or --spec, not both")
-        deployments = load_spec(spec)
+        deployments = [{**d, **traffic.spec_keys()} for d in load_spec(spec)]  # as report
     else:
         if not (model and hardware):
             raise InputError("give MODEL HARDWARE, or --spec FILE")
