@@ -60,3 +60,18 @@ def test_the_rest_is_under_v(run):
     ).stdout
     assert "examples/arrivals/azure_sample.csv" not in _legend(quiet)[0]
     assert "examples/arrivals/azure_sample.csv" in loud
+
+
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        ("azure log examples/arrivals/a.csv (TIMESTAMP, ContextTokens)", "azure log a.csv"),
+        ("24 from examples/arrivals/a.csv (ContextTokens)", "24 from a.csv"),
+        ("Poisson, 2 requests/s", "Poisson, 2 requests/s"),  # a unit is not a path
+        ("16 users (closed loop)", "16 users (closed loop)"),  # nor a remark a file's columns
+    ],
+)
+def test_a_legend_shortens_files_only(text, short):
+    from roofline.render.traffic import brief
+
+    assert brief(text) == short

@@ -43,8 +43,9 @@ def brief(text: str) -> str:
     parenthesised columns left to -v and JSON ("azure log AzureLLMInferenceTrace_code.csv")."""
     import re
 
-    text = re.sub(r" \([^()]*\)", "", text)
-    return re.sub(r"\S*/(\S+)", r"\1", text)
+    path = r"\S*/([\w.-]+\.\w+)"  # a file's path (a name with an extension: not requests/s)
+    text = re.sub(path + r" \([^()]*\)", r"\1", text)  # its columns
+    return re.sub(path, r"\1", text)
 
 
 def _slo_text(i: Mapping[str, Any]) -> str:
