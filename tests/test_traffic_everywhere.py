@@ -73,9 +73,13 @@ def test_check_at_p90_is_never_kinder_than_expected(run, cat):
     base = ["check", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "200", "--rate", "3"]
     lim = ["--max-ttft-p99", "10s", "--max-tpot-p99", "1s", "--requests", "200"]
     exp = {c["name"]: c for c in run(*base, *lim, "--format", "json").json()["checks"]}
-    p90 = run(*base, *lim, "--confidence", "p90", "--format", "json").json()["checks"]
+    doc = run(*base, *lim, "--confidence", "p90", "--format", "json").json()
+    p90 = doc["checks"]
     hw = cat.accelerator("h100")
     profile = engine("auto", hw).profile_id
+    low = band("throughput", hw.efficiency.family, profile)
+    assert low is not None  # the JSON names the edges, the catalog's band edges
+    assert doc["deployments"][0]["confidence"]["capacity"] == pytest.approx(min(1.0, low.low))
     for c in p90:
         high = band(
             "ttft_p99" if "ttft" in c["name"] else "tpot_p99", hw.efficiency.family, profile

@@ -223,6 +223,9 @@ def _workload(d: dict[str, Any], traffic: TrafficLimits, prompt: int, output: in
 def spec_json(case: SpecCase, result: SpecResult) -> dict[str, Any]:
     """A deployment's checks as check's JSON draws them."""
     k, dep = case, case.dep
+    e = (k.traffic.edges if k.traffic else None) or (k.day.edges if k.day else None)
+    edges = {"confidence": {"level": e.level, "capacity": e.capacity, "ttft": e.ttft,
+                            "tpot": e.tpot}} if e is not None else {}  # fmt: skip
     return {
         "name": k.name,
         "model": k.model.id,
@@ -236,6 +239,7 @@ def spec_json(case: SpecCase, result: SpecResult) -> dict[str, Any]:
         "output_tokens": k.output,
         "context_tokens": k.context,
         "ok": result.ok,
+        **edges,  # --confidence's band edges: capacity x, TTFT x and TPOT x the expected
         "checks": [
             {
                 "name": c.name,
