@@ -101,6 +101,9 @@ def test_report_takes_the_group_and_names_it(run, tmp_path):
     spec.write_text(spec.read_text().replace("requests: 200\n", ""))
     doc = run("report", str(spec), "--arrivals", AZURE, "--speedup", "4", "--format", "json").json()
     assert doc["inputs"]["arrivals"] == f"arrivals replayed from {AZURE}"
+    from roofline.cli.report import winner_line
+
+    assert winner_line(doc).startswith(f"best: h100 TP1 under arrivals replayed from {AZURE}:")
     assert doc["best"]["name"] == "h100 TP1"
 
 

@@ -105,7 +105,9 @@ def winner_line(doc: Mapping[str, Any]) -> str:
         p99 = (e.get(f"{k}_s") or {}).get("p99")
         parts.append(f"p99 {k.upper()} {fmt_seconds(p99)}" if p99 is not None else "")
     rate = doc["inputs"].get("rate")
-    at = f" at {rate:g} req/s" if rate else ""
+    own = doc["inputs"].get("arrivals") or ""  # a log or a workload file: at its own pace
+    stationary = not own or own.startswith(("Poisson", "gamma"))
+    at = f" at {rate:g} req/s" if rate else ("" if stationary else f" under {own}")
     figs = ", ".join(p for p in parts if p)
     return (
         f"best: {b['name']}{at}: {figs} (of {n} candidates, the cheapest passing every"
