@@ -34,8 +34,19 @@ def _legend(text: str) -> list[str]:
         ),
         ("serve", "llama-3.1-8b", "h100", *LOG, "--dp", "7", "--no-saturation", *SLO),
         ("size", "llama-3.1-8b", "--hardware", "h100", *LOG, *SLO),
+        (
+            "serve",
+            "llama-3.1-8b",
+            "h100",
+            "--rate",
+            "2,4",
+            "--requests",
+            "100",
+            "--no-saturation",
+            *SLO,
+        ),
     ],
-    ids=["serve", "serve-log", "size-log"],
+    ids=["serve", "serve-log", "size-log", "serve-rates"],
 )
 def test_a_legend_is_at_most_three_lines(run, args):
     r = run(*args, env={"COLUMNS": "80"})
