@@ -20,6 +20,7 @@ from roofline.cli.answers_json import per_hardware_json, unsized_json
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
+from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
@@ -80,6 +81,7 @@ def serve(
     duration: topt.Duration = None,
     seed: opt.Seed = 0,
     px: topt.PrefixOptions = topt.PREFIX,
+    kt: KvTierOptions = KV_TIERS,
     so: dopt.DraftOptions = dopt.DRAFT,
     sl: topt.SloOptions = topt.SLO,
     max_seqs: opt.MaxSeqs = None,
@@ -140,7 +142,7 @@ def serve(
     opt.positions(m, int((base.prompts + base.outputs).max()))
     eng = with_frontend(engine(engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
-    rep = make_replica(
+    rep = kt.apply(make_replica(
         m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None,
         max_batched_tokens, chunked_prefill, preemption,
@@ -148,7 +150,7 @@ def serve(
         tokenizer=tokenizer, drafting=drafting,
         draft_context=float(base.prompts.mean() + base.outputs.mean() / 2),
         scheduler_steps=num_scheduler_steps,
-    )  # fmt: skip
+    ), hw, cat.tier, base)  # fmt: skip  # with its KV tiers and retention (kvtier_options)
     price = topt.price_table(cat, price).get(hw.id)
     search_sat = saturation and concurrency is None
     check_router(router)
@@ -205,6 +207,7 @@ def size(
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
     px: topt.PrefixOptions = topt.PREFIX,
+    kt: KvTierOptions = KV_TIERS,
     so: dopt.DraftOptions = dopt.DRAFT,
     sl: topt.SloOptions = topt.SLO,
     engine_name: opt.Engine = opt.ENGINE,
@@ -259,6 +262,7 @@ def size(
     arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
+    kt.refuse("size without --workload")
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
@@ -353,7 +357,7 @@ def _size_workload(o: dict) -> None:
     given = [k for k, v in unused.items() if v]
     if given:
         raise InputError(f"--workload sizes each class on its SLOs alone: drop {', '.join(given)}")
-    lens, px, sl, rate = o["lens"], o["px"], o["sl"], o["rate"]
+    lens, px, sl, rate, kt = o["lens"], o["px"], o["sl"], o["rate"], o["kt"]
     wf.refuse_shapes(px, lens, None, None)
     cat = catalog()
     m, hws = cat.model(o["model"]), _accelerators(cat, o["hardware"])
@@ -362,6 +366,7 @@ def _size_workload(o: dict) -> None:
     doc = wf.size_doc(
         cat, m, hws, o["weights"], o["kv_dtype"], eng, o["workload"], one, o["requests"],
         o["seed"], sl.slo(), topt.price_table(cat, o["price"]), check_router(o["router"]),
+        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w),
     )  # fmt: skip
     pub.publish(doc, o["fmt"], doc["deployments"], render.workload_size_table, None)
 
