@@ -116,6 +116,44 @@ def _v0_without(p: EngineProfile, g: str) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
+# SGLang's per-sequence host cost on NVIDIA datacenter parts (issue 34; hardware/engines.yaml sglang
+# cpu_per_seq_us nvidia-datacenter, 70 us on all ten sources) refitted without each source, as
+# `python -m validation.fit_seq_cost sglang nvidia-datacenter` prints
+SGLANG_SEQ_FAMILY = "nvidia-datacenter"
+SGLANG_SEQ_FIT = {
+    "https://github.com/datacrunch-research/h200-benchmarks/blob/"
+    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/deepseek_dp_mla_output.jsonl": 70e-6,
+    "https://github.com/datacrunch-research/h200-benchmarks/blob/"
+    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/"
+    "llama_3_3_70b_offline_output.jsonl": 70e-6,
+    "https://github.com/datacrunch-research/h200-benchmarks/blob/"
+    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/"
+    "llama_3_3_70b_online_output.jsonl": 150e-6,
+    "https://github.com/datacrunch-research/h200-benchmarks/blob/"
+    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/llama_405b_online_output.jsonl": 70e-6,
+    "https://github.com/gpustack/gpustack/blob/"
+    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-235b-a22b/h100.md": 70e-6,
+    "https://github.com/gpustack/gpustack/blob/"
+    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-32b/a100.md": 70e-6,
+    "https://github.com/gpustack/gpustack/blob/"
+    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-32b/h100.md": 70e-6,
+    "https://github.com/gpustack/gpustack/blob/"
+    "72aee9dd195ff5c9bf3a4886add80038ce79aef8/docs/performance-lab/gpt-oss-120b/h100.md": 70e-6,
+    "https://github.com/gpustack/gpustack/blob/"
+    "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md": 70e-6,
+    "https://github.com/sgl-project/sglang/blob/"
+    "120affb9613cc3f5bcd055ec09c7621d3ced0ebc/benchmark/benchmark_vllm_060/README.md": 70e-6,
+}
+
+
+def _sglang_seq_without(p: EngineProfile, g: str) -> tuple[tuple[str, float], ...]:
+    """sglang's per-sequence costs with source `g` left out (SGLANG_SEQ_FIT; others as shipped)."""
+    return tuple(
+        (fam, SGLANG_SEQ_FIT.get(g, s) if fam == SGLANG_SEQ_FAMILY else s)
+        for fam, s in p.cpu_per_seq_s
+    )
+
+
 # Intel Gaudi's scalar shares (hardware/families.yaml intel-gaudi: nvidia-datacenter's 0.79 and
 # 0.81 times k = 0.64, issue 34) refitted without each of Intel's two pages, as
 # `python -m validation.fit_family_share intel-gaudi` prints
@@ -171,6 +209,14 @@ FITS = (
     ),
     _gaudi_share("compute"),
     _gaudi_share("memory"),
+    ServingFit(
+        "sglang",
+        "cpu_per_seq_s",  # (family, seconds) pairs, not a float
+        tuple(SGLANG_SEQ_FIT),
+        lambda p, e: (),
+        "SGLang cpu_per_seq refitted without the source (validation/fit_seq_cost.py)",
+        refit=_sglang_seq_without,
+    ),
 )
 
 

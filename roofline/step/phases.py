@@ -182,17 +182,24 @@ def _pipelined(
     (each reads the stage's weights again); the idle fill/drain time is a `pp.bubble` row, so
     the rows still add up to the step. Without PP: the one stage, as is. `shape(b)` is the
     attention shape of b sequences for the kernel model; each stage pays the engine's per-step
-    host costs for its own layers."""
+    host costs for its own layers. The per-sequence host cost is paid on one attention-DP rank's
+    sequences (b / attention_dp): each rank runs its own scheduler process over its own share
+    of the batch, in parallel with the others (SGLang's data_parallel_controller.py starts one
+    scheduler per DP rank; vLLM's data parallel one engine core per rank)."""
+    adp = max(int(dep.attention_dp), 1)
     if dep.pp == 1:
         layers = model.num_hidden_layers
+        seqs = batch if adp == 1 else np.asarray(batch, dtype=float) / adp
         return _evaluate(
-            name, build(batch, None), hw, dep, eff, layers, engine_name, shape(batch), batch
+            name, build(batch, None), hw, dep, eff, layers, engine_name, shape(batch), seqs
         )
     b = np.asarray(batch, dtype=float)
     m = np.minimum(float(dep.pipeline_microbatches), np.maximum(b, 1.0))
     layers = max(model.num_hidden_layers // dep.pp, 1)
     results = [
-        _evaluate(name, build(b / m, st), hw, dep, eff, layers, engine_name, shape(b / m), b / m)
+        _evaluate(
+            name, build(b / m, st), hw, dep, eff, layers, engine_name, shape(b / m), b / m / adp
+        )
         for st in distinct_stages(model, dep.pp)
     ]
     slow = max(results, key=lambda r: float(np.max(r.t_expected_s)))
