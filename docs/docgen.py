@@ -42,7 +42,8 @@ import shlex
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,23 +113,76 @@ def run(command: str, code: int = 0, columns: int = 80) -> Result:
 
     key = (command, str(columns), os.environ.get("ROOFLINE_CATALOG", ""))
     if key not in _CACHE:
-        args, stdin, env = _parse(command)
-        env = {"COLUMNS": str(columns), "NO_COLOR": "1", **env}
-        here = Path.cwd()
-        os.chdir(workdir())
-        try:
-            r = CliRunner().invoke(app, args, input=stdin, env=env)
-        finally:
-            os.chdir(here)
-        if r.exception and not isinstance(r.exception, SystemExit):
-            raise r.exception
-        _CACHE[key] = Result(r.exit_code, r.stdout, r.stderr)
+
+        def invoke() -> Result:
+            args, stdin, env = _parse(command)
+            env = {"COLUMNS": str(columns), "NO_COLOR": "1", **env}
+            here = Path.cwd()
+            os.chdir(workdir())
+            try:
+                r = CliRunner().invoke(app, args, input=stdin, env=env)
+            finally:
+                os.chdir(here)
+            if r.exception and not isinstance(r.exception, SystemExit):
+                raise r.exception
+            return Result(r.exit_code, r.stdout, r.stderr)
+
+        _CACHE[key] = _shared(key, invoke)
     result = _CACHE[key]
     if result.code != code:
         raise AssertionError(
             f"`{command}` exited {result.code}, the document says {code}: {result.stderr.strip()}"
         )
     return result
+
+
+def _files(top: Path) -> dict[str, float]:
+    """The scratch directory's own files (not the checkout's, which are symlinks): path -> mtime."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        for f in filenames:
+            path = Path(dirpath) / f
+            if not path.is_symlink():
+                out[str(path.relative_to(top))] = path.stat().st_mtime_ns
+    return out
+
+
+def _shared(key: tuple[str, ...], invoke: Callable[[], Result]) -> Result:
+    """invoke(), or its result from another process of the same test session: with
+    DOCGEN_SHARED_CACHE set (tests/conftest.py: one directory for all pytest-xdist workers), a
+    command two documents run (README's and COMMANDS.md's `size`) runs once per session, not once
+    per worker. The files it wrote in the scratch directory are stored with it and copied into
+    this process's scratch directory, so a later command reads them as if it had run here. A
+    lock per command: a second process waits for the first rather than running it too."""
+    shared = os.environ.get("DOCGEN_SHARED_CACHE")
+    if not shared:
+        return invoke()
+    import fcntl
+    import hashlib
+
+    entry = Path(shared) / hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
+    entry.mkdir(parents=True, exist_ok=True)
+    with open(entry / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = entry / "result.json"
+        if done.exists():
+            stored = json.loads(done.read_text())
+            for name in stored["files"]:
+                target = workdir() / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(entry / "files" / name, target)
+            return Result(*stored["result"])
+        before = _files(workdir())
+        result = invoke()
+        wrote = [n for n, t in _files(workdir()).items() if before.get(n) != t]
+        for name in wrote:
+            (entry / "files" / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(workdir() / name, entry / "files" / name)
+        part = entry / "result.part"
+        part.write_text(json.dumps({"result": list(astuple(result)), "files": wrote}))
+        part.replace(done)
+        return result
 
 
 def script(command: str, code: int = 0) -> Result:
