@@ -34,6 +34,7 @@ Ideal (η = 1, no overhead) or expected step times, as the caller chooses.
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import numpy as np
@@ -158,6 +159,16 @@ class StepModel:
                 for share, cap in self.kv_groups
             ),
         )
+
+    def blocks_one(self, tokens: int, block: int) -> float:
+        """blocks() of one sequence, in Python floats: the same IEEE operations in the same
+        order (each group's share × its whole blocks, summed group by group), without numpy's
+        per-call cost (the simulator's admission asks once per request it considers)."""
+        t = float(tokens)
+        total = 0.0
+        for share, cap in self.kv_groups:
+            total += share * math.ceil((t if cap is None else min(t, float(cap))) / block)
+        return total
 
     # ---- step times --------------------------------------------------------------------------
     def pipe(self, seqs: int) -> tuple[int, float]:
