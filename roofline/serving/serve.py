@@ -378,6 +378,7 @@ def serve(
     *,
     capacity: Capacity | None,
     router: str = DEFAULT_ROUTER,
+    runs: dict | None = None,
 ) -> ServeResult:
     """Serve the workload on `replicas` copies of the replica, requests dealt by `router`
     (roofline.serving.router); ideal and expected step times, headline figures in steady state
@@ -386,7 +387,8 @@ def serve(
     `capacity` None: the benchmark window's figures as a measuring harness reports them
     (benchmark_serving: completions / first send to last finish), for comparison with
     measurements only. This is the one evaluation of a fleet: serve, size, check and the day
-    planner all call it."""
+    planner all call it. `runs`: the simulations already run on this replica (search.Capacity.runs),
+    read rather than re-run when the same requests meet the same fleet under other SLOs."""
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
     check_router(router)
@@ -395,7 +397,12 @@ def serve(
     offered = w.rate if w.concurrency is None else None
     out = []
     for ideal in (True, False):
-        records = run_replicas(rep, w, replicas, ideal, one_replica, router)
+        key = ("serve", id(w), replicas, ideal, one_replica, router)
+        records = None if runs is None else runs.get(key)
+        if records is None:
+            records = run_replicas(rep, w, replicas, ideal, one_replica, router)
+            if runs is not None:
+                runs[key] = records
         n = len(records) if one_replica else replicas
         m = metrics(records, slo, rep.gpus * n)
         if capacity is not None:

@@ -235,7 +235,8 @@ def size(
             if n > max_replicas:
                 return n, None
             # the fleet evaluated as serve --dp n evaluates it: the whole stream, by the router
-            res = [serve(rep, wl, sl, n, capacity=cap, router=router) for _, wl, sl in runs]
+            res = [serve(rep, wl, sl, n, capacity=cap, router=router, runs=cap.runs)
+                   for _, wl, sl in runs]  # fmt: skip
             if all(r.expected.meets_slo for r in res) or n + 1 > max_replicas:
                 break
             n += 1
