@@ -61,3 +61,18 @@ def test_ctx_is_the_contexts_in_joining_order(moves):
         want = [s.base[r] + s.G for r in s.decoding]
         assert s.ctx().tolist() == want
         assert np.sum(s.ctx()) == s.S + len(s.decoding) * s.G
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.001, 1.0), st.sampled_from([None, 100, 4096])),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.integers(1, 10**6), min_size=1, max_size=40),
+)
+def test_blocks_of_many_is_each_ones(groups, tokens):
+    s = _Blocks(tuple(groups))
+    got = s.blocks(np.array(tokens), 16).tolist()
+    assert got == [s.blocks_one(t, 16) for t in tokens]

@@ -35,7 +35,7 @@ Ideal (η = 1, no overhead) or expected step times, as the caller chooses.
 from __future__ import annotations
 
 import math
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -152,13 +152,14 @@ class StepModel:
         """KV blocks a sequence of `tokens` holds, in whole-model blocks (block tokens × every
         layer): sliding-window or evicted layers stop growing at their cap, block by block."""
         t = np.asarray(tokens, dtype=float)
-        return cast(  # kv_groups is never empty: an array
-            np.ndarray,
-            sum(
-                share * np.ceil((t if cap is None else np.minimum(t, cap)) / block)
-                for share, cap in self.kv_groups
-            ),
-        )
+        whole: dict[int | None, np.ndarray] = {}  # whole blocks per cap, shared by its groups
+        total: Any = 0
+        for share, cap in self.kv_groups:  # group by group, as sum() adds them
+            c = whole.get(cap)
+            if c is None:
+                c = whole[cap] = np.ceil((t if cap is None else np.minimum(t, cap)) / block)
+            total = total + share * c
+        return cast(np.ndarray, total)  # kv_groups is never empty: an array
 
     def blocks_one(self, tokens: int, block: int) -> float:
         """blocks() of one sequence, in Python floats: the same IEEE operations in the same
