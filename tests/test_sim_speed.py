@@ -76,3 +76,19 @@ def test_blocks_of_many_is_each_ones(groups, tokens):
     s = _Blocks(tuple(groups))
     got = s.blocks(np.array(tokens), 16).tolist()
     assert got == [s.blocks_one(t, 16) for t in tokens]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.001, 1.0), st.sampled_from([None, 1, 100, 4096, 4097])),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.integers(1, 10**5), max_size=60),
+    st.sampled_from([1, 16, 24, 64]),
+)
+def test_blocks_total_is_the_sum_of_blocks(groups, tokens, block):
+    s = _Blocks(tuple(groups))
+    t = np.array(tokens, dtype=np.int64)
+    assert s.blocks_total(t, block) == float(s.blocks(t, block).sum())

@@ -95,4 +95,4 @@ class Decoders(SimState):
         blk = self.rules.block_tokens
         if self.simple_kv:
             return float(((ctx + (extra + blk - 1)) // blk).sum())
-        return float(self.steps.blocks(ctx + extra, blk).sum())
+        return self.steps.blocks_total(ctx + extra, blk)
