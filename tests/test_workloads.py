@@ -120,3 +120,12 @@ def test_sglang_preempts_the_lower_class_to_admit():
     sgl, n_s = _engine_run(np.array([100, 100, 0]), 10)
     assert sgl < 2.0 < fcfs  # admitted at once by preempting a batch request
     assert n_s >= 1 and vllm > 2.0  # vLLM never preempts a running request for a waiting one
+
+
+def test_size_workload_without_any_slo_is_refused(run, tmp_path):
+    """Sizing a pool to its classes' SLOs with none given has no answer: exit 2, one line."""
+    f = tmp_path / "w.yaml"
+    f.write_text("rate: 10\nclasses:\n  - {name: a, prompt: 500, output: 100}\n")
+    r = run("size", "llama-3.1-8b", "--hardware", "h100", "--workload", str(f))
+    assert r.code == 2 and r.stdout == ""
+    assert "gives none: add slo_ttft or slo_tpot" in r.stderr and len(r.stderr.splitlines()) == 1

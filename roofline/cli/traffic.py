@@ -11,6 +11,7 @@ import typer
 from roofline import render
 from roofline.cli import draft_options as dopt
 from roofline.cli import layout_options as lopt
+from roofline.cli import loadbands as lb
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
@@ -25,6 +26,7 @@ from roofline.domain.layout import node_gpus
 from roofline.engines.engine import engine
 from roofline.engines.scheduler import with_frontend
 from roofline.serving.kvtransfer import KvLink
+from roofline.serving.loadbands import serve_load_bands
 from roofline.serving.rates import serve_rates
 from roofline.serving.router import DEFAULT_ROUTER, check_router
 from roofline.serving.serve import make_replica
@@ -160,6 +162,9 @@ def serve(
         search_sat,
         price, dopt.draft_json(drafting, rep) if drafting is not None else None, results,
     )  # fmt: skip
+    lb.attach(doc, serve_load_bands(rep, base, results, slo, cap if search_sat else None,
+                                    hw.efficiency.family, eng.profile_id, router=router,
+                                    seed=seed))  # fmt: skip
     table = wf.serve_table(doc, mix, base, rep) if workload is not None else render.serve_table
     rows = [{"rate": p["rate"], **flat(p["expected"])} for p in doc["points"]]
     pub.publish(doc, fmt, rows, table, out)

@@ -128,6 +128,12 @@ def size_doc(cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, sl
     from roofline.serving.serve import make_replica
 
     mix, w = load(path, requests or 1000, seed, rate)
+    no_slo = slo.ttft_s is None and slo.tpot_s is None
+    if no_slo and all(c.slo_ttft_s is None and c.slo_tpot_s is None for c in mix.classes):
+        raise InputError(
+            f"size --workload sizes a pool to its classes' SLOs and {path} gives none: add"
+            " slo_ttft or slo_tpot to a class, or give --slo-ttft/--slo-tpot"
+        )
     max_len = int(w.prompts.max() + w.outputs.max())
     rows: list[dict[str, Any]] = []
     for hw in hws:

@@ -292,6 +292,13 @@ def band_text(b: Mapping[str, Any]) -> str:
     return f"{low - 1.0:+.0%}/{high - 1.0:+.0%}"
 
 
+def load_band_text(b: Mapping[str, Any]) -> str:
+    """A band under load (roofline/serving/metrics.py load_bands) as "-76%/+120%", or
+    "-76%/unbounded" when its low-capacity edge is past saturation (high null)."""
+    high = b.get("high")
+    return f"{b['low'] - 1.0:+.0%}/" + ("unbounded" if high is None else f"{high - 1.0:+.0%}")
+
+
 def pm(bands: Mapping[str, Any] | None, name: str) -> str:
     """A figure's error band as "±35%" or "-45%/+20%" (band_text), or "" when it has none."""
     b = (bands or {}).get(name)

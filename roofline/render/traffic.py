@@ -10,7 +10,15 @@ from typing import Any
 from rich.console import Console
 
 from roofline.domain.units import fmt_seconds
-from roofline.render.core import VERBOSE, bands_note, csec, pct, pm, stdout_console
+from roofline.render.core import (
+    VERBOSE,
+    bands_note,
+    csec,
+    load_band_text,
+    pct,
+    pm,
+    stdout_console,
+)
 from roofline.render.serving import _bar
 from roofline.render.width import N, T, print_pairs, print_rows, say, table_output
 
@@ -75,7 +83,8 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     bands = doc.get("bands")
 
     def b(value: str, name: str) -> str:
-        band = pm(bands, name)
+        load = (pts[0].get("load_bands") or {}).get(name) if len(pts) == 1 else None
+        band = load_band_text(load) if load else pm(bands, name)
         return f"{value} {band}" if band and value != "unbounded" else value
 
     if len(pts) == 1:
@@ -168,6 +177,11 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             f"TPOT p50/p99 {csec(e['tpot_s']['p50'])}/{csec(e['tpot_s']['p99'])} (expected)"
         )
         print_pairs(con, answer, pairs)
+        if pts[0].get("load_bands"):
+            head += (
+                " TTFT and TPOT bands: the throughput band through the queue (unbounded: past"
+                " saturation at its low edge)."
+            )
         say(con, head)
         if VERBOSE["on"]:
             say(con, more)
@@ -181,8 +195,8 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         [
             (
                 f"{p['rate']:.3g}",
-                _lat(p["expected"]["ttft_s"]["p99"]),
-                csec(p["expected"]["tpot_s"]["p99"]),
+                _with_load(_lat(p["expected"]["ttft_s"]["p99"]), p, "ttft_p99"),
+                _with_load(csec(p["expected"]["tpot_s"]["p99"]), p, "tpot_p99"),
                 f"{p['expected']['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{p['expected']['goodput_requests_per_s']:.3g}",
                 "ok" if p["expected"]["meets_slo"] else "MISS",
@@ -193,10 +207,17 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     say(con, head)
     if VERBOSE["on"]:
         say(con, more)
+    loaded = any(p.get("load_bands") for p in pts)
     say(
         con,
-        f"bands: TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99 "
-        f"{pm(bands, 'tpot_p99') or 'none'}, tok/s {pm(bands, 'throughput') or 'none'}; "
+        (
+            "TTFT and TPOT p99 bands: the throughput band through the queue (unbounded: past"
+            " saturation at its low edge); "
+            if loaded
+            else f"bands: TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99 "
+            f"{pm(bands, 'tpot_p99') or 'none'}, "
+        )
+        + f"tok/s {pm(bands, 'throughput') or 'none'}; "
         + bands_note(bands),
     )
     top_ttft = max(p["expected"]["ttft_s"]["p99"] or 0.0 for p in pts)
@@ -385,3 +406,9 @@ def _spec_text(sp: Mapping[str, Any]) -> str:
         f"{sp['drafter']} drafter, γ {sp['gamma']}, {verify} verified, "
         f"{sp['tokens_per_round']:.2f} tokens per round ({sp['batch1_speedup']:.2f}x at batch 1); "
     )
+
+
+def _with_load(value: str, point: Mapping[str, Any], name: str) -> str:
+    """A rate point's figure with its band under load (load_bands), when it has one."""
+    b = (point.get("load_bands") or {}).get(name)
+    return f"{value} {load_band_text(b)}" if b and value != "unbounded" else value

@@ -35,7 +35,9 @@ class ClassMetrics:
     slo: Slo
     slo_attainment: float
     meets_slo: bool
-    output_tokens_per_s: float  # steady: its sequences/s × their mean output
+    # its own share of the pool's output tokens/s: the pool's figure × the class's share of the
+    # output tokens served in the run (the classes' figures sum to the pool's)
+    output_tokens_per_s: float
     ttft_p99_by_turn_s: tuple[float, ...] = ()  # agent sessions: p99 TTFT of each turn
     unbounded: bool = False
 
@@ -61,6 +63,7 @@ def with_classes(m: ServeMetrics, records: list[RunRecord], w: Workload, slo: Sl
     mix = w.mix
     rates = mix.class_rates(w.mix_rate)
     out, ok_total, n_total = [], 0.0, 0
+    served = sum(float(r.outputs[r.served].sum()) for r in records if r.klass is not None)
     for k, c in enumerate(mix.classes):
         cs = class_slo(c, slo)
         parts = [subset(r, r.klass == k) for r in records if r.klass is not None]
@@ -69,8 +72,8 @@ def with_classes(m: ServeMetrics, records: list[RunRecord], w: Workload, slo: Sl
             continue
         cm = metrics(parts, cs, max(m.gpus, 1))
         by_turn = _by_turn(records, k) if c.turns > 1 else ()
-        mean_out = float(np.concatenate([p.outputs[p.served] for p in parts]).mean())
-        seq_rate = rates[k] * c.sequences_per_arrival
+        own = sum(float(p.outputs[p.served].sum()) for p in parts)
+        tok_s = m.output_tokens_per_s * own / served if served else 0.0
         inf = Percentiles(math.inf, math.inf, math.inf, math.inf)
         unb = bool(m.unbounded)
         out.append(
@@ -79,7 +82,7 @@ def with_classes(m: ServeMetrics, records: list[RunRecord], w: Workload, slo: Sl
                 inf if unb else cm.ttft_s, cm.tpot_s, inf if unb else cm.e2e_s,
                 inf if unb else cm.queue_s, cs,
                 0.0 if unb and cs.ttft_s is not None else cm.slo_attainment,
-                cm.meets_slo and not unb, seq_rate * mean_out,
+                cm.meets_slo and not unb, tok_s,
                 tuple(math.inf for _ in by_turn) if unb else by_turn, unb,
             )
         )  # fmt: skip

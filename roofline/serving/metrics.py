@@ -5,6 +5,7 @@ docs/METRICS.md, once)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -236,3 +237,71 @@ def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
         slo_ttft_s=float(q[0]),
         slo_tpot_s=float(q[1]),
     )
+
+
+# ---- bands under load (issue 35 item 2) ----------------------------------------------------
+LOAD_BAND_METRICS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99")
+
+
+@dataclass(frozen=True)
+class LoadBand:
+    """A latency figure's band under load: the measured figure's 90% range as factors of the
+    expected one, [low, high]; `high` None when the low-capacity edge is past saturation (the
+    figure grows without bound: `reason` says why). `rates` are the offered rates the expected
+    model was read at for the (high-capacity, low-capacity) edges."""
+
+    low: float
+    high: float | None
+    rates: tuple[float, float]
+    reason: str = ""
+
+
+def _figure(m: ServeMetrics, name: str) -> float:
+    """ttft_p99 -> m.ttft_s.p99."""
+    head, _, tail = name.partition("_")
+    return float(getattr(getattr(m, f"{head}_s"), tail))
+
+
+def load_bands(
+    expected: ServeMetrics,
+    rate: float,
+    at_rate: Callable[[float], ServeMetrics],
+    throughput: tuple[float, float],
+    own: dict[str, tuple[float, float]],
+) -> dict[str, LoadBand]:
+    """TTFT and TPOT bands under load (issue 35 item 2), the capacity band run through the
+    queue. With the measured capacity in [expected · lo, expected · hi] (the throughput band,
+    roofline/catalog/bands.py), a replica that serves k times the expected capacity sees the
+    offered rate λ as the expected model sees λ / k (the rule of roofline.serving.confidence:
+    the same requests re-timed), so a figure's edges are the expected figure at λ / hi and at
+    λ / lo, each × the figure's own band edge on that side (`own`: its low and high factors,
+    the per-request error the queue does not explain):
+
+        low = f(λ / hi) / f(λ) × own_low,   high = f(λ / lo) / f(λ) × own_high.
+
+    At λ / lo past the saturation rate (`at_rate` returns the metrics with `unbounded` set)
+    TTFT grows without bound: high is None with the reason; TPOT keeps the figure at the
+    batch cap. Each edge stays on its side of 1 (the band holds the expected figure).
+    `at_rate(r)`: the expected steady-state metrics at offered rate r. Figures that are not
+    finite at λ itself (the expected run past saturation) have no band here."""
+    lo, hi = throughput
+    if not (0 < lo <= hi) or expected.unbounded:
+        return {}
+    fast, slow = at_rate(rate / hi), at_rate(rate / lo)
+    out = {}
+    for name in LOAD_BAND_METRICS:
+        f = _figure(expected, name)
+        if not (math.isfinite(f) and f > 0):
+            continue
+        o_lo, o_hi = own.get(name, (1.0, 1.0))
+        f_fast, f_slow = _figure(fast, name), _figure(slow, name)
+        low = min(f_fast / f * o_lo, 1.0)
+        high = max(f_slow / f * o_hi, 1.0) if math.isfinite(f_slow) else None
+        reason = (
+            f"at the throughput band's low edge ({lo:.2f} x the expected capacity) {rate:.3g}"
+            f" req/s loads the expected model as {rate / lo:.3g} req/s: {slow.unbounded}"
+            if high is None
+            else ""
+        )
+        out[name] = LoadBand(low, high, (rate / hi, rate / lo), reason)
+    return out

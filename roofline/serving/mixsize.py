@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from roofline.domain.errors import InputError
 from roofline.serving.metrics import Slo
 from roofline.serving.mix import mix_workload
-from roofline.serving.search import replica_capacity
+from roofline.serving.mixcapacity import mix_capacity
 from roofline.serving.serve import Replica, ServeResult, serve
 from roofline.serving.workload import Workload
 
@@ -26,7 +26,7 @@ class Sized:
 def replicas_needed(rep: Replica, w: Workload, slo: Slo, router: str = "least-loaded") -> Sized:
     """The fewest replicas (doubling, then bisection) whose expected run meets every class's
     SLOs at the workload's rate."""
-    cap = replica_capacity(rep, w)
+    cap = mix_capacity(rep, w)  # a probe that credits shared KV when the mix shares it
 
     def run(n: int) -> ServeResult:
         return serve(rep, w, slo, n, capacity=cap, router=router)

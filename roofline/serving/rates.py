@@ -5,8 +5,9 @@ bandwidth bounds, which depend on the length distribution, not on the rate)."""
 from __future__ import annotations
 
 from roofline.serving.metrics import Slo
+from roofline.serving.mixcapacity import mix_capacity
 from roofline.serving.router import DEFAULT_ROUTER
-from roofline.serving.search import Capacity, replica_capacity
+from roofline.serving.search import Capacity
 from roofline.serving.serve import Replica, ServeResult, serve
 from roofline.serving.workload import Workload, with_rate
 
@@ -26,7 +27,7 @@ def serve_rates(
     rates[0]; a later rate re-times the same requests (workload.with_rate, one seed), so rates
     only stretch or compress the arrival times. A rate None (closed loop, or an arrival log)
     reports the workload's own rate."""
-    cap = replica_capacity(rep, base, confirm=confirm)
+    cap = mix_capacity(rep, base, confirm=confirm)  # search.replica_capacity but for shared KV
     if confirm:  # reported beside the points anyway: probed first, each point's utilisation has it
         cap.of(True)
     out: list[tuple[float | None, ServeResult]] = []

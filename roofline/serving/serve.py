@@ -392,31 +392,39 @@ def serve(
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
     check_router(router)
-    if w.mix is not None and w.prefix is not None:  # the saturation probe ignores shared KV and
-        capacity = None  # cached turns: the run's own window figures, not a steady state
-    offered = w.rate if w.concurrency is None else None
-    out = []
-    for ideal in (True, False):
-        key = ("serve", id(w), replicas, ideal, one_replica, router)
-        records = None if runs is None else runs.get(key)
-        if records is None:
-            records = run_replicas(rep, w, replicas, ideal, one_replica, router)
-            if runs is not None:
-                runs[key] = records
-        n = len(records) if one_replica else replicas
-        m = metrics(records, slo, rep.gpus * n)
-        if capacity is not None:
-            per = offered * n / replicas if offered else None
-            m = _steady(m, capacity, per, ideal, n, slo if w.stationary else None)
-        if len(records) > 1 and not m.unbounded:
-            m = replace(m, per_replica=tuple(replica_share(r, slo, rep.gpus) for r in records))
-        if w.mix is not None:  # a workload file's classes, each against its own SLOs
-            from roofline.serving.classes import with_classes
-
-            m = with_classes(m, records, w, slo)
-        out.append(m)
+    if w.mix is not None and w.prefix is not None and not getattr(capacity, "credits_sharing", 0):
+        capacity = None  # a probe of independent requests: the run's own window figures
+    out = [
+        evaluate(rep, w, slo, replicas, one_replica, capacity, router, ideal, runs)
+        for ideal in (True, False)
+    ]
     used = router if routed_least_loaded(w, replicas, router) else "round-robin"
     return ServeResult(out[0], out[1], replicas, used if replicas > 1 else "")
+
+
+def evaluate(
+    rep, w, slo, replicas, one_replica, capacity, router, ideal: bool, runs: dict | None = None
+) -> ServeMetrics:
+    """serve's figures with ideal or expected step times (one half of serve); `runs`: serve's."""
+    offered = w.rate if w.concurrency is None else None
+    key = ("serve", id(w), replicas, ideal, one_replica, router)
+    records = None if runs is None else runs.get(key)
+    if records is None:
+        records = run_replicas(rep, w, replicas, ideal, one_replica, router)
+        if runs is not None:
+            runs[key] = records
+    n = len(records) if one_replica else replicas
+    m = metrics(records, slo, rep.gpus * n)
+    if capacity is not None:
+        per = offered * n / replicas if offered else None
+        m = _steady(m, capacity, per, ideal, n, slo if w.stationary else None)
+    if len(records) > 1 and not m.unbounded:
+        m = replace(m, per_replica=tuple(replica_share(r, slo, rep.gpus) for r in records))
+    if w.mix is not None:  # a workload file's classes, each against its own SLOs
+        from roofline.serving.classes import with_classes
+
+        m = with_classes(m, records, w, slo)
+    return m
 
 
 __all__ = [

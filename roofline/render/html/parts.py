@@ -12,7 +12,7 @@ from html import escape
 from typing import Any, TypeGuard
 
 from roofline.domain.units import fmt_bytes, fmt_seconds
-from roofline.render.core import band_text, num
+from roofline.render.core import band_text, load_band_text, num
 
 _PERCENT_WORDS = ("fraction", "occupancy", "utilisation", "attainment", "share", "error_band")
 _MONEY_WORDS = ("cost_per", "usd", "price")
@@ -111,6 +111,9 @@ def relative_band(doc: Any, path: str) -> tuple[str, str] | None:
     "high": 1.2, "applies_to": ["ttft_s.p99"], ...}}`) whose applies_to names the value's path,
     or its end."""
     parts = path.split(".")
+    load = _load_band(doc, parts)
+    if load is not None:
+        return load
     for i in range(len(parts) - 1, -1, -1):
         where = ".".join([*parts[:i], "bands"])
         bands = lookup(doc, where)
@@ -122,6 +125,16 @@ def relative_band(doc: Any, path: str) -> tuple[str, str] | None:
             if any(path == a or path.endswith(f".{a}") for a in b.get("applies_to") or []):
                 return f"{where}.{name}", band_text(b)
     return None
+
+
+def _load_band(doc: Any, parts: list[str]) -> tuple[str, str] | None:
+    """serve's band under load (`load_bands` beside `expected`, roofline/cli/loadbands.py) of an
+    expected TTFT or TPOT percentile: (its path, "-76%/unbounded")."""
+    if len(parts) < 3 or parts[-3] != "expected" or parts[-2] not in ("ttft_s", "tpot_s"):
+        return None
+    where = ".".join([*parts[:-3], "load_bands", f"{parts[-2][:4]}_{parts[-1]}"])
+    b = lookup(doc, where)
+    return (where, load_band_text(b)) if isinstance(b, Mapping) else None
 
 
 def _band_bounds(value: Any) -> tuple[float, float] | None:

@@ -1,0 +1,94 @@
+"""TTFT and TPOT bands under load (issue 35 item 2): the throughput band run through the queue
+(roofline.serving.metrics.load_bands), by hand, as properties, and through `serve`."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline.serving.metrics import Percentiles, load_bands
+
+
+def _m(ttft: float, tpot: float, unbounded: str = "") -> SimpleNamespace:
+    """What load_bands reads of a ServeMetrics: the percentiles and `unbounded`."""
+    t = Percentiles(ttft, ttft, ttft, ttft)
+    return SimpleNamespace(
+        ttft_s=t, tpot_s=Percentiles(tpot, tpot, tpot, tpot), unbounded=unbounded
+    )
+
+
+def test_load_band_by_hand():
+    """λ = 10 req/s, capacity band [0.5, 2]: the high-capacity edge loads the expected model as
+    10 / 2 = 5 req/s (TTFT 0.05 s), the low-capacity edge as 10 / 0.5 = 20 req/s (TTFT 0.4 s)
+    against 0.1 s at 10. With TTFT's own band [0.5, 3]: low = 0.05 / 0.1 × 0.5 = 0.25 (-75%),
+    high = 0.4 / 0.1 × 3 = 12 (+1100%). TPOT 20 ms at 10, 15 at 5, 30 at 20, its own band
+    [0.8, 1.5]: low = 15 / 20 × 0.8 = 0.6, high = 30 / 20 × 1.5 = 2.25."""
+    table = {5.0: _m(0.05, 0.015), 20.0: _m(0.4, 0.030)}
+    asked = []
+
+    def at(r):
+        asked.append(r)
+        return table[r]
+
+    own = {"ttft_p99": (0.5, 3.0), "tpot_p99": (0.8, 1.5)}
+    b = load_bands(_m(0.1, 0.020), 10.0, at, (0.5, 2.0), own)
+    assert sorted(asked) == [5.0, 20.0]
+    assert b["ttft_p99"].low == pytest.approx(0.25)
+    assert b["ttft_p99"].high == pytest.approx(12.0)
+    assert b["tpot_p99"].low == pytest.approx(0.6)
+    assert b["tpot_p99"].high == pytest.approx(2.25)
+    assert b["ttft_p50"].rates == (5.0, 20.0)
+
+
+def test_past_saturation_at_the_low_edge_is_unbounded_with_its_reason():
+    """At 20 req/s the expected model is past saturation: TTFT has no high edge (None, the
+    reason naming the edge); TPOT keeps the figure at the batch cap."""
+    slow = _m(math.inf, 0.040, "offered 20 req/s is above the saturation rate 15 req/s")
+    b = load_bands(_m(0.1, 0.020), 10.0, {5.0: _m(0.05, 0.015), 20.0: slow}.get, (0.5, 2.0), {})
+    assert b["ttft_p99"].high is None and b["ttft_p50"].high is None
+    assert (
+        "low edge (0.50 x" in b["ttft_p99"].reason and "saturation rate 15" in b["ttft_p99"].reason
+    )
+    assert b["tpot_p99"].high == pytest.approx(2.0) and b["tpot_p99"].reason == ""
+
+
+def test_no_band_for_an_unbounded_expected_figure():
+    assert load_bands(_m(math.inf, 0.02, "past"), 10.0, lambda r: _m(1, 1), (0.5, 2.0), {}) == {}
+
+
+@given(
+    f=st.floats(1e-3, 10), fast=st.floats(0.1, 1.0), slow=st.floats(1.0, 10.0),
+    lo=st.floats(0.1, 0.95), hi=st.floats(1.05, 4.0),
+    own=st.tuples(st.floats(0.2, 1), st.floats(1, 5)),
+)  # fmt: skip
+def test_the_band_holds_the_expected_figure(f, fast, slow, lo, hi, own):
+    """Whatever the queue does, an edge stays on its side: low <= 1 <= high; and a figure that
+    grows with load (fast <= 1 <= slow, as a queue's does) gives a band at least as wide as
+    its own band."""
+    table = {10.0 / hi: _m(f * fast, f * fast), 10.0 / lo: _m(f * slow, f * slow)}
+    b = load_bands(_m(f, f), 10.0, table.get, (lo, hi), {"ttft_p99": own})["ttft_p99"]
+    assert b.low <= 1.0 <= b.high
+    assert b.low <= own[0] * (1 + 1e-9) and b.high >= own[1] * (1 - 1e-9)
+
+
+def test_serve_band_comes_from_the_queue(run):
+    """8B on one H100, 1k in / 200 out at 20 req/s: the throughput band's low edge loads the
+    expected model past its saturation rate (20 / low > saturation: both read off the
+    document), so TTFT's band is unbounded above; its low edge is the figure at 20 / high,
+    read here from a second command that simulates that rate itself (the same seed re-times
+    the same requests), over the figure at 20, × TTFT p99's own low edge."""
+    args = ["serve", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "200"]
+    d = run(*args, "--rate", "20", "--requests", "100", "--format", "json").json()
+    thr, sat = d["bands"]["throughput"], d["saturation_rate"]["expected"]
+    lb = d["load_bands"]["ttft_p99"]
+    assert 20 / thr["low"] > sat
+    assert lb["high"] is None and "saturation" in lb["unbounded"]
+    edge = 20 / thr["high"]
+    assert lb["rates"]["high_capacity"] == pytest.approx(edge)
+    e = run(*args, "--rate", f"{edge!r}", "--requests", "100", "--format", "json").json()
+    want = e["expected"]["ttft_s"]["p99"] / d["expected"]["ttft_s"]["p99"]
+    assert lb["low"] == pytest.approx(want * d["bands"]["ttft_p99"]["low"], rel=1e-6)
+    t = run(*args, "--rate", "20", "--requests", "100")
+    assert "/unbounded" in t.stdout and "through the queue" in t.stdout
