@@ -379,6 +379,7 @@ def serve(
     capacity: Capacity | None,
     router: str = DEFAULT_ROUTER,
     runs: dict | None = None,
+    expected_only: bool = False,
 ) -> ServeResult:
     """Serve the workload on `replicas` copies of the replica, requests dealt by `router`
     (roofline.serving.router); ideal and expected step times, headline figures in steady state
@@ -388,7 +389,9 @@ def serve(
     (benchmark_serving: completions / first send to last finish), for comparison with
     measurements only. This is the one evaluation of a fleet: serve, size, check and the day
     planner all call it. `runs`: the simulations already run on this replica (search.Capacity.runs),
-    read rather than re-run when the same requests meet the same fleet under other SLOs."""
+    read rather than re-run when the same requests meet the same fleet under other SLOs.
+    `expected_only`: the expected half alone (its ideal field repeats it), for a caller that
+    reads only the expected verdict (size's fleet at the band edges, for all but its last run)."""
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
     check_router(router)
@@ -396,10 +399,10 @@ def serve(
         capacity = None  # a probe of independent requests: the run's own window figures
     out = [
         evaluate(rep, w, slo, replicas, one_replica, capacity, router, ideal, runs)
-        for ideal in (True, False)
+        for ideal in ((False,) if expected_only else (True, False))
     ]
     used = router if routed_least_loaded(w, replicas, router) else "round-robin"
-    return ServeResult(out[0], out[1], replicas, used if replicas > 1 else "")
+    return ServeResult(out[0], out[-1], replicas, used if replicas > 1 else "")
 
 
 def evaluate(

@@ -235,8 +235,9 @@ def size(
             if n > max_replicas:
                 return n, None
             # the fleet evaluated as serve --dp n evaluates it: the whole stream, by the router
-            res = [serve(rep, wl, sl, n, capacity=cap, router=router, runs=cap.runs)
-                   for _, wl, sl in runs]  # fmt: skip
+            res = [serve(rep, wl, sl, n, capacity=cap, router=router, runs=cap.runs,
+                         expected_only=i < len(runs) - 1)  # only the last's ideal is read
+                   for i, (_, wl, sl) in enumerate(runs)]  # fmt: skip
             if all(r.expected.meets_slo for r in res) or n + 1 > max_replicas:
                 break
             n += 1
