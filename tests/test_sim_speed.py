@@ -24,7 +24,7 @@ class _Blocks(StepModel):
         self.kv_groups = groups
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.tuples(st.floats(0.001, 1.0), st.one_of(st.none(), st.integers(1, 10**6))),
@@ -92,3 +92,30 @@ def test_blocks_total_is_the_sum_of_blocks(groups, tokens, block):
     s = _Blocks(tuple(groups))
     t = np.array(tokens, dtype=np.int64)
     assert s.blocks_total(t, block) == float(s.blocks(t, block).sum())
+
+
+def test_slo_search_memo_gives_the_same_rate_and_is_reused():
+    """A memo shared by two SLO searches (size --confidence) changes neither answer, and the
+    second search reads the rates the first visited (at least its first one: the saturation
+    rate, where both start)."""
+    from roofline import Deployment, load_catalog
+    from roofline.engines.engine import engine
+    from roofline.serving.metrics import Slo
+    from roofline.serving.search import max_rate_within_slo, replica_capacity
+    from roofline.serving.serve import make_replica
+    from roofline.serving.workload import make_workload
+
+    cat = load_catalog()
+    rep = make_replica(
+        cat.model("llama-3.1-8b"), cat.accelerator("h100"), Deployment(), engine("vllm"), 1200
+    )
+    w = make_workload(1000, 200, rate=20.0, requests=100, seed=0)
+    sat = replica_capacity(rep, w).expected.requests_per_s
+    loose, tight = Slo(1.0, 0.05, 50.0), Slo(0.5, 0.03, 50.0)
+    plain = [max_rate_within_slo(rep, w, s, sat) for s in (loose, tight)]
+    memo: dict = {}
+    first = max_rate_within_slo(rep, w, loose, sat, memo=memo)
+    runs = len(memo)
+    second = max_rate_within_slo(rep, w, tight, sat, memo=memo)
+    assert [first, second] == plain
+    assert len(memo) < 2 * runs  # the shared rates were not run again
