@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,plot]"
+	$(BIN)/python -m pip install -q -e ".[dev,plot,ray]"
 	touch $(STAMP)
 
 venv: $(STAMP)

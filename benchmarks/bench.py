@@ -379,6 +379,9 @@ def main() -> None:
             f"sweep of {sb['points']:,} points streamed to CSV: {sb['csv_s']:.0f} s, peak RSS "
             f"{sb['peak_rss_mb']:.0f} MB (the bare imports: {sb['floor_rss_mb']:.0f} MB)"
         )
+    import fleet_bench
+
+    results["fleet"] = fleet_bench.main()  # issue 40: the fleet rows, with the machine's load
     pp = results["per_point"] = speed.per_point()
     print(
         f"per-point API (`request` on scalars): {pp['request_s_per_point'] * 1e6:.0f} us"

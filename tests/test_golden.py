@@ -64,6 +64,7 @@ COMMANDS = {
         "2s",
     ],
     "fleet": ["fleet", str(ROOT / "examples/fleet-one.yaml")],
+    "fleet_days": ["fleet", str(ROOT / "examples/fleet-one.yaml"), "--days", "2"],
     "tiers": ["tiers", "llama-3.1-70b", "h100", "--tp", "4", "--tier-capacity", "128GB"],
     "plan": ["plan", "llama-3.1-70b", "h100", "--gpus", "4", "--weights", "fp8"],
     "offload": ["offload", "llama-3.1-70b", "rtx-4090", "--weights", "q4_k_m", "--sweep"],

@@ -11,6 +11,7 @@ import typer
 from roofline import render
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, catalog_dirs, guarded
+from roofline.cli.fleetspread import check_spread, publish_spread, spread_doc
 from roofline.cli.traffic_json import sized_json
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
@@ -46,7 +47,7 @@ LEFT = [
     " file gives lora.throughput_cost with its source (none is in the catalog)",
     "a placement change moves replicas between chips without a cost beyond the ramp;"
     " during a predictive pre-start owned GPUs may be counted in two hours",
-    "minute resolution, arrival logs per model, Monte-Carlo spread (issue 40)",
+    "minute resolution, arrival logs per model (issue 40)",
 ]
 
 
@@ -60,6 +61,13 @@ def fleet(
     ] = None,
     out: pub.HtmlOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
+    days: Annotated[
+        int | None,
+        typer.Option("--days", help="Monte-Carlo over N drawn days: percentiles over days"),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="where --days runs: pool (processes) or ray")
+    ] = "pool",
 ) -> None:
     """Many models on owned and rented GPUs, placed per hour.
 
@@ -69,8 +77,11 @@ def fleet(
     hour at the least marginal cost (a MILP, HiGHS): replicas per model and chip, GPU-hours and
     $ per day per model and in all, SLO attainment, owned GPUs' utilisation, the pooling gain
     against each model sized apart, and each model's launch line. Definitions are printed.
+    --days N draws N days around the file's (rates, arrivals, accuracy) and reports
+    percentiles over days, on a process pool or, with --backend ray, on Ray (RAY_ADDRESS).
     Example: roofline fleet examples/fleet.yaml -o fleet.html"""
     pub.check_out(out)
+    check_spread(days, backend)
     spec = read_fleet(fleet_file)
     if requests is not None and not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
@@ -101,6 +112,9 @@ def fleet(
     )  # fmt: skip
     pool_list = pools(spec, ids, on_demand)
     prob = problem(spec, options, pool_list)
+    if days is not None:  # issue 40: the spread over days (roofline/cli/fleetspread.py)
+        doc = spread_doc(prob, spec.seed, days, backend, tuple(catalog_dirs()), str(fleet_file))
+        return publish_spread(doc, fmt, out)
     day = plan(prob)
     sep = apart(prob)
     doc = _doc(cat, spec, models, options, prob, day, sep, str(fleet_file))

@@ -20,6 +20,7 @@ from roofline.cli.answers_json import per_hardware_json, unsized_json
 from roofline.cli.app import app, catalog, guarded, note
 from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
+from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
@@ -80,6 +81,7 @@ def serve(
     duration: topt.Duration = None,
     seed: opt.Seed = 0,
     px: topt.PrefixOptions = topt.PREFIX,
+    kt: KvTierOptions = KV_TIERS,
     so: dopt.DraftOptions = dopt.DRAFT,
     sl: topt.SloOptions = topt.SLO,
     max_seqs: opt.MaxSeqs = None,
@@ -140,7 +142,7 @@ def serve(
     opt.positions(m, int((base.prompts + base.outputs).max()))
     eng = with_frontend(engine(engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
-    rep = make_replica(
+    rep = kt.apply(make_replica(
         m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None,
         max_batched_tokens, chunked_prefill, preemption,
@@ -148,7 +150,7 @@ def serve(
         tokenizer=tokenizer, drafting=drafting,
         draft_context=float(base.prompts.mean() + base.outputs.mean() / 2),
         scheduler_steps=num_scheduler_steps,
-    )  # fmt: skip
+    ), hw, cat.tier, base)  # fmt: skip  # with its KV tiers and retention (kvtier_options)
     price = topt.price_table(cat, price).get(hw.id)
     search_sat = saturation and concurrency is None
     check_router(router)
@@ -208,6 +210,7 @@ def size(
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
     px: topt.PrefixOptions = topt.PREFIX,
+    kt: KvTierOptions = KV_TIERS,
     so: dopt.DraftOptions = dopt.DRAFT,
     sl: topt.SloOptions = topt.SLO,
     engine_name: opt.Engine = opt.ENGINE,
@@ -262,7 +265,8 @@ def size(
 
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         args = (model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px, sl)
-        return _size_workload(*args, engine_name, frontend, price, router, fmt)
+        return _size_workload(*args, engine_name, frontend, price, router, fmt, kt)
+    kt.refuse("size without --workload")
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
@@ -347,7 +351,7 @@ def _none_found(doc, answers, slo, rate: float) -> None:
 
 
 def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px,
-                   sl, engine_name, frontend, price, router, fmt) -> None:  # fmt: skip
+                   sl, engine_name, frontend, price, router, fmt, kt) -> None:  # fmt: skip
     """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc)."""
     wf.refuse_shapes(px, lens, None, None)
     cat = catalog()
@@ -357,6 +361,7 @@ def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, req
     doc = wf.size_doc(
         cat, m, hws, weights, kv_dtype, eng, workload, one, requests, seed, sl.slo(),
         topt.price_table(cat, price), check_router(router),
+        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w),
     )  # fmt: skip
     pub.publish(doc, fmt, doc["deployments"], render.workload_size_table, None)
 

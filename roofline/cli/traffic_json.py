@@ -138,7 +138,12 @@ def prefix_json(p) -> dict[str, Any]:
     hits, why."""
     lost = p.possible_hit_rate - p.hit_rate
     why = None
-    if lost > 0.005:
+    if lost > 0.005 and p.evicted_blocks < 1:  # not LRU: the retention policy or a tier's overflow
+        why = (
+            f"hit rate {p.hit_rate:.1%} of a possible {p.possible_hit_rate:.1%}: KV cached once"
+            " was not kept between turns (--retention drop, or past the last --kv-offload tier)"
+        )
+    elif lost > 0.005:
         why = (
             f"LRU evicted {p.evicted_blocks:,.0f} cached blocks of {p.block_tokens} tokens before"
             f" they were reused: the KV budget cannot hold the idle prefixes next to the running"
@@ -155,7 +160,27 @@ def prefix_json(p) -> dict[str, Any]:
         "evicted_blocks": p.evicted_blocks,
         "block_tokens": p.block_tokens,
         "hits_lost_to_eviction": why,
+        "hbm_hit_rate": p.hbm_hit_rate,
+        "tier_hit_rates": list(p.tier_hit_rates),  # inputs.kv_tiers's order
+        "tier_load_s": p.tier_load_s,
     }
+
+
+def kv_tiers_json(kv) -> dict[str, Any]:
+    """The tiers below HBM and the retention (serving.sim.kvtiers.KvHierarchy), if any."""
+    if kv is None:
+        return {}
+    tiers = [
+        {
+            "label": t.label,
+            "tier": t.tier_id,
+            "capacity_bytes": t.capacity_bytes,
+            "bandwidth_bytes_per_s_per_gpu": t.bandwidth_bytes_per_s,
+            "source": t.source,
+        }
+        for t in kv.tiers
+    ]
+    return {"kv_retention": kv.retention, "kv_tiers": tiers}
 
 
 def saturation_json(cap, replicas: int) -> dict[str, Any]:
@@ -289,6 +314,7 @@ def serve_doc(
         "kv_budget_blocks": rep.rules.budget_blocks,
         "router": results[0][1].router or None,
         "router_model": ROUTER_SOURCE.get(results[0][1].router),
+        **kv_tiers_json(rep.kv),
         "saturation_probe_requests": cap.expected.requests if sat else None,
         "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
         "price_source": price.source if price else None,

@@ -93,7 +93,8 @@ Router = Annotated[
     typer.Option(
         "--router",
         help="how requests reach the replicas: least-loaded (vLLM's data-parallel balancer,"
-        " what vllm serve --data-parallel-size gets) or round-robin",
+        " what vllm serve --data-parallel-size gets), round-robin, affinity (a session on one"
+        " replica) or cache-aware (SGLang's router)",
     ),
 ]
 Minimize = Annotated[str, typer.Option("--minimize", help="mark the cheapest (cost) or gpus")]

@@ -119,10 +119,13 @@ def refuse_shapes(px, lens, concurrency, arrivals) -> None:
         raise InputError("--workload: classes arrive at their rates; drop --concurrency/--arrivals")
 
 
-def size_doc(cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router):
+def size_doc(
+    cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router, kv=None
+):
     """size --workload: for each accelerator the layout (TP 1, 2, 4, 8 within a node; EP = TP for
     a mixture of experts) needing the fewest GPUs for the classes together, and the same
-    layout sized for each class apart (serving.mixsize)."""
+    layout sized for each class apart (serving.mixsize). `kv(rep, hw)`: the replica with its
+    KV tiers and retention (cli.kvtier_options)."""
     from roofline.cli import options as opt
     from roofline.serving.mixsize import replicas_needed, size_apart
     from roofline.serving.serve import make_replica
@@ -145,6 +148,7 @@ def size_doc(cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, sl
                                  model=m)  # fmt: skip
             try:
                 rep = make_replica(m, hw, dep, eng, max_len)
+                rep = rep if kv is None else kv(rep, hw, w)
                 sized = replicas_needed(rep, w, slo, router)
             except InputError:
                 continue

@@ -74,6 +74,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             else ""
         )
         + (f"{i['prefix_caching']} (prefix caching); " if i.get("prefix_caching") else "")
+        + (_kv_text(i) if i.get("kv_retention") else "")
         + (_spec_text(i["speculation"]) if i.get("speculation") else "")
         + "ideal step times in --format json. TTFT = queue + prefill + API server; "
         "throughput, goodput and cost in steady state (the offered rate, or the saturation "
@@ -136,7 +137,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         pc = e.get("prefix_cache")
         if pc:
             pairs += [
-                ("prefix hit rate", f"{pct(pc['hit_rate'])} of {pct(pc['possible_hit_rate'])}"),
+                ("prefix hit rate", _hits(pc, i)),
                 (
                     "prefill computed",
                     f"{pc['prefill_tokens_computed']:,} of {pc['prefill_tokens_received']:,} tok",
@@ -245,6 +246,28 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             f"{_binding(sat)}; compute bound {sat['compute_bound']:.3g}, bandwidth "
             f"bound {sat['bandwidth_bound']:.3g}",
         )
+
+
+def _kv_text(i: Mapping[str, Any]) -> str:
+    """'KV between turns: offload; tiers cpu 200 GB at 64 GB/s per GPU; '."""
+    tiers = ", ".join(
+        f"{t['label']} {t['capacity_bytes'] / 1e9:,.0f} GB at"
+        f" {t['bandwidth_bytes_per_s_per_gpu'] / 1e9:,.1f} GB/s per GPU"
+        for t in i.get("kv_tiers", [])
+    )
+    return f"KV between turns: {i['kv_retention']}" + (f"; tiers {tiers}" if tiers else "") + "; "
+
+
+def _hits(pc: Mapping[str, Any], i: Mapping[str, Any]) -> str:
+    """'97.0% of 97.0%', with the tiers' shares when KV lives below HBM: '(75.8% HBM + 21.2%
+    cpu)'."""
+    out = f"{pct(pc['hit_rate'])} of {pct(pc['possible_hit_rate'])}"
+    rates = pc.get("tier_hit_rates") or []
+    if rates:
+        labels = [t["label"] for t in i.get("kv_tiers", [])]
+        parts = [f"{pct(x)} {lab}" for x, lab in zip(rates, labels, strict=False)]
+        out += f" ({pct(pc['hbm_hit_rate'])} HBM + {' + '.join(parts)})"
+    return out
 
 
 def _count(x: float | None) -> str:

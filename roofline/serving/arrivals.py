@@ -5,8 +5,8 @@
 - BurstGPT (HPMLL/BurstGPT, BurstGPT_*.csv): Timestamp (seconds from the log's start), Model,
   Request tokens, Response tokens, Total tokens, Log Type.
 - Mooncake (kvcache-ai/Mooncake, traces/*.jsonl): one object a line, timestamp (milliseconds),
-  input_length, output_length, hash_ids (ids of the prompt's 512-token blocks: the prefix a
-  cache could share; read, not used for hits here).
+  input_length, output_length, hash_ids (ids of the prompt's 512-token blocks: block-level
+  prefix hits within a replica, roofline.serving.sim.blockcache).
 - roofline's own JSONL: input_tokens, output_tokens and arrival_s (seconds), as --prompt-dist
   takes it (serving.workload.workload_from_trace).
 
@@ -135,7 +135,8 @@ def read_arrivals(path: str | Path, speedup: float = 1.0) -> Workload:
     if not (math.isfinite(speedup) and 0 < speedup <= 1e6):
         raise InputError(f"--speedup must be a positive factor, got {speedup}")
     name = str(path)
-    kind, rows = _rows(name, read_text(path))
+    text = read_text(path)
+    kind, rows = _rows(name, text)
     if not rows:
         raise InputError(f"{name}: no requests")
     if len(rows) > MAX_REQUESTS:
@@ -149,4 +150,12 @@ def read_arrivals(path: str | Path, speedup: float = 1.0) -> Workload:
     n = len(rows)
     span = float(t.max() - t.min()) / speedup
     prompt_lengths, output_lengths = f"{n} from {name} ({i_key})", f"{n} from {name} ({o_key})"
-    return replayed(t, prompts, outputs, arrivals, prompt_lengths, output_lengths, speedup, span)
+    w = replayed(t, prompts, outputs, arrivals, prompt_lengths, output_lengths, speedup, span)
+    if kind == "mooncake":  # its hash_ids: block-level prefix hits
+        from dataclasses import replace
+
+        from roofline.serving.sim.blockcache import mooncake_prefix
+
+        info = mooncake_prefix(text, t)
+        w = w if info is None else replace(w, prefix=info)
+    return w

@@ -16,7 +16,14 @@ over one common span, so the classes overlap as they would in one pool.
 - Agents: a session of `turns` requests; turn k's prompt is turn k − 1's prompt + output + its
   own new tokens (`prompt`, the tool's result or the user's message), sent a tool wait after turn
   k − 1's last token (`tool_wait`, drawn per turn); every session starts with the class's
-  `system_prompt`, one prefix group for the class.
+  `system_prompt`, one prefix group for the class. `fan_out` K: each session's first turn
+  fans out K sub-agents arriving with it (a lead agent dispatching parallel sub-agents, as in
+  Anthropic's multi-agent research system, "How we built our multi-agent research system",
+  2025, 3-5 sub-agents in parallel), each a one-turn request whose prompt is the lead's first
+  context (system prompt + task) + its own `prompt` tokens, with its own `output`; the K share
+  one copy of the lead's context as a prefix group (computed by the first, hit by the rest
+  while cached). Simplification: the lead's own copy of that context is its conversation's,
+  not shared with its sub-agents (one extra copy per session, never more than K + 1).
 Samples and sessions stay on one replica (PrefixInfo.session routes them). A class's `priority`
 orders the engine's queue (roofline.serving.sim.priority).
 """
@@ -24,7 +31,7 @@ orders the engine's queue (roofline.serving.sim.priority).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -90,6 +97,8 @@ def _class_part(c: ClassSpec, rate: float, units: int, seed: int) -> _Part:
     none = np.full(m, -1, dtype=np.int64)
     zeros = np.zeros(m, dtype=np.int64)
     idx = np.arange(m, dtype=np.int64)
+    if c.fan_out:
+        return _fan_out(c, rate, units, seed, rng, t)
     if turns == 1:  # requests, or the n samples of each (sample j of unit u at u·n + j)
         unit = idx // n
         prompts = prompts[unit * n]  # the samples of a unit share its prompt
@@ -120,6 +129,42 @@ def _class_part(c: ClassSpec, rate: float, units: int, seed: int) -> _Part:
     arrival[:units] = t
     return _Part(arrival, full, outputs, group, shared, sess, history, succ, wait, turn, sess,
                  units)  # fmt: skip
+
+
+def _fan_out(c: ClassSpec, rate: float, units: int, seed: int, rng, t) -> _Part:
+    """Sessions (as _class_part's, any number of turns) and each one's `fan_out` sub-agents,
+    arriving with its first turn: the first turns, then the sub-agents (sub-agent j of session
+    s at units + s·K + j), then the later turns."""
+    base = _class_part(ClassSpec(**{**c.__dict__, "fan_out": 0}),
+                       rate, units, seed) if c.turns > 1 else None  # fmt: skip
+    k = c.fan_out
+    m_sub = units * k
+    own, _ = draw_lengths(c.prompt, m_sub + units, seed + 11, "prompt")
+    outs, _ = draw_lengths(c.output, m_sub + units, seed + 12, "output")
+    if base is None:  # one turn: the lead's request is its session
+        lead = own[:units] + c.system_prompt
+        z = np.zeros(units, dtype=np.int64)
+        base = _Part(t, lead, outs[:units], np.full(units, 0 if c.system_prompt else -1),
+                     np.full(units, c.system_prompt), np.arange(units), z,
+                     np.full(units, -1), np.zeros(units), z, np.arange(units), units)  # fmt: skip
+    sess = np.repeat(np.arange(units), k)
+    context = base.prompts[:units][sess]  # the lead's first prompt: system prompt + task
+    idx = np.arange(m_sub)
+    sub = (t[sess], context + own[units:], outs[units:], 1 + sess, context,
+           base.conv.max() + 1 + idx, np.zeros(m_sub, dtype=np.int64),
+           np.full(m_sub, -1), np.zeros(m_sub), np.zeros(m_sub, dtype=np.int64), sess)  # fmt: skip
+    shift = np.where(base.succ >= units, base.succ + m_sub, base.succ)  # later turns move down
+    cols = (base.arrival, base.prompts, base.outputs, base.group, base.shared, base.conv,
+            base.history, shift, base.wait, base.turn, base.session)  # fmt: skip
+    o = [np.concatenate([a[:units], b, a[units:]]) for a, b in zip(cols, sub, strict=True)]
+    return _Part(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], units + m_sub)
+
+
+def _retention_code(c: ClassSpec) -> int:
+    """The class's retention as an index of kvtiers.RETENTIONS (-1: the deployment's)."""
+    from roofline.serving.sim.kvtiers import RETENTIONS
+
+    return RETENTIONS.index(c.retention) if c.retention else -1
 
 
 def _merge(mix, parts, rates, seq_rate, requests, seed, rate) -> Workload:
@@ -159,6 +204,9 @@ def _merge(mix, parts, rates, seq_rate, requests, seed, rate) -> Workload:
     group, shared, conv, history = group[perm], shared[perm], conv[perm], history[perm]
     wait, turn, session, klass = wait[perm], turn[perm], session[perm], klass[perm]
     info = PrefixInfo(group, shared, conv, history, succ, 0.0, n_first, turn, wait, session)
+    codes = np.array([_retention_code(c) for c in mix.classes], dtype=np.int64)
+    if np.any(codes >= 0):  # a class's own retention between turns
+        info = replace(info, retention=codes[klass])
     prio = np.array([c.priority for c in mix.classes], dtype=np.int64)[klass]
     desc = {
         "arrivals": f"{len(mix.classes)} classes from {mix.where}, Poisson each, "

@@ -13,9 +13,10 @@
   times), starting from round robin, LEAST_LOADED_PASSES passes in all; vLLM's counts are
   published every 100 ms, a staleness not modelled.
 
-Prefix-aware routing (conversations kept on the replica holding their KV) comes through the same
-interface; until then a workload with shared prefixes or turns keeps its conversations' replica
-(serving.sim.prefixcache.replica_selection) and a closed loop its users', both round robin.
+- affinity and cache-aware: prefix-aware routing of a workload with shared prefixes, turns or
+  sessions (roofline.serving.sessionroute, where round robin and least-loaded also route such a
+  workload turn by turn). Without prefixes affinity deals round robin and cache-aware routes
+  least-loaded (nothing to match). A closed loop keeps its users' replica, round robin.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 
 from roofline.domain.errors import InputError
 
-ROUTERS = ("least-loaded", "round-robin")
+ROUTERS = ("least-loaded", "round-robin", "affinity", "cache-aware")
 DEFAULT_ROUTER = "least-loaded"
 LEAST_LOADED_PASSES = 3  # round robin, then two least-loaded passes on the last one's times
 WAITING_WEIGHT = 4  # vLLM's score: 4 × waiting + running
@@ -34,6 +35,10 @@ ROUTER_SOURCE = {
     "least-loaded": "vLLM's data-parallel balancer: the replica with the least 4 x waiting +"
     " running requests (vllm/v1/engine/core_client.py, DPLBAsyncMPClient)",
     "round-robin": "request i to replica i mod N",
+    "affinity": "every turn of a session on one replica (session mod N: sticky sessions, llm-d's"
+    " session affinity)",
+    "cache-aware": "SGLang's router cache_aware policy: the replica whose prompt tree matches over"
+    " 0.3 of the prompt unless the load is imbalanced (sgl-model-gateway router_args.py)",
 }
 
 

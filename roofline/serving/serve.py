@@ -52,7 +52,9 @@ from roofline.serving.router import (
     least_loaded,
     round_robin,
 )
+from roofline.serving.sessionroute import session_passes
 from roofline.serving.sim.drafting import DraftConfig, DraftRound, choose, speculative_steps
+from roofline.serving.sim.kvtiers import KvHierarchy
 from roofline.serving.sim.multistep import amortised
 from roofline.serving.sim.prefixcache import replica_selection
 from roofline.serving.sim.record import RunRecord
@@ -76,6 +78,7 @@ class Replica:
     model: ModelArch | None = None  # what it serves (the capacity bounds count its ops)
     drafting: DraftRound | None = None  # the speculative round its decode steps run (None: plain)
     engine: str = ""  # the engine's name (its priority rules: roofline.serving.sim.priority)
+    kv: KvHierarchy | None = None  # tiers below HBM, retention (roofline.serving.sim.kvtiers)
 
     @property
     def gpus(self) -> int:
@@ -218,10 +221,10 @@ def run_replicas(
     prefixes; a closed loop's users and a prefix workload's conversations stay round robin."""
     steps = rep.ideal if ideal else rep.expected
 
-    def simulate(sel: slice | np.ndarray, pfx=None, users=None) -> RunRecord:
+    def simulate(sel: slice | np.ndarray, pfx=None, users=None, arrival=None) -> RunRecord:
         rec = simulate_requests(
             steps,
-            w.arrival_s[sel],
+            w.arrival_s[sel] if arrival is None else arrival,
             w.prompts[sel],
             w.outputs[sel],
             rep.rules,
@@ -231,9 +234,15 @@ def run_replicas(
             prefix=pfx,
             priority=None if w.priority is None else w.priority[sel],
             priority_preemption=PRIORITY_PREEMPTION.get(rep.engine),
+            kv=rep.kv,
+            kv_gpus=rep.gpus,
         )
         return rec if w.klass is None else replace(rec, klass=w.klass[sel])
 
+    if sessions_routed(w, replicas, router) and not one:  # turn by turn (sessionroute)
+        return session_passes(
+            w, replicas, router, lambda o, pfx, t: simulate(o, pfx, None, t), LEAST_LOADED_PASSES
+        )
     if routed_least_loaded(w, replicas, router) and not one:
         sels = round_robin(w.n, replicas)
         for _ in range(LEAST_LOADED_PASSES - 1):
@@ -260,8 +269,25 @@ def run_replicas(
 
 
 def routed_least_loaded(w: Workload, replicas: int, router: str) -> bool:
-    """Whether `router` least-loaded applies to `w` (an open loop without shared prefixes)."""
-    return router == "least-loaded" and replicas > 1 and w.prefix is None and w.concurrency is None
+    """Whether `router` least-loaded applies to `w` (an open loop without shared prefixes;
+    cache-aware has nothing to match there and balances the load the same way)."""
+    balance = router in ("least-loaded", "cache-aware")
+    return balance and replicas > 1 and w.prefix is None and w.concurrency is None
+
+
+def sessions_routed(w: Workload, replicas: int, router: str) -> bool:
+    """Whether `w`'s prefixes, turns or sessions are routed turn by turn (every router but
+    affinity, which keeps the replica_selection path: a session on one replica)."""
+    return router != "affinity" and replicas > 1 and w.prefix is not None and w.concurrency is None
+
+
+def router_used(w: Workload, replicas: int, router: str) -> str:
+    """The router the fleet's figures rest on ("": one replica)."""
+    if replicas == 1:
+        return ""
+    if sessions_routed(w, replicas, router) or (router == "affinity" and w.prefix is not None):
+        return router
+    return "least-loaded" if routed_least_loaded(w, replicas, router) else "round-robin"
 
 
 def steady_state(
@@ -401,8 +427,7 @@ def serve(
         evaluate(rep, w, slo, replicas, one_replica, capacity, router, ideal, runs)
         for ideal in ((False,) if expected_only else (True, False))
     ]
-    used = router if routed_least_loaded(w, replicas, router) else "round-robin"
-    return ServeResult(out[0], out[-1], replicas, used if replicas > 1 else "")
+    return ServeResult(out[0], out[-1], replicas, router_used(w, replicas, router))
 
 
 def evaluate(

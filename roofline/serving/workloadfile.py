@@ -20,6 +20,8 @@ SLOs and priority, and the reasoning and agent fields (docs/COMMANDS.md "Workloa
         system_prompt: 8000  # tokens every session starts with, shared through the prefix cache
         turns: 10            # requests per session; each turn's prompt holds the history
         tool_wait: lognormal:median=2s,sigma=0.8   # or a fixed time: 2s
+        fan_out: 4           # sub-agents fanned out from each session's first context
+        retention: pinned    # its KV between turns: cache, pinned, offload or drop (--retention)
 
 Every error names the file, the class and the key. The builder is roofline.serving.mix.
 """
@@ -41,7 +43,7 @@ TOP_KEYS = {"rate", "classes", "description"}
 CLASS_KEYS = {
     "name", "share", "rate", "prompt", "output", "slo_ttft", "slo_tpot", "priority",
     "thinking_budget", "thinking_tokens", "thinking_share", "n", "share_prompt",
-    "system_prompt", "turns", "tool_wait",
+    "system_prompt", "turns", "tool_wait", "fan_out", "retention",
 }  # fmt: skip
 MAX_CLASSES = 32
 
@@ -85,10 +87,12 @@ class ClassSpec:
     system_prompt: int = 0
     turns: int = 1
     tool_wait: Wait = Wait()
+    fan_out: int = 0  # sub-agents per session, fanned out from its first turn's context
+    retention: str | None = None  # KV between turns (serving.sim.kvtiers; None: --retention)
 
     @property
     def sequences_per_arrival(self) -> int:
-        return self.n * self.turns
+        return self.n * self.turns + self.fan_out
 
 
 @dataclass(frozen=True)
@@ -187,7 +191,8 @@ def _class(c: Any, i: int, where: str) -> ClassSpec:
         if key in c:
             kw[f"{key}_s"] = _seconds(c[key], f"{at}: {key}")
     ints = {"priority": (-1_000_000, 1_000_000), "thinking_budget": (0, 1_000_000),
-            "n": (1, 64), "system_prompt": (0, 1_000_000), "turns": (1, 100)}  # fmt: skip
+            "n": (1, 64), "system_prompt": (0, 1_000_000), "turns": (1, 100),
+            "fan_out": (0, 64)}  # fmt: skip
     for key, (lo, hi) in ints.items():
         if key in c:
             v = c[key]
@@ -208,6 +213,17 @@ def _class(c: Any, i: int, where: str) -> ClassSpec:
         kw["tool_wait"] = _wait(c["tool_wait"], f"{at}: tool_wait")
         if kw.get("turns", 1) == 1:
             raise InputError(f"{at}: tool_wait needs turns (the waits are between turns)")
+    if "retention" in c:
+        from roofline.serving.sim.kvtiers import RETENTIONS
+
+        if c["retention"] not in RETENTIONS:
+            raise InputError(f"{at}: retention must be one of {', '.join(RETENTIONS)}")
+        if kw.get("turns", 1) == 1:
+            raise InputError(f"{at}: retention needs turns (it is the KV kept between them)")
+        kw["retention"] = c["retention"]
+    if kw.get("fan_out") and kw.get("n", 1) > 1:
+        raise InputError(f"{at}: fan_out is for agent sessions; n samples and fan_out together"
+                         " are not modelled")  # fmt: skip
     if kw.get("n", 1) > 1 and kw.get("turns", 1) > 1:
         raise InputError(f"{at}: n samples and turns together are not modelled; pick one")
     return ClassSpec(**kw)

@@ -107,13 +107,14 @@ a{color:inherit}h2{break-after:avoid}table{break-inside:auto}tr{break-inside:avo
 
 
 def _content(doc: Mapping[str, Any]) -> Content:
-    from roofline.render.html import fleet, report, static, traffic
+    from roofline.render.html import fleet, fleetspread, report, static, traffic
 
     table: dict[str, Callable[[Mapping[str, Any]], Content]] = {
         **traffic.CONTENT,
         **static.CONTENT,
         **report.CONTENT,
         **fleet.CONTENT,
+        **fleetspread.CONTENT,
     }
     fn = table.get(str(doc.get("command")))
     return fn(doc) if fn else Content()

@@ -2,7 +2,7 @@
 budget goes to the prompts in prefill first come, first served (vLLM's chunked prefill), so a
 span of k steps with `room` prefill tokens a step reaches only the head of the queue whose
 tokens left first cover k × room; the prompts behind it get none. Every prompt in prefill has at
-least one token left (prefixcache.PrefixCache.admit finds at most prompt − 1 tokens cached), so
+least one token left (PrefixCache.admit and BlockCache.admit find at most prompt − 1 cached), so
 a prompt behind the head would neither advance nor finish in the span: the span's time, its
 tokens and the prompts it completes are those of the whole queue (StepModel.span_s)."""
 

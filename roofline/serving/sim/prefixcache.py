@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.domain.errors import InputError
+from roofline.serving.sim.kvtiers import RETENTIONS, TierStore
+from roofline.serving.sim.prefixreport import PrefixReport, PrefixStats, prefix_report
 
 MAX_TURNS = 1000
 
@@ -140,6 +142,11 @@ class PrefixInfo:
     turn: np.ndarray  # 0 for a conversation's first turn
     wait_s: np.ndarray | None = None  # per request, its own wait after its predecessor
     session: np.ndarray | None = None  # per request, what keeps it on one replica (None: conv)
+    hashes: np.ndarray | None = None  # per request, its blocks' hash ids (sim.blockcache)
+    hash_block_tokens: int = 512  # tokens per hashed block
+    # per request, its class's retention between turns (an index of kvtiers.RETENTIONS; -1 or
+    # None: the deployment's --retention)
+    retention: np.ndarray | None = None
 
     def think_at(self, i: int) -> float:
         """Seconds request i is sent after its predecessor's last token reached the client."""
@@ -161,6 +168,9 @@ class PrefixInfo:
             self.turn[sel],
             None if self.wait_s is None else self.wait_s[sel],
             None if self.session is None else self.session[sel],
+            None if self.hashes is None else self.hashes[sel],
+            self.hash_block_tokens,
+            None if self.retention is None else self.retention[sel],
         )
 
     def possible_hit_tokens(self, prompts: np.ndarray, block: int) -> np.ndarray:
@@ -183,29 +193,23 @@ def replica_selection(info: PrefixInfo, n: int, replicas: int, j: int) -> np.nda
     return np.flatnonzero(info.conv % replicas == j)
 
 
-@dataclass(frozen=True)
-class PrefixStats:
-    """What the cache did in one simulation (tokens over every prefill pass)."""
-
-    received_tokens: int  # prompt tokens of the prefill passes (a recompute's included)
-    hit_tokens: int  # of them found cached
-    possible_tokens: int  # found cached had nothing been evicted
-    evicted_blocks: float
-    held_block_integral: float  # ∫ blocks the cache holds (pinned shared + idle) dt
-    block_tokens: int
-    first_hit: np.ndarray  # tokens each request's first prefill found cached (-1: none ran)
-    prompts: np.ndarray
-    turn: np.ndarray
-
-
 class PrefixCache:
     """The cache's state in one simulation. The scheduler counts every sequence's blocks in
     full (blocks(context)); `admit` and `release` return the change of a correction it adds to
     its KV in use: − the group blocks each active sequence counts + the group blocks pinned once.
     Idle blocks lie in the free space and are evicted (`fit`) when the KV in use needs it."""
 
-    def __init__(self, info: PrefixInfo, block: int) -> None:
+    def __init__(
+        self, info: PrefixInfo, block: int, store: TierStore | None = None, retention: str = "cache"
+    ) -> None:
+        """`store`: the tiers below HBM (roofline.serving.sim.kvtiers); `retention` what a
+        finished turn with a next turn leaves (kvtiers: cache, pinned, offload, drop)."""
         self.info, self.blk = info, block
+        self.store, self.retention = store, retention
+        self.tier_hits = [0] * (0 if store is None else len(store.levels))
+        self.load_s = 0.0  # tier loads not yet charged to the engine's time (the scheduler's)
+        self.load_total_s = 0.0
+        self.pinned_conv: dict[int, int] = {}  # a session's blocks held between turns
         self.group_blocks: dict[int, int] = {}  # cached blocks of a group's prefix
         self.pins: dict[int, int] = {}  # active sequences using a group
         self.conv_total: dict[int, int] = {}  # cached blocks of a conversation, from token 0
@@ -255,11 +259,25 @@ class PrefixCache:
             chain = hit_g == g_r
         hit = hit_g
         total = self.conv_total.pop(c, 0)
+        held = self.pinned_conv.pop(c, 0)
+        if held:  # pinned between turns: now the sequence counts them
+            self.pinned_blocks -= held
+            delta -= held
         if total:
             own = self.idle.pop((1, c), 0)
             self.idle_blocks -= own
             if chain:
                 hit = max(hit, min(total, cap))
+        if self.store is not None and chain:
+            level, kept = self.store.take(c)
+            extra = min(kept, cap) - hit
+            if level >= 0 and extra > 0 and self.store.worth[level]:  # loaded back from a tier
+                t = extra * self.store.load_s[level]
+                self.load_s += t
+                self.load_total_s += t
+                if count:
+                    self.tier_hits[level] += extra * blk
+                hit += extra
         seen_c = min(self.seen.get((1, c), 0), cap)
         possible = max(possible, seen_c)
         if count:
@@ -269,22 +287,34 @@ class PrefixCache:
             self.possible += max(possible, hit) * blk
         return hit * blk, delta
 
-    def release(self, r: int, kv_tokens: int, keep: bool = True) -> int:
+    def release(self, r: int, kv_tokens: int, keep: bool = True, ended: bool = False) -> int:
         """Sequence r leaves (finished or preempted) holding the KV of `kv_tokens` tokens; its
-        own full blocks stay cached when `keep` (not for a swap, whose KV leaves the device).
-        Returns the change of the correction."""
+        own full blocks stay cached when `keep` (not for a swap, whose KV leaves the device),
+        as the retention policy says when it `ended` and a next turn follows. Returns the
+        change of the correction."""
         info, blk = self.info, self.blk
         g, c = int(info.group[r]), int(info.conv[r])
         g_r = self.counted.pop(r, 0)
+        delta = g_r
         if keep:
             total = kv_tokens // blk
             own = max(total - g_r, 0)
-            if own:
-                self.idle[(1, c)] = own
-                self.idle_blocks += own
-            self.conv_total[c] = total
+            retain = "cache"
+            if ended and info.succ[r] >= 0:  # a next turn follows: the class's or the policy
+                retain = _retention_of(info, r, self.retention)
+            if retain == "pinned" and own:
+                self.pinned_conv[c] = own
+                self.pinned_blocks += own
+                delta += own
+                self.conv_total[c] = total
+            elif retain == "offload" and self.store is not None:
+                self.store.put(c, total)
+            elif retain == "cache" or retain == "pinned":
+                if own:
+                    self.idle[(1, c)] = own
+                    self.idle_blocks += own
+                self.conv_total[c] = total
             self.seen[(1, c)] = max(self.seen.get((1, c), 0), total)
-        delta = g_r
         if g >= 0:
             self.pins[g] -= 1
             self.seen[(0, g)] = max(self.seen.get((0, g), 0), self.group_blocks[g])
@@ -295,6 +325,19 @@ class PrefixCache:
                 if b:
                     self.idle[(0, g)] = b
                     self.idle_blocks += b
+        return delta
+
+    def unpin_all(self) -> int:
+        """Pinned sessions go back to the evictable cache, least recently pinned first (the
+        engine has nothing running and a waiting request that needs their room: pins yield to
+        memory pressure rather than stall the engine). Returns the change of the correction."""
+        delta = 0
+        for c, own in self.pinned_conv.items():
+            self.idle[(1, c)] = own
+            self.idle_blocks += own
+            self.pinned_blocks -= own
+            delta -= own
+        self.pinned_conv.clear()
         return delta
 
     def fit(self, free_blocks: float) -> None:
@@ -314,6 +357,8 @@ class PrefixCache:
             if kind == 0:
                 self.group_blocks[k] -= take
             else:
+                if self.store is not None:  # spilled to the first tier below HBM
+                    self.store.put(k, self.conv_total[k])
                 self.conv_total[k] -= take
                 if take == b:
                     self.conv_total.pop(k, None)
@@ -336,44 +381,16 @@ class PrefixCache:
             first,
             np.asarray(prompts),
             self.info.turn,
+            tuple(self.tier_hits),
+            self.load_total_s,
         )
 
 
-@dataclass(frozen=True)
-class PrefixReport:
-    """The cache over a run, all replicas: hit rate = prefill tokens found cached / received."""
-
-    hit_rate: float
-    possible_hit_rate: float  # had nothing been evicted (prefixes seen before)
-    prefill_tokens_received: int
-    prefill_tokens_computed: int
-    evicted_blocks: float
-    cache_kv_blocks: float  # time-averaged blocks held by the cache, per replica
-    block_tokens: int
-    cached_share_by_turn: tuple[float, ...]  # mean share of a turn's prompt found cached
+def _retention_of(info: PrefixInfo, r: int, default: str) -> str:
+    """Request r's class's retention (a workload file's `retention`), else `default`."""
+    code = -1 if info.retention is None else int(info.retention[r])
+    return RETENTIONS[code] if code >= 0 else default
 
 
-def prefix_report(stats: list[PrefixStats], spans_s: list[float]) -> PrefixReport | None:
-    if not stats:
-        return None
-    rec = sum(s.received_tokens for s in stats)
-    hit = sum(s.hit_tokens for s in stats)
-    pos = sum(s.possible_tokens for s in stats)
-    held = sum(s.held_block_integral / max(t, 1e-30) for s, t in zip(stats, spans_s, strict=True))
-    ran = np.concatenate([s.first_hit >= 0 for s in stats])
-    share = np.concatenate([s.first_hit / s.prompts for s in stats])[ran]
-    turn = np.concatenate([s.turn for s in stats])[ran]
-    top = int(turn.max()) + 1 if turn.size else 0
-    by_turn = tuple(
-        float(share[turn == k].mean()) if np.any(turn == k) else 0.0 for k in range(top)
-    )
-    return PrefixReport(
-        hit / rec if rec else 0.0,
-        pos / rec if rec else 0.0,
-        rec,
-        rec - hit,
-        sum(s.evicted_blocks for s in stats),
-        held / len(stats),
-        stats[0].block_tokens,
-        by_turn,
-    )
+__all__ = ["PrefixCache", "PrefixConfig", "PrefixInfo", "PrefixReport", "PrefixStats",
+           "prefix_report", "replica_selection"]  # fmt: skip

@@ -37,8 +37,11 @@ from roofline.domain.errors import InputError
 from roofline.engines.scheduler import EngineRules, Frontend
 from roofline.serving.sim.admission import Admission
 from roofline.serving.sim.apiserver import ApiQueue
+from roofline.serving.sim.arrivalqueue import ArrivalQueue
+from roofline.serving.sim.blockcache import BlockCache
 from roofline.serving.sim.chunked import chunk_head
 from roofline.serving.sim.decoders import Decoders
+from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
 from roofline.serving.sim.steps import StepModel
@@ -57,6 +60,8 @@ def simulate_requests(
     prefix: PrefixInfo | None = None,
     priority: np.ndarray | None = None,
     priority_preemption: int | None = None,
+    kv: KvHierarchy | None = None,
+    kv_gpus: int = 1,
 ) -> RunRecord:
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
@@ -65,14 +70,21 @@ def simulate_requests(
     None: none, as for the ideal). `prefix`: shared prefixes and conversations, cached
     (roofline.serving.sim.prefixcache; a later turn arrives when its predecessor is done).
     `priority` per request (lower first; roofline.serving.sim.priority), and
-    `priority_preemption` the engine's threshold for preempting to admit (None: never)."""
+    `priority_preemption` the engine's threshold for preempting to admit (None: never). `kv`:
+    tiers below HBM and the retention between turns (roofline.serving.sim.kvtiers), over a
+    replica of `kv_gpus` GPUs."""
     sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
+    if kv is not None and sim.cache is not None:
+        store = TierStore.build(kv, rules.block_tokens, steps.kv_bytes_per_token, kv_gpus)
+        store.choose(steps.prefill_step_s([2048]) / 2048 * rules.block_tokens)
+        sim.cache.store, sim.cache.retention = store, kv.retention
+        sim.cache.tier_hits = [0] * len(store.levels)
     sim.prio = None if priority is None else np.asarray(priority, dtype=np.int64).tolist()
     sim.prio_preempt = priority_preemption
     return sim.run(release_until_s)
 
 
-class _Sim(Decoders, Admission):
+class _Sim(ArrivalQueue, Decoders, Admission):
     """The state of one simulation, in Python scalars (the spans are short; numpy only when the
     KV budget is near or a layer has a window); the decoding sequences in closed form
     (Decoders)."""
@@ -93,7 +105,8 @@ class _Sim(Decoders, Admission):
         arrival = np.array(arrival_s, dtype=float)
         # requests n_in… (later turns) arrive when released by their predecessors (`later`)
         self.n_in = n if pfx is None else pfx.n_first
-        self.cache = None if pfx is None else PrefixCache(pfx, rules.block_tokens)
+        cache_type = PrefixCache if pfx is None or pfx.hashes is None else BlockCache
+        self.cache = None if pfx is None else cache_type(pfx, rules.block_tokens)
         self.succ = [-1] * n if pfx is None else pfx.succ.tolist()
         self.later: list[tuple[float, int]] = []
         arrival[self.n_in :] = math.inf
@@ -171,32 +184,6 @@ class _Sim(Decoders, Admission):
             self.cache.tick(dt)
         self.now = end
 
-    def arrive(self, na: int, end: float, wait: float) -> None:
-        """Requests na… that arrived by `end` queue from their arrival (`wait`: the queue's time
-        over the span so far)."""
-        arr = self.arr
-        j = bisect_right(arr, end, na, self.n_in)
-        if j < len(self.arr_cum):
-            wait += end * (j - na) - (self.arr_cum[j] - self.arr_cum[na])
-        else:  # closed loop: released arrivals are not in the prefix sums
-            wait += sum(end - a for a in arr[na:j])
-        self.waiting.extend(range(na, j))  # they wait from now on
-        self.na = j
-        self.acc["wait"] += wait
-
-    def land(self, end: float) -> None:
-        """Later turns released by `end` queue from their arrival."""
-        later = self.later
-        while later and later[0][0] <= end:
-            t, i = heappop(later)
-            self.waiting.append(i)
-            self.acc["wait"] += end - t
-
-    def next_arrival(self) -> float:
-        na = self.na
-        t = self.arr[na] if na < self.n_in else math.inf
-        return min(t, self.later[0][0]) if self.later else t
-
     def finish(self, r: int) -> None:
         now = self.now
         self.finish_s[r] = now
@@ -205,7 +192,9 @@ class _Sim(Decoders, Admission):
         self.committed -= self.commit[r]
         self.commit[r] = 0.0
         if self.cache is not None:  # its blocks stay cached; the next turn follows
-            self.reserved += self.cache.release(r, self.prompts[r] + self.outputs[r] - 1)
+            self.reserved += self.cache.release(
+                r, self.prompts[r] + self.outputs[r] - 1, True, True
+            )
             i = self.succ[r]
             if i >= 0:
                 sent, arr = self.api.resend(now, wait)
@@ -336,7 +325,13 @@ class _Sim(Decoders, Admission):
                 self.now = t_next  # idle until the next arrival
                 continue
             if waiting and len(active) < max_seqs and not self.ms_left:  # multi-step: at the end
+                if not active and cache is not None and cache.pinned_conv:
+                    self.reserved += cache.unpin_all()  # pins yield rather than stall
                 self.admit()
+                if cache is not None and cache.load_s:  # KV loaded from a lower tier
+                    t_load, cache.load_s = cache.load_s, 0.0
+                    acc["prefill"] += t_load
+                    self.advance(t_load, 0, self.reserved)
             n_dec = len(decoding)
             G = self.G
             total = float(self.S + n_dec * G)
