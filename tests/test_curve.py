@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.cli import day as day_cli
+from roofline.domain.errors import InputError
 from roofline.serving.day import DayRates, plan_day
 from roofline.serving.dayfile import read_day
 
@@ -138,12 +139,37 @@ def test_curve_formats_are_detected_and_said(tmp_path, name, text, step_s, says)
     assert c.description.startswith(says) and str(f) in c.description
 
 
-def test_an_arrival_log_is_binned():
+def _even_log(path, n: int, gap_s: float):
+    """A roofline JSONL log of `n` arrivals `gap_s` apart."""
+    lines = [
+        f'{{"arrival_s": {i * gap_s:.4f}, "input_tokens": 100, "output_tokens": 10}}'
+        for i in range(n)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_arrival_log_is_binned_in_windows_of_100_requests(tmp_path):
+    """1,000 arrivals 0.1 s apart span 99.9 s: a 1 s window holds 10 (< 100), a 10 s window
+    100: nine windows, the last running on to the last arrival (19.9 s, 200 arrivals); rates
+    100 / 10 = 10 req/s and 200 / 19.9 = 10.05 req/s; every arrival counted."""
+    c = read_day(_even_log(tmp_path / "even.jsonl", 1000, 0.1))
+    assert c.duration_s.tolist()[:-1] == [10.0] * 8
+    assert c.duration_s[-1] == pytest.approx(19.9)
+    assert c.rate[:-1].tolist() == pytest.approx([10.0] * 8)
+    assert c.rate[-1] == pytest.approx(200 / 19.9)
+    assert (c.rate * c.duration_s).sum() == pytest.approx(1000)
+    assert "counted per 10 s (9 windows" in c.description
+
+
+def test_a_log_too_small_for_a_curve_is_refused_with_the_reason(run, tmp_path):
+    """The 20-request BurstGPT sample: no window holds 100 requests twice (it was binned per
+    second, and its SLO attainment was noise)."""
     log = Path(__file__).resolve().parent.parent / "examples" / "arrivals" / "burstgpt_sample.csv"
-    rows = log.read_text().strip().splitlines()[1:]
-    c = read_day(log)
-    assert (c.rate * c.duration_s).sum() == pytest.approx(len(rows))  # every arrival counted
-    assert "burstgpt log" in c.description and "counted per" in c.description
+    with pytest.raises(InputError, match="20 arrivals over 16 s: too few for a day's curve"):
+        read_day(log)
+    r = run("size", "llama-3.1-8b", "--hardware", "h100", "--traffic-curve", str(log))
+    assert r.code == 2 and "too few for a day's curve" in r.stderr
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ from roofline.catalog.kernels import KernelEntry
 from roofline.catalog.schema import NUM
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
+from roofline.catalog.spot import SPOT_KEYS, spot_fields
 from roofline.domain.errors import CatalogError, UnknownEntryError
 from roofline.domain.hardware import Accelerator, Efficiency, Price, Tier
 from roofline.domain.model import ModelArch
@@ -442,6 +443,7 @@ _PRICE_KEYS = {
     "power_source": (str, True),
     "uncertain": (list, False),
     "notes": (str, False),
+    "spot": (dict, False),
 }
 
 
@@ -473,11 +475,17 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
             _check(f"{where}: offer #{j + 1}", offer, _OFFER_KEYS)
         if d["id"] in out:
             raise CatalogError(f"{where}: duplicate id")
+        spot = d.get("spot")
+        if spot is not None:
+            _check(f"{where}: spot", spot, SPOT_KEYS)
+            for j, offer in enumerate(spot["offers"]):
+                _check(f"{where}: spot offer #{j + 1}", offer, _OFFER_KEYS)
         out[d["id"]] = Price(
             d["id"],
             _positive(where, "usd_per_gpu_hour", d["usd_per_gpu_hour"]),
             _positive(where, "board_power_w", d["board_power_w"]),
             f"{path.name}: median of {len(d['offers'])} on-demand offers; {d['power_source']}",
+            *spot_fields(where, spot, path.name),
         )
     if cached is None:  # only a file without problems is cached
         _PARSED.put(path, raw)

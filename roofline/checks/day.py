@@ -7,6 +7,7 @@ as `size` finds it. Pure: returns Check records."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from roofline.checks.limits import Check
 from roofline.domain.hardware import Accelerator
@@ -21,6 +22,9 @@ from roofline.serving.serve import make_replica
 from roofline.serving.workload import make_workload
 from roofline.step.ops import Deployment
 
+if TYPE_CHECKING:
+    from roofline.serving.confidence import Edges
+
 
 @dataclass(frozen=True)
 class DayLimits:
@@ -32,6 +36,7 @@ class DayLimits:
     max_replicas: int | None  # the autoscaler's ceiling (the spec's dp or gpus), None: none
     max_gpu_hours_per_day: float | None = None
     min_slo_attainment: float | None = None  # a share, 0 to 1
+    edges: Edges | None = None  # --confidence's band edges (serving.confidence); None: expected
 
 
 def run_day_checks(
@@ -58,6 +63,10 @@ def run_day_checks(
     cap = max_rate_within_slo(rep, w, slo, sat, ideal, seed) if has_slo else sat
     basis = f"p{slo.pct:g} SLO capacity" if has_slo else "saturation"
     kind = "ideal" if ideal else "expected"
+    e, cap_exp = limits.edges, cap
+    if e is not None and not e.neutral and cap > 0:  # sized to the bands' pessimistic edge:
+        own = max_rate_within_slo(rep, w, e.slo(slo), sat, ideal, seed) if has_slo else sat
+        cap, kind = min(cap * e.capacity, own), f"{e.level} edge of the {kind}"  # as size does
     wanted = [
         (n, lim)
         for n, lim in (
@@ -68,11 +77,19 @@ def run_day_checks(
     ]
     if cap <= 0:
         return [
-            Check(n, False, lim, float("nan"), "", "misses the SLOs even at light load")
+            Check(n, False, lim, float("nan"), "", f"{kind}: misses the SLOs even at light load")
             for n, lim in wanted
         ]
     day = plan_day(limits.day_rates, cap, limits.headroom, delay, max_replicas=limits.max_replicas)
     gpu_h = day.replica_hours_per_day * rep.gpus
+    exp_text = ""
+    if cap != cap_exp:  # the expected figures' day beside the confidence's
+        exp_day = plan_day(limits.day_rates, cap_exp, limits.headroom, delay,
+                           max_replicas=limits.max_replicas)  # fmt: skip
+        exp_text = (
+            f"; expected {exp_day.replica_hours_per_day * rep.gpus:,.1f} GPU-hours,"
+            f" {exp_day.slo_attainment:.2%} attainment"
+        )
     ceiling = f", at most {limits.max_replicas}" if limits.max_replicas is not None else ""
     fleet = (
         f"{int(day.ordered.min())}-{int(day.ordered.max())} replicas{ceiling} of {rep.gpus} GPU(s),"
@@ -85,14 +102,14 @@ def run_day_checks(
             static = day.static_replica_hours_per_day * rep.gpus
             detail = (
                 f"{gpu_h:,.1f} GPU-hours/day ({fleet}; static peak {static:,.1f}) vs limit"
-                f" {limit:,.1f} ({(gpu_h / limit - 1) if limit else 0.0:+.1%})"
+                f" {limit:,.1f} ({(gpu_h / limit - 1) if limit else 0.0:+.1%}){exp_text}"
             )
             out.append(Check(name, ok, limit, value, "GPU-hours/day", detail))
         else:
             value, ok = day.slo_attainment, day.slo_attainment >= limit
             detail = (
                 f"{value:.2%} of the day's requests within the ready replicas' capacity ({fleet};"
-                f" scale-up delay {fmt_seconds(delay)}, {how}) vs limit {limit:.2%}"
+                f" scale-up delay {fmt_seconds(delay)}, {how}) vs limit {limit:.2%}{exp_text}"
             )
             out.append(Check(name, ok, limit, value, "share", detail))
     return out

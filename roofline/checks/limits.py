@@ -16,6 +16,7 @@ from roofline.step.ops import Deployment
 from roofline.step.phases import decode, prefill, request
 
 if TYPE_CHECKING:
+    from roofline.serving.confidence import Edges
     from roofline.serving.serve import ServeResult
 
 
@@ -186,6 +187,7 @@ class TrafficLimits:
     min_goodput: float | None = None  # requests/s meeting both p99 limits as per-request SLOs
     min_prefix_hit_rate: float | None = None  # share of prefill tokens found in the prefix cache
     pct: float = 99.0  # the percentile the TTFT/TPOT limits are judged at (serve's --slo-pct)
+    edges: Edges | None = None  # --confidence's band edges (serving.confidence); None: expected
 
 
 def serve_at(
@@ -227,18 +229,36 @@ def serve_at(
     return serve(rep, w, slo, replicas, capacity=replica_capacity(rep, w))
 
 
-def traffic_checks(res: ServeResult, limits: TrafficLimits, ideal: bool = False) -> list[Check]:
+def traffic_checks(
+    res: ServeResult, limits: TrafficLimits, ideal: bool = False, queue: ServeResult | None = None
+) -> list[Check]:
     """TTFT and TPOT at limits.pct (p99 unless a spec's slo_pct says; the check named for it),
     goodput and the prefix cache's hit rate of a run at limits.rate (serve_at) against `limits`
-    (no prefix cache in the run: no hit)."""
+    (no prefix cache in the run: no hit).
+    At a confidence (limits.edges, serving.confidence: `queue` is the same requests served at
+    the rate ÷ the throughput band's low edge) each latency is the worse of the queue's and the
+    run's × its band's high edge, as `size --confidence` sizes (both must hold), and goodput
+    the queue's × the low edge (the same requests at the real fleet's pace)."""
     m = res.ideal if ideal else res.expected
+    e = limits.edges if queue is not None else None
     kind = f"{'ideal' if ideal else 'expected'} at {limits.rate:g} req/s"
+    q = (queue.ideal if ideal else queue.expected) if queue is not None else m
+    if e is not None:
+        kind = f"{e.level} edge at {limits.rate:g} req/s"
     out = []
     p, p99 = f"p{limits.pct:g}", limits.pct == 99.0
+
+    def tail(x, what: str) -> float:
+        return getattr(x, f"{what}_s").p99 if p99 else getattr(x, f"slo_{what}_s")
+
+    ttft, tpot, good = tail(m, "ttft"), tail(m, "tpot"), m.goodput_requests_per_s
+    if e is not None:
+        ttft, tpot = max(tail(q, "ttft"), ttft * e.ttft), max(tail(q, "tpot"), tpot * e.tpot)
+        good = q.goodput_requests_per_s * e.capacity
     for name, limit, value, smaller in (
-        (f"max_ttft_{p}", limits.max_ttft_p99_s, m.ttft_s.p99 if p99 else m.slo_ttft_s, True),
-        (f"max_tpot_{p}", limits.max_tpot_p99_s, m.tpot_s.p99 if p99 else m.slo_tpot_s, True),
-        ("min_goodput", limits.min_goodput, m.goodput_requests_per_s, False),
+        (f"max_ttft_{p}", limits.max_ttft_p99_s, ttft, True),
+        (f"max_tpot_{p}", limits.max_tpot_p99_s, tpot, True),
+        ("min_goodput", limits.min_goodput, good, False),
     ):
         if limit is None:
             continue
@@ -251,7 +271,7 @@ def traffic_checks(res: ServeResult, limits: TrafficLimits, ideal: bool = False)
         margin = (value / limit - 1) if limit else 0.0
         detail = f"{kind}: {shown[0]} vs limit {shown[1]} ({margin:+.1%})"
         if not math.isfinite(value):  # past saturation (metrics.past_saturation)
-            detail = f"{kind}: unbounded vs limit {shown[1]} ({m.unbounded})"
+            detail = f"{kind}: unbounded vs limit {shown[1]} ({q.unbounded or m.unbounded})"
         out.append(Check(name, ok, limit, value, "s" if smaller else "requests/s", detail))
     if limits.min_prefix_hit_rate is not None:
         hit, lim = (m.prefix.hit_rate if m.prefix is not None else 0.0), limits.min_prefix_hit_rate

@@ -88,7 +88,18 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
             replicas=c.replicas, capacity_bytes=c.capacity_bytes, requests=c.requests,
             seed=c.seed, prefix=c.prefix, workload=c.workload, drafting=c.drafting,
         )  # fmt: skip
-        checks += traffic_checks(served, c.traffic, ideal)
+        queue = None
+        e = c.traffic.edges
+        if e is not None and not e.neutral and c.workload is not None:  # --confidence
+            from roofline.serving.confidence import slowed
+
+            queue = serve_at(
+                c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output,
+                limits=c.traffic, replicas=c.replicas, capacity_bytes=c.capacity_bytes,
+                requests=c.requests, seed=c.seed, prefix=c.prefix,
+                workload=slowed(c.workload, e, c.seed), drafting=c.drafting,
+            )  # fmt: skip
+        checks += traffic_checks(served, c.traffic, ideal, queue)
     if c.day is not None:
         from roofline.checks.day import run_day_checks
         from roofline.serving.metrics import Slo
@@ -156,9 +167,13 @@ _SPEC_KEYS: dict[str, tuple[Any, bool]] = {
     "draft_weights": (str, False),
     # a user calibration: a catalog directory (relative to the spec), as --catalog
     "catalog": (str, False),
+    # size to a confidence (issue 35): expected, or p90 (the error bands' pessimistic edge)
+    "confidence": ((str, int, float), False),
+    # a workload file's classes (relative to the spec), in place of the single-shape keys
+    "workload": (str, False),
 }
 # keys naming files, read relative to the spec's own directory
-_RELATIVE = ("traffic_curve", "arrivals", "catalog", "prompt_dist", "output_dist")
+_RELATIVE = ("traffic_curve", "arrivals", "catalog", "prompt_dist", "output_dist", "workload")
 
 
 _SPEC_CHECK_KEYS: dict[str, tuple[Any, bool]] = {

@@ -10,6 +10,7 @@ from roofline.checks.spec import evaluate_spec, load_spec
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, guarded, note
+from roofline.cli.groups import grouped
 from roofline.cli.specs import spec_case, spec_json
 from roofline.domain.errors import InputError
 
@@ -37,10 +38,12 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
             d[key] = value
     if traffic_curve is not None and o["dp"] == 1 and o["gpus"] is None:
         del d["dp"]  # --dp or --gpus given: the autoscaler's ceiling; else none
+    d.update(o["traffic"].spec_keys())  # an arrival log, a workload file, the confidence
+    if o["rate"] is not None or o["requests"] is not None:
+        d["requests"] = o["requests"]  # with an arrival log: refused (topt.traffic_rules)
     if o["rate"] is not None:
         d["rate"] = o["rate"]
-        d["requests"] = o["requests"]
-        d["seed"] = o["seed"]
+    d["seed"] = o["seed"]
     if o["context"] is not None:
         d["context"] = o["context"]
     if o["memory"] is not None:
@@ -50,6 +53,7 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
 
 @app.command()
 @guarded
+@grouped
 def check(
     model: Annotated[str | None, typer.Argument(help="model id (or use --spec)")] = None,
     hardware: Annotated[str | None, typer.Argument(help="accelerator id")] = None,
@@ -86,6 +90,7 @@ def check(
     ] = None,
     fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
     rate: topt.Rate = None,
+    traffic: topt.ArrivalOptions = topt.ARRIVALS,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
     max_ttft_p99: Annotated[
@@ -122,13 +127,15 @@ def check(
     """Capacity and SLO assertions for CI, with exit codes.
 
     Exit 0 when all hold, 1 when any fails, 2 on bad input; --batch defaults to --min-batch (or 1).
+    Under traffic, --arrivals LOG, --workload FILE and --confidence p90 as size takes them (with
+    --spec: set for every deployment).
     Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
     --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
     given = dict(locals())  # the options, as a one-deployment spec when there is no --spec
     if spec is not None:
         if model or hardware:
             raise InputError("give MODEL HARDWARE or --spec, not both")
-        deployments = load_spec(spec)
+        deployments = [{**d, **traffic.spec_keys()} for d in load_spec(spec)]  # as report
     else:
         if not (model and hardware):
             raise InputError("give MODEL HARDWARE, or --spec FILE")

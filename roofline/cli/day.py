@@ -70,15 +70,13 @@ def add_days(
         e = row.expected
         tok_per_req = e.output_tokens_per_s / e.requests_per_s if e and e.requests_per_s else 0.0
         p = prices.get(row.hardware)
-        d["day"] = {
-            **day_json(
-                day,
-                row.gpus // max(row.replicas, 1),
-                p.usd_per_gpu_hour if p else None,
-                tok_per_req,
-            ),
-            "scale_up_delay_from": how,
-        }
+        per, usd = row.gpus // max(row.replicas, 1), p.usd_per_gpu_hour if p else None
+        d["day"] = {**day_json(day, per, usd, tok_per_req), "scale_up_delay_from": how}
+        cap_exp = row.rate_per_replica_expected
+        if row.confidence != "expected" and 0 < cap_exp != cap:  # the expected day beside it
+            exp = day_json(plan_day(c, cap_exp, headroom, delay), per, usd, tok_per_req)
+            keys = ("gpu_hours_per_day", "cost_per_day", "slo_attainment", "max_replicas")
+            d["day"]["expected"] = {k: exp[k] for k in keys}
         if row.best:
             best = {
                 **d["day"],

@@ -15,7 +15,7 @@ from roofline.cli.fleetspread import check_spread, publish_spread, spread_doc
 from roofline.cli.traffic_json import sized_json
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
-from roofline.fleet.build import pools, problem
+from roofline.fleet.build import pools, price_sources, problem
 from roofline.fleet.day import DayPlan, Problem, apart, owned_first_violations, plan
 from roofline.fleet.fleetfile import FleetSpec, read_fleet
 from roofline.fleet.sizing import Option, size_fleet
@@ -42,12 +42,11 @@ ATTAINMENT = (
     " figure for the model's deployment at its peak rate"
 )
 LEFT = [
-    "sharing one GPU between small models (co-location, engine sleep/wake): not modelled",
-    "LoRA: adapters are echoed; their kernels' throughput cost applies only when the fleet"
-    " file gives lora.throughput_cost with its source (none is in the catalog)",
+    "co-location and sleep/wake are listed (the sharing section), not applied to the placement",
+    "LoRA adapter memory is reported, not taken from the KV cache `size` sized",
     "a placement change moves replicas between chips without a cost beyond the ramp;"
     " during a predictive pre-start owned GPUs may be counted in two hours",
-    "minute resolution, arrival logs per model (issue 40)",
+    "minute resolution",
 ]
 
 
@@ -76,7 +75,8 @@ def fleet(
     limits), sizes each model once per chip as `size` does at its peak rate, then places every
     hour at the least marginal cost (a MILP, HiGHS): replicas per model and chip, GPU-hours and
     $ per day per model and in all, SLO attainment, owned GPUs' utilisation, the pooling gain
-    against each model sized apart, and each model's launch line. Definitions are printed.
+    against each model sized apart, the sharing section (LoRA adapters, sleep/wake, co-location
+    candidates) and each model's launch line. Definitions are printed.
     --days N draws N days around the file's (rates, arrivals, accuracy) and reports
     percentiles over days, on a process pool or, with --backend ray, on Ray (RAY_ADDRESS).
     Example: roofline fleet examples/fleet.yaml -o fleet.html"""
@@ -110,7 +110,7 @@ def fleet(
         spec.models, chips, requests or spec.requests, spec.seed, spec.headroom,
         spec.scale_up_delay_s, tuple(catalog_dirs()),
     )  # fmt: skip
-    pool_list = pools(spec, ids, on_demand)
+    pool_list = pools(spec, ids, on_demand, prices)
     prob = problem(spec, options, pool_list)
     if days is not None:  # issue 40: the spread over days (roofline/cli/fleetspread.py)
         doc = spread_doc(prob, spec.seed, days, backend, tuple(catalog_dirs()), str(fleet_file))
@@ -118,6 +118,12 @@ def fleet(
     day = plan(prob)
     sep = apart(prob)
     doc = _doc(cat, spec, models, options, prob, day, sep, str(fleet_file))
+    from roofline.cli.fleet_sharing import sharing_json
+
+    doc["sharing"] = sharing_json(cat, spec, models, options, doc["models"])
+    src = price_sources(spec, ids, prices)
+    for pl in doc["inputs"]["pools"]:
+        pl["price_source"] = src.get(pl["pool"], "")
     from roofline.render.fleet import fleet_rows, fleet_table
 
     pub.publish(doc, fmt, fleet_rows(doc), fleet_table, out)

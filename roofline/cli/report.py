@@ -13,6 +13,7 @@ from roofline.checks.spec import evaluate_spec, load_spec
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
+from roofline.cli.groups import grouped
 from roofline.cli.specs import spec_case, spec_json
 from roofline.cli.traffic_json import metrics_json
 from roofline.domain.units import fmt_seconds, parse_seconds
@@ -20,10 +21,12 @@ from roofline.domain.units import fmt_seconds, parse_seconds
 
 @app.command()
 @guarded
+@grouped
 def report(
     spec: Annotated[
         str, typer.Argument(help="YAML/JSON: a check spec with a candidates: list ('-': stdin)")
     ],
+    traffic: topt.ArrivalOptions = topt.ARRIVALS,
     out: pub.HtmlOut = None,
     fmt: pub.FormatOpt = pub.Fmt.table,
 ) -> None:
@@ -33,9 +36,12 @@ def report(
     overriding the deployment (hardware, tp, weights, ...). Every candidate is checked as
     `check --spec` does and, with a rate, served at it for p99 TTFT/TPOT and $/Mtok; the
     cheapest that passes is the answer. Prints the page (or --format json/table); -o writes it.
+    --arrivals, --speedup, --burstiness, --workload and --confidence set the spec's keys of the
+    same names for every candidate (as `check` takes them).
     Example: roofline report examples/report.yaml -o plan.html"""
     pub.check_out(out)
-    deployments = load_spec(spec, candidates=True)
+    given = traffic.spec_keys()
+    deployments = [{**d, **given} for d in load_spec(spec, candidates=True)]
     prices = topt.price_table(catalog(), None)
     results = []
     for d in deployments:
@@ -64,8 +70,10 @@ def report(
         "max_ttft_p99_s": _seconds(checks.get("max_ttft_p99")),
         "max_tpot_p99_s": _seconds(checks.get("max_tpot_p99")),
         "checks": {k: v for k, v in checks.items() if v is not None},
-        "serving": "Poisson arrivals at rate, `requests` requests (default 1000), seed; expected"
-        " step times; cost from the catalog's prices",
+        "arrivals": _arrivals_text(first),
+        "confidence": first.get("confidence") or "expected",
+        "serving": f"{_arrivals_text(first)}, `requests` requests (default 1000), seed;"
+        " expected step times; cost from the catalog's prices",
     }
     rows = [{"deployment": r["name"], **c} for r in results for c in r["checks"]]
     doc = render.document("report", inputs, best=best, candidates=results, checks=rows)
@@ -85,8 +93,10 @@ def winner_line(doc: Mapping[str, Any]) -> str:
     """report's answer in one line: the cheapest candidate that passes every check, with its
     GPUs, $/Mtok and p99 TTFT/TPOT at the spec's rate, or that none passes."""
     b, n = doc.get("best"), len(doc["candidates"])
+    level = doc["inputs"].get("confidence") or "expected"
+    at_level = "" if level == "expected" else f" at confidence {level}"
     if b is None:
-        return f"none of the {n} candidates passes every check"
+        return f"none of the {n} candidates passes every check{at_level}"
     e = b.get("expected") or {}
     usd = b.get("cost_per_million_output_tokens")
     parts = [f"{b['gpus']} GPUs" if b.get("gpus") else ""]
@@ -95,9 +105,25 @@ def winner_line(doc: Mapping[str, Any]) -> str:
         p99 = (e.get(f"{k}_s") or {}).get("p99")
         parts.append(f"p99 {k.upper()} {fmt_seconds(p99)}" if p99 is not None else "")
     rate = doc["inputs"].get("rate")
-    at = f" at {rate:g} req/s" if rate else ""
+    own = doc["inputs"].get("arrivals") or ""  # a log or a workload file: at its own pace
+    stationary = not own or own.startswith(("Poisson", "gamma"))
+    at = f" at {rate:g} req/s" if rate else ("" if stationary else f" under {own}")
     figs = ", ".join(p for p in parts if p)
-    return f"best: {b['name']}{at}: {figs} (of {n} candidates, the cheapest passing every check)"
+    return (
+        f"best: {b['name']}{at}: {figs} (of {n} candidates, the cheapest passing every"
+        f" check{at_level})"
+    )
+
+
+def _arrivals_text(d: Mapping[str, Any]) -> str:
+    """The arrival process the candidates are served under, named (a log, a workload file's
+    classes, gamma or Poisson arrivals at the rate)."""
+    if d.get("arrivals") is not None:
+        return f"arrivals replayed from {d['arrivals']}"
+    if d.get("workload") is not None:
+        return f"the classes of {d['workload']}"
+    shape = float(d.get("burstiness", 1.0))
+    return "Poisson arrivals at rate" if shape == 1.0 else f"gamma arrivals (shape {shape:g})"
 
 
 def _seconds(value: Any) -> float | None:

@@ -29,7 +29,8 @@ def _positive_rate(value: Any, name: str, unit: str) -> Any:
 
 DRAFT_KEYS = ("draft", "gamma", "acceptance", "decay", "tau", "tau_gamma", "tree_tokens", "topk",
               "draft_vocab", "draft_weights")  # fmt: skip
-TRAFFIC_KEYS = ("prompt_dist", "output_dist", "slo_pct", "burstiness", "arrivals", "speedup")
+TRAFFIC_KEYS = ("prompt_dist", "output_dist", "slo_pct", "burstiness", "arrivals", "speedup",
+                "workload", "confidence")  # fmt: skip
 
 
 def _catalog(d: dict[str, Any]):
@@ -94,6 +95,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         output = opt.tokens(str(d.get("output", "1k")), "output", 1)
         context = opt.tokens(str(d.get("context", prompt + output)), "context", 1)
         opt.positions(m, max(context, prompt + output))
+        topt.traffic_rules(d)
         c = d["checks"]
         _positive_rate(c.get("min_throughput"), "min_throughput", "tokens/s")
         limits = Limits(
@@ -147,6 +149,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         memory = d.get("memory")
         cap = opt.capacity(hw, None if memory is None else str(memory))
         eng = engine(d.get("engine", "auto"), hw)
+        traffic, day = _confident(d, hw, eng, traffic, day)
     except RooflineError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     prefix, w = None, None
@@ -166,8 +169,10 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
             from dataclasses import replace
 
             traffic = replace(traffic, rate=float(w.rate))
-    elif any(d.get(k) is not None for k in TRAFFIC_KEYS):
-        given = ", ".join(k for k in TRAFFIC_KEYS if d.get(k) is not None)
+    elif stray := [
+        k for k in TRAFFIC_KEYS if d.get(k) is not None and not (k == "confidence" and day)
+    ]:  # a confidence may size a day's curve alone
+        given = ", ".join(stray)
         raise InputError(f"{where}: {given}: traffic keys need rate and a traffic check")
     return SpecCase(
         d["name"], m, hw, dep, eng, gpus, replicas, batch, prompt, output, context, limits,
@@ -176,10 +181,35 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
     )  # fmt: skip
 
 
+def _confident(d: dict[str, Any], hw, eng, traffic, day):
+    """The traffic and day limits with `confidence`'s band edges (cli.confidence: the
+    accelerator's family bands under the engine), unchanged at `expected`."""
+    if d.get("confidence") is None:
+        return traffic, day
+    from dataclasses import replace
+
+    from roofline.cli.confidence import confidence_edges
+
+    pct = traffic.pct if traffic is not None else 99.0
+    e = confidence_edges(str(d["confidence"]), [hw], eng.profile_id, pct)[hw.id]
+    return (
+        None if traffic is None else replace(traffic, edges=e),
+        None if day is None else replace(day, edges=e),
+    )
+
+
 def _workload(d: dict[str, Any], traffic: TrafficLimits, prompt: int, output: int, prefix):
     """The requests a traffic check serves, as serve builds them: fixed prompt/output, length
     distributions (prompt_dist/output_dist), an arrival log (its own pace unless `rate`), at
-    `rate` shaped by `burstiness`."""
+    `rate` shaped by `burstiness`; a workload file's classes (at `rate` arrivals/s over them,
+    else the file's rates)."""
+    if d.get("workload") is not None:
+        from pathlib import Path
+
+        from roofline.cli import workload as wf
+
+        rate = None if d.get("rate") is None else traffic.rate
+        return wf.load(Path(d["workload"]), d.get("requests"), d.get("seed", 0), rate)[1]
     log = d.get("arrivals") is not None
     rate = None if log and d.get("rate") is None else traffic.rate
     lens = topt.LengthOptions(str(prompt), str(output), d.get("prompt_dist"), d.get("output_dist"))
@@ -193,6 +223,9 @@ def _workload(d: dict[str, Any], traffic: TrafficLimits, prompt: int, output: in
 def spec_json(case: SpecCase, result: SpecResult) -> dict[str, Any]:
     """A deployment's checks as check's JSON draws them."""
     k, dep = case, case.dep
+    e = (k.traffic.edges if k.traffic else None) or (k.day.edges if k.day else None)
+    edges = {"confidence": {"level": e.level, "capacity": e.capacity, "ttft": e.ttft,
+                            "tpot": e.tpot}} if e is not None else {}  # fmt: skip
     return {
         "name": k.name,
         "model": k.model.id,
@@ -206,6 +239,7 @@ def spec_json(case: SpecCase, result: SpecResult) -> dict[str, Any]:
         "output_tokens": k.output,
         "context_tokens": k.context,
         "ok": result.ok,
+        **edges,  # --confidence's band edges: capacity x, TTFT x and TPOT x the expected
         "checks": [
             {
                 "name": c.name,
@@ -228,8 +262,9 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
     pct = d.get("slo_pct", 99.0)
     if not 0 < pct < 100:
         raise InputError(f"slo_pct must be above 0 and below 100, got {pct}")
-    if d.get("rate") is None and d.get("arrivals") is not None and given:
-        return TrafficLimits(0.0, *_limits(given), pct=float(pct))  # the log's pace, set later
+    own = d.get("arrivals") is not None or d.get("workload") is not None
+    if d.get("rate") is None and own and given:  # the log's pace (the file's rates), set later
+        return TrafficLimits(0.0, *_limits(given), pct=float(pct))
     if d.get("rate") is None:
         if given and d.get("traffic_curve") is not None:  # the SLOs of the curve's capacity
             return None

@@ -199,10 +199,7 @@ def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions):
 def size(
     model: opt.ModelArg,
     rate: topt.Rate = None,
-    workload: topt.WorkloadFile = None,
-    burstiness: topt.Burstiness = 1.0,
-    arrivals: topt.Arrivals = None,
-    speedup: topt.Speedup = 1.0,
+    tr: topt.ArrivalOptions = topt.ARRIVALS,
     hardware: topt.HardwareList = None,
     weights: opt.Weights = opt.WEIGHTS,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
@@ -239,7 +236,6 @@ def size(
     ] = None,
     traffic_curve: topt.TrafficDayOption = None,
     scale_up_delay: topt.ScaleUpDelay = None,
-    confidence: opt.Confidence = opt.CONFIDENCE,
     out: topt.SizeOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
@@ -263,9 +259,9 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
+    arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
-        args = (model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px, sl)
-        return _size_workload(*args, engine_name, frontend, price, router, fmt, kt)
+        return _size_workload(dict(locals()))
     kt.refuse("size without --workload")
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
@@ -350,27 +346,39 @@ def _none_found(doc, answers, slo, rate: float) -> None:
     raise typer.Exit(1)
 
 
-def _size_workload(model, rate, workload, hardware, weights, kv_dtype, lens, requests, seed, px,
-                   sl, engine_name, frontend, price, router, fmt, kt) -> None:  # fmt: skip
-    """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc)."""
+def _size_workload(o: dict) -> None:
+    """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc);
+    size's options that do not apply to a workload file refused (exit 2)."""
+    unused = {
+        "--disagg": o["disagg"], "--pools": o["pools"], "--out": o["out"],
+        "--scale-up-delay": o["scale_up_delay"], "--drafter": o["so"].drafter,
+        "--headroom": o["headroom"] != HEADROOM, "--minimize gpus": o["minimize"] != "cost",
+    }  # fmt: skip
+    given = [k for k, v in unused.items() if v]
+    if given:
+        raise InputError(f"--workload sizes each class on its SLOs alone: drop {', '.join(given)}")
+    lens, px, sl, rate, kt = o["lens"], o["px"], o["sl"], o["rate"], o["kt"]
     wf.refuse_shapes(px, lens, None, None)
     cat = catalog()
-    m, hws = cat.model(model), _accelerators(cat, hardware)
-    eng = with_frontend(engine(engine_name, hws[0]), frontend)
+    m, hws = cat.model(o["model"]), _accelerators(cat, o["hardware"])
+    eng = with_frontend(engine(o["engine_name"], hws[0]), o["frontend"])
     one = _size_rate(rate, None) if rate is not None else None
     doc = wf.size_doc(
-        cat, m, hws, weights, kv_dtype, eng, workload, one, requests, seed, sl.slo(),
-        topt.price_table(cat, price), check_router(router),
+        cat, m, hws, o["weights"], o["kv_dtype"], eng, o["workload"], one, o["requests"],
+        o["seed"], sl.slo(), topt.price_table(cat, o["price"]), check_router(o["router"]),
         kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w),
     )  # fmt: skip
-    pub.publish(doc, fmt, doc["deployments"], render.workload_size_table, None)
+    pub.publish(doc, o["fmt"], doc["deployments"], render.workload_size_table, None)
 
 
 def _size_rate(rate: str | None, day_rates, arrivals: str | None = None) -> float | None:
     """size's one rate: --rate, else the traffic curve's peak; None for an arrival log replayed
     at its own pace (its mean rate then sizes the fleet)."""
     if arrivals is not None and day_rates is not None:
-        raise InputError("--arrivals replays a log, --traffic-curve plays a day: give one")
+        raise InputError(
+            "--arrivals replays a log, --traffic-curve plays a day: give one (a log's day:"
+            " --traffic-curve LOG, counted in windows of at least 100 requests)"
+        )
     if rate is None and arrivals is not None:
         return None
     if rate is not None:

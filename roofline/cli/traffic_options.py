@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
 
-from roofline.cli.options import OUTPUT, PROMPT, Output, OutputDist, Prompt, PromptDist, tokens
+from roofline.cli.options import (
+    CONFIDENCE,
+    OUTPUT,
+    PROMPT,
+    Confidence,
+    Output,
+    OutputDist,
+    Prompt,
+    PromptDist,
+    tokens,
+)
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_seconds
 
@@ -191,7 +201,86 @@ class SloOptions:
         return slo(self.slo_ttft, self.slo_tpot, self.slo_pct)
 
 
+@dataclass(frozen=True)
+class ArrivalOptions:
+    """The traffic a command sizes or checks against, one group (cli.groups) in check (and its
+    spec keys of the same names, which report reads): an arrival log replayed as it came
+    (--arrivals, --speedup), gamma arrivals (--burstiness), a workload file's classes
+    (--workload), and the confidence sized to (--confidence). Which of them can apply together
+    is decided once, for options and spec keys alike (traffic_rules)."""
+
+    arrivals: Arrivals = None
+    speedup: Speedup = 1.0
+    burstiness: Burstiness = 1.0
+    workload: WorkloadFile = None
+    confidence: Confidence = CONFIDENCE
+
+    def spec_keys(self) -> dict[str, object]:
+        """The options given, as a check spec's keys (defaults left out)."""
+        given: dict[str, object] = {"arrivals": self.arrivals, "workload": self.workload}
+        given["speedup"] = None if self.speedup == 1.0 else self.speedup
+        given["burstiness"] = None if self.burstiness == 1.0 else self.burstiness
+        given["confidence"] = None if self.confidence == CONFIDENCE else self.confidence
+        return {k: v for k, v in given.items() if v is not None}
+
+    def sized(self, requests: int | None, traffic_curve: str | None):
+        """size's (arrivals, speedup, burstiness, workload, confidence), under the rule check
+        and report apply (traffic_rules); a workload file is sized on its expected
+        figures only."""
+        keys = {**self.spec_keys(), "requests": requests, "traffic_curve": traffic_curve}
+        traffic_rules({k: v for k, v in keys.items() if v is not None}, sizes=True)
+        if self.workload is not None and self.confidence != CONFIDENCE:
+            raise InputError("--workload sizes on the expected figures: drop --confidence")
+        return self.arrivals, self.speedup, self.burstiness, self.workload, self.confidence
+
+
+# keys a workload file's classes replace (their lengths, prefixes, turns and arrival processes)
+WORKLOAD_REPLACES = ("prompt_dist", "output_dist", "arrivals", "burstiness", "shared_prefix",
+                     "turns", "speedup")  # fmt: skip
+
+
+def traffic_rules(d: dict[str, Any], sizes: bool = False) -> None:
+    """Which traffic keys (check's options of the same names, cli.traffic_options
+    .ArrivalOptions) can apply together; the rest is an InputError naming why. An arrival log
+    is replayed whole at its own times: `requests` cannot cut it and `burstiness` cannot shape
+    it; `speedup` compresses a log only; a workload file holds its classes' lengths, prefixes
+    and arrivals; a confidence sizes traffic or a day's curve (`sizes`: `size`, which always
+    does)."""
+    log, given = d.get("arrivals") is not None, [k for k in WORKLOAD_REPLACES if k in d]
+    if d.get("workload") is not None and given:
+        raise InputError(f"--workload: the file holds the classes' lengths and arrivals; drop"
+                         f" {', '.join(given)}")  # fmt: skip
+    if d.get("workload") is not None and d.get("traffic_curve") is not None:
+        raise InputError(
+            "--workload: the classes arrive at the file's rates; a day's curve (--traffic-curve)"
+            " is planned on --prompt/--output, not on a workload file: give one"
+        )
+    if log and d.get("requests") is not None:
+        raise InputError("--arrivals: a log is replayed whole; --requests cannot cut it")
+    if log and d.get("burstiness", 1.0) != 1.0:
+        raise InputError(
+            "--arrivals: a log keeps its own gaps; --burstiness shapes Poisson arrivals"
+        )
+    if not log and d.get("speedup", 1.0) != 1.0:
+        raise InputError("--speedup compresses an arrival log's times: give --arrivals too")
+    if log and d.get("traffic_curve") is not None:
+        raise InputError(
+            "--arrivals replays a log, --traffic-curve plays a day: give one (a log's day: the log"
+            " as --traffic-curve, counted in windows of at least 100 requests)"
+        )
+    if d.get("confidence") is not None and not sizes:
+        checks = d["checks"]
+        if d.get("traffic_curve") is None and not any(
+            checks.get(k) is not None for k in ("max_ttft_p99", "max_tpot_p99", "min_goodput")
+        ):
+            raise InputError(
+                "--confidence sizes traffic checks (--max-ttft-p99, --max-tpot-p99,"
+                " --min-goodput) or a day (--traffic-curve); none given"
+            )
+
+
 LENGTHS, PREFIX, SLO = LengthOptions(), PrefixOptions(), SloOptions()
+ARRIVALS = ArrivalOptions()
 SERVE_REQUESTS = 1000
 
 

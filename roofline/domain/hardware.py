@@ -211,9 +211,14 @@ class Accelerator:
 @dataclass(frozen=True)
 class Price:
     """What one accelerator costs to run: USD per GPU-hour (hardware/prices.yaml, the median of
-    dated on-demand offers) and its board power (TDP), each with its source."""
+    dated on-demand offers) and its board power (TDP), each with its source; where the file
+    gives them, the spot price (median of dated spot offers) and the spot preemption rate with
+    theirs."""
 
     hardware: str
     usd_per_gpu_hour: float | None
     board_power_w: float | None
     source: str
+    spot_usd_per_gpu_hour: float | None = None  # median of dated spot/interruptible offers
+    spot_preemptions_per_hour: float | None = None  # a spot GPU's expected reclaims per hour
+    spot_source: str = ""

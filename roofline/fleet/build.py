@@ -1,29 +1,80 @@
 """From a fleet file and its sized options to the day's problem (roofline.fleet.day.Problem):
 the pools (each owned type; each rentable type on demand and on spot), and per model and pool a
-replica's requests/s, GPUs and scale-up delay. Chip names are resolved by the caller (ids)."""
+replica's requests/s, GPUs and scale-up delay. Chip names are resolved by the caller (ids).
+A LoRA model's replica capacity is derated by its batched LoRA kernels (roofline.fleet.sharing:
+Punica's 2 ms per decoded token) unless the fleet file gives lora.throughput_cost with a source
+(then roofline.fleet.sizing applies that instead)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from roofline.domain.errors import InputError
+from roofline.domain.hardware import Price
 from roofline.fleet.day import HOURS, Problem
-from roofline.fleet.fleetfile import FleetSpec
+from roofline.fleet.fleetfile import FleetSpec, ModelSpec
 from roofline.fleet.placement import Pool
+from roofline.fleet.sharing import lora_capacity_factor
 from roofline.fleet.sizing import Option
 
 
-def pools(spec: FleetSpec, ids: dict[str, str], on_demand: dict[str, float]) -> list[Pool]:
+def pools(
+    spec: FleetSpec,
+    ids: dict[str, str],
+    on_demand: dict[str, float],
+    prices: dict[str, Price] | None = None,
+) -> list[Pool]:
     """Owned pools first (marginal cost 0), then each rentable type on demand and on spot.
     `ids`: chip name as written -> accelerator id; `on_demand`: id -> $/GPU-hour where the file
-    gives none (hardware/prices.yaml)."""
+    gives none (hardware/prices.yaml); `prices`: the catalog's, for `spot: catalog` and a spot
+    preemption rate the file leaves out (0 where the catalog has none)."""
     out = [Pool(ids[o.type], "owned", 0.0, o.count) for o in spec.owned]
     for r in spec.rent:
         chip = ids[r.type]
         od = r.on_demand if r.on_demand is not None else on_demand[chip]
         out.append(Pool(chip, "on-demand", od, r.limit))
-        if r.spot is not None:
-            out.append(Pool(chip, "spot", r.spot, r.limit, r.spot_preemptions_per_hour))
+        if r.spot is None:
+            continue
+        cat = (prices or {}).get(chip)
+        if isinstance(r.spot, str):  # "catalog"
+            spot = cat.spot_usd_per_gpu_hour if cat is not None else None
+            if spot is None:
+                raise InputError(
+                    f"{spec.path}: hardware.rent ({r.type}).spot: no catalog spot price: give one"
+                )
+        else:
+            spot = r.spot
+        pre = r.spot_preemptions_per_hour
+        if pre is None:
+            pre = (cat.spot_preemptions_per_hour if cat is not None else None) or 0.0
+        out.append(Pool(chip, "spot", float(spot), r.limit, pre))
     return out
+
+
+def price_sources(spec: FleetSpec, ids: dict[str, str], prices: dict[str, Price]) -> dict[str, str]:
+    """Pool label -> where its price (and, on spot, its preemption rate) came from."""
+    out = {f"{ids[o.type]} owned": "fleet file (usd_per_gpu_hour)" for o in spec.owned}
+    for r in spec.rent:
+        chip, cat = ids[r.type], prices.get(ids[r.type])
+        od = "fleet file" if r.on_demand is not None else (cat.source if cat else "")
+        out[f"{chip} on-demand"] = od
+        if r.spot is None:
+            continue
+        price = cat.spot_source if r.spot == "catalog" and cat else "fleet file"
+        pre = "fleet file" if r.spot_preemptions_per_hour is not None else (
+            cat.spot_source if cat and cat.spot_preemptions_per_hour is not None else "none: 0"
+        )  # fmt: skip
+        out[f"{chip} spot"] = price if price == pre else f"price: {price}; preemptions: {pre}"
+    return out
+
+
+def lora_factor(m: ModelSpec, o: Option) -> float:
+    """A LoRA model's replica capacity kept with batched LoRA kernels (module docstring): 1
+    without adapters or where the fleet file gives its own throughput cost."""
+    if m.lora is None or m.lora.throughput_cost is not None or o.sized is None:
+        return 1.0
+    e = o.sized.expected
+    return lora_capacity_factor(e.tpot_s.mean) if e is not None else 1.0
 
 
 def problem(spec: FleetSpec, options: list[Option], pool_list: list[Pool]) -> Problem:
@@ -32,6 +83,7 @@ def problem(spec: FleetSpec, options: list[Option], pool_list: list[Pool]) -> Pr
     (1 - preemptions per hour x the delay in hours), the expected share a replica is up."""
     names = tuple(m.name for m in spec.models)
     by = {(o.name, o.chip): o for o in options}
+    specs = {m.name: m for m in spec.models}
     n_m, n_p = len(names), len(pool_list)
     kappa, gpus, delay = np.zeros((n_m, n_p)), np.zeros((n_m, n_p)), np.zeros((n_m, n_p))
     for i, name in enumerate(names):
@@ -42,7 +94,7 @@ def problem(spec: FleetSpec, options: list[Option], pool_list: list[Pool]) -> Pr
             up = 1.0
             if pl.kind == "spot":
                 up = max(0.0, 1.0 - pl.preemptions_per_hour * o.delay_s / 3600.0)
-            kappa[i, j] = o.capacity * up
+            kappa[i, j] = o.capacity * up * lora_factor(specs[name], o)
             gpus[i, j] = o.gpus_per_replica
             delay[i, j] = o.delay_s
     rates = np.array([m.hourly for m in spec.models], dtype=float).reshape(n_m, HOURS)

@@ -148,8 +148,12 @@ def alone(p: Problem, m: int, static: bool = False) -> Problem:
     rates = p.rates[m : m + 1].copy()
     if static:
         rates[:] = rates.max()
+    # a model that runs only on owned chips has no pool apart: its minimum cannot be met, so
+    # it is dropped and the model's hours show as short (apart: None), not an infeasible program
+    can = any(p.kappa[m, j] > 0 and pl.limit != 0 for j, pl in enumerate(pools))
+    least = p.min_replicas[m : m + 1] if can else np.zeros(1, dtype=int)
     return Problem(
-        (p.names[m],), rates, p.min_replicas[m : m + 1], p.kappa[m : m + 1], p.gpus[m : m + 1],
+        (p.names[m],), rates, least, p.kappa[m : m + 1], p.gpus[m : m + 1],
         p.delay_s[m : m + 1], p.headroom, pools, tuple(0.0 for _ in p.owned_usd_per_gpu_hour),
         p.policy, p.scale_down_s,
     )  # fmt: skip

@@ -9,7 +9,10 @@ processes). A mistake is one InputError naming the file, the entry and the key.
         model: llama-3.1-8b             # a catalog id or alias
         rate: 20                        # requests/s all day, or
         traffic_curve: curves/day.csv   # a day's curve (roofline.serving.dayfile), or
-        hourly: [5, 5, ..., 20]         # 24 rates, one per hour
+        hourly: [5, 5, ..., 20]         # 24 rates, one per hour, or
+        workload: workloads/chat.yaml   # a workload file: its rate all day (fleet/sources.py), or
+        arrivals: arrivals/log.csv      # an arrival log: its hourly rates (speedup: 40 replays it
+                                        # 40x faster; fleet/sources.py)
         scale: 1.0                      # multiplies the curve
         prompt: 1k
         output: 300
@@ -23,7 +26,9 @@ processes). A mistake is one InputError naming the file, the entry and the key.
     hardware:
       owned:  [{type: h100, count: 16, usd_per_gpu_hour: 2.0}]   # or null: sunk
       rent:   [{type: h200, on_demand: 4.5, spot: 2.4, spot_preemptions_per_hour: 0.05,
-               limit: 32}]   # on_demand default: hardware/prices.yaml
+               limit: 32}]   # on_demand default: hardware/prices.yaml; spot: a price, or
+                             # `catalog` for hardware/prices.yaml's spot median (no spot key:
+                             # no spot pool); spot_preemptions_per_hour default: the catalog's
 
 A curve file's path is relative to the fleet file; each hour's rate is the highest of the curve's
 intervals that overlap it (the placement is hourly)."""
@@ -46,8 +51,10 @@ HOURS = 24
 TOP = {"headroom", "autoscaling", "models", "hardware", "requests", "seed"}
 MODEL_KEYS = {
     "name", "model", "rate", "traffic_curve", "hourly", "scale", "prompt", "output", "slo",
-    "weights", "kv_dtype", "engine", "min_replicas", "hardware", "lora",
+    "weights", "kv_dtype", "engine", "min_replicas", "hardware", "lora", "workload", "arrivals",
+    "speedup",
 }  # fmt: skip
+TRAFFIC_KEYS = ("rate", "traffic_curve", "hourly", "workload", "arrivals")
 SLO_KEYS = {"ttft", "tpot", "percentile"}
 LORA_KEYS = {"adapters", "rank", "popularity", "throughput_cost", "source"}
 OWNED_KEYS = {"type", "count", "usd_per_gpu_hour"}
@@ -97,8 +104,8 @@ class Owned:
 class Rentable:
     type: str
     on_demand: float | None  # None: hardware/prices.yaml
-    spot: float | None
-    spot_preemptions_per_hour: float
+    spot: float | str | None  # "catalog": hardware/prices.yaml's spot median; None: no spot pool
+    spot_preemptions_per_hour: float | None  # None: the catalog's (else 0)
     limit: int | None
 
 
@@ -161,21 +168,30 @@ def hourly_peaks(start_s: np.ndarray, duration_s: np.ndarray, rate: np.ndarray) 
     return out
 
 
-def _traffic(m: dict[str, Any], where: str, base: Path) -> tuple[tuple[float, ...], str]:
-    given = [k for k in ("rate", "traffic_curve", "hourly") if k in m]
+def _traffic(m: dict[str, Any], where: str, base: Path) -> tuple[tuple[float, ...], str, Any]:
+    """(hourly rates, how they were read, the file's traffic or None: fleet.sources)."""
+    given = [k for k in TRAFFIC_KEYS if k in m]
     if len(given) != 1:
-        raise InputError(f"{where}: give one of rate, traffic_curve, hourly")
+        raise InputError(f"{where}: give one of {', '.join(TRAFFIC_KEYS)}")
     scale = _num(m.get("scale", 1.0), f"{where}.scale", 0.0, 1e6)
     key = given[0]
+    if "speedup" in m and key != "arrivals":
+        raise InputError(f"{where}.speedup: only with arrivals")
+    if key in ("workload", "arrivals"):
+        from roofline.fleet.sources import file_traffic
+
+        speedup = _num(m.get("speedup", 1.0), f"{where}.speedup", 1e-6, 1e6)
+        ft = file_traffic(key, str(m[key]), base, speedup, scale, where)
+        return ft.hourly, ft.how, ft
     if key == "rate":
         r = _num(m["rate"], f"{where}.rate", 0.0, 1e6) * scale
-        return (r,) * HOURS, f"{r:g} requests/s all day"
+        return (r,) * HOURS, f"{r:g} requests/s all day", None
     if key == "hourly":
         v = m["hourly"]
         if not isinstance(v, list) or len(v) != HOURS:
             raise InputError(f"{where}.hourly: expected a list of {HOURS} rates (requests/s)")
         rates = tuple(_num(x, f"{where}.hourly[{i}]", 0.0, 1e6) * scale for i, x in enumerate(v))
-        return rates, f"24 hourly rates{'' if scale == 1 else f' x {scale:g}'}"
+        return rates, f"24 hourly rates{'' if scale == 1 else f' x {scale:g}'}", None
     p = Path(str(m["traffic_curve"]))
     path = p if p.is_absolute() else base / p
     c = read_day(path)
@@ -183,7 +199,7 @@ def _traffic(m: dict[str, Any], where: str, base: Path) -> tuple[tuple[float, ..
     how = f"{m['traffic_curve']}: {c.description}; hourly peaks" + (
         "" if scale == 1 else f" x {scale:g}"
     )
-    return tuple(float(x) for x in peaks), how
+    return tuple(float(x) for x in peaks), how, None
 
 
 def _model(m: Any, i: int, name: str, base: Path) -> ModelSpec:
@@ -195,10 +211,14 @@ def _model(m: Any, i: int, name: str, base: Path) -> ModelSpec:
         raise InputError(f"{where0}: missing key 'model'")
     label = str(m.get("name") or m["model"])
     where = f"{name}: models[{i}] ({label})"
-    hourly, how = _traffic(m, where, base)
+    hourly, how, ft = _traffic(m, where, base)
     slo = _keys(m.get("slo") or {}, SLO_KEYS, f"{where}.slo")
     ttft = _secs(slo["ttft"], f"{where}.slo.ttft") if slo.get("ttft") is not None else None
     tpot = _secs(slo["tpot"], f"{where}.slo.tpot") if slo.get("tpot") is not None else None
+    if ft is not None and not slo:  # a workload file's tightest class SLOs
+        ttft, tpot = ft.slo_ttft_s, ft.slo_tpot_s
+    prompt0 = m.get("prompt", ft.prompt if ft is not None and ft.prompt else 1000)
+    output0 = m.get("output", ft.output if ft is not None and ft.output else 200)
     pct = _num(slo.get("percentile", 99), f"{where}.slo.percentile", 50, 100)
     hw = m.get("hardware") or []
     if isinstance(hw, str):
@@ -223,8 +243,8 @@ def _model(m: Any, i: int, name: str, base: Path) -> ModelSpec:
         str(m.get("model") or label),
         hourly,
         how,
-        _num(m.get("prompt", 1000), f"{where}.prompt", 1, 2_000_000, True),
-        _num(m.get("output", 200), f"{where}.output", 1, 2_000_000, True),
+        _num(prompt0, f"{where}.prompt", 1, 2_000_000, True),
+        _num(output0, f"{where}.output", 1, 2_000_000, True),
         ttft,
         tpot,
         pct,
@@ -273,12 +293,17 @@ def read_fleet(path: str | Path) -> FleetSpec:
         if "type" not in r:
             raise InputError(f"{where}: missing key 'type'")
         od, sp, lim = r.get("on_demand"), r.get("spot"), r.get("limit")
+        pre = r.get("spot_preemptions_per_hour")
         rent.append(
             Rentable(
                 str(r["type"]),
                 None if od is None else _num(od, f"{where}.on_demand", 1e-6, 1e4),
-                None if sp is None else _num(sp, f"{where}.spot", 1e-6, 1e4),
-                _num(r.get("spot_preemptions_per_hour", 0.0), f"{where}.spot_preemptions_per_hour"),
+                None
+                if sp is None
+                else "catalog"
+                if sp == "catalog"
+                else _num(sp, f"{where}.spot", 1e-6, 1e4),
+                None if pre is None else _num(pre, f"{where}.spot_preemptions_per_hour", 0, 1),
                 None if lim is None else _num(lim, f"{where}.limit", 0, 1_000_000, True),
             )
         )

@@ -33,6 +33,8 @@ def size_day_table(doc: Mapping[str, Any], con: Console) -> None:
     worst = [iv for iv in day["intervals"] if iv["ttft_p99_s"] is not None]
     ttft = max((iv["ttft_p99_s"] for iv in worst), default=None)
     tpot = max((iv["tpot_p99_s"] for iv in worst), default=None)
+    exp = day.get("expected")  # sized to a confidence: the expected figures' day beside it
+    at = f" at {i.get('confidence')} (expected {exp['gpu_hours_per_day']:,.1f})" if exp else ""
     pairs = [
         ("curve", i["traffic_curve_read"]),
         (
@@ -53,7 +55,8 @@ def size_day_table(doc: Mapping[str, Any], con: Console) -> None:
         ),
         (
             "GPU-hours/day",
-            f"{day['gpu_hours_per_day']:,.1f} vs static peak {day['static_gpu_hours_per_day']:,.1f}"
+            f"{day['gpu_hours_per_day']:,.1f}{at} vs static peak"
+            f" {day['static_gpu_hours_per_day']:,.1f}"
             f" ({pct(day['share_of_static'], 1)}; before rounding, headroom and delay"
             f" {pct(day['unrounded_share_of_static'], 1)})",
         ),

@@ -88,6 +88,8 @@ def fleet_table(doc: Mapping[str, Any], con: Console) -> None:
         for p, v in zip(doc["inputs"]["pools"], letters.values(), strict=True)
     ) + "; ! = short of the rate")  # fmt: skip
     con.print()
+    if doc.get("sharing"):
+        sharing_table(doc["sharing"], con)
     print_pairs(con, "Definitions", list(doc["definitions"].items()))
     for m in models:
         d = m["deployment"]
@@ -96,6 +98,49 @@ def fleet_table(doc: Mapping[str, Any], con: Console) -> None:
             launch_block(con, d["launch"])
     con.print()
     say(con, "not modelled yet: " + "; ".join(doc["not_modelled"]))
+
+
+def _gb(x: float | None) -> str:
+    return "—" if x is None else f"{x / 1e9:.2f} GB" if x < 1e11 else f"{x / 1e9:.0f} GB"
+
+
+def sharing_table(sh: Mapping[str, Any], con: Console) -> None:
+    """LoRA adapters, sleep/wake against cold start, co-location candidates (fleet/sharing.py)."""
+    if sh["lora"]:
+        cols = [T("model"), N("adapters\nx rank"), N("adapter"), N("slots\nmemory"),
+                N("load\nfrom host"), N("capacity\nkept")]  # fmt: skip
+        body = [
+            [x["name"], f"{x['adapters']} x r{x['rank']}", _gb(x["adapter_bytes"]),
+             f"{_gb(x['slots_bytes_per_replica'])} ({pct(x['slots_share_of_replica_memory'], 1)})",
+             csec(x["load_from_host_s"]), pct(x["capacity_kept"], 1)]
+            for x in sh["lora"]
+        ]  # fmt: skip
+        print_rows(con, "LoRA adapters on one base (" + sh["applied"]["lora"] + ")", cols, body)
+        notes = [f"{x['name']}: {x['note']}" for x in sh["lora"] if x["note"]]
+        say(con, "throughput: " + sh["sources"]["lora_throughput"] + "; ".join(["", *notes]))
+        con.print()
+    if sh["sleep"]:
+        cols = [T("model"), T("chip"), N("idle\nhours"), N("weights\n/GPU"), N("wake\n(sleep)"),
+                N("cold\nstart")]  # fmt: skip
+        body = [
+            [z["name"], _short(z["hardware"]), str(z["idle_hours"]),
+             _gb(z["weight_bytes_per_gpu"]), csec(z["wake_s"]), csec(z["cold_start_s"])]
+            for z in sh["sleep"]
+        ]  # fmt: skip
+        print_rows(con, "Sleep/wake (" + sh["applied"]["sleep"] + ")", cols, body)
+        say(con, "wake: " + sh["sources"]["wake"])
+        con.print()
+    cands = sh["colocation"]
+    text = (
+        "; ".join(
+            f"{' + '.join(c['models'])} on {_short(c['hardware'])} (weights"
+            f" {pct(c['weight_share'], 0)} of a replica's memory, load {pct(c['load_share'], 0)})"
+            for c in cands
+        )
+        or "none (each model needs a replica or more at its peak, or the weights do not fit)"
+    )
+    say(con, f"Co-location candidates ({sh['applied']['colocation']}): {text}")
+    con.print()
 
 
 def fleet_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:

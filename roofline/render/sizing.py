@@ -17,6 +17,7 @@ from roofline.render.traffic import (
     _short,
     _slo_text,
     _usd,
+    brief,
     launch_block,
 )
 from roofline.render.width import N, T, print_rows, say, table_output
@@ -64,29 +65,30 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
                 f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
                 pm(d.get("bands"), "throughput"),
-                "/".join(_top(d.get("bands"), k) for k in ("ttft_p99", "tpot_p99")),
+                _top(d.get("bands"), "ttft_p99"),
+                _top(d.get("bands"), "tpot_p99"),
             )
         )
     best = next((d for d in deps if d["best"]), None)
     arrivals = _arrivals(i)
     # the legend: three lines at 80 columns; the rest under -v
     head = (
-        f"{arrivals[:1].upper() + arrivals[1:]}, prompts {i['prompt_lengths']}, outputs "
-        f"{i['output_lengths']}; {_slo_text(i)}. * best ({i['minimize']}), f frontier; GPUs = "
-        "replicas x TP x PP; tok = output tokens/s; +p99 % = measured p99 TTFT/TPOT above "
-        "expected; -v: more"
+        f"{brief(arrivals[:1].upper() + arrivals[1:])}; {_slo_text(i)}. * best ({i['minimize']}),"
+        " f frontier; GPUs = replicas x TP x PP; tok = output tokens/s; TTFT/TPOT +% = how far a"
+        " measured p99 reaches above the expected; -v: more"
     )
     more = (
-        "f = on the frontier of tok/s per GPU vs tok/s per user; ±tok = the band of tok/s and "
-        "saturation, inverted for $/Mtok (-x%/+y%: the measured figure's 90% range; ±x: a "
-        "symmetric one); per hardware family and engine, docs/ACCURACY.md (a family "
-        "or engine under 5 points takes the wider pool); more in --format json. Each fleet "
-        f"evaluated whole, requests dealt {i.get('router', 'round-robin')} "
+        f"{arrivals[:1].upper() + arrivals[1:]}; prompts {i['prompt_lengths']}, outputs "
+        f"{i['output_lengths']}. f = on the frontier of tok/s per GPU vs tok/s per user; ±tok = "
+        "the band of tok/s and saturation, inverted for $/Mtok (-x%/+y%: the measured figure's "
+        "90% range; ±x: a symmetric one); per hardware family and engine, docs/ACCURACY.md (a "
+        "family or engine under 5 points takes the wider pool); more in --format json. Each "
+        f"fleet evaluated whole, requests dealt {i.get('router', 'round-robin')} "
         f"({i.get('router_model', '')}), as serve --dp N does"
     )
     if i.get("confidence", "expected") != "expected":
-        head += (
-            f" Sized at confidence {i['confidence']}: the rate ÷ the throughput band's low edge"
+        more += (
+            f". Sized at confidence {i['confidence']}: the rate ÷ the throughput band's low edge"
             " within the SLOs ÷ the TTFT/TPOT bands' high edges; (exp.) = GPUs at the expected"
             " figures"
         )
@@ -129,7 +131,8 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             N("tok/\nGPU"),
             N("tok/\nuser"),
             N("±tok"),
-            N("+p99\n%"),
+            N("TTFT\n+%"),
+            N("TPOT\n+%"),
         )
         print_rows(con, "", cols, rows)
         say(con, head)

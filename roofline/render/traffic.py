@@ -46,6 +46,16 @@ def _arrivals(i: Mapping[str, Any]) -> str:
     return f"arrivals {a}" if a else "Poisson arrivals"
 
 
+def brief(text: str) -> str:
+    """A legend's short form of an input's description: files by their name alone, the
+    parenthesised columns left to -v and JSON ("azure log AzureLLMInferenceTrace_code.csv")."""
+    import re
+
+    path = r"\S*/([\w.-]+\.\w+)"  # a file's path (a name with an extension: not requests/s)
+    text = re.sub(path + r" \([^()]*\)", r"\1", text)  # its columns
+    return re.sub(path, r"\1", text)
+
+
 def _slo_text(i: Mapping[str, Any]) -> str:
     parts = []
     if i.get("slo_ttft_s") is not None:
@@ -61,11 +71,17 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     i, pts = doc["inputs"], doc["points"]
     load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else _arrivals(i)
     # the legend: three lines at 80 columns; the rest under -v
-    head = (
-        f"{i['requests']:,} requests, {load}; prompts {i['prompt_lengths']}, outputs "
-        f"{i['output_lengths']}; {_slo_text(i)}; -v: more."
+    core = (
+        f"{i['requests']:,} requests, {brief(load)}; prompts {brief(i['prompt_lengths'])}, outputs"
+        f" {brief(i['output_lengths'])}; {_slo_text(i)}"
+    )
+    head = core + "; -v: more."
+    queue_note = (
+        "TTFT and TPOT bands: the throughput band through the queue (unbounded: past saturation"
+        " at its low edge)."
     )
     more = (
+        f"Arrivals: {load}; prompts {i['prompt_lengths']}; outputs {i['output_lengths']}. "
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
         f"({i['gpus']} GPUs), {i['weights']} weights; "
         + (
@@ -178,10 +194,10 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             f"TPOT p50/p99 {csec(e['tpot_s']['p50'])}/{csec(e['tpot_s']['p99'])} (expected)"
         )
         print_pairs(con, answer, pairs)
-        if pts[0].get("load_bands"):
-            head += (
-                " TTFT and TPOT bands: the throughput band through the queue (unbounded: past"
-                " saturation at its low edge)."
+        if pts[0].get("load_bands"):  # the legend names them; how, under -v
+            head, more = (
+                core + "; TTFT/TPOT bands through the queue; -v: more.",
+                more + " " + queue_note,
             )
         say(con, head)
         if VERBOSE["on"]:
@@ -205,22 +221,17 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             for p in pts
         ],
     )
-    say(con, head)
-    if VERBOSE["on"]:
-        say(con, more)
     loaded = any(p.get("load_bands") for p in pts)
-    say(
-        con,
-        (
-            "TTFT and TPOT p99 bands: the throughput band through the queue (unbounded: past"
-            " saturation at its low edge); "
-            if loaded
-            else f"bands: TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99 "
-            f"{pm(bands, 'tpot_p99') or 'none'}, "
-        )
-        + f"tok/s {pm(bands, 'throughput') or 'none'}; "
-        + bands_note(bands),
+    short = (  # the bands in the legend (at most three lines); where they come from, under -v
+        "TTFT/TPOT bands through the queue"
+        if loaded
+        else f"bands TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99"
+        f" {pm(bands, 'tpot_p99') or 'none'}"
     )
+    say(con, f"{core}; {short}, tok/s {pm(bands, 'throughput') or 'none'}; -v: more.")
+    if VERBOSE["on"]:
+        say(con, more + (" " + queue_note if loaded else ""))
+        say(con, bands_note(bands))
     top_ttft = max(p["expected"]["ttft_s"]["p99"] or 0.0 for p in pts)
     top_tpot = max(p["expected"]["tpot_s"]["p99"] for p in pts)
     print_rows(

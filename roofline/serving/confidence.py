@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from roofline.domain.errors import InputError
 from roofline.serving.metrics import Slo
+
+if TYPE_CHECKING:
+    from roofline.serving.workload import Workload
 
 LEVELS = ("expected", "p90")  # the bands are 90% intervals: no other level is measured
 
@@ -80,4 +84,19 @@ def edges(level_: str, throughput_low: float | None, ttft_high: float | None,
     )
 
 
-__all__ = ["LEVELS", "Edges", "edges", "level"]
+def slowed(w: Workload, e: Edges, seed: int = 0) -> Workload:
+    """The workload the expected model serves for the real fleet at the throughput band's low
+    edge (module docstring: the offered rate ÷ `e.capacity`): a stationary process re-timed at
+    that rate (workload.with_rate), a replayed log's own times × `e.capacity` (its shape kept:
+    the same bursts, closer together)."""
+    from roofline.serving.workload import with_rate
+
+    if e.capacity == 1.0:
+        return w
+    if w.replay:
+        rate = None if w.rate is None else float(w.rate) / e.capacity
+        return replace(w, arrival_s=w.arrival_s * e.capacity, rate=rate)
+    return with_rate(w, e.rate(float(w.rate or 0.0)), seed)
+
+
+__all__ = ["LEVELS", "Edges", "edges", "level", "slowed"]

@@ -29,7 +29,7 @@ from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.serving.candidates import Candidate, candidates
-from roofline.serving.confidence import Edges
+from roofline.serving.confidence import Edges, slowed
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -46,7 +46,7 @@ from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.whynone import describe, light_load_miss, no_layout
 from roofline.serving.workers import parallel_map
-from roofline.serving.workload import Workload, with_rate
+from roofline.serving.workload import Workload
 from roofline.step.ops import Deployment
 
 # layouts searched together after the first, before pruning against the best found: a constant,
@@ -58,7 +58,8 @@ MINIMIZE = ("cost", "gpus")
 FLEET_TRIES = 2  # replicas added when the fleet misses the SLOs its replica count was sized for
 # an arrival log is its own traffic (bursts and lulls as they came): its fleet, first sized on a
 # replica's capacity at the log's mean rate, gets a replica more while the replayed log's
-# percentiles miss the SLOs, N, N + 1, ... up to N + REPLAY_TRIES
+# percentiles miss the SLOs, N, N + 1, ... up to N + REPLAY_TRIES; met at N, a replica less
+# while the replay still meets them (N - 1, N - 2, ...): the fewest replicas the replay needs
 REPLAY_TRIES = 8
 HEADROOM = 0.10  # share of a replica's capacity left unused by default
 
@@ -106,6 +107,7 @@ class Sized:
     replicas_expected: int = 0
     gpus_expected: int = 0
     edges: Edges | None = None
+    rate_per_replica_expected: float = 0.0  # a replica's capacity at the expected figures
     # False: a layout left out of the search (pruned against its chip's best); `bound_gpus` the
     # fewest GPUs it could need, at its rate bound
     searched: bool = True
@@ -230,7 +232,8 @@ def size(
         n = max(least, *(math.ceil(float(wl.rate or 0.0) / (r * (1.0 - headroom)) * (1 - 1e-12))
                          for r, wl, _ in runs))  # fmt: skip
         res: list[ServeResult] = []
-        tries = REPLAY_TRIES if any(wl.replay for _, wl, _ in runs) else FLEET_TRIES
+        n0, replay = n, any(wl.replay for _, wl, _ in runs)
+        tries = REPLAY_TRIES if replay else FLEET_TRIES
         for _ in range(tries + 1):  # the fleet's tail can miss where one replica's did not
             if n > max_replicas:
                 return n, None
@@ -244,6 +247,11 @@ def size(
         if n > max_replicas:
             return n, None
         ok = all(r.expected.meets_slo for r in res)
+        while replay and ok and n == n0 and n > least:  # a log met at once: the fewest that do
+            fewer = [serve(rep, wl, sl, n - 1, capacity=cap, router=router) for _, wl, sl in runs]
+            if not all(r.expected.meets_slo for r in fewer):
+                break
+            n, n0, res = n - 1, n - 1, fewer
         last = res[-1]
         return n, replace(last, expected=replace(last.expected, meets_slo=ok))
 
@@ -297,7 +305,7 @@ def size(
         n, res = fleet(rep, cap, [(r_cap, w, slo)])
         if res is None:
             return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
-        n_exp, at = n, (confidence or {}).get(hw.id)
+        n_exp, at, r_exp = n, (confidence or {}).get(hw.id), r_cap
         if at is not None and not at.neutral:  # at the band edges, through the same steps:
             slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
             r_own = (
@@ -306,7 +314,7 @@ def size(
             if r_own <= 0:
                 why = f"at {at.level} misses the SLOs ÷ the TTFT/TPOT bands' high edges"
                 return replace(_none(hw, dep, why + " even at light load"), confidence=at.level)
-            queue = (r_cap, with_rate(w, at.rate(rate), seed), slo)  # and the queue at rate ÷ low
+            queue = (r_cap, slowed(w, at, seed), slo)  # and the queue at rate ÷ low
             n, res = fleet(rep, cap, [queue, (r_own, w, slo_at)], n_exp)
             if res is None:
                 why = f"at {at.level} needs more than {max_replicas} replicas"
@@ -356,6 +364,7 @@ def size(
             replicas_expected=n_exp,
             gpus_expected=rep.gpus * n_exp,
             edges=at,
+            rate_per_replica_expected=r_exp,
         )
 
     def key(gpus: int, price: Price | None) -> tuple[float, float]:

@@ -1,6 +1,7 @@
 """The HTML page of `roofline fleet`: the answer ($/day, GPU-hours, the pooling gain, owned
 utilisation), GPUs per hour per model against the owned GPUs, $/day per model in the fleet
-against sized apart, the placement per hour, the definitions and each model's launch line."""
+against sized apart, the placement per hour, the sharing section (LoRA adapters, sleep/wake,
+co-location candidates), the definitions and each model's launch line."""
 
 from __future__ import annotations
 
@@ -105,6 +106,8 @@ def fleet(doc: Mapping[str, Any]) -> Content:
         f"{escape('replicas x pool: ' + legend + '; ! = short of the rate')}</p>"
         f"{rows_table(grid)}</figure>"
     )
+    if doc.get("sharing"):
+        c.charts.extend(sharing_figures(doc["sharing"]))
     defs = "".join(
         f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in doc["definitions"].items()
     )
@@ -119,6 +122,38 @@ def fleet(doc: Mapping[str, Any]) -> Content:
     left = "".join(f"<li>{escape(x)}</li>" for x in doc["not_modelled"])
     c.charts.append(f"<figure><figcaption>Not modelled yet</figcaption><ul>{left}</ul></figure>")
     return c
+
+
+def sharing_figures(sh: Mapping[str, Any]) -> list[str]:
+    """LoRA adapters, sleep/wake and co-location, each saying whether it is applied."""
+    out = []
+    note = sh["applied"]
+    if sh["lora"]:
+        rows = [{k: x[k] for k in ("name", "hardware", "adapters", "rank", "adapter_bytes",
+                 "slots_share_of_replica_memory", "load_from_host_s", "tpot_mean_s",
+                 "capacity_kept", "note")} for x in sh["lora"]]  # fmt: skip
+        out.append(
+            f'<figure><figcaption>LoRA adapters on one base</figcaption><p class="note">'
+            f"{escape(note['lora'] + '; ' + sh['sources']['lora_throughput'])}</p>"
+            f"{rows_table(rows)}</figure>"
+        )
+    if sh["sleep"]:
+        out.append(
+            f'<figure><figcaption>Sleep/wake against cold start</figcaption><p class="note">'
+            f"{escape(note['sleep'] + '; ' + sh['sources']['wake'])}</p>"
+            f"{rows_table(list(sh['sleep']))}</figure>"
+        )
+    pairs = [
+        {"models": " + ".join(x["models"]), "hardware": x["hardware"],
+         "weight_share": x["weight_share"], "load_share": x["load_share"]}
+        for x in sh["colocation"]
+    ]  # fmt: skip
+    body = rows_table(pairs) if pairs else "<p>none</p>"
+    out.append(
+        f'<figure><figcaption>Co-location candidates</figcaption><p class="note">'
+        f"{escape(note['colocation'])}</p>{body}</figure>"
+    )
+    return out
 
 
 CONTENT = {"fleet": fleet}

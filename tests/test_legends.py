@@ -1,0 +1,88 @@
+"""Issue 33 item 6: a legend under a table holds at most three lines at 80 columns (the rest under
+-v), whatever the inputs' descriptions (an arrival log's path and columns included), and size's
+band columns say one thing each (TTFT +% and TPOT +%, not "322/48")."""
+
+from __future__ import annotations
+
+import pytest
+
+LOG = ("--arrivals", "examples/arrivals/azure_sample.csv", "--speedup", "40")
+SLO = ("--slo-ttft", "1s", "--slo-tpot", "50ms")
+
+
+def _legend(text: str) -> list[str]:
+    """The paragraph ending in "-v: more": from the blank line before it."""
+    lines = text.splitlines()
+    end = next(i for i, x in enumerate(lines) if "-v: more" in x)
+    start = max(i for i in range(end + 1) if not lines[i].strip()) + 1
+    return lines[start : end + 1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (
+            "serve",
+            "llama-3.1-8b",
+            "h100",
+            "--rate",
+            "5",
+            "--requests",
+            "100",
+            "--no-saturation",
+            *SLO,
+        ),
+        ("serve", "llama-3.1-8b", "h100", *LOG, "--dp", "7", "--no-saturation", *SLO),
+        ("size", "llama-3.1-8b", "--hardware", "h100", *LOG, *SLO),
+        (
+            "serve",
+            "llama-3.1-8b",
+            "h100",
+            "--rate",
+            "2,4",
+            "--requests",
+            "100",
+            "--no-saturation",
+            *SLO,
+        ),
+    ],
+    ids=["serve", "serve-log", "size-log", "serve-rates"],
+)
+def test_a_legend_is_at_most_three_lines(run, args):
+    r = run(*args, env={"COLUMNS": "80"})
+    assert r.code == 0, r.stderr
+    legend = _legend(r.stdout)
+    assert 1 <= len(legend) <= 3, "\n".join(legend)
+    assert all(len(x.rstrip()) <= 80 for x in legend)
+    assert "examples/arrivals/" not in "\n".join(legend)  # a file by its name, the path in -v
+    if args[0] == "size":  # one column per band: the headers, and a cell per column
+        header = next(i for i, x in enumerate(r.stdout.splitlines()) if "deployment" in x)
+        above, head = r.stdout.splitlines()[header - 1 : header + 1]
+        assert above.split()[-2:] == ["TTFT", "TPOT"] and head.split()[-2:] == ["+%", "+%"]
+        assert "/" not in r.stdout.splitlines()[header + 2].split()[-1]
+
+
+def test_the_rest_is_under_v(run):
+    quiet = run(
+        "serve", "llama-3.1-8b", "h100", *LOG, "--no-saturation", env={"COLUMNS": "80"}
+    ).stdout
+    loud = run(
+        "-v", "serve", "llama-3.1-8b", "h100", *LOG, "--no-saturation", env={"COLUMNS": "80"}
+    ).stdout
+    assert "examples/arrivals/azure_sample.csv" not in _legend(quiet)[0]
+    assert "examples/arrivals/azure_sample.csv" in loud
+
+
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        ("azure log examples/arrivals/a.csv (TIMESTAMP, ContextTokens)", "azure log a.csv"),
+        ("24 from examples/arrivals/a.csv (ContextTokens)", "24 from a.csv"),
+        ("Poisson, 2 requests/s", "Poisson, 2 requests/s"),  # a unit is not a path
+        ("16 users (closed loop)", "16 users (closed loop)"),  # nor a remark a file's columns
+    ],
+)
+def test_a_legend_shortens_files_only(text, short):
+    from roofline.render.traffic import brief
+
+    assert brief(text) == short
