@@ -348,7 +348,16 @@ def stale(path: str | Path, text: str | None = None) -> list[str]:
     else:
         made = generate(path).splitlines()
     name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    problems = []
+    problems: list[str] = []
+    # the lines both share at the start and the end are left out of the diff: a section's text
+    # is mostly blanked lines, on which difflib (no autojunk) takes about a second a section
+    head = 0
+    while head < min(len(found), len(made)) and found[head] == made[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(found), len(made)) - head and found[-1 - tail] == made[-1 - tail]:
+        tail += 1
+    found, made = found[head : len(found) - tail], made[head : len(made) - tail]
     matcher = difflib.SequenceMatcher(a=found, b=made, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -356,7 +365,7 @@ def stale(path: str | Path, text: str | None = None) -> list[str]:
         for k in range(max(i2 - i1, j2 - j1)):
             old = found[i1 + k] if i1 + k < i2 else "(nothing)"
             new = made[j1 + k] if j1 + k < j2 else "(nothing)"
-            problems.append(f"{name}:{i1 + k + 1}: expected {new!r}, found {old!r}")
+            problems.append(f"{name}:{head + i1 + k + 1}: expected {new!r}, found {old!r}")
     return problems
 
 
