@@ -117,3 +117,11 @@ def test_a_command_runs_once_per_session_across_workers(tmp_path, monkeypatch):
     assert docgen._shared(key, invoke) == docgen.Result(0, "stdout", "stderr")
     assert len(calls) == 1
     assert (tmp_path / "second/out/plan.html").read_text() == "<html>"
+
+
+def test_a_stale_line_is_named_by_its_line_in_the_whole_document(tmp_path):
+    """stale() diffs only what lies between the lines both texts share at the start and the end
+    (blanked lines included): the line numbers are still the document's."""
+    doc = tmp_path / "x.md"
+    text = "\n" * 50 + '<!-- [[[cog\nprint("new")\n]]] -->\nold\n<!-- [[[end]]] -->\n' + "\n" * 50
+    assert docgen.stale(doc, text) == [f"{doc}:54: expected 'new', found 'old'"]  # 50 + 4
