@@ -243,6 +243,7 @@ class Capacity(Probed):
         self.mean_output_tokens = float(np.mean(draws[1]))
         self._rep, self._confirm = rep, confirm
         self._sat: dict[bool, Saturation] = {}
+        self.runs: dict = {}  # the SLO searches' runs (max_rate_within_slo's memo)
         r = rep.rules
         shortest = float(rep.expected.blocks(int(np.min(self.prompts)) + 1, r.block_tokens))
         batch = int(min(r.max_seqs, max(r.budget_blocks // max(shortest, 1.0), 1)))
@@ -316,18 +317,31 @@ def highest_ok(ok: Callable[[float], bool], hi: float, rel_tol: float = 0.03) ->
 
 
 def max_rate_within_slo(
-    rep: Replica, w: Workload, slo: Slo, hi: float, ideal: bool = False, seed: int = 0
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    hi: float,
+    ideal: bool = False,
+    seed: int = 0,
+    memo: dict | None = None,
 ) -> float:
     """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
     at most `hi` (the saturation rate). A bisection on runs of COARSE_REQUESTS of the workload's
     requests brackets it to COARSE_TOL; runs of slo_requests requests (the workload's lengths
-    cycled) then settle it to 3% (search._settle)."""
+    cycled) then settle it to 3% (search._settle). `memo`: the runs already simulated for this
+    replica and workload (Capacity.runs), by requests, rate, seed and step times: a search under
+    other SLOs (size --confidence) reads the rates both visit from it rather than re-running
+    them (a run does not depend on the SLO; only its verdict does)."""
     if slo.ttft_s is None and slo.tpot_s is None:
         return hi
+    runs: dict = {} if memo is None else memo
 
     def ok_at(wl: Workload) -> Callable[[float], bool]:
         def ok(rate: float) -> bool:
-            tr = run_replicas(rep, with_rate(wl, rate, seed), 1, ideal)
+            key = (id(w), wl.n, rate, seed, ideal)
+            tr = runs.get(key)
+            if tr is None:
+                tr = runs[key] = run_replicas(rep, with_rate(wl, rate, seed), 1, ideal)
             return metrics(tr, slo, rep.gpus).meets_slo
 
         return ok

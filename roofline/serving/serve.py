@@ -404,6 +404,8 @@ def serve(
     *,
     capacity: Capacity | None,
     router: str = DEFAULT_ROUTER,
+    runs: dict | None = None,
+    expected_only: bool = False,
 ) -> ServeResult:
     """Serve the workload on `replicas` copies of the replica, requests dealt by `router`
     (roofline.serving.router); ideal and expected step times, headline figures in steady state
@@ -412,23 +414,33 @@ def serve(
     `capacity` None: the benchmark window's figures as a measuring harness reports them
     (benchmark_serving: completions / first send to last finish), for comparison with
     measurements only. This is the one evaluation of a fleet: serve, size, check and the day
-    planner all call it."""
+    planner all call it. `runs`: the simulations already run on this replica (search.Capacity.runs),
+    read rather than re-run when the same requests meet the same fleet under other SLOs.
+    `expected_only`: the expected half alone (its ideal field repeats it), for a caller that
+    reads only the expected verdict (size's fleet at the band edges, for all but its last run)."""
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
     check_router(router)
     if w.mix is not None and w.prefix is not None and not getattr(capacity, "credits_sharing", 0):
         capacity = None  # a probe of independent requests: the run's own window figures
     out = [
-        evaluate(rep, w, slo, replicas, one_replica, capacity, router, ideal)
-        for ideal in (True, False)
+        evaluate(rep, w, slo, replicas, one_replica, capacity, router, ideal, runs)
+        for ideal in ((False,) if expected_only else (True, False))
     ]
-    return ServeResult(out[0], out[1], replicas, router_used(w, replicas, router))
+    return ServeResult(out[0], out[-1], replicas, router_used(w, replicas, router))
 
 
-def evaluate(rep, w, slo, replicas, one_replica, capacity, router, ideal: bool) -> ServeMetrics:
-    """serve's figures with ideal or expected step times (one half of serve)."""
+def evaluate(
+    rep, w, slo, replicas, one_replica, capacity, router, ideal: bool, runs: dict | None = None
+) -> ServeMetrics:
+    """serve's figures with ideal or expected step times (one half of serve); `runs`: serve's."""
     offered = w.rate if w.concurrency is None else None
-    records = run_replicas(rep, w, replicas, ideal, one_replica, router)
+    key = ("serve", id(w), replicas, ideal, one_replica, router)
+    records = None if runs is None else runs.get(key)
+    if records is None:
+        records = run_replicas(rep, w, replicas, ideal, one_replica, router)
+        if runs is not None:
+            runs[key] = records
     n = len(records) if one_replica else replicas
     m = metrics(records, slo, rep.gpus * n)
     if capacity is not None:

@@ -221,7 +221,7 @@ def size(
     def capacity(rep: Replica, cap=None):
         cap = replica_capacity(rep, w) if cap is None else cap
         sat = cap.expected.requests_per_s
-        r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed) if has_slo else sat
+        r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed, cap.runs) if has_slo else sat
         return rep, cap, sat, r_cap
 
     def fleet(rep: Replica, cap, runs: list[tuple[float, Workload, Slo]], least: int = 1):
@@ -238,7 +238,9 @@ def size(
             if n > max_replicas:
                 return n, None
             # the fleet evaluated as serve --dp n evaluates it: the whole stream, by the router
-            res = [serve(rep, wl, sl, n, capacity=cap, router=router) for _, wl, sl in runs]
+            res = [serve(rep, wl, sl, n, capacity=cap, router=router, runs=cap.runs,
+                         expected_only=i < len(runs) - 1)  # only the last's ideal is read
+                   for i, (_, wl, sl) in enumerate(runs)]  # fmt: skip
             if all(r.expected.meets_slo for r in res) or n + 1 > max_replicas:
                 break
             n += 1
@@ -306,7 +308,9 @@ def size(
         n_exp, at, r_exp = n, (confidence or {}).get(hw.id), r_cap
         if at is not None and not at.neutral:  # at the band edges, through the same steps:
             slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
-            r_own = max_rate_within_slo(rep, w, slo_at, sat, False, seed) if has_slo else sat
+            r_own = (
+                max_rate_within_slo(rep, w, slo_at, sat, False, seed, cap.runs) if has_slo else sat
+            )
             if r_own <= 0:
                 why = f"at {at.level} misses the SLOs ÷ the TTFT/TPOT bands' high edges"
                 return replace(_none(hw, dep, why + " even at light load"), confidence=at.level)

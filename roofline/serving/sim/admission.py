@@ -44,11 +44,11 @@ class Admission(SimState):
         while self.waiting and len(self.active) < rules.max_seqs:
             r = self.waiting[0]
             tokens = self.prompts[r] + self.gen[r] + 1
-            need = -(-tokens // blk) if self.simple_kv else float(steps.blocks(tokens, blk))
+            need = -(-tokens // blk) if self.simple_kv else steps.blocks_one(tokens, blk)
             full = 0.0
             if whole:  # the blocks of its whole sequence, beside those committed already
                 seq = self.prompts[r] + self.outputs[r]
-                full = -(-seq // blk) if self.simple_kv else float(steps.blocks(seq, blk))
+                full = -(-seq // blk) if self.simple_kv else steps.blocks_one(seq, blk)
                 if self.committed + full > rules.budget_blocks:
                     break
             elif rho > 0.0:  # ρ of its remaining output beside ρ of the running requests'

@@ -14,11 +14,51 @@ from roofline.serving.sim.simstate import SimState
 
 class Decoders(SimState):
     """join/leave the decoding set and count its KV blocks; the state lives in the simulation
-    (base, fin, heap, decoding, fresh, S, G, gen, prompts, outputs, rules, steps)."""
+    (base, fin, heap, decoding, fresh, S, G, gen, prompts, outputs, rules, steps). The bases
+    are also kept in a numpy buffer in joining order (a slot per join, a leaver's slot marked
+    dead, the dead squeezed out when the buffer fills), so ctx() costs one masked copy rather
+    than a Python pass over the set."""
+
+    _buf: np.ndarray | None = None  # bases by slot, in joining order
+    _alive: np.ndarray  # slot still decoding
+    _who: list[int]  # request per slot
+    _slot: dict[int, int]  # slot per decoding request
+    _top = 0  # slots used
+
+    def _put(self, r: int, b: int) -> None:
+        buf = self._buf
+        if buf is None or self._top == len(buf):
+            buf = self._squeeze()
+        top = self._top
+        buf[top] = b
+        self._alive[top] = True
+        self._who.append(r)
+        self._slot[r] = top
+        self._top = top + 1
+
+    def _squeeze(self) -> np.ndarray:
+        """The live slots moved to the front, in order, with room for as many again."""
+        if self._buf is None:
+            keep: list[int] = []
+            old = np.zeros(0, np.int64)
+        else:
+            keep = np.flatnonzero(self._alive[: self._top]).tolist()
+            old = self._buf
+        size = max(64, 2 * (len(keep) + 1))
+        buf = np.zeros(size, np.int64)
+        buf[: len(keep)] = old[keep]
+        self._alive = np.zeros(size, bool)
+        self._alive[: len(keep)] = True
+        self._who = [self._who[i] for i in keep]
+        self._slot = {r: i for i, r in enumerate(self._who)}
+        self._top = len(keep)
+        self._buf = buf
+        return buf
 
     def join(self, r: int) -> None:
         b = self.prompts[r] + self.gen[r] - self.G
         self.base[r] = b
+        self._put(r, b)
         self.S += b
         f = self.G + self.outputs[r] - self.gen[r]
         self.fin[r] = f
@@ -30,6 +70,7 @@ class Decoders(SimState):
 
     def leave(self, r: int) -> None:
         b = self.base.pop(r)
+        self._alive[self._slot.pop(r)] = False
         self.gen[r] = b + self.G - self.prompts[r]
         self.S -= b
         self.F -= self.fin.pop(r)
@@ -45,12 +86,13 @@ class Decoders(SimState):
         until a sequence joins or leaves) + G."""
         arr = self.base_arr
         if arr is None:
-            base = self.base
-            arr = self.base_arr = np.fromiter((base[r] for r in self.decoding), np.int64, len(base))
+            top = self._top
+            buf = self._buf if self._buf is not None else self._squeeze()
+            arr = self.base_arr = buf[:top][self._alive[:top]]
         return arr + self.G
 
     def blocks_sum(self, ctx: np.ndarray, extra: int) -> float:
         blk = self.rules.block_tokens
         if self.simple_kv:
             return float(((ctx + (extra + blk - 1)) // blk).sum())
-        return float(self.steps.blocks(ctx + extra, blk).sum())
+        return self.steps.blocks_total(ctx + extra, blk)

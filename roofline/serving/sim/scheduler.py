@@ -39,6 +39,7 @@ from roofline.serving.sim.admission import Admission
 from roofline.serving.sim.apiserver import ApiQueue
 from roofline.serving.sim.arrivalqueue import ArrivalQueue
 from roofline.serving.sim.blockcache import BlockCache
+from roofline.serving.sim.chunked import chunk_head
 from roofline.serving.sim.decoders import Decoders
 from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
@@ -334,12 +335,10 @@ class _Sim(ArrivalQueue, Decoders, Admission):
             n_dec = len(decoding)
             G = self.G
             total = float(self.S + n_dec * G)
-            if prefilling:
+            if prefilling and not chunked:
                 pfr = list(prefilling)
-                lens = [pf_left[r] for r in pfr]
-                if not chunked:
-                    self.prefill_only(pfr, lens, n_dec)
-                    continue
+                self.prefill_only(pfr, [pf_left[r] for r in pfr], n_dec)
+                continue
             # ---- a span of decode steps (with prefill chunks when chunked) ----
             if n_dec:  # the fewest steps to a decoder's last token (kmin)
                 top = heap[0]
@@ -356,7 +355,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
             pf = None
             if prefilling:
                 room = cap_tokens - n_dec  # type: ignore[operator]  # chunked: a token budget
-                k = min(k, -(-lens[0] // room))
+                k = min(k, -(-pf_left[prefilling[0]] // room))
+                pfr, lens = chunk_head(prefilling, pf_left, k * room)  # those the span reaches
                 done = [pf_skip[r] + pf_total[r] - x for r, x in zip(pfr, lens, strict=True)]
                 pf = (room, lens, done)
             kv_room = budget - self.reserved

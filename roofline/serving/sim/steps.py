@@ -34,7 +34,8 @@ Ideal (η = 1, no overhead) or expected step times, as the caller chooses.
 
 from __future__ import annotations
 
-from typing import cast
+import math
+from typing import Any, cast
 
 import numpy as np
 
@@ -151,13 +152,45 @@ class StepModel:
         """KV blocks a sequence of `tokens` holds, in whole-model blocks (block tokens × every
         layer): sliding-window or evicted layers stop growing at their cap, block by block."""
         t = np.asarray(tokens, dtype=float)
-        return cast(  # kv_groups is never empty: an array
-            np.ndarray,
-            sum(
-                share * np.ceil((t if cap is None else np.minimum(t, cap)) / block)
-                for share, cap in self.kv_groups
-            ),
-        )
+        whole: dict[int | None, np.ndarray] = {}  # whole blocks per cap, shared by its groups
+        total: Any = 0
+        for share, cap in self.kv_groups:  # group by group, as sum() adds them
+            c = whole.get(cap)
+            if c is None:
+                c = whole[cap] = np.ceil((t if cap is None else np.minimum(t, cap)) / block)
+            total = total + share * c
+        return cast(np.ndarray, total)  # kv_groups is never empty: an array
+
+    def blocks_total(self, tokens: np.ndarray, block: int) -> float:
+        """float(blocks(tokens, block).sum()) for whole token counts, bit for bit: a sequence's
+        blocks depend only on its whole blocks c = ceil(t / block) (a group capped at w holds
+        min(c, ceil(w / block)), ceil being monotone), so each c's figure is looked up in a
+        table made by the same operations (blocks_by_whole), and the array summed as before."""
+        whole = (tokens + (block - 1)) // block
+        tabs = self.__dict__.setdefault("_whole_tabs", {})
+        tab = tabs.get(block)
+        top = int(whole.max()) if whole.size else 0
+        if tab is None or top >= len(tab):
+            n = max(top + 1, 2 * (0 if tab is None else len(tab)), 1024)
+            tab = tabs[block] = self.blocks_by_whole(np.arange(n, dtype=float), block)
+        return float(tab[whole].sum())
+
+    def blocks_by_whole(self, whole: np.ndarray, block: int) -> np.ndarray:
+        """blocks() of sequences holding `whole` whole blocks (floats), group by group."""
+        total: Any = 0
+        for share, cap in self.kv_groups:
+            total = total + share * (whole if cap is None else np.minimum(whole, -(-cap // block)))
+        return cast(np.ndarray, total)
+
+    def blocks_one(self, tokens: int, block: int) -> float:
+        """blocks() of one sequence, in Python floats: the same IEEE operations in the same
+        order (each group's share × its whole blocks, summed group by group), without numpy's
+        per-call cost (the simulator's admission asks once per request it considers)."""
+        t = float(tokens)
+        total = 0.0
+        for share, cap in self.kv_groups:
+            total += share * math.ceil((t if cap is None else min(t, float(cap))) / block)
+        return total
 
     # ---- step times --------------------------------------------------------------------------
     def pipe(self, seqs: int) -> tuple[int, float]:
