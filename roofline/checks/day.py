@@ -10,16 +10,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from roofline.checks.limits import Check
+from roofline.domain.hardware import Accelerator
+from roofline.domain.model import ModelArch
 from roofline.domain.units import fmt_seconds
+from roofline.engines.engine import Engine
 from roofline.serving.day import DayRates, plan_day
 from roofline.serving.daysize import delay_for
 from roofline.serving.metrics import Slo
 from roofline.serving.search import max_rate_within_slo, replica_capacity
 from roofline.serving.serve import make_replica
 from roofline.serving.workload import make_workload
+from roofline.step.ops import Deployment
 
 if TYPE_CHECKING:
-    from roofline.checks.spec import SpecCase
     from roofline.serving.confidence import Edges
 
 
@@ -36,13 +39,22 @@ class DayLimits:
     edges: Edges | None = None  # --confidence's band edges (serving.confidence); None: expected
 
 
-def run_day_checks(c: SpecCase, ideal: bool = False) -> list[Check]:
-    """GPU-hours per day and SLO attainment of the spec's deployment autoscaled over its curve
-    (c.day), under c.day_slo (none given: p99 with no limit, the saturation rate)."""
-    assert c.day is not None, "a spec with a traffic curve"
-    model, hw, dep, eng, prompt, output = c.model, c.hw, c.dep, c.eng, c.prompt, c.output
-    slo, limits = c.day_slo or Slo(None, None, 99.0), c.day
-    capacity_bytes, requests, seed = c.capacity_bytes, c.requests, c.seed
+def run_day_checks(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    *,
+    prompt: int,
+    output: int,
+    slo: Slo,
+    limits: DayLimits,
+    capacity_bytes: float | None = None,
+    ideal: bool = False,
+    requests: int = 1000,
+    seed: int = 0,
+) -> list[Check]:
+    """GPU-hours per day and SLO attainment of the deployment autoscaled over the curve."""
     delay, how = delay_for(model, hw, dep, eng, limits.delay_s)
     rep = make_replica(model, hw, dep, eng, prompt + output + 1, capacity_bytes=capacity_bytes)
     w = make_workload(max(prompt, 1), output, rate=1.0, requests=requests, seed=seed)

@@ -102,8 +102,13 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
         checks += traffic_checks(served, c.traffic, ideal, queue)
     if c.day is not None:
         from roofline.checks.day import run_day_checks
+        from roofline.serving.metrics import Slo
 
-        checks += run_day_checks(c, ideal)
+        checks += run_day_checks(
+            c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output,
+            slo=c.day_slo or Slo(None, None, 99.0), limits=c.day,
+            capacity_bytes=c.capacity_bytes, ideal=ideal, requests=c.requests, seed=c.seed,
+        )  # fmt: skip
     return SpecResult(checks, served)
 
 
