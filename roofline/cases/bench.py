@@ -88,15 +88,14 @@ def compare(
     run: BenchRun,
     model: ModelArch,
     hw: Accelerator,
-    dep: Deployment,
-    engine_name: str,
-    tokenizer: str = "fast",
+    ideal_m: ServeMetrics,
+    expected_m: ServeMetrics,
 ) -> list[dict[str, Any]]:
     """One row per metric the run measured: ideal, expected, measured, error and speed ratio
-    (the shape of validate's serving rows). A measurement faster than the ideal is a bound
-    violation, except an open loop's throughput, which its arrival rate sets."""
-    ideal = predicted(simulate(run, model, hw, dep, engine_name, tokenizer, True), run)
-    expected = predicted(simulate(run, model, hw, dep, engine_name, tokenizer, False), run)
+    (the shape of validate's serving rows), from `simulate`'s ideal and expected metrics. A
+    measurement faster than the ideal is a bound violation, except an open loop's throughput,
+    which its arrival rate sets."""
+    ideal, expected = predicted(ideal_m, run), predicted(expected_m, run)
     rows = []
     for name in METRICS:
         if name not in run.measured:

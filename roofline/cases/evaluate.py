@@ -19,7 +19,7 @@ from roofline.cases.case import (
 )
 from roofline.cases.disagg import evaluate_disagg
 from roofline.cases.levers import evaluate_lever
-from roofline.cases.static import evaluate_static
+from roofline.cases.static import base_times, evaluate_static
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator, Efficiency
 from roofline.domain.model import ModelArch
@@ -71,4 +71,4 @@ def evaluate(
         speed = case.measured / ideal
         err = expected / case.measured - 1.0
         return CaseResult(case, regime, batch, ideal, expected, case.measured, speed, err)
-    return evaluate_static(case, model, hw, network, efficiency, engine_name)
+    return evaluate_static(case, base_times(case, model, hw, network, efficiency, engine_name))

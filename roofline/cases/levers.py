@@ -58,7 +58,7 @@ def evaluate_lever(
     if case.speculative is not None:
         if case.metric != "speedup":
             raise InputError(f"{where}: a speculative case measures 'speedup'")
-        ideal, expected = _speedup(case, model, hw, dep, eff, ctx, catalog)
+        ideal, expected = _speedup(speculative_rounds(case, model, hw, dep, eff, ctx, catalog))
         return "speculative", b, ideal, expected
     metrics = ("decode_tokens_per_s_per_user", "output_tokens_per_s")
     if case.metric not in metrics or host is None:
@@ -136,18 +136,9 @@ def speculative_rounds(
     return [speculate(*args, float(g), acc, eff, tree_tokens=t, **kw) for g, t in cands]  # type: ignore[arg-type]
 
 
-def _speedup(
-    case: Case,
-    model: ModelArch,
-    hw: Accelerator,
-    dep: Deployment,
-    eff: Efficiency,
-    ctx: int,
-    catalog: Any,
-) -> tuple[float, float]:
+def _speedup(runs: list[Speculation]) -> tuple[float, float]:
     """(ideal, expected) speed-up of a speculative case (module docstring): of its candidate
-    rounds, the one with the highest expected speed-up (speculative.choose_round's rule); the
-    ideal is the most tokens any candidate yields."""
-    runs = speculative_rounds(case, model, hw, dep, eff, ctx, catalog)
+    rounds (speculative_rounds), the one with the highest expected speed-up
+    (speculative.choose_round's rule); the ideal is the most tokens any candidate yields."""
     top = max(float(np.max(r.tokens_per_round)) for r in runs)
     return top, max(float(np.max(r.speedup_expected)) for r in runs)

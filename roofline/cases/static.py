@@ -73,16 +73,9 @@ def metric_value(case: Case, t_prefill_s: float, t_decode_s: float, replicas: in
     return _metric(case, t_prefill_s, t_decode_s, t_prefill_s, replicas, batch)
 
 
-def evaluate_static(
-    case: Case,
-    model: ModelArch,
-    hw: Accelerator,
-    network: Tier,
-    efficiency: Efficiency | None = None,
-    engine_name: str | None = None,
-) -> CaseResult:
-    """Ideal and expected predictions of a static case's metric."""
-    dep, replicas, batch, p, d = base_times(case, model, hw, network, efficiency, engine_name)
+def evaluate_static(case: Case, times: tuple) -> CaseResult:
+    """Ideal and expected predictions of a static case's metric, from its `base_times`."""
+    dep, replicas, batch, p, d = times
     regime, kind = METRICS[case.metric]
     values = {}
     # steady-state cycles: under attention-DP the ranks take their prompts at different steps

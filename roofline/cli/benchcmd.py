@@ -58,7 +58,8 @@ def validate_bench(
     eng = engine(engine_name, hw).name
     rows: list[dict[str, Any]] = []
     for run in runs:
-        rows.extend(compare(run, m, hw, dep, eng, tokenizer))
+        sims = [simulate(run, m, hw, dep, eng, tokenizer, ideal) for ideal in (True, False)]
+        rows.extend(compare(run, m, hw, *sims))
     inputs = {
         "files": [str(f) for f in files],
         "model": m.id,

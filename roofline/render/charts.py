@@ -118,6 +118,13 @@ def _pyplot():
     return plt
 
 
+def _finish(plt: Any, fig: Any, path: Path) -> None:
+    """Lay the figure out, write it to `path` and free it."""
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def check_output(path: Path) -> None:
     """Fail early (before any work or output) on a bad chart path or a missing matplotlib."""
     if path.suffix.lower() not in (".svg", ".png", ".pdf"):
@@ -169,9 +176,7 @@ def save_roofline(doc: Mapping[str, Any], path: Path) -> None:
     i = doc["inputs"]
     ax.set_title(f"{i['model']} on {i['hardware']}: batch {i['batch']}, {i['prompt_tokens']} in")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, path)
 
 
 def save_cliff(doc: Mapping[str, Any], path: Path) -> None:
@@ -198,9 +203,7 @@ def save_cliff(doc: Mapping[str, Any], path: Path) -> None:
     i = doc["inputs"]
     ax.set_title(f"Reasoning cliff: {i['model']} on {i['hardware']} TP{i['tp']}")
     fig.legend(loc="upper left", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, path)
 
 
 def save_speedup(doc: Mapping[str, Any], path: Path) -> None:
@@ -222,9 +225,7 @@ def save_speedup(doc: Mapping[str, Any], path: Path) -> None:
     i = doc["inputs"]
     ax.set_title(f"Speculative decoding ({i['drafter']}): {i['model']} on {i['hardware']}")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, path)
 
 
 def save_serve(doc: Mapping[str, Any], path: Path) -> None:
@@ -252,9 +253,7 @@ def save_serve(doc: Mapping[str, Any], path: Path) -> None:
             ax.axvline(sat["expected"], linestyle="--", color="tab:red", alpha=0.5)
     a2.set_xlabel("request rate (requests/s)")
     a1.set_title(f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']}")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, path)
 
 
 def save_day(doc: Mapping[str, Any], path: Path) -> None:
@@ -297,6 +296,4 @@ def save_day(doc: Mapping[str, Any], path: Path) -> None:
         f" {day['static_gpu_hours_per_day']:,.0f} static; SLO attainment"
         f" {day['slo_attainment']:.2%}"
     )
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, path)

@@ -330,35 +330,6 @@ class TrafficMode:
     pool_rates: tuple[float, float] = (0.0, 0.0)
 
 
-def compare_under_traffic(
-    model: ModelArch,
-    colo: Replica,
-    pre: Replica,
-    dec: Replica,
-    link: KvLink,
-    w: Workload,
-    slo: Slo,
-    ratio: float,
-    seed: int = 0,
-    ideal: bool = False,
-    shape: tuple[int, int] | None = None,
-) -> tuple[TrafficMode, TrafficMode]:
-    """Colocated (chunked prefill, one pool) against disaggregated pools under the same SLOs and
-    workload, by goodput per GPU: each unit's highest rate within the SLOs (at most its
-    saturation), divided by its GPUs. Pool shapes tried: 1-4 decode replicas with the prefill
-    replicas the closed-form `ratio` (prefill replicas per decode replica) suggests, or only
-    `shape` (P, D) when given. `ideal`: ideal step times throughout."""
-    rate = float(w.rate or 0.0)
-    cap = replica_capacity(colo, w)
-    r_colo = max_rate_within_slo(colo, w, slo, cap.of(ideal).requests_per_s, ideal, seed)
-    colo_mode = _mode("colocated", 0, 1, colo.gpus, r_colo, rate, None)
-    if r_colo > 0:
-        per = with_rate(w, rate / colo_mode.units, seed) if rate else w
-        res = serve(colo, per, slo, 1, capacity=cap)
-        colo_mode = replace(colo_mode, metrics=res.ideal if ideal else res.expected)
-    return colo_mode, best_pools(model, pre, dec, link, w, slo, ratio, seed, ideal, shape)
-
-
 def compare_at_rate(
     model: ModelArch,
     p_hw: Accelerator,
@@ -373,10 +344,14 @@ def compare_at_rate(
     ideal: bool = False,
     shape: tuple[int, int] | None = None,
 ) -> tuple[TrafficMode, TrafficMode]:
-    """disagg under traffic: `compare_under_traffic` with the colocated replica (and the decode
+    """disagg under traffic: colocated (chunked prefill, one pool) against disaggregated pools
+    under the same SLOs and workload, by goodput per GPU: each unit's highest rate within the
+    SLOs (at most its saturation), divided by its GPUs. The colocated replica (and the decode
     pool's) on the decode side with `eng`, prefill replicas with chunking off and an 8,192-token
-    budget, and the closed-form pool ratio at the batch a decode replica reaches (its KV or
-    max-seqs bound at the mean context), not --batch."""
+    budget; pool shapes tried (best_pools): 1-4 decode replicas with the prefill replicas the
+    closed-form ratio (prefill replicas per decode replica, at the batch a decode replica
+    reaches: its KV or max-seqs bound at the mean context, not --batch) suggests, or only
+    `shape` (P, D) when given. `ideal`: ideal step times throughout."""
     max_len = int(w.prompts.max() + w.outputs.max())
     colo = make_replica(model, d_hw, d_dep, eng, max_len)
     pre = make_replica(model, p_hw, p_dep, engine("auto", p_hw), max_len,
@@ -387,7 +362,15 @@ def compare_at_rate(
     ratio = disaggregate(
         model, p_hw, d_hw, p_dep, d_dep, link, b, max(int(s_mean), 1), max(int(o_mean), 2)
     ).prefill_replicas_per_decode_replica
-    return compare_under_traffic(model, colo, pre, colo, link, w, slo, ratio, seed, ideal, shape)
+    rate = float(w.rate or 0.0)
+    cap = replica_capacity(colo, w)
+    r_colo = max_rate_within_slo(colo, w, slo, cap.of(ideal).requests_per_s, ideal, seed)
+    colo_mode = _mode("colocated", 0, 1, colo.gpus, r_colo, rate, None)
+    if r_colo > 0:
+        per = with_rate(w, rate / colo_mode.units, seed) if rate else w
+        res = serve(colo, per, slo, 1, capacity=cap)
+        colo_mode = replace(colo_mode, metrics=res.ideal if ideal else res.expected)
+    return colo_mode, best_pools(model, pre, colo, link, w, slo, ratio, seed, ideal, shape)
 
 
 def best_pools(

@@ -19,14 +19,20 @@ import numpy as np
 
 from roofline.serving.bounds import RateBounds, rate_bounds
 from roofline.serving.mix import mix_workload
-from roofline.serving.search import PROBE_GENERATIONS, PROBE_SEED, Saturation, probe_users
+from roofline.serving.search import (
+    PROBE_GENERATIONS,
+    PROBE_SEED,
+    Probed,
+    Saturation,
+    probe_users,
+)
 from roofline.serving.serve import Replica, run_replicas
 from roofline.serving.workload import MAX_REQUESTS, Workload
 
 OVERLOAD = 20.0  # the probe's offered rate over the physical bound
 
 
-class MixCapacity:
+class MixCapacity(Probed):
     """search.Capacity's interface (serve.Capacity) for a mix whose requests share KV."""
 
     credits_sharing = True  # serve keeps it for a mix that shares KV (search.Capacity: not)
@@ -46,28 +52,6 @@ class MixCapacity:
             rep.model, rep.hw, rep.dep, rep.gpus, float(w.prompts.mean()),
             self.mean_output_tokens, batch, cached,
         )  # fmt: skip
-
-    def of(self, ideal: bool) -> Saturation:
-        if ideal not in self._sat:
-            self._sat[ideal] = self._probe(ideal)
-        return self._sat[ideal]
-
-    @property
-    def ideal(self) -> Saturation:
-        return self.of(True)
-
-    @property
-    def expected(self) -> Saturation:
-        return self.of(False)
-
-    def known(self, ideal: bool) -> Saturation | None:
-        return self._sat.get(ideal)
-
-    def stable(self, rate: float, ideal: bool) -> bool:
-        """As search.Capacity.stable: below the expected saturation, or the ideal's."""
-        if rate < self.of(False).requests_per_s:
-            return True
-        return ideal and rate < self.of(True).requests_per_s
 
     def _probe(self, ideal: bool) -> Saturation:
         rep, w = self._rep, self._w

@@ -195,7 +195,42 @@ def _bounded(rep: Replica, prompts, outputs, rate: float, ideal: bool, prefix=No
     return m.queued_at_last_arrival <= 0.05 * m.requests + 5
 
 
-class Capacity:
+class Probed:
+    """A replica's saturation with ideal and expected step times, each probed (`_probe`) when
+    first asked for; search.Capacity's and mixcapacity.MixCapacity's shared interface."""
+
+    _sat: dict[bool, Saturation]
+
+    def _probe(self, ideal: bool) -> Saturation:
+        raise NotImplementedError
+
+    def of(self, ideal: bool) -> Saturation:
+        if ideal not in self._sat:
+            self._sat[ideal] = self._probe(ideal)
+        return self._sat[ideal]
+
+    @property
+    def ideal(self) -> Saturation:
+        return self.of(True)
+
+    @property
+    def expected(self) -> Saturation:
+        return self.of(False)
+
+    def known(self, ideal: bool) -> Saturation | None:
+        """The saturation with ideal or expected step times if already probed, else None."""
+        return self._sat.get(ideal)
+
+    def stable(self, rate: float, ideal: bool) -> bool:
+        """`rate` per replica is below the saturation rate. The ideal's is never below the
+        expected's (a tested bound), so a rate below the expected's needs no ideal probe: the
+        expected one, which every caller needs, answers first."""
+        if rate < self.of(False).requests_per_s:
+            return True
+        return ideal and rate < self.of(True).requests_per_s
+
+
+class Capacity(Probed):
     """One replica's saturation with ideal and expected step times (each probed when first
     asked for) and its physical bounds, for one length distribution."""
 
@@ -229,39 +264,17 @@ class Capacity:
             cached,
         )
 
-    def of(self, ideal: bool) -> Saturation:
-        if ideal not in self._sat:
-            self._sat[ideal] = saturation(
-                self._rep,
-                self.prompts,
-                self.outputs,
-                ideal,
-                confirm=self._confirm,
-                bound=self.bounds.requests_per_s,
-                prefix=self.prefix,
-                longest=self.longest,
-            )
-        return self._sat[ideal]
-
-    @property
-    def ideal(self) -> Saturation:
-        return self.of(True)
-
-    @property
-    def expected(self) -> Saturation:
-        return self.of(False)
-
-    def known(self, ideal: bool) -> Saturation | None:
-        """The saturation with ideal or expected step times if already probed, else None."""
-        return self._sat.get(ideal)
-
-    def stable(self, rate: float, ideal: bool) -> bool:
-        """`rate` per replica is below the saturation rate. The ideal's is never below the
-        expected's (a tested bound), so a rate below the expected's needs no ideal probe: the
-        expected one, which every caller needs, answers first."""
-        if rate < self.of(False).requests_per_s:
-            return True
-        return ideal and rate < self.of(True).requests_per_s
+    def _probe(self, ideal: bool) -> Saturation:
+        return saturation(
+            self._rep,
+            self.prompts,
+            self.outputs,
+            ideal,
+            confirm=self._confirm,
+            bound=self.bounds.requests_per_s,
+            prefix=self.prefix,
+            longest=self.longest,
+        )
 
 
 def replica_capacity(rep: Replica, w: Workload, confirm: bool = False) -> Capacity:
