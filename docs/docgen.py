@@ -42,7 +42,8 @@ import shlex
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,51 @@ def workdir() -> Path:
 
 def clear_cache() -> None:
     _CACHE.clear()
+    _SEARCHES.clear()
+
+
+_SEARCHES: dict[bytes, bytes] = {}  # sizing searches' results by their pickled inputs
+_PURE = (  # sizing searches, pure functions of their inputs and the catalog
+    ("roofline.cli.traffic", "size_search"),  # size (roofline.serving.sizepools)
+)
+
+
+@contextlib.contextmanager
+def _search_once() -> Any:
+    """A sizing search (_PURE) runs once for a `size` line a document shows as text and reads as
+    JSON: the same inputs (pickled, with ROOFLINE_CATALOG) give a copy of the first run's result,
+    which each output then renders as `size` does."""
+    import importlib
+    import pickle
+
+    saved = []
+    for module_name, name in _PURE:
+        module = importlib.import_module(module_name)
+        saved.append((module, name, getattr(module, name)))
+
+    def once(name: str, search: Callable[..., Any]) -> Callable[..., Any]:
+        def run_once(*args: Any, **kwargs: Any) -> Any:
+            try:
+                key = pickle.dumps((name, args, kwargs, os.environ.get("ROOFLINE_CATALOG", "")))
+            except Exception:  # an input that does not pickle: no sharing
+                return search(*args, **kwargs)
+            if key not in _SEARCHES:
+                result = search(*args, **kwargs)
+                try:
+                    _SEARCHES[key] = pickle.dumps(result)
+                except Exception:  # a result that does not pickle: not kept
+                    return result
+            return pickle.loads(_SEARCHES[key])
+
+        return run_once
+
+    for module, name, search in saved:
+        setattr(module, name, once(name, search))
+    try:
+        yield
+    finally:
+        for module, name, search in saved:
+            setattr(module, name, search)
 
 
 def _parse(command: str) -> tuple[list[str], str | None, dict[str, str]]:
@@ -112,23 +158,77 @@ def run(command: str, code: int = 0, columns: int = 80) -> Result:
 
     key = (command, str(columns), os.environ.get("ROOFLINE_CATALOG", ""))
     if key not in _CACHE:
-        args, stdin, env = _parse(command)
-        env = {"COLUMNS": str(columns), "NO_COLOR": "1", **env}
-        here = Path.cwd()
-        os.chdir(workdir())
-        try:
-            r = CliRunner().invoke(app, args, input=stdin, env=env)
-        finally:
-            os.chdir(here)
-        if r.exception and not isinstance(r.exception, SystemExit):
-            raise r.exception
-        _CACHE[key] = Result(r.exit_code, r.stdout, r.stderr)
+
+        def invoke() -> Result:
+            args, stdin, env = _parse(command)
+            env = {"COLUMNS": str(columns), "NO_COLOR": "1", **env}
+            here = Path.cwd()
+            os.chdir(workdir())
+            try:
+                with _search_once():
+                    r = CliRunner().invoke(app, args, input=stdin, env=env)
+            finally:
+                os.chdir(here)
+            if r.exception and not isinstance(r.exception, SystemExit):
+                raise r.exception
+            return Result(r.exit_code, r.stdout, r.stderr)
+
+        _CACHE[key] = _shared(key, invoke)
     result = _CACHE[key]
     if result.code != code:
         raise AssertionError(
             f"`{command}` exited {result.code}, the document says {code}: {result.stderr.strip()}"
         )
     return result
+
+
+def _files(top: Path) -> dict[str, float]:
+    """The scratch directory's own files (not the checkout's, which are symlinks): path -> mtime."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        for f in filenames:
+            path = Path(dirpath) / f
+            if not path.is_symlink():
+                out[str(path.relative_to(top))] = path.stat().st_mtime_ns
+    return out
+
+
+def _shared(key: tuple[str, ...], invoke: Callable[[], Result]) -> Result:
+    """invoke(), or its result from another process of the same test session: with
+    DOCGEN_SHARED_CACHE set (tests/conftest.py: one directory for all pytest-xdist workers), a
+    command two documents run (README's and COMMANDS.md's `size`) runs once per session, not once
+    per worker. The files it wrote in the scratch directory are stored with it and copied into
+    this process's scratch directory, so a later command reads them as if it had run here. A
+    lock per command: a second process waits for the first rather than running it too."""
+    shared = os.environ.get("DOCGEN_SHARED_CACHE")
+    if not shared:
+        return invoke()
+    import fcntl
+    import hashlib
+
+    entry = Path(shared) / hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
+    entry.mkdir(parents=True, exist_ok=True)
+    with open(entry / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = entry / "result.json"
+        if done.exists():
+            stored = json.loads(done.read_text())
+            for name in stored["files"]:
+                target = workdir() / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(entry / "files" / name, target)
+            return Result(*stored["result"])
+        before = _files(workdir())
+        result = invoke()
+        wrote = [n for n, t in _files(workdir()).items() if before.get(n) != t]
+        for name in wrote:
+            (entry / "files" / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(workdir() / name, entry / "files" / name)
+        part = entry / "result.part"
+        part.write_text(json.dumps({"result": list(astuple(result)), "files": wrote}))
+        part.replace(done)
+        return result
 
 
 def script(command: str, code: int = 0) -> Result:
@@ -294,7 +394,16 @@ def stale(path: str | Path, text: str | None = None) -> list[str]:
     else:
         made = generate(path).splitlines()
     name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    problems = []
+    problems: list[str] = []
+    # the lines both share at the start and the end are left out of the diff: a section's text
+    # is mostly blanked lines, on which difflib (no autojunk) takes about a second a section
+    head = 0
+    while head < min(len(found), len(made)) and found[head] == made[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(found), len(made)) - head and found[-1 - tail] == made[-1 - tail]:
+        tail += 1
+    found, made = found[head : len(found) - tail], made[head : len(made) - tail]
     matcher = difflib.SequenceMatcher(a=found, b=made, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -302,7 +411,7 @@ def stale(path: str | Path, text: str | None = None) -> list[str]:
         for k in range(max(i2 - i1, j2 - j1)):
             old = found[i1 + k] if i1 + k < i2 else "(nothing)"
             new = made[j1 + k] if j1 + k < j2 else "(nothing)"
-            problems.append(f"{name}:{i1 + k + 1}: expected {new!r}, found {old!r}")
+            problems.append(f"{name}:{head + i1 + k + 1}: expected {new!r}, found {old!r}")
     return problems
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,11 @@ def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
     # pytest-xdist already runs one worker per core: a sizing search in a test runs its layouts in
     # its own process (roofline.serving.workers) rather than forking a pool per search
     mp.setenv("ROOFLINE_JOBS", "1")
+    # the documents' commands (tests/test_docs.py) run once per session, not once per worker: a
+    # directory all pytest-xdist workers share (each worker's basetemp is in the session's)
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    mp.setenv("DOCGEN_SHARED_CACHE", str(shared / "docgen-shared"))
     yield
     mp.undo()
 

@@ -94,3 +94,34 @@ def test_a_reversed_relation_stops_generation(tmp_path):
     with pytest.raises(Exception, match="assert expected < ideal"):
         docgen.stale(doc)
     shutil.rmtree(tmp_path)
+
+
+def test_a_command_runs_once_per_session_across_workers(tmp_path, monkeypatch):
+    """docgen._shared: a second process (its own _CACHE and scratch directory) of the same session
+    takes the first one's result and the files its command wrote, without running it again."""
+    monkeypatch.setenv("DOCGEN_SHARED_CACHE", str(tmp_path / "shared"))
+    monkeypatch.setattr(docgen, "_WORKDIR", [tmp_path / "first"])
+    (tmp_path / "first").mkdir()
+    calls = []
+
+    def invoke():
+        calls.append(1)
+        (docgen.workdir() / "out").mkdir(exist_ok=True)
+        (docgen.workdir() / "out/plan.html").write_text("<html>")
+        return docgen.Result(0, "stdout", "stderr")
+
+    key = ("roofline size x -o out/plan.html", "80", "")
+    assert docgen._shared(key, invoke) == docgen.Result(0, "stdout", "stderr")
+    monkeypatch.setattr(docgen, "_WORKDIR", [tmp_path / "second"])  # another worker
+    (tmp_path / "second").mkdir()
+    assert docgen._shared(key, invoke) == docgen.Result(0, "stdout", "stderr")
+    assert len(calls) == 1
+    assert (tmp_path / "second/out/plan.html").read_text() == "<html>"
+
+
+def test_a_stale_line_is_named_by_its_line_in_the_whole_document(tmp_path):
+    """stale() diffs only what lies between the lines both texts share at the start and the end
+    (blanked lines included): the line numbers are still the document's."""
+    doc = tmp_path / "x.md"
+    text = "\n" * 50 + '<!-- [[[cog\nprint("new")\n]]] -->\nold\n<!-- [[[end]]] -->\n' + "\n" * 50
+    assert docgen.stale(doc, text) == [f"{doc}:54: expected 'new', found 'old'"]  # 50 + 4
