@@ -218,23 +218,30 @@ class _Sim(ArrivalQueue, Decoders, Admission):
 
     def complete_prefill(self, done: list[int]) -> None:
         """Prompts whose prefill (first or recompute) ended now: each samples a token."""
-        now = self.now
+        now, gen, outputs, last_tok, res_blocks = (
+            self.now,
+            self.gen,
+            self.outputs,
+            self.last_tok,
+            self.res_blocks,
+        )
+        pf_left, recompute, prefilling = self.pf_left, self.recompute_pass, self.prefilling
         for r in done:
-            g = self.gen[r]
+            g = gen[r]
             if g == 0:
                 self.first_token_s[r] = now
                 self.first_wait[r] = self.api.wait_s(now)
             else:  # a recompute samples the next token: one more gap
-                self.itl_v.append(now - self.last_tok[r])
+                self.itl_v.append(now - last_tok[r])
                 self.itl_w.append(1.0)
-            self.gen[r] = g + 1
-            self.last_tok[r] = now
-            self.pf_left[r] = 0
-            self.recompute_pass[r] = False
-            self.reserved -= self.res_blocks[r]
-            self.res_blocks[r] = 0.0
-            self.prefilling.remove(r)
-            if g + 1 >= self.outputs[r]:
+            gen[r] = g + 1
+            last_tok[r] = now
+            pf_left[r] = 0
+            recompute[r] = False
+            self.reserved -= res_blocks[r]
+            res_blocks[r] = 0.0
+            prefilling.remove(r)
+            if g + 1 >= outputs[r]:
                 self.finish(r)
             else:
                 self.join(r)
@@ -397,7 +404,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
             acc["decode"] += t_dec
             if processed is not None:
                 tokens = sum(processed)
-                if tokens:
+                if tokens and self.preemptions:  # a recompute pass follows a preemption
                     re_tokens = sum(x for x, r in zip(processed, pfr, strict=True) if recompute[r])
                     acc["preempt"] += (t - t_dec) * re_tokens / tokens
             if not n_dec:
@@ -449,7 +456,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 self.spans += 1
                 if msteps == 1:
                     self.last_shared = self.now
-                    self.fresh = []
+                    if self.fresh:
+                        self.fresh = []
             if processed is not None:
                 done = []
                 for r, x in zip(pfr, processed, strict=True):
