@@ -218,13 +218,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
 
     def complete_prefill(self, done: list[int]) -> None:
         """Prompts whose prefill (first or recompute) ended now: each samples a token."""
-        now, gen, outputs, last_tok, res_blocks = (
-            self.now,
-            self.gen,
-            self.outputs,
-            self.last_tok,
-            self.res_blocks,
-        )
+        now, gen, outputs, last_tok = self.now, self.gen, self.outputs, self.last_tok
+        res_blocks = self.res_blocks
         pf_left, recompute, prefilling = self.pf_left, self.recompute_pass, self.prefilling
         for r in done:
             g = gen[r]
@@ -300,7 +295,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
         waiting, active, prefilling = self.waiting, self.active, self.prefilling
         decoding, heap, fin = self.decoding, self.heap, self.fin
         pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
-        pf_skip, cache = self.pf_skip, self.cache
+        pf_skip, cache, later, last_tok = self.pf_skip, self.cache, self.later, self.last_tok
         itl_v, itl_w = self.itl_v.append, self.itl_w.append
         streams = api.token_s > 0
         msteps = rules.scheduler_steps
@@ -321,7 +316,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 j = bisect_right(arr, self.now, na, n)
                 waiting.extend(range(na, j))
                 self.na = na = j
-            if self.later and self.later[0][0] <= self.now:
+            if later and later[0][0] <= self.now:
                 self.land(self.now)
             if self.ms_left and not decoding:  # a multi-step batch left with no decoder
                 self.end_batch()
@@ -388,8 +383,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
             na = self.na
             t_next = arr[na] if na < n else math.inf
-            if self.later:
-                t_next = min(t_next, self.later[0][0])
+            if later:
+                t_next = min(t_next, later[0][0])
             if (
                 not waiting and len(active) < max_seqs and t_next < math.inf and not self.ms_left
             ):  # an arrival can be admitted: stop at the first step boundary after it
@@ -420,7 +415,6 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 t_step = t / k
                 first = self.now + t_step
                 fresh = self.fresh
-                last_tok = self.last_tok
                 for r in fresh:  # their last token came at their own time
                     itl_v(first - last_tok[r])
                     itl_w(1.0)
@@ -476,7 +470,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                         if msteps > 1:  # seen at the batch's end
                             self.ended.append(r)
                             continue
-                        self.last_tok[r] = self.now
+                        last_tok[r] = self.now
                         self.finish(r)
             if self.ms_left:
                 self.ms_left -= k
