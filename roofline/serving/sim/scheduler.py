@@ -388,7 +388,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
             if (
                 not waiting and len(active) < max_seqs and t_next < math.inf and not self.ms_left
             ):  # an arrival can be admitted: stop at the first step boundary after it
-                k_cut = max(1, math.ceil((t_next - self.now) * k / t))
+                k_cut = math.ceil((t_next - self.now) * k / t)
+                k_cut = k_cut if k_cut > 1 else 1  # max(1, ·)
                 if k_cut < k and plain and pf is None:
                     k = k_cut
                     t = t_dec = decode_only_s(n_dec, k, total)
@@ -410,7 +411,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
             if kv_end > self.peak_blocks:
                 self.peak_blocks = kv_end
-            kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
+            kv_mid = kv_end - n_dec * k / (2.0 * blk)
+            kv_mid = kv_mid if kv_mid > self.reserved else self.reserved  # max(reserved, ·)
             if n_dec and msteps == 1:  # multi-step: the bunches at the batch's end (end_batch)
                 t_step = t / k
                 first = self.now + t_step
