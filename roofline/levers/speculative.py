@@ -43,6 +43,7 @@ from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator, Efficiency
 from roofline.domain.model import ModelArch
 from roofline.levers.acceptance import TREE_TOPK, expected_tokens_per_round, tree_tokens_per_round
+from roofline.step.memo import cached_by_identity
 from roofline.step.ops import Deployment
 from roofline.step.phases import PhaseResult, decode
 from roofline.timing.host import EngineProfile
@@ -57,8 +58,36 @@ TREE_SIZES = (8, 16, 32, 64)  # trees a planner tries (EAGLE-2's default tree: 6
 # SGLang turns its overlap scheduler off under EAGLE / EAGLE-3 / standalone speculation
 # (python/sglang/srt/server_args.py: "Overlap scheduler is disabled because of using eagle
 # speculative decoding"), so a speculative round pays the scheduler step the overlap hides in
-# plain decode; taken as vLLM's profile, a Python scheduler without overlap [uncertain]
+# plain decode; taken as vLLM's profile, a Python scheduler without overlap [uncertain]. The
+# host time per running sequence stays the engine's own (verify_efficiency)
 NO_OVERLAP_ENGINE = {"sglang": "vllm"}
+_VERIFY_EFFS: dict[tuple, tuple[tuple, Any]] = {}
+
+
+def verify_efficiency(e: Efficiency, engine: str | None) -> tuple[Efficiency, str | None]:
+    """The efficiency and engine name a speculative round's verify pass runs under.
+
+    An engine of NO_OVERLAP_ENGINE (SGLang) runs the round without its overlap scheduler, so the
+    verify pass pays the non-overlapped step of the stand-in profile (vLLM's cpu_step, launches,
+    kernels), but the host time per running sequence (cpu_per_seq) stays the engine's own: that
+    work (building each request's batch entry, its sampling info, processing each request's
+    output) is SGLang's own Python code whether the step overlaps or not (SGLang
+    python/sglang/srt/managers/scheduler.py: event_loop_normal and event_loop_overlap run the
+    same get_next_batch_to_run / run_batch / process_batch_result per step; overlap only moves
+    the GPU wait). Other engines: unchanged."""
+    name = (engine or "").lower()
+    other = NO_OVERLAP_ENGINE.get(name)
+    if other is None:
+        return e, engine
+    if not e.engines or name not in e.engines or other not in e.engines:
+        return e, other
+
+    def build() -> Efficiency:
+        own, stand_in = e.engines[name], e.engines[other]
+        mixed = replace(stand_in, cpu_per_seq_s=own.cpu_per_seq_s)
+        return replace(e, engines={**e.engines, other: mixed})
+
+    return cached_by_identity(_VERIFY_EFFS, (e,), (name,), build), other
 
 
 # ---- drafter cost -----------------------------------------------------------------------------
@@ -252,7 +281,8 @@ def speculate(
     b = np.asarray(batch, dtype=float)
     base = decode(target, hw, dep, b, context, eff=e, engine=engine)
     spec_engine = NO_OVERLAP_ENGINE.get((engine or "").lower(), engine)
-    verify = decode(target, hw, dep, b, context, eff=e, new_tokens=t_v, engine=spec_engine)
+    v_eff, v_engine = verify_efficiency(e, engine)
+    verify = decode(target, hw, dep, b, context, eff=v_eff, new_tokens=t_v, engine=v_engine)
     # a drafter inside the target's graph pays no engine step of its own (no scheduling, no
     # launches beyond the target's): no engine profile, no fixed overhead
     in_graph = replace(e, step_overhead_s=0.0, engines={})
