@@ -28,8 +28,16 @@ class Admission(SimState):
 
     def admit(self) -> None:
         rules, steps, blk = self.rules, self.steps, self.rules.block_tokens
+        waiting, active, prompts, gen, cache = (
+            self.waiting,
+            self.active,
+            self.prompts,
+            self.gen,
+            self.cache,
+        )
+        budget, max_seqs, simple = rules.budget_blocks, rules.max_seqs, self.simple_kv
         if self.prio is not None:  # the queue in priority order (roofline.serving.sim.priority)
-            order_waiting(self.waiting, self.prio, self.arr)
+            order_waiting(waiting, self.prio, self.arr)
         n_dec = len(self.decoding)
         # decoders' next step, bounded first (Σ ceil(x/b) <= Σ x/b + n) and exact when it matters
         used = self.reserved + (self.S + n_dec * self.G + n_dec) / blk + n_dec
@@ -39,60 +47,60 @@ class Admission(SimState):
         ahead = 0.0  # ρ × the running requests' remaining output, in blocks (0 < ρ < 1)
         if 0.0 < rho < 1.0:
             left = self.F - n_dec * (self.G + 1)
-            left += sum(self.outputs[p] - self.gen[p] - 1 for p in self.prefilling)
+            left += sum(self.outputs[p] - gen[p] - 1 for p in self.prefilling)
             ahead = rho * max(left, 0) / blk
-        while self.waiting and len(self.active) < rules.max_seqs:
-            r = self.waiting[0]
-            tokens = self.prompts[r] + self.gen[r] + 1
-            need = -(-tokens // blk) if self.simple_kv else steps.blocks_one(tokens, blk)
+        while waiting and len(active) < max_seqs:
+            r = waiting[0]
+            tokens = prompts[r] + gen[r] + 1
+            need = -(-tokens // blk) if simple else steps.blocks_one(tokens, blk)
             full = 0.0
             if whole:  # the blocks of its whole sequence, beside those committed already
-                seq = self.prompts[r] + self.outputs[r]
-                full = -(-seq // blk) if self.simple_kv else steps.blocks_one(seq, blk)
-                if self.committed + full > rules.budget_blocks:
+                seq = prompts[r] + self.outputs[r]
+                full = -(-seq // blk) if simple else steps.blocks_one(seq, blk)
+                if self.committed + full > budget:
                     break
             elif rho > 0.0:  # ρ of its remaining output beside ρ of the running requests'
-                full = rho * max(self.outputs[r] - self.gen[r] - 1, 0) / blk
-                if used + ahead + need + full > rules.budget_blocks:
+                full = rho * max(self.outputs[r] - gen[r] - 1, 0) / blk
+                if used + ahead + need + full > budget:
                     break
                 ahead += full
                 full = 0.0
-            if self.cache is not None:  # the shared prefix's blocks are counted once
-                need += self.cache.group_delta(r, tokens - 1)
-            if used + need > rules.budget_blocks:
+            if cache is not None:  # the shared prefix's blocks are counted once
+                need += cache.group_delta(r, tokens - 1)
+            if used + need > budget:
                 if not exact:
                     used = self.reserved + (
                         self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0
                     )
                     exact = True
-                if used + need > rules.budget_blocks:
+                if used + need > budget:
                     if not self.preempt_for(r, used + need):
                         break
                     used = self.reserved + (
                         self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0
                     )
-                    if used + need > rules.budget_blocks:
+                    if used + need > budget:
                         break
-            self.waiting.popleft()
+            waiting.popleft()
             used += need
             self.committed += full
             self.commit[r] = full
-            self.active.append(r)
+            active.append(r)
             if math.isnan(self.admitted_s[r]):
                 self.admitted_s[r] = self.now
             if r in self.swapped:  # swap back in: the engine waits for the copy
                 self.swapped.discard(r)
                 self.swap_stall(r)
                 self.join(r)
-                if self.cache is not None:
-                    self.reserved += self.cache.admit(r, tokens - 1, count=False)[1]
+                if cache is not None:
+                    self.reserved += cache.admit(r, tokens - 1, count=False)[1]
             elif self.kv_ready[r]:  # arrived with its KV (a disaggregated decode pool)
                 self.kv_ready[r] = False
                 self.join(r)
             else:
                 hit = 0
-                if self.cache is not None:
-                    hit, corr = self.cache.admit(r, tokens - 1)
+                if cache is not None:
+                    hit, corr = cache.admit(r, tokens - 1)
                     self.reserved += corr
                     need -= corr
                 self.pf_left[r] = self.pf_total[r] = tokens - 1 - hit
@@ -100,18 +108,18 @@ class Admission(SimState):
                 self.res_blocks[r] = need
                 self.reserved += need
                 self.prefilling.append(r)
-                if self.gen[r] > 0:
+                if gen[r] > 0:
                     self.recompute_pass[r] = True
                     self.recomputed += tokens - 1 - hit
-        if self.cache is not None and self.cache.idle_blocks > rules.budget_blocks - used:
+        if cache is not None and cache.idle_blocks > budget - used:
             self.evict()
-        if not self.active:
-            r = self.waiting[0]
-            held = int(self.prompts[r] + self.gen[r])
+        if not active:
+            r = waiting[0]
+            held = int(prompts[r] + gen[r])
             raise InputError(
-                f"one request alone outgrows the KV budget ({rules.budget_blocks:,} blocks of "
-                f"{blk} tokens): it holds {held:,} tokens ({int(self.prompts[r]):,} prompt + "
-                f"{int(self.gen[r]):,} generated) of the {int(self.prompts[r] + self.outputs[r]):,}"
+                f"one request alone outgrows the KV budget ({budget:,} blocks of "
+                f"{blk} tokens): it holds {held:,} tokens ({int(prompts[r]):,} prompt + "
+                f"{int(gen[r]):,} generated) of the {int(prompts[r] + self.outputs[r]):,}"
                 " it needs",
                 hint="shorten --output or --prompt, or add memory (--tp, --kv-dtype fp8)",
             )

@@ -39,7 +39,10 @@ class ApiQueue:
 
     def wait_s(self, now: float) -> float:
         """How long a token the engine emits at `now` waits for the work ahead of it."""
-        return max(self.busy_s - now, 0.0) if self.queues else 0.0
+        if not self.queues:
+            return 0.0
+        ahead = self.busy_s - now
+        return 0.0 if ahead < 0.0 else ahead  # max(ahead, 0.0)
 
     def resend(self, now: float, wait: float) -> tuple[float, float]:
         """A closed-loop client saw its request end (the last token, emitted at `now`, waited
@@ -57,5 +60,7 @@ class ApiQueue:
         if self.token_s <= 0 or tokens <= 0:
             return
         start = now - t_span
-        backlog = max(self.busy_s - start, 0.0) + tokens * self.token_s - t_span
-        self.busy_s = now + max(backlog, last * self.token_s)
+        ahead = self.busy_s - start  # max(·, 0.0) and max(backlog, ·) as comparisons
+        backlog = (0.0 if ahead < 0.0 else ahead) + tokens * self.token_s - t_span
+        tail = last * self.token_s
+        self.busy_s = now + (tail if tail > backlog else backlog)

@@ -25,17 +25,6 @@ class Decoders(SimState):
     _slot: dict[int, int]  # slot per decoding request
     _top = 0  # slots used
 
-    def _put(self, r: int, b: int) -> None:
-        buf = self._buf
-        if buf is None or self._top == len(buf):
-            buf = self._squeeze()
-        top = self._top
-        buf[top] = b
-        self._alive[top] = True
-        self._who.append(r)
-        self._slot[r] = top
-        self._top = top + 1
-
     def _squeeze(self) -> np.ndarray:
         """The live slots moved to the front, in order, with room for as many again."""
         if self._buf is None:
@@ -56,11 +45,19 @@ class Decoders(SimState):
         return buf
 
     def join(self, r: int) -> None:
-        b = self.prompts[r] + self.gen[r] - self.G
+        g, G = self.gen[r], self.G
+        b = self.prompts[r] + g - G
         self.base[r] = b
-        self._put(r, b)
+        buf, top = self._buf, self._top
+        if buf is None or top == len(buf):
+            buf, top = self._squeeze(), self._top
+        buf[top] = b  # the next slot
+        self._alive[top] = True
+        self._who.append(r)
+        self._slot[r] = top
+        self._top = top + 1
         self.S += b
-        f = self.G + self.outputs[r] - self.gen[r]
+        f = G + self.outputs[r] - g
         self.fin[r] = f
         self.F += f
         heappush(self.heap, (f, r))

@@ -218,23 +218,25 @@ class _Sim(ArrivalQueue, Decoders, Admission):
 
     def complete_prefill(self, done: list[int]) -> None:
         """Prompts whose prefill (first or recompute) ended now: each samples a token."""
-        now = self.now
+        now, gen, outputs, last_tok = self.now, self.gen, self.outputs, self.last_tok
+        res_blocks = self.res_blocks
+        pf_left, recompute, prefilling = self.pf_left, self.recompute_pass, self.prefilling
         for r in done:
-            g = self.gen[r]
+            g = gen[r]
             if g == 0:
                 self.first_token_s[r] = now
                 self.first_wait[r] = self.api.wait_s(now)
             else:  # a recompute samples the next token: one more gap
-                self.itl_v.append(now - self.last_tok[r])
+                self.itl_v.append(now - last_tok[r])
                 self.itl_w.append(1.0)
-            self.gen[r] = g + 1
-            self.last_tok[r] = now
-            self.pf_left[r] = 0
-            self.recompute_pass[r] = False
-            self.reserved -= self.res_blocks[r]
-            self.res_blocks[r] = 0.0
-            self.prefilling.remove(r)
-            if g + 1 >= self.outputs[r]:
+            gen[r] = g + 1
+            last_tok[r] = now
+            pf_left[r] = 0
+            recompute[r] = False
+            self.reserved -= res_blocks[r]
+            res_blocks[r] = 0.0
+            prefilling.remove(r)
+            if g + 1 >= outputs[r]:
                 self.finish(r)
             else:
                 self.join(r)
@@ -293,7 +295,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
         waiting, active, prefilling = self.waiting, self.active, self.prefilling
         decoding, heap, fin = self.decoding, self.heap, self.fin
         pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
-        pf_skip, cache = self.pf_skip, self.cache
+        pf_skip, cache, later, last_tok = self.pf_skip, self.cache, self.later, self.last_tok
         itl_v, itl_w = self.itl_v.append, self.itl_w.append
         streams = api.token_s > 0
         msteps = rules.scheduler_steps
@@ -314,7 +316,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 j = bisect_right(arr, self.now, na, n)
                 waiting.extend(range(na, j))
                 self.na = na = j
-            if self.later and self.later[0][0] <= self.now:
+            if later and later[0][0] <= self.now:
                 self.land(self.now)
             if self.ms_left and not decoding:  # a multi-step batch left with no decoder
                 self.end_batch()
@@ -381,12 +383,13 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
             na = self.na
             t_next = arr[na] if na < n else math.inf
-            if self.later:
-                t_next = min(t_next, self.later[0][0])
+            if later:
+                t_next = min(t_next, later[0][0])
             if (
                 not waiting and len(active) < max_seqs and t_next < math.inf and not self.ms_left
             ):  # an arrival can be admitted: stop at the first step boundary after it
-                k_cut = max(1, math.ceil((t_next - self.now) * k / t))
+                k_cut = math.ceil((t_next - self.now) * k / t)
+                k_cut = k_cut if k_cut > 1 else 1  # max(1, ·)
                 if k_cut < k and plain and pf is None:
                     k = k_cut
                     t = t_dec = decode_only_s(n_dec, k, total)
@@ -397,7 +400,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
             acc["decode"] += t_dec
             if processed is not None:
                 tokens = sum(processed)
-                if tokens:
+                if tokens and self.preemptions:  # a recompute pass follows a preemption
                     re_tokens = sum(x for x, r in zip(processed, pfr, strict=True) if recompute[r])
                     acc["preempt"] += (t - t_dec) * re_tokens / tokens
             if not n_dec:
@@ -408,12 +411,12 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
             if kv_end > self.peak_blocks:
                 self.peak_blocks = kv_end
-            kv_mid = max(self.reserved, kv_end - n_dec * k / (2.0 * blk))
+            kv_mid = kv_end - n_dec * k / (2.0 * blk)
+            kv_mid = kv_mid if kv_mid > self.reserved else self.reserved  # max(reserved, ·)
             if n_dec and msteps == 1:  # multi-step: the bunches at the batch's end (end_batch)
                 t_step = t / k
                 first = self.now + t_step
                 fresh = self.fresh
-                last_tok = self.last_tok
                 for r in fresh:  # their last token came at their own time
                     itl_v(first - last_tok[r])
                     itl_w(1.0)
@@ -449,7 +452,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 self.spans += 1
                 if msteps == 1:
                     self.last_shared = self.now
-                    self.fresh = []
+                    if self.fresh:
+                        self.fresh = []
             if processed is not None:
                 done = []
                 for r, x in zip(pfr, processed, strict=True):
@@ -468,7 +472,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                         if msteps > 1:  # seen at the batch's end
                             self.ended.append(r)
                             continue
-                        self.last_tok[r] = self.now
+                        last_tok[r] = self.now
                         self.finish(r)
             if self.ms_left:
                 self.ms_left -= k

@@ -272,15 +272,22 @@ class StepModel:
         decode_n_s, lin and prefill_attention_s on their lookup tables (same sums)."""
         fast = self.__dict__.get("_fast")
         if fast is None:
+            groups = getattr(self, "groups", [])
+            one = len(groups) == 1 and groups[0][1] is None and np.ndim(groups[0][0]) == 1
             fast = self._fast = (
                 self.base_s.tolist(),
                 getattr(self, "lin_table", None),
                 getattr(self, "attn_list", None),
+                np.asarray(groups[0][0], dtype=float).tolist() if one else None,
             )
-        base, lin_tab, attn_tab = fast
+        base, lin_tab, attn_tab, slopes = fast
         if n:  # decode_n_s
             m, f = (1, 1.0) if self.pp == 1 else self.pipe(n)
-            attn = self.attention_decode_s(ctx, k, total, n)
+            if slopes is not None:  # attention_decode_s of one unwindowed group, inline
+                slope = slopes[min(n, len(slopes)) - 1]
+                attn = 0.0 + slope * k * (total + n * ((k - 1) / 2.0 - 1.0))
+            else:
+                attn = self.attention_decode_s(ctx, k, total, n)
             t_dec = base[n - 1] * k + attn * (f / m)
         else:
             t_dec = 0.0
@@ -288,12 +295,16 @@ class StepModel:
             return t_dec, t_dec, None
         room, lens, dones = pf
         budget = k * room
-        processed = []
-        busy = 0
-        for x in lens:
+        processed, upto = [], []
+        busy = top = 0
+        for x, d in zip(lens, dones, strict=True):
             take = x if x < budget else budget
             processed.append(take)
             budget -= take
+            u = d + take
+            upto.append(u)
+            if u > top:
+                top = u
             if take:
                 busy += 1
         tokens = k * room - budget
@@ -311,9 +322,8 @@ class StepModel:
             t_pf = (lin_hi - lin_lo) * k * f
         else:
             t_pf = (self.lin((n + tokens / k) / m) - (self.lin(n / m) if n else 0.0)) * k * f
-        upto = [d + x for d, x in zip(dones, processed, strict=True)]
-        if attn_tab is not None and max(upto) < len(attn_tab):
-            a = sum(attn_tab[u] - attn_tab[d] for d, u in zip(dones, upto, strict=True))
+        if attn_tab is not None and top < len(attn_tab):
+            a = sum([attn_tab[u] - attn_tab[d] for d, u in zip(dones, upto, strict=True)])
         else:
             a = self.prefill_attention_s(dones, upto)
         t_pf += a * f / m
