@@ -162,7 +162,8 @@ def split(
     first_turn = np.arange(n) < info.n_first
     broken = (~first_turn) & (pred >= 0) & ~mine[np.maximum(pred, 0)]
     is_first = (first_turn | broken)[sel]
-    arr = np.where(first_turn, arrival_s, np.where(broken, sent_s, np.inf))[sel]
+    sent_at = np.where(first_turn, arrival_s, np.where(broken, sent_s, np.inf))
+    arr = sent_at[sel]
     firsts = sel[is_first][np.argsort(arr[is_first], kind="stable")]
     order = np.concatenate([firsts, sel[~is_first]])
     pos = np.full(n, -1, dtype=np.int64)
@@ -181,23 +182,8 @@ def split(
         elif pred[i] >= 0:
             conv_of[i] = conv_of[pred[i]]
         here[c] = int(conv_of[i])
-    conv = conv_of[order]
-    sub = PrefixInfo(
-        info.group[order],
-        info.shared[order],
-        conv,
-        info.history[order],
-        local,
-        info.think_s,
-        len(firsts),
-        info.turn[order],
-        None if info.wait_s is None else info.wait_s[order],
-        None if info.session is None else info.session[order],
-        None if info.hashes is None else info.hashes[order],
-        info.hash_block_tokens,
-        None if info.retention is None else info.retention[order],
-    )
-    times = np.where(first_turn, arrival_s, np.where(broken, sent_s, np.inf))[order]
+    sub = info.reorder(order, conv_of[order], local, len(firsts))
+    times = sent_at[order]
     return order, sub, times
 
 

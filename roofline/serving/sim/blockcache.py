@@ -27,7 +27,6 @@ import numpy as np
 
 from roofline.serving.sim.kvtiers import TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
-from roofline.serving.sim.prefixreport import PrefixStats
 
 TRACE_BLOCK_TOKENS = 512  # Mooncake traces' hash_ids block size (traces/README)
 
@@ -164,24 +163,6 @@ class BlockCache(PrefixCache):
     def tick(self, dt: float) -> None:
         pinned = self.bpb * len(self.ref)
         self.held += (pinned + self.idle_blocks) * dt
-
-    def stats(self, prompts: np.ndarray) -> PrefixStats:
-        first = np.full(len(prompts), -1, dtype=np.int64)
-        if self.first_hit:
-            first[list(self.first_hit)] = list(self.first_hit.values())
-        return PrefixStats(
-            self.received,
-            self.hits,
-            self.possible,
-            self.evicted,
-            self.held,
-            self.blk,
-            first,
-            np.asarray(prompts),
-            self.info.turn,
-            tuple(self.tier_hits),
-            self.load_total_s,
-        )
 
 
 def mooncake_prefix(text: str, t: np.ndarray) -> PrefixInfo | None:

@@ -156,21 +156,31 @@ class PrefixInfo:
         """The requests `sel` (sorted indices, every turn of the conversations they hold)."""
         succ = self.succ[sel]
         local = np.where(succ >= 0, np.searchsorted(sel, np.maximum(succ, 0)), -1)
-        first = int(np.sum(sel < self.n_first))
+        return self.reorder(sel, self.conv[sel], local, int(np.sum(sel < self.n_first)))
+
+    def reorder(
+        self, idx: np.ndarray, conv: np.ndarray, succ: np.ndarray, n_first: int
+    ) -> PrefixInfo:
+        """The requests `idx` in that order: every per-request field taken at `idx`, with the
+        conversations, successors (indices into `idx`) and first-turn count the caller derived."""
+
+        def opt(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[idx]
+
         return PrefixInfo(
-            self.group[sel],
-            self.shared[sel],
-            self.conv[sel],
-            self.history[sel],
-            local,
+            self.group[idx],
+            self.shared[idx],
+            conv,
+            self.history[idx],
+            succ,
             self.think_s,
-            first,
-            self.turn[sel],
-            None if self.wait_s is None else self.wait_s[sel],
-            None if self.session is None else self.session[sel],
-            None if self.hashes is None else self.hashes[sel],
+            n_first,
+            self.turn[idx],
+            opt(self.wait_s),
+            opt(self.session),
+            opt(self.hashes),
             self.hash_block_tokens,
-            None if self.retention is None else self.retention[sel],
+            opt(self.retention),
         )
 
     def possible_hit_tokens(self, prompts: np.ndarray, block: int) -> np.ndarray:
@@ -370,13 +380,12 @@ class PrefixCache:
         first = np.full(len(prompts), -1, dtype=np.int64)  # -1: never prefilled
         if self.first_hit:
             first[list(self.first_hit)] = list(self.first_hit.values())
-        held = self.held
         return PrefixStats(
             self.received,
             self.hits,
             self.possible,
             self.evicted,
-            held,
+            self.held,
             self.blk,
             first,
             np.asarray(prompts),
