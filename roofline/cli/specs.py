@@ -13,6 +13,7 @@ from roofline.cli.app import catalog, catalog_dirs, register_calibrations
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.units import parse_seconds
 from roofline.engines.engine import engine
+from roofline.serving.router import DEFAULT_ROUTER, check_router
 
 CURVE_KEYS = ("traffic_curve", "headroom", "scale_up_delay")  # a day's traffic (cli/curve.py)
 CURVE_CHECKS = ("max_gpu_hours_per_day", "min_slo_attainment")
@@ -30,7 +31,7 @@ def _positive_rate(value: Any, name: str, unit: str) -> Any:
 DRAFT_KEYS = ("draft", "gamma", "acceptance", "decay", "tau", "tau_gamma", "tree_tokens", "topk",
               "draft_vocab", "draft_weights")  # fmt: skip
 TRAFFIC_KEYS = ("prompt_dist", "output_dist", "slo_pct", "burstiness", "arrivals", "speedup",
-                "workload", "confidence")  # fmt: skip
+                "workload", "confidence", "router", "kv_offload", "retention")  # fmt: skip
 
 
 def _catalog(d: dict[str, Any]):
@@ -114,6 +115,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
             fits=bool(c.get("fits", False)),
         )
         traffic = _traffic_limits(d)
+        router = check_router(str(d.get("router", DEFAULT_ROUTER)))
         drafting = _drafting(cat, m, dep, d)
         day = None
         if any(d.get(k) is not None for k in CURVE_KEYS) or any(
@@ -152,7 +154,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         traffic, day = _confident(d, hw, eng, traffic, day)
     except RooflineError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
-    prefix, w = None, None
+    prefix, w, kv = None, None, None
     if traffic is not None:
         try:
             prefix = topt.prefix_config(
@@ -163,6 +165,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
                 d.get("seed", 0),
             )
             w = _workload(d, traffic, prompt, output, prefix)
+            kv = _kv(d, cat, hw, dep, w)
         except RooflineError as exc:
             raise InputError(f"{where}: {exc}", hint=exc.hint) from None
         if traffic.rate != w.rate and w.rate:  # an arrival log at its own pace
@@ -178,7 +181,17 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         d["name"], m, hw, dep, eng, gpus, replicas, batch, prompt, output, context, limits,
         traffic, day, None if day is None else day_cli.spec_slo(d), cap,
         d.get("requests") or 1000, d.get("seed", 0), prefix, w, drafting,
+        router, kv,
     )  # fmt: skip
+
+
+def _kv(d: dict[str, Any], cat, hw, dep, w):
+    """The spec's kv_offload and retention (serve's --kv-offload and --retention, one parser:
+    cli.kvtier_options) as the replica's KV hierarchy; None without them."""
+    from roofline.cli.kvtier_options import KvTierOptions
+
+    o = KvTierOptions(d.get("kv_offload"), str(d.get("retention", "cache")))
+    return o.checked(hw, dep.gpus_per_replica, cat.tier, w)
 
 
 def _confident(d: dict[str, Any], hw, eng, traffic, day):

@@ -72,10 +72,7 @@ def serve(
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     lens: topt.LengthOptions = topt.LENGTHS,
     rate: topt.Rate = None,
-    workload: topt.WorkloadFile = None,
-    burstiness: topt.Burstiness = 1.0,
-    arrivals: topt.Arrivals = None,
-    speedup: topt.Speedup = 1.0,
+    tr: topt.ArrivalOptions = topt.ARRIVALS,
     concurrency: topt.Concurrency = None,
     requests: opt.Requests = None,
     duration: topt.Duration = None,
@@ -117,9 +114,11 @@ def serve(
     p99 TTFT and TPOT against rate) or from --concurrency users, and a continuous-batching
     scheduler (chunked prefill, paged KV, preemption) serves them on --dp replicas; the
     saturation rate is where the queue grows without bound. Metrics: docs/METRICS.md.
+    --arrivals, --speedup, --burstiness and --workload as size, check and report take them.
     Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
     pub.check_out(out, charts=True)
+    arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
@@ -259,7 +258,7 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
-    arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve)
+    arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve, rate)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
     kt.refuse("size without --workload")

@@ -223,11 +223,28 @@ class ArrivalOptions:
         given["confidence"] = None if self.confidence == CONFIDENCE else self.confidence
         return {k: v for k, v in given.items() if v is not None}
 
-    def sized(self, requests: int | None, traffic_curve: str | None):
+    def served(
+        self, rate: str | None, concurrency: int | None, requests: int | None, duration: str | None
+    ):
+        """serve's (arrivals, speedup, burstiness, workload), under the rule size, check and
+        report apply (traffic_rules); serve reports the expected figures with their bands, so a
+        confidence to size to does not apply."""
+        if self.confidence != CONFIDENCE:
+            raise InputError(
+                "--confidence sizes a fleet to its error bands (size, check, report); serve"
+                " reports the expected figures: drop --confidence"
+            )
+        keys = {**self.spec_keys(), "rate": rate, "requests": requests, "duration": duration,
+                "concurrency": concurrency}  # fmt: skip
+        traffic_rules({k: v for k, v in keys.items() if v is not None})
+        return self.arrivals, self.speedup, self.burstiness, self.workload
+
+    def sized(self, requests: int | None, traffic_curve: str | None, rate: str | None = None):
         """size's (arrivals, speedup, burstiness, workload, confidence), under the rule check
         and report apply (traffic_rules); a workload file is sized on its expected
         figures only."""
-        keys = {**self.spec_keys(), "requests": requests, "traffic_curve": traffic_curve}
+        keys = {**self.spec_keys(), "requests": requests, "traffic_curve": traffic_curve,
+                "rate": rate}  # fmt: skip
         traffic_rules({k: v for k, v in keys.items() if v is not None}, sizes=True)
         if self.workload is not None and self.confidence != CONFIDENCE:
             raise InputError("--workload sizes on the expected figures: drop --confidence")
@@ -242,11 +259,14 @@ WORKLOAD_REPLACES = ("prompt_dist", "output_dist", "arrivals", "burstiness", "sh
 def traffic_rules(d: dict[str, Any], sizes: bool = False) -> None:
     """Which traffic keys (check's options of the same names, cli.traffic_options
     .ArrivalOptions) can apply together; the rest is an InputError naming why. An arrival log
-    is replayed whole at its own times: `requests` cannot cut it and `burstiness` cannot shape
-    it; `speedup` compresses a log only; a workload file holds its classes' lengths, prefixes
-    and arrivals; a confidence sizes traffic or a day's curve (`sizes`: `size`, which always
-    does)."""
+    is replayed whole at its own times: `requests` (`duration`) cannot cut it, `burstiness`
+    shapes it only re-timed at a `rate`, and `speedup` compresses a log's own times only (not
+    beside a `rate`, nor without a log); a workload file holds its classes' lengths, prefixes
+    and arrivals (no closed loop, `concurrency`); a confidence sizes traffic or a day's curve
+    (`sizes`: `size`, which always does)."""
     log, given = d.get("arrivals") is not None, [k for k in WORKLOAD_REPLACES if k in d]
+    if d.get("workload") is not None and d.get("concurrency") is not None:
+        given.append("concurrency")  # the classes arrive at their rates: no closed loop
     if d.get("workload") is not None and given:
         raise InputError(f"--workload: the file holds the classes' lengths and arrivals; drop"
                          f" {', '.join(given)}")  # fmt: skip
@@ -255,11 +275,21 @@ def traffic_rules(d: dict[str, Any], sizes: bool = False) -> None:
             "--workload: the classes arrive at the file's rates; a day's curve (--traffic-curve)"
             " is planned on --prompt/--output, not on a workload file: give one"
         )
-    if log and d.get("requests") is not None:
-        raise InputError("--arrivals: a log is replayed whole; --requests cannot cut it")
-    if log and d.get("burstiness", 1.0) != 1.0:
+    for key in ("requests", "duration"):
+        if log and d.get(key) is not None:
+            raise InputError(f"--arrivals: a log is replayed whole; --{key} cannot cut it")
+    if log and d.get("concurrency") is not None:
         raise InputError(
-            "--arrivals: a log keeps its own gaps; --burstiness shapes Poisson arrivals"
+            "--arrivals replays a log's times, --concurrency is a closed loop: give one"
+        )
+    if log and d.get("burstiness", 1.0) != 1.0 and d.get("rate") is None:
+        raise InputError(
+            "--arrivals: a log keeps its own gaps; --burstiness shapes arrivals at a --rate"
+        )
+    if log and d.get("speedup", 1.0) != 1.0 and d.get("rate") is not None:
+        raise InputError(
+            "--arrivals: --rate re-times the log's requests, --speedup compresses its own"
+            " times: give one"
         )
     if not log and d.get("speedup", 1.0) != 1.0:
         raise InputError("--speedup compresses an arrival log's times: give --arrivals too")
