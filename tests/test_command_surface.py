@@ -37,7 +37,7 @@ def test_serve_takes_the_group_size_check_and_report_take():
 
 
 # (options, the refusal's words): each refused alike by serve and check (one rule,
-# cli.traffic_options.traffic_rules), one line on stderr, exit 2
+# cli.traffic_rules), one line on stderr, exit 2
 REFUSED = [
     (["--arrivals", AZURE, "--requests", "10"], "--requests cannot cut it"),
     (["--arrivals", AZURE, "--burstiness", "0.5"], "keeps its own gaps"),

@@ -113,6 +113,8 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
             c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output,
             slo=c.day_slo or Slo(None, None, 99.0), limits=c.day,
             capacity_bytes=c.capacity_bytes, ideal=ideal, requests=c.requests, seed=c.seed,
+            workload=c.workload if c.workload is not None and c.workload.mix else None,
+            router=c.router, kv=c.kv,
         )  # fmt: skip
     return SpecResult(checks, served)
 
