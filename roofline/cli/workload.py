@@ -1,5 +1,6 @@
 """`--workload FILE` (a workload file's classes, roofline.serving.workloadfile) in serve and
-size: the workload, its classes' JSON, and size's replicas (roofline.serving.mixsize)."""
+size: the workload, its classes' JSON, and size's replicas (roofline.serving.mixsize) and, with
+--traffic-curve, each deployment's day (cli.day.mix_day)."""
 
 from __future__ import annotations
 
