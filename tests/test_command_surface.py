@@ -135,6 +135,7 @@ def test_a_spec_names_workload_router_and_kv_as_the_flags_do(
     assert srv.json()["inputs"]["router"] == router
     detail = next(c["detail"] for c in by_spec.json()["checks"] if c["name"] == "max_ttft_p99")
     assert f"over 2 replicas, {router}" in detail  # the router named in check's output too
+    assert detail.startswith("expected at 2 arrivals/s (")  # the file's 2 sessions/s, not turns
 
 
 def test_spec_kv_keys_are_checked_as_the_flags_are(run, tmp_path):

@@ -249,10 +249,14 @@ def traffic_checks(
     the queue's × the low edge (the same requests at the real fleet's pace)."""
     m = res.ideal if ideal else res.expected
     e = limits.edges if queue is not None else None
-    kind = f"{'ideal' if ideal else 'expected'} at {limits.rate:g} req/s"
+    rate = f"{limits.rate:g} req/s"
+    if m.per_class:  # a workload file's classes: arrivals (sessions, parents of n samples)
+        arrivals = sum(c.arrivals_per_s for c in m.per_class)
+        rate = f"{arrivals:.4g} arrivals/s ({limits.rate:.4g} sequences/s)"
+    kind = f"{'ideal' if ideal else 'expected'} at {rate}"
     q = (queue.ideal if ideal else queue.expected) if queue is not None else m
     if e is not None:
-        kind = f"{e.level} edge at {limits.rate:g} req/s"
+        kind = f"{e.level} edge at {rate}"
     if res.router:  # a fleet: the router its figures rest on (serving.router)
         kind += f" over {res.replicas} replicas, {res.router}"
     out = []
