@@ -73,7 +73,7 @@ def test_size_and_check_plan_the_same_mix_day(run, tmp_path):
     every class's SLOs in serve."""
     curve = tmp_path / "curve.csv"
     curve.write_text("hour,rate\n0,20\n1,40\n2,60\n3,30\n")
-    common = ["--workload", CHAT_BATCH, "--traffic-curve", str(curve), "--requests", "400"]
+    common = ["--workload", CHAT_BATCH, "--traffic-curve", str(curve), "--requests", "200"]
     common += ["--scale-up-delay", "20min"]
     sz = run("size", "llama-3.1-8b", "--hardware", "h100", *common, "-f", "json")
     assert sz.code == 0, sz.stderr
@@ -94,7 +94,7 @@ def test_size_and_check_plan_the_same_mix_day(run, tmp_path):
     assert got["min_slo_attainment"]["value"] == pytest.approx(day["slo_attainment"])
     assert "chat " in got["min_slo_attainment"]["detail"]  # each class's attainment named
     srv = run("serve", "llama-3.1-8b", "h100", "--workload", CHAT_BATCH, "--rate", f"{cap!r}",
-              "--requests", "400", "--no-saturation", "-f", "json")  # fmt: skip
+              "--requests", "200", "--no-saturation", "-f", "json")  # fmt: skip
     assert srv.json()["points"][0]["expected"]["meets_slo"] is True
 
 
