@@ -129,6 +129,28 @@ def default_wired_limit_bytes(ram_bytes: float) -> float:
     return ram_bytes * (2.0 / 3.0 if ram_bytes <= WIRED_SMALL_RAM_BYTES * (1 + 1e-9) else 0.75)
 
 
+# What macOS keeps when a user raises the GPU-wired limit: a 16 GB M2 Pro runs gpt-oss-20b's
+# 12.1 GB of MXFP4 weights once `iogpu.wired_limit_mb` is raised, leaving "~3 GB for macOS and
+# the KV-cache" (smeltcore.com/recipes/gpt-oss-20b-m2-pro, 2026-06-25, retrieved 2026-12-06)
+MACOS_RESERVE_BYTES = 3 * GiB
+
+
+def raised_wired_limit_bytes(ram_bytes: float) -> float:
+    """The GPU-wired limit as users raise it for a model past the default
+    (`sudo sysctl iogpu.wired_limit_mb=N`; mlx-lm README 'Large Models': N "larger than the size
+    of the model in megabytes but smaller than the memory size of the machine"): the RAM less
+    MACOS_RESERVE_BYTES for macOS, never below the default."""
+    return max(ram_bytes - MACOS_RESERVE_BYTES, default_wired_limit_bytes(ram_bytes))
+
+
+# Share of the unified-memory bandwidth the CPU cores reach: 243 of the M1 Max's 409.6 GB/s with
+# the P and E cores together (204 with the P cores alone), AnandTech, 'Apple M1 Max performance
+# review' (anandtech.com/show/17024, page 2, 2021-10-25) [uncertain: measured on M1 Max only].
+# llama.cpp computes the weights it keeps in CPU buffers (its MoE experts past the GPU's limit,
+# --n-cpu-moe) on these cores, reading the same RAM at this share.
+APPLE_CPU_BANDWIDTH_SHARE = 243.0 / 409.6
+
+
 # How the usable memory of a catalog entry was found (hardware show/list say which)
 MEMORY_BASES = {
     "driver": "the driver's total (nvidia-smi / rocm-smi / hl-smi), sourced",
