@@ -182,3 +182,32 @@ def test_llamacpp_keeps_just_enough_experts_on_the_cpu(run):
     assert split["needed_bytes"] <= split["usable_bytes"]
     assert 0.8 * raised["decode_tokens_per_s"] < split["decode_tokens_per_s"]
     assert split["decode_tokens_per_s"] < raised["decode_tokens_per_s"]
+
+
+def test_apple_gguf_share_lies_within_the_4167_tables_spread(cat):
+    # llama.cpp discussion 4167 summary (build 8e672ef): Llama 2 7B Q4_0 is 3.56 GiB, Q8_0
+    # 6.67 GiB; tg128 t/s per chip. The share of the bandwidth each row implies, weights read
+    # once per token (file bytes x t/s / GB/s, the CPU step ignored, so a lower bound):
+    # Q4_0 M1 0.79, M2 0.84, M4 0.77, M3 Pro 0.78, M4 Pro 0.71, M4 Max 0.58, M2 Ultra 0.45;
+    # Q8_0 M1 0.83, M2 0.87, M4 0.81, M3 Pro 0.84, M4 Pro 0.80, M4 Max 0.71, M2 Ultra 0.60
+    rows = {  # chip: (GB/s, Q4_0 tg, Q8_0 tg)
+        "m1": (68.25, 14.15, 7.91),
+        "m2": (100, 21.91, 12.21),
+        "m4": (120, 24.11, 13.54),
+        "m3-pro": (150, 30.74, 17.53),
+        "m4-pro": (273, 50.74, 30.69),
+        "m4-max": (546, 83.06, 54.05),
+        "m2-ultra": (800, 94.27, 66.64),
+    }
+    implied = [
+        size * 2**30 * tg / (bw * 1e9)
+        for bw, q4, q8 in rows.values()
+        for size, tg in ((3.56, q4), (6.67, q8))
+    ]
+    assert min(implied) == pytest.approx(0.45, abs=0.01)
+    assert max(implied) == pytest.approx(0.87, abs=0.01)
+    eff = cat.accelerator("m4-max").efficiency
+    assert min(implied) <= eff.memory_dequant <= max(implied)
+    # MLX's affine groups are not llama.cpp's block kernels: its share is its own (not fitted
+    # on the GGUF rows), and a GGUF format on Metal reads at the GGUF share
+    assert eff.memory_affine == 0.68 < eff.memory_dequant

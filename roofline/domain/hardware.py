@@ -81,6 +81,9 @@ class Efficiency:
     memory_weight_only: float | None = None  # matmuls on weight-only quantised weights (int4, q4_0)
     compute_weight_only: float | None = None  # compute share of GGUF block kernels (MMQ, Metal)
     alu_weight_only: float | None = None  # ALU share of GGUF mat-vec kernels (timing/gemv.py)
+    # bandwidth share of weight-only matmuls NOT run by an engine's GGUF block kernels (MLX's
+    # affine groups, AWQ/GPTQ int4): its own figure where the family has one, else memory_dequant
+    memory_weight_only_affine: float | None = None
     kernels: KernelSet | None = None  # per-op curves of the accelerator's GPU generation
     engines: Mapping[str, EngineProfile] = field(default_factory=dict)  # per-step host costs
     family: str = ""  # the hardware family whose figures these are (set by the catalog)
@@ -92,6 +95,13 @@ class Efficiency:
     def memory_dequant(self) -> float:
         """Bandwidth share of weight-only quantised matmuls (dequantise-in-kernel is slower)."""
         return self.memory if self.memory_weight_only is None else self.memory_weight_only
+
+    @property
+    def memory_affine(self) -> float:
+        """Bandwidth share of weight-only matmuls outside GGUF block kernels (MLX's group
+        quantisation on Metal): memory_weight_only_affine, else memory_dequant."""
+        m = self.memory_weight_only_affine
+        return self.memory_dequant if m is None else m
 
     @property
     def compute_dequant(self) -> float:
@@ -108,7 +118,14 @@ class Efficiency:
         return self.compute if self.alu_weight_only is None else self.alu_weight_only
 
     def __post_init__(self) -> None:
-        for name in ("compute", "memory", "memory_dequant", "compute_dequant", "alu_dequant"):
+        for name in (
+            "compute",
+            "memory",
+            "memory_dequant",
+            "memory_affine",
+            "compute_dequant",
+            "alu_dequant",
+        ):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise InputError(f"efficiency {name} must be in (0, 1], got {value}")
