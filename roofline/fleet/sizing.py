@@ -13,13 +13,19 @@ only its hours, prices or pools, sizes nothing again.
 Capacity per replica used by the placement (requests/s a replica is given, headroom spent):
 kappa = capacity within the SLOs x (1 - headroom), or, where `size` had to add replicas to the
 peak's fleet (its tail missed the SLOs), the peak rate / the replicas it deployed; x (1 - the LoRA
-kernels' throughput cost) where the fleet file gives one with its source."""
+kernels' throughput cost) where the fleet file gives one with its source.
+
+A LoRA model is sized with its GPU adapter slots taken from the KV budget (roofline.fleet.sharing:
+vLLM allocates max_loras x max_lora_rank adapters before the KV cache). A model that may share a
+GPU (roofline.fleet.sharing, co-location) is sized a second time on each chip where its weights
+fit half of one GPU's engine memory: the engine's memory fraction halved, one GPU per replica,
+its capacity kappa' the one the placement gives each of its engines on a shared GPU."""
 
 from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline.catalog.cache import CODE, files_key, load_snapshot, save_snapshot, tree_key
 from roofline.catalog.load import dirs_in_use, load_catalog, load_prices
@@ -27,13 +33,22 @@ from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Price
 from roofline.domain.layout import Layout
 from roofline.domain.precision import activation_format, kv_format, weight_format
-from roofline.engines.engine import engine
+from roofline.engines.engine import Engine, engine
 from roofline.fleet.fleetfile import ModelSpec
+from roofline.fleet.sharing import (
+    SHARE_ENGINES,
+    SLEEP_ENGINES,
+    half_memory,
+    lora_slot_bytes,
+    transfer_s,
+    with_lora_slots,
+)
 from roofline.serving.daysize import delay_for
 from roofline.serving.metrics import Slo
 from roofline.serving.size import Sized, size
 from roofline.serving.workers import parallel_map
 from roofline.serving.workload import make_workload
+from roofline.step.memory import plan_memory, weight_bytes_per_gpu
 from roofline.step.ops import Deployment
 
 # the rooms a sizing depends on (its cache key: their modules' paths, times and sizes)
@@ -67,13 +82,37 @@ def deployment(spec: ModelSpec, model) -> Deployment:
     )
 
 
-def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, tuple]) -> Option:
-    """`size` on one chip for one model (a work item: values only)."""
-    spec, chip, requests, seed, headroom, delay, catalog_dirs = item
+def model_engine(spec: ModelSpec, model, hw) -> Engine:
+    """The model's engine on `hw`, its LoRA adapter slots taken from the KV budget."""
+    eng = engine(spec.engine, hw)
+    if spec.lora is not None:
+        eng = with_lora_slots(eng, lora_slot_bytes(model, spec.lora.gpu_slots, spec.lora.rank))
+    return eng
+
+
+def fits_half(spec: ModelSpec, model, hw) -> bool:
+    """Could the model run on half of one GPU (co-location): its engine shares memory per
+    instance (sharing.SHARE_ENGINES), and its weights on one GPU plus the engine's overhead (and
+    adapter slots) leave a KV budget in half the engine's memory (plan_memory's rule)."""
+    if not spec.share or spec.engine not in SHARE_ENGINES:
+        return False
+    eng = half_memory(model_engine(spec, model, hw))
+    try:
+        return plan_memory(model, hw, deployment(spec, model), eng).kv_budget_bytes > 0
+    except RooflineError:
+        return False
+
+
+def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, bool, tuple]) -> Option:
+    """`size` on one chip for one model (a work item: values only); `half`: on half of one GPU
+    (co-location, module docstring: one GPU per replica, the engine's memory fraction halved)."""
+    spec, chip, requests, seed, headroom, delay, half, catalog_dirs = item
     cat = load_catalog(list(catalog_dirs))
     model, hw = cat.model(spec.model), cat.accelerator(chip)
     base = deployment(spec, model)
-    eng = engine(spec.engine, hw)
+    eng = model_engine(spec, model, hw)
+    if half:
+        eng = half_memory(eng)
     peak = max(spec.hourly)
     if peak <= 0:  # a model idle all day still needs its replicas sized for min_replicas
         peak = 1.0
@@ -81,6 +120,9 @@ def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, tuple]) 
     slo = Slo(spec.slo_ttft_s, spec.slo_tpot_s, spec.slo_pct)
     price = load_prices().get(hw.id) or Price(hw.id, 1.0, None, "placeholder: one chip")
     rows = size(model, [hw], base, eng, w, slo, {hw.id: price}, seed=seed, headroom=headroom)
+    if half:  # one GPU per replica: the cheapest such row that meets the SLOs
+        ones = [r for r in rows if r.meets_slo and r.gpus == r.replicas and r.replicas > 0]
+        rows = [replace(ones[0], best=True)] if ones else []
     best = next((r for r in rows if r.best), None)
     if best is None:
         note = next((r.note for r in rows if r.note), "no layout meets the SLOs")
@@ -102,7 +144,7 @@ def _key(item: tuple) -> tuple | None:
     """What a cached sizing of `item` is valid for: its values, the code, the catalogs."""
     pkg = CODE  # the package's directory
     code = tree_key([pkg / room for room in CORE_ROOMS], (".py",))
-    own = files_key([pkg / "fleet/sizing.py", pkg / "fleet/fleetfile.py"])
+    own = files_key([pkg / "fleet/sizing.py", pkg / "fleet/fleetfile.py", pkg / "fleet/sharing.py"])
     if code is None or own is None:
         return None
     code = code + own
@@ -137,12 +179,50 @@ def size_fleet(
     headroom: float,
     delay: float | None,
     catalog_dirs: tuple[str, ...] = (),
-) -> list[Option]:
-    """Every (model, chip) pair sized (chips: model name -> chip ids it may run on)."""
+) -> tuple[list[Option], list[Option]]:
+    """Every (model, chip) pair sized (chips: model name -> chip ids it may run on), and, on half
+    of one GPU, each pair whose model may share a GPU there with another (module docstring):
+    (options, half-GPU options)."""
+    cat = load_catalog(list(catalog_dirs))
+    small: dict[str, list[ModelSpec]] = {}  # chip -> the models that fit half of one GPU
+    for m in models:
+        model = cat.model(m.model)
+        for c in chips[m.name]:
+            if fits_half(m, model, cat.accelerator(c)):
+                small.setdefault(c, []).append(m)
     items = [
-        (m, c, requests, seed, headroom, delay, catalog_dirs) for m in models for c in chips[m.name]
+        (m, c, requests, seed, headroom, delay, False, catalog_dirs)
+        for m in models
+        for c in chips[m.name]
     ]
-    try:
-        return parallel_map(cached_size_one, items)
-    except RooflineError:
-        raise
+    items += [
+        (m, c, requests, seed, headroom, delay, True, catalog_dirs)
+        for c, ms in small.items()
+        if len(ms) >= 2  # a partner on the same chip
+        for m in ms
+    ]
+    out = parallel_map(cached_size_one, items)
+    return [o for o, it in zip(out, items, strict=True) if not it[6]], [
+        o for o, it in zip(out, items, strict=True) if it[6]
+    ]
+
+
+def wake_times(
+    models: tuple[ModelSpec, ...], options: list[Option], catalog_dirs: tuple[str, ...] = ()
+) -> dict[tuple[str, str], float]:
+    """(model, chip) -> the level-1 wake time of a replica of a model that sleeps
+    (roofline.fleet.sharing): its weight bytes per GPU / the chip's host link bandwidth."""
+    cat = load_catalog(list(catalog_dirs))
+    specs = {m.name: m for m in models}
+    out = {}
+    for o in options:
+        spec = specs[o.name]
+        if o.sized is None or not spec.sleep or spec.engine not in SLEEP_ENGINES:
+            continue
+        model, hw = cat.model(spec.model), cat.accelerator(o.chip)
+        dep = deployment(spec, model).with_layout(tp=o.sized.tp, pp=o.sized.pp, ep=o.sized.ep)
+        host = hw.host_link.bandwidth_bytes_per_s if hw.host_link is not None else None
+        t = transfer_s(weight_bytes_per_gpu(model, dep), host)
+        if t is not None:
+            out[(o.name, o.chip)] = t
+    return out
