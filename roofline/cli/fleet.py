@@ -243,7 +243,13 @@ def _launch(cat, m, spec_m, o: Option) -> dict[str, Any] | None:
         m, row, max_len, eng.memory_fraction, spec_m.weights if spec_m.weights != "auto"
         else (m.native_weights or "bf16"), spec_m.kv_dtype, None, node_gpus(hw),
     )  # fmt: skip
-    return launch_json(engine_flags(), eng.name, setup, None)
+    out = launch_json(engine_flags(), eng.name, setup, None)
+    lo = spec_m.lora
+    if out is not None and lo is not None and eng.name == "vllm" and out.get("argv"):
+        # the adapter slots the KV budget was sized without (roofline/fleet/sharing.py)
+        out["argv"] = [*out["argv"], "--enable-lora", "--max-loras", str(lo.gpu_slots),
+                       "--max-lora-rank", str(lo.rank)]  # fmt: skip
+    return out
 
 
 def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str) -> dict:

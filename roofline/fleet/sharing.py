@@ -48,14 +48,15 @@ Co-location (applied: roofline.fleet.placement): two models may share one replic
 engines each given half of the engine's memory fraction (vLLM --gpu-memory-utilization: "a
 per-instance limit ... if you have two vLLM instances running on the same GPU, you can set the
 GPU memory utilization to 0.5 for each instance", vLLM engine arguments). A model is small on a
-chip when `size` finds a layout of one replica on the same GPUs with its KV budget cut so (its
-weights and a KV cache fit the half: the engine's memory fraction halved, roofline.fleet.sizing),
-and only vLLM models that do not say `share: false` are. The shared replica's time is the sum of
-both engines' (their steps interleave on the GPUs): model a served at u_a takes u_a / kappa'_a of
-it, b takes u_b / kappa'_b, and u_a / kappa'_a + u_b / kappa'_b <= 1 per shared replica, kappa'
-each model's capacity within its SLOs alone on the half memory (headroom spent). Both models
-must be on the same chip and GPUs per replica. The latency one engine's tokens lose waiting for
-the other's steps is covered only in the mean (the capacity shares), not per token."""
+chip when one 1-GPU replica there holds its peak rate and `size` finds a layout of one GPU with
+its KV budget cut so (its weights and a KV cache fit the half: the engine's memory fraction
+halved, roofline.fleet.sizing); only vLLM models that do not say `share: false` are. Two small
+models on a chip make a pair. The shared replica's time is the sum of both engines' (their
+steps interleave on the GPU): model a served at u_a takes u_a / kappa'_a of it, b takes
+u_b / kappa'_b, and u_a / kappa'_a + u_b / kappa'_b <= 1 per shared replica, kappa' each
+model's capacity within its SLOs alone on its half (headroom spent). The latency one engine's
+tokens lose waiting for the other's steps is covered only in the mean (the capacity shares),
+not per token."""
 
 from __future__ import annotations
 

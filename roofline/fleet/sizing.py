@@ -15,11 +15,13 @@ kappa = capacity within the SLOs x (1 - headroom), or, where `size` had to add r
 peak's fleet (its tail missed the SLOs), the peak rate / the replicas it deployed; x (1 - the LoRA
 kernels' throughput cost) where the fleet file gives one with its source.
 
-A LoRA model is sized with its GPU adapter slots taken from the KV budget (roofline.fleet.sharing:
-vLLM allocates max_loras x max_lora_rank adapters before the KV cache). A model that may share a
-GPU (roofline.fleet.sharing, co-location) is sized a second time on each chip where its weights
-fit half of one GPU's engine memory: the engine's memory fraction halved, one GPU per replica,
-its capacity kappa' the one the placement gives each of its engines on a shared GPU."""
+A LoRA model is sized with its GPU adapter slots taken from the KV budget
+(roofline.fleet.sharing: vLLM allocates max_loras x max_lora_rank adapters before the KV cache).
+A small model that may share a GPU (roofline.fleet.sharing, co-location: one 1-GPU replica holds
+its peak on that chip, and its weights fit half of one GPU's engine memory) is sized a second
+time on each chip where another small model is: the engine's memory fraction halved, one GPU
+per replica, its capacity kappa' the one the placement gives each of its engines on a shared
+GPU."""
 
 from __future__ import annotations
 
@@ -171,6 +173,39 @@ def cached_size_one(item: tuple) -> Option:
     return out
 
 
+def sizing_spec(m: ModelSpec) -> ModelSpec:
+    """The values of a model that its sizing depends on, nothing else: its model and formats,
+    lengths, SLOs, engine, LoRA slots and rank, and its peak rate (the hours below the peak,
+    its name, allowed chips and minimum do not change `size`'s answer). Two models with the
+    same sizing spec share one sizing, and a fleet file whose curves change below their peaks
+    sizes nothing again (the cache key is the item's values)."""
+    peak = max(m.hourly)
+    lo = m.lora
+    if lo is not None:
+        lo = replace(lo, adapters=lo.gpu_slots, popularity="", source="", slots=lo.gpu_slots)
+    return replace(
+        m, name="", hourly=(peak,) * len(m.hourly), traffic="", min_replicas=0, hardware=(),
+        lora=lo, sleep=True, share=True,
+    )  # fmt: skip
+
+
+def _cost_rank(item: tuple) -> float:
+    """A sizing's expected cost, to hand the longest out first (wall time on a pool): the
+    steps a request simulates, a decode step per output token, prefill in chunks (a guess)."""
+    spec = item[0]
+    return float(spec.prompt + 4 * spec.output)
+
+
+def _map_unique(items: list[tuple]) -> list[Option]:
+    """cached_size_one over the distinct items (equal items are one sizing), the longest
+    first, back in the items' order."""
+    uniq = list(dict.fromkeys(items))
+    order = sorted(range(len(uniq)), key=lambda i: -_cost_rank(uniq[i]))
+    done = parallel_map(cached_size_one, [uniq[i] for i in order])
+    by = {uniq[i]: o for i, o in zip(order, done, strict=True)}
+    return [by[it] for it in items]
+
+
 def size_fleet(
     models: tuple[ModelSpec, ...],
     chips: dict[str, tuple[str, ...]],
@@ -181,30 +216,37 @@ def size_fleet(
     catalog_dirs: tuple[str, ...] = (),
 ) -> tuple[list[Option], list[Option]]:
     """Every (model, chip) pair sized (chips: model name -> chip ids it may run on), and, on half
-    of one GPU, each pair whose model may share a GPU there with another (module docstring):
-    (options, half-GPU options)."""
+    of one GPU, each small model on a chip where another small model may share a GPU with it
+    (module docstring): (options, half-GPU options). Small on a chip: one replica there holds its
+    peak (peak rate < kappa, a whole GPU per replica) and its weights fit half the GPU's engine
+    memory (fits_half); only those are sized again, so a fleet of large models sizes nothing
+    more. Each item is the model's sizing spec (sizing_spec): equal ones are sized once."""
+
+    def items(pairs: list[tuple[ModelSpec, str]], half: bool) -> list[tuple]:
+        return [
+            (sizing_spec(m), c, requests, seed, headroom, delay, half, catalog_dirs)
+            for m, c in pairs
+        ]
+
+    full = [(m, c) for m in models for c in chips[m.name]]
+    options = [
+        replace(o, name=m.name)
+        for o, (m, _) in zip(_map_unique(items(full, False)), full, strict=True)
+    ]
     cat = load_catalog(list(catalog_dirs))
-    small: dict[str, list[ModelSpec]] = {}  # chip -> the models that fit half of one GPU
-    for m in models:
-        model = cat.model(m.model)
-        for c in chips[m.name]:
-            if fits_half(m, model, cat.accelerator(c)):
-                small.setdefault(c, []).append(m)
-    items = [
-        (m, c, requests, seed, headroom, delay, False, catalog_dirs)
-        for m in models
-        for c in chips[m.name]
-    ]
-    items += [
-        (m, c, requests, seed, headroom, delay, True, catalog_dirs)
-        for c, ms in small.items()
-        if len(ms) >= 2  # a partner on the same chip
-        for m in ms
-    ]
-    out = parallel_map(cached_size_one, items)
-    return [o for o, it in zip(out, items, strict=True) if not it[6]], [
-        o for o, it in zip(out, items, strict=True) if it[6]
-    ]
+    specs = {m.name: m for m in models}
+    small: dict[str, list[ModelSpec]] = {}  # chip -> the small models there
+    for o in options:
+        m = specs[o.name]
+        if o.capacity <= 0 or o.gpus_per_replica != 1 or max(m.hourly) >= o.capacity:
+            continue
+        if fits_half(m, cat.model(m.model), cat.accelerator(o.chip)):
+            small.setdefault(o.chip, []).append(m)
+    pairs = [(m, c) for c, ms in small.items() if len(ms) >= 2 for m in ms]  # with a partner
+    if not pairs:
+        return options, []
+    half = _map_unique(items(pairs, True))
+    return options, [replace(o, name=m.name) for o, (m, _) in zip(half, pairs, strict=True)]
 
 
 def wake_times(
