@@ -1,5 +1,5 @@
-"""Sharing GPUs in a fleet: LoRA adapters on one base, engine sleep/wake, and small models that
-could share one replica's GPUs. Each figure is a formula with its source; what is applied to the
+"""Sharing GPUs in a fleet: LoRA adapters on one base, engine sleep/wake, and small models
+sharing one replica's GPUs. Each figure is a formula with its source; what is applied to the
 placement and what is only listed is said per item (roofline.cli.fleet_sharing prints it).
 
 LoRA adapters (applied: the adapters' memory comes out of the KV budget, and the capacity of

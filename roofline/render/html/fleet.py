@@ -1,7 +1,7 @@
 """The HTML page of `roofline fleet`: the answer ($/day, GPU-hours, the pooling gain, owned
 utilisation), GPUs per hour per model against the owned GPUs, $/day per model in the fleet
 against sized apart, the placement per hour, the sharing section (LoRA adapters, sleep/wake,
-co-location candidates), the definitions and each model's launch line."""
+co-location), the definitions and each model's launch line."""
 
 from __future__ import annotations
 
