@@ -156,3 +156,23 @@ def test_lora_slots_come_out_of_the_kv_budget_by_hand():
     assert plain - plan_memory(
         model, hw, dep, model_engine(four, model, hw)
     ).kv_budget_bytes == pytest.approx(1_073_741_824)
+
+
+def test_the_placement_cell_shows_shared_and_asleep():
+    # pool A owned, B rented; m1 has 2 replicas of its own on A and one shared with m2 on B;
+    # m3 sleeps this hour: "2A+1B~" for m1, "1B~" for m2, "z" for m3
+    from roofline.render.fleet import hour_cell
+
+    doc = {"inputs": {"pools": [{"pool": "h100 owned"}, {"pool": "h200 on-demand"}]}}
+    hour = {
+        "placements": [
+            {"model": "m1", "pool": "h100 owned", "replicas": 2, "gpus": 2},
+            {"model": "m1 + m2", "pool": "h200 on-demand", "replicas": 1, "gpus": 1,
+             "shared": ["m1", "m2"], "rates": [1.0, 0.5], "owned": False},
+        ],
+        "short": [],
+        "asleep": ["m3"],
+    }  # fmt: skip
+    assert hour_cell(doc, hour, "m1") == "2A+1B~"
+    assert hour_cell(doc, hour, "m2") == "1B~"
+    assert hour_cell(doc, hour, "m3") == "z"
