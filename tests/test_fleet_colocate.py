@@ -94,7 +94,7 @@ def test_sharing_never_costs_more_and_no_hour_exceeds_the_gpus(args):
     # shortfalls or fewer: z = 0 is the placement without sharing)
     for h0, h1 in zip(d0.hours, d1.hours, strict=True):
         assert sum(h1.short) <= sum(h0.short) + 1e-6
-        if sum(h0.short) == 0:
+        if sum(h0.short) == 0 and sum(h1.below_min) == sum(h0.below_min):
             assert h1.cost <= h0.cost + 1e-6
     if not d0.short_hours.any():
         assert d1.total_cost <= d0.total_cost + 1e-6
@@ -113,8 +113,10 @@ def test_sharing_never_costs_more_and_no_hour_exceeds_the_gpus(args):
             served[sh.a] += u[i, :, 0].sum()
             served[sh.b] += u[i, :, 1].sum()
             # a shared replica's time: u_a / kappa'_a + u_b / kappa'_b <= z on each pool
-            assert np.all(u[i, :, 0] / sh.kappa_a + u[i, :, 1] / sh.kappa_b <= z[i] + 1e-6)
-        assert np.all(served + np.array(hr.short) >= np.array(rates)[:, h] - 1e-6)
+            assert np.all(u[i, :, 0] / sh.kappa_a + u[i, :, 1] / sh.kappa_b <= z[i] + 1e-5)
+        # (a shortfall within 1e-5 of the rate is none: placement._small, HiGHS's tolerance)
+        r = np.array(rates)[:, h]
+        assert np.all(served + np.array(hr.short) >= r - 1e-5 * np.maximum(1.0, r))
 
 
 def test_an_idle_model_sleeps_and_wakes_in_its_wake_time_by_hand():
@@ -176,3 +178,13 @@ def test_the_placement_cell_shows_shared_and_asleep():
     assert hour_cell(doc, hour, "m1") == "2A+1B~"
     assert hour_cell(doc, hour, "m2") == "1B~"
     assert hour_cell(doc, hour, "m3") == "z"
+
+
+def test_on_owned_gpus_sharing_takes_the_fewest_gpus():
+    # two models at 1 req/s on 4 owned H100s (marginal cost 0 either way): apart they take 2
+    # GPUs (a replica each, kappa 4), shared one (1 / 2 + 1 / 2 = 1 replica's time, kappa' 2):
+    # among equal costs the placement takes the fewest GPUs, the shared replica
+    pools = [Pool("h100", "owned", 0.0, 4)]
+    k, g = np.full((2, 1), 4.0), np.ones((2, 1))
+    hour = place(np.array([1.0, 1.0]), np.array([1, 1]), k, g, pools, (_share(2.0, 2.0, 1),))
+    assert hour.replicas == ((0,), (0,)) and hour.shared == ((1,),)

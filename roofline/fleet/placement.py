@@ -38,8 +38,13 @@ minimum (a shared replica runs an engine of each), the pools' GPU counts and lim
 rented-type links of both models; it costs z g (price + EPS). z = 0 is the placement without
 sharing, so sharing never costs more (an exact optimum of a wider program).
 
-EPS prefers fewer GPUs among equal costs (size's tie-break); SHORT makes a shortfall the last
-resort: it appears only when the pools cannot hold the rate, and is reported, never hidden."""
+EPS prefers fewer GPUs among equal costs (size's tie-break): 1e-4 $ per GPU-hour, above HiGHS's
+absolute MIP gap (1e-6, which scipy does not expose: at EPS 1e-6 an all-owned hour, whose
+objective is EPS x GPUs, stopped at any placement within a GPU or two of the fewest, so sharing
+an owned GPU was chosen or not by the solver's path) and far below any price step (100 GPUs x
+EPS = $0.01); SHORT makes a shortfall the last resort: of the rate (reported in `short`) or of a
+model's min_replicas (`below_min`: a minimum the pools cannot hold, not an infeasible program);
+it appears only when the pools cannot hold them, and is reported, never hidden."""
 
 from __future__ import annotations
 
@@ -47,8 +52,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-EPS = 1e-6  # $ per GPU-hour: fewer GPUs among equal costs
+EPS = 1e-4  # $ per GPU-hour: fewer GPUs among equal costs (module docstring)
 SHORT = 1e7  # $ per (request/s) short: above any placement's cost
+MIN_SHORT = 1e4  # $ per replica below a minimum: above any hour's cost, below a rate short
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,7 @@ class Hour:
     cost: float  # $ for the hour (marginal: rented GPUs only)
     shared: tuple[tuple[int, ...], ...] = ()
     shared_rates: tuple[tuple[tuple[float, float], ...], ...] = ()
+    below_min: tuple[int, ...] = ()  # replicas short of each model's minimum (pools full)
 
 
 def place(
@@ -113,12 +120,14 @@ def place(
     nz = n_k * n_p
     o_s, o_z = nx + ny, nx + ny + n_m  # offsets: shortfalls, shared replicas,
     o_a, o_b = o_z + nz, o_z + 2 * nz  # the rates of a and of b they serve
-    n = o_z + 3 * nz
+    o_m = o_z + 3 * nz  # replicas each model is below its minimum (the pools cannot hold it)
+    n = o_m + n_m
     ok = kappa > 0
     price = np.array([p.price for p in pools])
     c = np.zeros(n)
     c[:nx] = (gpus * (price[None, :] + EPS)).ravel()
     c[o_s:o_z] = SHORT
+    c[o_m:] = MIN_SHORT
     for k, sh in enumerate(shared):
         c[o_z + k * n_p : o_z + (k + 1) * n_p] = sh.gpus * (price + EPS)
     rows: list[np.ndarray] = []
@@ -146,6 +155,7 @@ def place(
             for k, sh in enumerate(shared):
                 if m in (sh.a, sh.b):
                     r[o_z + k * n_p : o_z + (k + 1) * n_p] = sh.ok()
+            r[o_m + m] = 1.0
             add(r, float(min_replicas[m]), np.inf)
     for k, sh in enumerate(shared):  # time shared: u_a / kappa'_a + u_b / kappa'_b <= z
         for jj in np.flatnonzero(sh.ok()):
@@ -228,7 +238,7 @@ def place(
                 upper[o_z + q] = big_z[q]
     integrality = np.ones(n)
     integrality[o_s:o_z] = 0
-    integrality[o_a:] = 0
+    integrality[o_a:o_m] = 0
     cons = LinearConstraint(np.array(rows), np.array(lo), np.array(hi)) if rows else ()
     res = milp(
         c,
@@ -242,7 +252,8 @@ def place(
     x = np.rint(res.x[:nx]).astype(int).reshape(n_m, n_p)
     z = np.rint(res.x[o_z:o_a]).astype(int).reshape(n_k, n_p)
     ua = np.where(z > 0, res.x[o_a:o_b].reshape(n_k, n_p), 0.0)
-    ub = np.where(z > 0, res.x[o_b:].reshape(n_k, n_p), 0.0)
+    ub = np.where(z > 0, res.x[o_b:o_m].reshape(n_k, n_p), 0.0)
+    below = np.rint(res.x[o_m:]).astype(int)
     served = (x * kappa).sum(axis=1)
     for k, sh in enumerate(shared):
         served[sh.a] += ua[k].sum()
@@ -260,9 +271,12 @@ def place(
             tuple((float(a), float(b)) for a, b in zip(ua[k], ub[k], strict=True))
             for k in range(n_k)
         ),
+        tuple(int(v) for v in below),
     )
 
 
 def _small(short: float, rate: float) -> float:
-    """A shortfall within rounding of the rate is none."""
-    return float(short) if short > 1e-9 * max(1.0, float(rate)) else 0.0
+    """A shortfall within rounding of the rate is none: HiGHS's primal feasibility tolerance
+    (1e-7, on rows scaled by 1 / kappa' where a shared replica serves) leaves served rates a few
+    1e-6 of a request/s short of exact."""
+    return float(short) if short > 1e-5 * max(1.0, float(rate)) else 0.0
