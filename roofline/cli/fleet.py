@@ -362,6 +362,11 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
                     for i, s in enumerate(hr.short)
                     if s > 0
                 ],
+                "below_min": [  # a minimum the pools cannot hold (placement.MIN_SHORT)
+                    {"model": prob.names[i], "replicas": n}
+                    for i, n in enumerate(hr.below_min)
+                    if n > 0
+                ],
                 "asleep": [
                     n
                     for i, n in enumerate(prob.names)
