@@ -75,7 +75,7 @@ cases = st.tuples(
 )
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases)
 def test_sharing_never_costs_more_and_no_hour_exceeds_the_gpus(args):
     rates, kappa, half, owned, limit = args
