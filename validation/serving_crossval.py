@@ -184,11 +184,11 @@ STACK_FAMILY = "amd-instinct"
 STACK_FIT: dict[str, dict[str, tuple[float, float]]] = {
     "sglang-v0.4": {
         DSTACK_R1 + "Deepseek-R1/raw_data/offline_results.csv": (1.0, 24.0),
-        DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (3.0, 24.0),
+        DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (2.5, 32.0),
     },
     "vllm-v0": {
-        DSTACK_R1 + "Deepseek-R1/raw_data/offline_results.csv": (2.5, 8.0),
-        DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (2.5, 8.0),
+        DSTACK_R1 + "Deepseek-R1/raw_data/offline_results.csv": (1.5, 32.0),
+        DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (1.5, 24.0),
     },
 }
 
