@@ -134,12 +134,36 @@ def profile_of(name: str, version: object, hw: Any) -> str:
 
     version = version if version not in (None, "") else None
     try:
-        return engine(name, hw, version).profile_id
+        return _as_base(engine(name, hw, version).profile_id, hw)
     except InputError:
         try:
-            return pick_profile(name.lower(), version, hw.efficiency.engines or {})
+            return _as_base(pick_profile(name.lower(), version, hw.efficiency.engines or {}), hw)
         except InputError:
             return name.lower()
+
+
+def _as_base(pid: str, hw: Any) -> str:
+    """A version profile that runs on `hw`'s family exactly as its base engine does (sglang-v0.4
+    on NVIDIA: its only own figures are AMD Instinct's kernel factors) shares the base's cell;
+    one with figures of its own there (vllm-v0 everywhere, sglang-v0.4 on AMD) keeps its own."""
+    engines = hw.efficiency.engines or {}
+    prof = engines.get(pid)
+    if prof is None or not prof.base or prof.base not in engines:
+        return pid
+    base, fam = engines[prof.base], hw.family
+
+    def on_family(p: Any) -> Any:
+        return replace(
+            p,
+            id="",
+            source="",
+            base="",
+            versions="",
+            moe_time_factor=tuple(x for x in p.moe_time_factor if x[0] == fam),
+            mla_decode_time_factor=tuple(x for x in p.mla_decode_time_factor if x[0] == fam),
+        )
+
+    return prof.base if on_family(prof) == on_family(base) else pid
 
 
 @cache

@@ -179,11 +179,11 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "The engines' own fused-MoE and MLA decode kernels on AMD Instinct before AITER (SGLang "
         "0.4.2 and vLLM 0.7.3 on ROCm ran Triton fused_moe and Triton MLA decode; AMD's AITER "
         "kernels, up to 3x and 17x faster, came after: ROCm blog 2025-03-21): the routed "
-        "experts' MoE op and MLA's decode attention at STACK_TEXT of the CDNA 3 curves' time "
+        "experts' MoE op and MLA's decode attention at 1.5x and 32x of the CDNA 3 curves' time "
         "(hardware/engines.yaml sglang-v0.4 and vllm-v0 moe_time_factor / "
         "mla_decode_time_factor; validation/fit_stack_kernels.py on dstack's DeepSeek-R1 runs on "
         "8x MI300X, online and offline, against the same runs on 8x H200 so that the harness's "
-        "own +48% to +103% is not put on CDNA 3; LOSO_TEXT leaving one source out)",
+        "own +44% to +103% is not put on CDNA 3; MoE 1-2.5x, MLA 24-32x leaving one source out)",
         _stack,
     ),
     (
