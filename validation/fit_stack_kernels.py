@@ -18,13 +18,15 @@ loop is queueing and prefill, not these kernels). The Hopper control: every one 
 also ran the same model, lengths and harness on 8x H200 (validation/engine_sweeps.yaml,
 validation/stack_kernels_control.yaml), where the model is off by what the harness and the
 early-2025 engines cost on any vendor (+25% to +170% too fast). The fit takes that offset as the
-target: the factors minimise the sum over the CDNA 3 points of (log(expected / measured) - c)^2,
-c the median log error of the same source's and engine's H200 points under the shipped catalog;
+target: the factors minimise the sum over the CDNA 3 points of (s - c)^2, s how much too fast the
+model is on a point as a log (speed_error: log(expected / measured) of a rate, its inverse for a
+time), c the median s of the same source's and engine's H200 points under the shipped catalog;
 so only what CDNA 3 loses beyond Hopper is put on its kernels. Out of sample: each source
 (serving_crossval.source_group) left out and the factors refitted on the others; what this prints
-is held in validation/serving_crossval.py STACK_FITS.
+is held in validation/serving_crossval.py STACK_FIT.
 
-Run: `python -m validation.fit_stack_kernels sglang amd-instinct` (a few minutes, two workers).
+Run: `python -m validation.fit_stack_kernels sglang-v0.4 amd-instinct` (and vllm-v0; each some ten
+minutes on two workers: 27 cases x 42 grid points).
 """
 
 from __future__ import annotations
