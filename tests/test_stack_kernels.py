@@ -160,3 +160,18 @@ def test_the_size_table_marks_a_thin_band_and_says_what_it_rests_on():
     assert note.startswith(THIN) and "mi300x TPOT 12 points/1 source(s)" in note
     assert "h100" not in note
     assert _thin_note([h100]) == ""
+
+
+def test_sglang_v0_4_shares_sglangs_band_where_it_runs_as_sglang():
+    """sglang-v0.4 differs from sglang only in AMD Instinct's kernel factors: on NVIDIA its band
+    is SGLang's own cell (hardware/bands.json `shares`), on AMD Instinct its own points'."""
+    from roofline.catalog.bands import band
+
+    old, new = (
+        band("tpot_p50", "nvidia-datacenter", "sglang-v0.4"),
+        band("tpot_p50", "nvidia-datacenter", "sglang"),
+    )
+    assert old is not None and new is not None
+    assert (old.n, old.engine, old.high) == (new.n, "sglang", new.high)
+    amd = band("tpot_p50", "amd-instinct", "sglang-v0.4")
+    assert amd is not None and amd.engine == "sglang-v0.4"

@@ -357,6 +357,25 @@ def shipped(pts: tuple[Point, ...] | list[Point]) -> dict:
     return widen(compute(joined), margins(joined))
 
 
+def shares() -> dict[str, dict[str, str]]:
+    """family -> {version profile: its base}, for the version profiles that run on the family as
+    their base engine does (_as_base): roofline/catalog/bands.py reads their base's cell."""
+    from roofline.catalog.load import load_catalog
+
+    cat = load_catalog()
+    out: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()
+    for name in sorted(cat.accelerators):
+        hw = cat.accelerator(name)
+        if hw.family in seen:
+            continue
+        seen.add(hw.family)
+        for pid, prof in sorted((hw.efficiency.engines or {}).items()):
+            if prof.base and _as_base(pid, hw) == prof.base:
+                out.setdefault(hw.family, {})[pid] = prof.base
+    return out
+
+
 def document(bands: dict, date: str) -> dict:
     return {
         "source": f"validation/bands.py (python validation/bands.py), {date}: per metric, hardware "
@@ -368,6 +387,7 @@ def document(bands: dict, date: str) -> dict:
         "interval_percentiles": list(INTERVAL),
         "min_points": MIN_POINTS,
         "inherit": {"saturation": "throughput", "cost_per_million_output_tokens": "throughput"},
+        "shares": shares(),
         "bands": bands,
     }
 
@@ -376,7 +396,8 @@ def main() -> None:
     """Write hardware/bands.json, unless the bands it holds are already these (its date then
     stays the date they were derived)."""
     bands = shipped(points())
-    if OUT.exists() and json.loads(OUT.read_text()).get("bands") == bands:
+    old = json.loads(OUT.read_text()) if OUT.exists() else {}
+    if old.get("bands") == bands and old.get("shares") == shares():
         print(f"{OUT.relative_to(ROOT)} is current")
         return
     doc = document(bands, _dt.date.today().isoformat())
