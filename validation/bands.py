@@ -134,12 +134,36 @@ def profile_of(name: str, version: object, hw: Any) -> str:
 
     version = version if version not in (None, "") else None
     try:
-        return engine(name, hw, version).profile_id
+        return _as_base(engine(name, hw, version).profile_id, hw)
     except InputError:
         try:
-            return pick_profile(name.lower(), version, hw.efficiency.engines or {})
+            return _as_base(pick_profile(name.lower(), version, hw.efficiency.engines or {}), hw)
         except InputError:
             return name.lower()
+
+
+def _as_base(pid: str, hw: Any) -> str:
+    """A version profile that runs on `hw`'s family exactly as its base engine does (sglang-v0.4
+    on NVIDIA: its only own figures are AMD Instinct's kernel factors) shares the base's cell;
+    one with figures of its own there (vllm-v0 everywhere, sglang-v0.4 on AMD) keeps its own."""
+    engines = hw.efficiency.engines or {}
+    prof = engines.get(pid)
+    if prof is None or not prof.base or prof.base not in engines:
+        return pid
+    base, fam = engines[prof.base], hw.family
+
+    def on_family(p: Any) -> Any:
+        return replace(
+            p,
+            id="",
+            source="",
+            base="",
+            versions="",
+            moe_time_factor=tuple(x for x in p.moe_time_factor if x[0] == fam),
+            mla_decode_time_factor=tuple(x for x in p.mla_decode_time_factor if x[0] == fam),
+        )
+
+    return prof.base if on_family(prof) == on_family(base) else pid
 
 
 @cache
@@ -333,6 +357,25 @@ def shipped(pts: tuple[Point, ...] | list[Point]) -> dict:
     return widen(compute(joined), margins(joined))
 
 
+def shares() -> dict[str, dict[str, str]]:
+    """family -> {version profile: its base}, for the version profiles that run on the family as
+    their base engine does (_as_base): roofline/catalog/bands.py reads their base's cell."""
+    from roofline.catalog.load import load_catalog
+
+    cat = load_catalog()
+    out: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()
+    for name in sorted(cat.accelerators):
+        hw = cat.accelerator(name)
+        if hw.family in seen:
+            continue
+        seen.add(hw.family)
+        for pid, prof in sorted((hw.efficiency.engines or {}).items()):
+            if prof.base and _as_base(pid, hw) == prof.base:
+                out.setdefault(hw.family, {})[pid] = prof.base
+    return out
+
+
 def document(bands: dict, date: str) -> dict:
     return {
         "source": f"validation/bands.py (python validation/bands.py), {date}: per metric, hardware "
@@ -344,6 +387,7 @@ def document(bands: dict, date: str) -> dict:
         "interval_percentiles": list(INTERVAL),
         "min_points": MIN_POINTS,
         "inherit": {"saturation": "throughput", "cost_per_million_output_tokens": "throughput"},
+        "shares": shares(),
         "bands": bands,
     }
 
@@ -352,7 +396,8 @@ def main() -> None:
     """Write hardware/bands.json, unless the bands it holds are already these (its date then
     stays the date they were derived)."""
     bands = shipped(points())
-    if OUT.exists() and json.loads(OUT.read_text()).get("bands") == bands:
+    old = json.loads(OUT.read_text()) if OUT.exists() else {}
+    if old.get("bands") == bands and old.get("shares") == shares():
         print(f"{OUT.relative_to(ROOT)} is current")
         return
     doc = document(bands, _dt.date.today().isoformat())

@@ -63,9 +63,12 @@ def _one(task: tuple[int, float]) -> float:
 
     i, us = task
     cat, engine, family, cs = _JOB["cat"], _JOB["engine"], _JOB["family"], _JOB["cases"]
-    prof = cat.engines[engine]
-    other = [(f, s) for f, s in prof.cpu_per_seq_s if f != family]
-    pc = _Patched(cat, {(engine, "cpu_per_seq_s"): tuple(sorted([*other, (family, us * 1e-6)]))})
+    patch = {}
+    for pid, prof in cat.engines.items():  # the engine and its version profiles (sglang-v0.4)
+        if pid == engine or prof.base == engine:
+            other = [(f, s) for f, s in prof.cpu_per_seq_s if f != family]
+            patch[(pid, "cpu_per_seq_s")] = tuple(sorted([*other, (family, us * 1e-6)]))
+    pc = _Patched(cat, patch)
     return float(np.log(run_serving_case(cs[i], pc).expected / cs[i]["measured"]))
 
 

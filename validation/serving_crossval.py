@@ -178,6 +178,44 @@ def _gaudi_share(field: str) -> ServingFit:
     )
 
 
+# The engines' own fused-MoE and MLA decode kernels on AMD Instinct (issue 34 mechanism (a);
+# hardware/engines.yaml moe_time_factor / mla_decode_time_factor amd-instinct) refitted without each
+# source, as `python -m validation.fit_stack_kernels <engine> amd-instinct` prints: (moe, mla)
+DSTACK_R1 = "https://github.com/dstackai/benchmarks/blob/7f37e6697725e58dd09b9ef190b62ce19f01d45e/"
+STACK_FAMILY = "amd-instinct"
+STACK_FIT: dict[str, dict[str, tuple[float, float]]] = {
+    "sglang-v0.4": {
+        DSTACK_R1 + "Deepseek-R1/raw_data/offline_results.csv": (1.0, 24.0),
+        DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (2.5, 32.0),
+    },
+    "vllm-v0": {
+        DSTACK_R1 + "Deepseek-R1/raw_data/offline_results.csv": (1.5, 32.0),
+        DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (1.5, 24.0),
+    },
+}
+
+
+def _stack_fit(engine: str, field: str) -> ServingFit:
+    """One engine's MoE (field moe_time_factor) or MLA decode factor on amd-instinct, refitted
+    without the source left out (STACK_FIT), the other families' entries as shipped."""
+    i = 0 if field == "moe_time_factor" else 1
+
+    def refit(p: EngineProfile, g: str) -> tuple[tuple[str, float], ...]:
+        pairs = getattr(p, field)
+        return tuple(
+            (fam, STACK_FIT[engine][g][i] if fam == STACK_FAMILY else x) for fam, x in pairs
+        )
+
+    return ServingFit(
+        engine,
+        field,
+        tuple(STACK_FIT[engine]),
+        lambda p, e: (),
+        f"{engine} {field} refitted without the source (validation/fit_stack_kernels.py)",
+        refit=refit,
+    )
+
+
 FITS = (
     ServingFit(
         "vllm",
@@ -219,6 +257,15 @@ FITS = (
         "SGLang cpu_per_seq refitted without the source (validation/fit_seq_cost.py)",
         refit=_sglang_seq_without,
     ),
+    ServingFit(  # the releases before 0.4.4 carry the same per-sequence cost
+        "sglang-v0.4",
+        "cpu_per_seq_s",
+        tuple(SGLANG_SEQ_FIT),
+        lambda p, e: (),
+        "SGLang cpu_per_seq refitted without the source (validation/fit_seq_cost.py)",
+        refit=_sglang_seq_without,
+    ),
+    *(_stack_fit(e, f) for e in STACK_FIT for f in ("moe_time_factor", "mla_decode_time_factor")),
 )
 
 

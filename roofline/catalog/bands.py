@@ -95,6 +95,8 @@ def band(metric: str, family: str, engine: str | None = None) -> Band | None:
     no published measurement stands behind that metric. The cell (family, engine) when it has
     5 points, else the family's, else all families pooled; the basis says which and why."""
     base = INHERITS.get(metric, metric)
+    if engine:  # a version profile that runs here as its engine does shares its cell (bands.json)
+        engine = _table().get("shares", {}).get(family, {}).get(engine, engine)
     entry = _table().get("bands", {}).get(base)
     if entry is None:
         return None

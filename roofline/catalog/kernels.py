@@ -127,6 +127,8 @@ _ENGINE_KEYS = {
     "api_token_fast_us": (NUM, False),
     "api_token_slow_us": (NUM, False),
     "cpu_per_seq_us": (dict, False),
+    "moe_time_factor": (dict, False),
+    "mla_decode_time_factor": (dict, False),
     "start_s": (NUM, False),
     "load_gb_per_s": (NUM, False),
     "base": (str, False),
@@ -352,6 +354,17 @@ def _per_family_us(where: str, data: dict) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(out.items()))
 
 
+def _per_family_factor(where: str, key: str, data: dict) -> tuple[tuple[str, float], ...]:
+    """A mapping family -> factor (moe_time_factor, mla_decode_time_factor) as (family, factor)
+    pairs; each a positive number (1: the kernel curves as they are)."""
+    out: dict[str, float] = {}
+    for fam, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise CatalogError(f"{where}: {key}.{fam} must be a positive number")
+        out[str(fam)] = float(value)
+    return tuple(sorted(out.items()))
+
+
 def engine_profile(where: str, data: Any) -> EngineProfile:
     d = _check(where, data, _ENGINE_KEYS)
     _positive(where, "kernels_per_layer", d["kernels_per_layer"])
@@ -400,6 +413,10 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         api_token_fast_s=values["api_token_fast_us"] * US,
         api_token_slow_s=values["api_token_slow_us"] * US,
         cpu_per_seq_s=_per_family_us(where, d.get("cpu_per_seq_us", {})),
+        moe_time_factor=_per_family_factor(where, "moe_time_factor", d.get("moe_time_factor", {})),
+        mla_decode_time_factor=_per_family_factor(
+            where, "mla_decode_time_factor", d.get("mla_decode_time_factor", {})
+        ),
         start_s=values["start_s"],
         load_bytes_per_s=values["load_gb_per_s"] * 1e9,
         base=d.get("base", ""),

@@ -32,6 +32,32 @@ def _top(bands: Mapping[str, Any] | None, name: str) -> str:
     return f"{round((b.get('high', 1.0 + b['rel']) - 1.0) * 100):d}"
 
 
+THIN = "†"  # a band resting on a thin fit (issue 34: under 5 points or one source)
+
+
+def _thin(bands: Mapping[str, Any] | None, name: str) -> str:
+    """THIN when the band of `name` rests on a thin fit (its `fit.thin`), else ""."""
+    b = (bands or {}).get(name)
+    return THIN if b is not None and b.get("fit", {}).get("thin") else ""
+
+
+def _thin_note(deps: list[Mapping[str, Any]]) -> str:
+    """The legend of THIN: which chip's bands are thin, with their points and sources."""
+    seen: dict[str, str] = {}
+    for d in deps:
+        for name, b in (d.get("bands") or {}).items():
+            fit = b.get("fit", {})
+            label = {"throughput": "tok", "ttft_p99": "TTFT", "tpot_p99": "TPOT"}.get(name)
+            if label and fit.get("thin"):
+                key = f"{_short(d['hardware'])} {label}"
+                seen.setdefault(key, f"{fit.get('n', 0)} points/{fit.get('sources', 0)} source(s)")
+    if not seen:
+        return ""
+    return f"{THIN} thin fit (under 5 points or one source): " + ", ".join(
+        f"{k} {v}" for k, v in seen.items()
+    )
+
+
 def _chip_line(a: Mapping[str, Any]) -> str:
     """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none."""
     hw = _short(a["hardware"])
@@ -64,9 +90,9 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
                 _usd(d["cost_per_million_output_tokens"]),
                 f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
-                pm(d.get("bands"), "throughput"),
-                _top(d.get("bands"), "ttft_p99"),
-                _top(d.get("bands"), "tpot_p99"),
+                pm(d.get("bands"), "throughput") + _thin(d.get("bands"), "throughput"),
+                _top(d.get("bands"), "ttft_p99") + _thin(d.get("bands"), "ttft_p99"),
+                _top(d.get("bands"), "tpot_p99") + _thin(d.get("bands"), "tpot_p99"),
             )
         )
     best = next((d for d in deps if d["best"]), None)
@@ -136,6 +162,8 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         )
         print_rows(con, "", cols, rows)
         say(con, head)
+        if thin := _thin_note([d for d in deps if d["meets_slo"]]):
+            say(con, thin)
     else:
         say(con, head)
     if VERBOSE["on"]:

@@ -35,7 +35,9 @@ from roofline.step.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, pref
 from roofline.step.optime import OpResult, op_results
 from roofline.timing.host import (
     Calibration,
+    EngineProfile,
     calibration_of,
+    kernel_time_factor,
     per_seq_host_s,
     step_time_one,
     step_time_s,
@@ -94,12 +96,14 @@ def _evaluate(
         1.0,
     ),  # decode: rows, streams, KV heads; prefill: s, rows
     seqs: ArrayLike = 0.0,  # sequences the step carries (the engine's per-sequence host cost)
+    mla: bool = False,  # the model's attention is MLA (the engine's own MLA decode kernel)
 ):
     """One step: every op's verdict (roofline/step/optime.py), their sums, and the engine's host
     costs on top of the expected time."""
     dtype = dep.compute(hw)
     profile = eff.engines.get(engine_name or "") if eff.engines else None
     results, point = op_results(ops, hw, dep, eff, name, attn_shape, profile)
+    results = _own_kernels(results, profile, eff.family, name, mla)
     # totals over the ops, each summed in op order from zero (one pass for all seven)
     zero = np.zeros(())
     start: FloatOrArray = zero if not point else 0.0  # the same sums; Python floats are cheaper
@@ -142,6 +146,23 @@ def _evaluate(
 
 
 _CALIBRATIONS: dict[tuple, tuple[tuple, Calibration]] = {}
+
+
+def _own_kernels(
+    results: list[OpResult], profile: EngineProfile | None, family: str, phase: str, mla: bool
+) -> list[OpResult]:
+    """The ops the engine runs on kernels of its own, at their time on this family
+    (host.kernel_time_factor): the routed experts' fused MoE GEMMs in every phase, MLA's
+    absorbed attention in decode (prefill runs MLA un-absorbed, as MHA). The ideal is kept."""
+    moe = kernel_time_factor(profile, family, "moe")
+    att = kernel_time_factor(profile, family, "mla") if mla and phase == "decode" else 1.0
+    if moe == 1.0 and att == 1.0:
+        return results
+    out = []
+    for r in results:
+        x = moe if r.op.name == "moe.experts" else att if r.op.kind == "attention" else 1.0
+        out.append(r if x == 1.0 else replace(r, t_expected_s=r.t_expected_s * x))
+    return out
 
 
 def _calibration(eff: Efficiency, engine_name: str) -> Calibration:
@@ -191,14 +212,32 @@ def _pipelined(
         layers = model.num_hidden_layers
         seqs = batch if adp == 1 else np.asarray(batch, dtype=float) / adp
         return _evaluate(
-            name, build(batch, None), hw, dep, eff, layers, engine_name, shape(batch), seqs
+            name,
+            build(batch, None),
+            hw,
+            dep,
+            eff,
+            layers,
+            engine_name,
+            shape(batch),
+            seqs,
+            model.is_mla,
         )
     b = np.asarray(batch, dtype=float)
     m = np.minimum(float(dep.pipeline_microbatches), np.maximum(b, 1.0))
     layers = max(model.num_hidden_layers // dep.pp, 1)
     results = [
         _evaluate(
-            name, build(b / m, st), hw, dep, eff, layers, engine_name, shape(b / m), b / m / adp
+            name,
+            build(b / m, st),
+            hw,
+            dep,
+            eff,
+            layers,
+            engine_name,
+            shape(b / m),
+            b / m / adp,
+            model.is_mla,
         )
         for st in distinct_stages(model, dep.pp)
     ]

@@ -68,6 +68,10 @@ class EngineProfile:
     api_token_slow_s: float = 0.0
     # host time per running sequence per step, by hardware family: (family, s) pairs (absent: 0)
     cpu_per_seq_s: tuple[tuple[str, float], ...] = ()
+    # the engine's own fused-MoE and MLA decode kernels on a hardware family, as the measured
+    # time over the kernel curves' (family, factor) pairs (absent: 1): kernel_time_factor
+    moe_time_factor: tuple[tuple[str, float], ...] = ()
+    mla_decode_time_factor: tuple[tuple[str, float], ...] = ()
     # a new replica's start (roofline/serving/day.py scale_up_delay_s): the engine's start
     # after its weights are read (imports, torch.compile, CUDA graph capture) and the read
     # bandwidth of its weights from storage; 0: no sourced figure
@@ -124,6 +128,27 @@ def per_seq_host_s(
     if np.ndim(seqs) == 0:
         return c * float(seqs)  # type: ignore[arg-type]
     return c * np.asarray(seqs, dtype=float)
+
+
+def kernel_time_factor(profile: EngineProfile | None, family: str, kind: str) -> float:
+    """How much longer the engine's own kernel of `kind` ("moe": the routed experts' fused MoE
+    GEMMs; "mla": MLA's absorbed decode attention) runs on a hardware family than the family's
+    kernel curves give (hardware/engines.yaml moe_time_factor / mla_decode_time_factor; 1 where
+    none is named). The curves of a family are measured on one library's kernels (CDNA 3: AITER's
+    GEMM tuner timings, roofline/step/optime.py), while an engine ships its own MoE and MLA
+    kernels per platform and version: SGLang and vLLM on ROCm ran Triton fused_moe and Triton MLA
+    decode before AITER's (AMD ROCm blog 'Supercharge DeepSeek-R1 Inference on AMD Instinct
+    MI300X', 2025-03-21: AITER block-scale fused MoE up to 3x, AITER MLA decode up to 17x over
+    them; vLLM blog 'Beyond Porting', 2025-12-16: vLLM's TRITON_MLA 1.2-1.4x the time of
+    ROCM_AITER_MLA, AITER opt-in through VLLM_ROCM_USE_AITER=1). Fitted per engine x family by
+    validation/fit_stack_kernels.py, never per case."""
+    if profile is None:
+        return 1.0
+    pairs = profile.moe_time_factor if kind == "moe" else profile.mla_decode_time_factor
+    for fam, x in pairs:
+        if fam == family:
+            return x
+    return 1.0
 
 
 @dataclass(frozen=True)
