@@ -19,8 +19,7 @@ Nothing changes between events (an arrival that can be admitted, a prompt finish
 sequence finishing, the KV budget running out), so the simulation advances in spans of many
 identical steps: the decode contexts grow by one token per step, which StepModel integrates in
 closed form. The cliff (roofline.serving.cliff) is this model with every request at t = 0.
-The API server's queue is roofline.serving.sim.apiserver, the record of a run
-roofline.serving.sim.record.
+The API server's queue is sim.apiserver, the record of a run sim.record.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from roofline.serving.sim.decoders import Decoders
 from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
+from roofline.serving.sim.slostop import SloStop, SloWatch
 from roofline.serving.sim.steps import StepModel
 
 
@@ -62,6 +62,7 @@ def simulate_requests(
     priority_preemption: int | None = None,
     kv: KvHierarchy | None = None,
     kv_gpus: int = 1,
+    stop: SloStop | None = None,
 ) -> RunRecord:
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
@@ -72,8 +73,9 @@ def simulate_requests(
     `priority` per request (lower first; roofline.serving.sim.priority), and
     `priority_preemption` the engine's threshold for preempting to admit (None: never). `kv`:
     tiers below HBM and the retention between turns (roofline.serving.sim.kvtiers), over a
-    replica of `kv_gpus` GPUs."""
+    replica of `kv_gpus` GPUs. `stop`: raise SloMissed once the run misses an SLO (slostop)."""
     sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
+    sim.stop, sim.over = stop, [0, 0]  # requests over its TTFT and TPOT limits (SloWatch)
     if kv is not None and sim.cache is not None:
         store = TierStore.build(kv, rules.block_tokens, steps.kv_bytes_per_token, kv_gpus)
         store.choose(steps.prefill_step_s([2048]) / 2048 * rules.block_tokens)
@@ -84,7 +86,7 @@ def simulate_requests(
     return sim.run(release_until_s)
 
 
-class _Sim(ArrivalQueue, Decoders, Admission):
+class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
     """The state of one simulation, in Python scalars (the spans are short; numpy only when the
     KV budget is near or a layer has a window); the decoding sequences in closed form
     (Decoders)."""
@@ -188,6 +190,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
         now = self.now
         self.finish_s[r] = now
         wait = self.finish_wait[r] = self.api.wait_s(now)
+        if self.stop is not None:
+            self.watch_finish(r, now, wait)
         self.active.remove(r)
         self.committed -= self.commit[r]
         self.commit[r] = 0.0
@@ -225,7 +229,9 @@ class _Sim(ArrivalQueue, Decoders, Admission):
             g = gen[r]
             if g == 0:
                 self.first_token_s[r] = now
-                self.first_wait[r] = self.api.wait_s(now)
+                self.first_wait[r] = wait = self.api.wait_s(now)
+                if self.stop is not None:  # the SLO search: stop once its verdict is known
+                    self.watch_first(r, now, wait)
             else:  # a recompute samples the next token: one more gap
                 self.itl_v.append(now - last_tok[r])
                 self.itl_w.append(1.0)
