@@ -284,7 +284,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
         )
         acc["prefill"] += t
         acc["preempt"] += t * re_tokens / tokens
-        kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
+        kv_now = self.reserved + (self.blocks_ahead(1) if n_dec else 0.0)
         self.advance(t, 0, kv_now)
         self.peak_blocks = max(self.peak_blocks, kv_now)
         self.api.stream(self.now, t, take, take)
@@ -369,15 +369,12 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
                 pf = (room, lens, done)
             kv_room = budget - self.reserved
             near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
-            ctx = self.ctx() if n_dec and (near or capped) else None
-            if near and self.blocks_sum(ctx, k) > kv_room:  # type: ignore[arg-type]  # near: set
+            ctx = self.ctx() if n_dec and capped else None  # windowed layers: the contexts
+            if near and self.blocks_ahead(k) > kv_room:
                 lo, hi = 0, k  # the most steps whose blocks still fit
                 while lo < hi:
                     mid = (lo + hi + 1) // 2
-                    if self.blocks_sum(ctx, mid) <= kv_room:  # type: ignore[arg-type]
-                        lo = mid
-                    else:
-                        hi = mid - 1
+                    lo, hi = (mid, hi) if self.blocks_ahead(mid) <= kv_room else (lo, mid - 1)
                 k = lo
             if k == 0:
                 self.preempt()
@@ -412,7 +409,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
             if not n_dec:
                 kv_end = self.reserved
             elif near or not self.simple_kv:
-                kv_end = self.reserved + self.blocks_sum(ctx if ctx is not None else self.ctx(), k)
+                kv_end = self.reserved + self.blocks_ahead(k)
             else:  # far from full: the paging waste taken as half a block per sequence
                 kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
             if kv_end > self.peak_blocks:
