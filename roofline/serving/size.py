@@ -372,8 +372,7 @@ def size(
         return (cost, gpus) if minimize == "cost" else (gpus, cost)
 
     def run_one(task: tuple[Accelerator, Deployment, DraftConfig | None], limit: tuple):
-        """one(task, limit) and the GPUs its layout needs at its saturation rate (None: it
-        failed before its saturation was known)."""
+        """one(task, limit) and the GPUs its layout needs at saturation (None: not known)."""
         got: list[int] = []
         row = one((task, limit), got)
         return (got[0] if got else None), row
