@@ -314,27 +314,6 @@ def size_day_cli() -> tuple[float, float]:
     return wall, (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
 
 
-PLANNER = (  # issue 33's planner question: every chip's answer at p99 SLOs
-    "size llama-3.1-70b --rate 20 --hardware h100,h200,b200,mi300x --weights fp8 --kv-dtype fp8"
-    " --prompt 2k --output 500 --slo-ttft 2s --slo-tpot 50ms --format json"
-)
-
-
-def planner_cli(*extra: str) -> tuple[float, float]:
-    """`roofline size` over four chips (PLANNER) end to end, with `extra` options (e.g.
-    --confidence p90, issue 35's budget: at most 1.5x the expected run): (wall s, CPU s of the
-    process and its layout workers)."""
-    import resource
-
-    cmd = [sys.executable, "-m", "roofline", *PLANNER.split(), *extra]
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True)
-    wall = time.perf_counter() - t0
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-
-
 def main() -> None:
     import datetime
     import json
@@ -382,6 +361,9 @@ def main() -> None:
     import fleet_bench
 
     results["fleet"] = fleet_bench.main()  # issue 40: the fleet rows, with the machine's load
+    import size_bench
+
+    results["size"] = size_bench.main()  # issues 33, 35, 40: the size rows, with the load
     pp = results["per_point"] = speed.per_point()
     print(
         f"per-point API (`request` on scalars): {pp['request_s_per_point'] * 1e6:.0f} us"
@@ -427,16 +409,6 @@ def main() -> None:
     )
     print(f"`roofline serve` of 10,000 requests, CLI end to end: {serve_cli():.2f} s")
     print(f"`roofline size` over 4 accelerators, CLI end to end: {size_cli():.2f} s")
-    exp_wall, exp_cpu = planner_cli()
-    print(
-        "`roofline size` of Llama-3.1-70B at 20 req/s over h100,h200,b200,mi300x (issue 33),"
-        f" CLI end to end: {exp_wall:.2f} s ({exp_cpu:.2f} s of CPU)"
-    )
-    p90_wall, p90_cpu = planner_cli("--confidence", "p90")
-    print(
-        f"the same at --confidence p90: {p90_wall:.2f} s ({p90_cpu:.2f} s of CPU),"
-        f" {p90_cpu / exp_cpu:.2f}x the expected run's CPU (target <= 1.5x)"
-    )
     wall, cpu = size_day_cli()
     print(
         "`roofline size --traffic-curve`, 24 h of minute rates at 20 req/s mean, CLI end to end:"

@@ -26,6 +26,7 @@ from roofline.serving.metrics import Slo, metrics
 from roofline.serving.serve import Replica, run_replicas
 from roofline.serving.sim.prefixcache import PrefixConfig
 from roofline.serving.sim.scheduler import simulate_requests
+from roofline.serving.sim.slostop import SloMissed, SloStop
 from roofline.serving.workload import (
     MAX_REQUESTS,
     Workload,
@@ -303,6 +304,27 @@ def cycled(w: Workload, n: int) -> Workload:
     )
 
 
+@dataclass(frozen=True)
+class Missed:
+    """A run of the SLO search stopped once it missed `metric` ("TTFT" or "TPOT") at its pct-th
+    percentile against `limit_s` (sim.slostop): it misses any SLO at that percentile whose
+    limit on that metric is no looser."""
+
+    metric: str
+    limit_s: float
+    pct: float
+
+    @staticmethod
+    def of(metric: str, slo: Slo) -> Missed:
+        limit = slo.ttft_s if metric == "TTFT" else slo.tpot_s
+        assert limit is not None, "a run stops only on a metric the SLO limits"
+        return Missed(metric, limit, slo.pct)
+
+    def holds_for(self, slo: Slo) -> bool:
+        limit = slo.ttft_s if self.metric == "TTFT" else slo.tpot_s
+        return slo.pct == self.pct and limit is not None and limit <= self.limit_s
+
+
 def highest_ok(ok: Callable[[float], bool], hi: float, rel_tol: float = 0.03) -> float:
     """The highest rate in [hi/64, hi] for which ok(rate) holds, by bisection (first within
     [hi/8, hi]), assuming ok holds below some rate and fails above it; 0 if ok(hi/64) fails."""
@@ -337,11 +359,25 @@ def max_rate_within_slo(
     runs: dict = {} if memo is None else memo
 
     def ok_at(wl: Workload) -> Callable[[float], bool]:
+        # a run every request of which is served stops once it misses the SLO (sim.slostop):
+        # the memo keeps that verdict, which holds for any SLO as strict on the metric missed
+        whole = wl.prefix is None and wl.concurrency is None and wl.duration_s is None
+        stop = SloStop.of(slo.ttft_s, slo.tpot_s, slo.pct, wl.n) if whole else None
+
         def ok(rate: float) -> bool:
             key = (id(w), wl.n, rate, seed, ideal)
             tr = runs.get(key)
+            if isinstance(tr, Missed):
+                if tr.holds_for(slo):
+                    return False
+                tr = None  # missed on a looser limit than this SLO's: run it again
             if tr is None:
-                tr = runs[key] = run_replicas(rep, with_rate(wl, rate, seed), 1, ideal)
+                try:
+                    tr = runs[key] = run_replicas(rep, with_rate(wl, rate, seed), 1, ideal,
+                                                  stop=stop)  # fmt: skip
+                except SloMissed as miss:
+                    runs[key] = Missed.of(miss.metric, slo)
+                    return False
             return metrics(tr, slo, rep.gpus).meets_slo
 
         return ok

@@ -59,6 +59,7 @@ from roofline.serving.sim.multistep import amortised
 from roofline.serving.sim.prefixcache import replica_selection
 from roofline.serving.sim.record import RunRecord
 from roofline.serving.sim.scheduler import simulate_requests
+from roofline.serving.sim.slostop import SloStop
 from roofline.serving.sim.steps import StepModel, kv_budget_blocks
 from roofline.serving.workload import Workload
 from roofline.step.memory import plan_memory
@@ -218,10 +219,12 @@ def run_replicas(
     ideal: bool,
     one: bool = False,
     router: str = "round-robin",
+    stop: SloStop | None = None,
 ) -> list[RunRecord]:
     """Simulate every replica, the requests dealt by `router` (roofline.serving.router), or only
     the first when `one` (round robin). Least-loaded routes an open loop without shared
-    prefixes; a closed loop's users and a prefix workload's conversations stay round robin."""
+    prefixes; a closed loop's users and a prefix workload's conversations stay round robin.
+    `stop`: each replica's run raises SloMissed once it misses the SLO (sim.slostop)."""
     steps = rep.ideal if ideal else rep.expected
 
     def simulate(sel: slice | np.ndarray, pfx=None, users=None, arrival=None) -> RunRecord:
@@ -239,6 +242,7 @@ def run_replicas(
             priority_preemption=PRIORITY_PREEMPTION.get(rep.engine),
             kv=rep.kv,
             kv_gpus=rep.gpus,
+            stop=stop,
         )
         return rec if w.klass is None else replace(rec, klass=w.klass[sel])
 

@@ -44,8 +44,8 @@ from roofline.serving.search import (
 )
 from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
+from roofline.serving.sizerounds import search_rounds
 from roofline.serving.whynone import describe, light_load_miss, no_layout
-from roofline.serving.workers import parallel_map
 from roofline.serving.workload import Workload
 from roofline.step.ops import Deployment
 
@@ -255,7 +255,8 @@ def size(
         last = res[-1]
         return n, replace(last, expected=replace(last.expected, meets_slo=ok))
 
-    def one(item: tuple[tuple[Accelerator, Deployment, DraftConfig | None], tuple]) -> Sized:
+    def one(item: tuple[tuple[Accelerator, Deployment, DraftConfig | None], tuple],
+            at_saturation: list[int]) -> Sized:  # fmt: skip
         (hw, dep, sp), limit = item  # limit: the key of its chip's best found so far
         price = prices.get(hw.id)
         try:
@@ -271,11 +272,9 @@ def size(
         # there needs no fewer GPUs (no less cost) than its chip's best goes unsearched
         n_sat = math.ceil(rate / max(cap0.expected.requests_per_s * (1 - headroom), 1e-12))
         gpus_sat = min(n_sat, max_replicas + 1) * rep.gpus
+        at_saturation.append(gpus_sat)
         if key(gpus_sat, price) >= limit:
-            what = "GPUs" if minimize == "gpus" else "cost"
-            return _none(hw, dep, f"not searched: even at its saturation rate it needs"
-                         f" {gpus_sat:,} GPUs, no better {what} than {_short(hw.id)}'s best",
-                         searched=False, bound_gpus=gpus_sat)  # fmt: skip
+            return _unsearched(hw, dep, gpus_sat, minimize)
         best = capacity(rep, cap0)
         per_rank = rep.rules.max_seqs // dep.attention_dp
         for factor in (2, 4):  # the engine's sequence cap, raised where it binds
@@ -372,6 +371,12 @@ def size(
         cost = math.inf if cost is None else cost
         return (cost, gpus) if minimize == "cost" else (gpus, cost)
 
+    def run_one(task: tuple[Accelerator, Deployment, DraftConfig | None], limit: tuple):
+        """one(task, limit) and the GPUs its layout needs at saturation (None: not known)."""
+        got: list[int] = []
+        row = one((task, limit), got)
+        return (got[0] if got else None), row
+
     # no replica serves more than its layout's rate bound (candidates.prefill_bound), so the
     # bound gives the fewest GPUs (and least cost) a layout can need: layouts whose least is no
     # better than a deployment already found are not searched; the most promising go first
@@ -382,33 +387,29 @@ def size(
         gpus = n * dep.gpus_per_replica
         bounds.append((key(gpus, prices.get(hw.id)), dep.gpus_per_replica, gpus, task))
     bounds.sort(key=lambda b: b[:2])
-    # every chip asked for gets its own answer: a layout is pruned only against the best found
-    # on its own chip, never against another chip's
-    found: list[Sized] = []
-    size_round = 1  # one search first, to have a deployment to prune against
     what = "GPUs" if minimize == "gpus" else "cost"
-    best: dict[str, tuple[float, float]] = {}  # each chip's best key found so far
-    inf = (math.inf, math.inf)
-    while bounds:
-        now, bounds = bounds[:size_round], bounds[size_round:]
-        found += parallel_map(one, [(b[3], best.get(b[3][0].id, inf)) for b in now])
-        size_round = SEARCH_ROUND
-        for r in found:
-            if r.meets_slo:
-                k = key(r.gpus, prices.get(r.hardware))
-                best[r.hardware] = min(best.get(r.hardware, k), k)
-        keep = []
-        for b in bounds:
-            _, _, gpus, (hw, dep, _) = b
-            if hw.id in best and b[0] >= best[hw.id]:
-                note = (
-                    f"not searched: even at its rate bound it needs {gpus:,} GPUs, no better"
-                    f" {what} than {_short(hw.id)}'s best"
-                )
-                found.append(_none(hw, dep, note, searched=False, bound_gpus=gpus))
-            else:
-                keep.append(b)
-        bounds = keep
+
+    def recheck(i: int, gpus_sat: int, row: Sized, limit: tuple) -> Sized:
+        hw, dep, _ = bounds[i][3]
+        if key(gpus_sat, prices.get(hw.id)) >= limit:
+            return _unsearched(hw, dep, gpus_sat, minimize)
+        return row
+
+    def at_bound(i: int) -> Sized:
+        _, _, gpus, (hw, dep, _) = bounds[i]
+        note = (
+            f"not searched: even at its rate bound it needs {gpus:,} GPUs, no better"
+            f" {what} than {_short(hw.id)}'s best"
+        )
+        return _none(hw, dep, note, searched=False, bound_gpus=gpus)
+
+    def row_key(row: Sized) -> tuple[str, tuple[float, float]] | None:
+        return (row.hardware, key(row.gpus, prices.get(row.hardware))) if row.meets_slo else None
+
+    found = search_rounds(
+        [b[3] for b in bounds], [b[0] for b in bounds], [b[3][0].id for b in bounds],
+        run_one, recheck, at_bound, row_key, SEARCH_ROUND,
+    )  # fmt: skip
     out += found
     return _rank(out, minimize)
 
@@ -438,6 +439,15 @@ def _none(
         attention_dp=dep.attention_dp, layout=describe(dep), searched=searched,
         bound_gpus=bound_gpus,
     )  # fmt: skip
+
+
+def _unsearched(hw: Accelerator, dep: Deployment, gpus_sat: int, minimize: str) -> Sized:
+    """The row of a layout left unsearched because even at its saturation rate it needs
+    `gpus_sat` GPUs, no better than its chip's best."""
+    what = "GPUs" if minimize == "gpus" else "cost"
+    return _none(hw, dep, f"not searched: even at its saturation rate it needs {gpus_sat:,} GPUs,"
+                 f" no better {what} than {_short(hw.id)}'s best", searched=False,
+                 bound_gpus=gpus_sat)  # fmt: skip
 
 
 def _short(hw: str) -> str:

@@ -2,14 +2,16 @@
 their own simulations, so they go to forked worker processes (the parent's loaded catalog and
 arrays are shared copy-on-write; nothing is re-imported). One core, one item, a platform without
 fork, a worker's own map, or ROOFLINE_JOBS=1: in this process, in order. Results come back in the
-items' order."""
+items' order (`parallel_map`), or as each finishes (`Workers`: items handed out one at a time,
+so a caller that decides what to run next from what has finished keeps every core busy)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -54,3 +56,60 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
             raise value
         out.append(value)
     return out
+
+
+def _run_with(i: int, args: tuple) -> tuple[bool, Any]:
+    fn, items = _WORK[-1]
+    try:
+        return True, fn(items[i], *args)
+    except Exception as exc:  # handed back to the parent, which raises it
+        return False, exc
+
+
+class Workers(Generic[T, R]):
+    """fn over items handed out one at a time (`submit(i, *args)`: fn(items[i], *args), the args
+    sent to the worker), each result taken as it finishes (`done()`). Forked workers (`size` of
+    them) where `parallel_map` would fork; otherwise (`size` 1) each submitted item runs at
+    once, in this process. A context manager: the pool ends with it, work still running is
+    dropped."""
+
+    def __init__(self, fn: Callable[..., R], items: Sequence[T]) -> None:
+        n = min(jobs(), len(items))
+        nested = multiprocessing.current_process().daemon
+        self.size = n if not nested and "fork" in multiprocessing.get_all_start_methods() else 1
+        self._fn, self._items = fn, items
+        self._pool: Any = None
+        self._done: queue.Queue[tuple[int, bool, Any]] = queue.Queue()
+        self.running = 0  # submitted, not yet taken by done()
+
+    def __enter__(self) -> Workers[T, R]:
+        if self.size > 1:
+            _WORK.append((self._fn, self._items))
+            self._pool = multiprocessing.get_context("fork").Pool(self.size)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            _WORK.pop()
+
+    def submit(self, i: int, *args: Any) -> None:
+        self.running += 1
+        if self._pool is None:
+            try:
+                self._done.put((i, True, self._fn(self._items[i], *args)))
+            except Exception as exc:  # raised by done(), as a worker's is
+                self._done.put((i, False, exc))
+            return
+        self._pool.apply_async(
+            _run_with, (i, args), callback=lambda r: self._done.put((i, *r)),
+            error_callback=lambda e: self._done.put((i, False, e)),
+        )  # fmt: skip
+
+    def done(self) -> tuple[int, bool, Any]:
+        """The next finished item: (i, True, its result), or (i, False, what its run raised),
+        for the caller to raise if it needs that item."""
+        got = self._done.get()
+        self.running -= 1
+        return got

@@ -69,16 +69,12 @@ class Admission(SimState):
                 need += cache.group_delta(r, tokens - 1)
             if used + need > budget:
                 if not exact:
-                    used = self.reserved + (
-                        self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0
-                    )
+                    used = self.reserved + (self.blocks_ahead(1) if self.decoding else 0.0)
                     exact = True
                 if used + need > budget:
                     if not self.preempt_for(r, used + need):
                         break
-                    used = self.reserved + (
-                        self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0
-                    )
+                    used = self.reserved + (self.blocks_ahead(1) if self.decoding else 0.0)
                     if used + need > budget:
                         break
             waiting.popleft()
@@ -188,5 +184,5 @@ class Admission(SimState):
     def evict(self) -> None:
         """Idle cached blocks give way to the KV in use (the decoders' next step)."""
         assert self.cache is not None  # called with a prefix cache only
-        used = self.reserved + (self.blocks_sum(self.ctx(), 1) if self.decoding else 0.0)
+        used = self.reserved + (self.blocks_ahead(1) if self.decoding else 0.0)
         self.cache.fit(self.rules.budget_blocks - used)

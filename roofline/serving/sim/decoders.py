@@ -24,6 +24,7 @@ class Decoders(SimState):
     _who: list[int]  # request per slot
     _slot: dict[int, int]  # slot per decoding request
     _top = 0  # slots used
+    _ahead: dict[int, float]  # blocks_ahead's figures by G + extra, for the current set
 
     def _squeeze(self) -> np.ndarray:
         """The live slots moved to the front, in order, with room for as many again."""
@@ -81,15 +82,38 @@ class Decoders(SimState):
     def ctx(self) -> np.ndarray:
         """Every decoding sequence's context, in joining order: the bases (kept as an array
         until a sequence joins or leaves) + G."""
+        return self.bases() + self.G
+
+    def bases(self) -> np.ndarray:
+        """The decoders' bases in joining order, kept until a sequence joins or leaves."""
         arr = self.base_arr
         if arr is None:
             top = self._top
             buf = self._buf if self._buf is not None else self._squeeze()
             arr = self.base_arr = buf[:top][self._alive[:top]]
-        return arr + self.G
+            self._ahead = {}  # blocks_ahead's figures were the old set's
+        return arr
 
     def blocks_sum(self, ctx: np.ndarray, extra: int) -> float:
         blk = self.rules.block_tokens
         if self.simple_kv:
             return float(((ctx + (extra + blk - 1)) // blk).sum())
         return self.steps.blocks_total(ctx + extra, blk)
+
+    def blocks_ahead(self, extra: int) -> float:
+        """blocks_sum(self.ctx(), extra), bit for bit, in fewer passes over the decoders: each
+        sequence's whole blocks ceil((base + G + extra) / block) from the bases at once (the
+        same integers), looked up (StepModel.blocks_of_whole) and summed in the same order. It
+        depends only on G + extra while the set is unchanged, so each figure is kept until a
+        sequence joins or leaves (the KV search of a span and the admissions after it ask
+        again for the same)."""
+        arr = self.bases()  # (a new set clears the figures kept)
+        at = self.G + extra
+        got = self._ahead.get(at)
+        if got is None:
+            blk = self.rules.block_tokens
+            whole = arr + (at + blk - 1)
+            whole //= blk
+            got = float(whole.sum()) if self.simple_kv else self.steps.blocks_of_whole(whole, blk)
+            self._ahead[at] = got
+        return got

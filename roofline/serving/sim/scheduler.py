@@ -19,8 +19,7 @@ Nothing changes between events (an arrival that can be admitted, a prompt finish
 sequence finishing, the KV budget running out), so the simulation advances in spans of many
 identical steps: the decode contexts grow by one token per step, which StepModel integrates in
 closed form. The cliff (roofline.serving.cliff) is this model with every request at t = 0.
-The API server's queue is roofline.serving.sim.apiserver, the record of a run
-roofline.serving.sim.record.
+The API server's queue is sim.apiserver, the record of a run sim.record.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from roofline.serving.sim.decoders import Decoders
 from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
+from roofline.serving.sim.slostop import SloStop, SloWatch
 from roofline.serving.sim.steps import StepModel
 
 
@@ -62,6 +62,7 @@ def simulate_requests(
     priority_preemption: int | None = None,
     kv: KvHierarchy | None = None,
     kv_gpus: int = 1,
+    stop: SloStop | None = None,
 ) -> RunRecord:
     """Serve every request; `arrival_s` sorted. `prefilled`: the requests arrive with their KV and
     first token (a disaggregated decode pool). `closed_loop` N: the first N requests arrive at
@@ -72,8 +73,9 @@ def simulate_requests(
     `priority` per request (lower first; roofline.serving.sim.priority), and
     `priority_preemption` the engine's threshold for preempting to admit (None: never). `kv`:
     tiers below HBM and the retention between turns (roofline.serving.sim.kvtiers), over a
-    replica of `kv_gpus` GPUs."""
+    replica of `kv_gpus` GPUs. `stop`: raise SloMissed once the run misses an SLO (slostop)."""
     sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
+    sim.stop, sim.over = stop, [0, 0]  # requests over its TTFT and TPOT limits (SloWatch)
     if kv is not None and sim.cache is not None:
         store = TierStore.build(kv, rules.block_tokens, steps.kv_bytes_per_token, kv_gpus)
         store.choose(steps.prefill_step_s([2048]) / 2048 * rules.block_tokens)
@@ -84,7 +86,7 @@ def simulate_requests(
     return sim.run(release_until_s)
 
 
-class _Sim(ArrivalQueue, Decoders, Admission):
+class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
     """The state of one simulation, in Python scalars (the spans are short; numpy only when the
     KV budget is near or a layer has a window); the decoding sequences in closed form
     (Decoders)."""
@@ -188,6 +190,8 @@ class _Sim(ArrivalQueue, Decoders, Admission):
         now = self.now
         self.finish_s[r] = now
         wait = self.finish_wait[r] = self.api.wait_s(now)
+        if self.stop is not None:
+            self.watch_finish(r, now, wait)
         self.active.remove(r)
         self.committed -= self.commit[r]
         self.commit[r] = 0.0
@@ -225,7 +229,9 @@ class _Sim(ArrivalQueue, Decoders, Admission):
             g = gen[r]
             if g == 0:
                 self.first_token_s[r] = now
-                self.first_wait[r] = self.api.wait_s(now)
+                self.first_wait[r] = wait = self.api.wait_s(now)
+                if self.stop is not None:  # the SLO search: stop once its verdict is known
+                    self.watch_first(r, now, wait)
             else:  # a recompute samples the next token: one more gap
                 self.itl_v.append(now - last_tok[r])
                 self.itl_w.append(1.0)
@@ -278,7 +284,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
         )
         acc["prefill"] += t
         acc["preempt"] += t * re_tokens / tokens
-        kv_now = self.reserved + (self.blocks_sum(self.ctx(), 1) if n_dec else 0.0)
+        kv_now = self.reserved + (self.blocks_ahead(1) if n_dec else 0.0)
         self.advance(t, 0, kv_now)
         self.peak_blocks = max(self.peak_blocks, kv_now)
         self.api.stream(self.now, t, take, take)
@@ -364,15 +370,12 @@ class _Sim(ArrivalQueue, Decoders, Admission):
                 pf = (room, lens, done)
             kv_room = budget - self.reserved
             near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
-            ctx = self.ctx() if n_dec and (near or capped) else None
-            if near and self.blocks_sum(ctx, k) > kv_room:  # type: ignore[arg-type]  # near: set
+            ctx = self.ctx() if n_dec and capped else None  # windowed layers: the contexts
+            if near and self.blocks_ahead(k) > kv_room:
                 lo, hi = 0, k  # the most steps whose blocks still fit
                 while lo < hi:
                     mid = (lo + hi + 1) // 2
-                    if self.blocks_sum(ctx, mid) <= kv_room:  # type: ignore[arg-type]
-                        lo = mid
-                    else:
-                        hi = mid - 1
+                    lo, hi = (mid, hi) if self.blocks_ahead(mid) <= kv_room else (lo, mid - 1)
                 k = lo
             if k == 0:
                 self.preempt()
@@ -407,7 +410,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
             if not n_dec:
                 kv_end = self.reserved
             elif near or not self.simple_kv:
-                kv_end = self.reserved + self.blocks_sum(ctx if ctx is not None else self.ctx(), k)
+                kv_end = self.reserved + self.blocks_ahead(k)
             else:  # far from full: the paging waste taken as half a block per sequence
                 kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
             if kv_end > self.peak_blocks:

@@ -179,6 +179,21 @@ class StepModel:
             tab = tabs[block] = self.blocks_by_whole(np.arange(n, dtype=float), block)
         return float(tab[whole].sum())
 
+    def blocks_of_whole(self, whole: np.ndarray, block: int) -> float:
+        """blocks_total of sequences holding `whole` whole blocks (an int array), bit for bit:
+        the same table, the same sum; the table grown only when a lookup falls off its end."""
+        tabs = self.__dict__.setdefault("_whole_tabs", {})
+        tab = tabs.get(block)
+        if tab is not None:
+            try:
+                return float(tab.take(whole).sum())
+            except IndexError:  # past the table (whole is never negative)
+                pass
+        top = int(whole.max()) if whole.size else 0
+        n = max(top + 1, 2 * (0 if tab is None else len(tab)), 1024)
+        tab = tabs[block] = self.blocks_by_whole(np.arange(n, dtype=float), block)
+        return float(tab[whole].sum())
+
     def blocks_by_whole(self, whole: np.ndarray, block: int) -> np.ndarray:
         """blocks() of sequences holding `whole` whole blocks (floats), group by group."""
         total: Any = 0
