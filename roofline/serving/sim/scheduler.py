@@ -41,6 +41,7 @@ from roofline.serving.sim.arrivalqueue import ArrivalQueue
 from roofline.serving.sim.blockcache import BlockCache
 from roofline.serving.sim.chunked import chunk_head
 from roofline.serving.sim.decoders import Decoders
+from roofline.serving.sim.freshstack import on_fresh_stack
 from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
@@ -81,7 +82,7 @@ def simulate_requests(
         sim.cache.tier_hits = [0] * len(store.levels)
     sim.prio = None if priority is None else np.asarray(priority, dtype=np.int64).tolist()
     sim.prio_preempt = priority_preemption
-    return sim.run(release_until_s)
+    return on_fresh_stack(lambda: sim.run(release_until_s))
 
 
 class _Sim(ArrivalQueue, Decoders, Admission):
