@@ -1,5 +1,5 @@
-"""The simulator's event loop run on a fresh Python frame stack (a thread of its own), so that
-its cost does not depend on how deep the caller's stack is.
+"""The simulator's event loop on a fresh frame stack (a thread of its own): its cost does not
+depend on how deep the caller's stack is.
 
 CPython 3.11 keeps the interpreter's frames in 16 KiB chunks that it maps and unmaps one at a
 time (Python/pystate.c: push_chunk allocates a chunk with _PyObject_VirtualAlloc, an mmap, when
