@@ -64,7 +64,10 @@ def least_loaded(
     brought up to date when a later scan reaches it (the arrivals come in time order, so what
     it counts at t is the same)."""
     arr, adm, fin = arrival_s.tolist(), admitted_s.tolist(), finish_s.tolist()
-    queues = [([], []) for _ in range(replicas)]  # (waiting: heap of (admit, finish), running)
+    # per replica: (waiting, a heap of (admit, finish); running, a heap of finish times)
+    queues: list[tuple[list[tuple[float, float]], list[float]]] = [
+        ([], []) for _ in range(replicas)
+    ]
     chosen = [0] * len(arr)
     for i in np.argsort(arrival_s, kind="stable").tolist():
         t = arr[i]
