@@ -33,7 +33,7 @@ def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
     mp.undo()
 
 
-DURATIONS = Path(__file__).with_name("durations.json")  # seconds per slow test (RECORD_DURATIONS=1)
+DURATIONS = Path(__file__).with_name("durations.json")  # CPU-s per slow test (RECORD_DURATIONS=1)
 
 
 def deal(units: list[list[str]], seconds: dict[str, float], workers: int) -> list[list[str]]:
@@ -77,18 +77,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = [by_id[t] for share in shares for t in share]
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Under RECORD_DURATIONS=1 each test's setup, call and teardown seconds add up (in the
-    pytest-xdist controller too: the workers' reports reach it)."""
-    if os.environ.get("RECORD_DURATIONS"):
-        _SECONDS[report.nodeid] = _SECONDS.get(report.nodeid, 0.0) + report.duration
-
-
+_CPU_AT_START: dict[str, float] = {}
 _SECONDS: dict[str, float] = {}
 
 
+def _cpu_s() -> float:
+    import resource
+
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime  # (Ray, Chromium)
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    if os.environ.get("RECORD_DURATIONS"):
+        _CPU_AT_START[nodeid] = _cpu_s()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Under RECORD_DURATIONS=1 the teardown report carries the CPU seconds the test's process
+    spent on it, setup to teardown (what a worker gives it, whatever the machine's load)."""
+    outcome = yield
+    if os.environ.get("RECORD_DURATIONS") and call.when == "teardown":
+        spent = _cpu_s() - _CPU_AT_START.pop(item.nodeid, _cpu_s())
+        outcome.get_result().user_properties.append(("cpu_s", spent))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each test's CPU seconds, in the pytest-xdist controller too (the reports reach it)."""
+    for key, value in report.user_properties:
+        if key == "cpu_s":
+            _SECONDS[report.nodeid] = value
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """RECORD_DURATIONS=1 writes tests/durations.json: the tests that took 0.5 s or more."""
+    """RECORD_DURATIONS=1 writes tests/durations.json: the tests that took 0.5 CPU-s or more."""
     if os.environ.get("RECORD_DURATIONS") and not os.environ.get("PYTEST_XDIST_WORKER"):
         slow = {k: round(v, 1) for k, v in sorted(_SECONDS.items()) if v >= 0.5}
         DURATIONS.write_text(json.dumps(slow, indent=1) + "\n")
