@@ -33,8 +33,9 @@ test: lint typecheck
 	$(BIN)/pytest -n auto --dist worksteal
 	$(MAKE) wheel-smoke
 
-# Rewrite tests/durations.json (each slow test's CPU seconds, its subprocesses included), from which tests/conftest.py starts the
-# longest tests first, dealt across the workers: after adding or speeding up a slow test.
+# Rewrite tests/durations.json (each slow test's CPU seconds, its subprocesses included), from
+# which tests/conftest.py starts the longest tests first, dealt across the workers: after adding
+# or speeding up a slow test.
 durations: $(STAMP)
 	RECORD_DURATIONS=1 $(BIN)/pytest -n auto --dist worksteal
 
