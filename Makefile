@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint typecheck fmt wheel-smoke bench golden accuracy calibrate docs clean
+.PHONY: venv demo test lint typecheck fmt wheel-smoke bench golden accuracy calibrate docs durations clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ fmt: $(STAMP)
 test: lint typecheck
 	$(BIN)/pytest -n auto --dist worksteal
 	$(MAKE) wheel-smoke
+
+# Rewrite tests/durations.json (each slow test's CPU seconds, its subprocesses included), from
+# which tests/conftest.py starts the longest tests first, dealt across the workers: after adding
+# or speeding up a slow test.
+durations: $(STAMP)
+	RECORD_DURATIONS=1 $(BIN)/pytest -n auto --dist worksteal
 
 # Build the wheel, install it into a fresh venv and prove the catalogs ship inside it.
 wheel-smoke: $(STAMP)

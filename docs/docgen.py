@@ -431,6 +431,49 @@ def sections(path: str | Path) -> list[tuple[int, int, str]]:
     return out
 
 
+def _names(code: str) -> tuple[set[str], set[str]]:
+    """The names a cog block's code assigns and the names it reads without assigning them."""
+    tree = ast.parse(code)
+    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    stored = {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    stored |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)} | {
+        a.asname or a.name.split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    }
+    return stored, {n.id for n in names if isinstance(n.ctx, ast.Load)} - stored
+
+
+def parts(path: str | Path) -> list[tuple[int, int, str]]:
+    """Each section (sections()) cut between its cog blocks where no later block reads a name an
+    earlier one assigned (cog runs a document's blocks in one namespace): (first line, end line,
+    title), 0-based, half-open, covering the section. The first part starts at the section's
+    start, each other at its first block's line. A test checks each part apart, so a section's
+    slow blocks run on several workers."""
+    lines = Path(path).read_text().splitlines()
+    out = []
+    for a, b, title in sections(path):
+        blocks = []  # (first line, names assigned, names read)
+        i = a
+        while i < b:
+            if lines[i].startswith("<!-- [[[cog"):
+                j = next(k for k in range(i, b) if lines[k].startswith("]]] -->"))
+                blocks.append((i, *_names("\n".join(lines[i + 1 : j]))))
+                i = j
+            i += 1
+        starts = [a]
+        for k in range(1, len(blocks)):
+            reads = [j for j in range(k) if blocks[k][2] & blocks[j][1]]
+            if reads:  # one part from the first block it reads through this one
+                starts = [s for s in starts if s <= blocks[reads[0]][0]]
+            else:
+                starts.append(blocks[k][0])
+        ends = [*starts[1:], b]
+        out += [(s, e, title) for s, e in zip(starts, ends, strict=True)]
+    return out
+
+
 def section_text(path: str | Path, start: int, end: int) -> str:
     """The document with every line outside [start, end) blanked: line numbers kept."""
     lines = Path(path).read_text().splitlines()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,92 @@ def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
     mp.setenv("DOCGEN_SHARED_CACHE", str(shared / "docgen-shared"))
     yield
     mp.undo()
+
+
+DURATIONS = Path(__file__).with_name("durations.json")  # CPU-s per slow test (RECORD_DURATIONS=1)
+
+
+def deal(units: list[list[str]], seconds: dict[str, float], workers: int) -> list[list[str]]:
+    """Test ids in units (a unit's tests stay together) dealt into `workers` shares of about
+    equal count, the heavy units longest first to the share with the fewest seconds, the rest
+    (0 s) to the share with the fewest tests; each share in that order."""
+
+    def weight(unit: list[str]) -> float:
+        return sum(seconds.get(t, 0.0) for t in unit)
+
+    shares: list[list[str]] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for unit in sorted(units, key=weight, reverse=True):  # stable: collection order for ties
+        w = weight(unit)
+        k = min(range(workers), key=(lambda j: (load[j], j)) if w else (lambda j: len(shares[j])))
+        shares[k] += unit
+        load[k] += w
+    return shares
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest tests first, dealt across the pytest-xdist workers (`--dist worksteal` hands
+    worker k the k-th equal slice of this order, then moves tests from the end of a busy
+    worker's queue to an idle one): the slow ones start at once, on each worker in turn, and the
+    short ones fill the end, so no worker starts a 10 s test when the others are done. Seconds
+    from tests/durations.json (`make durations` rewrites it); a test not in it counts 0. The
+    tests of a module that share a module- or class-scoped fixture travel together (one setup).
+    Every worker computes the same order (xdist checks that they collected the same list)."""
+    seconds: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    units: dict[str, list[str]] = {}
+    by_id = {item.nodeid: item for item in items}
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else []
+        shared = any(d[-1].scope in ("module", "class", "package") for d in defs if d)
+        units.setdefault(item.nodeid.split("::")[0] if shared else item.nodeid, []).append(
+            item.nodeid
+        )
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    shares = deal(list(units.values()), seconds, workers)
+    items[:] = [by_id[t] for share in shares for t in share]
+
+
+_CPU_AT_START: dict[str, float] = {}
+_SECONDS: dict[str, float] = {}
+
+
+def _cpu_s() -> float:
+    import resource
+
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime  # (Ray, Chromium)
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    if os.environ.get("RECORD_DURATIONS"):
+        _CPU_AT_START[nodeid] = _cpu_s()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Under RECORD_DURATIONS=1 the teardown report carries the CPU seconds the test's process
+    spent on it, setup to teardown (what a worker gives it, whatever the machine's load)."""
+    outcome = yield
+    if os.environ.get("RECORD_DURATIONS") and call.when == "teardown":
+        spent = _cpu_s() - _CPU_AT_START.pop(item.nodeid, _cpu_s())
+        outcome.get_result().user_properties.append(("cpu_s", spent))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each test's CPU seconds, in the pytest-xdist controller too (the reports reach it)."""
+    for key, value in report.user_properties:
+        if key == "cpu_s":
+            _SECONDS[report.nodeid] = value
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """RECORD_DURATIONS=1 writes tests/durations.json: the tests that took 0.5 CPU-s or more."""
+    if os.environ.get("RECORD_DURATIONS") and not os.environ.get("PYTEST_XDIST_WORKER"):
+        slow = {k: round(v, 1) for k, v in sorted(_SECONDS.items()) if v >= 0.5}
+        DURATIONS.write_text(json.dumps(slow, indent=1) + "\n")
 
 
 @pytest.fixture(scope="session")

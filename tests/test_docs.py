@@ -16,25 +16,42 @@ ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = [
     pytest.param(doc, a, b, id=f"{doc}:{a + 1}")
     for doc in docgen.DOCS
-    for a, b, _ in docgen.sections(ROOT / doc)
+    for a, b, _ in docgen.parts(ROOT / doc)
 ]
 
 
 @pytest.mark.parametrize(("doc", "start", "end"), SECTIONS)
 def test_document_is_current(doc, start, end):
-    """Each section apart (docgen.sections: none reads what another made), so the workers share
-    the documents' commands."""
+    """Each part of a section apart (docgen.parts: none reads what another made), so the workers
+    share the documents' commands."""
     problems = docgen.stale(ROOT / doc, docgen.section_text(ROOT / doc, start, end))
     assert not problems, "stale (run `make docs`):\n" + "\n".join(problems[:30])
 
 
 def test_sections_cover_every_block():
-    """No cog block falls outside the sections the test checks."""
+    """No cog block falls outside the sections the test checks, nor outside their parts."""
     for doc in docgen.DOCS:
         lines = (ROOT / doc).read_text().splitlines()
         blocks = [i for i, x in enumerate(lines) if x.startswith("<!-- [[[cog")]
-        spans = docgen.sections(ROOT / doc)
-        assert all(any(a <= i < b for a, b, _ in spans) for i in blocks), doc
+        for spans in (docgen.sections(ROOT / doc), docgen.parts(ROOT / doc)):
+            assert all(any(a <= i < b for a, b, _ in spans) for i in blocks), doc
+
+
+def test_a_section_is_cut_only_between_blocks_that_share_no_name(tmp_path):
+    """Blocks 1 and 3 of a section share `x` (cog runs a document's blocks in one namespace), so
+    they and block 2 between them are one part; block 4 reads no earlier name and is a part of
+    its own; the parts cover the section and each part alone regenerates its text."""
+    cog = ["<!-- [[[cog", "]]] -->", "<!-- [[[end]]] -->"]
+    lines = ["## One", *[cog[0], "x = 2", cog[1], cog[2]]]  # block 1 at line 1
+    lines += [*[cog[0], "print(3)", cog[1], "3", cog[2]]]  # block 2 at line 5
+    lines += [*[cog[0], "print(x + 1)", cog[1], "3", cog[2]]]  # block 3 at line 10, reads x
+    lines += ["prose", *[cog[0], "x = 5", "print(x)", cog[1], "5", cog[2]]]  # block 4 at line 16
+    doc = tmp_path / "x.md"
+    doc.write_text("\n".join(lines) + "\n")
+    assert docgen.sections(doc) == [(0, 22, "One")]
+    assert docgen.parts(doc) == [(0, 16, "One"), (16, 22, "One")]
+    for a, b, _ in docgen.parts(doc):
+        assert docgen.stale(doc, docgen.section_text(doc, a, b)) == []
 
 
 def test_a_changed_catalog_figure_names_the_stale_line(tmp_path, monkeypatch):

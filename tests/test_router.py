@@ -26,6 +26,43 @@ def test_routers_partition_the_requests(n, replicas, seed):
     assert max(sizes) - min(sizes) <= 1  # i mod N: shares differ by at most one
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 120),
+    replicas=st.integers(1, 6),
+    seed=st.integers(0, 999),
+    grid=st.booleans(),
+)
+def test_least_loaded_is_the_rule_counted_by_brute_force(n, replicas, seed, grid):
+    """Each request to the replica with the least 4 × waiting + running, the counts taken at its
+    arrival over the requests routed before it (waiting: admitted after the arrival; running:
+    admitted by then, finishing after it), ties to the lowest index: the same choices as the
+    router's heaps and its stop at an idle replica. `grid`: arrivals on a 0.5 s grid, so that
+    arrivals, admissions and finishes tie."""
+    rng = np.random.default_rng(seed)
+    if grid:
+        a = np.sort(rng.integers(0, 20, n)) / 2.0
+        adm = a + rng.integers(0, 4, n) / 2.0
+        fin = adm + rng.integers(0, 10, n) / 2.0
+    else:
+        a = np.cumsum(rng.exponential(1.0, n))
+        adm = a + rng.exponential(rng.uniform(0.01, 3.0), n)
+        fin = adm + rng.exponential(rng.uniform(0.1, 10.0), n)
+    to = [-1] * n
+    for i in np.argsort(a, kind="stable"):
+        t = a[i]
+        scores = [
+            4 * sum(1 for k in range(n) if to[k] == j and adm[k] > t)
+            + sum(1 for k in range(n) if to[k] == j and adm[k] <= t < fin[k])
+            for j in range(replicas)
+        ]
+        to[i] = scores.index(min(scores))
+    sels = least_loaded(a, adm, fin, replicas)
+    assert [s.tolist() for s in sels] == [
+        [i for i in range(n) if to[i] == j] for j in range(replicas)
+    ]
+
+
 def test_least_loaded_by_hand():
     """4 × waiting + running, ties to the lowest index (vLLM's DPLBAsyncMPClient):
     requests that never finish and are admitted at once: each goes to the replica running the

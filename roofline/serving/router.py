@@ -59,26 +59,33 @@ def least_loaded(
     """Request indices per replica, each request (in arrival order) to the replica with the
     least WAITING_WEIGHT × waiting + running requests at its arrival, a request counted waiting
     from its arrival to `admitted_s` and running to `finish_s` (the times a previous pass
-    simulated for it), ties to the lowest index."""
-    waiting: list[list[tuple[float, float]]] = [[] for _ in range(replicas)]  # (admit, finish)
-    running: list[list[float]] = [[] for _ in range(replicas)]  # heaps of finish times
-    chosen = np.empty(arrival_s.size, dtype=np.int64)
-    for i in np.argsort(arrival_s, kind="stable"):
-        t = float(arrival_s[i])
-        best, best_score = 0, None
-        for j in range(replicas):
-            w, r = waiting[j], running[j]
+    simulated for it), ties to the lowest index. The replicas are scanned in index order and the
+    scan stops at an idle one (score 0: none after it can score less); a replica's queues are
+    brought up to date when a later scan reaches it (the arrivals come in time order, so what
+    it counts at t is the same)."""
+    arr, adm, fin = arrival_s.tolist(), admitted_s.tolist(), finish_s.tolist()
+    # per replica: (waiting, a heap of (admit, finish); running, a heap of finish times)
+    queues: list[tuple[list[tuple[float, float]], list[float]]] = [
+        ([], []) for _ in range(replicas)
+    ]
+    chosen = [0] * len(arr)
+    for i in np.argsort(arrival_s, kind="stable").tolist():
+        t = arr[i]
+        best, best_score = 0, -1
+        for j, (w, r) in enumerate(queues):
             while w and w[0][0] <= t:  # admitted since: now running until it finishes
-                _, fin = heapq.heappop(w)
-                heapq.heappush(r, fin)
+                heapq.heappush(r, heapq.heappop(w)[1])
             while r and r[0] <= t:
                 heapq.heappop(r)
             score = WAITING_WEIGHT * len(w) + len(r)
-            if best_score is None or score < best_score:
+            if best_score < 0 or score < best_score:
                 best, best_score = j, score
+                if score == 0:
+                    break
         chosen[i] = best
-        heapq.heappush(waiting[best], (float(admitted_s[i]), float(finish_s[i])))
-    return [np.flatnonzero(chosen == j) for j in range(replicas)]
+        heapq.heappush(queues[best][0], (adm[i], fin[i]))
+    picks = np.asarray(chosen, dtype=np.int64)
+    return [np.flatnonzero(picks == j) for j in range(replicas)]
 
 
 __all__ = [

