@@ -487,7 +487,6 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
             if cache is not None and cache.idle_blocks > budget - kv_end:
                 self.evict()
         acc, a = self.acc, partial(np.array, dtype=float)  # (given, not inferred: 20% faster)
-
         times = (a(self.arr), a(self.admitted_s), a(self.first_token_s), a(self.finish_s))
         itl = (a(self.itl_v), a(self.itl_w))
         busy = (acc["busy"], acc["prefill"], acc["decode"], acc["preempt"])
