@@ -10,6 +10,7 @@ from roofline.cli.options import (
     MAX_GPUS,
     SCALE_OUT,
     AttentionDp,
+    AttentionDpBalance,
     CrossNodeTp,
     Dp,
     Ep,
@@ -26,6 +27,7 @@ from roofline.domain.layout import Layout
 from roofline.domain.layout import links as layout_links
 from roofline.domain.layout import validate as validate_layout
 from roofline.domain.model import ModelArch
+from roofline.serving.attention_dp import default_balance
 from roofline.step.ops import Deployment
 
 
@@ -55,6 +57,7 @@ class LayoutOptions:
     gpus: Gpus = None
     dp: Dp = 1
     attention_dp: AttentionDp = 1
+    attention_dp_balance: AttentionDpBalance = None
     microbatches: Microbatches = None
     nodes: Nodes = None
     cross_node_tp: CrossNodeTp = False
@@ -65,14 +68,21 @@ LAYOUT = LayoutOptions()
 
 
 def layout(
-    cat: Catalog, m: ModelArch, hw: Accelerator, dep: Deployment, lo: LayoutOptions = LAYOUT
+    cat: Catalog,
+    m: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    lo: LayoutOptions = LAYOUT,
+    engine_name: str | None = None,
 ) -> tuple[Layout, Deployment]:
     """The validated layout (roofline.domain.layout) and the deployment carrying it: GPUs from
-    --gpus or --dp, attention-DP, micro-batches, nodes and the link of each collective."""
+    --gpus or --dp, attention-DP and its scheduler (--attention-dp-balance, default the
+    engine's: roofline.serving.attention_dp), micro-batches, nodes and each collective's link."""
     attention_dp, scale_out = lo.attention_dp, lo.scale_out
     if not 1 <= attention_dp <= MAX_GPUS:
         raise InputError(f"--attention-dp must be from 1 to {MAX_GPUS}, got {attention_dp}")
-    dep = dep.with_layout(attention_dp=attention_dp)
+    balance = lo.attention_dp_balance or default_balance(engine_name)
+    dep = dep.with_layout(attention_dp=attention_dp, attention_dp_balance=balance)
     _, n_replicas = replicas(dep, lo.gpus, lo.dp)
     net = cat.tier(scale_out)
     if net.kind != "network":
@@ -94,6 +104,7 @@ def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:
     links = dep.links
     return {
         "attention_dp": lay.attention_dp,
+        "attention_dp_balance": lay.attention_dp_balance,
         "attention_tp": lay.attention_tp,
         "microbatches": lay.pipeline_microbatches,
         "nodes": lay.nodes,
