@@ -57,11 +57,11 @@ class LayoutOptions:
     gpus: Gpus = None
     dp: Dp = 1
     attention_dp: AttentionDp = 1
-    attention_dp_balance: AttentionDpBalance = None
     microbatches: Microbatches = None
     nodes: Nodes = None
     cross_node_tp: CrossNodeTp = False
     scale_out: ScaleOut = SCALE_OUT
+    attention_dp_balance: AttentionDpBalance = None
 
 
 LAYOUT = LayoutOptions()
