@@ -44,7 +44,9 @@ settled from the engines' own sources:
   steps) until every rank has one, so the ranks' contexts run in the same step and the
   rank-local part is paid once ("ADP Balance Strategy": time(gen)·(N−1) + time(ctx) instead
   of time(ctx)·N), at the price of the wait in TTFT. The colocated prefill is then the
-  batched prefill itself.
+  batched prefill itself. Not modelled: that wait (a lone prompt held up to timeout_iters = 50
+  steps, 60 in the perf-overview runs, when the other ranks have none): the simulator admits
+  balanced prompts at once, so its TTFT at light load is a lower bound [uncertain].
 """
 
 from __future__ import annotations
