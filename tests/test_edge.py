@@ -120,3 +120,94 @@ def test_cli_edge_side_by_side(run):
     assert rtx["decode_tokens_per_s"] < mac["decode_tokens_per_s"]
     bad = run("edge", "llama-3.1-8b", "h100", "--wired-limit", "10GB")
     assert bad.code == 2 and "unified" in bad.stderr
+
+
+def test_raised_wired_limit_by_hand():
+    # users raise iogpu.wired_limit_mb to the RAM less what macOS keeps (3 GiB: a 16 GB M2 Pro
+    # running gpt-oss-20b's 12.1 GB of weights keeps "~3 GB for macOS and the KV-cache",
+    # smeltcore recipe), never below the default: 16 GiB -> 13 GiB, 24 GiB -> 21 GiB,
+    # 512 GiB -> 509 GiB; against the defaults 10.67, 16 and 384 GiB
+    from roofline.domain.hardware import raised_wired_limit_bytes
+
+    assert raised_wired_limit_bytes(16 * GiB) == pytest.approx(13 * GiB)
+    assert raised_wired_limit_bytes(24 * GiB) == pytest.approx(21 * GiB)
+    assert raised_wired_limit_bytes(512 * GiB) == pytest.approx(509 * GiB)
+    assert raised_wired_limit_bytes(4 * GiB) == default_wired_limit_bytes(4 * GiB)
+
+
+@pytest.mark.parametrize(
+    ("model", "weights", "ram", "engine"),
+    [
+        # gpt-oss-20b: OpenAI's card says it runs "within 16GB of memory"; 12.8 GB of MXFP4
+        # weights against the 10.67 GiB (11.5 GB) macOS wires by default on 16 GiB (2/3)
+        ("gpt-oss-20b", "mxfp4", "16GB", "llamacpp"),
+        # Qwen3-30B-A3B at 4 bits (Q4_K_M 18.6 GB; MLX 4-bit 17.2 GB) on a 24 GB Mac:
+        # 2/3 of 24 GiB = 16 GiB (17.18 GB) by default, under the weights
+        ("qwen3-30b-a3b", "q4_k_m", "24GB", "llamacpp"),
+        ("qwen3-30b-a3b", "mlx-4bit", "24GB", "mlx"),
+    ],
+)
+def test_small_macs_run_the_moe_models_they_are_known_to_run(run, model, weights, ram, engine):
+    args = ("--memory", ram, "--weights", weights, "--engine", engine, "--format", "json")
+    r = run("analyze", model, "m4-pro", *args)
+    # not refused: planned at the limit users raise it to, said on stderr
+    assert r.code == 0, r.stderr
+    assert "default GPU-wired limit" in r.stderr and "iogpu.wired_limit_mb" in r.stderr
+    row = run("edge", model, "m4-pro", *args).json()["rows"][0]
+    assert row["fits"] in ("experts on CPU", "raise limit") and row["decode_tokens_per_s"] > 0
+
+
+def test_a_model_past_the_ram_is_still_refused(run):
+    # Qwen3-30B-A3B Q4_K_M (18.6 GB) does not fit a 16 GiB (17.2 GB) Mac however raised
+    r = run("analyze", "qwen3-30b-a3b", "m4", "--memory", "16GB", "--weights", "q4_k_m")
+    assert r.code == 2 and "error:" in r.stderr
+
+
+def test_llamacpp_keeps_just_enough_experts_on_the_cpu(run):
+    # gpt-oss-20b on 16 GiB: about 13.1 GB needed against the 11.45 GB (2/3 of 16 GiB) macOS
+    # wires by default. One MoE layer holds 32 experts x (3 x 2880 x 2880 + 8,640 biases) =
+    # 796.5M weights x 4.25 bits (MXFP4) = 423.2 MB, so the 1.6-1.7 GB over takes 4 layers'
+    # experts (--n-cpu-moe 4). The CPU reads them at 243/409.6 = 0.59 of the bandwidth
+    # (AnandTech, M1 Max), below the GPU's share: slower than all on the GPU at the raised limit,
+    # but not by much (4 of 32 experts per token in 4 of 24 layers)
+    args = ("gpt-oss-20b", "m4-pro", "--memory", "16GB", "--weights", "mxfp4", "--format", "json")
+    split = run("edge", *args).json()["rows"][0]
+    raised = run("edge", *args, "--wired-limit", "13GB").json()["rows"][0]
+    assert split["fits"] == "experts on CPU" and raised["fits"] in ("yes", "near limit")
+    per_layer = 32 * (3 * 2880 * 2880 + 8640) * 4.25 / 8
+    assert per_layer == pytest.approx(423.2e6, rel=1e-3)
+    assert split["cpu_moe_layers"] == 4
+    over = raised["needed_bytes"] - split["usable_bytes"]
+    assert 3 * per_layer < over <= 4 * per_layer
+    assert split["needed_bytes"] <= split["usable_bytes"]
+    assert 0.8 * raised["decode_tokens_per_s"] < split["decode_tokens_per_s"]
+    assert split["decode_tokens_per_s"] < raised["decode_tokens_per_s"]
+
+
+def test_apple_gguf_share_lies_within_the_4167_tables_spread(cat):
+    # llama.cpp discussion 4167 summary (build 8e672ef): Llama 2 7B Q4_0 is 3.56 GiB, Q8_0
+    # 6.67 GiB; tg128 t/s per chip. The share of the bandwidth each row implies, weights read
+    # once per token (file bytes x t/s / GB/s, the CPU step ignored, so a lower bound):
+    # Q4_0 M1 0.79, M2 0.84, M4 0.77, M3 Pro 0.78, M4 Pro 0.71, M4 Max 0.58, M2 Ultra 0.45;
+    # Q8_0 M1 0.83, M2 0.87, M4 0.81, M3 Pro 0.84, M4 Pro 0.80, M4 Max 0.71, M2 Ultra 0.60
+    rows = {  # chip: (GB/s, Q4_0 tg, Q8_0 tg)
+        "m1": (68.25, 14.15, 7.91),
+        "m2": (100, 21.91, 12.21),
+        "m4": (120, 24.11, 13.54),
+        "m3-pro": (150, 30.74, 17.53),
+        "m4-pro": (273, 50.74, 30.69),
+        "m4-max": (546, 83.06, 54.05),
+        "m2-ultra": (800, 94.27, 66.64),
+    }
+    implied = [
+        size * 2**30 * tg / (bw * 1e9)
+        for bw, q4, q8 in rows.values()
+        for size, tg in ((3.56, q4), (6.67, q8))
+    ]
+    assert min(implied) == pytest.approx(0.45, abs=0.01)
+    assert max(implied) == pytest.approx(0.87, abs=0.01)
+    eff = cat.accelerator("m4-max").efficiency
+    assert min(implied) <= eff.memory_dequant <= max(implied)
+    # MLX's affine groups are not llama.cpp's block kernels: its share is its own (not fitted
+    # on the GGUF rows), and a GGUF format on Metal reads at the GGUF share
+    assert eff.memory_affine == 0.68 < eff.memory_dequant

@@ -1,5 +1,5 @@
 """Sharing GPUs in a fleet (issue 39 item 3): LoRA adapter bytes by hand, the batched LoRA
-kernels' cost (Punica's 2 ms per token), host-link load and wake times, co-location candidates;
+kernels' cost (Punica's 2 ms per token), host-link load and wake times, co-location;
 per-model traffic from a workload file or an arrival log; the catalog's spot prices."""
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from roofline.fleet.build import pools
 from roofline.fleet.fleetfile import read_fleet
 from roofline.fleet.sharing import (
     adapter_bytes,
-    colocation,
     lora_capacity_factor,
     transfer_s,
 )
@@ -60,21 +59,6 @@ def test_lora_cost_and_transfers_by_hand():
     assert lora_capacity_factor(0.030) == pytest.approx(0.9375)  # 30 / 32 ms
     assert transfer_s(8e9, 64e9) == pytest.approx(0.125)  # 8 GB over PCIe Gen5 x16
     assert transfer_s(8e9, None) is None
-
-
-def test_colocation_candidates_by_hand():
-    # two small models on one 80 GB GPU: weights 16 + 8 GB = 30% of it, loads 2/10 + 3/12 = 45%
-    rows = [
-        ("a", "h100", 2.0, 10.0, 16e9, 80e9),
-        ("b", "h100", 3.0, 12.0, 8e9, 80e9),
-        ("c", "h100", 30.0, 12.0, 8e9, 80e9),  # needs 3 replicas: not small
-        ("d", "b200", 1.0, 12.0, 8e9, 180e9),  # another chip
-    ]
-    (c,) = colocation(rows)
-    assert (c.a, c.b, c.chip) == ("a", "b", "h100")
-    assert c.weight_share == pytest.approx(0.3) and c.load_share == pytest.approx(0.45)
-    # weights over half the memory: no candidate
-    assert colocation([("a", "h100", 1, 10, 30e9, 80e9), ("b", "h100", 1, 10, 15e9, 80e9)]) == []
 
 
 def test_arrival_log_hourly_rates_by_hand():
@@ -178,7 +162,11 @@ def test_fleet_shows_lora_and_sleep(run, tmp_path):
     doc = r.json()
     (lo,) = doc["sharing"]["lora"]
     assert lo["adapter_bytes"] == 41_943_040  # by hand above (rank 8)
-    assert lo["slots_bytes_per_replica"] == 20 * 41_943_040
+    assert lo["slots_bytes_per_gpu"] == 20 * 41_943_040
+    # the 20 slots come out of each GPU's KV budget (vLLM allocates them before the KV cache)
+    assert lo["kv_budget_bytes_tp1"] - lo["kv_budget_bytes_tp1_with_slots"] == pytest.approx(
+        20 * 41_943_040
+    )
     # one adapter over the H100's PCIe Gen5 x16 (64 GB/s, hardware/nvidia-h100-sxm.yaml)
     assert lo["load_from_host_s"] == pytest.approx(41_943_040 / 64e9)
     t = lo["tpot_mean_s"]
@@ -191,7 +179,8 @@ def test_fleet_shows_lora_and_sleep(run, tmp_path):
     (z,) = doc["sharing"]["sleep"]
     assert z["wake_s"] == pytest.approx(z["weight_bytes_per_gpu"] / 64e9)
     assert z["wake_s"] < z["cold_start_s"]
-    assert "not applied" in doc["sharing"]["applied"]["colocation"]
+    assert doc["sharing"]["applied"]["colocation"].startswith("applied")
+    assert doc["sharing"]["colocation"] == []  # one model: no pair
     (pool,) = doc["inputs"]["pools"]  # the on-demand price's source: the catalog's offers
     assert pool["price_source"].startswith("prices.yaml: median of")
 
@@ -218,10 +207,8 @@ def test_fleet_sharing_in_table_and_html(run, tmp_path):
     r = run("fleet", str(f), env={"COLUMNS": "80"})
     assert r.code == 0 and max(len(x) for x in r.stdout.splitlines()) <= 80
     text = " ".join(r.stdout.split())
-    assert (
-        "LoRA adapters on one base (applied" in text and "Sleep/wake (listed, not applied" in text
-    )
-    assert "Co-location candidates (listed, not applied" in text
+    assert "LoRA adapters on one base (applied" in text and "Sleep/wake (applied" in text
+    assert "Co-location (applied" in text
     html = run("fleet", str(f), "--format", "html").stdout
     assert "LoRA adapters on one base" in html and "Sleep/wake against cold start" in html
 

@@ -48,8 +48,9 @@ def test_check_replays_a_log_as_serve_does(run):
         ),
         (["--rate", "3", "--confidence", "p99"], "90% intervals"),
         (
+            # a workload file's day is planned (tests/test_mix_day.py); a curve needs a day check
             ["--workload", "examples/workloads/chat-batch.yaml", "--traffic-curve", CURVE],
-            "not on a workload file",
+            "traffic_curve needs max_gpu_hours_per_day",
         ),
     ],
 )

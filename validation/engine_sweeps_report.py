@@ -48,6 +48,7 @@ OPTIONAL = {
     "chunked_prefill",
     "gpu_memory_utilization",
     "num_scheduler_steps",
+    "max_cache_length",
     "notes",
 }
 METRICS = {

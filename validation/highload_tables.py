@@ -136,18 +136,53 @@ def class_table(rs: list[ServingResult]) -> str:
     return "\n".join(lines)
 
 
+STEP_FILES = ("validation/public_cases.yaml", "validation/extra_cases.yaml")
+
+
+@cache
+def step_points() -> dict[str, tuple[int, int]]:
+    """Vendor -> (step cases, their source tables) in the files validation/calibrate.py fits the
+    scalar shares on: single-request decode and prefill, no load (a row whose source is "notes
+    of <id>" belongs to <id>'s table, as validation/crossval.py groups them)."""
+    from roofline.cases.casefiles import load_cases
+
+    root = Path(__file__).resolve().parent.parent
+    cases = [c for f in STEP_FILES for c in load_cases(root / f)]
+    by_id = {c.id: c for c in cases}
+
+    def group(c) -> str:
+        src = str(c.source)
+        if src.startswith("notes of "):
+            ref = by_id.get(src.split()[2])
+            return group(ref) if ref is not None and ref is not c else src
+        return src.split(" (")[0]
+
+    out: dict[str, tuple[int, int]] = {}
+    for v in VENDORS:
+        mine = [c for c in cases if _PREFIX.get(c.hardware.split("-")[0]) == v]
+        out[v] = (len(mine), len({group(c) for c in mine}))
+    return out
+
+
 def calibration_note(rs: list[ServingResult], every: list[ServingResult]) -> str:
-    """Which vendors rest on too few high-load points or sources to call calibrated."""
+    """Which vendors rest on too few high-load points or sources to call calibrated; a vendor
+    with none says what its shares rest on instead (single-request step cases)."""
     out = []
+    steps = step_points()
     for v in VENDORS:
         n = [r for r in rs if vendor(r) == v]
         all_n = [r for r in every if vendor(r) == v]
         srcs = len({r.group for r in n})
+        k, k_srcs = steps.get(v, (0, 0))
         state = (
             "enough to check a fit"
             if len(n) >= 20 and srcs >= 2
             else "thin (marked in every table)"
             if n
+            else f"calibrated on {k} single-request step points from {k_srcs} sources (the "
+            "family's scalar shares, docs/ACCURACY.md's step tables); **uncalibrated** at "
+            "full load: no high-load measurement"
+            if k
             else "**uncalibrated**: no high-load measurement"
         )
         out.append(
@@ -185,8 +220,12 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
     ),
     (
         "Intel Gaudi's scalar shares fitted on Intel's own Gaudi 2 and Gaudi 3 throughput "
-        "tables (nvidia-datacenter's borrowed 0.79/0.81 × 0.64, hardware/families.yaml; "
-        "validation/fit_family_share.py, k 0.59-0.72 leaving one page out)",
+        "tables (nvidia-datacenter's borrowed 0.79/0.81 × 0.72, hardware/families.yaml; "
+        "validation/fit_family_share.py, k 0.71-0.72 leaving one page out), with Gaudi 3's "
+        "compute at its shipping sustained matmul rate (hardware/intel-gaudi3.yaml "
+        "sustained_compute 0.72: MME at 1,600 of 1,750 MHz, graph-mode MAMF 1,243-1,290 of "
+        "1,835 TFLOPS against Gaudi 2's 96-97%, stas00/ml-engineering); before it one k could "
+        "not serve both (0.59 Gaudi 3, 0.72 Gaudi 2)",
         lambda r: r.family == "intel-gaudi",
     ),
     (
@@ -196,6 +235,14 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "sequences, roofline/step/phases.py): DataCrunch's H200 runs decode 500-1,500 sequences "
         "at 1.2-2.7x the kernels' time",
         lambda r: r.engine == "sglang" and r.family == "nvidia-datacenter",
+    ),
+    (
+        "JetStream-PyTorch's decode attends each slot's whole preallocated cache (2,048 "
+        "tokens, the source's cache length; hardware/engines.yaml decode_whole_cache, "
+        "validation max_cache_length): a dense einsum with an additive mask over max_seqlen "
+        "(jetstream_pt/layers.py at 781ec9e; ragged attention behind --ragged_mha, default "
+        "False, at 2ba0dd8). Nothing fitted: the TPU family keeps its borrowed shares",
+        lambda r: r.engine == "jetstream-pytorch",
     ),
     (
         "Attention-DP prompt scheduling as each engine runs it (roofline/serving/attention_dp.py, "
@@ -230,8 +277,11 @@ LEFT = (
     "- AMD, vLLM 2048 in / 2048 out at 500-1,500 sequences (both dev-docker images): "
     "throughput 1.5-2x over-predicted (long-context decode attention on CDNA3); multi-step "
     "(0.7.3) throughput rows moved up with the lower per-sequence cost.\n"
-    "- Google TPU (one point) and Apple (no high-load point): uncalibrated, their families' "
-    "shares still borrowed.\n"
+    "- Google TPU: one high-load point (thin), JetStream-PyTorch's 2024-07-29 row, which its "
+    "authors flag as a regression (+33% after the whole-cache decode); the family's shares "
+    "are still nvidia-datacenter's, borrowed: the six earlier JetStream-PyTorch rows of the "
+    "same file come within -12% to +18% without a fitted TPU factor. Apple: no high-load point "
+    "(its shares rest on single-request llama.cpp steps).\n"
     "- NVIDIA, SGLang DeepSeek-V2.5 on 8 H200 with attention DP 8 (DataCrunch, 10,000 "
     "requests of 1 in / 512 out): requests/s 2.2x over-predicted (3.0x before the per-sequence "
     "cost; MLA + MoE at thousands of sequences; the harness's tokens per step not modelled).\n"

@@ -195,8 +195,10 @@ GAPS: tuple[tuple[str, Callable[[ServingResult], bool]], ...] = (  # (subset, su
     ),
     (
         "JetStream-PyTorch on TPU v5e (one prompt per prefill step, as its orchestrator runs "
-        "them); the Llama 2 points (full multi-head KV) are furthest over, which a decode that "
-        "attends over each slot's whole preallocated cache would explain [suspected, unchecked]",
+        "them; every decode step attends each slot's whole 2,048-token cache, a dense masked "
+        "einsum: jetstream_pt/layers.py at 781ec9e, ragged attention off by default, "
+        "hardware/engines.yaml decode_whole_cache, issue 34; +75% before it); the 2024-07-29 "
+        "row is the one the authors flag as a regression",
         lambda r: r.engine == "jetstream-pytorch",
     ),
     (

@@ -158,6 +158,7 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "chunked_prefill": (bool, False),
     "gpu_memory_utilization": (NUM, False),
     "num_scheduler_steps": (int, False),
+    "max_cache_length": (int, False),
     "metric": (str, True),
     "measured": (NUM, True),
     "source": (str, True),

@@ -144,6 +144,7 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         chunked_prefill=case.get("chunked_prefill"),
         tokenizer=tok,
         scheduler_steps=_scheduler_steps(case, where),
+        cache_tokens=case.get("max_cache_length"),
     )
     r = serve(rep, w, Slo(), capacity=None)  # measured runs report their window
     pick = METRICS[case["metric"]]

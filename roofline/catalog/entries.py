@@ -55,6 +55,7 @@ _EFFICIENCY_KEYS = {
     "compute": (NUM, False),
     "memory": (NUM, False),
     "memory_weight_only": (NUM, False),
+    "memory_weight_only_affine": (NUM, False),
     "compute_weight_only": (NUM, False),
     "alu_weight_only": (NUM, False),
     "step_overhead_us": (NUM, False),
@@ -180,6 +181,7 @@ def _efficiency(where: str, data: Any) -> Efficiency:
         "compute",
         "memory",
         "memory_weight_only",
+        "memory_weight_only_affine",
         "compute_weight_only",
         "alu_weight_only",
     ):
@@ -191,6 +193,9 @@ def _efficiency(where: str, data: Any) -> Efficiency:
         compute=float(e.get("compute", 1.0)),
         memory=float(e.get("memory", 1.0)),
         memory_weight_only=None if wo is None else float(wo),
+        memory_weight_only_affine=None
+        if e.get("memory_weight_only_affine") is None
+        else float(e["memory_weight_only_affine"]),
         compute_weight_only=None if cwo is None else float(cwo),
         alu_weight_only=None if e.get("alu_weight_only") is None else float(e["alu_weight_only"]),
         step_overhead_s=float(_within(where, "step_overhead_us", e.get("step_overhead_us", 0.0)))

@@ -134,6 +134,7 @@ _ENGINE_KEYS = {
     "max_num_seqs": (int, False),
     "chunked_prefill": (bool, False),
     "prefill_requests_per_step": (int, False),
+    "decode_whole_cache": (bool, False),
     "source": (str, True),
     "notes": (str, False),
 }
@@ -406,6 +407,7 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         max_num_seqs=int(d.get("max_num_seqs", 0)),
         chunked_prefill=d.get("chunked_prefill"),
         prefill_requests_per_step=int(d.get("prefill_requests_per_step", 0)),
+        decode_whole_cache=bool(d.get("decode_whole_cache", False)),
     )
 
 

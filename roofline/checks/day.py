@@ -17,6 +17,7 @@ from roofline.engines.engine import Engine
 from roofline.serving.day import DayRates, plan_day
 from roofline.serving.daysize import delay_for
 from roofline.serving.metrics import Slo
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import max_rate_within_slo, replica_capacity
 from roofline.serving.serve import make_replica
 from roofline.serving.workload import make_workload
@@ -53,9 +54,17 @@ def run_day_checks(
     ideal: bool = False,
     requests: int = 1000,
     seed: int = 0,
+    workload=None,
+    router: str = DEFAULT_ROUTER,
+    kv=None,
 ) -> list[Check]:
-    """GPU-hours per day and SLO attainment of the deployment autoscaled over the curve."""
+    """GPU-hours per day and SLO attainment of the deployment autoscaled over the curve;
+    `workload` (a workload file's classes, serving.mix) replaces prompt/output: the curve is the
+    arrivals/s over its classes, each at its share (mix_day_checks)."""
     delay, how = delay_for(model, hw, dep, eng, limits.delay_s)
+    if workload is not None:
+        return mix_day_checks(model, hw, dep, eng, workload, slo, limits, delay, how,
+                              capacity_bytes, seed, router, kv)  # fmt: skip
     rep = make_replica(model, hw, dep, eng, prompt + output + 1, capacity_bytes=capacity_bytes)
     w = make_workload(max(prompt, 1), output, rate=1.0, requests=requests, seed=seed)
     sat = replica_capacity(rep, w).of(ideal).requests_per_s
@@ -67,14 +76,7 @@ def run_day_checks(
     if e is not None and not e.neutral and cap > 0:  # sized to the bands' pessimistic edge:
         own = max_rate_within_slo(rep, w, e.slo(slo), sat, ideal, seed) if has_slo else sat
         cap, kind = min(cap * e.capacity, own), f"{e.level} edge of the {kind}"  # as size does
-    wanted = [
-        (n, lim)
-        for n, lim in (
-            ("max_gpu_hours_per_day", limits.max_gpu_hours_per_day),
-            ("min_slo_attainment", limits.min_slo_attainment),
-        )
-        if lim is not None
-    ]
+    wanted = _wanted(limits)
     if cap <= 0:
         return [
             Check(n, False, lim, float("nan"), "", f"{kind}: misses the SLOs even at light load")
@@ -113,3 +115,74 @@ def run_day_checks(
             )
             out.append(Check(name, ok, limit, value, "share", detail))
     return out
+
+
+def mix_day_checks(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    w,
+    slo: Slo,
+    limits: DayLimits,
+    delay: float,
+    how: str,
+    capacity_bytes: float | None,
+    seed: int,
+    router: str,
+    kv,
+) -> list[Check]:
+    """run_day_checks for a workload file's classes (serving.mixday): a replica's capacity for
+    the mix, the day planned on it, each class's attainment named in the detail."""
+    from dataclasses import replace
+
+    from roofline.serving.mixday import mix_day_capacity, plan_mix_day
+
+    longest = int(w.prompts.max() + w.outputs.max())  # as serve builds its replica
+    rep = make_replica(model, hw, dep, eng, longest, capacity_bytes=capacity_bytes)
+    rep = rep if kv is None else replace(rep, kv=kv)
+    cap = mix_day_capacity(rep, w, slo, seed, router)
+    wanted = _wanted(limits)
+    if cap.overall <= 0:
+        return [
+            Check(n, False, lim, float("nan"), "", "misses a class's SLOs even at light load")
+            for n, lim in wanted
+        ]
+    names = [c.name for c in w.mix.classes]
+    day, classes = plan_mix_day(limits.day_rates, cap, names, limits.headroom, delay,
+                                limits.max_replicas)  # fmt: skip
+    gpu_h = day.replica_hours_per_day * rep.gpus
+    ceiling = f", at most {limits.max_replicas}" if limits.max_replicas is not None else ""
+    fleet = (
+        f"{int(day.ordered.min())}-{int(day.ordered.max())} replicas{ceiling} of {rep.gpus} GPU(s),"
+        f" {cap.overall:.3g} arrivals/s each (every class within its SLOs, expected) x (1 -"
+        f" headroom {limits.headroom:g})"
+    )
+    per = ", ".join(f"{c.name} {c.slo_attainment:.2%}" for c in classes)
+    out = []
+    for name, limit in wanted:
+        if name == "max_gpu_hours_per_day":
+            static = day.static_replica_hours_per_day * rep.gpus
+            detail = (f"{gpu_h:,.1f} GPU-hours/day ({fleet}; static peak {static:,.1f}) vs limit"
+                      f" {limit:,.1f}")  # fmt: skip
+            out.append(Check(name, gpu_h <= limit, limit, gpu_h, "GPU-hours/day", detail))
+        else:
+            value = day.slo_attainment
+            detail = (
+                f"{value:.2%} of the day's requests within the ready replicas' capacity ({per};"
+                f" {fleet}; scale-up delay {fmt_seconds(delay)}, {how}) vs limit {limit:.2%}"
+            )
+            out.append(Check(name, value >= limit, limit, value, "share", detail))
+    return out
+
+
+def _wanted(limits: DayLimits) -> list[tuple[str, float]]:
+    """The day's assertions given: (name, limit)."""
+    return [
+        (n, lim)
+        for n, lim in (
+            ("max_gpu_hours_per_day", limits.max_gpu_hours_per_day),
+            ("min_slo_attainment", limits.min_slo_attainment),
+        )
+        if lim is not None
+    ]

@@ -11,6 +11,7 @@ from roofline.domain.hardware import Accelerator, Efficiency
 from roofline.domain.model import ModelArch
 from roofline.domain.units import fmt_bytes, fmt_seconds
 from roofline.engines.engine import Engine
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.step.memory import kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.step.ops import Deployment
 from roofline.step.phases import decode, prefill, request
@@ -206,14 +207,20 @@ def serve_at(
     prefix=None,
     workload=None,
     drafting=None,
+    router: str = DEFAULT_ROUTER,
+    kv=None,
 ) -> ServeResult:
     """Serve `requests` Poisson requests at limits.rate on `replicas` replicas (the serving
     simulator, docs/METRICS.md; `prefix`: a serving.sim.prefixcache.PrefixConfig, None: every
     request new), the limits at limits.pct as the per-request SLOs; `workload` (a
     serving.workload.Workload: length distributions, burstiness, an arrival log) replaces the
-    fixed prompt/output requests, `drafting` (serving.sim.drafting.DraftConfig) drafts."""
+    fixed prompt/output requests, `drafting` (serving.sim.drafting.DraftConfig) drafts,
+    `router` deals the requests to the replicas and `kv` (serving.sim.kvtiers.KvHierarchy)
+    holds KV below HBM: the replica and the capacity serve builds (serving.mixcapacity)."""
+    from dataclasses import replace
+
     from roofline.serving.metrics import Slo
-    from roofline.serving.search import replica_capacity
+    from roofline.serving.mixcapacity import mix_capacity
     from roofline.serving.serve import make_replica, serve
     from roofline.serving.workload import make_workload, with_prefix
 
@@ -221,12 +228,13 @@ def serve_at(
     if w is None:
         w = make_workload(max(prompt, 1), output, rate=limits.rate, requests=requests, seed=seed)
         w = with_prefix(w, prefix, seed)
-    longest = int(w.prompts.max() + w.outputs.max()) + 1
+    longest = int(w.prompts.max() + w.outputs.max())  # as serve builds its replica
     ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
     rep = make_replica(model, hw, dep, eng, longest, capacity_bytes=capacity_bytes,
                        drafting=drafting, draft_context=ctx)  # fmt: skip
+    rep = rep if kv is None else replace(rep, kv=kv)
     slo = Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, limits.pct)
-    return serve(rep, w, slo, replicas, capacity=replica_capacity(rep, w))
+    return serve(rep, w, slo, replicas, capacity=mix_capacity(rep, w), router=router)
 
 
 def traffic_checks(
@@ -241,10 +249,16 @@ def traffic_checks(
     the queue's × the low edge (the same requests at the real fleet's pace)."""
     m = res.ideal if ideal else res.expected
     e = limits.edges if queue is not None else None
-    kind = f"{'ideal' if ideal else 'expected'} at {limits.rate:g} req/s"
+    rate = f"{limits.rate:g} req/s"
+    if m.per_class:  # a workload file's classes: arrivals (sessions, parents of n samples)
+        arrivals = sum(c.arrivals_per_s for c in m.per_class)
+        rate = f"{arrivals:.4g} arrivals/s ({limits.rate:.4g} sequences/s)"
+    kind = f"{'ideal' if ideal else 'expected'} at {rate}"
     q = (queue.ideal if ideal else queue.expected) if queue is not None else m
     if e is not None:
-        kind = f"{e.level} edge at {limits.rate:g} req/s"
+        kind = f"{e.level} edge at {rate}"
+    if res.router:  # a fleet: the router its figures rest on (serving.router)
+        kind += f" over {res.replicas} replicas, {res.router}"
     out = []
     p, p99 = f"p{limits.pct:g}", limits.pct == 99.0
 

@@ -26,6 +26,7 @@ from roofline.domain.errors import CatalogError
 from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.step.ops import Deployment
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class SpecCase:
     prefix: PrefixConfig | None = None
     workload: Any = None  # serving.workload.Workload under traffic: lengths, arrivals, burstiness
     drafting: Any = None  # serving.sim.drafting.DraftConfig: the drafter the replicas run
+    router: str = DEFAULT_ROUTER  # how requests reach the replicas (serving.router)
+    kv: Any = None  # serving.sim.kvtiers.KvHierarchy: KV tiers below HBM and the retention
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
             c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output, limits=c.traffic,
             replicas=c.replicas, capacity_bytes=c.capacity_bytes, requests=c.requests,
             seed=c.seed, prefix=c.prefix, workload=c.workload, drafting=c.drafting,
+            router=c.router, kv=c.kv,
         )  # fmt: skip
         queue = None
         e = c.traffic.edges
@@ -98,6 +102,7 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
                 limits=c.traffic, replicas=c.replicas, capacity_bytes=c.capacity_bytes,
                 requests=c.requests, seed=c.seed, prefix=c.prefix,
                 workload=slowed(c.workload, e, c.seed), drafting=c.drafting,
+                router=c.router, kv=c.kv,
             )  # fmt: skip
         checks += traffic_checks(served, c.traffic, ideal, queue)
     if c.day is not None:
@@ -108,6 +113,8 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
             c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output,
             slo=c.day_slo or Slo(None, None, 99.0), limits=c.day,
             capacity_bytes=c.capacity_bytes, ideal=ideal, requests=c.requests, seed=c.seed,
+            workload=c.workload if c.workload is not None and c.workload.mix else None,
+            router=c.router, kv=c.kv,
         )  # fmt: skip
     return SpecResult(checks, served)
 
@@ -171,6 +178,10 @@ _SPEC_KEYS: dict[str, tuple[Any, bool]] = {
     "confidence": ((str, int, float), False),
     # a workload file's classes (relative to the spec), in place of the single-shape keys
     "workload": (str, False),
+    # the fleet's router and the KV beyond HBM, as serve's --router, --kv-offload, --retention
+    "router": (str, False),
+    "kv_offload": (str, False),
+    "retention": (str, False),
 }
 # keys naming files, read relative to the spec's own directory
 _RELATIVE = ("traffic_curve", "arrivals", "catalog", "prompt_dist", "output_dist", "workload")

@@ -14,7 +14,7 @@ from roofline.cli.app import app, catalog, guarded, warn
 from roofline.cli.groups import grouped
 from roofline.domain.units import fmt_bytes
 from roofline.engines.engine import engine
-from roofline.step.memory import kv_bytes_per_sequence, max_batch, plan_memory
+from roofline.step.memory import kv_bytes_per_sequence, max_batch
 from roofline.step.phases import prefill, request
 
 
@@ -60,9 +60,7 @@ def analyze(
     b, s, o, ctx = sb.parse(m, strict=True)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(engine_name, hw)
-    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
-    if not plan.weights_fit:
-        raise opt.not_fit(m, hw, dep, plan)
+    plan = opt.fitted_plan(m, hw, dep, eng, memory, wired_limit)
     kv_end = float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * -(-b // lay.attention_dp)
     fits = kv_end <= plan.kv_budget_bytes
     mb = int(max_batch(plan, m, dep, ctx))

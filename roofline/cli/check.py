@@ -11,14 +11,16 @@ from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, guarded, note
 from roofline.cli.groups import grouped
+from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.specs import spec_case, spec_json
 from roofline.domain.errors import InputError
+from roofline.serving.router import DEFAULT_ROUTER
 
 _SPEC_KEYS = ("tp", "pp", "ep", "gpus", "dp", "weights", "kv_dtype")
 _CHECK_KEYS = (
     "min_batch", "min_concurrency", "max_tpot", "max_ttft", "max_batch_prefill",
     "min_throughput", "fits", "max_ttft_p99", "max_tpot_p99", "min_goodput",
-    "max_gpu_hours_per_day", "min_slo_attainment",
+    "max_gpu_hours_per_day", "min_slo_attainment", "min_prefix_hit_rate",
 )  # fmt: skip
 
 
@@ -39,6 +41,7 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     if traffic_curve is not None and o["dp"] == 1 and o["gpus"] is None:
         del d["dp"]  # --dp or --gpus given: the autoscaler's ceiling; else none
     d.update(o["traffic"].spec_keys())  # an arrival log, a workload file, the confidence
+    d.update(_fleet_keys(o["router"], o["kt"]))  # the router, KV beyond HBM
     if o["rate"] is not None or o["requests"] is not None:
         d["requests"] = o["requests"]  # with an arrival log: refused (topt.traffic_rules)
     if o["rate"] is not None:
@@ -49,6 +52,14 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     if o["memory"] is not None:
         d["memory"] = o["memory"]
     return d
+
+
+def _fleet_keys(router: str, kt: KvTierOptions) -> dict[str, Any]:
+    """--router, --kv-offload and --retention as a spec's keys of the same names (defaults left
+    out)."""
+    keys = {"router": None if router == DEFAULT_ROUTER else router, "kv_offload": kt.kv_offload,
+            "retention": None if kt.retention == "cache" else kt.retention}  # fmt: skip
+    return {k: v for k, v in keys.items() if v is not None}
 
 
 @app.command()
@@ -91,6 +102,8 @@ def check(
     fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
     rate: topt.Rate = None,
     traffic: topt.ArrivalOptions = topt.ARRIVALS,
+    router: topt.Router = DEFAULT_ROUTER,
+    kt: KvTierOptions = KV_TIERS,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
     max_ttft_p99: Annotated[
@@ -101,6 +114,13 @@ def check(
     ] = None,
     min_goodput: Annotated[
         float | None, typer.Option(help="under --rate: assert goodput ≥ requests/s")
+    ] = None,
+    min_prefix_hit_rate: Annotated[
+        float | None,
+        typer.Option(
+            help="under --rate: assert the share of prompt tokens found in the prefix cache ≥"
+            " (any tier), e.g. 0.5"
+        ),
     ] = None,
     traffic_curve: topt.TrafficDayOption = None,
     headroom: Annotated[
@@ -127,15 +147,17 @@ def check(
     """Capacity and SLO assertions for CI, with exit codes.
 
     Exit 0 when all hold, 1 when any fails, 2 on bad input; --batch defaults to --min-batch (or 1).
-    Under traffic, --arrivals LOG, --workload FILE and --confidence p90 as size takes them (with
-    --spec: set for every deployment).
+    Under traffic, --arrivals LOG, --workload FILE and --confidence p90 as size takes them, and
+    --router, --kv-offload and --retention as serve takes them (with --spec: set for every
+    deployment; spec keys of the same names).
     Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
     --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
     given = dict(locals())  # the options, as a one-deployment spec when there is no --spec
     if spec is not None:
         if model or hardware:
             raise InputError("give MODEL HARDWARE or --spec, not both")
-        deployments = [{**d, **traffic.spec_keys()} for d in load_spec(spec)]  # as report
+        given_keys = {**traffic.spec_keys(), **_fleet_keys(router, kt)}
+        deployments = [{**d, **given_keys} for d in load_spec(spec)]  # as report
     else:
         if not (model and hardware):
             raise InputError("give MODEL HARDWARE, or --spec FILE")

@@ -93,6 +93,55 @@ def add_days(
     return best
 
 
+def mix_day(
+    model: ModelArch,
+    eng: Engine,
+    c: DayRates,
+    headroom: float,
+    override: float | None,
+    slo: Slo,
+    seed: int,
+    router: str,
+):
+    """size --workload --traffic-curve: a deployment's day, the classes at their shares of the
+    curve's rate (serving.mixday): (hw, replica, workload, $/GPU-hour) -> its `day`, with each
+    class's and the intervals; None when no rate meets every class's SLOs."""
+    from roofline.serving.mixday import mix_day_capacity, plan_mix_day
+
+    if not 0 <= headroom < 1:
+        raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
+
+    def day(hw: Accelerator, rep, w: Workload, usd: float | None) -> dict[str, Any] | None:
+        delay, how = delay_for(model, hw, rep.dep, eng, override)
+        cap = mix_day_capacity(rep, w, slo, seed, router)
+        if cap.overall <= 0:
+            return None
+        names = [k.name for k in w.mix.classes]
+        d, classes = plan_mix_day(c, cap, names, headroom, delay)
+        tok = sum(s * t for s, t in zip(cap.shares, cap.output_tokens_per_arrival, strict=True))
+        return {
+            **day_json(d, rep.gpus, usd, tok),
+            "scale_up_delay_from": how,
+            "rate_unit": "arrivals/s over all classes",
+            "saturation_per_replica": cap.saturation,
+            "classes": [
+                {
+                    "name": k.name,
+                    "share": k.share,
+                    "capacity_per_replica": k.capacity_per_replica,
+                    "peak_arrivals_per_s": k.peak_arrivals_per_s,
+                    "requests_per_day": k.requests_per_day,
+                    "output_tokens_per_day": k.output_tokens_per_day,
+                    "slo_attainment": k.slo_attainment,
+                }
+                for k in classes
+            ],
+            "intervals": intervals_json(c, d),
+        }
+
+    return day
+
+
 def day_inputs(c: DayRates, path: str, override: float | None) -> dict[str, Any]:
     return {
         "traffic_curve": path,

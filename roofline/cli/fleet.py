@@ -18,7 +18,7 @@ from roofline.domain.layout import node_gpus
 from roofline.fleet.build import pools, price_sources, problem
 from roofline.fleet.day import DayPlan, Problem, apart, owned_first_violations, plan
 from roofline.fleet.fleetfile import FleetSpec, read_fleet
-from roofline.fleet.sizing import Option, size_fleet
+from roofline.fleet.sizing import Option, size_fleet, wake_times
 
 PLACEMENT = (
     "per hour, a mixed-integer program (scipy.optimize.milp, HiGHS): the least marginal cost"
@@ -41,9 +41,19 @@ ATTAINMENT = (
     " while new replicas start; an hour the pools cannot hold is lost whole); p99 = `size`'s"
     " figure for the model's deployment at its peak rate"
 )
+SHARING = (
+    "sharing: two vLLM models sized on half of one GPU (--gpu-memory-utilization halved: weights"
+    " and a KV cache in each half) may share a replica's GPUs, its time split as u_a / kappa'_a"
+    " + u_b / kappa'_b <= 1 (kappa': each one's capacity within its SLOs alone on its half);"
+    " a vLLM model sleeps (level 1: weights to host RAM) in its hours of rate 0, holding no GPU,"
+    " and wakes on the owned GPUs it slept on in weights per GPU / host link instead of a cold"
+    " start; LoRA adapter slots (slots x rank x (in + out) x layers x 2 B) come out of the KV"
+    " budget (roofline/fleet/sharing.py)"
+)
 LEFT = [
-    "co-location and sleep/wake are listed (the sharing section), not applied to the placement",
-    "LoRA adapter memory is reported, not taken from the KV cache `size` sized",
+    "the latency one engine's tokens lose waiting for the other's steps on a shared GPU is"
+    " covered in the mean (time shares), not per token",
+    "LoRA slots under tensor parallelism: the unsharded bytes on every GPU (an upper bound)",
     "a placement change moves replicas between chips without a cost beyond the ramp;"
     " during a predictive pre-start owned GPUs may be counted in two hours",
     "minute resolution",
@@ -106,12 +116,13 @@ def fleet(
             )
         if p is not None and p.usd_per_gpu_hour is not None:
             on_demand[ids[r.type]] = p.usd_per_gpu_hour
-    options = size_fleet(
+    options, half = size_fleet(
         spec.models, chips, requests or spec.requests, spec.seed, spec.headroom,
         spec.scale_up_delay_s, tuple(catalog_dirs()),
     )  # fmt: skip
     pool_list = pools(spec, ids, on_demand, prices)
-    prob = problem(spec, options, pool_list)
+    wake = wake_times(spec.models, options, tuple(catalog_dirs()))
+    prob = problem(spec, options, pool_list, half, wake)
     if days is not None:  # issue 40: the spread over days (roofline/cli/fleetspread.py)
         doc = spread_doc(prob, spec.seed, days, backend, tuple(catalog_dirs()), str(fleet_file))
         return publish_spread(doc, fmt, out)
@@ -120,13 +131,48 @@ def fleet(
     doc = _doc(cat, spec, models, options, prob, day, sep, str(fleet_file))
     from roofline.cli.fleet_sharing import sharing_json
 
-    doc["sharing"] = sharing_json(cat, spec, models, options, doc["models"])
+    doc["sharing"] = sharing_json(cat, spec, models, options, doc["models"], prob, day, half)
     src = price_sources(spec, ids, prices)
     for pl in doc["inputs"]["pools"]:
         pl["price_source"] = src.get(pl["pool"], "")
     from roofline.render.fleet import fleet_rows, fleet_table
 
     pub.publish(doc, fmt, fleet_rows(doc), fleet_table, out)
+
+
+def _int(a, i: int) -> int:
+    return int(a[i]) if a is not None else 0
+
+
+def _num(a, i: int) -> float:
+    return float(a[i]) if a is not None else 0.0
+
+
+def _sum(a) -> float:
+    return float(a.sum()) if a is not None else 0.0
+
+
+def _shared_places(prob: Problem, hr) -> list[dict[str, Any]]:
+    """An hour's shared replicas: one entry per pair and pool, the rate each model is served."""
+    out = []
+    for k, sh in enumerate(prob.shared):
+        for j, n in enumerate(hr.shared[k] if hr.shared else ()):
+            if not n:
+                continue
+            ua, ub = hr.shared_rates[k][j]
+            pl = prob.pools[j]
+            out.append(
+                {
+                    "model": f"{prob.names[sh.a]} + {prob.names[sh.b]}",
+                    "pool": pl.label,
+                    "replicas": int(n),
+                    "gpus": int(n * sh.gpus[j]),
+                    "shared": [prob.names[sh.a], prob.names[sh.b]],
+                    "rates": [ua, ub],
+                    "owned": pl.kind == "owned",
+                }
+            )
+    return out
 
 
 def _chip_ids(cat, spec: FleetSpec) -> dict[str, str]:
@@ -197,7 +243,13 @@ def _launch(cat, m, spec_m, o: Option) -> dict[str, Any] | None:
         m, row, max_len, eng.memory_fraction, spec_m.weights if spec_m.weights != "auto"
         else (m.native_weights or "bf16"), spec_m.kv_dtype, None, node_gpus(hw),
     )  # fmt: skip
-    return launch_json(engine_flags(), eng.name, setup, None)
+    out = launch_json(engine_flags(), eng.name, setup, None)
+    lo = spec_m.lora
+    if out is not None and lo is not None and eng.name == "vllm" and out.get("argv"):
+        # the adapter slots the KV budget was sized without (roofline/fleet/sharing.py)
+        out["argv"] = [*out["argv"], "--enable-lora", "--max-loras", str(lo.gpu_slots),
+                       "--max-lora-rank", str(lo.rank)]  # fmt: skip
+    return out
 
 
 def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str) -> dict:
@@ -231,6 +283,9 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
                 "requests_per_day": req_day,
                 "peak_rate": max(ms.hourly),
                 "short_hours": int(day.short_hours[i]),
+                "asleep_hours": _int(day.asleep_hours, i),
+                "woken_replicas": _int(day.wakes, i),
+                "shared_gpu_hours_per_day": _num(day.shared_gpu_hours, i),
                 "apart_cost_per_day": sep.per_model[i],
                 "static_cost_per_day": sep.static_per_model[i],
                 "deployment": None
@@ -277,7 +332,7 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
         )
     hours = []
     for h, hr in enumerate(day.hours):
-        place = [
+        place: list[dict[str, Any]] = [
             {
                 "model": prob.names[i],
                 "pool": prob.pools[j].label,
@@ -288,6 +343,7 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
             for j, n in enumerate(row)
             if n
         ]
+        place += _shared_places(prob, hr)
         hours.append(
             {
                 "hour": h,
@@ -298,12 +354,23 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
                     for i, row in enumerate(hr.replicas)
                     for j, n in enumerate(row)
                     if prob.pools[j].kind != "owned"
-                ),
+                )
+                + sum(p["gpus"] for p in place if p.get("shared") and not p["owned"]),
                 "marginal_cost": hr.cost,
                 "short": [
                     {"model": prob.names[i], "rate_short": s}
                     for i, s in enumerate(hr.short)
                     if s > 0
+                ],
+                "below_min": [  # a minimum the pools cannot hold (placement.MIN_SHORT)
+                    {"model": prob.names[i], "replicas": n}
+                    for i, n in enumerate(hr.below_min)
+                    if n > 0
+                ],
+                "asleep": [
+                    n
+                    for i, n in enumerate(prob.names)
+                    if prob.sleeps and prob.sleeps[i] and prob.rates[i, h] <= 0
                 ],
             }
         )
@@ -352,6 +419,7 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
             "pooling_gain_vs_static_per_day": gain_static,
             "slo_attainment_min": float(day.slo_attainment.min()),
             "spot_preemptions_per_day": day.preemptions,
+            "shared_gpu_hours_per_day": _sum(day.shared_gpu_hours),
             "owned_first": not violations,
         },
         models=rows,
@@ -362,6 +430,7 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
             "owned_first": OWNED_FIRST,
             "slo_attainment": ATTAINMENT,
             "placement": PLACEMENT,
+            "sharing": SHARING,
         },
         not_modelled=LEFT,
     )

@@ -1,5 +1,6 @@
-"""The KV-beyond-HBM options, one group (cli.groups) in serve: tiers below HBM and what a
-session keeps between turns (roofline.serving.sim.kvtiers)."""
+"""The KV-beyond-HBM options, one group (cli.groups) in serve, size and check (and check's spec
+keys kv_offload and retention): tiers below HBM and what a session keeps between turns
+(roofline.serving.sim.kvtiers)."""
 
 from __future__ import annotations
 
@@ -73,9 +74,16 @@ class KvTierOptions:
             raise InputError(f"--kv-offload and --retention do not apply to {where}")
 
     def apply(self, rep, hw: Accelerator, tier: Callable[[str], Tier], w=None):
-        """`rep` (serving.serve.Replica) with the hierarchy; an error when a class of workload
-        `w` offloads between turns with no tier to offload to."""
-        kv = self.hierarchy(hw, rep.gpus, tier)
+        """`rep` (serving.serve.Replica) with the hierarchy (checked)."""
+        kv = self.checked(hw, rep.gpus, tier, w)
+        return rep if kv is None else replace(rep, kv=kv)
+
+    def checked(
+        self, hw: Accelerator, gpus: int, tier: Callable[[str], Tier], w=None
+    ) -> KvHierarchy | None:
+        """The hierarchy of a replica of `gpus` GPUs; an error when workload `w` reuses no KV,
+        or when a class of it offloads between turns with no tier to offload to."""
+        kv = self.hierarchy(hw, gpus, tier)
         info = None if w is None else w.prefix
         if kv is not None and w is not None and info is None:
             raise InputError(
@@ -87,7 +95,7 @@ class KvTierOptions:
         no_tier = kv is None or not kv.tiers
         if codes is not None and no_tier and np.any(codes == RETENTIONS.index("offload")):
             raise InputError("a workload class has retention: offload; give --kv-offload")
-        return rep if kv is None else replace(rep, kv=kv)
+        return kv
 
 
 KV_TIERS = KvTierOptions()

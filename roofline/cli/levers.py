@@ -22,7 +22,7 @@ from roofline.levers.drafter import drafter_fit
 from roofline.levers.speculative_sweep import speculate_sweep
 from roofline.levers.tiers import max_batch_with_tier, reload_prefix, spill
 from roofline.render.charts import save_speedup
-from roofline.step.memory import max_batch, plan_memory
+from roofline.step.memory import max_batch
 
 
 # ---- speculate ------------------------------------------------------------------------------
@@ -74,9 +74,7 @@ def speculate(
     ctx = opt.workload(prompt, output, context, model=m)[2]
     pub.check_out(out, charts=True)
     eng = engine(engine_name, hw)
-    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
-    if not plan.weights_fit:
-        raise opt.not_fit(m, hw, dep, plan)
+    plan = opt.fitted_plan(m, hw, dep, eng, memory)
     common = {"drafter": kind, "decay": so.decay, "draft_vocab": so.draft_vocab, "topk": so.topk}
     common["engine"] = None if engine_name == "auto" else engine_name
     s, sw = speculate_sweep(m, d_m, hw, dep, d_dep, b, sweep, ctx, gammas, tree, acc, **common)
@@ -160,9 +158,7 @@ def tiers(
         raise InputError(f"tier {t.id} has no capacity in the catalog", hint="pass --tier-capacity")
     if not 0 < cap < 1e15:
         raise InputError(f"--tier-capacity must be positive and below 1 PB, got {tier_capacity}")
-    plan = plan_memory(m, hw, dep, engine(engine_name, hw), opt.capacity(hw, memory))
-    if not plan.weights_fit:
-        raise opt.not_fit(m, hw, dep, plan)
+    plan = opt.fitted_plan(m, hw, dep, engine(engine_name, hw), memory)
     share = tp if sharing is None else sharing
     if not 1 <= share <= 64:
         raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")

@@ -11,7 +11,7 @@ from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
 from roofline.cli.app import app, catalog, guarded
 from roofline.cli.groups import grouped
-from roofline.domain.errors import InputError
+from roofline.domain.errors import DoesNotFitError, InputError
 from roofline.domain.layout import Layout, check_shape
 from roofline.domain.precision import kv_format, weight_format
 from roofline.domain.units import fmt_bytes, parse_memory_bytes
@@ -168,7 +168,10 @@ def capacity(
     b, _, _, ctx = sb.parse(m)
     eng = engine(engine_name, hw)
     eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))
-    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
+    try:  # a Mac past its default wired limit: planned at the raised limit, with a note
+        plan = opt.fitted_plan(m, hw, dep, eng, memory, wired_limit)
+    except DoesNotFitError:
+        plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
     mb = int(max_batch(plan, m, dep, ctx))
     reason = None
     if not plan.weights_fit:

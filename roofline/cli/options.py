@@ -20,13 +20,19 @@ import typer
 
 from roofline import render
 from roofline.domain.errors import DoesNotFitError, InputError, RooflineError
-from roofline.domain.hardware import Accelerator, Efficiency, default_wired_limit_bytes
+from roofline.domain.hardware import (
+    Accelerator,
+    Efficiency,
+    default_wired_limit_bytes,
+    raised_wired_limit_bytes,
+)
 from roofline.domain.layout import Layout
 from roofline.domain.model import ModelArch, past_positions
 from roofline.domain.precision import activation_format, kv_format, weight_format
 from roofline.domain.units import fmt_bytes, parse_count, parse_memory_bytes, parse_seconds
 from roofline.engines.engine import ENGINES
-from roofline.step.memory import MemoryPlan
+from roofline.engines.engine import Engine as EngineRule
+from roofline.step.memory import MemoryPlan, plan_memory
 from roofline.step.ops import Deployment
 
 # ---- the defaults, one place ----------------------------------------------------------------
@@ -393,6 +399,30 @@ def capacity(hw: Accelerator, memory: str | None, wired_limit: str | None = None
     if hw.memory_basis == "wired":
         return default_wired_limit_bytes(ram)
     return ram * hw.gpu_memory_fraction
+
+
+def fitted_plan(
+    m: ModelArch, hw: Accelerator, dep: Deployment, eng: EngineRule, memory: str | None,
+    wired_limit: str | None = None,
+) -> MemoryPlan:  # fmt: skip
+    """The plan at `capacity`, refused (exit 2) when the weights do not fit; on a Mac past the
+    default GPU-wired limit, at the limit as users raise it (hardware.raised_wired_limit_bytes;
+    mlx-lm README 'Large Models'), said on stderr: gpt-oss-20b runs on a 16 GB Mac."""
+    from roofline.cli.app import note
+
+    plan = plan_memory(m, hw, dep, eng, capacity(hw, memory, wired_limit))
+    mac = not plan.weights_fit and wired_limit is None and hw.vendor == "apple"
+    ram = hw.memory_capacity_bytes if memory is None else parse_memory_bytes(memory)
+    raised = plan_memory(m, hw, dep, eng, raised_wired_limit_bytes(ram)) if mac else plan
+    if not raised.weights_fit:
+        raise not_fit(m, hw, dep, plan)
+    if mac:
+        lim, at = fmt_bytes(default_wired_limit_bytes(ram)), fmt_bytes(raised.capacity_bytes)
+        note(f"note: {m.id} is past macOS's default GPU-wired limit on {hw.id} ({lim}): planned "
+             f"at {at} (RAM less 3 GiB), as users raise it (sudo sysctl iogpu.wired_limit_mb=N, "
+             "--wired-limit); unraised, MLX runs slower and llama.cpp keeps MoE experts on the "
+             "CPU (roofline edge prices it)")  # fmt: skip
+    return raised
 
 
 MAX_LIST = 100_000  # values a list or range option may expand to

@@ -85,9 +85,7 @@ def cliff(
     opt.positions(m, int((prompts + outputs).max()))
     s, o = round(float(prompts.mean())), round(float(outputs.mean()))
     eng = engine(engine_name, hw)
-    plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory))
-    if not plan.weights_fit:
-        raise opt.not_fit(m, hw, dep, plan)
+    plan = opt.fitted_plan(m, hw, dep, eng, memory)
     chunked_prefill = chunked_prefill is not False  # not given: chunked, vLLM V1's default
     sw = cliff_sweep(m, hw, dep, plan, prompts, outputs, settings, preemption, tier,
                      chunked_prefill, ideal)  # fmt: skip

@@ -13,6 +13,7 @@ from roofline.cli.app import catalog, catalog_dirs, register_calibrations
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.units import parse_seconds
 from roofline.engines.engine import engine
+from roofline.serving.router import DEFAULT_ROUTER, check_router
 
 CURVE_KEYS = ("traffic_curve", "headroom", "scale_up_delay")  # a day's traffic (cli/curve.py)
 CURVE_CHECKS = ("max_gpu_hours_per_day", "min_slo_attainment")
@@ -30,7 +31,7 @@ def _positive_rate(value: Any, name: str, unit: str) -> Any:
 DRAFT_KEYS = ("draft", "gamma", "acceptance", "decay", "tau", "tau_gamma", "tree_tokens", "topk",
               "draft_vocab", "draft_weights")  # fmt: skip
 TRAFFIC_KEYS = ("prompt_dist", "output_dist", "slo_pct", "burstiness", "arrivals", "speedup",
-                "workload", "confidence")  # fmt: skip
+                "workload", "confidence", "router", "kv_offload", "retention")  # fmt: skip
 
 
 def _catalog(d: dict[str, Any]):
@@ -114,6 +115,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
             fits=bool(c.get("fits", False)),
         )
         traffic = _traffic_limits(d)
+        router = check_router(str(d.get("router", DEFAULT_ROUTER)))
         drafting = _drafting(cat, m, dep, d)
         day = None
         if any(d.get(k) is not None for k in CURVE_KEYS) or any(
@@ -152,8 +154,12 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         traffic, day = _confident(d, hw, eng, traffic, day)
     except RooflineError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
-    prefix, w = None, None
-    if traffic is not None:
+    prefix, w, kv = None, None, None
+    mix_day = day is not None and d.get("workload") is not None  # the classes across the day
+    if mix_day and d.get("confidence") is not None:
+        raise InputError(f"{where}: a workload file's day is planned on the expected figures:"
+                         " drop confidence")  # fmt: skip
+    if traffic is not None or mix_day:
         try:
             prefix = topt.prefix_config(
                 None if d.get("shared_prefix") is None else str(d["shared_prefix"]),
@@ -163,9 +169,10 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
                 d.get("seed", 0),
             )
             w = _workload(d, traffic, prompt, output, prefix)
+            kv = _kv(d, cat, hw, dep, w)
         except RooflineError as exc:
             raise InputError(f"{where}: {exc}", hint=exc.hint) from None
-        if traffic.rate != w.rate and w.rate:  # an arrival log at its own pace
+        if traffic is not None and traffic.rate != w.rate and w.rate:  # a log at its own pace
             from dataclasses import replace
 
             traffic = replace(traffic, rate=float(w.rate))
@@ -178,7 +185,17 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         d["name"], m, hw, dep, eng, gpus, replicas, batch, prompt, output, context, limits,
         traffic, day, None if day is None else day_cli.spec_slo(d), cap,
         d.get("requests") or 1000, d.get("seed", 0), prefix, w, drafting,
+        router, kv,
     )  # fmt: skip
+
+
+def _kv(d: dict[str, Any], cat, hw, dep, w):
+    """The spec's kv_offload and retention (serve's --kv-offload and --retention, one parser:
+    cli.kvtier_options) as the replica's KV hierarchy; None without them."""
+    from roofline.cli.kvtier_options import KvTierOptions
+
+    o = KvTierOptions(d.get("kv_offload"), str(d.get("retention", "cache")))
+    return o.checked(hw, dep.gpus_per_replica, cat.tier, w)
 
 
 def _confident(d: dict[str, Any], hw, eng, traffic, day):
@@ -198,19 +215,20 @@ def _confident(d: dict[str, Any], hw, eng, traffic, day):
     )
 
 
-def _workload(d: dict[str, Any], traffic: TrafficLimits, prompt: int, output: int, prefix):
+def _workload(d: dict[str, Any], traffic: TrafficLimits | None, prompt: int, output: int, prefix):
     """The requests a traffic check serves, as serve builds them: fixed prompt/output, length
     distributions (prompt_dist/output_dist), an arrival log (its own pace unless `rate`), at
     `rate` shaped by `burstiness`; a workload file's classes (at `rate` arrivals/s over them,
-    else the file's rates)."""
+    else the file's rates; `traffic` None: a day's, re-timed across the curve)."""
     if d.get("workload") is not None:
         from pathlib import Path
 
         from roofline.cli import workload as wf
 
-        rate = None if d.get("rate") is None else traffic.rate
+        rate = None if d.get("rate") is None or traffic is None else traffic.rate
         return wf.load(Path(d["workload"]), d.get("requests"), d.get("seed", 0), rate)[1]
     log = d.get("arrivals") is not None
+    assert traffic is not None, "only a workload file's classes are planned across a day alone"
     rate = None if log and d.get("rate") is None else traffic.rate
     lens = topt.LengthOptions(str(prompt), str(output), d.get("prompt_dist"), d.get("output_dist"))
     return topt.serving_workload(
@@ -263,7 +281,8 @@ def _traffic_limits(d: dict[str, Any]) -> TrafficLimits | None:
     if not 0 < pct < 100:
         raise InputError(f"slo_pct must be above 0 and below 100, got {pct}")
     own = d.get("arrivals") is not None or d.get("workload") is not None
-    if d.get("rate") is None and own and given:  # the log's pace (the file's rates), set later
+    curve = d.get("traffic_curve") is not None  # then the limits are the curve's SLOs
+    if d.get("rate") is None and own and given and not curve:  # the log's pace (file's rates)
         return TrafficLimits(0.0, *_limits(given), pct=float(pct))
     if d.get("rate") is None:
         if given and d.get("traffic_curve") is not None:  # the SLOs of the curve's capacity

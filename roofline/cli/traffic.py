@@ -73,10 +73,7 @@ def serve(
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
     lens: topt.LengthOptions = topt.LENGTHS,
     rate: topt.Rate = None,
-    workload: topt.WorkloadFile = None,
-    burstiness: topt.Burstiness = 1.0,
-    arrivals: topt.Arrivals = None,
-    speedup: topt.Speedup = 1.0,
+    tr: topt.ArrivalOptions = topt.ARRIVALS,
     concurrency: topt.Concurrency = None,
     requests: opt.Requests = None,
     duration: topt.Duration = None,
@@ -118,9 +115,11 @@ def serve(
     p99 TTFT and TPOT against rate) or from --concurrency users, and a continuous-batching
     scheduler (chunked prefill, paged KV, preemption) serves them on --dp replicas; the
     saturation rate is where the queue grows without bound. Metrics: docs/METRICS.md.
+    --arrivals, --speedup, --burstiness and --workload as size, check and report take them.
     Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
     pub.check_out(out, charts=True)
+    arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
@@ -154,9 +153,8 @@ def serve(
     ), hw, cat.tier, base)  # fmt: skip  # with its KV tiers and retention (kvtier_options)
     price = topt.price_table(cat, price).get(hw.id)
     search_sat = saturation and concurrency is None
-    check_router(router)
     cap, results = serve_rates(
-        rep, base, rate_list, slo, n_rep, seed, confirm=search_sat, router=router
+        rep, base, rate_list, slo, n_rep, seed, confirm=search_sat, router=check_router(router)
     )
     doc = serve_doc(
         m, hw, dep, lay, laid, n_gpus, n_rep, base,
@@ -261,7 +259,7 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
-    arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve)
+    arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve, rate)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
     kt.refuse("size without --workload")
@@ -353,25 +351,39 @@ def _none_found(doc, answers, slo, rate: float) -> None:
 def _size_workload(o: dict) -> None:
     """size --workload FILE: the classes together and apart (roofline.cli.workload.size_doc);
     size's options that do not apply to a workload file refused (exit 2)."""
+    from roofline.cli import day as day_cli
+
+    curve = o["traffic_curve"]
     unused = {
         "--disagg": o["disagg"], "--pools": o["pools"], "--out": o["out"],
-        "--scale-up-delay": o["scale_up_delay"], "--drafter": o["so"].drafter,
-        "--headroom": o["headroom"] != HEADROOM, "--minimize gpus": o["minimize"] != "cost",
+        "--drafter": o["so"].drafter, "--minimize gpus": o["minimize"] != "cost",
+        "--headroom (without --traffic-curve)": o["headroom"] != HEADROOM and curve is None,
     }  # fmt: skip
     given = [k for k, v in unused.items() if v]
     if given:
         raise InputError(f"--workload sizes each class on its SLOs alone: drop {', '.join(given)}")
     lens, px, sl, rate, kt = o["lens"], o["px"], o["sl"], o["rate"], o["kt"]
     wf.refuse_shapes(px, lens, None, None)
+    day_rates = day_cli.start(curve, o["scale_up_delay"], None)
     cat = catalog()
     m, hws = cat.model(o["model"]), _accelerators(cat, o["hardware"])
     eng = with_frontend(engine(o["engine_name"], hws[0]), o["frontend"])
-    one = _size_rate(rate, None) if rate is not None else None
+    one = _size_rate(rate, day_rates) if rate is not None or curve is not None else None
+    slo, router = sl.slo(), check_router(o["router"])
+    day = None
+    if day_rates is not None:  # each deployment's day, the classes at their shares (cli.day)
+        delay = day_cli.parse_delay(o["scale_up_delay"])
+        day_cli.delays(m, hws, opt.deployment(o["weights"], o["kv_dtype"], model=m), eng,
+                       o["scale_up_delay"])  # fmt: skip
+        day = day_cli.mix_day(m, eng, day_rates, o["headroom"], delay, slo, o["seed"], router)
     doc = wf.size_doc(
         cat, m, hws, o["weights"], o["kv_dtype"], eng, o["workload"], one, o["requests"],
-        o["seed"], sl.slo(), topt.price_table(cat, o["price"]), check_router(o["router"]),
-        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w),
+        o["seed"], slo, topt.price_table(cat, o["price"]), router,
+        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w), day=day,
     )  # fmt: skip
+    if day_rates is not None:
+        doc["inputs"].update(day_cli.day_inputs(day_rates, str(curve), delay))
+        doc["inputs"]["headroom"] = o["headroom"]
     pub.publish(doc, o["fmt"], doc["deployments"], render.workload_size_table, None)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 import typer
@@ -21,6 +21,7 @@ from roofline.cli.options import (
     PromptDist,
     tokens,
 )
+from roofline.cli.traffic_rules import traffic_rules
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_seconds
 
@@ -223,60 +224,32 @@ class ArrivalOptions:
         given["confidence"] = None if self.confidence == CONFIDENCE else self.confidence
         return {k: v for k, v in given.items() if v is not None}
 
-    def sized(self, requests: int | None, traffic_curve: str | None):
+    def served(
+        self, rate: str | None, concurrency: int | None, requests: int | None, duration: str | None
+    ):
+        """serve's (arrivals, speedup, burstiness, workload), under the rule size, check and
+        report apply (traffic_rules); serve reports the expected figures with their bands, so a
+        confidence to size to does not apply."""
+        if self.confidence != CONFIDENCE:
+            raise InputError(
+                "--confidence sizes a fleet to its error bands (size, check, report); serve"
+                " reports the expected figures: drop --confidence"
+            )
+        keys = {**self.spec_keys(), "rate": rate, "requests": requests, "duration": duration,
+                "concurrency": concurrency}  # fmt: skip
+        traffic_rules({k: v for k, v in keys.items() if v is not None})
+        return self.arrivals, self.speedup, self.burstiness, self.workload
+
+    def sized(self, requests: int | None, traffic_curve: str | None, rate: str | None = None):
         """size's (arrivals, speedup, burstiness, workload, confidence), under the rule check
         and report apply (traffic_rules); a workload file is sized on its expected
         figures only."""
-        keys = {**self.spec_keys(), "requests": requests, "traffic_curve": traffic_curve}
+        keys = {**self.spec_keys(), "requests": requests, "traffic_curve": traffic_curve,
+                "rate": rate}  # fmt: skip
         traffic_rules({k: v for k, v in keys.items() if v is not None}, sizes=True)
         if self.workload is not None and self.confidence != CONFIDENCE:
             raise InputError("--workload sizes on the expected figures: drop --confidence")
         return self.arrivals, self.speedup, self.burstiness, self.workload, self.confidence
-
-
-# keys a workload file's classes replace (their lengths, prefixes, turns and arrival processes)
-WORKLOAD_REPLACES = ("prompt_dist", "output_dist", "arrivals", "burstiness", "shared_prefix",
-                     "turns", "speedup")  # fmt: skip
-
-
-def traffic_rules(d: dict[str, Any], sizes: bool = False) -> None:
-    """Which traffic keys (check's options of the same names, cli.traffic_options
-    .ArrivalOptions) can apply together; the rest is an InputError naming why. An arrival log
-    is replayed whole at its own times: `requests` cannot cut it and `burstiness` cannot shape
-    it; `speedup` compresses a log only; a workload file holds its classes' lengths, prefixes
-    and arrivals; a confidence sizes traffic or a day's curve (`sizes`: `size`, which always
-    does)."""
-    log, given = d.get("arrivals") is not None, [k for k in WORKLOAD_REPLACES if k in d]
-    if d.get("workload") is not None and given:
-        raise InputError(f"--workload: the file holds the classes' lengths and arrivals; drop"
-                         f" {', '.join(given)}")  # fmt: skip
-    if d.get("workload") is not None and d.get("traffic_curve") is not None:
-        raise InputError(
-            "--workload: the classes arrive at the file's rates; a day's curve (--traffic-curve)"
-            " is planned on --prompt/--output, not on a workload file: give one"
-        )
-    if log and d.get("requests") is not None:
-        raise InputError("--arrivals: a log is replayed whole; --requests cannot cut it")
-    if log and d.get("burstiness", 1.0) != 1.0:
-        raise InputError(
-            "--arrivals: a log keeps its own gaps; --burstiness shapes Poisson arrivals"
-        )
-    if not log and d.get("speedup", 1.0) != 1.0:
-        raise InputError("--speedup compresses an arrival log's times: give --arrivals too")
-    if log and d.get("traffic_curve") is not None:
-        raise InputError(
-            "--arrivals replays a log, --traffic-curve plays a day: give one (a log's day: the log"
-            " as --traffic-curve, counted in windows of at least 100 requests)"
-        )
-    if d.get("confidence") is not None and not sizes:
-        checks = d["checks"]
-        if d.get("traffic_curve") is None and not any(
-            checks.get(k) is not None for k in ("max_ttft_p99", "max_tpot_p99", "min_goodput")
-        ):
-            raise InputError(
-                "--confidence sizes traffic checks (--max-ttft-p99, --max-tpot-p99,"
-                " --min-goodput) or a day (--traffic-curve); none given"
-            )
 
 
 LENGTHS, PREFIX, SLO = LengthOptions(), PrefixOptions(), SloOptions()

@@ -1,5 +1,6 @@
 """`--workload FILE` (a workload file's classes, roofline.serving.workloadfile) in serve and
-size: the workload, its classes' JSON, and size's replicas (roofline.serving.mixsize)."""
+size: the workload, its classes' JSON, and size's replicas (roofline.serving.mixsize) and, with
+--traffic-curve, each deployment's day (cli.day.mix_day)."""
 
 from __future__ import annotations
 
@@ -120,12 +121,14 @@ def refuse_shapes(px, lens, concurrency, arrivals) -> None:
 
 
 def size_doc(
-    cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router, kv=None
-):
+    cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router, kv=None,
+    day=None,
+):  # fmt: skip
     """size --workload: for each accelerator the layout (TP 1, 2, 4, 8 within a node; EP = TP for
     a mixture of experts) needing the fewest GPUs for the classes together, and the same
     layout sized for each class apart (serving.mixsize). `kv(rep, hw)`: the replica with its
-    KV tiers and retention (cli.kvtier_options)."""
+    KV tiers and retention (cli.kvtier_options); `day(hw, rep, w, usd)`: its day under a
+    traffic curve (cli.day.mix_day), each row's `day`."""
     from roofline.cli import options as opt
     from roofline.serving.mixsize import replicas_needed, size_apart
     from roofline.serving.serve import make_replica
@@ -183,6 +186,8 @@ def size_doc(
                 "apart_gpus": sum(a.gpus for a in apart),
             }
         )
+        if day is not None:
+            rows[-1]["day"] = day(hw, rep, w, price)
     if not rows:
         raise InputError("no accelerator in --hardware holds the model and one request")
     rows.sort(key=lambda r: (r["gpus"], r["cost_per_hour"] or 0.0))

@@ -81,6 +81,9 @@ class Efficiency:
     memory_weight_only: float | None = None  # matmuls on weight-only quantised weights (int4, q4_0)
     compute_weight_only: float | None = None  # compute share of GGUF block kernels (MMQ, Metal)
     alu_weight_only: float | None = None  # ALU share of GGUF mat-vec kernels (timing/gemv.py)
+    # bandwidth share of weight-only matmuls NOT run by an engine's GGUF block kernels (MLX's
+    # affine groups, AWQ/GPTQ int4): its own figure where the family has one, else memory_dequant
+    memory_weight_only_affine: float | None = None
     kernels: KernelSet | None = None  # per-op curves of the accelerator's GPU generation
     engines: Mapping[str, EngineProfile] = field(default_factory=dict)  # per-step host costs
     family: str = ""  # the hardware family whose figures these are (set by the catalog)
@@ -92,6 +95,13 @@ class Efficiency:
     def memory_dequant(self) -> float:
         """Bandwidth share of weight-only quantised matmuls (dequantise-in-kernel is slower)."""
         return self.memory if self.memory_weight_only is None else self.memory_weight_only
+
+    @property
+    def memory_affine(self) -> float:
+        """Bandwidth share of weight-only matmuls outside GGUF block kernels (MLX's group
+        quantisation on Metal): memory_weight_only_affine, else memory_dequant."""
+        m = self.memory_weight_only_affine
+        return self.memory_dequant if m is None else m
 
     @property
     def compute_dequant(self) -> float:
@@ -108,7 +118,14 @@ class Efficiency:
         return self.compute if self.alu_weight_only is None else self.alu_weight_only
 
     def __post_init__(self) -> None:
-        for name in ("compute", "memory", "memory_dequant", "compute_dequant", "alu_dequant"):
+        for name in (
+            "compute",
+            "memory",
+            "memory_dequant",
+            "memory_affine",
+            "compute_dequant",
+            "alu_dequant",
+        ):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise InputError(f"efficiency {name} must be in (0, 1], got {value}")
@@ -127,6 +144,28 @@ def default_wired_limit_bytes(ram_bytes: float) -> float:
     GiB (0.84, antirez/ds4 PR #893): newer releases may allow more [uncertain]. `sudo sysctl
     iogpu.wired_limit_mb=N` raises it (Metal then reports N MiB)."""
     return ram_bytes * (2.0 / 3.0 if ram_bytes <= WIRED_SMALL_RAM_BYTES * (1 + 1e-9) else 0.75)
+
+
+# What macOS keeps when a user raises the GPU-wired limit: a 16 GB M2 Pro runs gpt-oss-20b's
+# 12.1 GB of MXFP4 weights once `iogpu.wired_limit_mb` is raised, leaving "~3 GB for macOS and
+# the KV-cache" (smeltcore.com/recipes/gpt-oss-20b-m2-pro, 2026-06-25, retrieved 2026-12-06)
+MACOS_RESERVE_BYTES = 3 * GiB
+
+
+def raised_wired_limit_bytes(ram_bytes: float) -> float:
+    """The GPU-wired limit as users raise it for a model past the default
+    (`sudo sysctl iogpu.wired_limit_mb=N`; mlx-lm README 'Large Models': N "larger than the size
+    of the model in megabytes but smaller than the memory size of the machine"): the RAM less
+    MACOS_RESERVE_BYTES for macOS, never below the default."""
+    return max(ram_bytes - MACOS_RESERVE_BYTES, default_wired_limit_bytes(ram_bytes))
+
+
+# Share of the unified-memory bandwidth the CPU cores reach: 243 of the M1 Max's 409.6 GB/s with
+# the P and E cores together (204 with the P cores alone), AnandTech, 'Apple M1 Max performance
+# review' (anandtech.com/show/17024, page 2, 2021-10-25) [uncertain: measured on M1 Max only].
+# llama.cpp computes the weights it keeps in CPU buffers (its MoE experts past the GPU's limit,
+# --n-cpu-moe) on these cores, reading the same RAM at this share.
+APPLE_CPU_BANDWIDTH_SHARE = 243.0 / 409.6
 
 
 # How the usable memory of a catalog entry was found (hardware show/list say which)

@@ -22,7 +22,10 @@ processes). A mistake is one InputError naming the file, the entry and the key.
         engine: vllm
         min_replicas: 1
         hardware: [h100, b200]          # the chips it may run on (default: every pool's)
-        lora: {adapters: 20, rank: 16, popularity: zipf, throughput_cost: 0.2, source: "..."}
+        lora: {adapters: 20, rank: 16, popularity: zipf, throughput_cost: 0.2, source: "...",
+               slots: 20}               # GPU adapter slots (vLLM --max-loras; default: adapters)
+        sleep: true                     # idle hours asleep (vLLM sleep mode; default: true)
+        share: true                     # may share a GPU with another small model (default: true)
     hardware:
       owned:  [{type: h100, count: 16, usd_per_gpu_hour: 2.0}]   # or null: sunk
       rent:   [{type: h200, on_demand: 4.5, spot: 2.4, spot_preemptions_per_hour: 0.05,
@@ -52,11 +55,12 @@ TOP = {"headroom", "autoscaling", "models", "hardware", "requests", "seed"}
 MODEL_KEYS = {
     "name", "model", "rate", "traffic_curve", "hourly", "scale", "prompt", "output", "slo",
     "weights", "kv_dtype", "engine", "min_replicas", "hardware", "lora", "workload", "arrivals",
+    "sleep", "share",
     "speedup",
 }  # fmt: skip
 TRAFFIC_KEYS = ("rate", "traffic_curve", "hourly", "workload", "arrivals")
 SLO_KEYS = {"ttft", "tpot", "percentile"}
-LORA_KEYS = {"adapters", "rank", "popularity", "throughput_cost", "source"}
+LORA_KEYS = {"adapters", "rank", "popularity", "throughput_cost", "source", "slots"}
 OWNED_KEYS = {"type", "count", "usd_per_gpu_hour"}
 RENT_KEYS = {"type", "on_demand", "spot", "spot_preemptions_per_hour", "limit"}
 SCALING_KEYS = {"policy", "scale_down_delay", "scale_up_delay"}
@@ -70,6 +74,12 @@ class Lora:
     popularity: str
     throughput_cost: float | None  # share of a replica's capacity the batched LoRA kernels cost
     source: str
+    slots: int = 0  # adapters held on the GPU (vLLM --max-loras); 0: every adapter (= adapters)
+
+    @property
+    def gpu_slots(self) -> int:
+        """The engine's adapter slots on the GPU: `slots`, else one per adapter."""
+        return self.slots or self.adapters
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,8 @@ class ModelSpec:
     min_replicas: int
     hardware: tuple[str, ...]  # allowed chip ids or aliases as written ( (): any )
     lora: Lora | None
+    sleep: bool = True  # idle hours asleep where the engine has a sleep mode (fleet/sharing.py)
+    share: bool = True  # may share a GPU with another small model (fleet/sharing.py)
 
 
 @dataclass(frozen=True)
@@ -237,6 +249,7 @@ def _model(m: Any, i: int, name: str, base: Path) -> ModelSpec:
             str(lo.get("popularity", "uniform")),
             None if cost is None else _num(cost, f"{where}.lora.throughput_cost", 0.0, 0.9),
             str(lo.get("source") or ""),
+            _num(lo.get("slots", 0), f"{where}.lora.slots", 0, 100_000, True),
         )
     return ModelSpec(
         label,
@@ -254,7 +267,15 @@ def _model(m: Any, i: int, name: str, base: Path) -> ModelSpec:
         _num(m.get("min_replicas", 1), f"{where}.min_replicas", 0, 4096, True),
         tuple(hw),
         lora,
+        _flag(m.get("sleep", True), f"{where}.sleep"),
+        _flag(m.get("share", True), f"{where}.share"),
     )
+
+
+def _flag(v, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise InputError(f"{where}: expected true or false, got {v!r}")
+    return v
 
 
 def read_fleet(path: str | Path) -> FleetSpec:

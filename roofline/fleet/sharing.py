@@ -1,18 +1,24 @@
-"""Sharing GPUs in a fleet: LoRA adapters on one base, engine sleep/wake, and small models that
-could share one replica's GPUs. Each figure is a formula with its source; what is applied to the
+"""Sharing GPUs in a fleet: LoRA adapters on one base, engine sleep/wake, and small models
+sharing one replica's GPUs. Each figure is a formula with its source; what is applied to the
 placement and what is only listed is said per item (roofline.cli.fleet_sharing prints it).
 
-LoRA adapters (applied: the capacity of a LoRA model's replica is derated):
+LoRA adapters (applied: the adapters' memory comes out of the KV budget, and the capacity of
+a LoRA model's replica is derated by its kernels):
 - adapter bytes = rank x sum over the adapted projections of (in + out) x layers x bytes per
   value (LoRA: W + B A with A in R^{r x in}, B in R^{out x r}; Hu et al. 2021, arXiv 2106.09685,
   section 4). Projections: q, k, v, o (MLA: q_a, q_b, kv_a, kv_b, o) and, for a dense FFN,
   gate, up, down ("all-linear"), at
   bf16 (2 bytes), the adapters' usual dtype. A MoE base's experts are not adapted here (the
   attention projections only, plus a dense FFN where the model has one in every layer).
-- GPU adapter slots (vLLM --max-loras): the adapters a replica keeps on the GPU; vLLM reserves
-  slots x the largest adapter's bytes up front (vLLM LoRA docs, "max_loras"). The fleet gives
-  every adapter a slot (slots = adapters) and reports the memory as a share of a replica's GPU
-  memory; the KV pages it takes are listed, not taken from `size`'s answer.
+- GPU adapter slots (vLLM --max-loras, --max-lora-rank): vLLM allocates, at load and so before
+  the KV cache is sized from what is left, max_loras x max_lora_rank x (in + out) per adapted
+  linear layer (vllm/lora/layers create_lora_weights: lora_a_stacked (max_loras, 1,
+  max_lora_rank, in), lora_b_stacked (max_loras, 1, out, max_lora_rank), on the device). The
+  fleet gives `lora.slots` slots (default: one per adapter) at the adapters' rank, and takes
+  slots x adapter bytes from every GPU's KV budget (added to the engine's runtime overhead,
+  roofline.step.memory.plan_memory) before `size` searches. Under tensor parallelism vLLM
+  shards half of each pair (column-parallel: B; row-parallel: A), so the unsharded figure taken
+  on every GPU is an upper bound there (exact at TP 1).
 - adapter load from host: one adapter's bytes / the chip's host link (PCIe) bandwidth
   (hardware/*.yaml host_link), the time a request for an adapter not in a slot waits.
 - throughput: Punica (Chen et al., MLSys 2024, arXiv 2310.18547, abstract) measures its batched
@@ -21,27 +27,43 @@ LoRA adapters (applied: the capacity of a LoRA model's replica is derated):
   capacity is kept at t / (t + 2 ms), t = `size`'s mean TPOT at the peak rate. The published
   figure is for a dense base; a MoE base borrows it (said in the output).
 
-Sleep/wake (listed, not applied: the autoscaler's scale-up delay stays the cold start):
-- vLLM sleep mode level 1 keeps the engine alive with its weights in CPU RAM and its KV cache
-  freed; waking copies the weights back (vLLM docs "Sleep Mode"; vLLM blog 2025-10-26,
-  "Zero-Reload Model Switching with vLLM Sleep Mode", which measures level-1 wakes of 0.1 s to
-  6 s from 0.6B to 235B models on A4000 to A100, 18-200x faster than a reload). Wake time here
-  = weight bytes per GPU / the host link bandwidth (the copy; the engine's graphs and allocator
-  are kept). A model with hours of no traffic could sleep then instead of being scaled to 0.
-  vLLM only (CUDA and ROCm, per its docs); another engine's wake is left empty.
+Sleep/wake (applied: roofline.fleet.day): vLLM sleep mode level 1 keeps the engine alive with
+its weights in CPU RAM and its KV cache freed; waking copies the weights back (vLLM docs "Sleep
+Mode"; vLLM blog 2025-10-26, "Zero-Reload Model Switching with vLLM Sleep Mode", which measures
+level-1 wakes of 0.1 s to 6 s from 0.6B to 235B models on A4000 to A100, 18-200x faster than a
+reload). Level 2 discards the weights too (no host RAM held) and reloads them on waking: its wake
+is the cold start's weight load without the engine start (weights / load bandwidth), listed.
+Wake time (level 1) = weight bytes per GPU / the host link bandwidth (the copy; the engine's
+graphs and allocator are kept). The rule: a model whose engine has a sleep mode (vLLM, CUDA and
+ROCm per its docs; SGLang's release/resume memory occupation has no published wake time, so its
+models do not sleep) and that does not say `sleep: false` sleeps in every hour its rate is 0:
+its min_replicas are not held there (its GPUs are free for other models: the sleeping process
+keeps only its CUDA context), and a replica woken on an owned pool it slept on (the owned
+replicas of its last busy hour) starts in the wake time instead of the cold start. Predictive
+scaling orders the wake that long before the hour (owned: no marginal cost); reactive scaling
+charges the requests of the wake to the SLO of the hour it wakes in. A rented replica is
+released while idle, so it wakes by a cold start.
 
-Co-location (listed, not applied): two models deployed on one chip type (each on the chip that
-carries most of its GPU-hours) are candidates to share one replica's GPUs (two engines, each
-given a share of memory: vLLM --gpu-memory-utilization) when each model's peak needs less than
-one replica (peak rate < its replica capacity), their weights together take at most half the
-replica's memory (leaving the rest for both KV caches), and their peak shares of a replica's
-capacity sum to at most 1; each pair is listed once, on the chip where its load share is least."""
+Co-location (applied: roofline.fleet.placement): two models may share one replica's GPUs, two
+engines each given half of the engine's memory fraction (vLLM --gpu-memory-utilization: "a
+per-instance limit ... if you have two vLLM instances running on the same GPU, you can set the
+GPU memory utilization to 0.5 for each instance", vLLM engine arguments). A model is small on a
+chip when one 1-GPU replica there holds its peak rate and `size` finds a layout of one GPU with
+its KV budget cut so (its weights and a KV cache fit the half: the engine's memory fraction
+halved, roofline.fleet.sizing); only vLLM models that do not say `share: false` are. Two small
+models on a chip make a pair. The shared replica's time is the sum of both engines' (their
+steps interleave on the GPU): model a served at u_a takes u_a / kappa'_a of it, b takes
+u_b / kappa'_b, and u_a / kappa'_a + u_b / kappa'_b <= 1 per shared replica, kappa' each
+model's capacity within its SLOs alone on its half (headroom spent). The latency one engine's
+tokens lose waiting for the other's steps is covered only in the mean (the capacity shares),
+not per token."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 from roofline.domain.model import ModelArch
+from roofline.engines.engine import Engine
 
 LORA_BYTES_PER_VALUE = 2  # bf16 adapters
 PUNICA_S_PER_TOKEN = 2e-3  # Punica abstract: "only adding 2ms latency per token"
@@ -49,11 +71,20 @@ LORA_SOURCE = (
     "Punica (Chen et al., MLSys 2024, arXiv 2310.18547): batched LoRA kernels add 2 ms per"
     " decoded token (Llama-2 7B, A100)"
 )
+COLOCATE_SOURCE = (
+    "vLLM engine arguments, --gpu-memory-utilization: a per-instance limit; two instances on one"
+    " GPU at 0.5 each (docs.vllm.ai configuration/engine_args)"
+)
+LORA_SLOTS_SOURCE = (
+    "vLLM lora/layers create_lora_weights: max_loras x max_lora_rank x (in + out) per adapted"
+    " layer, allocated at load before the KV cache is sized"
+)
+SLEEP_ENGINES = ("vllm",)  # sleep mode with a measured wake: vLLM's (docs: CUDA and ROCm)
+SHARE_ENGINES = ("vllm",)  # a per-instance memory share: vLLM's gpu_memory_utilization
 WAKE_SOURCE = (
     "vLLM sleep mode level 1 (docs.vllm.ai features/sleep_mode; blog.vllm.ai 2025-10-26:"
     " wakes of 0.1-6 s measured, 0.6B-235B, A4000-A100): weights per GPU / host link"
 )
-COLOCATE_WEIGHT_SHARE = 0.5  # both models' weights within half a replica's memory
 
 
 def adapted_dims(model: ModelArch) -> list[tuple[str, int, int]]:
@@ -81,6 +112,24 @@ def adapter_bytes(model: ModelArch, rank: int) -> float:
     return float(rank * per_layer * model.num_hidden_layers * LORA_BYTES_PER_VALUE)
 
 
+def lora_slot_bytes(model: ModelArch, slots: int, rank: int) -> float:
+    """The GPU adapter slots' bytes on each GPU of a replica: slots x one adapter at `rank`
+    (vLLM's max_loras x max_lora_rank; module docstring, unsharded: exact at TP 1)."""
+    return slots * adapter_bytes(model, rank)
+
+
+def with_lora_slots(eng: Engine, slot_bytes: float) -> Engine:
+    """The engine with the adapter slots taken from its KV budget: added to the runtime overhead
+    that plan_memory subtracts before the KV cache (module docstring)."""
+    return replace(eng, runtime_overhead_bytes=eng.runtime_overhead_bytes + slot_bytes)
+
+
+def half_memory(eng: Engine) -> Engine:
+    """One of two engines sharing a GPU: half the engine's memory fraction (module docstring:
+    vLLM --gpu-memory-utilization, a per-instance share)."""
+    return replace(eng, memory_fraction=eng.memory_fraction / 2)
+
+
 def lora_capacity_factor(tpot_s: float) -> float:
     """Share of a replica's capacity left with batched LoRA kernels: t / (t + 2 ms) (Punica)."""
     return tpot_s / (tpot_s + PUNICA_S_PER_TOKEN) if tpot_s > 0 else 1.0
@@ -91,38 +140,3 @@ def transfer_s(n_bytes: float, host_bytes_per_s: float | None) -> float | None:
     if not host_bytes_per_s or host_bytes_per_s <= 0:
         return None
     return n_bytes / host_bytes_per_s
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A pair of models that could share one replica's GPUs on one chip type."""
-
-    a: str
-    b: str
-    chip: str
-    weight_share: float  # both models' weights / a replica's memory
-    load_share: float  # sum of peak rate / replica capacity
-
-
-def colocation(
-    rows: list[tuple[str, str, float, float, float, float]],
-) -> list[Candidate]:
-    """Pairs that pass the co-location test (module docstring). rows: (model name, chip, peak
-    rate, replica capacity (requests/s within the SLOs), weight bytes, replica memory bytes),
-    one per model and chip with the same GPUs per replica compared only."""
-    out = []
-    for i, (na, ca, ra, ka, wa, ma) in enumerate(rows):
-        for nb, cb, rb, kb, wb, mb in rows[i + 1 :]:
-            if na == nb or ca != cb or ma != mb or ka <= 0 or kb <= 0:
-                continue
-            if ra >= ka or rb >= kb:
-                continue
-            ws, ls = (wa + wb) / ma, ra / ka + rb / kb
-            if ws <= COLOCATE_WEIGHT_SHARE and ls <= 1.0:
-                out.append(Candidate(na, nb, ca, ws, ls))
-    best: dict[tuple[str, str], Candidate] = {}  # one chip per pair: the least loaded
-    for c in out:
-        k = (c.a, c.b)
-        if k not in best or c.load_share < best[k].load_share:
-            best[k] = c
-    return list(best.values())

@@ -13,13 +13,21 @@ only its hours, prices or pools, sizes nothing again.
 Capacity per replica used by the placement (requests/s a replica is given, headroom spent):
 kappa = capacity within the SLOs x (1 - headroom), or, where `size` had to add replicas to the
 peak's fleet (its tail missed the SLOs), the peak rate / the replicas it deployed; x (1 - the LoRA
-kernels' throughput cost) where the fleet file gives one with its source."""
+kernels' throughput cost) where the fleet file gives one with its source.
+
+A LoRA model is sized with its GPU adapter slots taken from the KV budget
+(roofline.fleet.sharing: vLLM allocates max_loras x max_lora_rank adapters before the KV cache).
+A small model that may share a GPU (roofline.fleet.sharing, co-location: one 1-GPU replica holds
+its peak on that chip, and its weights fit half of one GPU's engine memory) is sized a second
+time on each chip where another small model is: the engine's memory fraction halved, one GPU
+per replica, its capacity kappa' the one the placement gives each of its engines on a shared
+GPU."""
 
 from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline.catalog.cache import CODE, files_key, load_snapshot, save_snapshot, tree_key
 from roofline.catalog.load import dirs_in_use, load_catalog, load_prices
@@ -27,13 +35,22 @@ from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Price
 from roofline.domain.layout import Layout
 from roofline.domain.precision import activation_format, kv_format, weight_format
-from roofline.engines.engine import engine
+from roofline.engines.engine import Engine, engine
 from roofline.fleet.fleetfile import ModelSpec
+from roofline.fleet.sharing import (
+    SHARE_ENGINES,
+    SLEEP_ENGINES,
+    half_memory,
+    lora_slot_bytes,
+    transfer_s,
+    with_lora_slots,
+)
 from roofline.serving.daysize import delay_for
 from roofline.serving.metrics import Slo
 from roofline.serving.size import Sized, size
 from roofline.serving.workers import parallel_map
 from roofline.serving.workload import make_workload
+from roofline.step.memory import plan_memory, weight_bytes_per_gpu
 from roofline.step.ops import Deployment
 
 # the rooms a sizing depends on (its cache key: their modules' paths, times and sizes)
@@ -67,13 +84,37 @@ def deployment(spec: ModelSpec, model) -> Deployment:
     )
 
 
-def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, tuple]) -> Option:
-    """`size` on one chip for one model (a work item: values only)."""
-    spec, chip, requests, seed, headroom, delay, catalog_dirs = item
+def model_engine(spec: ModelSpec, model, hw) -> Engine:
+    """The model's engine on `hw`, its LoRA adapter slots taken from the KV budget."""
+    eng = engine(spec.engine, hw)
+    if spec.lora is not None:
+        eng = with_lora_slots(eng, lora_slot_bytes(model, spec.lora.gpu_slots, spec.lora.rank))
+    return eng
+
+
+def fits_half(spec: ModelSpec, model, hw) -> bool:
+    """Could the model run on half of one GPU (co-location): its engine shares memory per
+    instance (sharing.SHARE_ENGINES), and its weights on one GPU plus the engine's overhead (and
+    adapter slots) leave a KV budget in half the engine's memory (plan_memory's rule)."""
+    if not spec.share or spec.engine not in SHARE_ENGINES:
+        return False
+    eng = half_memory(model_engine(spec, model, hw))
+    try:
+        return plan_memory(model, hw, deployment(spec, model), eng).kv_budget_bytes > 0
+    except RooflineError:
+        return False
+
+
+def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, bool, tuple]) -> Option:
+    """`size` on one chip for one model (a work item: values only); `half`: on half of one GPU
+    (co-location, module docstring: one GPU per replica, the engine's memory fraction halved)."""
+    spec, chip, requests, seed, headroom, delay, half, catalog_dirs = item
     cat = load_catalog(list(catalog_dirs))
     model, hw = cat.model(spec.model), cat.accelerator(chip)
     base = deployment(spec, model)
-    eng = engine(spec.engine, hw)
+    eng = model_engine(spec, model, hw)
+    if half:
+        eng = half_memory(eng)
     peak = max(spec.hourly)
     if peak <= 0:  # a model idle all day still needs its replicas sized for min_replicas
         peak = 1.0
@@ -81,6 +122,9 @@ def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, tuple]) 
     slo = Slo(spec.slo_ttft_s, spec.slo_tpot_s, spec.slo_pct)
     price = load_prices().get(hw.id) or Price(hw.id, 1.0, None, "placeholder: one chip")
     rows = size(model, [hw], base, eng, w, slo, {hw.id: price}, seed=seed, headroom=headroom)
+    if half:  # one GPU per replica: the cheapest such row that meets the SLOs
+        ones = [r for r in rows if r.meets_slo and r.gpus == r.replicas and r.replicas > 0]
+        rows = [replace(ones[0], best=True)] if ones else []
     best = next((r for r in rows if r.best), None)
     if best is None:
         note = next((r.note for r in rows if r.note), "no layout meets the SLOs")
@@ -102,7 +146,7 @@ def _key(item: tuple) -> tuple | None:
     """What a cached sizing of `item` is valid for: its values, the code, the catalogs."""
     pkg = CODE  # the package's directory
     code = tree_key([pkg / room for room in CORE_ROOMS], (".py",))
-    own = files_key([pkg / "fleet/sizing.py", pkg / "fleet/fleetfile.py"])
+    own = files_key([pkg / "fleet/sizing.py", pkg / "fleet/fleetfile.py", pkg / "fleet/sharing.py"])
     if code is None or own is None:
         return None
     code = code + own
@@ -129,6 +173,39 @@ def cached_size_one(item: tuple) -> Option:
     return out
 
 
+def sizing_spec(m: ModelSpec) -> ModelSpec:
+    """The values of a model that its sizing depends on, nothing else: its model and formats,
+    lengths, SLOs, engine, LoRA slots and rank, and its peak rate (the hours below the peak,
+    its name, allowed chips and minimum do not change `size`'s answer). Two models with the
+    same sizing spec share one sizing, and a fleet file whose curves change below their peaks
+    sizes nothing again (the cache key is the item's values)."""
+    peak = max(m.hourly)
+    lo = m.lora
+    if lo is not None:
+        lo = replace(lo, adapters=lo.gpu_slots, popularity="", source="", slots=lo.gpu_slots)
+    return replace(
+        m, name="", hourly=(peak,) * len(m.hourly), traffic="", min_replicas=0, hardware=(),
+        lora=lo, sleep=True, share=True,
+    )  # fmt: skip
+
+
+def _cost_rank(item: tuple) -> float:
+    """A sizing's expected cost, to hand the longest out first (wall time on a pool): the
+    steps a request simulates, a decode step per output token, prefill in chunks (a guess)."""
+    spec = item[0]
+    return float(spec.prompt + 4 * spec.output)
+
+
+def _map_unique(items: list[tuple]) -> list[Option]:
+    """cached_size_one over the distinct items (equal items are one sizing), the longest
+    first, back in the items' order."""
+    uniq = list(dict.fromkeys(items))
+    order = sorted(range(len(uniq)), key=lambda i: -_cost_rank(uniq[i]))
+    done = parallel_map(cached_size_one, [uniq[i] for i in order])
+    by = {uniq[i]: o for i, o in zip(order, done, strict=True)}
+    return [by[it] for it in items]
+
+
 def size_fleet(
     models: tuple[ModelSpec, ...],
     chips: dict[str, tuple[str, ...]],
@@ -137,12 +214,57 @@ def size_fleet(
     headroom: float,
     delay: float | None,
     catalog_dirs: tuple[str, ...] = (),
-) -> list[Option]:
-    """Every (model, chip) pair sized (chips: model name -> chip ids it may run on)."""
-    items = [
-        (m, c, requests, seed, headroom, delay, catalog_dirs) for m in models for c in chips[m.name]
+) -> tuple[list[Option], list[Option]]:
+    """Every (model, chip) pair sized (chips: model name -> chip ids it may run on), and, on half
+    of one GPU, each small model on a chip where another small model may share a GPU with it
+    (module docstring): (options, half-GPU options). Small on a chip: one replica there holds its
+    peak (peak rate < kappa, a whole GPU per replica) and its weights fit half the GPU's engine
+    memory (fits_half); only those are sized again, so a fleet of large models sizes nothing
+    more. Each item is the model's sizing spec (sizing_spec): equal ones are sized once."""
+
+    def items(pairs: list[tuple[ModelSpec, str]], half: bool) -> list[tuple]:
+        return [
+            (sizing_spec(m), c, requests, seed, headroom, delay, half, catalog_dirs)
+            for m, c in pairs
+        ]
+
+    full = [(m, c) for m in models for c in chips[m.name]]
+    options = [
+        replace(o, name=m.name)
+        for o, (m, _) in zip(_map_unique(items(full, False)), full, strict=True)
     ]
-    try:
-        return parallel_map(cached_size_one, items)
-    except RooflineError:
-        raise
+    cat = load_catalog(list(catalog_dirs))
+    specs = {m.name: m for m in models}
+    small: dict[str, list[ModelSpec]] = {}  # chip -> the small models there
+    for o in options:
+        m = specs[o.name]
+        if o.capacity <= 0 or o.gpus_per_replica != 1 or max(m.hourly) >= o.capacity:
+            continue
+        if fits_half(m, cat.model(m.model), cat.accelerator(o.chip)):
+            small.setdefault(o.chip, []).append(m)
+    pairs = [(m, c) for c, ms in small.items() if len(ms) >= 2 for m in ms]  # with a partner
+    if not pairs:
+        return options, []
+    half = _map_unique(items(pairs, True))
+    return options, [replace(o, name=m.name) for o, (m, _) in zip(half, pairs, strict=True)]
+
+
+def wake_times(
+    models: tuple[ModelSpec, ...], options: list[Option], catalog_dirs: tuple[str, ...] = ()
+) -> dict[tuple[str, str], float]:
+    """(model, chip) -> the level-1 wake time of a replica of a model that sleeps
+    (roofline.fleet.sharing): its weight bytes per GPU / the chip's host link bandwidth."""
+    cat = load_catalog(list(catalog_dirs))
+    specs = {m.name: m for m in models}
+    out = {}
+    for o in options:
+        spec = specs[o.name]
+        if o.sized is None or not spec.sleep or spec.engine not in SLEEP_ENGINES:
+            continue
+        model, hw = cat.model(spec.model), cat.accelerator(o.chip)
+        dep = deployment(spec, model).with_layout(tp=o.sized.tp, pp=o.sized.pp, ep=o.sized.ep)
+        host = hw.host_link.bandwidth_bytes_per_s if hw.host_link is not None else None
+        t = transfer_s(weight_bytes_per_gpu(model, dep), host)
+        if t is not None:
+            out[(o.name, o.chip)] = t
+    return out

@@ -33,7 +33,7 @@ from functools import cache
 
 import numpy as np
 
-from roofline.fleet.day import HOURS, Problem, plan
+from roofline.fleet.day import Problem, capacity, gpus_per_hour, plan
 
 SIGMA_RATE = 0.15  # assumption: the spread of log(daily volume); see the module docstring
 Z95 = 1.6448536269514722  # the standard normal's 95th percentile (scipy.stats.norm.ppf(0.95))
@@ -109,9 +109,8 @@ def one_day(state: tuple[Shared, dict[str, float]], day: int) -> Day:
     p = shared.problem
     m, rates, factor = draw(p, shared.seed, day, sigma)
     dp = plan(replace(p, rates=rates))
-    x = np.array([h.replicas for h in dp.hours], dtype=float).reshape(HOURS, *p.kappa.shape)
-    gpus_hour = (x * p.gpus[None]).sum(axis=(1, 2))
-    real = (x * (p.kappa / (1.0 - p.headroom) * factor[None])[None]).sum(axis=2)  # [hour, model]
+    gpus_hour = gpus_per_hour(p, dp.hours)  # shared replicas counted once
+    real = capacity(p, dp.hours, factor)  # [hour, model]
     r = rates.T
     short = np.array([h.short for h in dp.hours]) > 0
     lost = np.where((r > real * (1 + 1e-9)) | short, 3600.0, 0.0)

@@ -10,9 +10,14 @@ host link at offload.LINK_PROTOCOL_EFFICIENCY of its bandwidth."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from roofline.domain.hardware import Accelerator
+from roofline.domain.hardware import (
+    APPLE_CPU_BANDWIDTH_SHARE,
+    Accelerator,
+    raised_wired_limit_bytes,
+)
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import ENGINES
 from roofline.levers.offload import (
@@ -42,7 +47,8 @@ def default_host(hw_id: str, family: str) -> str:
 @dataclass
 class EdgeFit:
     """One device's fit and speed; fits: yes | near limit | no | raise limit | raise --memory |
-    split (GPU + host RAM at gpu_layers)."""
+    split (GPU + host RAM at gpu_layers) | experts on CPU (a Mac past its GPU-wired limit:
+    llama.cpp keeps the routed experts of cpu_moe_layers layers in CPU buffers)."""
 
     hardware: str
     placement: str
@@ -52,6 +58,7 @@ class EdgeFit:
     gpu_layers: int | None = None
     decode_tokens_per_s: float | None = None
     ttft_s: float | None = None
+    cpu_moe_layers: int | None = None
 
 
 def edge_fit(
@@ -77,8 +84,16 @@ def edge_fit(
     placement = "unified" if hw.unified_memory else ("CPU" if hw.family == "cpu" else "GPU")
     fits = {"fits": "yes", "near": "near limit", "over": "no"}[status]
     row = EdgeFit(hw.id, placement, cap, need, fits)
-    if status == "over" and hw.unified_memory and need <= ram:
-        row.fits = "raise limit" if hw.vendor == "apple" else "raise --memory"
+    apple = hw.unified_memory and hw.vendor == "apple"
+    if (
+        status == "over"
+        and hw.unified_memory
+        and need <= (raised_wired_limit_bytes(ram) if apple else ram)
+    ):
+        row.fits = "raise limit" if apple else "raise --memory"
+    cpu_layers = experts_on_cpu_layers(m, dep, need - cap) if apple and status == "over" else None
+    if row.fits == "raise limit" and engine_name == "llamacpp" and cpu_layers is not None:
+        return _experts_on_cpu(row, m, hw, dep, b, s, o, at, cpu_layers)
     if status != "over" or row.fits != "no":
         # --context: every step attends over ctx tokens; else the mean over the answer
         e = engine_name
@@ -125,3 +140,56 @@ def gpu_layer_sweep(
         p = offload_core(m, hw, h, dep, k, b, ctx, **kw)
         out.append((k, p, gpu_memory_needed(p, m, dep) <= cap))
     return out
+
+
+def experts_on_cpu_layers(m: ModelArch, dep: Deployment, over_bytes: float) -> int | None:
+    """MoE layers whose routed experts llama.cpp must keep in CPU buffers (--n-cpu-moe N, the
+    first N layers) for the rest to fit the GPU's limit: over / one layer's experts, rounded up;
+    None for a dense model or when moving every layer's experts is not enough."""
+    if not m.is_moe or over_bytes <= 0:
+        return None
+    moe_layers = sum(m.layer_is_moe(i) for i in range(m.num_hidden_layers))
+    per_layer = m.n_routed_experts * m.expert_params * dep.weights.bits / 8.0
+    n = math.ceil(over_bytes / per_layer)
+    return n if n <= moe_layers else None
+
+
+def _experts_on_cpu(
+    row: EdgeFit,
+    m: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    b: int,
+    s: int,
+    o: int,
+    at: int | None,
+    n: int,
+) -> EdgeFit:
+    """llama.cpp on a Mac past the GPU-wired limit with a MoE model: the routed experts of `n`
+    layers stay in CPU buffers (--n-cpu-moe n; its automatic fit does the same) and the CPU
+    computes them, reading the same unified RAM at hardware.APPLE_CPU_BANDWIDTH_SHARE of its
+    bandwidth, after the GPU (llama.cpp runs the graph's splits in turn). Decode: the GPU step
+    less those experts' bytes at the family's bandwidth share, plus the same bytes on the CPU:
+    t = t_gpu - X / (W eta) + X / (W c), X the distinct experts b sequences route to in the
+    n layers (E (1 - (1 - k/E)^b) per layer). Prefill: llama.cpp copies host-buffer weights to
+    the GPU for large batches (its op offload), all n layers' experts at the CPU's share
+    [uncertain: the copy rate]."""
+    e, k = m.n_routed_experts, m.num_experts_per_tok
+    per_expert = m.expert_params * dep.weights.bits / 8.0
+    touched = e * (1.0 - (1.0 - k / e) ** b)
+    x_bytes = n * touched * per_expert
+    w = hw.memory_bandwidth_bytes_per_s
+    eff = hw.efficiency
+    eta = eff.memory_dequant if dep.weights.weight_only else eff.memory
+    if at:
+        step = decode(m, hw, dep, b, at, 1, engine="llamacpp")
+    else:
+        step = decode(m, hw, dep, b, s + 1, max(o - 1, 1), engine="llamacpp")
+    t = float(step.t_expected_s) - x_bytes / (w * eta) + x_bytes / (w * APPLE_CPU_BANDWIDTH_SHARE)
+    ttft = float(prefill(m, hw, dep, 1, max(s, 1), engine="llamacpp").t_expected_s)
+    row.fits = "experts on CPU"
+    row.cpu_moe_layers = n
+    row.needed_bytes -= n * e * per_expert
+    row.decode_tokens_per_s = b / t
+    row.ttft_s = ttft + n * e * per_expert / (w * APPLE_CPU_BANDWIDTH_SHARE)
+    return row

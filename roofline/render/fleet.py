@@ -26,13 +26,20 @@ def pool_letters(doc: Mapping[str, Any]) -> dict[str, str]:
 
 
 def hour_cell(doc: Mapping[str, Any], hour: Mapping[str, Any], model: str) -> str:
-    """'3A+1C': replicas of `model` on each pool this hour, '-' for none."""
+    """'3A+1C': replicas of `model` on each pool this hour ('1A~': a shared replica), '-' for
+    none, 'z' asleep."""
     letters = pool_letters(doc)
     parts = [
         f"{p['replicas']}{letters[p['pool']]}" for p in hour["placements"] if p["model"] == model
     ]
+    parts += [
+        f"{p['replicas']}{letters[p['pool']]}~"
+        for p in hour["placements"]
+        if model in p.get("shared", ())
+    ]
     short = any(x["model"] == model for x in hour["short"])
-    return ("+".join(parts) or "-") + ("!" if short else "")
+    asleep = model in hour.get("asleep", ())
+    return ("+".join(parts) or ("z" if asleep else "-")) + ("!" if short else "")
 
 
 @table_output
@@ -86,7 +93,7 @@ def fleet_table(doc: Mapping[str, Any], con: Console) -> None:
         + (f" ${p['marginal_usd_per_gpu_hour']:.3g}" if p["kind"] != "owned" else "")
         + (f" (limit {p['limit_gpus']})" if p["kind"] != "owned" and p["limit_gpus"] else "")
         for p, v in zip(doc["inputs"]["pools"], letters.values(), strict=True)
-    ) + "; ! = short of the rate")  # fmt: skip
+    ) + "; ~ = shared with another model; z = asleep; ! = short of the rate")  # fmt: skip
     con.print()
     if doc.get("sharing"):
         sharing_table(doc["sharing"], con)
@@ -107,11 +114,12 @@ def _gb(x: float | None) -> str:
 def sharing_table(sh: Mapping[str, Any], con: Console) -> None:
     """LoRA adapters, sleep/wake against cold start, co-location candidates (fleet/sharing.py)."""
     if sh["lora"]:
-        cols = [T("model"), N("adapters\nx rank"), N("adapter"), N("slots\nmemory"),
-                N("load\nfrom host"), N("capacity\nkept")]  # fmt: skip
+        cols = [T("model"), N("adapters\nx rank"), N("adapter"), N("slots\n/GPU"),
+                N("KV/GPU\nTP1"), N("load\nfrom host"), N("capacity\nkept")]  # fmt: skip
         body = [
             [x["name"], f"{x['adapters']} x r{x['rank']}", _gb(x["adapter_bytes"]),
-             f"{_gb(x['slots_bytes_per_replica'])} ({pct(x['slots_share_of_replica_memory'], 1)})",
+             f"{x['gpu_slots']}: {_gb(x['slots_bytes_per_gpu'])}",
+             f"{_gb(x['kv_budget_bytes_tp1'])}->{_gb(x['kv_budget_bytes_tp1_with_slots'])}",
              csec(x["load_from_host_s"]), pct(x["capacity_kept"], 1)]
             for x in sh["lora"]
         ]  # fmt: skip
@@ -120,11 +128,12 @@ def sharing_table(sh: Mapping[str, Any], con: Console) -> None:
         say(con, "throughput: " + sh["sources"]["lora_throughput"] + "; ".join(["", *notes]))
         con.print()
     if sh["sleep"]:
-        cols = [T("model"), T("chip"), N("idle\nhours"), N("weights\n/GPU"), N("wake\n(sleep)"),
-                N("cold\nstart")]  # fmt: skip
+        cols = [T("model"), T("chip"), N("hours\nasleep"), N("woken"), N("weights\n/GPU"),
+                N("wake\nL1"), N("wake\nL2"), N("cold\nstart")]  # fmt: skip
         body = [
-            [z["name"], _short(z["hardware"]), str(z["idle_hours"]),
-             _gb(z["weight_bytes_per_gpu"]), csec(z["wake_s"]), csec(z["cold_start_s"])]
+            [z["name"], _short(z["hardware"]), str(z["asleep_hours"]), str(z["woken_replicas"]),
+             _gb(z["weight_bytes_per_gpu"]), csec(z["wake_s"]), csec(z["wake_level2_s"]),
+             csec(z["cold_start_s"])]
             for z in sh["sleep"]
         ]  # fmt: skip
         print_rows(con, "Sleep/wake (" + sh["applied"]["sleep"] + ")", cols, body)
@@ -133,13 +142,14 @@ def sharing_table(sh: Mapping[str, Any], con: Console) -> None:
     cands = sh["colocation"]
     text = (
         "; ".join(
-            f"{' + '.join(c['models'])} on {_short(c['hardware'])} (weights"
-            f" {pct(c['weight_share'], 0)} of a replica's memory, load {pct(c['load_share'], 0)})"
+            f"{' + '.join(c['models'])} on {', '.join(_short(h) for h in c['hardware'])}"
+            f" ({c['replica_hours']:,.0f} shared replica-hours)"
             for c in cands
         )
-        or "none (each model needs a replica or more at its peak, or the weights do not fit)"
+        or "none (no two models fit half of one GPU of the same chip)"
     )
-    say(con, f"Co-location candidates ({sh['applied']['colocation']}): {text}")
+    say(con, f"Co-location ({sh['applied']['colocation']}): {text}")
+    say(con, "memory share: " + sh["sources"]["colocation"])
     con.print()
 
 
@@ -148,5 +158,8 @@ def fleet_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for h in doc["hours"]:
         for p in h["placements"]:
-            out.append({"hour": h["hour"], **p})
+            out.append({"hour": h["hour"], **{k: p[k] for k in ROW_KEYS}})
     return out
+
+
+ROW_KEYS = ("model", "pool", "replicas", "gpus")

@@ -154,7 +154,8 @@ def edge_table(doc: Mapping[str, Any], con: Console) -> None:
         [
             (
                 r["hardware"]
-                + ("" if r["gpu_layers"] is None else f" + host, -ngl {r['gpu_layers']}"),
+                + ("" if r["gpu_layers"] is None else f" + host, -ngl {r['gpu_layers']}")
+                + ("" if not r.get("cpu_moe_layers") else f", -ncmoe {r['cpu_moe_layers']}"),
                 r["fits"],
                 cbytes(r["needed_bytes"]),
                 cbytes(r["usable_bytes"]),

@@ -107,3 +107,51 @@ def workload_size_table(doc: Mapping[str, Any], con: Console) -> None:
         turns = c.get("ttft_p99_by_turn_s") or []
         if len(turns) > 1:
             say(con, f"{c['name']}: TTFT p99 by turn " + " ".join(_lat(x) for x in turns))
+    if "day" in best:  # --traffic-curve: each deployment's day, the classes at their shares
+        _day_tables(doc, deps, con)
+
+
+def _day_tables(doc: Mapping[str, Any], deps: list[Mapping[str, Any]], con: Console) -> None:
+    """size --workload --traffic-curve: each deployment's day, then the best's classes."""
+    i = doc["inputs"]
+    print_rows(
+        con,
+        f"the day ({i['traffic_curve_read']}; mean {i['traffic_curve_mean_rate']:.4g}, peak"
+        f" {i['traffic_curve_peak_rate']:.4g} arrivals/s over all classes), autoscaled x (1 -"
+        f" headroom {i['headroom']:.0%})",
+        (T("deployment"), N("arr/s\nper repl"), N("repl"), N("GPU-h\n/day"), N("static\nGPU-h"),
+         N("$/day"), N("in SLO")),
+        [
+            (
+                f"{d['hardware']} TP{d['tp']}",
+                *(("none meets every class's SLOs", "", "", "", "", "") if not d["day"] else (
+                    f"{d['day']['capacity_per_replica']:.3g}",
+                    f"{d['day']['min_replicas']}-{d['day']['max_replicas']}",
+                    f"{d['day']['gpu_hours_per_day']:,.0f}",
+                    f"{d['day']['static_gpu_hours_per_day']:,.0f}",
+                    "-" if d["day"]["cost_per_day"] is None
+                    else f"${d['day']['cost_per_day']:,.0f}",
+                    pct(d["day"]["slo_attainment"], 2),
+                )),
+            )
+            for d in deps
+        ],
+    )  # fmt: skip
+    day = deps[0]["day"]
+    if not day:
+        return
+    print_rows(
+        con,
+        f"per class across the day, {deps[0]['hardware']} (capacity: the pool's arrivals/s per"
+        " replica at which the class holds its SLOs)",
+        (T("class"), N("share"), N("peak\narr/s"), N("arr/s\nper repl"), N("requests\n/day"),
+         N("Mtok\n/day"), N("in SLO")),
+        [
+            (
+                c["name"], pct(c["share"], 0), f"{c['peak_arrivals_per_s']:.3g}",
+                f"{c['capacity_per_replica']:.3g}", f"{c['requests_per_day']:,.0f}",
+                f"{c['output_tokens_per_day'] / 1e6:,.0f}", pct(c["slo_attainment"], 2),
+            )
+            for c in day["classes"]
+        ],
+    )  # fmt: skip

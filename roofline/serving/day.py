@@ -143,12 +143,16 @@ def plan_day(
     delay_s: float,
     latency: LatencyTable | None = None,
     max_replicas: int | None = None,
+    ordered: np.ndarray | None = None,
 ) -> Day:
     """The deployment's day under the curve (module docstring); `max_replicas`: the autoscaler's
-    ceiling (a fleet of at most that many; an interval that needs more is short all through)."""
+    ceiling (a fleet of at most that many; an interval that needs more is short all through);
+    `ordered`: the replicas another capacity ordered per interval, judged against this one (a
+    workload class in a pool sized for all classes, serving.mixday)."""
     if not (math.isfinite(capacity) and capacity > 0):
         raise ValueError("capacity must be positive")
-    ordered = replicas_needed(c.rate, capacity, headroom)
+    if ordered is None:
+        ordered = replicas_needed(c.rate, capacity, headroom)
     if max_replicas is not None:
         ordered = np.minimum(ordered, max_replicas)
     _, length, interval, ready = ready_replicas(c, ordered, delay_s)

@@ -53,9 +53,11 @@ def replicas_needed(rep: Replica, w: Workload, slo: Slo, router: str = "least-lo
 def size_apart(
     rep: Replica, w: Workload, slo: Slo, seed: int = 0, router: str = "least-loaded"
 ) -> list[Sized]:
-    """Each class alone in its own pool, at its own rate, sized the same way."""
+    """Each class alone in its own pool, at its own rate in `w` (its share of w's arrivals/s,
+    which a --rate or a curve's peak may have scaled from the file's), sized the same way."""
     mix = w.mix
+    rates = mix.class_rates(w.mix_rate)
     return [
-        replicas_needed(rep, mix_workload(mix.only(k), w.mix_requests, seed), slo, router)
+        replicas_needed(rep, mix_workload(mix.only(k), w.mix_requests, seed, rates[k]), slo, router)
         for k in range(len(mix.classes))
     ]

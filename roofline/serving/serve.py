@@ -101,6 +101,7 @@ def make_replica(
     drafting: DraftConfig | None = None,
     draft_context: float = 1024.0,
     scheduler_steps: int = 1,
+    cache_tokens: int | None = None,
 ) -> Replica:
     """A replica of `model` on `hw` in layout `dep` with the engine's memory rule; `max_len` the
         longest prompt + output it must hold; `max_seqs` and `max_batched_tokens` None: the engine's
@@ -168,6 +169,8 @@ def make_replica(
         StepModel(model, hw, dep, max_seqs, max_len, ideal, max_tokens=top, engine=pid)
         for ideal in (True, False)
     ]
+    if vprof is not None and vprof.decode_whole_cache:  # the expected step reads every slot
+        steps[1].dense_cache = cache_tokens or max_len  # its preallocated cache, as configured
     if float(steps[0].blocks(max_len + 1, blk)) > budget // ranks:
         raise InputError(
             f"one request of {max_len:,} tokens does not fit in the KV budget of {hw.id} at "

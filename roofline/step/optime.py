@@ -257,8 +257,8 @@ def _plan(
         }
         if eff.kernels is None:
             dequant = op.quantized and dep.weights.weight_only
-            eta_m = eff.memory_dequant if dequant else eff.memory
             blocks = op.quantized and dep.weights.block_kernels
+            eta_m = (eff.memory_dequant if blocks else eff.memory_affine) if dequant else eff.memory
             eta_c = eff.compute_dequant if blocks else eff.compute
             alu = op.quantized and dep.weights.alu_flops > 0
             out.append(_OpPlan(SHARES, **common, eta=eta_m, eta_compute=eta_c, alu=alu))

@@ -83,6 +83,9 @@ class EngineProfile:
     chunked_prefill: bool | None = None
     # the most prompts one non-chunked prefill step runs (0: as many as the token budget holds)
     prefill_requests_per_step: int = 0
+    # every decode step attends each slot's whole preallocated KV cache (a dense masked einsum
+    # over max_cache_length, not the tokens held): roofline/serving/sim/steps.py dense_cache
+    decode_whole_cache: bool = False
 
 
 def step_time_s(

@@ -1,7 +1,7 @@
 """The HTML page of `roofline fleet`: the answer ($/day, GPU-hours, the pooling gain, owned
 utilisation), GPUs per hour per model against the owned GPUs, $/day per model in the fleet
 against sized apart, the placement per hour, the sharing section (LoRA adapters, sleep/wake,
-co-location candidates), the definitions and each model's launch line."""
+co-location), the definitions and each model's launch line."""
 
 from __future__ import annotations
 
@@ -40,6 +40,9 @@ def fleet(doc: Mapping[str, Any]) -> Content:
         pts = []
         for h in hours:
             g = sum(p["gpus"] for p in h["placements"] if p["model"] == m["name"])
+            g += sum(  # a shared replica's GPUs: half to each of its models
+                p["gpus"] / 2 for p in h["placements"] if m["name"] in p.get("shared", ())
+            )
             pts.append((float(h["hour"]), float(g), f"{m['name']} hour {h['hour']}: {g} GPUs"))
         series.append(Series(m["name"], pts))
     owned = [Ref(float(a["owned_gpus"]), "owned GPUs")] if a["owned_gpus"] else []
@@ -130,7 +133,8 @@ def sharing_figures(sh: Mapping[str, Any]) -> list[str]:
     note = sh["applied"]
     if sh["lora"]:
         rows = [{k: x[k] for k in ("name", "hardware", "adapters", "rank", "adapter_bytes",
-                 "slots_share_of_replica_memory", "load_from_host_s", "tpot_mean_s",
+                 "gpu_slots", "slots_bytes_per_gpu", "kv_budget_bytes_tp1",
+                 "kv_budget_bytes_tp1_with_slots", "load_from_host_s", "tpot_mean_s",
                  "capacity_kept", "note")} for x in sh["lora"]]  # fmt: skip
         out.append(
             f'<figure><figcaption>LoRA adapters on one base</figcaption><p class="note">'
@@ -144,14 +148,15 @@ def sharing_figures(sh: Mapping[str, Any]) -> list[str]:
             f"{rows_table(list(sh['sleep']))}</figure>"
         )
     pairs = [
-        {"models": " + ".join(x["models"]), "hardware": x["hardware"],
-         "weight_share": x["weight_share"], "load_share": x["load_share"]}
+        {"models": " + ".join(x["models"]), "hardware": ", ".join(x["hardware"]),
+         "replica_hours": x["replica_hours"], "gpu_hours": x["gpu_hours"]}
         for x in sh["colocation"]
     ]  # fmt: skip
     body = rows_table(pairs) if pairs else "<p>none</p>"
     out.append(
-        f'<figure><figcaption>Co-location candidates</figcaption><p class="note">'
-        f"{escape(note['colocation'])}</p>{body}</figure>"
+        f"<figure><figcaption>Co-location: pairs that may share a GPU</figcaption>"
+        f'<p class="note">{escape(note["colocation"] + "; " + sh["sources"]["colocation"])}</p>'
+        f"{body}</figure>"
     )
     return out
 

@@ -303,6 +303,7 @@ class _Sim(ArrivalQueue, Decoders, Admission):
         # unwindowed layer group)
         groups: Any = getattr(steps, "groups", None)
         plain = steps.pp == 1 and groups is not None and len(groups) == 1 and groups[0][1] is None
+        plain = plain and getattr(steps, "dense_cache", None) is None  # whole-cache decode
         base = steps.base_s.tolist() if plain else []
         kk = (np.asarray(groups[0][0], dtype=float) * np.ones(len(base))).tolist() if plain else []
 

@@ -82,6 +82,10 @@ class StepModel:
     (defaults to max_batch + max_len)."""
 
     kv_groups: tuple[tuple[float, int | None], ...] = ((1.0, None),)  # (share of layers, cap)
+    # tokens every sequence's decode attends whatever it holds: the whole preallocated cache of
+    # an engine whose decode is a dense masked einsum over it (EngineProfile.decode_whole_cache;
+    # JetStream-PyTorch before ragged attention, jetstream_pt/layers.py at 781ec9e); None: held
+    dense_cache: int | None = None
     pp, microbatches = 1, 1  # pipeline stages and micro-batches in flight (no PP by default)
     balanced_ranks = 1  # attention-DP ranks a balancing scheduler spreads prompts over
 
@@ -270,6 +274,9 @@ class StepModel:
         is needed only for windowed layers)."""
         b = len(contexts) if b is None else b
         t = 0.0
+        if self.dense_cache is not None:  # every slot attends the whole cache: b·(cache − 1)
+            contexts = np.full(b, self.dense_cache - (steps - 1) / 2.0)
+            total = float(np.sum(contexts))
         for slope, cap in self.groups:
             k = float(slope[min(max(b, 1), len(slope)) - 1]) if np.ndim(slope) else slope
             if cap is None:
@@ -339,7 +346,7 @@ class StepModel:
         base, lin_tab, attn_tab, slopes = fast
         if n:  # decode_n_s
             m, f = (1, 1.0) if self.pp == 1 else self.pipe(n)
-            if slopes is not None:  # attention_decode_s of one unwindowed group, inline
+            if slopes is not None and self.dense_cache is None:  # attention_decode_s, inline
                 slope = slopes[min(n, len(slopes)) - 1]
                 attn = 0.0 + slope * k * (total + n * ((k - 1) / 2.0 - 1.0))
             else:

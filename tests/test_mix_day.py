@@ -1,0 +1,109 @@
+"""Issue 37 item 1: the day planner on a workload file (size --workload --traffic-curve, check
+with workload and traffic_curve): the curve gives the arrivals/s over all classes, each class
+its share; results per class and overall (roofline.serving.mixday)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.serving.day import DayRates
+from roofline.serving.mixday import MixDayCapacity, plan_mix_day
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAT_BATCH = str(ROOT / "examples/workloads/chat-batch.yaml")
+
+
+def _curve(rates: list[float], hour_s: float = 3600.0) -> DayRates:
+    n = len(rates)
+    return DayRates(np.arange(n) * hour_s, np.full(n, hour_s), np.array(rates, dtype=float), "test")
+
+
+def test_a_mix_day_by_hand():
+    """Two hours at 10 and 30 arrivals/s; a replica holds every class up to 5 arrivals/s (chat's
+    limit), batch up to 20; shares 0.7/0.3; no headroom, a 30-minute scale-up delay.
+    Ordered: ceil(10/5) = 2, ceil(30/5) = 6. Hour 2's first 30 minutes still have hour 1's 2
+    ready (the delay): 2 x 5 = 10 < 30 arrivals/s, so 30 x 1,800 = 54,000 of the 10 x 3,600 +
+    30 x 3,600 = 144,000 arrivals are short: attainment 1 - 54,000/144,000 = 0.625 for the pool
+    and for chat; batch holds up to 2 x 20 = 40 >= 30: 1.0. Per day (7,200 s scaled to
+    86,400: x 12): 1,728,000 arrivals, chat 0.7 of them = 1,209,600 (x 200 output tokens =
+    241,920,000), batch 518,400; replica-hours (2 + 6) x 12 = 96."""
+    cap = MixDayCapacity(5.0, (5.0, 20.0), (0.7, 0.3), (200.0, 500.0), 25.0)
+    day, classes = plan_mix_day(_curve([10, 30]), cap, ["chat", "batch"], 0.0, 1800.0)
+    assert day.ordered.tolist() == [2, 6]
+    assert day.slo_attainment == pytest.approx(0.625)
+    assert day.replica_hours_per_day == pytest.approx(96.0)
+    chat, batch = classes
+    assert chat.slo_attainment == pytest.approx(0.625)
+    assert batch.slo_attainment == pytest.approx(1.0)
+    assert chat.requests_per_day == pytest.approx(1_209_600)
+    assert batch.requests_per_day == pytest.approx(518_400)
+    assert chat.output_tokens_per_day == pytest.approx(241_920_000)
+    assert (chat.peak_arrivals_per_s, batch.peak_arrivals_per_s) == pytest.approx((21.0, 9.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rates=st.lists(st.floats(0.5, 200.0), min_size=1, max_size=12),
+    overall=st.floats(0.5, 50.0),
+    looser=st.floats(1.0, 4.0),
+    delay_s=st.floats(0.0, 7200.0),
+    headroom=st.floats(0.0, 0.5),
+)
+def test_a_class_with_more_capacity_never_attains_less(rates, overall, looser, delay_s, headroom):
+    """A class holding its SLOs up to a higher rate than the pool keeps at least the pool's
+    attainment (same replicas, more capacity); the classes' requests sum to the pool's."""
+    cap = MixDayCapacity(overall, (overall, overall * looser), (0.6, 0.4), (1.0, 1.0), 1e9)
+    day, (a, b) = plan_mix_day(_curve(rates), cap, ["a", "b"], headroom, delay_s)
+    assert a.slo_attainment == pytest.approx(day.slo_attainment)
+    assert b.slo_attainment >= day.slo_attainment - 1e-12
+    assert a.requests_per_day + b.requests_per_day == pytest.approx(day.requests_per_day)
+
+
+def test_size_and_check_plan_the_same_mix_day(run, tmp_path):
+    """size --workload --traffic-curve and check on the same file and curve: the same capacity,
+    GPU-hours and attainment (one evaluation path). By hand on the curve 20, 40, 60, 30
+    arrivals/s: mean 37.5, so 37.5 x 86,400 = 3,240,000 arrivals a day, chat's 70% 2,268,000;
+    each hour's replicas ceil(rate / (capacity x 0.9)); and one replica at the capacity meets
+    every class's SLOs in serve."""
+    curve = tmp_path / "curve.csv"
+    curve.write_text("hour,rate\n0,20\n1,40\n2,60\n3,30\n")
+    common = ["--workload", CHAT_BATCH, "--traffic-curve", str(curve), "--requests", "200"]
+    common += ["--scale-up-delay", "20min"]
+    sz = run("size", "llama-3.1-8b", "--hardware", "h100", *common, "-f", "json")
+    assert sz.code == 0, sz.stderr
+    day = sz.json()["deployments"][0]["day"]
+    cap = day["capacity_per_replica"]
+    assert 0 < cap < day["saturation_per_replica"]
+    assert day["requests_per_day"] == pytest.approx(3_240_000)
+    chat = next(c for c in day["classes"] if c["name"] == "chat")
+    assert chat["requests_per_day"] == pytest.approx(2_268_000)
+    assert [iv["replicas"] for iv in day["intervals"]] == [
+        math.ceil(r / (cap * 0.9)) for r in (20, 40, 60, 30)
+    ]
+    chk = run("check", "llama-3.1-8b", "h100", *common, "--min-slo-attainment", "0.5",
+              "--max-gpu-hours-per-day", "1000", "-f", "json")  # fmt: skip
+    assert chk.code == 0, chk.stderr
+    got = {c["name"]: c for c in chk.json()["checks"]}
+    assert got["max_gpu_hours_per_day"]["value"] == pytest.approx(day["gpu_hours_per_day"])
+    assert got["min_slo_attainment"]["value"] == pytest.approx(day["slo_attainment"])
+    assert "chat " in got["min_slo_attainment"]["detail"]  # each class's attainment named
+    srv = run("serve", "llama-3.1-8b", "h100", "--workload", CHAT_BATCH, "--rate", f"{cap!r}",
+              "--requests", "200", "--no-saturation", "-f", "json")  # fmt: skip
+    assert srv.json()["points"][0]["expected"]["meets_slo"] is True
+
+
+def test_a_workload_day_refuses_what_cannot_apply(run, tmp_path):
+    curve = tmp_path / "curve.csv"
+    curve.write_text("hour,rate\n0,20\n1,40\n")
+    args = ["--workload", CHAT_BATCH, "--traffic-curve", str(curve)]
+    r = run("size", "llama-3.1-8b", "--hardware", "h100", *args, "-o", str(tmp_path / "d.png"))
+    assert r.code == 2 and "drop --out" in r.stderr
+    r = run("check", "llama-3.1-8b", "h100", *args, "--min-slo-attainment", "0.9",
+            "--confidence", "p90")  # fmt: skip
+    assert r.code == 2 and "drop confidence" in r.stderr
