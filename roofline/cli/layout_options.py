@@ -4,13 +4,15 @@ nodes, the scale-out link), the validated layout they give, its JSON and the rep
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Annotated
+
+import typer
 
 from roofline.catalog.load import Catalog
 from roofline.cli.options import (
     MAX_GPUS,
     SCALE_OUT,
     AttentionDp,
-    AttentionDpBalance,
     CrossNodeTp,
     Dp,
     Ep,
@@ -29,6 +31,16 @@ from roofline.domain.layout import validate as validate_layout
 from roofline.domain.model import ModelArch
 from roofline.serving.attention_dp import default_balance
 from roofline.step.ops import Deployment
+
+AttentionDpBalance = Annotated[
+    str | None,
+    typer.Option(
+        "--attention-dp-balance",
+        help="attention-DP prompt scheduling: serialised (each rank at its own steps) or "
+        "balanced (TRT-LLM enable_balance, SGLang --enable-prefill-delayer); default: the "
+        "engine's, serialised",
+    ),
+]
 
 
 def replicas(dep: Deployment, gpus: int | None, dp: int = 1) -> tuple[int, int]:

@@ -84,15 +84,6 @@ AttentionDp = Annotated[
         "--attention-dp", help="attention data-parallel groups per stage (MoE; needs --ep = --tp)"
     ),
 ]
-AttentionDpBalance = Annotated[
-    str | None,
-    typer.Option(
-        "--attention-dp-balance",
-        help="attention-DP prompt scheduling: serialised (each rank at its own steps) or "
-        "balanced (TRT-LLM enable_balance, SGLang --enable-prefill-delayer); default: the "
-        "engine's, serialised",
-    ),
-]
 Microbatches = Annotated[
     int | None,
     typer.Option("--microbatches", help="pipeline micro-batches (default: --pp, as vLLM does)"),

@@ -226,7 +226,7 @@ def size(
         typer.Option(help="share of each replica's capacity left unused (0.1: size to 90%)"),
     ] = HEADROOM,
     scale_out: opt.ScaleOut = opt.SCALE_OUT,
-    attention_dp_balance: opt.AttentionDpBalance = None,
+    attention_dp_balance: lopt.AttentionDpBalance = None,
     pools: Annotated[
         str | None,
         typer.Option(
