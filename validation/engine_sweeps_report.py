@@ -38,6 +38,7 @@ OPTIONAL = {
     "pp",
     "ep",
     "attention_dp",
+    "attention_dp_balance",
     "engine_version",
     "rate",
     "concurrency",

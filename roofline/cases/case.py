@@ -33,6 +33,7 @@ from roofline.domain.layout import Layout, links
 from roofline.domain.precision import kv_format, weight_format
 from roofline.engines.engine import Engine, engine
 from roofline.engines.scheduler import with_frontend
+from roofline.serving.attention_dp import default_balance
 from roofline.step.ops import Deployment
 from roofline.timing.host import Calibration
 
@@ -76,6 +77,7 @@ class Case:
     notes: str = ""
     engine: str = "auto"
     attention_dp: int = 1  # attention data-parallel groups per stage (EP on the experts)
+    attention_dp_balance: str | None = None  # None: the engine's (serving.attention_dp)
     speculative: dict | None = None  # lever cases: a drafter setting (roofline.cases.levers)
     offload: dict | None = None  # lever cases: weights split with host RAM
     disagg: dict | None = None  # disaggregated serving: the pool measured (roofline.cases.disagg)
@@ -149,7 +151,14 @@ def case_deployment(case: Case) -> tuple[Deployment, int]:
         dep = Deployment(
             weights=weight_format(case.weights),
             kv=kv_format(case.kv),
-            layout=Layout(tp=tp, pp=case.pp, ep=case.ep, attention_dp=case.attention_dp),
+            layout=Layout(
+                tp=tp,
+                pp=case.pp,
+                ep=case.ep,
+                attention_dp=case.attention_dp,
+                attention_dp_balance=case.attention_dp_balance
+                or default_balance(case_engine(case)),
+            ),
         )
     except InputError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None

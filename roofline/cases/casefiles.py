@@ -39,6 +39,7 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "notes": (str, False),
     "engine": (str, False),
     "attention_dp": (int, False),
+    "attention_dp_balance": (str, False),  # serialised | balanced (serving.attention_dp)
     "speculative": (dict, False),
     "offload": (dict, False),
     "disagg": (dict, False),  # disaggregated serving (roofline.cases.disagg)
@@ -139,6 +140,7 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "pp": (int, False),
     "ep": (int, False),
     "attention_dp": (int, False),
+    "attention_dp_balance": (str, False),  # serialised | balanced (serving.attention_dp)
     "weights": (str, True),
     "kv": (str, True),
     "engine": (str, False),

@@ -29,6 +29,7 @@ from roofline.domain.errors import InputError
 from roofline.domain.layout import Layout
 from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.engines.scheduler import TOKENIZERS
+from roofline.serving.attention_dp import default_balance
 from roofline.serving.metrics import ServeMetrics, Slo
 from roofline.serving.serve import make_replica, serve
 from roofline.serving.workload import Workload, make_workload
@@ -109,10 +110,20 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         raise InputError(f"{where}: unknown format {exc}") from None
     m, hw = cat.model(case["model"]), cat.accelerator(case["hardware"])
     tp, pp = case.get("tp", 1), case.get("pp", 1)
-    lay = Layout(tp=tp, pp=pp, ep=case.get("ep", 1), attention_dp=case.get("attention_dp", 1))
+    name, version = case.get("engine", "vllm"), case.get("engine_version")
+    balance = case.get("attention_dp_balance") or default_balance(name)
+    try:
+        lay = Layout(
+            tp=tp,
+            pp=pp,
+            ep=case.get("ep", 1),
+            attention_dp=case.get("attention_dp", 1),
+            attention_dp_balance=balance,
+        )
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     dep = Deployment(weights=weights, kv=kv, layout=lay)
     w = _workload(case, where)
-    name, version = case.get("engine", "vllm"), case.get("engine_version")
     eng = served_engine(name, hw, where, version, case.get("frontend", "api"))
     util = case.get("gpu_memory_utilization")
     if util is not None:

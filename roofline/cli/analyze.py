@@ -56,7 +56,7 @@ def analyze(
     )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = lopt.layout(cat, m, hw, dep, lo)
+    lay, dep = lopt.layout(cat, m, hw, dep, lo, engine_name)
     b, s, o, ctx = sb.parse(m, strict=True)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(engine_name, hw)

@@ -4,6 +4,9 @@ nodes, the scale-out link), the validated layout they give, its JSON and the rep
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Annotated
+
+import typer
 
 from roofline.catalog.load import Catalog
 from roofline.cli.options import (
@@ -26,7 +29,18 @@ from roofline.domain.layout import Layout
 from roofline.domain.layout import links as layout_links
 from roofline.domain.layout import validate as validate_layout
 from roofline.domain.model import ModelArch
+from roofline.serving.attention_dp import default_balance
 from roofline.step.ops import Deployment
+
+AttentionDpBalance = Annotated[
+    str | None,
+    typer.Option(
+        "--attention-dp-balance",
+        help="attention-DP prompt scheduling: serialised (each rank at its own steps) or "
+        "balanced (TRT-LLM enable_balance, SGLang --enable-prefill-delayer); default: the "
+        "engine's, serialised",
+    ),
+]
 
 
 def replicas(dep: Deployment, gpus: int | None, dp: int = 1) -> tuple[int, int]:
@@ -59,20 +73,28 @@ class LayoutOptions:
     nodes: Nodes = None
     cross_node_tp: CrossNodeTp = False
     scale_out: ScaleOut = SCALE_OUT
+    attention_dp_balance: AttentionDpBalance = None
 
 
 LAYOUT = LayoutOptions()
 
 
 def layout(
-    cat: Catalog, m: ModelArch, hw: Accelerator, dep: Deployment, lo: LayoutOptions = LAYOUT
+    cat: Catalog,
+    m: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    lo: LayoutOptions = LAYOUT,
+    engine_name: str | None = None,
 ) -> tuple[Layout, Deployment]:
     """The validated layout (roofline.domain.layout) and the deployment carrying it: GPUs from
-    --gpus or --dp, attention-DP, micro-batches, nodes and the link of each collective."""
+    --gpus or --dp, attention-DP and its scheduler (--attention-dp-balance, default the
+    engine's: roofline.serving.attention_dp), micro-batches, nodes and each collective's link."""
     attention_dp, scale_out = lo.attention_dp, lo.scale_out
     if not 1 <= attention_dp <= MAX_GPUS:
         raise InputError(f"--attention-dp must be from 1 to {MAX_GPUS}, got {attention_dp}")
-    dep = dep.with_layout(attention_dp=attention_dp)
+    balance = lo.attention_dp_balance or default_balance(engine_name)
+    dep = dep.with_layout(attention_dp=attention_dp, attention_dp_balance=balance)
     _, n_replicas = replicas(dep, lo.gpus, lo.dp)
     net = cat.tier(scale_out)
     if net.kind != "network":
@@ -94,6 +116,7 @@ def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:
     links = dep.links
     return {
         "attention_dp": lay.attention_dp,
+        "attention_dp_balance": lay.attention_dp_balance,
         "attention_tp": lay.attention_tp,
         "microbatches": lay.pipeline_microbatches,
         "nodes": lay.nodes,

@@ -26,6 +26,7 @@ from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
 from roofline.engines.engine import engine
 from roofline.engines.scheduler import with_frontend
+from roofline.serving.attention_dp import default_balance
 from roofline.serving.kvtransfer import KvLink
 from roofline.serving.loadbands import serve_load_bands
 from roofline.serving.rates import serve_rates
@@ -122,7 +123,7 @@ def serve(
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
-    dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo)
+    dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo, engine_name)
     slo = sl.slo()
     timed = arrivals is not None or topt.is_trace(lens.prompt_dist)
     if (rate is None) == (concurrency is None) and not timed and workload is None:
@@ -179,12 +180,12 @@ def serve(
         note(f"wrote {out}")
 
 
-def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions):
+def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions, engine_name: str | None = None):
     """serve's deployment with plan's layout options and rules: (deployment, layout, laid-out
     deployment, GPUs, replicas); the layout's links once a replica leaves its node."""
     opt.check_formats(dep, hw)
     n_gpus, n_rep = lopt.replicas(dep, lo.gpus, lo.dp)
-    lay, laid = lopt.layout(cat, m, hw, dep, lo)
+    lay, laid = lopt.layout(cat, m, hw, dep, lo, engine_name)
     spans = lo.nodes is not None or lo.cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
     dep = replace(dep, layout=laid.layout, links=laid.links if spans else None)
     return dep, lay, laid, n_gpus, n_rep
@@ -225,6 +226,7 @@ def size(
         typer.Option(help="share of each replica's capacity left unused (0.1: size to 90%)"),
     ] = HEADROOM,
     scale_out: opt.ScaleOut = opt.SCALE_OUT,
+    attention_dp_balance: lopt.AttentionDpBalance = None,
     pools: Annotated[
         str | None,
         typer.Option(
@@ -269,7 +271,9 @@ def size(
     cat = catalog()
     m = cat.model(model)
     hws = _accelerators(cat, hardware)
-    base = opt.deployment(weights, kv_dtype, model=m)
+    base = opt.deployment(weights, kv_dtype, model=m).with_layout(
+        attention_dp_balance=attention_dp_balance or default_balance(engine_name)
+    )
     for hw in hws:
         opt.check_formats(base, hw)
     slo = sl.slo()

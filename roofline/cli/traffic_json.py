@@ -383,6 +383,7 @@ def size_doc(
         **slo_json(slo),
         "engine": eng.name,
         "frontend": eng.frontend,
+        "attention_dp_balance": base.layout.attention_dp_balance,
         "minimize": minimize,
         "disaggregated": link is not None,
         "link": link.id if link is not None else None,

@@ -36,6 +36,9 @@ from roofline.domain.model import LayerGroup, ModelArch
 from roofline.timing.roofline import FloatArray
 
 MAX_DEGREE = 4096
+# attention-DP schedulers (roofline.serving.attention_dp): serialised, the engines' default;
+# balanced, TensorRT-LLM's attention_dp_config.enable_balance or SGLang's --enable-prefill-delayer
+ADP_BALANCES = ("serialised", "balanced")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,10 @@ class Layout:
     nodes: int | None = None  # None: as few as hold the GPUs
     cross_node_tp: bool = False
     scale_out: Tier | None = None  # the network between nodes (hardware/tiers, kind network)
+    # how the engine schedules the attention-DP ranks' prompts (ADP_BALANCES): "serialised",
+    # each rank taking its prompts at its own steps while the others wait, or "balanced", the
+    # ranks' prompts held back until every rank has one and run in the same step
+    attention_dp_balance: str = "serialised"
 
     def __post_init__(self) -> None:
         """The rules that need no model or node: whole degrees from 1 to MAX_DEGREE, EP and
@@ -74,11 +81,24 @@ class Layout:
             )
         if self.tp % self.attention_dp:
             raise InputError(f"--attention-dp {self.attention_dp} must divide --tp {self.tp}")
+        if self.attention_dp_balance not in ADP_BALANCES:
+            raise InputError(
+                f"--attention-dp-balance must be one of {', '.join(ADP_BALANCES)}, "
+                f"got {self.attention_dp_balance!r}"
+            )
 
     def replica(self) -> Layout:
         """The parallel part of one replica (a Deployment's layout): these degrees, one replica,
         the placement (nodes, network) left to the links."""
-        return Layout(self.tp, self.pp, self.ep, 1, self.attention_dp, self.microbatches)
+        return Layout(
+            self.tp,
+            self.pp,
+            self.ep,
+            1,
+            self.attention_dp,
+            self.microbatches,
+            attention_dp_balance=self.attention_dp_balance,
+        )
 
     @property
     def gpus_per_replica(self) -> int:
@@ -105,6 +125,8 @@ class Layout:
             parts.append(f"EP{self.ep}")
         if self.attention_dp > 1:
             parts.append(f"ADP{self.attention_dp}")
+            if self.attention_dp_balance == "balanced":
+                parts[-1] += " balanced"
         parts.append(f"DP{self.dp}")
         return " ".join(parts)
 

@@ -59,8 +59,10 @@ class Candidate:
 
 
 def deployment(base: Deployment, lay: Layout, hw: Accelerator) -> Deployment:
-    """`base` (formats) in layout `lay`, with the link of each collective."""
-    return replace(base, layout=lay.replica(), links=links(lay, hw))
+    """`base` (formats) in layout `lay`, with the link of each collective; base's attention-DP
+    scheduler (attention_dp_balance) kept."""
+    one = replace(lay.replica(), attention_dp_balance=base.layout.attention_dp_balance)
+    return replace(base, layout=one, links=links(lay, hw))
 
 
 def prefill_bound(p: Plan, tpot_s: float | None) -> float:

@@ -118,8 +118,11 @@ def make_replica(
     attention workers likewise): the replica runs that many times the sequences, and a step
     carries every rank's decode tokens beside one rank's prompt chunk (the steady state of
     roofline.serving.attention_dp: the ranks take their prompts at different steps, and the
-    step time already charges the rank-local prefill as if on one rank). Each rank holds its
-    own sequences' KV (steps.kv_budget_blocks), and a request must fit in one rank's."""
+    step time already charges the rank-local prefill as if on one rank). Under a balancing
+    scheduler (dep's attention_dp_balance "balanced") the ranks' prompts run in the same step:
+    the step carries every rank's token budget, and its prompts share the rank-local time
+    (sim.steps, module docstring). Each rank holds its own sequences' KV
+    (steps.kv_budget_blocks), and a request must fit in one rank's."""
     pid = eng.profile_id  # the engine's version profile (roofline/engines/versions.py)
     hw = amortised(hw, pid, scheduler_steps)  # multi-step: host cost spread over the steps
     vprof = (hw.efficiency.engines or {}).get(pid)
@@ -142,8 +145,11 @@ def make_replica(
         ctx = model.max_position_embeddings or max_len
         seqs_default = sglang_max_running(budget // ranks * blk, ctx)
     max_seqs = max_seqs if max_seqs is not None else seqs_default
-    if max_batched_tokens is not None:  # one rank's prompt chunk beside every rank's decodes
-        max_batched_tokens += (ranks - 1) * max_seqs
+    if max_batched_tokens is not None and ranks > 1:
+        if dep.layout.attention_dp_balance == "balanced":  # every rank's budget in one step
+            max_batched_tokens *= ranks
+        else:  # one rank's prompt chunk beside every rank's decodes
+            max_batched_tokens += (ranks - 1) * max_seqs
     max_seqs *= ranks
     if chunked_prefill and max_batched_tokens is not None:
         max_batched_tokens = max(max_batched_tokens, max_seqs + 1)

@@ -47,7 +47,7 @@ class Op:
     """One operator repeated over `layers` layers: totals per GPU for one forward step."""
 
     name: str
-    kind: str  # "matmul" | "attention" | "gather" | "allreduce" | "alltoall" | "p2p"
+    kind: str  # "matmul" | "attention" | "gather" | "allreduce" | "alltoall" | "p2p" | "overlap"
     layers: int
     flops: FloatArray
     weight_bytes: FloatArray
@@ -68,7 +68,8 @@ class Op:
 
     @property
     def is_collective(self) -> bool:
-        return self.kind in ("allreduce", "alltoall", "p2p", "bubble")  # not on the roofline
+        # not on the roofline (an "overlap" row: time hidden by two streams, step/overlap.py)
+        return self.kind in ("allreduce", "alltoall", "p2p", "bubble", "overlap")
 
 
 # DeepEP (deepseek-ai/DeepEP README: low-latency dispatch "FP8 ... with per-128-channel scales",

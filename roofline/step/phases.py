@@ -33,6 +33,7 @@ from roofline.engines.engine import engine as default_engine
 from roofline.step.memo import cached_by_identity
 from roofline.step.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
 from roofline.step.optime import OpResult, op_results
+from roofline.step.overlap import overlaps, shared_expert_overlap
 from roofline.timing.host import (
     Calibration,
     EngineProfile,
@@ -104,6 +105,10 @@ def _evaluate(
     profile = eff.engines.get(engine_name or "") if eff.engines else None
     results, point = op_results(ops, hw, dep, eff, name, attn_shape, profile)
     results = _own_kernels(results, profile, eff.family, name, mla)
+    if overlaps(engine_name, name):  # the engine's two-stream shared expert (step/overlap.py)
+        hidden = shared_expert_overlap(results)
+        if hidden is not None:
+            results = [*results, hidden]
     # totals over the ops, each summed in op order from zero (one pass for all seven)
     zero = np.zeros(())
     start: FloatOrArray = zero if not point else 0.0  # the same sums; Python floats are cheaper

@@ -29,6 +29,19 @@ time is scaled by that ratio; a stage time is T(b/m)/pp for the time T of the wh
 the per-sequence attention and the prefill tokens of a step take max(m, pp)/(pp·m) of their
 unpipelined time and lin((n + p)/m)·max(m, pp)/pp. With m = 1 (one sequence, or one prompt
 alone) nothing changes; with pp = 1, m = 1 always.
+Attention-DP (adp ranks, each scheduling its own sequences; roofline.serving.attention_dp):
+the tables above are of one prompt on one rank, so a step's prefill tokens are charged as if on
+one rank, the engines' default "serialised" scheduler. Under a balancing scheduler
+(attention_dp_balance "balanced": the ranks' prompts held back until each rank has one, then
+run in the same step) the prompts of a step spread over r = min(adp, prompts in the step)
+ranks: the rank-local part of their non-attention time (local(S): every op but the routed
+experts and their all-to-all, attention_dp.rank_local_s) and their attention cores are paid
+once per rank, 1/r of the one-rank figure (tokens split evenly; compute-bound prefill is linear
+in them), while the experts still see every token:
+
+    t_prefill(balanced) = [lin(n + p) − lin(n)] − (1 − 1/r)·[local(n + p) − local(n)] + ΣA / r
+
+never more than the serialised charge, equal to it for one prompt (r = 1).
 Ideal (η = 1, no overhead) or expected step times, as the caller chooses.
 """
 
@@ -49,6 +62,8 @@ from roofline.step.ops import (
     kv_bytes_per_token_layer,
 )
 from roofline.step.phases import decode, prefill
+
+_ADP_SHARED_OPS, _ADP_SHARED_KINDS = ("moe.experts",), ("alltoall",)  # attention_dp's split
 
 
 def _grid(top: int, points: int = 192) -> np.ndarray:
@@ -72,6 +87,7 @@ class StepModel:
     # JetStream-PyTorch before ragged attention, jetstream_pt/layers.py at 781ec9e); None: held
     dense_cache: int | None = None
     pp, microbatches = 1, 1  # pipeline stages and micro-batches in flight (no PP by default)
+    balanced_ranks = 1  # attention-DP ranks a balancing scheduler spreads prompts over
 
     def __init__(
         self,
@@ -135,6 +151,21 @@ class StepModel:
         )
         self.attn_cum_s = np.maximum.accumulate(attn)
         self.lin_s = self.prefill_s - attn
+        # balanced attention-DP (module docstring): the rank-local part of lin, per token count
+        self.balanced_ranks = 1
+        if dep.attention_dp > 1 and dep.layout.attention_dp_balance == "balanced":
+            self.balanced_ranks = int(dep.attention_dp)
+            local = sum(
+                (
+                    np.asarray(pick(r), dtype=float)
+                    for r in pre.ops
+                    if r.op.name not in names
+                    and r.op.name not in _ADP_SHARED_OPS
+                    and r.op.kind not in _ADP_SHARED_KINDS
+                ),
+                np.zeros_like(self.grid),
+            )
+            self.local_s = np.minimum(local, self.lin_s)
         self._tables()
         self.kv_bytes_per_token = (
             kv_bytes_per_token_layer(model, dep.kv.bits, dep.tp) * model.num_hidden_layers / dep.pp
@@ -146,6 +177,8 @@ class StepModel:
         """Per-integer lookup tables of lin and A (np.interp on the grids, done once)."""
         top = int(min(self.token_grid[-1], self.TABLE_MAX))
         self.lin_table = np.interp(np.arange(top + 2), self.token_grid, self.lin_s).tolist()
+        if self.balanced_ranks > 1:
+            self.local_table = np.interp(np.arange(top + 2), self.token_grid, self.local_s).tolist()
         alen = int(min(self.grid[-1], self.TABLE_MAX))
         self.attn_list = np.interp(
             np.arange(alen + 1), self.grid, self.attn_cum_s, left=0.0
@@ -228,6 +261,25 @@ class StepModel:
             return tab[i] + (tokens - i) * (tab[i + 1] - tab[i])
         return float(np.interp(tokens, self.token_grid, self.lin_s))
 
+    def local(self, tokens: float) -> float:
+        """Rank-local part of lin (balanced attention-DP only; module docstring)."""
+        tab = self.__dict__.get("local_table")
+        if tab is not None and tokens < len(tab) - 1:
+            i = int(tokens)
+            return tab[i] + (tokens - i) * (tab[i + 1] - tab[i])
+        return float(np.interp(tokens, self.token_grid, self.local_s))
+
+    def balanced_saving_s(self, lo: float, hi: float, attn_s: float, prompts: int) -> float:
+        """What a balancing attention-DP scheduler takes off a step whose prefill tokens raise
+        lin's argument from `lo` to `hi`, with `attn_s` of prompt attention over `prompts`
+        prompts: (1 − 1/r) of their rank-local and attention time, r = min(adp, prompts)
+        (module docstring); 0 for the serialised scheduler or one prompt."""
+        r = min(self.balanced_ranks, prompts)
+        if r <= 1:
+            return 0.0
+        local = self.local(hi) - (self.local(lo) if lo > 0 else 0.0)
+        return (1.0 - 1.0 / r) * (max(local, 0.0) + attn_s)
+
     def attention_decode_s(
         self, contexts, steps: int, total: float | None = None, b: int | None = None
     ) -> float:
@@ -283,7 +335,11 @@ class StepModel:
         done = cached or [0] * len(lengths)
         upto = [d + x for d, x in zip(done, lengths, strict=True)]
         attn = self.prefill_attention_s(done, upto)
-        return (self.lin(float(sum(lengths)) / m) + attn / m) * f
+        total = float(sum(lengths)) / m
+        t = self.lin(total) + attn / m
+        if self.balanced_ranks > 1:
+            t -= self.balanced_saving_s(0.0, total, attn / m, len(lengths))
+        return t * f
 
     def span_s(self, n: int, ctx, total: float, k: int, pf: tuple | None):
         """k steps for n sequences decoding (Σ contexts = total; `ctx` the contexts, needed only
@@ -349,6 +405,9 @@ class StepModel:
         else:
             a = self.prefill_attention_s(dones, upto)
         t_pf += a * f / m
+        if self.balanced_ranks > 1 and busy > 1:
+            lo = n / m
+            t_pf -= self.balanced_saving_s(lo, lo + tokens / k / m, a / m / k, busy) * k * f
         return t_dec + t_pf, t_dec, processed
 
     def mixed_span_s(
@@ -359,11 +418,13 @@ class StepModel:
         done = np.asarray(chunk_done).astype(int).tolist()
         upto = np.asarray(chunk_upto).astype(int).tolist()
         per_step = len(contexts) + (sum(upto) - sum(done)) / steps
-        return (
-            self.lin(per_step) * steps
-            + self.attention_decode_s(contexts, steps)
-            + self.prefill_attention_s(done, upto)
-        )
+        attn = self.prefill_attention_s(done, upto)
+        t = self.lin(per_step) * steps + self.attention_decode_s(contexts, steps) + attn
+        if self.balanced_ranks > 1:
+            prompts = sum(1 for d, u in zip(done, upto, strict=True) if u > d)
+            lo = float(len(contexts))
+            t -= self.balanced_saving_s(lo, per_step, attn / steps, prompts) * steps
+        return t
 
 
 def kv_budget_blocks(plan: MemoryPlan, model: ModelArch, dep: Deployment, block: int) -> int:
