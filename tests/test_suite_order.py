@@ -23,11 +23,16 @@ def test_a_module_sharing_a_fixture_travels_whole():
 
 
 def test_the_recorded_durations_name_collected_tests(request):
-    """Every id in tests/durations.json is a test this session collected (a renamed or removed
-    test is dropped by `make durations`, not left to weigh nothing)."""
+    """The ids in tests/durations.json are tests this session collected: a renamed or removed
+    test weighs nothing, and once such stale ids hold more than a quarter of the recorded CPU
+    seconds the longest-first order is mostly guesswork, so `make durations` is due. (A doc
+    part's id carries its line, so an edit above it renames it: a few stale ids are tolerated
+    rather than failing every docs change.)"""
     import json
 
     ids = {item.nodeid for item in request.session.items}
     recorded = json.loads(DURATIONS.read_text())
     if len(ids) > 1000:  # the whole suite collected (not a -k or one-file run)
-        assert set(recorded) <= ids, sorted(set(recorded) - ids)[:5]
+        stale = {k: s for k, s in recorded.items() if k not in ids}
+        share = sum(stale.values()) / sum(recorded.values())
+        assert share <= 0.25, f"run `make durations`: {share:.0%} stale, e.g. {sorted(stale)[:3]}"
