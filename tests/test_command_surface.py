@@ -155,3 +155,28 @@ def test_spec_kv_keys_are_checked_as_the_flags_are(run, tmp_path):
     spec.write_text(base + "rate: 2\nretention: pinned\nchecks: {max_ttft_p99: 1s}\n")
     r = run("check", "--spec", str(spec))  # nothing reused: as serve refuses it
     assert r.code == 2 and "need KV that is reused" in r.stderr
+
+
+def test_report_takes_router_and_kv_flags_as_its_candidates_spec_keys(run, tmp_path):
+    """report --router/--kv-offload/--retention set the spec keys of the same names for every
+    candidate, as check does: the same figures as the keys written in the file; and dropping a
+    session's KV between turns (--retention drop) finds fewer prefix hits than the default cache,
+    which keeps the history of each session's earlier turns."""
+    (tmp_path / "agent.yaml").write_text(AGENT)
+    head = "model: llama-3.1-8b\nrequests: 400\nworkload: agent.yaml\n"
+    tail = "checks: {max_ttft_p99: 1s, min_prefix_hit_rate: 0.1}\n"
+    tail += "candidates:\n- {hardware: h100, dp: 2}\n"
+    (tmp_path / "plan.yaml").write_text(head + tail)
+    keys = "router: round-robin\nkv_offload: cpu:1GB\nretention: drop\n"
+    (tmp_path / "keys.yaml").write_text(head + keys + tail)
+    flags = ["--router", "round-robin", "--kv-offload", "cpu:1GB", "--retention", "drop"]
+
+    def figures(*args: str) -> dict[str, float]:
+        r = run("report", *args, "-f", "json")
+        assert r.code == 0, r.stderr
+        return {c["name"]: c["value"] for c in r.json()["candidates"][0]["checks"]}
+
+    by_flags = figures(str(tmp_path / "plan.yaml"), *flags)
+    assert by_flags == figures(str(tmp_path / "keys.yaml"))
+    plain = figures(str(tmp_path / "plan.yaml"))
+    assert by_flags["min_prefix_hit_rate"] < plain["min_prefix_hit_rate"]

@@ -11,7 +11,7 @@ from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, guarded, note
 from roofline.cli.groups import grouped
-from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
+from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions, spec_keys
 from roofline.cli.specs import spec_case, spec_json
 from roofline.domain.errors import InputError
 from roofline.serving.router import DEFAULT_ROUTER
@@ -41,7 +41,7 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     if traffic_curve is not None and o["dp"] == 1 and o["gpus"] is None:
         del d["dp"]  # --dp or --gpus given: the autoscaler's ceiling; else none
     d.update(o["traffic"].spec_keys())  # an arrival log, a workload file, the confidence
-    d.update(_fleet_keys(o["router"], o["kt"]))  # the router, KV beyond HBM
+    d.update(spec_keys(o["router"], o["kt"]))  # the router, KV beyond HBM
     if o["rate"] is not None or o["requests"] is not None:
         d["requests"] = o["requests"]  # with an arrival log: refused (topt.traffic_rules)
     if o["rate"] is not None:
@@ -52,14 +52,6 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     if o["memory"] is not None:
         d["memory"] = o["memory"]
     return d
-
-
-def _fleet_keys(router: str, kt: KvTierOptions) -> dict[str, Any]:
-    """--router, --kv-offload and --retention as a spec's keys of the same names (defaults left
-    out)."""
-    keys = {"router": None if router == DEFAULT_ROUTER else router, "kv_offload": kt.kv_offload,
-            "retention": None if kt.retention == "cache" else kt.retention}  # fmt: skip
-    return {k: v for k, v in keys.items() if v is not None}
 
 
 @app.command()
@@ -156,7 +148,7 @@ def check(
     if spec is not None:
         if model or hardware:
             raise InputError("give MODEL HARDWARE or --spec, not both")
-        given_keys = {**traffic.spec_keys(), **_fleet_keys(router, kt)}
+        given_keys = {**traffic.spec_keys(), **spec_keys(router, kt)}
         deployments = [{**d, **given_keys} for d in load_spec(spec)]  # as report
     else:
         if not (model and hardware):

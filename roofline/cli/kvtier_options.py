@@ -1,5 +1,5 @@
-"""The KV-beyond-HBM options, one group (cli.groups) in serve, size and check (and check's spec
-keys kv_offload and retention): tiers below HBM and what a session keeps between turns
+"""The KV-beyond-HBM options, one group (cli.groups) in serve, size, check and report (and the
+spec keys kv_offload and retention): tiers below HBM and what a session keeps between turns
 (roofline.serving.sim.kvtiers)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import typer
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator, Tier
 from roofline.levers.tiers import tier_bandwidth
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.sim.kvtiers import (
     RETENTIONS,
     TIER_ALIASES,
@@ -99,3 +100,11 @@ class KvTierOptions:
 
 
 KV_TIERS = KvTierOptions()
+
+
+def spec_keys(router: str, kt: KvTierOptions) -> dict[str, object]:
+    """--router, --kv-offload and --retention as a check spec's keys of the same names (defaults
+    left out), as check and report hand them to every deployment."""
+    keys = {"router": None if router == DEFAULT_ROUTER else router, "kv_offload": kt.kv_offload,
+            "retention": None if kt.retention == "cache" else kt.retention}  # fmt: skip
+    return {k: v for k, v in keys.items() if v is not None}

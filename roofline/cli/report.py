@@ -14,9 +14,11 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
 from roofline.cli.groups import grouped
+from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions, spec_keys
 from roofline.cli.specs import spec_case, spec_json
 from roofline.cli.traffic_json import metrics_json
 from roofline.domain.units import fmt_seconds, parse_seconds
+from roofline.serving.router import DEFAULT_ROUTER
 
 
 @app.command()
@@ -27,6 +29,8 @@ def report(
         str, typer.Argument(help="YAML/JSON: a check spec with a candidates: list ('-': stdin)")
     ],
     traffic: topt.ArrivalOptions = topt.ARRIVALS,
+    router: topt.Router = DEFAULT_ROUTER,
+    kt: KvTierOptions = KV_TIERS,
     out: pub.HtmlOut = None,
     fmt: pub.FormatOpt = pub.Fmt.table,
 ) -> None:
@@ -37,10 +41,11 @@ def report(
     `check --spec` does and, with a rate, served at it for p99 TTFT/TPOT and $/Mtok; the
     cheapest that passes is the answer. Prints the page (or --format json/table); -o writes it.
     --arrivals, --speedup, --burstiness, --workload and --confidence set the spec's keys of the
-    same names for every candidate (as `check` takes them).
+    same names for every candidate (as `check` takes them), and so do --router, --kv-offload
+    and --retention (as `serve` takes them).
     Example: roofline report examples/report.yaml -o plan.html"""
     pub.check_out(out)
-    given = traffic.spec_keys()
+    given = {**traffic.spec_keys(), **spec_keys(router, kt)}
     deployments = [{**d, **given} for d in load_spec(spec, candidates=True)]
     prices = topt.price_table(catalog(), None)
     results = []
