@@ -30,19 +30,26 @@ def jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _run(i: int) -> tuple[bool, Any]:
+def _width(items: Sequence[Any]) -> int:
+    """Forked workers for `items`: up to jobs(), one per item; 1 (this process) on one core, for
+    one item, inside a worker (a daemon may not fork) or on a platform without fork."""
+    n = min(jobs(), len(items))
+    nested = multiprocessing.current_process().daemon
+    return n if n > 1 and not nested and "fork" in multiprocessing.get_all_start_methods() else 1
+
+
+def _run(i: int, args: tuple = ()) -> tuple[bool, Any]:
     fn, items = _WORK[-1]
     try:
-        return True, fn(items[i])
+        return True, fn(items[i], *args)
     except Exception as exc:  # handed back to the parent, which raises it
         return False, exc
 
 
 def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """[fn(x) for x in items], over forked workers when that can help."""
-    n = min(jobs(), len(items))
-    nested = multiprocessing.current_process().daemon  # a worker already: it may not fork
-    if n <= 1 or nested or "fork" not in multiprocessing.get_all_start_methods():
+    n = _width(items)
+    if n == 1:
         return [fn(x) for x in items]
     _WORK.append((fn, items))
     try:
@@ -58,14 +65,6 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     return out
 
 
-def _run_with(i: int, args: tuple) -> tuple[bool, Any]:
-    fn, items = _WORK[-1]
-    try:
-        return True, fn(items[i], *args)
-    except Exception as exc:  # handed back to the parent, which raises it
-        return False, exc
-
-
 class Workers(Generic[T, R]):
     """fn over items handed out one at a time (`submit(i, *args)`: fn(items[i], *args), the args
     sent to the worker), each result taken as it finishes (`done()`). Forked workers (`size` of
@@ -74,9 +73,7 @@ class Workers(Generic[T, R]):
     dropped."""
 
     def __init__(self, fn: Callable[..., R], items: Sequence[T]) -> None:
-        n = min(jobs(), len(items))
-        nested = multiprocessing.current_process().daemon
-        self.size = n if not nested and "fork" in multiprocessing.get_all_start_methods() else 1
+        self.size = _width(items)
         self._fn, self._items = fn, items
         self._pool: Any = None
         self._done: queue.Queue[tuple[int, bool, Any]] = queue.Queue()
@@ -103,7 +100,7 @@ class Workers(Generic[T, R]):
                 self._done.put((i, False, exc))
             return
         self._pool.apply_async(
-            _run_with, (i, args), callback=lambda r: self._done.put((i, *r)),
+            _run, (i, args), callback=lambda r: self._done.put((i, *r)),
             error_callback=lambda e: self._done.put((i, False, e)),
         )  # fmt: skip
 
