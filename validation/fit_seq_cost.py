@@ -25,6 +25,7 @@ Run: `python -m validation.fit_seq_cost sglang nvidia-datacenter` (a few minutes
 from __future__ import annotations
 
 import sys
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +97,10 @@ def fit(tab: dict[float, dict[str, list]], leave: str | None = None) -> float:
     return min(tab, key=loss)
 
 
-def med(tab: dict[float, dict[str, list]], us: float, only: str | None = None) -> float:
-    """Median |error| of the cases (of one source) at `us`."""
-    es = [e for g, v in tab[us].items() if only in (None, g) for e in v]
+def med(tab: Mapping[Hashable, dict[str, list]], at: Hashable, only: str | None = None) -> float:
+    """Median |error| of the cases (of one source) at the grid point `at` (here a cost in us;
+    validation/fit_stack_kernels.py's tables are keyed by MoE and MLA factors)."""
+    es = [e for g, v in tab[at].items() if only in (None, g) for e in v]
     return float(np.median(np.abs(np.expm1(es))))
 
 

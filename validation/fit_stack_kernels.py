@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from validation.fit_seq_cost import med  # noqa: E402  (median |error| at a grid point)
 from validation.serving_crossval import CASE_FILES, _Patched, source_group  # noqa: E402
 
 CONTROL = "validation/stack_kernels_control.yaml"
@@ -154,12 +155,6 @@ def fit(tab: Table, offset: dict[str, float], leave: str | None = None) -> tuple
         )
 
     return min(sorted(tab), key=loss)
-
-
-def med(tab: Table, k: tuple[float, float], only: str | None = None) -> float:
-    """Median |error| of the cases (of one source) at the factors `k` (as a speed)."""
-    es = [e for g, v in tab[k].items() if only in (None, g) for e in v]
-    return float(np.median(np.abs(np.expm1(es))))
 
 
 def main(argv: list[str]) -> None:
