@@ -119,6 +119,34 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         DURATIONS.write_text(json.dumps(slow, indent=1) + "\n")
 
 
+# the smallest engine entry hardware/engines.yaml accepts (roofline/catalog/kernels.py's
+# required keys), for tests of one more key's validation
+MIN_ENGINE: dict[str, Any] = {
+    "id": "x",
+    "name": "x",
+    "cpu_step_us": 0,
+    "launch_us": 1,
+    "gap_us": 0,
+    "kernels_per_layer": 1,
+    "cuda_graphs_decode": True,
+    "cuda_graphs_prefill": False,
+    "allreduce_kernel": "nccl",
+    "source": "test",
+}
+
+# a small agent workload file (8B on H100): sessions of 4 turns on a 2k system prompt, 2/s
+AGENT = """rate: 2
+classes:
+  - name: agent
+    system_prompt: 2000
+    prompt: 300
+    output: 100
+    turns: 4
+    tool_wait: 2s
+    slo_ttft: 1s
+"""
+
+
 @pytest.fixture(scope="session")
 def cat() -> Catalog:
     return load_catalog()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from conftest import AGENT
 
 from roofline.cli import app
 
@@ -88,17 +89,6 @@ def test_a_log_re_timed_at_a_rate_takes_burstiness_in_serve_and_check(run):
     assert ttft["value"] == pytest.approx(e["ttft_s"]["p99"])
 
 
-# a small agent class (8B on H100): 4 turns on a 2k system prompt, 2 sessions/s
-AGENT = """rate: 2
-classes:
-  - name: agent
-    system_prompt: 2000
-    prompt: 300
-    output: 100
-    turns: 4
-    tool_wait: 2s
-    slo_ttft: 1s
-"""
 FLEET = [
     ("router", "round-robin", "retention", "drop"),
     ("router", "affinity", "retention", "offload"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from conftest import MIN_ENGINE
 
 from roofline.catalog.kernels import engine_profile
 from roofline.domain.errors import CatalogError, InputError
@@ -75,19 +76,7 @@ def test_engine_at_version_from_the_catalog(cat):
 
 
 def test_catalog_refuses_a_bad_range():
-    entry = {
-        "id": "x",
-        "name": "x",
-        "cpu_step_us": 0,
-        "launch_us": 1,
-        "gap_us": 0,
-        "kernels_per_layer": 1,
-        "cuda_graphs_decode": True,
-        "cuda_graphs_prefill": False,
-        "allreduce_kernel": "nccl",
-        "source": "s",
-        "base": "vllm",
-    }
+    entry = {**MIN_ENGINE, "base": "vllm"}
     with pytest.raises(CatalogError, match="needs 'versions'"):
         engine_profile("engines: x", entry)
     with pytest.raises(CatalogError, match="bad version bound"):

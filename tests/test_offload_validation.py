@@ -9,17 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-# agent sessions on Llama-3.1-8B, one H100: 4 turns on a 2k system prompt, 2 sessions/s
-AGENT = """rate: 2
-classes:
-  - name: agent
-    system_prompt: 2000
-    prompt: 300
-    output: 100
-    turns: 4
-    tool_wait: 2s
-"""
+from conftest import AGENT  # agent sessions on Llama-3.1-8B, one H100
 
 
 def _cache(run, path, memory: str, *extra: str) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from conftest import MIN_ENGINE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,18 +112,7 @@ def test_kernel_time_factor_reads_the_family_entry_of_the_version_profile():
 
 
 def test_the_catalog_refuses_a_factor_that_is_not_positive():
-    entry = {
-        "id": "x",
-        "name": "x",
-        "cpu_step_us": 0,
-        "launch_us": 1,
-        "gap_us": 0,
-        "kernels_per_layer": 1,
-        "cuda_graphs_decode": True,
-        "cuda_graphs_prefill": False,
-        "allreduce_kernel": "nccl",
-        "source": "test",
-    }
+    entry = MIN_ENGINE
     for bad in (0, -1.5, True, "2"):
         with pytest.raises(CatalogError, match=r"moe_time_factor\.amd-instinct"):
             engine_profile("engines.yaml", {**entry, "moe_time_factor": {"amd-instinct": bad}})
