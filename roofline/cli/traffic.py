@@ -120,6 +120,7 @@ def serve(
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
     pub.check_out(out, charts=True)
     arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration)
+    lens.once(arrivals, workload)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
@@ -260,6 +261,7 @@ def size(
     from roofline.cli import day as day_cli
 
     arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve, rate)
+    lens.once(arrivals, workload)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
     kt.refuse("size without --workload")

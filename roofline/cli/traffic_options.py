@@ -174,6 +174,31 @@ class LengthOptions:
     prompt_dist: PromptDist = None
     output_dist: OutputDist = None
 
+    def once(self, arrivals: str | None = None, workload: str | None = None) -> None:
+        """Each length from one source (issue 33 item 4: options that cannot apply are errors):
+        --prompt/--output given beside what holds the lengths (a workload file, an arrival log,
+        a trace in --prompt-dist, or a --prompt-dist/--output-dist to draw from) are an
+        InputError, not silently left out. Given = not the default (an explicit --prompt 1k is
+        indistinguishable from none, and harmless)."""
+        fixed = {"--prompt": self.prompt != PROMPT, "--output": self.output != OUTPUT}
+        given = [k for k, v in fixed.items() if v]
+        if not given:
+            return
+        holder = (
+            "--workload: the file holds the classes' lengths"
+            if workload is not None
+            else "--arrivals: the log holds each request's lengths"
+            if arrivals is not None
+            else "--prompt-dist: the trace holds each request's lengths"
+            if is_trace(self.prompt_dist)
+            else None
+        )
+        if holder is not None:
+            raise InputError(f"{holder}; drop {' and '.join(given)}")
+        for flag, dist in (("--prompt", self.prompt_dist), ("--output", self.output_dist)):
+            if flag in given and dist:
+                raise InputError(f"{flag}-dist draws the lengths {flag} would fix: give one")
+
 
 @dataclass(frozen=True)
 class PrefixOptions:
