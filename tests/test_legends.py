@@ -86,3 +86,17 @@ def test_a_legend_shortens_files_only(text, short):
     from roofline.render.traffic import brief
 
     assert brief(text) == short
+
+
+def test_a_sweep_names_every_rate_it_ran(run):
+    """serve --rate 2,4 ran two rates; its label named the first alone ("Poisson, 2
+    requests/s"). Rates print at three significant figures: 2.5664 -> 2.57 (by hand)."""
+    doc = run("serve", "llama-3.1-8b", "h100", "--rate", "2,4", "--requests", "50",
+              "--no-saturation", "--burstiness", "0.25", "-f", "json").json()  # fmt: skip
+    # gamma of shape 0.25: CV = 1/sqrt(0.25) = 2
+    assert doc["inputs"]["arrivals"] == (
+        "gamma, burstiness 0.25 (CV 2), at each of 2 rates, 2 to 4 requests/s"
+    )
+    one = run("serve", "llama-3.1-8b", "h100", "--rate", "2.5664", "--requests", "50",
+              "--no-saturation", "-f", "json").json()  # fmt: skip
+    assert one["inputs"]["arrivals"] == "Poisson, 2.57 requests/s"

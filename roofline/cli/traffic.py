@@ -24,6 +24,7 @@ from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
+from roofline.domain.units import fmt_rate
 from roofline.engines.engine import engine
 from roofline.engines.scheduler import with_frontend
 from roofline.serving.attention_dp import default_balance
@@ -346,7 +347,7 @@ def _none_found(doc, answers, slo, rate: float) -> None:
         return
     why = "; ".join(f"{a['hardware']}: {a['reason']}" for a in answers if a["reason"])
     what = "within the SLOs" if slo.ttft_s or slo.tpot_s else "(no SLO given: on saturation)"
-    note(f"size: no deployment serves {rate:g} req/s {what}: {why}")
+    note(f"size: no deployment serves {fmt_rate(rate)} req/s {what}: {why}")
     raise typer.Exit(1)
 
 

@@ -271,6 +271,16 @@ def slo_json(slo) -> dict[str, Any]:
     return {"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_pct": slo.pct}
 
 
+def _swept(base, rates) -> dict[str, Any]:
+    """A sweep's arrival process named at each of its rates, not the first one's alone (the
+    base workload is drawn at the first)."""
+    from roofline.serving.workload import arrivals_text
+
+    if not rates or len(rates) < 2 or base.rate is None or base.replay or base.mix_retime is not None:
+        return {}
+    return {"arrivals": arrivals_text([float(r) for r in rates], base.burstiness)}
+
+
 def serve_doc(
     m, hw, dep, lay, laid, gpus: int, replicas: int, base, rates, concurrency, slo, eng, rep,
     chunked_prefill: bool, tokenizer: str, preemption: str, cap, saturation: bool, price,
@@ -296,6 +306,7 @@ def serve_doc(
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         **base.description,
+        **_swept(base, rates),
         "rates": rates,
         "concurrency": concurrency,
         **slo_json(slo),

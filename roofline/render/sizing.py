@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from roofline.domain.units import fmt_rate
 from roofline.render.core import VERBOSE, pm
 from roofline.render.traffic import (
     _arrivals,
@@ -138,7 +139,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
             f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
             f"/Mtok{(' ' + pm(best.get('bands'), 'cost_per_million_output_tokens')).rstrip()}, "
-            f"for {i['rate']:g} "
+            f"for {fmt_rate(i['rate'])} "
             f"req/s of {i['model']}",
             "bold",
         )
@@ -186,7 +187,9 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
 def _nothing(i: Mapping[str, Any]) -> str:
     """What `size` found when no deployment serves the rate (within the SLOs, or saturation)."""
     if i.get("slo_ttft_s") is None and i.get("slo_tpot_s") is None:
-        return f"no deployment serves {i['rate']:g} req/s (no SLO given: sized on saturation)"
+        return (
+            f"no deployment serves {fmt_rate(i['rate'])} req/s (no SLO given: sized on saturation)"
+        )
     return "no deployment meets the SLOs"
 
 
