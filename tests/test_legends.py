@@ -8,12 +8,17 @@ import pytest
 
 LOG = ("--arrivals", "examples/arrivals/azure_sample.csv", "--speedup", "40")
 SLO = ("--slo-ttft", "1s", "--slo-tpot", "50ms")
+FULL = "examples/arrivals/AzureLLMInferenceTrace_code.csv"  # its file name alone: 4 lines before
 
 
 def _legend(text: str) -> list[str]:
     """The paragraph ending in "-v: more": from the blank line before it."""
+    import re
+
     lines = text.splitlines()
-    end = next(i for i, x in enumerate(lines) if "-v: more" in x)
+    mark = re.search(r"-v:\s+more", text)  # "-v:" may end one line and "more" begin the next
+    assert mark, text
+    end = text[: mark.end()].count("\n")
     start = max(i for i in range(end + 1) if not lines[i].strip()) + 1
     return lines[start : end + 1]
 
@@ -38,6 +43,17 @@ def _legend(text: str) -> list[str]:
             "serve",
             "llama-3.1-8b",
             "h100",
+            "--arrivals",
+            FULL,
+            "--dp",
+            "3",
+            "--no-saturation",
+            *SLO,
+        ),
+        (
+            "serve",
+            "llama-3.1-8b",
+            "h100",
             "--rate",
             "2,4",
             "--requests",
@@ -46,7 +62,7 @@ def _legend(text: str) -> list[str]:
             *SLO,
         ),
     ],
-    ids=["serve", "serve-log", "size-log", "serve-rates"],
+    ids=["serve", "serve-log", "size-log", "serve-full-log", "serve-rates"],
 )
 def test_a_legend_is_at_most_three_lines(run, args):
     r = run(*args, env={"COLUMNS": "80"})
@@ -100,3 +116,12 @@ def test_a_sweep_names_every_rate_it_ran(run):
     one = run("serve", "llama-3.1-8b", "h100", "--rate", "2.5664", "--requests", "50",
               "--no-saturation", "-f", "json").json()  # fmt: skip
     assert one["inputs"]["arrivals"] == "Poisson, 2.57 requests/s"
+
+
+def test_a_mark_stays_in_the_legend(run):
+    """NOT STEADY (100 requests at 5 req/s span 20 s, under 5 mean E2Es of about 10 s at 1,000
+    output tokens) stays in the legend when the load bands are named too (it was dropped)."""
+    r = run("serve", "llama-3.1-8b", "h100", "--rate", "5", "--requests", "100", *SLO,
+            env={"COLUMNS": "80"})  # fmt: skip
+    legend = " ".join(_legend(r.stdout))
+    assert "NOT STEADY" in legend and "bands through the queue" in legend, legend

@@ -276,7 +276,7 @@ def _swept(base, rates) -> dict[str, Any]:
     base workload is drawn at the first)."""
     from roofline.serving.workload import arrivals_text
 
-    if not rates or len(rates) < 2 or base.rate is None or base.replay or base.mix_retime is not None:
+    if len(rates or []) < 2 or base.rate is None or base.replay or base.mix_retime is not None:
         return {}
     return {"arrivals": arrivals_text([float(r) for r in rates], base.burstiness)}
 

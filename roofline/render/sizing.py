@@ -21,7 +21,7 @@ from roofline.render.traffic import (
     brief,
     launch_block,
 )
-from roofline.render.width import N, T, print_rows, say, table_output
+from roofline.render.width import N, T, legend, print_rows, say, table_output
 
 
 # ---- size -----------------------------------------------------------------------------------
@@ -98,11 +98,19 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         )
     best = next((d for d in deps if d["best"]), None)
     arrivals = _arrivals(i)
-    # the legend: three lines at 80 columns; the rest under -v
-    head = (
-        f"{brief(arrivals[:1].upper() + arrivals[1:])}; {_slo_text(i)}. * best ({i['minimize']}),"
-        " f frontier; GPUs = replicas x TP x PP; tok = output tokens/s; TTFT/TPOT +% = how far a"
-        " measured p99 reaches above the expected; -v: more"
+    # the legend: at most three lines (width.legend); the rest under -v
+    head, left = legend(
+        con,
+        [
+            brief(arrivals[:1].upper() + arrivals[1:]),
+            _slo_text(i),
+            f"* best ({i['minimize']}), f frontier",
+            f"replicas routed {i.get('router') or 'round-robin'}",
+            "GPUs = replicas x TP x PP",
+            "tok = output tokens/s",
+            "TTFT/TPOT +% = how far a measured p99 reaches above the expected",
+        ],
+        3,
     )
     more = (
         f"{arrivals[:1].upper() + arrivals[1:]}; prompts {i['prompt_lengths']}, outputs "
@@ -168,7 +176,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
     else:
         say(con, head)
     if VERBOSE["on"]:
-        say(con, more)
+        say(con, more + "".join(f"; {c}" for c in left))
     for line in misses:
         say(con, line)
     pruned = [f"{_short(d['hardware'])} {d['layout']}" for d in doc.get("not_searched") or []]
