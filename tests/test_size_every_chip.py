@@ -86,3 +86,12 @@ def test_nothing_found_exits_1_with_the_reason(run):
     # the H100's fastest layout, TP8, still streams 70.6e9 bytes over 8 x 3.35e12 B/s a token
     m = re.search(r"nvidia-h100-sxm: .*takes ([\d.]+) ms a token > 5 ms", r.stderr)
     assert m and float(m.group(1)) >= 70.6e9 / (8 * 3.35e12) * 1e3
+
+
+def test_a_chip_without_scale_up_names_that_bound(run):
+    """size runs a replica on one GPU of a chip with no scale-up link (candidates.replica_sizes);
+    an L4's 24 GiB holds no 70B model (141 GB of bf16 weights), which is the bound, not "up to
+    4 nodes" (plan lays the model out over 8 L4s on PCIe)."""
+    r = run("size", "llama-3.1-70b", "--rate", "1", "--hardware", "l4", "--slo-tpot", "200ms")
+    assert r.code == 1
+    assert "nvidia-l4 has no scale-up link" in r.stderr and "up to 4 nodes" not in r.stderr
