@@ -174,7 +174,7 @@ def serve(
     for p in doc["points"]:
         why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
         if why:
-            note(f"at {p['rate']:g} req/s: {why}" if p["rate"] else why)
+            note(f"at {fmt_rate(p['rate'])} req/s: {why}" if p["rate"] else why)
     if out is not None and not pub.is_html(out):
         from roofline.render.charts import save_serve
 
