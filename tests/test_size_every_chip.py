@@ -95,3 +95,10 @@ def test_a_chip_without_scale_up_names_that_bound(run):
     r = run("size", "llama-3.1-70b", "--rate", "1", "--hardware", "l4", "--slo-tpot", "200ms")
     assert r.code == 1
     assert "nvidia-l4 has no scale-up link" in r.stderr and "up to 4 nodes" not in r.stderr
+
+
+def test_the_html_says_when_occupancy_and_binding_hold(doc):
+    """The capacity table put "KV occupancy 16%" (at the sized rate) beside "binding KV
+    capacity" (at saturation) with nothing saying when each holds; each heading says it now."""
+    body = page(doc).split('id="why"')[1].split('id="results"')[0]
+    assert "KV occupancy at the sized rate" in body and "binding at saturation" in body

@@ -30,6 +30,8 @@ LABELS = {
     "max_rate_per_replica": "req/s per replica in SLO",
     "saturation_rate_per_replica": "saturation req/s per replica",
     "kv_occupancy": "KV occupancy",
+    "kv_occupancy_at_rate": "KV occupancy at the sized rate",
+    "binding_at_saturation": "binding at saturation",
     "output_tokens_per_s": "output tokens/s",
     "output_tokens_per_s_per_gpu": "tokens/s per GPU",
     "arithmetic_intensity": "FLOP/byte",
