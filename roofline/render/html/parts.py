@@ -160,6 +160,9 @@ def figure(doc: Any, label: str, path: str, key: str | None = None) -> str:
     bp = band_path(doc, path)
     band = ""
     rel = relative_band(doc, path)
+    metrics = path.rsplit(".", 2)[0] if path.count(".") >= 2 else ""
+    if value is None and metrics and lookup(doc, f"{metrics}.unbounded"):
+        text, rel, bp = "unbounded", None, None  # past saturation (metrics' reason), as tables say
     if rel is not None:
         where = escape(rel[0], quote=True)
         band = f' <span class="band" data-json="{where}">({escape(rel[1])})</span>'

@@ -32,6 +32,11 @@ def _slo_refs(inputs: Mapping[str, Any], key: str) -> list[Ref]:
     return [Ref(float(v), label)] if is_number(v) else []
 
 
+def _unb(t: Any) -> str:
+    """A serve latency: null only past saturation, where it has no steady state."""
+    return "unbounded" if t is None else fmt("x_s", t)
+
+
 def _n(v: Any) -> float | None:
     return float(v) if is_number(v) else None
 
@@ -60,7 +65,7 @@ def serve(doc: Mapping[str, Any]) -> Content:
     e = lookup(doc, base) or {}
     c.verdict = (
         f"{inputs.get('model')} on {inputs.get('gpus')} × {inputs.get('hardware')} at "
-        f"{fmt('rate', rate)} requests/s: p99 TTFT {fmt('x_s', e['ttft_s']['p99'])}, p99 TPOT "
+        f"{fmt('rate', rate)} requests/s: p99 TTFT {_unb(e['ttft_s']['p99'])}, p99 TPOT "
         f"{fmt('x_s', e['tpot_s']['p99'])}, "
         f"{fmt('cost_per', e.get('cost_per_million_output_tokens'))} per million output tokens"
         + (
@@ -95,6 +100,7 @@ def serve(doc: Mapping[str, Any]) -> Content:
                 [
                     (r["rate"], r[f"{key}_{q}_s"], f"{r['rate']:g}/s: {sec_fmt(r[f'{key}_{q}_s'])}")
                     for r in rows
+                    if r[f"{key}_{q}_s"] is not None  # unbounded past saturation: no point
                 ],
             )
             for q in ("p50", "p99")
@@ -111,7 +117,9 @@ def serve(doc: Mapping[str, Any]) -> Content:
             y_zero=not wide,
         )
         cols = ["rate", f"{key}_p50_s", f"{key}_p99_s", "meets_slo"]
-        c.charts.append(chart_block(f"{title} against rate", svg, rows_table(rows, cols)))
+        shown = [{k: "unbounded" if v is None and k.endswith("_s") else v for k, v in r.items()}
+                 for r in rows]  # fmt: skip
+        c.charts.append(chart_block(f"{title} against rate", svg, rows_table(shown, cols)))
     occ = [
         Series(
             name,
