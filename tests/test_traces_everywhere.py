@@ -109,6 +109,7 @@ def test_size_replays_an_arrival_log_and_serve_agrees(run):
                  *slo, "-f", "json").json()  # fmt: skip
     assert served["points"][0]["expected"]["ttft_s"]["p99"] == best["expected"]["ttft_s"]["p99"]
     assert abs(doc["inputs"]["rate"] - 23 / 10.5617 * 40) < 0.01
+    assert "an arrival log: N from a replica's capacity" in doc["inputs"]["search"]  # its rule
     bad = run("size", "llama-3.1-8b", "--hardware", "h100", *log, "--requests", "50")
     assert bad.code == 2 and "--arrivals" in bad.stderr
     bad = run("size", "llama-3.1-8b", "--hardware", "h100", *log, "--traffic-curve",

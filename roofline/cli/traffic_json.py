@@ -23,7 +23,7 @@ from roofline.serving.metrics import ServeMetrics
 from roofline.serving.router import DEFAULT_ROUTER, ROUTER_SOURCE
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import ServeResult
-from roofline.serving.size import Sized
+from roofline.serving.size import REPLAY_TRIES, Sized
 
 # the bands of serve's and size's expected figures (roofline/catalog/bands.py): band -> the keys it
 # applies to (under each point's or deployment's "expected", or the document's)
@@ -271,6 +271,18 @@ def slo_json(slo) -> dict[str, Any]:
     return {"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_pct": slo.pct}
 
 
+def _replay_rule(w) -> str:
+    """size's stated rule for an arrival log (issue 33 item 4), from serving.size."""
+    if not w.replay:
+        return ""
+    return (
+        "; an arrival log: N from a replica's capacity at the log's mean rate, then the whole"
+        f" fleet replayed on the log at N + 1, N + 2, ... up to N + {REPLAY_TRIES} while it"
+        " misses the SLOs, or, met at N, at N - 1, N - 2, ... while it still meets them (the"
+        " fewest replicas the replay needs)"
+    )
+
+
 def _swept(base, rates) -> dict[str, Any]:
     """A sweep's arrival process named at each of its rates, not the first one's alone (the
     base workload is drawn at the first)."""
@@ -409,7 +421,7 @@ def size_doc(
         " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
         f" {slo_requests(slo, w.n):,} requests a run); replicas = ceil(rate / (capacity x"
         " (1 - headroom))); the fleet then evaluated whole as serve --dp N evaluates it, a"
-        " replica added while it misses the SLOs",
+        " replica added while it misses the SLOs" + _replay_rule(w),
         "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in ids},
         "energy_assumption": ENERGY_ASSUMPTION,
         **day_inputs,
