@@ -102,3 +102,16 @@ def test_the_html_says_when_occupancy_and_binding_hold(doc):
     capacity" (at saturation) with nothing saying when each holds; each heading says it now."""
     body = page(doc).split('id="why"')[1].split('id="results"')[0]
     assert "KV occupancy at the sized rate" in body and "binding at saturation" in body
+
+
+def test_a_chip_line_names_its_layout_as_its_row_does():
+    """DeepSeek-R1 on H100: the best line and the table named the answer TP8 PP2 EP8 ADP8, the
+    chip's line TP8 PP2×m2 EP8 ADP8 (plan's name); one name on the page."""
+    from roofline.render.sizing import _chip_line
+
+    a = {"hardware": "nvidia-h100-sxm", "meets_slo": True, "layout": "TP8 PP2×m2 EP8 ADP8",
+         "tp": 8, "pp": 2, "ep": 8, "replicas": 1, "gpus": 16, "cost_per_hour": 63.8,
+         "ttft_p99_s": 0.2, "tpot_p99_s": 0.066}  # fmt: skip
+    row = {**a, "attention_dp": 8, "prefill_replicas": 0}
+    assert "1 x TP8 PP2 EP8 ADP8 = 16 GPUs" in _chip_line(a, [row])
+    assert "1 x TP8 PP2×m2 EP8 ADP8" in _chip_line(a, [])  # no row: the JSON's own name

@@ -4,7 +4,7 @@ not searched, the best's launch line."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -59,13 +59,18 @@ def _thin_note(deps: list[Mapping[str, Any]]) -> str:
     )
 
 
-def _chip_line(a: Mapping[str, Any]) -> str:
-    """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none."""
+def _chip_line(a: Mapping[str, Any], deps: Sequence[Mapping[str, Any]]) -> str:
+    """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none; its
+    layout named as its row and the best line name it (_pools)."""
     hw = _short(a["hardware"])
     if not a["meets_slo"]:
         return f"  {hw}: none: {a['reason']}"
+    row = next((d for d in deps if d["hardware"] == a["hardware"] and d["meets_slo"]
+                and (d["gpus"], d["tp"], d["pp"], d["ep"]) == (a["gpus"], a["tp"], a["pp"],
+                                                               a["ep"])), None)  # fmt: skip
+    layout = _pools(row).replace("\n ", " ") if row is not None else a["layout"]
     return (
-        f"  {hw}: {a['replicas']} x {a['layout']} = {a['gpus']:,} GPUs, "
+        f"  {hw}: {a['replicas']} x {layout} = {a['gpus']:,} GPUs, "
         f"{_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
         f"TPOT {_lat(a['tpot_p99_s'])}"
     )
@@ -155,7 +160,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         chips = ", ".join(_short(h) for h in i["hardware"])
         say(con, f"none: {_nothing(i)} on {chips}", "bold")
     for a in doc.get("per_hardware") or []:
-        say(con, _chip_line(a))
+        say(con, _chip_line(a, deps))
     if rows:
         level = i.get("confidence", "expected")
         cols = (
