@@ -200,6 +200,9 @@ class LengthOptions:
                 raise InputError(f"{flag}-dist draws the lengths {flag} would fix: give one")
 
 
+LENGTHS_DEFAULT = LengthOptions()
+
+
 @dataclass(frozen=True)
 class PrefixOptions:
     """Shared prefixes and conversations, one group (cli.groups) in serve and size."""
@@ -250,7 +253,12 @@ class ArrivalOptions:
         return {k: v for k, v in given.items() if v is not None}
 
     def served(
-        self, rate: str | None, concurrency: int | None, requests: int | None, duration: str | None
+        self,
+        rate: str | None,
+        concurrency: int | None,
+        requests: int | None,
+        duration: str | None,
+        lens: LengthOptions = LENGTHS_DEFAULT,
     ):
         """serve's (arrivals, speedup, burstiness, workload), under the rule size, check and
         report apply (traffic_rules); serve reports the expected figures with their bands, so a
@@ -263,15 +271,23 @@ class ArrivalOptions:
         keys = {**self.spec_keys(), "rate": rate, "requests": requests, "duration": duration,
                 "concurrency": concurrency}  # fmt: skip
         traffic_rules({k: v for k, v in keys.items() if v is not None})
+        lens.once(self.arrivals, self.workload)
         return self.arrivals, self.speedup, self.burstiness, self.workload
 
-    def sized(self, requests: int | None, traffic_curve: str | None, rate: str | None = None):
+    def sized(
+        self,
+        requests: int | None,
+        traffic_curve: str | None,
+        rate: str | None = None,
+        lens: LengthOptions = LENGTHS_DEFAULT,
+    ):
         """size's (arrivals, speedup, burstiness, workload, confidence), under the rule check
         and report apply (traffic_rules); a workload file is sized on its expected
         figures only."""
         keys = {**self.spec_keys(), "requests": requests, "traffic_curve": traffic_curve,
                 "rate": rate}  # fmt: skip
         traffic_rules({k: v for k, v in keys.items() if v is not None}, sizes=True)
+        lens.once(self.arrivals, self.workload)
         if self.workload is not None and self.confidence != CONFIDENCE:
             raise InputError("--workload sizes on the expected figures: drop --confidence")
         return self.arrivals, self.speedup, self.burstiness, self.workload, self.confidence

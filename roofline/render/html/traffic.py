@@ -11,6 +11,7 @@ from typing import Any
 from roofline.render.html.launch import launch_html
 from roofline.render.html.parts import Content, chart_block, fmt, is_number, lookup, rows_table
 from roofline.render.html.svg import Axis, Ref, Series, bar_chart, line_chart
+from roofline.render.traffic import _pools
 
 
 def sec_fmt(v: float | None) -> str:
@@ -231,7 +232,8 @@ def _chip_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
             )
             e = d.get("expected") or {}
             row.update(
-                answer=f"{a['replicas']} × {a['layout']}",
+                answer=f"{a['replicas']} × "
+                + (_pools(d).replace("\n ", " ") if d else a["layout"]),  # as the terminal
                 gpus=a["gpus"],
                 cost_per_million_output_tokens=a["cost_per_million_output_tokens"],
                 ttft_p99_s=a.get("ttft_p99_s"),
