@@ -125,3 +125,17 @@ def test_a_mark_stays_in_the_legend(run):
             env={"COLUMNS": "80"})  # fmt: skip
     legend = " ".join(_legend(r.stdout))
     assert "NOT STEADY" in legend and "bands through the queue" in legend, legend
+
+
+def test_the_day_legend_is_at_most_three_lines(run):
+    """The day table's autoscaling paragraph was six lines at 80 columns; now its last legend
+    holds three at most, the whole rule under -v."""
+    import re
+
+    args = ("size", "llama-3.1-8b", "--hardware", "h100", "--traffic-curve",
+            "examples/arrivals/mooncake_conversation_5min.jsonl", *SLO)  # fmt: skip
+    out = run(*args, env={"COLUMNS": "80"}).stdout
+    last = list(re.finditer(r"autoscaling.*?-v:\s+more", out, re.S))[-1].group(0)
+    assert len(last.splitlines()) <= 3, last
+    loud = run("-v", *args, env={"COLUMNS": "80"}).stdout
+    assert "paid from the order" in loud and "paid from the order" not in out
