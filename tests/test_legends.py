@@ -139,3 +139,15 @@ def test_the_day_legend_is_at_most_three_lines(run):
     assert len(last.splitlines()) <= 3, last
     loud = run("-v", *args, env={"COLUMNS": "80"}).stdout
     assert "paid from the order" in loud and "paid from the order" not in out
+
+
+def test_analyze_legend_is_at_most_three_lines(run):
+    """analyze's calibration and band notes were five lines at 80 columns; the bands' full
+    provenance is under -v."""
+    import re
+
+    out = run("analyze", "llama-3.1-70b", "h100", "--tp", "4", env={"COLUMNS": "80"}).stdout
+    last = re.search(r"expected: .*?-v:\s+more", out, re.S)
+    assert last and len(last.group(0).splitlines()) <= 3, out
+    loud = run("-v", "analyze", "llama-3.1-70b", "h100", "--tp", "4", env={"COLUMNS": "80"})
+    assert "90th percentile of out-of-sample" in loud.stdout
