@@ -59,6 +59,10 @@ def _thin_note(deps: list[Mapping[str, Any]]) -> str:
     )
 
 
+def _gpus(n: int) -> str:
+    return f"{n:,} GPU" + ("" if n == 1 else "s")
+
+
 def _chip_line(a: Mapping[str, Any], deps: Sequence[Mapping[str, Any]]) -> str:
     """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none; its
     layout named as its row and the best line name it (_pools)."""
@@ -70,7 +74,7 @@ def _chip_line(a: Mapping[str, Any], deps: Sequence[Mapping[str, Any]]) -> str:
                                                                a["ep"])), None)  # fmt: skip
     layout = _pools(row).replace("\n ", " ") if row is not None else a["layout"]
     return (
-        f"  {hw}: {a['replicas']} x {layout} = {a['gpus']:,} GPUs, "
+        f"  {hw}: {a['replicas']} x {layout} = {_gpus(a['gpus'])}, "
         f"{_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
         f"TPOT {_lat(a['tpot_p99_s'])}"
     )
@@ -149,8 +153,9 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         layout = _pools(best).replace("\n ", " ")
         say(
             con,
-            f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
-            f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
+            f"best: {best['replicas']} x {_short(best['hardware'])} {layout} ="
+            f" {_gpus(best['gpus'])}, {_usd(best['cost_per_hour'])}/h,"
+            f" {_usd(best['cost_per_million_output_tokens'])}"
             f"/Mtok{(' ' + pm(best.get('bands'), 'cost_per_million_output_tokens')).rstrip()}, "
             f"for {fmt_rate(i['rate'])} "
             f"req/s of {i['model']}",
