@@ -24,6 +24,7 @@ from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
+from roofline.domain.units import fmt_rate
 from roofline.engines.engine import engine
 from roofline.engines.scheduler import with_frontend
 from roofline.serving.attention_dp import default_balance
@@ -119,7 +120,7 @@ def serve(
     Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
     pub.check_out(out, charts=True)
-    arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration)
+    arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration, lens)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
@@ -172,7 +173,7 @@ def serve(
     for p in doc["points"]:
         why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
         if why:
-            note(f"at {p['rate']:g} req/s: {why}" if p["rate"] else why)
+            note(f"at {fmt_rate(p['rate'])} req/s: {why}" if p["rate"] else why)
     if out is not None and not pub.is_html(out):
         from roofline.render.charts import save_serve
 
@@ -259,7 +260,7 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
-    arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve, rate)
+    arrivals, speedup, burstiness, workload, level = tr.sized(requests, traffic_curve, rate, lens)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
     kt.refuse("size without --workload")
@@ -292,7 +293,7 @@ def size(
     if day_rates is not None:
         day_cli.delays(m, hws, base, eng, scale_up_delay)
     drafting, net, tier = _size_links(cat, m, base, so, disagg, scale_out, pools, link)
-    edges = confidence_edges(confidence, hws, eng.profile_id, slo.pct)
+    edges = confidence_edges(level, hws, eng.profile_id, slo.pct)
     rows = size_search(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
         KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
@@ -310,7 +311,7 @@ def size(
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
         deployments, day_inputs, extra, drafting, router, answers, unsized,
-        confidence_level(confidence),
+        confidence_level(level),
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
@@ -344,7 +345,7 @@ def _none_found(doc, answers, slo, rate: float) -> None:
         return
     why = "; ".join(f"{a['hardware']}: {a['reason']}" for a in answers if a["reason"])
     what = "within the SLOs" if slo.ttft_s or slo.tpot_s else "(no SLO given: on saturation)"
-    note(f"size: no deployment serves {rate:g} req/s {what}: {why}")
+    note(f"size: no deployment serves {fmt_rate(rate)} req/s {what}: {why}")
     raise typer.Exit(1)
 
 
