@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +16,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.catalog.load import load_catalog, load_prices
+from roofline.domain.deployment import Deployment
 from roofline.domain.errors import InputError
+from roofline.domain.layout import Layout
+from roofline.domain.precision import WEIGHT_FORMATS
+from roofline.engines.engine import engine
 from roofline.fleet.build import pools
 from roofline.fleet.fleetfile import read_fleet
-from roofline.fleet.sharing import (
-    adapter_bytes,
-    lora_capacity_factor,
-    transfer_s,
-)
+from roofline.fleet.sharing import lora_capacity_factor, transfer_s
 from roofline.fleet.sources import log_hourly
+from roofline.step.lora import adapter_bytes_per_gpu as adapter_bytes
+from roofline.step.memory import plan_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,6 +48,49 @@ ROOT = Path(__file__).resolve().parent.parent
 )
 def test_adapter_bytes_by_hand(model, rank, expected):
     assert adapter_bytes(load_catalog().model(model), rank) == expected
+
+
+@pytest.mark.parametrize(
+    "model, tp, pp, expected",
+    [
+        # Llama-3.1-8B at rank 16 (d 4096, 32 x 128, 8 KV heads, FFN 14336, 32 layers). vLLM keeps
+        # A whole and splits B over TP in column-parallel q, k, v, gate, up (in + out / TP), and
+        # splits A in row-parallel o, down (in / TP + out). TP 1: 81920 per layer (above).
+        # TP 2: q 4096+2048, k, v 4096+512, o 2048+4096, gate, up 4096+7168, down 7168+4096
+        # = 2 x 6144 + 2 x 4608 + 3 x 11264 = 55296; x 16 x 32 x 2 = 56,623,104
+        ("llama-3.1-8b", 2, 1, 56_623_104),
+        # TP 4: q 4096+1024, k, v 4096+256, o 1024+4096, gate, up 4096+3584, down 3584+4096
+        # = 2 x 5120 + 2 x 4352 + 3 x 7680 = 41984; x 1024 = 42,991,616
+        ("llama-3.1-8b", 4, 1, 42_991_616),
+        # PP 2 at TP 1: a GPU holds 16 of the 32 layers: 81920 x 16 x 16 x 2 = 41,943,040
+        ("llama-3.1-8b", 1, 2, 41_943_040),
+        # DeepSeek-R1 at TP 8: q_a 7168+1536 and kv_a 7168+576 whole (TP disabled), q_b
+        # 1536+24576/8, kv_b 512+32768/8, o 16384/8+7168 = 8704+4608+7744+4608+9216 = 34880;
+        # x 16 x 61 x 2 = 68,085,760
+        ("deepseek-r1", 8, 1, 68_085_760),
+    ],
+)
+def test_adapter_slots_sharded_as_vllm_shards_them(model, tp, pp, expected):
+    m = load_catalog().model(model)
+    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], layout=Layout(tp=tp, pp=pp))
+    assert adapter_bytes(m, 16, dep) == expected
+    # 20 slots of them come out of each GPU's KV budget (vLLM allocates them before the KV)
+    hw = load_catalog().accelerator("h200")
+    bare = plan_memory(m, hw, dep, engine("vllm", hw)).kv_budget_bytes
+    held = plan_memory(m, hw, replace(dep, lora_slots=20, lora_rank=16), engine("vllm", hw))
+    assert bare > 20 * expected and bare - held.kv_budget_bytes == pytest.approx(20 * expected)
+
+
+@given(st.sampled_from(["llama-3.1-8b", "qwen3-32b", "deepseek-r1"]), st.integers(0, 3))
+def test_a_gpu_holds_no_more_than_one_adapter_and_the_group_at_least_one(name, k):
+    # each A and B is either whole or split in TP parts: one GPU's share is at most the whole
+    # adapter and shrinks as TP grows; the TP group's shares together hold at least the whole
+    m = load_catalog().model(name)
+    whole = adapter_bytes(m, 8)
+    tp = 2**k
+    one = adapter_bytes(m, 8, Deployment(layout=Layout(tp=tp)))
+    assert one <= whole and tp * one >= whole * (1 - 1e-12)
+    assert adapter_bytes(m, 8, Deployment(layout=Layout(tp=2 * tp))) <= one
 
 
 @given(st.floats(1e-4, 1.0))
@@ -162,9 +208,9 @@ def test_fleet_shows_lora_and_sleep(run, tmp_path):
     doc = r.json()
     (lo,) = doc["sharing"]["lora"]
     assert lo["adapter_bytes"] == 41_943_040  # by hand above (rank 8)
-    assert lo["slots_bytes_per_gpu"] == 20 * 41_943_040
+    assert lo["tp"] == 1 and lo["slots_bytes_per_gpu"] == 20 * 41_943_040
     # the 20 slots come out of each GPU's KV budget (vLLM allocates them before the KV cache)
-    assert lo["kv_budget_bytes_tp1"] - lo["kv_budget_bytes_tp1_with_slots"] == pytest.approx(
+    assert lo["kv_budget_bytes"] - lo["kv_budget_bytes_with_slots"] == pytest.approx(
         20 * 41_943_040
     )
     # one adapter over the H100's PCIe Gen5 x16 (64 GB/s, hardware/nvidia-h100-sxm.yaml)

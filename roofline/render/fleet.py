@@ -115,11 +115,11 @@ def sharing_table(sh: Mapping[str, Any], con: Console) -> None:
     """LoRA adapters, sleep/wake against cold start, co-location candidates (fleet/sharing.py)."""
     if sh["lora"]:
         cols = [T("model"), N("adapters\nx rank"), N("adapter"), N("slots\n/GPU"),
-                N("KV/GPU\nTP1"), N("load\nfrom host"), N("capacity\nkept")]  # fmt: skip
+                N("KV/GPU\nat TP"), N("load\nfrom host"), N("capacity\nkept")]  # fmt: skip
         body = [
             [x["name"], f"{x['adapters']} x r{x['rank']}", _gb(x["adapter_bytes"]),
              f"{x['gpu_slots']}: {_gb(x['slots_bytes_per_gpu'])}",
-             f"{_gb(x['kv_budget_bytes_tp1'])}->{_gb(x['kv_budget_bytes_tp1_with_slots'])}",
+             f"{x['tp']}: {_gb(x['kv_budget_bytes'])}->{_gb(x['kv_budget_bytes_with_slots'])}",
              csec(x["load_from_host_s"]), pct(x["capacity_kept"], 1)]
             for x in sh["lora"]
         ]  # fmt: skip
