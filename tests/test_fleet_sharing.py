@@ -23,7 +23,7 @@ from roofline.domain.precision import WEIGHT_FORMATS
 from roofline.engines.engine import engine
 from roofline.fleet.build import pools
 from roofline.fleet.fleetfile import read_fleet
-from roofline.fleet.sharing import lora_capacity_factor, transfer_s
+from roofline.fleet.sharing import lora_capacity_factor, no_sleep_reason, transfer_s
 from roofline.fleet.sources import log_hourly
 from roofline.step.lora import adapter_bytes_per_gpu as adapter_bytes
 from roofline.step.memory import plan_memory
@@ -99,6 +99,14 @@ def test_lora_kernels_keep_a_share_below_one(tpot_s):
     assert 0 < f < 1
     # a step of t + 2 ms serves what a step of t did: capacity x (t + 2 ms) = t
     assert f * (tpot_s + 0.002) == pytest.approx(tpot_s)
+
+
+def test_a_model_that_does_not_sleep_says_why():
+    # vLLM sleeps (its sleep mode, level 1); SGLang's release/resume has no published resume
+    # time for serving; an engine with no sleep mode says so
+    assert no_sleep_reason("vllm") == ""
+    assert "no published resume time" in no_sleep_reason("sglang")
+    assert no_sleep_reason("trtllm") == "not slept: no sleep mode known for trtllm"
 
 
 def test_lora_cost_and_transfers_by_hand():

@@ -18,6 +18,7 @@ from roofline.fleet.sharing import (
     SLEEP_ENGINES,
     WAKE_SOURCE,
     lora_capacity_factor,
+    no_sleep_reason,
     transfer_s,
 )
 from roofline.fleet.sizing import Option, deployment
@@ -62,11 +63,11 @@ def sharing_json(
         hw = cat.accelerator(chip)
         dep = deployment(ms, m).with_layout(tp=o.sized.tp, pp=o.sized.pp, ep=o.sized.ep)
         per_gpu = weight_bytes_per_gpu(m, dep)
-        ok = ms.engine in SLEEP_ENGINES  # vLLM's (CUDA and ROCm, its docs); others unknown
+        ok = ms.engine in SLEEP_ENGINES  # vLLM's (CUDA and ROCm, its docs); others: why not
         i = prob.names.index(ms.name)
         prof = (hw.efficiency.engines or {}).get(ms.engine)
         load = prof.load_bytes_per_s if prof is not None and prof.load_bytes_per_s > 0 else None
-        note = "" if ok else f"no sleep mode known for {ms.engine}"
+        note = no_sleep_reason(ms.engine)
         sleep.append(
             {
                 "name": ms.name,

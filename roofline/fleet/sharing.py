@@ -27,8 +27,10 @@ reload). Level 2 discards the weights too (no host RAM held) and reloads them on
 is the cold start's weight load without the engine start (weights / load bandwidth), listed.
 Wake time (level 1) = weight bytes per GPU / the host link bandwidth (the copy; the engine's
 graphs and allocator are kept). The rule: a model whose engine has a sleep mode (vLLM, CUDA and
-ROCm per its docs; SGLang's release/resume memory occupation has no published wake time, so its
-models do not sleep) and that does not say `sleep: false` sleeps in every hour its rate is 0:
+ROCm per its docs; SGLang's release/resume_memory_occupation has no published resume time for
+serving, searched in its docs, its PRs #7099 and #10873 and the RL frameworks that use it, so
+its models do not sleep and the output says why: NO_SLEEP) and that does not say
+`sleep: false` sleeps in every hour its rate is 0:
 its min_replicas are not held there (its GPUs are free for other models: the sleeping process
 keeps only its CUDA context), and a replica woken on an owned pool it slept on (the owned
 replicas of its last busy hour) starts in the wake time instead of the cold start. Predictive
@@ -72,6 +74,22 @@ LORA_SLOTS_SOURCE = (
 )
 SLEEP_ENGINES = ("vllm",)  # sleep mode with a measured wake: vLLM's (docs: CUDA and ROCm)
 SHARE_ENGINES = ("vllm",)  # a per-instance memory share: vLLM's gpu_memory_utilization
+# why an engine's models do not sleep (printed per model in the fleet's sleep table)
+NO_SLEEP = {
+    "sglang": "not slept: SGLang's release/resume_memory_occupation (--enable-memory-saver;"
+    " weights kept on the host only with --enable-weights-cpu-backup, sglang PR #10873) has no"
+    " published resume time for serving (its measured uses are RL rollouts, which refit the"
+    " weights after resuming)",
+}
+
+
+def no_sleep_reason(engine_id: str) -> str:
+    """Why a model on `engine_id` does not sleep ("" where its engine sleeps)."""
+    if engine_id in SLEEP_ENGINES:
+        return ""
+    return NO_SLEEP.get(engine_id, f"not slept: no sleep mode known for {engine_id}")
+
+
 WAKE_SOURCE = (
     "vLLM sleep mode level 1 (docs.vllm.ai features/sleep_mode; blog.vllm.ai 2025-10-26:"
     " wakes of 0.1-6 s measured, 0.6B-235B, A4000-A100): weights per GPU / host link"

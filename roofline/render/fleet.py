@@ -137,7 +137,8 @@ def sharing_table(sh: Mapping[str, Any], con: Console) -> None:
             for z in sh["sleep"]
         ]  # fmt: skip
         print_rows(con, "Sleep/wake (" + sh["applied"]["sleep"] + ")", cols, body)
-        say(con, "wake: " + sh["sources"]["wake"])
+        notes = [f"{z['name']}: {z['note']}" for z in sh["sleep"] if z["note"]]
+        say(con, "wake: " + sh["sources"]["wake"] + "; ".join(["", *notes]))
         con.print()
     cands = sh["colocation"]
     text = (
