@@ -23,7 +23,12 @@ from roofline.domain.precision import WEIGHT_FORMATS
 from roofline.engines.engine import engine
 from roofline.fleet.build import pools
 from roofline.fleet.fleetfile import read_fleet
-from roofline.fleet.sharing import lora_capacity_factor, no_sleep_reason, transfer_s
+from roofline.fleet.sharing import (
+    lora_capacity_factor,
+    no_sleep_reason,
+    slot_hit_share,
+    transfer_s,
+)
 from roofline.fleet.sources import log_hourly
 from roofline.step.lora import adapter_bytes_per_gpu as adapter_bytes
 from roofline.step.memory import plan_memory
@@ -99,6 +104,22 @@ def test_lora_kernels_keep_a_share_below_one(tpot_s):
     assert 0 < f < 1
     # a step of t + 2 ms serves what a step of t did: capacity x (t + 2 ms) = t
     assert f * (tpot_s + 0.002) == pytest.approx(tpot_s)
+
+
+def test_slot_hits_by_hand():
+    # 8 slots for 20 adapters: uniform, 8 / 20 of the requests; Zipf (share of the i-th
+    # proportional to 1 / i), 4 slots: H(4) / H(20) = (25 / 12) / 3.597740 = 0.579063
+    assert slot_hit_share(20, 8, "uniform") == pytest.approx(0.4)
+    assert slot_hit_share(20, 4, "zipf") == pytest.approx(2.0833333 / 3.5977397, abs=1e-6)
+    assert slot_hit_share(20, 20, "zipf") == slot_hit_share(20, 30, "uniform") == 1.0
+
+
+@given(st.integers(1, 300), st.integers(0, 300))
+def test_slot_hits_grow_with_slots_and_favour_a_skewed_popularity(n, k):
+    u, z = slot_hit_share(n, k, "uniform"), slot_hit_share(n, k, "zipf")
+    # the k most requested of decreasing shares carry at least k / n of the requests
+    assert 0.0 <= u <= z + 1e-12 <= 1.0 + 1e-12
+    assert slot_hit_share(n, k + 1, "zipf") >= z
 
 
 def test_a_model_that_does_not_sleep_says_why():

@@ -19,6 +19,7 @@ from roofline.fleet.sharing import (
     WAKE_SOURCE,
     lora_capacity_factor,
     no_sleep_reason,
+    slot_hit_share,
     transfer_s,
 )
 from roofline.fleet.sizing import Option, deployment
@@ -89,6 +90,9 @@ def sharing_json(
         e = o.sized.expected
         tpot = e.tpot_s.mean if e is not None else 0.0
         given = ms.lora.throughput_cost
+        # each GPU loads its shard over its own host link; a request waits for it on a miss
+        load_s = transfer_s(adapter_bytes_per_gpu(m, ms.lora.rank, dep), _host(hw))
+        hit = slot_hit_share(ms.lora.adapters, ms.lora.gpu_slots, ms.lora.popularity)
         bare = replace(dep, lora_slots=0)  # the placed layout's KV budget without, with slots
         kv0: float | None
         kv1: float | None
@@ -112,9 +116,9 @@ def sharing_json(
                 "kv_budget_bytes": kv0,
                 "kv_budget_bytes_with_slots": kv1,
                 "slots_source": LORA_SLOTS_SOURCE,
-                "load_from_host_s": transfer_s(
-                    adapter_bytes_per_gpu(m, ms.lora.rank, dep), _host(hw)
-                ),  # each GPU loads its shard over its own host link
+                "load_from_host_s": load_s,
+                "slot_hit_share": hit,
+                "miss_wait_mean_s": None if load_s is None else (1.0 - hit) * load_s,
                 "tpot_mean_s": tpot,
                 "capacity_kept": (1.0 - given) if given is not None else lora_capacity_factor(tpot),
                 "throughput_source": ms.lora.source if given is not None else LORA_SOURCE,

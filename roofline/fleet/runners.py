@@ -9,10 +9,13 @@ set before the fork and inherited by the workers) so that N workers use N cores.
 Ray (an optional extra: pip install 'roofline[ray]') runs the items on a pool of actors, each
 holding its prepared state, through ray.util.ActorPool (Ray's own scheduling: nothing here
 decides which node runs what). `address` is the cluster's (the CLI reads RAY_ADDRESS; None
-starts a local instance of `workers` CPUs and stops it after)."""
+starts a local instance of `workers` CPUs, its session files in a temporary directory, and
+stops it and removes them after)."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -56,14 +59,16 @@ def _ray(prepare, fn, shared, items: Sequence[Any], workers: int, address: str |
             return fn(self.state, item)
 
     started = not ray.is_initialized()
+    scratch: str | None = None
     if started:
         quiet: dict[str, Any] = {
             "include_dashboard": False,
             "log_to_driver": False,
             "logging_level": "ERROR",
         }
-        if address is None:
-            ray.init(num_cpus=workers, **quiet)
+        if address is None:  # its session files in a directory of its own, removed after
+            scratch = tempfile.mkdtemp(prefix="rlray")  # short: socket paths < 108 characters
+            ray.init(num_cpus=workers, _temp_dir=scratch, **quiet)
         else:
             ray.init(address=address, **quiet)
     try:
@@ -74,6 +79,8 @@ def _ray(prepare, fn, shared, items: Sequence[Any], workers: int, address: str |
     finally:
         if started:
             ray.shutdown()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run(

@@ -11,8 +11,14 @@ a LoRA model's replica is derated by its kernels):
   slots (default: one per adapter) at the adapters' rank in the model's deployment
   (Deployment.lora_slots, lora_rank), so plan_memory takes them from every GPU's KV budget, at
   each layout `size` searches.
-- adapter load from host: one adapter's bytes / the chip's host link (PCIe) bandwidth
-  (hardware/*.yaml host_link), the time a request for an adapter not in a slot waits.
+- adapter load from host: one adapter's bytes on a GPU (its shard) / the chip's host link (PCIe)
+  bandwidth (hardware/*.yaml host_link), the time a request for an adapter not in a slot waits.
+  With fewer slots than adapters, the share of requests whose adapter is in a slot is at most
+  that of the `slots` most requested adapters (a static top-k; vLLM's LRU slot cache,
+  LRUCacheWorkerLoRAManager, hits no more often): slots / adapters under uniform popularity,
+  H(slots) / H(adapters) under Zipf's law with exponent 1 (request share of the i-th adapter
+  proportional to 1 / i; H(n) = 1 + 1/2 + ... + 1/n). Listed, with the mean wait it adds to a
+  request's TTFT (misses x load time), not charged to the SLO count.
 - throughput: Punica (Chen et al., MLSys 2024, arXiv 2310.18547, abstract) measures its batched
   LoRA kernel (SGMV) adding 2 ms per decoded token over the base model for a batch of distinct
   adapters (Llama-2 7B on A100). A replica's decode step of TPOT t then takes t + 2 ms, so its
@@ -105,6 +111,18 @@ def half_memory(eng: Engine) -> Engine:
 def lora_capacity_factor(tpot_s: float) -> float:
     """Share of a replica's capacity left with batched LoRA kernels: t / (t + 2 ms) (Punica)."""
     return tpot_s / (tpot_s + PUNICA_S_PER_TOKEN) if tpot_s > 0 else 1.0
+
+
+def slot_hit_share(adapters: int, slots: int, popularity: str) -> float:
+    """Share of requests whose adapter is in one of `slots` GPU slots, at most (the slots
+    holding the most requested adapters; module docstring): uniform slots / adapters, Zipf
+    H(slots) / H(adapters)."""
+    k = min(slots, adapters)
+    if k >= adapters:
+        return 1.0
+    if popularity == "zipf":
+        return sum(1.0 / i for i in range(1, k + 1)) / sum(1.0 / i for i in range(1, adapters + 1))
+    return k / adapters
 
 
 def transfer_s(n_bytes: float, host_bytes_per_s: float | None) -> float | None:
