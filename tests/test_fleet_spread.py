@@ -87,6 +87,29 @@ def test_a_day_is_its_own_seed(days):
         assert v["p10"] <= v["p50"] <= v["p90"]
 
 
+def _blas_threads(state, item) -> tuple[int, int, int]:
+    from threadpoolctl import threadpool_info
+
+    return item, state, max([p["num_threads"] for p in threadpool_info()] or [1])
+
+
+def test_the_pool_prepares_once_and_caps_blas_at_one_thread_per_worker():
+    # the pool is serving.workers' (forked); the state is prepared once, in this process, and
+    # each worker's BLAS runs one thread whatever this process had
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    made = []
+    with threadpool_limits(limits=2):
+        out = run(
+            lambda s: made.append(os.getpid()) or s * 10, _blas_threads, 4, [0, 1, 2], workers=2
+        )
+    assert made == [os.getpid()]
+    assert [(i, st) for i, st, _ in out] == [(0, 40), (1, 40), (2, 40)]
+    assert all(n == 1 for _, _, n in out)
+
+
 def _json(days: list) -> str:
     return json.dumps(
         {"answer": percentiles(days), "days": [vars(d) for d in days]}, sort_keys=True

@@ -23,6 +23,7 @@ from roofline.domain.hardware import Accelerator
 from roofline.domain.layout import check_shape, distinct_stages, stage_layer_counts
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
+from roofline.step.lora import lora_slot_bytes_per_gpu
 from roofline.step.ops import (
     Deployment,
     cached_tokens_cap,
@@ -116,7 +117,9 @@ def plan_memory(
     eng: Engine,
     capacity_bytes: float | None = None,
 ) -> MemoryPlan:
-    """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory)."""
+    """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory); the
+    runtime overhead is the engine's plus the LoRA adapter slots the deployment holds on each
+    GPU (roofline.step.lora: vLLM allocates them at load, before the KV cache)."""
     check_shape(model, dep.layout)
     cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
     if cap <= 0:
@@ -125,7 +128,7 @@ def plan_memory(
     act = (
         float(activation_peak_bytes(model, dep, eng.profile_tokens)) if eng.profile_tokens else 0.0
     )
-    runtime = eng.runtime_overhead_bytes
+    runtime = eng.runtime_overhead_bytes + lora_slot_bytes_per_gpu(model, dep)
     if eng.rule == "fraction_of_capacity":
         budget = cap * eng.memory_fraction - weights - act - runtime
     elif eng.rule == "fraction_of_free":
