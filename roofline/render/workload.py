@@ -44,6 +44,17 @@ CLASS_COLS = (
 def workload_serve_table(doc: Mapping[str, Any], con: Console) -> None:
     """serve's table, then each class at each rate (expected figures)."""
     serve_table.__wrapped__(doc, con)  # type: ignore[attr-defined]
+    wl = (doc.get("inputs") or {}).get("workload") or {}
+    arr, seq = wl.get("arrivals_per_s"), wl.get("sequences_per_s")
+    if arr and seq and abs(seq / arr - 1) > 1e-9:  # samples, turns or sub-agents per arrival
+        sat = (doc.get("saturation_rate") or {}).get("expected")
+        at = f"; saturation {sat:.3g} sequences/s = {sat * arr / seq:.3g} arrivals/s" if sat else ""
+        say(
+            con,
+            f"units: the rate counts arrivals ({arr:.3g} arrivals/s = {seq:.3g} sequences/s:"
+            f" each sample, turn and sub-agent a sequence); requests/s, goodput and saturation"
+            f" above count sequences{at}",
+        )
     for p in doc["points"]:
         classes = p["expected"].get("classes") or []
         print_rows(

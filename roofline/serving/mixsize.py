@@ -63,14 +63,15 @@ def replicas_at_edges(
     """The pool sized at --confidence's band edges (serving.confidence, as size sizes one shape):
     the fewest replicas meeting both the classes' SLOs at the arrivals ÷ the throughput band's
     low edge (confidence.slowed) and, at the arrivals given, every SLO (the classes' own and
-    the command's) ÷ its band's high edge (mixday.edged); never fewer than `expected`'s."""
+    the command's) ÷ its band's high edge (mixday.edged); never fewer than `expected`'s. The
+    figures are the run at the arrivals given on that many replicas."""
     from roofline.serving.confidence import slowed
     from roofline.serving.mixday import edged
 
     n = 1 if expected is None else expected.replicas  # each edge needs at least as many
-    runs = [replicas_needed(rep, slowed(w, e, seed), slo, router, n),
-            replicas_needed(rep, edged(w, e), e.slo(slo), router, n)]  # fmt: skip
-    return max(runs, key=lambda s: s.replicas)
+    n = max(replicas_needed(rep, slowed(w, e, seed), slo, router, n).replicas,
+            replicas_needed(rep, edged(w, e), e.slo(slo), router, n).replicas)  # fmt: skip
+    return replicas_needed(rep, w, slo, router, n)  # the offered rate's figures at that count
 
 
 def size_apart(
