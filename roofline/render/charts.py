@@ -288,7 +288,9 @@ def save_day(doc: Mapping[str, Any], path: Path) -> None:
                 if k.get(f"slo_{key}_s"):
                     ax.axhline(k[f"slo_{key}_s"] * 1e3, linestyle=":",
                                color=line[0].get_color(), label=f"{k['name']} SLO")  # fmt: skip
-            ax.set_yscale("log")  # classes' SLOs may be orders of magnitude apart
+            slos = [k[f"slo_{key}_s"] for k in day["classes"] if k.get(f"slo_{key}_s")]
+            if slos and max(slos) > 10 * min(slos):  # SLOs orders of magnitude apart
+                ax.set_yscale("log")
         else:
             ax.step(hours, steps(f"{key}_p99_s", 1e3), where="post", label=f"p99 {name}")
             if i.get(f"slo_{key}_s"):
