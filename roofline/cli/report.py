@@ -70,8 +70,9 @@ def report(
         "model": results[0]["model"],
         "candidates": [r["name"] for r in results],
         "rate": topt.rates(str(first["rate"]))[0] if first.get("rate") is not None else None,
-        "prompt_tokens": results[0]["prompt_tokens"],
-        "output_tokens": results[0]["output_tokens"],
+        "prompt_tokens": results[0].get("prompt_tokens"),  # None: a workload file's classes
+        "output_tokens": results[0].get("output_tokens"),
+        "workload": results[0].get("workload"),
         "max_ttft_p99_s": _seconds(checks.get("max_ttft_p99")),
         "max_tpot_p99_s": _seconds(checks.get("max_tpot_p99")),
         "checks": {k: v for k, v in checks.items() if v is not None},

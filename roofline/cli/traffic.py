@@ -356,7 +356,8 @@ def _size_workload(o: dict) -> None:
 
     curve = o["traffic_curve"]
     unused = {
-        "--disagg": o["disagg"], "--pools": o["pools"], "--out": o["out"],
+        "--disagg": o["disagg"], "--pools": o["pools"],
+        "--out FILE.html (the day's chart: .svg, .png or .pdf)": pub.is_html(o["out"]),
         "--drafter": o["so"].drafter, "--minimize gpus": o["minimize"] != "cost",
         "--headroom (without --traffic-curve)": o["headroom"] != HEADROOM and curve is None,
     }  # fmt: skip
@@ -365,27 +366,38 @@ def _size_workload(o: dict) -> None:
         raise InputError(f"--workload sizes each class on its SLOs alone: drop {', '.join(given)}")
     lens, px, sl, rate, kt = o["lens"], o["px"], o["sl"], o["rate"], o["kt"]
     wf.refuse_shapes(px, lens, None, None)
-    day_rates = day_cli.start(curve, o["scale_up_delay"], None)
+    day_rates = day_cli.start(curve, o["scale_up_delay"], o["out"])
     cat = catalog()
     m, hws = cat.model(o["model"]), _accelerators(cat, o["hardware"])
     eng = with_frontend(engine(o["engine_name"], hws[0]), o["frontend"])
     one = _size_rate(rate, day_rates) if rate is not None or curve is not None else None
     slo, router = sl.slo(), check_router(o["router"])
+    edges = confidence_edges(o["confidence"], hws, eng.profile_id, slo.pct)
     day = None
     if day_rates is not None:  # each deployment's day, the classes at their shares (cli.day)
         delay = day_cli.parse_delay(o["scale_up_delay"])
         day_cli.delays(m, hws, opt.deployment(o["weights"], o["kv_dtype"], model=m), eng,
                        o["scale_up_delay"])  # fmt: skip
-        day = day_cli.mix_day(m, eng, day_rates, o["headroom"], delay, slo, o["seed"], router)
+        day = day_cli.mix_day(m, eng, day_rates, o["headroom"], delay, slo, o["seed"], router,
+                              edges)  # fmt: skip
     doc = wf.size_doc(
         cat, m, hws, o["weights"], o["kv_dtype"], eng, o["workload"], one, o["requests"],
         o["seed"], slo, topt.price_table(cat, o["price"]), router,
-        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w), day=day,
+        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w), day=day, edges=edges,
     )  # fmt: skip
+    doc["inputs"]["confidence"] = confidence_level(o["confidence"])
     if day_rates is not None:
         doc["inputs"].update(day_cli.day_inputs(day_rates, str(curve), delay))
         doc["inputs"]["headroom"] = o["headroom"]
     pub.publish(doc, o["fmt"], doc["deployments"], render.workload_size_table, None)
+    if day_rates is not None and o["out"] is not None:  # the best deployment's day, drawn
+        best = doc["deployments"][0]
+        label = f"{best['hardware']} TP{best['tp']}"
+        day_doc = {
+            "inputs": doc["inputs"],
+            "day": best["day"] and {**best["day"], "deployment": label},
+        }
+        day_cli.chart(day_doc, o["out"])
 
 
 def _size_rate(rate: str | None, day_rates, arrivals: str | None = None) -> float | None:

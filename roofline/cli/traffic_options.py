@@ -282,14 +282,11 @@ class ArrivalOptions:
         lens: LengthOptions = LENGTHS_DEFAULT,
     ):
         """size's (arrivals, speedup, burstiness, workload, confidence), under the rule check
-        and report apply (traffic_rules); a workload file is sized on its expected
-        figures only."""
+        and report apply (traffic_rules)."""
         keys = {**self.spec_keys(), "requests": requests, "traffic_curve": traffic_curve,
                 "rate": rate}  # fmt: skip
         traffic_rules({k: v for k, v in keys.items() if v is not None}, sizes=True)
         lens.once(self.arrivals, self.workload)
-        if self.workload is not None and self.confidence != CONFIDENCE:
-            raise InputError("--workload sizes on the expected figures: drop --confidence")
         return self.arrivals, self.speedup, self.burstiness, self.workload, self.confidence
 
 
