@@ -260,7 +260,9 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
-    arrivals, speedup, burstiness, workload, level = tr.sized(requests, traffic_curve, rate, lens)
+    arrivals, speedup, burstiness, workload, confidence = tr.sized(
+        requests, traffic_curve, rate, lens
+    )
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
     kt.refuse("size without --workload")
@@ -293,7 +295,7 @@ def size(
     if day_rates is not None:
         day_cli.delays(m, hws, base, eng, scale_up_delay)
     drafting, net, tier = _size_links(cat, m, base, so, disagg, scale_out, pools, link)
-    edges = confidence_edges(level, hws, eng.profile_id, slo.pct)
+    edges = confidence_edges(confidence, hws, eng.profile_id, slo.pct)
     rows = size_search(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
         KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
@@ -311,7 +313,7 @@ def size(
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
         deployments, day_inputs, extra, drafting, router, answers, unsized,
-        confidence_level(level),
+        confidence_level(confidence),
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
