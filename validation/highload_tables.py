@@ -214,6 +214,13 @@ def _shared_expert_trtllm(r: ServingResult) -> bool:
     return r.engine == "trtllm" and model.startswith(("deepseek", "llama-4"))
 
 
+def _cdna3_plain_gemms(r: ServingResult) -> bool:
+    """A CDNA 3 case whose linears are per-tensor FP8 (not a block-scaled checkpoint)."""
+    case = _case_keys().get(r.id, {})
+    block = str(case.get("model", "")).startswith("deepseek")
+    return r.hardware in ("amd-mi300x", "amd-mi325x") and case.get("weights") == "fp8" and not block
+
+
 MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts on)
     (
         "vLLM V0's host time per running sequence on AMD Instinct refitted on the family's own "
@@ -282,6 +289,16 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "DeepSeek-R1 rows and the aiconfigurator comparison below",
         _shared_expert_trtllm,
     ),
+    (
+        "CDNA 3's per-tensor FP8 GEMMs apart from the block-scaled ones (hardware/kernels-amd.yaml "
+        "fp8 / fp8_block; validation/calibrate_amd_kernels.py): Llama FP8 checkpoints run plain "
+        "hipBLASLt FP8 GEMMs, whose large-GEMM plateau is 0.424 of the FP8 peak (AMD's "
+        "Max-Achievable FLOPs blog, 1,273 TFLOPS; Azure's ND MI300X v5 hipBLASLt table, "
+        "955-1,160 TFLOPS at 4,096-32,768), where the AITER block-scaled fit gave 0.271; "
+        "checkpoints with weight_block_size (DeepSeek-V3/R1) keep it. Nothing fitted on "
+        "serving cases",
+        _cdna3_plain_gemms,
+    ),
 )
 
 
@@ -299,16 +316,12 @@ LEFT = (
     "take no kernel factor (the pre-AITER fit would charge them the Triton kernels' time); "
     "independent 2025-26 runs put SGLang's MoE/MLA on CDNA 3 about 2x too fast (issue 34): "
     "uncalibrated here until such a run is collected.\n"
-    "- AMD, sizing dense models (`size llama-3.1-70b --hardware h100,mi300x --weights fp8`: 35 "
-    "MI300X at TP1 against 20 H100 at TP4): the MI300X count is set by prefill compute. The "
-    "CDNA 3 GEMM curve's plateau is 0.271 of the FP8 peak, fitted on AITER's block-scaled "
-    "(1x128x128) FP8 tuner timings, which stand in for the per-tensor FP8 GEMMs Llama FP8 runs "
-    "through hipBLASLt (hardware/kernels-amd.yaml notes); an 8,192-token prefill (4 x 2k) takes "
-    "1.70 s on one MI300X (0.43 s ideal), 0.77 s on four, against 0.35 s on four H100, and each "
-    "such chunk stalls every running sequence's next token, so TPOT p99 binds the MI300X "
-    "replicas at 0.65 req/s per GPU. No per-tensor FP8 GEMM timing of the MI300X (cu_num 304) is "
-    "in the kernel data; the bands beside it (TTFT/TPOT from 12 points of one source) are "
-    "marked thin (†) in the size table.\n"
+    "- AMD, sizing dense models (`size llama-3.1-70b --rate 10 --hardware h100,mi300x "
+    "--weights fp8 --kv-dtype fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms`): "
+    "11 MI300X at TP1 against 8 H100 at TP2, 17 MI300X before the per-tensor FP8 curve (its "
+    "count is set by prefill compute, which ran on AITER's block-scaled FP8 plateau, 0.271 of "
+    "the peak, where Llama FP8's hipBLASLt GEMMs reach 0.424). The bands beside it (TTFT/TPOT "
+    "from 12 points of one source) are marked thin (†) in the size table.\n"
     "- AMD, vLLM 2048 in / 2048 out at 500-1,500 sequences (both dev-docker images): "
     "throughput 1.5-2x over-predicted (long-context decode attention on CDNA3); multi-step "
     "(0.7.3) throughput rows moved up with the lower per-sequence cost.\n"
