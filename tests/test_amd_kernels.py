@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from roofline.cases.case import Case
 from roofline.catalog.load import load_catalog
@@ -137,3 +139,21 @@ def test_engine_cpu_fit_weighs_every_family_the_same():
     bases.append(_base("fam-b", 12.1, 10e-3, case))
     params = fit(bases, {"compute": 0.8, "memory": 0.8})
     assert params["cpu:vllm"] == pytest.approx(1.0e-3, abs=13e-6)  # the 25 us grid
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    m=st.integers(1, 65536),
+    n=st.integers(64, 65536),
+    k=st.integers(64, 32768),
+)
+def test_per_tensor_fp8_between_block_scaled_and_the_speed_of_light(m, n, k):
+    # the per-tensor curve differs from the block-scaled one only by a higher plateau: never
+    # slower than the block-scaled GEMM of the same shape, never under the roofline's ideal
+    # (F / peak, Q / bandwidth)
+    f, q = 2.0 * m * n * k, float(n * k + m * (n + k))
+    peak, bw = MI300X.peak("fp8"), MI300X.memory_bandwidth_bytes_per_s
+    plain = float(gemm_time_s(f, q, m, n, peak, bw, TENSOR))
+    block = float(gemm_time_s(f, q, m, n, peak, bw, CURVE))
+    assert plain <= block * (1 + 1e-12)
+    assert plain >= max(f / peak, q / bw) * (1 - 1e-12)
