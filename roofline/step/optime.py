@@ -266,8 +266,8 @@ def _plan(
             alu = op.quantized and dep.weights.alu_flops > 0
             out.append(_OpPlan(SHARES, **common, eta=eta_m, eta_compute=eta_c, alu=alu))
             continue
-        key = (d, op.block_scaled)
-        view = views.get(key) or views.setdefault(key, kernel_view(eff, d, op.block_scaled))
+        vk = (d, op.block_scaled)
+        view = views.get(vk) or views.setdefault(vk, kernel_view(eff, d, op.block_scaled))
         if op.kind == "matmul":
             common |= {
                 "matmul": True,
