@@ -224,9 +224,8 @@ def _cdna3_plain_gemms(r: ServingResult) -> bool:
 MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts on)
     (
         "vLLM V0's host time per running sequence on AMD Instinct refitted on the family's own "
-        "single-step V0 runs (225 → 115 µs, hardware/engines.yaml vllm-v0; "
-        "validation/fit_amd_v0.py, four sources, 110-140 µs leaving one out; 70 µs before the "
-        "per-tensor FP8 curve below): ROCm's vLLM 0.7.3 "
+        "single-step V0 runs (225 → 70 µs, hardware/engines.yaml vllm-v0; "
+        "validation/fit_amd_v0.py, four sources, 35-75 µs leaving one out): ROCm's vLLM 0.7.3 "
         "batch-latency table and Oracle's 405B runs decode batches of 64-128 in 15-85% less "
         "time than 225 µs per sequence gives",
         lambda r: (

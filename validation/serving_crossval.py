@@ -91,16 +91,16 @@ V0_FIT = {
 
 # vLLM V0's per-sequence host cost on AMD Instinct (issue 34) refitted on the family's own
 # single-step V0 points without each of their four sources, as `python -m validation.fit_amd_v0`
-# prints (all four: 115 us; on the per-tensor FP8 curve, hardware/kernels-amd.yaml fp8)
+# prints (all four: 70 us)
 AMD_V0_FIT = {
     "https://blogs.oracle.com/cloud-infrastructure/post/"
-    "serving-llama-31-405b-model-with-amd-mi300x-gpus": 115e-6,
+    "serving-llama-31-405b-model-with-amd-mi300x-gpus": 75e-6,
     "https://github.com/ROCm/vllm/blob/b309ea79418c6fc9058a6b2dec312375d3c75753/docs/dev-docker/"
-    "README.md": 140e-6,
+    "README.md": 35e-6,
     "https://github.com/saienduri/vllm-docs/blob/080d0ad63154d46325ced75a1633b7b2653b3d58/"
-    "README.md": 110e-6,
+    "README.md": 70e-6,
     "https://github.com/vllm-project/vllm-project.github.io/blob/"
-    "0b57588444565142727b814875d10e86626c399a/_posts/2024-10-23-vllm-serving-amd.md": 120e-6,
+    "0b57588444565142727b814875d10e86626c399a/_posts/2024-10-23-vllm-serving-amd.md": 70e-6,
 }
 
 
