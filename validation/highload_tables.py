@@ -214,13 +214,6 @@ def _shared_expert_trtllm(r: ServingResult) -> bool:
     return r.engine == "trtllm" and model.startswith(("deepseek", "llama-4"))
 
 
-def _cdna3_plain_gemms(r: ServingResult) -> bool:
-    """A CDNA 3 case whose linears are per-tensor FP8 (not a block-scaled checkpoint)."""
-    case = _case_keys().get(r.id, {})
-    block = str(case.get("model", "")).startswith("deepseek")
-    return r.hardware in ("amd-mi300x", "amd-mi325x") and case.get("weights") == "fp8" and not block
-
-
 MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts on)
     (
         "vLLM V0's host time per running sequence on AMD Instinct refitted on the family's own "
@@ -289,16 +282,6 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "DeepSeek-R1 rows and the aiconfigurator comparison below",
         _shared_expert_trtllm,
     ),
-    (
-        "CDNA 3's per-tensor FP8 GEMMs apart from the block-scaled ones (hardware/kernels-amd.yaml "
-        "fp8 / fp8_block; validation/calibrate_amd_kernels.py): Llama FP8 checkpoints run plain "
-        "hipBLASLt FP8 GEMMs, whose large-GEMM plateau is 0.424 of the FP8 peak (AMD's "
-        "Max-Achievable FLOPs blog, 1,273 TFLOPS; Azure's ND MI300X v5 hipBLASLt table, "
-        "955-1,160 TFLOPS at 4,096-32,768), where the AITER block-scaled fit gave 0.271; "
-        "checkpoints with weight_block_size (DeepSeek-V3/R1) keep it. Nothing fitted on "
-        "serving cases",
-        _cdna3_plain_gemms,
-    ),
 )
 
 
@@ -317,10 +300,16 @@ LEFT = (
     "independent 2025-26 runs put SGLang's MoE/MLA on CDNA 3 about 2x too fast (issue 34): "
     "uncalibrated here until such a run is collected.\n"
     "- AMD, sizing dense models (`size llama-3.1-70b --rate 10 --hardware h100,mi300x "
-    "--weights fp8 --kv-dtype fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms`): "
-    "11 MI300X at TP1 against 8 H100 at TP2, 17 MI300X before the per-tensor FP8 curve (its "
-    "count is set by prefill compute, which ran on AITER's block-scaled FP8 plateau, 0.271 of "
-    "the peak, where Llama FP8's hipBLASLt GEMMs reach 0.424). The bands beside it (TTFT/TPOT "
+    "--weights fp8 --kv-dtype fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms`: 17 "
+    "MI300X at TP1 against 8 H100 at TP2): the MI300X count is set by prefill compute on the "
+    "CDNA 3 FP8 plateau, 0.271 of the peak, fitted on AITER's block-scaled FP8 GEMMs. "
+    "hipBLASLt's own per-tensor FP8 GEMMs, what Llama FP8 runs, reach 0.424 on large shapes "
+    "(AMD's Max-Achievable FLOPs blog, 1,273 TFLOPS; Azure's ND MI300X v5 table, 955-1,160 "
+    "TFLOPS; validation/kernel_cdna3_gemm.csv) and would size 11 MI300X, but the served vLLM "
+    "runs disagree: at that plateau the 45 Llama FP8 high-load points on MI300X go from 12% "
+    "(+2%) to 22% (+21%) out of sample, AMD's vLLM latency table refits vLLM's per-step CPU "
+    "time from 1450 to 1725 µs and the family's band from 0.078 to 0.132, so it is not adopted "
+    "(validation/calibrate_amd_kernels.py ADOPT_PER_TENSOR). The bands beside it (TTFT/TPOT "
     "from 12 points of one source) are marked thin (†) in the size table.\n"
     "- AMD, vLLM 2048 in / 2048 out at 500-1,500 sequences (both dev-docker images): "
     "throughput 1.5-2x over-predicted (long-context decode attention on CDNA3); multi-step "
