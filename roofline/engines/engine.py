@@ -30,6 +30,11 @@ class Engine:
     # the hardware/engines.yaml profile whose host costs and scheduler defaults apply: a version
     # profile of the engine (roofline/engines/versions.py), "" for the engine's own
     profile: str = ""
+    # the version asked for ("" when none: the current release), and whether memory_fraction was
+    # given (a run's --gpu-memory-utilization / --mem-fraction-static) rather than the default,
+    # which SGLang derives per device and layout (roofline.engines.scheduler.sglang_static_fraction)
+    version: str = ""
+    fraction_given: bool = False
 
     @property
     def profile_id(self) -> str:
@@ -141,7 +146,10 @@ def engine(name: str, hw: Accelerator | None = None, version: object = None) -> 
             f"unknown engine '{name}'", hint=f"choose auto or one of {', '.join(ENGINES)}"
         )
     eng = ENGINES[key]
-    if version is None or hw is None:
+    if version is None:
+        return eng
+    eng = replace(eng, version=str(version))
+    if hw is None:
         return eng
     prof = pick_profile(key, version, hw.efficiency.engines or {})
     return eng if prof == key else replace(eng, profile=prof)

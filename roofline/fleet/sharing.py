@@ -127,7 +127,7 @@ def with_lora_slots(eng: Engine, slot_bytes: float) -> Engine:
 def half_memory(eng: Engine) -> Engine:
     """One of two engines sharing a GPU: half the engine's memory fraction (module docstring:
     vLLM --gpu-memory-utilization, a per-instance share)."""
-    return replace(eng, memory_fraction=eng.memory_fraction / 2)
+    return replace(eng, memory_fraction=eng.memory_fraction / 2, fraction_given=True)
 
 
 def lora_capacity_factor(tpot_s: float) -> float:
