@@ -213,6 +213,19 @@ def _sharegpt(r: ServingResult) -> bool:
     return str(_case_keys().get(r.id, {}).get("prompt", "")).startswith("sharegpt-")
 
 
+def _sglang_derived_fraction(r: ServingResult) -> bool:
+    from roofline.engines.versions import parse_version
+
+    case = _case_keys().get(r.id, {})
+    v = parse_version(case.get("engine_version"))
+    return (
+        r.engine == "sglang"
+        and v is not None
+        and v >= (0, 5, 5)
+        and case.get("gpu_memory_utilization") is None
+    )
+
+
 def _shared_expert_trtllm(r: ServingResult) -> bool:
     model = str(_case_keys().get(r.id, {}).get("model", ""))
     return r.engine == "trtllm" and model.startswith(("deepseek", "llama-4"))
@@ -297,6 +310,16 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "tokens against the log-normal's 1,090, prompt and answer anti-correlated: the long "
         "tail that left a burst's last requests decoding alone was the assumption's",
         _sharegpt,
+    ),
+    (
+        "SGLang's KV pool at the mem_fraction_static its server derives from 0.5.5 (sgl-project/"
+        "sglang PR #10975, ServerArgs._handle_gpu_memory_settings: the device's memory less "
+        "512 MiB + 1.5 x the prefill chunk + 2 x cuda_graph_max_bs + TP x PP / 8 GiB, and more "
+        "under attention DP; roofline/engines/scheduler.py sglang_static_fraction) instead of "
+        "0.88: 0.835 on one H100 or A100 (sgl-project/sglang issue #29092 reads 0.828 in a "
+        "later release), 0.818 at TP8, so Qwen3-32B keeps 5.5 GiB of KV, not 9, and SGLang's "
+        "running batch is the smaller one its pool allows",
+        _sglang_derived_fraction,
     ),
 )
 

@@ -61,8 +61,9 @@ ENGINES: dict[str, Engine] = {
         0.0,
         0,
         1,
-        "SGLang server args: mem_fraction_static (0.88 on large GPUs; uncertain, it varies with "
-        "GPU size and TP); token-granular KV pool (page size 1)",
+        "SGLang server args: mem_fraction_static 0.88 before 0.5.5 (uncertain, it varied with "
+        "GPU size and TP), from 0.5.5 derived per device and layout "
+        "(roofline.engines.scheduler.sglang_static_fraction); token-granular KV pool (page size 1)",
     ),
     "trtllm": Engine(
         "trtllm",
