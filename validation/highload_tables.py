@@ -333,7 +333,7 @@ LEFT = (
     "directions across the two pages, so no engine figure fitted on one improves the other "
     "out of sample. Not the lengths: with ShareGPT's own lengths (the mechanism above) the "
     "single-H100 ShareGPT bursts are over-predicted as the same page's fixed-length bursts "
-    "are (+69% to +100% against +76% to +138% at 2,000-4,000 in), and the page's 32,000-token "
+    "are (+45% to +80% against +76% to +138% at 2,000-4,000 in), and the page's 32,000-token "
     "vLLM run decodes one sequence in 43 ms a step, twice the 22 ms an H100 SXM's bandwidth "
     "allows (30.6 ms modelled; the page names an H100 SXM at gpustack@1f37f1b8): a slow machine "
     "in every regime, where the same lab's A100 page is within 18% at 2,000-4,000 in.\n"
