@@ -105,7 +105,7 @@ WAKE_SOURCE = (
 def half_memory(eng: Engine) -> Engine:
     """One of two engines sharing a GPU: half the engine's memory fraction (module docstring:
     vLLM --gpu-memory-utilization, a per-instance share)."""
-    return replace(eng, memory_fraction=eng.memory_fraction / 2)
+    return replace(eng, memory_fraction=eng.memory_fraction / 2, fraction_given=True)
 
 
 def lora_capacity_factor(tpot_s: float) -> float:
