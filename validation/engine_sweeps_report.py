@@ -4,7 +4,8 @@ print how its cases spread: per engine, hardware, metric and source.
 Checks: the keys of every case against the schema in the file's header, unique ids, catalog model
 and hardware ids, the metric and frontend/arrivals vocabularies, a URL and retrieval date in every
 case, and no MLPerf or InferenceMAX/InferenceX figure (both reserved as the independent check:
-RESERVED). No model is evaluated here. Run: `python -m validation.engine_sweeps_report` (exit 1 on a problem).
+RESERVED). No model is evaluated here. Run: `python -m validation.engine_sweeps_report` (exit 1
+on a problem).
 """
 
 from __future__ import annotations
