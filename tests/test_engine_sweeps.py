@@ -84,7 +84,9 @@ def test_no_validation_file_holds_an_mlperf_result():
     appear, as in the files' own statement that nothing here comes from it, or a datasheet's
     system name.)"""
     files = sorted(f for pattern in FIT_FILES for f in ROOT.glob(pattern))
-    assert any(f.suffix == ".csv" for f in files) and any(f.parent.name == "hardware" for f in files)
+    assert any(f.suffix == ".csv" for f in files) and any(
+        f.parent.name == "hardware" for f in files
+    )
     for f in files:
         text = f.read_text().lower()
         for marker in RESULT_MARKERS:
