@@ -82,6 +82,7 @@ from validation.kernel_data import (  # noqa: E402
     ACT_BYTES,
     DATA,
     DTYPES,
+    DYNAMIC_SCALE_PASS,
     GROUPS,
     HARNESS_COPIES,
     MIN_NK,
@@ -90,6 +91,7 @@ from validation.kernel_data import (  # noqa: E402
     WEIGHT_ONLY,
     cite,
     data_path,
+    static_scale_rows,
 )
 from validation.kernel_gemm import (  # noqa: E402
     fit_gemm,
@@ -130,6 +132,7 @@ def main() -> None:
         gemm_file = data_path(g["chip"], "gemm", *g["gemm"], "gemm_perf.parquet")
         df = pd.read_parquet(gemm_file)
         df = df[(df.n >= MIN_NK) & (df.k >= MIN_NK)]
+        df = static_scale_rows(df, g["chip"], *g["gemm"])  # TensorRT-LLM fp8: static scale
         gemm = {}
         l2_note = ""
         for raw, dtype in DTYPES.items():
@@ -213,6 +216,10 @@ def main() -> None:
             gemm["fp16"] = dict(gemm["bf16"])
         entry["gemm"] = gemm
         entry["gemm_source"] = cite(gemm_file) + l2_note
+        if g["gemm"][0] in DYNAMIC_SCALE_PASS and "fp8" in gemm:
+            scale = data_path(g["chip"], "quantize", *g["gemm"], "computescale_perf.parquet")
+            if scale.exists():  # static_scale_rows took the dynamic-scale pass out
+                entry["gemm_source"] += f"; fp8 less the dynamic-scale pass: {cite(scale)}"
         wo_file = gemm_file
         wdf = pd.read_parquet(wo_file)
         wdf = wdf[(wdf.n >= MIN_NK) & (wdf.k >= MIN_NK)]
@@ -380,6 +387,7 @@ def main() -> None:
             for chip, hw_id in g.get("siblings", []):
                 df = pd.read_parquet(data_path(chip, "gemm", *g["gemm"], "gemm_perf.parquet"))
                 df = df[(df.n >= MIN_NK) & (df.k >= MIN_NK)]
+                df = static_scale_rows(df, chip, *g["gemm"])
                 for raw, dtype in DTYPES.items():
                     d = df[df.gemm_dtype == raw]
                     if d.empty or dtype not in cat.accelerator(hw_id).peak_flops_per_s:

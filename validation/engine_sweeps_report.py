@@ -3,8 +3,9 @@ print how its cases spread: per engine, hardware, metric and source.
 
 Checks: the keys of every case against the schema in the file's header, unique ids, catalog model
 and hardware ids, the metric and frontend/arrivals vocabularies, a URL and retrieval date in every
-case, and no MLPerf figure (MLPerf Inference is reserved as the independent check). No model is
-evaluated here. Run: `python -m validation.engine_sweeps_report` (exit 1 on a problem).
+case, and no MLPerf or InferenceMAX/InferenceX figure (both reserved as the independent check:
+RESERVED). No model is evaluated here. Run: `python -m validation.engine_sweeps_report` (exit 1
+on a problem).
 """
 
 from __future__ import annotations
@@ -16,6 +17,19 @@ from pathlib import Path
 from typing import Any
 
 PATH = Path(__file__).with_name("engine_sweeps.yaml")
+
+# Reserved as the independent check (issue 34): MLPerf Inference results (every round: MLCommons'
+# inference_results_vX.Y repositories and any fork or mirror of them, LoadGen's log files) and
+# SemiAnalysis' InferenceMAX / InferenceX results (github.com/SemiAnalysisAI/InferenceX and its
+# dashboards). A case citing one of these words, in any case, is refused.
+RESERVED = (
+    "mlperf",
+    "mlcommons",
+    "inference_results_v",
+    "inferencemax",
+    "inferencex",
+    "semianalysis",
+)
 
 REQUIRED = {
     "id",
@@ -128,8 +142,10 @@ def problems(cases: list[dict[str, Any]], models: set[str], hardware: set[str]) 
             out.append(f"{name}: source has no URL")
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(c.get("retrieved", ""))):
             out.append(f"{name}: retrieved is not a YYYY-MM-DD date")
-        if "mlperf" in (str(c.get("source", "")) + str(c.get("notes", ""))).lower():
-            out.append(f"{name}: cites MLPerf (reserved as the independent check)")
+        cited = (str(c.get("source", "")) + " " + str(c.get("notes", ""))).lower()
+        for word in RESERVED:
+            if word in cited:
+                out.append(f"{name}: cites {word} (reserved as the independent check)")
     return out
 
 

@@ -111,3 +111,37 @@ def data_path(chip: str, op: str, engine: str, version: str, name: str) -> Path:
 def cite(p: Path) -> str:
     """The `source:` text of a measurement file: the package and its path inside it."""
     return f"{PKG}: aiconfigurator_core/systems/data/{p.relative_to(DATA)}"
+
+
+# aiconfigurator's TensorRT-LLM GEMM collector builds its FP8 Linear without an input_scale, so
+# TensorRT-LLM's FP8QDQ method runs its dynamic-quantization path and every timed fp8 GEMM
+# carries a compute-scale (per-tensor amax) pass; aiconfigurator itself derives the static-scale
+# GEMM at query time by subtracting that pass, timed on its own in the same release
+# (collector/trtllm/collect_gemm.py run_gemm at ai-dynamo/aiconfigurator@095f58a5;
+# quantize/trtllm/<version>/computescale_perf.parquet). A checkpoint with static activation
+# scales (ModelOpt's and llm-compressor's FP8 exports) and vLLM's and SGLang's FP8 paths never
+# run it: their own measured FP8 GEMMs (gemm/vllm/0.24.0, gemm/sglang/0.5.14: 4.7-5.3 us on
+# H100 at M <= 128, N = K = 32) match TensorRT-LLM's fp8 minus the pass (12.2 - 7.2 us).
+DYNAMIC_SCALE_PASS = {"trtllm": ("fp8", "torch_flow")}  # engine -> (raw dtype, kernel_source)
+
+
+def static_scale_rows(df, chip: str, engine: str, version: str):
+    """A GEMM table of `engine` with its fp8 torch_flow rows as static-scale GEMMs: each such
+    latency less the compute-scale pass timed at its (m, k) (DYNAMIC_SCALE_PASS); every other
+    row, and the whole table of another engine or of a release that timed no such pass,
+    unchanged."""
+    import pandas as pd
+
+    raw, kernel = DYNAMIC_SCALE_PASS.get(engine, ("", ""))
+    p = data_path(chip, "quantize", engine, version, "computescale_perf.parquet")
+    hit = (df.gemm_dtype == raw) & (df.kernel_source == kernel)
+    if not raw or not hit.any() or not p.exists():
+        return df
+    cs = pd.read_parquet(p)
+    cs = cs[cs.quant_dtype == raw].groupby(["m", "k"]).latency.median()
+    scale_pass = pd.Series(
+        [cs.get((m, k), 0.0) for m, k in zip(df.m, df.k, strict=True)], index=df.index
+    )
+    out = df.copy()
+    out.loc[hit, "latency"] = df.latency[hit] - scale_pass[hit]
+    return out

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.timing.gemm import GemmCurve
-from validation.kernel_data import DTYPES, GROUPS, MMA_ROWS, PKG, ROOT, data_path
+from validation.kernel_data import DTYPES, GROUPS, MMA_ROWS, PKG, ROOT, data_path, static_scale_rows
 from validation.kernel_gemm import waves
 
 
@@ -48,6 +48,7 @@ def prefill_rows() -> list[tuple]:
     rows = []
     for gid, g in GROUPS.items():
         df = pd.read_parquet(data_path(g["chip"], "gemm", *g["gemm"], "gemm_perf.parquet"))
+        df = static_scale_rows(df, g["chip"], *g["gemm"])  # TensorRT-LLM fp8: static scale
         for raw, dtype in DTYPES.items():
             for m in PREFILL_M:
                 for n, k in PREFILL_SHAPES:
