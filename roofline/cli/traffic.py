@@ -260,9 +260,7 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
-    arrivals, speedup, burstiness, workload, confidence = tr.sized(
-        requests, traffic_curve, rate, lens
-    )
+    arrivals, speedup, burstiness, workload, level = tr.sized(requests, traffic_curve, rate, lens)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
     kt.refuse("size without --workload")
@@ -295,7 +293,7 @@ def size(
     if day_rates is not None:
         day_cli.delays(m, hws, base, eng, scale_up_delay)
     drafting, net, tier = _size_links(cat, m, base, so, disagg, scale_out, pools, link)
-    edges = confidence_edges(confidence, hws, eng.profile_id, slo.pct)
+    edges = confidence_edges(level, hws, eng.profile_id, slo.pct)
     rows = size_search(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
         KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
@@ -313,7 +311,7 @@ def size(
     doc = size_doc(
         m, hws, rate_rps, base, w, slo, eng, minimize, tier, headroom, net, pools, prices,
         deployments, day_inputs, extra, drafting, router, answers, unsized,
-        confidence_level(confidence),
+        confidence_level(level),
     )  # fmt: skip
     rows_out = size_rows(deployments, day_rates is not None)
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
@@ -374,7 +372,7 @@ def _size_workload(o: dict) -> None:
     eng = with_frontend(engine(o["engine_name"], hws[0]), o["frontend"])
     one = _size_rate(rate, day_rates) if rate is not None or curve is not None else None
     slo, router = sl.slo(), check_router(o["router"])
-    edges = confidence_edges(o["confidence"], hws, eng.profile_id, slo.pct)
+    edges = confidence_edges(o["level"], hws, eng.profile_id, slo.pct)
     day = None
     if day_rates is not None:  # each deployment's day, the classes at their shares (cli.day)
         delay = day_cli.parse_delay(o["scale_up_delay"])
@@ -387,7 +385,7 @@ def _size_workload(o: dict) -> None:
         o["seed"], slo, topt.price_table(cat, o["price"]), router,
         kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w), day=day, edges=edges,
     )  # fmt: skip
-    doc["inputs"]["confidence"] = confidence_level(o["confidence"])
+    doc["inputs"]["confidence"] = confidence_level(o["level"])
     if day_rates is not None:
         doc["inputs"].update(day_cli.day_inputs(day_rates, str(curve), delay))
         doc["inputs"]["headroom"] = o["headroom"]
