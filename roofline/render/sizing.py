@@ -58,15 +58,19 @@ def _thin_note(deps: list[Mapping[str, Any]]) -> str:
     )
 
 
-def _chip_line(a: Mapping[str, Any]) -> str:
-    """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none."""
+def _chip_line(a: Mapping[str, Any], level: str = "expected") -> str:
+    """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none; sized
+    to a confidence, the same layout's GPUs at the expected figures and what set the count."""
     hw = _short(a["hardware"])
     if not a["meets_slo"]:
         return f"  {hw}: none: {a['reason']}"
+    at = level != "expected" and a.get("gpus_expected") is not None
     return (
-        f"  {hw}: {a['replicas']} x {a['layout']} = {a['gpus']:,} GPUs, "
-        f"{_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
+        f"  {hw}: {a['replicas']} x {a['layout']} = {a['gpus']:,} GPUs"
+        + (f" ({a['gpus_expected']:,} at expected)" if at else "")
+        + f", {_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
         f"TPOT {_lat(a['tpot_p99_s'])}"
+        + (f"; set by the {a['constraint']}" if at and a.get("constraint") else "")
     )
 
 
@@ -146,7 +150,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         chips = ", ".join(_short(h) for h in i["hardware"])
         say(con, f"none: {_nothing(i)} on {chips}", "bold")
     for a in doc.get("per_hardware") or []:
-        say(con, _chip_line(a))
+        say(con, _chip_line(a, i.get("confidence", "expected")))
     if rows:
         level = i.get("confidence", "expected")
         cols = (

@@ -30,7 +30,7 @@ from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.serving.candidates import Candidate, candidates
-from roofline.serving.confidence import Edges, slowed
+from roofline.serving.confidence import Edges, edge_binding, slowed
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -268,6 +268,19 @@ def size(
     def need(r: float) -> int:  # replicas that serve `rate` at `r` each, headroom kept
         return math.ceil(rate / max(r * (1.0 - headroom), 1e-12) * (1 - 1e-12))
 
+    def binding(res: ServeResult, lim: Slo, r: float, sat: float, sat_binding: str) -> str:
+        """What sets a fleet's replica count: "TTFT SLO" or "TPOT SLO", the one nearest its
+        limit in `lim` at the sized load, when a replica's capacity `r` is below its
+        saturation rate `sat`, else "saturation: <what binds it>"."""
+        if not has_slo or r >= sat * 0.97:
+            return f"saturation: {sat_binding}"
+        e = res.expected
+        near = {
+            "TTFT SLO": e.slo_ttft_s / lim.ttft_s if lim.ttft_s else 0.0,
+            "TPOT SLO": e.slo_tpot_s / lim.tpot_s if lim.tpot_s else 0.0,
+        }
+        return max(near, key=near.__getitem__)
+
     def one(item: tuple[tuple[Accelerator, Deployment, DraftConfig | None], tuple],
             lower: list[int]) -> Sized:  # fmt: skip
         """The layout's row; `lower` gets the fewest GPUs it can need, at each point where it
@@ -328,15 +341,16 @@ def size(
         n, res = fleet(rep, cap, [(r_cap, w, slo)], ideal=at is None)
         if res is None:
             return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
-        n_exp, r_exp = n, r_cap
+        n_exp, r_exp, constraint = n, r_cap, binding(res, slo, r_cap, sat, cap.expected.binding)
         if at is not None:  # at the band edges, through the same steps:
             if cut(max(lower[-1], n * rep.gpus)):
                 return _unsearched(hw, dep, lower[-1], minimize, at)
             slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
             r_own = capacity_at_edges(rep, w, slo, at, r_cap, sat, False, seed, cap.runs)
-            if r_own <= 0:
-                why = f"at {at.level} misses the SLOs ÷ the TTFT/TPOT bands' high edges"
-                return replace(_none(hw, dep, why + " even at light load"), confidence=at.level)
+            if r_own <= 0:  # the SLOs ÷ the TTFT/TPOT bands' high edges, at light load
+                why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
+                why += light_load_miss(rep, w, slo_at, sat, seed)
+                return replace(_none(hw, dep, why), confidence=at.level)
             if cut(max(lower[-1], min(need(r_own), max_replicas + 1) * rep.gpus)):
                 return _unsearched(hw, dep, lower[-1], minimize, at)
             queue = (r_cap, slowed(w, at, seed), slo)  # and the queue at rate ÷ low
@@ -344,19 +358,14 @@ def size(
             if res is None:
                 why = f"at {at.level} needs more than {max_replicas} replicas"
                 return replace(_none(hw, dep, why, r_own), confidence=at.level)
+            own = binding(res, slo_at, r_own, sat, cap.expected.binding)
+            counts = (n_exp, need(r_cap * at.capacity), need(r_own))
+            constraint = edge_binding(at, counts, own, constraint)
             r_cap = min(r_cap * at.capacity, r_own)
         ideal_m, exp_m = res.ideal, res.expected
         gpus = rep.gpus * n
         usd = cost_per_hour(price, gpus)
         tok_s = exp_m.output_tokens_per_s
-        constraint = f"saturation: {cap.expected.binding}"
-        if has_slo and r_cap < sat * 0.97:
-            e = res.expected
-            near = {
-                "TTFT SLO": e.slo_ttft_s / slo.ttft_s if slo.ttft_s else 0.0,
-                "TPOT SLO": e.slo_tpot_s / slo.tpot_s if slo.tpot_s else 0.0,
-            }
-            constraint = max(near, key=near.__getitem__)
         lay = dep.links
         ranks = dep.attention_dp
         return Sized(
