@@ -343,7 +343,7 @@ def highest_ok(
     mid = hi / 8.0
     if mid > lo and ok(mid):  # most SLOs hold at an eighth of saturation: a narrower bracket
         return _bisect(ok, mid, hi, rel_tol)
-    return _bisect(ok, lo, min(mid, hi) if mid > lo else hi, rel_tol) if ok(lo) else 0.0
+    return _bisect(ok, lo, mid if mid > lo else hi, rel_tol) if ok(lo) else 0.0
 
 
 def max_rate_within_slo(
