@@ -20,17 +20,29 @@ SPEEDUP_TARGET = 1.7
 
 
 def _run(args: list[str], env: dict[str, str]) -> tuple[float, float, dict]:
-    """Wall and CPU seconds of one CLI run (children's rusage), and its JSON."""
+    """Wall and CPU seconds of one CLI run (children's rusage), and its JSON. A run that exits
+    with an error, or with 0 and no JSON on stdout, is raised with its exit code and the end of
+    its stderr (a row is never measured on a run that did not answer)."""
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "roofline", *args, "--format", "json"]
     r = subprocess.run(
-        [sys.executable, "-m", "roofline", *args, "--format", "json"],
-        check=True, capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT,
-    )  # fmt: skip
+        cmd, check=False, capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT
+    )
     wall = time.perf_counter() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    return wall, cpu, json.loads(r.stdout)
+    try:
+        doc = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        doc = None
+    if r.returncode != 0 or not isinstance(doc, dict):
+        raise RuntimeError(
+            f"{' '.join(cmd[2:])} ({env}): exit {r.returncode} after {wall:.1f} s,"
+            f" {len(r.stdout)} bytes on stdout that are not a JSON document;"
+            f" stderr: {r.stderr[-800:].strip() or '(empty)'}"
+        )
+    return wall, cpu, doc
 
 
 def load() -> str:

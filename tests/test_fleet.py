@@ -154,6 +154,8 @@ def test_fleet_of_one_equals_size(run, tmp_path):
          "nosuch-model"),
         ("models: [{model: llama-3.1-8b, rate: 1, lora: {adapters: 2, throughput_cost: 0.2}}]\n"
          "hardware: {rent: [{type: h100}]}", "lora.throughput_cost: give its source"),
+        ("models: [{model: llama-3.1-8b, rate: 1, lora: {adapters: 2, popularity: zip}}]\n"
+         "hardware: {rent: [{type: h100}]}", "lora.popularity: one of uniform, zipf, got 'zip'"),
     ],
 )  # fmt: skip
 def test_bad_fleet_file_is_one_line(run_main, tmp_path, text, says):

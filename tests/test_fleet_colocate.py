@@ -18,7 +18,7 @@ from roofline.engines.engine import engine
 from roofline.fleet.day import HOURS, Problem, gpus_per_hour, plan
 from roofline.fleet.fleetfile import read_fleet
 from roofline.fleet.placement import Pool, Share, place
-from roofline.fleet.sizing import deployment, model_engine
+from roofline.fleet.sizing import deployment
 from roofline.step.memory import plan_memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,14 +149,14 @@ def test_lora_slots_come_out_of_the_kv_budget_by_hand():
     spec = next(m for m in read_fleet(ROOT / "examples/fleet.yaml").models if m.name == "coder-32b")
     cat = load_catalog()
     model, hw = cat.model(spec.model), cat.accelerator("h100")
-    dep = deployment(spec, model)
-    plain = plan_memory(model, hw, dep, engine("vllm", hw)).kv_budget_bytes
-    slots = plan_memory(model, hw, dep, model_engine(spec, model, hw)).kv_budget_bytes
-    assert plain - slots == pytest.approx(5_368_709_120)
+    dep = deployment(spec, model)  # TP 1, the 20 slots at rank 16
+    eng = engine("vllm", hw)
+    plain = plan_memory(model, hw, replace(dep, lora_slots=0), eng).kv_budget_bytes
+    assert plain - plan_memory(model, hw, dep, eng).kv_budget_bytes == pytest.approx(5_368_709_120)
     # slots: 4 keeps 4 adapters on the GPU: 4 x 268,435,456 = 1,073,741,824 B
     four = replace(spec, lora=replace(spec.lora, slots=4))
     assert plain - plan_memory(
-        model, hw, dep, model_engine(four, model, hw)
+        model, hw, deployment(four, model), eng
     ).kv_budget_bytes == pytest.approx(1_073_741_824)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +16,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.catalog.load import load_catalog, load_prices
+from roofline.domain.deployment import Deployment
 from roofline.domain.errors import InputError
+from roofline.domain.layout import Layout
+from roofline.domain.precision import WEIGHT_FORMATS
+from roofline.engines.engine import engine
 from roofline.fleet.build import pools
 from roofline.fleet.fleetfile import read_fleet
 from roofline.fleet.sharing import (
-    adapter_bytes,
     lora_capacity_factor,
+    no_sleep_reason,
+    slot_hit_share,
     transfer_s,
 )
 from roofline.fleet.sources import log_hourly
+from roofline.step.lora import adapter_bytes_per_gpu as adapter_bytes
+from roofline.step.memory import plan_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,12 +55,79 @@ def test_adapter_bytes_by_hand(model, rank, expected):
     assert adapter_bytes(load_catalog().model(model), rank) == expected
 
 
+@pytest.mark.parametrize(
+    "model, tp, pp, expected",
+    [
+        # Llama-3.1-8B at rank 16 (d 4096, 32 x 128, 8 KV heads, FFN 14336, 32 layers). vLLM keeps
+        # A whole and splits B over TP in column-parallel q, k, v, gate, up (in + out / TP), and
+        # splits A in row-parallel o, down (in / TP + out). TP 1: 81920 per layer (above).
+        # TP 2: q 4096+2048, k, v 4096+512, o 2048+4096, gate, up 4096+7168, down 7168+4096
+        # = 2 x 6144 + 2 x 4608 + 3 x 11264 = 55296; x 16 x 32 x 2 = 56,623,104
+        ("llama-3.1-8b", 2, 1, 56_623_104),
+        # TP 4: q 4096+1024, k, v 4096+256, o 1024+4096, gate, up 4096+3584, down 3584+4096
+        # = 2 x 5120 + 2 x 4352 + 3 x 7680 = 41984; x 1024 = 42,991,616
+        ("llama-3.1-8b", 4, 1, 42_991_616),
+        # PP 2 at TP 1: a GPU holds 16 of the 32 layers: 81920 x 16 x 16 x 2 = 41,943,040
+        ("llama-3.1-8b", 1, 2, 41_943_040),
+        # DeepSeek-R1 at TP 8: q_a 7168+1536 and kv_a 7168+576 whole (TP disabled), q_b
+        # 1536+24576/8, kv_b 512+32768/8, o 16384/8+7168 = 8704+4608+7744+4608+9216 = 34880;
+        # x 16 x 61 x 2 = 68,085,760
+        ("deepseek-r1", 8, 1, 68_085_760),
+    ],
+)
+def test_adapter_slots_sharded_as_vllm_shards_them(model, tp, pp, expected):
+    m = load_catalog().model(model)
+    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], layout=Layout(tp=tp, pp=pp))
+    assert adapter_bytes(m, 16, dep) == expected
+    # 20 slots of them come out of each GPU's KV budget (vLLM allocates them before the KV)
+    hw = load_catalog().accelerator("h200")
+    bare = plan_memory(m, hw, dep, engine("vllm", hw)).kv_budget_bytes
+    held = plan_memory(m, hw, replace(dep, lora_slots=20, lora_rank=16), engine("vllm", hw))
+    assert bare > 20 * expected and bare - held.kv_budget_bytes == pytest.approx(20 * expected)
+
+
+@given(st.sampled_from(["llama-3.1-8b", "qwen3-32b", "deepseek-r1"]), st.integers(0, 3))
+def test_a_gpu_holds_no_more_than_one_adapter_and_the_group_at_least_one(name, k):
+    # each A and B is either whole or split in TP parts: one GPU's share is at most the whole
+    # adapter and shrinks as TP grows; the TP group's shares together hold at least the whole
+    m = load_catalog().model(name)
+    whole = adapter_bytes(m, 8)
+    tp = 2**k
+    one = adapter_bytes(m, 8, Deployment(layout=Layout(tp=tp)))
+    assert one <= whole and tp * one >= whole * (1 - 1e-12)
+    assert adapter_bytes(m, 8, Deployment(layout=Layout(tp=2 * tp))) <= one
+
+
 @given(st.floats(1e-4, 1.0))
 def test_lora_kernels_keep_a_share_below_one(tpot_s):
     f = lora_capacity_factor(tpot_s)
     assert 0 < f < 1
     # a step of t + 2 ms serves what a step of t did: capacity x (t + 2 ms) = t
     assert f * (tpot_s + 0.002) == pytest.approx(tpot_s)
+
+
+def test_slot_hits_by_hand():
+    # 8 slots for 20 adapters: uniform, 8 / 20 of the requests; Zipf (share of the i-th
+    # proportional to 1 / i), 4 slots: H(4) / H(20) = (25 / 12) / 3.597740 = 0.579063
+    assert slot_hit_share(20, 8, "uniform") == pytest.approx(0.4)
+    assert slot_hit_share(20, 4, "zipf") == pytest.approx(2.0833333 / 3.5977397, abs=1e-6)
+    assert slot_hit_share(20, 20, "zipf") == slot_hit_share(20, 30, "uniform") == 1.0
+
+
+@given(st.integers(1, 300), st.integers(0, 300))
+def test_slot_hits_grow_with_slots_and_favour_a_skewed_popularity(n, k):
+    u, z = slot_hit_share(n, k, "uniform"), slot_hit_share(n, k, "zipf")
+    # the k most requested of decreasing shares carry at least k / n of the requests
+    assert 0.0 <= u <= z + 1e-12 <= 1.0 + 1e-12
+    assert slot_hit_share(n, k + 1, "zipf") >= z
+
+
+def test_a_model_that_does_not_sleep_says_why():
+    # vLLM sleeps (its sleep mode, level 1); SGLang's release/resume has no published resume
+    # time for serving; an engine with no sleep mode says so
+    assert no_sleep_reason("vllm") == ""
+    assert "no published resume time" in no_sleep_reason("sglang")
+    assert no_sleep_reason("trtllm") == "not slept: no sleep mode known for trtllm"
 
 
 def test_lora_cost_and_transfers_by_hand():
@@ -162,9 +237,9 @@ def test_fleet_shows_lora_and_sleep(run, tmp_path):
     doc = r.json()
     (lo,) = doc["sharing"]["lora"]
     assert lo["adapter_bytes"] == 41_943_040  # by hand above (rank 8)
-    assert lo["slots_bytes_per_gpu"] == 20 * 41_943_040
+    assert lo["tp"] == 1 and lo["slots_bytes_per_gpu"] == 20 * 41_943_040
     # the 20 slots come out of each GPU's KV budget (vLLM allocates them before the KV cache)
-    assert lo["kv_budget_bytes_tp1"] - lo["kv_budget_bytes_tp1_with_slots"] == pytest.approx(
+    assert lo["kv_budget_bytes"] - lo["kv_budget_bytes_with_slots"] == pytest.approx(
         20 * 41_943_040
     )
     # one adapter over the H100's PCIe Gen5 x16 (64 GB/s, hardware/nvidia-h100-sxm.yaml)

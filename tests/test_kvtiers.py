@@ -264,21 +264,51 @@ AGENT = {
 def test_fan_out_sub_agents_share_the_lead_context():
     """4 sub-agents per session of 3 turns: 3 + 4 = 7 sequences per arrival; each sub-agent's
     prompt is the lead's first (800 + 100) + its own 100 tokens, arriving with the lead, its
-    first 900 tokens one prefix group per session."""
+    first 900 tokens one prefix group per session, the lead's turns in it too."""
     doc = {**AGENT, "classes": [{**AGENT["classes"][0], "fan_out": 4}]}
     mix = parse_workload(doc)
     assert mix.classes[0].sequences_per_arrival == 7
     w = mix_workload(mix, requests=70, seed=1)
     info = w.prefix
     assert info is not None
-    subs = np.flatnonzero(info.shared == 900)
+    assert np.all(info.shared == 900)  # every sequence of a session hangs from its context
+    subs = np.flatnonzero((info.turn == 0) & (w.prompts == 1000))
     assert len(subs) == 4 * 10  # 70 sequences / 7 per session
     assert np.all(w.prompts[subs] == 1000)
     for s in np.unique(info.session[subs]):
         mine = subs[info.session[subs] == s]
-        lead = np.flatnonzero((info.session == s) & (info.turn == 0) & (info.shared == 800))
+        lead = np.flatnonzero((info.session == s) & (w.prompts == 900))
+        assert len(lead) == 1 and info.turn[lead[0]] == 0
         assert len(set(info.group[mine].tolist())) == 1
         assert np.all(w.arrival_s[mine] == w.arrival_s[lead[0]])
+
+
+def test_the_fan_out_lead_shares_its_context_with_its_sub_agents():
+    """Issue 37: "fan-out sub-agents share the parent's prefix while it is cached". One session
+    (one turn, 4 sub-agents) on vLLM's 16-token blocks: the lead's prompt is 800 + 100 = 900
+    tokens, 56 full blocks (896 tokens); each sub-agent's 1,000-token prompt starts with them.
+    Admitted together, the five sequences pin the 56 context blocks once: the scheduler counts
+    each sequence's blocks in full and the cache's correction takes back 4 x 56 = 224 of the
+    5 x 56 = 280 it counted. Each sub-agent hits all 56 blocks (896 tokens) the lead computes,
+    and so does the lead's next turn in its conversation."""
+    doc = {**AGENT, "classes": [{**AGENT["classes"][0], "turns": 2, "fan_out": 4}]}
+    w = mix_workload(parse_workload(doc), requests=6, seed=1)
+    info = w.prefix
+    assert info is not None and len(w.prompts) == 6  # the lead's 2 turns + 4 sub-agents
+    first = np.flatnonzero(info.n_first > np.arange(6))
+    cache = PrefixCache(info, 16)
+    hits, correction = [], 0
+    for r in first:  # the lead first (it arrives first), then its sub-agents
+        hit, delta = cache.admit(int(r), int(w.prompts[r]))
+        hits.append(hit)
+        correction += delta
+    assert hits == [0, 896, 896, 896, 896]
+    assert correction == -224
+    assert cache.pinned_blocks == 56
+    lead = int(first[0])
+    cache.release(lead, int(w.prompts[lead] + w.outputs[lead] - 1), ended=True)
+    nxt = int(info.succ[lead])
+    assert cache.admit(nxt, int(w.prompts[nxt]))[0] >= 896
 
 
 def test_fan_out_with_samples_is_refused():

@@ -12,8 +12,12 @@ SLO = ("--slo-ttft", "1s", "--slo-tpot", "50ms")
 
 def _legend(text: str) -> list[str]:
     """The paragraph ending in "-v: more": from the blank line before it."""
+    import re
+
     lines = text.splitlines()
-    end = next(i for i, x in enumerate(lines) if "-v: more" in x)
+    mark = re.search(r"-v:\s+more", text)  # "-v:" may end one line and "more" begin the next
+    assert mark, text
+    end = text[: mark.end()].count("\n")
     start = max(i for i in range(end + 1) if not lines[i].strip()) + 1
     return lines[start : end + 1]
 
@@ -86,3 +90,65 @@ def test_a_legend_shortens_files_only(text, short):
     from roofline.render.traffic import brief
 
     assert brief(text) == short
+
+
+def test_a_sweep_names_every_rate_it_ran(run):
+    """serve --rate 2,4 ran two rates; its label named the first alone ("Poisson, 2
+    requests/s"). Rates print at three significant figures: 2.5664 -> 2.57 (by hand)."""
+    doc = run("serve", "llama-3.1-8b", "h100", "--rate", "2,4", "--requests", "50",
+              "--no-saturation", "--burstiness", "0.25", "-f", "json").json()  # fmt: skip
+    # gamma of shape 0.25: CV = 1/sqrt(0.25) = 2
+    assert doc["inputs"]["arrivals"] == (
+        "gamma, burstiness 0.25 (CV 2), at each of 2 rates, 2 to 4 requests/s"
+    )
+    one = run("serve", "llama-3.1-8b", "h100", "--rate", "2.5664", "--requests", "50",
+              "--no-saturation", "-f", "json").json()  # fmt: skip
+    assert one["inputs"]["arrivals"] == "Poisson, 2.57 requests/s"
+
+
+def test_a_mark_stays_in_the_legend(run):
+    """NOT STEADY (100 requests at 5 req/s span 20 s, under 5 mean E2Es of about 10 s at 1,000
+    output tokens) stays in the legend when the load bands are named too (it was dropped)."""
+    r = run("serve", "llama-3.1-8b", "h100", "--rate", "5", "--requests", "100", *SLO,
+            env={"COLUMNS": "80"})  # fmt: skip
+    legend = " ".join(_legend(r.stdout))
+    assert "NOT STEADY" in legend and "bands through the queue" in legend, legend
+
+
+def test_the_day_legend_is_at_most_three_lines(run):
+    """The day table's autoscaling paragraph was six lines at 80 columns; now its last legend
+    holds three at most, the whole rule under -v."""
+    import re
+
+    args = ("size", "llama-3.1-8b", "--hardware", "h100", "--traffic-curve",
+            "examples/arrivals/mooncake_conversation_5min.jsonl", *SLO)  # fmt: skip
+    loud = run("-v", *args, env={"COLUMNS": "80"}).stdout  # the legend, then the rule in full
+    last = re.search(r"autoscaling reactive.*?-v:\s+more", loud, re.S)
+    assert last and len(last.group(0).splitlines()) <= 3, loud
+    assert "paid from the order" not in last.group(0) and "paid from the order" in loud
+
+
+def test_analyze_legend_is_at_most_three_lines(run):
+    """analyze's calibration and band notes were five lines at 80 columns; the bands' full
+    provenance is under -v."""
+    import re
+
+    out = run("analyze", "llama-3.1-70b", "h100", "--tp", "4", env={"COLUMNS": "80"}).stdout
+    last = re.search(r"expected: .*?-v:\s+more", out, re.S)
+    assert last and len(last.group(0).splitlines()) <= 3, out
+    loud = run("-v", "analyze", "llama-3.1-70b", "h100", "--tp", "4", env={"COLUMNS": "80"})
+    assert "90th percentile of out-of-sample" in loud.stdout
+
+
+def test_a_long_log_name_keeps_three_lines(run, tmp_path):
+    """The full Azure code trace's file name, said three times (arrivals, prompts, outputs),
+    made serve's legend four lines; the 24-row sample under that name (the 8,819 rows cost
+    seconds): its lengths named once ("lengths from the log")."""
+    import shutil
+
+    log = tmp_path / "AzureLLMInferenceTrace_code.csv"
+    shutil.copy("examples/arrivals/azure_sample.csv", log)
+    r = run("serve", "llama-3.1-8b", "h100", "--arrivals", str(log), "--dp", "3",
+            "--no-saturation", *SLO, env={"COLUMNS": "80"})  # fmt: skip
+    legend = _legend(r.stdout)
+    assert 1 <= len(legend) <= 3 and "lengths from the log" in " ".join(legend), legend

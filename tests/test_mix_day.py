@@ -4,6 +4,7 @@ its share; results per class and overall (roofline.serving.mixday)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 
@@ -12,11 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.serving.day import DayRates
-from roofline.serving.mixday import MixDayCapacity, plan_mix_day
+from roofline.serving.confidence import Edges, slowed
+from roofline.serving.day import DayRates, LatencyTable
+from roofline.serving.mix import mix_workload
+from roofline.serving.mixday import MixDayCapacity, MixLatency, plan_mix_day
+from roofline.serving.workloadfile import read_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT_BATCH = str(ROOT / "examples/workloads/chat-batch.yaml")
+AGENT_FILE = ROOT / "examples/workloads/agent.yaml"
 
 
 def _curve(rates: list[float], hour_s: float = 3600.0) -> DayRates:
@@ -47,6 +52,44 @@ def test_a_mix_day_by_hand():
     assert (chat.peak_arrivals_per_s, batch.peak_arrivals_per_s) == pytest.approx((21.0, 9.0))
 
 
+def _table(rates: list[float], ttft: list[float], tpot: list[float]) -> LatencyTable:
+    return LatencyTable(np.array(rates), np.array(ttft), np.array(tpot))
+
+
+def test_each_class_p99_per_interval_by_hand():
+    """Three hours at 10, 25 and 40 arrivals/s; the pool holds every class up to 10 arrivals/s
+    per replica, class b up to 20; no headroom or delay, at most 3 replicas. Ordered 1, 3 and
+    min(4, 3) = 3: 10, 8.33 and 13.33 arrivals/s per ready replica. Tables (arrivals/s per
+    replica -> p99 s), read by linear interpolation:
+      pool  5 -> 0.2, 10 -> 0.4: 0.4; 0.2 + 3.33/5 x 0.2 = 0.3333; hour 3 past 10: none (null)
+      a     5 -> 0.1, 10 -> 0.3: 0.3; 0.1 + 3.33/5 x 0.2 = 0.2333; none
+      b     5 -> 1.0, 20 -> 4.0: 1 + 5/15 x 3 = 2.0; 1 + 3.33/15 x 3 = 1.6667;
+            1 + 8.33/15 x 3 = 2.6667 (the loose class keeps a p99 while the pool is short)
+    and TPOT the same at a tenth."""
+    cap = MixDayCapacity(10.0, (10.0, 20.0), (0.5, 0.5), (1.0, 1.0), 1e9)
+    lat = MixLatency(
+        _table([5, 10], [0.2, 0.4], [0.02, 0.04]),
+        (_table([5, 10], [0.1, 0.3], [0.01, 0.03]), _table([5, 20], [1.0, 4.0], [0.1, 0.4])),
+    )
+    day, (a, b) = plan_mix_day(_curve([10, 25, 40]), cap, ["a", "b"], 0.0, 0.0, 3, lat)
+    assert day.ordered.tolist() == [1, 3, 3]
+    np.testing.assert_allclose(day.ttft_p99_s, [0.4, 1 / 3, np.nan], rtol=1e-9)
+    np.testing.assert_allclose(a.ttft_p99_s, [0.3, 0.7 / 3, np.nan], rtol=1e-9)
+    np.testing.assert_allclose(b.ttft_p99_s, [2.0, 5 / 3, 8 / 3], rtol=1e-9)
+    np.testing.assert_allclose(b.tpot_p99_s, [0.2, 1 / 6, 4 / 15], rtol=1e-9)
+
+
+def test_a_mix_is_slowed_in_arrivals_not_sequences():
+    """--confidence's queue (confidence.slowed): the agent file's 0.5 sessions/s of 10 turns
+    (5 sequences/s) on a replica at half the expected capacity is served as 0.5 / 0.5 = 1
+    session/s, 10 sequences/s (re-timing the file at its sequences/s would give 5 / 0.5 = 10
+    sessions/s, 100 sequences/s)."""
+    w = mix_workload(read_workload(AGENT_FILE), 200, 0)
+    assert (w.mix_rate, w.rate) == pytest.approx((0.5, 5.0))
+    s = slowed(w, Edges("p90", 0.5, 1.0, 1.0))
+    assert (s.mix_rate, s.rate) == pytest.approx((1.0, 10.0))
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     rates=st.lists(st.floats(0.5, 200.0), min_size=1, max_size=12),
@@ -75,9 +118,15 @@ def test_size_and_check_plan_the_same_mix_day(run, tmp_path):
     curve.write_text("hour,rate\n0,20\n1,40\n2,60\n3,30\n")
     common = ["--workload", CHAT_BATCH, "--traffic-curve", str(curve), "--requests", "200"]
     common += ["--scale-up-delay", "20min"]
-    sz = run("size", "llama-3.1-8b", "--hardware", "h100", *common, "-f", "json")
+    png = tmp_path / "day.png"  # the day drawn, each class's p99 beside its SLO
+    draw = ["-o", str(png)] if importlib.util.find_spec("matplotlib") else []
+    sz = run("size", "llama-3.1-8b", "--hardware", "h100", *common, *draw, "-f", "json")
     assert sz.code == 0, sz.stderr
+    assert not draw or png.stat().st_size > 10_000
     day = sz.json()["deployments"][0]["day"]
+    for iv in day["intervals"]:  # within capacity all day (20 min of delay short at rises)
+        assert [c["name"] for c in iv["classes"]] == ["chat", "batch"]
+        assert all(c["ttft_p99_s"] is not None and c["ttft_p99_s"] <= 1.0 for c in iv["classes"])
     cap = day["capacity_per_replica"]
     assert 0 < cap < day["saturation_per_replica"]
     assert day["requests_per_day"] == pytest.approx(3_240_000)
@@ -89,6 +138,9 @@ def test_size_and_check_plan_the_same_mix_day(run, tmp_path):
     chk = run("check", "llama-3.1-8b", "h100", *common, "--min-slo-attainment", "0.5",
               "--max-gpu-hours-per-day", "1000", "-f", "json")  # fmt: skip
     assert chk.code == 0, chk.stderr
+    dep = chk.json()["deployments"][0]  # the header names the file and its classes
+    assert dep["workload"].endswith("chat-batch.yaml") and dep["classes"] == "chat, batch"
+    assert "prompt_tokens" not in dep
     got = {c["name"]: c for c in chk.json()["checks"]}
     assert got["max_gpu_hours_per_day"]["value"] == pytest.approx(day["gpu_hours_per_day"])
     assert got["min_slo_attainment"]["value"] == pytest.approx(day["slo_attainment"])
@@ -102,8 +154,45 @@ def test_a_workload_day_refuses_what_cannot_apply(run, tmp_path):
     curve = tmp_path / "curve.csv"
     curve.write_text("hour,rate\n0,20\n1,40\n")
     args = ["--workload", CHAT_BATCH, "--traffic-curve", str(curve)]
-    r = run("size", "llama-3.1-8b", "--hardware", "h100", *args, "-o", str(tmp_path / "d.png"))
-    assert r.code == 2 and "drop --out" in r.stderr
-    r = run("check", "llama-3.1-8b", "h100", *args, "--min-slo-attainment", "0.9",
-            "--confidence", "p90")  # fmt: skip
-    assert r.code == 2 and "drop confidence" in r.stderr
+    r = run("size", "llama-3.1-8b", "--hardware", "h100", *args, "-o", str(tmp_path / "d.html"))
+    assert r.code == 2 and "drop --out FILE.html" in r.stderr
+    r = run("size", "llama-3.1-8b", "--hardware", "h100", "--workload", CHAT_BATCH,
+            "-o", str(tmp_path / "d.png"))  # fmt: skip
+    assert r.code == 2 and "--traffic-curve" in r.stderr
+
+
+def test_a_mix_day_capacity_at_p90_by_hand(monkeypatch):
+    """The single-shape day's rule (checks.day, serving.confidence) per class: at a throughput
+    low edge of 0.5, expected capacities 10 (pool) and (10, 20) per class, and 6, (6, 30)
+    against the SLOs ÷ the latency edges: the pool min(10 x 0.5, 6) = 5; class a
+    max(min(5, 6), 5) = 5, class b max(min(20 x 0.5, 30), 5) = 10."""
+    import roofline.serving.mixday as md
+
+    found = iter([MixDayCapacity(10.0, (10.0, 20.0), (0.5, 0.5), (1.0, 1.0), 50.0),
+                  MixDayCapacity(6.0, (6.0, 30.0), (0.5, 0.5), (1.0, 1.0), 50.0)])  # fmt: skip
+    monkeypatch.setattr(md, "_capacity", lambda *a, **k: next(found))
+    monkeypatch.setattr(md, "edged", lambda w, e: w)
+    from roofline.serving.metrics import Slo
+
+    cap = md.mix_day_capacity(None, None, Slo(1.0, None, 99.0), 0, "least-loaded",  # type: ignore[arg-type]
+                              Edges("p90", 0.5, 2.0, 1.0))  # fmt: skip
+    assert (cap.overall, cap.per_class, cap.level) == (5.0, (5.0, 10.0), "p90")
+    assert cap.expected is not None and cap.expected.overall == 10.0
+
+
+def test_a_workload_day_at_p90_in_check(run, tmp_path):
+    """check with a workload file, a curve and --confidence p90 (refused before): the day at
+    the band edges needs at least the expected day's GPU-hours, which its detail names."""
+    curve = tmp_path / "curve.csv"
+    curve.write_text("hour,rate\n0,20\n1,40\n")
+    common = ["check", "llama-3.1-8b", "h100", "--workload", CHAT_BATCH, "--traffic-curve",
+              str(curve), "--requests", "200", "--scale-up-delay", "20min",
+              "--max-gpu-hours-per-day", "1e6", "-f", "json"]  # fmt: skip
+    exp = run(*common)
+    p90 = run(*common, "--confidence", "p90")
+    assert exp.code == 0 and p90.code == 0, p90.stderr
+    low = p90.json()["deployments"][0]["confidence"]["capacity"]
+    assert 0 < low < 1
+    e, p = exp.json()["checks"][0], p90.json()["checks"][0]
+    assert p["value"] >= e["value"]
+    assert f"expected {e['value']:,.1f} GPU-hours" in p["detail"]

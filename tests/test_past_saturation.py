@@ -43,6 +43,17 @@ def test_serve_past_saturation_meets_no_slo(run):
     assert "meets SLO       NO" in table and "unbounded" in table and "transient" in table
 
 
+def test_serve_page_past_saturation(run, tmp_path):
+    """The HTML page of the same run: it crashed (a null p99 TTFT on the chart's axis); the
+    answer, the headline figure and the chart's table say unbounded, and the SLO is not met."""
+    page = tmp_path / "serve.html"
+    r = run(*SERVE, "--rate", "41.4", "--requests", "300", *SLO, "-o", str(page))
+    assert r.code == 0, r.stderr
+    html = page.read_text()
+    assert "p99 TTFT unbounded" in html and 'data-value="null">unbounded<' in html
+    assert '<td class="t">unbounded</td>' in html  # the chart's table
+
+
 def test_check_fails_past_saturation(run):
     args = ["check", "llama-3.1-8b", "h100", "--prompt", "1000", "--output", "200"]
     r = run(*args, "--rate", "41.4", "--requests", "300", "--max-ttft-p99", "1s")

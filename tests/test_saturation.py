@@ -163,6 +163,20 @@ def test_an_error_leaves_nothing_on_stdout(monkeypatch, capsys):
     assert out.out == "" and "bad input found late" in out.err
 
 
+def test_a_broken_pipe_inside_a_command_is_not_a_reader_that_left():
+    # stdout is held while a guarded command runs: a BrokenPipeError from its own work (a worker
+    # pool's pipe) must not reach the handler that ends the process quietly with exit 0
+    from roofline.cli.app import guarded
+
+    @guarded
+    def broken() -> None:
+        print("results never shown")
+        raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(RuntimeError, match="pipe of the command's own work broke"):
+        broken()
+
+
 def test_light_load_energy_is_below_full_board_power(run):
     e = run(*SERVE, "--rate", "5", "--no-saturation", "-f", "json").json()["expected"]
     tok_s = e["throughput"]["output_tokens_per_s"]

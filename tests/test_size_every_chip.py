@@ -86,3 +86,32 @@ def test_nothing_found_exits_1_with_the_reason(run):
     # the H100's fastest layout, TP8, still streams 70.6e9 bytes over 8 x 3.35e12 B/s a token
     m = re.search(r"nvidia-h100-sxm: .*takes ([\d.]+) ms a token > 5 ms", r.stderr)
     assert m and float(m.group(1)) >= 70.6e9 / (8 * 3.35e12) * 1e3
+
+
+def test_a_chip_without_scale_up_names_that_bound(run):
+    """size runs a replica on one GPU of a chip with no scale-up link (candidates.replica_sizes);
+    an L4's 24 GiB holds no 70B model (141 GB of bf16 weights), which is the bound, not "up to
+    4 nodes" (plan lays the model out over 8 L4s on PCIe)."""
+    r = run("size", "llama-3.1-70b", "--rate", "1", "--hardware", "l4", "--slo-tpot", "200ms")
+    assert r.code == 1
+    assert "nvidia-l4 has no scale-up link" in r.stderr and "up to 4 nodes" not in r.stderr
+
+
+def test_the_html_says_when_occupancy_and_binding_hold(doc):
+    """The capacity table put "KV occupancy 16%" (at the sized rate) beside "binding KV
+    capacity" (at saturation) with nothing saying when each holds; each heading says it now."""
+    body = page(doc).split('id="why"')[1].split('id="results"')[0]
+    assert "KV occupancy at the sized rate" in body and "binding at saturation" in body
+
+
+def test_a_chip_line_names_its_layout_as_its_row_does():
+    """DeepSeek-R1 on H100: the best line and the table named the answer TP8 PP2 EP8 ADP8, the
+    chip's line TP8 PP2×m2 EP8 ADP8 (plan's name); one name on the page."""
+    from roofline.render.sizing import _chip_line
+
+    a = {"hardware": "nvidia-h100-sxm", "meets_slo": True, "layout": "TP8 PP2×m2 EP8 ADP8",
+         "tp": 8, "pp": 2, "ep": 8, "replicas": 1, "gpus": 16, "cost_per_hour": 63.8,
+         "ttft_p99_s": 0.2, "tpot_p99_s": 0.066}  # fmt: skip
+    row = {**a, "attention_dp": 8, "prefill_replicas": 0}
+    assert "1 x TP8 PP2 EP8 ADP8 = 16 GPUs" in _chip_line(a, [row])
+    assert "1 x TP8 PP2×m2 EP8 ADP8" in _chip_line(a, [])  # no row: the JSON's own name

@@ -129,3 +129,16 @@ def test_spec_traffic_keys_refuse_in_one_line(run, tmp_path, extra, says):
     line = r.stderr.strip()
     assert len(line.splitlines()) == 1 and says in line
     assert str(p) in line and "deployment 'x'" in line
+
+
+def test_report_candidates_are_told_apart_by_their_replicas():
+    """Two candidates on one chip and TP at 4 and 3 replicas were both named "h100 TP1", and the
+    check table's rows could not be told apart; named by what differs, and numbered when the
+    same (names written out by hand)."""
+    from roofline.checks.spec import _candidates
+
+    pp2 = {"hardware": "h100", "tp": 2, "pp": 2, "weights": "fp8"}
+    dp = [{"hardware": "h100", "tp": 1, "dp": n} for n in (4, 3)]
+    raw = {"model": "m", "candidates": [*dp, pp2, dict(pp2)]}
+    names = [d["name"] for d in _candidates("spec", raw)]
+    assert names == ["4 x h100 TP1", "3 x h100 TP1", "h100 TP2 PP2 fp8 #3", "h100 TP2 PP2 fp8 #4"]

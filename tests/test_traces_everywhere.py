@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "arrivals"
 
 
@@ -48,6 +50,50 @@ def test_arrivals_refuse_requests_and_duration(run):
         assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout
 
 
+LOG = str(EXAMPLES / "azure_sample.csv")
+SERVE, SIZE = ("serve", "llama-3.1-8b", "h100"), ("size", "llama-3.1-8b", "--hardware", "h100")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ((*SERVE, "--arrivals", LOG, "--prompt", "3k"), "the log holds"),
+        ((*SIZE, "--arrivals", LOG, "--output", "3k"), "the log holds"),
+        (
+            (
+                *SERVE,
+                "--prompt-dist",
+                str(EXAMPLES / "mooncake_sample.jsonl"),
+                "--rate",
+                "1",
+                "--prompt",
+                "3k",
+            ),
+            "the trace holds",
+        ),
+        ((*SERVE, "--prompt-dist", "100,200", "--rate", "1", "--prompt", "3k"), "draws"),
+        (
+            (
+                *SERVE,
+                "--workload",
+                str(EXAMPLES.parent / "workloads" / "agent.yaml"),
+                "--prompt",
+                "3k",
+            ),
+            "the file holds",
+        ),
+    ],
+    ids=["serve-log", "size-log", "trace", "dist", "workload"],
+)
+def test_a_length_given_beside_its_source_is_refused(run, args, words):
+    """Issue 33 item 4: options that cannot apply are errors. A log, a trace, a length
+    distribution or a workload file holds the lengths; a --prompt/--output beside it was
+    silently dropped (serve --arrivals azure_sample.csv --prompt 3k ran on the log's lengths)."""
+    r = run(*args)
+    assert r.code == 2 and words in r.stderr and args[-2] in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout
+
+
 def test_size_replays_an_arrival_log_and_serve_agrees(run):
     """size --arrivals sizes on the log as it came: N from a replica's capacity at the log's mean
     rate, then replicas added while the replayed log misses the SLOs. The fleet it answers is
@@ -63,6 +109,7 @@ def test_size_replays_an_arrival_log_and_serve_agrees(run):
                  *slo, "-f", "json").json()  # fmt: skip
     assert served["points"][0]["expected"]["ttft_s"]["p99"] == best["expected"]["ttft_s"]["p99"]
     assert abs(doc["inputs"]["rate"] - 23 / 10.5617 * 40) < 0.01
+    assert "an arrival log: N from a replica's capacity" in doc["inputs"]["search"]  # its rule
     bad = run("size", "llama-3.1-8b", "--hardware", "h100", *log, "--requests", "50")
     assert bad.code == 2 and "--arrivals" in bad.stderr
     bad = run("size", "llama-3.1-8b", "--hardware", "h100", *log, "--traffic-curve",

@@ -112,8 +112,20 @@ def test_size_refuses_what_a_workload_file_does_not_take(run):
     w = "examples/workloads/chat-batch.yaml"
     r = run("size", "llama-3.1-8b", "--hardware", "h100", "--workload", w, "--disagg")
     assert r.code == 2 and "drop --disagg" in r.stderr
-    r = run("size", "llama-3.1-8b", "--hardware", "h100", "--workload", w, "--confidence", "p90")
-    assert r.code == 2 and "drop --confidence" in r.stderr
+
+
+def test_report_names_a_workload_files_classes(run, tmp_path):
+    """report over a spec naming a workload file: the candidates' headers and the inputs name
+    the file and its classes, not the one-shape prompt and output it replaces."""
+    spec = tmp_path / "r.yaml"
+    w = Path("examples/workloads/chat-batch.yaml").resolve()
+    spec.write_text(f"model: llama-3.1-8b\nworkload: {w}\nrequests: 200\nrate: 20\n"
+                    "checks: {max_ttft_p99: 1s}\ncandidates:\n- {hardware: h100}\n")  # fmt: skip
+    r = run("report", str(spec), "--format", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert doc["inputs"]["workload"] == str(w) and doc["inputs"]["prompt_tokens"] is None
+    assert doc["candidates"][0]["classes"] == "chat, batch"
 
 
 def test_a_replayed_log_gets_the_fewest_replicas_its_replay_needs(run):

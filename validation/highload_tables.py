@@ -209,6 +209,23 @@ def _attention_dp(r: ServingResult) -> bool:
     return _case_keys().get(r.id, {}).get("attention_dp", 1) > 1
 
 
+def _sharegpt(r: ServingResult) -> bool:
+    return str(_case_keys().get(r.id, {}).get("prompt", "")).startswith("sharegpt-")
+
+
+def _sglang_derived_fraction(r: ServingResult) -> bool:
+    from roofline.engines.versions import parse_version
+
+    case = _case_keys().get(r.id, {})
+    v = parse_version(case.get("engine_version"))
+    return (
+        r.engine == "sglang"
+        and v is not None
+        and v >= (0, 5, 5)
+        and case.get("gpu_memory_utilization") is None
+    )
+
+
 def _shared_expert_trtllm(r: ServingResult) -> bool:
     model = str(_case_keys().get(r.id, {}).get("model", ""))
     return r.engine == "trtllm" and model.startswith(("deepseek", "llama-4"))
@@ -282,6 +299,28 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "DeepSeek-R1 rows and the aiconfigurator comparison below",
         _shared_expert_trtllm,
     ),
+    (
+        "ShareGPT lengths as the benchmark harnesses draw them (issue 34 c): each request's "
+        "prompt and max_tokens from one row of models/lengths/sharegpt.csv in order, scaled to "
+        "the run's own means (roofline/levers/kvcache.py table_lengths), instead of two "
+        "independent log-normals of sigma 0.9: the first turn and first answer of the "
+        "ShareGPT V3 conversations under vLLM's sampler (prompt and answer at least 4 tokens, "
+        "prompt at most 1,024, both at most 2,048; vllm/benchmarks/datasets.py at f2e97dda), "
+        "Qwen3 tokenizer (validation/sharegpt_lengths.py). Answers' 99th percentile 800 "
+        "tokens against the log-normal's 1,090, prompt and answer anti-correlated: the long "
+        "tail that left a burst's last requests decoding alone was the assumption's",
+        _sharegpt,
+    ),
+    (
+        "SGLang's KV pool at the mem_fraction_static its server derives from 0.5.5 (sgl-project/"
+        "sglang PR #10975, ServerArgs._handle_gpu_memory_settings: the device's memory less "
+        "512 MiB + 1.5 x the prefill chunk + 2 x cuda_graph_max_bs + TP x PP / 8 GiB, and more "
+        "under attention DP; roofline/engines/scheduler.py sglang_static_fraction) instead of "
+        "0.88: 0.835 on one H100 or A100 (sgl-project/sglang issue #29092 reads 0.828 in a "
+        "later release), 0.818 at TP8, so Qwen3-32B keeps 5.5 GiB of KV, not 9, and SGLang's "
+        "running batch is the smaller one its pool allows",
+        _sglang_derived_fraction,
+    ),
 )
 
 
@@ -292,23 +331,29 @@ LEFT = (
     "at 128 in / 4 out under vLLM and TensorRT-LLM alike, TTFT and TPOT too fast), while "
     "Qwen3-235B on 4-8 H100 is close on throughput; the same shapes disagree in opposite "
     "directions across the two pages, so no engine figure fitted on one improves the other "
-    "out of sample. Clipping ShareGPT lengths as vLLM's harness does (prompt <= 1024, total "
-    "<= 2048) moved requests/s by under 3 points: not the cause.\n"
+    "out of sample. Not the lengths: with ShareGPT's own lengths (the mechanism above) the "
+    "single-H100 ShareGPT bursts are over-predicted as the same page's fixed-length bursts "
+    "are (+45% to +80% against +76% to +138% at 2,000-4,000 in), and the page's 32,000-token "
+    "vLLM run decodes one sequence in 43 ms a step, twice the 22 ms an H100 SXM's bandwidth "
+    "allows (30.6 ms modelled; the page names an H100 SXM at gpustack@1f37f1b8): a slow machine "
+    "in every regime, where the same lab's A100 page is within 18% at 2,000-4,000 in.\n"
     "- AMD, SGLang 0.4.4 and later (AITER's fused MoE and MLA decode on ROCm) and vLLM 0.8 "
     "and later: no MoE/MLA run of them on CDNA 3 in the validation files, so their profiles "
     "take no kernel factor (the pre-AITER fit would charge them the Triton kernels' time); "
     "independent 2025-26 runs put SGLang's MoE/MLA on CDNA 3 about 2x too fast (issue 34): "
     "uncalibrated here until such a run is collected.\n"
-    "- AMD, sizing dense models (`size llama-3.1-70b --hardware h100,mi300x --weights fp8`: 35 "
-    "MI300X at TP1 against 20 H100 at TP4): the MI300X count is set by prefill compute. The "
-    "CDNA 3 GEMM curve's plateau is 0.271 of the FP8 peak, fitted on AITER's block-scaled "
-    "(1x128x128) FP8 tuner timings, which stand in for the per-tensor FP8 GEMMs Llama FP8 runs "
-    "through hipBLASLt (hardware/kernels-amd.yaml notes); an 8,192-token prefill (4 x 2k) takes "
-    "1.70 s on one MI300X (0.43 s ideal), 0.77 s on four, against 0.35 s on four H100, and each "
-    "such chunk stalls every running sequence's next token, so TPOT p99 binds the MI300X "
-    "replicas at 0.65 req/s per GPU. No per-tensor FP8 GEMM timing of the MI300X (cu_num 304) is "
-    "in the kernel data; the bands beside it (TTFT/TPOT from 12 points of one source) are "
-    "marked thin (†) in the size table.\n"
+    "- AMD, sizing dense models (`size llama-3.1-70b --rate 10 --hardware h100,mi300x "
+    "--weights fp8 --kv-dtype fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms`: 17 "
+    "MI300X at TP1 against 8 H100 at TP2): the MI300X count is set by prefill compute on the "
+    "CDNA 3 FP8 plateau, 0.271 of the peak, fitted on AITER's block-scaled FP8 GEMMs. "
+    "hipBLASLt's own per-tensor FP8 GEMMs, what Llama FP8 runs, reach 0.424 on large shapes "
+    "(AMD's Max-Achievable FLOPs blog, 1,273 TFLOPS; Azure's ND MI300X v5 table, 955-1,160 "
+    "TFLOPS; validation/kernel_cdna3_gemm.csv) and would size 11 MI300X, but the served vLLM "
+    "runs disagree: at that plateau the 45 Llama FP8 high-load points on MI300X go from 12% "
+    "(+2%) to 22% (+21%) out of sample, AMD's vLLM latency table refits vLLM's per-step CPU "
+    "time from 1450 to 1725 µs and the family's band from 0.078 to 0.132, so it is not adopted "
+    "(validation/calibrate_amd_kernels.py ADOPT_PER_TENSOR). The bands beside it (TTFT/TPOT "
+    "from 12 points of one source) are marked thin (†) in the size table.\n"
     "- AMD, vLLM 2048 in / 2048 out at 500-1,500 sequences (both dev-docker images): "
     "throughput 1.5-2x over-predicted (long-context decode attention on CDNA3); multi-step "
     "(0.7.3) throughput rows moved up with the lower per-sequence cost.\n"

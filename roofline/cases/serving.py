@@ -129,7 +129,7 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
     if util is not None:
         if not 0 < util <= 1:
             raise InputError(f"{where}: gpu_memory_utilization must be in (0, 1], got {util}")
-        eng = replace(eng, memory_fraction=float(util))
+        eng = replace(eng, memory_fraction=float(util), fraction_given=True)
     tok = case.get("tokenizer", "fast")
     if tok not in TOKENIZERS:
         raise InputError(f"{where}: tokenizer must be fast or slow, got '{tok}'")

@@ -16,7 +16,7 @@ from roofline.catalog.calibrations import calibration_entry
 from roofline.catalog.checkpoints import checkpoints, drafter_heads
 from roofline.catalog.files import read_text, yaml
 from roofline.catalog.files import safe_load_yaml as _safe_load
-from roofline.catalog.hfquant import dense_weights, quantized_weights
+from roofline.catalog.hfquant import block_scaled_fp8, dense_weights, quantized_weights
 from roofline.catalog.kernels import engine_profile, kernel_entry, link_set
 from roofline.catalog.schema import NUM, SPANS, every_problem
 from roofline.catalog.schema import check as _check
@@ -406,6 +406,7 @@ def _model(where: str, data: Any) -> ModelArch:
         except RooflineError as exc:
             raise CatalogError(str(exc)) from None
         d["native_dense_weights"] = dense_weights(quant)
+        d["block_scaled_fp8"] = block_scaled_fp8(quant)
     if "weights" in d:  # the format the checkpoint ships in (set by `models import`)
         try:
             d["native_weights"] = weight_format(d.pop("weights")).name

@@ -107,6 +107,15 @@ def quantized_weights(q: dict[str, Any], where: str = "config.json") -> tuple[st
     )
 
 
+def block_scaled_fp8(q: dict[str, Any]) -> bool:
+    """Whether an FP8 checkpoint scales its weights per block (`weight_block_size`, DeepSeek-V3's
+    [128, 128]): engines run its linears through block-scaled FP8 GEMMs (vLLM's and SGLang's
+    w8a8_block_fp8 paths, AITER's a8w8_blockscale kernels on ROCm) rather than the per-tensor
+    ones (torch._scaled_mm, hipBLASLt)."""
+    method = str(q.get("quant_method", "")).lower()
+    return method in ("fp8", "fbgemm_fp8") and bool(q.get("weight_block_size"))
+
+
 def dense_weights(q: dict[str, Any]) -> str | None:
     """The format of the non-expert linear layers when a checkpoint quantizes the routed experts
     only: its `modules_to_not_convert` (transformers' quantizers) names the attention layers,

@@ -13,7 +13,7 @@ from roofline.catalog.schema import NUM
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
 from roofline.domain.errors import CatalogError
-from roofline.domain.hardware import KernelSet
+from roofline.domain.hardware import FP8_BLOCK, KernelSet
 from roofline.domain.units import US
 from roofline.engines.versions import check_range
 from roofline.timing.attention import AttentionCurve, PrefillAttentionCurve
@@ -207,8 +207,9 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
     sm_count = _positive(where, "sm_count", d["sm_count"]) if "sm_count" in d else 0.0
     gemm = {}
     for dtype, curve in d["gemm"].items():
-        if dtype not in DTYPES:
-            raise CatalogError(f"{where}: gemm: unknown dtype '{dtype}' ({', '.join(DTYPES)})")
+        if dtype not in (*DTYPES, FP8_BLOCK):
+            known = ", ".join((*DTYPES, FP8_BLOCK))
+            raise CatalogError(f"{where}: gemm: unknown dtype '{dtype}' ({known})")
         gemm[dtype] = _gemm_curve(f"{where}: gemm.{dtype}", curve, sm_count)
     wo = {}
     for name, curve in d.get("weight_only", {}).items():

@@ -141,7 +141,7 @@ def mix_day_checks(
     longest = int(w.prompts.max() + w.outputs.max())  # as serve builds its replica
     rep = make_replica(model, hw, dep, eng, longest, capacity_bytes=capacity_bytes)
     rep = rep if kv is None else replace(rep, kv=kv)
-    cap = mix_day_capacity(rep, w, slo, seed, router)
+    cap = mix_day_capacity(rep, w, slo, seed, router, limits.edges)
     wanted = _wanted(limits)
     if cap.overall <= 0:
         return [
@@ -152,10 +152,19 @@ def mix_day_checks(
     day, classes = plan_mix_day(limits.day_rates, cap, names, limits.headroom, delay,
                                 limits.max_replicas)  # fmt: skip
     gpu_h = day.replica_hours_per_day * rep.gpus
+    exp_text = ""
+    if cap.expected is not None:  # at a confidence: the expected figures' day beside it
+        exp_day, _ = plan_mix_day(limits.day_rates, cap.expected, names, limits.headroom, delay,
+                                  limits.max_replicas)  # fmt: skip
+        exp_text = (
+            f"; expected {exp_day.replica_hours_per_day * rep.gpus:,.1f} GPU-hours,"
+            f" {exp_day.slo_attainment:.2%} attainment"
+        )
+    kind = "expected" if cap.expected is None else f"{cap.level} edge of the expected"
     ceiling = f", at most {limits.max_replicas}" if limits.max_replicas is not None else ""
     fleet = (
         f"{int(day.ordered.min())}-{int(day.ordered.max())} replicas{ceiling} of {rep.gpus} GPU(s),"
-        f" {cap.overall:.3g} arrivals/s each (every class within its SLOs, expected) x (1 -"
+        f" {cap.overall:.3g} arrivals/s each (every class within its SLOs, {kind}) x (1 -"
         f" headroom {limits.headroom:g})"
     )
     per = ", ".join(f"{c.name} {c.slo_attainment:.2%}" for c in classes)
@@ -164,13 +173,14 @@ def mix_day_checks(
         if name == "max_gpu_hours_per_day":
             static = day.static_replica_hours_per_day * rep.gpus
             detail = (f"{gpu_h:,.1f} GPU-hours/day ({fleet}; static peak {static:,.1f}) vs limit"
-                      f" {limit:,.1f}")  # fmt: skip
+                      f" {limit:,.1f}{exp_text}")  # fmt: skip
             out.append(Check(name, gpu_h <= limit, limit, gpu_h, "GPU-hours/day", detail))
         else:
             value = day.slo_attainment
             detail = (
                 f"{value:.2%} of the day's requests within the ready replicas' capacity ({per};"
                 f" {fleet}; scale-up delay {fmt_seconds(delay)}, {how}) vs limit {limit:.2%}"
+                f"{exp_text}"
             )
             out.append(Check(name, value >= limit, limit, value, "share", detail))
     return out

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from roofline.domain.hardware import Accelerator, Efficiency
 from roofline.domain.model import ModelArch
-from roofline.domain.units import fmt_bytes, fmt_seconds
+from roofline.domain.units import fmt_bytes, fmt_rate, fmt_seconds
 from roofline.engines.engine import Engine
 from roofline.serving.router import DEFAULT_ROUTER
 from roofline.step.memory import kv_bytes_per_sequence, max_batch, plan_memory
@@ -249,7 +249,7 @@ def traffic_checks(
     the queue's × the low edge (the same requests at the real fleet's pace)."""
     m = res.ideal if ideal else res.expected
     e = limits.edges if queue is not None else None
-    rate = f"{limits.rate:g} req/s"
+    rate = f"{fmt_rate(limits.rate)} req/s"
     if m.per_class:  # a workload file's classes: arrivals (sessions, parents of n samples)
         arrivals = sum(c.arrivals_per_s for c in m.per_class)
         rate = f"{arrivals:.4g} arrivals/s ({limits.rate:.4g} sequences/s)"

@@ -266,8 +266,24 @@ def _candidates(name: str, raw: Any) -> list[dict[str, Any]]:
             raise CatalogError(f"{name}: candidate #{i + 1}: checks are shared; set them once")
         d = {**base, **cand}
         if "name" not in cand:
-            d["name"] = f"{d.get('hardware', '?')} TP{d.get('tp', 1)}" + (
-                f" {d['weights']}" if d.get("weights") else ""
-            )
+            d["name"] = _candidate_name(d)
         out.append(d)
+    names = [d["name"] for d in out]  # two candidates one name: each told apart by its number
+    for i, d in enumerate(out):
+        if names.count(d["name"]) > 1 and "name" not in raw["candidates"][i]:
+            d["name"] += f" #{i + 1}"
     return out
+
+
+def _candidate_name(d: dict[str, Any]) -> str:
+    """A candidate named by what sets it apart: its replicas (dp), chip, TP, PP and EP above 1,
+    GPUs in all when given, and weights ("6 x b200 TP1 fp8"; was "b200 TP1 fp8" for any dp)."""
+    dp = d.get("dp", 1)
+    name = (f"{dp} x " if isinstance(dp, int) and dp > 1 else "") + str(d.get("hardware", "?"))
+    name += f" TP{d.get('tp', 1)}"
+    for key in ("pp", "ep"):
+        if isinstance(d.get(key), int) and d[key] > 1:
+            name += f" {key.upper()}{d[key]}"
+    if d.get("gpus"):
+        name += f" ({d['gpus']} GPUs)"
+    return name + (f" {d['weights']}" if d.get("weights") else "")

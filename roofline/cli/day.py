@@ -102,28 +102,35 @@ def mix_day(
     slo: Slo,
     seed: int,
     router: str,
+    edges: dict | None = None,
 ):
     """size --workload --traffic-curve: a deployment's day, the classes at their shares of the
     curve's rate (serving.mixday): (hw, replica, workload, $/GPU-hour) -> its `day`, with each
-    class's and the intervals; None when no rate meets every class's SLOs."""
-    from roofline.serving.mixday import mix_day_capacity, plan_mix_day
+    class's and the intervals with their p99, the pool's and each class's; None when no rate
+    meets every class's SLOs. `edges`: hardware id -> the band edges of --confidence
+    (serving.confidence), the expected day's figures beside the confidence's."""
+    from roofline.serving.classes import class_slo
+    from roofline.serving.mixday import mix_day_capacity, mix_latency, plan_mix_day
 
     if not 0 <= headroom < 1:
         raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
 
     def day(hw: Accelerator, rep, w: Workload, usd: float | None) -> dict[str, Any] | None:
         delay, how = delay_for(model, hw, rep.dep, eng, override)
-        cap = mix_day_capacity(rep, w, slo, seed, router)
+        cap = mix_day_capacity(rep, w, slo, seed, router, (edges or {}).get(hw.id))
         if cap.overall <= 0:
             return None
         names = [k.name for k in w.mix.classes]
-        d, classes = plan_mix_day(c, cap, names, headroom, delay)
+        lat = mix_latency(rep, w, slo, cap, seed, router)
+        d, classes = plan_mix_day(c, cap, names, headroom, delay, latency=lat)
         tok = sum(s * t for s, t in zip(cap.shares, cap.output_tokens_per_arrival, strict=True))
-        return {
+        slos = [class_slo(k, slo) for k in w.mix.classes]
+        out = {
             **day_json(d, rep.gpus, usd, tok),
             "scale_up_delay_from": how,
             "rate_unit": "arrivals/s over all classes",
             "saturation_per_replica": cap.saturation,
+            "confidence": cap.level,
             "classes": [
                 {
                     "name": k.name,
@@ -133,13 +140,35 @@ def mix_day(
                     "requests_per_day": k.requests_per_day,
                     "output_tokens_per_day": k.output_tokens_per_day,
                     "slo_attainment": k.slo_attainment,
+                    "slo_ttft_s": s.ttft_s,
+                    "slo_tpot_s": s.tpot_s,
                 }
-                for k in classes
+                for k, s in zip(classes, slos, strict=True)
             ],
             "intervals": intervals_json(c, d),
         }
+        for i, iv in enumerate(out["intervals"]):  # each class's p99 in the interval
+            iv["classes"] = [
+                {"name": k.name, "ttft_p99_s": _finite_at(k.ttft_p99_s, i),
+                 "tpot_p99_s": _finite_at(k.tpot_p99_s, i)}
+                for k in classes
+            ]  # fmt: skip
+        if cap.expected is not None:  # sized to a confidence: the expected day beside it
+            exp, _ = plan_mix_day(c, cap.expected, names, headroom, delay)
+            e = day_json(exp, rep.gpus, usd, tok)
+            keys = ("gpu_hours_per_day", "cost_per_day", "slo_attainment", "max_replicas",
+                    "capacity_per_replica")  # fmt: skip
+            out["expected"] = {k: e[k] for k in keys}
+        return out
 
     return day
+
+
+def _finite_at(a, i: int) -> float | None:
+    """a[i] as JSON: None where NaN (no instant of the interval within capacity) or no table."""
+    if a is None or not math.isfinite(float(a[i])):
+        return None
+    return float(a[i])
 
 
 def day_inputs(c: DayRates, path: str, override: float | None) -> dict[str, Any]:

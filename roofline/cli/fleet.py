@@ -47,13 +47,15 @@ SHARING = (
     " + u_b / kappa'_b <= 1 (kappa': each one's capacity within its SLOs alone on its half);"
     " a vLLM model sleeps (level 1: weights to host RAM) in its hours of rate 0, holding no GPU,"
     " and wakes on the owned GPUs it slept on in weights per GPU / host link instead of a cold"
-    " start; LoRA adapter slots (slots x rank x (in + out) x layers x 2 B) come out of the KV"
-    " budget (roofline/fleet/sharing.py)"
+    " start (an SGLang model does not sleep: no published resume time); LoRA adapter slots"
+    " (slots x rank x (in + out) x layers x 2 B, each GPU holding its TP shard and its stage's"
+    " layers as vLLM shards them) come out of the KV budget (roofline/fleet/sharing.py,"
+    " roofline/step/lora.py)"
 )
 LEFT = [
     "the latency one engine's tokens lose waiting for the other's steps on a shared GPU is"
     " covered in the mean (time shares), not per token",
-    "LoRA slots under tensor parallelism: the unsharded bytes on every GPU (an upper bound)",
+    "an SGLang model's sleep (no published resume time: it holds its GPUs in idle hours)",
     "a placement change moves replicas between chips without a cost beyond the ramp;"
     " during a predictive pre-start owned GPUs may be counted in two hours",
     "minute resolution",

@@ -5,6 +5,8 @@ saying how it is applied."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline.domain.errors import RooflineError
 from roofline.engines.engine import engine
 from roofline.fleet.day import DayPlan, Problem, shared_arrays
@@ -15,11 +17,13 @@ from roofline.fleet.sharing import (
     LORA_SOURCE,
     SLEEP_ENGINES,
     WAKE_SOURCE,
-    adapter_bytes,
     lora_capacity_factor,
+    no_sleep_reason,
+    slot_hit_share,
     transfer_s,
 )
-from roofline.fleet.sizing import Option, deployment, model_engine
+from roofline.fleet.sizing import Option, deployment
+from roofline.step.lora import adapter_bytes_per_gpu, lora_slot_bytes_per_gpu
 from roofline.step.memory import plan_memory, weight_bytes_per_gpu
 
 APPLIED = {
@@ -60,11 +64,11 @@ def sharing_json(
         hw = cat.accelerator(chip)
         dep = deployment(ms, m).with_layout(tp=o.sized.tp, pp=o.sized.pp, ep=o.sized.ep)
         per_gpu = weight_bytes_per_gpu(m, dep)
-        ok = ms.engine in SLEEP_ENGINES  # vLLM's (CUDA and ROCm, its docs); others unknown
+        ok = ms.engine in SLEEP_ENGINES  # vLLM's (CUDA and ROCm, its docs); others: why not
         i = prob.names.index(ms.name)
         prof = (hw.efficiency.engines or {}).get(ms.engine)
         load = prof.load_bytes_per_s if prof is not None and prof.load_bytes_per_s > 0 else None
-        note = "" if ok else f"no sleep mode known for {ms.engine}"
+        note = no_sleep_reason(ms.engine)
         sleep.append(
             {
                 "name": ms.name,
@@ -81,17 +85,20 @@ def sharing_json(
         )
         if ms.lora is None:
             continue
-        one = adapter_bytes(m, ms.lora.rank)
-        mem = o.gpus_per_replica * hw.memory_capacity_bytes
+        one = adapter_bytes_per_gpu(m, ms.lora.rank)  # the whole adapter
+        slots = lora_slot_bytes_per_gpu(m, dep)  # on each GPU of the placed layout
         e = o.sized.expected
         tpot = e.tpot_s.mean if e is not None else 0.0
         given = ms.lora.throughput_cost
-        dep1 = deployment(ms, m)  # the KV budget of one GPU at TP 1, without and with the slots
+        # each GPU loads its shard over its own host link; a request waits for it on a miss
+        load_s = transfer_s(adapter_bytes_per_gpu(m, ms.lora.rank, dep), _host(hw))
+        hit = slot_hit_share(ms.lora.adapters, ms.lora.gpu_slots, ms.lora.popularity)
+        bare = replace(dep, lora_slots=0)  # the placed layout's KV budget without, with slots
         kv0: float | None
         kv1: float | None
         try:
-            kv0 = plan_memory(m, hw, dep1, engine(ms.engine, hw)).kv_budget_bytes
-            kv1 = plan_memory(m, hw, dep1, model_engine(ms, m, hw)).kv_budget_bytes
+            kv0 = plan_memory(m, hw, bare, engine(ms.engine, hw)).kv_budget_bytes
+            kv1 = plan_memory(m, hw, dep, engine(ms.engine, hw)).kv_budget_bytes
         except RooflineError:
             kv0 = kv1 = None
         lora.append(
@@ -103,12 +110,15 @@ def sharing_json(
                 "popularity": ms.lora.popularity,
                 "adapter_bytes": one,
                 "gpu_slots": ms.lora.gpu_slots,
-                "slots_bytes_per_gpu": one * ms.lora.gpu_slots,
-                "slots_share_of_replica_memory": one * ms.lora.gpu_slots / mem,
-                "kv_budget_bytes_tp1": kv0,
-                "kv_budget_bytes_tp1_with_slots": kv1,
+                "tp": dep.tp,
+                "slots_bytes_per_gpu": slots,
+                "slots_share_of_gpu_memory": slots / hw.memory_capacity_bytes,
+                "kv_budget_bytes": kv0,
+                "kv_budget_bytes_with_slots": kv1,
                 "slots_source": LORA_SLOTS_SOURCE,
-                "load_from_host_s": transfer_s(one / o.gpus_per_replica, _host(hw)),
+                "load_from_host_s": load_s,
+                "slot_hit_share": hit,
+                "miss_wait_mean_s": None if load_s is None else (1.0 - hit) * load_s,
                 "tpot_mean_s": tpot,
                 "capacity_kept": (1.0 - given) if given is not None else lora_capacity_factor(tpot),
                 "throughput_source": ms.lora.source if given is not None else LORA_SOURCE,

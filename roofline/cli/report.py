@@ -17,7 +17,7 @@ from roofline.cli.groups import grouped
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions, spec_keys
 from roofline.cli.specs import spec_case, spec_json
 from roofline.cli.traffic_json import metrics_json
-from roofline.domain.units import fmt_seconds, parse_seconds
+from roofline.domain.units import fmt_rate, fmt_seconds, parse_seconds
 from roofline.serving.router import DEFAULT_ROUTER
 
 
@@ -70,8 +70,9 @@ def report(
         "model": results[0]["model"],
         "candidates": [r["name"] for r in results],
         "rate": topt.rates(str(first["rate"]))[0] if first.get("rate") is not None else None,
-        "prompt_tokens": results[0]["prompt_tokens"],
-        "output_tokens": results[0]["output_tokens"],
+        "prompt_tokens": results[0].get("prompt_tokens"),  # None: a workload file's classes
+        "output_tokens": results[0].get("output_tokens"),
+        "workload": results[0].get("workload"),
         "max_ttft_p99_s": _seconds(checks.get("max_ttft_p99")),
         "max_tpot_p99_s": _seconds(checks.get("max_tpot_p99")),
         "checks": {k: v for k, v in checks.items() if v is not None},
@@ -112,7 +113,7 @@ def winner_line(doc: Mapping[str, Any]) -> str:
     rate = doc["inputs"].get("rate")
     own = doc["inputs"].get("arrivals") or ""  # a log or a workload file: at its own pace
     stationary = not own or own.startswith(("Poisson", "gamma"))
-    at = f" at {rate:g} req/s" if rate else ("" if stationary else f" under {own}")
+    at = f" at {fmt_rate(rate)} req/s" if rate else ("" if stationary else f" under {own}")
     figs = ", ".join(p for p in parts if p)
     return (
         f"best: {b['name']}{at}: {figs} (of {n} candidates, the cheapest passing every"

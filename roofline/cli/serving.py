@@ -63,6 +63,7 @@ def cliff(
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(fm.weights, fm.kv_dtype, "bf16", dg.tp, dg.pp, dg.ep, None, None, model=m)
     opt.check_formats(dep, hw)
+    lens.once()
     s, o = opt.tokens(lens.prompt, "--prompt", 1), opt.tokens(lens.output, "--output", 1)
     settings = opt.batch_sweep(max_seqs or "1..1024")
     n = requests if requests is not None else 4 * max(settings)

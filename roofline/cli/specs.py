@@ -156,9 +156,6 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
     prefix, w, kv = None, None, None
     mix_day = day is not None and d.get("workload") is not None  # the classes across the day
-    if mix_day and d.get("confidence") is not None:
-        raise InputError(f"{where}: a workload file's day is planned on the expected figures:"
-                         " drop confidence")  # fmt: skip
     if traffic is not None or mix_day:
         try:
             prefix = topt.prefix_config(
@@ -244,6 +241,14 @@ def spec_json(case: SpecCase, result: SpecResult) -> dict[str, Any]:
     e = (k.traffic.edges if k.traffic else None) or (k.day.edges if k.day else None)
     edges = {"confidence": {"level": e.level, "capacity": e.capacity, "ttft": e.ttft,
                             "tpot": e.tpot}} if e is not None else {}  # fmt: skip
+    mix = k.workload.mix if k.workload is not None else None
+    shape: dict[str, Any] = {"batch": k.batch, "prompt_tokens": k.prompt,
+                             "output_tokens": k.output, "context_tokens": k.context}  # fmt: skip
+    if mix is not None:  # a workload file's classes replace the one shape under traffic
+        shape = {"workload": mix.where, "classes": ", ".join(c.name for c in mix.classes)}
+        if k.limits != Limits():  # the one-step assertions still read the shape
+            shape = {**shape, "batch": k.batch, "prompt_tokens": k.prompt,
+                     "output_tokens": k.output, "context_tokens": k.context}  # fmt: skip
     return {
         "name": k.name,
         "model": k.model.id,
@@ -252,10 +257,7 @@ def spec_json(case: SpecCase, result: SpecResult) -> dict[str, Any]:
         "pp": dep.pp,
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
-        "batch": k.batch,
-        "prompt_tokens": k.prompt,
-        "output_tokens": k.output,
-        "context_tokens": k.context,
+        **shape,
         "ok": result.ok,
         **edges,  # --confidence's band edges: capacity x, TTFT x and TPOT x the expected
         "checks": [

@@ -117,7 +117,7 @@ def guarded(fn: F) -> F:
         except RooflineError as exc:
             fail(exc)
         except OSError as exc:
-            fail(file_error(exc) or _reraise(exc))
+            fail(file_error(exc) or _not_the_reader(exc))
         finally:
             sys.stdout = real
             _say_later(complete)
@@ -158,7 +158,13 @@ def guarded_stream(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _reraise(exc: BaseException) -> NoReturn:
+def _not_the_reader(exc: OSError) -> NoReturn:
+    """An OSError of a guarded command's own work that names no file, raised on. stdout is held
+    while the command runs, so a broken pipe there is not a reader that left (`| head`, which
+    ends the process quietly with exit 0) but one of the command's own pipes (a worker pool's):
+    a bug, one line and exit 3, never exit 0 with an empty stdout."""
+    if isinstance(exc, BrokenPipeError):
+        raise RuntimeError(f"a pipe of the command's own work broke ({exc})") from exc
     raise exc
 
 

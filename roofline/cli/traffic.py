@@ -24,6 +24,7 @@ from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
+from roofline.domain.units import fmt_rate
 from roofline.engines.engine import engine
 from roofline.engines.scheduler import with_frontend
 from roofline.serving.attention_dp import default_balance
@@ -119,7 +120,7 @@ def serve(
     Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
     pub.check_out(out, charts=True)
-    arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration)
+    arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration, lens)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
     dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
@@ -172,7 +173,7 @@ def serve(
     for p in doc["points"]:
         why = (p["expected"].get("prefix_cache") or {}).get("hits_lost_to_eviction")
         if why:
-            note(f"at {p['rate']:g} req/s: {why}" if p["rate"] else why)
+            note(f"at {fmt_rate(p['rate'])} req/s: {why}" if p["rate"] else why)
     if out is not None and not pub.is_html(out):
         from roofline.render.charts import save_serve
 
@@ -259,7 +260,9 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
-    arrivals, speedup, burstiness, workload, confidence = tr.sized(requests, traffic_curve, rate)
+    arrivals, speedup, burstiness, workload, confidence = tr.sized(
+        requests, traffic_curve, rate, lens
+    )
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
     kt.refuse("size without --workload")
@@ -344,7 +347,7 @@ def _none_found(doc, answers, slo, rate: float) -> None:
         return
     why = "; ".join(f"{a['hardware']}: {a['reason']}" for a in answers if a["reason"])
     what = "within the SLOs" if slo.ttft_s or slo.tpot_s else "(no SLO given: on saturation)"
-    note(f"size: no deployment serves {rate:g} req/s {what}: {why}")
+    note(f"size: no deployment serves {fmt_rate(rate)} req/s {what}: {why}")
     raise typer.Exit(1)
 
 
@@ -355,7 +358,8 @@ def _size_workload(o: dict) -> None:
 
     curve = o["traffic_curve"]
     unused = {
-        "--disagg": o["disagg"], "--pools": o["pools"], "--out": o["out"],
+        "--disagg": o["disagg"], "--pools": o["pools"],
+        "--out FILE.html (the day's chart: .svg, .png or .pdf)": pub.is_html(o["out"]),
         "--drafter": o["so"].drafter, "--minimize gpus": o["minimize"] != "cost",
         "--headroom (without --traffic-curve)": o["headroom"] != HEADROOM and curve is None,
     }  # fmt: skip
@@ -364,27 +368,38 @@ def _size_workload(o: dict) -> None:
         raise InputError(f"--workload sizes each class on its SLOs alone: drop {', '.join(given)}")
     lens, px, sl, rate, kt = o["lens"], o["px"], o["sl"], o["rate"], o["kt"]
     wf.refuse_shapes(px, lens, None, None)
-    day_rates = day_cli.start(curve, o["scale_up_delay"], None)
+    day_rates = day_cli.start(curve, o["scale_up_delay"], o["out"])
     cat = catalog()
     m, hws = cat.model(o["model"]), _accelerators(cat, o["hardware"])
     eng = with_frontend(engine(o["engine_name"], hws[0]), o["frontend"])
     one = _size_rate(rate, day_rates) if rate is not None or curve is not None else None
     slo, router = sl.slo(), check_router(o["router"])
+    edges = confidence_edges(o["confidence"], hws, eng.profile_id, slo.pct)
     day = None
     if day_rates is not None:  # each deployment's day, the classes at their shares (cli.day)
         delay = day_cli.parse_delay(o["scale_up_delay"])
         day_cli.delays(m, hws, opt.deployment(o["weights"], o["kv_dtype"], model=m), eng,
                        o["scale_up_delay"])  # fmt: skip
-        day = day_cli.mix_day(m, eng, day_rates, o["headroom"], delay, slo, o["seed"], router)
+        day = day_cli.mix_day(m, eng, day_rates, o["headroom"], delay, slo, o["seed"], router,
+                              edges)  # fmt: skip
     doc = wf.size_doc(
         cat, m, hws, o["weights"], o["kv_dtype"], eng, o["workload"], one, o["requests"],
         o["seed"], slo, topt.price_table(cat, o["price"]), router,
-        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w), day=day,
+        kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w), day=day, edges=edges,
     )  # fmt: skip
+    doc["inputs"]["confidence"] = confidence_level(o["confidence"])
     if day_rates is not None:
         doc["inputs"].update(day_cli.day_inputs(day_rates, str(curve), delay))
         doc["inputs"]["headroom"] = o["headroom"]
     pub.publish(doc, o["fmt"], doc["deployments"], render.workload_size_table, None)
+    if day_rates is not None and o["out"] is not None:  # the best deployment's day, drawn
+        best = doc["deployments"][0]
+        label = f"{best['hardware']} TP{best['tp']}"
+        day_doc = {
+            "inputs": doc["inputs"],
+            "day": best["day"] and {**best["day"], "deployment": label},
+        }
+        day_cli.chart(day_doc, o["out"])
 
 
 def _size_rate(rate: str | None, day_rates, arrivals: str | None = None) -> float | None:

@@ -23,7 +23,7 @@ from roofline.serving.metrics import ServeMetrics
 from roofline.serving.router import DEFAULT_ROUTER, ROUTER_SOURCE
 from roofline.serving.search import slo_requests
 from roofline.serving.serve import ServeResult
-from roofline.serving.size import Sized
+from roofline.serving.size import REPLAY_TRIES, Sized
 
 # the bands of serve's and size's expected figures (roofline/catalog/bands.py): band -> the keys it
 # applies to (under each point's or deployment's "expected", or the document's)
@@ -271,6 +271,28 @@ def slo_json(slo) -> dict[str, Any]:
     return {"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_pct": slo.pct}
 
 
+def _replay_rule(w) -> str:
+    """size's stated rule for an arrival log (issue 33 item 4), from serving.size."""
+    if not w.replay:
+        return ""
+    return (
+        "; an arrival log: N from a replica's capacity at the log's mean rate, then the whole"
+        f" fleet replayed on the log at N + 1, N + 2, ... up to N + {REPLAY_TRIES} while it"
+        " misses the SLOs, or, met at N, at N - 1, N - 2, ... while it still meets them (the"
+        " fewest replicas the replay needs)"
+    )
+
+
+def _swept(base, rates) -> dict[str, Any]:
+    """A sweep's arrival process named at each of its rates, not the first one's alone (the
+    base workload is drawn at the first)."""
+    from roofline.serving.workload import arrivals_text
+
+    if len(rates or []) < 2 or base.rate is None or base.replay or base.mix_retime is not None:
+        return {}
+    return {"arrivals": arrivals_text([float(r) for r in rates], base.burstiness)}
+
+
 def serve_doc(
     m, hw, dep, lay, laid, gpus: int, replicas: int, base, rates, concurrency, slo, eng, rep,
     chunked_prefill: bool, tokenizer: str, preemption: str, cap, saturation: bool, price,
@@ -296,6 +318,7 @@ def serve_doc(
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         **base.description,
+        **_swept(base, rates),
         "rates": rates,
         "concurrency": concurrency,
         **slo_json(slo),
@@ -398,7 +421,7 @@ def size_doc(
         " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
         f" {slo_requests(slo, w.n):,} requests a run); replicas = ceil(rate / (capacity x"
         " (1 - headroom))); the fleet then evaluated whole as serve --dp N evaluates it, a"
-        " replica added while it misses the SLOs",
+        " replica added while it misses the SLOs" + _replay_rule(w),
         "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in ids},
         "energy_assumption": ENERGY_ASSUMPTION,
         **day_inputs,

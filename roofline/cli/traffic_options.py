@@ -174,6 +174,34 @@ class LengthOptions:
     prompt_dist: PromptDist = None
     output_dist: OutputDist = None
 
+    def once(self, arrivals: str | None = None, workload: str | None = None) -> None:
+        """Each length from one source (issue 33 item 4: options that cannot apply are errors):
+        --prompt/--output given beside what holds the lengths (a workload file, an arrival log,
+        a trace in --prompt-dist, or a --prompt-dist/--output-dist to draw from) are an
+        InputError, not silently left out. Given = not the default (an explicit --prompt 1k is
+        indistinguishable from none, and harmless)."""
+        fixed = {"--prompt": self.prompt != PROMPT, "--output": self.output != OUTPUT}
+        given = [k for k, v in fixed.items() if v]
+        if not given:
+            return
+        holder = (
+            "--workload: the file holds the classes' lengths"
+            if workload is not None
+            else "--arrivals: the log holds each request's lengths"
+            if arrivals is not None
+            else "--prompt-dist: the trace holds each request's lengths"
+            if is_trace(self.prompt_dist)
+            else None
+        )
+        if holder is not None:
+            raise InputError(f"{holder}; drop {' and '.join(given)}")
+        for flag, dist in (("--prompt", self.prompt_dist), ("--output", self.output_dist)):
+            if flag in given and dist:
+                raise InputError(f"{flag}-dist draws the lengths {flag} would fix: give one")
+
+
+LENGTHS_DEFAULT = LengthOptions()
+
 
 @dataclass(frozen=True)
 class PrefixOptions:
@@ -225,7 +253,12 @@ class ArrivalOptions:
         return {k: v for k, v in given.items() if v is not None}
 
     def served(
-        self, rate: str | None, concurrency: int | None, requests: int | None, duration: str | None
+        self,
+        rate: str | None,
+        concurrency: int | None,
+        requests: int | None,
+        duration: str | None,
+        lens: LengthOptions = LENGTHS_DEFAULT,
     ):
         """serve's (arrivals, speedup, burstiness, workload), under the rule size, check and
         report apply (traffic_rules); serve reports the expected figures with their bands, so a
@@ -238,17 +271,22 @@ class ArrivalOptions:
         keys = {**self.spec_keys(), "rate": rate, "requests": requests, "duration": duration,
                 "concurrency": concurrency}  # fmt: skip
         traffic_rules({k: v for k, v in keys.items() if v is not None})
+        lens.once(self.arrivals, self.workload)
         return self.arrivals, self.speedup, self.burstiness, self.workload
 
-    def sized(self, requests: int | None, traffic_curve: str | None, rate: str | None = None):
+    def sized(
+        self,
+        requests: int | None,
+        traffic_curve: str | None,
+        rate: str | None = None,
+        lens: LengthOptions = LENGTHS_DEFAULT,
+    ):
         """size's (arrivals, speedup, burstiness, workload, confidence), under the rule check
-        and report apply (traffic_rules); a workload file is sized on its expected
-        figures only."""
+        and report apply (traffic_rules)."""
         keys = {**self.spec_keys(), "requests": requests, "traffic_curve": traffic_curve,
                 "rate": rate}  # fmt: skip
         traffic_rules({k: v for k, v in keys.items() if v is not None}, sizes=True)
-        if self.workload is not None and self.confidence != CONFIDENCE:
-            raise InputError("--workload sizes on the expected figures: drop --confidence")
+        lens.once(self.arrivals, self.workload)
         return self.arrivals, self.speedup, self.burstiness, self.workload, self.confidence
 
 

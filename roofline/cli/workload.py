@@ -122,15 +122,16 @@ def refuse_shapes(px, lens, concurrency, arrivals) -> None:
 
 def size_doc(
     cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router, kv=None,
-    day=None,
+    day=None, edges=None,
 ):  # fmt: skip
     """size --workload: for each accelerator the layout (TP 1, 2, 4, 8 within a node; EP = TP for
     a mixture of experts) needing the fewest GPUs for the classes together, and the same
     layout sized for each class apart (serving.mixsize). `kv(rep, hw)`: the replica with its
     KV tiers and retention (cli.kvtier_options); `day(hw, rep, w, usd)`: its day under a
-    traffic curve (cli.day.mix_day), each row's `day`."""
+    traffic curve (cli.day.mix_day), each row's `day`; `edges`: hardware id -> --confidence's
+    band edges (serving.confidence), the pool sized at them (mixsize.replicas_at_edges)."""
     from roofline.cli import options as opt
-    from roofline.serving.mixsize import replicas_needed, size_apart
+    from roofline.serving.mixsize import replicas_at_edges, replicas_needed, size_apart
     from roofline.serving.serve import make_replica
 
     mix, w = load(path, requests or 1000, seed, rate)
@@ -160,7 +161,10 @@ def size_doc(
         if best is None:
             continue
         sized, rep, tp = best
-        apart = size_apart(rep, w, slo, seed, router)
+        n_exp, at = sized.replicas, (edges or {}).get(hw.id)
+        if at is not None and not at.neutral:
+            sized = replicas_at_edges(rep, w, slo, at, seed, router, sized)
+        apart = size_apart(rep, w, slo, seed, router, at)
         entry = prices.get(hw.id)
         price = entry.usd_per_gpu_hour if entry is not None else None
         e = sized.result.expected
@@ -184,6 +188,9 @@ def size_doc(
                     for c, a in zip(mix.classes, apart, strict=True)
                 ],
                 "apart_gpus": sum(a.gpus for a in apart),
+                "confidence": at.level if at is not None else "expected",
+                "replicas_expected": n_exp,
+                "gpus_expected": n_exp * rep.gpus,
             }
         )
         if day is not None:

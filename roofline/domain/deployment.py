@@ -39,6 +39,10 @@ class Deployment:
     # the non-expert linear layers (attention, dense FFN, shared experts) when a checkpoint
     # quantizes the routed experts only (gpt-oss: MXFP4 experts, BF16 elsewhere); None: `weights`
     dense_weights: Format | None = None
+    # LoRA adapter slots the engine holds on the GPU (vLLM --max-loras) at --max-lora-rank:
+    # taken from the KV budget (roofline.step.lora); 0: no LoRA
+    lora_slots: int = 0
+    lora_rank: int = 0
 
     def __post_init__(self) -> None:
         if self.kv_token_budget is not None and not 1 <= self.kv_token_budget <= 1e9:

@@ -35,6 +35,11 @@ class Tier:
     notes: str = ""
 
 
+# the kernels.yaml GEMM key of FP8 GEMMs with fine-grained block scales (DeepSeek-V3's 128x128
+# weights, 1x128 activations), where a group's per-tensor FP8 GEMMs run at another share
+FP8_BLOCK = "fp8_block"
+
+
 @dataclass(frozen=True)
 class KernelSet:
     """The kernel curves of one GPU generation (hardware/kernels.yaml)."""
@@ -56,8 +61,12 @@ class KernelSet:
     engine_moe: Mapping[str, Mapping[str, MoeCurve]] = field(default_factory=dict)
     ep_alltoall: LinkCurve | None = None  # DeepEP dispatch / combine (expert parallelism)
 
-    def gemm_curve(self, dtype: str) -> GemmCurve | None:
-        """The curve for a compute dtype (fp16 and bf16 share one; fp8 falls back to bf16)."""
+    def gemm_curve(self, dtype: str, block_scaled: bool = False) -> GemmCurve | None:
+        """The curve for a compute dtype (fp16 and bf16 share one; fp8 falls back to bf16);
+        `block_scaled` FP8 (weights in fine-grained blocks) takes the group's block-scaled FP8
+        GEMMs (key fp8_block) where it has them, else its FP8 curve."""
+        if block_scaled and dtype == "fp8" and FP8_BLOCK in self.gemm:
+            return self.gemm[FP8_BLOCK]
         for d in (dtype, "bf16" if dtype in ("fp16", "tf32", "fp32") else dtype, "bf16"):
             if d in self.gemm:
                 return self.gemm[d]

@@ -88,6 +88,9 @@ class ModelArch:
     published_params_active: float | None = None
     native_weights: str | None = None  # the weight format the checkpoint ships in (imported)
     native_dense_weights: str | None = None  # its non-expert layers' when only experts are
+    # FP8 with fine-grained block scales (quantization_config weight_block_size, DeepSeek-V3's
+    # 128x128): engines run its linears through block-scaled GEMMs, not per-tensor FP8 ones
+    block_scaled_fp8: bool = False
     checkpoints: tuple[Checkpoint, ...] = ()  # the served (instruct, pre-quantized) repos
     drafter_heads: tuple[Checkpoint, ...] = ()  # published drafter weights for this model
 

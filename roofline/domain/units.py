@@ -115,6 +115,12 @@ def fmt_seconds(t: float) -> str:
     return f"{t * 1e9:.3g} ns"
 
 
+def fmt_rate(rate: float) -> str:
+    """A rate (requests/s) as the tables print it: three significant figures (2.5664 -> 2.57),
+    whole thousands with separators (12,500)."""
+    return f"{rate:,.0f}" if rate >= 1000 else f"{rate:.3g}"
+
+
 def fmt_count(n: float) -> str:
     """Human count with SI suffix: 8.03e9 -> '8.03 G'."""
     for unit, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):

@@ -30,6 +30,11 @@ class Engine:
     # the hardware/engines.yaml profile whose host costs and scheduler defaults apply: a version
     # profile of the engine (roofline/engines/versions.py), "" for the engine's own
     profile: str = ""
+    # the version asked for ("" when none: the current release), and whether memory_fraction was
+    # given (a run's --gpu-memory-utilization / --mem-fraction-static) rather than the default,
+    # which SGLang derives per device and layout (roofline.engines.scheduler.sglang_static_fraction)
+    version: str = ""
+    fraction_given: bool = False
 
     @property
     def profile_id(self) -> str:
@@ -56,8 +61,9 @@ ENGINES: dict[str, Engine] = {
         0.0,
         0,
         1,
-        "SGLang server args: mem_fraction_static (0.88 on large GPUs; uncertain, it varies with "
-        "GPU size and TP); token-granular KV pool (page size 1)",
+        "SGLang server args: mem_fraction_static 0.88 before 0.5.5 (uncertain, it varied with "
+        "GPU size and TP), from 0.5.5 derived per device and layout "
+        "(roofline.engines.scheduler.sglang_static_fraction); token-granular KV pool (page size 1)",
     ),
     "trtllm": Engine(
         "trtllm",
@@ -141,7 +147,10 @@ def engine(name: str, hw: Accelerator | None = None, version: object = None) -> 
             f"unknown engine '{name}'", hint=f"choose auto or one of {', '.join(ENGINES)}"
         )
     eng = ENGINES[key]
-    if version is None or hw is None:
+    if version is None:
+        return eng
+    eng = replace(eng, version=str(version))
+    if hw is None:
         return eng
     prof = pick_profile(key, version, hw.efficiency.engines or {})
     return eng if prof == key else replace(eng, profile=prof)

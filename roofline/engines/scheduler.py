@@ -28,11 +28,13 @@ model [approximation: a prompt is not split across steps there].
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
 from roofline.engines.engine import Engine
+from roofline.engines.versions import parse_version
 from roofline.timing.host import EngineProfile
 
 GIB = 1024**3
@@ -115,6 +117,47 @@ def sglang_max_running(kv_tokens: float, context_len: int) -> int:
         max(int(kv_tokens / max(context_len, 1) * 512), SGLANG_MIN_RUNNING), SGLANG_MAX_RUNNING
     )
     return max(min(est, int(kv_tokens // 2)), 1)
+
+
+# SGLang's default mem_fraction_static from the heuristic of sgl-project/sglang PR #10975
+# (merged by 2025-09-30, when #11076, commit dda34c2f, set its constants): ServerArgs.
+# _handle_gpu_memory_settings picks chunked_prefill_size and cuda_graph_max_bs by the device's
+# memory (MiB: under 20 GiB 2,048 / 8; under 35 GiB 2,048 / 24, 80 at TP >= 4; under 60 GiB
+# 4,096 / 32, 160; under 160 GiB 8,192 / 256, 512; else 16,384 / 512) and reserves, in MiB,
+# 512 + 1.5 x max(chunk, 2,048) + 2 x cuda_graph_max_bs + TP x PP / 8 x 1,024 (+ 3 x max_bs x DP,
+# and 1.5 x max_bs x DP more above 300, under attention DP), at least 10,240 above 60 GiB;
+# fraction = (memory - reserved) / memory. Applied from 0.5.5 (GPUStack's runs, Nov 2025)
+# [uncertain: 0.5.3 and 0.5.4 may already carry it; earlier releases, 0.88 here, set it from
+# the TP size (0.88 at TP1 ... 0.81 at TP8) or other memory rules]. sgl-project/sglang issue
+# #29092 reads 0.828 for Qwen3-32B on one H100 in a later release (0.835 by this rule).
+SGLANG_FRACTION_FROM = (0, 5, 5)
+_SGLANG_BUCKETS = (  # (below MiB, chunk, cuda_graph_max_bs at TP < 4, at TP >= 4)
+    (20 * 1024, 2048, 8, 8),
+    (35 * 1024, 2048, 24, 80),
+    (60 * 1024, 4096, 32, 160),
+    (160 * 1024, 8192, 256, 512),
+    (math.inf, 16384, 512, 512),
+)
+
+
+def sglang_static_fraction(
+    version: str, memory_bytes: float, tp: int, pp: int, dp: int
+) -> float | None:
+    """SGLang's default mem_fraction_static on a device of `memory_bytes` at TP x PP with `dp`
+    attention-DP ranks (1: off), by the rule above; None for releases before it (or no version
+    stated: the caller keeps its default)."""
+    v = parse_version(version) if version else None
+    if v is None or v < SGLANG_FRACTION_FROM:
+        return None
+    mib = memory_bytes / 1024**2
+    _, chunk, small, large = next(b for b in _SGLANG_BUCKETS if mib < b[0])
+    graph_bs = small if tp < 4 else large
+    reserved = 512 + 1.5 * max(chunk, 2048) + 2 * graph_bs + tp * pp / 8 * 1024
+    if dp > 1:
+        reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((mib - reserved) / mib, 3)
 
 
 TOKENIZERS = ("fast", "slow")

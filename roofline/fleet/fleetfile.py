@@ -65,6 +65,7 @@ OWNED_KEYS = {"type", "count", "usd_per_gpu_hour"}
 RENT_KEYS = {"type", "on_demand", "spot", "spot_preemptions_per_hour", "limit"}
 SCALING_KEYS = {"policy", "scale_down_delay", "scale_up_delay"}
 POLICIES = ("predictive", "reactive")
+POPULARITY = ("uniform", "zipf")  # the adapters' request shares (roofline.fleet.sharing)
 
 
 @dataclass(frozen=True)
@@ -243,10 +244,15 @@ def _model(m: Any, i: int, name: str, base: Path) -> ModelSpec:
         cost = lo.get("throughput_cost")
         if cost is not None and not lo.get("source"):
             raise InputError(f"{where}.lora.throughput_cost: give its source (lora.source)")
+        pop = str(lo.get("popularity", "uniform"))
+        if pop not in POPULARITY:
+            raise InputError(
+                f"{where}.lora.popularity: one of {', '.join(POPULARITY)}, got {pop!r}"
+            )
         lora = Lora(
             _num(lo.get("adapters", 1), f"{where}.lora.adapters", 1, 100_000, True),
             _num(lo.get("rank", 16), f"{where}.lora.rank", 1, 4096, True),
-            str(lo.get("popularity", "uniform")),
+            pop,
             None if cost is None else _num(cost, f"{where}.lora.throughput_cost", 0.0, 0.9),
             str(lo.get("source") or ""),
             _num(lo.get("slots", 0), f"{where}.lora.slots", 0, 100_000, True),

@@ -1,24 +1,29 @@
-"""Where a fleet's independent work items run (issue 40 item 2): in this process, on a process
-pool (the default) or on Ray. A work item is a value (an id, a number), the state every item
-shares is built once per worker by `prepare` from one picklable value (a worker loads the
-catalog once), each item carries its own seed (its result is the same wherever it runs), and
-each worker caps its BLAS threads at one (threadpoolctl) so that N workers use N cores.
+"""Where a fleet's independent work items run (issue 40 item 2): on the project's one process
+pool (the default: roofline.serving.workers.parallel_map, forked workers) or on Ray. A work item
+is a value (an id, a number); the state every item shares is built by `prepare` from one
+picklable value, once per process (on the pool, once in this process before the fork: the
+workers inherit it copy-on-write, so the catalog is loaded once); each item carries its own seed
+(its result is the same wherever it runs); and BLAS threads are capped at one (threadpoolctl,
+set before the fork and inherited by the workers) so that N workers use N cores.
 
 Ray (an optional extra: pip install 'roofline[ray]') runs the items on a pool of actors, each
 holding its prepared state, through ray.util.ActorPool (Ray's own scheduling: nothing here
 decides which node runs what). `address` is the cluster's (the CLI reads RAY_ADDRESS; None
-starts a local instance of `workers` CPUs and stops it after)."""
+starts a local instance of `workers` CPUs, its session files in a temporary directory, and
+stops it and removes them after)."""
 
 from __future__ import annotations
 
-import multiprocessing
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from roofline.domain.errors import InputError
+from roofline.serving.workers import parallel_map
 
 BACKENDS = ("pool", "ray")
-_STATE: list[Any] = []  # a pool worker's prepared state, and its thread limiter
 
 
 def _cap_threads() -> Any:
@@ -28,28 +33,14 @@ def _cap_threads() -> Any:
     return threadpool_limits(limits=1)
 
 
-def _init(prepare: Callable[[Any], Any], shared: Any) -> None:
-    _STATE[:] = [prepare(shared), _cap_threads()]
-
-
-def _call(job: tuple[Callable[[Any, Any], Any], Any]) -> Any:
-    fn, item = job
-    return fn(_STATE[0], item)
-
-
 def _pool(prepare, fn, shared, items: Sequence[Any], workers: int) -> list[Any]:
-    nested = multiprocessing.current_process().daemon  # a pool's worker may not fork its own
-    if workers <= 1 or len(items) <= 1 or nested:
-        limiter = _cap_threads()
-        try:
-            state = prepare(shared)
-            return [fn(state, x) for x in items]
-        finally:
-            limiter.restore_original_limits()
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ctx.Pool(min(workers, len(items)), _init, (prepare, shared)) as pool:
-        return pool.map(_call, [(fn, x) for x in items], chunksize=1)
+    """The items over serving.workers.parallel_map (at most `workers` forked workers, or in
+    this process where it would not fork), the state prepared once here (module docstring)."""
+    limiter = _cap_threads()
+    try:
+        return parallel_map(partial(fn, prepare(shared)), list(items), max(1, workers))
+    finally:
+        limiter.restore_original_limits()
 
 
 def _ray(prepare, fn, shared, items: Sequence[Any], workers: int, address: str | None) -> list:
@@ -68,14 +59,16 @@ def _ray(prepare, fn, shared, items: Sequence[Any], workers: int, address: str |
             return fn(self.state, item)
 
     started = not ray.is_initialized()
+    scratch: str | None = None
     if started:
         quiet: dict[str, Any] = {
             "include_dashboard": False,
             "log_to_driver": False,
             "logging_level": "ERROR",
         }
-        if address is None:
-            ray.init(num_cpus=workers, **quiet)
+        if address is None:  # its session files in a directory of its own, removed after
+            scratch = tempfile.mkdtemp(prefix="rlray")  # short: socket paths < 108 characters
+            ray.init(num_cpus=workers, _temp_dir=scratch, **quiet)
         else:
             ray.init(address=address, **quiet)
     try:
@@ -86,6 +79,8 @@ def _ray(prepare, fn, shared, items: Sequence[Any], workers: int, address: str |
     finally:
         if started:
             ray.shutdown()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run(

@@ -4,23 +4,21 @@ placement and what is only listed is said per item (roofline.cli.fleet_sharing p
 
 LoRA adapters (applied: the adapters' memory comes out of the KV budget, and the capacity of
 a LoRA model's replica is derated by its kernels):
-- adapter bytes = rank x sum over the adapted projections of (in + out) x layers x bytes per
-  value (LoRA: W + B A with A in R^{r x in}, B in R^{out x r}; Hu et al. 2021, arXiv 2106.09685,
-  section 4). Projections: q, k, v, o (MLA: q_a, q_b, kv_a, kv_b, o) and, for a dense FFN,
-  gate, up, down ("all-linear"), at
-  bf16 (2 bytes), the adapters' usual dtype. A MoE base's experts are not adapted here (the
-  attention projections only, plus a dense FFN where the model has one in every layer).
-- GPU adapter slots (vLLM --max-loras, --max-lora-rank): vLLM allocates, at load and so before
-  the KV cache is sized from what is left, max_loras x max_lora_rank x (in + out) per adapted
-  linear layer (vllm/lora/layers create_lora_weights: lora_a_stacked (max_loras, 1,
-  max_lora_rank, in), lora_b_stacked (max_loras, 1, out, max_lora_rank), on the device). The
-  fleet gives `lora.slots` slots (default: one per adapter) at the adapters' rank, and takes
-  slots x adapter bytes from every GPU's KV budget (added to the engine's runtime overhead,
-  roofline.step.memory.plan_memory) before `size` searches. Under tensor parallelism vLLM
-  shards half of each pair (column-parallel: B; row-parallel: A), so the unsharded figure taken
-  on every GPU is an upper bound there (exact at TP 1).
-- adapter load from host: one adapter's bytes / the chip's host link (PCIe) bandwidth
-  (hardware/*.yaml host_link), the time a request for an adapter not in a slot waits.
+- adapter bytes and the GPU adapter slots (vLLM --max-loras, --max-lora-rank) held on each GPU
+  of a replica: roofline.step.lora (Hu et al. 2021; vLLM's lora/layers, sharded as the base
+  layer each adapter wraps: column-parallel layers split B, row-parallel ones split A, over
+  the attention's TP group; the layers of one pipeline stage). The fleet gives `lora.slots`
+  slots (default: one per adapter) at the adapters' rank in the model's deployment
+  (Deployment.lora_slots, lora_rank), so plan_memory takes them from every GPU's KV budget, at
+  each layout `size` searches.
+- adapter load from host: one adapter's bytes on a GPU (its shard) / the chip's host link (PCIe)
+  bandwidth (hardware/*.yaml host_link), the time a request for an adapter not in a slot waits.
+  With fewer slots than adapters, the share of requests whose adapter is in a slot is at most
+  that of the `slots` most requested adapters (a static top-k; vLLM's LRU slot cache,
+  LRUCacheWorkerLoRAManager, hits no more often): slots / adapters under uniform popularity,
+  H(slots) / H(adapters) under Zipf's law with exponent 1 (request share of the i-th adapter
+  proportional to 1 / i; H(n) = 1 + 1/2 + ... + 1/n). Listed, with the mean wait it adds to a
+  request's TTFT (misses x load time), not charged to the SLO count.
 - throughput: Punica (Chen et al., MLSys 2024, arXiv 2310.18547, abstract) measures its batched
   LoRA kernel (SGMV) adding 2 ms per decoded token over the base model for a batch of distinct
   adapters (Llama-2 7B on A100). A replica's decode step of TPOT t then takes t + 2 ms, so its
@@ -35,8 +33,10 @@ reload). Level 2 discards the weights too (no host RAM held) and reloads them on
 is the cold start's weight load without the engine start (weights / load bandwidth), listed.
 Wake time (level 1) = weight bytes per GPU / the host link bandwidth (the copy; the engine's
 graphs and allocator are kept). The rule: a model whose engine has a sleep mode (vLLM, CUDA and
-ROCm per its docs; SGLang's release/resume memory occupation has no published wake time, so its
-models do not sleep) and that does not say `sleep: false` sleeps in every hour its rate is 0:
+ROCm per its docs; SGLang's release/resume_memory_occupation has no published resume time for
+serving, searched in its docs, its PRs #7099 and #10873 and the RL frameworks that use it, so
+its models do not sleep and the output says why: NO_SLEEP) and that does not say
+`sleep: false` sleeps in every hour its rate is 0:
 its min_replicas are not held there (its GPUs are free for other models: the sleeping process
 keeps only its CUDA context), and a replica woken on an owned pool it slept on (the owned
 replicas of its last busy hour) starts in the wake time instead of the cold start. Predictive
@@ -62,10 +62,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 
-LORA_BYTES_PER_VALUE = 2  # bf16 adapters
 PUNICA_S_PER_TOKEN = 2e-3  # Punica abstract: "only adding 2ms latency per token"
 LORA_SOURCE = (
     "Punica (Chen et al., MLSys 2024, arXiv 2310.18547): batched LoRA kernels add 2 ms per"
@@ -77,62 +75,54 @@ COLOCATE_SOURCE = (
 )
 LORA_SLOTS_SOURCE = (
     "vLLM lora/layers create_lora_weights: max_loras x max_lora_rank x (in + out) per adapted"
-    " layer, allocated at load before the KV cache is sized"
+    " layer, allocated at load before the KV cache is sized; B split over TP in column-parallel"
+    " layers, A in row-parallel ones"
 )
 SLEEP_ENGINES = ("vllm",)  # sleep mode with a measured wake: vLLM's (docs: CUDA and ROCm)
 SHARE_ENGINES = ("vllm",)  # a per-instance memory share: vLLM's gpu_memory_utilization
+# why an engine's models do not sleep (printed per model in the fleet's sleep table)
+NO_SLEEP = {
+    "sglang": "not slept: SGLang's release/resume_memory_occupation (--enable-memory-saver;"
+    " weights kept on the host only with --enable-weights-cpu-backup, sglang PR #10873) has no"
+    " published resume time for serving (its measured uses are RL rollouts, which refit the"
+    " weights after resuming)",
+}
+
+
+def no_sleep_reason(engine_id: str) -> str:
+    """Why a model on `engine_id` does not sleep ("" where its engine sleeps)."""
+    if engine_id in SLEEP_ENGINES:
+        return ""
+    return NO_SLEEP.get(engine_id, f"not slept: no sleep mode known for {engine_id}")
+
+
 WAKE_SOURCE = (
     "vLLM sleep mode level 1 (docs.vllm.ai features/sleep_mode; blog.vllm.ai 2025-10-26:"
     " wakes of 0.1-6 s measured, 0.6B-235B, A4000-A100): weights per GPU / host link"
 )
 
 
-def adapted_dims(model: ModelArch) -> list[tuple[str, int, int]]:
-    """(projection, in, out) of one layer's adapted projections (module docstring)."""
-    d, hd, n = model.hidden_size, model.d_head, model.num_attention_heads
-    if model.is_mla:  # DeepSeek's MLA: the low-rank q and kv projections as the model has them
-        nope, rope = model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0
-        v, kvr = model.v_head_dim or hd, model.kv_lora_rank or 0
-        qr = model.q_lora_rank
-        out = [("q_a", d, qr), ("q_b", qr, n * (nope + rope))] if qr else []
-        out = out or [("q", d, n * (nope + rope))]
-        out += [("kv_a", d, kvr + rope), ("kv_b", kvr, n * (nope + v)), ("o", n * v, d)]
-    else:
-        q, kv = n * hd, model.n_kv_heads * hd
-        out = [("q", d, q), ("k", d, kv), ("v", d, kv), ("o", q, d)]
-    if model.n_routed_experts == 0:
-        f = model.intermediate_size
-        out += [("gate", d, f), ("up", d, f), ("down", f, d)]
-    return out
-
-
-def adapter_bytes(model: ModelArch, rank: int) -> float:
-    """One LoRA adapter's bytes: rank x sum(in + out) x layers x 2 (module docstring)."""
-    per_layer = sum(i + o for _, i, o in adapted_dims(model))
-    return float(rank * per_layer * model.num_hidden_layers * LORA_BYTES_PER_VALUE)
-
-
-def lora_slot_bytes(model: ModelArch, slots: int, rank: int) -> float:
-    """The GPU adapter slots' bytes on each GPU of a replica: slots x one adapter at `rank`
-    (vLLM's max_loras x max_lora_rank; module docstring, unsharded: exact at TP 1)."""
-    return slots * adapter_bytes(model, rank)
-
-
-def with_lora_slots(eng: Engine, slot_bytes: float) -> Engine:
-    """The engine with the adapter slots taken from its KV budget: added to the runtime overhead
-    that plan_memory subtracts before the KV cache (module docstring)."""
-    return replace(eng, runtime_overhead_bytes=eng.runtime_overhead_bytes + slot_bytes)
-
-
 def half_memory(eng: Engine) -> Engine:
     """One of two engines sharing a GPU: half the engine's memory fraction (module docstring:
     vLLM --gpu-memory-utilization, a per-instance share)."""
-    return replace(eng, memory_fraction=eng.memory_fraction / 2)
+    return replace(eng, memory_fraction=eng.memory_fraction / 2, fraction_given=True)
 
 
 def lora_capacity_factor(tpot_s: float) -> float:
     """Share of a replica's capacity left with batched LoRA kernels: t / (t + 2 ms) (Punica)."""
     return tpot_s / (tpot_s + PUNICA_S_PER_TOKEN) if tpot_s > 0 else 1.0
+
+
+def slot_hit_share(adapters: int, slots: int, popularity: str) -> float:
+    """Share of requests whose adapter is in one of `slots` GPU slots, at most (the slots
+    holding the most requested adapters; module docstring): uniform slots / adapters, Zipf
+    H(slots) / H(adapters)."""
+    k = min(slots, adapters)
+    if k >= adapters:
+        return 1.0
+    if popularity == "zipf":
+        return sum(1.0 / i for i in range(1, k + 1)) / sum(1.0 / i for i in range(1, adapters + 1))
+    return k / adapters
 
 
 def transfer_s(n_bytes: float, host_bytes_per_s: float | None) -> float | None:

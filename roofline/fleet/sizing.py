@@ -15,8 +15,9 @@ kappa = capacity within the SLOs x (1 - headroom), or, where `size` had to add r
 peak's fleet (its tail missed the SLOs), the peak rate / the replicas it deployed; x (1 - the LoRA
 kernels' throughput cost) where the fleet file gives one with its source.
 
-A LoRA model is sized with its GPU adapter slots taken from the KV budget
-(roofline.fleet.sharing: vLLM allocates max_loras x max_lora_rank adapters before the KV cache).
+A LoRA model is sized with its GPU adapter slots taken from the KV budget, sharded as each
+layout shards them (roofline.step.lora: vLLM allocates max_loras x max_lora_rank adapters
+before the KV cache).
 A small model that may share a GPU (roofline.fleet.sharing, co-location: one 1-GPU replica holds
 its peak on that chip, and its weights fit half of one GPU's engine memory) is sized a second
 time on each chip where another small model is: the engine's memory fraction halved, one GPU
@@ -35,15 +36,13 @@ from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Price
 from roofline.domain.layout import Layout
 from roofline.domain.precision import activation_format, kv_format, weight_format
-from roofline.engines.engine import Engine, engine
+from roofline.engines.engine import engine
 from roofline.fleet.fleetfile import ModelSpec
 from roofline.fleet.sharing import (
     SHARE_ENGINES,
     SLEEP_ENGINES,
     half_memory,
-    lora_slot_bytes,
     transfer_s,
-    with_lora_slots,
 )
 from roofline.serving.daysize import delay_for
 from roofline.serving.metrics import Slo
@@ -73,7 +72,9 @@ class Option:
 
 
 def deployment(spec: ModelSpec, model) -> Deployment:
-    """The fleet model's base deployment (weights, KV and activations; layouts are searched)."""
+    """The fleet model's base deployment (weights, KV and activations, its LoRA adapter slots at
+    their rank: plan_memory takes them from the KV budget as each layout shards them,
+    roofline.step.lora; layouts are searched)."""
     w = spec.weights if spec.weights != "auto" else (model.native_weights or "bf16")
     return Deployment(
         weights=weight_format(w),
@@ -81,15 +82,9 @@ def deployment(spec: ModelSpec, model) -> Deployment:
         kv=kv_format(spec.kv_dtype),
         activations=activation_format("bf16"),
         layout=Layout(),
+        lora_slots=spec.lora.gpu_slots if spec.lora is not None else 0,
+        lora_rank=spec.lora.rank if spec.lora is not None else 0,
     )
-
-
-def model_engine(spec: ModelSpec, model, hw) -> Engine:
-    """The model's engine on `hw`, its LoRA adapter slots taken from the KV budget."""
-    eng = engine(spec.engine, hw)
-    if spec.lora is not None:
-        eng = with_lora_slots(eng, lora_slot_bytes(model, spec.lora.gpu_slots, spec.lora.rank))
-    return eng
 
 
 def fits_half(spec: ModelSpec, model, hw) -> bool:
@@ -98,7 +93,7 @@ def fits_half(spec: ModelSpec, model, hw) -> bool:
     adapter slots) leave a KV budget in half the engine's memory (plan_memory's rule)."""
     if not spec.share or spec.engine not in SHARE_ENGINES:
         return False
-    eng = half_memory(model_engine(spec, model, hw))
+    eng = half_memory(engine(spec.engine, hw))
     try:
         return plan_memory(model, hw, deployment(spec, model), eng).kv_budget_bytes > 0
     except RooflineError:
@@ -112,7 +107,7 @@ def size_one(item: tuple[ModelSpec, str, int, int, float, float | None, bool, tu
     cat = load_catalog(list(catalog_dirs))
     model, hw = cat.model(spec.model), cat.accelerator(chip)
     base = deployment(spec, model)
-    eng = model_engine(spec, model, hw)
+    eng = engine(spec.engine, hw)
     if half:
         eng = half_memory(eng)
     peak = max(spec.hourly)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.catalog.files import read_text
+from roofline.catalog.lengths import length_table
 from roofline.domain.errors import InputError
 from roofline.domain.model import ModelArch
 from roofline.step.memory import MemoryPlan, kv_bytes_per_sequence, kv_bytes_per_token, max_batch
@@ -209,11 +210,16 @@ NAMED = {
 
 
 MAX_SAMPLES = 1_000_000  # lengths a distribution may draw (n=...)
+# shipped tables of (prompt, output) rows (roofline.catalog.lengths): "<table>-prompt" and
+# "<table>-output" read one column each, rows in the table's order from the first, so that a
+# workload's prompt and output of request i come from one row (the harness's pairing)
+TABLE_COLUMNS = {"sharegpt-prompt": ("sharegpt", 0), "sharegpt-output": ("sharegpt", 1)}
 _PARAMS = {
     "lognormal": ("mean", "sigma"),
     "uniform": ("low", "high"),
     "fixed": ("length",),
     "eos": ("mean", "max"),
+    "table": ("mean",),
 }
 
 
@@ -251,6 +257,20 @@ def _check_params(name: str, params: dict[str, float], what: str) -> None:
         raise InputError(f"{what}: fixed needs length > 0")
     if name == "eos" and not 1 <= params.get("mean", 1) <= params.get("max", 1):
         raise InputError(f"{what}: eos needs 1 <= mean <= max")
+    if name == "table" and params.get("mean", 1) <= 0:
+        raise InputError(f"{what}: a table's mean must be positive")
+
+
+def table_lengths(name: str, n: int, mean: float | None = None) -> FloatArray:
+    """The first n lengths of a shipped table's column (TABLE_COLUMNS; repeated in order past its
+    rows), scaled so that their mean is `mean` when given (a run's own mean, from its token
+    totals: its tokenizer and sample are not the table's) [approximation: one factor for every
+    row, so the harness's caps (prompt <= 1,024, total <= 2,048 tokens) move with it]."""
+    table, col = TABLE_COLUMNS[name]
+    values = np.resize(length_table(table)[col].astype(float), n)
+    if mean is not None:
+        values = values * (mean / float(values.mean()))
+    return np.maximum(values, 1.0)
 
 
 def parse_lengths(
@@ -259,8 +279,10 @@ def parse_lengths(
     """Sequence lengths from a list ("100,250,900"), a file of numbers (whitespace or comma
     separated), or a distribution: sharegpt, alpaca, lognormal:mean=500,sigma=0.9,
     uniform:low=1,high=2048, fixed:length=1000, eos:mean=100,max=128 (answers that end at EOS with
-    a constant per-token probability or at max_tokens; optional n=… and seed=…). Lengths are clipped
-    to [1, max_len]. Returns the lengths and a description of where they came from."""
+    a constant per-token probability or at max_tokens; optional n=… and seed=…), or a shipped
+    table's column, sharegpt-prompt / sharegpt-output (optional mean=…: table_lengths; the seed
+    is not used, so a prompt and an output column pair row by row). Lengths are clipped to
+    [1, max_len]. Returns the lengths and a description of where they came from."""
     text = lengths.strip()
     if re.fullmatch(r"[0-9.,\s]+", text):
         values = np.array([float(x) for x in re.split(r"[,\s]+", text) if x])
@@ -290,6 +312,12 @@ def parse_lengths(
             raise InputError(f"{what}: seed must be a whole number >= 0")
         n, seed = int(n_value), int(seed_value)
         desc_prefix = ""
+        if name in TABLE_COLUMNS:
+            _check_params("table", params, what)
+            values = table_lengths(name, n, params.get("mean"))
+            shown = f", mean {params['mean']:g}" if "mean" in params else ""
+            desc = f"{name} (models/lengths, rows in order{shown}), n={n}"
+            return np.clip(np.round(values), 1, max_len), desc
         if name in NAMED:
             kind, defaults, desc_prefix = NAMED[name]
             params = {**defaults, **params}
@@ -313,7 +341,8 @@ def parse_lengths(
             raise InputError(
                 f"{what}: unknown distribution '{name}'",
                 hint="use a list, a file, sharegpt, alpaca, lognormal:mean=…,sigma=…, "
-                "uniform:low=…,high=…, fixed:length=… or eos:mean=…,max=…",
+                "uniform:low=…,high=…, fixed:length=…, eos:mean=…,max=…, "
+                "sharegpt-prompt or sharegpt-output",
             )
         shown = ", ".join(f"{k}={v:g}" for k, v in params.items())
         desc = (desc_prefix + "; " if desc_prefix else "") + f"{name}({shown}), n={n}, seed={seed}"

@@ -8,8 +8,8 @@ from typing import Any
 from rich.console import Console
 
 from roofline.domain.units import fmt_bytes, fmt_count, fmt_seconds
-from roofline.render.core import bands_note, cbytes, csec, num, pct, pm
-from roofline.render.width import SUB, N, T, print_pairs, print_rows, say, table_output
+from roofline.render.core import VERBOSE, bands_note, cbytes, csec, num, pct, pm
+from roofline.render.width import SUB, N, T, legend, print_pairs, print_rows, say, table_output
 
 
 # ---- kv -------------------------------------------------------------------------------------
@@ -209,15 +209,22 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
     if "calibration" in exp:
         cal = exp["calibration"]
         curves = cal["kernel_curves"] or "scalar shares"
-        say(
+        # the legend: at most three lines (width.legend); where the bands come from, under -v
+        head, _ = legend(
             con,
-            f"expected: {curves} kernel curves"
-            + (" (borrowed)" if cal["kernel_curves_borrowed"] else "")
-            + f", {cal['engine']} engine step costs {fmt_seconds(exp['step_overhead_s'])}; "
-            f"family {cal['family']} fitted on {cal['cases']} published cases"
-            + (" — NOT calibrated on this family's own data" if cal["borrowed"] else ""),
+            [
+                f"expected: {curves} kernel curves"
+                + (" (borrowed)" if cal["kernel_curves_borrowed"] else "")
+                + f", {cal['engine']} engine step costs {fmt_seconds(exp['step_overhead_s'])},"
+                f" family {cal['family']} fitted on {cal['cases']} published cases"
+                + (" — NOT calibrated on this family's own data" if cal["borrowed"] else ""),
+                "± = the measured figure's 90% range (docs/ACCURACY.md)",
+            ],
+            1,
         )
-        say(con, bands_note(bands))
+        say(con, head)
+        if VERBOSE["on"]:
+            say(con, bands_note(bands))
 
 
 # ---- bytes ----------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Charts: the roofline (log-log attainable FLOP/s against intensity) with a workload's ops on it,
 the cliff sweep, the serve chart (p99 TTFT and TPOT against request rate, SLOs marked) and the day
 chart of `size --traffic-curve -o` (rate against the ready replicas' capacity, replicas ordered, p99
-TTFT and TPOT per interval; time short of capacity shaded red). Drawn as text for the terminal, or
-through matplotlib (the optional `plot` extra) into SVG/PNG files. Inputs are the JSON documents the
-commands build."""
+TTFT and TPOT per interval, each class's for a workload file; time short of capacity shaded red).
+Drawn as text for the terminal, or through matplotlib (the optional `plot` extra) into SVG/PNG
+files. Inputs are the JSON documents the commands build."""
 
 from __future__ import annotations
 
@@ -269,19 +269,33 @@ def save_day(doc: Mapping[str, Any], path: Path) -> None:
         return [*v, v[-1]]
 
     cap = day["capacity_per_replica"]
+    unit = "arrivals/s" if day.get("classes") else "requests/s"
     # one axis per metric: TTFT and TPOT differ by orders of magnitude, each beside its SLO
     fig, axes = plt.subplots(4, 1, figsize=(9, 10), sharex=True)
     a1, a2, a3, a4 = axes
     a1.step(hours, steps("rate"), where="post", label="rate")
     a1.step(hours, steps("replicas", cap), where="post", label="capacity of the replicas ordered")
-    a1.set_ylabel("requests/s (red: short)")
+    a1.set_ylabel(f"{unit} (red: short)")
     a2.step(hours, steps("replicas"), where="post", label="ordered (paid)")
     a2.axhline(day["static_replicas"], linestyle=":", color="grey", label="static peak")
     a2.set_ylabel("replicas")
     for ax, key, name in ((a3, "ttft", "TTFT"), (a4, "tpot", "TPOT")):
-        ax.step(hours, steps(f"{key}_p99_s", 1e3), where="post", label=f"p99 {name}")
-        if i.get(f"slo_{key}_s"):
-            ax.axhline(i[f"slo_{key}_s"] * 1e3, linestyle=":", color="grey", label=f"{name} SLO")
+        if day.get("classes"):  # a workload file's classes: each its own p99 beside its SLO
+            for j, k in enumerate(day["classes"]):
+                v = [iv["classes"][j][f"{key}_p99_s"] for iv in ivs]
+                ms = [x * 1e3 if x is not None else float("nan") for x in v]
+                line = ax.step(hours, [*ms, ms[-1]], where="post", label=f"{k['name']} p99")
+                if k.get(f"slo_{key}_s"):
+                    ax.axhline(k[f"slo_{key}_s"] * 1e3, linestyle=":",
+                               color=line[0].get_color(), label=f"{k['name']} SLO")  # fmt: skip
+            slos = [k[f"slo_{key}_s"] for k in day["classes"] if k.get(f"slo_{key}_s")]
+            if slos and max(slos) > 10 * min(slos):  # SLOs orders of magnitude apart
+                ax.set_yscale("log")
+        else:
+            ax.step(hours, steps(f"{key}_p99_s", 1e3), where="post", label=f"p99 {name}")
+            if i.get(f"slo_{key}_s"):
+                ax.axhline(i[f"slo_{key}_s"] * 1e3, linestyle=":", color="grey",
+                           label=f"{name} SLO")  # fmt: skip
         ax.set_ylabel(f"p99 {name}, ms")
     a4.set_xlabel("hours from the curve's start")
     for iv in ivs:

@@ -8,9 +8,9 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import pct
+from roofline.render.core import VERBOSE, pct
 from roofline.render.sizing import size_table
-from roofline.render.width import print_pairs, say, table_output
+from roofline.render.width import legend, print_pairs, say, table_output
 
 
 def _usd(x: float | None) -> str:
@@ -84,4 +84,17 @@ def size_day_table(doc: Mapping[str, Any], con: Console) -> None:
             )
         )
     print_pairs(con, f"A day of {day['deployment']}", pairs)
-    say(con, f"autoscaling: {i['autoscaling']}")
+    # the legend: at most three lines (width.legend); the rule in full under -v and in JSON
+    head, _ = legend(
+        con,
+        [
+            "autoscaling reactive: ceil(rate / (capacity x (1 - headroom))) replicas an interval,"
+            " serving after the scale-up delay",
+            "SLO attainment = requests within the ready replicas' capacity",
+            "static = the peak's replicas all day",
+        ],
+        1,
+    )
+    say(con, head)
+    if VERBOSE["on"]:
+        say(con, f"autoscaling: {i['autoscaling']}")

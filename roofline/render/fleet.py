@@ -47,14 +47,20 @@ def fleet_table(doc: Mapping[str, Any], con: Console) -> None:
     a, models = doc["answer"], doc["models"]
     say(
         con,
-        f"A fleet of {a['models']} models: {_usd(a['cost_per_day'])}/day for"
+        f"A fleet of {a['models']} model{'s' * (a['models'] != 1)}:"
+        f" {_usd(a['cost_per_day'])}/day for"
         f" {a['gpu_hours_per_day']:,.0f} GPU-hours (rented {_usd(a['rented_cost_per_day'])},"
         f" autoscaling {_usd(a['autoscaling_cost_per_day'])}, owned"
         f" {_usd(a['owned_cost_per_day'])}); pooling gain {_usd(a['pooling_gain_per_day'])}/day"
         f" ({pct(a['pooling_gain_share'], 1)}) against each model sized apart"
         f" ({_usd(a['apart_cost_per_day'])}), {_usd(a['pooling_gain_vs_static_per_day'])}"
-        f" against static peaks ({_usd(a['static_cost_per_day'])}); {a['owned_gpus']} owned"
-        f" GPUs {pct(a['owned_utilisation'], 0)} used; owned first "
+        f" against static peaks ({_usd(a['static_cost_per_day'])}); "
+        + (
+            f"{a['owned_gpus']} owned GPUs {pct(a['owned_utilisation'], 0)} used"
+            if a["owned_gpus"]
+            else "no owned GPUs"
+        )
+        + "; owned first "
         + ("holds every hour" if a["owned_first"] else "BROKEN (owned_first_violations)"),
         "bold",
     )
@@ -115,16 +121,24 @@ def sharing_table(sh: Mapping[str, Any], con: Console) -> None:
     """LoRA adapters, sleep/wake against cold start, co-location candidates (fleet/sharing.py)."""
     if sh["lora"]:
         cols = [T("model"), N("adapters\nx rank"), N("adapter"), N("slots\n/GPU"),
-                N("KV/GPU\nTP1"), N("load\nfrom host"), N("capacity\nkept")]  # fmt: skip
+                N("KV/GPU\nat TP"), N("load\nfrom host"), N("capacity\nkept")]  # fmt: skip
         body = [
             [x["name"], f"{x['adapters']} x r{x['rank']}", _gb(x["adapter_bytes"]),
              f"{x['gpu_slots']}: {_gb(x['slots_bytes_per_gpu'])}",
-             f"{_gb(x['kv_budget_bytes_tp1'])}->{_gb(x['kv_budget_bytes_tp1_with_slots'])}",
+             f"{x['tp']}: {_gb(x['kv_budget_bytes'])}->{_gb(x['kv_budget_bytes_with_slots'])}",
              csec(x["load_from_host_s"]), pct(x["capacity_kept"], 1)]
             for x in sh["lora"]
         ]  # fmt: skip
         print_rows(con, "LoRA adapters on one base (" + sh["applied"]["lora"] + ")", cols, body)
         notes = [f"{x['name']}: {x['note']}" for x in sh["lora"] if x["note"]]
+        notes += [
+            f"{x['name']}: {x['gpu_slots']} GPU slots for {x['adapters']} adapters"
+            f" ({x['popularity']} popularity): at most {pct(x['slot_hit_share'], 1)} of requests"
+            f" find theirs loaded, the others wait {csec(x['load_from_host_s'])} for it (mean"
+            f" {csec(x['miss_wait_mean_s'])} per request, not in the SLO count)"
+            for x in sh["lora"]
+            if x.get("slot_hit_share", 1.0) < 1.0
+        ]
         say(con, "throughput: " + sh["sources"]["lora_throughput"] + "; ".join(["", *notes]))
         con.print()
     if sh["sleep"]:
@@ -137,7 +151,8 @@ def sharing_table(sh: Mapping[str, Any], con: Console) -> None:
             for z in sh["sleep"]
         ]  # fmt: skip
         print_rows(con, "Sleep/wake (" + sh["applied"]["sleep"] + ")", cols, body)
-        say(con, "wake: " + sh["sources"]["wake"])
+        notes = [f"{z['name']}: {z['note']}" for z in sh["sleep"] if z["note"]]
+        say(con, "wake: " + sh["sources"]["wake"] + "; ".join(["", *notes]))
         con.print()
     cands = sh["colocation"]
     text = (

@@ -4,11 +4,12 @@ not searched, the best's launch line."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
 
+from roofline.domain.units import fmt_rate
 from roofline.render.core import VERBOSE, pm
 from roofline.render.traffic import (
     _arrivals,
@@ -20,7 +21,7 @@ from roofline.render.traffic import (
     brief,
     launch_block,
 )
-from roofline.render.width import N, T, print_rows, say, table_output
+from roofline.render.width import N, T, legend, print_rows, say, table_output
 
 
 # ---- size -----------------------------------------------------------------------------------
@@ -58,15 +59,26 @@ def _thin_note(deps: list[Mapping[str, Any]]) -> str:
     )
 
 
-def _chip_line(a: Mapping[str, Any], level: str = "expected") -> str:
-    """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none; sized
-    to a confidence, the same layout's GPUs at the expected figures and what set the count."""
+def _gpus(n: int) -> str:
+    return f"{n:,} GPU" + ("" if n == 1 else "s")
+
+
+def _chip_line(
+    a: Mapping[str, Any], deps: Sequence[Mapping[str, Any]], level: str = "expected"
+) -> str:
+    """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none; its
+    layout named as its row and the best line name it (_pools); sized to a confidence
+    (`level`), the same layout's GPUs at the expected figures and what set the count."""
     hw = _short(a["hardware"])
     if not a["meets_slo"]:
         return f"  {hw}: none: {a['reason']}"
+    row = next((d for d in deps if d["hardware"] == a["hardware"] and d["meets_slo"]
+                and (d["gpus"], d["tp"], d["pp"], d["ep"]) == (a["gpus"], a["tp"], a["pp"],
+                                                               a["ep"])), None)  # fmt: skip
+    layout = _pools(row).replace("\n ", " ") if row is not None else a["layout"]
     at = level != "expected" and a.get("gpus_expected") is not None
     return (
-        f"  {hw}: {a['replicas']} x {a['layout']} = {a['gpus']:,} GPUs"
+        f"  {hw}: {a['replicas']} x {layout} = {_gpus(a['gpus'])}"
         + (f" ({a['gpus_expected']:,} at expected)" if at else "")
         + f", {_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
         f"TPOT {_lat(a['tpot_p99_s'])}"
@@ -101,11 +113,19 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         )
     best = next((d for d in deps if d["best"]), None)
     arrivals = _arrivals(i)
-    # the legend: three lines at 80 columns; the rest under -v
-    head = (
-        f"{brief(arrivals[:1].upper() + arrivals[1:])}; {_slo_text(i)}. * best ({i['minimize']}),"
-        " f frontier; GPUs = replicas x TP x PP; tok = output tokens/s; TTFT/TPOT +% = how far a"
-        " measured p99 reaches above the expected; -v: more"
+    # the legend: at most three lines (width.legend); the rest under -v
+    head, left = legend(
+        con,
+        [
+            brief(arrivals[:1].upper() + arrivals[1:]),
+            _slo_text(i),
+            f"* best ({i['minimize']}), f frontier",
+            f"replicas routed {i.get('router') or 'round-robin'}",
+            "GPUs = replicas x TP x PP",
+            "tok = output tokens/s",
+            "TTFT/TPOT +% = how far a measured p99 reaches above the expected",
+        ],
+        3,
     )
     more = (
         f"{arrivals[:1].upper() + arrivals[1:]}; prompts {i['prompt_lengths']}, outputs "
@@ -139,10 +159,11 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         layout = _pools(best).replace("\n ", " ")
         say(
             con,
-            f"best: {best['replicas']} x {_short(best['hardware'])} {layout} = {best['gpus']:,} "
-            f"GPUs, {_usd(best['cost_per_hour'])}/h, {_usd(best['cost_per_million_output_tokens'])}"
+            f"best: {best['replicas']} x {_short(best['hardware'])} {layout} ="
+            f" {_gpus(best['gpus'])}, {_usd(best['cost_per_hour'])}/h,"
+            f" {_usd(best['cost_per_million_output_tokens'])}"
             f"/Mtok{(' ' + pm(best.get('bands'), 'cost_per_million_output_tokens')).rstrip()}, "
-            f"for {i['rate']:g} "
+            f"for {fmt_rate(i['rate'])} "
             f"req/s of {i['model']}",
             "bold",
         )
@@ -150,7 +171,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         chips = ", ".join(_short(h) for h in i["hardware"])
         say(con, f"none: {_nothing(i)} on {chips}", "bold")
     for a in doc.get("per_hardware") or []:
-        say(con, _chip_line(a, i.get("confidence", "expected")))
+        say(con, _chip_line(a, deps, i.get("confidence", "expected")))
     if rows:
         level = i.get("confidence", "expected")
         cols = (
@@ -171,7 +192,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
     else:
         say(con, head)
     if VERBOSE["on"]:
-        say(con, more)
+        say(con, more + "".join(f"; {c}" for c in left))
     for line in misses:
         say(con, line)
     pruned = [f"{_short(d['hardware'])} {d['layout']}" for d in doc.get("not_searched") or []]
@@ -190,7 +211,9 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
 def _nothing(i: Mapping[str, Any]) -> str:
     """What `size` found when no deployment serves the rate (within the SLOs, or saturation)."""
     if i.get("slo_ttft_s") is None and i.get("slo_tpot_s") is None:
-        return f"no deployment serves {i['rate']:g} req/s (no SLO given: sized on saturation)"
+        return (
+            f"no deployment serves {fmt_rate(i['rate'])} req/s (no SLO given: sized on saturation)"
+        )
     return "no deployment meets the SLOs"
 
 

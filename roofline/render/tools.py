@@ -185,6 +185,8 @@ _DEPLOYMENT_KEYS = (
     "prompt_tokens",
     "output_tokens",
     "context_tokens",
+    "workload",  # a workload file's classes in place of the one shape (cli.specs.spec_json)
+    "classes",
     "engine",
 )
 

@@ -20,7 +20,7 @@ from roofline.render.core import (
     stdout_console,
 )
 from roofline.render.serving import _bar
-from roofline.render.width import N, T, print_pairs, print_rows, say, table_output
+from roofline.render.width import N, T, legend, print_pairs, print_rows, say, table_output
 
 
 def _usd(x: float | None) -> str:
@@ -56,6 +56,16 @@ def brief(text: str) -> str:
     return re.sub(path, r"\1", text)
 
 
+def _lengths(i: Mapping[str, Any], load: str) -> str:
+    """The lengths in a legend: each source by its file's name, once ("lengths from the log"
+    when the arrival log brings both)."""
+    p, o = brief(i["prompt_lengths"]), brief(i["output_lengths"])
+    src = p.partition(" from ")[2]
+    if src and o.partition(" from ")[2] == src:
+        return "lengths from the log" if src in brief(load) else f"lengths from {src}"
+    return f"prompts {p}, outputs {o}"
+
+
 def _slo_text(i: Mapping[str, Any]) -> str:
     parts = []
     if i.get("slo_ttft_s") is not None:
@@ -70,12 +80,10 @@ def _slo_text(i: Mapping[str, Any]) -> str:
 def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     i, pts = doc["inputs"], doc["points"]
     load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else _arrivals(i)
-    # the legend: three lines at 80 columns; the rest under -v
-    core = (
-        f"{i['requests']:,} requests, {brief(load)}; prompts {brief(i['prompt_lengths'])}, outputs"
-        f" {brief(i['output_lengths'])}; {_slo_text(i)}"
-    )
-    head = core + "; -v: more."
+    # the legend: at most three lines (width.legend); the rest under -v
+    core = [f"{i['requests']:,} requests, {brief(load)}", _slo_text(i)]
+    lengths = _lengths(i, load)
+    marks: list[str] = []  # UNBOUNDED or NOT STEADY: always in the legend
     queue_note = (
         "TTFT and TPOT bands: the throughput band through the queue (unbounded: past saturation"
         " at its low edge)."
@@ -146,7 +154,8 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             pairs.append(
                 (
                     "per replica",
-                    f"TTFT p99 {csec(min(p99))} to {csec(max(p99))}, {min(n_req):,} to"
+                    (f"{i['router']}: " if i.get("router") else "")
+                    + f"TTFT p99 {csec(min(p99))} to {csec(max(p99))}, {min(n_req):,} to"
                     f" {max(n_req):,} requests",
                 )
             )
@@ -175,10 +184,10 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
                     " (grows with the run)",
                 )
             )
-            head += " UNBOUNDED: past saturation, no steady-state TTFT, queue or E2E."
+            marks.append("UNBOUNDED: past saturation, no steady-state TTFT, queue or E2E")
             more += f" {e['unbounded']}; the transient is the simulated run's."
         elif not e.get("steady_state", True):
-            head += " NOT STEADY: a short run's percentiles (raise --requests)."
+            marks.append("NOT STEADY: a short run's percentiles (raise --requests)")
             more += (
                 " NOT STEADY: the run spans under 5 mean E2Es; throughput, goodput and cost are"
                 " the steady state's, the percentiles this short run's."
@@ -194,11 +203,11 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             f"TPOT p50/p99 {csec(e['tpot_s']['p50'])}/{csec(e['tpot_s']['p99'])} (expected)"
         )
         print_pairs(con, answer, pairs)
+        extra = [lengths]
         if pts[0].get("load_bands"):  # the legend names them; how, under -v
-            head, more = (
-                core + "; TTFT/TPOT bands through the queue; -v: more.",
-                more + " " + queue_note,
-            )
+            extra.append("TTFT/TPOT bands through the queue")
+            more += " " + queue_note
+        head, _ = legend(con, [*core, *marks, *extra], len(core) + len(marks))
         say(con, head)
         if VERBOSE["on"]:
             say(con, more)
@@ -228,7 +237,10 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         else f"bands TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99"
         f" {pm(bands, 'tpot_p99') or 'none'}"
     )
-    say(con, f"{core}; {short}, tok/s {pm(bands, 'throughput') or 'none'}; -v: more.")
+    head, _ = legend(
+        con, [*core, lengths, f"{short}, tok/s {pm(bands, 'throughput') or 'none'}"], len(core)
+    )
+    say(con, head)
     if VERBOSE["on"]:
         say(con, more + (" " + queue_note if loaded else ""))
         say(con, bands_note(bands))

@@ -191,6 +191,22 @@ def say(con: Console, text: str, style: str | None = None) -> None:
     con.print(Text(text, style=style or ""), overflow="fold")
 
 
+def legend(
+    con: Console, clauses: Sequence[str], keep: int, lines: int = 3
+) -> tuple[str, list[str]]:
+    """A legend under a table in at most `lines` lines at the console's width (issue 33 item
+    6): the first `keep` clauses always, each further one, in order, while the whole still
+    fits, then "-v: more."; returns the text and the clauses left out (for -v)."""
+    tail = "-v: more."
+    chosen, left = list(clauses[:keep]), []
+    for c in clauses[keep:]:
+        if len(Text("; ".join([*chosen, c, tail])).wrap(con, con.width)) <= lines:
+            chosen.append(c)
+        else:
+            left.append(c)
+    return "; ".join([*chosen, tail]), left
+
+
 def print_notes(con: Console, notes: Sequence[str]) -> None:
     for k, n in enumerate(notes, 1):
         say(con, f"[{k}] {n}")

@@ -44,6 +44,17 @@ CLASS_COLS = (
 def workload_serve_table(doc: Mapping[str, Any], con: Console) -> None:
     """serve's table, then each class at each rate (expected figures)."""
     serve_table.__wrapped__(doc, con)  # type: ignore[attr-defined]
+    wl = (doc.get("inputs") or {}).get("workload") or {}
+    arr, seq = wl.get("arrivals_per_s"), wl.get("sequences_per_s")
+    if arr and seq and abs(seq / arr - 1) > 1e-9:  # samples, turns or sub-agents per arrival
+        sat = (doc.get("saturation_rate") or {}).get("expected")
+        at = f"; saturation {sat:.3g} sequences/s = {sat * arr / seq:.3g} arrivals/s" if sat else ""
+        say(
+            con,
+            f"units: the rate counts arrivals ({arr:.3g} arrivals/s = {seq:.3g} sequences/s:"
+            f" each sample, turn and sub-agent a sequence); requests/s, goodput and saturation"
+            f" above count sequences{at}",
+        )
     for p in doc["points"]:
         classes = p["expected"].get("classes") or []
         print_rows(
@@ -81,16 +92,19 @@ def _sharing(doc: Mapping[str, Any], name: str) -> str:
 def workload_size_table(doc: Mapping[str, Any], con: Console) -> None:
     """size --workload: GPUs for the classes together and apart, per accelerator."""
     deps = doc["deployments"]
+    level = doc["inputs"].get("confidence") or "expected"
+    at = "expected" if level == "expected" else f"at {level}; expected GPUs in ()"
     print_rows(
         con,
         f"{doc['inputs']['model']}: replicas meeting every class's SLOs, the classes together in"
-        " one pool and each apart in its own (expected)",
+        f" one pool and each apart in its own ({at})",
         (T("deployment"), N("repl"), N("GPUs"), N("apart\nGPUs"), N("$/h"), N("$/Mtok")),
         [
             (
                 f"{d['hardware']} TP{d['tp']}" + (f" EP{d['ep']}" if d["ep"] > 1 else ""),
                 str(d["replicas"]),
-                str(d["gpus"]),
+                str(d["gpus"]) + ("" if d.get("gpus_expected", d["gpus"]) == d["gpus"] and
+                                  level == "expected" else f" ({d['gpus_expected']})"),
                 str(d["apart_gpus"]) + " (" + ", ".join(
                     f"{a['class']} {a['gpus']}" for a in d["apart"]) + ")",
                 "-" if d["cost_per_hour"] is None else f"${d['cost_per_hour']:.1f}",
@@ -143,15 +157,31 @@ def _day_tables(doc: Mapping[str, Any], deps: list[Mapping[str, Any]], con: Cons
     print_rows(
         con,
         f"per class across the day, {deps[0]['hardware']} (capacity: the pool's arrivals/s per"
-        " replica at which the class holds its SLOs)",
-        (T("class"), N("share"), N("peak\narr/s"), N("arr/s\nper repl"), N("requests\n/day"),
-         N("Mtok\n/day"), N("in SLO")),
+        " replica at which the class holds its SLOs; worst p99 of an interval within capacity)",
+        (T("class"), N("share"), N("arr/s\nper repl"), N("requests\n/day"),
+         N("Mtok\n/day"), N("in SLO"), N("worst\nTTFT"), N("worst\nTPOT")),
         [
             (
-                c["name"], pct(c["share"], 0), f"{c['peak_arrivals_per_s']:.3g}",
+                c["name"], pct(c["share"], 0),
                 f"{c['capacity_per_replica']:.3g}", f"{c['requests_per_day']:,.0f}",
                 f"{c['output_tokens_per_day'] / 1e6:,.0f}", pct(c["slo_attainment"], 2),
+                _worst(day, j, "ttft"), _worst(day, j, "tpot"),
             )
-            for c in day["classes"]
+            for j, c in enumerate(day["classes"])
         ],
     )  # fmt: skip
+    exp = day.get("expected")
+    if exp:  # sized to a confidence: the expected figures' day beside it
+        say(
+            con,
+            f"at {day['confidence']}: {day['capacity_per_replica']:.3g} arrivals/s per replica,"
+            f" {day['gpu_hours_per_day']:,.0f} GPU-h/day; expected"
+            f" {exp['capacity_per_replica']:.3g}, {exp['gpu_hours_per_day']:,.0f} GPU-h/day",
+        )
+
+
+def _worst(day: Mapping[str, Any], j: int, key: str) -> str:
+    """Class j's worst p99 over the day's intervals ("-": none within capacity)."""
+    v = [iv["classes"][j][f"{key}_p99_s"] for iv in day["intervals"] if "classes" in iv]
+    v = [x for x in v if x is not None]
+    return csec(max(v)) if v else "-"

@@ -93,6 +93,8 @@ def slowed(w: Workload, e: Edges, seed: int = 0) -> Workload:
 
     if e.capacity == 1.0:
         return w
+    if w.mix_retime is not None:  # a workload file's classes: its rate counts arrivals/s
+        return with_rate(w, e.rate(w.mix_rate), seed)
     if w.replay:
         rate = None if w.rate is None else float(w.rate) / e.capacity
         return replace(w, arrival_s=w.arrival_s * e.capacity, rate=rate)

@@ -20,10 +20,12 @@ over one common span, so the classes overlap as they would in one pool.
   fans out K sub-agents arriving with it (a lead agent dispatching parallel sub-agents, as in
   Anthropic's multi-agent research system, "How we built our multi-agent research system",
   2025, 3-5 sub-agents in parallel), each a one-turn request whose prompt is the lead's first
-  context (system prompt + task) + its own `prompt` tokens, with its own `output`; the K share
-  one copy of the lead's context as a prefix group (computed by the first, hit by the rest
-  while cached). Simplification: the lead's own copy of that context is its conversation's,
-  not shared with its sub-agents (one extra copy per session, never more than K + 1).
+  context (system prompt + task) + its own `prompt` tokens, with its own `output`. The lead and
+  its K sub-agents share one copy of that context as a prefix group (the lead computes it, the
+  sub-agents hit it while it is cached; the lead's later turns hang from it as a conversation
+  hangs from its system prompt). Simplification: the cache here is two-level (a group, then a
+  conversation: serving.sim.prefixcache), so each session's context group holds its own copy
+  of the class's system prompt (a radix cache would share it across sessions too).
 Samples and sessions stay on one replica (PrefixInfo.session routes them). A class's `priority`
 orders the engine's queue (roofline.serving.sim.priority).
 """
@@ -144,11 +146,13 @@ def _fan_out(c: ClassSpec, rate: float, units: int, seed: int, rng, t) -> _Part:
     if base is None:  # one turn: the lead's request is its session
         lead = own[:units] + c.system_prompt
         z = np.zeros(units, dtype=np.int64)
-        base = _Part(t, lead, outs[:units], np.full(units, 0 if c.system_prompt else -1),
-                     np.full(units, c.system_prompt), np.arange(units), z,
-                     np.full(units, -1), np.zeros(units), z, np.arange(units), units)  # fmt: skip
+        base = _Part(t, lead, outs[:units], z, z, np.arange(units), z, np.full(units, -1),
+                     np.zeros(units), z, np.arange(units), units)  # fmt: skip
+    first = base.prompts[:units]  # the lead's first prompt: system prompt + task
+    # every turn of the lead hangs from the context group its sub-agents share
+    base = replace(base, group=1 + base.session, shared=first[base.session])
     sess = np.repeat(np.arange(units), k)
-    context = base.prompts[:units][sess]  # the lead's first prompt: system prompt + task
+    context = first[sess]
     idx = np.arange(m_sub)
     sub = (t[sess], context + own[units:], outs[units:], 1 + sess, context,
            base.conv.max() + 1 + idx, np.zeros(m_sub, dtype=np.int64),

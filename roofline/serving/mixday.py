@@ -16,21 +16,33 @@ workloadfile.WorkloadMix.class_rates scales a class with the total).
   own requests (its share of every instant's) arriving while the mix's rate is within the ready
   replicas × the class's capacity: a class with a loose SLO keeps its attainment through a
   rise that breaks a tight one's.
+- p99 per interval (serving.day's rule): a table of one replica's p99 TTFT and TPOT at
+  LATENCY_LOADS of a capacity (runs of the mix, expected step times), the pool's over every
+  request at the mix's capacity, each class's over its own requests at its own capacity,
+  interpolated at each instant's arrivals/s per ready replica (mix_latency).
+- At a confidence (serving.confidence, the single-shape day's rule, checks.day): a replica's
+  capacity is the expected one × the throughput band's low edge, or less where the classes'
+  SLOs ÷ the TTFT/TPOT bands' high edges (every class's own and the command's) hold only at a
+  lower rate: min(expected × low, the rate found against the edged SLOs); per class alike.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.serving.day import Day, DayRates, plan_day
+from roofline.serving.day import Day, DayRates, LatencyTable, latency_loads, plan_day
 from roofline.serving.metrics import Slo
 from roofline.serving.mixcapacity import mix_capacity
 from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import highest_ok
 from roofline.serving.serve import Replica, serve
 from roofline.serving.workload import Workload, with_rate
+
+if TYPE_CHECKING:
+    from roofline.serving.confidence import Edges
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,9 @@ class MixDayCapacity:
     shares: tuple[float, ...]  # each class's share of the arrivals
     output_tokens_per_arrival: tuple[float, ...]  # each class's, from the run at `overall`
     saturation: float  # the mix's saturation, arrivals/s per replica (the search's ceiling)
+    level: str = "expected"  # the confidence the capacities are at (serving.confidence)
+    expected: MixDayCapacity | None = None  # at a confidence: the expected capacities
+    probe: Any = field(default=None, compare=False, repr=False)  # the saturation probe's
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,16 @@ class ClassDay:
     requests_per_day: float  # the class's arrivals per day
     output_tokens_per_day: float
     slo_attainment: float
+    ttft_p99_s: np.ndarray | None = None  # per interval, its own requests (NaN: none in capacity)
+    tpot_p99_s: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class MixLatency:
+    """p99 tables of one replica against arrivals/s per replica: the pool's, each class's."""
+
+    pool: LatencyTable
+    per_class: tuple[LatencyTable, ...]
 
 
 def shares(w: Workload) -> tuple[float, ...]:
@@ -64,11 +89,47 @@ def shares(w: Workload) -> tuple[float, ...]:
     return tuple(r / total for r in rates)
 
 
+def edged(w: Workload, e: Edges) -> Workload:
+    """`w` with every class's own SLOs ÷ its band's high edge (Edges.slo on each), redrawn at
+    any rate with them (the command's SLO the caller passes as e.slo(slo))."""
+    from roofline.serving.mix import mix_workload
+
+    def one(c):
+        s = e.slo(Slo(c.slo_ttft_s, c.slo_tpot_s, 99.0))
+        return replace(c, slo_ttft_s=s.ttft_s, slo_tpot_s=s.tpot_s)
+
+    mix = replace(w.mix, classes=tuple(one(c) for c in w.mix.classes))
+    n = w.mix_requests
+    return replace(w, mix=mix, mix_retime=lambda r, s: mix_workload(mix, n, s, r))
+
+
 def mix_day_capacity(
-    rep: Replica, w: Workload, slo: Slo, seed: int = 0, router: str = DEFAULT_ROUTER
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    seed: int = 0,
+    router: str = DEFAULT_ROUTER,
+    edges: Edges | None = None,
 ) -> MixDayCapacity:
-    """The replica's capacity for `w`'s classes, overall and per class (module docstring)."""
-    cap = mix_capacity(rep, w)
+    """The replica's capacity for `w`'s classes, overall and per class, at `edges`' confidence
+    (None: expected; module docstring)."""
+    exp = _capacity(rep, w, slo, seed, router)
+    if edges is None or edges.neutral or exp.overall <= 0:
+        return exp
+    own = _capacity(rep, edged(w, edges), edges.slo(slo), seed, router, exp.probe)
+    overall = min(exp.overall * edges.capacity, own.overall)
+    per = tuple(
+        max(min(a * edges.capacity, b), overall)
+        for a, b in zip(exp.per_class, own.per_class, strict=True)
+    )
+    return replace(exp, overall=overall, per_class=per, level=edges.level, expected=exp)
+
+
+def _capacity(
+    rep: Replica, w: Workload, slo: Slo, seed: int, router: str, probe=None
+) -> MixDayCapacity:
+    """The expected capacities of the mix under `slo` and its classes' own."""
+    cap = probe if probe is not None else mix_capacity(rep, w)
     sat = cap.expected.requests_per_s * w.mix_rate / max(float(w.rate or 1.0), 1e-30)
     runs: dict[float, tuple] = {}
 
@@ -94,7 +155,38 @@ def mix_day_capacity(
         c.output_tokens_per_s / c.arrivals_per_s if c.arrivals_per_s > 0 else 0.0
         for c in classes_at(overall if overall > 0 else sat / 64.0)
     )
-    return MixDayCapacity(overall, per_class, shares(w), tokens, sat)
+    return MixDayCapacity(overall, per_class, shares(w), tokens, sat, probe=cap)
+
+
+def mix_latency(
+    rep: Replica, w: Workload, slo: Slo, cap: MixDayCapacity, seed: int = 0,
+    router: str = DEFAULT_ROUTER,
+) -> MixLatency:  # fmt: skip
+    """The p99 tables the day reads per interval (module docstring): runs of one replica at
+    LATENCY_LOADS × the mix's capacity (the pool's figures) and × each class's (its own), each
+    rate run once; a table made non-decreasing in the load, as serving.daysize's."""
+    names = [c.name for c in w.mix.classes]
+    caps = (cap.overall, *cap.per_class)
+    runs = {}
+    for x in sorted({float(r) for c in caps for r in latency_loads(c)}):
+        res = serve(rep, with_rate(w, x, seed), slo, 1, capacity=cap.probe or mix_capacity(rep, w),
+                    router=router, expected_only=True)  # fmt: skip
+        runs[x] = res.expected
+
+    def table(capacity: float, k: int | None) -> LatencyTable:
+        loads = latency_loads(capacity)
+        ttft, tpot = [], []
+        for x in loads:
+            m: Any = runs[float(x)]
+            if k is not None:
+                m = next((c for c in m.per_class if c.name == names[k]), None)
+            ttft.append(m.ttft_s.p99 if m is not None else np.nan)
+            tpot.append(m.tpot_s.p99 if m is not None else np.nan)
+        return LatencyTable(loads, np.maximum.accumulate(ttft), np.maximum.accumulate(tpot))
+
+    return MixLatency(
+        table(cap.overall, None), tuple(table(c, k) for k, c in enumerate(cap.per_class))
+    )
 
 
 def plan_mix_day(
@@ -104,12 +196,16 @@ def plan_mix_day(
     headroom: float,
     delay_s: float,
     max_replicas: int | None = None,
+    latency: MixLatency | None = None,
 ) -> tuple[Day, list[ClassDay]]:
-    """The pool's day under the curve (plan_day on the mix's capacity) and each class's."""
-    day = plan_day(c, cap.overall, headroom, delay_s, max_replicas=max_replicas)
+    """The pool's day under the curve (plan_day on the mix's capacity) and each class's; with
+    `latency`, the p99 of each interval, the pool's and each class's (module docstring)."""
+    pool = latency.pool if latency is not None else None
+    day = plan_day(c, cap.overall, headroom, delay_s, pool, max_replicas=max_replicas)
     out = []
     for k, name in enumerate(names):
-        own = plan_day(c, cap.per_class[k], headroom, delay_s, ordered=day.ordered)
+        table = latency.per_class[k] if latency is not None else None
+        own = plan_day(c, cap.per_class[k], headroom, delay_s, table, ordered=day.ordered)
         requests = cap.shares[k] * day.requests_per_day
         out.append(
             ClassDay(
@@ -120,9 +216,12 @@ def plan_mix_day(
                 requests,
                 requests * cap.output_tokens_per_arrival[k],
                 own.slo_attainment,
+                own.ttft_p99_s if table is not None else None,
+                own.tpot_p99_s if table is not None else None,
             )
         )
     return day, out
 
 
-__all__ = ["ClassDay", "MixDayCapacity", "mix_day_capacity", "plan_mix_day", "shares"]
+__all__ = ["ClassDay", "MixDayCapacity", "MixLatency", "edged", "mix_day_capacity", "mix_latency",
+           "plan_mix_day", "shares"]  # fmt: skip

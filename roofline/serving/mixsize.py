@@ -5,6 +5,7 @@ together in one pool and for each class alone in its own (apart)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from roofline.domain.errors import InputError
 from roofline.serving.metrics import Slo
@@ -12,6 +13,9 @@ from roofline.serving.mix import mix_workload
 from roofline.serving.mixcapacity import mix_capacity
 from roofline.serving.serve import Replica, ServeResult, serve
 from roofline.serving.workload import Workload
+
+if TYPE_CHECKING:
+    from roofline.serving.confidence import Edges
 
 MAX_REPLICAS = 512
 
@@ -23,15 +27,17 @@ class Sized:
     result: ServeResult  # the run at that count
 
 
-def replicas_needed(rep: Replica, w: Workload, slo: Slo, router: str = "least-loaded") -> Sized:
-    """The fewest replicas (doubling, then bisection) whose expected run meets every class's
-    SLOs at the workload's rate."""
+def replicas_needed(
+    rep: Replica, w: Workload, slo: Slo, router: str = "least-loaded", at_least: int = 1
+) -> Sized:
+    """The fewest replicas, `at_least` or more (doubling from it, then bisection), whose
+    expected run meets every class's SLOs at the workload's rate."""
     cap = mix_capacity(rep, w)  # a probe that credits shared KV when the mix shares it
 
     def run(n: int) -> ServeResult:
         return serve(rep, w, slo, n, capacity=cap, router=router)
 
-    lo, hi, best = 0, 1, None
+    lo, hi, best = at_least - 1, at_least, None
     while True:
         res = run(hi)
         if res.expected.meets_slo:
@@ -50,14 +56,38 @@ def replicas_needed(rep: Replica, w: Workload, slo: Slo, router: str = "least-lo
     return Sized(hi, hi * rep.gpus, best)
 
 
+def replicas_at_edges(
+    rep: Replica, w: Workload, slo: Slo, e: Edges, seed: int = 0, router: str = "least-loaded",
+    expected: Sized | None = None,
+) -> Sized:  # fmt: skip
+    """The pool sized at --confidence's band edges (serving.confidence, as size sizes one shape):
+    the fewest replicas meeting both the classes' SLOs at the arrivals ÷ the throughput band's
+    low edge (confidence.slowed) and, at the arrivals given, every SLO (the classes' own and
+    the command's) ÷ its band's high edge (mixday.edged); never fewer than `expected`'s. The
+    figures are the run at the arrivals given on that many replicas."""
+    from roofline.serving.confidence import slowed
+    from roofline.serving.mixday import edged
+
+    n = 1 if expected is None else expected.replicas  # each edge needs at least as many
+    n = max(replicas_needed(rep, slowed(w, e, seed), slo, router, n).replicas,
+            replicas_needed(rep, edged(w, e), e.slo(slo), router, n).replicas)  # fmt: skip
+    return replicas_needed(rep, w, slo, router, n)  # the offered rate's figures at that count
+
+
 def size_apart(
-    rep: Replica, w: Workload, slo: Slo, seed: int = 0, router: str = "least-loaded"
-) -> list[Sized]:
+    rep: Replica, w: Workload, slo: Slo, seed: int = 0, router: str = "least-loaded",
+    edges: Edges | None = None,
+) -> list[Sized]:  # fmt: skip
     """Each class alone in its own pool, at its own rate in `w` (its share of w's arrivals/s,
-    which a --rate or a curve's peak may have scaled from the file's), sized the same way."""
+    which a --rate or a curve's peak may have scaled from the file's), sized the same way (at
+    `edges`' confidence when given)."""
     mix = w.mix
     rates = mix.class_rates(w.mix_rate)
-    return [
-        replicas_needed(rep, mix_workload(mix.only(k), w.mix_requests, seed, rates[k]), slo, router)
-        for k in range(len(mix.classes))
-    ]
+    out = []
+    for k in range(len(mix.classes)):
+        alone = mix_workload(mix.only(k), w.mix_requests, seed, rates[k])
+        n = replicas_needed(rep, alone, slo, router)
+        if edges is not None and not edges.neutral:
+            n = replicas_at_edges(rep, alone, slo, edges, seed, router, n)
+        out.append(n)
+    return out

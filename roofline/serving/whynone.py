@@ -41,6 +41,12 @@ def no_layout(
     rate = float(w.rate or 1.0)
     fit, _ = candidates(model, hw, base, eng, prompt, output, rate, None, headroom, scale_out)
     if not fit:
+        if hw.scale_up is None:  # candidates.replica_sizes: one GPU a replica
+            return (
+                f"{hw.id} has no scale-up link, so size runs a replica on one GPU, and one GPU"
+                f" does not hold {model.id}'s weights and the KV of one request (plan --gpus N"
+                " lays it out over the host link)"
+            )
         return (
             f"no layout of {model.id} on {hw.id} up to {MAX_NODES} nodes holds its weights and"
             " the KV of one request"

@@ -30,10 +30,11 @@ def jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _width(items: Sequence[Any]) -> int:
-    """Forked workers for `items`: up to jobs(), one per item; 1 (this process) on one core, for
-    one item, inside a worker (a daemon may not fork) or on a platform without fork."""
-    n = min(jobs(), len(items))
+def _width(items: Sequence[Any], most: int | None = None) -> int:
+    """Forked workers for `items`: up to `most` (default jobs()), one per item; 1 (this process)
+    on one core, for one item, inside a worker (a daemon may not fork) or on a platform without
+    fork."""
+    n = min(jobs() if most is None else most, len(items))
     nested = multiprocessing.current_process().daemon
     return n if n > 1 and not nested and "fork" in multiprocessing.get_all_start_methods() else 1
 
@@ -46,9 +47,10 @@ def _run(i: int, args: tuple = ()) -> tuple[bool, Any]:
         return False, exc
 
 
-def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """[fn(x) for x in items], over forked workers when that can help."""
-    n = _width(items)
+def parallel_map(fn: Callable[[T], R], items: Sequence[T], most: int | None = None) -> list[R]:
+    """[fn(x) for x in items], over forked workers (at most `most`, default jobs()) when that
+    can help."""
+    n = _width(items, most)
     if n == 1:
         return [fn(x) for x in items]
     _WORK.append((fn, items))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from roofline.domain.errors import InputError
+from roofline.domain.units import fmt_rate
 from roofline.levers.kvcache import parse_lengths
 from roofline.serving.sim.prefixcache import PrefixConfig, PrefixInfo
 
@@ -224,11 +225,20 @@ def unit_gaps(rng: np.random.Generator, n: int, burstiness: float = 1.0) -> np.n
     return gaps
 
 
-def arrivals_text(rate: float, burstiness: float = 1.0) -> str:
+def arrivals_text(rate: float | list[float], burstiness: float = 1.0) -> str:
+    """The arrival process named as every label names it: Poisson or gamma (with its
+    burstiness and CV) at `rate`, or at each of several rates (a serve sweep's)."""
+    rates = [rate] if isinstance(rate, (int, float)) else list(rate)
+    at = (
+        f"{fmt_rate(rates[0])} requests/s"
+        if len(rates) == 1
+        else f"at each of {len(rates)} rates, {fmt_rate(min(rates))} to"
+        f" {fmt_rate(max(rates))} requests/s"
+    )
     if burstiness == 1.0:
-        return f"Poisson, {rate:g} requests/s"
+        return f"Poisson, {at}"
     cv = 1.0 / math.sqrt(burstiness)
-    return f"gamma, burstiness {burstiness:g} (CV {cv:.2g}), {rate:g} requests/s"
+    return f"gamma, burstiness {burstiness:g} (CV {cv:.2g}), {at}"
 
 
 def check_burstiness(burstiness: float) -> float:

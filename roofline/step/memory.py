@@ -3,7 +3,9 @@
 KV budget rules (engine documentation):
 - vLLM: gpu_memory_utilization (default 0.9) × capacity − (weights + activation peak + non-torch);
   the activation peak is profiled with a forward pass of max_num_batched_tokens tokens.
-- SGLang: mem_fraction_static × capacity − weights (activations live outside the static pool).
+- SGLang: mem_fraction_static × capacity − weights (activations live outside the static pool);
+  the fraction its server derives per device and layout from 0.5.5 on
+  (roofline.engines.scheduler.sglang_static_fraction), else 0.88.
 - TensorRT-LLM: kv_cache_free_gpu_mem_fraction (default 0.9) × (capacity − weights − activations
   − runtime).
 - ideal: every byte that is not a weight holds KV.
@@ -23,6 +25,8 @@ from roofline.domain.hardware import Accelerator
 from roofline.domain.layout import check_shape, distinct_stages, stage_layer_counts
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
+from roofline.engines.scheduler import sglang_static_fraction
+from roofline.step.lora import lora_slot_bytes_per_gpu
 from roofline.step.ops import (
     Deployment,
     cached_tokens_cap,
@@ -116,7 +120,9 @@ def plan_memory(
     eng: Engine,
     capacity_bytes: float | None = None,
 ) -> MemoryPlan:
-    """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory)."""
+    """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory); the
+    runtime overhead is the engine's plus the LoRA adapter slots the deployment holds on each
+    GPU (roofline.step.lora: vLLM allocates them at load, before the KV cache)."""
     check_shape(model, dep.layout)
     cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
     if cap <= 0:
@@ -125,9 +131,16 @@ def plan_memory(
     act = (
         float(activation_peak_bytes(model, dep, eng.profile_tokens)) if eng.profile_tokens else 0.0
     )
-    runtime = eng.runtime_overhead_bytes
+    runtime = eng.runtime_overhead_bytes + lora_slot_bytes_per_gpu(model, dep)
+    fraction = eng.memory_fraction
+    if eng.name == "sglang" and not eng.fraction_given:  # its default per device and layout
+        lay = dep.layout
+        derived = sglang_static_fraction(
+            eng.version, hw.memory_capacity_bytes, lay.tp, lay.pp, lay.attention_dp
+        )
+        fraction = derived if derived is not None else fraction
     if eng.rule == "fraction_of_capacity":
-        budget = cap * eng.memory_fraction - weights - act - runtime
+        budget = cap * fraction - weights - act - runtime
     elif eng.rule == "fraction_of_free":
         budget = (cap - weights - act - runtime) * eng.memory_fraction
     else:

@@ -61,6 +61,7 @@ class Op:
     gemm_n: float = 0.0  # matmuls: output columns per GPU (N after the TP shard; 0 = unknown)
     routed: tuple | None = None  # routed experts: (rows of the step T, top-k, experts E)
     compute: str | None = None  # the dtype it prefers when not the deployment's (dense_weights)
+    block_scaled: bool = False  # FP8 weights in fine-grained blocks (ModelArch.block_scaled_fp8)
 
     @property
     def bytes(self) -> FloatArray:
@@ -197,6 +198,8 @@ class _Builder:
         self.b_d = dep.dense_bits / 8.0  # non-expert linear layers (dense_weights)
         self.b_o = dep.other_bits / 8.0
         self.b_a = dep.activations.bytes_per_value
+        # the checkpoint's own block-scaled FP8 served as published (its GEMMs are block-scaled)
+        self.block = model.block_scaled_fp8 and dep.weights.name == "fp8"
         self.tp, self.atp, self.adp = dep.tp, dep.attention_tp, dep.attention_dp
         self.ops: list[Op] = []
         default = hw.scale_up or hw.host_link
@@ -234,6 +237,7 @@ class _Builder:
             quantized=dense is None,
             gemm_n=float(d_out),
             compute=None if dense is None else dense.compute,
+            block_scaled=self.block and dense is None,
         )
 
     def allreduce(self, name: str, layers: int, tokens) -> None:
@@ -349,6 +353,7 @@ class _Builder:
             quantized=True,
             gemm_n=2.0 * f / etp,
             routed=(t, k, e),
+            block_scaled=self.block,
         )
         if m.shared_expert_params:
             f_s = m.n_shared_experts * f

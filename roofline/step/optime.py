@@ -144,16 +144,19 @@ class KernelView:
 _VIEWS: dict[tuple, tuple[tuple, KernelView]] = {}
 
 
-def kernel_view(eff: Efficiency, dtype: str) -> KernelView:
-    """The KernelView of (eff, dtype), cached by the Efficiency's identity."""
-    return cached_by_identity(_VIEWS, (eff,), (dtype,), lambda: _kernel_view(eff, dtype))
+def kernel_view(eff: Efficiency, dtype: str, block_scaled: bool = False) -> KernelView:
+    """The KernelView of (eff, dtype, block-scaled FP8 or not), cached by the Efficiency's
+    identity."""
+    key = (dtype, block_scaled)
+    return cached_by_identity(_VIEWS, (eff,), key, lambda: _kernel_view(eff, dtype, block_scaled))
 
 
-def _kernel_view(eff: Efficiency, dtype: str) -> KernelView:
+def _kernel_view(eff: Efficiency, dtype: str, block_scaled: bool = False) -> KernelView:
     ks = eff.kernels
     assert ks is not None
     sc, sm = eff.compute / ks.compute_ref, eff.memory / ks.memory_ref  # CLI overrides scale
-    base = scaled(ks.gemm_curve(dtype) or GemmCurve(ks.compute_ref, ks.memory_ref), sc, sm)
+    own = ks.gemm_curve(dtype, block_scaled)
+    base = scaled(own or GemmCurve(ks.compute_ref, ks.memory_ref), sc, sm)
     b16 = scaled(ks.gemm_curve("bf16") or base, sc, sm)
     attn = ks.decode_attention
     if attn is not None:
@@ -238,7 +241,7 @@ def _plan(
     dtype = dep.compute(hw)
     attn_dtype = hw.resolve_compute(dep.activations.compute)
     w = hw.memory_bandwidth_bytes_per_s
-    views: dict[str, KernelView] = {}
+    views: dict[tuple[str, bool], KernelView] = {}
     out = []
     curve: AttentionCurve | PrefillAttentionCurve
     for op in ops:
@@ -263,7 +266,8 @@ def _plan(
             alu = op.quantized and dep.weights.alu_flops > 0
             out.append(_OpPlan(SHARES, **common, eta=eta_m, eta_compute=eta_c, alu=alu))
             continue
-        view = views.get(d) or views.setdefault(d, kernel_view(eff, d))
+        vk = (d, op.block_scaled)
+        view = views.get(vk) or views.setdefault(vk, kernel_view(eff, d, op.block_scaled))
         if op.kind == "matmul":
             common |= {
                 "matmul": True,
@@ -326,7 +330,17 @@ def _cached_plan(
 ) -> tuple[_OpPlan, ...]:
     """The plan of an op list, cached by the identity of (hw, dep, eff) and the ops' structure."""
     shape = tuple(
-        (op.name, op.kind, op.layers, op.sparse, op.quantized, op.gemm_n, op.compute) for op in ops
+        (
+            op.name,
+            op.kind,
+            op.layers,
+            op.sparse,
+            op.quantized,
+            op.gemm_n,
+            op.compute,
+            op.block_scaled,
+        )
+        for op in ops
     )
     return cached_by_identity(
         _PLANS, (hw, dep, eff), (phase, shape), lambda: _plan(ops, hw, dep, eff, phase)

@@ -133,8 +133,9 @@ def sharing_figures(sh: Mapping[str, Any]) -> list[str]:
     note = sh["applied"]
     if sh["lora"]:
         rows = [{k: x[k] for k in ("name", "hardware", "adapters", "rank", "adapter_bytes",
-                 "gpu_slots", "slots_bytes_per_gpu", "kv_budget_bytes_tp1",
-                 "kv_budget_bytes_tp1_with_slots", "load_from_host_s", "tpot_mean_s",
+                 "gpu_slots", "tp", "slots_bytes_per_gpu", "kv_budget_bytes",
+                 "kv_budget_bytes_with_slots", "load_from_host_s", "slot_hit_share",
+                 "miss_wait_mean_s", "tpot_mean_s",
                  "capacity_kept", "note")} for x in sh["lora"]]  # fmt: skip
         out.append(
             f'<figure><figcaption>LoRA adapters on one base</figcaption><p class="note">'

@@ -30,6 +30,8 @@ LABELS = {
     "max_rate_per_replica": "req/s per replica in SLO",
     "saturation_rate_per_replica": "saturation req/s per replica",
     "kv_occupancy": "KV occupancy",
+    "kv_occupancy_at_rate": "KV occupancy at the sized rate",
+    "binding_at_saturation": "binding at saturation",
     "output_tokens_per_s": "output tokens/s",
     "output_tokens_per_s_per_gpu": "tokens/s per GPU",
     "arithmetic_intensity": "FLOP/byte",
@@ -158,6 +160,9 @@ def figure(doc: Any, label: str, path: str, key: str | None = None) -> str:
     bp = band_path(doc, path)
     band = ""
     rel = relative_band(doc, path)
+    metrics = path.rsplit(".", 2)[0] if path.count(".") >= 2 else ""
+    if value is None and metrics and lookup(doc, f"{metrics}.unbounded"):
+        text, rel, bp = "unbounded", None, None  # past saturation (metrics' reason), as tables say
     if rel is not None:
         where = escape(rel[0], quote=True)
         band = f' <span class="band" data-json="{where}">({escape(rel[1])})</span>'

@@ -11,6 +11,7 @@ from typing import Any
 from roofline.render.html.launch import launch_html
 from roofline.render.html.parts import Content, chart_block, fmt, is_number, lookup, rows_table
 from roofline.render.html.svg import Axis, Ref, Series, bar_chart, line_chart
+from roofline.render.traffic import _pools
 
 
 def sec_fmt(v: float | None) -> str:
@@ -30,6 +31,11 @@ def _slo_refs(inputs: Mapping[str, Any], key: str) -> list[Ref]:
     pct = inputs.get("slo_pct")
     label = f"SLO p{pct:g} {key.upper()} {sec_fmt(v)}" if is_number(pct) else f"SLO {sec_fmt(v)}"
     return [Ref(float(v), label)] if is_number(v) else []
+
+
+def _unb(t: Any) -> str:
+    """A serve latency: null only past saturation, where it has no steady state."""
+    return "unbounded" if t is None else fmt("x_s", t)
 
 
 def _n(v: Any) -> float | None:
@@ -60,7 +66,7 @@ def serve(doc: Mapping[str, Any]) -> Content:
     e = lookup(doc, base) or {}
     c.verdict = (
         f"{inputs.get('model')} on {inputs.get('gpus')} × {inputs.get('hardware')} at "
-        f"{fmt('rate', rate)} requests/s: p99 TTFT {fmt('x_s', e['ttft_s']['p99'])}, p99 TPOT "
+        f"{fmt('rate', rate)} requests/s: p99 TTFT {_unb(e['ttft_s']['p99'])}, p99 TPOT "
         f"{fmt('x_s', e['tpot_s']['p99'])}, "
         f"{fmt('cost_per', e.get('cost_per_million_output_tokens'))} per million output tokens"
         + (
@@ -95,6 +101,7 @@ def serve(doc: Mapping[str, Any]) -> Content:
                 [
                     (r["rate"], r[f"{key}_{q}_s"], f"{r['rate']:g}/s: {sec_fmt(r[f'{key}_{q}_s'])}")
                     for r in rows
+                    if r[f"{key}_{q}_s"] is not None  # unbounded past saturation: no point
                 ],
             )
             for q in ("p50", "p99")
@@ -111,7 +118,9 @@ def serve(doc: Mapping[str, Any]) -> Content:
             y_zero=not wide,
         )
         cols = ["rate", f"{key}_p50_s", f"{key}_p99_s", "meets_slo"]
-        c.charts.append(chart_block(f"{title} against rate", svg, rows_table(rows, cols)))
+        shown = [{k: "unbounded" if v is None and k.endswith("_s") else v for k, v in r.items()}
+                 for r in rows]  # fmt: skip
+        c.charts.append(chart_block(f"{title} against rate", svg, rows_table(shown, cols)))
     occ = [
         Series(
             name,
@@ -223,15 +232,16 @@ def _chip_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
             )
             e = d.get("expected") or {}
             row.update(
-                answer=f"{a['replicas']} × {a['layout']}",
+                answer=f"{a['replicas']} × "
+                + (_pools(d).replace("\n ", " ") if d else a["layout"]),  # as the terminal
                 gpus=a["gpus"],
                 cost_per_million_output_tokens=a["cost_per_million_output_tokens"],
                 ttft_p99_s=a.get("ttft_p99_s"),
                 tpot_p99_s=a.get("tpot_p99_s"),
                 max_rate_per_replica=d.get("max_rate_per_replica"),
                 saturation_rate_per_replica=d.get("saturation_rate_per_replica"),
-                kv_occupancy=e.get("kv_occupancy"),
-                binding=d.get("binding"),
+                kv_occupancy_at_rate=e.get("kv_occupancy"),
+                binding_at_saturation=d.get("binding"),
             )
         out.append(row)
     return out
@@ -274,8 +284,10 @@ def _chips_chart(c: Content, chips: list[dict[str, Any]], inputs: Mapping[str, A
         ],
         Axis("requests/s per replica"),
     )
-    cols = ["chip", "max_rate_per_replica", "saturation_rate_per_replica", "kv_occupancy",
-            "binding"]  # fmt: skip
+    # the occupancy at the sized rate, the binding constraint at saturation: each says when
+    # (issue 33 item 6: "bound by KV capacity" beside 16% occupancy read as a contradiction)
+    cols = ["chip", "max_rate_per_replica", "saturation_rate_per_replica", "kv_occupancy_at_rate",
+            "binding_at_saturation"]  # fmt: skip
     c.charts.append(
         chart_block(
             "Capacity, saturation and KV occupancy per replica", svg, rows_table(chips, cols)
