@@ -108,3 +108,21 @@ def test_a_band_edge_past_saturation_is_null_with_its_reason(load, lo, hi):
     else:
         assert edge.high is not None and edge.high >= 1.0 and edge.reason == ""
     assert edge.low <= 1.0 and b["tpot_p99"].high is not None  # TPOT stays at its batch cap
+
+
+@pytest.mark.parametrize("rate", [20.0, 60.0])
+def test_the_band_edge_count_is_the_least_the_capacity_allows(replica, rate):
+    """Given the offered rate (size's fleet, headroom 10%), the band edges' capacity r sets
+    k = ceil(rate / (r × 0.9)) replicas; one replica fewer would need rate / ((k − 1) × 0.9)
+    each, which misses the SLOs ÷ the high edges (0 from a search held at that rate) or
+    exceeds r_cap × the low edge."""
+    rep, w, sat = replica
+    slo, e = Slo(0.2, 0.015, 50.0), Edges("p90", 0.5, 3.0, 1.5)
+    memo: dict = {}
+    r_cap = max_rate_within_slo(rep, w, slo, sat, memo=memo)
+    r = capacity_at_edges(rep, w, slo, e, r_cap, sat, memo=memo, rate=rate, headroom=0.1)
+    k = math.ceil(rate / (r * 0.9) * (1 - 1e-12))
+    assert k > 1
+    fewer = rate / ((k - 1) * 0.9)
+    held = max_rate_within_slo(rep, w, e.slo(slo), fewer, memo=memo, floor=fewer)
+    assert fewer > r_cap * e.capacity or held == 0.0

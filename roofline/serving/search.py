@@ -413,6 +413,8 @@ def capacity_at_edges(
     ideal: bool = False,
     seed: int = 0,
     memo: dict | None = None,
+    rate: float | None = None,
+    headroom: float = 0.0,
 ) -> float:
     """A replica's capacity at a confidence's band edges (serving.confidence), from its expected
     capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate): the
@@ -420,11 +422,21 @@ def capacity_at_edges(
     the highest rate meeting the SLOs ÷ the latency bands' high edges. That second search is
     started from the first's answer: it is searched only up to r_cap × the low edge (above it
     the lesser is that bound) and down to the expected search's own light load (sat/64, below
-    which it is 0), reading the runs the expected search simulated from `memo`."""
+    which it is 0), reading the runs the expected search simulated from `memo`. `rate`: the
+    offered rate a fleet of such replicas serves with `headroom` (size): where the search's 3%
+    leaves it unresolved whether one replica fewer would do, the rate per replica that fleet
+    would need is tried too (the same runs), so the count is the least the capacity allows."""
     top = r_cap * edges.capacity
     if top <= 0:
         return 0.0
-    return max_rate_within_slo(rep, w, edges.slo(slo), top, ideal, seed, memo, floor=sat / 64.0)
+    tight = edges.slo(slo)
+    r = max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, floor=sat / 64.0)
+    if rate and 0 < r < top:
+        k = math.ceil(rate / (r * (1.0 - headroom)) * (1 - 1e-12))  # replicas at r (size.need)
+        fewer = rate / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
+        if fewer <= min(top, r * FINE_STEP):  # below the rate the search saw fail
+            r = max_rate_within_slo(rep, w, tight, fewer, ideal, seed, memo, floor=fewer) or r
+    return r
 
 
 def _settle(

@@ -334,8 +334,7 @@ def size(
         rep, cap, sat, r_cap = best
         if r_cap <= 0:
             return _none(hw, dep, light_load_miss(rep, w, slo, sat, seed), r_cap)
-        # at the band edges: the expected fleet (its GPUs beside), then never fewer replicas,
-        # nor fewer than the queue at rate ÷ low needs: pruned on each bound as it is known
+        # at the band edges: no fewer replicas than expected, nor than the queue at rate ÷ low
         if at is not None and cut(min(need(r_cap * low), max_replicas + 1) * rep.gpus):
             return _unsearched(hw, dep, lower[-1], minimize, at)
         n, res = fleet(rep, cap, [(r_cap, w, slo)], ideal=at is None)
@@ -346,7 +345,8 @@ def size(
             if cut(max(lower[-1], n * rep.gpus)):
                 return _unsearched(hw, dep, lower[-1], minimize, at)
             slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
-            r_own = capacity_at_edges(rep, w, slo, at, r_cap, sat, False, seed, cap.runs)
+            r_own = capacity_at_edges(rep, w, slo, at, r_cap, sat, False, seed, cap.runs, rate,
+                                      headroom)  # fmt: skip
             if r_own <= 0:  # the SLOs ÷ the TTFT/TPOT bands' high edges, at light load
                 why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
                 why += light_load_miss(rep, w, slo_at, sat, seed)
