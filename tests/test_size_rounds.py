@@ -40,12 +40,12 @@ def _key(g: float) -> tuple[float, float]:
 def run_one(task: int, limit: tuple[float, float]):
     _, _, at_sat, searched = LAYOUTS[task]
     if _key(at_sat) >= limit:
-        return at_sat, (LAYOUTS[task][0], "unsearched at saturation", at_sat)
-    return at_sat, (LAYOUTS[task][0], "searched", searched)
+        return [at_sat], (LAYOUTS[task][0], "unsearched at saturation", at_sat)
+    return [at_sat], (LAYOUTS[task][0], "searched", searched)
 
 
-def recheck(i: int, gpus: int, row, limit):
-    return (row[0], "unsearched at saturation", gpus) if _key(gpus) >= limit else row
+def recheck(i: int, gpus: list[int], row, limit):
+    return (row[0], "unsearched at saturation", gpus[0]) if _key(gpus[0]) >= limit else row
 
 
 def at_bound(i: int):

@@ -18,7 +18,7 @@ from roofline.serving.day import DayRates, plan_day
 from roofline.serving.daysize import delay_for
 from roofline.serving.metrics import Slo
 from roofline.serving.router import DEFAULT_ROUTER
-from roofline.serving.search import max_rate_within_slo, replica_capacity
+from roofline.serving.search import capacity_at_edges, max_rate_within_slo, replica_capacity
 from roofline.serving.serve import make_replica
 from roofline.serving.workload import make_workload
 from roofline.step.ops import Deployment
@@ -74,8 +74,8 @@ def run_day_checks(
     kind = "ideal" if ideal else "expected"
     e, cap_exp = limits.edges, cap
     if e is not None and not e.neutral and cap > 0:  # sized to the bands' pessimistic edge:
-        own = max_rate_within_slo(rep, w, e.slo(slo), sat, ideal, seed) if has_slo else sat
-        cap, kind = min(cap * e.capacity, own), f"{e.level} edge of the {kind}"  # as size does
+        cap = capacity_at_edges(rep, w, slo, e, cap, sat, ideal, seed)  # as size does
+        kind = f"{e.level} edge of the {kind}"
     wanted = _wanted(limits)
     if cap <= 0:
         return [

@@ -41,7 +41,7 @@ def per_hardware_json(answers: list[ChipAnswer], prices) -> list[dict[str, Any]]
         if b is None:  # the same keys, null: no deployment of it meets the SLOs
             keys = ("layout", "tp", "pp", "ep", "replicas", "prefill_replicas",
                     "decode_replicas", "gpus", "cost_per_hour", "cost_per_million_output_tokens",
-                    "ttft_p99_s", "tpot_p99_s")  # fmt: skip
+                    "ttft_p99_s", "tpot_p99_s", "gpus_expected", "constraint")  # fmt: skip
             none = dict.fromkeys(keys)
             out.append({"hardware": a.hardware, "meets_slo": False, **none, "reason": a.reason})
             continue
@@ -62,6 +62,9 @@ def per_hardware_json(answers: list[ChipAnswer], prices) -> list[dict[str, Any]]
                 "cost_per_million_output_tokens": b.cost_per_million_output_tokens,
                 "ttft_p99_s": finite(e.ttft_s.p99) if e is not None else None,
                 "tpot_p99_s": finite(e.tpot_s.p99) if e is not None else None,
+                # sized to a confidence: the same layout's GPUs at the expected figures
+                "gpus_expected": b.gpus_expected or b.gpus,
+                "constraint": b.constraint or None,  # what set the replica count (Sized)
                 "reason": None,
             }
         )

@@ -63,9 +63,12 @@ def _gpus(n: int) -> str:
     return f"{n:,} GPU" + ("" if n == 1 else "s")
 
 
-def _chip_line(a: Mapping[str, Any], deps: Sequence[Mapping[str, Any]]) -> str:
+def _chip_line(
+    a: Mapping[str, Any], deps: Sequence[Mapping[str, Any]], level: str = "expected"
+) -> str:
     """One accelerator's answer: its cheapest deployment meeting the SLOs, or why none; its
-    layout named as its row and the best line name it (_pools)."""
+    layout named as its row and the best line name it (_pools); sized to a confidence
+    (`level`), the same layout's GPUs at the expected figures and what set the count."""
     hw = _short(a["hardware"])
     if not a["meets_slo"]:
         return f"  {hw}: none: {a['reason']}"
@@ -73,10 +76,13 @@ def _chip_line(a: Mapping[str, Any], deps: Sequence[Mapping[str, Any]]) -> str:
                 and (d["gpus"], d["tp"], d["pp"], d["ep"]) == (a["gpus"], a["tp"], a["pp"],
                                                                a["ep"])), None)  # fmt: skip
     layout = _pools(row).replace("\n ", " ") if row is not None else a["layout"]
+    at = level != "expected" and a.get("gpus_expected") is not None
     return (
-        f"  {hw}: {a['replicas']} x {layout} = {_gpus(a['gpus'])}, "
-        f"{_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
+        f"  {hw}: {a['replicas']} x {layout} = {_gpus(a['gpus'])}"
+        + (f" ({a['gpus_expected']:,} at expected)" if at else "")
+        + f", {_usd(a['cost_per_hour'])}/h, p99 TTFT {_lat(a['ttft_p99_s'])}, "
         f"TPOT {_lat(a['tpot_p99_s'])}"
+        + (f"; set by the {a['constraint']}" if at and a.get("constraint") else "")
     )
 
 
@@ -165,7 +171,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         chips = ", ".join(_short(h) for h in i["hardware"])
         say(con, f"none: {_nothing(i)} on {chips}", "bold")
     for a in doc.get("per_hardware") or []:
-        say(con, _chip_line(a, deps))
+        say(con, _chip_line(a, deps, i.get("confidence", "expected")))
     if rows:
         level = i.get("confidence", "expected")
         cols = (

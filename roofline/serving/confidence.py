@@ -101,4 +101,21 @@ def slowed(w: Workload, e: Edges, seed: int = 0) -> Workload:
     return with_rate(w, e.rate(float(w.rate or 0.0)), seed)
 
 
-__all__ = ["LEVELS", "Edges", "edges", "level", "slowed"]
+def edge_binding(e: Edges, counts: tuple[int, int, int], own: str, expected: str) -> str:
+    """What set a fleet's replica count at the band edges `e` (size): of the expected fleet's
+    count, the queue's at the rate ÷ the throughput band's low edge and the count a replica's
+    capacity within the SLOs ÷ the latency bands' high edges needs (`counts`, in that order),
+    the largest, the first on a tie; `own` and `expected` what binds the latter and the first
+    ("TTFT SLO", "TPOT SLO" or "saturation: ...")."""
+    n_exp, n_queue, n_own = counts
+    if n_exp >= max(n_queue, n_own):
+        return f"{expected} at the expected figures"
+    if n_queue >= n_own:
+        return f"throughput band's low edge ({e.capacity:.3g} x the expected capacity)"
+    if own in ("TTFT SLO", "TPOT SLO"):
+        edge = e.ttft if own == "TTFT SLO" else e.tpot
+        return f"{own} ÷ {edge:.3g} (its band's high edge)"
+    return own
+
+
+__all__ = ["LEVELS", "Edges", "edge_binding", "edges", "level", "slowed"]

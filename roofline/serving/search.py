@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from roofline.serving.workload import (
     with_prefix,
     with_rate,
 )
+
+if TYPE_CHECKING:
+    from roofline.serving.confidence import Edges
 
 PROBE_GENERATIONS = 4  # closed-loop rounds measured (within 2% of 40 rounds: 8B, 70B, lognormal)
 PROBE_LENGTHS = 4000  # lengths drawn for the probe from a length distribution
@@ -325,17 +329,21 @@ class Missed:
         return slo.pct == self.pct and limit is not None and limit <= self.limit_s
 
 
-def highest_ok(ok: Callable[[float], bool], hi: float, rel_tol: float = 0.03) -> float:
-    """The highest rate in [hi/64, hi] for which ok(rate) holds, by bisection (first within
-    [hi/8, hi]), assuming ok holds below some rate and fails above it; 0 if ok(hi/64) fails."""
+def highest_ok(
+    ok: Callable[[float], bool], hi: float, rel_tol: float = 0.03, floor: float | None = None
+) -> float:
+    """The highest rate in [floor, hi] (`floor` hi/64 unless given) for which ok(rate) holds, by
+    bisection (first within [hi/8, hi] when that is above the floor), assuming ok holds below
+    some rate and fails above it; 0 if ok(floor) fails."""
     if not (math.isfinite(hi) and hi > 0):
         return 0.0
+    lo = hi / 64.0 if floor is None else floor
     if ok(hi):
         return hi
-    if ok(hi / 8.0):  # most SLOs hold at an eighth of saturation: a narrower bracket
-        return _bisect(ok, hi / 8.0, hi, rel_tol)
-    lo = hi / 64.0
-    return _bisect(ok, lo, hi / 8.0, rel_tol) if ok(lo) else 0.0
+    mid = hi / 8.0
+    if mid > lo and ok(mid):  # most SLOs hold at an eighth of saturation: a narrower bracket
+        return _bisect(ok, mid, hi, rel_tol)
+    return _bisect(ok, lo, mid if mid > lo else hi, rel_tol) if ok(lo) else 0.0
 
 
 def max_rate_within_slo(
@@ -346,14 +354,17 @@ def max_rate_within_slo(
     ideal: bool = False,
     seed: int = 0,
     memo: dict | None = None,
+    floor: float | None = None,
 ) -> float:
     """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
-    at most `hi` (the saturation rate). A bisection on runs of COARSE_REQUESTS of the workload's
-    requests brackets it to COARSE_TOL; runs of slo_requests requests (the workload's lengths
-    cycled) then settle it to 3% (search._settle). `memo`: the runs already simulated for this
-    replica and workload (Capacity.runs), by requests, rate, seed and step times: a search under
-    other SLOs (size --confidence) reads the rates both visit from it rather than re-running
-    them (a run does not depend on the SLO; only its verdict does)."""
+    at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
+    given; a floor above `hi` is searched and the answer capped at `hi`). A bisection on runs
+    of COARSE_REQUESTS of the workload's requests brackets it to COARSE_TOL; runs of
+    slo_requests requests (the workload's lengths cycled) then settle it to 3%
+    (search._settle). `memo`: the runs already simulated for this replica and workload
+    (Capacity.runs), by requests, rate, seed and step times: a search under other SLOs (size
+    --confidence) reads the rates both visit from it rather than re-running them (a run does
+    not depend on the SLO; only its verdict does)."""
     if slo.ttft_s is None and slo.tpot_s is None:
         return hi
     runs: dict = {} if memo is None else memo
@@ -382,20 +393,64 @@ def max_rate_within_slo(
 
         return ok
 
+    top = hi if floor is None else max(hi, floor)
+    low = top / 64.0 if floor is None else floor
     n = slo_requests(slo, w.n)
     coarse = min(n, COARSE_REQUESTS)
-    r = highest_ok(ok_at(cycled(w, coarse)), hi, COARSE_TOL if coarse < n else 0.03)
-    if coarse == n or r <= 0:
-        return r
-    return _settle(ok_at(cycled(w, n)), r, hi, step=FINE_STEP)
+    r = highest_ok(ok_at(cycled(w, coarse)), top, COARSE_TOL if coarse < n else 0.03, low)
+    if coarse < n and r > 0:
+        r = _settle(ok_at(cycled(w, n)), r, top, step=FINE_STEP, floor=low)
+    return min(r, hi)
+
+
+def capacity_at_edges(
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    edges: Edges,
+    r_cap: float,
+    sat: float,
+    ideal: bool = False,
+    seed: int = 0,
+    memo: dict | None = None,
+    rate: float | None = None,
+    headroom: float = 0.0,
+) -> float:
+    """A replica's capacity at a confidence's band edges (serving.confidence), from its expected
+    capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate): the
+    lesser of r_cap × the throughput band's low edge (the queue at the rate ÷ that edge) and
+    the highest rate meeting the SLOs ÷ the latency bands' high edges. That second search is
+    started from the first's answer: it is searched only up to r_cap × the low edge (above it
+    the lesser is that bound) and down to the expected search's own light load (sat/64, below
+    which it is 0), reading the runs the expected search simulated from `memo`. `rate`: the
+    offered rate a fleet of such replicas serves with `headroom` (size): where the search's 3%
+    leaves it unresolved whether one replica fewer would do, the rate per replica that fleet
+    would need is tried too (the same runs), so the count is the least the capacity allows."""
+    top = r_cap * edges.capacity
+    if top <= 0:
+        return 0.0
+    tight = edges.slo(slo)
+    r = max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, floor=sat / 64.0)
+    if rate and 0 < r < top:
+        k = math.ceil(rate / (r * (1.0 - headroom)) * (1 - 1e-12))  # replicas at r (size.need)
+        fewer = rate / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
+        if fewer <= min(top, r * FINE_STEP):  # below the rate the search saw fail
+            r = max_rate_within_slo(rep, w, tight, fewer, ideal, seed, memo, floor=fewer) or r
+    return r
 
 
 def _settle(
-    ok: Callable[[float], bool], r: float, hi: float, rel_tol: float = 0.03, step: float = 1.03
+    ok: Callable[[float], bool],
+    r: float,
+    hi: float,
+    rel_tol: float = 0.03,
+    step: float = 1.03,
+    floor: float | None = None,
 ) -> float:
     """The boundary near a first guess `r` (at most `hi`): steps of rel_tol away from it,
     doubling (in the exponent) until the boundary is crossed, then bisection; two runs when the
-    guess is within rel_tol."""
+    guess is within rel_tol; 0 below `floor` (hi/64 unless given)."""
+    low = hi / 64.0 if floor is None else floor
     up = ok(r)
     while True:
         x = min(r * step, hi) if up else r / step
@@ -403,7 +458,7 @@ def _settle(
             return _bisect(ok, r, x, rel_tol) if up else _bisect(ok, x, r, rel_tol)
         if up and x >= hi:
             return hi
-        if not up and x < hi / 64.0:
+        if not up and x < low:
             return 0.0
         r, step = x, step * step
 

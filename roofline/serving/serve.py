@@ -429,24 +429,37 @@ def serve(
     measurements only. This is the one evaluation of a fleet: serve, size, check and the day
     planner all call it. `runs`: the simulations already run on this replica (search.Capacity.runs),
     read rather than re-run when the same requests meet the same fleet under other SLOs.
-    `expected_only`: the expected half alone (its ideal field repeats it), for a caller that
-    reads only the expected verdict (size's fleet at the band edges, for all but its last run)."""
+    `expected_only`: the expected half alone (its ideal field repeats it), without each
+    replica's own figures, for a caller that reads only the expected verdict (size's fleet at
+    the band edges, for all but its last run)."""
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
     check_router(router)
     if w.mix is not None and w.prefix is not None and not getattr(capacity, "credits_sharing", 0):
         capacity = None  # a probe of independent requests: the run's own window figures
     out = [
-        evaluate(rep, w, slo, replicas, one_replica, capacity, router, ideal, runs)
+        evaluate(
+            rep, w, slo, replicas, one_replica, capacity, router, ideal, runs, not expected_only
+        )
         for ideal in ((False,) if expected_only else (True, False))
     ]
     return ServeResult(out[0], out[-1], replicas, router_used(w, replicas, router))
 
 
 def evaluate(
-    rep, w, slo, replicas, one_replica, capacity, router, ideal: bool, runs: dict | None = None
+    rep,
+    w,
+    slo,
+    replicas,
+    one_replica,
+    capacity,
+    router,
+    ideal: bool,
+    runs: dict | None = None,
+    shares: bool = True,
 ) -> ServeMetrics:
-    """serve's figures with ideal or expected step times (one half of serve); `runs`: serve's."""
+    """serve's figures with ideal or expected step times (one half of serve); `runs`: serve's;
+    `shares`: each replica's own figures beside (ServeMetrics.per_replica)."""
     offered = w.rate if w.concurrency is None else None
     key = ("serve", id(w), replicas, ideal, one_replica, router)
     records = None if runs is None else runs.get(key)
@@ -459,7 +472,7 @@ def evaluate(
     if capacity is not None:
         per = offered * n / replicas if offered else None
         m = _steady(m, capacity, per, ideal, n, slo if w.stationary else None)
-    if len(records) > 1 and not m.unbounded:
+    if shares and len(records) > 1 and not m.unbounded:
         m = replace(m, per_replica=tuple(replica_share(r, slo, rep.gpus) for r in records))
     if w.mix is not None:  # a workload file's classes, each against its own SLOs
         from roofline.serving.classes import with_classes

@@ -19,6 +19,7 @@ aiconfigurator users read; the cheapest (or the fewest GPUs) is marked best.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -29,7 +30,7 @@ from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.serving.candidates import Candidate, candidates
-from roofline.serving.confidence import Edges, slowed
+from roofline.serving.confidence import Edges, edge_binding, slowed
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -39,11 +40,13 @@ from roofline.serving.cost import (
 from roofline.serving.metrics import ServeMetrics, Slo
 from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import (
+    capacity_at_edges,
     max_rate_within_slo,
     replica_capacity,
 )
 from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
+from roofline.serving.sizerank import ranked
 from roofline.serving.sizerounds import search_rounds
 from roofline.serving.whynone import describe, light_load_miss, no_layout
 from roofline.serving.workload import Workload
@@ -224,11 +227,13 @@ def size(
         r_cap = max_rate_within_slo(rep, w, slo, sat, False, seed, cap.runs) if has_slo else sat
         return rep, cap, sat, r_cap
 
-    def fleet(rep: Replica, cap, runs: list[tuple[float, Workload, Slo]], least: int = 1):
+    def fleet(rep: Replica, cap, runs: list[tuple[float, Workload, Slo]], least: int = 1,
+              ideal: bool = True):  # fmt: skip
         """Replicas = ceil(rate / (capacity × (1 − headroom))) for each (capacity, workload,
         SLO) run, the most of them (at least `least`); the fleet evaluated under each as
         serve --dp n evaluates it, a replica added while any run's tail misses its SLO. The
-        last run's result, meets_slo true only when every run's is."""
+        last run's result, meets_slo true only when every run's is; its ideal half only when
+        `ideal` (else the expected repeated: a fleet whose ideal figures no row reads)."""
         n = max(least, *(math.ceil(float(wl.rate or 0.0) / (r * (1.0 - headroom)) * (1 - 1e-12))
                          for r, wl, _ in runs))  # fmt: skip
         res: list[ServeResult] = []
@@ -239,7 +244,7 @@ def size(
                 return n, None
             # the fleet evaluated as serve --dp n evaluates it: the whole stream, by the router
             res = [serve(rep, wl, sl, n, capacity=cap, router=router, runs=cap.runs,
-                         expected_only=i < len(runs) - 1)  # only the last's ideal is read
+                         expected_only=not ideal or i < len(runs) - 1)  # the last's ideal
                    for i, (_, wl, sl) in enumerate(runs)]  # fmt: skip
             if all(r.expected.meets_slo for r in res) or n + 1 > max_replicas:
                 break
@@ -255,10 +260,39 @@ def size(
         last = res[-1]
         return n, replace(last, expected=replace(last.expected, meets_slo=ok))
 
+    def edged(hw: Accelerator) -> Edges | None:
+        """The band edges `hw` is sized to, None at the expected figures (or neutral edges)."""
+        at = (confidence or {}).get(hw.id)
+        return at if at is not None and not at.neutral else None
+
+    def need(r: float) -> int:  # replicas that serve `rate` at `r` each, headroom kept
+        return math.ceil(rate / max(r * (1.0 - headroom), 1e-12) * (1 - 1e-12))
+
+    def binding(res: ServeResult, lim: Slo, r: float, sat: float, sat_binding: str) -> str:
+        """What sets a fleet's replica count: "TTFT SLO" or "TPOT SLO", the one nearest its
+        limit in `lim` at the sized load, when a replica's capacity `r` is below its
+        saturation rate `sat`, else "saturation: <what binds it>"."""
+        if not has_slo or r >= sat * 0.97:
+            return f"saturation: {sat_binding}"
+        e = res.expected
+        near = {
+            "TTFT SLO": e.slo_ttft_s / lim.ttft_s if lim.ttft_s else 0.0,
+            "TPOT SLO": e.slo_tpot_s / lim.tpot_s if lim.tpot_s else 0.0,
+        }
+        return max(near, key=near.__getitem__)
+
     def one(item: tuple[tuple[Accelerator, Deployment, DraftConfig | None], tuple],
-            at_saturation: list[int]) -> Sized:  # fmt: skip
+            lower: list[int]) -> Sized:  # fmt: skip
+        """The layout's row; `lower` gets the fewest GPUs it can need, at each point where it
+        is left unsearched once that is no better than `limit` (recheck: the same points)."""
         (hw, dep, sp), limit = item  # limit: the key of its chip's best found so far
-        price = prices.get(hw.id)
+        price, at = prices.get(hw.id), edged(hw)
+        low = at.capacity if at is not None else 1.0  # a replica serves no more than × low
+
+        def cut(gpus: int) -> bool:
+            lower.append(gpus)
+            return key(gpus, price) >= limit
+
         try:
             rep = make_replica(model, hw, dep, eng, max_len, drafting=sp, draft_context=ctx)
         except RooflineError as exc:
@@ -270,11 +304,10 @@ def size(
         cap0 = replica_capacity(rep, w)
         # its saturation bounds the rate a replica serves within the SLOs: a layout that even
         # there needs no fewer GPUs (no less cost) than its chip's best goes unsearched
-        n_sat = math.ceil(rate / max(cap0.expected.requests_per_s * (1 - headroom), 1e-12))
+        n_sat = math.ceil(rate / max(cap0.expected.requests_per_s * low * (1 - headroom), 1e-12))
         gpus_sat = min(n_sat, max_replicas + 1) * rep.gpus
-        at_saturation.append(gpus_sat)
-        if key(gpus_sat, price) >= limit:
-            return _unsearched(hw, dep, gpus_sat, minimize)
+        if cut(gpus_sat):
+            return _unsearched(hw, dep, gpus_sat, minimize, at)
         best = capacity(rep, cap0)
         per_rank = rep.rules.max_seqs // dep.attention_dp
         for factor in (2, 4):  # the engine's sequence cap, raised where it binds
@@ -301,36 +334,38 @@ def size(
         rep, cap, sat, r_cap = best
         if r_cap <= 0:
             return _none(hw, dep, light_load_miss(rep, w, slo, sat, seed), r_cap)
-        n, res = fleet(rep, cap, [(r_cap, w, slo)])
+        # at the band edges: no fewer replicas than expected, nor than the queue at rate ÷ low
+        if at is not None and cut(min(need(r_cap * low), max_replicas + 1) * rep.gpus):
+            return _unsearched(hw, dep, lower[-1], minimize, at)
+        n, res = fleet(rep, cap, [(r_cap, w, slo)], ideal=at is None)
         if res is None:
             return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
-        n_exp, at, r_exp = n, (confidence or {}).get(hw.id), r_cap
-        if at is not None and not at.neutral:  # at the band edges, through the same steps:
+        n_exp, r_exp, constraint = n, r_cap, binding(res, slo, r_cap, sat, cap.expected.binding)
+        if at is not None:  # at the band edges, through the same steps:
+            if cut(max(lower[-1], n * rep.gpus)):
+                return _unsearched(hw, dep, lower[-1], minimize, at)
             slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
-            r_own = (
-                max_rate_within_slo(rep, w, slo_at, sat, False, seed, cap.runs) if has_slo else sat
-            )
-            if r_own <= 0:
-                why = f"at {at.level} misses the SLOs ÷ the TTFT/TPOT bands' high edges"
-                return replace(_none(hw, dep, why + " even at light load"), confidence=at.level)
+            r_own = capacity_at_edges(rep, w, slo, at, r_cap, sat, False, seed, cap.runs, rate,
+                                      headroom)  # fmt: skip
+            if r_own <= 0:  # the SLOs ÷ the TTFT/TPOT bands' high edges, at light load
+                why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
+                why += light_load_miss(rep, w, slo_at, sat, seed)
+                return replace(_none(hw, dep, why), confidence=at.level)
+            if cut(max(lower[-1], min(need(r_own), max_replicas + 1) * rep.gpus)):
+                return _unsearched(hw, dep, lower[-1], minimize, at)
             queue = (r_cap, slowed(w, at, seed), slo)  # and the queue at rate ÷ low
             n, res = fleet(rep, cap, [queue, (r_own, w, slo_at)], n_exp)
             if res is None:
                 why = f"at {at.level} needs more than {max_replicas} replicas"
                 return replace(_none(hw, dep, why, r_own), confidence=at.level)
+            own = binding(res, slo_at, r_own, sat, cap.expected.binding)
+            counts = (n_exp, need(r_cap * at.capacity), need(r_own))
+            constraint = edge_binding(at, counts, own, constraint)
             r_cap = min(r_cap * at.capacity, r_own)
         ideal_m, exp_m = res.ideal, res.expected
         gpus = rep.gpus * n
         usd = cost_per_hour(price, gpus)
         tok_s = exp_m.output_tokens_per_s
-        constraint = f"saturation: {cap.expected.binding}"
-        if has_slo and r_cap < sat * 0.97:
-            e = res.expected
-            near = {
-                "TTFT SLO": e.slo_ttft_s / slo.ttft_s if slo.ttft_s else 0.0,
-                "TPOT SLO": e.slo_tpot_s / slo.tpot_s if slo.tpot_s else 0.0,
-            }
-            constraint = max(near, key=near.__getitem__)
         lay = dep.links
         ranks = dep.attention_dp
         return Sized(
@@ -359,7 +394,7 @@ def size(
             redundant_experts=redundant_experts(model, dep),
             constraint=constraint,
             router=res.router,
-            confidence=at.level if at is not None else "expected",
+            confidence=_level(confidence, hw.id),
             replicas_expected=n_exp,
             gpus_expected=rep.gpus * n_exp,
             edges=at,
@@ -372,10 +407,10 @@ def size(
         return (cost, gpus) if minimize == "cost" else (gpus, cost)
 
     def run_one(task: tuple[Accelerator, Deployment, DraftConfig | None], limit: tuple):
-        """one(task, limit) and the GPUs its layout needs at saturation (None: not known)."""
+        """one(task, limit) and the fewest GPUs its layout can need at each point one prunes."""
         got: list[int] = []
         row = one((task, limit), got)
-        return (got[0] if got else None), row
+        return got, row
 
     # no replica serves more than its layout's rate bound (candidates.prefill_bound), so the
     # bound gives the fewest GPUs (and least cost) a layout can need: layouts whose least is no
@@ -383,22 +418,26 @@ def size(
     bounds = []
     for task, lim in zip(tasks, limits, strict=True):
         hw, dep, _ = task
-        n = math.ceil(rate / max(lim * (1.0 - headroom), 1e-12) * (1 - 1e-12))
+        at = edged(hw)
+        n = need(lim * (at.capacity if at is not None else 1.0))
         gpus = n * dep.gpus_per_replica
         bounds.append((key(gpus, prices.get(hw.id)), dep.gpus_per_replica, gpus, task))
     bounds.sort(key=lambda b: b[:2])
     what = "GPUs" if minimize == "gpus" else "cost"
 
-    def recheck(i: int, gpus_sat: int, row: Sized, limit: tuple) -> Sized:
+    def recheck(i: int, lower: Sequence[int], row: Sized, limit: tuple) -> Sized:
         hw, dep, _ = bounds[i][3]
-        if key(gpus_sat, prices.get(hw.id)) >= limit:
-            return _unsearched(hw, dep, gpus_sat, minimize)
+        for gpus in lower:  # the first point at which one() would have pruned it on `limit`
+            if key(gpus, prices.get(hw.id)) >= limit:
+                return _unsearched(hw, dep, gpus, minimize, edged(hw))
         return row
 
     def at_bound(i: int) -> Sized:
         _, _, gpus, (hw, dep, _) = bounds[i]
+        at = edged(hw)
+        where = f"its rate bound × {at.level}'s low edge" if at is not None else "its rate bound"
         note = (
-            f"not searched: even at its rate bound it needs {gpus:,} GPUs, no better"
+            f"not searched: even at {where} it needs {gpus:,} GPUs, no better"
             f" {what} than {_short(hw.id)}'s best"
         )
         return _none(hw, dep, note, searched=False, bound_gpus=gpus)
@@ -411,12 +450,7 @@ def size(
         run_one, recheck, at_bound, row_key, SEARCH_ROUND,
     )  # fmt: skip
     out += found
-    return _rank(out, minimize)
-
-
-def rank(rows: list[Sized], minimize: str) -> list[Sized]:
-    """Best first among those that meet the SLOs, frontier and best marked (public _rank)."""
-    return _rank([replace(r, frontier=False, best=False) for r in rows], minimize)
+    return ranked(out, minimize)
 
 
 def redundant_experts(model: ModelArch, dep: Deployment) -> int:
@@ -441,60 +475,26 @@ def _none(
     )  # fmt: skip
 
 
-def _unsearched(hw: Accelerator, dep: Deployment, gpus_sat: int, minimize: str) -> Sized:
-    """The row of a layout left unsearched because even at its saturation rate it needs
-    `gpus_sat` GPUs, no better than its chip's best."""
+def _unsearched(
+    hw: Accelerator, dep: Deployment, gpus: int, minimize: str, at: Edges | None = None
+) -> Sized:
+    """The row of a layout left unsearched because even at its saturation rate (`at`: or at a
+    band edge's bound, size's one()) it needs `gpus` GPUs, no better than its chip's best."""
     what = "GPUs" if minimize == "gpus" else "cost"
-    return _none(hw, dep, f"not searched: even at its saturation rate it needs {gpus_sat:,} GPUs,"
-                 f" no better {what} than {_short(hw.id)}'s best", searched=False,
-                 bound_gpus=gpus_sat)  # fmt: skip
+    need = (
+        f"even at its saturation rate it needs {gpus:,} GPUs"
+        if at is None
+        else f"at {at.level} it needs at least {gpus:,} GPUs (its bounds so far)"
+    )
+    return _none(hw, dep, f"not searched: {need}, no better {what} than {_short(hw.id)}'s best",
+                 searched=False, bound_gpus=gpus)  # fmt: skip
+
+
+def _level(confidence: dict[str, Edges] | None, hw: str) -> str:
+    at = (confidence or {}).get(hw)
+    return at.level if at is not None else "expected"
 
 
 def _short(hw: str) -> str:
     vendor, _, rest = hw.partition("-")
     return rest if vendor in ("nvidia", "amd", "google", "intel", "apple") and rest else hw
-
-
-def _scale(m: ServeMetrics, replicas: int) -> ServeMetrics:
-    """Steady-state metrics of one representative replica (its share of the rate), scaled to
-    `replicas` serving the whole rate; percentiles and shares are the replica's."""
-    return replace(
-        m,
-        requests_per_s=m.requests_per_s * replicas,
-        output_tokens_per_s=m.output_tokens_per_s * replicas,
-        goodput_requests_per_s=m.goodput_requests_per_s * replicas,
-        benchmark_requests_per_s=m.benchmark_requests_per_s * replicas,
-        benchmark_output_tokens_per_s=m.benchmark_output_tokens_per_s * replicas,
-        mean_in_system=m.mean_in_system * replicas,
-        gpus=m.gpus * replicas,
-        requests=m.requests * replicas,
-    )
-
-
-def _rank(rows: list[Sized], minimize: str) -> list[Sized]:
-    ok = [r for r in rows if r.meets_slo]
-    # Pareto frontier: no other deployment is at least as good on both axes and better on one
-    pts = []
-    for r in ok:
-        assert r.expected is not None  # a deployment that meets the SLOs was simulated
-        pts.append(
-            (r.expected.output_tokens_per_s_per_gpu, r.expected.output_tokens_per_s_per_user)
-        )
-    front = set()
-    for i, (a, b) in enumerate(pts):
-        if not any(
-            (c >= a and d >= b and (c > a or d > b)) for j, (c, d) in enumerate(pts) if j != i
-        ):
-            front.add(i)
-    ok = [replace(r, frontier=i in front) for i, r in enumerate(ok)]
-    inf = math.inf
-
-    def key(r: Sized):
-        cost = r.cost_per_hour if r.cost_per_hour is not None else inf
-        return (cost, r.gpus) if minimize == "cost" else (r.gpus, cost)
-
-    ok.sort(key=key)
-    if ok:
-        ok[0] = replace(ok[0], best=True)
-    rest = sorted((r for r in rows if not r.meets_slo), key=lambda r: (r.hardware, r.tp, r.pp))
-    return ok + rest

@@ -36,7 +36,8 @@ from roofline.serving.metrics import Slo
 from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.serve import make_replica
 from roofline.serving.sim.drafting import DraftConfig
-from roofline.serving.size import HEADROOM, Sized, _none, _scale, rank, redundant_experts, size
+from roofline.serving.size import HEADROOM, Sized, _none, redundant_experts, size
+from roofline.serving.sizerank import _scale, rank
 from roofline.serving.whynone import describe
 from roofline.serving.workers import parallel_map
 from roofline.serving.workload import Workload

@@ -9,15 +9,16 @@ than their chip's best are left out. Every chip asked for gets its own answer: a
 pruned only against the best found on its own chip, never against another chip's.
 
 The rounds fix the answer; the workers (roofline.serving.workers.Workers) only make it sooner. A
-layout's run depends on the limit it is given only through that first check, so `run_one`
-returns the GPUs the layout needs at its saturation rate beside its row, and the row can be
-checked again against another limit (`recheck`). While a round's last layouts run, an idle
-worker therefore runs the next layout the rounds would reach, given the best keys of the rounds
-so far: a limit never tighter than the one the rounds will give it (a chip's best only falls),
-so a layout it leaves unsearched the rounds leave unsearched too, and a row it searched is
-checked again against the rounds' own limit when they reach it. A layout run ahead that the
-rounds then prune costs CPU time, never a different answer: the rows and their order are the
-rounds' alone, whatever the number of workers.
+layout's run depends on the limit it is given only through the checks that leave it unsearched
+(at its saturation rate; sized to a confidence, also at the bounds each step of its search
+gives), so `run_one` returns the fewest GPUs the layout can need at each check beside its row,
+and the row can be checked again against another limit (`recheck`). While a round's last layouts
+run, an idle worker therefore runs the next layout the rounds would reach, given the best keys
+of the rounds so far: a limit never tighter than the one the rounds will give it (a chip's best
+only falls), so a layout it leaves unsearched the rounds leave unsearched too, and a row it
+searched is checked again against the rounds' own limit when they reach it. A layout run ahead
+that the rounds then prune costs CPU time, never a different answer: the rows and their order
+are the rounds' alone, whatever the number of workers.
 """
 
 from __future__ import annotations
@@ -36,17 +37,18 @@ def search_rounds(
     tasks: Sequence[Any],
     bound_keys: Sequence[Key],
     chips: Sequence[Hashable],
-    run_one: Callable[[Any, Key], tuple[int | None, Row]],
-    recheck: Callable[[int, int, Row, Key], Row],
+    run_one: Callable[[Any, Key], tuple[Sequence[int], Row]],
+    recheck: Callable[[int, Sequence[int], Row, Key], Row],
     at_bound: Callable[[int], Row],
     row_key: Callable[[Row], tuple[Hashable, Key] | None],
     per_round: int,
 ) -> list[Row]:
     """The rows of `tasks` (sorted most promising first; `bound_keys` the key each could reach
     at best, `chips` its chip) in the order the rounds (module docstring) produce them.
-    `run_one(task, limit)`: (GPUs at its saturation rate or None, row); `recheck(i, gpus, row,
-    limit)`: the row against a tighter limit; `at_bound(i)`: the row of a layout pruned on its
-    bound; `row_key(row)`: its chip and key if it meets the SLOs, else None."""
+    `run_one(task, limit)`: (the fewest GPUs it can need at each of its checks, in order;
+    row); `recheck(i, gpus, row, limit)`: the row against a tighter limit; `at_bound(i)`: the
+    row of a layout pruned on its bound; `row_key(row)`: its chip and key if it meets the SLOs,
+    else None."""
     inf = (math.inf, math.inf)
     left = list(range(len(tasks)))  # neither run nor pruned yet, in order
     given: dict[int, Key] = {}  # submitted: the limit each was given
@@ -84,7 +86,7 @@ def search_rounds(
                 if not ok:
                     raise got
                 gpus, row = got
-                if given[i] != limit(i) and gpus is not None:  # run ahead, on a looser limit
+                if given[i] != limit(i) and gpus:  # run ahead, on a looser limit
                     row = recheck(i, gpus, row, limit(i))
                 found.append(row)
             for row in found:

@@ -1,0 +1,128 @@
+"""Sizing to a confidence (issue 35 item 3) as properties: a fleet sized to the band edges never
+needs fewer GPUs than at the expected figures, the expected fleet printed beside it is the
+expected run's own, and the band edges' capacity search, started from the expected answer,
+finds what a search of its own finds (roofline/serving/search.py capacity_at_edges)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline import Deployment, load_catalog
+from roofline.engines.engine import engine
+from roofline.serving.confidence import Edges
+from roofline.serving.metrics import Percentiles, Slo, load_bands
+from roofline.serving.search import capacity_at_edges, max_rate_within_slo, replica_capacity
+from roofline.serving.serve import make_replica
+from roofline.serving.workload import make_workload
+
+# the planner's question made small: 8B, p50 SLOs on 100 requests (no 5,000-request runs)
+SIZE = ("size", "llama-3.1-8b", "--hardware", "h100,mi300x", "--rate", "20", "--prompt", "1k",
+        "--output", "200", "--slo-ttft", "1s", "--slo-tpot", "50ms", "--slo-pct", "50",
+        "--requests", "100", "--format", "json")  # fmt: skip
+
+
+def test_p90_never_needs_fewer_gpus_than_expected(run):
+    exp = run(*SIZE).json()
+    p90 = run(*SIZE, "--confidence", "p90").json()
+    assert p90["deployments"], "a fleet at p90 to compare"
+    mine = {(d["hardware"], d["layout"]): d["gpus"] for d in exp["deployments"]}
+    for d in p90["deployments"]:
+        c = d["confidence"]
+        assert c["level"] == "p90" and d["gpus"] >= c["gpus_expected"]
+        if (d["hardware"], d["layout"]) in mine:  # beside it: the expected run's own fleet
+            assert c["gpus_expected"] == mine[(d["hardware"], d["layout"])]
+    # per chip: its answer at p90 is some layout's, each of which needs no fewer GPUs than at
+    # expected, where the chip's answer is the fewest over its layouts
+    at_exp = {a["hardware"]: a["gpus"] for a in exp["per_hardware"]}
+    for a in p90["per_hardware"]:
+        if a["gpus"] is not None:
+            assert a["gpus"] >= at_exp[a["hardware"]]
+
+
+@pytest.fixture(scope="module")
+def replica():
+    cat = load_catalog()
+    rep = make_replica(
+        cat.model("llama-3.1-8b"), cat.accelerator("h100"), Deployment(), engine("vllm"), 1200
+    )
+    w = make_workload(1000, 200, rate=20.0, requests=100, seed=0)
+    return rep, w, replica_capacity(rep, w).expected.requests_per_s
+
+
+@pytest.mark.parametrize(
+    "edges",
+    [Edges("p90", 0.5, 3.0, 1.5), Edges("p90", 0.8, 1.2, 1.1), Edges("p90", 0.3, 1.0, 1.0)],
+)
+def test_the_band_edge_search_starts_from_the_expected_answer(replica, edges):
+    """The capacity at the band edges is the lesser of r_cap × the low edge and the highest
+    rate meeting the SLOs ÷ the high edges. Searched from the expected answer (below r_cap ×
+    low only, reading the expected search's runs) it is what a search of its own from the
+    saturation rate gives, within the two searches' 3% steps, never above r_cap × low; it
+    simulates no more new rates than that search does, and one where r_cap × low binds."""
+    rep, w, sat = replica
+    slo = Slo(0.2, 0.015, 50.0)  # binds below saturation (27.6 req/s): r_cap 23.5 req/s
+    memo: dict = {}
+    r_cap = max_rate_within_slo(rep, w, slo, sat, memo=memo)
+    seen = len(memo)
+    got = capacity_at_edges(rep, w, slo, edges, r_cap, sat, memo=memo)
+    alone: dict = {}
+    own = max_rate_within_slo(rep, w, edges.slo(slo), sat, memo=alone)
+    top = r_cap * edges.capacity
+    assert 0 < got <= top
+    assert got == pytest.approx(min(top, own), rel=0.061)  # two 3% steps apart at most
+    assert r_cap < sat and len(memo) - seen <= len(alone)
+    if edges.ttft == edges.tpot == 1.0:  # SLOs unchanged: the low edge alone binds, one run
+        assert got == top and len(memo) - seen == 1
+
+
+def _queue(rate: float, sat: float) -> SimpleNamespace:
+    """What load_bands reads of the expected figures at `rate` on a replica saturating at
+    `sat`: an M/M/1-like TTFT 0.1 / (1 − rate/sat) s, TPOT 20 ms; past `sat`, unbounded."""
+    if rate >= sat:
+        why = f"offered {rate:.3g} req/s is above the saturation rate {sat:.3g} req/s"
+        p = Percentiles(math.inf, math.inf, math.inf, math.inf)
+        return SimpleNamespace(ttft_s=p, tpot_s=Percentiles(0.02, 0.02, 0.02, 0.02), unbounded=why)
+    t = 0.1 / (1 - rate / sat)
+    return SimpleNamespace(
+        ttft_s=Percentiles(t, t, t, t), tpot_s=Percentiles(0.02, 0.02, 0.02, 0.02), unbounded=""
+    )
+
+
+@given(st.floats(0.5, 0.99), st.floats(0.05, 1.0), st.floats(1.0, 3.0))
+def test_a_band_edge_past_saturation_is_null_with_its_reason(load, lo, hi):
+    """At `load` × saturation the TTFT band's high edge is the figure at rate ÷ lo: past
+    saturation there (load / lo ≥ 1) it is None, the reason naming the low edge and the
+    saturation; below, a finite edge at least the expected figure's (≥ 1)."""
+    sat = 10.0
+    rate = load * sat
+    b = load_bands(_queue(rate, sat), rate, lambda r: _queue(r, sat), (lo, hi), {})
+    edge = b["ttft_p99"]
+    if rate / lo >= sat:
+        assert edge.high is None
+        assert f"low edge ({lo:.2f} x" in edge.reason and "saturation rate 10" in edge.reason
+    else:
+        assert edge.high is not None and edge.high >= 1.0 and edge.reason == ""
+    assert edge.low <= 1.0 and b["tpot_p99"].high is not None  # TPOT stays at its batch cap
+
+
+@pytest.mark.parametrize("rate", [20.0, 60.0])
+def test_the_band_edge_count_is_the_least_the_capacity_allows(replica, rate):
+    """Given the offered rate (size's fleet, headroom 10%), the band edges' capacity r sets
+    k = ceil(rate / (r × 0.9)) replicas; one replica fewer would need rate / ((k − 1) × 0.9)
+    each, which misses the SLOs ÷ the high edges (0 from a search held at that rate) or
+    exceeds r_cap × the low edge."""
+    rep, w, sat = replica
+    slo, e = Slo(0.2, 0.015, 50.0), Edges("p90", 0.5, 3.0, 1.5)
+    memo: dict = {}
+    r_cap = max_rate_within_slo(rep, w, slo, sat, memo=memo)
+    r = capacity_at_edges(rep, w, slo, e, r_cap, sat, memo=memo, rate=rate, headroom=0.1)
+    k = math.ceil(rate / (r * 0.9) * (1 - 1e-12))
+    assert k > 1
+    fewer = rate / ((k - 1) * 0.9)
+    held = max_rate_within_slo(rep, w, e.slo(slo), fewer, memo=memo, floor=fewer)
+    assert fewer > r_cap * e.capacity or held == 0.0
