@@ -152,3 +152,18 @@ def test_a_long_log_name_keeps_three_lines(run, tmp_path):
             "--no-saturation", *SLO, env={"COLUMNS": "80"})  # fmt: skip
     legend = _legend(r.stdout)
     assert 1 <= len(legend) <= 3 and "lengths from the log" in " ".join(legend), legend
+
+
+def test_verbose_is_read_after_the_command_too():
+    """The legends say "-v: more" under the table a user just ran, so `roofline serve ... -v`
+    works as `roofline -v serve ...` (the root's option), --catalog's value and what follows
+    "--" left where they are."""
+    from roofline.cli.startup import verbose_first
+
+    assert verbose_first(["serve", "m", "h", "-v"]) == ["-v", "serve", "m", "h"]
+    assert verbose_first(["--catalog", "d", "size", "--verbose", "m"]) == [
+        "--verbose", "--catalog", "d", "size", "m",
+    ]  # fmt: skip
+    assert verbose_first(["-v", "serve", "m"]) == ["-v", "serve", "m"]  # already first
+    assert verbose_first(["hardware", "list"]) == ["hardware", "list"]
+    assert verbose_first(["x", "--", "-v"]) == ["x", "--", "-v"]  # after "--": an argument

@@ -230,6 +230,7 @@ def _main(app: typer.Typer, commands: dict) -> None:
     from roofline.cli.classcode import cached_dataclass_code
 
     try:
+        sys.argv[1:] = verbose_first(sys.argv[1:])
         scope = _command_name(sys.argv[1:])
         if scope in commands:
             # every command's core imports numpy; imported here, at the bottom of the call stack,
@@ -272,6 +273,22 @@ def _main(app: typer.Typer, commands: dict) -> None:
         print(one_line(f"error: {text} (see {where} -h)"), file=sys.stderr)
         sys.exit(code)
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def verbose_first(args: list[str]) -> list[str]:
+    """-v/--verbose is the root's option (every command's tables take it), so it is read where
+    a user types it: after the command too (`roofline serve ... -v`, as the legends' "-v: more"
+    invites), moved in front of the command; none of the commands has an option of that name."""
+    cmd = _command_name(args)
+    if cmd is None:
+        return args
+    at = args.index(cmd)
+    end = args.index("--") if "--" in args[at:] else len(args)
+    late = [a for a in args[at + 1 : end] if a in ("-v", "--verbose")]
+    if not late:
+        return args
+    rest = [a for a in args[at + 1 : end] if a not in ("-v", "--verbose")]
+    return [*late, *args[:at], cmd, *rest, *args[end:]]
 
 
 def _command_name(args: list[str]) -> str | None:
