@@ -166,3 +166,20 @@ def test_the_spread_document_its_table_and_page(monkeypatch, capsys):
     assert "Percentiles over days" in out and "rate_sigma=0.15" in out
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "p90 peak GPUs" in html_page(doc)
+
+
+def test_native_prints_during_placement_reach_stderr_not_stdout(capfd):
+    """HiGHS (scipy's milp) printf()s notes such as "HighsMipSolverData::
+    transformNewIntegerFeasibleSolution tmpSolver.run();" to file descriptor 1 itself, which
+    once put that line before `fleet --days 100 --format json`'s document (exit 0, no JSON):
+    under the guard the CLI puts round the solver such a write lands on stderr, and stdout
+    works again after it."""
+    import os
+
+    from roofline.cli.startup import native_stdout_to_stderr
+
+    with native_stdout_to_stderr():
+        os.write(1, b"native note\n")
+    os.write(1, b"result\n")
+    out, err = capfd.readouterr()
+    assert (out, err) == ("result\n", "native note\n")

@@ -12,6 +12,7 @@ from roofline import render
 from roofline.cli import publish as pub
 from roofline.cli.app import app, catalog, catalog_dirs, guarded
 from roofline.cli.fleetspread import check_spread, publish_spread, spread_doc
+from roofline.cli.startup import native_stdout_to_stderr
 from roofline.cli.traffic_json import sized_json
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
@@ -126,10 +127,11 @@ def fleet(
     wake = wake_times(spec.models, options, tuple(catalog_dirs()))
     prob = problem(spec, options, pool_list, half, wake)
     if days is not None:  # issue 40: the spread over days (roofline/cli/fleetspread.py)
-        doc = spread_doc(prob, spec.seed, days, backend, tuple(catalog_dirs()), str(fleet_file))
+        with native_stdout_to_stderr():  # HiGHS's own notes never reach stdout
+            doc = spread_doc(prob, spec.seed, days, backend, tuple(catalog_dirs()), str(fleet_file))
         return publish_spread(doc, fmt, out)
-    day = plan(prob)
-    sep = apart(prob)
+    with native_stdout_to_stderr():
+        day, sep = plan(prob), apart(prob)
     doc = _doc(cat, spec, models, options, prob, day, sep, str(fleet_file))
     from roofline.cli.fleet_sharing import sharing_json
 

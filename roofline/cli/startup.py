@@ -15,7 +15,8 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -273,6 +274,26 @@ def _main(app: typer.Typer, commands: dict) -> None:
         print(one_line(f"error: {text} (see {where} -h)"), file=sys.stderr)
         sys.exit(code)
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+@contextmanager
+def native_stdout_to_stderr() -> Iterator[None]:
+    """While native code runs that prints to file descriptor 1 on its own (HiGHS, behind scipy's
+    milp, writes solver notes such as "HighsMipSolverData::transformNewIntegerFeasibleSolution"
+    with printf), that descriptor points at stderr, so stdout carries only the result (a JSON
+    document stays one); forked workers inherit it. Python's own sys.stdout is untouched."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1 (a closed stdout): nothing to guard
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def verbose_first(args: list[str]) -> list[str]:
