@@ -115,3 +115,23 @@ def test_size_replays_an_arrival_log_and_serve_agrees(run):
     bad = run("size", "llama-3.1-8b", "--hardware", "h100", *log, "--traffic-curve",
               "examples/curves/sinusoid-day.csv")  # fmt: skip
     assert bad.code == 2 and "give one" in bad.stderr
+
+
+def test_check_header_names_the_log_not_the_default_shape(run):
+    """check under an arrival log states the log and its mean lengths, not the spec's default
+    1,000-in / 1,000-out shape it never served (issue 33: each output says under what workload):
+    the means are those of the CSV's ContextTokens and GeneratedTokens columns, read here with
+    the csv module."""
+    import csv
+
+    log = EXAMPLES / "azure_sample.csv"
+    rows = list(csv.DictReader(log.read_text().splitlines()))
+    prompt = sum(int(r["ContextTokens"]) for r in rows) / len(rows)
+    output = sum(int(r["GeneratedTokens"]) for r in rows) / len(rows)
+    args = ["check", "llama-3.1-8b", "h100", "--arrivals", str(log), "--max-ttft-p99", "2s"]
+    d = run(*args, "-f", "json").json()["deployments"][0]
+    assert "prompt_tokens" not in d and "azure log" in d["arrivals"]
+    assert d["prompt_tokens_mean"] == pytest.approx(prompt)
+    assert d["output_tokens_mean"] == pytest.approx(output)
+    out = run(*args).stdout
+    assert "arrivals=azure log azure_sample.csv" in out and "prompt_tokens=" not in out

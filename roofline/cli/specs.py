@@ -249,6 +249,12 @@ def spec_json(case: SpecCase, result: SpecResult) -> dict[str, Any]:
         if k.limits != Limits():  # the one-step assertions still read the shape
             shape = {**shape, "batch": k.batch, "prompt_tokens": k.prompt,
                      "output_tokens": k.output, "context_tokens": k.context}  # fmt: skip
+    elif k.workload is not None and k.workload.length_dists is None and k.limits == Limits():
+        # lengths from a log or a trace (not the one shape): what was served, as serve says it
+        d = k.workload.description
+        keys = ("arrivals", "prompt_lengths", "output_lengths", "prompt_tokens_mean",
+                "output_tokens_mean")  # fmt: skip
+        shape = {x: d[x] for x in keys if d.get(x) is not None}
     return {
         "name": k.name,
         "model": k.model.id,

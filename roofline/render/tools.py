@@ -187,6 +187,9 @@ _DEPLOYMENT_KEYS = (
     "context_tokens",
     "workload",  # a workload file's classes in place of the one shape (cli.specs.spec_json)
     "classes",
+    "arrivals",  # a log's or trace's lengths in place of the one shape (cli.specs.spec_json)
+    "prompt_tokens_mean",
+    "output_tokens_mean",
     "engine",
 )
 
@@ -194,9 +197,11 @@ _DEPLOYMENT_KEYS = (
 @table_output
 def check_table(doc: Mapping[str, Any], con: Console) -> None:
     for d in doc.get("deployments", []):
-        inputs_header(
-            con, {k: d[k] for k in _DEPLOYMENT_KEYS if k in d}, label=d.get("name", "deployment")
-        )
+        shown = {k: d[k] for k in _DEPLOYMENT_KEYS if k in d}
+        if "arrivals" in shown:  # the log's kind and file name; its path and columns: JSON
+            kind, _, path = shown["arrivals"].split(" (")[0].rpartition(" ")
+            shown["arrivals"] = f"{kind} {path.rsplit('/', 1)[-1]}".strip()
+        inputs_header(con, shown, label=d.get("name", "deployment"))
     rows = [
         (r["deployment"], r["name"], "ok" if r["ok"] else "FAIL", r["detail"])
         for r in doc["checks"]
