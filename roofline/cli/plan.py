@@ -99,7 +99,7 @@ def plan(
     opt.positions(m, s + o)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
     eng = engine(engine_name, hw)
-    cap = opt.capacity(hw, memory)
+    cap = opt.wired_capacity(m, hw, base, eng, memory)  # one Mac: at the raised wired limit
     found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nodes, cross_node_tp, max_tp)
     usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     rows = [_row(p, cost_per_hour(usd, gpus)) for p in found]
