@@ -416,21 +416,6 @@ def fitted_plan(
     return raised
 
 
-def wired_capacity(
-    m: ModelArch, hw: Accelerator, dep: Deployment, eng: EngineRule, memory: str | None
-) -> float:
-    """`capacity` for commands that lay out or serve a model (plan, serve): on a Mac whose
-    default GPU-wired limit the weights pass, the limit as users raise it (fitted_plan, with its
-    note), as analyze and capacity plan it; a model that fits nowhere keeps the default, so the
-    command refuses it in its own words."""
-    if hw.vendor != "apple" or not hw.unified_memory:
-        return capacity(hw, memory)
-    try:
-        return fitted_plan(m, hw, dep, eng, memory).capacity_bytes
-    except DoesNotFitError:
-        return capacity(hw, memory)
-
-
 MAX_LIST = 100_000  # values a list or range option may expand to
 
 
