@@ -73,6 +73,11 @@ def _pct(x: float) -> str:
     return "-" if x != x else f"{x * 100:.0f}%"
 
 
+def _spct(x: float) -> str:
+    """A signed median as +12%; '-' when there is none (a new point has no before)."""
+    return "-" if x != x else f"{x * 100:+.0f}%"
+
+
 def cell(rs: list[ServingResult]) -> str:
     """`out (in) n/s`: out-of-sample and in-sample median |error|, points and sources."""
     if not rs:
@@ -107,8 +112,8 @@ def vendor_table(rs: list[ServingResult]) -> str:
         was = [old[r.id] for r in mine if r.id in old]
         now = [r.error_out for r in mine]
         lines.append(
-            f"| {v} | {e} | {' | '.join(cells)} | {_pct(_med(was))} ({_signed(was) * 100:+.0f}%) "
-            f"→ {_pct(_med(now))} ({_signed(now) * 100:+.0f}%), {len(mine)} |"
+            f"| {v} | {e} | {' | '.join(cells)} | {_pct(_med(was))} ({_spct(_signed(was))}) "
+            f"→ {_pct(_med(now))} ({_spct(_signed(now))}), {len(mine)} |"
         )
     return "\n".join(lines)
 
@@ -129,8 +134,8 @@ def class_table(rs: list[ServingResult]) -> str:
             now = [r.error_out for r in mine]
             lines.append(
                 f"| {v} | {label} | {len(mine)} | {len({r.group for r in mine})} | "
-                f"{_pct(_med(was))} ({_signed(was) * 100:+.0f}%) | "
-                f"{_pct(_med(now))} ({_signed(now) * 100:+.0f}%) | "
+                f"{_pct(_med(was))} ({_spct(_signed(was))}) | "
+                f"{_pct(_med(now))} ({_spct(_signed(now))}) | "
                 f"{_pct(_med(r.error_in for r in mine))} |"
             )
     return "\n".join(lines)
@@ -502,8 +507,8 @@ def mechanism_table(rs: list[ServingResult]) -> str:
         now = [r.error_out for r in mine]
         lines.append(
             f"| {text} | {len(mine)} | {len({r.group for r in mine})} | "
-            f"{_pct(_med(was))} ({_signed(was) * 100:+.0f}%) | "
-            f"{_pct(_med(now))} ({_signed(now) * 100:+.0f}%) | "
+            f"{_pct(_med(was))} ({_spct(_signed(was))}) | "
+            f"{_pct(_med(now))} ({_spct(_signed(now))}) | "
             f"{_pct(_med(r.error_in for r in mine))} |"
         )
     return "\n".join(lines)
