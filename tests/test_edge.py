@@ -211,3 +211,20 @@ def test_apple_gguf_share_lies_within_the_4167_tables_spread(cat):
     # MLX's affine groups are not llama.cpp's block kernels: its share is its own (not fitted
     # on the GGUF rows), and a GGUF format on Metal reads at the GGUF share
     assert eff.memory_affine == 0.68 < eff.memory_dequant
+
+
+def test_plan_and_serve_lay_out_a_small_mac_past_its_default_limit(run):
+    # Qwen3-30B-A3B Q4_K_M: 18.6 GB of weights against 2/3 x 24 GiB = 17.18 GB wired by default;
+    # raised, 24 GiB less 3 GiB = 22.5 GB holds them. plan and serve had refused ("does not
+    # fit", an empty layout table) where analyze and capacity planned at the raised limit
+    args = ("qwen3-30b-a3b", "m4-pro", "--memory", "24GB", "--weights", "q4_k_m")
+    args += ("--engine", "llamacpp", "--format", "json")
+    p = run("plan", *args, "--gpus", "1")
+    assert p.code == 0 and "default GPU-wired limit" in p.stderr
+    assert p.json()["best"]["layout"].startswith("TP1")
+    s = run("serve", *args, "--rate", "0.05", "--requests", "20")
+    assert s.code == 0 and "default GPU-wired limit" in s.stderr
+    # past the RAM itself (16 GiB) both still refuse
+    small = ("qwen3-30b-a3b", "m4", "--memory", "16GB", "--weights", "q4_k_m")
+    assert run("serve", *small, "--rate", "0.05", "--requests", "20").code == 2
+    assert run("plan", *small, "--gpus", "1", "--format", "json").json()["best"] is None

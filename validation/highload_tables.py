@@ -73,6 +73,11 @@ def _pct(x: float) -> str:
     return "-" if x != x else f"{x * 100:.0f}%"
 
 
+def _spct(x: float) -> str:
+    """A signed median as +12%; '-' when there is none (a new point has no before)."""
+    return "-" if x != x else f"{x * 100:+.0f}%"
+
+
 def cell(rs: list[ServingResult]) -> str:
     """`out (in) n/s`: out-of-sample and in-sample median |error|, points and sources."""
     if not rs:
@@ -107,8 +112,8 @@ def vendor_table(rs: list[ServingResult]) -> str:
         was = [old[r.id] for r in mine if r.id in old]
         now = [r.error_out for r in mine]
         lines.append(
-            f"| {v} | {e} | {' | '.join(cells)} | {_pct(_med(was))} ({_signed(was) * 100:+.0f}%) "
-            f"→ {_pct(_med(now))} ({_signed(now) * 100:+.0f}%), {len(mine)} |"
+            f"| {v} | {e} | {' | '.join(cells)} | {_pct(_med(was))} ({_spct(_signed(was))}) "
+            f"→ {_pct(_med(now))} ({_spct(_signed(now))}), {len(mine)} |"
         )
     return "\n".join(lines)
 
@@ -129,8 +134,8 @@ def class_table(rs: list[ServingResult]) -> str:
             now = [r.error_out for r in mine]
             lines.append(
                 f"| {v} | {label} | {len(mine)} | {len({r.group for r in mine})} | "
-                f"{_pct(_med(was))} ({_signed(was) * 100:+.0f}%) | "
-                f"{_pct(_med(now))} ({_signed(now) * 100:+.0f}%) | "
+                f"{_pct(_med(was))} ({_spct(_signed(was))}) | "
+                f"{_pct(_med(now))} ({_spct(_signed(now))}) | "
                 f"{_pct(_med(r.error_in for r in mine))} |"
             )
     return "\n".join(lines)
@@ -386,11 +391,17 @@ LEFT = (
     "- AMD, vLLM 2048 in / 2048 out at 500-1,500 sequences (both dev-docker images): "
     "throughput 1.5-2x over-predicted (long-context decode attention on CDNA3); multi-step "
     "(0.7.3) throughput rows moved up with the lower per-sequence cost.\n"
-    "- Google TPU: one high-load point (thin), JetStream-PyTorch's 2024-07-29 row, which its "
-    "authors flag as a regression (+33% after the whole-cache decode); the family's shares "
-    "are still nvidia-datacenter's, borrowed: the six earlier JetStream-PyTorch rows of the "
-    "same file come within -12% to +18% without a fitted TPU factor. Apple: no high-load point "
-    "(its shares rest on single-request llama.cpp steps).\n"
+    "- Google TPU: two publications (thin). JetStream-PyTorch's 2024-07-29 row, which its "
+    "authors flag as a regression (+33% after the whole-cache decode; the six earlier rows of "
+    "the same file come within -12% to +18%); and Google's vLLM TPU recipe (v0.12.0, "
+    "Llama-3.3-70B on v6e-8, 1000 in / 1000 out at 64 and 128 users, tpu-recipes at "
+    "b709d73): throughput 14-29% over-predicted, TPOT 12-23% and TTFT p50 43% too fast, the "
+    "gap growing with the running batch (measured TPOT +10 ms from 64 to 128 sequences, "
+    "predicted +5 ms): a per-sequence decode cost of vLLM's TPU path (its ragged paged "
+    "attention, or the host's input preparation) the GPU-borrowed shares miss; one source "
+    "at two batch sizes cannot tell them apart, so nothing is fitted and the family keeps "
+    "nvidia-datacenter's shares. Apple: no high-load point (its shares rest on "
+    "single-request llama.cpp steps).\n"
     "- NVIDIA, SGLang DeepSeek-V2.5 on 8 H200 with attention DP 8 (DataCrunch, 10,000 "
     "requests of 1 in / 512 out): requests/s 2.2x over-predicted (3.0x before the per-sequence "
     "cost; MLA + MoE at thousands of sequences; the harness's tokens per step not modelled).\n"
@@ -496,8 +507,8 @@ def mechanism_table(rs: list[ServingResult]) -> str:
         now = [r.error_out for r in mine]
         lines.append(
             f"| {text} | {len(mine)} | {len({r.group for r in mine})} | "
-            f"{_pct(_med(was))} ({_signed(was) * 100:+.0f}%) | "
-            f"{_pct(_med(now))} ({_signed(now) * 100:+.0f}%) | "
+            f"{_pct(_med(was))} ({_spct(_signed(was))}) | "
+            f"{_pct(_med(now))} ({_spct(_signed(now))}) | "
             f"{_pct(_med(r.error_in for r in mine))} |"
         )
     return "\n".join(lines)

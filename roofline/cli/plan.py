@@ -11,6 +11,7 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import app, catalog, guarded
 from roofline.cli.groups import grouped
+from roofline.cli.wired import wired_capacity
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_seconds
 from roofline.engines.engine import engine
@@ -99,7 +100,7 @@ def plan(
     opt.positions(m, s + o)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
     eng = engine(engine_name, hw)
-    cap = opt.capacity(hw, memory)
+    cap = wired_capacity(m, hw, base, eng, memory)  # one Mac: at the raised wired limit
     found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nodes, cross_node_tp, max_tp)
     usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     rows = [_row(p, cost_per_hour(usd, gpus)) for p in found]

@@ -22,6 +22,7 @@ from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.groups import grouped
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
+from roofline.cli.wired import wired_capacity
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
 from roofline.domain.units import fmt_rate
@@ -145,9 +146,9 @@ def serve(
     drafting = dopt.draft_config(cat, m, dep, so)
     rep = kt.apply(make_replica(
         m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
-        _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None,
-        max_batched_tokens, chunked_prefill, preemption,
-        cat.tier("pcie5-x16") if preemption == "swap" else None, opt.capacity(hw, memory),
+        _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None, max_batched_tokens,
+        chunked_prefill, preemption, cat.tier("pcie5-x16") if preemption == "swap" else None,
+        wired_capacity(m, hw, dep, eng, memory),
         tokenizer=tokenizer, drafting=drafting,
         draft_context=float(base.prompts.mean() + base.outputs.mean() / 2),
         scheduler_steps=num_scheduler_steps,
