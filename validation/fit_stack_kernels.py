@@ -48,6 +48,11 @@ CONTROL = "validation/stack_kernels_control.yaml"
 METRICS = ("requests_per_s", "output_tokens_per_s", "tpot_p50_ms", "tpot_mean_ms", "itl_p50_ms")
 MOE_GRID = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 MLA_GRID = (1.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0)
+# the AITER-era profiles (vllm >= 0.8, sglang >= 0.4.4) run AMD's own fused MoE and assembly MLA
+# decode, the curves' own library: a finer grid near 1 (the Triton-era one starts at 1 and 4)
+AITER_PROFILES = ("vllm", "sglang")
+AITER_MOE_GRID = (1.0, 1.25, 1.5, 2.0, 2.5)
+AITER_MLA_GRID = (1.0, 1.5, 2.0, 3.0, 4.0)
 CONTROL_FAMILY = "nvidia-datacenter"
 
 
@@ -135,7 +140,10 @@ def table(cat: Any, engine: str, family: str, workers: int = 2) -> Table:
 
     cs = cases(cat, engine, family)
     _JOB.update(cat=cat, engine=engine, family=family, cases=cs)
-    grid = [(a, b) for a in MOE_GRID for b in MLA_GRID]
+    moes, mlas = (
+        (AITER_MOE_GRID, AITER_MLA_GRID) if engine in AITER_PROFILES else (MOE_GRID, MLA_GRID)
+    )
+    grid = [(a, b) for a in moes for b in mlas]
     tasks = [(i, a, b) for a, b in grid for i in range(len(cs))]
     with mp.get_context("fork").Pool(workers) as pool:
         errs = pool.map(_one, tasks, chunksize=4)

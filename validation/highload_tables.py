@@ -271,6 +271,18 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         _stack,
     ),
     (
+        "vLLM's fused MoE on AMD Instinct in the AITER era (vLLM >= 0.8 with "
+        "VLLM_ROCM_USE_AITER=1, as AMD's images run it): the routed experts' MoE op at 2x the "
+        "curves' time, MLA decode (AITER's assembly kernel) at 1x (hardware/engines.yaml vllm "
+        "moe_time_factor; validation/fit_stack_kernels.py on the vLLM blog 'Beyond Porting', "
+        "vllm-project.github.io@c57a123e: DeepSeek-R1-0528 and Qwen3-235B-A22B FP8 on 8x "
+        "MI300X/MI325X/MI355X at 10K in / 1K out, 64 and 128 users). It acts on no high-load "
+        "case: on the post's 24 throughput and TPOT points (validation/engine_sweeps.yaml) "
+        "26% → 5% median |error| in sample, DeepSeek throughput +32% to +69% → -7% to +25%; "
+        "one source (thin), so out of sample it is refitted to nothing",
+        lambda r: r.engine == "vllm" and r.family == "amd-instinct" and "aiter" in r.id,
+    ),
+    (
         "AMD's vLLM dev-docker throughput tables (ROCm/vllm docs/dev-docker at b309ea7, vLLM "
         "0.7.3, and 040de12, vLLM 0.10.0; 8x MI300X, Llama 3.1 70B/405B FP8, 500-3,200 prompts "
         "at once) read as output tokens/s, not input + output: so read, each page's 405B at "
@@ -377,11 +389,14 @@ LEFT = (
     "vLLM run decodes one sequence in 43 ms a step, twice the 22 ms an H100 SXM's bandwidth "
     "allows (30.6 ms modelled; the page names an H100 SXM at gpustack@1f37f1b8): a slow machine "
     "in every regime, where the same lab's A100 page is within 18% at 2,000-4,000 in.\n"
-    "- AMD, SGLang 0.4.4 and later (AITER's fused MoE and MLA decode on ROCm) and vLLM 0.8 "
-    "and later: no MoE/MLA run of them on CDNA 3 in the validation files, so their profiles "
-    "take no kernel factor (the pre-AITER fit would charge them the Triton kernels' time); "
-    "independent 2025-26 runs put SGLang's MoE/MLA on CDNA 3 about 2x too fast (issue 34): "
-    "uncalibrated here until such a run is collected.\n"
+    "- AMD, SGLang 0.4.4 and later (AITER's fused MoE and MLA decode on ROCm): no MoE/MLA run "
+    "of it on CDNA 3 in the validation files, so its profile takes no kernel factor (the "
+    "pre-AITER fit would charge it the Triton kernels' time); independent 2025-26 runs put "
+    "SGLang's MoE/MLA on CDNA 3 about 2x too fast (issue 34): uncalibrated here until such a "
+    "run is collected. vLLM 0.8 and later has one source (the MoE row above, thin); its "
+    "TTFT there stays 52-80% too fast, 10K-token prompts at 64-128 users whose prompt count "
+    "the post does not give (at two prompts per user, not the client's default 1,000, the "
+    "model's mean TTFT on MI300X comes within -31% to +5%; nothing fitted to it).\n"
     "- AMD, sizing dense models (`size llama-3.1-70b --rate 10 --hardware h100,mi300x "
     "--weights fp8 --kv-dtype fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms`: 17 "
     "MI300X at TP1 against 8 H100 at TP2): the MI300X count is set by prefill compute on the "
