@@ -25,8 +25,15 @@ so only what CDNA 3 loses beyond Hopper is put on its kernels. Out of sample: ea
 (serving_crossval.source_group) left out and the factors refitted on the others; what this prints
 is held in validation/serving_crossval.py STACK_FIT.
 
-Run: `python -m validation.fit_stack_kernels sglang-v0.4 amd-instinct` (and vllm-v0; each some ten
-minutes on two workers: 27 cases x 42 grid points).
+The AITER era (vllm >= 0.8, issue 34): the vLLM blog 'Beyond Porting' (vllm-project/
+vllm-project.github.io at c57a123e) ran AMD's rocm/vllm-dev nightly with VLLM_ROCM_USE_AITER=1 on
+DeepSeek-R1-0528 (AITER MLA) and Qwen3-235B-A22B FP8 on 8x MI300X, MI325X and MI355X, read off its
+figures into validation/engine_sweeps.yaml; no H200 control (offset 0), a finer grid near 1
+(AITER_*_GRID), one source (so nothing out of sample: serving_crossval STACK_FIT). Prints moe x2,
+mla x1: 24 points, median |error| 26% at x1 -> 5%.
+
+Run: `python -m validation.fit_stack_kernels sglang-v0.4 amd-instinct` (and vllm-v0, vllm; each
+some ten minutes on two workers: 27 cases x 42 grid points).
 """
 
 from __future__ import annotations
