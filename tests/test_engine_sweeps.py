@@ -23,7 +23,7 @@ def test_engine_sweeps_cite_no_mlperf_and_name_their_sources():
         text = (str(c.get("source", "")) + " " + str(c.get("notes", ""))).lower()
         assert not any(word in text for word in RESERVED), c["id"]
         assert "http" in c["source"], c["id"]
-        assert str(c["retrieved"]) == "2026-12-04", c["id"]
+        assert str(c["retrieved"]) in ("2026-12-04", "2026-12-07"), c["id"]  # stored copies read
     assert len({source_key(c) for c in cases}) >= 2
 
 

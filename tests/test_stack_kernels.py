@@ -101,13 +101,21 @@ def test_a_dense_model_and_another_family_never_pay_it(batch, hw):
 
 def test_kernel_time_factor_reads_the_family_entry_of_the_version_profile():
     """SGLang before 0.4.4 (Triton MoE and MLA on ROCm) pays the fitted factors on AMD Instinct;
-    SGLang since (AITER) and every engine elsewhere pays none."""
+    SGLang since and vLLM 0.8+ (AITER's fused MoE, the same aiter.fused_moe call in both) pay
+    one MoE factor and no MLA one (AITER's assembly decode); every engine elsewhere pays none."""
     engines = MI300X.efficiency.engines
     old = engines[pick_profile("sglang", "0.4.2.post4", engines)]
     assert old.id == "sglang-v0.4"
     assert kernel_time_factor(old, "amd-instinct", "mla") > 1.0  # hardware/engines.yaml
     assert kernel_time_factor(old, "nvidia-datacenter", "moe") == 1.0
-    assert kernel_time_factor(engines["sglang"], "amd-instinct", "moe") == 1.0
+    new = engines[pick_profile("sglang", "0.5.5", engines)]
+    vllm = engines[pick_profile("vllm", "0.14.0", engines)]
+    assert (new.id, vllm.id) == ("sglang", "vllm")
+    moe = kernel_time_factor(vllm, "amd-instinct", "moe")
+    assert moe > 1.0 and kernel_time_factor(new, "amd-instinct", "moe") == moe  # borrowed
+    for prof in (new, vllm):
+        assert kernel_time_factor(prof, "amd-instinct", "mla") == 1.0
+        assert kernel_time_factor(prof, "nvidia-datacenter", "moe") == 1.0
     assert kernel_time_factor(None, "amd-instinct", "mla") == 1.0
 
 
@@ -120,13 +128,12 @@ def test_the_catalog_refuses_a_factor_that_is_not_positive():
     assert ok.mla_decode_time_factor == (("amd-instinct", 4.0),)
 
 
-@pytest.mark.parametrize("engine", sorted(STACK_FIT))
+@pytest.mark.parametrize("engine", sorted(e for e in STACK_FIT if len(STACK_FIT[e]) >= 2))
 def test_the_shipped_factors_lie_within_their_leave_one_source_out_spread(engine):
     """validation/fit_stack_kernels.py refits the factors without each source (STACK_FIT holds
     what it printed); the catalog's figure, fitted on all of them, lies within that spread."""
     prof = MI300X.efficiency.engines[engine]
     without = STACK_FIT[engine]
-    assert len(without) >= 2  # two sources at least, or the spread says nothing
     for kind, i in (("moe", 0), ("mla", 1)):
         shipped = kernel_time_factor(prof, "amd-instinct", kind)
         lo = min(v[i] for v in without.values())
@@ -165,3 +172,17 @@ def test_sglang_v0_4_shares_sglangs_band_where_it_runs_as_sglang():
     assert (old.n, old.engine, old.high) == (new.n, "sglang", new.high)
     amd = band("tpot_p50", "amd-instinct", "sglang-v0.4")
     assert amd is not None and amd.engine == "sglang-v0.4"
+
+
+def test_a_one_source_fit_leaves_nothing_out_of_sample():
+    """vLLM 0.8+'s MoE factor rests on one post (STACK_FIT 'vllm'): its own cases, predicted
+    with that source left out, run at the curves' time (no factor on any family), while a
+    source it was not fitted on keeps the shipped x2."""
+    from validation.serving_crossval import patch_without
+
+    (blog,) = STACK_FIT["vllm"]
+    left, _ = patch_without(blog, MI300X)
+    assert left[("vllm", "moe_time_factor")] == ()
+    kept, _ = patch_without("https://example.org/another-source", MI300X)
+    assert ("vllm", "moe_time_factor") not in kept
+    assert kernel_time_factor(MI300X.efficiency.engines["vllm"], "amd-instinct", "moe") == 2.0

@@ -204,7 +204,9 @@ def _entry(c: GemmCurve, med: float | None, n_rows: int) -> str:
 # to 1725 us and the amd-instinct band from 0.078 to 0.132 (validation/calibrate.py), vLLM V0's
 # amd-instinct per-sequence cost from 70 to 115 us (validation/fit_amd_v0.py), and the 45
 # high-load Llama FP8 points on MI300X go from 12% (+2%) to 22% (+21%) median |error| out of
-# sample: the GEMMs vLLM serves run nearer the block-scaled plateau than hipBLASLt-bench's.
+# sample (with AMD's dev-docker throughput tables read as output tokens/s, issue 34: 11% (-5%)
+# to 24% (+19%) before those refits; Azure's vLLM 0.6.4 rows +16% to +46%): the GEMMs vLLM
+# serves run nearer the block-scaled plateau than hipBLASLt-bench's.
 ADOPT_PER_TENSOR = False
 
 

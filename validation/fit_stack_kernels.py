@@ -25,8 +25,15 @@ so only what CDNA 3 loses beyond Hopper is put on its kernels. Out of sample: ea
 (serving_crossval.source_group) left out and the factors refitted on the others; what this prints
 is held in validation/serving_crossval.py STACK_FIT.
 
-Run: `python -m validation.fit_stack_kernels sglang-v0.4 amd-instinct` (and vllm-v0; each some ten
-minutes on two workers: 27 cases x 42 grid points).
+The AITER era (vllm >= 0.8, issue 34): the vLLM blog 'Beyond Porting' (vllm-project/
+vllm-project.github.io at c57a123e) ran AMD's rocm/vllm-dev nightly with VLLM_ROCM_USE_AITER=1 on
+DeepSeek-R1-0528 (AITER MLA) and Qwen3-235B-A22B FP8 on 8x MI300X, MI325X and MI355X, read off its
+figures into validation/engine_sweeps.yaml; no H200 control (offset 0), a finer grid near 1
+(AITER_*_GRID), one source (so nothing out of sample: serving_crossval STACK_FIT). Prints moe x2,
+mla x1: 24 points, median |error| 26% at x1 -> 5%.
+
+Run: `python -m validation.fit_stack_kernels sglang-v0.4 amd-instinct` (and vllm-v0, vllm; each
+some ten minutes on two workers: 27 cases x 42 grid points).
 """
 
 from __future__ import annotations
@@ -48,6 +55,11 @@ CONTROL = "validation/stack_kernels_control.yaml"
 METRICS = ("requests_per_s", "output_tokens_per_s", "tpot_p50_ms", "tpot_mean_ms", "itl_p50_ms")
 MOE_GRID = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 MLA_GRID = (1.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0)
+# the AITER-era profiles (vllm >= 0.8, sglang >= 0.4.4) run AMD's own fused MoE and assembly MLA
+# decode, the curves' own library: a finer grid near 1 (the Triton-era one starts at 1 and 4)
+AITER_PROFILES = ("vllm", "sglang")
+AITER_MOE_GRID = (1.0, 1.25, 1.5, 2.0, 2.5)
+AITER_MLA_GRID = (1.0, 1.5, 2.0, 3.0, 4.0)
 CONTROL_FAMILY = "nvidia-datacenter"
 
 
@@ -135,7 +147,10 @@ def table(cat: Any, engine: str, family: str, workers: int = 2) -> Table:
 
     cs = cases(cat, engine, family)
     _JOB.update(cat=cat, engine=engine, family=family, cases=cs)
-    grid = [(a, b) for a in MOE_GRID for b in MLA_GRID]
+    moes, mlas = (
+        (AITER_MOE_GRID, AITER_MLA_GRID) if engine in AITER_PROFILES else (MOE_GRID, MLA_GRID)
+    )
+    grid = [(a, b) for a in moes for b in mlas]
     tasks = [(i, a, b) for a, b in grid for i in range(len(cs))]
     with mp.get_context("fork").Pool(workers) as pool:
         errs = pool.map(_one, tasks, chunksize=4)

@@ -192,6 +192,15 @@ STACK_FIT: dict[str, dict[str, tuple[float, float]]] = {
         DSTACK_R1 + "Deepseek-R1/raw_data/offline_results.csv": (1.5, 32.0),
         DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (1.5, 24.0),
     },
+    # vLLM >= 0.8 with AITER (issue 34; all of it: moe x2, mla x1): one source, so without it
+    # nothing is left to fit on and the curves' own time (x1) stands (_stack_fit's fallback)
+    "vllm": {
+        "https://github.com/vllm-project/vllm-project.github.io/blob/"
+        "c57a123e28b6d0a341ba49d9c3fe86f7c1d22e6a/_posts/2026-02-27-rocm-attention-backend.md": (
+            1.0,
+            1.0,
+        ),
+    },
 }
 
 
