@@ -14,6 +14,7 @@ reading, not a 90% figure of its own). At `expected` every edge is 1 and nothing
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -84,6 +85,18 @@ def edges(level_: str, throughput_low: float | None, ttft_high: float | None,
     )
 
 
+def capacity_at(e: Edges, expected: float, tight: Callable[[float], float]) -> float:
+    """A replica's capacity at the band edges `e` (module docstring), the one rule size, the
+    day and the mix's day apply: the lesser of `expected` (its capacity within the SLOs at the
+    expected figures) × the throughput band's low edge, and the highest rate meeting the SLOs ÷
+    the latency bands' high edges, `tight(top)`: that search, asked only up to `top` = the
+    first (above it the lesser is `top`); 0 when the expected capacity is."""
+    top = expected * e.capacity
+    if top <= 0:
+        return 0.0
+    return min(top, tight(top))
+
+
 def slowed(w: Workload, e: Edges, seed: int = 0) -> Workload:
     """The workload the expected model serves for the real fleet at the throughput band's low
     edge (module docstring: the offered rate ÷ `e.capacity`): a stationary process re-timed at
@@ -118,4 +131,4 @@ def edge_binding(e: Edges, counts: tuple[int, int, int], own: str, expected: str
     return own
 
 
-__all__ = ["LEVELS", "Edges", "edge_binding", "edges", "level", "slowed"]
+__all__ = ["LEVELS", "Edges", "capacity_at", "edge_binding", "edges", "level", "slowed"]

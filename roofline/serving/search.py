@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from roofline.serving.bounds import RateBounds, rate_bounds
+from roofline.serving.confidence import capacity_at
 from roofline.serving.metrics import Slo, metrics
 from roofline.serving.serve import Replica, run_replicas
 from roofline.serving.sim.prefixcache import PrefixConfig
@@ -416,9 +417,9 @@ def capacity_at_edges(
     rate: float | None = None,
     headroom: float = 0.0,
 ) -> float:
-    """A replica's capacity at a confidence's band edges (serving.confidence), from its expected
-    capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate): the
-    lesser of r_cap × the throughput band's low edge (the queue at the rate ÷ that edge) and
+    """A replica's capacity at a confidence's band edges (confidence.capacity_at), from its
+    expected capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate):
+    the lesser of r_cap × the throughput band's low edge (the queue at the rate ÷ that edge) and
     the highest rate meeting the SLOs ÷ the latency bands' high edges. That second search is
     started from the first's answer: it is searched only up to r_cap × the low edge (above it
     the lesser is that bound) and down to the expected search's own light load (sat/64, below
@@ -426,17 +427,18 @@ def capacity_at_edges(
     offered rate a fleet of such replicas serves with `headroom` (size): where the search's 3%
     leaves it unresolved whether one replica fewer would do, the rate per replica that fleet
     would need is tried too (the same runs), so the count is the least the capacity allows."""
-    top = r_cap * edges.capacity
-    if top <= 0:
-        return 0.0
     tight = edges.slo(slo)
-    r = max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, floor=sat / 64.0)
-    if rate and 0 < r < top:
-        k = math.ceil(rate / (r * (1.0 - headroom)) * (1 - 1e-12))  # replicas at r (size.need)
-        fewer = rate / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
-        if fewer <= min(top, r * FINE_STEP):  # below the rate the search saw fail
-            r = max_rate_within_slo(rep, w, tight, fewer, ideal, seed, memo, floor=fewer) or r
-    return r
+
+    def search(top: float) -> float:
+        r = max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, floor=sat / 64.0)
+        if rate and 0 < r < top:
+            k = math.ceil(rate / (r * (1.0 - headroom)) * (1 - 1e-12))  # replicas at r (size.need)
+            fewer = rate / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
+            if fewer <= min(top, r * FINE_STEP):  # below the rate the search saw fail
+                r = max_rate_within_slo(rep, w, tight, fewer, ideal, seed, memo, floor=fewer) or r
+        return r
+
+    return capacity_at(edges, r_cap, search)
 
 
 def _settle(
