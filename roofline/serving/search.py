@@ -347,28 +347,11 @@ def highest_ok(
     return _bisect(ok, lo, mid if mid > lo else hi, rel_tol) if ok(lo) else 0.0
 
 
-def max_rate_within_slo(
-    rep: Replica,
-    w: Workload,
-    slo: Slo,
-    hi: float,
-    ideal: bool = False,
-    seed: int = 0,
-    memo: dict | None = None,
-    floor: float | None = None,
-) -> float:
-    """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
-    at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
-    given; a floor above `hi` is searched and the answer capped at `hi`). A bisection on runs
-    of COARSE_REQUESTS of the workload's requests brackets it to COARSE_TOL; runs of
-    slo_requests requests (the workload's lengths cycled) then settle it to 3%
-    (search._settle). `memo`: the runs already simulated for this replica and workload
-    (Capacity.runs), by requests, rate, seed and step times: a search under other SLOs (size
-    --confidence) reads the rates both visit from it rather than re-running them (a run does
-    not depend on the SLO; only its verdict does)."""
-    if slo.ttft_s is None and slo.tpot_s is None:
-        return hi
-    runs: dict = {} if memo is None else memo
+def _verdicts(
+    rep: Replica, w: Workload, slo: Slo, ideal: bool, seed: int, runs: dict
+) -> Callable[[Workload], Callable[[float], bool]]:
+    """max_rate_within_slo's verdicts: for a run length's workload `wl` (w's lengths cycled),
+    whether one replica at a rate meets `slo`, each run kept in `runs` (the memo)."""
 
     def ok_at(wl: Workload) -> Callable[[float], bool]:
         # a run every request of which is served stops once it misses the SLO (sim.slostop):
@@ -394,6 +377,31 @@ def max_rate_within_slo(
 
         return ok
 
+    return ok_at
+
+
+def max_rate_within_slo(
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    hi: float,
+    ideal: bool = False,
+    seed: int = 0,
+    memo: dict | None = None,
+    floor: float | None = None,
+) -> float:
+    """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
+    at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
+    given; a floor above `hi` is searched and the answer capped at `hi`). A bisection on runs
+    of COARSE_REQUESTS of the workload's requests brackets it to COARSE_TOL; runs of
+    slo_requests requests (the workload's lengths cycled) then settle it to 3%
+    (search._settle). `memo`: the runs already simulated for this replica and workload
+    (Capacity.runs), by requests, rate, seed and step times: a search under other SLOs (size
+    --confidence) reads the rates both visit from it rather than re-running them (a run does
+    not depend on the SLO; only its verdict does)."""
+    if slo.ttft_s is None and slo.tpot_s is None:
+        return hi
+    ok_at = _verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)
     top = hi if floor is None else max(hi, floor)
     low = top / 64.0 if floor is None else floor
     n = slo_requests(slo, w.n)
@@ -439,6 +447,29 @@ def capacity_at_edges(
         return r
 
     return capacity_at(edges, r_cap, search)
+
+
+def misses_at_light_load(
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    sat: float,
+    ideal: bool = False,
+    seed: int = 0,
+    memo: dict | None = None,
+) -> bool:
+    """Whether one replica misses `slo` at the SLO search's light load, `sat`/64 (sat its
+    saturation rate), on the search's own first runs (COARSE_REQUESTS of the workload's
+    requests, kept in `memo` for it): the run max_rate_within_slo(..., floor=sat/64) answers 0
+    on, the SLO percentiles growing with the rate (its bisection's premise). One run: size
+    --confidence asks it of the SLOs ÷ the latency bands' high edges before the expected
+    search, which a layout with no capacity at the edges then does without."""
+    if (slo.ttft_s is None and slo.tpot_s is None) or not (math.isfinite(sat) and sat > 0):
+        return False
+    coarse = min(slo_requests(slo, w.n), COARSE_REQUESTS)
+    return not _verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)(cycled(w, coarse))(
+        sat / 64.0
+    )
 
 
 def _settle(

@@ -42,6 +42,7 @@ from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import (
     capacity_at_edges,
     max_rate_within_slo,
+    misses_at_light_load,
     replica_capacity,
 )
 from roofline.serving.serve import Replica, ServeResult, make_replica, serve
@@ -289,6 +290,12 @@ def size(
         price, at = prices.get(hw.id), edged(hw)
         low = at.capacity if at is not None else 1.0  # a replica serves no more than × low
 
+        def edge_miss(at: Edges, rep: Replica, sat: float) -> Sized:
+            """The row of a layout missing the SLOs ÷ the latency edges at light load."""
+            why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
+            why += light_load_miss(rep, w, at.slo(slo), sat, seed)
+            return replace(_none(hw, dep, why), confidence=at.level)
+
         def cut(gpus: int) -> bool:
             lower.append(gpus)
             return key(gpus, price) >= limit
@@ -308,6 +315,13 @@ def size(
         gpus_sat = min(n_sat, max_replicas + 1) * rep.gpus
         if cut(gpus_sat):
             return _unsearched(hw, dep, gpus_sat, minimize, at)
+        sat0 = cap0.expected.requests_per_s
+        if (  # no capacity at the band edges: the expected search is not needed (search)
+            at is not None
+            and misses_at_light_load(rep, w, at.slo(slo), sat0, False, seed, cap0.runs)
+            and not misses_at_light_load(rep, w, slo, sat0, False, seed, cap0.runs)
+        ):
+            return edge_miss(at, rep, sat0)
         best = capacity(rep, cap0)
         per_rank = rep.rules.max_seqs // dep.attention_dp
         for factor in (2, 4):  # the engine's sequence cap, raised where it binds
@@ -348,9 +362,7 @@ def size(
             r_own = capacity_at_edges(rep, w, slo, at, r_cap, sat, False, seed, cap.runs, rate,
                                       headroom)  # fmt: skip
             if r_own <= 0:  # the SLOs ÷ the TTFT/TPOT bands' high edges, at light load
-                why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
-                why += light_load_miss(rep, w, slo_at, sat, seed)
-                return replace(_none(hw, dep, why), confidence=at.level)
+                return edge_miss(at, rep, sat)
             if cut(max(lower[-1], min(need(r_own), max_replicas + 1) * rep.gpus)):
                 return _unsearched(hw, dep, lower[-1], minimize, at)
             queue = (r_cap, slowed(w, at, seed), slo)  # and the queue at rate ÷ low
