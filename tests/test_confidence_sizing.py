@@ -126,3 +126,25 @@ def test_the_band_edge_count_is_the_least_the_capacity_allows(replica, rate):
     fewer = rate / ((k - 1) * 0.9)
     held = max_rate_within_slo(rep, w, e.slo(slo), fewer, memo=memo, floor=fewer)
     assert fewer > r_cap * e.capacity or held == 0.0
+
+
+@pytest.mark.parametrize("ttft_edge", [1.0, 3.0, 1000.0])
+def test_a_light_load_miss_at_the_edges_is_the_search_own_zero(replica, ttft_edge):
+    """size --confidence answers a layout that misses the SLOs ÷ the latency edges at light load
+    before its expected search (search.misses_at_light_load): the verdict is the edged search's
+    own, 0 exactly when that run (sat/64 on the search's first, short runs) misses, and the
+    search reads it from the memo rather than running it again. A 0.2 s TTFT SLO ÷ 1000 is
+    0.2 ms, below any prefill of 1,000 tokens on an H100 (8B: ~16 GFLOP/token x 1,000 at
+    ~1 PFLOP/s is ~16 ms); ÷ 1 and ÷ 3 leave 200 and 67 ms, met at light load."""
+    from roofline.serving.search import misses_at_light_load
+
+    rep, w, sat = replica
+    slo = Slo(0.2, 0.015, 50.0)
+    tight = Edges("p90", 0.5, ttft_edge, 1.0).slo(slo)
+    memo: dict = {}
+    missed = misses_at_light_load(rep, w, tight, sat, memo=memo)
+    assert missed == (ttft_edge == 1000.0) and len(memo) == 1
+    ((key, first),) = memo.items()
+    r = max_rate_within_slo(rep, w, tight, sat / 2, memo=memo, floor=sat / 64)
+    assert (r == 0.0) == missed
+    assert memo[key] is first  # read, not run again (the search's runs at hi, hi/8 beside it)
