@@ -131,12 +131,12 @@ def test_the_band_edge_count_is_the_least_the_capacity_allows(replica, rate):
 @pytest.mark.parametrize("ttft_edge", [1.0, 3.0, 1000.0])
 def test_a_light_load_miss_at_the_edges_is_the_search_own_zero(replica, ttft_edge):
     """size --confidence answers a layout that misses the SLOs ÷ the latency edges at light load
-    before its expected search (search.misses_at_light_load): the verdict is the edged search's
+    before its expected search (whynone.misses_at_light_load): the verdict is the edged search's
     own, 0 exactly when that run (sat/64 on the search's first, short runs) misses, and the
     search reads it from the memo rather than running it again. A 0.2 s TTFT SLO ÷ 1000 is
     0.2 ms, below any prefill of 1,000 tokens on an H100 (8B: ~16 GFLOP/token x 1,000 at
     ~1 PFLOP/s is ~16 ms); ÷ 1 and ÷ 3 leave 200 and 67 ms, met at light load."""
-    from roofline.serving.search import misses_at_light_load
+    from roofline.serving.whynone import misses_at_light_load
 
     rep, w, sat = replica
     slo = Slo(0.2, 0.015, 50.0)

@@ -29,6 +29,7 @@ workloadfile.WorkloadMix.class_rates scales a class with the total).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -122,9 +123,9 @@ def mix_day_capacity(
     if edges is None or edges.neutral or exp.overall <= 0:
         return exp
     own = _Search(rep, edged(w, edges), edges.slo(slo), seed, router, exp.probe)
-    overall = capacity_at(edges, exp.overall, lambda top: own.highest(None, top))
+    overall = capacity_at(edges, exp.overall, partial(own.highest, None))
     per = tuple(
-        max(capacity_at(edges, a, lambda top, k=k: own.highest(k, top)), overall)
+        max(capacity_at(edges, a, partial(own.highest, k)), overall)
         for k, a in enumerate(exp.per_class)
     )
     return replace(exp, overall=overall, per_class=per, level=edges.level, expected=exp)

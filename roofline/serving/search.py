@@ -347,7 +347,7 @@ def highest_ok(
     return _bisect(ok, lo, mid if mid > lo else hi, rel_tol) if ok(lo) else 0.0
 
 
-def _verdicts(
+def verdicts(
     rep: Replica, w: Workload, slo: Slo, ideal: bool, seed: int, runs: dict
 ) -> Callable[[Workload], Callable[[float], bool]]:
     """max_rate_within_slo's verdicts: for a run length's workload `wl` (w's lengths cycled),
@@ -401,7 +401,7 @@ def max_rate_within_slo(
     not depend on the SLO; only its verdict does)."""
     if slo.ttft_s is None and slo.tpot_s is None:
         return hi
-    ok_at = _verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)
+    ok_at = verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)
     top = hi if floor is None else max(hi, floor)
     low = top / 64.0 if floor is None else floor
     n = slo_requests(slo, w.n)
@@ -447,29 +447,6 @@ def capacity_at_edges(
         return r
 
     return capacity_at(edges, r_cap, search)
-
-
-def misses_at_light_load(
-    rep: Replica,
-    w: Workload,
-    slo: Slo,
-    sat: float,
-    ideal: bool = False,
-    seed: int = 0,
-    memo: dict | None = None,
-) -> bool:
-    """Whether one replica misses `slo` at the SLO search's light load, `sat`/64 (sat its
-    saturation rate), on the search's own first runs (COARSE_REQUESTS of the workload's
-    requests, kept in `memo` for it): the run max_rate_within_slo(..., floor=sat/64) answers 0
-    on, the SLO percentiles growing with the rate (its bisection's premise). One run: size
-    --confidence asks it of the SLOs ÷ the latency bands' high edges before the expected
-    search, which a layout with no capacity at the edges then does without."""
-    if (slo.ttft_s is None and slo.tpot_s is None) or not (math.isfinite(sat) and sat > 0):
-        return False
-    coarse = min(slo_requests(slo, w.n), COARSE_REQUESTS)
-    return not _verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)(cycled(w, coarse))(
-        sat / 64.0
-    )
 
 
 def _settle(

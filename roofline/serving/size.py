@@ -42,14 +42,13 @@ from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import (
     capacity_at_edges,
     max_rate_within_slo,
-    misses_at_light_load,
     replica_capacity,
 )
 from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.sizerank import ranked
 from roofline.serving.sizerounds import search_rounds
-from roofline.serving.whynone import describe, light_load_miss, no_layout
+from roofline.serving.whynone import describe, edge_miss, light_load_miss, no_layout, why_at
 from roofline.serving.workload import Workload
 from roofline.step.ops import Deployment
 
@@ -290,12 +289,6 @@ def size(
         price, at = prices.get(hw.id), edged(hw)
         low = at.capacity if at is not None else 1.0  # a replica serves no more than × low
 
-        def edge_miss(at: Edges, rep: Replica, sat: float) -> Sized:
-            """The row of a layout missing the SLOs ÷ the latency edges at light load."""
-            why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
-            why += light_load_miss(rep, w, at.slo(slo), sat, seed)
-            return replace(_none(hw, dep, why), confidence=at.level)
-
         def cut(gpus: int) -> bool:
             lower.append(gpus)
             return key(gpus, price) >= limit
@@ -315,13 +308,8 @@ def size(
         gpus_sat = min(n_sat, max_replicas + 1) * rep.gpus
         if cut(gpus_sat):
             return _unsearched(hw, dep, gpus_sat, minimize, at)
-        sat0 = cap0.expected.requests_per_s
-        if (  # no capacity at the band edges: the expected search is not needed (search)
-            at is not None
-            and misses_at_light_load(rep, w, at.slo(slo), sat0, False, seed, cap0.runs)
-            and not misses_at_light_load(rep, w, slo, sat0, False, seed, cap0.runs)
-        ):
-            return edge_miss(at, rep, sat0)
+        if why := edge_miss(at, rep, w, slo, cap0.expected.requests_per_s, seed, cap0.runs):
+            return replace(_none(hw, dep, why), confidence=_level(confidence, hw.id))
         best = capacity(rep, cap0)
         per_rank = rep.rules.max_seqs // dep.attention_dp
         for factor in (2, 4):  # the engine's sequence cap, raised where it binds
@@ -358,19 +346,19 @@ def size(
         if at is not None:  # at the band edges, through the same steps:
             if cut(max(lower[-1], n * rep.gpus)):
                 return _unsearched(hw, dep, lower[-1], minimize, at)
-            slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
             r_own = capacity_at_edges(rep, w, slo, at, r_cap, sat, False, seed, cap.runs, rate,
                                       headroom)  # fmt: skip
             if r_own <= 0:  # the SLOs ÷ the TTFT/TPOT bands' high edges, at light load
-                return edge_miss(at, rep, sat)
+                why = why_at(at, rep, w, slo, sat, seed)  # the SLOs ÷ the bands' high edges
+                return replace(_none(hw, dep, why), confidence=at.level)
             if cut(max(lower[-1], min(need(r_own), max_replicas + 1) * rep.gpus)):
                 return _unsearched(hw, dep, lower[-1], minimize, at)
             queue = (r_cap, slowed(w, at, seed), slo)  # and the queue at rate ÷ low
-            n, res = fleet(rep, cap, [queue, (r_own, w, slo_at)], n_exp)
+            n, res = fleet(rep, cap, [queue, (r_own, w, at.slo(slo))], n_exp)
             if res is None:
                 why = f"at {at.level} needs more than {max_replicas} replicas"
                 return replace(_none(hw, dep, why, r_own), confidence=at.level)
-            own = binding(res, slo_at, r_own, sat, cap.expected.binding)
+            own = binding(res, at.slo(slo), r_own, sat, cap.expected.binding)
             counts = (n_exp, need(r_cap * at.capacity), need(r_own))
             constraint = edge_binding(at, counts, own, constraint)
             r_cap = min(r_cap * at.capacity, r_own)
