@@ -97,6 +97,28 @@ def capacity_at(e: Edges, expected: float, tight: Callable[[float], float]) -> f
     return min(top, tight(top))
 
 
+def search_order(e: Edges | None, slo: Slo, bound: float, t_pf: float) -> float:
+    """The requests/s one replica of a layout is taken to serve for the order in which size
+    searches its layouts at the band edges `e` (most promising first; an order, never a bound:
+    it prunes nothing): its rate bound × the throughput band's low edge, scaled down by how far
+    its TTFT's p-th percentile × the band's high edge would exceed the SLO even at light load,
+    taken as M/M/1's with the prefill's t_pf a prompt (plan's batch-1 TTFT),
+    ln(1 / (1 − p)) · t_pf (Kleinrock, "Queueing Systems" vol. 1, 1975, §3.2): × min(1, SLO /
+    (edge · that)). At the expected figures (`e` None) the rate bound alone."""
+    if e is None:
+        return bound
+    if slo.ttft_s is None or t_pf <= 0 or slo.pct >= 100:
+        return bound * e.capacity
+    tail = math.log(1.0 / (1.0 - slo.pct / 100.0)) * t_pf * e.ttft
+    return bound * e.capacity * min(1.0, slo.ttft_s / tail)
+
+
+def level_of(confidence: dict[str, Edges] | None, hw: str) -> str:
+    """The level accelerator `hw` is sized to under `confidence` (hardware id -> edges)."""
+    at = (confidence or {}).get(hw)
+    return at.level if at is not None else "expected"
+
+
 def slowed(w: Workload, e: Edges, seed: int = 0) -> Workload:
     """The workload the expected model serves for the real fleet at the throughput band's low
     edge (module docstring: the offered rate ÷ `e.capacity`): a stationary process re-timed at
@@ -131,4 +153,14 @@ def edge_binding(e: Edges, counts: tuple[int, int, int], own: str, expected: str
     return own
 
 
-__all__ = ["LEVELS", "Edges", "capacity_at", "edge_binding", "edges", "level", "slowed"]
+__all__ = [
+    "LEVELS",
+    "Edges",
+    "capacity_at",
+    "edge_binding",
+    "edges",
+    "level",
+    "level_of",
+    "search_order",
+    "slowed",
+]

@@ -412,6 +412,10 @@ def max_rate_within_slo(
     return min(r, hi)
 
 
+class _Over(Exception):
+    """capacity_at_edges stopped by its `over`."""
+
+
 def capacity_at_edges(
     rep: Replica,
     w: Workload,
@@ -424,29 +428,44 @@ def capacity_at_edges(
     memo: dict | None = None,
     rate: float | None = None,
     headroom: float = 0.0,
-) -> float:
+    over: Callable[[float], bool] | None = None,
+) -> float | None:
     """A replica's capacity at a confidence's band edges (confidence.capacity_at), from its
     expected capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate):
-    the lesser of r_cap × the throughput band's low edge (the queue at the rate ÷ that edge) and
-    the highest rate meeting the SLOs ÷ the latency bands' high edges. That second search is
-    started from the first's answer: it is searched only up to r_cap × the low edge (above it
-    the lesser is that bound) and down to the expected search's own light load (sat/64, below
-    which it is 0), reading the runs the expected search simulated from `memo`. `rate`: the
-    offered rate a fleet of such replicas serves with `headroom` (size): where the search's 3%
-    leaves it unresolved whether one replica fewer would do, the rate per replica that fleet
-    would need is tried too (the same runs), so the count is the least the capacity allows."""
+    the lesser of r_cap × the throughput band's low edge and the highest rate meeting the SLOs
+    ÷ the latency bands' high edges, searched from r_cap × the low edge down by halves to the
+    first rate that meets them (0 if none down to sat/64, the expected search's light load),
+    then bisected to 3%, on runs of slo_requests requests (a miss ends its run early,
+    sim.slostop: the descent is cheap), kept in `memo`. Each rate missed bounds the answer:
+    `over(rate)` True (size: no better than its chip's best) stops it, returning None.
+    `rate`: the offered rate a fleet of such replicas serves with `headroom` (size): where 3%
+    leaves it open whether one replica fewer would do, that fleet's rate per replica is tried."""
     tight = edges.slo(slo)
 
     def search(top: float) -> float:
-        r = max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, floor=sat / 64.0)
+        if tight.ttft_s is None and tight.tpot_s is None:
+            return top
+        runs = {} if memo is None else memo
+        ok = verdicts(rep, w, tight, ideal, seed, runs)(cycled(w, slo_requests(tight, w.n)))
+        x, hi, floor = top, 0.0, sat / 64.0
+        while not ok(x):  # down by halves from the top
+            if over is not None and over(x):
+                raise _Over
+            if x <= floor:
+                return 0.0
+            x, hi = max(x / 2.0, floor), x
+        r = _bisect(ok, x, hi) if hi else x
         if rate and 0 < r < top:
             k = math.ceil(rate / (r * (1.0 - headroom)) * (1 - 1e-12))  # replicas at r (size.need)
             fewer = rate / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
-            if fewer <= min(top, r * FINE_STEP):  # below the rate the search saw fail
-                r = max_rate_within_slo(rep, w, tight, fewer, ideal, seed, memo, floor=fewer) or r
+            if fewer <= min(top, r * FINE_STEP) and ok(fewer):  # below the rate seen to miss
+                r = fewer
         return r
 
-    return capacity_at(edges, r_cap, search)
+    try:
+        return capacity_at(edges, r_cap, search)
+    except _Over:
+        return None
 
 
 def _settle(
