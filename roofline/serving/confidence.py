@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from roofline.domain.errors import InputError
 from roofline.serving.metrics import Slo
@@ -111,6 +111,22 @@ def search_order(e: Edges | None, slo: Slo, bound: float, t_pf: float) -> float:
         return bound * e.capacity
     tail = math.log(1.0 / (1.0 - slo.pct / 100.0)) * t_pf * e.ttft
     return bound * e.capacity * min(1.0, slo.ttft_s / tail)
+
+
+def chips_in_turn(rows: list, chip: Callable[[Any], str], turn: bool = True) -> list:
+    """`rows` (most promising first) with each chip's first before any chip's second, and so on,
+    in their order otherwise (`turn` False: as they are): at the band edges size searches every
+    chip's most promising layout before the others of any, which then run against their own
+    chip's best found (sizerounds prunes a layout against its own chip's best only) and mostly
+    stop at once."""
+    if not turn:
+        return rows
+    nth: dict[str, int] = {}
+    turns = []
+    for r in rows:
+        turns.append(nth.get(chip(r), 0))
+        nth[chip(r)] = turns[-1] + 1
+    return [rows[i] for _, i in sorted(zip(turns, range(len(rows)), strict=True))]
 
 
 def level_of(confidence: dict[str, Edges] | None, hw: str) -> str:

@@ -29,8 +29,9 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
+from roofline.serving import confidence as conf
 from roofline.serving.candidates import Candidate, candidates
-from roofline.serving.confidence import Edges, edge_binding, level_of, search_order, slowed
+from roofline.serving.confidence import Edges, edge_binding, level_of, slowed
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -423,9 +424,10 @@ def size(
         hw, dep, _ = task
         at, g = edged(hw), dep.gpus_per_replica
         gpus = need(lim * (at.capacity if at is not None else 1.0)) * g
-        first = key(need(search_order(at, slo, lim, t_pf)) * g, prices.get(hw.id))  # the order
+        first = key(need(conf.search_order(at, slo, lim, t_pf)) * g, prices.get(hw.id))  # the order
         bounds.append((key(gpus, prices.get(hw.id)), g, gpus, task, first))
     bounds.sort(key=lambda b: (b[4], b[0], b[1]))
+    bounds = conf.chips_in_turn(bounds, lambda b: b[3][0].id, any(edged(t[0]) for t in tasks))
     what = "GPUs" if minimize == "gpus" else "cost"
 
     def recheck(i: int, lower: Sequence[int], row: Sized, limit: tuple) -> Sized:
