@@ -148,3 +148,37 @@ def test_a_light_load_miss_at_the_edges_is_the_search_own_zero(replica, ttft_edg
     r = max_rate_within_slo(rep, w, tight, sat / 2, memo=memo, floor=sat / 64)
     assert (r == 0.0) == missed
     assert memo[key] is first  # read, not run again (the search's runs at hi, hi/8 beside it)
+
+
+def test_the_edge_search_stops_where_its_caller_says_and_only_above_the_answer(replica):
+    """capacity_at_edges tells `over` each rate it saw miss the SLOs ÷ the edges (size: is a
+    replica serving less than that no better than the chip's best?): every such rate lies above
+    the answer, so the GPUs it implies bound the fleet; `over` True stops the search (None)."""
+    rep, w, sat = replica
+    slo, e = Slo(0.2, 0.015, 50.0), Edges("p90", 0.5, 3.0, 1.5)
+    memo: dict = {}
+    r_cap = max_rate_within_slo(rep, w, slo, sat, memo=memo)
+    seen: list[float] = []
+    r = capacity_at_edges(
+        rep, w, slo, e, r_cap, sat, memo=memo, over=lambda x: seen.append(x) or False
+    )
+    assert r is not None and 0 < r <= r_cap * e.capacity
+    assert seen and all(x > r for x in seen)  # at 3 x and 1.5 x the edges bind below the top
+    stopped = capacity_at_edges(rep, w, slo, e, r_cap, sat, memo=memo, over=lambda x: True)
+    assert stopped is None
+
+
+def test_the_search_order_at_the_edges_by_hand():
+    """confidence.search_order: the rate bound × the low edge, × min(1, SLO / (edge × ln(100) ×
+    t_pf)) at p99 (an order only). Bound 10 req/s, low 0.25, TTFT edge 13.4, SLO 2 s: t_pf 50 ms
+    gives 13.4 × 4.605 × 0.05 = 3.085 s, so 10 × 0.25 × 2 / 3.085 = 1.62 req/s; t_pf 10 ms
+    gives 0.617 s < 2 s: 2.5 req/s; expected (no edges): 10."""
+    from roofline.serving.confidence import chips_in_turn, search_order
+
+    e, slo = Edges("p90", 0.25, 13.4, 2.15), Slo(2.0, 0.05, 99.0)
+    assert search_order(e, slo, 10.0, 0.05) == pytest.approx(1.6205, rel=1e-3)
+    assert search_order(e, slo, 10.0, 0.01) == pytest.approx(2.5)
+    assert search_order(None, slo, 10.0, 0.05) == 10.0
+    rows = ["a1", "a2", "b1", "a3", "b2"]
+    assert chips_in_turn(rows, lambda r: r[0]) == ["a1", "b1", "a2", "b2", "a3"]
+    assert chips_in_turn(rows, lambda r: r[0], False) == rows
