@@ -126,3 +126,59 @@ def test_the_band_edge_count_is_the_least_the_capacity_allows(replica, rate):
     fewer = rate / ((k - 1) * 0.9)
     held = max_rate_within_slo(rep, w, e.slo(slo), fewer, memo=memo, floor=fewer)
     assert fewer > r_cap * e.capacity or held == 0.0
+
+
+@pytest.mark.parametrize("ttft_edge", [1.0, 3.0, 1000.0])
+def test_a_light_load_miss_at_the_edges_is_the_search_own_zero(replica, ttft_edge):
+    """size --confidence answers a layout that misses the SLOs ÷ the latency edges at light load
+    before its expected search (whynone.misses_at_light_load): the verdict is the edged search's
+    own, 0 exactly when that run (sat/64 on the search's first, short runs) misses, and the
+    search reads it from the memo rather than running it again. A 0.2 s TTFT SLO ÷ 1000 is
+    0.2 ms, below any prefill of 1,000 tokens on an H100 (8B: ~16 GFLOP/token x 1,000 at
+    ~1 PFLOP/s is ~16 ms); ÷ 1 and ÷ 3 leave 200 and 67 ms, met at light load."""
+    from roofline.serving.whynone import misses_at_light_load
+
+    rep, w, sat = replica
+    slo = Slo(0.2, 0.015, 50.0)
+    tight = Edges("p90", 0.5, ttft_edge, 1.0).slo(slo)
+    memo: dict = {}
+    missed = misses_at_light_load(rep, w, tight, sat, memo=memo)
+    assert missed == (ttft_edge == 1000.0) and len(memo) == 1
+    ((key, first),) = memo.items()
+    r = max_rate_within_slo(rep, w, tight, sat / 2, memo=memo, floor=sat / 64)
+    assert (r == 0.0) == missed
+    assert memo[key] is first  # read, not run again (the search's runs at hi, hi/8 beside it)
+
+
+def test_the_edge_search_stops_where_its_caller_says_and_only_above_the_answer(replica):
+    """capacity_at_edges tells `over` each rate it saw miss the SLOs ÷ the edges (size: is a
+    replica serving less than that no better than the chip's best?): every such rate lies above
+    the answer, so the GPUs it implies bound the fleet; `over` True stops the search (None)."""
+    rep, w, sat = replica
+    slo, e = Slo(0.2, 0.015, 50.0), Edges("p90", 0.5, 3.0, 1.5)
+    memo: dict = {}
+    r_cap = max_rate_within_slo(rep, w, slo, sat, memo=memo)
+    seen: list[float] = []
+    r = capacity_at_edges(
+        rep, w, slo, e, r_cap, sat, memo=memo, over=lambda x: seen.append(x) or False
+    )
+    assert r is not None and 0 < r <= r_cap * e.capacity
+    assert seen and all(x > r for x in seen)  # at 3 x and 1.5 x the edges bind below the top
+    stopped = capacity_at_edges(rep, w, slo, e, r_cap, sat, memo=memo, over=lambda x: True)
+    assert stopped is None
+
+
+def test_the_search_order_at_the_edges_by_hand():
+    """confidence.search_order: the rate bound × the low edge, × min(1, SLO / (edge × ln(100) ×
+    t_pf)) at p99 (an order only). Bound 10 req/s, low 0.25, TTFT edge 13.4, SLO 2 s: t_pf 50 ms
+    gives 13.4 × 4.605 × 0.05 = 3.085 s, so 10 × 0.25 × 2 / 3.085 = 1.62 req/s; t_pf 10 ms
+    gives 0.617 s < 2 s: 2.5 req/s; expected (no edges): 10."""
+    from roofline.serving.confidence import chips_in_turn, search_order
+
+    e, slo = Edges("p90", 0.25, 13.4, 2.15), Slo(2.0, 0.05, 99.0)
+    assert search_order(e, slo, 10.0, 0.05) == pytest.approx(1.6205, rel=1e-3)
+    assert search_order(e, slo, 10.0, 0.01) == pytest.approx(2.5)
+    assert search_order(None, slo, 10.0, 0.05) == 10.0
+    rows = ["a1", "a2", "b1", "a3", "b2"]
+    assert chips_in_turn(rows, lambda r: r[0]) == ["a1", "b1", "a2", "b2", "a3"]
+    assert chips_in_turn(rows, lambda r: r[0], False) == rows

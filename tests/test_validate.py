@@ -199,9 +199,9 @@ def test_printed_bands_hold_90_percent_of_an_unseen_source():
     pts = _band_points()
     before = {c.band: c for c in coverage(pts, True)}
     for c in coverage(pts, False):
-        if c.n >= 20:  # one point either side of 85-95%: a margin rounded outward to 0.01
-            # cannot split the points finer (E2E p50: 43 of 45 held, 0.956, at its margin 0.24)
-            assert 0.85 - 1 / c.n <= c.unseen <= 0.95 + 1 / c.n, c
+        if c.n >= 20:  # the margin is calibrated on the printed interval (validation/bands.py):
+            # E2E p50 held 43 of 45 (0.956) at the scores' quantile rounded up, 0.24; 42 at 0.23
+            assert 0.85 <= c.unseen <= 0.95, c
             assert before[c.band].unseen < 0.85, before[c.band]  # what issue 35 found
         assert c.in_sample >= c.unseen - 1e-12 or c.n < 20, c
         assert c.width >= before[c.band].width, c  # widened, never narrowed

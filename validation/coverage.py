@@ -8,8 +8,9 @@ prints for the point's (family, engine) cell: [low, high], or [1 − x, 1 + x] w
 - in sample: the shipped band, fitted on every point, the point's own among them;
 - unseen source: the band fitted without the point's source (leave-one-source-out), which is
   what a user whose deployment no publication measured gets. "After" widens those by the
-  shipped margins, one number per metric fitted on these same scores (split conformal: a fresh
-  source is held at 90% in expectation; the table's figure is the calibration's own).
+  shipped margins, one number per metric fitted on these same scores against the interval as
+  printed (split conformal: a fresh source is held at 90% in expectation; the table's figure is
+  the calibration's own, ceil(0.9 (n + 1)) / n of the points, or the least hundredth's more).
 Width = high − low of the printed interval, as a share of the expected figure, the median over
 the metric's points. "Before" is the method before issue 35: no sibling points, no margin, ±rel
 printed for a symmetric interval.
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from validation.bands import (
     BANDS,
+    SYMMETRIC,
     Point,
     cell_of,
     compute,
@@ -35,8 +37,7 @@ from validation.bands import (
     widen,
     with_siblings,
 )
-
-SYMMETRIC = 0.05  # render.core.SYMMETRIC
+from validation.bands import printed as printed_now
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,12 @@ class Coverage:
 
 def printed(cell: dict, before: bool) -> tuple[float, float]:
     """The interval a cell prints: [low, high], or ±x when symmetric within SYMMETRIC (x = rel
-    before issue 35, the interval's wider side after it)."""
+    before issue 35, the interval's wider side after it: validation.bands.printed)."""
     low, high = cell["low"], cell["high"]
+    if not before:
+        return printed_now(cell)
     if abs((high - 1.0) - (1.0 - low)) <= SYMMETRIC:
-        x = cell["rel"] if before else max(1.0 - low, high - 1.0)
+        x = cell["rel"]
         return 1.0 - x, 1.0 + x
     return low, high
 

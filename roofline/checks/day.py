@@ -74,7 +74,7 @@ def run_day_checks(
     kind = "ideal" if ideal else "expected"
     e, cap_exp = limits.edges, cap
     if e is not None and not e.neutral and cap > 0:  # sized to the bands' pessimistic edge:
-        cap = capacity_at_edges(rep, w, slo, e, cap, sat, ideal, seed)  # as size does
+        cap = capacity_at_edges(rep, w, slo, e, cap, sat, ideal, seed) or 0.0  # as size does
         kind = f"{e.level} edge of the {kind}"
     wanted = _wanted(limits)
     if cap <= 0:

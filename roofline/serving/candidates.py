@@ -56,6 +56,7 @@ class Candidate:
     tokens_per_s_per_gpu: float
     latency_tpot_s: float
     rate_bound: float = float("inf")  # prefill_bound: no replica of it serves more (req/s)
+    latency_ttft_s: float = 0.0  # plan's batch-1 TTFT (t_pf of prefill_bound)
 
 
 def deployment(base: Deployment, lay: Layout, hw: Accelerator) -> Deployment:
@@ -143,6 +144,7 @@ def candidates(
                     p.output_tokens_per_s / g,
                     p.latency_tpot_s,
                     bound,
+                    p.latency_ttft_s,
                 )
             )
     return _keep(scored, keep), len(scored)

@@ -14,8 +14,9 @@ reading, not a 90% figure of its own). At `expected` every edge is 1 and nothing
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from roofline.domain.errors import InputError
 from roofline.serving.metrics import Slo
@@ -84,6 +85,56 @@ def edges(level_: str, throughput_low: float | None, ttft_high: float | None,
     )
 
 
+def capacity_at(e: Edges, expected: float, tight: Callable[[float], float]) -> float:
+    """A replica's capacity at the band edges `e` (module docstring), the one rule size, the
+    day and the mix's day apply: the lesser of `expected` (its capacity within the SLOs at the
+    expected figures) × the throughput band's low edge, and the highest rate meeting the SLOs ÷
+    the latency bands' high edges, `tight(top)`: that search, asked only up to `top` = the
+    first (above it the lesser is `top`); 0 when the expected capacity is."""
+    top = expected * e.capacity
+    if top <= 0:
+        return 0.0
+    return min(top, tight(top))
+
+
+def search_order(e: Edges | None, slo: Slo, bound: float, t_pf: float) -> float:
+    """The requests/s one replica of a layout is taken to serve for the order in which size
+    searches its layouts at the band edges `e` (most promising first; an order, never a bound:
+    it prunes nothing): its rate bound × the throughput band's low edge, scaled down by how far
+    its TTFT's p-th percentile × the band's high edge would exceed the SLO even at light load,
+    taken as M/M/1's with the prefill's t_pf a prompt (plan's batch-1 TTFT),
+    ln(1 / (1 − p)) · t_pf (Kleinrock, "Queueing Systems" vol. 1, 1975, §3.2): × min(1, SLO /
+    (edge · that)). At the expected figures (`e` None) the rate bound alone."""
+    if e is None:
+        return bound
+    if slo.ttft_s is None or t_pf <= 0 or slo.pct >= 100:
+        return bound * e.capacity
+    tail = math.log(1.0 / (1.0 - slo.pct / 100.0)) * t_pf * e.ttft
+    return bound * e.capacity * min(1.0, slo.ttft_s / tail)
+
+
+def chips_in_turn(rows: list, chip: Callable[[Any], str], turn: bool = True) -> list:
+    """`rows` (most promising first) with each chip's first before any chip's second, and so on,
+    in their order otherwise (`turn` False: as they are): at the band edges size searches every
+    chip's most promising layout before the others of any, which then run against their own
+    chip's best found (sizerounds prunes a layout against its own chip's best only) and mostly
+    stop at once."""
+    if not turn:
+        return rows
+    nth: dict[str, int] = {}
+    turns = []
+    for r in rows:
+        turns.append(nth.get(chip(r), 0))
+        nth[chip(r)] = turns[-1] + 1
+    return [rows[i] for _, i in sorted(zip(turns, range(len(rows)), strict=True))]
+
+
+def level_of(confidence: dict[str, Edges] | None, hw: str) -> str:
+    """The level accelerator `hw` is sized to under `confidence` (hardware id -> edges)."""
+    at = (confidence or {}).get(hw)
+    return at.level if at is not None else "expected"
+
+
 def slowed(w: Workload, e: Edges, seed: int = 0) -> Workload:
     """The workload the expected model serves for the real fleet at the throughput band's low
     edge (module docstring: the offered rate ÷ `e.capacity`): a stationary process re-timed at
@@ -118,4 +169,14 @@ def edge_binding(e: Edges, counts: tuple[int, int, int], own: str, expected: str
     return own
 
 
-__all__ = ["LEVELS", "Edges", "edge_binding", "edges", "level", "slowed"]
+__all__ = [
+    "LEVELS",
+    "Edges",
+    "capacity_at",
+    "edge_binding",
+    "edges",
+    "level",
+    "level_of",
+    "search_order",
+    "slowed",
+]

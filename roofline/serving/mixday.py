@@ -29,6 +29,7 @@ workloadfile.WorkloadMix.class_rates scales a class with the total).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -112,50 +113,65 @@ def mix_day_capacity(
     edges: Edges | None = None,
 ) -> MixDayCapacity:
     """The replica's capacity for `w`'s classes, overall and per class, at `edges`' confidence
-    (None: expected; module docstring)."""
-    exp = _capacity(rep, w, slo, seed, router)
+    (None: expected; module docstring): each by confidence.capacity_at, the rule size and the
+    single-shape day apply, its search under the edged SLOs asked only up to the expected
+    capacity × the throughput band's low edge."""
+    from roofline.serving.confidence import capacity_at
+
+    exp_search = _Search(rep, w, slo, seed, router)
+    exp = exp_search.capacities()
     if edges is None or edges.neutral or exp.overall <= 0:
         return exp
-    own = _capacity(rep, edged(w, edges), edges.slo(slo), seed, router, exp.probe)
-    overall = min(exp.overall * edges.capacity, own.overall)
+    own = _Search(rep, edged(w, edges), edges.slo(slo), seed, router, exp.probe)
+    overall = capacity_at(edges, exp.overall, partial(own.highest, None))
     per = tuple(
-        max(min(a * edges.capacity, b), overall)
-        for a, b in zip(exp.per_class, own.per_class, strict=True)
+        max(capacity_at(edges, a, partial(own.highest, k)), overall)
+        for k, a in enumerate(exp.per_class)
     )
     return replace(exp, overall=overall, per_class=per, level=edges.level, expected=exp)
 
 
-def _capacity(
-    rep: Replica, w: Workload, slo: Slo, seed: int, router: str, probe=None
-) -> MixDayCapacity:
-    """The expected capacities of the mix under `slo` and its classes' own."""
-    cap = probe if probe is not None else mix_capacity(rep, w)
-    sat = cap.expected.requests_per_s * w.mix_rate / max(float(w.rate or 1.0), 1e-30)
-    runs: dict[float, tuple] = {}
+class _Search:
+    """The mix's capacities under `slo` and its classes' own (module docstring): runs of one
+    replica (expected step times) at the rates a search visits, each rate run once."""
 
-    def classes_at(rate: float) -> tuple:
-        if rate not in runs:
-            res = serve(rep, with_rate(w, rate, seed), slo, 1, capacity=cap, router=router,
-                        expected_only=True)  # fmt: skip
-            runs[rate] = res.expected.per_class
-        return runs[rate]
+    def __init__(self, rep: Replica, w: Workload, slo: Slo, seed: int, router: str,
+                 probe=None) -> None:  # fmt: skip
+        self.rep, self.w, self.slo, self.seed, self.router = rep, w, slo, seed, router
+        self.cap = probe if probe is not None else mix_capacity(rep, w)
+        self.sat = self.cap.expected.requests_per_s * w.mix_rate / max(float(w.rate or 1.0), 1e-30)
+        self.runs: dict[float, tuple] = {}
 
-    def ok(k: int | None):
+    def classes_at(self, rate: float) -> tuple:
+        if rate not in self.runs:
+            res = serve(self.rep, with_rate(self.w, rate, self.seed), self.slo, 1,
+                        capacity=self.cap, router=self.router, expected_only=True)  # fmt: skip
+            self.runs[rate] = res.expected.per_class
+        return self.runs[rate]
+
+    def highest(self, k: int | None, top: float | None = None) -> float:
+        """The highest arrivals/s, at most `top` (default the saturation), at which every class
+        (k None) or class k meets its SLOs (search.highest_ok); 0 when they miss at the
+        saturation's 1/64 (light load)."""
+
         def holds(rate: float) -> bool:
-            if rate >= sat * (1 - 1e-9):  # at saturation the queue has no steady state
+            if rate >= self.sat * (1 - 1e-9):  # at saturation the queue has no steady state
                 return False
-            per = classes_at(rate)
+            per = self.classes_at(rate)
             return all(c.meets_slo for c in per) if k is None else per[k].meets_slo
 
-        return holds
+        # below the saturation's 1/64 (the expected search's light load), as search.highest_ok
+        return highest_ok(holds, min(top or self.sat, self.sat), floor=self.sat / 64.0)
 
-    overall = highest_ok(ok(None), sat)
-    per_class = tuple(max(highest_ok(ok(k), sat), overall) for k in range(len(w.mix.classes)))
-    tokens = tuple(
-        c.output_tokens_per_s / c.arrivals_per_s if c.arrivals_per_s > 0 else 0.0
-        for c in classes_at(overall if overall > 0 else sat / 64.0)
-    )
-    return MixDayCapacity(overall, per_class, shares(w), tokens, sat, probe=cap)
+    def capacities(self) -> MixDayCapacity:
+        """The expected capacities, overall and per class."""
+        overall = self.highest(None)
+        per_class = tuple(max(self.highest(k), overall) for k in range(len(self.w.mix.classes)))
+        tokens = tuple(
+            c.output_tokens_per_s / c.arrivals_per_s if c.arrivals_per_s > 0 else 0.0
+            for c in self.classes_at(overall if overall > 0 else self.sat / 64.0)
+        )
+        return MixDayCapacity(overall, per_class, shares(self.w), tokens, self.sat, probe=self.cap)
 
 
 def mix_latency(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from roofline.serving.bounds import RateBounds, rate_bounds
+from roofline.serving.confidence import capacity_at
 from roofline.serving.metrics import Slo, metrics
 from roofline.serving.serve import Replica, run_replicas
 from roofline.serving.sim.prefixcache import PrefixConfig
@@ -346,28 +347,11 @@ def highest_ok(
     return _bisect(ok, lo, mid if mid > lo else hi, rel_tol) if ok(lo) else 0.0
 
 
-def max_rate_within_slo(
-    rep: Replica,
-    w: Workload,
-    slo: Slo,
-    hi: float,
-    ideal: bool = False,
-    seed: int = 0,
-    memo: dict | None = None,
-    floor: float | None = None,
-) -> float:
-    """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
-    at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
-    given; a floor above `hi` is searched and the answer capped at `hi`). A bisection on runs
-    of COARSE_REQUESTS of the workload's requests brackets it to COARSE_TOL; runs of
-    slo_requests requests (the workload's lengths cycled) then settle it to 3%
-    (search._settle). `memo`: the runs already simulated for this replica and workload
-    (Capacity.runs), by requests, rate, seed and step times: a search under other SLOs (size
-    --confidence) reads the rates both visit from it rather than re-running them (a run does
-    not depend on the SLO; only its verdict does)."""
-    if slo.ttft_s is None and slo.tpot_s is None:
-        return hi
-    runs: dict = {} if memo is None else memo
+def verdicts(
+    rep: Replica, w: Workload, slo: Slo, ideal: bool, seed: int, runs: dict
+) -> Callable[[Workload], Callable[[float], bool]]:
+    """max_rate_within_slo's verdicts: for a run length's workload `wl` (w's lengths cycled),
+    whether one replica at a rate meets `slo`, each run kept in `runs` (the memo)."""
 
     def ok_at(wl: Workload) -> Callable[[float], bool]:
         # a run every request of which is served stops once it misses the SLO (sim.slostop):
@@ -393,6 +377,31 @@ def max_rate_within_slo(
 
         return ok
 
+    return ok_at
+
+
+def max_rate_within_slo(
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    hi: float,
+    ideal: bool = False,
+    seed: int = 0,
+    memo: dict | None = None,
+    floor: float | None = None,
+) -> float:
+    """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
+    at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
+    given; a floor above `hi` is searched and the answer capped at `hi`). A bisection on runs
+    of COARSE_REQUESTS of the workload's requests brackets it to COARSE_TOL; runs of
+    slo_requests requests (the workload's lengths cycled) then settle it to 3%
+    (search._settle). `memo`: the runs already simulated for this replica and workload
+    (Capacity.runs), by requests, rate, seed and step times: a search under other SLOs (size
+    --confidence) reads the rates both visit from it rather than re-running them (a run does
+    not depend on the SLO; only its verdict does)."""
+    if slo.ttft_s is None and slo.tpot_s is None:
+        return hi
+    ok_at = verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)
     top = hi if floor is None else max(hi, floor)
     low = top / 64.0 if floor is None else floor
     n = slo_requests(slo, w.n)
@@ -401,6 +410,10 @@ def max_rate_within_slo(
     if coarse < n and r > 0:
         r = _settle(ok_at(cycled(w, n)), r, top, step=FINE_STEP, floor=low)
     return min(r, hi)
+
+
+class _Over(Exception):
+    """capacity_at_edges stopped by its `over`."""
 
 
 def capacity_at_edges(
@@ -415,28 +428,44 @@ def capacity_at_edges(
     memo: dict | None = None,
     rate: float | None = None,
     headroom: float = 0.0,
-) -> float:
-    """A replica's capacity at a confidence's band edges (serving.confidence), from its expected
-    capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate): the
-    lesser of r_cap × the throughput band's low edge (the queue at the rate ÷ that edge) and
-    the highest rate meeting the SLOs ÷ the latency bands' high edges. That second search is
-    started from the first's answer: it is searched only up to r_cap × the low edge (above it
-    the lesser is that bound) and down to the expected search's own light load (sat/64, below
-    which it is 0), reading the runs the expected search simulated from `memo`. `rate`: the
-    offered rate a fleet of such replicas serves with `headroom` (size): where the search's 3%
-    leaves it unresolved whether one replica fewer would do, the rate per replica that fleet
-    would need is tried too (the same runs), so the count is the least the capacity allows."""
-    top = r_cap * edges.capacity
-    if top <= 0:
-        return 0.0
+    over: Callable[[float], bool] | None = None,
+) -> float | None:
+    """A replica's capacity at a confidence's band edges (confidence.capacity_at), from its
+    expected capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate):
+    the lesser of r_cap × the throughput band's low edge and the highest rate meeting the SLOs
+    ÷ the latency bands' high edges, searched from r_cap × the low edge down by halves to the
+    first rate that meets them (0 if none down to sat/64, the expected search's light load),
+    then bisected to 3%, on runs of slo_requests requests (a miss ends its run early,
+    sim.slostop: the descent is cheap), kept in `memo`. Each rate missed bounds the answer:
+    `over(rate)` True (size: no better than its chip's best) stops it, returning None.
+    `rate`: the offered rate a fleet of such replicas serves with `headroom` (size): where 3%
+    leaves it open whether one replica fewer would do, that fleet's rate per replica is tried."""
     tight = edges.slo(slo)
-    r = max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, floor=sat / 64.0)
-    if rate and 0 < r < top:
-        k = math.ceil(rate / (r * (1.0 - headroom)) * (1 - 1e-12))  # replicas at r (size.need)
-        fewer = rate / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
-        if fewer <= min(top, r * FINE_STEP):  # below the rate the search saw fail
-            r = max_rate_within_slo(rep, w, tight, fewer, ideal, seed, memo, floor=fewer) or r
-    return r
+
+    def search(top: float) -> float:
+        if tight.ttft_s is None and tight.tpot_s is None:
+            return top
+        runs = {} if memo is None else memo
+        ok = verdicts(rep, w, tight, ideal, seed, runs)(cycled(w, slo_requests(tight, w.n)))
+        x, hi, floor = top, 0.0, sat / 64.0
+        while not ok(x):  # down by halves from the top
+            if over is not None and over(x):
+                raise _Over
+            if x <= floor:
+                return 0.0
+            x, hi = max(x / 2.0, floor), x
+        r = _bisect(ok, x, hi) if hi else x
+        if rate and 0 < r < top:
+            k = math.ceil(rate / (r * (1.0 - headroom)) * (1 - 1e-12))  # replicas at r (size.need)
+            fewer = rate / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
+            if fewer <= min(top, r * FINE_STEP) and ok(fewer):  # below the rate seen to miss
+                r = fewer
+        return r
+
+    try:
+        return capacity_at(edges, r_cap, search)
+    except _Over:
+        return None
 
 
 def _settle(

@@ -29,8 +29,9 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
+from roofline.serving import confidence as conf
 from roofline.serving.candidates import Candidate, candidates
-from roofline.serving.confidence import Edges, edge_binding, slowed
+from roofline.serving.confidence import Edges, edge_binding, level_of, slowed
 from roofline.serving.cost import (
     Price,
     cost_per_hour,
@@ -48,7 +49,7 @@ from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.sizerank import ranked
 from roofline.serving.sizerounds import search_rounds
-from roofline.serving.whynone import describe, light_load_miss, no_layout
+from roofline.serving.whynone import describe, edge_miss, light_load_miss, no_layout, why_at
 from roofline.serving.workload import Workload
 from roofline.step.ops import Deployment
 
@@ -209,7 +210,7 @@ def size(
     basis = "SLO capacity" if has_slo else "saturation"
     out: list[Sized] = []
     tasks: list[tuple[Accelerator, Deployment, DraftConfig | None]] = []
-    limits: list[float] = []  # each layout's bound on the rate one replica serves
+    limits: list[tuple[float, float]] = []  # each layout's rate bound (one replica), batch-1 TTFT
     ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
     for hw in accelerators:
         deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out, drafting is not None)
@@ -219,7 +220,7 @@ def size(
         for c in deps:  # the drafter adds no prefill capacity: its variant keeps the bound
             for sp in (None, drafting) if drafting else (None,):
                 tasks.append((hw, c.dep, sp))
-                limits.append(c.rate_bound)
+                limits.append((c.rate_bound, c.latency_ttft_s))
 
     def capacity(rep: Replica, cap=None):
         cap = replica_capacity(rep, w) if cap is None else cap
@@ -293,6 +294,9 @@ def size(
             lower.append(gpus)
             return key(gpus, price) >= limit
 
+        def over(r: float) -> bool:  # a replica serves under r at the edges (the GPUs so far)
+            return cut(max(lower[-1], min(need(r), max_replicas + 1) * rep.gpus))
+
         try:
             rep = make_replica(model, hw, dep, eng, max_len, drafting=sp, draft_context=ctx)
         except RooflineError as exc:
@@ -308,6 +312,8 @@ def size(
         gpus_sat = min(n_sat, max_replicas + 1) * rep.gpus
         if cut(gpus_sat):
             return _unsearched(hw, dep, gpus_sat, minimize, at)
+        if why := edge_miss(at, rep, w, slo, cap0.expected.requests_per_s, seed, cap0.runs):
+            return replace(_none(hw, dep, why), confidence=level_of(confidence, hw.id))
         best = capacity(rep, cap0)
         per_rank = rep.rules.max_seqs // dep.attention_dp
         for factor in (2, 4):  # the engine's sequence cap, raised where it binds
@@ -344,21 +350,19 @@ def size(
         if at is not None:  # at the band edges, through the same steps:
             if cut(max(lower[-1], n * rep.gpus)):
                 return _unsearched(hw, dep, lower[-1], minimize, at)
-            slo_at = at.slo(slo)  # the expected figures × their own bands' high edges,
             r_own = capacity_at_edges(rep, w, slo, at, r_cap, sat, False, seed, cap.runs, rate,
-                                      headroom)  # fmt: skip
-            if r_own <= 0:  # the SLOs ÷ the TTFT/TPOT bands' high edges, at light load
-                why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
-                why += light_load_miss(rep, w, slo_at, sat, seed)
+                                      headroom, over)  # fmt: skip
+            if r_own == 0:  # the SLOs ÷ the TTFT/TPOT bands' high edges, at light load
+                why = why_at(at, rep, w, slo, sat, seed)
                 return replace(_none(hw, dep, why), confidence=at.level)
-            if cut(max(lower[-1], min(need(r_own), max_replicas + 1) * rep.gpus)):
+            if r_own is None or over(r_own):  # a rate it missed at, or its capacity
                 return _unsearched(hw, dep, lower[-1], minimize, at)
             queue = (r_cap, slowed(w, at, seed), slo)  # and the queue at rate ÷ low
-            n, res = fleet(rep, cap, [queue, (r_own, w, slo_at)], n_exp)
+            n, res = fleet(rep, cap, [queue, (r_own, w, at.slo(slo))], n_exp)
             if res is None:
                 why = f"at {at.level} needs more than {max_replicas} replicas"
                 return replace(_none(hw, dep, why, r_own), confidence=at.level)
-            own = binding(res, slo_at, r_own, sat, cap.expected.binding)
+            own = binding(res, at.slo(slo), r_own, sat, cap.expected.binding)
             counts = (n_exp, need(r_cap * at.capacity), need(r_own))
             constraint = edge_binding(at, counts, own, constraint)
             r_cap = min(r_cap * at.capacity, r_own)
@@ -394,7 +398,7 @@ def size(
             redundant_experts=redundant_experts(model, dep),
             constraint=constraint,
             router=res.router,
-            confidence=_level(confidence, hw.id),
+            confidence=level_of(confidence, hw.id),
             replicas_expected=n_exp,
             gpus_expected=rep.gpus * n_exp,
             edges=at,
@@ -416,13 +420,14 @@ def size(
     # bound gives the fewest GPUs (and least cost) a layout can need: layouts whose least is no
     # better than a deployment already found are not searched; the most promising go first
     bounds = []
-    for task, lim in zip(tasks, limits, strict=True):
+    for task, (lim, t_pf) in zip(tasks, limits, strict=True):
         hw, dep, _ = task
-        at = edged(hw)
-        n = need(lim * (at.capacity if at is not None else 1.0))
-        gpus = n * dep.gpus_per_replica
-        bounds.append((key(gpus, prices.get(hw.id)), dep.gpus_per_replica, gpus, task))
-    bounds.sort(key=lambda b: b[:2])
+        at, g = edged(hw), dep.gpus_per_replica
+        gpus = need(lim * (at.capacity if at is not None else 1.0)) * g
+        first = key(need(conf.search_order(at, slo, lim, t_pf)) * g, prices.get(hw.id))  # the order
+        bounds.append((key(gpus, prices.get(hw.id)), g, gpus, task, first))
+    bounds.sort(key=lambda b: (b[4], b[0], b[1]))
+    bounds = conf.chips_in_turn(bounds, lambda b: b[3][0].id, any(edged(t[0]) for t in tasks))
     what = "GPUs" if minimize == "gpus" else "cost"
 
     def recheck(i: int, lower: Sequence[int], row: Sized, limit: tuple) -> Sized:
@@ -433,7 +438,7 @@ def size(
         return row
 
     def at_bound(i: int) -> Sized:
-        _, _, gpus, (hw, dep, _) = bounds[i]
+        _, _, gpus, (hw, dep, _), _ = bounds[i]
         at = edged(hw)
         where = f"its rate bound × {at.level}'s low edge" if at is not None else "its rate bound"
         note = (
@@ -488,11 +493,6 @@ def _unsearched(
     )
     return _none(hw, dep, f"not searched: {need}, no better {what} than {_short(hw.id)}'s best",
                  searched=False, bound_gpus=gpus)  # fmt: skip
-
-
-def _level(confidence: dict[str, Edges] | None, hw: str) -> str:
-    at = (confidence or {}).get(hw)
-    return at.level if at is not None else "expected"
 
 
 def _short(hw: str) -> str:

@@ -5,6 +5,7 @@ out. `describe` names a replica's layout as `plan` does."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,10 +15,13 @@ from roofline.domain.units import fmt_seconds
 from roofline.engines.engine import Engine
 from roofline.serving.candidates import MAX_NODES, candidates
 from roofline.serving.metrics import Slo, metrics
-from roofline.serving.search import COARSE_REQUESTS, cycled
+from roofline.serving.search import COARSE_REQUESTS, cycled, slo_requests, verdicts
 from roofline.serving.serve import Replica, run_replicas
 from roofline.serving.workload import Workload, with_rate
 from roofline.step.ops import Deployment
+
+if TYPE_CHECKING:
+    from roofline.serving.confidence import Edges
 
 
 def describe(dep: Deployment) -> str:
@@ -75,3 +79,47 @@ def light_load_miss(rep: Replica, w: Workload, slo: Slo, sat: float, seed: int) 
         f"misses the SLOs even at light load ({lo:.3g} req/s, 1/64 of saturation): p{slo.pct:g} "
         + (" and ".join(over) or "attainment below the SLO's")
     )
+
+
+def misses_at_light_load(
+    rep: Replica,
+    w: Workload,
+    slo: Slo,
+    sat: float,
+    ideal: bool = False,
+    seed: int = 0,
+    memo: dict | None = None,
+) -> bool:
+    """Whether one replica misses `slo` at the SLO search's light load, `sat`/64 (sat its
+    saturation rate), on the search's own first runs (COARSE_REQUESTS of the workload's
+    requests, kept in `memo` for it): the run max_rate_within_slo(..., floor=sat/64) answers 0
+    on, the SLO percentiles growing with the rate (its bisection's premise). One run: size
+    --confidence asks it of the SLOs ÷ the latency bands' high edges before the expected
+    search, which a layout with no capacity at the edges then does without."""
+    if (slo.ttft_s is None and slo.tpot_s is None) or not (math.isfinite(sat) and sat > 0):
+        return False
+    coarse = min(slo_requests(slo, w.n), COARSE_REQUESTS)
+    return not verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)(cycled(w, coarse))(
+        sat / 64.0
+    )
+
+
+def why_at(at: Edges, rep: Replica, w: Workload, slo: Slo, sat: float, seed: int) -> str:
+    """Why a layout has no capacity at the band edges `at`: light_load_miss against the SLOs ÷
+    the latency bands' high edges."""
+    why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
+    return why + light_load_miss(rep, w, at.slo(slo), sat, seed)
+
+
+def edge_miss(
+    at: Edges | None, rep: Replica, w: Workload, slo: Slo, sat: float, seed: int, memo: dict
+) -> str | None:
+    """why_at, for size to answer before the expected search (which such a layout has no use
+    for), when the layout misses the SLOs ÷ the latency edges at light load but meets `slo`
+    there (else the expected search's own reason is the layout's); None when it meets them, or
+    at the expected figures (`at` None: no edges)."""
+    if at is None or not misses_at_light_load(rep, w, at.slo(slo), sat, False, seed, memo):
+        return None
+    if misses_at_light_load(rep, w, slo, sat, False, seed, memo):
+        return None
+    return why_at(at, rep, w, slo, sat, seed)
