@@ -350,6 +350,18 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "such GEMMs, 61-layer DeepSeek five dense ones besides its MoE",
         _fp8_static,
     ),
+    (
+        "SGLang runs prompts first (issue 34 c, TTFT under load: the prefill scheduling policy "
+        "per engine): its scheduler's run_step tries get_new_batch_prefill before anything "
+        "else and decodes only when no prefill batch forms, a batch of up to "
+        "chunked_prefill_size tokens (8,192 on an H100 or H200) that the running decodes wait "
+        "for; the decodes join a prefill batch only under --enable-mixed-chunk, off by default "
+        "(sgl-project/sglang python/sglang/srt/managers/scheduler.py at d51c1c21, "
+        "server_args.py enable_mixed_chunk False; roofline/engines/scheduler.py "
+        "PREFILL_FIRST), where the simulator had run SGLang's prompts beside the decodes as "
+        "vLLM V1 and TensorRT-LLM do. Every SGLang case on every family",
+        lambda r: r.engine == "sglang",
+    ),
 )
 
 
