@@ -281,10 +281,11 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         lambda r: r.family == "intel-gaudi",
     ),
     (
-        "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 70 µs, "
+        "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 60 µs, "
         "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 91 SGLang cases of the "
-        "family from 10 sources, 70-150 µs leaving one out; paid on one attention-DP rank's "
-        "sequences, roofline/step/phases.py): DataCrunch's H200 runs decode 500-1,500 sequences "
+        "family from 10 sources, 50-125 µs leaving one out, with its prompts run first; paid "
+        "on one attention-DP rank's sequences, roofline/step/phases.py): DataCrunch's H200 runs "
+        "decode 500-1,500 sequences "
         "at 1.2-2.7x the kernels' time",
         lambda r: r.engine == "sglang" and r.family == "nvidia-datacenter",
     ),
