@@ -1,32 +1,33 @@
 """The engine's scheduler policy: its limits (EngineRules) and their defaults per engine and device.
 
 vLLM V1 (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, OpenAI API server context):
-max_num_batched_tokens 8192 and max_num_seqs 1024 on devices of at least 70 GiB that are not an
-A100 (H100, H200, B200, MI300X; "setting large max_num_batched_tokens for A100 reduces
-throughput, see PR #17885"), else 2048 and 256. Chunked prefill is always on in V1
-(`_set_default_args_v1`). SGLang (python/sglang/srt/server_args.py,
-_handle_gpu_memory_settings): chunked_prefill_size 2048 below 35 GB, 4096 below 60 GB, 8192
-below 160 GB, 16384 above; its running requests are capped at clamp(KV tokens / context length x
-512, 2048, 4096) and at half the KV tokens (python/sglang/srt/model_executor/model_runner.py
-_resolve_max_num_reqs; sglang_max_running); it runs prompts first (issue 34 c): its scheduler's
-run_step tries get_new_batch_prefill before anything else and decodes only when no prefill batch
-forms, mixing the running decodes into a prefill batch only under --enable-mixed-chunk, off by
-default (sgl-project/sglang python/sglang/srt/managers/scheduler.py at d51c1c21, server_args.py
-enable_mixed_chunk False), so a prefill batch of up to chunked_prefill_size tokens stalls the
-decodes: the simulator's unchunked mode with that budget (PREFILL_FIRST) [approximation: a
-prompt longer than the chunk runs in one step, where SGLang runs its chunks back to back, ahead
-of the decodes all the same]; and its scheduler (schedule_policy.py PrefillAdder)
-starts a request only while the KV pool holds, beside what is in use, new_token_ratio of every
-running request's remaining output tokens (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, decaying towards
-0.098 over 600 decode steps while nothing is retracted): reserve_output 0.7 here [uncertain: the
-ratio's start; its decay admits more later, a retraction raises it again]. TensorRT-LLM
-(tensorrt_llm/llmapi/llm_args.py BaseLlmArgs: max_batch_size 2048, max_num_tokens 8192, the
-defaults trtllm-serve passes on, tensorrt_llm/commands/serve.py get_llm_args) on every device;
-its capacity scheduler's default policy GUARANTEED_NO_EVICT
-(tensorrt_llm/_torch/pyexecutor/scheduler.py BindCapacityScheduler; TensorRT-LLM docs, "Useful
-Runtime Options") starts a request only when the KV blocks it needs to its last token fit beside
-those every running request still needs to its own, so it never pauses one: reserve_output 1
-here, where vLLM admits on the KV a request holds now and preempts when it runs out (0).
+max_num_batched_tokens 8192 and max_num_seqs 1024 on devices of at least 70 GiB that are not an A100
+(H100, H200, B200, MI300X; "setting large max_num_batched_tokens for A100 reduces throughput, see PR
+#17885"), else 2048 and 256. Chunked prefill is always on in V1 (`_set_default_args_v1`). SGLang
+(python/sglang/srt/server_args.py, _handle_gpu_memory_settings): chunked_prefill_size 2048 below 35
+GB, 4096 below 60 GB, 8192 below 160 GB, 16384 above; its running requests are capped at clamp(KV
+tokens / context length x 512, 2048, 4096) and at half the KV tokens
+(python/sglang/srt/model_executor/model_runner.py _resolve_max_num_reqs; sglang_max_running); it
+runs prompts first (issue 34 c): its scheduler's run_step tries get_new_batch_prefill before
+anything else and decodes only when no prefill batch forms, mixing the running decodes into a
+prefill batch only under --enable-mixed-chunk, off by default (sgl-project/sglang
+python/sglang/srt/managers/scheduler.py at d51c1c21, server_args.py enable_mixed_chunk False), so a
+prefill batch of up to chunked_prefill_size tokens stalls the decodes: the simulator's unchunked
+mode with that budget (PREFILL_FIRST) [approximation: a prompt longer than the chunk runs in one
+step, where SGLang runs its chunks back to back, ahead of the decodes all the same; under attention
+DP every rank's decodes wait for one rank's prefill batch, where SGLang's other ranks may decode
+beside it]; and its scheduler (schedule_policy.py PrefillAdder) starts a request only while the KV
+pool holds, beside what is in use, new_token_ratio of every running request's remaining output
+tokens (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, decaying towards 0.098 over 600 decode steps while nothing
+is retracted): reserve_output 0.7 here [uncertain: the ratio's start; its decay admits more later, a
+retraction raises it again]. TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py BaseLlmArgs:
+max_batch_size 2048, max_num_tokens 8192, the defaults trtllm-serve passes on,
+tensorrt_llm/commands/serve.py get_llm_args) on every device; its capacity scheduler's default
+policy GUARANTEED_NO_EVICT (tensorrt_llm/_torch/pyexecutor/scheduler.py BindCapacityScheduler;
+TensorRT-LLM docs, "Useful Runtime Options") starts a request only when the KV blocks it needs to
+its last token fit beside those every running request still needs to its own, so it never pauses
+one: reserve_output 1 here, where vLLM admits on the KV a request holds now and preempts when it
+runs out (0).
 trtllm-serve leaves chunked prefill off but in-flight batching runs each context phase in the
 same step as the generation phases, within max_num_tokens: the simulator's chunked mode (mixed
 steps under the token budget) is the nearer
