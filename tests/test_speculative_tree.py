@@ -82,8 +82,8 @@ def test_sglang_round_pays_the_scheduler_its_overlap_hides(cat, batch):
     # SGLang turns overlap scheduling off under EAGLE: the verify step pays vLLM's non-overlapped
     # CPU step (cpu_step_us in hardware/engines.yaml) where plain SGLang decode pays 300 µs.
     # The host time per running sequence (cpu_per_seq_us) stays SGLang's own in both: at batch
-    # 1 each pays SGLang's nvidia-datacenter figure once (70 µs in engines.yaml), at batch 64
-    # 64 times (4.48 ms) in both, so it cancels and the difference is the two CPU steps alone,
+    # 1 each pays SGLang's nvidia-datacenter figure once (60 µs in engines.yaml), at batch 64
+    # 64 times (3.84 ms) in both, so it cancels and the difference is the two CPU steps alone,
     # whatever vLLM's per-sequence figure
     _, hw, args = _llama8b(cat, batch)
     s = speculate(*args, 3.0, 0.7, drafter="eagle3", engine="sglang")

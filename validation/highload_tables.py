@@ -309,10 +309,11 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         lambda r: r.family == "intel-gaudi",
     ),
     (
-        "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 70 µs, "
+        "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 60 µs, "
         "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 91 SGLang cases of the "
-        "family from 10 sources, 70-150 µs leaving one out; paid on one attention-DP rank's "
-        "sequences, roofline/step/phases.py): DataCrunch's H200 runs decode 500-1,500 sequences "
+        "family from 10 sources, 50-125 µs leaving one out, with its prompts run first; paid "
+        "on one attention-DP rank's sequences, roofline/step/phases.py): DataCrunch's H200 runs "
+        "decode 500-1,500 sequences "
         "at 1.2-2.7x the kernels' time",
         lambda r: r.engine == "sglang" and r.family == "nvidia-datacenter",
     ),
@@ -377,6 +378,18 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "their own (4.7-5.3 us at M <= 128; neither table fitted). Every 70B layer runs four "
         "such GEMMs, 61-layer DeepSeek five dense ones besides its MoE",
         _fp8_static,
+    ),
+    (
+        "SGLang runs prompts first (issue 34 c, TTFT under load: the prefill scheduling policy "
+        "per engine): its scheduler's run_step tries get_new_batch_prefill before anything "
+        "else and decodes only when no prefill batch forms, a batch of up to "
+        "chunked_prefill_size tokens (8,192 on an H100 or H200) that the running decodes wait "
+        "for; the decodes join a prefill batch only under --enable-mixed-chunk, off by default "
+        "(sgl-project/sglang python/sglang/srt/managers/scheduler.py at d51c1c21, "
+        "server_args.py enable_mixed_chunk False; roofline/engines/scheduler.py "
+        "PREFILL_FIRST), where the simulator had run SGLang's prompts beside the decodes as "
+        "vLLM V1 and TensorRT-LLM do. Every SGLang case on every family",
+        lambda r: r.engine == "sglang",
     ),
 )
 
@@ -446,12 +459,32 @@ LEFT = (
     "requests of 1 in / 512 out): requests/s 2.2x over-predicted (3.0x before the per-sequence "
     "cost; MLA + MoE at thousands of sequences; the harness's tokens per step not modelled).\n"
     "- SGLang's EAGLE-3 speedups at batch 4-64 (validation/levers_cases.yaml, in sample for the "
-    "speculative host costs) stay over-predicted: +17%, +23%, +23% in sample at batch 4, 32, 64 "
-    "(+29% to +32% out of sample) against -22% at batch 1. The verify pass now pays SGLang's own "
+    "speculative host costs) stay over-predicted: +17%, +22%, +21% in sample at batch 4, 32, 64 "
+    "(+29% to +31% out of sample) against -21% at batch 1. The verify pass now pays SGLang's own "
     "per-sequence cost as the plain-decode baseline does (roofline/levers/speculative.py "
     "verify_efficiency); refitted with it (validation/calibrate.py run_speculative: round "
-    "2175 → 125 µs, draft step 400 → 675 µs), batch 32 and 64 go from +32% and +51% to +23% "
+    "2175 → 125 µs, draft step 400 → 675 µs; 275 and 625 µs after SGLang's prompts-first "
+    "refit of its per-sequence cost), batch 32 and 64 go from +32% and +51% to +23% "
     "(+15% and +10% before the per-sequence cost), but the trend over batch remains.\n"
+    "- NVIDIA, TensorRT-LLM's KV pool on gpustack's A100 page (trtllm-serve 1.2.0rc1, "
+    "Qwen3-32B on one A100): requests/s +4% to +16%, TTFT p50 -12% to -18% and TPOT p50 +11% "
+    "to +20% at once, the signature of a pool that holds too many sequences (a larger batch "
+    "of slower steps). Its rule, read at NVIDIA/TensorRT-LLM@d8ae02ca "
+    "(tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator): 0.9 x (the device's memory - "
+    "the peak of a profiling run of dummy prompts of max_num_tokens, torch and non-torch, "
+    "NCCL and CUDA graphs among the latter), the rule here (roofline/step/memory.py) with "
+    "1.5 GiB of activations and 0.9 GiB of runtime for that model. With 3 GB more held back "
+    "the three move together to -2%, -5% and -3% (the ShareGPT burst; requests/s +5% and +8% "
+    "at 4,000 and 2,000 in), but no source gives the PyTorch backend's profiling peak, so "
+    "nothing is changed.\n"
+    "- NVIDIA, TTFT p50 of 1,000-request bursts too fast where requests/s is right "
+    "(gpustack's A100 page: -12% to -15% beside +3% to +8% under all three engines): a "
+    "burst's median TTFT is the time the 500th request is first scheduled, about (500 - the "
+    "running batch) / requests per second; the measured median sits at 41-47% of the run's "
+    "length against 38-43% modelled, so either the running batch is smaller than modelled "
+    "(TensorRT-LLM above) or the run's end drains faster than the simulator's. SGLang's "
+    "prompts-first policy (the mechanism above) moves its burst TTFTs further below, as it "
+    "should: it gives the waiting prompts the whole token budget.\n"
     "- NVIDIA, DeepSeek-R1 decode on 8 H200 too fast (dstack's early-2025 engines, gpustack's "
     "TensorRT-LLM 1.0 and the ShareGPT bursts; faster still after the static-scale FP8 GEMMs). "
     "One cause found, not yet modelled: the fused-MoE curve has no term for experts sharded "

@@ -1,25 +1,33 @@
 """The engine's scheduler policy: its limits (EngineRules) and their defaults per engine and device.
 
 vLLM V1 (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, OpenAI API server context):
-max_num_batched_tokens 8192 and max_num_seqs 1024 on devices of at least 70 GiB that are not an
-A100 (H100, H200, B200, MI300X; "setting large max_num_batched_tokens for A100 reduces
-throughput, see PR #17885"), else 2048 and 256. Chunked prefill is always on in V1
-(`_set_default_args_v1`). SGLang (python/sglang/srt/server_args.py,
-_handle_gpu_memory_settings): chunked_prefill_size 2048 below 35 GB, 4096 below 60 GB, 8192
-below 160 GB, 16384 above; its running requests are capped at clamp(KV tokens / context length x
-512, 2048, 4096) and at half the KV tokens (python/sglang/srt/model_executor/model_runner.py
-_resolve_max_num_reqs; sglang_max_running), and its scheduler (schedule_policy.py PrefillAdder)
-starts a request only while the KV pool holds, beside what is in use, new_token_ratio of every
-running request's remaining output tokens (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, decaying towards
-0.098 over 600 decode steps while nothing is retracted): reserve_output 0.7 here [uncertain: the
-ratio's start; its decay admits more later, a retraction raises it again]. TensorRT-LLM
-(tensorrt_llm/llmapi/llm_args.py BaseLlmArgs: max_batch_size 2048, max_num_tokens 8192, the
-defaults trtllm-serve passes on, tensorrt_llm/commands/serve.py get_llm_args) on every device;
-its capacity scheduler's default policy GUARANTEED_NO_EVICT
-(tensorrt_llm/_torch/pyexecutor/scheduler.py BindCapacityScheduler; TensorRT-LLM docs, "Useful
-Runtime Options") starts a request only when the KV blocks it needs to its last token fit beside
-those every running request still needs to its own, so it never pauses one: reserve_output 1
-here, where vLLM admits on the KV a request holds now and preempts when it runs out (0).
+max_num_batched_tokens 8192 and max_num_seqs 1024 on devices of at least 70 GiB that are not an A100
+(H100, H200, B200, MI300X; "setting large max_num_batched_tokens for A100 reduces throughput, see PR
+#17885"), else 2048 and 256. Chunked prefill is always on in V1 (`_set_default_args_v1`). SGLang
+(python/sglang/srt/server_args.py, _handle_gpu_memory_settings): chunked_prefill_size 2048 below 35
+GB, 4096 below 60 GB, 8192 below 160 GB, 16384 above; its running requests are capped at clamp(KV
+tokens / context length x 512, 2048, 4096) and at half the KV tokens
+(python/sglang/srt/model_executor/model_runner.py _resolve_max_num_reqs; sglang_max_running); it
+runs prompts first (issue 34 c): its scheduler's run_step tries get_new_batch_prefill before
+anything else and decodes only when no prefill batch forms, mixing the running decodes into a
+prefill batch only under --enable-mixed-chunk, off by default (sgl-project/sglang
+python/sglang/srt/managers/scheduler.py at d51c1c21, server_args.py enable_mixed_chunk False), so a
+prefill batch of up to chunked_prefill_size tokens stalls the decodes: the simulator's unchunked
+mode with that budget (PREFILL_FIRST) [approximation: a prompt longer than the chunk runs in one
+step, where SGLang runs its chunks back to back, ahead of the decodes all the same; under attention
+DP every rank's decodes wait for one rank's prefill batch, where SGLang's other ranks may decode
+beside it]; and its scheduler (schedule_policy.py PrefillAdder) starts a request only while the KV
+pool holds, beside what is in use, new_token_ratio of every running request's remaining output
+tokens (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, decaying towards 0.098 over 600 decode steps while nothing
+is retracted): reserve_output 0.7 here [uncertain: the ratio's start; its decay admits more later, a
+retraction raises it again]. TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py BaseLlmArgs:
+max_batch_size 2048, max_num_tokens 8192, the defaults trtllm-serve passes on,
+tensorrt_llm/commands/serve.py get_llm_args) on every device; its capacity scheduler's default
+policy GUARANTEED_NO_EVICT (tensorrt_llm/_torch/pyexecutor/scheduler.py BindCapacityScheduler;
+TensorRT-LLM docs, "Useful Runtime Options") starts a request only when the KV blocks it needs to
+its last token fit beside those every running request still needs to its own, so it never pauses
+one: reserve_output 1 here, where vLLM admits on the KV a request holds now and preempts when it
+runs out (0).
 trtllm-serve leaves chunked prefill off but in-flight batching runs each context phase in the
 same step as the generation phases, within max_num_tokens: the simulator's chunked mode (mixed
 steps under the token budget) is the nearer
@@ -72,6 +80,10 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
     return DEFAULT_MAX_SEQS, DEFAULT_MAX_BATCHED_TOKENS
 
 
+# engines whose scheduler runs a waiting prompt's prefill as a step of its own, ahead of the
+# running decodes, instead of beside them (module docstring): SGLang; a case or caller that
+# passes chunked_prefill True gets the mixed steps (SGLang's --enable-mixed-chunk)
+PREFILL_FIRST = frozenset({"sglang"})
 V0_MIN_BATCHED_TOKENS = 2048  # vllm/config.py SchedulerConfig (V0): max(max_model_len, 2048)
 V0_CHUNK_TOKENS = 512  # the same, with chunked prefill, v0.5.x-0.6.3 (2048 from about 0.6.4)
 
@@ -85,7 +97,9 @@ def version_defaults(
 ) -> tuple[int, int, bool]:
     """(max sequences, token budget per step, chunked prefill) of `engine` on `hw` under its
     profile (hardware/engines.yaml `max_num_seqs`, `chunked_prefill`, e.g. a version profile;
-    absent: the engine's current rules, batch_defaults, chunked unless told). `chunked` None
+    absent: the engine's current rules, batch_defaults, chunked unless told; "chunked" is the
+    simulator's mixed steps, so a prefill-first engine, PREFILL_FIRST, is unchunked with its
+    chunk as the prefill step's budget, as its scheduler runs them). `chunked` None
     takes the profile's default. A profile that does not chunk by default runs vLLM V0's
     scheduler budget (vllm/config.py SchedulerConfig, v0.5.x-0.6.x: max_num_batched_tokens =
     max(max_model_len, 2048) without chunked prefill, 512 with it, "the best balance between
@@ -93,11 +107,12 @@ def version_defaults(
     request stands for max_model_len [approximation: the server's max_model_len is at least
     that]."""
     seqs, tokens = batch_defaults(engine, hw)
+    mixed = engine not in PREFILL_FIRST  # the simulator's chunked mode: prompts in decode steps
     if version is None:
-        return seqs, tokens, True if chunked is None else chunked
+        return seqs, tokens, mixed if chunked is None else chunked
     seqs = version.max_num_seqs or seqs
     if version.chunked_prefill is None:
-        return seqs, tokens, True if chunked is None else chunked
+        return seqs, tokens, mixed if chunked is None else chunked
     chunk = version.chunked_prefill if chunked is None else chunked
     if not version.chunked_prefill:
         tokens = V0_CHUNK_TOKENS if chunk else max(max_len, V0_MIN_BATCHED_TOKENS)
