@@ -73,7 +73,8 @@ POWER_LAW = {
 def _layer_us(hw_id: str, tp: int, ep: int, tokens: int) -> float:
     hw, m = CAT.accelerator(hw_id), CAT.model("deepseek-r1")
     dep = Deployment(weights=weight_format("fp8"), layout=Layout(tp=tp, ep=ep))
-    r = next(r for r in decode(m, hw, dep, tokens, 2.0).ops if r.op.name == "moe.experts")
+    steps = decode(m, hw, dep, tokens, 2.0, engine="trtllm").ops
+    r = next(r for r in steps if r.op.name == "moe.experts")
     return float(r.t_expected_s) / r.op.layers * 1e6
 
 

@@ -184,8 +184,7 @@ def _fit_moe_rows(cat, chips, dtypes, rows, sms: float = 0.0):
         x = min((least_squares(resid, x0, bounds=(lo, hi)) for x0 in starts), key=lambda r: r.cost)
         params = tuple(float(v) for v in unpack(x.x))
         errs = {
-            p[0]: float(np.median(np.abs(moe_model(params, *p[1:10]) / p[10] - 1.0)))
-            for p in parts
+            p[0]: float(np.median(np.abs(moe_model(params, *p[1:10]) / p[10] - 1.0))) for p in parts
         }
         out[dtype] = (params, errs, sum(len(p[10]) for p in parts))
     return out, sorted({cite(p) for p in files})

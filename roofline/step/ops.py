@@ -38,8 +38,8 @@ from roofline.domain.layout import (
 )
 from roofline.domain.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, LayerGroup, ModelArch
 from roofline.step.closedform import as_float, expected_experts, sum_capped
-from roofline.timing.gemm import moe_tiles
 from roofline.step.memo import cached_by_identity
+from roofline.timing.gemm import moe_tiles
 from roofline.timing.roofline import FloatArray, FloatOrArray
 
 

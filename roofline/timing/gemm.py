@@ -186,10 +186,11 @@ def moe_time_s(
     layers: float = 1.0,
 ) -> FloatArray:
     """t = t₀·kernels + max(F(1 + M½/(M+16))/(P·η_max), Q_w/(W·η_w)) + Q_act/(W·η_act)
-    + t_g·kernels·E_local + t_wave·layers·⌈tiles/SMs⌉ (tiles: one layer's, moe_tiles): the grouped GEMMs stream the touched experts'
-    weights (or run at the per-expert-M plateau), while the routed activations pass through HBM
-    in the permute / un-permute kernels around them (TensorRT-LLM fused MoE, vLLM fused_moe;
-    fitted on aiconfigurator-core's moe_perf tables). The scheduler's terms: every persistent
+    + t_g·kernels·E_local + t_wave·layers·⌈tiles/SMs⌉ (tiles: one layer's, moe_tiles): the
+    grouped GEMMs stream the touched experts' weights (or run at the per-expert-M plateau),
+    while the routed activations pass through HBM in the permute / un-permute kernels around
+    them (TensorRT-LLM fused MoE, vLLM fused_moe; fitted on aiconfigurator-core's moe_perf
+    tables). The scheduler's terms: every persistent
     CTA of the grouped GEMM walks all E_local experts of its rank, two dependent loads of the
     expert's row offsets each, before it finds its tile (GroupedWithOffsetScheduler
     ::get_next_block, cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh at NVIDIA/TensorRT-LLM
