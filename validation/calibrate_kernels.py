@@ -34,7 +34,9 @@ their sources):
 - all-reduce: t = α + 2(n−1)/n · bytes / B_bus, α and B_bus per GPU count (NCCL, and each
   engine's own custom all-reduce); all-to-all: t = α + (n−1)/n · bytes / B (NCCL);
 - MoE layer (TensorRT-LLM fused MoE, balanced routing, H100 + H200 for Hopper, B200 for
-  Blackwell): t = 2·t0 + max(F·(1 + M½/(M+16)) / (P·η_max), Q_w / (W·η_w)) + Q_act / (W·η_act);
+  Blackwell): t = 2·t0 + max(F·(1 + M½/(M+16)) / (P·η_max), Q_w / (W·η_w)) + Q_act / (W·η_act)
+  + 2·t_g·E_local + t_wave·⌈tiles/SMs⌉ (the grouped GEMM's scheduler walking the rank's experts,
+  the touched experts' tiles in waves: what experts sharded by moe_tp cost);
   and the same form per engine (engine_moe: vLLM's and SGLang's Triton fused_moe, Hopper, their
   moe_ep_size 1 rows only);
 - DeepEP all-to-all (TensorRT-LLM): α + (n−1)/n · bytes / (s·W) per call of a dispatch/combine
@@ -112,6 +114,11 @@ def moe_keys(x, errs: dict, rows: int) -> dict:
         "eta_memory": round(x[2], 3),
         "eta_act": round(x[3], 3),
         "latency_us": round(x[4] * 1e6, 2),
+        **(
+            {"walk_us": round(x[5] * 1e6, 4), "tile_wave_us": round(x[6] * 1e6, 3)}
+            if len(x) > 5
+            else {}
+        ),
         "fit_median_error": round(max(errs.values()), 3),
         "rows": rows,
     }
@@ -347,12 +354,16 @@ def main() -> None:
                 entry["engine_allreduce"] = by_engine
                 entry["engine_allreduce_source"] = "; ".join(sources)
         if gid in MOE_CHIPS:
-            moe, moe_files = fit_moe(cat, MOE_CHIPS[gid])
+            moe, moe_files = fit_moe(cat, MOE_CHIPS[gid], g["sms"][0])
             entry["moe"] = {dtype: moe_keys(*fit) for dtype, fit in moe.items()}
             entry["moe_source"] = (
                 "; ".join(moe_files)
-                + " (balanced routing; fp8 = fp8_block, 128x128 block scales; mxfp4 ="
-                " w4a16_mxfp4, moe_torch_flow: weight-only, dequantised to bf16 on Hopper)"
+                + " (balanced routing: min(E, T*k) experts touched; fp8 = fp8_block, 128x128"
+                " block scales; mxfp4 = w4a16_mxfp4, moe_torch_flow: weight-only, dequantised to"
+                " bf16 on Hopper; walk_us per local expert and grouped GEMM, tile_wave_us per"
+                " wave of the touched experts' tiles: the grouped GEMM's scheduler, deep_gemm"
+                " GroupedWithOffsetScheduler::get_next_block, cpp/include/tensorrt_llm/deep_gemm/"
+                "scheduler.cuh at NVIDIA/TensorRT-LLM@89fd9b74)"
             )
             for dtype, (_, errs, _) in moe.items():
                 print(f"{gid} MoE {dtype}: {entry['moe'][dtype]} median error per chip {errs}")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from roofline.timing.gemm import moe_tiles
 from validation.kernel_data import MMA_ROWS, cite, data_path
 
 
@@ -63,28 +64,38 @@ MIN_HIDDEN = 2048  # LLM-sized MoE layers
 
 
 def moe_shapes(d, b_w: float):
-    """(F, Q_w, Q_act, M) per rank of a measured MoE layer, built as roofline/step/ops.py builds the
-    moe.experts op: T tokens routed top-k over E experts on ep ranks (balanced routing),
-    R = T·k/ep rows over the E·(1 − (1 − k/E)^T)/ep experts touched, F = 6·d·f·R,
-    Q_w = touched·3·d·f·b_w, Q_act = R·(2d + 3f)·2 (16-bit activations), f = width / moe_tp."""
+    """(F, Q_w, Q_act, M, E_local, tiles) per rank of a measured MoE layer, built as
+    roofline/step/ops.py builds the moe.experts op: T tokens routed top-k over E experts on ep
+    ranks, R = T·k/ep rows over the experts touched, F = 6·d·f·R, Q_w = touched·3·d·f·b_w,
+    Q_act = R·(2d + 3f)·2 (16-bit activations), f = width / moe_tp, E_local = E/ep, and the tiles
+    of the touched experts (roofline/timing/gemm.py moe_tiles). The tables' routing is balanced:
+    token i takes experts (i + j·⌈E/k⌉) mod E (collector/helper.py balanced_logits at
+    ai-dynamo/aiconfigurator@095f58a5), so min(E, T·k) distinct experts, min(E, T·k)/ep on the
+    measured rank (the runtime's random routing touches E·(1 − (1 − k/E)^T), ops.py)."""
     t, k, e = (d[c].to_numpy(float) for c in ("num_tokens", "topk", "num_experts"))
     ep, tp = d.moe_ep_size.to_numpy(float), d.moe_tp_size.to_numpy(float)
     h, f = d.hidden_size.to_numpy(float), d.inter_size.to_numpy(float) / tp
     rows = t * k / ep
-    touched = e * (1.0 - (1.0 - k / e) ** t) / ep
-    return 6 * h * f * rows, touched * 3 * h * f * b_w, rows * (2 * h + 3 * f) * 2.0, rows / touched
+    touched = np.maximum(np.minimum(e, t * k) / ep, 1.0)
+    tiles = moe_tiles(touched, 2.0 * f, h)
+    q_act = rows * (2 * h + 3 * f) * 2.0
+    return 6 * h * f * rows, touched * 3 * h * f * b_w, q_act, rows / touched, e / ep, tiles
 
 
-def moe_model(x, flops, q_w, q_act, m, peak, bw):
-    """roofline/timing/gemm.py moe_time_s with 2 grouped GEMMs."""
-    eta_max, m_half, eta_w, eta_act, t0 = x
+def moe_model(x, flops, q_w, q_act, m, experts, tiles, peak, bw, sms):
+    """roofline/timing/gemm.py moe_time_s with 2 grouped GEMMs, one layer; x = (η_max, M½, η_w,
+    η_act, t₀[, t_g, t_wave]): without the last two the scheduler's terms are 0."""
+    eta_max, m_half, eta_w, eta_act, t0 = x[:5]
+    walk, wave = (x[5], x[6]) if len(x) > 5 else (0.0, 0.0)
     t_c = flops * (1.0 + m_half / (np.maximum(m, 1.0) + MMA_ROWS)) / (peak * eta_max)
-    return 2.0 * t0 + np.maximum(t_c, q_w / (bw * eta_w)) + q_act / (bw * eta_act)
+    t = 2.0 * t0 + np.maximum(t_c, q_w / (bw * eta_w)) + q_act / (bw * eta_act)
+    return t + 2.0 * walk * experts + wave * np.ceil(tiles / sms)
 
 
-def fit_moe(cat, chips):
+def fit_moe(cat, chips, sms: float):
     """One MoE curve per dtype over the chips of a group, balanced routing (the model adds the
-    expected load imbalance itself: roofline/domain/layout.py expert_load_imbalance). Returns
+    expected load imbalance itself: roofline/domain/layout.py expert_load_imbalance), with the
+    grouped GEMM's scheduler terms (moe_model t_g, t_wave; `sms`: the group's SMs). Returns
     {dtype: (params, median |error| per chip, rows)} and the files used."""
 
     def rows(chip, raw):
@@ -94,7 +105,7 @@ def fit_moe(cat, chips):
         d = d[(d.moe_dtype == raw) & (d.distribution == "balanced")]
         return p, d[(d.kernel_source == kernel) & (d.hidden_size >= MIN_HIDDEN)]
 
-    return _fit_moe_rows(cat, chips, MOE_DTYPES, rows)
+    return _fit_moe_rows(cat, chips, MOE_DTYPES, rows, sms)
 
 
 # the engines' own fused MoE on Hopper (aiconfigurator-core 0.12.0 moe tables): the Triton
@@ -121,7 +132,9 @@ def fit_engine_moe(cat, chips, engine: str):
     """An engine's own fused MoE curve per dtype (fit_moe's form and shapes), on its rows with
     moe_ep_size 1 only: in vLLM's and SGLang's collectors an EP2 row takes the time of the EP1
     row (DeepSeek-R1 fp8_block, H200, 8,192 tokens, SGLang: 7.97 against 7.98 ms), where
-    TensorRT-LLM's halves, so their EP size does not mean the per-rank share moe_shapes takes."""
+    TensorRT-LLM's halves, so their EP size does not mean the per-rank share moe_shapes takes.
+    No scheduler terms: Triton's fused_moe grid runs over the sorted rows' blocks, walking no
+    expert list (vllm/model_executor/layers/fused_moe/fused_moe.py fused_moe_kernel)."""
     version, kernels = ENGINE_MOE[engine]
 
     def rows(chip, raw):
@@ -135,9 +148,11 @@ def fit_engine_moe(cat, chips, engine: str):
     return _fit_moe_rows(cat, chips, MOE_DTYPES, rows)
 
 
-def _fit_moe_rows(cat, chips, dtypes, rows):
+def _fit_moe_rows(cat, chips, dtypes, rows, sms: float = 0.0):
     """fit_moe's least-squares fit (log error) per dtype, on rows(chip, raw dtype) ->
-    (file, rows or None) over the group's chips, each against its own datasheet."""
+    (file, rows or None) over the group's chips, each against its own datasheet; with `sms`
+    the scheduler's t_g and t_wave too (7 parameters), else 5."""
+    n = 7 if sms > 0 else 5
     out, files = {}, []
     for raw, (dtype, b_w) in dtypes.items():
         parts = []
@@ -149,24 +164,29 @@ def _fit_moe_rows(cat, chips, dtypes, rows):
                 continue
             files.append(p)
             peak, bw = hw.peak_flops_per_s[peak_dtype], hw.memory_bandwidth_bytes_per_s
-            parts.append((chip, *moe_shapes(d, b_w), peak, bw, d.latency.to_numpy(float) * 1e-3))
+            y = d.latency.to_numpy(float) * 1e-3
+            parts.append((chip, *moe_shapes(d, b_w), peak, bw, max(sms, 1.0), y))
         if not parts:
             continue
 
         def unpack(x):
-            return (x[0], np.exp(x[1]), x[2], x[3], np.exp(x[4]))
+            return (x[0], np.exp(x[1]), x[2], x[3], *np.exp(x[4:]))
 
         def resid(x, parts=parts):
-            return np.concatenate([np.log(moe_model(unpack(x), *p[1:7]) / p[7]) for p in parts])
+            return np.concatenate([np.log(moe_model(unpack(x), *p[1:10]) / p[10]) for p in parts])
 
-        starts = ([0.5, np.log(64.0), 0.7, 0.3, np.log(5e-6)], [0.3, np.log(8.0), 0.8, 0.1, -11])
-        lo, hi = [0.02, -5, 0.05, 0.01, -16], [1, 9, 1, 1, -8]
+        sched = [np.log(1e-7), np.log(5e-7)]  # t_g, t_wave starts
+        starts = (
+            [0.5, np.log(64.0), 0.7, 0.3, np.log(5e-6), *sched][:n],
+            [0.3, np.log(8.0), 0.8, 0.1, -11, *sched][:n],
+        )
+        lo, hi = [0.02, -5, 0.05, 0.01, -16, -20, -20][:n], [1, 9, 1, 1, -8, -10, -10][:n]
         x = min((least_squares(resid, x0, bounds=(lo, hi)) for x0 in starts), key=lambda r: r.cost)
         params = tuple(float(v) for v in unpack(x.x))
         errs = {
-            p[0]: float(np.median(np.abs(moe_model(params, *p[1:7]) / p[7] - 1.0))) for p in parts
+            p[0]: float(np.median(np.abs(moe_model(params, *p[1:10]) / p[10] - 1.0))) for p in parts
         }
-        out[dtype] = (params, errs, sum(len(p[7]) for p in parts))
+        out[dtype] = (params, errs, sum(len(p[10]) for p in parts))
     return out, sorted({cite(p) for p in files})
 
 

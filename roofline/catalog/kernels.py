@@ -78,6 +78,8 @@ _MOE_KEYS = {
     "eta_memory": (NUM, True),
     "eta_act": (NUM, True),
     "latency_us": (NUM, True),
+    "walk_us": (NUM, False),
+    "tile_wave_us": (NUM, False),
     **_FIT,
 }
 _LINK_FIT_KEYS = {"latency_us": (NUM, True), "bandwidth_share": (NUM, True), **_FIT}
@@ -295,12 +297,12 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             wave_latency_s=float(c.get("wave_latency_us", 0.0)) * US,
             sm_count=sm_count,
         )
-    moe = _moe_curves(f"{where}: moe", d.get("moe", {}))
+    moe = _moe_curves(f"{where}: moe", d.get("moe", {}), sm_count)
     engine_moe = {}
     for name, table in d.get("engine_moe", {}).items():
         if not isinstance(table, dict):
             raise CatalogError(f"{where}: engine_moe.{name} must be a mapping")
-        engine_moe[str(name)] = _moe_curves(f"{where}: engine_moe.{name}", table)
+        engine_moe[str(name)] = _moe_curves(f"{where}: engine_moe.{name}", table, sm_count)
     ep_a2a = None
     if "ep_alltoall" in d:
         ep_a2a = _link_curve(f"{where}: ep_alltoall", d["ep_alltoall"])
@@ -314,8 +316,9 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
     )
 
 
-def _moe_curves(where: str, table: dict[Any, Any]) -> dict[str, MoeCurve]:
-    """The fused MoE curves per dtype of a kernels.yaml `moe` (or `engine_moe.<engine>`) table."""
+def _moe_curves(where: str, table: dict[Any, Any], sm_count: float = 0.0) -> dict[str, MoeCurve]:
+    """The fused MoE curves per dtype of a kernels.yaml `moe` (or `engine_moe.<engine>`) table;
+    `sm_count`: the group's SMs, over which the touched experts' tiles run in waves."""
     moe = {}
     for dt, c in table.items():
         w = f"{where}.{dt}"
@@ -327,6 +330,9 @@ def _moe_curves(where: str, table: dict[Any, Any]) -> dict[str, MoeCurve]:
             _share(w, "eta_act", c["eta_act"]),
             c["latency_us"] * US,
             c.get("fit_median_error"),
+            walk_s=float(c.get("walk_us", 0.0)) * US,
+            tile_wave_s=float(c.get("tile_wave_us", 0.0)) * US,
+            sm_count=sm_count,
         )
     return moe
 

@@ -37,8 +37,8 @@ def moe_curve(
     TP-sharded their Triton fused_moe scales better than TensorRT-LLM's permute-based module
     (DeepSeek-R1 fp8_block, H200, 8,192 tokens, TP1 -> TP8: vLLM 9.48 -> 2.37 ms, SGLang 7.98 ->
     1.88 ms, TensorRT-LLM 10.4 -> 4.98 ms): the engines' own curves (engine_moe_curve) carry it
-    for a profile that names one; none does yet: with vLLM's and SGLang's switched on, the serving
-    cases' out-of-sample median went from 28.6% to 29.2%.]"""
+    for a profile that names one (vllm and sglang, issue 34: TensorRT-LLM's curve now carries its
+    grouped GEMM's scheduler, walk_us and tile_wave_us, which Triton's fused_moe has not).]"""
     ks = eff.kernels
     own = ks.moe.get(weight_only) if ks is not None and weight_only is not None else None
     return family if own is None else scaled_moe(own, sc, sm)

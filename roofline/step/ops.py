@@ -39,6 +39,7 @@ from roofline.domain.layout import (
 from roofline.domain.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS, LayerGroup, ModelArch
 from roofline.step.closedform import as_float, expected_experts, sum_capped
 from roofline.step.memo import cached_by_identity
+from roofline.timing.gemm import moe_tiles
 from roofline.timing.roofline import FloatArray, FloatOrArray
 
 
@@ -62,6 +63,8 @@ class Op:
     routed: tuple | None = None  # routed experts: (rows of the step T, top-k, experts E)
     compute: str | None = None  # the dtype it prefers when not the deployment's (dense_weights)
     block_scaled: bool = False  # FP8 weights in fine-grained blocks (ModelArch.block_scaled_fp8)
+    # routed experts per rank: (local experts E/EP, one layer's tiles of the touched ones)
+    moe_grid: tuple | None = None
 
     @property
     def bytes(self) -> FloatArray:
@@ -354,6 +357,7 @@ class _Builder:
             gemm_n=2.0 * f / etp,
             routed=(t, k, e),
             block_scaled=self.block,
+            moe_grid=(e / ep, moe_tiles(expected_experts(e, k, t) / ep, 2.0 * f / etp, d)),
         )
         if m.shared_expert_params:
             f_s = m.n_shared_experts * f

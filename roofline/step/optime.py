@@ -441,7 +441,10 @@ def _expected_s(
     m = gemm_rows(op.flops, op.weight_bytes, p.per_value) if p.matmul else np.inf
     if how == MOE:
         act = op.kv_bytes + op.act_bytes
-        return moe_time_s(op.flops, op.weight_bytes, act, m, pe, w, p.curve, k)
+        experts, tiles = op.moe_grid if op.moe_grid is not None else (0.0, 0.0)
+        return moe_time_s(
+            op.flops, op.weight_bytes, act, m, pe, w, p.curve, k, experts, tiles, op.layers
+        )
     t = gemm_time_s(op.flops, op.bytes, m, p.n, pe, w, p.curve, k, p.groups)
     if how == WEIGHT_ONLY:
         weights = np.asarray(op.weight_bytes, dtype=float) / p.per_value

@@ -142,7 +142,9 @@ class WeightOnlyCurve:
 class MoeCurve:
     """Fused MoE layer (both grouped GEMMs and the routing around them) of one dtype on one GPU
     generation: plateau η_max and knee M½ at the per-expert rows, the weight-streaming share η_w,
-    the routed activations' share η_act and the fixed cost t₀ per grouped GEMM."""
+    the routed activations' share η_act and the fixed cost t₀ per grouped GEMM; and the grouped
+    GEMM's scheduler: t_g per local expert walked per grouped GEMM and t_wave per wave of the
+    touched experts' tiles over the SMs (moe_time_s; 0 where not fitted)."""
 
     eta_max: float
     m_half: float
@@ -150,6 +152,24 @@ class MoeCurve:
     eta_act: float
     latency_s: float = 0.0
     fit_median_error: float | None = None
+    walk_s: float = 0.0  # t_g: per local expert, per grouped GEMM
+    tile_wave_s: float = 0.0  # t_wave: per wave of a layer's tiles of the touched experts
+    sm_count: float = 0.0  # the group's SMs (kernels.yaml sm_count), for the waves
+
+
+# Columns of one tile of a grouped expert GEMM: DeepGEMM's and TensorRT-LLM's block-scaled FP8
+# kernels block the weights' output dimension by 128, the scale block (DeepSeek-V3 technical
+# report, 128×128 weight blocks). [approximation: the libraries pick 64-256 per shape]
+MOE_TILE = 128.0
+
+
+def moe_tiles(touched: ArrayLike, n_up: ArrayLike, n_down: ArrayLike) -> FloatArray:
+    """Tiles of the two grouped GEMMs over the touched experts, one row block each (decode):
+    touched·(⌈N_up/128⌉ + ⌈N_down/128⌉), N_up = 2f/TP_e (gate and up), N_down = d."""
+    per = np.ceil(np.asarray(n_up, dtype=float) / MOE_TILE) + np.ceil(
+        np.asarray(n_down, dtype=float) / MOE_TILE
+    )
+    return np.asarray(touched, dtype=float) * per
 
 
 def moe_time_s(
@@ -161,11 +181,23 @@ def moe_time_s(
     bw_bytes_per_s: float,
     curve: MoeCurve,
     kernels: ArrayLike = 2.0,
+    experts: ArrayLike = 0.0,
+    tiles: ArrayLike = 0.0,
+    layers: float = 1.0,
 ) -> FloatArray:
-    """t = t₀·kernels + max(F(1 + M½/(M+16))/(P·η_max), Q_w/(W·η_w)) + Q_act/(W·η_act): the
-    grouped GEMMs stream the touched experts' weights (or run at the per-expert-M plateau), while
-    the routed activations pass through HBM in the permute / un-permute kernels around them
-    (TensorRT-LLM fused MoE, vLLM fused_moe; fitted on aiconfigurator-core's moe_perf tables)."""
+    """t = t₀·kernels + max(F(1 + M½/(M+16))/(P·η_max), Q_w/(W·η_w)) + Q_act/(W·η_act)
+    + t_g·kernels·E_local + t_wave·layers·⌈tiles/SMs⌉ (tiles: one layer's, moe_tiles): the
+    grouped GEMMs stream the touched experts' weights (or run at the per-expert-M plateau),
+    while the routed activations pass through HBM in the permute / un-permute kernels around
+    them (TensorRT-LLM fused MoE, vLLM fused_moe; fitted on aiconfigurator-core's moe_perf
+    tables). The scheduler's terms: every persistent
+    CTA of the grouped GEMM walks all E_local experts of its rank, two dependent loads of the
+    expert's row offsets each, before it finds its tile (GroupedWithOffsetScheduler
+    ::get_next_block, cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh at NVIDIA/TensorRT-LLM
+    @89fd9b74; TensorRT-LLM's FP8 block-scale MoE on Hopper runs DeepGEMM's GroupedWithOffset
+    kernel), and the tiles of the touched experts run in waves over the SMs: experts sharded by
+    TP (moe_tp_size) keep every expert on every rank, 8x the walk of EP8, and split each
+    expert into thin GEMMs (N = 2f/8 = 512 for DeepSeek-R1) whose tiles carry little work."""
     mm = np.maximum(np.asarray(m, dtype=float), 1.0)
     t_math = (
         np.asarray(flops, dtype=float)
@@ -174,7 +206,13 @@ def moe_time_s(
     )
     t_w = np.asarray(weight_bytes, dtype=float) / (bw_bytes_per_s * curve.eta_memory)
     t_act = np.asarray(act_bytes, dtype=float) / (bw_bytes_per_s * curve.eta_act)
-    return curve.latency_s * np.asarray(kernels, dtype=float) + np.maximum(t_math, t_w) + t_act
+    k = np.asarray(kernels, dtype=float)
+    t = curve.latency_s * k + np.maximum(t_math, t_w) + t_act
+    t = t + curve.walk_s * k * np.asarray(experts, dtype=float)
+    if curve.tile_wave_s > 0.0 and curve.sm_count > 0.0:
+        waves = np.ceil(np.asarray(tiles, dtype=float) / curve.sm_count)
+        t = t + curve.tile_wave_s * layers * waves
+    return t
 
 
 def scaled(curve: GemmCurve, compute: float = 1.0, memory: float = 1.0) -> GemmCurve:
