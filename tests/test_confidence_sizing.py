@@ -185,3 +185,44 @@ def test_the_search_order_at_the_edges_by_hand():
     rows = ["a1", "a2", "b1", "a3", "b2"]
     assert chips_in_turn(rows, lambda r: r[0]) == ["a1", "b1", "a2", "b2", "a3"]
     assert chips_in_turn(rows, lambda r: r[0], False) == rows
+
+
+def test_the_capacity_at_the_edges_of_an_m_m_1_queue_by_hand():
+    """One M/M/1 replica of service rate mu = 10 req/s: its sojourn time is exponential of rate
+    mu − lambda, so its p99 TTFT is ln(100) / (mu − lambda) (Kleinrock, "Queueing Systems" vol.
+    1, 1975, §3.2) and a 2 s SLO holds up to 10 − 4.605 / 2 = 7.697 req/s. At p90 with a
+    throughput low edge 0.23 and a light-load TTFT edge 1.27 the expected model's queue must
+    meet 2 / 1.27 s: up to 10 − 1.27 × 4.605 / 2 = 7.076 req/s, which the real replica serves
+    at 0.23 × 7.076 = 1.627 req/s (the p99 band's edge 13.4 instead leaves 10 − 30.86 < 0:
+    none, the old rule's mi300x answer)."""
+    from roofline.serving.confidence import capacity_at
+
+    mu, slo, ln100 = 10.0, 2.0, math.log(100.0)
+    e = Edges("p90", 0.23, 1.27, 1.0)
+    expected = mu - ln100 / slo  # 7.697
+
+    def tight(top: float) -> float:  # the highest rate meeting the SLO ÷ the TTFT edge
+        return max(0.0, min(top, mu - e.ttft * ln100 / slo))
+
+    assert expected == pytest.approx(7.697, abs=1e-3)
+    assert capacity_at(e, expected, tight) == pytest.approx(1.627, abs=1e-3)
+
+
+@given(
+    st.floats(0.05, 1.0),
+    st.floats(1.0, 20.0),
+    st.floats(0.1, 100.0),
+    st.floats(0.0, 1.0),
+)
+def test_the_capacity_at_the_edges_is_never_above_low_times_expected(low, edge, expected, share):
+    """Whatever the edged search finds (a share of the rates up to the expected capacity), the
+    capacity at the edges is low × it: never above the expected capacity × the low edge (the
+    physics bound: a replica serves no more at p90 than expected), and that bound exactly when
+    the SLOs ÷ the edges hold up to the expected capacity."""
+    from roofline.serving.confidence import capacity_at
+
+    e = Edges("p90", low, edge, 1.0)
+    got = capacity_at(e, expected, lambda top: top * share)
+    assert got <= expected * low * (1 + 1e-12)
+    assert got == pytest.approx(low * expected * share)
+    assert capacity_at(e, expected, lambda top: top) == pytest.approx(expected * low)

@@ -40,8 +40,8 @@ The points:
   validation/serving_errors.csv, which validation/serving_crossval.py writes (run it first after
   a catalog change; `make accuracy` does).
 Each case's metric counts toward one band (BAND_OF), and a TTFT or TPOT at light load (LIGHT: a
-step case, or a serving run of one user at a time) toward its light-load band too; a rate that is a time's inverse (decode
-tokens/s per user) enters as the time's error, 1 / (1 + error) − 1.
+step case, or a serving run of one user at a time) toward its light-load band too; a rate that
+is a time's inverse (decode tokens/s per user) enters as the time's error, 1 / (1 + error) − 1.
 
 `python validation/bands.py` writes hardware/bands.json, which roofline/catalog/bands.py reads.
 """
@@ -241,9 +241,9 @@ def points() -> tuple[Point, ...]:
 def one_user(rel: str) -> frozenset[str]:
     """The ids of a serving case file's runs of one user at a time (LIGHT): closed-loop or
     burst arrivals of concurrency 1."""
-    import yaml
+    from roofline.catalog.files import safe_load_yaml
 
-    cases = yaml.safe_load((ROOT / rel).read_text())["cases"]
+    cases = safe_load_yaml((ROOT / rel).read_text())["cases"]
     users = {  # serving_cases._workload's reading of each
         "closed": lambda c: c.get("concurrency"),
         "burst": lambda c: c.get("requests", c.get("concurrency")),
