@@ -164,9 +164,10 @@ def test_a_workload_day_refuses_what_cannot_apply(run, tmp_path):
 def test_a_mix_day_capacity_at_p90_by_hand(monkeypatch):
     """The single-shape day's rule (confidence.capacity_at, as checks.day and size apply it) per
     class: at a throughput low edge of 0.5, expected capacities 10 (pool) and (10, 20) per
-    class, and 6, (6, 30) against the SLOs ÷ the latency edges: the pool min(10 x 0.5, 6) = 5;
-    class a max(min(5, 6), 5) = 5, class b max(min(20 x 0.5, 30), 5) = 10. The search under
-    the edged SLOs is asked only up to expected x 0.5 (5, 5, 10), never to the saturation."""
+    class, and 6, (6, 30) against the SLOs ÷ the light-load edges (the expected model's queue
+    at the rate ÷ 0.5): the pool 0.5 x min(10, 6) = 3; class a max(0.5 x min(10, 6), 3) = 3,
+    class b max(0.5 x min(20, 30), 3) = 10. The search under the edged SLOs is asked only up
+    to the expected capacities (10, 10, 20), never to the saturation."""
     import roofline.serving.mixday as md
 
     asked = []
@@ -189,20 +190,21 @@ def test_a_mix_day_capacity_at_p90_by_hand(monkeypatch):
 
     cap = md.mix_day_capacity(None, None, Slo(1.0, None, 99.0), 0, "least-loaded",  # type: ignore[arg-type]
                               Edges("p90", 0.5, 2.0, 1.0))  # fmt: skip
-    assert (cap.overall, cap.per_class, cap.level) == (5.0, (5.0, 10.0), "p90")
+    assert (cap.overall, cap.per_class, cap.level) == (3.0, (3.0, 10.0), "p90")
     assert cap.expected is not None and cap.expected.overall == 10.0
-    assert asked == [5.0, 5.0, 10.0]
+    assert asked == [10.0, 10.0, 20.0]
 
 
 def test_one_rule_for_the_capacity_at_the_edges():
     """size's and the day's capacity_at_edges and the mix's day all go through
-    confidence.capacity_at: min(expected x low, the edged search asked up to that), 0 when the
-    expected capacity is 0 (the search then never runs)."""
+    confidence.capacity_at: low x the edged search asked up to the expected capacity (the
+    expected model's queue at the rate ÷ low), 0 when the expected capacity is 0 (the search
+    then never runs)."""
     from roofline.serving.confidence import capacity_at
 
     e = Edges("p90", 0.25, 3.0, 2.0)
-    assert capacity_at(e, 8.0, lambda top: 1.5) == 1.5  # the latency edges bind
-    assert capacity_at(e, 8.0, lambda top: top) == 2.0  # 8 x 0.25: the throughput edge binds
+    assert capacity_at(e, 8.0, lambda top: 1.5) == 0.375  # 1.5 x 0.25: the latency edges bind
+    assert capacity_at(e, 8.0, lambda top: top) == 2.0  # 8 x 0.25: the throughput edge alone
     assert capacity_at(e, 0.0, lambda top: 1 / 0) == 0.0
 
 

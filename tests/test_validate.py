@@ -164,12 +164,12 @@ def test_no_band_narrower_than_its_out_of_sample_error():
     measured/expected range 1/(1 + e95) .. 1/(1 + e5) of their signed 5th/95th percentiles."""
     import numpy as np
 
-    from roofline.catalog.bands import METRICS, band
+    from roofline.catalog.bands import LIGHT, METRICS, band
     from validation.bands import with_siblings
 
     pts = with_siblings(_band_points())  # TPOT p99 (2 points) banded with its median's too
     families = {p.family for p in pts} | {"intel-gaudi", "google-tpu"}
-    for metric in METRICS:
+    for metric in METRICS + LIGHT:
         mine = [p for p in pts if p.band == metric]
         for fam in families:
             fam_pts = [p for p in mine if p.family == fam]
@@ -199,10 +199,13 @@ def test_printed_bands_hold_90_percent_of_an_unseen_source():
     pts = _band_points()
     before = {c.band: c for c in coverage(pts, True)}
     for c in coverage(pts, False):
+        light = c.band.endswith("_light")  # the light-load bands, after issue 35's first round
         if c.n >= 20:  # the margin is calibrated on the printed interval (validation/bands.py):
-            # E2E p50 held 43 of 45 (0.956) at the scores' quantile rounded up, 0.24; 42 at 0.23
-            assert 0.85 <= c.unseen <= 0.95, c
-            assert before[c.band].unseen < 0.85, before[c.band]  # what issue 35 found
+            # E2E p50 held 43 of 45 (0.956) at the scores' quantile rounded up, 0.24; 42 at 0.23;
+            # TPOT at light load 69 of 76 at 0.20, one short of ceil(0.9 · 77) = 70, and 74 of
+            # 76 (0.974) at 0.21, where five printed intervals cross together
+            assert 0.85 <= c.unseen <= (0.975 if light else 0.95), c
+            assert light or before[c.band].unseen < 0.85, before[c.band]  # what issue 35 found
         assert c.in_sample >= c.unseen - 1e-12 or c.n < 20, c
         assert c.width >= before[c.band].width, c  # widened, never narrowed
     # TPOT p99 rests on 2 points (the vLLM nightly ShareGPT runs), banded on its median's points

@@ -39,8 +39,9 @@ The points:
   and validation/engine_sweeps.yaml), leave-one-source-out: read from
   validation/serving_errors.csv, which validation/serving_crossval.py writes (run it first after
   a catalog change; `make accuracy` does).
-Each case's metric counts toward one band (BAND_OF); a rate that is a time's inverse (decode
-tokens/s per user) enters as the time's error, 1 / (1 + error) − 1.
+Each case's metric counts toward one band (BAND_OF), and a TTFT or TPOT at light load (LIGHT: a
+step case, or a serving run of one user at a time) toward its light-load band too; a rate that
+is a time's inverse (decode tokens/s per user) enters as the time's error, 1 / (1 + error) − 1.
 
 `python validation/bands.py` writes hardware/bands.json, which roofline/catalog/bands.py reads.
 """
@@ -93,7 +94,27 @@ KIND = {
     "validation/engine_sweeps.yaml": "engine sweeps",
     "validation/highload_cases.yaml": "high load",
 }
-BANDS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "throughput")
+BANDS = (
+    "ttft_p50",
+    "ttft_p99",
+    "tpot_p50",
+    "tpot_p99",
+    "e2e_p50",
+    "throughput",
+    "ttft_light",
+    "tpot_light",
+)
+# the step's own latency error, with no queue (issue 35: size --confidence scales the latencies
+# of the queue run at the rate ÷ the throughput band's low edge by these, not by the p99 bands,
+# whose points near capacity ARE the queue's response to a capacity error): a light-load point
+# is one whose request meets no queue, a step case (a static batch: its TTFT is its prefill's,
+# its TPOT its decode step's) or a serving run of one user at a time (closed loop or burst of
+# concurrency 1: vLLM's `--max-concurrency 1`), every percentile and mean of TTFT and TPOT
+LIGHT = {"ttft_p50": "ttft_light", "ttft_p99": "ttft_light"} | {
+    "tpot_p50": "tpot_light",
+    "tpot_p99": "tpot_light",
+}
+STEP_KINDS = ("step", "held out", "layout/disagg")
 # a tail metric with under MIN_POINTS points of its own is banded on its median's points and its own
 SIBLING = {"tpot_p99": "tpot_p50", "ttft_p99": "ttft_p50"}
 COVERAGE = 0.90  # the share of an unseen source's points a band is widened to hold
@@ -206,8 +227,30 @@ def points() -> tuple[Point, ...]:
             )
     for s in load()[0]:
         eng = profile_of(s.engine, s.engine_version, accel(s.hardware))
-        out.append(_point(s.id, s.metric, s.family, s.error_out, KIND[s.file], eng, s.group))
-    return tuple(p for p in out if p is not None)
+        p = _point(s.id, s.metric, s.family, s.error_out, KIND[s.file], eng, s.group)
+        out.append(p)
+        if p is not None and p.band in LIGHT and s.id in one_user(s.file):
+            out.append(replace(p, band=LIGHT[p.band]))
+    got = [p for p in out if p is not None]
+    return tuple(got) + tuple(
+        replace(p, band=LIGHT[p.band]) for p in got if p.kind in STEP_KINDS and p.band in LIGHT
+    )
+
+
+@cache
+def one_user(rel: str) -> frozenset[str]:
+    """The ids of a serving case file's runs of one user at a time (LIGHT): closed-loop or
+    burst arrivals of concurrency 1."""
+    from roofline.catalog.files import safe_load_yaml
+
+    cases = safe_load_yaml((ROOT / rel).read_text())["cases"]
+    users = {  # serving_cases._workload's reading of each
+        "closed": lambda c: c.get("concurrency"),
+        "burst": lambda c: c.get("requests", c.get("concurrency")),
+    }
+    return frozenset(
+        c["id"] for c in cases if c.get("arrivals") in users and users[c["arrivals"]](c) == 1
+    )
 
 
 def p90(errors: list[float]) -> float:

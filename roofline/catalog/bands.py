@@ -25,6 +25,8 @@ from typing import Any
 
 FILE = "bands.json"
 METRICS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "throughput")
+# the step's own TTFT and TPOT error with no queue (validation/bands.py LIGHT): size --confidence
+LIGHT = ("ttft_light", "tpot_light")
 INHERITS = {
     "saturation": "throughput",
     "cost_per_million_output_tokens": "throughput",
@@ -134,4 +136,4 @@ def bands(metrics: tuple[str, ...], family: str, engine: str | None = None) -> d
     return {m: b for m, b in out.items() if b is not None}
 
 
-__all__ = ["INHERITS", "INVERTED", "METRICS", "Band", "band", "bands", "interval"]
+__all__ = ["INHERITS", "INVERTED", "LIGHT", "METRICS", "Band", "band", "bands", "interval"]

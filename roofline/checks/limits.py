@@ -244,9 +244,9 @@ def traffic_checks(
     goodput and the prefix cache's hit rate of a run at limits.rate (serve_at) against `limits`
     (no prefix cache in the run: no hit).
     At a confidence (limits.edges, serving.confidence: `queue` is the same requests served at
-    the rate ÷ the throughput band's low edge) each latency is the worse of the queue's and the
-    run's × its band's high edge, as `size --confidence` sizes (both must hold), and goodput
-    the queue's × the low edge (the same requests at the real fleet's pace)."""
+    the rate ÷ the throughput band's low edge) each latency is the queue's × its light-load
+    band's high edge, as `size --confidence` sizes, and goodput the queue's × the low edge (the
+    same requests at the real fleet's pace)."""
     m = res.ideal if ideal else res.expected
     e = limits.edges if queue is not None else None
     rate = f"{fmt_rate(limits.rate)} req/s"
@@ -267,7 +267,7 @@ def traffic_checks(
 
     ttft, tpot, good = tail(m, "ttft"), tail(m, "tpot"), m.goodput_requests_per_s
     if e is not None:
-        ttft, tpot = max(tail(q, "ttft"), ttft * e.ttft), max(tail(q, "tpot"), tpot * e.tpot)
+        ttft, tpot = tail(q, "ttft") * e.ttft, tail(q, "tpot") * e.tpot
         good = q.goodput_requests_per_s * e.capacity
     for name, limit, value, smaller in (
         (f"max_ttft_{p}", limits.max_ttft_p99_s, ttft, True),

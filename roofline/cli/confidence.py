@@ -12,8 +12,11 @@ def confidence_level(text: str) -> str:
 
 def confidence_edges(text: str, accelerators, engine_profile: str | None, slo_pct: float) -> dict:
     """--confidence as the band edges each accelerator is sized to (serving.confidence):
-    hardware id -> Edges, from its family's bands under the engine profile; the TTFT/TPOT
-    bands of the SLO's percentile (p99's from p90 up, else the median's)."""
+    hardware id -> Edges, from its family's bands under the engine profile: the throughput
+    band's low edge and the light-load TTFT/TPOT bands' high edges (catalog.bands.LIGHT: the
+    step's own error; the queue at the rate ÷ the low edge carries the load's), else, in a
+    bands file without them, the bands of the SLO's percentile (p99's from p90 up, else the
+    median's)."""
     from roofline.catalog.bands import band
     from roofline.serving.confidence import edges, level
 
@@ -23,14 +26,11 @@ def confidence_edges(text: str, accelerators, engine_profile: str | None, slo_pc
     for hw in accelerators:
         fam = hw.efficiency.family
 
-        def edge(metric: str, side: str, fam: str = fam) -> float | None:
-            b = band(metric, fam, engine_profile)
-            return None if b is None else getattr(b, side)
+        def high(metric: str, fam: str = fam) -> float | None:
+            b = band(f"{metric}_light", fam, engine_profile)
+            b = b or band(f"{metric}_{tail}", fam, engine_profile)
+            return None if b is None else b.high
 
-        out[hw.id] = edges(
-            lvl,
-            edge("throughput", "low"),
-            edge(f"ttft_{tail}", "high"),
-            edge(f"tpot_{tail}", "high"),
-        )
+        thr = band("throughput", fam, engine_profile)
+        out[hw.id] = edges(lvl, None if thr is None else thr.low, high("ttft"), high("tpot"))
     return out

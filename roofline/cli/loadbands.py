@@ -19,7 +19,7 @@ def load_bands_json(bands: dict[str, LoadBand]) -> dict[str, Any] | None:
             "high": b.high,
             "unbounded": b.reason or None,
             "rates": {"high_capacity": b.rates[0], "low_capacity": b.rates[1]},
-            "basis": "the throughput band run through the queue x the figure's own band",
+            "basis": "the throughput band run through the queue x the light-load band",
         }
         for name, b in bands.items()
     }

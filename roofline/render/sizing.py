@@ -139,8 +139,8 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
     if i.get("confidence", "expected") != "expected":
         more += (
             f". Sized at confidence {i['confidence']}: the rate ÷ the throughput band's low edge"
-            " within the SLOs ÷ the TTFT/TPOT bands' high edges; (exp.) = GPUs at the expected"
-            " figures"
+            " within the SLOs ÷ the light-load TTFT/TPOT bands' high edges; (exp.) = GPUs at the"
+            " expected figures"
         )
     if best is not None and best.get("sized_on"):
         more += (

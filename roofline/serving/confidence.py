@@ -4,11 +4,15 @@ The bands (roofline/catalog/bands.py) say where the measured figure lies, 90% of
 around the expected one. At confidence p90 a replica is taken to serve the expected capacity
 × the throughput band's low edge `capacity` (≤ 1: never better than expected), so the fleet is
 sized and evaluated at the offered rate ÷ `capacity` (the same requests re-timed: the queue
-sees the slower replica as a faster stream); and the SLO is met when the expected TTFT and TPOT
-at that rate, × their bands' high edges `ttft`, `tpot` (≥ 1) at the SLO's percentile, are within
-the limits, i.e. the expected figures within limit ÷ edge. Both edges are taken at once (the
-throughput and latency errors are correlated, not independent: the joint edge is the cautious
-reading, not a 90% figure of its own). At `expected` every edge is 1 and nothing changes.
+sees the slower replica as a faster stream); and the SLO is met when the TTFT and TPOT of that
+queue, × the light-load bands' high edges `ttft`, `tpot` (≥ 1: the step's own error, with no
+queue: validation/bands.py LIGHT), are within the limits, i.e. the queue's expected figures
+within limit ÷ edge. The queue carries the capacity error's effect on the latencies: the SLO
+percentile's own bands (TTFT p99 up to × 13.4) are fitted mostly on runs near capacity, where
+the error IS the queue's response to a capacity error, so scaling the queue at rate ÷ low by
+them would count that error twice. The two edges are still taken at once (the throughput and
+step-time errors are correlated, not independent: the joint edge is the cautious reading, not
+a 90% figure of its own). At `expected` every edge is 1 and nothing changes.
 """
 
 from __future__ import annotations
@@ -46,8 +50,8 @@ class Edges:
 
     level: str  # "expected" or "p90"
     capacity: float = 1.0  # measured/expected capacity at the throughput band's low edge
-    ttft: float = 1.0  # measured/expected TTFT at its band's high edge
-    tpot: float = 1.0
+    ttft: float = 1.0  # measured/expected TTFT at its light-load band's high edge
+    tpot: float = 1.0  # and TPOT's
 
     def __post_init__(self) -> None:
         if not (0 < self.capacity <= 1 and self.ttft >= 1 and self.tpot >= 1):
@@ -64,7 +68,7 @@ class Edges:
         return rate / self.capacity
 
     def slo(self, slo: Slo) -> Slo:
-        """The limits the expected figures must meet: each ÷ its band's high edge."""
+        """The limits the expected figures must meet: each ÷ its light-load band's high edge."""
         return replace(
             slo,
             ttft_s=None if slo.ttft_s is None else slo.ttft_s / self.ttft,
@@ -87,14 +91,15 @@ def edges(level_: str, throughput_low: float | None, ttft_high: float | None,
 
 def capacity_at(e: Edges, expected: float, tight: Callable[[float], float]) -> float:
     """A replica's capacity at the band edges `e` (module docstring), the one rule size, the
-    day and the mix's day apply: the lesser of `expected` (its capacity within the SLOs at the
-    expected figures) × the throughput band's low edge, and the highest rate meeting the SLOs ÷
-    the latency bands' high edges, `tight(top)`: that search, asked only up to `top` = the
-    first (above it the lesser is `top`); 0 when the expected capacity is."""
-    top = expected * e.capacity
-    if top <= 0:
+    day and the mix's day apply: the throughput band's low edge × the highest rate at which
+    the expected model meets the SLOs ÷ the light-load bands' high edges, `tight(top)`: that
+    search, asked only up to `top` = `expected` (its capacity within the SLOs at the expected
+    figures: the SLOs ÷ edges ≥ 1 are met at no higher rate); 0 when the expected capacity is.
+    A real replica at rate r runs as the expected one at r ÷ low (slowed), so it meets the
+    SLOs up to low × that rate."""
+    if expected <= 0:
         return 0.0
-    return min(top, tight(top))
+    return e.capacity * min(expected, tight(expected))
 
 
 def search_order(e: Edges | None, slo: Slo, bound: float, t_pf: float) -> float:
@@ -154,18 +159,19 @@ def slowed(w: Workload, e: Edges, seed: int = 0) -> Workload:
 
 def edge_binding(e: Edges, counts: tuple[int, int, int], own: str, expected: str) -> str:
     """What set a fleet's replica count at the band edges `e` (size): of the expected fleet's
-    count, the queue's at the rate ÷ the throughput band's low edge and the count a replica's
-    capacity within the SLOs ÷ the latency bands' high edges needs (`counts`, in that order),
-    the largest, the first on a tie; `own` and `expected` what binds the latter and the first
+    count, the queue's at the rate ÷ the throughput band's low edge against the SLOs, and that
+    queue's against the SLOs ÷ the light-load bands' high edges (`counts`, in that order), the
+    largest, the first on a tie; `own` and `expected` what binds the latter and the first
     ("TTFT SLO", "TPOT SLO" or "saturation: ...")."""
     n_exp, n_queue, n_own = counts
     if n_exp >= max(n_queue, n_own):
         return f"{expected} at the expected figures"
+    low = f"{e.capacity:.3g} x the expected capacity"
     if n_queue >= n_own:
-        return f"throughput band's low edge ({e.capacity:.3g} x the expected capacity)"
+        return f"throughput band's low edge ({low})"
     if own in ("TTFT SLO", "TPOT SLO"):
         edge = e.ttft if own == "TTFT SLO" else e.tpot
-        return f"{own} ÷ {edge:.3g} (its band's high edge)"
+        return f"{own} ÷ {edge:.3g} (its light-load band's high edge) at {low}"
     return own
 
 

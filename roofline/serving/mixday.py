@@ -21,9 +21,9 @@ workloadfile.WorkloadMix.class_rates scales a class with the total).
   request at the mix's capacity, each class's over its own requests at its own capacity,
   interpolated at each instant's arrivals/s per ready replica (mix_latency).
 - At a confidence (serving.confidence, the single-shape day's rule, checks.day): a replica's
-  capacity is the expected one × the throughput band's low edge, or less where the classes'
-  SLOs ÷ the TTFT/TPOT bands' high edges (every class's own and the command's) hold only at a
-  lower rate: min(expected × low, the rate found against the edged SLOs); per class alike.
+  capacity is the throughput band's low edge × the highest rate at which the classes' SLOs ÷
+  the light-load TTFT/TPOT bands' high edges (every class's own and the command's) hold, at
+  most the expected capacity (the real replica's queue at its rate ÷ low); per class alike.
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ def shares(w: Workload) -> tuple[float, ...]:
 
 
 def edged(w: Workload, e: Edges) -> Workload:
-    """`w` with every class's own SLOs ÷ its band's high edge (Edges.slo on each), redrawn at
-    any rate with them (the command's SLO the caller passes as e.slo(slo))."""
+    """`w` with every class's own SLOs ÷ its light-load band's high edge (Edges.slo on each),
+    redrawn at any rate with them (the command's SLO the caller passes as e.slo(slo))."""
     from roofline.serving.mix import mix_workload
 
     def one(c):
@@ -115,7 +115,7 @@ def mix_day_capacity(
     """The replica's capacity for `w`'s classes, overall and per class, at `edges`' confidence
     (None: expected; module docstring): each by confidence.capacity_at, the rule size and the
     single-shape day apply, its search under the edged SLOs asked only up to the expected
-    capacity × the throughput band's low edge."""
+    capacity."""
     from roofline.serving.confidence import capacity_at
 
     exp_search = _Search(rep, w, slo, seed, router)

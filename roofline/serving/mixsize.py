@@ -61,16 +61,15 @@ def replicas_at_edges(
     expected: Sized | None = None,
 ) -> Sized:  # fmt: skip
     """The pool sized at --confidence's band edges (serving.confidence, as size sizes one shape):
-    the fewest replicas meeting both the classes' SLOs at the arrivals ÷ the throughput band's
-    low edge (confidence.slowed) and, at the arrivals given, every SLO (the classes' own and
-    the command's) ÷ its band's high edge (mixday.edged); never fewer than `expected`'s. The
-    figures are the run at the arrivals given on that many replicas."""
+    the fewest replicas meeting, at the arrivals ÷ the throughput band's low edge
+    (confidence.slowed), every SLO (the classes' own and the command's) ÷ its light-load band's
+    high edge (mixday.edged); never fewer than `expected`'s. The figures are the run at the
+    arrivals given on that many replicas."""
     from roofline.serving.confidence import slowed
     from roofline.serving.mixday import edged
 
-    n = 1 if expected is None else expected.replicas  # each edge needs at least as many
-    n = max(replicas_needed(rep, slowed(w, e, seed), slo, router, n).replicas,
-            replicas_needed(rep, edged(w, e), e.slo(slo), router, n).replicas)  # fmt: skip
+    n = 1 if expected is None else expected.replicas  # the edges need at least as many
+    n = replicas_needed(rep, slowed(edged(w, e), e, seed), e.slo(slo), router, n).replicas
     return replicas_needed(rep, w, slo, router, n)  # the offered rate's figures at that count
 
 

@@ -432,15 +432,15 @@ def capacity_at_edges(
 ) -> float | None:
     """A replica's capacity at a confidence's band edges (confidence.capacity_at), from its
     expected capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate):
-    the lesser of r_cap × the throughput band's low edge and the highest rate meeting the SLOs
-    ÷ the latency bands' high edges, searched from r_cap × the low edge down by halves to the
-    first rate that meets them (0 if none down to sat/64, the expected search's light load),
-    then bisected to 3%, on runs of slo_requests requests (a miss ends its run early,
-    sim.slostop: the descent is cheap), kept in `memo`. Each rate missed bounds the answer:
-    `over(rate)` True (size: no better than its chip's best) stops it, returning None.
-    `rate`: the offered rate a fleet of such replicas serves with `headroom` (size): where 3%
-    leaves it open whether one replica fewer would do, that fleet's rate per replica is tried."""
-    tight = edges.slo(slo)
+    the throughput band's low edge × the highest rate at which the expected model meets the
+    SLOs ÷ the light-load bands' high edges (the real replica's queue at its rate ÷ low),
+    searched from r_cap down by halves to the first rate that meets them (0 if none down to
+    sat/64, the expected search's light load), then bisected to 3%, on runs of slo_requests
+    requests (a miss ends its run early, sim.slostop), kept in `memo`. Each rate missed
+    bounds the answer: `over(low × it)` True (size: no better than its chip's best) stops it,
+    returning None. `rate`: the offered rate a fleet serves with `headroom` (size): where 3%
+    leaves open whether one replica fewer would do, its rate is tried."""
+    tight, low = edges.slo(slo), edges.capacity
 
     def search(top: float) -> float:
         if tight.ttft_s is None and tight.tpot_s is None:
@@ -449,15 +449,15 @@ def capacity_at_edges(
         ok = verdicts(rep, w, tight, ideal, seed, runs)(cycled(w, slo_requests(tight, w.n)))
         x, hi, floor = top, 0.0, sat / 64.0
         while not ok(x):  # down by halves from the top
-            if over is not None and over(x):
+            if over is not None and over(x * low):
                 raise _Over
             if x <= floor:
                 return 0.0
             x, hi = max(x / 2.0, floor), x
         r = _bisect(ok, x, hi) if hi else x
-        if rate and 0 < r < top:
-            k = math.ceil(rate / (r * (1.0 - headroom)) * (1 - 1e-12))  # replicas at r (size.need)
-            fewer = rate / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
+        if rate and 0 < r < top:  # the fleet's queue, rate ÷ low, on the expected model
+            k = math.ceil(rate / low / (r * (1.0 - headroom)) * (1 - 1e-12))  # size.need
+            fewer = rate / low / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
             if fewer <= min(top, r * FINE_STEP) and ok(fewer):  # below the rate seen to miss
                 r = fewer
         return r

@@ -3,18 +3,17 @@ and what they cost.
 
 For each accelerator and each replica layout (roofline.serving.candidates: TP, PP, EP and
 attention-DP from the shared enumerator, within a node or across up to four, pruned by plan's
-static estimate to the few that could win; DP = replicas), the highest
-request rate one replica serves within the SLOs is found by searching a geometric grid of rates
-(step `GRID`): doubling to bracket, then bisection on the grid indices, each point a simulation
-of the same requests (one seed, so rates only stretch or compress the arrival times). Replicas =
-ceil(rate / that rate); the fleet of that many replicas is then evaluated as `serve --dp N`
-evaluates it (serve.serve: the whole request stream dealt by the router, least-loaded by
-default, roofline.serving.router), a replica added (at most FLEET_TRIES) while its tail misses
-the SLOs, so every page reports the same fleet's figures. Cost per hour, $ per million output tokens
-and joules per output token follow from roofline.serving.cost. The frontier is the Pareto set of
-output tokens/s per GPU against output tokens/s per user (1 / mean TPOT), the plot
-aiconfigurator users read; the cheapest (or the fewest GPUs) is marked best.
-"""
+static estimate to the few that could win; DP = replicas), the highest request rate one replica
+serves within the SLOs is found by searching a geometric grid of rates (step `GRID`): doubling to
+bracket, then bisection on the grid indices, each point a simulation of the same requests (one
+seed, so rates only stretch or compress the arrival times). Replicas = ceil(rate / that rate); the
+fleet of that many replicas is then evaluated as `serve --dp N` evaluates it (serve.serve: the
+whole request stream dealt by the router, least-loaded by default, roofline.serving.router), a
+replica added (at most FLEET_TRIES) while its tail misses the SLOs, so every page reports the same
+fleet's figures. Cost per hour, $ per million output tokens and joules per output token follow from
+roofline.serving.cost. The frontier is the Pareto set of output tokens/s per GPU against output
+tokens/s per user (1 / mean TPOT), the plot aiconfigurator users read; the cheapest (or the fewest
+GPUs) is marked best."""
 
 from __future__ import annotations
 
@@ -347,25 +346,26 @@ def size(
         if res is None:
             return _none(hw, dep, f"needs more than {max_replicas} replicas", r_cap)
         n_exp, r_exp, constraint = n, r_cap, binding(res, slo, r_cap, sat, cap.expected.binding)
-        if at is not None:  # at the band edges, through the same steps:
+        if at is not None:  # at the band edges, through the same steps (confidence.py):
             if cut(max(lower[-1], n * rep.gpus)):
                 return _unsearched(hw, dep, lower[-1], minimize, at)
             r_own = capacity_at_edges(rep, w, slo, at, r_cap, sat, False, seed, cap.runs, rate,
                                       headroom, over)  # fmt: skip
-            if r_own == 0:  # the SLOs ÷ the TTFT/TPOT bands' high edges, at light load
+            if r_own == 0:  # misses the SLOs ÷ the light-load edges at light load
                 why = why_at(at, rep, w, slo, sat, seed)
                 return replace(_none(hw, dep, why), confidence=at.level)
             if r_own is None or over(r_own):  # a rate it missed at, or its capacity
                 return _unsearched(hw, dep, lower[-1], minimize, at)
-            queue = (r_cap, slowed(w, at, seed), slo)  # and the queue at rate ÷ low
-            n, res = fleet(rep, cap, [queue, (r_own, w, at.slo(slo))], n_exp)
+            sw, lim = slowed(w, at, seed), at.slo(slo)  # queue at rate ÷ low, SLOs ÷ light edges
+            n, res = fleet(rep, cap, [(r_own / low, sw, lim), (r_cap, w, slo)], n_exp)
             if res is None:
                 why = f"at {at.level} needs more than {max_replicas} replicas"
                 return replace(_none(hw, dep, why, r_own), confidence=at.level)
-            own = binding(res, at.slo(slo), r_own, sat, cap.expected.binding)
-            counts = (n_exp, need(r_cap * at.capacity), need(r_own))
-            constraint = edge_binding(at, counts, own, constraint)
-            r_cap = min(r_cap * at.capacity, r_own)
+            q = serve(rep, sw, lim, n, capacity=cap, router=router, runs=cap.runs,
+                      expected_only=True)  # fmt: skip
+            own = binding(q, lim, r_own / low, sat, cap.expected.binding)
+            constraint = edge_binding(at, (n_exp, need(r_cap * low), need(r_own)), own, constraint)
+            r_cap = r_own
         ideal_m, exp_m = res.ideal, res.expected
         gpus = rep.gpus * n
         usd = cost_per_hour(price, gpus)

@@ -94,7 +94,7 @@ def misses_at_light_load(
     saturation rate), on the search's own first runs (COARSE_REQUESTS of the workload's
     requests, kept in `memo` for it): the run max_rate_within_slo(..., floor=sat/64) answers 0
     on, the SLO percentiles growing with the rate (its bisection's premise). One run: size
-    --confidence asks it of the SLOs ÷ the latency bands' high edges before the expected
+    --confidence asks it of the SLOs ÷ the light-load bands' high edges before the expected
     search, which a layout with no capacity at the edges then does without."""
     if (slo.ttft_s is None and slo.tpot_s is None) or not (math.isfinite(sat) and sat > 0):
         return False
@@ -106,8 +106,8 @@ def misses_at_light_load(
 
 def why_at(at: Edges, rep: Replica, w: Workload, slo: Slo, sat: float, seed: int) -> str:
     """Why a layout has no capacity at the band edges `at`: light_load_miss against the SLOs ÷
-    the latency bands' high edges."""
-    why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}) "
+    the light-load bands' high edges."""
+    why = f"at {at.level} (SLOs ÷ {at.ttft:.3g}, ÷ {at.tpot:.3g}, the light-load edges) "
     return why + light_load_miss(rep, w, at.slo(slo), sat, seed)
 
 
