@@ -86,48 +86,52 @@ def clear_cache() -> None:
     _SEARCHES.clear()
 
 
-_SEARCHES: dict[bytes, bytes] = {}  # sizing searches' results by their pickled inputs
-_PURE = (  # sizing searches, pure functions of their inputs and the catalog
+_SEARCHES: dict[bytes, bytes] = {}  # pure computations' results by their pickled inputs
+PURE = (  # what a serving command computes, pure functions of their inputs and the catalog
     ("roofline.cli.traffic", "size_search"),  # size (roofline.serving.sizepools)
+    ("roofline.cli.traffic", "serve_rates"),  # serve's simulations (roofline.serving.rates)
+    ("roofline.cli.serving", "cliff_sweep"),  # cliff (roofline.serving.cliff)
+    ("roofline.cli.serving", "compare_at_rate"),  # disagg --rate (roofline.serving.disagg)
 )
 
 
 @contextlib.contextmanager
-def _search_once() -> Any:
-    """A sizing search (_PURE) runs once for a `size` line a document shows as text and reads as
-    JSON: the same inputs (pickled, with ROOFLINE_CATALOG) give a copy of the first run's result,
-    which each output then renders as `size` does."""
+def computed_once(store: dict[bytes, bytes]) -> Any:
+    """Each computation of PURE runs once for the same inputs (pickled, with ROOFLINE_CATALOG):
+    a later call takes a copy of the first call's result (unpickled), which the command then
+    renders as it does its own; `store` keeps the results. A document shows a `size` or `serve`
+    line as text and reads it as JSON; a test renders one command at several widths."""
     import importlib
     import pickle
 
     saved = []
-    for module_name, name in _PURE:
+    for module_name, name in PURE:
         module = importlib.import_module(module_name)
         saved.append((module, name, getattr(module, name)))
 
-    def once(name: str, search: Callable[..., Any]) -> Callable[..., Any]:
+    def once(name: str, compute: Callable[..., Any]) -> Callable[..., Any]:
         def run_once(*args: Any, **kwargs: Any) -> Any:
             try:
                 key = pickle.dumps((name, args, kwargs, os.environ.get("ROOFLINE_CATALOG", "")))
             except Exception:  # an input that does not pickle: no sharing
-                return search(*args, **kwargs)
-            if key not in _SEARCHES:
-                result = search(*args, **kwargs)
+                return compute(*args, **kwargs)
+            if key not in store:
+                result = compute(*args, **kwargs)
                 try:
-                    _SEARCHES[key] = pickle.dumps(result)
+                    store[key] = pickle.dumps(result)
                 except Exception:  # a result that does not pickle: not kept
                     return result
-            return pickle.loads(_SEARCHES[key])
+            return pickle.loads(store[key])
 
         return run_once
 
-    for module, name, search in saved:
-        setattr(module, name, once(name, search))
+    for module, name, compute in saved:
+        setattr(module, name, once(name, compute))
     try:
         yield
     finally:
-        for module, name, search in saved:
-            setattr(module, name, search)
+        for module, name, compute in saved:
+            setattr(module, name, compute)
 
 
 def _parse(command: str) -> tuple[list[str], str | None, dict[str, str]]:
@@ -165,7 +169,7 @@ def run(command: str, code: int = 0, columns: int = 80) -> Result:
             here = Path.cwd()
             os.chdir(workdir())
             try:
-                with _search_once():
+                with computed_once(_SEARCHES):
                     r = CliRunner().invoke(app, args, input=stdin, env=env)
             finally:
                 os.chdir(here)

@@ -178,6 +178,26 @@ def run(monkeypatch: pytest.MonkeyPatch):
     return _run
 
 
+@pytest.fixture(scope="module")
+def _computed() -> dict[bytes, bytes]:
+    """compute_once's results, one store per test module (a module-scoped fixture: the
+    module's tests run on one worker, pytest_collection_modifyitems, where the store is)."""
+    return {}
+
+
+@pytest.fixture
+def compute_once(_computed: dict[bytes, bytes]):
+    """Within a test module, a serving command's computation (docs.docgen.PURE: size's search,
+    serve's simulations, cliff's sweep, disagg's traffic run) runs once for the same inputs; a
+    later test takes a copy of its result and renders it through the CLI as the command does.
+    For tests that print one computation at several widths or formats: never for a test that
+    runs a command twice to compare the runs, nor beside a monkeypatched computation."""
+    from docs.docgen import computed_once
+
+    with computed_once(_computed):
+        yield
+
+
 @pytest.fixture
 def run_main(monkeypatch: pytest.MonkeyPatch):
     """Invoke the real entry point, roofline.cli.main (which turns the parser's usage errors into

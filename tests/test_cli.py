@@ -235,16 +235,11 @@ def test_readme_documents_every_command():
         (["nope"], "No such command"),
     ],
 )
-def test_parser_errors_are_one_line_from_the_entry_point(args, needle):
-    root = Path(__file__).resolve().parent.parent
-    p = subprocess.run(
-        [sys.executable, "-m", "roofline", *args],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        check=False,
-    )
-    assert p.returncode == 2 and p.stdout == ""
+def test_parser_errors_are_one_line_from_the_entry_point(run_main, args, needle):
+    """Through roofline.cli.main in-process (run_main): the one-line rewrite of the parser's
+    usage error lives there; `python -m roofline` reaching main: test_entry_point_runs_as_module."""
+    p = run_main(*args)
+    assert p.code == 2 and p.stdout == ""
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
 

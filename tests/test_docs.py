@@ -142,3 +142,26 @@ def test_a_stale_line_is_named_by_its_line_in_the_whole_document(tmp_path):
     doc = tmp_path / "x.md"
     text = "\n" * 50 + '<!-- [[[cog\nprint("new")\n]]] -->\nold\n<!-- [[[end]]] -->\n' + "\n" * 50
     assert docgen.stale(doc, text) == [f"{doc}:54: expected 'new', found 'old'"]  # 50 + 4
+
+
+def test_a_computation_runs_once_for_the_same_inputs(run, monkeypatch):
+    """docgen.computed_once (tests' compute_once): serve at 60 then 120 columns simulates once
+    (the second renders a copy of the first's result) and prints what a run of its own prints;
+    another rate is other inputs and simulates again."""
+    import roofline.cli.traffic as traffic
+
+    args = ("serve", "llama-3.1-8b", "h100", "--rate", "4", "--requests", "20")
+    alone = run(*args, env={"COLUMNS": "120"}).stdout  # no sharing: its own simulation
+    calls = []
+    real = traffic.serve_rates
+    monkeypatch.setattr(traffic, "serve_rates", lambda *a, **k: calls.append(1) or real(*a, **k))
+    counted = traffic.serve_rates
+    store: dict[bytes, bytes] = {}
+    with docgen.computed_once(store):
+        narrow = run(*args, env={"COLUMNS": "60"}).stdout
+        wide = run(*args, env={"COLUMNS": "120"}).stdout
+        assert len(calls) == 1 and len(store) == 1
+        run(*args[:-3], "5", *args[-2:], env={"COLUMNS": "120"})  # --rate 5
+        assert len(calls) == 2 and len(store) == 2
+    assert wide == alone and narrow != wide  # the copy rendered as its own run; widths differ
+    assert traffic.serve_rates is counted  # put back on leaving

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -140,12 +138,9 @@ def test_pool_and_ray_give_the_same_json_byte_for_byte():
     ("args", "says"),
     [(["--days", "0"], "--days must be"), (["--days", "2", "--backend", "spark"], "--backend")],
 )
-def test_bad_days_and_backend_one_line_exit_2(args, says):
-    r = subprocess.run(
-        [sys.executable, "-m", "roofline", "fleet", str(ROOT / "examples/fleet.yaml"), *args],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert r.returncode == 2 and r.stdout == ""
+def test_bad_days_and_backend_one_line_exit_2(run_main, args, says):
+    r = run_main("fleet", str(ROOT / "examples/fleet.yaml"), *args)  # the entry point, in-process
+    assert r.code == 2 and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and says in r.stderr
 
 

@@ -1,7 +1,6 @@
 """`roofline serve` and `roofline size`: JSON contract values, errors, narrow tables."""
 
 import json
-import pickle
 from pathlib import Path
 
 import pytest
@@ -160,29 +159,9 @@ def test_size_errors(run):
     assert r.code == 2 and "--minimize" in r.stderr
 
 
-_SEARCHES: dict[bytes, bytes] = {}  # size's search by its pickled inputs, for every width
-
-
-@pytest.fixture
-def search_once(monkeypatch: pytest.MonkeyPatch):
-    """size's search (serving.sizepools.size_search, a pure function of its inputs) run once for
-    the three widths below: the same inputs give a copy of the first run's rows (pickled), so
-    each width still renders size's own rows through the CLI."""
-    import roofline.cli.traffic as traffic
-
-    search = traffic.size_search
-
-    def once(*args, **kwargs):
-        key = pickle.dumps((args, kwargs))
-        if key not in _SEARCHES:
-            _SEARCHES[key] = pickle.dumps(search(*args, **kwargs))
-        return pickle.loads(_SEARCHES[key])
-
-    monkeypatch.setattr(traffic, "size_search", once)
-
-
 @pytest.mark.parametrize("width", ["60", "80", "120"])
-def test_tables_never_cut_a_cell(run, width, search_once):
+def test_tables_never_cut_a_cell(run, width, compute_once):
+    """(compute_once: each command computes at the first width; the others render a copy)"""
     env = {"COLUMNS": width}
     outs = [
         run(*SERVE, "--rate", "5", "--requests", "40", env=env).stdout,

@@ -96,7 +96,9 @@ def _table(run, args: list[str], width: int) -> str:
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:3]))
-def test_no_cell_is_elided(run, args, width):
+def test_no_cell_is_elided(run, args, width, compute_once):
+    """(compute_once: a serving command's simulation runs at the first width; the others render
+    a copy of its result)"""
     out = _table(run, args, width)
     assert "…" not in out and "..." not in out, out
     too_wide = [line for line in out.splitlines() if len(line.rstrip()) > width]
