@@ -251,7 +251,7 @@ def bands_section() -> str:
         "by a margin so that the band holds 90% of the points of a source it never saw "
         "(issue 35; validation/bands.py): each point is scored against the band fitted without "
         "its source, s = max(ln(low / r), ln(r / high), 0) with r = measured / expected, and "
-        "the margin m is the split-conformal quantile of the scores (the ceil(0.9 (n + 1))-th "
+        "the margin m is the scores' 90% quantile (the ceil(0.9 n)-th "
         "smallest), every cell widened to [low · e^-m, high · e^m] rounded outward, taken on "
         "the interval as printed (±its wider side when symmetric within 5 points): the least "
         "hundredth at which the printed cells hold that many of the points (rounding the "

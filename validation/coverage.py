@@ -9,8 +9,8 @@ prints for the point's (family, engine) cell: [low, high], or [1 − x, 1 + x] w
 - unseen source: the band fitted without the point's source (leave-one-source-out), which is
   what a user whose deployment no publication measured gets. "After" widens those by the
   shipped margins, one number per metric fitted on these same scores against the interval as
-  printed (split conformal: a fresh source is held at 90% in expectation; the table's figure is
-  the calibration's own, ceil(0.9 (n + 1)) / n of the points, or the least hundredth's more).
+  printed (split conformal; the table's figure is the calibration's own, ceil(0.9 n) / n of the
+  points, or the least hundredth's more).
 Width = high − low of the printed interval, as a share of the expected figure, the median over
 the metric's points. "Before" is the method before issue 35: no sibling points, no margin, ±rel
 printed for a symmetric interval.
