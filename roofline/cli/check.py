@@ -27,10 +27,10 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     """`check MODEL HARDWARE --…`: the options as one deployment of a --spec file."""
     model, hardware, traffic_curve = o["model"], o["hardware"], o["traffic_curve"]
     d: dict[str, Any] = {"name": f"{model} on {hardware}", "model": model, "hardware": hardware}
-    dg, fm, en = o["dg"], o["fm"], o["en"]
+    dg, fm, en, rq = o["dg"], o["fm"], o["en"], o["rq"]
     d.update(tp=dg.tp, pp=dg.pp, ep=dg.ep, gpus=o["gpus"], dp=o["dp"])
     d.update(weights=fm.weights, kv_dtype=fm.kv_dtype)
-    d.update(engine=en.engine_name, prompt=o["prompt"], output=o["output"], batch=o["batch"])
+    d.update(engine=en.engine_name, prompt=rq.prompt, output=rq.output, batch=o["batch"])
     d["checks"] = {k: o[k] for k in _CHECK_KEYS}
     for key, value in (
         ("traffic_curve", traffic_curve),
@@ -48,8 +48,8 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     if o["rate"] is not None:
         d["rate"] = o["rate"]
     d["seed"] = o["seed"]
-    if o["context"] is not None:
-        d["context"] = o["context"]
+    if rq.context is not None:
+        d["context"] = rq.context
     if en.memory is not None:
         d["memory"] = en.memory
     return d
@@ -69,9 +69,7 @@ def check(
     dp: opt.Dp = 1,
     fm: grp.Formats = grp.FORMATS,
     batch: opt.BatchOrAuto = None,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    rq: grp.Request = grp.REQUEST,
     en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     min_batch: Annotated[int | None, typer.Option(help="assert max batch ≥ N at --context")] = None,
     min_concurrency: Annotated[

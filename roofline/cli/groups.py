@@ -71,6 +71,23 @@ STATIC = StaticBatch()
 
 
 @dataclass(frozen=True)
+class Request:
+    """One request's prompt and output tokens, and the tokens a sequence holds (speculate, tiers,
+    check)."""
+
+    prompt: opt.Prompt = opt.PROMPT
+    output: opt.Output = opt.OUTPUT
+    context: opt.Context = None
+
+    def parse(self, model: ModelArch | None = None) -> tuple[int, int, int]:
+        """(prompt, output, context) checked: `workload`."""
+        return opt.workload(self.prompt, self.output, self.context, model=model)
+
+
+REQUEST = Request()
+
+
+@dataclass(frozen=True)
 class Formats:
     """The number formats of weights and KV cache."""
 

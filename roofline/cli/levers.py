@@ -42,9 +42,7 @@ def speculate(
     sparsity: opt.Sparsity = None,
     batch: opt.Batch = opt.BATCH,
     batches: opt.Batches = opt.BATCHES,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    rq: grp.Request = grp.REQUEST,
     en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     out: pub.ChartOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
@@ -70,7 +68,7 @@ def speculate(
     gammas, tree, acc = dopt.round_options(so)
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
-    ctx = opt.workload(prompt, output, context, model=m)[2]
+    ctx = rq.parse(m)[2]
     pub.check_out(out, charts=True)
     eng = engine(en.engine_name, hw)
     plan = opt.fitted_plan(m, hw, dep, eng, en.memory)
@@ -129,9 +127,7 @@ def tiers(
     ] = 256,
     tp: opt.Tp = 1,
     fm: grp.Formats = grp.FORMATS,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    rq: grp.Request = grp.REQUEST,
     batch: opt.BatchOrAuto = None,
     en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     ideal: opt.Ideal = False,
@@ -147,7 +143,7 @@ def tiers(
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     opt.check_formats(dep, hw)
-    ctx = opt.workload(prompt, output, context, model=m)[2]
+    ctx = rq.parse(m)[2]
     if tier_capacity is not None:
         cap = parse_bytes(tier_capacity, "--tier-capacity")
     elif t.capacity_bytes is not None:
@@ -172,7 +168,7 @@ def tiers(
     r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
     reload = None
     if prefix is not None:
-        s_new = opt.workload(prompt, output, context)[0]
+        s_new = rq.parse()[0]
         p_tokens = opt.tokens(prefix, "--prefix", 1)
         x = reload_prefix(m, hw, dep, t, p_tokens, s_new, dma_tokens, **kw, ideal=ideal)
         reload = reload_json(x, dma_tokens)
