@@ -11,16 +11,14 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.analyze_json import analyze_doc
-from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.app import catalog, warn
 from roofline.domain.units import fmt_bytes
 from roofline.engines.engine import engine
 from roofline.step.memory import kv_bytes_per_sequence, max_batch
 from roofline.step.phases import prefill, request
 
 
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def analyze(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,

@@ -10,7 +10,7 @@ from roofline.checks.spec import evaluate_spec, load_spec
 from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, guarded, note
+from roofline.cli.app import note
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions, spec_keys
 from roofline.cli.specs import spec_case, spec_json
 from roofline.domain.errors import InputError
@@ -55,9 +55,7 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def check(
     model: Annotated[str | None, typer.Argument(help="model id (or use --spec)")] = None,
     hardware: Annotated[str | None, typer.Argument(help="accelerator id")] = None,

@@ -11,7 +11,7 @@ from roofline import render
 from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
-from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.app import catalog, warn
 from roofline.cli.edge_json import offload_doc
 from roofline.domain.errors import DoesNotFitError, InputError
 from roofline.domain.hardware import default_wired_limit_bytes
@@ -24,9 +24,7 @@ from roofline.step.memory import weight_bytes_per_gpu
 
 
 # ---- offload --------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def offload(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -132,9 +130,7 @@ def offload(
 
 
 # ---- edge -----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def edge(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,

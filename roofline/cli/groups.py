@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from roofline.cli import options as opt
+from roofline.cli.app import app
+from roofline.cli.startup import guarded
 from roofline.domain.model import ModelArch
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,6 +50,16 @@ def grouped(fn: F) -> F:
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return typing.cast(F, wrapper)
+
+
+def command(name: str | None = None) -> Callable[[F], F]:
+    """A command of the app, named `name` (default: the function's): guarded (one line on stderr
+    and exit 2 on bad input, cli.startup) with its groups spread into options (`grouped`)."""
+
+    def register(fn: F) -> F:
+        return typing.cast(F, app.command(name)(guarded(grouped(fn))))
+
+    return register
 
 
 # ---- the groups of options.py's options ------------------------------------------------------

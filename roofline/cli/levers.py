@@ -12,7 +12,7 @@ from roofline.cli import groups as grp
 from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
-from roofline.cli.app import app, catalog, guarded, note, warn
+from roofline.cli.app import catalog, note, warn
 from roofline.cli.levers_json import reload_json, speculate_doc, tiers_doc
 from roofline.domain.errors import InputError
 from roofline.domain.precision import weight_format
@@ -26,9 +26,7 @@ from roofline.step.memory import max_batch
 
 
 # ---- speculate ------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -96,9 +94,7 @@ def speculate(
 
 
 # ---- tiers ----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def tiers(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,

@@ -10,7 +10,7 @@ from roofline.cli import groups as grp
 from roofline.cli import layout_options as lopt
 from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
-from roofline.cli.app import app, catalog, guarded
+from roofline.cli.app import catalog
 from roofline.domain.errors import DoesNotFitError, InputError
 from roofline.domain.layout import Layout, check_shape
 from roofline.domain.precision import kv_format, weight_format
@@ -27,9 +27,7 @@ from roofline.step.ops import Deployment
 
 
 # ---- kv -------------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def kv(
     model: opt.ModelArg,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
@@ -139,9 +137,7 @@ def kv(
 
 
 # ---- capacity -------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def capacity(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -191,9 +187,7 @@ def capacity(
 
 
 # ---- bytes ----------------------------------------------------------------------------------
-@app.command("bytes")
-@guarded
-@grp.grouped
+@grp.command("bytes")
 def bytes_(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,

@@ -10,7 +10,7 @@ from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded
+from roofline.cli.app import catalog
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_seconds
 from roofline.engines.engine import engine
@@ -52,9 +52,7 @@ def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
 
 
 # ---- plan -----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def plan(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,

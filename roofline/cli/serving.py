@@ -13,7 +13,7 @@ from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded, note, warn
+from roofline.cli.app import catalog, note, warn
 from roofline.cli.cliff_json import cliff_doc
 from roofline.cli.disagg_json import disagg_doc, pool_split, pools_launch, traffic_json
 from roofline.domain.errors import InputError
@@ -30,9 +30,7 @@ from roofline.step.ops import Deployment
 
 
 # ---- cliff ----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def cliff(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -100,9 +98,7 @@ def cliff(
 
 
 # ---- disagg ---------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def disagg(
     model: opt.ModelArg,
     prefill_hardware: Annotated[str, typer.Option("--prefill", help="prefill accelerator")],

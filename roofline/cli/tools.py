@@ -18,7 +18,7 @@ from roofline.cli import convert
 from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded, guarded_stream, note
+from roofline.cli.app import app, catalog, guarded_stream, note
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.precision import kv_format, weight_format
 from roofline.engines.engine import engine
@@ -176,9 +176,7 @@ def _chunk_rows(chunk: dict[str, Any], names: tuple[str, ...]) -> list[tuple]:
     return list(zip(*cols, strict=True))
 
 
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def plot(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -238,9 +236,7 @@ def plot(
 _BENCH_ONLY = "--model, --hardware and --calibrate apply to benchmark files"
 
 
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def validate(
     cases: Annotated[
         list[Path],

@@ -18,7 +18,7 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli import workload as wf
 from roofline.cli.answers_json import per_hardware_json, unsized_json
-from roofline.cli.app import app, catalog, guarded, note
+from roofline.cli.app import catalog, note
 from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
@@ -63,9 +63,7 @@ def _one(values: list[int], what: str) -> int:
 
 
 # ---- serve ----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def serve(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -191,9 +189,7 @@ def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions, engine_name: str | None =
 
 
 # ---- size -----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grp.grouped
+@grp.command()
 def size(
     model: opt.ModelArg,
     rate: topt.Rate = None,
