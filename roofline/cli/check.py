@@ -13,6 +13,7 @@ from roofline.cli import traffic_options as topt
 from roofline.cli.app import note
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions, spec_keys
 from roofline.cli.specs import spec_case, spec_json
+from roofline.cli.startup import EXIT_CHECK_FAILED
 from roofline.domain.errors import InputError
 from roofline.serving.router import DEFAULT_ROUTER
 
@@ -166,4 +167,4 @@ def check(
         failed = [f"{r['deployment']}: {r['name']}" for r in rows if not r["ok"]]
         render.stderr_console().print(f"check failed: {', '.join(failed)}", markup=False)
         if not exit_zero:
-            raise typer.Exit(1)
+            raise typer.Exit(EXIT_CHECK_FAILED)

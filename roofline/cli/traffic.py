@@ -21,6 +21,7 @@ from roofline.cli.answers_json import per_hardware_json, unsized_json
 from roofline.cli.app import catalog, note
 from roofline.cli.confidence import confidence_edges, confidence_level
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
+from roofline.cli.startup import EXIT_CHECK_FAILED
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.domain.errors import InputError
 from roofline.domain.layout import node_gpus
@@ -339,7 +340,7 @@ def _none_found(doc, answers, slo, rate: float) -> None:
     why = "; ".join(f"{a['hardware']}: {a['reason']}" for a in answers if a["reason"])
     what = "within the SLOs" if slo.ttft_s or slo.tpot_s else "(no SLO given: on saturation)"
     note(f"size: no deployment serves {fmt_rate(rate)} req/s {what}: {why}")
-    raise typer.Exit(1)
+    raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 def _size_workload(o: dict) -> None:
