@@ -57,7 +57,7 @@ def command(name: str | None = None) -> Callable[[F], F]:
     and exit 2 on bad input, cli.startup) with its groups spread into options (`grouped`)."""
 
     def register(fn: F) -> F:
-        return typing.cast(F, app.command(name)(guarded(grouped(fn))))
+        return app.command(name)(guarded(grouped(fn)))
 
     return register
 
