@@ -3,6 +3,8 @@ is one stderr line, exit 2, nothing on stdout."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 
@@ -241,8 +243,13 @@ def test_a_full_disk_is_one_line_and_a_closed_pipe_is_quiet():
 def test_markdown_says_yes_and_rounds(run):
     r = run("check", "--spec", "examples/deploy.yaml", "-f", "markdown")
     assert r.code == 0 and "True" not in r.stdout and "| yes |" in r.stdout
-    # no figure carries more than 4 significant digits: 0.0161437... is 0.01614
-    assert "0.01614" in r.stdout and "0.016143" not in r.stdout
+    # no figure carries more than 4 significant digits: the JSON's raw value (e.g. 0.0161437...)
+    # prints as its 4-digit rounding (0.01614), never longer
+    js = json.loads(run("check", "--spec", "examples/deploy.yaml", "--format", "json").stdout)
+    raw = [c["value"] for c in js["checks"] if c["name"] == "max_tpot"]
+    assert raw and all(len(repr(v)) > 8 for v in raw)  # they do carry more digits
+    for v in raw:
+        assert f"| {v:.4g} |" in r.stdout and f"{v:.6g}" not in r.stdout
 
 
 def test_no_word_is_broken_across_lines(run):

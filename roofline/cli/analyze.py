@@ -5,33 +5,30 @@ from typing import Annotated
 import typer
 
 from roofline import render
+from roofline.cli import groups as grp
 from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.analyze_json import analyze_doc
-from roofline.cli.app import app, catalog, guarded, warn
-from roofline.cli.groups import grouped
+from roofline.cli.app import catalog, warn
 from roofline.domain.units import fmt_bytes
 from roofline.engines.engine import engine
 from roofline.step.memory import kv_bytes_per_sequence, max_batch
 from roofline.step.phases import prefill, request
 
 
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def analyze(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
-    fm: opt.Formats = opt.FORMATS,
+    fm: grp.Formats = grp.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     compute: opt.Compute = None,
     sparsity: opt.Sparsity = None,
-    sb: opt.StaticBatch = opt.STATIC,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    sb: grp.StaticBatch = grp.STATIC,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     wired_limit: opt.WiredLimit = None,
     eta_compute: Annotated[float | None, typer.Option(help="override compute efficiency")] = None,
     eta_memory: Annotated[float | None, typer.Option(help="override memory efficiency")] = None,
@@ -56,11 +53,11 @@ def analyze(
     )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = lopt.layout(cat, m, hw, dep, lo, engine_name)
+    lay, dep = lopt.layout(cat, m, hw, dep, lo, en.engine_name)
     b, s, o, ctx = sb.parse(m, strict=True)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
-    eng = engine(engine_name, hw)
-    plan = opt.fitted_plan(m, hw, dep, eng, memory, wired_limit)
+    eng = engine(en.engine_name, hw)
+    plan = opt.fitted_plan(m, hw, dep, eng, en.memory, wired_limit)
     kv_end = float(kv_bytes_per_sequence(m, dep, ctx, eng.block_tokens)) * -(-b // lay.attention_dp)
     fits = kv_end <= plan.kv_budget_bytes
     mb = int(max_batch(plan, m, dep, ctx))

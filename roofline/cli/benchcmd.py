@@ -18,6 +18,7 @@ from roofline.cases.fit import (
     fit_runs,
     with_values,
 )
+from roofline.cli import convert
 from roofline.cli import options as opt
 from roofline.cli.app import catalog, note
 from roofline.domain.errors import InputError
@@ -62,11 +63,7 @@ def validate_bench(
         rows.extend(compare(run, m, hw, *sims))
     inputs = {
         "files": [str(f) for f in files],
-        "model": m.id,
-        "hardware": hw.id,
-        "tp": tp,
-        "pp": pp,
-        "ep": ep,
+        **convert.deployment_inputs(m, hw, dep),
         "weights": dep.weights.name,
         "kv_dtype": dep.kv.name,
         "engine": eng,

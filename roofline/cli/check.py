@@ -7,16 +7,16 @@ import typer
 
 from roofline import render
 from roofline.checks.spec import evaluate_spec, load_spec
+from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, guarded, note
-from roofline.cli.groups import grouped
+from roofline.cli.app import note
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions, spec_keys
 from roofline.cli.specs import spec_case, spec_json
+from roofline.cli.startup import EXIT_CHECK_FAILED
 from roofline.domain.errors import InputError
 from roofline.serving.router import DEFAULT_ROUTER
 
-_SPEC_KEYS = ("tp", "pp", "ep", "gpus", "dp", "weights", "kv_dtype")
 _CHECK_KEYS = (
     "min_batch", "min_concurrency", "max_tpot", "max_ttft", "max_batch_prefill",
     "min_throughput", "fits", "max_ttft_p99", "max_tpot_p99", "min_goodput",
@@ -28,8 +28,10 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     """`check MODEL HARDWARE --…`: the options as one deployment of a --spec file."""
     model, hardware, traffic_curve = o["model"], o["hardware"], o["traffic_curve"]
     d: dict[str, Any] = {"name": f"{model} on {hardware}", "model": model, "hardware": hardware}
-    d.update({k: o[k] for k in _SPEC_KEYS})
-    d.update(engine=o["engine_name"], prompt=o["prompt"], output=o["output"], batch=o["batch"])
+    dg, fm, en, rq = o["dg"], o["fm"], o["en"], o["rq"]
+    d.update(tp=dg.tp, pp=dg.pp, ep=dg.ep, gpus=o["gpus"], dp=o["dp"])
+    d.update(weights=fm.weights, kv_dtype=fm.kv_dtype)
+    d.update(engine=en.engine_name, prompt=rq.prompt, output=rq.output, batch=o["batch"])
     d["checks"] = {k: o[k] for k in _CHECK_KEYS}
     for key, value in (
         ("traffic_curve", traffic_curve),
@@ -47,35 +49,27 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     if o["rate"] is not None:
         d["rate"] = o["rate"]
     d["seed"] = o["seed"]
-    if o["context"] is not None:
-        d["context"] = o["context"]
-    if o["memory"] is not None:
-        d["memory"] = o["memory"]
+    if rq.context is not None:
+        d["context"] = rq.context
+    if en.memory is not None:
+        d["memory"] = en.memory
     return d
 
 
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def check(
     model: Annotated[str | None, typer.Argument(help="model id (or use --spec)")] = None,
     hardware: Annotated[str | None, typer.Argument(help="accelerator id")] = None,
     spec: Annotated[
         str | None, typer.Option(help="YAML/JSON file of one or many deployments ('-' for stdin)")
     ] = None,
-    tp: opt.Tp = 1,
-    pp: opt.Pp = 1,
-    ep: opt.Ep = 1,
+    dg: grp.Degrees = grp.DEGREES,
     gpus: opt.Gpus = None,
     dp: opt.Dp = 1,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: grp.Formats = grp.FORMATS,
     batch: opt.BatchOrAuto = None,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    rq: grp.Request = grp.REQUEST,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     min_batch: Annotated[int | None, typer.Option(help="assert max batch ≥ N at --context")] = None,
     min_concurrency: Annotated[
         int | None,
@@ -173,4 +167,4 @@ def check(
         failed = [f"{r['deployment']}: {r['name']}" for r in rows if not r["ok"]]
         render.stderr_console().print(f"check failed: {', '.join(failed)}", markup=False)
         if not exit_zero:
-            raise typer.Exit(1)
+            raise typer.Exit(EXIT_CHECK_FAILED)

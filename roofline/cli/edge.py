@@ -8,11 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from roofline import render
+from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
-from roofline.cli.app import app, catalog, guarded, warn
+from roofline.cli.app import catalog, warn
 from roofline.cli.edge_json import offload_doc
-from roofline.cli.groups import grouped
 from roofline.domain.errors import DoesNotFitError, InputError
 from roofline.domain.hardware import default_wired_limit_bytes
 from roofline.domain.units import fmt_bytes, parse_bytes, parse_memory_bytes
@@ -24,9 +24,7 @@ from roofline.step.memory import weight_bytes_per_gpu
 
 
 # ---- offload --------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def offload(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -59,10 +57,9 @@ def offload(
     ] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="also sweep --gpu-layers 0..L+1")] = False,
     tp: opt.Tp = 1,
-    fm: opt.Formats = opt.FORMATS,
-    sb: opt.StaticBatch = opt.STATIC,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    fm: grp.Formats = grp.FORMATS,
+    sb: grp.StaticBatch = grp.STATIC,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     ideal: opt.Ideal = False,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
@@ -86,8 +83,8 @@ def offload(
         raise InputError(f"--block-batches must be from 1 to 4096, got {block_batches}")
     # auto: llama.cpp's rule for its partial offload, vLLM's for streaming
     auto = "llamacpp" if mode == "cpu" else "vllm"
-    eng = engine(auto if engine_name == "auto" else engine_name, hw)
-    cap = opt.capacity(hw, memory) * eng.memory_fraction - eng.runtime_overhead_bytes
+    eng = engine(auto if en.engine_name == "auto" else en.engine_name, hw)
+    cap = opt.capacity(hw, en.memory) * eng.memory_fraction - eng.runtime_overhead_bytes
     host_cap = parse_bytes(host_memory, "--host-memory") if host_memory else h.memory_capacity_bytes
     L = m.num_hidden_layers
     if gpu_layers is not None and gpu_fraction is not None:
@@ -133,9 +130,7 @@ def offload(
 
 
 # ---- edge -----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def edge(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -148,10 +143,9 @@ def edge(
         str | None, typer.Option(help="host CPU for discrete GPUs (default: per GPU)")
     ] = None,
     tp: opt.Tp = 1,
-    fm: opt.Formats = opt.FORMATS,
-    sb: opt.StaticBatch = opt.STATIC,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    fm: grp.Formats = grp.FORMATS,
+    sb: grp.StaticBatch = grp.STATIC,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     out: pub.HtmlOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
@@ -166,7 +160,7 @@ def edge(
     m, hw = cat.model(model), cat.accelerator(hardware)
     if tp != 1:
         raise InputError("edge compares single devices: --tp must be 1")
-    if engine_name not in ("auto", "llamacpp", "mlx"):
+    if en.engine_name not in ("auto", "llamacpp", "mlx"):
         raise InputError("edge runs llama.cpp or MLX: --engine must be auto, llamacpp or mlx")
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b, s, o, ctx = sb.parse(m, strict=True)
@@ -175,11 +169,11 @@ def edge(
     rows = []
     for i, dev in enumerate(devs):
         opt.check_formats(dep, dev)
-        cap = opt.capacity(dev, memory, wired_limit) if i == 0 else dev.usable_memory_bytes
-        ram = parse_memory_bytes(memory) if i == 0 and memory else dev.memory_capacity_bytes
+        cap = opt.capacity(dev, en.memory, wired_limit) if i == 0 else dev.usable_memory_bytes
+        ram = parse_memory_bytes(en.memory) if i == 0 and en.memory else dev.memory_capacity_bytes
         h = cat.accelerator(host or default_host(dev.id, dev.family)) if dev.host_link else None
         at = ctx if sb.context is not None else None
-        eng_name = "mlx" if engine_name == "mlx" else "llamacpp"
+        eng_name = "mlx" if en.engine_name == "mlx" else "llamacpp"
         rows.append(asdict(edge_fit(m, dev, h, dep, b, s, o, ctx, cap, ram, at, eng_name)))
     first = rows[0]
     if first["fits"] == "near limit":
@@ -200,11 +194,11 @@ def edge(
         "context_tokens": ctx,
         "wired_limit_bytes": None if wired_limit is None else first["usable_bytes"],
         "wired_limit_default_bytes": default_wired_limit_bytes(
-            parse_memory_bytes(memory) if memory else hw.memory_capacity_bytes
+            parse_memory_bytes(en.memory) if en.memory else hw.memory_capacity_bytes
         )
         if hw.unified_memory and hw.vendor == "apple"
         else None,
-        "engine": "mlx" if engine_name == "mlx" else "llamacpp",
+        "engine": "mlx" if en.engine_name == "mlx" else "llamacpp",
     }
     doc = render.document("edge", inputs, weights_bytes=weight_bytes_per_gpu(m, dep), rows=rows)
     pub.publish(doc, fmt, doc["rows"], render.edge_table, out)

@@ -12,7 +12,13 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from roofline.cli import options as opt
+from roofline.cli.app import app
+from roofline.cli.startup import guarded
+from roofline.domain.model import ModelArch
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,3 +50,84 @@ def grouped(fn: F) -> F:
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return typing.cast(F, wrapper)
+
+
+def command(name: str | None = None) -> Callable[[F], F]:
+    """A command of the app, named `name` (default: the function's): guarded (one line on stderr
+    and exit 2 on bad input, cli.startup) with its groups spread into options (`grouped`)."""
+
+    def register(fn: F) -> F:
+        return app.command(name)(guarded(grouped(fn)))
+
+    return register
+
+
+# ---- the groups of options.py's options ------------------------------------------------------
+@dataclass(frozen=True)
+class StaticBatch:
+    """A static batch: the sequences launched together and their lengths (analyze, capacity,
+    bytes, plot, offload, device)."""
+
+    batch: opt.Batch = opt.BATCH
+    prompt: opt.Prompt = opt.PROMPT
+    output: opt.Output = opt.OUTPUT
+    context: opt.Context = None
+
+    def parse(self, model: ModelArch, strict: bool = False) -> tuple[int, int, int, int]:
+        """(batch, prompt, output, context) checked: `batch`, then `workload`."""
+        lens = opt.workload(self.prompt, self.output, self.context, strict, model)
+        return (opt.batch(self.batch), *lens)
+
+
+STATIC = StaticBatch()
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request's prompt and output tokens, and the tokens a sequence holds (speculate, tiers,
+    check)."""
+
+    prompt: opt.Prompt = opt.PROMPT
+    output: opt.Output = opt.OUTPUT
+    context: opt.Context = None
+
+    def parse(self, model: ModelArch | None = None) -> tuple[int, int, int]:
+        """(prompt, output, context) checked: `workload`."""
+        return opt.workload(self.prompt, self.output, self.context, model=model)
+
+
+REQUEST = Request()
+
+
+@dataclass(frozen=True)
+class Formats:
+    """The number formats of weights and KV cache."""
+
+    weights: opt.Weights = opt.WEIGHTS
+    kv_dtype: opt.KvDtype = opt.KV_DTYPE
+
+
+FORMATS = Formats()
+
+
+@dataclass(frozen=True)
+class Degrees:
+    """Tensor, pipeline and expert parallel degrees."""
+
+    tp: opt.Tp = 1
+    pp: opt.Pp = 1
+    ep: opt.Ep = 1
+
+
+DEGREES = Degrees()
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """The serving engine whose rules set the KV budget, and the memory per GPU it plans in."""
+
+    engine_name: opt.Engine = opt.ENGINE
+    memory: opt.Memory = None
+
+
+ENGINE_OPTIONS = EngineOptions()

@@ -8,11 +8,11 @@ import typer
 
 from roofline import render
 from roofline.cli import draft_options as dopt
+from roofline.cli import groups as grp
 from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
-from roofline.cli.app import app, catalog, guarded, note, warn
-from roofline.cli.groups import grouped
+from roofline.cli.app import catalog, note, warn
 from roofline.cli.levers_json import reload_json, speculate_doc, tiers_doc
 from roofline.domain.errors import InputError
 from roofline.domain.precision import weight_format
@@ -26,27 +26,22 @@ from roofline.step.memory import max_batch
 
 
 # ---- speculate ------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def speculate(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
     so: dopt.DraftOptions = dopt.DRAFT,
-    dg: opt.Degrees = opt.DEGREES,
+    dg: grp.Degrees = grp.DEGREES,
     gpus: opt.Gpus = None,
     dp: opt.Dp = 1,
-    fm: opt.Formats = opt.FORMATS,
+    fm: grp.Formats = grp.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     compute: opt.Compute = None,
     sparsity: opt.Sparsity = None,
     batch: opt.Batch = opt.BATCH,
     batches: opt.Batches = opt.BATCHES,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    rq: grp.Request = grp.REQUEST,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     out: pub.ChartOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
@@ -71,12 +66,12 @@ def speculate(
     gammas, tree, acc = dopt.round_options(so)
     b = opt.batch(batch)
     sweep = opt.batch_sweep(batches, "--batches")
-    ctx = opt.workload(prompt, output, context, model=m)[2]
+    ctx = rq.parse(m)[2]
     pub.check_out(out, charts=True)
-    eng = engine(engine_name, hw)
-    plan = opt.fitted_plan(m, hw, dep, eng, memory)
+    eng = engine(en.engine_name, hw)
+    plan = opt.fitted_plan(m, hw, dep, eng, en.memory)
     common = {"drafter": kind, "decay": so.decay, "draft_vocab": so.draft_vocab, "topk": so.topk}
-    common["engine"] = None if engine_name == "auto" else engine_name
+    common["engine"] = None if en.engine_name == "auto" else en.engine_name
     s, sw = speculate_sweep(m, d_m, hw, dep, d_dep, b, sweep, ctx, gammas, tree, acc, **common)
     fit = drafter_fit(
         m, d_m, kind, dep, d_dep, max(gammas), so.draft_vocab, ctx, b, eng.block_tokens,
@@ -99,9 +94,7 @@ def speculate(
 
 
 # ---- tiers ----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def tiers(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -129,13 +122,10 @@ def tiers(
         int, typer.Option(help="tokens per KV copy (per layer) when reloading a prefix")
     ] = 256,
     tp: opt.Tp = 1,
-    fm: opt.Formats = opt.FORMATS,
-    prompt: opt.Prompt = opt.PROMPT,
-    output: opt.Output = opt.OUTPUT,
-    context: opt.Context = None,
+    fm: grp.Formats = grp.FORMATS,
+    rq: grp.Request = grp.REQUEST,
     batch: opt.BatchOrAuto = None,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     ideal: opt.Ideal = False,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
@@ -149,7 +139,7 @@ def tiers(
     m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     opt.check_formats(dep, hw)
-    ctx = opt.workload(prompt, output, context, model=m)[2]
+    ctx = rq.parse(m)[2]
     if tier_capacity is not None:
         cap = parse_bytes(tier_capacity, "--tier-capacity")
     elif t.capacity_bytes is not None:
@@ -158,7 +148,7 @@ def tiers(
         raise InputError(f"tier {t.id} has no capacity in the catalog", hint="pass --tier-capacity")
     if not 0 < cap < 1e15:
         raise InputError(f"--tier-capacity must be positive and below 1 PB, got {tier_capacity}")
-    plan = opt.fitted_plan(m, hw, dep, engine(engine_name, hw), memory)
+    plan = opt.fitted_plan(m, hw, dep, engine(en.engine_name, hw), en.memory)
     share = tp if sharing is None else sharing
     if not 1 <= share <= 64:
         raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
@@ -174,7 +164,7 @@ def tiers(
     r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
     reload = None
     if prefix is not None:
-        s_new = opt.workload(prompt, output, context)[0]
+        s_new = rq.parse()[0]
         p_tokens = opt.tokens(prefix, "--prefix", 1)
         x = reload_prefix(m, hw, dep, t, p_tokens, s_new, dma_tokens, **kw, ideal=ideal)
         reload = reload_json(x, dma_tokens)

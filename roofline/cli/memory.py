@@ -6,11 +6,11 @@ from typing import Annotated
 import typer
 
 from roofline import render
+from roofline.cli import groups as grp
 from roofline.cli import layout_options as lopt
 from roofline.cli import memory_json as mj
 from roofline.cli import options as opt
-from roofline.cli.app import app, catalog, guarded
-from roofline.cli.groups import grouped
+from roofline.cli.app import catalog
 from roofline.domain.errors import DoesNotFitError, InputError
 from roofline.domain.layout import Layout, check_shape
 from roofline.domain.precision import kv_format, weight_format
@@ -27,8 +27,7 @@ from roofline.step.ops import Deployment
 
 
 # ---- kv -------------------------------------------------------------------------------------
-@app.command()
-@guarded
+@grp.command()
 def kv(
     model: opt.ModelArg,
     kv_dtype: opt.KvDtype = opt.KV_DTYPE,
@@ -68,8 +67,7 @@ def kv(
         ),
     ] = None,
     weights: opt.Weights = opt.WEIGHTS,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """KV-cache bytes per token, sequence and batch.
@@ -98,9 +96,9 @@ def kv(
         opt.tokens(max_len, "--max-len", 1)
     w_fmt = weight_format(opt.resolve_weights(weights, m))
     hw = cat.accelerator(hardware) if hardware is not None else None
-    eng = engine(engine_name, hw)
-    if memory is not None:
-        parse_memory_bytes(memory, "--memory")
+    eng = engine(en.engine_name, hw)
+    if en.memory is not None:
+        parse_memory_bytes(en.memory, "--memory")
     ctx = opt.workload(opt.PROMPT, opt.OUTPUT, context, model=m)[2]
     budget = opt.kv_budget(kv_budget, sink, window)
     dep = Deployment(kv=fmt_kv, kv_token_budget=budget, layout=Layout(tp=tp))
@@ -115,7 +113,7 @@ def kv(
         return
     if allocation is not None:
         limit = opt.tokens(max_len, "--max-len", 1) if max_len is not None else ctx
-        block = opt.block(block, engine(engine_name).block_tokens)
+        block = opt.block(block, engine(en.engine_name).block_tokens)
         values, desc = parse_lengths(lengths, limit)
         per_token = kv_bytes_per_token(m, fmt_kv.bits, tp)
         reports = {
@@ -130,26 +128,25 @@ def kv(
     eviction = None
     if budget is not None:
         with_w = replace(dep, weights=w_fmt)
-        plan = plan_memory(m, hw, with_w, eng, opt.capacity(hw, memory)) if hw is not None else None
+        plan = (
+            plan_memory(m, hw, with_w, eng, opt.capacity(hw, en.memory)) if hw is not None else None
+        )
         eviction = mj.eviction_json(eviction_gain(m, with_w, ctx, b, plan), hw)
     doc = mj.kv_doc(m, fmt_kv, ctx, b, tp, budget, kv_footprint(m, dep, ctx, b), eviction)
     render.emit_json(doc) if json else render.kv_table(doc)
 
 
 # ---- capacity -------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def capacity(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
-    fm: opt.Formats = opt.FORMATS,
+    fm: grp.Formats = grp.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     sparsity: opt.Sparsity = None,
-    sb: opt.StaticBatch = opt.STATIC,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    sb: grp.StaticBatch = grp.STATIC,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     wired_limit: opt.WiredLimit = None,
     block: opt.Block = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
@@ -166,12 +163,12 @@ def capacity(
     opt.check_formats(dep, hw)
     lay, dep = lopt.layout(cat, m, hw, dep, lo)
     b, _, _, ctx = sb.parse(m)
-    eng = engine(engine_name, hw)
+    eng = engine(en.engine_name, hw)
     eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))
     try:  # a Mac past its default wired limit: planned at the raised limit, with a note
-        plan = opt.fitted_plan(m, hw, dep, eng, memory, wired_limit)
+        plan = opt.fitted_plan(m, hw, dep, eng, en.memory, wired_limit)
     except DoesNotFitError:
-        plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, memory, wired_limit))
+        plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, en.memory, wired_limit))
     mb = int(max_batch(plan, m, dep, ctx))
     reason = None
     if not plan.weights_fit:
@@ -190,27 +187,24 @@ def capacity(
 
 
 # ---- bytes ----------------------------------------------------------------------------------
-@app.command("bytes")
-@guarded
-@grouped
+@grp.command("bytes")
 def bytes_(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    dg: opt.Degrees = opt.DEGREES,
+    dg: grp.Degrees = grp.DEGREES,
     attention_dp: opt.AttentionDp = 1,
     microbatches: opt.Microbatches = None,
     nodes: opt.Nodes = None,
     cross_node_tp: opt.CrossNodeTp = False,
     scale_out: opt.ScaleOut = opt.SCALE_OUT,
-    fm: opt.Formats = opt.FORMATS,
+    fm: grp.Formats = grp.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     sparsity: opt.Sparsity = None,
-    sb: opt.StaticBatch = opt.STATIC,
+    sb: grp.StaticBatch = grp.STATIC,
     kv_budget: opt.KvBudget = None,
     levers: Annotated[bool, typer.Option("--levers", help="what-if table of every lever")] = False,
     max_len: opt.MaxLen = None,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """Where the bytes go: weight, KV and activation I/O.
@@ -239,8 +233,8 @@ def bytes_(
     lay, dep = lopt.layout(cat, m, hw, dep, lo)
     b, s, o, ctx = sb.parse(m)
     s = max(s, 1)
-    eng = engine(engine_name, hw)
-    cap = opt.capacity(hw, memory)
+    eng = engine(en.engine_name, hw)
+    cap = opt.capacity(hw, en.memory)
     t = byte_traffic(m, hw, dep, b, s, ctx, engine=eng.name)
     lever_doc = None
     if levers:

@@ -11,7 +11,7 @@ replica runs at once. The layout: `--tp --pp --ep` per replica, `--dp` replicas,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 from typing import Annotated
 
@@ -260,47 +260,6 @@ def batch(value: int) -> int:
     if not 1 <= value <= MAX_BATCH:
         raise InputError(f"--batch must be from 1 to {MAX_BATCH:.0e}, got {value}")
     return value
-
-
-@dataclass(frozen=True)
-class StaticBatch:
-    """A static batch, one group (cli.groups): the sequences launched together and their lengths
-    (analyze, capacity, bytes, plot, offload, device)."""
-
-    batch: Batch = BATCH
-    prompt: Prompt = PROMPT
-    output: Output = OUTPUT
-    context: Context = None
-
-    def parse(self, model: ModelArch, strict: bool = False) -> tuple[int, int, int, int]:
-        """(batch, prompt, output, context) checked: `batch`, then `workload`."""
-        return (batch(self.batch), *workload(self.prompt, self.output, self.context, strict, model))
-
-
-STATIC = StaticBatch()
-
-
-@dataclass(frozen=True)
-class Formats:
-    """The number formats of weights and KV cache, one group (cli.groups)."""
-
-    weights: Weights = WEIGHTS
-    kv_dtype: KvDtype = KV_DTYPE
-
-
-FORMATS = Formats()
-
-
-@dataclass(frozen=True)
-class Degrees:
-    """Tensor, pipeline and expert parallel degrees, one group (cli.groups)."""
-
-    tp: Tp = 1
-    pp: Pp = 1
-    ep: Ep = 1
-
-
-DEGREES = Degrees()
 
 
 def kv_budget(budget: str | None, sink: str | None = None, window: str | None = None) -> int | None:

@@ -6,11 +6,11 @@ import typer
 
 from roofline import render
 from roofline.cli import convert
+from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded
-from roofline.cli.groups import grouped
+from roofline.cli.app import catalog
 from roofline.cli.wired import wired_capacity
 from roofline.domain.errors import InputError
 from roofline.domain.units import parse_seconds
@@ -53,9 +53,7 @@ def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
 
 
 # ---- plan -----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def plan(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
@@ -63,11 +61,10 @@ def plan(
     nodes: opt.Nodes = None,
     cross_node_tp: opt.CrossNodeTp = False,
     scale_out: opt.ScaleOut = opt.SCALE_OUT,
-    fm: opt.Formats = opt.FORMATS,
+    fm: grp.Formats = grp.FORMATS,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     max_tp: Annotated[
         int | None, typer.Option(help="largest TP to try (default: the layout rules decide)")
     ] = None,
@@ -99,8 +96,8 @@ def plan(
     s, o = opt.tokens(prompt, "--prompt"), opt.tokens(output, "--output")
     opt.positions(m, s + o)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
-    eng = engine(engine_name, hw)
-    cap = wired_capacity(m, hw, base, eng, memory)  # one Mac: at the raised wired limit
+    eng = engine(en.engine_name, hw)
+    cap = wired_capacity(m, hw, base, eng, en.memory)  # one Mac: at the raised wired limit
     found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nodes, cross_node_tp, max_tp)
     usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     rows = [_row(p, cost_per_hour(usd, gpus)) for p in found]

@@ -10,10 +10,10 @@ import typer
 
 from roofline import render
 from roofline.checks.spec import evaluate_spec, load_spec
+from roofline.cli import groups as grp
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded
-from roofline.cli.groups import grouped
+from roofline.cli.app import catalog
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions, spec_keys
 from roofline.cli.specs import spec_case, spec_json
 from roofline.cli.traffic_json import metrics_json
@@ -21,9 +21,7 @@ from roofline.domain.units import fmt_rate, fmt_seconds, parse_seconds
 from roofline.serving.router import DEFAULT_ROUTER
 
 
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def report(
     spec: Annotated[
         str, typer.Argument(help="YAML/JSON: a check spec with a candidates: list ('-': stdin)")

@@ -9,13 +9,13 @@ import numpy as np
 import typer
 
 from roofline import render
+from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded, note, warn
+from roofline.cli.app import catalog, note, warn
 from roofline.cli.cliff_json import cliff_doc
 from roofline.cli.disagg_json import disagg_doc, pool_split, pools_launch, traffic_json
-from roofline.cli.groups import grouped
 from roofline.domain.errors import InputError
 from roofline.domain.layout import validate
 from roofline.domain.units import fmt_bytes, parse_seconds
@@ -30,14 +30,12 @@ from roofline.step.ops import Deployment
 
 
 # ---- cliff ----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def cliff(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    dg: opt.Degrees = opt.DEGREES,
-    fm: opt.Formats = opt.FORMATS,
+    dg: grp.Degrees = grp.DEGREES,
+    fm: grp.Formats = grp.FORMATS,
     lens: topt.LengthOptions = topt.LENGTHS,
     max_seqs: opt.MaxSeqs = None,
     requests: opt.Requests = None,
@@ -46,8 +44,7 @@ def cliff(
     swap_tier: Annotated[str, typer.Option(help="tier id for --preemption swap")] = "pcie5-x16",
     ideal: opt.Ideal = False,
     chunked_prefill: topt.ChunkedPrefill = None,
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     out: pub.ChartOut = None,
     fmt: pub.RowFormat = pub.RowFmt.table,
 ) -> None:
@@ -85,8 +82,8 @@ def cliff(
         raise InputError(f"--prompt-dist/--output-dist must give {n} lengths (--requests)")
     opt.positions(m, int((prompts + outputs).max()))
     s, o = round(float(prompts.mean())), round(float(outputs.mean()))
-    eng = engine(engine_name, hw)
-    plan = opt.fitted_plan(m, hw, dep, eng, memory)
+    eng = engine(en.engine_name, hw)
+    plan = opt.fitted_plan(m, hw, dep, eng, en.memory)
     chunked_prefill = chunked_prefill is not False  # not given: chunked, vLLM V1's default
     sw = cliff_sweep(m, hw, dep, plan, prompts, outputs, settings, preemption, tier,
                      chunked_prefill, ideal)  # fmt: skip
@@ -101,9 +98,7 @@ def cliff(
 
 
 # ---- disagg ---------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def disagg(
     model: opt.ModelArg,
     prefill_hardware: Annotated[str, typer.Option("--prefill", help="prefill accelerator")],
@@ -123,7 +118,7 @@ def disagg(
     prefill_batch: Annotated[
         int, typer.Option(help="prompts one prefill step runs (both ways of serving)")
     ] = 1,
-    fm: opt.Formats = opt.FORMATS,
+    fm: grp.Formats = grp.FORMATS,
     link: Annotated[str, typer.Option(help="tier id the KV cache travels over")] = "infiniband-ndr",
     batch: opt.Batch = opt.BATCH,
     lens: topt.LengthOptions = topt.LENGTHS,
@@ -208,7 +203,7 @@ def disagg(
     pub.publish(doc, fmt, [], tables, out)
 
 
-def _pool(fm: opt.Formats, tp: int, pp: int, ep: int, attention_dp: int, m) -> Deployment:
+def _pool(fm: grp.Formats, tp: int, pp: int, ep: int, attention_dp: int, m) -> Deployment:
     """One pool's replica deployment."""
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, pp, ep=ep, model=m)
     return dep.with_layout(attention_dp=attention_dp)

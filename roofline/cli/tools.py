@@ -15,10 +15,10 @@ from roofline.cases.case import summarize
 from roofline.cases.casefiles import is_serving_case_file, load_cases, load_serving_cases
 from roofline.cases.evaluate import evaluate
 from roofline.cli import convert
+from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
-from roofline.cli.app import app, catalog, guarded, guarded_stream, note
-from roofline.cli.groups import grouped
+from roofline.cli.app import app, catalog, guarded_stream, note
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.precision import kv_format, weight_format
 from roofline.engines.engine import engine
@@ -176,15 +176,13 @@ def _chunk_rows(chunk: dict[str, Any], names: tuple[str, ...]) -> list[tuple]:
     return list(zip(*cols, strict=True))
 
 
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def plot(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
-    dg: opt.Degrees = opt.DEGREES,
-    fm: opt.Formats = opt.FORMATS,
-    sb: opt.StaticBatch = opt.STATIC,
+    dg: grp.Degrees = grp.DEGREES,
+    fm: grp.Formats = grp.FORMATS,
+    sb: grp.StaticBatch = grp.STATIC,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="write the chart to FILE.svg|png|pdf (roofline[plot])"),
@@ -238,9 +236,7 @@ def plot(
 _BENCH_ONLY = "--model, --hardware and --calibrate apply to benchmark files"
 
 
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def validate(
     cases: Annotated[
         list[Path],
@@ -257,8 +253,8 @@ def validate(
     hardware: Annotated[
         str | None, typer.Option("--hardware", help="accelerator id of the benchmark files' runs")
     ] = None,
-    dg: opt.Degrees = opt.DEGREES,
-    fm: opt.Formats = opt.FORMATS,
+    dg: grp.Degrees = grp.DEGREES,
+    fm: grp.Formats = grp.FORMATS,
     engine_name: opt.Engine = opt.ENGINE,
     tokenizer: Annotated[
         str, typer.Option("--tokenizer", help="the API server's detokenizer: fast or slow")

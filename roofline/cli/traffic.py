@@ -10,6 +10,7 @@ import typer
 
 from roofline import render
 from roofline.cli import draft_options as dopt
+from roofline.cli import groups as grp
 from roofline.cli import layout_options as lopt
 from roofline.cli import loadbands as lb
 from roofline.cli import options as opt
@@ -17,10 +18,10 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli import workload as wf
 from roofline.cli.answers_json import per_hardware_json, unsized_json
-from roofline.cli.app import app, catalog, guarded, note
+from roofline.cli.app import catalog, note
 from roofline.cli.confidence import confidence_edges, confidence_level
-from roofline.cli.groups import grouped
 from roofline.cli.kvtier_options import KV_TIERS, KvTierOptions
+from roofline.cli.startup import EXIT_CHECK_FAILED
 from roofline.cli.traffic_json import flat, serve_doc, size_doc, size_rows, sized_list
 from roofline.cli.wired import wired_capacity
 from roofline.domain.errors import InputError
@@ -64,15 +65,12 @@ def _one(values: list[int], what: str) -> int:
 
 
 # ---- serve ----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def serve(
     model: opt.ModelArg,
     hardware: opt.HardwareArg,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: grp.Formats = grp.FORMATS,
     lens: topt.LengthOptions = topt.LENGTHS,
     rate: topt.Rate = None,
     tr: topt.ArrivalOptions = topt.ARRIVALS,
@@ -91,8 +89,7 @@ def serve(
     preemption: Preemption = "recompute",
     tokenizer: Tokenizer = "fast",
     frontend: topt.Frontend = "api",
-    engine_name: opt.Engine = opt.ENGINE,
-    memory: opt.Memory = None,
+    en: grp.EngineOptions = grp.ENGINE_OPTIONS,
     price: topt.Price = None,
     router: topt.Router = DEFAULT_ROUTER,
     saturation: Annotated[
@@ -124,8 +121,8 @@ def serve(
     arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration, lens)
     cat = catalog()
     m, hw = cat.model(model), cat.accelerator(hardware)
-    dep = opt.deployment(weights, kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
-    dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo, engine_name)
+    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
+    dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo, en.engine_name)
     slo = sl.slo()
     timed = arrivals is not None or topt.is_trace(lens.prompt_dist)
     if (rate is None) == (concurrency is None) and not timed and workload is None:
@@ -142,13 +139,13 @@ def serve(
             speedup, px.config(seed),
         )  # fmt: skip
     opt.positions(m, int((base.prompts + base.outputs).max()))
-    eng = with_frontend(engine(engine_name, hw), frontend)
+    eng = with_frontend(engine(en.engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
     rep = kt.apply(make_replica(
         m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None, max_batched_tokens,
         chunked_prefill, preemption, cat.tier("pcie5-x16") if preemption == "swap" else None,
-        wired_capacity(m, hw, dep, eng, memory),
+        wired_capacity(m, hw, dep, eng, en.memory),
         tokenizer=tokenizer, drafting=drafting,
         draft_context=float(base.prompts.mean() + base.outputs.mean() / 2),
         scheduler_steps=num_scheduler_steps,
@@ -194,16 +191,13 @@ def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions, engine_name: str | None =
 
 
 # ---- size -----------------------------------------------------------------------------------
-@app.command()
-@guarded
-@grouped
+@grp.command()
 def size(
     model: opt.ModelArg,
     rate: topt.Rate = None,
     tr: topt.ArrivalOptions = topt.ARRIVALS,
     hardware: topt.HardwareList = None,
-    weights: opt.Weights = opt.WEIGHTS,
-    kv_dtype: opt.KvDtype = opt.KV_DTYPE,
+    fm: grp.Formats = grp.FORMATS,
     lens: topt.LengthOptions = topt.LENGTHS,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
@@ -273,7 +267,7 @@ def size(
     cat = catalog()
     m = cat.model(model)
     hws = _accelerators(cat, hardware)
-    base = opt.deployment(weights, kv_dtype, model=m).with_layout(
+    base = opt.deployment(fm.weights, fm.kv_dtype, model=m).with_layout(
         attention_dp_balance=attention_dp_balance or default_balance(engine_name)
     )
     for hw in hws:
@@ -347,7 +341,7 @@ def _none_found(doc, answers, slo, rate: float) -> None:
     why = "; ".join(f"{a['hardware']}: {a['reason']}" for a in answers if a["reason"])
     what = "within the SLOs" if slo.ttft_s or slo.tpot_s else "(no SLO given: on saturation)"
     note(f"size: no deployment serves {fmt_rate(rate)} req/s {what}: {why}")
-    raise typer.Exit(1)
+    raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 def _size_workload(o: dict) -> None:
@@ -377,12 +371,12 @@ def _size_workload(o: dict) -> None:
     day = None
     if day_rates is not None:  # each deployment's day, the classes at their shares (cli.day)
         delay = day_cli.parse_delay(o["scale_up_delay"])
-        day_cli.delays(m, hws, opt.deployment(o["weights"], o["kv_dtype"], model=m), eng,
+        day_cli.delays(m, hws, opt.deployment(o["fm"].weights, o["fm"].kv_dtype, model=m), eng,
                        o["scale_up_delay"])  # fmt: skip
         day = day_cli.mix_day(m, eng, day_rates, o["headroom"], delay, slo, o["seed"], router,
                               edges)  # fmt: skip
     doc = wf.size_doc(
-        cat, m, hws, o["weights"], o["kv_dtype"], eng, o["workload"], one, o["requests"],
+        cat, m, hws, o["fm"].weights, o["fm"].kv_dtype, eng, o["workload"], one, o["requests"],
         o["seed"], slo, topt.price_table(cat, o["price"]), router,
         kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w), day=day, edges=edges,
     )  # fmt: skip

@@ -125,19 +125,19 @@ def _finish(plt: Any, fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
-def check_output(path: Path) -> None:
-    """Fail early (before any work or output) on a bad chart path or a missing matplotlib."""
+def check_output(path: Path) -> Any:
+    """Fail early (before any work or output) on a bad chart path or a missing matplotlib; else
+    pyplot, to draw with."""
     if path.suffix.lower() not in (".svg", ".png", ".pdf"):
         raise InputError(f"--out {path}: use a .svg, .png or .pdf file name")
     if not path.parent.is_dir():
         raise InputError(f"--out {path}: the directory {path.parent} does not exist")
-    _pyplot()
+    return _pyplot()
 
 
 def save_roofline(doc: Mapping[str, Any], path: Path) -> None:
     """The roofline chart through matplotlib."""
-    check_output(path)
-    plt = _pyplot()
+    plt = check_output(path)
     s = roofline_series(doc)
     w, peaks, pts = s["bandwidth"], s["peaks"], s["points"]
     top = max(peaks.values())
@@ -181,8 +181,7 @@ def save_roofline(doc: Mapping[str, Any], path: Path) -> None:
 
 def save_cliff(doc: Mapping[str, Any], path: Path) -> None:
     """Throughput and TPOT against batch with the cliff marked, through matplotlib."""
-    check_output(path)
-    plt = _pyplot()
+    plt = check_output(path)
     pts: Sequence[Mapping[str, Any]] = doc["points"]
     b = [p["batch"] for p in pts]
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -209,8 +208,7 @@ def save_cliff(doc: Mapping[str, Any], path: Path) -> None:
 def save_speedup(doc: Mapping[str, Any], path: Path) -> None:
     """Speculative decoding: speed-up (best γ) against batch, log x, with 1× and the crossover
     marked."""
-    check_output(path)
-    plt = _pyplot()
+    plt = check_output(path)
     rows = doc["by_batch"]
     fig, ax = plt.subplots(figsize=(8, 5))
     b = [r["batch"] for r in rows]
@@ -229,8 +227,7 @@ def save_speedup(doc: Mapping[str, Any], path: Path) -> None:
 
 
 def save_serve(doc: Mapping[str, Any], path: Path) -> None:
-    check_output(path)
-    plt = _pyplot()
+    plt = check_output(path)
     pts = doc["points"]
     x = [p["rate"] for p in pts]
     i = doc["inputs"]
@@ -257,8 +254,7 @@ def save_serve(doc: Mapping[str, Any], path: Path) -> None:
 
 
 def save_day(doc: Mapping[str, Any], path: Path) -> None:
-    check_output(path)
-    plt = _pyplot()
+    plt = check_output(path)
     day, i = doc["day"], doc["inputs"]
     ivs = day["intervals"]
     hours = [iv["start_s"] / 3600 for iv in ivs]

@@ -122,6 +122,40 @@ def _legend(names: Sequence[str], y: float = 12) -> list[str]:
     return out
 
 
+def _plot_area(x0: float, x1: float, y0: float, y1: float) -> str:
+    return f'<rect x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}" class="plot"/>'
+
+
+def _vline(px: float, y0: float, y1: float) -> str:
+    """A vertical line's end points, from the plot's foot y0 to its top y1."""
+    return f'x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y1}"'
+
+
+def _x_axis(
+    axis: Axis, x0: float, x1: float, y0: float, y1: float, height: float
+) -> tuple[list[str], str]:
+    """A horizontal axis: the grid line at each tick with its value under the plot, and the
+    axis's label at the foot of the chart."""
+    out = []
+    for t in axis.ticks:
+        px = _pos(axis, t, x0, x1)
+        out.append(
+            f'<line {_vline(px, y0, y1)} class="grid"/>'
+            f'<text x="{px:.1f}" y="{y0 + 16}" class="tick" text-anchor="middle">'
+            f"{escape(axis.fmt(t))}</text>"
+        )
+    label = (
+        f'<text x="{(x0 + x1) / 2}" y="{height - 8}" class="axis" text-anchor="middle">'
+        f"{escape(axis.label)}</text>"
+    )
+    return out, label
+
+
+def _ref(line: str, text: str, label: str) -> str:
+    """A reference line (an SLO, the saturation rate) with its label and tooltip."""
+    return f'<g class="ref"><line {line}/><text {text}>{escape(label)}</text>{_t(label)}</g>'
+
+
 def line_chart(
     title: str,
     x: Axis,
@@ -140,14 +174,9 @@ def line_chart(
     _setup(x, xs, zero=False)
     _setup(y, ys, zero=y_zero)
     x0, x1, y0, y1 = LEFT, W - RIGHT, H - BOTTOM, TOP
-    body = [f'<rect x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}" class="plot"/>']
-    for t in x.ticks:
-        px = _pos(x, t, x0, x1)
-        body.append(
-            f'<line x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y1}" class="grid"/>'
-            f'<text x="{px:.1f}" y="{y0 + 16}" class="tick" text-anchor="middle">'
-            f"{escape(x.fmt(t))}</text>"
-        )
+    body = [_plot_area(x0, x1, y0, y1)]
+    x_ticks, x_label = _x_axis(x, x0, x1, y0, y1, H)
+    body += x_ticks
     for t in y.ticks:
         py = _pos(y, t, y0, y1)
         body.append(
@@ -156,9 +185,7 @@ def line_chart(
             f"{escape(y.fmt(t))}</text>"
         )
     body.append(
-        f'<text x="{(x0 + x1) / 2}" y="{H - 8}" class="axis" text-anchor="middle">'
-        f"{escape(x.label)}</text>"
-        f'<text x="14" y="{(y0 + y1) / 2}" class="axis" text-anchor="middle" '
+        x_label + f'<text x="14" y="{(y0 + y1) / 2}" class="axis" text-anchor="middle" '
         f'transform="rotate(-90 14 {(y0 + y1) / 2})">{escape(y.label)}</text>'
     )
     for roof in roofs:
@@ -173,18 +200,11 @@ def line_chart(
         )
     for r in hlines:
         py = _pos(y, r.value, y0, y1)
-        body.append(
-            f'<g class="ref"><line x1="{x0}" y1="{py:.1f}" x2="{x1}" y2="{py:.1f}"/>'
-            f'<text x="{x1 - 4}" y="{py - 4:.1f}" text-anchor="end">{escape(r.label)}</text>'
-            f"{_t(r.label)}</g>"
-        )
+        line = f'x1="{x0}" y1="{py:.1f}" x2="{x1}" y2="{py:.1f}"'
+        body.append(_ref(line, f'x="{x1 - 4}" y="{py - 4:.1f}" text-anchor="end"', r.label))
     for i, r in enumerate(vlines):
         px = _pos(x, r.value, x0, x1)
-        body.append(
-            f'<g class="ref"><line x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y1}"/>'
-            f'<text x="{px + 4:.1f}" y="{y1 + 12 + 13 * i}">{escape(r.label)}</text>'
-            f"{_t(r.label)}</g>"
-        )
+        body.append(_ref(_vline(px, y0, y1), f'x="{px + 4:.1f}" y="{y1 + 12 + 13 * i}"', r.label))
     for i, s in enumerate(series):
         c = PALETTE[i % len(PALETTE)]
         coords = [(_pos(x, a, x0, x1), _pos(y, b, y0, y1), tip) for a, b, tip in s.points]
@@ -217,18 +237,8 @@ def bar_chart(
     height = TOP + group_h * len(categories) + BOTTOM
     x0, x1, y1 = label_w, W - RIGHT, TOP
     y0 = height - BOTTOM
-    body = [f'<rect x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}" class="plot"/>']
-    for t in axis.ticks:
-        px = _pos(axis, t, x0, x1)
-        body.append(
-            f'<line x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y1}" class="grid"/>'
-            f'<text x="{px:.1f}" y="{y0 + 16}" class="tick" text-anchor="middle">'
-            f"{escape(axis.fmt(t))}</text>"
-        )
-    body.append(
-        f'<text x="{(x0 + x1) / 2}" y="{height - 8}" class="axis" text-anchor="middle">'
-        f"{escape(axis.label)}</text>"
-    )
+    ticks, label = _x_axis(axis, x0, x1, y0, y1, height)
+    body = [_plot_area(x0, x1, y0, y1), *ticks, label]
     base = _pos(axis, max(axis.lo, 0.0) if not axis.log else axis.lo, x0, x1)
     for gi, cat in enumerate(categories):
         gy = y1 + gap / 2 + gi * group_h
@@ -250,9 +260,7 @@ def bar_chart(
     for r in refs:
         px = _pos(axis, r.value, x0, x1)
         body.append(
-            f'<g class="ref"><line x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y1}"/>'
-            f'<text x="{px - 4:.1f}" y="{y1 - 4}" text-anchor="end">{escape(r.label)}</text>'
-            f"{_t(r.label)}</g>"
+            _ref(_vline(px, y0, y1), f'x="{px - 4:.1f}" y="{y1 - 4}" text-anchor="end"', r.label)
         )
     body += _legend([name for name, _ in series])
     return _frame(title, body, height)
