@@ -159,6 +159,8 @@ def _label(d: Mapping[str, Any]) -> str:
 
 def size(doc: Mapping[str, Any]) -> Content:
     inputs, deps = doc["inputs"], doc.get("deployments") or []
+    if deps and "classes" in deps[0]:
+        return _workload_size(doc)
     best = doc.get("best")
     c = Content()
     if best is None:
@@ -206,6 +208,34 @@ def size(doc: Mapping[str, Any]) -> Content:
     _chips_chart(c, chips, inputs)
     if rows:
         _frontier(c, rows, chips)
+    return c
+
+
+def _workload_size(doc: Mapping[str, Any]) -> Content:
+    """size --workload: one pool for the file's classes (deployments[0]), each class's p99
+    TTFT against its own SLO."""
+    inputs, d = doc["inputs"], doc["deployments"][0]
+    c = Content()
+    c.figures = [
+        ("chip", "deployments.0.hardware"),
+        ("tensor parallel", "deployments.0.tp"),
+        ("replicas", "deployments.0.replicas"),
+        ("GPUs", "deployments.0.gpus"),
+        ("$ per million output tokens", "deployments.0.cost_per_million_output_tokens"),
+        ("$ per hour", "deployments.0.cost_per_hour"),
+    ]
+    classes = "; ".join(
+        f"{k['name']} p99 TTFT {fmt('x_s', (k.get('ttft_s') or {}).get('p99'))} against "
+        f"{fmt('x_s', (k.get('slo') or {}).get('ttft_s'))}"
+        f" ({'met' if k.get('meets_slo') else 'missed'})"
+        for k in d["classes"]
+    )
+    wl = inputs.get("workload") or {}
+    c.verdict = (
+        f"Serve {inputs.get('model')} for the workload {wl.get('file')} "
+        f"({fmt('rate', wl.get('arrivals_per_s'))} arrivals/s) on {d['gpus']} × {d['hardware']} "
+        f"(TP{d['tp']}, {d['replicas']} replicas, its classes in one pool): {classes}."
+    )
     return c
 
 
