@@ -45,6 +45,7 @@ class _Set(Decoders):
         self.S = self.G = self.F = self.spans = 0
         self.gen, self.prompts, self.outputs = [0] * n, [10 + i for i in range(n)], [50] * n
         self.base_arr, self.last_tok, self.last_shared = None, [0.0] * n, 0.0
+        self.simple_kv = False  # the contexts kept in the buffer only
 
 
 @settings(max_examples=50, deadline=None)
