@@ -117,9 +117,49 @@ def candidates(
     whose weights fit were scored. `decode_only`: a decode pool's replicas, which take no
     prompts, so no prefill bound."""
     scored: list[Candidate] = []
+    for g, lay, p in _plans(model, hw, base, eng, prompt, output, tpot_s, scale_out):
+        bound = float("inf") if decode_only else prefill_bound(p, tpot_s)
+        req = min(p.output_tokens_per_s / max(output, 1), bound)
+        reps = math.ceil(rate / max(req * (1.0 - headroom), 1e-12))
+        scored.append(
+            Candidate(
+                lay,
+                deployment(base, lay, hw),
+                req,
+                g * reps,
+                p.output_tokens_per_s / g,
+                p.latency_tpot_s,
+                bound,
+            )
+        )
+    return _keep(scored, keep), len(scored)
+
+
+_PLANS: dict[tuple, tuple[Accelerator, list[tuple[int, Layout, Plan]]]] = {}
+_PLANS_KEPT = 8  # the last scorings: size's colocated layouts and its decode pool's share one
+
+
+def _plans(
+    model: ModelArch,
+    hw: Accelerator,
+    base: Deployment,
+    eng: Engine,
+    prompt: int,
+    output: int,
+    tpot_s: float | None,
+    scale_out: Tier | None,
+) -> list[tuple[int, Layout, Plan]]:
+    """(GPUs, layout, plan's static estimate) of every layout whose weights fit and whose
+    estimate fits and meets the TPOT SLO at batch 1, in the enumerator's order (module
+    docstring); the same figures for the same arguments, so the last few are kept."""
+    key = (model, id(hw), base, eng, prompt, output, tpot_s, scale_out)
+    got = _PLANS.get(key)
+    if got is not None and got[0] is hw:
+        return got[1]
+    out: list[tuple[int, Layout, Plan]] = []
     inside, spanning = replica_sizes(hw)
     for g in inside + spanning:
-        if g in spanning and not model.is_moe and scored:
+        if g in spanning and not model.is_moe and out:
             break  # a dense model one node holds does not span nodes
         for lay in candidate_layouts(
             model, hw, g, scale_out, microbatch_factors=(1,), every_degree=True, dp=1
@@ -131,21 +171,11 @@ def candidates(
                 continue
             if tpot_s is not None and p.latency_tpot_s > tpot_s:
                 continue
-            bound = float("inf") if decode_only else prefill_bound(p, tpot_s)
-            req = min(p.output_tokens_per_s / max(output, 1), bound)
-            reps = math.ceil(rate / max(req * (1.0 - headroom), 1e-12))
-            scored.append(
-                Candidate(
-                    lay,
-                    deployment(base, lay, hw),
-                    req,
-                    g * reps,
-                    p.output_tokens_per_s / g,
-                    p.latency_tpot_s,
-                    bound,
-                )
-            )
-    return _keep(scored, keep), len(scored)
+            out.append((g, lay, p))
+    while len(_PLANS) >= _PLANS_KEPT:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[key] = (hw, out)
+    return out
 
 
 def _keep(scored: list[Candidate], keep: int) -> list[Candidate]:
