@@ -1,11 +1,17 @@
 """size's speed-ups give the answers of the plain computations they replace: the layouts'
-static scoring read again rather than recomputed (candidates._plans)."""
+static scoring read again rather than recomputed (candidates._plans), the pool shapes that cannot
+win left unsearched (disagg.best_pools)."""
 
 from __future__ import annotations
 
 import roofline.serving.candidates as cands
+import roofline.serving.disagg as disagg
 from roofline.catalog.load import load_catalog
 from roofline.engines.engine import engine
+from roofline.serving.kvtransfer import KvLink
+from roofline.serving.metrics import Slo
+from roofline.serving.serve import make_replica
+from roofline.serving.workload import make_workload
 from roofline.step.ops import Deployment
 
 CAT = load_catalog()
@@ -31,3 +37,32 @@ def test_decode_pool_scoring_reads_the_colocated_scoring(monkeypatch):
     # a decode pool has no prefill bound; the colocated layouts do
     assert all(c.rate_bound == float("inf") for c in dec)
     assert all(c.rate_bound < float("inf") for c in colo)
+
+
+def test_best_pools_skips_only_shapes_that_cannot_win(monkeypatch):
+    # every shape searched (the plain loop: the first of the most goodput per GPU) against
+    # best_pools, which skips a shape whose saturation per GPU is no more than the best found
+    m, hw = CAT.models["llama-3.1-8b"], CAT.accelerator("h100")
+    link = KvLink(CAT.tier("infiniband-ndr"))
+    pre = make_replica(m, hw, Deployment(), engine("vllm"), 1200, chunked_prefill=False,
+                       max_batched_tokens=8192)  # fmt: skip
+    dec = make_replica(m, hw, Deployment(), engine("vllm"), 1200)
+    w = make_workload(1000, 100, rate=20.0, requests=200, seed=0)
+    slo = Slo(ttft_s=0.5, tpot_s=0.02, pct=90)
+    searched = []
+    real = disagg.max_rate_disaggregated
+    monkeypatch.setattr(disagg, "max_rate_disaggregated",
+                        lambda mo, p, *a: searched.append(p) or real(mo, p, *a))  # fmt: skip
+    got = disagg.best_pools(m, pre, dec, link, w, slo, 1.3)
+    sats = disagg.pool_saturations(pre, dec, w)
+    plain = None
+    shapes = sorted({(max(1, round(1.3 * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
+    for n_p, n_d in shapes:
+        pools = disagg.Pools(pre, dec, n_p, n_d, link)
+        r = real(m, pools, w, slo, disagg.pools_capacity(pools, sats)[0])
+        if plain is None or r / pools.gpus > plain[0]:
+            plain = (r / pools.gpus, n_p, n_d, r)
+    assert plain is not None
+    assert (got.goodput_per_gpu, got.prefill_replicas, got.decode_replicas,
+            got.max_rate_per_unit) == plain  # fmt: skip
+    assert 1 <= len(searched) < len(shapes)  # at least one shape was left unsearched
