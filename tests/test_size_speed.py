@@ -1,8 +1,13 @@
 """size's speed-ups give the answers of the plain computations they replace: the layouts'
 static scoring read again rather than recomputed (candidates._plans), the pool shapes that cannot
-win left unsearched (disagg.best_pools)."""
+win left unsearched (disagg.best_pools), size --disagg's pairs run beside its colocated search
+(workers.Background)."""
 
 from __future__ import annotations
+
+import os
+
+import pytest
 
 import roofline.serving.candidates as cands
 import roofline.serving.disagg as disagg
@@ -11,6 +16,7 @@ from roofline.engines.engine import engine
 from roofline.serving.kvtransfer import KvLink
 from roofline.serving.metrics import Slo
 from roofline.serving.serve import make_replica
+from roofline.serving.workers import Background
 from roofline.serving.workload import make_workload
 from roofline.step.ops import Deployment
 
@@ -66,3 +72,20 @@ def test_best_pools_skips_only_shapes_that_cannot_win(monkeypatch):
     assert (got.goodput_per_gpu, got.prefill_replicas, got.decode_replicas,
             got.max_rate_per_unit) == plain  # fmt: skip
     assert 1 <= len(searched) < len(shapes)  # at least one shape was left unsearched
+
+
+def _pid_square(x: int) -> tuple[int, int]:
+    return os.getpid(), x * x
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_background_gives_the_items_results_in_order(monkeypatch, jobs):
+    monkeypatch.setenv("ROOFLINE_JOBS", jobs)
+    with Background(_pid_square, [3]) as one, Background(_pid_square, [1, 2, 3, 4]) as four:
+        got1, got4 = one.result(), four.result()
+    assert [y for _, y in got1] == [9] and [y for _, y in got4] == [1, 4, 9, 16]
+    # two cores: even one item runs in a forked worker, beside this process; one core: here
+    assert (got1[0][0] != os.getpid()) == (jobs == "2")
+    with Background(lambda x: 1 // x, [0]) as bad, pytest.raises(ZeroDivisionError):
+        bad.result()
+    assert Background(_pid_square, []).result() == []

@@ -39,7 +39,7 @@ from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.size import HEADROOM, Sized, _none, redundant_experts, size
 from roofline.serving.sizerank import _scale, rank
 from roofline.serving.whynone import describe
-from roofline.serving.workers import parallel_map
+from roofline.serving.workers import Background
 from roofline.serving.workload import Workload
 from roofline.step.ops import Deployment
 
@@ -106,6 +106,27 @@ def size_disaggregated(
     (prefill, decode) replicas) and as many units as the rate needs. A pair the engine cannot
     run (vLLM: the decode pool's attention TP not a multiple of the prefill pool's,
     launch.pools_refusal) is not simulated: its row says why."""
+    rows, pending = _disaggregated(model, accelerators, base, eng, w, slo, prices, link, seed,
+                                   scale_out, shape)  # fmt: skip
+    with pending:
+        return rows + pending.result()
+
+
+def _disaggregated(
+    model: ModelArch,
+    accelerators: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    w: Workload,
+    slo: Slo,
+    prices: dict[str, Price],
+    link: KvLink,
+    seed: int = 0,
+    scale_out: Tier | None = None,
+    shape: tuple[int, int] | None = None,
+) -> tuple[list[Sized], Background]:
+    """size_disaggregated started: the rows of the pairs not simulated, and the simulated
+    pairs' search running in background workers (workers.Background)."""
     flags = engine_flags()
     max_len = int(w.prompts.max() + w.outputs.max())
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
@@ -169,7 +190,7 @@ def size_disaggregated(
             },
         )  # fmt: skip
 
-    return out + parallel_map(one, tasks)
+    return out, Background(one, tasks)
 
 
 def size_search(
@@ -196,14 +217,21 @@ def size_search(
     (serving.confidence; colocated only)."""
     if link is not None and confidence and any(not e.neutral for e in confidence.values()):
         raise InputError("--confidence p90 sizes colocated fleets only: drop --disagg")
-    rows = size(
-        model, accelerators, base, eng, w, slo, prices, minimize, seed,
-        headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
-        confidence=confidence,
-    )  # fmt: skip
     if link is None:
-        return rows
-    extra = size_disaggregated(
+        return size(
+            model, accelerators, base, eng, w, slo, prices, minimize, seed,
+            headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
+            confidence=confidence,
+        )  # fmt: skip
+    # the disaggregated pairs run in the background while the colocated layouts are searched
+    extra, pending = _disaggregated(
         model, accelerators, base, eng, w, slo, prices, link, seed, scale_out, shape
     )
+    with pending:
+        rows = size(
+            model, accelerators, base, eng, w, slo, prices, minimize, seed,
+            headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
+            confidence=confidence,
+        )  # fmt: skip
+        extra += pending.result()
     return rank(rows + extra, minimize)
