@@ -89,3 +89,17 @@ def test_background_gives_the_items_results_in_order(monkeypatch, jobs):
     with Background(lambda x: 1 // x, [0]) as bad, pytest.raises(ZeroDivisionError):
         bad.result()
     assert Background(_pid_square, []).result() == []
+
+
+def test_chips_scored_side_by_side_are_what_each_is_alone(monkeypatch):
+    monkeypatch.setenv("ROOFLINE_JOBS", "2")
+    m, eng, base = CAT.models["llama-3.1-70b"], engine("vllm"), Deployment()
+    chips = [CAT.accelerator("h100"), CAT.accelerator("b200")]
+    cands._PLANS.clear()
+    alone = [cands.candidates(m, hw, base, eng, 2000, 500, 10.0, 0.05, 0.1, None) for hw in chips]
+    cands._PLANS.clear()
+    cands.score_chips(m, chips, base, eng, 2000, 500, 0.05, None)  # in two forked workers
+    calls = []
+    monkeypatch.setattr(cands, "evaluate", lambda *a, **k: calls.append(1))
+    kept = [cands.candidates(m, hw, base, eng, 2000, 500, 10.0, 0.05, 0.1, None) for hw in chips]
+    assert not calls and kept == alone  # read from the workers' scoring, the same candidates

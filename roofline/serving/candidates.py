@@ -37,6 +37,7 @@ from roofline.domain.layout import Layout, candidate_layouts, links, node_gpus
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.step.memory import kv_bytes_per_sequence, plan_memory
+from roofline.serving.workers import parallel_map
 from roofline.step.ops import Deployment
 from roofline.step.phases import prefill
 from roofline.step.planner import Plan, evaluate
@@ -136,7 +137,40 @@ def candidates(
 
 
 _PLANS: dict[tuple, tuple[Accelerator, list[tuple[int, Layout, Plan]]]] = {}
-_PLANS_KEPT = 8  # the last scorings: size's colocated layouts and its decode pool's share one
+_PLANS_KEPT = 128  # the last scorings (a chip each): size's colocated and decode pools share one
+
+
+def _keep_plans(key: tuple, hw: Accelerator, plans: list[tuple[int, Layout, Plan]]) -> None:
+    while len(_PLANS) >= _PLANS_KEPT:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[key] = (hw, plans)
+
+
+def score_chips(
+    model: ModelArch,
+    accelerators: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    prompt: int,
+    output: int,
+    tpot_s: float | None,
+    scale_out: Tier | None,
+) -> None:
+    """Each chip's layouts scored (_plans) over forked workers, a chip each, and kept here for
+    candidates() to read: the same figures, the chips' scorings side by side."""
+    todo = [
+        hw
+        for hw in accelerators
+        if _PLANS.get((model, id(hw), base, eng, prompt, output, tpot_s, scale_out), (None,))[0]
+        is not hw
+    ]
+    if len(todo) < 2:  # one chip: scored where it is asked for
+        return
+    got = parallel_map(
+        lambda hw: _plans(model, hw, base, eng, prompt, output, tpot_s, scale_out), todo
+    )
+    for hw, plans in zip(todo, got, strict=True):
+        _keep_plans((model, id(hw), base, eng, prompt, output, tpot_s, scale_out), hw, plans)
 
 
 def _plans(
@@ -172,9 +206,7 @@ def _plans(
             if tpot_s is not None and p.latency_tpot_s > tpot_s:
                 continue
             out.append((g, lay, p))
-    while len(_PLANS) >= _PLANS_KEPT:
-        _PLANS.pop(next(iter(_PLANS)))
-    _PLANS[key] = (hw, out)
+    _keep_plans(key, hw, out)
     return out
 
 

@@ -22,7 +22,12 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.engines.launch import pools_refusal
-from roofline.serving.candidates import PREFILL_TOKENS, candidates, prefill_candidates
+from roofline.serving.candidates import (
+    PREFILL_TOKENS,
+    candidates,
+    prefill_candidates,
+    score_chips,
+)
 from roofline.serving.confidence import Edges
 from roofline.serving.cost import (
     Price,
@@ -132,6 +137,7 @@ def _disaggregated(
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
     out: list[Sized] = []
     tasks = []
+    score_chips(model, accelerators, base, eng, int(s_mean), int(o_mean), slo.tpot_s, scale_out)
     for hw in accelerators:
         pres, decs = pool_layouts(model, hw, base, eng, w, slo, scale_out)
         if not pres or not decs:
