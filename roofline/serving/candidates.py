@@ -36,8 +36,8 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import Layout, candidate_layouts, links, node_gpus
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
-from roofline.step.memory import kv_bytes_per_sequence, plan_memory
 from roofline.serving.workers import parallel_map
+from roofline.step.memory import kv_bytes_per_sequence, plan_memory
 from roofline.step.ops import Deployment
 from roofline.step.phases import prefill
 from roofline.step.planner import Plan, evaluate
