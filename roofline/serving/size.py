@@ -29,7 +29,7 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
-from roofline.serving.candidates import Candidate, candidates, score_chips
+from roofline.serving.candidates import Candidate, candidates
 from roofline.serving.confidence import Edges, edge_binding, slowed
 from roofline.serving.cost import (
     Price,
@@ -211,9 +211,6 @@ def size(
     tasks: list[tuple[Accelerator, Deployment, DraftConfig | None]] = []
     limits: list[float] = []  # each layout's bound on the rate one replica serves
     ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
-    tpot = slo.tpot_s if drafting is None else None  # as layouts() asks
-    score_chips(model, accelerators, base, eng, int(np.mean(w.prompts)),
-                int(np.mean(w.outputs)), tpot, scale_out)  # fmt: skip
     for hw in accelerators:
         deps = layouts(model, hw, base, eng, w, slo, headroom, scale_out, drafting is not None)
         if not deps:

@@ -16,6 +16,8 @@ each pool's own saturation binding (roofline.serving.search.BINDINGS).
 
 from __future__ import annotations
 
+import numpy as np
+
 from roofline.catalog.engine_flags import engine_flags
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Accelerator, Tier
@@ -223,6 +225,10 @@ def size_search(
     (serving.confidence; colocated only)."""
     if link is not None and confidence and any(not e.neutral for e in confidence.values()):
         raise InputError("--confidence p90 sizes colocated fleets only: drop --disagg")
+    # each chip's layouts scored side by side, for size.layouts to read (its arguments)
+    tpot = slo.tpot_s if drafting is None else None
+    prompt, output = int(np.mean(w.prompts)), int(np.mean(w.outputs))
+    score_chips(model, accelerators, base, eng, prompt, output, tpot, scale_out)
     if link is None:
         return size(
             model, accelerators, base, eng, w, slo, prices, minimize, seed,
