@@ -61,6 +61,11 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], most: int | None = No
             done = pool.map(_run, range(len(items)), chunksize=1)
     finally:
         _WORK.pop()
+    return _values(done)
+
+
+def _values(done: list[tuple[bool, Any]]) -> list[Any]:
+    """The workers' results in order; the first that raised is raised here."""
     out = []
     for ok, value in done:
         if not ok:
@@ -149,9 +154,4 @@ class Background(Generic[T, R]):
             return [self._fn(x) for x in self._items]
         done = self._async.get()
         self.__exit__()
-        out = []
-        for ok, value in done:
-            if not ok:
-                raise value
-            out.append(value)
-        return out
+        return _values(done)
