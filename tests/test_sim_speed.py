@@ -3,13 +3,16 @@ base buffer, StepModel.blocks_one) agree with the plain computations they replac
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.serving.sim.chunked import chunk_head
 from roofline.serving.sim.decoders import Decoders
-from roofline.serving.sim.steps import StepModel
+from roofline.serving.sim.steps import StepModel, kv_groups
+from roofline.step.ops import Deployment, cached_tokens_cap
 
 
 def test_chunk_head_stops_at_the_budget():
@@ -45,6 +48,7 @@ class _Set(Decoders):
         self.S = self.G = self.F = self.spans = 0
         self.gen, self.prompts, self.outputs = [0] * n, [10 + i for i in range(n)], [50] * n
         self.base_arr, self.last_tok, self.last_shared = None, [0.0] * n, 0.0
+        self.simple_kv = False  # the contexts kept in the buffer only
 
 
 @settings(max_examples=50, deadline=None)
@@ -119,3 +123,29 @@ def test_slo_search_memo_gives_the_same_rate_and_is_reused():
     second = max_rate_within_slo(rep, w, tight, sat, memo=memo)
     assert [first, second] == plain
     assert len(memo) < 2 * runs  # the shared rates were not run again
+
+
+def test_deepseek_kv_is_one_whole_group(cat):
+    # 3 dense + 58 MoE layers, every one uncapped MLA KV: 61/61 of a block per block, the
+    # simulator's whole-block (integer) count
+    assert kv_groups(cat.models["deepseek-r1"], Deployment()) == ((1.0, None),)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from([1, 16, 64, 128]))
+def test_kv_groups_hold_what_the_layer_groups_hold(cat, tokens, block):
+    # by hand, in exact fractions: each layer group's share × its whole blocks, capped groups
+    # at their cap, summed over the model's own layer groups (before any merging)
+    dep = Deployment()
+    for name in ("deepseek-r1", "gemma-3-27b", "llama-4-maverick", "llama-3.1-8b"):
+        m = cat.models[name]
+        want = sum(
+            Fraction(g.count, m.num_hidden_layers)
+            * -(-min(tokens, tokens if cap is None else cap) // block)
+            for g in m.layer_groups
+            for cap in [cached_tokens_cap(g.window, dep)]
+        )
+        got = kv_groups(m, dep)
+        assert len({cap for _, cap in got}) == len(got)  # one group per cap
+        total = sum(s * -(-min(tokens, tokens if c is None else c) // block) for s, c in got)
+        assert abs(total - float(want)) <= 1e-12 * max(float(want), 1.0)

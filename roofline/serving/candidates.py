@@ -36,6 +36,7 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import Layout, candidate_layouts, links, node_gpus
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
+from roofline.serving.workers import parallel_map
 from roofline.step.memory import kv_bytes_per_sequence, plan_memory
 from roofline.step.ops import Deployment
 from roofline.step.phases import prefill
@@ -118,9 +119,83 @@ def candidates(
     whose weights fit were scored. `decode_only`: a decode pool's replicas, which take no
     prompts, so no prefill bound."""
     scored: list[Candidate] = []
+    for g, lay, p in _plans(model, hw, base, eng, prompt, output, tpot_s, scale_out):
+        bound = float("inf") if decode_only else prefill_bound(p, tpot_s)
+        req = min(p.output_tokens_per_s / max(output, 1), bound)
+        reps = math.ceil(rate / max(req * (1.0 - headroom), 1e-12))
+        scored.append(
+            Candidate(
+                lay,
+                deployment(base, lay, hw),
+                req,
+                g * reps,
+                p.output_tokens_per_s / g,
+                p.latency_tpot_s,
+                bound,
+                p.latency_ttft_s,
+            )
+        )
+    return _keep(scored, keep), len(scored)
+
+
+_PLANS: dict[tuple, tuple[Accelerator, list[tuple[int, Layout, Plan]]]] = {}
+_PLANS_KEPT = 128  # the last scorings (a chip each): size's colocated and decode pools share one
+
+
+def _keep_plans(key: tuple, hw: Accelerator, plans: list[tuple[int, Layout, Plan]]) -> None:
+    while len(_PLANS) >= _PLANS_KEPT:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[key] = (hw, plans)
+
+
+def score_chips(
+    model: ModelArch,
+    accelerators: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    prompt: int,
+    output: int,
+    tpot_s: float | None,
+    scale_out: Tier | None,
+) -> None:
+    """Each chip's layouts scored (_plans) over forked workers, a chip each, and kept here for
+    candidates() to read: the same figures, the chips' scorings side by side."""
+    todo = [
+        hw
+        for hw in accelerators
+        if _PLANS.get((model, id(hw), base, eng, prompt, output, tpot_s, scale_out), (None,))[0]
+        is not hw
+    ]
+    if len(todo) < 2:  # one chip: scored where it is asked for
+        return
+    got = parallel_map(
+        lambda hw: _plans(model, hw, base, eng, prompt, output, tpot_s, scale_out), todo
+    )
+    for hw, plans in zip(todo, got, strict=True):
+        _keep_plans((model, id(hw), base, eng, prompt, output, tpot_s, scale_out), hw, plans)
+
+
+def _plans(
+    model: ModelArch,
+    hw: Accelerator,
+    base: Deployment,
+    eng: Engine,
+    prompt: int,
+    output: int,
+    tpot_s: float | None,
+    scale_out: Tier | None,
+) -> list[tuple[int, Layout, Plan]]:
+    """(GPUs, layout, plan's static estimate) of every layout whose weights fit and whose
+    estimate fits and meets the TPOT SLO at batch 1, in the enumerator's order (module
+    docstring); the same figures for the same arguments, so the last few are kept."""
+    key = (model, id(hw), base, eng, prompt, output, tpot_s, scale_out)
+    got = _PLANS.get(key)
+    if got is not None and got[0] is hw:
+        return got[1]
+    out: list[tuple[int, Layout, Plan]] = []
     inside, spanning = replica_sizes(hw)
     for g in inside + spanning:
-        if g in spanning and not model.is_moe and scored:
+        if g in spanning and not model.is_moe and out:
             break  # a dense model one node holds does not span nodes
         for lay in candidate_layouts(
             model, hw, g, scale_out, microbatch_factors=(1,), every_degree=True, dp=1
@@ -132,22 +207,9 @@ def candidates(
                 continue
             if tpot_s is not None and p.latency_tpot_s > tpot_s:
                 continue
-            bound = float("inf") if decode_only else prefill_bound(p, tpot_s)
-            req = min(p.output_tokens_per_s / max(output, 1), bound)
-            reps = math.ceil(rate / max(req * (1.0 - headroom), 1e-12))
-            scored.append(
-                Candidate(
-                    lay,
-                    deployment(base, lay, hw),
-                    req,
-                    g * reps,
-                    p.output_tokens_per_s / g,
-                    p.latency_tpot_s,
-                    bound,
-                    p.latency_ttft_s,
-                )
-            )
-    return _keep(scored, keep), len(scored)
+            out.append((g, lay, p))
+    _keep_plans(key, hw, out)
+    return out
 
 
 def _keep(scored: list[Candidate], keep: int) -> list[Candidate]:

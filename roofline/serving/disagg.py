@@ -385,23 +385,29 @@ def best_pools(
     ideal: bool = False,
     shape: tuple[int, int] | None = None,
 ) -> TrafficMode:
-    """The pool shape (P prefill + D decode replicas) with the most goodput per GPU: D from 1 to
-    4, P from the closed-form `ratio` (or only `shape`); with its units for w.rate and the
-    metrics there."""
+    """The pool shape (P prefill + D decode replicas) with the most goodput per GPU (the first in
+    (P, D) order among equals): D from 1 to 4, P from the closed-form `ratio` (or only
+    `shape`); with its units for w.rate and the metrics there. A shape's goodput per GPU is at
+    most its saturation (pools_capacity) per GPU, so the shapes are searched highest bound
+    first and one whose bound cannot beat the best found is not searched."""
     rate = float(w.rate or 0.0)
     shapes = sorted({(max(1, round(ratio * nd)), nd) for nd in (1, 2, 3, 4)} | {(1, 1)})
     if shape is not None:
         shapes = [shape]
     best: TrafficMode | None = None
-    caps = {}
+    at = len(shapes)  # the best's place in `shapes`
     sats = pool_saturations(pre, dec, w, ideal)
-    for n_p, n_d in shapes:
-        pools = Pools(pre, dec, n_p, n_d, link)
-        caps[n_p, n_d] = cap = pools_capacity(pools, sats)
-        r = max_rate_disaggregated(model, pools, w, slo, cap[0], seed, ideal)
+    every = [Pools(pre, dec, n_p, n_d, link) for n_p, n_d in shapes]
+    caps = {sh: pools_capacity(p, sats) for sh, p in zip(shapes, every, strict=True)}
+    bound = [caps[sh][0] / p.gpus for sh, p in zip(shapes, every, strict=True)]
+    for i in sorted(range(len(shapes)), key=lambda i: -bound[i]):
+        if best is not None and (bound[i], -i) <= (best.goodput_per_gpu, -at):
+            continue  # even at its saturation no more goodput per GPU (or after an equal)
+        (n_p, n_d), pools = shapes[i], every[i]
+        r = max_rate_disaggregated(model, pools, w, slo, caps[n_p, n_d][0], seed, ideal)
         cand = _mode("disaggregated", n_p, n_d, pools.gpus, r, rate, None)
-        if best is None or cand.goodput_per_gpu > best.goodput_per_gpu:
-            best = cand
+        if best is None or (cand.goodput_per_gpu, -i) > (best.goodput_per_gpu, -at):
+            best, at = cand, i
     assert best is not None
     best = replace(
         best,

@@ -16,13 +16,20 @@ each pool's own saturation binding (roofline.serving.search.BINDINGS).
 
 from __future__ import annotations
 
+import numpy as np
+
 from roofline.catalog.engine_flags import engine_flags
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.engines.launch import pools_refusal
-from roofline.serving.candidates import PREFILL_TOKENS, candidates, prefill_candidates
+from roofline.serving.candidates import (
+    PREFILL_TOKENS,
+    candidates,
+    prefill_candidates,
+    score_chips,
+)
 from roofline.serving.confidence import Edges
 from roofline.serving.cost import (
     Price,
@@ -39,7 +46,7 @@ from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.size import HEADROOM, Sized, _none, redundant_experts, size
 from roofline.serving.sizerank import _scale, rank
 from roofline.serving.whynone import describe
-from roofline.serving.workers import parallel_map
+from roofline.serving.workers import Background
 from roofline.serving.workload import Workload
 from roofline.step.ops import Deployment
 
@@ -106,11 +113,33 @@ def size_disaggregated(
     (prefill, decode) replicas) and as many units as the rate needs. A pair the engine cannot
     run (vLLM: the decode pool's attention TP not a multiple of the prefill pool's,
     launch.pools_refusal) is not simulated: its row says why."""
+    rows, pending = _disaggregated(model, accelerators, base, eng, w, slo, prices, link, seed,
+                                   scale_out, shape)  # fmt: skip
+    with pending:
+        return rows + pending.result()
+
+
+def _disaggregated(
+    model: ModelArch,
+    accelerators: list[Accelerator],
+    base: Deployment,
+    eng: Engine,
+    w: Workload,
+    slo: Slo,
+    prices: dict[str, Price],
+    link: KvLink,
+    seed: int = 0,
+    scale_out: Tier | None = None,
+    shape: tuple[int, int] | None = None,
+) -> tuple[list[Sized], Background]:
+    """size_disaggregated started: the rows of the pairs not simulated, and the simulated
+    pairs' search running in background workers (workers.Background)."""
     flags = engine_flags()
     max_len = int(w.prompts.max() + w.outputs.max())
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
     out: list[Sized] = []
     tasks = []
+    score_chips(model, accelerators, base, eng, int(s_mean), int(o_mean), slo.tpot_s, scale_out)
     for hw in accelerators:
         pres, decs = pool_layouts(model, hw, base, eng, w, slo, scale_out)
         if not pres or not decs:
@@ -169,7 +198,7 @@ def size_disaggregated(
             },
         )  # fmt: skip
 
-    return out + parallel_map(one, tasks)
+    return out, Background(one, tasks)
 
 
 def size_search(
@@ -196,14 +225,25 @@ def size_search(
     (serving.confidence; colocated only)."""
     if link is not None and confidence and any(not e.neutral for e in confidence.values()):
         raise InputError("--confidence p90 sizes colocated fleets only: drop --disagg")
-    rows = size(
-        model, accelerators, base, eng, w, slo, prices, minimize, seed,
-        headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
-        confidence=confidence,
-    )  # fmt: skip
+    # each chip's layouts scored side by side, for size.layouts to read (its arguments)
+    tpot = slo.tpot_s if drafting is None else None
+    prompt, output = int(np.mean(w.prompts)), int(np.mean(w.outputs))
+    score_chips(model, accelerators, base, eng, prompt, output, tpot, scale_out)
     if link is None:
-        return rows
-    extra = size_disaggregated(
+        return size(
+            model, accelerators, base, eng, w, slo, prices, minimize, seed,
+            headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
+            confidence=confidence,
+        )  # fmt: skip
+    # the disaggregated pairs run in the background while the colocated layouts are searched
+    extra, pending = _disaggregated(
         model, accelerators, base, eng, w, slo, prices, link, seed, scale_out, shape
     )
+    with pending:
+        rows = size(
+            model, accelerators, base, eng, w, slo, prices, minimize, seed,
+            headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
+            confidence=confidence,
+        )  # fmt: skip
+        extra += pending.result()
     return rank(rows + extra, minimize)

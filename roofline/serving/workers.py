@@ -3,7 +3,9 @@ their own simulations, so they go to forked worker processes (the parent's loade
 arrays are shared copy-on-write; nothing is re-imported). One core, one item, a platform without
 fork, a worker's own map, or ROOFLINE_JOBS=1: in this process, in order. Results come back in the
 items' order (`parallel_map`), or as each finishes (`Workers`: items handed out one at a time,
-so a caller that decides what to run next from what has finished keeps every core busy)."""
+so a caller that decides what to run next from what has finished keeps every core busy), or
+later (`Background`: started now, collected in the items' order while this process does other
+work, such as a `Workers` search of its own)."""
 
 from __future__ import annotations
 
@@ -59,6 +61,11 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], most: int | None = No
             done = pool.map(_run, range(len(items)), chunksize=1)
     finally:
         _WORK.pop()
+    return _values(done)
+
+
+def _values(done: list[tuple[bool, Any]]) -> list[Any]:
+    """The workers' results in order; the first that raised is raised here."""
     out = []
     for ok, value in done:
         if not ok:
@@ -112,3 +119,39 @@ class Workers(Generic[T, R]):
         got = self._done.get()
         self.running -= 1
         return got
+
+
+class Background(Generic[T, R]):
+    """fn over items in forked workers (min(jobs(), items) of them, one item too) started now,
+    while this process goes on; `result()` waits for [fn(x) for x in items]. Where
+    `parallel_map` would run in this process (ROOFLINE_JOBS=1, no fork, inside a worker), the
+    items run at `result()`, in order: the same results, later. A context manager: workers
+    still running at its end (this process raised) are stopped."""
+
+    def __init__(self, fn: Callable[[T], R], items: Sequence[T]) -> None:
+        self._fn, self._items = fn, items
+        self._pool: Any = None
+        self._async: Any = None
+        if items and _width([None, None]) > 1:  # where parallel_map would fork for two
+            _WORK.append((fn, items))
+            try:  # the workers are forked here, each holding (fn, items)
+                self._pool = multiprocessing.get_context("fork").Pool(min(jobs(), len(items)))
+            finally:
+                _WORK.pop()
+            self._async = self._pool.map_async(_run, range(len(items)), chunksize=1)
+
+    def __enter__(self) -> Background[T, R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def result(self) -> list[R]:
+        if self._pool is None:
+            return [self._fn(x) for x in self._items]
+        done = self._async.get()
+        self.__exit__()
+        return _values(done)

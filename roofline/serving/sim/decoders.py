@@ -1,7 +1,13 @@
 """The decoding sequences of one serving simulation (roofline.serving.sim.scheduler._Sim) in closed
 form: sequence r holds context base[r] + G, where G counts the decode steps so far, so a span of
 k steps adds k to G and touches no sequence; Σ contexts = S + n·G; each sequence's last step is
-G = fin[r] (a heap orders them), F = Σ fin[r]."""
+G = fin[r] (a heap orders them), F = Σ fin[r].
+
+With every layer's KV whole and uncapped (simple_kv), the blocks the set holds G + x steps on are
+counted from the bases' blocks and remainders: base = q·blk + m gives ceil((base + G + x) / blk)
+= q + C + [m ≥ blk − c] for G + x + blk − 1 = C·blk + c (0 ≤ c < blk), so Σ over the set =
+Σq + n·C + the sequences whose m ≥ blk − c, from a count per remainder kept on join and leave:
+the same integer as the sum over the set, without a pass over it."""
 
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ class Decoders(SimState):
     _slot: dict[int, int]  # slot per decoding request
     _top = 0  # slots used
     _ahead: dict[int, float]  # blocks_ahead's figures by G + extra, for the current set
+    _qsum = 0  # simple_kv: Σ base // blk over the set
+    _rem: list[int] | None = None  # simple_kv: sequences of the set per base % blk
 
     def _squeeze(self) -> np.ndarray:
         """The live slots moved to the front, in order, with room for as many again."""
@@ -58,6 +66,8 @@ class Decoders(SimState):
         self._slot[r] = top
         self._top = top + 1
         self.S += b
+        if self.simple_kv:
+            self._count(b, 1)
         f = G + self.outputs[r] - g
         self.fin[r] = f
         self.F += f
@@ -71,6 +81,8 @@ class Decoders(SimState):
         self._alive[self._slot.pop(r)] = False
         self.gen[r] = b + self.G - self.prompts[r]
         self.S -= b
+        if self.simple_kv:
+            self._count(b, -1)
         self.F -= self.fin.pop(r)
         del self.decoding[r]
         self.base_arr = None
@@ -78,6 +90,16 @@ class Decoders(SimState):
             self.fresh.remove(r)
         elif self.spans:
             self.last_tok[r] = self.last_shared
+
+    def _count(self, b: int, sign: int) -> None:
+        """A base joining (+1) or leaving (−1) the per-remainder count (module docstring)."""
+        blk = self.rules.block_tokens
+        rem = self._rem
+        if rem is None:
+            rem = self._rem = [0] * blk
+        q, m = divmod(b, blk)
+        self._qsum += sign * q
+        rem[m] += sign
 
     def ctx(self) -> np.ndarray:
         """Every decoding sequence's context, in joining order: the bases (kept as an array
@@ -106,7 +128,12 @@ class Decoders(SimState):
         same integers), looked up (StepModel.blocks_of_whole) and summed in the same order. It
         depends only on G + extra while the set is unchanged, so each figure is kept until a
         sequence joins or leaves (the KV search of a span and the admissions after it ask
-        again for the same)."""
+        again for the same). With simple_kv, from the counts kept (module docstring)."""
+        if self.simple_kv:
+            blk = self.rules.block_tokens
+            c_whole, c = divmod(self.G + extra + blk - 1, blk)
+            rem = self._rem or [0]
+            return float(self._qsum + len(self.decoding) * c_whole + sum(rem[blk - c :]))
         arr = self.bases()  # (a new set clears the figures kept)
         at = self.G + extra
         got = self._ahead.get(at)

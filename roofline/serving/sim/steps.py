@@ -74,6 +74,18 @@ def _grid(top: int, points: int = 192) -> np.ndarray:
     return np.unique(np.concatenate([head, tail, [float(top)]]))
 
 
+def kv_groups(model: ModelArch, dep: Deployment) -> tuple[tuple[float, int | None], ...]:
+    """(share of the layers, cap on the tokens each holds) per KV cap, in the order the model's
+    layer groups first name it: the layer groups of one cap (DeepSeek-R1's 3 dense and 58 MoE
+    layers, both uncapped) hold alike, so Σ share × ceil(min(t, cap) / block) is taken as one
+    group of their summed layers (61/61 = 1.0: whole blocks, the simulator's integer count)."""
+    layers: dict[int | None, int] = {}
+    for g in model.layer_groups:
+        cap = cached_tokens_cap(g.window, dep)
+        layers[cap] = layers.get(cap, 0) + g.count
+    return tuple((count / model.num_hidden_layers, cap) for cap, count in layers.items())
+
+
 class StepModel:
     """Decode and prefill step times for one replica, precomputed once per configuration.
 
@@ -112,10 +124,7 @@ class StepModel:
         hi = np.maximum(m, self.pp)
         self.base_s = flushed * hi / (hi + np.minimum(m, self.pp) - 1.0)  # steady state
         top = max(max_tokens or 0, max_batch + max_len, max_len, 2)
-        layers = model.num_hidden_layers
-        self.kv_groups = tuple(
-            (g.count / layers, cached_tokens_cap(g.window, dep)) for g in model.layer_groups
-        )
+        self.kv_groups = kv_groups(model, dep)
         # per layer group: (seconds per cached token per sequence at each batch 1 … max_batch,
         # cap). The slope is taken at the step's own batch: the expected attention kernel's
         # efficiency grows with the bytes it reads (a launch-bound small kernel at batch 1), so
