@@ -3,6 +3,8 @@ refitted without each source, thin fits are marked, and no expected figure beats
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from roofline.catalog.bands import Band
@@ -65,8 +67,9 @@ def test_no_highload_expected_figure_beats_its_ideal():
     from validation.serving_crossval import load
 
     rs = highload(load()[0])
-    # 104 rows, 59 from DataCrunch and GPUStack A100, 30 dstack MI300X, 18 Azure ND MI300X v5
-    assert len(rs) == 211
+    # one row per case of the file (219 since the TPU recipe's 8 rows), counted from its text
+    text = Path("validation/highload_cases.yaml").read_text()
+    assert len(rs) == sum(line.startswith("- id:") for line in text.splitlines()) >= 219
     for r in rs:
         for x in (r.in_sample, r.out_of_sample):
             if r.metric.endswith("_ms"):
