@@ -18,7 +18,10 @@ of the rounds so far: a limit never tighter than the one the rounds will give it
 only falls), so a layout it leaves unsearched the rounds leave unsearched too, and a row it
 searched is checked again against the rounds' own limit when they reach it. A layout run ahead
 that the rounds then prune costs CPU time, never a different answer: the rows and their order
-are the rounds' alone, whatever the number of workers.
+are the rounds' alone, whatever the number of workers. No layout runs ahead on a chip that has a
+layout in flight: that layout's answer is the limit the one ahead would want (a chip's first
+layout usually sets its best, and a layout run ahead on the looser limit is searched in full
+only to be pruned), so an idle worker takes the next layout of another chip, or waits.
 """
 
 from __future__ import annotations
@@ -72,9 +75,10 @@ def search_rounds(
                     given[i] = limit(i)
                     pool.submit(i, given[i])
             while any(i not in runs for i in now):
-                ahead = (i for i in left if i not in given and not pruned(i))
                 while pool.running < pool.size:  # an idle worker: the next layout, ahead
-                    j = next(ahead, None)
+                    busy = {chips[i] for i in given if i not in runs}  # a chip's in flight
+                    j = next((i for i in left if i not in given and not pruned(i)
+                              and chips[i] not in busy), None)  # fmt: skip
                     if j is None:
                         break
                     given[j] = limit(j)
