@@ -19,9 +19,10 @@ only falls), so a layout it leaves unsearched the rounds leave unsearched too, a
 searched is checked again against the rounds' own limit when they reach it. A layout run ahead
 that the rounds then prune costs CPU time, never a different answer: the rows and their order
 are the rounds' alone, whatever the number of workers. No layout runs ahead on a chip that has a
-layout in flight: that layout's answer is the limit the one ahead would want (a chip's first
-layout usually sets its best, and a layout run ahead on the looser limit is searched in full
-only to be pruned), so an idle worker takes the next layout of another chip, or waits.
+layout in flight or run ahead: the limit it is given, its chip's best with this round's rows
+done, is then the one the rounds give it (a chip's best falls only by its own layouts, and one
+of its layouts before this one not pruned would have been taken first), so a check whose point
+depends on the limit (size's at the band edges) gives the rounds' row too.
 """
 
 from __future__ import annotations
@@ -76,12 +77,13 @@ def search_rounds(
                     pool.submit(i, given[i])
             while any(i not in runs for i in now):
                 while pool.running < pool.size:  # an idle worker: the next layout, ahead
-                    busy = {chips[i] for i in given if i not in runs}  # a chip's in flight
+                    busy = {chips[i] for i in given if i not in runs or i in left}
                     j = next((i for i in left if i not in given and not pruned(i)
                               and chips[i] not in busy), None)  # fmt: skip
                     if j is None:
                         break
-                    given[j] = limit(j)
+                    keys = [row_key(runs[i][1][1]) for i in now if i in runs and runs[i][0]]
+                    given[j] = min([limit(j)] + [k for c, k in filter(None, keys) if c == chips[j]])
                     pool.submit(j, given[j])
                 j, ok, got = pool.done()
                 runs[j] = (ok, got)
