@@ -22,7 +22,8 @@ are the rounds' alone, whatever the number of workers. No layout runs ahead on a
 layout in flight or run ahead: the limit it is given, its chip's best with this round's rows
 done, is then the one the rounds give it (a chip's best falls only by its own layouts, and one
 of its layouts before this one not pruned would have been taken first), so a check whose point
-depends on the limit (size's at the band edges) gives the rounds' row too.
+depends on the limit (size's at the band edges) gives the rounds' row too; nor one whose rate
+bound that limit already prunes (the rounds prune it at this round's end).
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ def search_rounds(
     def limit(i: int) -> Key:
         return best.get(chips[i], inf)
 
+    def soon(i: int, now: list[int]) -> Key:  # its chip's best with the round's rows done
+        keys = (row_key(runs[j][1][1]) for j in now if j in runs and runs[j][0])
+        return min([limit(i)] + [k for c, k in filter(None, keys) if c == chips[i]])
+
     def pruned(i: int) -> bool:
         return chips[i] in best and bound_keys[i] >= best[chips[i]]
 
@@ -78,12 +83,11 @@ def search_rounds(
             while any(i not in runs for i in now):
                 while pool.running < pool.size:  # an idle worker: the next layout, ahead
                     busy = {chips[i] for i in given if i not in runs or i in left}
-                    j = next((i for i in left if i not in given and not pruned(i)
-                              and chips[i] not in busy), None)  # fmt: skip
+                    j = next((i for i in left if i not in given and chips[i] not in busy
+                              and bound_keys[i] < soon(i, now)), None)  # fmt: skip
                     if j is None:
                         break
-                    keys = [row_key(runs[i][1][1]) for i in now if i in runs and runs[i][0]]
-                    given[j] = min([limit(j)] + [k for c, k in filter(None, keys) if c == chips[j]])
+                    given[j] = soon(j, now)
                     pool.submit(j, given[j])
                 j, ok, got = pool.done()
                 runs[j] = (ok, got)
