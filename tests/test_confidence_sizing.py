@@ -226,3 +226,23 @@ def test_the_capacity_at_the_edges_is_never_above_low_times_expected(low, edge, 
     assert got <= expected * low * (1 + 1e-12)
     assert got == pytest.approx(low * expected * share)
     assert capacity_at(e, expected, lambda top: top) == pytest.approx(expected * low)
+
+
+def test_p90_prunes_only_layouts_no_better_than_their_chip_and_alike_at_any_worker_count(run):
+    """At the band edges a layout under its chip's best is first checked at the rate at which a
+    replica would need that best's GPUs (size.one); by the pruning rule each layout left
+    unsearched needs, at its bound, no fewer GPUs (--minimize gpus: the key is GPUs) than its
+    chip's answer, and the rounds give every layout the same limit (sizerounds), so the rows
+    are the same in this process and over two workers. Here b200's TP2 and TP4 are pruned
+    against TP1's fleet (TP2 by that check: reporting one replica fewer fails)."""
+    args = ("size", "llama-3.1-70b", "--hardware", "b200", "--rate", "20", "--prompt", "2k",
+            "--output", "500", "--slo-ttft", "2s", "--slo-tpot", "50ms", "--requests", "300",
+            "--weights", "fp8", "--format", "json", "--confidence", "p90",
+            "--minimize", "gpus")  # fmt: skip
+    one = run(*args, env={"ROOFLINE_JOBS": "1"}).json()
+    two = run(*args, env={"ROOFLINE_JOBS": "2"}).json()
+    assert one == two
+    best = {a["hardware"]: a["gpus"] for a in one["per_hardware"] if a["gpus"] is not None}
+    assert one["not_searched"], "a pruned layout to check"
+    for d in one["not_searched"]:
+        assert d["gpus_at_rate_bound"] >= best[d["hardware"]]

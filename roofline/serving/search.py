@@ -394,11 +394,10 @@ def max_rate_within_slo(
     at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
     given; a floor above `hi` is searched and the answer capped at `hi`). A bisection on runs
     of COARSE_REQUESTS of the workload's requests brackets it to COARSE_TOL; runs of
-    slo_requests requests (the workload's lengths cycled) then settle it to 3%
-    (search._settle). `memo`: the runs already simulated for this replica and workload
-    (Capacity.runs), by requests, rate, seed and step times: a search under other SLOs (size
-    --confidence) reads the rates both visit from it rather than re-running them (a run does
-    not depend on the SLO; only its verdict does)."""
+    slo_requests requests (the workload's lengths cycled) then settle it to 3% (_settle).
+    `memo`: the runs already simulated for this replica and workload (Capacity.runs): a search
+    under other SLOs (size --confidence) reads the rates both visit from it (a run, by
+    requests, rate, seed and step times, does not depend on the SLO; only its verdict does)."""
     if slo.ttft_s is None and slo.tpot_s is None:
         return hi
     ok_at = verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)
@@ -430,27 +429,29 @@ def capacity_at_edges(
     headroom: float = 0.0,
     over: Callable[[float], bool] | None = None,
 ) -> float | None:
-    """A replica's capacity at a confidence's band edges (confidence.capacity_at), from its
-    expected capacity within the SLOs `r_cap` (max_rate_within_slo; `sat` its saturation rate):
-    the throughput band's low edge × the highest rate at which the expected model meets the
-    SLOs ÷ the light-load bands' high edges (the real replica's queue at its rate ÷ low),
-    searched from r_cap down by halves to the first rate that meets them (0 if none down to
-    sat/64, the expected search's light load), then bisected to 3%, on runs of slo_requests
-    requests (a miss ends its run early, sim.slostop), kept in `memo`. Each rate missed
-    bounds the answer: `over(low × it)` True (size: no better than its chip's best) stops it,
-    returning None. `rate`: the offered rate a fleet serves with `headroom` (size): where 3%
-    leaves open whether one replica fewer would do, its rate is tried."""
+    """A replica's capacity at a confidence's band edges (confidence.capacity_at) from its
+    expected capacity within the SLOs `r_cap` (`sat` its saturation rate): the throughput
+    band's low edge × the highest rate at which the expected model meets the SLOs ÷ the
+    light-load bands' high edges (its queue at rate ÷ low), searched from r_cap down by halves
+    (0 if none meets down to sat/64), then bisected to 3%, on runs of slo_requests requests (a
+    miss ends its run, sim.slostop) kept in `memo`. A rate missed bounds the answer: `over(low
+    × it)` True (no better than the chip's best) stops it, returning None. `rate`: the offered
+    rate a fleet serves with `headroom`: if one fewer replica might do, its rate is tried."""
     tight, low = edges.slo(slo), edges.capacity
 
     def search(top: float) -> float:
         if tight.ttft_s is None and tight.tpot_s is None:
             return top
-        runs = {} if memo is None else memo
-        ok = verdicts(rep, w, tight, ideal, seed, runs)(cycled(w, slo_requests(tight, w.n)))
+        ok_at = verdicts(rep, w, tight, ideal, seed, {} if memo is None else memo)
+        meets = ok_at(cycled(w, slo_requests(tight, w.n)))
+
+        def ok(x: float) -> bool:  # a rate missed bounds the answer: over may stop the search
+            if not (met := meets(x)) and over is not None and over(x * low):
+                raise _Over
+            return met
+
         x, hi, floor = top, 0.0, sat / 64.0
         while not ok(x):  # down by halves from the top
-            if over is not None and over(x * low):
-                raise _Over
             if x <= floor:
                 return 0.0
             x, hi = max(x / 2.0, floor), x
@@ -458,8 +459,7 @@ def capacity_at_edges(
         if rate and 0 < r < top:  # the fleet's queue, rate ÷ low, on the expected model
             k = math.ceil(rate / low / (r * (1.0 - headroom)) * (1 - 1e-12))  # size.need
             fewer = rate / low / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
-            if fewer <= min(top, r * FINE_STEP) and ok(fewer):  # below the rate seen to miss
-                r = fewer
+            r = fewer if fewer <= min(top, r * FINE_STEP) and meets(fewer) else r  # under a miss
         return r
 
     try:

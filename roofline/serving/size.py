@@ -29,6 +29,7 @@ from roofline.domain.layout import expert_slots
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.serving import confidence as conf
+from roofline.serving import search as se
 from roofline.serving.candidates import Candidate, candidates
 from roofline.serving.confidence import Edges, edge_binding, level_of, slowed
 from roofline.serving.cost import (
@@ -313,24 +314,23 @@ def size(
             return _unsearched(hw, dep, gpus_sat, minimize, at)
         if why := edge_miss(at, rep, w, slo, cap0.expected.requests_per_s, seed, cap0.runs):
             return replace(_none(hw, dep, why), confidence=level_of(confidence, hw.id))
+        # at the edges: a miss (SLOs ÷ edges) at the rate needing its chip's best's GPUs bounds it
+        if at is not None and min(limit) < math.inf and cap0.expected.binding != "max-seqs":
+            ks = (k for k in range(2, max_replicas + 2) if key(k * rep.gpus, price) >= limit)
+            m, t = next(ks, 0), at.slo(slo)
+            ok_at = se.verdicts(rep, w, t, False, seed, cap0.runs)
+            tw = se.cycled(w, se.slo_requests(t, w.n))
+            x = rate / (max(m - 1, 1) * (1.0 - headroom) * low) * (1 - 1e-9)  # need(low × x) >= m
+            if m and not ok_at(tw)(x) and cut(m * rep.gpus):
+                return _unsearched(hw, dep, m * rep.gpus, minimize, at)
         best = capacity(rep, cap0)
         per_rank = rep.rules.max_seqs // dep.attention_dp
         for factor in (2, 4):  # the engine's sequence cap, raised where it binds
             if best[1].expected.binding != "max-seqs" or per_rank * factor > 8192:
                 break
             try:
-                more = capacity(
-                    make_replica(
-                        model,
-                        hw,
-                        dep,
-                        eng,
-                        max_len,
-                        per_rank * factor,
-                        drafting=sp,
-                        draft_context=ctx,
-                    )
-                )
+                more = capacity(make_replica(model, hw, dep, eng, max_len, per_rank * factor,
+                                             drafting=sp, draft_context=ctx))  # fmt: skip
             except RooflineError:
                 break
             if more[3] <= best[3] * 1.02:

@@ -18,7 +18,12 @@ of the rounds so far: a limit never tighter than the one the rounds will give it
 only falls), so a layout it leaves unsearched the rounds leave unsearched too, and a row it
 searched is checked again against the rounds' own limit when they reach it. A layout run ahead
 that the rounds then prune costs CPU time, never a different answer: the rows and their order
-are the rounds' alone, whatever the number of workers.
+are the rounds' alone, whatever the number of workers. No layout runs ahead on a chip that has a
+layout in flight or run ahead: the limit it is given, its chip's best with this round's rows
+done, is then the one the rounds give it (a chip's best falls only by its own layouts, and one
+of its layouts before this one not pruned would have been taken first), so a check whose point
+depends on the limit (size's at the band edges) gives the rounds' row too; nor one whose rate
+bound that limit already prunes (the rounds prune it at this round's end).
 """
 
 from __future__ import annotations
@@ -59,6 +64,10 @@ def search_rounds(
     def limit(i: int) -> Key:
         return best.get(chips[i], inf)
 
+    def soon(i: int, now: list[int]) -> Key:  # its chip's best with the round's rows done
+        keys = (row_key(runs[j][1][1]) for j in now if j in runs and runs[j][0])
+        return min([limit(i)] + [k for c, k in filter(None, keys) if c == chips[i]])
+
     def pruned(i: int) -> bool:
         return chips[i] in best and bound_keys[i] >= best[chips[i]]
 
@@ -72,12 +81,13 @@ def search_rounds(
                     given[i] = limit(i)
                     pool.submit(i, given[i])
             while any(i not in runs for i in now):
-                ahead = (i for i in left if i not in given and not pruned(i))
                 while pool.running < pool.size:  # an idle worker: the next layout, ahead
-                    j = next(ahead, None)
+                    busy = {chips[i] for i in given if i not in runs or i in left}
+                    j = next((i for i in left if i not in given and chips[i] not in busy
+                              and bound_keys[i] < soon(i, now)), None)  # fmt: skip
                     if j is None:
                         break
-                    given[j] = limit(j)
+                    given[j] = soon(j, now)
                     pool.submit(j, given[j])
                 j, ok, got = pool.done()
                 runs[j] = (ok, got)
