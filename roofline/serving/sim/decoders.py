@@ -66,8 +66,13 @@ class Decoders(SimState):
         self._slot[r] = top
         self._top = top + 1
         self.S += b
-        if self.simple_kv:
-            self._count(b, 1)
+        if self.simple_kv:  # the count per remainder (module docstring)
+            rem = self._rem
+            if rem is None:
+                rem = self._rem = [0] * self.rules.block_tokens
+            q, m = divmod(b, len(rem))
+            self._qsum += q
+            rem[m] += 1
         f = G + self.outputs[r] - g
         self.fin[r] = f
         self.F += f
@@ -81,8 +86,12 @@ class Decoders(SimState):
         self._alive[self._slot.pop(r)] = False
         self.gen[r] = b + self.G - self.prompts[r]
         self.S -= b
-        if self.simple_kv:
-            self._count(b, -1)
+        if self.simple_kv:  # (join set up the count)
+            rem = self._rem
+            assert rem is not None
+            q, m = divmod(b, len(rem))
+            self._qsum -= q
+            rem[m] -= 1
         self.F -= self.fin.pop(r)
         del self.decoding[r]
         self.base_arr = None
@@ -90,16 +99,6 @@ class Decoders(SimState):
             self.fresh.remove(r)
         elif self.spans:
             self.last_tok[r] = self.last_shared
-
-    def _count(self, b: int, sign: int) -> None:
-        """A base joining (+1) or leaving (−1) the per-remainder count (module docstring)."""
-        blk = self.rules.block_tokens
-        rem = self._rem
-        if rem is None:
-            rem = self._rem = [0] * blk
-        q, m = divmod(b, blk)
-        self._qsum += sign * q
-        rem[m] += sign
 
     def ctx(self) -> np.ndarray:
         """Every decoding sequence's context, in joining order: the bases (kept as an array
