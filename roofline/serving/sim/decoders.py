@@ -23,8 +23,11 @@ class Decoders(SimState):
     (base, fin, heap, decoding, fresh, S, G, gen, prompts, outputs, rules, steps). The bases
     are also kept in a numpy buffer in joining order (a slot per join, a leaver's slot marked
     dead, the dead squeezed out when the buffer fills), so ctx() costs one masked copy rather
-    than a Python pass over the set."""
+    than a Python pass over the set. A simulation that never asks for the contexts (every
+    layer's KV whole and uncapped: simple_kv, no window) keeps no buffer (_track False), and
+    bases() reads them from `base`, whose order is the same (a join inserts, a leave pops)."""
 
+    _track = True  # keep the buffer
     _buf: np.ndarray | None = None  # bases by slot, in joining order
     _alive: np.ndarray  # slot still decoding
     _who: list[int]  # request per slot
@@ -57,14 +60,15 @@ class Decoders(SimState):
         g, G = self.gen[r], self.G
         b = self.prompts[r] + g - G
         self.base[r] = b
-        buf, top = self._buf, self._top
-        if buf is None or top == len(buf):
-            buf, top = self._squeeze(), self._top
-        buf[top] = b  # the next slot
-        self._alive[top] = True
-        self._who.append(r)
-        self._slot[r] = top
-        self._top = top + 1
+        if self._track:
+            buf, top = self._buf, self._top
+            if buf is None or top == len(buf):
+                buf, top = self._squeeze(), self._top
+            buf[top] = b  # the next slot
+            self._alive[top] = True
+            self._who.append(r)
+            self._slot[r] = top
+            self._top = top + 1
         self.S += b
         if self.simple_kv:  # the count per remainder (module docstring)
             rem = self._rem
@@ -83,7 +87,8 @@ class Decoders(SimState):
 
     def leave(self, r: int) -> None:
         b = self.base.pop(r)
-        self._alive[self._slot.pop(r)] = False
+        if self._track:
+            self._alive[self._slot.pop(r)] = False
         self.gen[r] = b + self.G - self.prompts[r]
         self.S -= b
         if self.simple_kv:  # (join set up the count)
@@ -108,7 +113,10 @@ class Decoders(SimState):
     def bases(self) -> np.ndarray:
         """The decoders' bases in joining order, kept until a sequence joins or leaves."""
         arr = self.base_arr
-        if arr is None:
+        if arr is None and not self._track:
+            arr = self.base_arr = np.fromiter(self.base.values(), np.int64, len(self.base))
+            self._ahead = {}
+        elif arr is None:
             top = self._top
             buf = self._buf if self._buf is not None else self._squeeze()
             arr = self.base_arr = buf[:top][self._alive[:top]]

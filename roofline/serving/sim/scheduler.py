@@ -168,6 +168,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
         self.swapped_bytes = self.peak_blocks = 0.0
         self.simple_kv = steps.kv_groups == ((1.0, None),)
         self.capped = any(cap is not None for _, cap in getattr(steps, "groups", []))
+        self._track = self.capped or not self.simple_kv  # the decoders' buffer (Decoders)
 
     # ---- time ------------------------------------------------------------------------------
     def advance(self, dt: float, n_dec: int, kv_blocks: float) -> None:
