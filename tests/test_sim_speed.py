@@ -52,9 +52,10 @@ class _Set(Decoders):
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3)), max_size=300))
-def test_ctx_is_the_contexts_in_joining_order(moves):
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3)), max_size=300), st.booleans())
+def test_ctx_is_the_contexts_in_joining_order(moves, track):
     s, nxt = _Set(400), 0
+    s._track = track  # False: no buffer, the bases read from `base` (a run without windows)
     for join, dg in moves:
         if join or not s.decoding:
             s.join(nxt)

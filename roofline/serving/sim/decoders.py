@@ -23,8 +23,11 @@ class Decoders(SimState):
     (base, fin, heap, decoding, fresh, S, G, gen, prompts, outputs, rules, steps). The bases
     are also kept in a numpy buffer in joining order (a slot per join, a leaver's slot marked
     dead, the dead squeezed out when the buffer fills), so ctx() costs one masked copy rather
-    than a Python pass over the set."""
+    than a Python pass over the set. A simulation that never asks for the contexts (every
+    layer's KV whole and uncapped: simple_kv, no window) keeps no buffer (_track False), and
+    bases() reads them from `base`, whose order is the same (a join inserts, a leave pops)."""
 
+    _track = True  # keep the buffer
     _buf: np.ndarray | None = None  # bases by slot, in joining order
     _alive: np.ndarray  # slot still decoding
     _who: list[int]  # request per slot
@@ -57,17 +60,23 @@ class Decoders(SimState):
         g, G = self.gen[r], self.G
         b = self.prompts[r] + g - G
         self.base[r] = b
-        buf, top = self._buf, self._top
-        if buf is None or top == len(buf):
-            buf, top = self._squeeze(), self._top
-        buf[top] = b  # the next slot
-        self._alive[top] = True
-        self._who.append(r)
-        self._slot[r] = top
-        self._top = top + 1
+        if self._track:
+            buf, top = self._buf, self._top
+            if buf is None or top == len(buf):
+                buf, top = self._squeeze(), self._top
+            buf[top] = b  # the next slot
+            self._alive[top] = True
+            self._who.append(r)
+            self._slot[r] = top
+            self._top = top + 1
         self.S += b
-        if self.simple_kv:
-            self._count(b, 1)
+        if self.simple_kv:  # the count per remainder (module docstring)
+            rem = self._rem
+            if rem is None:
+                rem = self._rem = [0] * self.rules.block_tokens
+            q, m = divmod(b, len(rem))
+            self._qsum += q
+            rem[m] += 1
         f = G + self.outputs[r] - g
         self.fin[r] = f
         self.F += f
@@ -78,11 +87,16 @@ class Decoders(SimState):
 
     def leave(self, r: int) -> None:
         b = self.base.pop(r)
-        self._alive[self._slot.pop(r)] = False
+        if self._track:
+            self._alive[self._slot.pop(r)] = False
         self.gen[r] = b + self.G - self.prompts[r]
         self.S -= b
-        if self.simple_kv:
-            self._count(b, -1)
+        if self.simple_kv:  # (join set up the count)
+            rem = self._rem
+            assert rem is not None
+            q, m = divmod(b, len(rem))
+            self._qsum -= q
+            rem[m] -= 1
         self.F -= self.fin.pop(r)
         del self.decoding[r]
         self.base_arr = None
@@ -90,16 +104,6 @@ class Decoders(SimState):
             self.fresh.remove(r)
         elif self.spans:
             self.last_tok[r] = self.last_shared
-
-    def _count(self, b: int, sign: int) -> None:
-        """A base joining (+1) or leaving (−1) the per-remainder count (module docstring)."""
-        blk = self.rules.block_tokens
-        rem = self._rem
-        if rem is None:
-            rem = self._rem = [0] * blk
-        q, m = divmod(b, blk)
-        self._qsum += sign * q
-        rem[m] += sign
 
     def ctx(self) -> np.ndarray:
         """Every decoding sequence's context, in joining order: the bases (kept as an array
@@ -109,7 +113,10 @@ class Decoders(SimState):
     def bases(self) -> np.ndarray:
         """The decoders' bases in joining order, kept until a sequence joins or leaves."""
         arr = self.base_arr
-        if arr is None:
+        if arr is None and not self._track:
+            arr = self.base_arr = np.fromiter(self.base.values(), np.int64, len(self.base))
+            self._ahead = {}
+        elif arr is None:
             top = self._top
             buf = self._buf if self._buf is not None else self._squeeze()
             arr = self.base_arr = buf[:top][self._alive[:top]]

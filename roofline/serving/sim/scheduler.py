@@ -168,6 +168,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
         self.swapped_bytes = self.peak_blocks = 0.0
         self.simple_kv = steps.kv_groups == ((1.0, None),)
         self.capped = any(cap is not None for _, cap in getattr(steps, "groups", []))
+        self._track = self.capped or not self.simple_kv  # the decoders' buffer (Decoders)
 
     # ---- time ------------------------------------------------------------------------------
     def advance(self, dt: float, n_dec: int, kv_blocks: float) -> None:
@@ -225,14 +226,14 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
     def complete_prefill(self, done: list[int]) -> None:
         """Prompts whose prefill (first or recompute) ended now: each samples a token."""
         now, gen, outputs, last_tok = self.now, self.gen, self.outputs, self.last_tok
-        res_blocks = self.res_blocks
+        res_blocks, wait_s, stop, join = self.res_blocks, self.api.wait_s, self.stop, self.join
         pf_left, recompute, prefilling = self.pf_left, self.recompute_pass, self.prefilling
         for r in done:
             g = gen[r]
             if g == 0:
                 self.first_token_s[r] = now
-                self.first_wait[r] = wait = self.api.wait_s(now)
-                if self.stop is not None:  # the SLO search: stop once its verdict is known
+                self.first_wait[r] = wait = wait_s(now)
+                if stop is not None:  # the SLO search: stop once its verdict is known
                     self.watch_first(r, now, wait)
             else:  # a recompute samples the next token: one more gap
                 self.itl_v.append(now - last_tok[r])
@@ -247,7 +248,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
             if g + 1 >= outputs[r]:
                 self.finish(r)
             else:
-                self.join(r)
+                join(r)
 
     def end_batch(self) -> None:
         """A multi-step batch ends (roofline.serving.sim.multistep): its tokens reach the client
@@ -305,7 +306,9 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
         pf_left, pf_total, recompute = self.pf_left, self.pf_total, self.recompute_pass
         pf_skip, cache, later, last_tok = self.pf_skip, self.cache, self.later, self.last_tok
         itl_v, itl_w = self.itl_v.append, self.itl_w.append
-        streams = api.token_s > 0
+        streams, stream = api.token_s > 0, api.stream
+        admit, arrive, complete_prefill = self.admit, self.arrive, self.complete_prefill
+        leave, finish, inf, ceil = self.leave, self.finish, math.inf, math.ceil
         msteps = rules.scheduler_steps
         # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
         # unwindowed layer group)
@@ -338,7 +341,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
             if waiting and len(active) < max_seqs and not self.ms_left:  # multi-step: at the end
                 if not active and cache is not None and cache.pinned_conv:
                     self.reserved += cache.unpin_all()  # pins yield rather than stall
-                self.admit()
+                admit()
                 if cache is not None and cache.load_s:  # KV loaded from a lower tier
                     t_load, cache.load_s = cache.load_s, 0.0
                     acc["prefill"] += t_load
@@ -382,19 +385,20 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
             if k == 0:
                 self.preempt()
                 continue
+            now0, reserved = self.now, self.reserved  # fixed until the span's end
             if plain and pf is None and n_dec:
                 t = t_dec = decode_only_s(n_dec, k, total)
                 processed = None
             else:
                 t, t_dec, processed = span_s(n_dec, ctx, total, k, pf)
             na = self.na
-            t_next = arr[na] if na < n else math.inf
+            t_next = arr[na] if na < n else inf
             if later:
                 t_next = min(t_next, later[0][0])
             if (
-                not waiting and len(active) < max_seqs and t_next < math.inf and not self.ms_left
+                not waiting and len(active) < max_seqs and t_next < inf and not self.ms_left
             ):  # an arrival can be admitted: stop at the first step boundary after it
-                k_cut = math.ceil((t_next - self.now) * k / t)
+                k_cut = ceil((t_next - now0) * k / t)
                 k_cut = k_cut if k_cut > 1 else 1  # max(1, ·)
                 if k_cut < k and plain and pf is None:
                     k = k_cut
@@ -410,18 +414,18 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
                     re_tokens = sum(x for x, r in zip(processed, pfr, strict=True) if recompute[r])
                     acc["preempt"] += (t - t_dec) * re_tokens / tokens
             if not n_dec:
-                kv_end = self.reserved
+                kv_end = reserved
             elif near or not self.simple_kv:
-                kv_end = self.reserved + self.blocks_ahead(k)
+                kv_end = reserved + self.blocks_ahead(k)
             else:  # far from full: the paging waste taken as half a block per sequence
-                kv_end = self.reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
+                kv_end = reserved + (total + n_dec * k) / blk + n_dec * (blk - 1) / (2 * blk)
             if kv_end > self.peak_blocks:
                 self.peak_blocks = kv_end
             kv_mid = kv_end - n_dec * k / (2.0 * blk)
-            kv_mid = kv_mid if kv_mid > self.reserved else self.reserved  # max(reserved, ·)
+            kv_mid = kv_mid if kv_mid > reserved else reserved  # max(reserved, ·)
             if n_dec and msteps == 1:  # multi-step: the bunches at the batch's end (end_batch)
                 t_step = t / k
-                first = self.now + t_step
+                first = now0 + t_step
                 fresh = self.fresh
                 for r in fresh:  # their last token came at their own time
                     itl_v(first - last_tok[r])
@@ -433,53 +437,49 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
                     itl_v(t_step)
                     itl_w(float(n_dec * (k - 1)))
             # self.advance(t, n_dec, kv_mid), inline
-            now = self.now + t
+            now = now0 + t
             acc["busy"] += t
             acc["act"] += len(active) * t
             acc["dec"] += n_dec * t
             acc["kv"] += kv_mid * t
             wait = len(waiting) * t
-            na = self.na
             if na < n and arr[na] <= now:  # arrivals during the span queue for the rest of it
-                self.arrive(na, now, wait)
+                arrive(na, now, wait)
             else:
                 acc["wait"] += wait
             if cache is not None:
                 self.land(now)
                 cache.tick(t)
             self.now = now
-            if streams:
-                firsts = 0
-                if processed is not None:
-                    firsts = sum(x == pf_left[r] for r, x in zip(pfr, processed, strict=True))
-                api.stream(now, t, n_dec * k + firsts, n_dec + firsts)
-            if n_dec:
-                self.G = G = G + k
-                self.spans += 1
-                if msteps == 1:
-                    self.last_shared = self.now
-                    if self.fresh:
-                        self.fresh = []
+            done = []  # the prompts whose prefill the span ends
             if processed is not None:
-                done = []
                 for r, x in zip(pfr, processed, strict=True):
                     left = pf_left[r] - x
                     pf_left[r] = left
                     if left == 0:
                         done.append(r)
-                if done:
-                    self.complete_prefill(done)
+            if streams:  # each prompt done streams its first token
+                stream(now, t, n_dec * k + len(done), n_dec + len(done))
+            if n_dec:
+                self.G = G = G + k
+                self.spans += 1
+                if msteps == 1:
+                    self.last_shared = now
+                    if self.fresh:
+                        self.fresh = []
+            if done:
+                complete_prefill(done)
             if n_dec and k == kmin:  # some decoders produced their last token
                 G = self.G
                 while heap and heap[0][0] <= G:
                     f, r = heappop(heap)
                     if fin.get(r) == f:
-                        self.leave(r)
+                        leave(r)
                         if msteps > 1:  # seen at the batch's end
                             self.ended.append(r)
                             continue
                         last_tok[r] = self.now
-                        self.finish(r)
+                        finish(r)
             if self.ms_left:
                 self.ms_left -= k
                 if not self.ms_left or not decoding:
