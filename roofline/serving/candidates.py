@@ -148,6 +148,13 @@ def _keep_plans(key: tuple, hw: Accelerator, plans: list[tuple[int, Layout, Plan
     _PLANS[key] = (hw, plans)
 
 
+def _kept(key: tuple, hw: Accelerator) -> list[tuple[int, Layout, Plan]] | None:
+    """The scoring kept under `key` (its first item the chip's id), if it is `hw`'s: an id is
+    reused once its object is gone, so the chip itself is kept beside it and compared."""
+    got = _PLANS.get(key)
+    return got[1] if got is not None and got[0] is hw else None
+
+
 def score_chips(
     model: ModelArch,
     accelerators: list[Accelerator],
@@ -160,19 +167,13 @@ def score_chips(
 ) -> None:
     """Each chip's layouts scored (_plans) over forked workers, a chip each, and kept here for
     candidates() to read: the same figures, the chips' scorings side by side."""
-    todo = [
-        hw
-        for hw in accelerators
-        if _PLANS.get((model, id(hw), base, eng, prompt, output, tpot_s, scale_out), (None,))[0]
-        is not hw
-    ]
+    args = (base, eng, prompt, output, tpot_s, scale_out)
+    todo = [hw for hw in accelerators if _kept((model, id(hw), *args), hw) is None]
     if len(todo) < 2:  # one chip: scored where it is asked for
         return
-    got = parallel_map(
-        lambda hw: _plans(model, hw, base, eng, prompt, output, tpot_s, scale_out), todo
-    )
+    got = parallel_map(lambda hw: _plans(model, hw, *args), todo)
     for hw, plans in zip(todo, got, strict=True):
-        _keep_plans((model, id(hw), base, eng, prompt, output, tpot_s, scale_out), hw, plans)
+        _keep_plans((model, id(hw), *args), hw, plans)
 
 
 def _plans(
@@ -189,9 +190,9 @@ def _plans(
     estimate fits and meets the TPOT SLO at batch 1, in the enumerator's order (module
     docstring); the same figures for the same arguments, so the last few are kept."""
     key = (model, id(hw), base, eng, prompt, output, tpot_s, scale_out)
-    got = _PLANS.get(key)
-    if got is not None and got[0] is hw:
-        return got[1]
+    got = _kept(key, hw)
+    if got is not None:
+        return got
     out: list[tuple[int, Layout, Plan]] = []
     inside, spanning = replica_sizes(hw)
     for g in inside + spanning:

@@ -229,21 +229,21 @@ def size_search(
     tpot = slo.tpot_s if drafting is None else None
     prompt, output = int(np.mean(w.prompts)), int(np.mean(w.outputs))
     score_chips(model, accelerators, base, eng, prompt, output, tpot, scale_out)
-    if link is None:
+
+    def colocated() -> list[Sized]:
         return size(
             model, accelerators, base, eng, w, slo, prices, minimize, seed,
             headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
             confidence=confidence,
         )  # fmt: skip
+
+    if link is None:
+        return colocated()
     # the disaggregated pairs run in the background while the colocated layouts are searched
     extra, pending = _disaggregated(
         model, accelerators, base, eng, w, slo, prices, link, seed, scale_out, shape
     )
     with pending:
-        rows = size(
-            model, accelerators, base, eng, w, slo, prices, minimize, seed,
-            headroom=headroom, drafting=drafting, scale_out=scale_out, router=router,
-            confidence=confidence,
-        )  # fmt: skip
+        rows = colocated()
         extra += pending.result()
     return rank(rows + extra, minimize)
