@@ -198,8 +198,21 @@ def calibration_note(rs: list[ServingResult], every: list[ServingResult]) -> str
 
 
 def _stack(r: ServingResult) -> bool:
-    """A case the AMD MoE/MLA kernel factors were fitted on (its out-of-sample run refits them)."""
-    return any("fit_stack_kernels" in why for why in r.refitted)
+    """An MoE or MLA case on AMD Instinct under an engine of the Triton era on ROCm (vLLM before
+    0.8, SGLang before 0.4.4: hardware/engines.yaml vllm-v0, sglang-v0.4), where the derived
+    MoE/MLA kernel factors act (validation/fit_stack_kernels.py triton_era)."""
+    from roofline.engines.versions import parse_version
+
+    case = _case_keys().get(r.id, {})
+    v = parse_version(case.get("engine_version"))
+    floor = {"vllm": (0, 8), "sglang": (0, 4, 4)}.get(r.engine)
+    return (
+        r.family == "amd-instinct"
+        and floor is not None
+        and v is not None
+        and v < floor
+        and _is_moe(str(case.get("model", "")))
+    )
 
 
 @cache
@@ -303,13 +316,15 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
     ),
     (
         "The engines' own fused-MoE and MLA decode kernels on AMD Instinct before AITER (SGLang "
-        "0.4.2 and vLLM 0.7.3 on ROCm ran Triton fused_moe and Triton MLA decode; AMD's AITER "
-        "kernels, up to 3x and 17x faster, came after: ROCm blog 2025-03-21): the routed "
-        "experts' MoE op and MLA's decode attention at 1.5x and 32x of the CDNA 3 curves' time "
-        "(hardware/engines.yaml sglang-v0.4 and vllm-v0 moe_time_factor / "
-        "mla_decode_time_factor; validation/fit_stack_kernels.py on dstack's DeepSeek-R1 runs on "
-        "8x MI300X, online and offline, against the same runs on 8x H200 so that the harness's "
-        "own +44% to +103% is not put on CDNA 3; MoE 1-2.5x, MLA 24-32x leaving one source out)",
+        "0.4.2 and vLLM 0.7.3 on ROCm ran Triton fused_moe and Triton MLA decode), derived, "
+        "nothing fitted: the AITER era's factors on CDNA 3 (vLLM's MoE x2, MLA x1, fitted on the "
+        "vLLM blog's AITER runs) times AMD's own figures for AITER's kernels over the ones before "
+        "them (up to 3x fused MoE and 17x MLA decode: ROCm blog 'Supercharge DeepSeek-R1 "
+        "Inference on AMD Instinct MI300X', 2025-03-21), so MoE x6 and MLA x17 "
+        "(hardware/engines.yaml vllm-v0 and sglang-v0.4; validation/fit_stack_kernels.py "
+        "triton_era). They had been fitted on these very runs (dstack's DeepSeek-R1 on 8x MI300X) "
+        "at x1.5 and x32 against the same runs on 8x H200, taking the H200 runs' error for the "
+        "harness's; derived, no figure rests on the runs it is checked on",
         _stack,
     ),
     (
