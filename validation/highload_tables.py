@@ -312,6 +312,7 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
             r.family == "amd-instinct"
             and r.engine_version.startswith(("0.6", "0.7"))
             and not _stack(r)
+            and r.id in before()  # the points it was checked on (a later source: LEFT)
         ),
     ),
     (
@@ -515,6 +516,14 @@ LEFT = (
     "(SGLang 0.4.3) requests/s too fast, the H200 DeepSeek-R1 item below: the early-2025 "
     "engines on Hopper, no longer taken for the harness's offset on CDNA 3. What is left on "
     "AMD capacity is the vLLM 0.10.0 rows below (median -23%).\n"
+    "- AMD, upstream vLLM 0.6.3 built from source on ROCm 6.1 (dstack's Llama 3.1 405B BF16 on "
+    "8 MI300X, Oct 2024, amd/tgi_vs_vllm at dstackai/benchmarks@ac24b9d1; bursts of 512-2,048 "
+    "sonnet prompts of 82 in / 59 out): requests/s +112% to +133%, TTFT p50 -51% to -53%, TPOT "
+    "p50 -55% to -57%, every metric about 2.1x too fast, at 11-13% of the speed of light, where "
+    "AMD's own vLLM images run the same model (FP8) within -20% to +13% (ROCm/vllm dev-docker, "
+    "Azure, Oracle). The build is vllm-project/vllm main, not AMD's ROCm fork with its tuned "
+    "GEMMs, and the same page's TGI on the same machine is much faster: an untuned build, one "
+    "source, nothing fitted.\n"
     "- AMD, vLLM 0.10.0 (V1) on 8 MI300X at 1,500-3,200 running sequences (AMD's dev-docker "
     "throughput table at 040de12): requests/s 14-39% under-predicted, the 70B most. V1's "
     "amd-instinct host time per sequence (65 µs, hardware/engines.yaml vllm) was fitted on "
