@@ -312,7 +312,6 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
             r.family == "amd-instinct"
             and r.engine_version.startswith(("0.6", "0.7"))
             and not _stack(r)
-            and r.id in before()  # the points it was checked on (a later source: LEFT)
         ),
     ),
     (
