@@ -15,11 +15,11 @@ The Triton era (vllm-v0, sglang-v0.4 on amd-instinct) is derived, not fitted (`t
 AITER era's factors on the family (below) times AMD's own figures for AITER over the kernels before
 it (the ROCm blog above: up to 3x fused MoE, 17x MLA decode), so x6 and x17. They were once fitted
 here on dstack's DeepSeek-R1 runs on 8x MI300X against the same runs on 8x H200 (the H200 runs'
-error taken as the harness's, validation/stack_kernels_control.yaml), which left those runs +38%
-(vLLM 0.7.3) and +81% (SGLang 0.4.2) too fast in requests/s: fitted on the one lab's runs and still
-far off. Derived, nothing is fitted on them, and their 78 points go from 60% to 29% median |error|
-(docs/ACCURACY.md Mechanisms). `cases`, `control` and the grid below still serve a refit on a new
-source (`python -m validation.fit_stack_kernels vllm-v0 amd-instinct --fit`).
+error taken as the harness's, validation/stack_kernels_control.yaml), which left the offline runs
++38% (vLLM 0.7.3) and +90% (SGLang 0.4.2) too fast in requests/s in sample: fitted on the one
+lab's runs and far off. Derived, nothing is fitted on them, and their 78 points go from 60% to 29%
+median |error| (docs/ACCURACY.md Mechanisms). `cases`, `control` and the grid below still serve a
+refit on a new source (`python -m validation.fit_stack_kernels vllm-v0 amd-instinct --fit`).
 
 The AITER era (vllm >= 0.8, issue 34): the vLLM blog 'Beyond Porting' (vllm-project/
 vllm-project.github.io at c57a123e) ran AMD's rocm/vllm-dev nightly with VLLM_ROCM_USE_AITER=1 on
