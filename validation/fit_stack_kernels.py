@@ -11,19 +11,15 @@ takes its Triton MLA unless VLLM_ROCM_USE_AITER=1 (vLLM blog 'Beyond Porting', 2
 the time of ROCM_AITER_MLA). The factor multiplies the expected time of the routed experts' fused
 MoE op (every phase) and of MLA's absorbed decode attention (roofline/step/phases.py _own_kernels).
 
-The cases: every serving case of the engine profile on the family whose model is MoE or MLA
-(validation/serving_crossval.py CASE_FILES: dstack's DeepSeek-R1 runs on 8x MI300X, online and
-offline), metrics of capacity and decode speed (requests/s, tokens/s, TPOT; TTFT under a closed
-loop is queueing and prefill, not these kernels). The Hopper control: every one of these sources
-also ran the same model, lengths and harness on 8x H200 (validation/engine_sweeps.yaml,
-validation/stack_kernels_control.yaml), where the model is off by what the harness and the
-early-2025 engines cost on any vendor (+25% to +170% too fast). The fit takes that offset as the
-target: the factors minimise the sum over the CDNA 3 points of (s - c)^2, s how much too fast the
-model is on a point as a log (speed_error: log(expected / measured) of a rate, its inverse for a
-time), c the median s of the same source's and engine's H200 points under the shipped catalog;
-so only what CDNA 3 loses beyond Hopper is put on its kernels. Out of sample: each source
-(serving_crossval.source_group) left out and the factors refitted on the others; what this prints
-is held in validation/serving_crossval.py STACK_FIT.
+The Triton era (vllm-v0, sglang-v0.4 on amd-instinct) is derived, not fitted (`triton_era`): the
+AITER era's factors on the family (below) times AMD's own figures for AITER over the kernels before
+it (the ROCm blog above: up to 3x fused MoE, 17x MLA decode), so x6 and x17. They were once fitted
+here on dstack's DeepSeek-R1 runs on 8x MI300X against the same runs on 8x H200 (the H200 runs'
+error taken as the harness's, validation/stack_kernels_control.yaml), which left the offline runs
++38% (vLLM 0.7.3) and +90% (SGLang 0.4.2) too fast in requests/s in sample: fitted on the one
+lab's runs and far off. Derived, nothing is fitted on them, and their 78 points go from 60% to 29%
+median |error| (docs/ACCURACY.md Mechanisms). `cases`, `control` and the grid below still serve a
+refit on a new source (`python -m validation.fit_stack_kernels vllm-v0 amd-instinct --fit`).
 
 The AITER era (vllm >= 0.8, issue 34): the vLLM blog 'Beyond Porting' (vllm-project/
 vllm-project.github.io at c57a123e) ran AMD's rocm/vllm-dev nightly with VLLM_ROCM_USE_AITER=1 on
@@ -32,8 +28,8 @@ figures into validation/engine_sweeps.yaml; no H200 control (offset 0), a finer 
 (AITER_*_GRID), one source (so nothing out of sample: serving_crossval STACK_FIT). Prints moe x2,
 mla x1: 24 points, median |error| 26% at x1 -> 5%.
 
-Run: `python -m validation.fit_stack_kernels sglang-v0.4 amd-instinct` (and vllm-v0, vllm; each
-some ten minutes on two workers: 27 cases x 42 grid points).
+Run: `python -m validation.fit_stack_kernels vllm amd-instinct` (some ten minutes on two workers);
+`vllm-v0` or `sglang-v0.4` prints the derived factors (and with `--fit`, the old fit beside them).
 """
 
 from __future__ import annotations
@@ -61,6 +57,27 @@ AITER_PROFILES = ("vllm", "sglang")
 AITER_MOE_GRID = (1.0, 1.25, 1.5, 2.0, 2.5)
 AITER_MLA_GRID = (1.0, 1.5, 2.0, 3.0, 4.0)
 CONTROL_FAMILY = "nvidia-datacenter"
+# AMD's figures for AITER's kernels over the Triton ones the early-2025 engines ran on ROCm (ROCm
+# blog 'Supercharge DeepSeek-R1 Inference on AMD Instinct MI300X', 2025-03-21: "+3X MoE", "+17x MLA
+# decode") [uncertain: 'up to' figures, the shapes not given]
+AITER_GAIN = {"moe": 3.0, "mla": 17.0}
+TRITON_ERA = {
+    "vllm-v0": "vllm",
+    "sglang-v0.4": "vllm",
+}  # profile -> the AITER-era profile it scales
+
+
+def triton_era(cat: Any, engine: str, family: str = "amd-instinct") -> tuple[float, float]:
+    """(moe, mla) of a Triton-era profile on `family`: the AITER-era profile's factors there
+    (TRITON_ERA: vLLM's, fitted on the vLLM blog's AITER runs; SGLang's own AITER-era MoE factor
+    is borrowed from it) times AITER_GAIN. Nothing is fitted on the Triton-era runs."""
+    from roofline.timing.host import kernel_time_factor
+
+    prof = cat.engines[TRITON_ERA[engine]]
+    return (
+        kernel_time_factor(prof, family, "moe") * AITER_GAIN["moe"],
+        kernel_time_factor(prof, family, "mla") * AITER_GAIN["mla"],
+    )
 
 
 def _profile(cat: Any, c: dict) -> str:
@@ -177,6 +194,12 @@ def main(argv: list[str]) -> None:
 
     engine, family = argv[1], argv[2]
     cat = load_catalog()
+    if engine in TRITON_ERA:
+        moe, mla = triton_era(cat, engine, family)
+        print(f"{engine} on {family}: derived, moe x{moe:g}, mla x{mla:g} ({TRITON_ERA[engine]}'s")
+        print(f"  AITER-era factors x {AITER_GAIN['moe']:g} and x {AITER_GAIN['mla']:g})")
+        if "--fit" not in argv:
+            return
     if not cases(cat, engine, family):
         sys.exit(f"no MoE/MLA {engine} case on {family} to fit")
     tab = table(cat, engine, family)

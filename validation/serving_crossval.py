@@ -180,18 +180,11 @@ def _gaudi_share(field: str) -> ServingFit:
 
 # The engines' own fused-MoE and MLA decode kernels on AMD Instinct (issue 34 mechanism (a);
 # hardware/engines.yaml moe_time_factor / mla_decode_time_factor amd-instinct) refitted without each
-# source, as `python -m validation.fit_stack_kernels <engine> amd-instinct` prints: (moe, mla)
-DSTACK_R1 = "https://github.com/dstackai/benchmarks/blob/7f37e6697725e58dd09b9ef190b62ce19f01d45e/"
+# source, as `python -m validation.fit_stack_kernels <engine> amd-instinct` prints: (moe, mla). The
+# Triton era (vllm-v0, sglang-v0.4) is derived from the AITER era's factors and AMD's own figures
+# (validation/fit_stack_kernels.py triton_era), fitted on no case: nothing to refit.
 STACK_FAMILY = "amd-instinct"
 STACK_FIT: dict[str, dict[str, tuple[float, float]]] = {
-    "sglang-v0.4": {
-        DSTACK_R1 + "Deepseek-R1/raw_data/offline_results.csv": (1.0, 24.0),
-        DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (2.5, 32.0),
-    },
-    "vllm-v0": {
-        DSTACK_R1 + "Deepseek-R1/raw_data/offline_results.csv": (1.5, 32.0),
-        DSTACK_R1 + "Deepseek-R1/raw_data/online_results.csv": (1.5, 24.0),
-    },
     # vLLM >= 0.8 with AITER (issue 34; all of it: moe x2, mla x1): one source, so without it
     # nothing is left to fit on and the curves' own time (x1) stands (_stack_fit's fallback)
     "vllm": {
