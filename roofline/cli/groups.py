@@ -13,12 +13,16 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from roofline.cli import options as opt
 from roofline.cli.app import app
 from roofline.cli.startup import guarded
+from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
+
+if TYPE_CHECKING:
+    from roofline.catalog.load import Catalog
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +41,7 @@ def grouped(fn: F) -> F:
         names = [f.name for f in dataclasses.fields(cls)]
         groups[p.name] = (cls, names)
         params += [
-            inspect.Parameter(f.name, p.kind, default=f.default, annotation=hints[f.name])
+            inspect.Parameter(f.name, p.kind, default=_default(f), annotation=hints[f.name])
             for f in dataclasses.fields(cls)
         ]
 
@@ -52,6 +56,11 @@ def grouped(fn: F) -> F:
     return typing.cast(F, wrapper)
 
 
+def _default(f: dataclasses.Field) -> Any:
+    """A field's default as a parameter's: none (an argument) where the field has none."""
+    return inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+
+
 def command(name: str | None = None) -> Callable[[F], F]:
     """A command of the app, named `name` (default: the function's): guarded (one line on stderr
     and exit 2 on bad input, cli.startup) with its groups spread into options (`grouped`)."""
@@ -63,6 +72,20 @@ def command(name: str | None = None) -> Callable[[F], F]:
 
 
 # ---- the groups of options.py's options ------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    """The two arguments: the model and the accelerator the command is about (a group without
+    defaults, so a command takes it first and without one)."""
+
+    model: opt.ModelArg
+    hardware: opt.HardwareArg
+
+    def load(self, cat: Catalog) -> tuple[ModelArch, Accelerator]:
+        """The catalog's entries: the model, then the accelerator (so a bad model id is the
+        error named first)."""
+        return cat.model(self.model), cat.accelerator(self.hardware)
+
+
 @dataclass(frozen=True)
 class StaticBatch:
     """A static batch: the sequences launched together and their lengths (analyze, capacity,

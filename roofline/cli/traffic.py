@@ -67,8 +67,7 @@ def _one(values: list[int], what: str) -> int:
 # ---- serve ----------------------------------------------------------------------------------
 @grp.command()
 def serve(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
     fm: grp.Formats = grp.FORMATS,
     lens: topt.LengthOptions = topt.LENGTHS,
@@ -120,7 +119,7 @@ def serve(
     pub.check_out(out, charts=True)
     arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration, lens)
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
     dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo, en.engine_name)
     slo = sl.slo()

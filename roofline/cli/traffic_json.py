@@ -8,7 +8,13 @@ from typing import Any
 
 from roofline import render
 from roofline.catalog.engine_flags import engine_flags
-from roofline.cli.convert import bands_json, deployment_inputs, efficiency_json, finite
+from roofline.cli.convert import (
+    bands_json,
+    deployment_inputs,
+    efficiency_json,
+    finite,
+    formats_json,
+)
 from roofline.cli.layout_options import layout_json
 from roofline.domain.hardware import Price
 from roofline.domain.layout import node_gpus
@@ -315,8 +321,7 @@ def serve_doc(
         "dp": replicas,
         "gpus": gpus,
         **layout_json(lay, laid),
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        **formats_json(dep),
         **base.description,
         **_swept(base, rates),
         "rates": rates,
@@ -400,8 +405,7 @@ def size_doc(
         "model": m.id,
         "hardware": ids,
         "rate": rate,
-        "weights": base.weights.name,
-        "kv_dtype": base.kv.name,
+        **formats_json(base),
         **w.description,
         **slo_json(slo),
         "engine": eng.name,
