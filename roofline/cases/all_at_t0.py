@@ -16,12 +16,12 @@ such as vLLM's LLM class or trtllm-bench). The layout is the case's
 
 from __future__ import annotations
 
-from roofline.cases.case import Case, case_replica, served_engine
+from roofline.cases.case import Case, served_engine
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 from roofline.serving.metrics import Slo
-from roofline.serving.serve import serve
+from roofline.serving.serve import make_replica, serve
 from roofline.serving.workload import make_workload
 from roofline.step.ops import Deployment
 
@@ -55,12 +55,12 @@ def evaluate_burst(
     w = make_workload(
         b.get("prompt", case.prompt), b.get("output", case.output), concurrency=n, requests=n
     )
-    rep = case_replica(
+    rep = make_replica(
         model,
         hw,
         dep,
         eng,
-        w,
+        w.max_len,
         max_seqs=b.get("max_seqs"),
         max_batched_tokens=b.get("max_batched_tokens"),
         chunked_prefill=bool(b.get("chunked_prefill", True)),

@@ -16,12 +16,11 @@ from typing import Any
 import numpy as np
 
 from roofline.cases.benchfiles import METRICS, BenchRun
-from roofline.cases.case import case_replica
 from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import engine
 from roofline.serving.metrics import ServeMetrics, Slo, metrics
-from roofline.serving.serve import run_replicas
+from roofline.serving.serve import make_replica, run_replicas
 from roofline.serving.workload import Workload, replayed, with_rate
 from roofline.step.ops import Deployment
 
@@ -74,7 +73,7 @@ def simulate(
     """The serving model's figures for the run (expected, or ideal), one replica."""
     w = workload_of(run)
     eng = engine(engine_name, hw)
-    rep = case_replica(model, hw, dep, eng, w, tokenizer=tokenizer)
+    rep = make_replica(model, hw, dep, eng, w.max_len, tokenizer=tokenizer)
     return metrics(run_replicas(rep, w, 1, ideal), Slo(), rep.gpus)
 
 

@@ -24,7 +24,6 @@ nothing here loads the catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,11 +36,6 @@ from roofline.engines.scheduler import with_frontend
 from roofline.serving.attention_dp import default_balance
 from roofline.step.ops import Deployment
 from roofline.timing.host import Calibration
-
-if TYPE_CHECKING:
-    from roofline.domain.model import ModelArch
-    from roofline.serving.serve import Replica
-    from roofline.serving.workload import Workload
 
 # metric -> (regime, kind): kind "time" (smaller is faster) or "rate" (larger is faster)
 METRICS: dict[str, tuple[str, str]] = {
@@ -133,16 +127,6 @@ def served_engine(
         return with_frontend(engine(name, hw, version), str(frontend))
     except InputError as exc:
         raise InputError(f"{where}: {exc}", hint=exc.hint) from None
-
-
-def case_replica(
-    model: ModelArch, hw: Accelerator, dep: Deployment, eng: Engine, w: Workload, **limits: Any
-) -> Replica:
-    """The replica a measured serving run is simulated on, its `max_len` the workload's longest
-    prompt plus longest output (serving.serve.make_replica; `limits` its keyword options)."""
-    from roofline.serving.serve import make_replica
-
-    return make_replica(model, hw, dep, eng, int(np.max(w.prompts) + np.max(w.outputs)), **limits)
 
 
 def case_engine(case: Case, source: str | None = None) -> str:

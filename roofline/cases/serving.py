@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from roofline.cases.case import case_replica, served_engine
+from roofline.cases.case import served_engine
 from roofline.domain.errors import InputError
 from roofline.domain.layout import Layout
 from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.engines.scheduler import TOKENIZERS
 from roofline.serving.attention_dp import default_balance
 from roofline.serving.metrics import ServeMetrics, Slo
-from roofline.serving.serve import serve
+from roofline.serving.serve import make_replica, serve
 from roofline.serving.workload import Workload, make_workload
 from roofline.step.ops import Deployment
 
@@ -133,12 +133,12 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
     tok = case.get("tokenizer", "fast")
     if tok not in TOKENIZERS:
         raise InputError(f"{where}: tokenizer must be fast or slow, got '{tok}'")
-    rep = case_replica(
+    rep = make_replica(
         m,
         hw,
         dep,
         eng,
-        w,
+        w.max_len,
         max_seqs=case.get("max_num_seqs"),
         max_batched_tokens=case.get("max_num_batched_tokens"),
         chunked_prefill=case.get("chunked_prefill"),

@@ -40,10 +40,9 @@ def grouped(fn: F) -> F:
         hints = typing.get_type_hints(cls, include_extras=True)
         names = [f.name for f in dataclasses.fields(cls)]
         groups[p.name] = (cls, names)
-        params += [
-            inspect.Parameter(f.name, p.kind, default=_default(f), annotation=hints[f.name])
-            for f in dataclasses.fields(cls)
-        ]
+        for f in dataclasses.fields(cls):  # a field without a default: an argument
+            d = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+            params.append(inspect.Parameter(f.name, p.kind, default=d, annotation=hints[f.name]))
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -54,11 +53,6 @@ def grouped(fn: F) -> F:
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return typing.cast(F, wrapper)
-
-
-def _default(f: dataclasses.Field) -> Any:
-    """A field's default as a parameter's: none (an argument) where the field has none."""
-    return inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
 
 
 def command(name: str | None = None) -> Callable[[F], F]:
@@ -74,15 +68,13 @@ def command(name: str | None = None) -> Callable[[F], F]:
 # ---- the groups of options.py's options ------------------------------------------------------
 @dataclass(frozen=True)
 class Target:
-    """The two arguments: the model and the accelerator the command is about (a group without
-    defaults, so a command takes it first and without one)."""
+    """The arguments MODEL HARDWARE (no defaults: a command takes the group first, as `tg`)."""
 
     model: opt.ModelArg
     hardware: opt.HardwareArg
 
     def load(self, cat: Catalog) -> tuple[ModelArch, Accelerator]:
-        """The catalog's entries: the model, then the accelerator (so a bad model id is the
-        error named first)."""
+        """The catalog's model and accelerator, looked up in that order."""
         return cat.model(self.model), cat.accelerator(self.hardware)
 
 

@@ -141,7 +141,7 @@ def serve(
     eng = with_frontend(engine(en.engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
     rep = kt.apply(make_replica(
-        m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
+        m, hw, dep, eng, base.max_len,
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None, max_batched_tokens,
         chunked_prefill, preemption, cat.tier("pcie5-x16") if preemption == "swap" else None,
         wired_capacity(m, hw, dep, eng, en.memory),
