@@ -74,11 +74,7 @@ def offload(
     h = cat.accelerator(host or default_host(hw.id, hw.family))
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b, _, _, ctx = sb.parse(m)
-    share = tp if sharing is None else sharing
-    if not 1 <= share <= 64:
-        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
-    if link_efficiency is not None and not 0 < link_efficiency <= 1:
-        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    share = opt.sharing(tp, sharing, link_efficiency)
     if not 1 <= block_batches <= 4096:
         raise InputError(f"--block-batches must be from 1 to 4096, got {block_batches}")
     # auto: llama.cpp's rule for its partial offload, vLLM's for streaming

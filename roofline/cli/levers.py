@@ -147,11 +147,7 @@ def tiers(
     if not 0 < cap < 1e15:
         raise InputError(f"--tier-capacity must be positive and below 1 PB, got {tier_capacity}")
     plan = opt.fitted_plan(m, hw, dep, engine(en.engine_name, hw), en.memory)
-    share = tp if sharing is None else sharing
-    if not 1 <= share <= 64:
-        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
-    if link_efficiency is not None and not 0 < link_efficiency <= 1:
-        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    share = opt.sharing(tp, sharing, link_efficiency)
     if not 1 <= dma_tokens <= 1_000_000:
         raise InputError(f"--dma-tokens must be from 1 to 1e6, got {dma_tokens}")
     hbm_only = int(max_batch(plan, m, dep, ctx))
