@@ -98,8 +98,7 @@ def tree_option(text: str, gamma_max: int) -> int | str:
 
 
 def _kind(drafter: str, draft: str | None, m) -> str:
-    """--drafter resolved (auto: draft with --draft, else MTP where the model has MTP layers,
-    else EAGLE) and checked."""
+    """--drafter checked; auto: draft with --draft, else MTP where the model has it, else EAGLE."""
     from roofline.levers.speculative import DRAFTERS
 
     kind = drafter.lower()

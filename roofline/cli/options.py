@@ -422,8 +422,7 @@ def batch_sweep(text: str, what: str = "--max-seqs") -> list[int]:
 
 
 def sharing(tp: int, given: int | None, link_efficiency: float | None) -> int:
-    """The GPUs sharing one host or tier link (--sharing, default --tp), checked with
-    --link-efficiency."""
+    """The GPUs sharing one link (--sharing, default --tp), checked, and --link-efficiency."""
     share = tp if given is None else given
     if not 1 <= share <= 64:
         raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
