@@ -16,8 +16,6 @@ such as vLLM's LLM class or trtllm-bench). The layout is the case's
 
 from __future__ import annotations
 
-import numpy as np
-
 from roofline.cases.case import Case, served_engine
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
@@ -62,7 +60,7 @@ def evaluate_burst(
         hw,
         dep,
         eng,
-        int(np.max(w.prompts) + np.max(w.outputs)),
+        w.max_len,
         max_seqs=b.get("max_seqs"),
         max_batched_tokens=b.get("max_batched_tokens"),
         chunked_prefill=bool(b.get("chunked_prefill", True)),

@@ -73,9 +73,7 @@ def simulate(
     """The serving model's figures for the run (expected, or ideal), one replica."""
     w = workload_of(run)
     eng = engine(engine_name, hw)
-    rep = make_replica(
-        model, hw, dep, eng, int(np.max(w.prompts) + np.max(w.outputs)), tokenizer=tokenizer
-    )
+    rep = make_replica(model, hw, dep, eng, w.max_len, tokenizer=tokenizer)
     return metrics(run_replicas(rep, w, 1, ideal), Slo(), rep.gpus)
 
 

@@ -101,7 +101,6 @@ class BenchFit:
     family: str
     params: tuple[Param, ...]
     runs: int
-    residuals: int  # metrics fitted
     rms_log_error_before: float
     rms_log_error_after: float
     sigma_data: float  # the σ_data the uncertainties use (raised to the rms error, if larger)
@@ -238,7 +237,6 @@ def fit_runs(
         hw.efficiency.family,
         tuple(params),
         len(runs),
-        n,
         math.sqrt(float(e0 @ e0) / n),
         rms_after,
         common,

@@ -138,7 +138,7 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         hw,
         dep,
         eng,
-        int(np.max(w.prompts) + np.max(w.outputs)),
+        w.max_len,
         max_seqs=case.get("max_num_seqs"),
         max_batched_tokens=case.get("max_num_batched_tokens"),
         chunked_prefill=case.get("chunked_prefill"),

@@ -138,8 +138,7 @@ def mix_day_checks(
 
     from roofline.serving.mixday import mix_day_capacity, plan_mix_day
 
-    longest = int(w.prompts.max() + w.outputs.max())  # as serve builds its replica
-    rep = make_replica(model, hw, dep, eng, longest, capacity_bytes=capacity_bytes)
+    rep = make_replica(model, hw, dep, eng, w.max_len, capacity_bytes=capacity_bytes)
     rep = rep if kv is None else replace(rep, kv=kv)
     cap = mix_day_capacity(rep, w, slo, seed, router, limits.edges)
     wanted = _wanted(limits)

@@ -228,9 +228,8 @@ def serve_at(
     if w is None:
         w = make_workload(max(prompt, 1), output, rate=limits.rate, requests=requests, seed=seed)
         w = with_prefix(w, prefix, seed)
-    longest = int(w.prompts.max() + w.outputs.max())  # as serve builds its replica
     ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
-    rep = make_replica(model, hw, dep, eng, longest, capacity_bytes=capacity_bytes,
+    rep = make_replica(model, hw, dep, eng, w.max_len, capacity_bytes=capacity_bytes,
                        drafting=drafting, draft_context=ctx)  # fmt: skip
     rep = rep if kv is None else replace(rep, kv=kv)
     slo = Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, limits.pct)

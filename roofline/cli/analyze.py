@@ -20,8 +20,7 @@ from roofline.step.phases import prefill, request
 
 @grp.command()
 def analyze(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
     fm: grp.Formats = grp.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
@@ -47,7 +46,7 @@ def analyze(
     Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
     pub.check_out(out)
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     dep = opt.deployment(
         fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, compute, model=m
     )

@@ -64,8 +64,7 @@ def validate_bench(
     inputs = {
         "files": [str(f) for f in files],
         **convert.deployment_inputs(m, hw, dep),
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        **convert.formats_json(dep),
         "engine": eng,
         "tokenizer": tokenizer,
         "runs": [

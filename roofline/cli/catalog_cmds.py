@@ -3,6 +3,7 @@ validate`."""
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -30,6 +31,20 @@ from roofline.cli.app import (
 from roofline.domain.errors import InputError
 
 
+def _emit_rows(command: str, key: str, rows: list, fmt: render.RowFmt, table: Callable) -> None:
+    """A listing's document, its rows under `key`: as the table or the rows in --format."""
+    doc = render.document(command, {}, **{key: rows})
+    render.emit(doc, fmt, doc[key], table)
+
+
+def _emit_one(
+    command: str, key: str, name: str, entry: dict, fmt: opt.Fmt, table: Callable
+) -> None:
+    """One catalog entry's document: the id asked for in `inputs`, the entry under `key`."""
+    doc = render.document(command, {key: name}, **{key: entry})
+    render.emit_json(doc) if fmt is opt.Fmt.json else table(doc)
+
+
 # ---- hardware -------------------------------------------------------------------------------
 @hardware_app.command("list")
 @guarded
@@ -37,11 +52,8 @@ def hardware_list(fmt: opt.RowFormat = render.RowFmt.table) -> None:
     """List accelerators: memory, bandwidth, peaks, ridge.
 
     Example: roofline hardware list --format json | jq '.hardware[].id'"""
-    cat = catalog()
-    doc = render.document(
-        "hardware list", {}, hardware=[convert.hardware_json(h) for h in cat.accelerators.values()]
-    )
-    render.emit(doc, fmt, doc["hardware"], render.hardware_list_table)
+    rows = [convert.hardware_json(h) for h in catalog().accelerators.values()]
+    _emit_rows("hardware list", "hardware", rows, fmt, render.hardware_list_table)
 
 
 @hardware_app.command("show")
@@ -53,12 +65,8 @@ def hardware_show(
     """Show one accelerator with every figure and source.
 
     Example: roofline hardware show h100"""
-    doc = render.document(
-        "hardware show",
-        {"hardware": hardware},
-        hardware=convert.hardware_json(catalog().accelerator(hardware)),
-    )
-    render.emit_json(doc) if fmt is opt.Fmt.json else render.hardware_show_table(doc)
+    entry = convert.hardware_json(catalog().accelerator(hardware))
+    _emit_one("hardware show", "hardware", hardware, entry, fmt, render.hardware_show_table)
 
 
 @hardware_app.command("tiers")
@@ -80,8 +88,7 @@ def hardware_tiers(fmt: opt.RowFormat = render.RowFmt.table) -> None:
         }
         for t in catalog().tiers.values()
     ]
-    doc = render.document("hardware tiers", {}, tiers=tiers)
-    render.emit(doc, fmt, doc["tiers"], render.tiers_table)
+    _emit_rows("hardware tiers", "tiers", tiers, fmt, render.tiers_table)
 
 
 @hardware_app.command("families")
@@ -101,8 +108,7 @@ def hardware_families(fmt: opt.RowFormat = render.RowFmt.table) -> None:
         }
         for f in cat.families.values()
     ]
-    doc = render.document("hardware families", {}, families=families)
-    render.emit(doc, fmt, doc["families"], render.families_table)
+    _emit_rows("hardware families", "families", families, fmt, render.families_table)
 
 
 # ---- models ---------------------------------------------------------------------------------
@@ -112,10 +118,8 @@ def models_list(fmt: opt.RowFormat = render.RowFmt.table) -> None:
     """List models: attention, parameters, KV per token.
 
     Example: roofline models list"""
-    doc = render.document(
-        "models list", {}, models=[convert.model_json(m) for m in catalog().models.values()]
-    )
-    render.emit(doc, fmt, doc["models"], render.models_list_table)
+    rows = [convert.model_json(m) for m in catalog().models.values()]
+    _emit_rows("models list", "models", rows, fmt, render.models_list_table)
 
 
 @models_app.command("show")
@@ -127,10 +131,8 @@ def models_show(
     """Show one model and its parameter breakdown.
 
     Example: roofline models show deepseek-r1"""
-    doc = render.document(
-        "models show", {"model": model}, model=convert.model_json(catalog().model(model))
-    )
-    render.emit_json(doc) if fmt is opt.Fmt.json else render.models_show_table(doc)
+    entry = convert.model_json(catalog().model(model))
+    _emit_one("models show", "model", model, entry, fmt, render.models_show_table)
 
 
 # ---- catalog --------------------------------------------------------------------------------

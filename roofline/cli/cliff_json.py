@@ -17,8 +17,7 @@ def cliff_doc(
     """The `cliff` document: a point per max-seqs setting, against recompute when swapping."""
     inputs = {
         **convert.deployment_inputs(m, hw, dep),
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        **convert.formats_json(dep),
         "prompt_tokens": s,
         "output_tokens": o,
         "prompt_lengths": prompt_desc,

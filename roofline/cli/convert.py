@@ -198,6 +198,11 @@ def deployment_inputs(m: ModelArch, hw: Accelerator, dep: Any) -> dict[str, Any]
     return {"model": m.id, "hardware": hw.id, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep}
 
 
+def formats_json(dep: Any) -> dict[str, str]:
+    """The number formats echoed in a document's `inputs`: weights, then KV cache."""
+    return {"weights": dep.weights.name, "kv_dtype": dep.kv.name}
+
+
 def memory_plan_json(plan: Any, m: ModelArch, dep: Any) -> dict[str, Any]:
     """A memory plan per GPU: capacity, weights, activations, runtime, the KV budget and the KV
     bytes one token takes on each GPU."""

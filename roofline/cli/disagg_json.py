@@ -7,6 +7,7 @@ from typing import Any
 
 from roofline import render
 from roofline.catalog.engine_flags import engine_flags
+from roofline.cli import convert
 from roofline.cli.traffic_json import metrics_json
 from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.layout import node_gpus
@@ -64,8 +65,7 @@ def disagg_doc(
         "prefill_batch": prefill_batch,
         "link_efficiency": kv_link.eta,
         "transfer_overhead_s": kv_link.fixed_s,
-        "weights": p_dep.weights.name,
-        "kv_dtype": p_dep.kv.name,
+        **convert.formats_json(p_dep),
         "link": tier.id,
         "batch": b,
         "prompt_tokens": s,

@@ -97,19 +97,24 @@ def tree_option(text: str, gamma_max: int) -> int | str:
     return n
 
 
-def drafter_kind(o: DraftOptions, m) -> str:
-    """`speculate`'s --drafter (auto: draft with --draft, else MTP where the model has MTP
-    layers, else EAGLE), checked with --draft and --decay."""
+def _kind(drafter: str, draft: str | None, m) -> str:
+    """--drafter checked; auto: draft with --draft, else MTP where the model has it, else EAGLE."""
     from roofline.levers.speculative import DRAFTERS
 
-    drafter, draft, decay = o.drafter, o.draft, o.decay
-    kind = (drafter or "auto").lower()
+    kind = drafter.lower()
     if kind == "auto":
         kind = "draft" if draft else ("mtp" if m.num_nextn_predict_layers else "eagle")
     if kind not in DRAFTERS:
         raise InputError(
             f"unknown --drafter '{drafter}'", hint=f"choose auto or {', '.join(DRAFTERS)}"
         )
+    return kind
+
+
+def drafter_kind(o: DraftOptions, m) -> str:
+    """`speculate`'s --drafter (`_kind`), checked with --draft and --decay."""
+    draft, decay = o.draft, o.decay
+    kind = _kind(o.drafter or "auto", draft, m)
     if kind == "draft" and draft is None:
         raise InputError("--drafter draft needs --draft MODEL")
     if not 0.0 < decay <= 1.0:
@@ -148,7 +153,7 @@ def draft_config(cat, m, dep, o: DraftOptions):
     """The drafter options of serve and size as a core DraftConfig (serving.sim.drafting), checked
     as `speculate` checks them; None without --drafter (plain decoding)."""
     from roofline.domain.precision import weight_format
-    from roofline.levers.speculative import DRAFTERS, same_vocabulary
+    from roofline.levers.speculative import same_vocabulary
     from roofline.serving.sim.drafting import DraftConfig
 
     drafter, draft, decay = o.drafter, o.draft, o.decay
@@ -156,13 +161,7 @@ def draft_config(cat, m, dep, o: DraftOptions):
         if draft is not None or o.tau is not None:
             raise InputError("--draft and --tau take --drafter (speculative decoding)")
         return None
-    kind = drafter.lower()
-    if kind == "auto":
-        kind = "draft" if draft else ("mtp" if m.num_nextn_predict_layers else "eagle")
-    if kind not in DRAFTERS:
-        raise InputError(
-            f"unknown --drafter '{drafter}'", hint=f"choose auto or {', '.join(DRAFTERS)}"
-        )
+    kind = _kind(drafter, draft, m)
     if kind == "draft" and not (draft and draft.strip()):
         raise InputError("--drafter draft needs --draft MODEL")
     if not 0.0 < decay <= 1.0:

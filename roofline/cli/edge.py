@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from roofline import render
+from roofline.cli import convert
 from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
@@ -26,8 +27,7 @@ from roofline.step.memory import weight_bytes_per_gpu
 # ---- offload --------------------------------------------------------------------------------
 @grp.command()
 def offload(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     host: Annotated[
         str | None,
         typer.Option(help="host CPU entry (RAM and cores): amd-epyc-9654, intel-xeon-8480, ..."),
@@ -70,15 +70,11 @@ def offload(
     --gpu-layers defaults to as many as fit.
     Example: roofline offload llama-3.1-70b rtx-4090 --weights q4_k_m --host ryzen-9950x"""
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     h = cat.accelerator(host or default_host(hw.id, hw.family))
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b, _, _, ctx = sb.parse(m)
-    share = tp if sharing is None else sharing
-    if not 1 <= share <= 64:
-        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
-    if link_efficiency is not None and not 0 < link_efficiency <= 1:
-        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    share = opt.sharing(tp, sharing, link_efficiency)
     if not 1 <= block_batches <= 4096:
         raise InputError(f"--block-batches must be from 1 to 4096, got {block_batches}")
     # auto: llama.cpp's rule for its partial offload, vLLM's for streaming
@@ -132,8 +128,7 @@ def offload(
 # ---- edge -----------------------------------------------------------------------------------
 @grp.command()
 def edge(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     devices: Annotated[
         str | None,
         typer.Option(help="more devices side by side, e.g. dgx-spark,rtx-5090,strix-halo"),
@@ -157,7 +152,7 @@ def edge(
     Example: roofline edge deepseek-r1 m3-ultra --weights q4_k_m --wired-limit 480GB"""
     pub.check_out(out)
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     if tp != 1:
         raise InputError("edge compares single devices: --tp must be 1")
     if en.engine_name not in ("auto", "llamacpp", "mlx"):
@@ -186,8 +181,7 @@ def edge(
         "model": m.id,
         "hardware": hw.id,
         "devices": [d.id for d in extra],
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        **convert.formats_json(dep),
         "batch": b,
         "prompt_tokens": s,
         "output_tokens": o,

@@ -13,12 +13,16 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from roofline.cli import options as opt
 from roofline.cli.app import app
 from roofline.cli.startup import guarded
+from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
+
+if TYPE_CHECKING:
+    from roofline.catalog.load import Catalog
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,10 +40,9 @@ def grouped(fn: F) -> F:
         hints = typing.get_type_hints(cls, include_extras=True)
         names = [f.name for f in dataclasses.fields(cls)]
         groups[p.name] = (cls, names)
-        params += [
-            inspect.Parameter(f.name, p.kind, default=f.default, annotation=hints[f.name])
-            for f in dataclasses.fields(cls)
-        ]
+        for f in dataclasses.fields(cls):  # a field without a default: an argument
+            d = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+            params.append(inspect.Parameter(f.name, p.kind, default=d, annotation=hints[f.name]))
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -63,6 +66,18 @@ def command(name: str | None = None) -> Callable[[F], F]:
 
 
 # ---- the groups of options.py's options ------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    """The arguments MODEL HARDWARE (no defaults: a command takes the group first, as `tg`)."""
+
+    model: opt.ModelArg
+    hardware: opt.HardwareArg
+
+    def load(self, cat: Catalog) -> tuple[ModelArch, Accelerator]:
+        """The catalog's model and accelerator, looked up in that order."""
+        return cat.model(self.model), cat.accelerator(self.hardware)
+
+
 @dataclass(frozen=True)
 class StaticBatch:
     """A static batch: the sequences launched together and their lengths (analyze, capacity,

@@ -28,8 +28,7 @@ from roofline.step.memory import max_batch
 # ---- speculate ------------------------------------------------------------------------------
 @grp.command()
 def speculate(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     so: dopt.DraftOptions = dopt.DRAFT,
     dg: grp.Degrees = grp.DEGREES,
     gpus: opt.Gpus = None,
@@ -53,7 +52,7 @@ def speculate(
     batch over --batches and the crossover batch where speculation stops paying.
     Example: roofline speculate llama-3.1-8b h100 --drafter eagle --tau 3.2 --gamma 4"""
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     kind = dopt.drafter_kind(so, m)
     d_m = cat.model(so.draft) if kind == "draft" and so.draft else None
     dep = opt.deployment(
@@ -96,8 +95,7 @@ def speculate(
 # ---- tiers ----------------------------------------------------------------------------------
 @grp.command()
 def tiers(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     tier: Annotated[
         str,
         typer.Option(
@@ -136,7 +134,7 @@ def tiers(
     tier hold; --prefix: TTFT of a returning turn that reloads its cached KV.
     Example: roofline tiers llama-3.1-70b h100 --tp 4 --tier cxl2-x16 --tier-capacity 256GB"""
     cat = catalog()
-    m, hw, t = cat.model(model), cat.accelerator(hardware), cat.tier(tier)
+    m, hw, t = *tg.load(cat), cat.tier(tier)
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     opt.check_formats(dep, hw)
     ctx = rq.parse(m)[2]
@@ -149,11 +147,7 @@ def tiers(
     if not 0 < cap < 1e15:
         raise InputError(f"--tier-capacity must be positive and below 1 PB, got {tier_capacity}")
     plan = opt.fitted_plan(m, hw, dep, engine(en.engine_name, hw), en.memory)
-    share = tp if sharing is None else sharing
-    if not 1 <= share <= 64:
-        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
-    if link_efficiency is not None and not 0 < link_efficiency <= 1:
-        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    share = opt.sharing(tp, sharing, link_efficiency)
     if not 1 <= dma_tokens <= 1_000_000:
         raise InputError(f"--dma-tokens must be from 1 to 1e6, got {dma_tokens}")
     hbm_only = int(max_batch(plan, m, dep, ctx))

@@ -139,8 +139,7 @@ def kv(
 # ---- capacity -------------------------------------------------------------------------------
 @grp.command()
 def capacity(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
     fm: grp.Formats = grp.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
@@ -157,7 +156,7 @@ def capacity(
     with --gpus/--dp the concurrency of all replicas.
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     dep = opt.deployment(fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, model=m)
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
@@ -189,8 +188,7 @@ def capacity(
 # ---- bytes ----------------------------------------------------------------------------------
 @grp.command("bytes")
 def bytes_(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     dg: grp.Degrees = grp.DEGREES,
     attention_dp: opt.AttentionDp = 1,
     microbatches: opt.Microbatches = None,
@@ -217,7 +215,7 @@ def bytes_(
     from roofline.step.flows import byte_traffic
 
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     budget = opt.tokens(kv_budget, "--kv-budget", 1) if kv_budget else None
     dep = replace(
         opt.deployment(

@@ -113,8 +113,7 @@ def capacity_doc(m, hw, lay, dep, eng, plan, *, b, ctx, mb, reason, grid, by_ctx
     """`capacity`: memory per GPU, the largest batch at --context and at a grid of contexts."""
     inputs = {
         **lopt.layout_inputs(m, hw, lay, dep),
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        **convert.formats_json(dep),
         "batch": b,
         "context_tokens": ctx,
         "engine": eng.name,

@@ -421,6 +421,16 @@ def batch_sweep(text: str, what: str = "--max-seqs") -> list[int]:
     return values
 
 
+def sharing(tp: int, given: int | None, link_efficiency: float | None) -> int:
+    """The GPUs sharing one link (--sharing, default --tp), checked, and --link-efficiency."""
+    share = tp if given is None else given
+    if not 1 <= share <= 64:
+        raise InputError(f"--sharing must be from 1 to 64 GPUs, got {share}")
+    if link_efficiency is not None and not 0 < link_efficiency <= 1:
+        raise InputError(f"--link-efficiency must be in (0, 1], got {link_efficiency}")
+    return share
+
+
 def check_formats(dep: Deployment, hw: Accelerator) -> None:
     """Formats the chip lacks: --compute it has no peak for is refused (exit 2); a weight format
     without its compute runs weight-only, said in one line on stderr."""

@@ -55,8 +55,7 @@ def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
 # ---- plan -----------------------------------------------------------------------------------
 @grp.command()
 def plan(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     gpus: opt.Gpus = None,
     nodes: opt.Nodes = None,
     cross_node_tp: opt.CrossNodeTp = False,
@@ -83,7 +82,7 @@ def plan(
     Example: roofline plan deepseek-r1 h200 --gpus 16 --weights fp8 --max-tpot 50ms"""
     pub.check_out(out)
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     gpus = 8 if gpus is None else gpus
     if not 1 <= gpus <= opt.MAX_GPUS:
         raise InputError(f"--gpus must be from 1 to {opt.MAX_GPUS}, got {gpus}")
@@ -112,8 +111,7 @@ def plan(
         "scale_out": net.id,
         "cross_node_tp": cross_node_tp,
         "engine": eng.name,
-        "weights": base.weights.name,
-        "kv_dtype": base.kv.name,
+        **convert.formats_json(base),
         "prompt_tokens": s,
         "output_tokens": o,
         "max_tp": max_tp,

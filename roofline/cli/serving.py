@@ -32,8 +32,7 @@ from roofline.step.ops import Deployment
 # ---- cliff ----------------------------------------------------------------------------------
 @grp.command()
 def cliff(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     dg: grp.Degrees = grp.DEGREES,
     fm: grp.Formats = grp.FORMATS,
     lens: topt.LengthOptions = topt.LENGTHS,
@@ -57,7 +56,7 @@ def cliff(
     --output 16k --max-seqs 8..128:8"""
     pub.check_out(out, charts=True)
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     dep = opt.deployment(fm.weights, fm.kv_dtype, "bf16", dg.tp, dg.pp, dg.ep, None, None, model=m)
     opt.check_formats(dep, hw)
     lens.once()

@@ -6,6 +6,7 @@ from typing import Any
 
 from roofline.checks.limits import Limits, TrafficLimits
 from roofline.checks.spec import SpecCase, SpecResult
+from roofline.cli import convert
 from roofline.cli import layout_options as lopt
 from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
@@ -261,8 +262,7 @@ def spec_json(case: SpecCase, result: SpecResult) -> dict[str, Any]:
         "hardware": k.hw.id,
         "tp": dep.tp,
         "pp": dep.pp,
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        **convert.formats_json(dep),
         **shape,
         "ok": result.ok,
         **edges,  # --confidence's band edges: capacity x, TTFT x and TPOT x the expected

@@ -178,8 +178,7 @@ def _chunk_rows(chunk: dict[str, Any], names: tuple[str, ...]) -> list[tuple]:
 
 @grp.command()
 def plot(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     dg: grp.Degrees = grp.DEGREES,
     fm: grp.Formats = grp.FORMATS,
     sb: grp.StaticBatch = grp.STATIC,
@@ -199,7 +198,7 @@ def plot(
     if out is not None:
         check_output(out)
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, dg.tp, dg.pp, dg.ep, model=m)
     batch, s, o, ctx = sb.parse(m)
     s = max(s, 1)

@@ -67,8 +67,7 @@ def _one(values: list[int], what: str) -> int:
 # ---- serve ----------------------------------------------------------------------------------
 @grp.command()
 def serve(
-    model: opt.ModelArg,
-    hardware: opt.HardwareArg,
+    tg: grp.Target,
     lo: lopt.LayoutOptions = lopt.LAYOUT,
     fm: grp.Formats = grp.FORMATS,
     lens: topt.LengthOptions = topt.LENGTHS,
@@ -120,7 +119,7 @@ def serve(
     pub.check_out(out, charts=True)
     arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration, lens)
     cat = catalog()
-    m, hw = cat.model(model), cat.accelerator(hardware)
+    m, hw = tg.load(cat)
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
     dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo, en.engine_name)
     slo = sl.slo()
@@ -142,7 +141,7 @@ def serve(
     eng = with_frontend(engine(en.engine_name, hw), frontend)
     drafting = dopt.draft_config(cat, m, dep, so)
     rep = kt.apply(make_replica(
-        m, hw, dep, eng, int(base.prompts.max() + base.outputs.max()),
+        m, hw, dep, eng, base.max_len,
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None, max_batched_tokens,
         chunked_prefill, preemption, cat.tier("pcie5-x16") if preemption == "swap" else None,
         wired_capacity(m, hw, dep, eng, en.memory),

@@ -8,6 +8,7 @@ from typing import Any
 
 from roofline import render
 from roofline.catalog.engine_flags import engine_flags
+from roofline.cli import convert
 from roofline.cli.convert import bands_json, deployment_inputs, efficiency_json, finite
 from roofline.cli.layout_options import layout_json
 from roofline.domain.hardware import Price
@@ -315,8 +316,7 @@ def serve_doc(
         "dp": replicas,
         "gpus": gpus,
         **layout_json(lay, laid),
-        "weights": dep.weights.name,
-        "kv_dtype": dep.kv.name,
+        **convert.formats_json(dep),
         **base.description,
         **_swept(base, rates),
         "rates": rates,
@@ -400,8 +400,7 @@ def size_doc(
         "model": m.id,
         "hardware": ids,
         "rate": rate,
-        "weights": base.weights.name,
-        "kv_dtype": base.kv.name,
+        **convert.formats_json(base),
         **w.description,
         **slo_json(slo),
         "engine": eng.name,
@@ -429,7 +428,7 @@ def size_doc(
     best = next((d for d in deployments if d["best"]), None)
     if best is not None:  # the answer's launch line (its row is the answer; null elsewhere)
         fixed = bool(w.prompts.min() == w.prompts.max() and w.outputs.min() == w.outputs.max())
-        max_len = model_len(m.max_position_embeddings, int(w.prompts.max() + w.outputs.max()),
+        max_len = model_len(m.max_position_embeddings, w.max_len,
                             fixed)  # fmt: skip
         hw = next(h for h in accelerators if h.id == best["hardware"])
         draft = _draft_launch(m, drafting, best.get("speculation"))

@@ -141,7 +141,7 @@ def size_doc(
             f"size --workload sizes a pool to its classes' SLOs and {path} gives none: add"
             " slo_ttft or slo_tpot to a class, or give --slo-ttft/--slo-tpot"
         )
-    max_len = int(w.prompts.max() + w.outputs.max())
+    max_len = w.max_len
     rows: list[dict[str, Any]] = []
     for hw in hws:
         best = None

@@ -167,7 +167,6 @@ class Stage:
     the final norm and the head."""
 
     index: int
-    first_layer: int
     groups: tuple[LayerGroup, ...]
     first: bool
     last: bool
@@ -185,7 +184,7 @@ def stages(model: ModelArch, pp: int) -> tuple[Stage, ...]:
         keys = [(model.layer_window(j), model.layer_is_moe(j)) for j in range(start, start + count)]
         counts = Counter(keys)
         groups = tuple(LayerGroup(counts[k], k[0], k[1]) for k in dict.fromkeys(keys))
-        out.append(Stage(i, start, groups, i == 0, i == pp - 1))
+        out.append(Stage(i, groups, i == 0, i == pp - 1))
         start += count
     return tuple(out)
 

@@ -44,12 +44,17 @@ class Format:
         return self.bits / 8.0
 
 
+# the unquantised floats, each its own compute dtype: weights and KV cache alike
+FLOATS = (
+    Format("fp32", 32.0, "fp32", False, "IEEE single precision"),
+    Format("bf16", 16.0, "bf16", False, "bfloat16"),
+    Format("fp16", 16.0, "fp16", False, "IEEE half precision"),
+)
+
 WEIGHT_FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format("fp32", 32.0, "fp32", False, "IEEE single precision"),
-        Format("bf16", 16.0, "bf16", False, "bfloat16"),
-        Format("fp16", 16.0, "fp16", False, "IEEE half precision"),
+        *FLOATS,
         Format("fp8", 8.0, "fp8", False, "FP8 E4M3, per-tensor or per-channel scales (negligible)"),
         Format("int8", 8.0, "bf16", True, "weight-only int8, per-channel scales (negligible)"),
         Format("w8a8", 8.0, "int8", False, "int8 weights and activations (SmoothQuant)"),
@@ -147,9 +152,7 @@ METAL_TILE_ROWS = 32  # llama.cpp Metal mul_mm(_id): 32 columns per threadgroup 
 KV_FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format("fp32", 32.0, "fp32", False, "IEEE single precision"),
-        Format("bf16", 16.0, "bf16", False, "bfloat16"),
-        Format("fp16", 16.0, "fp16", False, "IEEE half precision"),
+        *FLOATS,
         Format("fp8", 8.0, "bf16", False, "FP8 E4M3, per-tensor scale"),
         Format("int8", 8.25, "bf16", False, "int8, fp16 scale + zero per token and head (H=128)"),
         Format("int4", 4.25, "bf16", False, "int4, fp16 scale + zero per token and head (H=128)"),

@@ -52,8 +52,7 @@ PREFILL_TOKENS = 8192  # a prefill replica's token budget per step (whole prompt
 class Candidate:
     layout: Layout
     dep: Deployment
-    est_requests_per_s: float  # one replica, plan's static estimate
-    est_gpus: int  # GPUs the rate needs at that estimate
+    est_gpus: int  # GPUs the rate needs at one replica's static estimate (plan's)
     tokens_per_s_per_gpu: float
     latency_tpot_s: float
     rate_bound: float = float("inf")  # prefill_bound: no replica of it serves more (req/s)
@@ -127,7 +126,6 @@ def candidates(
             Candidate(
                 lay,
                 deployment(base, lay, hw),
-                req,
                 g * reps,
                 p.output_tokens_per_s / g,
                 p.latency_tpot_s,
@@ -262,5 +260,5 @@ def prefill_candidates(
             t = float(prefill(model, hw, dep, batch, s, engine=eng.name).t_expected_s)
             req = batch / t
             reps = math.ceil(rate / max(req, 1e-12))
-            scored.append(Candidate(lay, dep, req, g * reps, batch * s / t / g, t1))
+            scored.append(Candidate(lay, dep, g * reps, batch * s / t / g, t1))
     return _keep(scored, keep)

@@ -352,7 +352,7 @@ def compare_at_rate(
     closed-form ratio (prefill replicas per decode replica, at the batch a decode replica
     reaches: its KV or max-seqs bound at the mean context, not --batch) suggests, or only
     `shape` (P, D) when given. `ideal`: ideal step times throughout."""
-    max_len = int(w.prompts.max() + w.outputs.max())
+    max_len = w.max_len
     colo = make_replica(model, d_hw, d_dep, eng, max_len)
     pre = make_replica(model, p_hw, p_dep, engine("auto", p_hw), max_len,
                        chunked_prefill=False, max_batched_tokens=8192)  # fmt: skip

@@ -84,7 +84,6 @@ class ServeMetrics:
     slo_attainment: float
     meets_slo: bool
     mean_running_batch: float  # per replica, time-averaged, sequences decoding
-    mean_active: float  # per replica, admitted (prefilling or decoding)
     mean_queue_length: float  # per replica, waiting for admission
     mean_in_system: float  # over all replicas (Little's law: = rate × mean E2E)
     kv_occupancy: float  # time-averaged share of the KV budget in use
@@ -216,7 +215,6 @@ def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
         float(ok.mean()) if a.size else 0.0,
         bool(meets),
         mean_of("decoding_integral") / n_rep,
-        mean_of("active_integral") / n_rep,
         mean_of("waiting_integral") / n_rep,
         sum(t.active_integral + t.waiting_integral for t in records) / window,
         sum(

@@ -135,7 +135,7 @@ def _disaggregated(
     """size_disaggregated started: the rows of the pairs not simulated, and the simulated
     pairs' search running in background workers (workers.Background)."""
     flags = engine_flags()
-    max_len = int(w.prompts.max() + w.outputs.max())
+    max_len = w.max_len
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
     out: list[Sized] = []
     tasks = []

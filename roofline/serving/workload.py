@@ -65,6 +65,11 @@ class Workload:
     def n(self) -> int:
         return len(self.prompts)
 
+    @property
+    def max_len(self) -> int:
+        """The longest prompt plus the longest output: the tokens a replica must hold."""
+        return int(self.prompts.max() + self.outputs.max())
+
 
 def _count(rate: float | None, requests: int | None, duration_s: float | None, conc) -> int:
     if requests is not None:
