@@ -44,13 +44,59 @@ def test_one_user_waits_one_token_of_api_server_work(rep_l4):
     assert 1 / b.requests_per_s - 1 / a.requests_per_s == pytest.approx(t, rel=1e-6)
 
 
-def test_a_burst_reaches_the_engine_one_request_after_another(rep_l4):
-    # 6 users send at t = 0; the API server takes r = 4 ms for each before the engine sees it:
-    # they reach the engine at r, 2r, …, 6r
+def test_a_burst_reaches_the_engine_together_after_all_its_work(rep_l4):
+    # 6 users send at t = 0; the API server takes r = 4 ms for each before the engine sees it,
+    # one event loop shared by the six handlers (issue 34): all six reach the engine at 6r
+    # = 24 ms, none at r, 2r, ... as one after another would have them
     r = 4e-3
     tr, _ = _run(rep_l4, 6, 6, Frontend(0.0, r, 0.0))
-    assert tr.arrival_s == pytest.approx(r * np.arange(1, 7), rel=1e-12)
+    assert tr.arrival_s == pytest.approx(np.full(6, 6 * r), rel=1e-12)
     assert tr.client_sent_s == pytest.approx(np.zeros(6))
+
+
+def test_requests_sent_apart_reach_the_engine_one_after_another():
+    # sent at 0, 1, 1, 10 ms with r = 4 ms: the first leaves at 4; the pair sent at 1 ms waits
+    # for it and shares the loop, 4 + 2 x 4 = 12; the last, sent at 10, waits for them: 16
+    from roofline.serving.sim.apiserver import ApiQueue
+
+    arrival = np.array([0.0, 1e-3, 1e-3, 10e-3, np.inf])
+    ApiQueue(Frontend(0.0, 4e-3, 0.0)).tokenize_sent(arrival, 4)
+    assert arrival[:4] == pytest.approx([4e-3, 12e-3, 12e-3, 16e-3], rel=1e-12)
+    assert arrival[4] == np.inf  # not yet sent: untouched
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    sends=st.lists(st.integers(0, 5), min_size=1, max_size=12),
+    r_us=st.floats(1.0, 20_000.0),
+)
+def test_the_api_server_never_parses_faster_than_one_loop(sends, r_us):
+    # one event loop: no request reaches the engine before it is sent plus its own work, the
+    # first k requests take at least k·r of the loop's time after the first send, and a later
+    # send never reaches the engine before an earlier one (first come, first served)
+    from roofline.serving.sim.apiserver import ApiQueue
+
+    r = r_us * 1e-6
+    sent = np.cumsum(np.asarray(sends, dtype=float) * 1e-3)
+    arrival = sent.copy()
+    ApiQueue(Frontend(0.0, r, 0.0)).tokenize_sent(arrival, len(arrival))
+    assert np.all(arrival >= sent + r * (1 - 1e-12))
+    k = np.arange(1, len(arrival) + 1)
+    assert np.all(arrival >= sent[0] + k * r * (1 - 1e-12))
+    assert np.all(np.diff(arrival) >= 0)
+
+
+def test_a_burst_moves_every_first_token_by_its_parse_work(rep_l4):
+    # 24 requests at once, r = 2 ms each: they reach the engine 24 r = 48 ms after t = 0, the
+    # engine's run is the same run 48 ms later, and make_replica keeps the unloaded path (one
+    # request's r comes out of the fixed latency): every TTFT grows by (24 - 1) r = 46 ms
+    # (validation/fit_api_request.py reads a burst's TTFT at cost c as TTFT(0) + (N - 1) c)
+    lat = 19e-3
+    r = 2e-3
+    _, a = _run(rep_l4, 24, 24, Frontend(lat, 0.0, 0.0), out=16)
+    _, b = _run(rep_l4, 24, 24, Frontend(lat - r, r, 0.0), out=16)
+    assert b.ttft_s.p50 - a.ttft_s.p50 == pytest.approx(23 * r, rel=1e-6)
+    assert b.ttft_s.p99 - a.ttft_s.p99 == pytest.approx(23 * r, rel=1e-6)
 
 
 def test_a_saturated_api_server_sets_the_throughput(rep_l4):
@@ -86,8 +132,9 @@ def test_front_end_costs_per_engine_and_bad_input():
 
     engines = load_catalog().engines
     req, tok, fast = frontend_costs(engines["vllm"], "slow")
-    # hardware/engines.yaml: vLLM 800 us per token on the slow path, 40 us on the fast one
-    assert (req, tok, fast) == pytest.approx((0.0, 800e-6, 40e-6))
+    # hardware/engines.yaml: vLLM 800 us per token on the slow path, 40 us on the fast one,
+    # 6,750 us per request (validation/fit_api_request.py)
+    assert (req, tok, fast) == pytest.approx((6750e-6, 800e-6, 40e-6))
     assert frontend_costs(engines["vllm"], "fast")[1] == pytest.approx(40e-6)
     assert frontend_costs(engines["trtllm"]) == (0.0, 0.0, 0.0)  # no figure: none modelled
     assert frontend_costs(None, "slow") == (0.0, 0.0, 0.0)

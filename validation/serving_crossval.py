@@ -167,6 +167,43 @@ GAUDI_K = {
 }
 
 
+# vLLM's API-server CPU time per request (issue 34, TTFT under load; hardware/engines.yaml vllm
+# api_request_us, 6,750 us on all five sources, at most 9,900 us) refitted without each source, as
+# `python -m validation.fit_api_request vllm` prints
+GPUSTACK_LAB = "https://github.com/gpustack/gpustack/blob/"
+_LAB_10E = GPUSTACK_LAB + "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/"
+_LAB_PAGES = (  # the five gpustack performance-lab pages with bursts through an API server
+    _LAB_10E + "qwen3-235b-a22b/h100.md",
+    _LAB_10E + "qwen3-32b/a100.md",
+    _LAB_10E + "qwen3-32b/h100.md",
+    GPUSTACK_LAB
+    + "72aee9dd195ff5c9bf3a4886add80038ce79aef8/docs/performance-lab/gpt-oss-120b/h100.md",
+    GPUSTACK_LAB
+    + "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md",
+)
+API_REQUEST_FIT = dict(zip(_LAB_PAGES, (9.75e-3, 6.5e-3, 5.25e-3, 7e-3, 5e-3), strict=True))
+# SGLang's (its tokenizer manager's; both profiles, sglang and sglang-v0.4: 2,000 us on all six
+# sources), as `python -m validation.fit_api_request sglang` prints
+SGLANG_API_REQUEST_FIT = {
+    "https://github.com/datacrunch-research/h200-benchmarks/blob/"
+    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/"
+    "llama_3_3_70b_offline_output.jsonl": 2.5e-3,
+    **dict(zip(_LAB_PAGES, (1.25e-3, 2e-3, 2e-3, 1.75e-3, 2.5e-3), strict=True)),
+}
+
+
+def _api_request_fit(engine: str, fits: dict[str, float]) -> ServingFit:
+    """An engine profile's API-server time per request refitted without the source (`fits`)."""
+    return ServingFit(
+        engine,
+        "api_request_s",
+        tuple(fits),
+        lambda p, e: 0.0,
+        f"{engine} api_request_us refitted without the source (validation/fit_api_request.py)",
+        refit=lambda p, g: fits[g],
+    )
+
+
 def _gaudi_share(field: str) -> ServingFit:
     return ServingFit(
         "family:intel-gaudi",
@@ -249,6 +286,9 @@ FITS = (
         "amd-instinct's own: validation/fit_amd_v0.py)",
         refit=_v0_without,
     ),
+    _api_request_fit("vllm", API_REQUEST_FIT),
+    _api_request_fit("sglang", SGLANG_API_REQUEST_FIT),
+    _api_request_fit("sglang-v0.4", SGLANG_API_REQUEST_FIT),
     _gaudi_share("compute"),
     _gaudi_share("memory"),
     ServingFit(
