@@ -24,18 +24,19 @@ MAX_REPLICAS = 512
 class Sized:
     replicas: int
     gpus: int
-    result: ServeResult  # the run at that count
+    result: ServeResult  # the run at that count, its expected half (serve's expected_only)
 
 
 def replicas_needed(
     rep: Replica, w: Workload, slo: Slo, router: str = "least-loaded", at_least: int = 1
 ) -> Sized:
     """The fewest replicas, `at_least` or more (doubling from it, then bisection), whose
-    expected run meets every class's SLOs at the workload's rate."""
+    expected run meets every class's SLOs at the workload's rate. Only the expected half is run
+    (serve's expected_only): the verdict and size's row read it alone."""
     cap = mix_capacity(rep, w)  # a probe that credits shared KV when the mix shares it
 
     def run(n: int) -> ServeResult:
-        return serve(rep, w, slo, n, capacity=cap, router=router)
+        return serve(rep, w, slo, n, capacity=cap, router=router, expected_only=True)
 
     lo, hi, best = at_least - 1, at_least, None
     while True:
