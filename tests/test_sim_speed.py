@@ -10,7 +10,7 @@ from roofline.engines.engine import engine
 from roofline.serving.metrics import Slo
 from roofline.serving.mix import mix_workload
 from roofline.serving.mixcapacity import mix_capacity
-from roofline.serving.mixsize import replicas_needed
+from roofline.serving.mixsize import past_capacity, replicas_needed
 from roofline.serving.serve import make_replica, serve
 from roofline.serving.workloadfile import read_workload
 from roofline.step.ops import Deployment
@@ -27,9 +27,10 @@ def test_the_pool_sized_on_expected_runs_alone_is_the_full_runs_fewest(cat):
     rep = make_replica(m, hw, Deployment(), engine("vllm", hw), int(w.prompts.max() + 500))
     slo = Slo(None, None)  # the classes' own SLOs (chat: TTFT 1 s; batch: 60 s)
     sized = replicas_needed(rep, w, slo)
+    cap = mix_capacity(rep, w)
 
     def full(n: int):
-        return serve(rep, w, slo, n, capacity=mix_capacity(rep, w), router="least-loaded")
+        return serve(rep, w, slo, n, capacity=cap, router="least-loaded")
 
     at = full(sized.replicas)
     assert at.expected.meets_slo
@@ -37,3 +38,11 @@ def test_the_pool_sized_on_expected_runs_alone_is_the_full_runs_fewest(cat):
     assert at.ideal is not at.expected and sized.result.ideal is sized.result.expected
     assert len(at.expected.per_replica) == (sized.replicas if sized.replicas > 1 else 0)
     assert replace(at.expected, per_replica=()) == sized.result.expected
+
+    # the counts it did not run: their full run is past saturation (no SLO met), and only those
+    skipped = [n for n in range(1, sized.replicas + 1) if past_capacity(w, n, cap)]
+    assert skipped and sized.replicas not in skipped  # (rate 40/s > one replica's capacity)
+    for n in range(1, sized.replicas + 1):
+        e = full(n).expected
+        assert (n in skipped) == bool(e.unbounded)
+        assert n not in skipped or not e.meets_slo
