@@ -29,20 +29,20 @@ def test_the_pool_sized_on_expected_runs_alone_is_the_full_runs_fewest(cat):
     sized = replicas_needed(rep, w, slo)
     cap = mix_capacity(rep, w)
 
-    def full(n: int):
-        return serve(rep, w, slo, n, capacity=cap, router="least-loaded")
-
-    at = full(sized.replicas)
+    full = {  # the full runs (ideal and expected halves) at every count up to its answer
+        n: serve(rep, w, slo, n, capacity=cap, router="least-loaded")
+        for n in range(1, sized.replicas + 1)
+    }
+    at = full[sized.replicas]
     assert at.expected.meets_slo
-    assert sized.replicas == 1 or not full(sized.replicas - 1).expected.meets_slo
+    assert sized.replicas == 1 or not full[sized.replicas - 1].expected.meets_slo
     assert at.ideal is not at.expected and sized.result.ideal is sized.result.expected
     assert len(at.expected.per_replica) == (sized.replicas if sized.replicas > 1 else 0)
     assert replace(at.expected, per_replica=()) == sized.result.expected
 
     # the counts it did not run: their full run is past saturation (no SLO met), and only those
-    skipped = [n for n in range(1, sized.replicas + 1) if past_capacity(w, n, cap)]
+    skipped = [n for n in full if past_capacity(w, n, cap)]
     assert skipped and sized.replicas not in skipped  # (rate 40/s > one replica's capacity)
-    for n in range(1, sized.replicas + 1):
-        e = full(n).expected
-        assert (n in skipped) == bool(e.unbounded)
-        assert n not in skipped or not e.meets_slo
+    for n, res in full.items():
+        assert (n in skipped) == bool(res.expected.unbounded)
+        assert n not in skipped or not res.expected.meets_slo
