@@ -1,48 +1,152 @@
-"""The product's speed cuts (issue 32): each leaves every figure as it was. A cut that ran less
-must give what the full run gives, checked here against the full run on a small case."""
+"""The serving simulator's fast paths (roofline.serving.sim: chunked.chunk_head, the decoders'
+base buffer, StepModel.blocks_one) agree with the plain computations they replace."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
+from fractions import Fraction
 
-from roofline.engines.engine import engine
-from roofline.serving.metrics import Slo
-from roofline.serving.mix import mix_workload
-from roofline.serving.mixcapacity import mix_capacity
-from roofline.serving.mixsize import past_capacity, replicas_needed
-from roofline.serving.serve import make_replica, serve
-from roofline.serving.workloadfile import read_workload
-from roofline.step.ops import Deployment
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-CHAT_BATCH = Path(__file__).resolve().parent.parent / "examples/workloads/chat-batch.yaml"
+from roofline.serving.sim.chunked import chunk_head
+from roofline.serving.sim.decoders import Decoders
+from roofline.serving.sim.steps import StepModel, kv_groups
+from roofline.step.ops import Deployment, cached_tokens_cap
 
 
-def test_the_pool_sized_on_expected_runs_alone_is_the_full_runs_fewest(cat):
-    """replicas_needed runs only the expected half (serve's expected_only): its count is still
-    the fewest whose full run (ideal and expected) meets every class's SLOs, and its expected
-    figures are that full run's, all but each replica's own figures (which it does not keep)."""
-    m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
-    w = mix_workload(read_workload(CHAT_BATCH), 200, 0, 40.0)
-    rep = make_replica(m, hw, Deployment(), engine("vllm", hw), int(w.prompts.max() + 500))
-    slo = Slo(None, None)  # the classes' own SLOs (chat: TTFT 1 s; batch: 60 s)
-    sized = replicas_needed(rep, w, slo)
-    cap = mix_capacity(rep, w)
+def test_chunk_head_stops_at_the_budget():
+    # tokens left 5, 3, 4, 9 with a budget of 8: 5 + 3 = 8 reaches it, so the 4 and 9 get none
+    assert chunk_head([7, 2, 4, 1], [0, 9, 3, 0, 4, 0, 0, 5], 8) == ([7, 2], [5, 3])
+    # a budget beyond every prompt's tokens: the whole queue
+    assert chunk_head([7, 2], [0, 9, 3, 0, 4, 0, 0, 5], 100) == ([7, 2], [5, 3])
 
-    full = {  # the full runs (ideal and expected halves) at every count up to its answer
-        n: serve(rep, w, slo, n, capacity=cap, router="least-loaded")
-        for n in range(1, sized.replicas + 1)
-    }
-    at = full[sized.replicas]
-    assert at.expected.meets_slo
-    assert sized.replicas == 1 or not full[sized.replicas - 1].expected.meets_slo
-    assert at.ideal is not at.expected and sized.result.ideal is sized.result.expected
-    assert len(at.expected.per_replica) == (sized.replicas if sized.replicas > 1 else 0)
-    assert replace(at.expected, per_replica=()) == sized.result.expected
 
-    # the counts it did not run: their full run is past saturation (no SLO met), and only those
-    skipped = [n for n in full if past_capacity(w, n, cap)]
-    assert skipped and sized.replicas not in skipped  # (rate 40/s > one replica's capacity)
-    for n, res in full.items():
-        assert (n in skipped) == bool(res.expected.unbounded)
-        assert n not in skipped or not res.expected.meets_slo
+class _Blocks(StepModel):
+    def __init__(self, groups):  # only the KV layout, no step times
+        self.kv_groups = groups
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.001, 1.0), st.one_of(st.none(), st.integers(1, 10**6))),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(1, 10**7),
+    st.sampled_from([1, 16, 64]),
+)
+def test_blocks_one_is_blocks_bit_for_bit(groups, tokens, block):
+    s = _Blocks(tuple(groups))
+    assert s.blocks_one(tokens, block) == float(s.blocks(tokens, block))
+
+
+class _Set(Decoders):
+    def __init__(self, n: int):
+        self.base, self.decoding, self.fin, self.heap, self.fresh = {}, {}, {}, [], []
+        self.S = self.G = self.F = self.spans = 0
+        self.gen, self.prompts, self.outputs = [0] * n, [10 + i for i in range(n)], [50] * n
+        self.base_arr, self.last_tok, self.last_shared = None, [0.0] * n, 0.0
+        self.simple_kv = False  # the contexts kept in the buffer only
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3)), max_size=300), st.booleans())
+def test_ctx_is_the_contexts_in_joining_order(moves, track):
+    s, nxt = _Set(400), 0
+    s._track = track  # False: no buffer, the bases read from `base` (a run without windows)
+    for join, dg in moves:
+        if join or not s.decoding:
+            s.join(nxt)
+            nxt += 1
+        else:
+            s.leave(next(iter(s.decoding)) if dg % 2 else list(s.decoding)[-1])
+        s.G += dg
+        want = [s.base[r] + s.G for r in s.decoding]
+        assert s.ctx().tolist() == want
+        assert np.sum(s.ctx()) == s.S + len(s.decoding) * s.G
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.001, 1.0), st.sampled_from([None, 100, 4096])),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.integers(1, 10**6), min_size=1, max_size=40),
+)
+def test_blocks_of_many_is_each_ones(groups, tokens):
+    s = _Blocks(tuple(groups))
+    got = s.blocks(np.array(tokens), 16).tolist()
+    assert got == [s.blocks_one(t, 16) for t in tokens]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.001, 1.0), st.sampled_from([None, 1, 100, 4096, 4097])),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.integers(1, 10**5), max_size=60),
+    st.sampled_from([1, 16, 24, 64]),
+)
+def test_blocks_total_is_the_sum_of_blocks(groups, tokens, block):
+    s = _Blocks(tuple(groups))
+    t = np.array(tokens, dtype=np.int64)
+    assert s.blocks_total(t, block) == float(s.blocks(t, block).sum())
+
+
+def test_slo_search_memo_gives_the_same_rate_and_is_reused():
+    """A memo shared by two SLO searches (size --confidence) changes neither answer, and the
+    second search reads the rates the first visited (at least its first one: the saturation
+    rate, where both start)."""
+    from roofline import Deployment, load_catalog
+    from roofline.engines.engine import engine
+    from roofline.serving.metrics import Slo
+    from roofline.serving.search import max_rate_within_slo, replica_capacity
+    from roofline.serving.serve import make_replica
+    from roofline.serving.workload import make_workload
+
+    cat = load_catalog()
+    rep = make_replica(
+        cat.model("llama-3.1-8b"), cat.accelerator("h100"), Deployment(), engine("vllm"), 1200
+    )
+    w = make_workload(1000, 200, rate=20.0, requests=100, seed=0)
+    sat = replica_capacity(rep, w).expected.requests_per_s
+    loose, tight = Slo(1.0, 0.05, 50.0), Slo(0.5, 0.03, 50.0)
+    plain = [max_rate_within_slo(rep, w, s, sat) for s in (loose, tight)]
+    memo: dict = {}
+    first = max_rate_within_slo(rep, w, loose, sat, memo=memo)
+    runs = len(memo)
+    second = max_rate_within_slo(rep, w, tight, sat, memo=memo)
+    assert [first, second] == plain
+    assert len(memo) < 2 * runs  # the shared rates were not run again
+
+
+def test_deepseek_kv_is_one_whole_group(cat):
+    # 3 dense + 58 MoE layers, every one uncapped MLA KV: 61/61 of a block per block, the
+    # simulator's whole-block (integer) count
+    assert kv_groups(cat.models["deepseek-r1"], Deployment()) == ((1.0, None),)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from([1, 16, 64, 128]))
+def test_kv_groups_hold_what_the_layer_groups_hold(cat, tokens, block):
+    # by hand, in exact fractions: each layer group's share × its whole blocks, capped groups
+    # at their cap, summed over the model's own layer groups (before any merging)
+    dep = Deployment()
+    for name in ("deepseek-r1", "gemma-3-27b", "llama-4-maverick", "llama-3.1-8b"):
+        m = cat.models[name]
+        want = sum(
+            Fraction(g.count, m.num_hidden_layers)
+            * -(-min(tokens, tokens if cap is None else cap) // block)
+            for g in m.layer_groups
+            for cap in [cached_tokens_cap(g.window, dep)]
+        )
+        got = kv_groups(m, dep)
+        assert len({cap for _, cap in got}) == len(got)  # one group per cap
+        total = sum(s * -(-min(tokens, tokens if c is None else c) // block) for s, c in got)
+        assert abs(total - float(want)) <= 1e-12 * max(float(want), 1.0)
