@@ -24,23 +24,27 @@ MAX_REPLICAS = 512
 class Sized:
     replicas: int
     gpus: int
-    result: ServeResult  # the run at that count
+    result: ServeResult  # the run at that count, its expected half (serve's expected_only)
 
 
 def replicas_needed(
     rep: Replica, w: Workload, slo: Slo, router: str = "least-loaded", at_least: int = 1
 ) -> Sized:
     """The fewest replicas, `at_least` or more (doubling from it, then bisection), whose
-    expected run meets every class's SLOs at the workload's rate."""
+    expected run meets every class's SLOs at the workload's rate. Only the expected half is run
+    (serve's expected_only): the verdict and size's row read it alone."""
     cap = mix_capacity(rep, w)  # a probe that credits shared KV when the mix shares it
 
-    def run(n: int) -> ServeResult:
-        return serve(rep, w, slo, n, capacity=cap, router=router)
+    def run(n: int) -> ServeResult | None:
+        """serve's run at n replicas; None when its verdict is known without it (past_capacity)."""
+        if past_capacity(w, n, cap):
+            return None
+        return serve(rep, w, slo, n, capacity=cap, router=router, expected_only=True)
 
     lo, hi, best = at_least - 1, at_least, None
     while True:
         res = run(hi)
-        if res.expected.meets_slo:
+        if res is not None and res.expected.meets_slo:
             best = res
             break
         lo, hi = hi, hi * 2
@@ -49,11 +53,27 @@ def replicas_needed(
     while hi - lo > 1:
         mid = (lo + hi) // 2
         res = run(mid)
-        if res.expected.meets_slo:
+        if res is not None and res.expected.meets_slo:
             hi, best = mid, res
         else:
             lo = mid
+    assert best is not None, "the doubling ends on a count that meets the SLOs"
     return Sized(hi, hi * rep.gpus, best)
+
+
+def past_capacity(w: Workload, replicas: int, capacity) -> bool:
+    """Whether serve's expected verdict on `replicas` replicas is a miss before any run:
+    stationary arrivals offered past `capacity`'s expected saturation per replica have no
+    steady state (serve.steady_state, metrics.past_saturation: no SLO met). The rate per
+    replica in serve.evaluate's floating-point operations, and the same capacity it would ask
+    (none for a mix sharing KV under a capacity that does not credit it)."""
+    offered = w.rate if w.concurrency is None else None
+    if not offered or not w.stationary:
+        return False
+    if w.mix is not None and w.prefix is not None and not getattr(capacity, "credits_sharing", 0):
+        return False
+    per = offered * replicas / replicas
+    return not capacity.stable(per / replicas, False)
 
 
 def replicas_at_edges(
