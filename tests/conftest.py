@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+
+# Python keeps the package's compiled modules and pytest its rewritten test modules (in
+# __pycache__/, git-ignored) even where the environment turns bytecode off
+# (PYTHONDONTWRITEBYTECODE): else every worker compiles the package and rewrites all 130 test
+# files' asserts on each run (about 4 of its 6.4 CPU-s of collection), and each CLI subprocess
+# compiles what it imports. Set before the imports below, and for the subprocesses the tests start.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
