@@ -39,12 +39,14 @@ def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     mp.setenv("DOCGEN_SHARED_CACHE", str(shared / "docgen-shared"))
-    # an in-process invocation (typer.testing.CliRunner: the `run` fixture, docgen, a few tests)
-    # resolves its command in one root group built once per worker: typer builds a fresh group
-    # for each invocation, and once the tests have imported every command module that is every
-    # command's parameters from its signature again (about 20 ms a run, some 1,500 runs); the
-    # root (roofline.cli.app.LazyGroup) builds a command on first use and keeps it, as one
-    # process of the shell's `roofline` does. The real entry point (run_main) builds its own.
+    # an in-process invocation (typer.testing.CliRunner: the `run` fixture, docgen, a few tests;
+    # the real entry point through Typer.__call__: run_main) resolves its command in one root
+    # group built once per worker: typer builds a fresh group for each invocation, and once the
+    # tests have imported every command module that is every command's parameters from its
+    # signature again (about 20 ms a run, some 1,700 runs); the root
+    # (roofline.cli.app.LazyGroup) builds a command on first use and keeps it, as one process of
+    # the shell's `roofline` does
+    import typer.main
     import typer.testing
 
     from roofline.cli import app
@@ -60,6 +62,7 @@ def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
         return root[0]
 
     mp.setattr(typer.testing, "_get_command", _built_once)
+    mp.setattr(typer.main, "get_command", _built_once)
     yield
     mp.undo()
 
