@@ -182,6 +182,15 @@ classes:
 
 
 @pytest.fixture(scope="session")
+def engine_sweeps() -> list[dict[str, Any]]:
+    """validation/engine_sweeps.yaml's cases as the file holds them (830 kB of YAML, about 1 s
+    to parse): parsed once per worker for the tests that read it (read only)."""
+    from validation.engine_sweeps_report import load
+
+    return load()
+
+
+@pytest.fixture(scope="session")
 def cat() -> Catalog:
     from roofline.catalog.load import load_catalog
 
