@@ -96,16 +96,17 @@ PURE = (  # what a serving command computes, pure functions of their inputs and 
 
 
 @contextlib.contextmanager
-def computed_once(store: dict[bytes, bytes]) -> Any:
-    """Each computation of PURE runs once for the same inputs (pickled, with ROOFLINE_CATALOG):
-    a later call takes a copy of the first call's result (unpickled), which the command then
-    renders as it does its own; `store` keeps the results. A document shows a `size` or `serve`
-    line as text and reads it as JSON; a test renders one command at several widths."""
+def computed_once(store: dict[bytes, bytes], pure: tuple[tuple[str, str], ...] = PURE) -> Any:
+    """Each computation of `pure` (module, function name; PURE unless told) runs once for the
+    same inputs (pickled, with ROOFLINE_CATALOG): a later call takes a copy of the first call's
+    result (unpickled), which the command then renders as it does its own; `store` keeps the
+    results. A document shows a `size` or `serve` line as text and reads it as JSON; a test
+    renders one command at several widths."""
     import importlib
     import pickle
 
     saved = []
-    for module_name, name in PURE:
+    for module_name, name in pure:
         module = importlib.import_module(module_name)
         saved.append((module, name, getattr(module, name)))
 

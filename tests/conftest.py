@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from typer.testing import CliRunner
 
-from roofline.catalog.load import Catalog, load_catalog
-from roofline.cli import app
+if TYPE_CHECKING:
+    from roofline.catalog.load import Catalog
+
+# Python keeps the package's compiled modules and pytest its rewritten test modules (in
+# __pycache__/, git-ignored) even where the environment turns bytecode off
+# (PYTHONDONTWRITEBYTECODE): else every worker compiles the package and rewrites all 130 test
+# files' asserts on each run (about 4 of its 6 CPU-s of collection), and each CLI subprocess
+# compiles what it imports. Set before the package is first imported (the fixtures below import
+# it when they run), and for the subprocesses the tests start.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -29,6 +39,30 @@ def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     mp.setenv("DOCGEN_SHARED_CACHE", str(shared / "docgen-shared"))
+    # an in-process invocation (typer.testing.CliRunner: the `run` fixture, docgen, a few tests;
+    # the real entry point through Typer.__call__: run_main) resolves its command in one root
+    # group built once per worker: typer builds a fresh group for each invocation, and once the
+    # tests have imported every command module that is every command's parameters from its
+    # signature again (about 20 ms a run; 714 runs in the tests under 0.25 s alone); the root
+    # (roofline.cli.app.LazyGroup) builds a command on first use and keeps it, as one process of
+    # the shell's `roofline` does
+    import typer.main
+    import typer.testing
+
+    from roofline.cli import app
+
+    build = typer.testing._get_command
+    root: list[Any] = []
+
+    def _built_once(a: Any) -> Any:
+        if a is not app:
+            return build(a)
+        if not root:
+            root.append(build(app))
+        return root[0]
+
+    mp.setattr(typer.testing, "_get_command", _built_once)
+    mp.setattr(typer.main, "get_command", _built_once)
     yield
     mp.undo()
 
@@ -148,7 +182,18 @@ classes:
 
 
 @pytest.fixture(scope="session")
+def engine_sweeps() -> list[dict[str, Any]]:
+    """validation/engine_sweeps.yaml's cases as the file holds them (830 kB of YAML, about 1 s
+    to parse): parsed once per worker for the tests that read it (read only)."""
+    from validation.engine_sweeps_report import load
+
+    return load()
+
+
+@pytest.fixture(scope="session")
 def cat() -> Catalog:
+    from roofline.catalog.load import load_catalog
+
     return load_catalog()
 
 
@@ -167,6 +212,8 @@ def run(monkeypatch: pytest.MonkeyPatch):
     """Invoke the CLI in-process: run('analyze', 'llama-3.1-8b', 'h100', '--format', 'json')."""
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("ROOFLINE_CATALOG", raising=False)
+    from roofline.cli import app
+
     runner = CliRunner()
 
     def _run(*args: str, env: dict[str, str] | None = None) -> Result:

@@ -5,20 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from roofline.catalog.load import load_catalog
-from validation.engine_sweeps_report import METRICS, RESERVED, load, problems, source_key
+from validation.engine_sweeps_report import METRICS, RESERVED, problems, source_key
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_engine_sweeps_schema_and_catalog_ids():
-    cat = load_catalog()
-    cases = load()
+def test_engine_sweeps_schema_and_catalog_ids(engine_sweeps):
+    cat, cases = load_catalog(), engine_sweeps
     assert problems(cases, set(cat.models), set(cat.accelerators)) == []
     assert {c["metric"] for c in cases} <= METRICS
 
 
-def test_engine_sweeps_cite_no_mlperf_and_name_their_sources():
-    cases = load()
+def test_engine_sweeps_cite_no_mlperf_and_name_their_sources(engine_sweeps):
+    cases = engine_sweeps
     for c in cases:
         text = (str(c.get("source", "")) + " " + str(c.get("notes", ""))).lower()
         assert not any(word in text for word in RESERVED), c["id"]

@@ -249,14 +249,17 @@ def test_checkpoint_entries_are_checked():
         drafter_heads("m", [{"repo": "a/b", "drafter": "lookahead", "source": "s"}])
 
 
-def test_size_speculative_winner_launches_with_its_drafter(run, cat):
+def test_size_speculative_winner_launches_with_its_drafter(cat):
     """The issue's command: the winner drafts with EAGLE-3 (γ 4, a chain), its line says so
-    and serves the pre-quantized fp8 checkpoint without a quantization flag."""
-    r = run("size", "llama-3.1-70b", "--rate", "2", "--hardware", "h100", "--weights", "fp8",
-            "--prompt", "1k", "--output", "500", "--slo-ttft", "2s", "--slo-tpot", "20ms",
-            "--drafter", "eagle3", "--tau", "3.5", "--gamma", "4", "--tree-tokens", "chain",
-            "--format", "json")  # fmt: skip
-    best = r.json()["best"]
+    and serves the pre-quantized fp8 checkpoint without a quantization flag. (Read through
+    docgen.data: docs/COMMANDS.md runs the same line, and the session runs it once.)"""
+    from docs.docgen import data
+
+    best = data(
+        "roofline size llama-3.1-70b --rate 2 --hardware h100 --weights fp8 --prompt 1k"
+        " --output 500 --slo-ttft 2s --slo-tpot 20ms --drafter eagle3 --tau 3.5 --gamma 4"
+        " --tree-tokens chain"
+    )["best"]
     t, m = engine_flags()["vllm"], cat.model("llama-3.1-70b")
     argv = best["launch"]["argv"]
     fp8 = next(c.repo for c in m.checkpoints if c.weights == "fp8")
