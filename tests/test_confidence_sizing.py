@@ -246,3 +246,26 @@ def test_p90_prunes_only_layouts_no_better_than_their_chip_and_alike_at_any_work
     assert one["not_searched"], "a pruned layout to check"
     for d in one["not_searched"]:
         assert d["gpus_at_rate_bound"] >= best[d["hardware"]]
+
+
+def test_the_edge_search_brackets_from_the_rates_already_run():
+    """search._from_known: the verdicts at rates already run (read, not run) bracket the
+    answer before any new run. A boundary at 3 req/s, runs known at 1, 2, 4 and 8: the bracket
+    is [2, 4], so the new rates all lie strictly inside it, and the geometric bisection to 10%
+    (sqrt(8) = 2.83 met, sqrt(2.83 × 4) = 3.36 missed, sqrt(2.83 × 3.36) = 3.08 missed: 3.08 /
+    2.83 < 1.1) answers 2.83; known rates met up to the top answer the top with no run."""
+    from roofline.serving.search import _from_known
+
+    asked: list[float] = []
+
+    def ok(x: float) -> bool:
+        asked.append(x)
+        return x <= 3.0
+
+    known = [1.0, 2.0, 4.0, 8.0]
+    r = _from_known(ok, known, 10.0, 0.10, 10.0 / 64)
+    new = asked[len(known) :]
+    assert r == pytest.approx(math.sqrt(8.0)) and r <= 3.0
+    assert new and all(2.0 < x < 4.0 for x in new) and len(new) == 3
+    asked.clear()
+    assert _from_known(ok, [1.0, 2.0], 1.5, 0.10, 0.1) == 1.5 and asked == [1.0, 2.0]

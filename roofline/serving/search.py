@@ -347,6 +347,32 @@ def highest_ok(
     return _bisect(ok, lo, mid if mid > lo else hi, rel_tol) if ok(lo) else 0.0
 
 
+def _run_key(w: Workload, n: int, rate: float, seed: int, ideal: bool) -> tuple:
+    """A run's key in a replica's memo (Capacity.runs): w's lengths cycled to n requests at
+    `rate`, under one seed and step times (the SLO only judges it)."""
+    return (id(w), n, rate, seed, ideal)
+
+
+def _known(memo: dict, w: Workload, n: int, slo: Slo, seed: int, ideal: bool) -> list[float]:
+    """The rates at which w's lengths cycled to n requests are already in `memo` with a verdict
+    under `slo` (a run, or one stopped at a miss that holds for it: Missed.holds_for), lowest
+    first: a search under `slo` reads them without a run."""
+    return sorted(
+        k[2]
+        for k, run in memo.items()
+        if k[0] != "serve"
+        and k == _run_key(w, n, k[2], seed, ideal)
+        and (not isinstance(run, Missed) or run.holds_for(slo))
+    )
+
+
+def _bracket(verdict: list[tuple[float, bool]]) -> tuple[float, float]:
+    """(the highest rate met below the lowest missed, that lowest missed) of (rate, met) pairs;
+    0 and inf where there is none."""
+    hi = min((r for r, met in verdict if not met), default=math.inf)
+    return max((r for r, met in verdict if met and r < hi), default=0.0), hi
+
+
 def verdicts(
     rep: Replica, w: Workload, slo: Slo, ideal: bool, seed: int, runs: dict
 ) -> Callable[[Workload], Callable[[float], bool]]:
@@ -360,7 +386,7 @@ def verdicts(
         stop = SloStop.of(slo.ttft_s, slo.tpot_s, slo.pct, wl.n) if whole else None
 
         def ok(rate: float) -> bool:
-            key = (id(w), wl.n, rate, seed, ideal)
+            key = _run_key(w, wl.n, rate, seed, ideal)
             tr = runs.get(key)
             if isinstance(tr, Missed):
                 if tr.holds_for(slo):
@@ -389,6 +415,10 @@ def max_rate_within_slo(
     seed: int = 0,
     memo: dict | None = None,
     floor: float | None = None,
+    *,
+    reuse: bool = False,
+    scale: float = 1.0,
+    over: Callable[[float], bool] | None = None,
 ) -> float:
     """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
     at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
@@ -397,22 +427,66 @@ def max_rate_within_slo(
     slo_requests requests (the workload's lengths cycled) then settle it to 3% (_settle).
     `memo`: the runs already simulated for this replica and workload (Capacity.runs): a search
     under other SLOs (size --confidence) reads the rates both visit from it (a run, by
-    requests, rate, seed and step times, does not depend on the SLO; only its verdict does)."""
+    requests, rate, seed and step times, does not depend on the SLO; only its verdict does).
+    `reuse`: the bracket starts from the verdicts of the short runs already in `memo` (another
+    search's rate points, judged against these SLOs: _from_known) instead of hi and hi/8;
+    `scale`: the full-length runs start from the short runs' answer × it (their bias where
+    another search measured it: capacity_at_edges).
+    `over(rate)`, asked at each rate a full-length run misses (an upper bound on the answer):
+    True stops the search, raising Over."""
     if slo.ttft_s is None and slo.tpot_s is None:
         return hi
-    ok_at = verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)
+    memo = {} if memo is None else memo
+    ok_at = verdicts(rep, w, slo, ideal, seed, memo)
     top = hi if floor is None else max(hi, floor)
     low = top / 64.0 if floor is None else floor
     n = slo_requests(slo, w.n)
     coarse = min(n, COARSE_REQUESTS)
-    r = highest_ok(ok_at(cycled(w, coarse)), top, COARSE_TOL if coarse < n else 0.03, low)
+    ok = _stopping(ok_at(cycled(w, coarse)), over if coarse == n else None)
+    tol = COARSE_TOL if coarse < n else 0.03
+    if reuse:
+        r = _from_known(ok, _known(memo, w, coarse, slo, seed, ideal), top, tol, low)
+    else:
+        r = highest_ok(ok, top, tol, low)
     if coarse < n and r > 0:
-        r = _settle(ok_at(cycled(w, n)), r, top, step=FINE_STEP, floor=low)
+        r = min(r * scale, top)
+        r = _settle(_stopping(ok_at(cycled(w, n)), over), r, top, step=FINE_STEP, floor=low)
     return min(r, hi)
 
 
-class _Over(Exception):
-    """capacity_at_edges stopped by its `over`."""
+class Over(Exception):
+    """A search stopped by its `over` (max_rate_within_slo)."""
+
+
+def _stopping(
+    ok: Callable[[float], bool], over: Callable[[float], bool] | None
+) -> Callable[[float], bool]:
+    """ok, raising Over at a rate it misses for which over(rate) holds."""
+    if over is None:
+        return ok
+
+    def stopping(x: float) -> bool:
+        if not (met := ok(x)) and over(x):
+            raise Over
+        return met
+
+    return stopping
+
+
+def _from_known(
+    ok: Callable[[float], bool], known: list[float], top: float, tol: float, floor: float
+) -> float:
+    """highest_ok(ok, top, tol, floor), its bracket narrowed first by the verdicts at the rates
+    `known` (run already: ok reads each from the memo): the lowest rate missed and the highest
+    met below it; bisected between them, or from top when none is met."""
+    lo, hi = _bracket([(r, ok(r)) for r in known])
+    if lo >= top:
+        return top
+    if hi > top:
+        if ok(top):
+            return top
+        hi = top
+    return _bisect(ok, lo, hi, tol) if lo > 0 else highest_ok(ok, hi, tol, floor)
 
 
 def capacity_at_edges(
@@ -432,30 +506,29 @@ def capacity_at_edges(
     """A replica's capacity at a confidence's band edges (confidence.capacity_at) from its
     expected capacity within the SLOs `r_cap` (`sat` its saturation rate): the throughput
     band's low edge × the highest rate at which the expected model meets the SLOs ÷ the
-    light-load bands' high edges (its queue at rate ÷ low), searched from r_cap down by halves
-    (0 if none meets down to sat/64), then bisected to 3%, on runs of slo_requests requests (a
-    miss ends its run, sim.slostop) kept in `memo`. A rate missed bounds the answer: `over(low
-    × it)` True (no better than the chip's best) stops it, returning None. `rate`: the offered
-    rate a fleet serves with `headroom`: if one fewer replica might do, its rate is tried."""
+    light-load bands' high edges (its queue at rate ÷ low), up to r_cap: r_cap when it meets
+    them there, else max_rate_within_slo's search from the expected search's rate points
+    (`memo`: its short runs judged against the SLOs ÷ edges bracket it) down to sat/64 (0 if
+    none meets them there). A rate a full-length run misses bounds the answer: `over(low × it)`
+    True (no better than the chip's best) stops it, returning None. `rate`: the offered rate a
+    fleet serves with `headroom`: if one fewer replica might do, its rate is tried."""
     tight, low = edges.slo(slo), edges.capacity
+    memo = {} if memo is None else memo
+    beyond = None if over is None else (lambda x: over(x * low))
 
     def search(top: float) -> float:
         if tight.ttft_s is None and tight.tpot_s is None:
             return top
-        ok_at = verdicts(rep, w, tight, ideal, seed, {} if memo is None else memo)
-        meets = ok_at(cycled(w, slo_requests(tight, w.n)))
-
-        def ok(x: float) -> bool:  # a rate missed bounds the answer: over may stop the search
-            if not (met := meets(x)) and over is not None and over(x * low):
-                raise _Over
-            return met
-
-        x, hi, floor = top, 0.0, sat / 64.0
-        while not ok(x):  # down by halves from the top
-            if x <= floor:
-                return 0.0
-            x, hi = max(x / 2.0, floor), x
-        r = _bisect(ok, x, hi) if hi else x
+        meets = verdicts(rep, w, tight, ideal, seed, memo)(cycled(w, slo_requests(tight, w.n)))
+        if _stopping(meets, beyond)(top):  # the expected answer's own run
+            return top
+        # the short runs' bias, the expected search's answer over their bracket's top met
+        short = min(slo_requests(slo, w.n), COARSE_REQUESTS)
+        judge = verdicts(rep, w, slo, ideal, seed, memo)(cycled(w, short))
+        met = _bracket([(x, judge(x)) for x in _known(memo, w, short, slo, seed, ideal)])[0]
+        scale = min(max(top / met, 0.8), 1.25) if met > 0 else 1.0
+        r = max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, sat / 64.0, reuse=True,
+                                scale=scale, over=beyond)  # fmt: skip
         if rate and 0 < r < top:  # the fleet's queue, rate ÷ low, on the expected model
             k = math.ceil(rate / low / (r * (1.0 - headroom)) * (1 - 1e-12))  # size.need
             fewer = rate / low / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
@@ -464,7 +537,7 @@ def capacity_at_edges(
 
     try:
         return capacity_at(edges, r_cap, search)
-    except _Over:
+    except Over:
         return None
 
 
