@@ -254,7 +254,7 @@ def test_the_edge_search_brackets_from_the_rates_already_run():
     is [2, 4], so the new rates all lie strictly inside it, and the geometric bisection to 10%
     (sqrt(8) = 2.83 met, sqrt(2.83 × 4) = 3.36 missed, sqrt(2.83 × 3.36) = 3.08 missed: 3.08 /
     2.83 < 1.1) answers 2.83; known rates met up to the top answer the top with no run."""
-    from roofline.serving.search import _from_known
+    from roofline.serving.slosearch import _from_known
 
     asked: list[float] = []
 
