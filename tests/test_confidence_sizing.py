@@ -269,3 +269,25 @@ def test_the_edge_search_brackets_from_the_rates_already_run():
     assert new and all(2.0 < x < 4.0 for x in new) and len(new) == 3
     asked.clear()
     assert _from_known(ok, [1.0, 2.0], 1.5, 0.10, 0.1) == 1.5 and asked == [1.0, 2.0]
+
+
+def test_the_day_at_p90_is_one_path_in_size_and_check(run, tmp_path):
+    """Issue 35 item 3: the day planner at --confidence p90 sizes a replica as size does
+    (search.capacity_at_edges from the expected search's runs), in size --traffic-curve and in
+    check's day alike: the same deployment (8B on one H100, the best layout size finds for it)
+    over the same two-hour curve takes the same GPU-hours in both, at least the expected day's,
+    whose figure each prints beside its own."""
+    curve = tmp_path / "curve.csv"
+    curve.write_text("hour,rate\n0,20\n1,40\n")
+    common = ["--prompt", "1k", "--output", "200", "--traffic-curve", str(curve),
+              "--confidence", "p90", "--requests", "200", "-f", "json"]  # fmt: skip
+    sized = run("size", "llama-3.1-8b", "--hardware", "h100", "--slo-ttft", "1s",
+                "--slo-tpot", "50ms", *common).json()  # fmt: skip
+    assert sized["best"]["layout"] == "TP1"  # check's deployment below: one GPU, TP1
+    day = sized["day"]
+    checked = run("check", "llama-3.1-8b", "h100", "--max-ttft-p99", "1s", "--max-tpot-p99",
+                  "50ms", "--max-gpu-hours-per-day", "1e6", *common).json()  # fmt: skip
+    c = checked["checks"][0]
+    assert c["value"] == day["gpu_hours_per_day"] >= day["expected"]["gpu_hours_per_day"]
+    assert f"expected {day['expected']['gpu_hours_per_day']:,.1f} GPU-hours" in c["detail"]
+    assert f"{day['capacity_per_replica']:.3g} req/s each (p90 edge" in c["detail"]
