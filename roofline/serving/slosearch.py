@@ -161,6 +161,7 @@ def max_rate_within_slo(
     reuse: bool = False,
     scale: float = 1.0,
     over: Callable[[float], bool] | None = None,
+    demand: float | None = None,
 ) -> float:
     """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
     at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
@@ -175,7 +176,9 @@ def max_rate_within_slo(
     `scale`: the full-length runs start from the short runs' answer × it (their bias where
     another search measured it: capacity_at_edges).
     `over(rate)`, asked at each rate a full-length run misses (an upper bound on the answer):
-    True stops the search, raising Over."""
+    True stops the search, raising Over. `demand`: the requests/s a fleet of these replicas
+    must serve; the full-length runs then settle on the rates at which its replica count
+    changes, demand / k (_settle_count), instead of to 3%."""
     if slo.ttft_s is None and slo.tpot_s is None:
         return hi
     memo = {} if memo is None else memo
@@ -190,10 +193,48 @@ def max_rate_within_slo(
         r = _from_known(ok, _known(memo, w, coarse, slo, seed, ideal), top, tol, low)
     else:
         r = highest_ok(ok, top, tol, low)
+    fine = _stopping(ok_at(cycled(w, n)), over)
+    if demand and 0 < r < top:
+        return min(_settle_count(fine, min(r * scale, top), top, demand, low), hi)
     if coarse < n and r > 0:
-        r = min(r * scale, top)
-        r = _settle(_stopping(ok_at(cycled(w, n)), over), r, top, step=FINE_STEP, floor=low)
+        r = _settle(fine, min(r * scale, top), top, step=FINE_STEP, floor=low)
     return min(r, hi)
+
+
+def _settle_count(ok: Callable[[float], bool], r: float, hi: float, demand: float,
+                  floor: float) -> float:  # fmt: skip
+    """The highest rate below `hi` at which ok holds, to 3% (as _settle), its full-length runs
+    first at the rates at which a fleet serving `demand` changes its replica count, demand / k
+    (k whole): k stepped by 1, 2, 4, ... away from the guess `r`'s count until ok changes, then
+    bisected on k; the answer then within [demand / k, demand / (k − 1)) (so the count is k,
+    the least that meets it), bisected to 3% when those are further apart; 0 below `floor`."""
+    least = math.floor(demand / hi) + 1  # the fewest replicas whose rate is below hi
+
+    def at(k: int) -> float:
+        return demand / k if k >= least else hi
+
+    k = max(least, math.ceil(demand / r * (1 - 1e-12)))
+    step = 1
+    if ok(at(k)):  # fewer replicas: k − 1, k − 2, k − 4, ... while they meet it
+        good = bad = k
+        while bad >= least:
+            bad = max(good - step, least - 1)  # least − 1: hi, missed (the caller's first run)
+            if bad < least or not ok(at(bad)):
+                break
+            good, step = bad, step * 2
+    else:  # more replicas: k + 1, k + 2, k + 4, ... until one meets it
+        bad = k
+        while True:
+            good = bad + step
+            if at(good) < floor:
+                return 0.0
+            if ok(at(good)):
+                break
+            bad, step = good, step * 2
+    while good - bad > 1:  # ok(at(good)), not ok(at(bad)), bad < good
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if ok(at(mid)) else (good, mid)
+    return _bisect(ok, at(good), at(bad))
 
 
 class Over(Exception):
@@ -269,13 +310,9 @@ def capacity_at_edges(
         judge = verdicts(rep, w, slo, ideal, seed, memo)(cycled(w, short))
         met = _bracket([(x, judge(x)) for x in _known(memo, w, short, slo, seed, ideal)])[0]
         scale = min(max(top / met, 0.8), 1.25) if met > 0 else 1.0
-        r = max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, sat / 64.0, reuse=True,
-                                scale=scale, over=beyond)  # fmt: skip
-        if rate and 0 < r < top:  # the fleet's queue, rate ÷ low, on the expected model
-            k = math.ceil(rate / low / (r * (1.0 - headroom)) * (1 - 1e-12))  # size.need
-            fewer = rate / low / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
-            r = fewer if fewer <= min(top, r * FINE_STEP) and meets(fewer) else r  # under a miss
-        return r
+        demand = rate / low / (1.0 - headroom) if rate else None  # the queue, rate ÷ low
+        return max_rate_within_slo(rep, w, tight, top, ideal, seed, memo, sat / 64.0,
+                                   reuse=True, scale=scale, over=beyond, demand=demand)  # fmt: skip
 
     try:
         return capacity_at(edges, r_cap, search)
