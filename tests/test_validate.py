@@ -167,9 +167,7 @@ def test_closed_loop_bands_hold_90_percent_of_an_unseen_source():
     (validation/edge_coverage.py, 60%)."""
     import json
 
-    from validation import closedbands
-    from validation.bands import loso, margins, widen, with_siblings
-    from validation.coverage import closed
+    from validation.coverage import closed, closed_fit
 
     pts = _band_points()
     rows = {after.band: (before, after) for before, after in closed(pts)}
@@ -177,10 +175,7 @@ def test_closed_loop_bands_hold_90_percent_of_an_unseen_source():
     for _, after in rows.values():
         assert after.n >= 20 and 0.85 <= after.unseen <= 0.95, after
         assert after.in_sample >= 0.85, after
-    joined = with_siblings(pts)
-    fits = loso(joined)
-    m = margins(joined, fits)
-    got = closedbands.margins(list(pts), {s: widen(b, m) for s, b in fits.items()})
+    got = closed_fit(tuple(pts))[2]
     shipped = json.loads((ROOT / "hardware/bands.json").read_text())["closed_loop"]
     assert shipped == got, "run `python validation/bands.py`"
     assert all(v["sources"] >= 5 for v in got.values())

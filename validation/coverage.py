@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +129,17 @@ def _share(pts: list[Point], ivs: list[tuple[float, float] | None]) -> float:
     return float(np.mean(have)) if have else 0.0
 
 
+@cache
+def closed_fit(pts: tuple[Point, ...]) -> tuple[dict, dict[str, dict], dict[str, dict]]:
+    """(the shipped bands, the bands fitted without each source widened by the shipped margins,
+    the closed-loop margins validation/closedbands.py fits on these), once per set of points."""
+    joined = with_siblings(pts)
+    fits = loso(joined)
+    m = margins(joined, fits)
+    unseen = {s: widen(b, m) for s, b in fits.items()}
+    return widen(compute(joined), m), unseen, cb.margins(list(pts), unseen)
+
+
 def closed(pts: tuple[Point, ...] | list[Point]) -> list[tuple[Coverage, Coverage]]:
     """Per latency (TTFT; TPOT with ITL), the closed-loop and burst runs' coverage (module
     docstring) before → after: the band serve printed for a closed loop before (the metric's
@@ -135,12 +147,7 @@ def closed(pts: tuple[Point, ...] | list[Point]) -> list[tuple[Coverage, Coverag
     as the loop's time scale × the light-load band moved by the shipped closed-loop margin
     (validation/closedbands.py; "unseen": the margin the calibration's own, its bands fitted
     without the point's source)."""
-    joined = with_siblings(pts)
-    fits = loso(joined)
-    m = margins(joined, fits)
-    full = widen(compute(joined), m)
-    unseen = {s: widen(b, m) for s, b in fits.items()}
-    shift = cb.margins(list(pts), unseen)
+    full, unseen, shift = closed_fit(tuple(pts))
     out = []
     for kind in cb.KINDS:
         mine = [p for p in pts if cb.kind_of(p) == kind and kind in shift]
