@@ -6,6 +6,7 @@ finds what a search of its own finds (roofline/serving/search.py capacity_at_edg
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -246,3 +247,83 @@ def test_p90_prunes_only_layouts_no_better_than_their_chip_and_alike_at_any_work
     assert one["not_searched"], "a pruned layout to check"
     for d in one["not_searched"]:
         assert d["gpus_at_rate_bound"] >= best[d["hardware"]]
+
+
+def test_the_edge_search_brackets_from_the_rates_already_run():
+    """search._from_known: the verdicts at rates already run (read, not run) bracket the
+    answer before any new run. A boundary at 3 req/s, runs known at 1, 2, 4 and 8: the bracket
+    is [2, 4], so the new rates all lie strictly inside it, and the geometric bisection to 10%
+    (sqrt(8) = 2.83 met, sqrt(2.83 × 4) = 3.36 missed, sqrt(2.83 × 3.36) = 3.08 missed: 3.08 /
+    2.83 < 1.1) answers 2.83; known rates met up to the top answer the top with no run."""
+    from roofline.serving.slosearch import _from_known
+
+    asked: list[float] = []
+
+    def ok(x: float) -> bool:
+        asked.append(x)
+        return x <= 3.0
+
+    known = [1.0, 2.0, 4.0, 8.0]
+    r = _from_known(ok, known, 10.0, 0.10, 10.0 / 64)
+    new = asked[len(known) :]
+    assert r == pytest.approx(math.sqrt(8.0)) and r <= 3.0
+    assert new and all(2.0 < x < 4.0 for x in new) and len(new) == 3
+    asked.clear()
+    assert _from_known(ok, [1.0, 2.0], 1.5, 0.10, 0.1) == 1.5 and asked == [1.0, 2.0]
+
+
+def test_the_day_at_p90_is_one_path_in_size_and_check(run, tmp_path):
+    """Issue 35 item 3: the day planner at --confidence p90 sizes a replica as size does
+    (search.capacity_at_edges from the expected search's runs), in size --traffic-curve and in
+    check's day alike: the same deployment (8B on one H100, the best layout size finds for it)
+    over the same two-hour curve takes the same GPU-hours in both, at least the expected day's,
+    whose figure each prints beside its own; the capacity per replica within the two searches'
+    3% steps."""
+    curve = tmp_path / "curve.csv"
+    curve.write_text("hour,rate\n0,20\n1,40\n")
+    common = ["--prompt", "1k", "--output", "200", "--traffic-curve", str(curve),
+              "--confidence", "p90", "--requests", "200", "-f", "json"]  # fmt: skip
+    sized = run("size", "llama-3.1-8b", "--hardware", "h100", "--slo-ttft", "1s",
+                "--slo-tpot", "50ms", *common).json()  # fmt: skip
+    assert sized["best"]["layout"] == "TP1"  # check's deployment below: one GPU, TP1
+    day = sized["day"]
+    checked = run("check", "llama-3.1-8b", "h100", "--max-ttft-p99", "1s", "--max-tpot-p99",
+                  "50ms", "--max-gpu-hours-per-day", "1e6", *common).json()  # fmt: skip
+    c = checked["checks"][0]
+    assert c["value"] == day["gpu_hours_per_day"] >= day["expected"]["gpu_hours_per_day"]
+    assert f"expected {day['expected']['gpu_hours_per_day']:,.1f} GPU-hours" in c["detail"]
+    each = re.search(r"([0-9.]+) req/s each \(p90 edge", c["detail"])
+    assert each is not None  # both to 3% (size's steps on its fleet's counts first): 5.89, 5.94
+    assert float(each.group(1)) == pytest.approx(day["capacity_per_replica"], rel=0.061)
+
+
+@given(st.floats(0.2, 3.9), st.floats(0.1, 4.0), st.floats(5.0, 200.0))
+def test_the_count_settle_finds_the_least_count_and_the_rate_to_3_percent(b, guess, demand):
+    """slosearch._settle_count with a boundary b (ok(x) iff x <= b) below hi = 4 req/s, from
+    any first guess: the answer meets it, lies within 3% of b, and the fleet serving `demand` at
+    it needs the least count that meets it, ceil(demand / b). By hand: demand 10, b 2.7, guess
+    2: counts 5 (2.0) and 4 (2.5) meet it, 3 (3.33) misses, so 4; then bisection of [2.5, 3.33]
+    to 3%: 2.887 misses, 2.687 meets, 2.785 and 2.735 miss: 2.687."""
+    from roofline.serving.slosearch import _settle_count
+
+    def ok(x: float) -> bool:
+        return x <= b
+
+    r = _settle_count(ok, guess, 4.0, demand, 4.0 / 64)
+    assert ok(r) and r >= b / 1.03
+    assert math.ceil(demand / r * (1 - 1e-12)) == math.ceil(demand / b * (1 - 1e-12))
+
+
+def test_the_count_settle_by_hand():
+    """The docstring's case above: 2.687 = sqrt(2.5 × 2.887), 2.887 = sqrt(2.5 × 10 / 3)."""
+    from roofline.serving.slosearch import _settle_count
+
+    asked: list[float] = []
+
+    def ok(x: float) -> bool:
+        asked.append(x)
+        return x <= 2.7
+
+    r = _settle_count(ok, 2.0, 4.0, 10.0, 0.0625)
+    assert r == pytest.approx(math.sqrt(2.5 * math.sqrt(2.5 * 10 / 3)))
+    assert [round(x, 3) for x in asked] == [2.0, 2.5, 3.333, 2.887, 2.686, 2.785, 2.735]

@@ -100,3 +100,34 @@ def test_serve_band_comes_from_the_queue(run):
     assert lb["low"] == pytest.approx(want * light.low, rel=1e-6)
     t = run(*args, "--rate", "20", "--requests", "100")
     assert "/unbounded" in t.stdout and "through the queue" in t.stdout
+
+
+def test_a_closed_loop_band_is_its_time_scale(run):
+    """A closed loop (here a burst: 64 users, 64 requests) has no rate to scale: a replica k
+    times as fast runs the same loop with every time ÷ k, k in the throughput band [lo, hi],
+    × the light-load band, its edges moved by the closed-loop margin m (validation/
+    closedbands.py). nvidia-datacenter under vLLM, as shipped when this was written:
+    throughput [0.23, 1.79], TTFT light [0.59, 1.27], m = 0.364, so TTFT's band is
+    0.59 / 1.79 × e^-0.364 = 0.229 to 1.27 / 0.23 × e^0.364 = 7.95 (-77%/+695%), the same for
+    p50 and p99 (one time scale). Read here from the catalog, so a refit moves both sides."""
+    from roofline import load_catalog
+    from roofline.catalog.bands import band, closed_loop_margin
+    from roofline.engines.engine import engine
+
+    args = ["serve", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "200"]
+    d = run(*args, "--concurrency", "64", "--requests", "64", "--format", "json").json()
+    hw = load_catalog().accelerator("h100")
+    fam, pid = hw.efficiency.family, engine("auto", hw).profile_id
+    thr = band("throughput", fam, pid)
+    assert thr is not None and d["bands"]["throughput"]["low"] == thr.low
+    for kind in ("ttft", "tpot"):
+        light, m = band(f"{kind}_light", fam, pid), closed_loop_margin(kind)
+        assert light is not None and m is not None
+        for pct in ("p50", "p99"):
+            lb = d["load_bands"][f"{kind}_{pct}"]
+            assert lb["rates"] is None and lb["unbounded"] is None
+            assert lb["low"] == pytest.approx(min(1.0, light.low / thr.high * math.exp(-m)))
+            assert lb["high"] == pytest.approx(max(1.0, light.high / thr.low * math.exp(m)))
+            assert lb["low"] <= 1.0 <= lb["high"]
+    t = run(*args, "--concurrency", "64", "--requests", "64")
+    assert "bands through the loop" in t.stdout

@@ -72,7 +72,7 @@ def test_the_search_finds_the_same_rate_with_runs_stopped(replica, monkeypatch):
         def of(*args):
             return None
 
-    monkeypatch.setattr("roofline.serving.search.SloStop", Never)
+    monkeypatch.setattr("roofline.serving.slosearch.SloStop", Never)
     assert max_rate_within_slo(rep, w, slo, sat) == stopped
     assert max_rate_within_slo(rep, w, strict, sat) == tighter
     assert max_rate_within_slo(rep, w, loose, sat) == looser

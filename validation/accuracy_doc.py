@@ -276,7 +276,11 @@ def bands_section() -> str:
         f"over the metric's points. The printed 90% band holds {held(after)} of an unseen "
         f"source's points where it held {held(before)}; in sample it holds more (the margin is "
         "for the unseen case). TPOT p99 has 2 points: a share of 2 says little "
-        "(validation/coverage.py).\n",
+        "(validation/coverage.py). The closed-loop rows are the TTFT and TPOT (with ITL) of the "
+        "closed-loop and burst runs, which have no rate to scale: before, the metric's own band "
+        "serve printed for them; after, the throughput band as the loop's time scale x the "
+        "light-load band, its edges moved by a margin fitted on these runs "
+        "(validation/closedbands.py).\n",
         coverage_table(pts) + "\n",
         "### Per cell (after the margin)\n",
         "| band | family | engine | n | median abs error | ± (p90) | measured / expected, 90% |",

@@ -453,7 +453,7 @@ def shares() -> dict[str, dict[str, str]]:
     return out
 
 
-def document(bands: dict, date: str) -> dict:
+def document(bands: dict, date: str, closed: dict | None = None) -> dict:
     return {
         "source": f"validation/bands.py (python validation/bands.py), {date}: per metric, hardware "
         "family and engine profile, the 90th percentile of |out-of-sample relative error| (rel, "
@@ -466,18 +466,27 @@ def document(bands: dict, date: str) -> dict:
         "inherit": {"saturation": "throughput", "cost_per_million_output_tokens": "throughput"},
         "shares": shares(),
         "bands": bands,
+        "closed_loop": closed or {},  # validation/closedbands.py: TTFT, TPOT margins
     }
 
 
 def main() -> None:
     """Write hardware/bands.json, unless the bands it holds are already these (its date then
     stays the date they were derived)."""
-    bands = shipped(points())
+    from validation import closedbands
+
+    pts = points()
+    joined = with_siblings(pts)
+    fits = loso(joined)
+    m = margins(joined, fits)
+    bands = widen(compute(joined), m)
+    closed = closedbands.margins(list(pts), {s: widen(b, m) for s, b in fits.items()})
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
-    if old.get("bands") == bands and old.get("shares") == shares():
+    current = old.get("bands") == bands and old.get("closed_loop") == closed
+    if current and old.get("shares") == shares():
         print(f"{OUT.relative_to(ROOT)} is current")
         return
-    doc = document(bands, _dt.date.today().isoformat())
+    doc = document(bands, _dt.date.today().isoformat(), closed)
     OUT.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from validation import closedbands as cb
 from validation.bands import (
     BANDS,
     SYMMETRIC,
@@ -104,13 +106,76 @@ def coverage(pts: tuple[Point, ...] | list[Point], before: bool) -> list[Coverag
     return out
 
 
+def _closed_interval(
+    bands: dict, p: Point, kind: str, margin: float | None
+) -> tuple[float, float] | None:
+    """The interval printed for a closed-loop point: the closed-loop band (`margin`: the
+    shipped one, validation.closedbands.band) or, `margin` None, its metric's own band as
+    printed (validation.bands.printed)."""
+    if margin is not None:
+        iv = cb.interval(bands, kind, p.family, p.engine)
+        return None if iv is None else cb.band(iv, margin)
+    cell = cell_of(bands, p.band, p.family, p.engine)
+    return None if cell is None else printed_now(cell)
+
+
+def _share(pts: list[Point], ivs: list[tuple[float, float] | None]) -> float:
+    """The share of the points with an interval whose ratio 1 / (1 + error) it holds."""
+    have = [
+        iv[0] - 1e-9 <= 1.0 / (1.0 + p.error) <= iv[1] + 1e-9
+        for p, iv in zip(pts, ivs, strict=True)
+        if iv is not None
+    ]
+    return float(np.mean(have)) if have else 0.0
+
+
+@cache
+def closed_fit(pts: tuple[Point, ...]) -> tuple[dict, dict[str, dict], dict[str, dict]]:
+    """(the shipped bands, the bands fitted without each source widened by the shipped margins,
+    the closed-loop margins validation/closedbands.py fits on these), once per set of points."""
+    joined = with_siblings(pts)
+    fits = loso(joined)
+    m = margins(joined, fits)
+    unseen = {s: widen(b, m) for s, b in fits.items()}
+    return widen(compute(joined), m), unseen, cb.margins(list(pts), unseen)
+
+
+def closed(pts: tuple[Point, ...] | list[Point]) -> list[tuple[Coverage, Coverage]]:
+    """Per latency (TTFT; TPOT with ITL), the closed-loop and burst runs' coverage (module
+    docstring) before → after: the band serve printed for a closed loop before (the metric's
+    own, as printed, validation.bands.printed) and the one it prints now, the throughput band
+    as the loop's time scale × the light-load band moved by the shipped closed-loop margin
+    (validation/closedbands.py; "unseen": the margin the calibration's own, its bands fitted
+    without the point's source)."""
+    full, unseen, shift = closed_fit(tuple(pts))
+    out = []
+    for kind in cb.KINDS:
+        mine = [p for p in pts if cb.kind_of(p) == kind and kind in shift]
+        row = []
+        for margin in (None, shift[kind]["margin"]) if mine else ():
+            ins = [_closed_interval(full, p, kind, margin) for p in mine]
+            oos = [_closed_interval(unseen[p.source], p, kind, margin) for p in mine]
+            widths = [iv[1] - iv[0] for iv in ins if iv is not None]
+            width = float(np.median(widths)) if widths else 0.0
+            row.append(
+                Coverage(
+                    f"{kind} closed loop", len(mine), _share(mine, ins), _share(mine, oos), width
+                )
+            )
+        if row:
+            out.append((row[0], row[1]))
+    return out
+
+
 def table(pts: tuple[Point, ...] | list[Point]) -> str:
-    """The Markdown coverage table, before → after, one row per metric."""
+    """The Markdown coverage table, before → after, one row per metric, then the closed-loop
+    latencies' (closed)."""
     rows = [
         "| metric | points | held in sample | held, unseen source | median width |",
         "|---|---:|---:|---:|---:|",
     ]
-    for b, a in zip(coverage(pts, True), coverage(pts, False), strict=True):
+    pairs = zip(coverage(pts, True), coverage(pts, False), strict=True)
+    for b, a in [*pairs, *closed(pts)]:
         rows.append(
             f"| {a.band} | {a.n} | {b.in_sample:.0%} → {a.in_sample:.0%} | "
             f"{b.unseen:.0%} → {a.unseen:.0%} | {b.width:.2f} → {a.width:.2f} |"

@@ -129,6 +129,14 @@ def band(metric: str, family: str, engine: str | None = None) -> Band | None:
     return out.inverted() if metric in INVERTED else out
 
 
+def closed_loop_margin(kind: str) -> float | None:
+    """The margin a closed loop's TTFT or TPOT band (`kind` "ttft" or "tpot") moves its edges
+    by, ln units (validation/closedbands.py, hardware/bands.json `closed_loop`); None: none
+    fitted."""
+    got = _table().get("closed_loop", {}).get(kind)
+    return None if got is None else float(got["margin"])
+
+
 def bands(metrics: tuple[str, ...], family: str, engine: str | None = None) -> dict[str, Band]:
     """The bands of several figures on one family and engine profile, skipping those without
     one."""
@@ -136,4 +144,14 @@ def bands(metrics: tuple[str, ...], family: str, engine: str | None = None) -> d
     return {m: b for m, b in out.items() if b is not None}
 
 
-__all__ = ["INHERITS", "INVERTED", "LIGHT", "METRICS", "Band", "band", "bands", "interval"]
+__all__ = [
+    "INHERITS",
+    "INVERTED",
+    "LIGHT",
+    "METRICS",
+    "Band",
+    "band",
+    "bands",
+    "closed_loop_margin",
+    "interval",
+]

@@ -67,14 +67,15 @@ def run_day_checks(
                               capacity_bytes, seed, router, kv)  # fmt: skip
     rep = make_replica(model, hw, dep, eng, prompt + output + 1, capacity_bytes=capacity_bytes)
     w = make_workload(max(prompt, 1), output, rate=1.0, requests=requests, seed=seed)
-    sat = replica_capacity(rep, w).of(ideal).requests_per_s
+    probed = replica_capacity(rep, w)
+    sat, runs = probed.of(ideal).requests_per_s, probed.runs  # runs: the searches' memo
     has_slo = slo.ttft_s is not None or slo.tpot_s is not None
-    cap = max_rate_within_slo(rep, w, slo, sat, ideal, seed) if has_slo else sat
+    cap = max_rate_within_slo(rep, w, slo, sat, ideal, seed, runs) if has_slo else sat
     basis = f"p{slo.pct:g} SLO capacity" if has_slo else "saturation"
     kind = "ideal" if ideal else "expected"
     e, cap_exp = limits.edges, cap
     if e is not None and not e.neutral and cap > 0:  # sized to the bands' pessimistic edge:
-        cap = capacity_at_edges(rep, w, slo, e, cap, sat, ideal, seed) or 0.0  # as size does
+        cap = capacity_at_edges(rep, w, slo, e, cap, sat, ideal, seed, runs) or 0.0  # as size
         kind = f"{e.level} edge of the {kind}"
     wanted = _wanted(limits)
     if cap <= 0:

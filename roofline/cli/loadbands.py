@@ -7,10 +7,17 @@ from typing import Any
 
 from roofline.serving.metrics import LoadBand
 
+QUEUE = "the throughput band run through the queue x the light-load band"
+CLOSED = (
+    "the throughput band as the closed loop's time scale x the light-load band, its edges moved"
+    " by the closed-loop margin (validation/closedbands.py)"
+)
+
 
 def load_bands_json(bands: dict[str, LoadBand]) -> dict[str, Any] | None:
     """metric -> low, high (null: unbounded), unbounded (the reason, or null), the offered
-    rates the expected model was read at for the two edges; None when there are none."""
+    rates the expected model was read at for the two edges (null: a closed loop, scaled in
+    time), where they come from; None when there are none."""
     if not bands:
         return None
     return {
@@ -18,8 +25,10 @@ def load_bands_json(bands: dict[str, LoadBand]) -> dict[str, Any] | None:
             "low": b.low,
             "high": b.high,
             "unbounded": b.reason or None,
-            "rates": {"high_capacity": b.rates[0], "low_capacity": b.rates[1]},
-            "basis": "the throughput band run through the queue x the light-load band",
+            "rates": None
+            if b.rates is None
+            else {"high_capacity": b.rates[0], "low_capacity": b.rates[1]},
+            "basis": CLOSED if b.rates is None else QUEUE,
         }
         for name, b in bands.items()
     }

@@ -88,6 +88,10 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         "TTFT and TPOT bands: the throughput band through the queue (unbounded: past saturation"
         " at its low edge)."
     )
+    closed_note = (
+        "TTFT and TPOT bands: the throughput band as the closed loop's time scale x the"
+        " light-load band, calibrated on closed-loop runs (validation/closedbands.py)."
+    )
     more = (
         f"Arrivals: {load}; prompts {i['prompt_lengths']}; outputs {i['output_lengths']}. "
         f"{i['model']} on {i['dp']} x {i['hardware']} TP{i['tp']} PP{i['pp']} "
@@ -204,9 +208,10 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         )
         print_pairs(con, answer, pairs)
         extra = [lengths]
-        if pts[0].get("load_bands"):  # the legend names them; how, under -v
-            extra.append("TTFT/TPOT bands through the queue")
-            more += " " + queue_note
+        if lbs := pts[0].get("load_bands"):  # the legend names them; how, under -v
+            closed = any(b.get("rates") is None for b in lbs.values())
+            extra.append(f"TTFT/TPOT bands through the {'loop' if closed else 'queue'}")
+            more += " " + (closed_note if closed else queue_note)
         head, _ = legend(con, [*core, *marks, *extra], len(core) + len(marks))
         say(con, head)
         if VERBOSE["on"]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import astuple, replace
 
-from roofline.catalog.bands import band
+from roofline.catalog.bands import band, closed_loop_margin
 from roofline.serving.metrics import (
     LOAD_BAND_METRICS,
     LoadBand,
@@ -38,10 +38,14 @@ def serve_load_bands(
     the light-load TTFT/TPOT band (catalog.bands.LIGHT; the figure's own in a file without).
     The expected model at a band edge's rate reuses the rate points already simulated: the
     same rate, or linear interpolation between the two simulated rates around it while both
-    are below saturation; another rate is simulated (expected step times only). None for a
-    closed loop, a replayed log or a run without a steady state (capacity None): no bands."""
+    are below saturation; another rate is simulated (expected step times only). A closed loop
+    (or a burst) has no rate to scale: its time scale's bands (closed_loop_bands). None for a
+    replayed log or a run without a steady state (capacity None): no bands."""
     pid = engine
     thr = band("throughput", family, pid)
+    if thr is not None and base.concurrency is not None and base.rate is None:
+        closed = closed_loop_bands(family, pid)  # a closed loop, or a burst: no rate to scale
+        return [closed if res.expected.requests else {} for _, res in results]
     no_steady = (  # serve's window figures: a shared-KV mix under a probe that ignores it
         base.mix is not None
         and base.prefix is not None
@@ -78,6 +82,31 @@ def serve_load_bands(
     ]
 
 
+def closed_loop_bands(family: str, engine: str | None) -> dict[str, LoadBand]:
+    """A closed loop's TTFT and TPOT bands (validation/closedbands.py): its users send the next
+    request when one ends, so a replica k times as fast as expected runs the same loop with
+    every time ÷ k (roofline.serving.confidence's rule, the requests re-timed), k in the
+    throughput band [lo, hi]; × the light-load band [l_lo, l_hi] (the step's own error), the
+    edges moved by the closed-loop margin m fitted on the closed-loop and burst runs never seen
+    (hardware/bands.json `closed_loop`):
+
+        low = l_lo / hi · e^-m,   high = l_hi / lo · e^m,
+
+    each kept on its side of 1. Empty without a throughput band or a margin."""
+    thr = band("throughput", family, engine)
+    out: dict[str, LoadBand] = {}
+    if thr is None:
+        return out
+    for name in LOAD_BAND_METRICS:
+        kind = name.split("_")[0]
+        m, light = closed_loop_margin(kind), band(f"{kind}_light", family, engine)
+        if m is None or light is None:
+            continue
+        low = min(light.low / thr.high * math.exp(-m), 1.0)
+        out[name] = LoadBand(low, max(light.high / thr.low * math.exp(m), 1.0), None)
+    return out
+
+
 def _interpolate(a: tuple[float, ServeMetrics], b: tuple[float, ServeMetrics], r: float):
     """The TTFT and TPOT percentiles at rate r, linear between two simulated rates."""
     (xa, ma), (xb, mb) = a, b
@@ -91,4 +120,4 @@ def _interpolate(a: tuple[float, ServeMetrics], b: tuple[float, ServeMetrics], r
     return replace(ma, ttft_s=mid(ma.ttft_s, mb.ttft_s), tpot_s=mid(ma.tpot_s, mb.tpot_s))
 
 
-__all__ = ["serve_load_bands"]
+__all__ = ["closed_loop_bands", "serve_load_bands"]

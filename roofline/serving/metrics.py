@@ -246,11 +246,12 @@ class LoadBand:
     """A latency figure's band under load: the measured figure's 90% range as factors of the
     expected one, [low, high]; `high` None when the low-capacity edge is past saturation (the
     figure grows without bound: `reason` says why). `rates` are the offered rates the expected
-    model was read at for the (high-capacity, low-capacity) edges."""
+    model was read at for the (high-capacity, low-capacity) edges; None for a closed loop,
+    whose band is its time scale's (roofline.serving.loadbands.closed_loop_bands)."""
 
     low: float
     high: float | None
-    rates: tuple[float, float]
+    rates: tuple[float, float] | None
     reason: str = ""
 
 

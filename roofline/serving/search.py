@@ -7,28 +7,38 @@
   The probe's lengths are drawn once at a fixed seed from the workload's length specification,
   so the figure does not depend on --rate, --requests, --duration or --seed. A Poisson run at
   0.95 × that rate then confirms that the queue stays bounded.
-- Capacity under SLOs: the highest rate whose pct-th percentile TTFT and TPOT meet the targets
-  (MLPerf Inference's server scenario: the highest Poisson rate meeting the latency bound), by
-  bisection below the saturation rate on runs with at least TAIL_REQUESTS requests beyond the
-  percentile (5,000 for p99).
+- Capacity under SLOs (roofline.serving.slosearch, re-exported here): the highest rate whose
+  pct-th percentile TTFT and TPOT meet the targets (MLPerf Inference's server scenario: the
+  highest Poisson rate meeting the latency bound), by bisection below the saturation rate on
+  runs with at least TAIL_REQUESTS requests beyond the percentile (5,000 for p99).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from roofline.serving.bounds import RateBounds, rate_bounds
-from roofline.serving.confidence import capacity_at
 from roofline.serving.metrics import Slo, metrics
 from roofline.serving.serve import Replica, run_replicas
 from roofline.serving.sim.prefixcache import PrefixConfig
 from roofline.serving.sim.scheduler import simulate_requests
-from roofline.serving.sim.slostop import SloMissed, SloStop
+from roofline.serving.slosearch import (
+    COARSE_REQUESTS,
+    COARSE_TOL,
+    FINE_STEP,
+    TAIL_REQUESTS,
+    Missed,
+    Over,
+    capacity_at_edges,
+    cycled,
+    highest_ok,
+    max_rate_within_slo,
+    slo_requests,
+    verdicts,
+)
 from roofline.serving.workload import (
     MAX_REQUESTS,
     Workload,
@@ -36,22 +46,12 @@ from roofline.serving.workload import (
     unit_gaps,
     unprefixed,
     with_prefix,
-    with_rate,
 )
-
-if TYPE_CHECKING:
-    from roofline.serving.confidence import Edges
 
 PROBE_GENERATIONS = 4  # closed-loop rounds measured (within 2% of 40 rounds: 8B, 70B, lognormal)
 PROBE_LENGTHS = 4000  # lengths drawn for the probe from a length distribution
 PROBE_SEED = 0
 CONFIRM_FRACTION = 0.95
-TAIL_REQUESTS = 50  # requests beyond the SLO percentile in every run of the SLO search
-# the SLO search brackets on short runs (to 10%), then settles on full ones (to 3%): about 30%
-# less simulated work than bracketing to 3%, answers within 2% (16 layouts of 70B at p99)
-COARSE_REQUESTS = 1000
-COARSE_TOL = 0.10
-FINE_STEP = 1.03
 CONFIRM_REQUESTS = 1000  # requests in the Poisson run that confirms a saturation rate
 BINDINGS = ("compute", "KV capacity", "max-seqs", "API server")
 
@@ -289,212 +289,30 @@ def replica_capacity(rep: Replica, w: Workload, confirm: bool = False) -> Capaci
     return Capacity(rep, w, confirm)
 
 
-def slo_requests(slo: Slo, n: int) -> int:
-    """Requests per run of the SLO search: `n`, or enough for TAIL_REQUESTS beyond the pct-th
-    percentile (50 / (1 − pct/100): 5,000 at p99)."""
-    tail = 1.0 - slo.pct / 100.0
-    need = math.ceil(round(TAIL_REQUESTS / tail, 6)) if tail > 0 else n
-    return int(min(max(n, need), MAX_REQUESTS))
-
-
-def cycled(w: Workload, n: int) -> Workload:
-    """`w`'s lengths cycled (or cut) to `n` requests, all at t = 0 (give them a rate)."""
-    if n == w.n:
-        return w
-    if w.prefix_config is not None:  # whole conversations, rebuilt
-        return with_prefix(cycled(unprefixed(w), n), w.prefix_config)
-    p, o = np.resize(w.prompts, n), np.resize(w.outputs, n)
-    return Workload(
-        np.zeros(n), p, o, None, None, None, w.description, w.length_dists, w.burstiness
-    )
-
-
-@dataclass(frozen=True)
-class Missed:
-    """A run of the SLO search stopped once it missed `metric` ("TTFT" or "TPOT") at its pct-th
-    percentile against `limit_s` (sim.slostop): it misses any SLO at that percentile whose
-    limit on that metric is no looser."""
-
-    metric: str
-    limit_s: float
-    pct: float
-
-    @staticmethod
-    def of(metric: str, slo: Slo) -> Missed:
-        limit = slo.ttft_s if metric == "TTFT" else slo.tpot_s
-        assert limit is not None, "a run stops only on a metric the SLO limits"
-        return Missed(metric, limit, slo.pct)
-
-    def holds_for(self, slo: Slo) -> bool:
-        limit = slo.ttft_s if self.metric == "TTFT" else slo.tpot_s
-        return slo.pct == self.pct and limit is not None and limit <= self.limit_s
-
-
-def highest_ok(
-    ok: Callable[[float], bool], hi: float, rel_tol: float = 0.03, floor: float | None = None
-) -> float:
-    """The highest rate in [floor, hi] (`floor` hi/64 unless given) for which ok(rate) holds, by
-    bisection (first within [hi/8, hi] when that is above the floor), assuming ok holds below
-    some rate and fails above it; 0 if ok(floor) fails."""
-    if not (math.isfinite(hi) and hi > 0):
-        return 0.0
-    lo = hi / 64.0 if floor is None else floor
-    if ok(hi):
-        return hi
-    mid = hi / 8.0
-    if mid > lo and ok(mid):  # most SLOs hold at an eighth of saturation: a narrower bracket
-        return _bisect(ok, mid, hi, rel_tol)
-    return _bisect(ok, lo, mid if mid > lo else hi, rel_tol) if ok(lo) else 0.0
-
-
-def verdicts(
-    rep: Replica, w: Workload, slo: Slo, ideal: bool, seed: int, runs: dict
-) -> Callable[[Workload], Callable[[float], bool]]:
-    """max_rate_within_slo's verdicts: for a run length's workload `wl` (w's lengths cycled),
-    whether one replica at a rate meets `slo`, each run kept in `runs` (the memo)."""
-
-    def ok_at(wl: Workload) -> Callable[[float], bool]:
-        # a run every request of which is served stops once it misses the SLO (sim.slostop):
-        # the memo keeps that verdict, which holds for any SLO as strict on the metric missed
-        whole = wl.prefix is None and wl.concurrency is None and wl.duration_s is None
-        stop = SloStop.of(slo.ttft_s, slo.tpot_s, slo.pct, wl.n) if whole else None
-
-        def ok(rate: float) -> bool:
-            key = (id(w), wl.n, rate, seed, ideal)
-            tr = runs.get(key)
-            if isinstance(tr, Missed):
-                if tr.holds_for(slo):
-                    return False
-                tr = None  # missed on a looser limit than this SLO's: run it again
-            if tr is None:
-                try:
-                    tr = runs[key] = run_replicas(rep, with_rate(wl, rate, seed), 1, ideal,
-                                                  stop=stop)  # fmt: skip
-                except SloMissed as miss:
-                    runs[key] = Missed.of(miss.metric, slo)
-                    return False
-            return metrics(tr, slo, rep.gpus).meets_slo
-
-        return ok
-
-    return ok_at
-
-
-def max_rate_within_slo(
-    rep: Replica,
-    w: Workload,
-    slo: Slo,
-    hi: float,
-    ideal: bool = False,
-    seed: int = 0,
-    memo: dict | None = None,
-    floor: float | None = None,
-) -> float:
-    """The highest request rate per replica whose pct-th percentile TTFT and TPOT meet the SLOs,
-    at most `hi` (the saturation rate), 0 when they miss at `floor` (light load: hi/64 unless
-    given; a floor above `hi` is searched and the answer capped at `hi`). A bisection on runs
-    of COARSE_REQUESTS of the workload's requests brackets it to COARSE_TOL; runs of
-    slo_requests requests (the workload's lengths cycled) then settle it to 3% (_settle).
-    `memo`: the runs already simulated for this replica and workload (Capacity.runs): a search
-    under other SLOs (size --confidence) reads the rates both visit from it (a run, by
-    requests, rate, seed and step times, does not depend on the SLO; only its verdict does)."""
-    if slo.ttft_s is None and slo.tpot_s is None:
-        return hi
-    ok_at = verdicts(rep, w, slo, ideal, seed, {} if memo is None else memo)
-    top = hi if floor is None else max(hi, floor)
-    low = top / 64.0 if floor is None else floor
-    n = slo_requests(slo, w.n)
-    coarse = min(n, COARSE_REQUESTS)
-    r = highest_ok(ok_at(cycled(w, coarse)), top, COARSE_TOL if coarse < n else 0.03, low)
-    if coarse < n and r > 0:
-        r = _settle(ok_at(cycled(w, n)), r, top, step=FINE_STEP, floor=low)
-    return min(r, hi)
-
-
-class _Over(Exception):
-    """capacity_at_edges stopped by its `over`."""
-
-
-def capacity_at_edges(
-    rep: Replica,
-    w: Workload,
-    slo: Slo,
-    edges: Edges,
-    r_cap: float,
-    sat: float,
-    ideal: bool = False,
-    seed: int = 0,
-    memo: dict | None = None,
-    rate: float | None = None,
-    headroom: float = 0.0,
-    over: Callable[[float], bool] | None = None,
-) -> float | None:
-    """A replica's capacity at a confidence's band edges (confidence.capacity_at) from its
-    expected capacity within the SLOs `r_cap` (`sat` its saturation rate): the throughput
-    band's low edge × the highest rate at which the expected model meets the SLOs ÷ the
-    light-load bands' high edges (its queue at rate ÷ low), searched from r_cap down by halves
-    (0 if none meets down to sat/64), then bisected to 3%, on runs of slo_requests requests (a
-    miss ends its run, sim.slostop) kept in `memo`. A rate missed bounds the answer: `over(low
-    × it)` True (no better than the chip's best) stops it, returning None. `rate`: the offered
-    rate a fleet serves with `headroom`: if one fewer replica might do, its rate is tried."""
-    tight, low = edges.slo(slo), edges.capacity
-
-    def search(top: float) -> float:
-        if tight.ttft_s is None and tight.tpot_s is None:
-            return top
-        ok_at = verdicts(rep, w, tight, ideal, seed, {} if memo is None else memo)
-        meets = ok_at(cycled(w, slo_requests(tight, w.n)))
-
-        def ok(x: float) -> bool:  # a rate missed bounds the answer: over may stop the search
-            if not (met := meets(x)) and over is not None and over(x * low):
-                raise _Over
-            return met
-
-        x, hi, floor = top, 0.0, sat / 64.0
-        while not ok(x):  # down by halves from the top
-            if x <= floor:
-                return 0.0
-            x, hi = max(x / 2.0, floor), x
-        r = _bisect(ok, x, hi) if hi else x
-        if rate and 0 < r < top:  # the fleet's queue, rate ÷ low, on the expected model
-            k = math.ceil(rate / low / (r * (1.0 - headroom)) * (1 - 1e-12))  # size.need
-            fewer = rate / low / ((k - 1) * (1.0 - headroom)) if k > 1 else math.inf
-            r = fewer if fewer <= min(top, r * FINE_STEP) and meets(fewer) else r  # under a miss
-        return r
-
-    try:
-        return capacity_at(edges, r_cap, search)
-    except _Over:
-        return None
-
-
-def _settle(
-    ok: Callable[[float], bool],
-    r: float,
-    hi: float,
-    rel_tol: float = 0.03,
-    step: float = 1.03,
-    floor: float | None = None,
-) -> float:
-    """The boundary near a first guess `r` (at most `hi`): steps of rel_tol away from it,
-    doubling (in the exponent) until the boundary is crossed, then bisection; two runs when the
-    guess is within rel_tol; 0 below `floor` (hi/64 unless given)."""
-    low = hi / 64.0 if floor is None else floor
-    up = ok(r)
-    while True:
-        x = min(r * step, hi) if up else r / step
-        if ok(x) != up:
-            return _bisect(ok, r, x, rel_tol) if up else _bisect(ok, x, r, rel_tol)
-        if up and x >= hi:
-            return hi
-        if not up and x < low:
-            return 0.0
-        r, step = x, step * step
-
-
-def _bisect(ok: Callable[[float], bool], lo: float, hi: float, rel_tol: float = 0.03) -> float:
-    """ok(lo) holds and ok(hi) fails: the boundary within rel_tol, from below."""
-    while hi - lo > rel_tol * lo:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
+__all__ = [
+    "BINDINGS",
+    "COARSE_REQUESTS",
+    "COARSE_TOL",
+    "CONFIRM_FRACTION",
+    "CONFIRM_REQUESTS",
+    "FINE_STEP",
+    "PROBE_GENERATIONS",
+    "PROBE_LENGTHS",
+    "PROBE_SEED",
+    "TAIL_REQUESTS",
+    "Capacity",
+    "Missed",
+    "Over",
+    "Probed",
+    "Saturation",
+    "capacity_at_edges",
+    "cycled",
+    "highest_ok",
+    "max_rate_within_slo",
+    "probe_lengths",
+    "probe_users",
+    "replica_capacity",
+    "saturation",
+    "slo_requests",
+    "verdicts",
+]
