@@ -245,8 +245,8 @@ def size(
                 return n, None
             # the fleet evaluated as serve --dp n evaluates it: the whole stream, by the router
             res = [serve(rep, wl, sl, n, capacity=cap, router=router, runs=cap.runs,
-                         expected_only=True)  # the expected half: the verdict reads it alone
-                   for _, wl, sl in runs]  # fmt: skip
+                         expected_only=not ideal or replay or i < len(runs) - 1)  # last's ideal
+                   for i, (_, wl, sl) in enumerate(runs)]  # fmt: skip
             if all(r.expected.meets_slo for r in res) or n + 1 > max_replicas:
                 break
             n += 1
@@ -257,7 +257,7 @@ def size(
             if not all(r.expected.meets_slo for r in fewer):
                 break
             n, n0, res = n - 1, n - 1, fewer
-        if ideal:  # the last run in full at the count found (its expected records in cap.runs)
+        if ideal and replay:  # the last in full at the count found (its expected in cap.runs)
             res[-1] = serve(rep, *runs[-1][1:], n, capacity=cap, router=router, runs=cap.runs)
         return n, replace(res[-1], expected=replace(res[-1].expected, meets_slo=ok))
 
