@@ -245,21 +245,21 @@ def size(
                 return n, None
             # the fleet evaluated as serve --dp n evaluates it: the whole stream, by the router
             res = [serve(rep, wl, sl, n, capacity=cap, router=router, runs=cap.runs,
-                         expected_only=not ideal or i < len(runs) - 1)  # the last's ideal
+                         expected_only=not ideal or replay or i < len(runs) - 1)  # last's ideal
                    for i, (_, wl, sl) in enumerate(runs)]  # fmt: skip
             if all(r.expected.meets_slo for r in res) or n + 1 > max_replicas:
                 break
             n += 1
-        if n > max_replicas:
-            return n, None
         ok = all(r.expected.meets_slo for r in res)
         while replay and ok and n == n0 and n > least:  # a log met at once: the fewest that do
-            fewer = [serve(rep, wl, sl, n - 1, capacity=cap, router=router) for _, wl, sl in runs]
+            fewer = [serve(rep, wl, sl, n - 1, capacity=cap, router=router, runs=cap.runs,
+                           expected_only=True) for _, wl, sl in runs]  # fmt: skip
             if not all(r.expected.meets_slo for r in fewer):
                 break
             n, n0, res = n - 1, n - 1, fewer
-        last = res[-1]
-        return n, replace(last, expected=replace(last.expected, meets_slo=ok))
+        if ideal and replay:  # the last in full at the count found (its expected in cap.runs)
+            res[-1] = serve(rep, *runs[-1][1:], n, capacity=cap, router=router, runs=cap.runs)
+        return n, replace(res[-1], expected=replace(res[-1].expected, meets_slo=ok))
 
     def edged(hw: Accelerator) -> Edges | None:
         """The band edges `hw` is sized to, None at the expected figures (or neutral edges)."""
