@@ -20,9 +20,7 @@ from roofline.step.phases import prefill, request
 
 @grp.command()
 def analyze(
-    tg: grp.Target,
-    lo: lopt.LayoutOptions = lopt.LAYOUT,
-    fm: grp.Formats = grp.FORMATS,
+    pl: lopt.Placement,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     compute: opt.Compute = None,
     sparsity: opt.Sparsity = None,
@@ -44,6 +42,7 @@ def analyze(
     launched together): the batch's prefill (batch_prefill_s), one request's TTFT on an idle
     replica (ttft_s), TPOT, E2E and throughput, ideal and expected.
     Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
+    tg, lo, fm = pl.tg, pl.lo, pl.fm
     pub.check_out(out)
     cat = catalog()
     m, hw = tg.load(cat)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from roofline.catalog.load import Catalog
+from roofline.cli import groups as grp
 from roofline.cli.options import (
     MAX_GPUS,
     SCALE_OUT,
@@ -77,6 +78,16 @@ class LayoutOptions:
 
 
 LAYOUT = LayoutOptions()
+
+
+@dataclass(frozen=True)
+class Placement:
+    """MODEL HARDWARE laid out by the layout options, in the number formats (analyze, capacity,
+    serve; no defaults: a command takes it first, as `pl`)."""
+
+    tg: grp.Target
+    lo: LayoutOptions = LAYOUT
+    fm: grp.Formats = grp.FORMATS
 
 
 def layout(

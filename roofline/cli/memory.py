@@ -139,9 +139,7 @@ def kv(
 # ---- capacity -------------------------------------------------------------------------------
 @grp.command()
 def capacity(
-    tg: grp.Target,
-    lo: lopt.LayoutOptions = lopt.LAYOUT,
-    fm: grp.Formats = grp.FORMATS,
+    pl: lopt.Placement,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     sparsity: opt.Sparsity = None,
     sb: grp.StaticBatch = grp.STATIC,
@@ -155,6 +153,7 @@ def capacity(
     At --context tokens per sequence (default prompt + output), by the engine's KV-budget rule;
     with --gpus/--dp the concurrency of all replicas.
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
+    tg, lo, fm = pl.tg, pl.lo, pl.fm
     cat = catalog()
     m, hw = tg.load(cat)
     dep = opt.deployment(fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, model=m)

@@ -32,9 +32,7 @@ from roofline.step.ops import Deployment
 # ---- cliff ----------------------------------------------------------------------------------
 @grp.command()
 def cliff(
-    tg: grp.Target,
-    dg: grp.Degrees = grp.DEGREES,
-    fm: grp.Formats = grp.FORMATS,
+    pl: grp.SimplePlacement,
     lens: topt.LengthOptions = topt.LENGTHS,
     max_seqs: opt.MaxSeqs = None,
     requests: opt.Requests = None,
@@ -54,6 +52,7 @@ def cliff(
     the largest --max-seqs.
     Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
     --output 16k --max-seqs 8..128:8"""
+    tg, dg, fm = pl.tg, pl.dg, pl.fm
     pub.check_out(out, charts=True)
     cat = catalog()
     m, hw = tg.load(cat)

@@ -178,9 +178,7 @@ def _chunk_rows(chunk: dict[str, Any], names: tuple[str, ...]) -> list[tuple]:
 
 @grp.command()
 def plot(
-    tg: grp.Target,
-    dg: grp.Degrees = grp.DEGREES,
-    fm: grp.Formats = grp.FORMATS,
+    pl: grp.SimplePlacement,
     sb: grp.StaticBatch = grp.STATIC,
     out: Annotated[
         Path | None,
@@ -195,6 +193,7 @@ def plot(
     ridge; the decode step is at --context (default prompt + output). A terminal chart, the
     chart's data with --format json, or an SVG/PNG/PDF with -o.
     Example: roofline plot llama-3.1-8b h100 --batch 8 --prompt 4k -o roofline.svg"""
+    tg, dg, fm = pl.tg, pl.dg, pl.fm
     if out is not None:
         check_output(out)
     cat = catalog()

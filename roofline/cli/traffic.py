@@ -67,9 +67,7 @@ def _one(values: list[int], what: str) -> int:
 # ---- serve ----------------------------------------------------------------------------------
 @grp.command()
 def serve(
-    tg: grp.Target,
-    lo: lopt.LayoutOptions = lopt.LAYOUT,
-    fm: grp.Formats = grp.FORMATS,
+    pl: lopt.Placement,
     lens: topt.LengthOptions = topt.LENGTHS,
     rate: topt.Rate = None,
     tr: topt.ArrivalOptions = topt.ARRIVALS,
@@ -116,6 +114,7 @@ def serve(
     --arrivals, --speedup, --burstiness and --workload as size, check and report take them.
     Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
+    tg, lo, fm = pl.tg, pl.lo, pl.fm
     pub.check_out(out, charts=True)
     arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration, lens)
     cat = catalog()
