@@ -2,7 +2,7 @@
 goodput, saturation) and `size` (accelerators x layouts x replicas that meet the SLOs at a rate,
 with cost). Metric names: docs/METRICS.md."""
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -64,6 +64,20 @@ def _one(values: list[int], what: str) -> int:
     return values[0]
 
 
+@dataclass(frozen=True)
+class Features:
+    """What a request stream may use and is held to, one group (cli.groups) in serve and size:
+    the prefix cache, KV-cache tiers, speculative drafting and the SLOs."""
+
+    px: topt.PrefixOptions = topt.PREFIX
+    kt: KvTierOptions = KV_TIERS
+    so: dopt.DraftOptions = dopt.DRAFT
+    sl: topt.SloOptions = topt.SLO
+
+
+FEATURES = Features()
+
+
 # ---- serve ----------------------------------------------------------------------------------
 @grp.command()
 def serve(
@@ -75,10 +89,7 @@ def serve(
     requests: opt.Requests = None,
     duration: topt.Duration = None,
     seed: opt.Seed = 0,
-    px: topt.PrefixOptions = topt.PREFIX,
-    kt: KvTierOptions = KV_TIERS,
-    so: dopt.DraftOptions = dopt.DRAFT,
-    sl: topt.SloOptions = topt.SLO,
+    sv: Features = FEATURES,
     max_seqs: opt.MaxSeqs = None,
     max_batched_tokens: MaxBatchedTokens | None = None,
     chunked_prefill: topt.ChunkedPrefill = None,
@@ -115,6 +126,7 @@ def serve(
     Example: roofline serve llama-3.1-70b h100 --tp 4 --weights fp8 --rate 1..16 --prompt 2k
     --output 500 --slo-ttft 2s --slo-tpot 50ms"""
     tg, lo, fm = pl.tg, pl.lo, pl.fm
+    px, kt, so, sl = sv.px, sv.kt, sv.so, sv.sl
     pub.check_out(out, charts=True)
     arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration, lens)
     cat = catalog()
@@ -199,10 +211,7 @@ def size(
     lens: topt.LengthOptions = topt.LENGTHS,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
-    px: topt.PrefixOptions = topt.PREFIX,
-    kt: KvTierOptions = KV_TIERS,
-    so: dopt.DraftOptions = dopt.DRAFT,
-    sl: topt.SloOptions = topt.SLO,
+    sv: Features = FEATURES,
     engine_name: opt.Engine = opt.ENGINE,
     frontend: topt.Frontend = "api",
     price: topt.Price = None,
@@ -253,6 +262,7 @@ def size(
     --weights fp8 --prompt 2k --output 300 --slo-ttft 2s --slo-tpot 50ms"""
     from roofline.cli import day as day_cli
 
+    px, kt, so, sl = sv.px, sv.kt, sv.so, sv.sl
     arrivals, speedup, burstiness, workload, level = tr.sized(requests, traffic_curve, rate, lens)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
