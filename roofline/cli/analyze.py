@@ -42,16 +42,13 @@ def analyze(
     launched together): the batch's prefill (batch_prefill_s), one request's TTFT on an idle
     replica (ttft_s), TPOT, E2E and throughput, ideal and expected.
     Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
-    tg, lo, fm = pl.tg, pl.lo, pl.fm
     pub.check_out(out)
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(
-        fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, compute, model=m
-    )
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m, act_dtype, sparsity, compute)
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = lopt.layout(cat, m, hw, dep, lo, en.engine_name)
+    lay, dep = lopt.layout(cat, m, hw, dep, pl.lo, en.engine_name)
     b, s, o, ctx = sb.parse(m, strict=True)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(en.engine_name, hw)

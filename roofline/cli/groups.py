@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from roofline.cli import options as opt
 from roofline.cli.app import app
 from roofline.cli.startup import guarded
+from roofline.domain.deployment import Deployment
 from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 
@@ -171,6 +172,11 @@ class SimplePlacement:
     tg: Target
     dg: Degrees = DEGREES
     fm: Formats = FORMATS
+
+    def deployment(self, model: ModelArch, act_dtype: str = opt.ACT_DTYPE) -> Deployment:
+        """The formats on the degrees (options.deployment)."""
+        d, fm = self.dg, self.fm
+        return opt.deployment(fm.weights, fm.kv_dtype, act_dtype, d.tp, d.pp, d.ep, model=model)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import typer
 from roofline.catalog.load import Catalog
 from roofline.cli import groups as grp
 from roofline.cli.options import (
+    ACT_DTYPE,
     MAX_GPUS,
     SCALE_OUT,
     AttentionDp,
@@ -23,6 +24,7 @@ from roofline.cli.options import (
     Pp,
     ScaleOut,
     Tp,
+    deployment,
 )
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
@@ -88,6 +90,19 @@ class Placement:
     tg: grp.Target
     lo: LayoutOptions = LAYOUT
     fm: grp.Formats = grp.FORMATS
+
+    def deployment(
+        self,
+        model: ModelArch,
+        act_dtype: str = ACT_DTYPE,
+        sparsity: str | None = None,
+        compute: str | None = None,
+    ) -> Deployment:
+        """The formats on the layout's TP, PP and EP (options.deployment)."""
+        lo, fm = self.lo, self.fm
+        return deployment(
+            fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, compute, model=model
+        )
 
 
 def layout(

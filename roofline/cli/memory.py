@@ -153,13 +153,12 @@ def capacity(
     At --context tokens per sequence (default prompt + output), by the engine's KV-budget rule;
     with --gpus/--dp the concurrency of all replicas.
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
-    tg, lo, fm = pl.tg, pl.lo, pl.fm
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, model=m)
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m, act_dtype, sparsity)
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = lopt.layout(cat, m, hw, dep, lo)
+    lay, dep = lopt.layout(cat, m, hw, dep, pl.lo)
     b, _, _, ctx = sb.parse(m)
     eng = engine(en.engine_name, hw)
     eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))

@@ -52,11 +52,10 @@ def cliff(
     the largest --max-seqs.
     Example: roofline cliff llama-3.1-405b h100 --tp 8 --weights fp8 --kv-dtype fp8 --prompt 1k
     --output 16k --max-seqs 8..128:8"""
-    tg, dg, fm = pl.tg, pl.dg, pl.fm
     pub.check_out(out, charts=True)
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(fm.weights, fm.kv_dtype, "bf16", dg.tp, dg.pp, dg.ep, None, None, model=m)
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m, "bf16")
     opt.check_formats(dep, hw)
     lens.once()
     s, o = opt.tokens(lens.prompt, "--prompt", 1), opt.tokens(lens.output, "--output", 1)

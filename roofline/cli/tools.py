@@ -193,12 +193,11 @@ def plot(
     ridge; the decode step is at --context (default prompt + output). A terminal chart, the
     chart's data with --format json, or an SVG/PNG/PDF with -o.
     Example: roofline plot llama-3.1-8b h100 --batch 8 --prompt 4k -o roofline.svg"""
-    tg, dg, fm = pl.tg, pl.dg, pl.fm
     if out is not None:
         check_output(out)
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, dg.tp, dg.pp, dg.ep, model=m)
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m)
     batch, s, o, ctx = sb.parse(m)
     s = max(s, 1)
     if not 30 <= width <= 400:
