@@ -188,6 +188,12 @@ def phase_json(p: PhaseResult) -> dict[str, Any]:
     }
 
 
+def named(obj: Any, *names: str) -> dict[str, Any]:
+    """{name: obj.name} for each of `names`, in their order: a result's figures under their own
+    names in a document."""
+    return {n: getattr(obj, n) for n in names}
+
+
 def finite(x: float | None) -> float | None:
     """x, or None (JSON null) when it is missing or not finite."""
     return x if x is not None and math.isfinite(x) else None
