@@ -148,13 +148,16 @@ def levers_json(rows, limit: int, kv_budget_tokens: int) -> dict:
         "rows": [
             {
                 "lever": r.lever.name,
-                "bits_per_weight": r.bits_per_weight,
-                "weight_bytes_per_gpu": r.weight_bytes_per_gpu,
-                "kv_bytes_per_token": r.kv_bytes_per_token,
-                "kv_bytes_per_sequence": r.kv_bytes_per_sequence,
-                "t_step_ideal_s": r.t_step_ideal_s,
-                "t_step_expected_s": r.t_step_expected_s,
-                "max_batch": r.max_batch,
+                **convert.named(
+                    r,
+                    "bits_per_weight",
+                    "weight_bytes_per_gpu",
+                    "kv_bytes_per_token",
+                    "kv_bytes_per_sequence",
+                    "t_step_ideal_s",
+                    "t_step_expected_s",
+                    "max_batch",
+                ),
                 "weight_ratio": r.weight_bytes_per_gpu / base.weight_bytes_per_gpu,
                 "kv_ratio": r.kv_bytes_per_sequence / base.kv_bytes_per_sequence,
                 "step_ratio": r.t_step_ideal_s / base.t_step_ideal_s,
