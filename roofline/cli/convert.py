@@ -17,24 +17,20 @@ from roofline.timing.host import Calibration
 def link_json(link: Tier | None) -> dict[str, Any] | None:
     if link is None:
         return None
-    return {
-        "name": link.name,
-        "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
-        "latency_s": link.latency_s,
-    }
+    return named(link, "name", "bandwidth_bytes_per_s", "latency_s")
 
 
 def hardware_json(hw: Accelerator) -> dict[str, Any]:
     return {
-        "id": hw.id,
-        "name": hw.name,
-        "vendor": hw.vendor,
-        "family": hw.family,
+        **named(hw, "id", "name", "vendor", "family"),
         "aliases": list(hw.aliases),
-        "memory_type": hw.memory_type,
-        "memory_capacity_bytes": hw.memory_capacity_bytes,
-        "memory_nominal_bytes": hw.memory_nominal_bytes,
-        "usable_memory_bytes": hw.usable_memory_bytes,
+        **named(
+            hw,
+            "memory_type",
+            "memory_capacity_bytes",
+            "memory_nominal_bytes",
+            "usable_memory_bytes",
+        ),
         "memory_capacity_gib": (hw.memory_nominal_bytes or hw.memory_capacity_bytes) / 2**30,
         "memory_basis": hw.memory_basis,
         "memory_basis_text": MEMORY_BASES[hw.memory_basis],
