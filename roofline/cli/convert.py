@@ -166,14 +166,9 @@ def phase_json(p: PhaseResult) -> dict[str, Any]:
         for r in p.ops
     ]
     intensity = p.arithmetic_intensity
+    totals = ("flops", "weight_bytes", "kv_bytes", "activation_bytes", "bytes", "link_bytes")
     return {
-        "compute_dtype": p.compute_dtype,
-        "flops": p.flops,
-        "weight_bytes": p.weight_bytes,
-        "kv_bytes": p.kv_bytes,
-        "activation_bytes": p.activation_bytes,
-        "bytes": p.bytes,
-        "link_bytes": p.link_bytes,
+        **named(p, "compute_dtype", *totals),
         "arithmetic_intensity": intensity,
         "ridge_flops_per_byte": p.ridge_flops_per_byte,
         "ridge_over_intensity": p.ridge_flops_per_byte / intensity,

@@ -10,6 +10,7 @@ import typer
 
 from roofline.catalog.load import Catalog
 from roofline.cli import groups as grp
+from roofline.cli.convert import named
 from roofline.cli.options import (
     ACT_DTYPE,
     MAX_GPUS,
@@ -141,9 +142,7 @@ def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:
     """The layout echoed in `inputs`: degrees, micro-batches, nodes and each collective's link."""
     links = dep.links
     return {
-        "attention_dp": lay.attention_dp,
-        "attention_dp_balance": lay.attention_dp_balance,
-        "attention_tp": lay.attention_tp,
+        **named(lay, "attention_dp", "attention_dp_balance", "attention_tp"),
         "microbatches": lay.pipeline_microbatches,
         "nodes": lay.nodes,
         "gpus_per_node": links.gpus_per_node if links else None,
