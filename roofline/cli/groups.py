@@ -56,9 +56,15 @@ def _is_group(cls: Any) -> bool:
     return isinstance(cls, type) and dataclasses.is_dataclass(cls)
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A group's field annotations, resolved once."""
+    return typing.get_type_hints(cls, include_extras=True)
+
+
 def _fields(cls: type, kind: Any) -> list[inspect.Parameter]:
     """A group's options in its order, the fields of a group within spread in its place."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = _hints(cls)
     out: list[inspect.Parameter] = []
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if _is_group(hints[f.name]):
@@ -71,7 +77,7 @@ def _fields(cls: type, kind: Any) -> list[inspect.Parameter]:
 
 def _gather(cls: type, kwargs: dict[str, Any]) -> Any:
     """The group `cls` built from (and taken out of) the command's keyword arguments."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = _hints(cls)
     return cls(
         **{
             f.name: _gather(hints[f.name], kwargs)
