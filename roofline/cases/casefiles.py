@@ -9,7 +9,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.catalog.files import read_text, yaml
+from roofline.catalog.files import parse_yaml, read_text, yaml
 from roofline.catalog.files import safe_load_yaml as _safe_load
 from roofline.catalog.schema import NUM
 from roofline.catalog.schema import check as _check
@@ -99,10 +99,7 @@ def load_cases(path: str | Path) -> list[Case]:
     from roofline.cases.case import Case
 
     text = read_text(path, stdin_dash=True)
-    try:
-        raw = _safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    raw = parse_yaml(text, str(path))
     if not isinstance(raw, dict) or not isinstance(raw.get("cases"), list):
         raise CatalogError(f"{path}: expected a mapping with a 'cases' list")
     cases, seen = [], set()
@@ -182,10 +179,7 @@ def load_serving_cases(path: str | Path) -> list[dict[str, Any]]:
     """Published serving measurements (validation/serving_cases.yaml), key-checked strictly."""
     path = Path(path)
     text = read_text(path)
-    try:
-        raw = _safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    raw = parse_yaml(text, str(path))
     if not isinstance(raw, dict) or set(raw) != {"cases"} or not isinstance(raw["cases"], list):
         raise CatalogError(f"{path}: expected one top-level key 'cases' holding a list")
     seen: set[str] = set()

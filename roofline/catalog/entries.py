@@ -14,8 +14,7 @@ from typing import Any
 
 from roofline.catalog.calibrations import calibration_entry
 from roofline.catalog.checkpoints import checkpoints, drafter_heads
-from roofline.catalog.files import read_text, yaml
-from roofline.catalog.files import safe_load_yaml as _safe_load
+from roofline.catalog.files import parse_yaml, read_text
 from roofline.catalog.hfquant import block_scaled_fp8, dense_weights, quantized_weights
 from roofline.catalog.kernels import engine_profile, kernel_entry, link_set
 from roofline.catalog.schema import NUM, SPANS, every_problem
@@ -438,14 +437,7 @@ def _load_file(path: Path, problems: list[str] | None = None) -> dict[str, list[
     a bad entry is recorded there and skipped, so one pass finds every bad entry; without it the
     first problem raises."""
     text = read_text(path)
-    try:
-        raw = _safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark else ""
-        raise CatalogError(
-            f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})"
-        ) from None
+    raw = parse_yaml(text, str(path), at_line=True)
     if raw is None:
         return {}
     if not isinstance(raw, dict):

@@ -67,6 +67,18 @@ def safe_load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+def parse_yaml(text: str, where: str, kind: str = "YAML", at_line: bool = False) -> Any:
+    """safe_load_yaml(text); a syntax error is one CatalogError "`where`: is not valid `kind`
+    (the parser's problem)", naming the line after `where` when `at_line`."""
+    try:
+        return safe_load_yaml(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) if at_line else None
+        line = f" line {mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", exc)
+        raise CatalogError(f"{where}:{line} is not valid {kind} ({problem})") from None
+
+
 def read_yaml(path: str | Path) -> Any:
     """A user's YAML (or JSON) file parsed; a syntax error is one InputError line naming the file
     (the reading errors are read_text's)."""

@@ -28,8 +28,7 @@ from roofline.catalog.entries import (
     _model,
 )
 from roofline.catalog.families import family_problem, family_problems
-from roofline.catalog.files import read_text, yaml
-from roofline.catalog.files import safe_load_yaml as _safe_load
+from roofline.catalog.files import parse_yaml, read_text, yaml
 from roofline.catalog.kernels import KernelEntry
 from roofline.catalog.schema import NUM
 from roofline.catalog.schema import check as _check
@@ -459,11 +458,7 @@ def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     raw = cached = _PARSED.get(path) if path.is_file() else None  # parsed before, unchanged
     if raw is None:
         text = read_text(path)
-        try:
-            raw = _safe_load(text)
-        except yaml.YAMLError as exc:
-            problem = getattr(exc, "problem", exc)
-            raise CatalogError(f"{path}: is not valid YAML ({problem})") from None
+        raw = parse_yaml(text, str(path))
     if not isinstance(raw, dict) or set(raw) != {"prices"} or not isinstance(raw["prices"], list):
         raise CatalogError(f"{path}: expected one top-level key 'prices' holding a list")
     out: dict[str, Price] = {}

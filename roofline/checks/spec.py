@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.catalog.files import read_text, yaml
-from roofline.catalog.files import safe_load_yaml as _safe_load
+from roofline.catalog.files import parse_yaml, read_text
 from roofline.catalog.schema import NUM
 from roofline.catalog.schema import check as _check
 from roofline.checks.limits import (
@@ -213,12 +212,7 @@ def load_spec(path: str | Path, candidates: bool = False) -> list[dict[str, Any]
     (hardware, tp, weights, ...); one deployment per candidate, checked as above."""
     name = "<stdin>" if str(path) == "-" else str(path)
     text = read_text(path, stdin_dash=True)
-    try:
-        raw = _safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(
-            f"{name}: is not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
-        ) from None
+    raw = parse_yaml(text, name, "YAML or JSON")
     if candidates:
         raw = _candidates(name, raw)
     if isinstance(raw, dict) and "deployments" in raw:

@@ -20,9 +20,7 @@ from roofline.step.phases import prefill, request
 
 @grp.command()
 def analyze(
-    tg: grp.Target,
-    lo: lopt.LayoutOptions = lopt.LAYOUT,
-    fm: grp.Formats = grp.FORMATS,
+    pl: lopt.Placement,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     compute: opt.Compute = None,
     sparsity: opt.Sparsity = None,
@@ -46,13 +44,11 @@ def analyze(
     Example: roofline analyze llama-3.1-70b h100 --tp 4 --weights fp8 --batch 32 --prompt 2k"""
     pub.check_out(out)
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(
-        fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, compute, model=m
-    )
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m, act_dtype, sparsity, compute)
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = lopt.layout(cat, m, hw, dep, lo, en.engine_name)
+    lay, dep = lopt.layout(cat, m, hw, dep, pl.lo, en.engine_name)
     b, s, o, ctx = sb.parse(m, strict=True)
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(en.engine_name, hw)

@@ -17,24 +17,20 @@ from roofline.timing.host import Calibration
 def link_json(link: Tier | None) -> dict[str, Any] | None:
     if link is None:
         return None
-    return {
-        "name": link.name,
-        "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
-        "latency_s": link.latency_s,
-    }
+    return named(link, "name", "bandwidth_bytes_per_s", "latency_s")
 
 
 def hardware_json(hw: Accelerator) -> dict[str, Any]:
     return {
-        "id": hw.id,
-        "name": hw.name,
-        "vendor": hw.vendor,
-        "family": hw.family,
+        **named(hw, "id", "name", "vendor", "family"),
         "aliases": list(hw.aliases),
-        "memory_type": hw.memory_type,
-        "memory_capacity_bytes": hw.memory_capacity_bytes,
-        "memory_nominal_bytes": hw.memory_nominal_bytes,
-        "usable_memory_bytes": hw.usable_memory_bytes,
+        **named(
+            hw,
+            "memory_type",
+            "memory_capacity_bytes",
+            "memory_nominal_bytes",
+            "usable_memory_bytes",
+        ),
         "memory_capacity_gib": (hw.memory_nominal_bytes or hw.memory_capacity_bytes) / 2**30,
         "memory_basis": hw.memory_basis,
         "memory_basis_text": MEMORY_BASES[hw.memory_basis],
@@ -170,14 +166,9 @@ def phase_json(p: PhaseResult) -> dict[str, Any]:
         for r in p.ops
     ]
     intensity = p.arithmetic_intensity
+    totals = ("flops", "weight_bytes", "kv_bytes", "activation_bytes", "bytes", "link_bytes")
     return {
-        "compute_dtype": p.compute_dtype,
-        "flops": p.flops,
-        "weight_bytes": p.weight_bytes,
-        "kv_bytes": p.kv_bytes,
-        "activation_bytes": p.activation_bytes,
-        "bytes": p.bytes,
-        "link_bytes": p.link_bytes,
+        **named(p, "compute_dtype", *totals),
         "arithmetic_intensity": intensity,
         "ridge_flops_per_byte": p.ridge_flops_per_byte,
         "ridge_over_intensity": p.ridge_flops_per_byte / intensity,
@@ -186,6 +177,12 @@ def phase_json(p: PhaseResult) -> dict[str, Any]:
         "t_expected_s": p.t_expected_s,
         "ops": ops,
     }
+
+
+def named(obj: Any, *names: str) -> dict[str, Any]:
+    """{name: obj.name} for each of `names`, in their order: a result's figures under their own
+    names in a document."""
+    return {n: getattr(obj, n) for n in names}
 
 
 def finite(x: float | None) -> float | None:

@@ -77,17 +77,17 @@ def disagg_doc(
         "disagg",
         inputs,
         **serving,
-        prefill_s=r.prefill_s,
-        decode_step_s=r.decode_step_s,
-        kv_transfer_s=r.kv_transfer_s,
-        kv_bytes_per_request=r.kv_bytes_per_request,
+        **convert.named(r, "prefill_s", "decode_step_s", "kv_transfer_s", "kv_bytes_per_request"),
         kv_sending_gpus=shares.senders,
         kv_bytes_per_sending_gpu=shares.sent_per_gpu * s,
         kv_receiving_gpus=shares.receivers,
         kv_bytes_per_receiving_gpu=shares.received_per_gpu * s,
-        prefill_replicas_per_decode_replica=r.prefill_replicas_per_decode_replica,
-        prefill_tokens_per_s_per_gpu=r.prefill_tokens_per_s_per_gpu,
-        decode_tokens_per_s_per_gpu=r.decode_tokens_per_s_per_gpu,
+        **convert.named(
+            r,
+            "prefill_replicas_per_decode_replica",
+            "prefill_tokens_per_s_per_gpu",
+            "decode_tokens_per_s_per_gpu",
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from roofline.cli import options as opt
 from roofline.cli.app import app
 from roofline.cli.startup import guarded
+from roofline.domain.deployment import Deployment
 from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 
@@ -28,31 +29,63 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def grouped(fn: F) -> F:
-    """`fn` with each dataclass-typed parameter replaced by its fields (see the module)."""
+    """`fn` with each dataclass-typed parameter replaced by its fields (see the module); a field
+    that is itself a group is spread the same way, in its place."""
     sig = inspect.signature(fn, eval_str=True)
     params: list[inspect.Parameter] = []
-    groups: dict[str, tuple[type, list[str]]] = {}
+    groups: dict[str, type] = {}
     for p in sig.parameters.values():
-        cls = p.annotation
-        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        if _is_group(p.annotation):
+            groups[p.name] = p.annotation
+            params += _fields(p.annotation, p.kind)
+        else:
             params.append(p)
-            continue
-        hints = typing.get_type_hints(cls, include_extras=True)
-        names = [f.name for f in dataclasses.fields(cls)]
-        groups[p.name] = (cls, names)
-        for f in dataclasses.fields(cls):  # a field without a default: an argument
-            d = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
-            params.append(inspect.Parameter(f.name, p.kind, default=d, annotation=hints[f.name]))
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        for name, (cls, names) in groups.items():
-            kwargs[name] = cls(**{n: kwargs.pop(n) for n in names})
+        for name, cls in groups.items():
+            kwargs[name] = _gather(cls, kwargs)
         return fn(*args, **kwargs)
 
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return typing.cast(F, wrapper)
+
+
+def _is_group(cls: Any) -> bool:
+    return isinstance(cls, type) and dataclasses.is_dataclass(cls)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A group's field annotations, resolved once."""
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+def _fields(cls: type, kind: Any) -> list[inspect.Parameter]:
+    """A group's options in its order, the fields of a group within spread in its place."""
+    hints = _hints(cls)
+    out: list[inspect.Parameter] = []
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if _is_group(hints[f.name]):
+            out += _fields(hints[f.name], kind)
+            continue
+        d = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default  # argument
+        out.append(inspect.Parameter(f.name, kind, default=d, annotation=hints[f.name]))
+    return out
+
+
+def _gather(cls: type, kwargs: dict[str, Any]) -> Any:
+    """The group `cls` built from (and taken out of) the command's keyword arguments."""
+    hints = _hints(cls)
+    return cls(
+        **{
+            f.name: _gather(hints[f.name], kwargs)
+            if _is_group(hints[f.name])
+            else kwargs.pop(f.name)
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        }
+    )
 
 
 def command(name: str | None = None) -> Callable[[F], F]:
@@ -135,6 +168,21 @@ class Degrees:
 
 
 DEGREES = Degrees()
+
+
+@dataclass(frozen=True)
+class SimplePlacement:
+    """MODEL HARDWARE on TP, PP and EP degrees, in the number formats (cliff, plot; no defaults:
+    a command takes it first, as `pl`)."""
+
+    tg: Target
+    dg: Degrees = DEGREES
+    fm: Formats = FORMATS
+
+    def deployment(self, model: ModelArch, act_dtype: str = opt.ACT_DTYPE) -> Deployment:
+        """The formats on the degrees (options.deployment)."""
+        d, fm = self.dg, self.fm
+        return opt.deployment(fm.weights, fm.kv_dtype, act_dtype, d.tp, d.pp, d.ep, model=model)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@ from typing import Annotated
 import typer
 
 from roofline.catalog.load import Catalog
+from roofline.cli import groups as grp
+from roofline.cli.convert import named
 from roofline.cli.options import (
+    ACT_DTYPE,
     MAX_GPUS,
     SCALE_OUT,
     AttentionDp,
@@ -22,6 +25,7 @@ from roofline.cli.options import (
     Pp,
     ScaleOut,
     Tp,
+    deployment,
 )
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
@@ -79,6 +83,29 @@ class LayoutOptions:
 LAYOUT = LayoutOptions()
 
 
+@dataclass(frozen=True)
+class Placement:
+    """MODEL HARDWARE laid out by the layout options, in the number formats (analyze, capacity,
+    serve; no defaults: a command takes it first, as `pl`)."""
+
+    tg: grp.Target
+    lo: LayoutOptions = LAYOUT
+    fm: grp.Formats = grp.FORMATS
+
+    def deployment(
+        self,
+        model: ModelArch,
+        act_dtype: str = ACT_DTYPE,
+        sparsity: str | None = None,
+        compute: str | None = None,
+    ) -> Deployment:
+        """The formats on the layout's TP, PP and EP (options.deployment)."""
+        lo, fm = self.lo, self.fm
+        return deployment(
+            fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, compute, model=model
+        )
+
+
 def layout(
     cat: Catalog,
     m: ModelArch,
@@ -115,9 +142,7 @@ def layout_json(lay: Layout, dep: Deployment) -> dict[str, object]:
     """The layout echoed in `inputs`: degrees, micro-batches, nodes and each collective's link."""
     links = dep.links
     return {
-        "attention_dp": lay.attention_dp,
-        "attention_dp_balance": lay.attention_dp_balance,
-        "attention_tp": lay.attention_tp,
+        **named(lay, "attention_dp", "attention_dp_balance", "attention_tp"),
         "microbatches": lay.pipeline_microbatches,
         "nodes": lay.nodes,
         "gpus_per_node": links.gpus_per_node if links else None,

@@ -139,9 +139,7 @@ def kv(
 # ---- capacity -------------------------------------------------------------------------------
 @grp.command()
 def capacity(
-    tg: grp.Target,
-    lo: lopt.LayoutOptions = lopt.LAYOUT,
-    fm: grp.Formats = grp.FORMATS,
+    pl: lopt.Placement,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     sparsity: opt.Sparsity = None,
     sb: grp.StaticBatch = grp.STATIC,
@@ -156,11 +154,11 @@ def capacity(
     with --gpus/--dp the concurrency of all replicas.
     Example: roofline capacity llama-3.1-405b h100 --tp 8 --weights fp8 --context 128k"""
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(fm.weights, fm.kv_dtype, act_dtype, lo.tp, lo.pp, lo.ep, sparsity, model=m)
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m, act_dtype, sparsity)
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lay, dep = lopt.layout(cat, m, hw, dep, lo)
+    lay, dep = lopt.layout(cat, m, hw, dep, pl.lo)
     b, _, _, ctx = sb.parse(m)
     eng = engine(en.engine_name, hw)
     eng = replace(eng, block_tokens=opt.block(block, eng.block_tokens))

@@ -56,9 +56,7 @@ def kv_allocation_doc(m, fmt_kv, allocation, block, limit, desc, reports) -> dic
         inputs,
         sequences=chosen.sequences,
         mean_length_tokens=chosen.mean_length,
-        used_bytes=chosen.used_bytes,
-        allocated_bytes=chosen.allocated_bytes,
-        waste_fraction=chosen.waste_fraction,
+        **convert.named(chosen, "used_bytes", "allocated_bytes", "waste_fraction"),
         compare={
             a: {"allocated_bytes": r.allocated_bytes, "waste_fraction": r.waste_fraction}
             for a, r in reports.items()
@@ -100,10 +98,13 @@ def kv_doc(m, fmt_kv, ctx, b, tp, budget, kv, eviction) -> dict:
         "kv",
         inputs,
         attention=m.attention_kind,
-        kv_bytes_per_token_per_layer=kv.kv_bytes_per_token_per_layer,
-        kv_bytes_per_token=kv.kv_bytes_per_token,
-        kv_bytes_per_sequence=kv.kv_bytes_per_sequence,
-        kv_bytes_total=kv.kv_bytes_total,
+        **convert.named(
+            kv,
+            "kv_bytes_per_token_per_layer",
+            "kv_bytes_per_token",
+            "kv_bytes_per_sequence",
+            "kv_bytes_total",
+        ),
         layer_groups=[asdict(g) for g in kv.layer_groups],
         eviction=eviction,
     )
@@ -147,13 +148,16 @@ def levers_json(rows, limit: int, kv_budget_tokens: int) -> dict:
         "rows": [
             {
                 "lever": r.lever.name,
-                "bits_per_weight": r.bits_per_weight,
-                "weight_bytes_per_gpu": r.weight_bytes_per_gpu,
-                "kv_bytes_per_token": r.kv_bytes_per_token,
-                "kv_bytes_per_sequence": r.kv_bytes_per_sequence,
-                "t_step_ideal_s": r.t_step_ideal_s,
-                "t_step_expected_s": r.t_step_expected_s,
-                "max_batch": r.max_batch,
+                **convert.named(
+                    r,
+                    "bits_per_weight",
+                    "weight_bytes_per_gpu",
+                    "kv_bytes_per_token",
+                    "kv_bytes_per_sequence",
+                    "t_step_ideal_s",
+                    "t_step_expected_s",
+                    "max_batch",
+                ),
                 "weight_ratio": r.weight_bytes_per_gpu / base.weight_bytes_per_gpu,
                 "kv_ratio": r.kv_bytes_per_sequence / base.kv_bytes_per_sequence,
                 "step_ratio": r.t_step_ideal_s / base.t_step_ideal_s,

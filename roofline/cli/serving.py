@@ -32,9 +32,7 @@ from roofline.step.ops import Deployment
 # ---- cliff ----------------------------------------------------------------------------------
 @grp.command()
 def cliff(
-    tg: grp.Target,
-    dg: grp.Degrees = grp.DEGREES,
-    fm: grp.Formats = grp.FORMATS,
+    pl: grp.SimplePlacement,
     lens: topt.LengthOptions = topt.LENGTHS,
     max_seqs: opt.MaxSeqs = None,
     requests: opt.Requests = None,
@@ -56,8 +54,8 @@ def cliff(
     --output 16k --max-seqs 8..128:8"""
     pub.check_out(out, charts=True)
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(fm.weights, fm.kv_dtype, "bf16", dg.tp, dg.pp, dg.ep, None, None, model=m)
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m, "bf16")
     opt.check_formats(dep, hw)
     lens.once()
     s, o = opt.tokens(lens.prompt, "--prompt", 1), opt.tokens(lens.output, "--output", 1)

@@ -178,9 +178,7 @@ def _chunk_rows(chunk: dict[str, Any], names: tuple[str, ...]) -> list[tuple]:
 
 @grp.command()
 def plot(
-    tg: grp.Target,
-    dg: grp.Degrees = grp.DEGREES,
-    fm: grp.Formats = grp.FORMATS,
+    pl: grp.SimplePlacement,
     sb: grp.StaticBatch = grp.STATIC,
     out: Annotated[
         Path | None,
@@ -198,8 +196,8 @@ def plot(
     if out is not None:
         check_output(out)
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, dg.tp, dg.pp, dg.ep, model=m)
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m)
     batch, s, o, ctx = sb.parse(m)
     s = max(s, 1)
     if not 30 <= width <= 400:

@@ -2,7 +2,7 @@
 goodput, saturation) and `size` (accelerators x layouts x replicas that meet the SLOs at a rate,
 with cost). Metric names: docs/METRICS.md."""
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -64,12 +64,24 @@ def _one(values: list[int], what: str) -> int:
     return values[0]
 
 
+@dataclass(frozen=True)
+class Features:
+    """What a request stream may use and is held to, one group (cli.groups) in serve and size:
+    the prefix cache, KV-cache tiers, speculative drafting and the SLOs."""
+
+    px: topt.PrefixOptions = topt.PREFIX
+    kt: KvTierOptions = KV_TIERS
+    so: dopt.DraftOptions = dopt.DRAFT
+    sl: topt.SloOptions = topt.SLO
+
+
+FEATURES = Features()
+
+
 # ---- serve ----------------------------------------------------------------------------------
 @grp.command()
 def serve(
-    tg: grp.Target,
-    lo: lopt.LayoutOptions = lopt.LAYOUT,
-    fm: grp.Formats = grp.FORMATS,
+    pl: lopt.Placement,
     lens: topt.LengthOptions = topt.LENGTHS,
     rate: topt.Rate = None,
     tr: topt.ArrivalOptions = topt.ARRIVALS,
@@ -77,10 +89,7 @@ def serve(
     requests: opt.Requests = None,
     duration: topt.Duration = None,
     seed: opt.Seed = 0,
-    px: topt.PrefixOptions = topt.PREFIX,
-    kt: KvTierOptions = KV_TIERS,
-    so: dopt.DraftOptions = dopt.DRAFT,
-    sl: topt.SloOptions = topt.SLO,
+    sv: Features = FEATURES,
     max_seqs: opt.MaxSeqs = None,
     max_batched_tokens: MaxBatchedTokens | None = None,
     chunked_prefill: topt.ChunkedPrefill = None,
@@ -119,10 +128,10 @@ def serve(
     pub.check_out(out, charts=True)
     arrivals, speedup, burstiness, workload = tr.served(rate, concurrency, requests, duration, lens)
     cat = catalog()
-    m, hw = tg.load(cat)
-    dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, lo.tp, lo.pp, lo.ep, model=m)
-    dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, lo, en.engine_name)
-    slo = sl.slo()
+    m, hw = pl.tg.load(cat)
+    dep = pl.deployment(m)
+    dep, lay, laid, n_gpus, n_rep = _laid_out(cat, m, hw, dep, pl.lo, en.engine_name)
+    slo = sv.sl.slo()
     timed = arrivals is not None or topt.is_trace(lens.prompt_dist)
     if (rate is None) == (concurrency is None) and not timed and workload is None:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
@@ -130,17 +139,17 @@ def serve(
     if preemption not in ("recompute", "swap"):
         raise InputError(f"--preemption must be recompute or swap, got {preemption}")
     if workload is not None:  # a workload file's classes (roofline.cli.workload)
-        mix, base, rate_list = wf.serve_base(workload, px, lens, concurrency, arrivals,
+        mix, base, rate_list = wf.serve_base(workload, sv.px, lens, concurrency, arrivals,
                                               requests, seed, rate_list)  # fmt: skip
     else:
         base = topt.serving_workload(
             lens, rate_list[0], concurrency, requests, duration, seed, burstiness, arrivals,
-            speedup, px.config(seed),
+            speedup, sv.px.config(seed),
         )  # fmt: skip
     opt.positions(m, int((base.prompts + base.outputs).max()))
     eng = with_frontend(engine(en.engine_name, hw), frontend)
-    drafting = dopt.draft_config(cat, m, dep, so)
-    rep = kt.apply(make_replica(
+    drafting = dopt.draft_config(cat, m, dep, sv.so)
+    rep = sv.kt.apply(make_replica(
         m, hw, dep, eng, base.max_len,
         _one(opt.batch_sweep(max_seqs), "--max-seqs") if max_seqs else None, max_batched_tokens,
         chunked_prefill, preemption, cat.tier("pcie5-x16") if preemption == "swap" else None,
@@ -200,10 +209,7 @@ def size(
     lens: topt.LengthOptions = topt.LENGTHS,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
-    px: topt.PrefixOptions = topt.PREFIX,
-    kt: KvTierOptions = KV_TIERS,
-    so: dopt.DraftOptions = dopt.DRAFT,
-    sl: topt.SloOptions = topt.SLO,
+    sv: Features = FEATURES,
     engine_name: opt.Engine = opt.ENGINE,
     frontend: topt.Frontend = "api",
     price: topt.Price = None,
@@ -257,7 +263,7 @@ def size(
     arrivals, speedup, burstiness, workload, level = tr.sized(requests, traffic_curve, rate, lens)
     if workload is not None:  # a workload file's classes, together and apart (cli.workload)
         return _size_workload(dict(locals()))
-    kt.refuse("size without --workload")
+    sv.kt.refuse("size without --workload")
     chart_out = None if pub.is_html(out) else out
     if traffic_curve is None or chart_out is None:
         pub.check_out(out)
@@ -271,9 +277,9 @@ def size(
     )
     for hw in hws:
         opt.check_formats(base, hw)
-    slo = sl.slo()
+    slo = sv.sl.slo()
     trace = topt.is_trace(lens.prompt_dist)  # a trace is replayed whole: never cut
-    pfx = _size_checks(headroom, SIZE_REQUESTS if requests is None else requests, px, seed, disagg)
+    pfx = _size_checks(headroom, SIZE_REQUESTS if requests is None else requests, sv, seed, disagg)
     if requests is None and not trace and arrivals is None:
         requests = SIZE_REQUESTS
     w = topt.serving_workload(
@@ -286,7 +292,7 @@ def size(
     # a delay to derive needs the engine's figures: refuse before the search
     if day_rates is not None:
         day_cli.delays(m, hws, base, eng, scale_up_delay)
-    drafting, net, tier = _size_links(cat, m, base, so, disagg, scale_out, pools, link)
+    drafting, net, tier = _size_links(cat, m, base, sv.so, disagg, scale_out, pools, link)
     edges = confidence_edges(level, hws, eng.profile_id, slo.pct)
     rows = size_search(
         m, hws, base, eng, w, slo, prices, minimize, seed, headroom, drafting, net,
@@ -352,13 +358,14 @@ def _size_workload(o: dict) -> None:
     unused = {
         "--disagg": o["disagg"], "--pools": o["pools"],
         "--out FILE.html (the day's chart: .svg, .png or .pdf)": pub.is_html(o["out"]),
-        "--drafter": o["so"].drafter, "--minimize gpus": o["minimize"] != "cost",
+        "--drafter": o["sv"].so.drafter, "--minimize gpus": o["minimize"] != "cost",
         "--headroom (without --traffic-curve)": o["headroom"] != HEADROOM and curve is None,
     }  # fmt: skip
     given = [k for k, v in unused.items() if v]
     if given:
         raise InputError(f"--workload sizes each class on its SLOs alone: drop {', '.join(given)}")
-    lens, px, sl, rate, kt = o["lens"], o["px"], o["sl"], o["rate"], o["kt"]
+    lens, rate, sv = o["lens"], o["rate"], o["sv"]
+    px, sl, kt = sv.px, sv.sl, sv.kt
     wf.refuse_shapes(px, lens, None, None)
     day_rates = day_cli.start(curve, o["scale_up_delay"], o["out"])
     cat = catalog()
@@ -423,13 +430,13 @@ def _accelerators(cat, hardware: str | None) -> list:
     return [cat.accelerator(h) for h in names]
 
 
-def _size_checks(headroom, requests, px: topt.PrefixOptions, seed: int, disagg: bool):
+def _size_checks(headroom, requests, sv: Features, seed: int, disagg: bool):
     """size's headroom, requests and prefix cache (not with --disagg); the prefix config."""
     if not 0 <= headroom < 1:
         raise InputError(f"--headroom must be a share from 0 to below 1, got {headroom}")
     if not 20 <= requests <= 100_000:
         raise InputError(f"--requests must be from 20 to 100000, got {requests}")
-    pfx = px.config(seed)
+    pfx = sv.px.config(seed)
     if pfx is not None and disagg:
         raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
     return pfx

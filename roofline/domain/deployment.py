@@ -6,6 +6,7 @@ model and a node."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from roofline.domain.errors import InputError
@@ -54,38 +55,16 @@ class Deployment:
         """This deployment with some of its replica's degrees changed (tp=1, pp=1, ...)."""
         return replace(self, layout=replace(self.layout, **degrees))
 
-    @property
-    def tp(self) -> int:
-        return self.layout.tp
-
-    @property
-    def pp(self) -> int:
-        return self.layout.pp
-
-    @property
-    def ep(self) -> int:
-        return self.layout.ep
-
-    @property
-    def attention_dp(self) -> int:
-        return self.layout.attention_dp
-
-    @property
-    def microbatches(self) -> int | None:
-        return self.layout.microbatches
-
-    @property
-    def gpus_per_replica(self) -> int:
-        return self.layout.gpus_per_replica
-
-    @property
-    def attention_tp(self) -> int:
-        """GPUs one attention layer (and a dense FFN) is split over: TP / attention-DP."""
-        return self.layout.attention_tp
-
-    @property
-    def pipeline_microbatches(self) -> int:
-        return self.layout.pipeline_microbatches
+    # the replica's degrees and micro-batches, read through: dep.tp is dep.layout.tp
+    # (attention_tp: the GPUs one attention layer and a dense FFN are split over, TP/attention-DP)
+    tp = property(attrgetter("layout.tp"))
+    pp = property(attrgetter("layout.pp"))
+    ep = property(attrgetter("layout.ep"))
+    attention_dp = property(attrgetter("layout.attention_dp"))
+    microbatches = property(attrgetter("layout.microbatches"))
+    gpus_per_replica = property(attrgetter("layout.gpus_per_replica"))
+    attention_tp = property(attrgetter("layout.attention_tp"))
+    pipeline_microbatches = property(attrgetter("layout.pipeline_microbatches"))
 
     @property
     def linear_bits(self) -> float:

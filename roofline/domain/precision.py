@@ -51,30 +51,32 @@ FLOATS = (
     Format("fp16", 16.0, "fp16", False, "IEEE half precision"),
 )
 
-WEIGHT_FORMATS: dict[str, Format] = {
-    f.name: f
-    for f in (
-        *FLOATS,
-        Format("fp8", 8.0, "fp8", False, "FP8 E4M3, per-tensor or per-channel scales (negligible)"),
-        Format("int8", 8.0, "bf16", True, "weight-only int8, per-channel scales (negligible)"),
-        Format("w8a8", 8.0, "int8", False, "int8 weights and activations (SmoothQuant)"),
-        Format("int4", 4.125, "bf16", True, "weight-only int4, group 128, fp16 scale (AWQ/GPTQ)"),
-        Format("int4-g32", 5.0, "bf16", True, "weight-only int4, group 32, bf16 scale and zero"),
-        Format("nvfp4", 4.5, "fp4", False, "NVFP4: 16 values share an FP8 scale"),
-        Format("mxfp4", 4.25, "fp4", False, "OCP MXFP4: 32 values share an E8M0 scale"),
-        Format("q8_0", 8.5, "fp16", True, "ggml Q8_0: 32 int8 + fp16 scale"),
-        Format("q4_0", 4.5, "fp16", True, "ggml Q4_0: 32 int4 + fp16 scale"),
-        Format("q4_k_m", 4.85, "fp16", True, "llama.cpp Q4_K_M mixed recipe (average)"),
-        # llama.cpp mixed recipes and MLX group quantisation (sources in GGUF_MLX_NOTE below)
-        Format("iq2_xxs", 2.06, "fp16", True, "llama.cpp IQ2_XXS (2.06 bpw)"),
-        Format("q2_k", 3.35, "fp16", True, "llama.cpp Q2_K mixed recipe (3.35 bpw, Llama-2-7B)"),
-        Format("q3_k_m", 3.91, "fp16", True, "llama.cpp Q3_K_M mixed recipe (3.91 bpw)"),
-        Format("q5_k_m", 5.68, "fp16", True, "llama.cpp Q5_K_M mixed recipe (5.68 bpw)"),
-        Format("q6_k", 6.56, "fp16", True, "llama.cpp Q6_K (6.5625 bpw)"),
-        Format("mlx-4bit", 4.5, "fp16", True, "MLX 4-bit, group 64, fp16 scale and bias"),
-        Format("mlx-8bit", 8.5, "fp16", True, "MLX 8-bit, group 64, fp16 scale and bias"),
-    )
-}
+
+def _by_name(*formats: Format) -> dict[str, Format]:
+    """The formats keyed by name, the unquantised floats first."""
+    return {f.name: f for f in (*FLOATS, *formats)}
+
+
+WEIGHT_FORMATS: dict[str, Format] = _by_name(
+    Format("fp8", 8.0, "fp8", False, "FP8 E4M3, per-tensor or per-channel scales (negligible)"),
+    Format("int8", 8.0, "bf16", True, "weight-only int8, per-channel scales (negligible)"),
+    Format("w8a8", 8.0, "int8", False, "int8 weights and activations (SmoothQuant)"),
+    Format("int4", 4.125, "bf16", True, "weight-only int4, group 128, fp16 scale (AWQ/GPTQ)"),
+    Format("int4-g32", 5.0, "bf16", True, "weight-only int4, group 32, bf16 scale and zero"),
+    Format("nvfp4", 4.5, "fp4", False, "NVFP4: 16 values share an FP8 scale"),
+    Format("mxfp4", 4.25, "fp4", False, "OCP MXFP4: 32 values share an E8M0 scale"),
+    Format("q8_0", 8.5, "fp16", True, "ggml Q8_0: 32 int8 + fp16 scale"),
+    Format("q4_0", 4.5, "fp16", True, "ggml Q4_0: 32 int4 + fp16 scale"),
+    Format("q4_k_m", 4.85, "fp16", True, "llama.cpp Q4_K_M mixed recipe (average)"),
+    # llama.cpp mixed recipes and MLX group quantisation (sources in GGUF_MLX_NOTE below)
+    Format("iq2_xxs", 2.06, "fp16", True, "llama.cpp IQ2_XXS (2.06 bpw)"),
+    Format("q2_k", 3.35, "fp16", True, "llama.cpp Q2_K mixed recipe (3.35 bpw, Llama-2-7B)"),
+    Format("q3_k_m", 3.91, "fp16", True, "llama.cpp Q3_K_M mixed recipe (3.91 bpw)"),
+    Format("q5_k_m", 5.68, "fp16", True, "llama.cpp Q5_K_M mixed recipe (5.68 bpw)"),
+    Format("q6_k", 6.56, "fp16", True, "llama.cpp Q6_K (6.5625 bpw)"),
+    Format("mlx-4bit", 4.5, "fp16", True, "MLX 4-bit, group 64, fp16 scale and bias"),
+    Format("mlx-8bit", 8.5, "fp16", True, "MLX 8-bit, group 64, fp16 scale and bias"),
+)
 
 GGUF_MLX_NOTE = """
 Bits per weight of the GGUF mixed recipes: llama.cpp tools/quantize README, table "Llama 2 7B"
@@ -149,15 +151,11 @@ MMQ_TILE_ROWS = 128  # llama.cpp CUDA MMQ: widest column tile (mmq.cuh, get_mmq_
 METAL_TILE_ROWS = 32  # llama.cpp Metal mul_mm(_id): 32 columns per threadgroup tile
 
 
-KV_FORMATS: dict[str, Format] = {
-    f.name: f
-    for f in (
-        *FLOATS,
-        Format("fp8", 8.0, "bf16", False, "FP8 E4M3, per-tensor scale"),
-        Format("int8", 8.25, "bf16", False, "int8, fp16 scale + zero per token and head (H=128)"),
-        Format("int4", 4.25, "bf16", False, "int4, fp16 scale + zero per token and head (H=128)"),
-    )
-}
+KV_FORMATS: dict[str, Format] = _by_name(
+    Format("fp8", 8.0, "bf16", False, "FP8 E4M3, per-tensor scale"),
+    Format("int8", 8.25, "bf16", False, "int8, fp16 scale + zero per token and head (H=128)"),
+    Format("int4", 4.25, "bf16", False, "int4, fp16 scale + zero per token and head (H=128)"),
+)
 
 ACTIVATION_FORMATS: dict[str, Format] = {
     name: WEIGHT_FORMATS[name] for name in ("fp32", "bf16", "fp16", "fp8")

@@ -58,16 +58,7 @@ def parse_bytes(text: str | int | float, what: str = "size") -> float:
     """Parse a byte size written with its unit: "80GB" (80e9), "80GiB" (80·2^30), "512MB", "4096B".
     Text needs a unit (a bare "80" is more likely 80 GB than 80 bytes, so it is refused); a
     Python number is bytes."""
-    if isinstance(text, (int, float)):
-        return float(text)
-    m = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]*)", text.strip())
-    suffix = m.group(2).lower() if m else None
-    if not m or suffix not in _BYTE_SUFFIX:
-        hint = " (a unit is required)" if m and not suffix else ""
-        raise InputError(
-            f"cannot read {what} {text!r}{hint}: use a size such as 80GB, 24GiB or 512MB"
-        )
-    return float(m.group(1)) * _BYTE_SUFFIX[suffix]
+    return _with_unit(text, what, _BYTE_SUFFIX, "a size such as 80GB, 24GiB or 512MB")
 
 
 def parse_memory_bytes(text: str | int | float, what: str = "memory") -> float:
@@ -84,14 +75,20 @@ def parse_memory_bytes(text: str | int | float, what: str = "memory") -> float:
 def parse_seconds(text: str | int | float, what: str = "time") -> float:
     """Parse a duration written with its unit: "50ms", "2s", "300us". Text needs a unit (a bare
     "50" would be 50 seconds where 50 ms was meant); a Python number is seconds."""
+    return _with_unit(text, what, _TIME_SUFFIX, "a time such as 50ms, 2s or 300us")
+
+
+def _with_unit(text: str | int | float, what: str, suffixes: dict[str, float], eg: str) -> float:
+    """A number followed by one of `suffixes` (case-insensitive) times the suffix's scale; text
+    without a unit is refused (parse_bytes, parse_seconds); a Python number is taken as is."""
     if isinstance(text, (int, float)):
         return float(text)
     m = re.fullmatch(_NUMBER + r"\s*([a-zA-Zµ]*)", text.strip())
     suffix = m.group(2).lower() if m else None
-    if not m or suffix not in _TIME_SUFFIX:
+    if not m or suffix not in suffixes:
         hint = " (a unit is required)" if m and not suffix else ""
-        raise InputError(f"cannot read {what} {text!r}{hint}: use a time such as 50ms, 2s or 300us")
-    return float(m.group(1)) * _TIME_SUFFIX[suffix]
+        raise InputError(f"cannot read {what} {text!r}{hint}: use {eg}")
+    return float(m.group(1)) * suffixes[suffix]
 
 
 def fmt_bytes(n: float) -> str:

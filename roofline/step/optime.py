@@ -366,6 +366,7 @@ def op_results(
     ks = eff.kernels
     own_allreduce = profile.allreduce_kernel if profile is not None else None
     own_moe = profile.moe_kernel if profile is not None else None
+    step = _Step(hw, dep, eff, attn_shape)
     # a deployment built without its layout, wider than the scale-up domain: each collective
     # takes the link its group spans (layout.links)
     spans = dep.links is None and _spans_host(hw, dep)
@@ -387,12 +388,12 @@ def op_results(
             out.append(OpResult(op, zero, ridge, verdict, t_ideal, t))
         elif point:
             p = engine_moe_plan(p, eff, own_moe)
-            out.append(_point_result(op, p, hw, dep, eff, attn_shape))
+            out.append(_point_result(op, p, step))
         else:
             p = engine_moe_plan(p, eff, own_moe)
             intensity = arithmetic_intensity(op.flops, op.bytes)
             t_ideal = op_time_s(op.flops, op.bytes, p.peak, hw.memory_bandwidth_bytes_per_s)
-            t_exp = _expected_s(op, p, hw, dep, eff, attn_shape)
+            t_exp = _expected_s(op, p, step)
             out.append(OpResult(op, intensity, p.ridge, bound(intensity, p.ridge), t_ideal, t_exp))
     return out, point
 
@@ -404,15 +405,19 @@ def _spans_host(hw: Accelerator, dep: Deployment) -> bool:
     return up is not None and (up.domain_gpus or 1) < dep.gpus_per_replica
 
 
-def _expected_s(
-    op: Op,
-    p: _OpPlan,
-    hw: Accelerator,
-    dep: Deployment,
-    eff: Efficiency,
-    attn_shape: tuple[ArrayLike, ...],
-) -> FloatOrArray:
+class _Step(NamedTuple):
+    """What every op of one step is timed against (op_results): the chip, the deployment, the
+    efficiencies and the step's attention shape."""
+
+    hw: Accelerator
+    dep: Deployment
+    eff: Efficiency
+    attn_shape: tuple[ArrayLike, ...]
+
+
+def _expected_s(op: Op, p: _OpPlan, step: _Step) -> FloatOrArray:
     """An op's expected time by its plan, through the array functions (any shape)."""
+    hw, dep, eff, attn_shape = step
     w, pe, how, k = hw.memory_bandwidth_bytes_per_s, p.peak_exp, p.how, p.kernels
     if how == SHARES:
         f_exp = op.flops * expert_padding(op, dep)  # engine tiles padding routed experts
@@ -453,17 +458,11 @@ def _expected_s(
     return t
 
 
-def _point_result(
-    op: Op,
-    p: _OpPlan,
-    hw: Accelerator,
-    dep: Deployment,
-    eff: Efficiency,
-    attn_shape: tuple[ArrayLike, ...],
-) -> OpResult:
+def _point_result(op: Op, p: _OpPlan, step: _Step) -> OpResult:
     """An op's verdict at one point, in Python floats through the float twins; weight-only
     GEMMs, the fused MoE layer and what the floats cannot take (a zero peak: ZeroDivisionError,
     where numpy gives inf or NaN) through the array functions."""
+    hw, dep, eff, attn_shape = step
     w = hw.memory_bandwidth_bytes_per_s
     f, q, how, pe = float(op.flops), float(op.bytes), p.how, p.peak_exp
     t_exp: Any = None
@@ -488,6 +487,6 @@ def _point_result(
     except ZeroDivisionError:
         t_ideal, t_exp = op_time_s(f, q, p.peak, w), None
     if t_exp is None:
-        t_exp = _expected_s(op, p, hw, dep, eff, attn_shape)
+        t_exp = _expected_s(op, p, step)
     intensity = intensity_one(f, q)
     return OpResult(op, intensity, p.ridge, bound(intensity, p.ridge), t_ideal, t_exp)

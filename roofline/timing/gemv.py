@@ -56,29 +56,19 @@ import numpy as np
 # mmvq.cuh MMVQ_MAX_BATCH_SIZE (8); Metal's mul_mv_ext kernels take up to 8 columns likewise
 GEMV_MAX_ROWS = 8
 
-# instructions per weight per column (module docstring)
-METAL_OPS = {
-    "q4_0": 4.3,
-    "q8_0": 3.0,
-    "q4_k_m": 0.86 * 5.8 + 0.14 * 10.0,
-    "q6_k": 10.0,
-    "q5_k_m": 7.5,
-    "q3_k_m": 8.0,
-    "q2_k": 8.0,
-    "iq2_xxs": 9.0,
-    "mxfp4": 4.5,
+# instructions per weight per column (module docstring): (Metal on Apple, CUDA on NVIDIA)
+OPS_PER_WEIGHT: dict[str, tuple[float, float]] = {
+    "q4_0": (4.3, 2.1),
+    "q8_0": (3.0, 2.2),
+    "q4_k_m": (0.86 * 5.8 + 0.14 * 10.0, 0.86 * 4.1 + 0.14 * 4.0),
+    "q6_k": (10.0, 4.0),
+    "q5_k_m": (7.5, 4.5),
+    "q3_k_m": (8.0, 5.0),
+    "q2_k": (8.0, 5.0),
+    "iq2_xxs": (9.0, 6.0),
+    "mxfp4": (4.5, 3.0),
 }
-CUDA_OPS = {
-    "q4_0": 2.1,
-    "q8_0": 2.2,
-    "q4_k_m": 0.86 * 4.1 + 0.14 * 4.0,
-    "q6_k": 4.0,
-    "q5_k_m": 4.5,
-    "q3_k_m": 5.0,
-    "q2_k": 5.0,
-    "iq2_xxs": 6.0,
-    "mxfp4": 3.0,
-}
+BACKENDS = ("apple", "nvidia")  # the columns of OPS_PER_WEIGHT
 FLOPS_PER_INSTRUCTION = {"apple": 2.0, "nvidia": 4.0}
 
 
@@ -86,10 +76,9 @@ def alu_flops_per_weight(fmt_name: str, vendor: str) -> float:
     """FP32-FLOP equivalents per weight per column of llama.cpp's mat-vec kernel for a GGUF
     format on a vendor's backend (Metal on Apple, CUDA on NVIDIA); 0 where not counted (CPU,
     Vulkan, ROCm)."""
-    table = {"apple": METAL_OPS, "nvidia": CUDA_OPS}.get(vendor)
-    if table is None or fmt_name not in table:
+    if vendor not in BACKENDS or fmt_name not in OPS_PER_WEIGHT:
         return 0.0
-    return table[fmt_name] * FLOPS_PER_INSTRUCTION[vendor]
+    return OPS_PER_WEIGHT[fmt_name][BACKENDS.index(vendor)] * FLOPS_PER_INSTRUCTION[vendor]
 
 
 def gemv_alu_time_s(

@@ -131,6 +131,14 @@ def _vline(px: float, y0: float, y1: float) -> str:
     return f'x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y1}"'
 
 
+def _tick(grid: str, x: str, y: str, anchor: str, value: str) -> str:
+    """A tick: the grid line across the plot (its end points `grid`) and the value at (x, y)."""
+    return (
+        f'<line {grid} class="grid"/>'
+        f'<text x="{x}" y="{y}" class="tick" text-anchor="{anchor}">{escape(value)}</text>'
+    )
+
+
 def _x_axis(
     axis: Axis, x0: float, x1: float, y0: float, y1: float, height: float
 ) -> tuple[list[str], str]:
@@ -139,11 +147,7 @@ def _x_axis(
     out = []
     for t in axis.ticks:
         px = _pos(axis, t, x0, x1)
-        out.append(
-            f'<line {_vline(px, y0, y1)} class="grid"/>'
-            f'<text x="{px:.1f}" y="{y0 + 16}" class="tick" text-anchor="middle">'
-            f"{escape(axis.fmt(t))}</text>"
-        )
+        out.append(_tick(_vline(px, y0, y1), f"{px:.1f}", f"{y0 + 16}", "middle", axis.fmt(t)))
     label = (
         f'<text x="{(x0 + x1) / 2}" y="{height - 8}" class="axis" text-anchor="middle">'
         f"{escape(axis.label)}</text>"
@@ -179,11 +183,8 @@ def line_chart(
     body += x_ticks
     for t in y.ticks:
         py = _pos(y, t, y0, y1)
-        body.append(
-            f'<line x1="{x0}" y1="{py:.1f}" x2="{x1}" y2="{py:.1f}" class="grid"/>'
-            f'<text x="{x0 - 6}" y="{py + 4:.1f}" class="tick" text-anchor="end">'
-            f"{escape(y.fmt(t))}</text>"
-        )
+        grid = f'x1="{x0}" y1="{py:.1f}" x2="{x1}" y2="{py:.1f}"'
+        body.append(_tick(grid, f"{x0 - 6}", f"{py + 4:.1f}", "end", y.fmt(t)))
     body.append(
         x_label + f'<text x="14" y="{(y0 + y1) / 2}" class="axis" text-anchor="middle" '
         f'transform="rotate(-90 14 {(y0 + y1) / 2})">{escape(y.label)}</text>'
