@@ -8,6 +8,7 @@ mode)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -61,18 +62,17 @@ def _case(n: int, prompt: int, output: int, metric: str, mixed: bool | None) -> 
 @settings(max_examples=6, deadline=None)
 @given(
     n=st.integers(20, 200),
-    prompt=st.sampled_from([256, 1024, 2048, 4096]),
+    prompt=st.sampled_from([256, 1024, 3000, 4096]),
     output=st.sampled_from([16, 128, 512]),
 )
 def test_prompts_first_never_delay_a_bursts_first_tokens(n, prompt, output):
     """Physics of the policy: a prefill-only step gives the whole token budget to prompts and
     carries no decode token, so the burst's prompts finish no later than when each step shares
     the budget with the running decodes: TTFT p50 no higher (a 1 ms step boundary of slack).
-    Prompts that tile the 8,192-token budget: the simulator's prefill-only step packs whole
-    prompts (roofline/engines/scheduler.py, the approximation it names), so 3,000-token prompts
-    fill 6,000 of the 8,192 where SGLang chunks the third to fill it; there (n = 37, the 19th
-    request's prompt) the mixed steps' packing outruns it, 1,255 ms against 1,306 ms: the
-    approximation's, not the policy's."""
+    Prompts up to the budget: each prefill batch fills the 8,192 tokens with a chunk of the next
+    prompt, as SGLang's PrefillAdder does (before it filled whole prompts only, 3,000-token ones
+    6,000 of the 8,192, and hypothesis found n = 37 where the mixed steps' packing won, 1,255
+    against 1,306 ms; 1,245 ms filled)."""
     first = run_serving_case(_case(n, prompt, output, "ttft_p50_ms", None), CAT).expected
     mixed = run_serving_case(_case(n, prompt, output, "ttft_p50_ms", True), CAT).expected
     assert first <= mixed + 1.0
@@ -91,3 +91,32 @@ def test_no_decode_step_before_the_bursts_last_prompt():
     e2e_mixed = run_serving_case(_case(40, 4000, 2, "e2e_p50_ms", True), CAT).expected
     last_mixed = run_serving_case(_case(40, 4000, 2, "ttft_p99_ms", True), CAT).expected
     assert e2e_mixed < 0.8 * last_mixed
+
+
+def test_a_prefill_batch_fills_its_budget_with_a_chunk_of_the_next_prompt():
+    """Three 3,000-token prompts at t = 0 under SGLang's 8,192-token prefill batches: the first
+    batch runs prompts 1 and 2 whole and 2,192 tokens of prompt 3 (8,192 in all), the second its
+    last 808 (3,000 - 2,192, attending the 2,192 before them): two batches, where whole prompts
+    alone would run [3,000, 3,000] then [3,000]. So requests 1 and 2 get their first token
+    together, request 3 later, and before the unfilled schedule would give it (the same step
+    model's two whole-prompt batches: a 3,000-token batch costs more than an 808-token chunk
+    attending 2,192). Mixed steps (--enable-mixed-chunk) are not this path."""
+    from roofline.domain.deployment import Deployment
+    from roofline.engines.engine import engine
+    from roofline.serving.serve import make_replica
+    from roofline.serving.sim.scheduler import simulate_requests
+
+    m = CAT.model("llama-3.1-8b")
+    rep = make_replica(m, H200, Deployment(), engine("sglang", H200), 3002)
+    assert rep.rules.prefill_fill and not rep.rules.chunked_prefill
+    assert rep.rules.max_batched_tokens == 8192
+    prompts, outputs = np.full(3, 3000), np.full(3, 2)
+    rec = simulate_requests(rep.expected, np.zeros(3), prompts, outputs, rep.rules)
+    ttft = rec.first_token_s - rec.arrival_s
+    assert ttft[0] == ttft[1] < ttft[2]
+    whole = rep.expected.prefill_step_s([3000, 3000]) + rep.expected.prefill_step_s([3000])
+    assert ttft[2] < whole
+    filled = rep.expected.prefill_step_s([3000, 3000, 2192]) + rep.expected.prefill_step_s(
+        [808], [2192]
+    )
+    assert ttft[2] == pytest.approx(filled, rel=1e-9)

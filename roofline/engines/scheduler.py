@@ -213,7 +213,10 @@ class EngineRules:
     (--num-scheduler-steps, roofline.serving.sim.multistep): the scheduler runs once every N decode
     steps. `prefill_seqs`: the most prompts one non-chunked prefill step runs (0: as many as
     the token budget holds; 1: JetStream's one prefill at a time, engines.yaml
-    prefill_requests_per_step)."""
+    prefill_requests_per_step). `prefill_fill`: a non-chunked prefill step fills its token budget
+    with a chunk of the next prompt, its rest in the steps after, all ahead of the decodes
+    (SGLang's prefill batches: PrefillAdder adds the prompt that does not fit as a chunked
+    request, python/sglang/srt/managers/schedule_policy.py at d51c1c21; PREFILL_FIRST)."""
 
     max_seqs: int
     budget_blocks: int
@@ -225,6 +228,7 @@ class EngineRules:
     reserve_output: float = 0.0
     scheduler_steps: int = 1
     prefill_seqs: int = 0
+    prefill_fill: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_seqs <= 65_536:

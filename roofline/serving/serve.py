@@ -29,6 +29,7 @@ from roofline.domain.hardware import Accelerator, Tier
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.engines.scheduler import (
+    PREFILL_FIRST,
     PRIORITY_PREEMPTION,
     EngineRules,
     Frontend,
@@ -164,6 +165,7 @@ def make_replica(
         output_reserve(eng.name),
         scheduler_steps,
         vprof.prefill_requests_per_step if vprof is not None else 0,
+        eng.name in PREFILL_FIRST and not chunked_prefill,  # SGLang's prefill batches fill up
     )
     top = max_seqs + (max_batched_tokens or max_len)
     steps = [

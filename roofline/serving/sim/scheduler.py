@@ -43,6 +43,7 @@ from roofline.serving.sim.chunked import chunk_head
 from roofline.serving.sim.decoders import Decoders
 from roofline.serving.sim.freshstack import on_fresh_stack
 from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
+from roofline.serving.sim.prefillsteps import PrefillSteps
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
 from roofline.serving.sim.slostop import SloStop, SloWatch
@@ -88,7 +89,7 @@ def simulate_requests(
     return on_fresh_stack(lambda: sim.run(release_until_s))
 
 
-class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
+class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
     """The state of one simulation, in Python scalars (the spans are short; numpy only when the
     KV budget is near or a layer has a window); the decoding sequences in closed form
     (Decoders)."""
@@ -268,33 +269,6 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch):
         self.ended, self.fresh, self.last_shared, self.ms_left = [], [], now, 0
 
     # ---- the loop --------------------------------------------------------------------------
-    def prefill_only(self, pfr: list[int], lens: list[int], n_dec: int) -> None:
-        """A prefill-only step (non-chunked): whole prompts up to the token budget (and up to
-        rules.prefill_seqs of them when set), at least one; the decodes wait."""
-        cap_tokens, cap_seqs, acc = self.rules.max_batched_tokens, self.rules.prefill_seqs, self.acc
-        take, tokens = 0, 0
-        for x in lens:
-            full = cap_tokens is not None and tokens + x > cap_tokens
-            if take and (take == cap_seqs or full):
-                break
-            take, tokens = take + 1, tokens + x
-        if self.cache is None:
-            t = self.steps.prefill_step_s(lens[:take])
-        else:  # the cached tokens are attended, not computed
-            t = self.steps.prefill_step_s(lens[:take], [self.pf_skip[r] for r in pfr[:take]])
-        re_tokens = sum(
-            x for x, r in zip(lens[:take], pfr[:take], strict=True) if self.recompute_pass[r]
-        )
-        acc["prefill"] += t
-        acc["preempt"] += t * re_tokens / tokens
-        kv_now = self.reserved + (self.blocks_ahead(1) if n_dec else 0.0)
-        self.advance(t, 0, kv_now)
-        self.peak_blocks = max(self.peak_blocks, kv_now)
-        self.api.stream(self.now, t, take, take)
-        if self.cache is not None and self.cache.idle_blocks > self.rules.budget_blocks - kv_now:
-            self.evict()
-        self.complete_prefill(pfr[:take])
-
     def run(self, release_until_s: float) -> RunRecord:
         self.release_until_s = release_until_s
         rules, steps, n, arr = self.rules, self.steps, self.n_in, self.arr
