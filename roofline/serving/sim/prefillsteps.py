@@ -32,7 +32,10 @@ class PrefillSteps:
 
     def prefill_only(self, pfr: list[int], lens: list[int], n_dec: int) -> None:
         """A prefill-only step (non-chunked): whole prompts up to the token budget (and up to
-        rules.prefill_seqs of them when set), at least one; the decodes wait."""
+        rules.prefill_seqs of them when set), at least one; under rules.prefill_fill the budget
+        filled with a chunk of the next prompt, or a prompt longer than the budget run a
+        budget's worth at a time, each part attending the tokens before it (its cached prefix
+        and its earlier chunks); the decodes wait."""
         cap_tokens, cap_seqs, acc = self.rules.max_batched_tokens, self.rules.prefill_seqs, self.acc
         take, tokens = 0, 0
         for x in lens:
@@ -40,38 +43,22 @@ class PrefillSteps:
             if take and (take == cap_seqs or full):
                 break
             take, tokens = take + 1, tokens + x
+        whole = take  # prompts run to their end; a chunk of the one after when filling
         if self.rules.prefill_fill and cap_tokens is not None:  # SGLang: fill the budget
             if tokens > cap_tokens:  # one prompt longer than the budget: its next chunk
-                return self.prefill_chunk(pfr[:1], [cap_tokens], n_dec, 0)
-            part = cap_tokens - tokens if take < len(lens) and take != cap_seqs else 0
-            if part > 0:  # the next prompt's chunk that fills the budget
-                return self.prefill_chunk(pfr[: take + 1], [*lens[:take], part], n_dec, take)
-            return self.prefill_chunk(pfr[:take], lens[:take], n_dec, take)
-        if self.cache is None:
-            t = self.steps.prefill_step_s(lens[:take])
-        else:  # the cached tokens are attended, not computed
-            t = self.steps.prefill_step_s(lens[:take], [self.pf_skip[r] for r in pfr[:take]])
-        re_tokens = sum(
-            x for x, r in zip(lens[:take], pfr[:take], strict=True) if self.recompute_pass[r]
-        )
-        acc["prefill"] += t
-        acc["preempt"] += t * re_tokens / tokens
-        kv_now = self.reserved + (self.blocks_ahead(1) if n_dec else 0.0)
-        self.advance(t, 0, kv_now)
-        self.peak_blocks = max(self.peak_blocks, kv_now)
-        self.api.stream(self.now, t, take, take)
-        if self.cache is not None and self.cache.idle_blocks > self.rules.budget_blocks - kv_now:
-            self.evict()
-        self.complete_prefill(pfr[:take])
-
-    def prefill_chunk(self, pfr: list[int], lens: list[int], n_dec: int, whole: int) -> None:
-        """A prefill-only step that fills the token budget (rules.prefill_fill): `lens` tokens of
-        the prompts `pfr`, the first `whole` of them to their end (the last one's chunk when
-        `whole` < len(pfr)), each attending the tokens before its part (its cached prefix and its
-        earlier chunks); the decodes wait."""
-        pf_left, acc = self.pf_left, self.acc
-        done = [self.pf_skip[r] + self.pf_total[r] - pf_left[r] for r in pfr]
-        t = self.steps.prefill_step_s(lens, done)
+                pfr, lens, whole = pfr[:1], [cap_tokens], 0
+            elif take < len(lens) and take != cap_seqs and tokens < cap_tokens:
+                pfr, lens = pfr[: take + 1], [*lens[:take], cap_tokens - tokens]
+            else:
+                pfr, lens = pfr[:take], lens[:take]
+            done = [self.pf_skip[r] + self.pf_total[r] - self.pf_left[r] for r in pfr]
+            t = self.steps.prefill_step_s(lens, done)  # each part attends what is before it
+        else:
+            pfr, lens = pfr[:take], lens[:take]
+            if self.cache is None:
+                t = self.steps.prefill_step_s(lens)
+            else:  # the cached tokens are attended, not computed
+                t = self.steps.prefill_step_s(lens, [self.pf_skip[r] for r in pfr])
         tokens = sum(lens)
         re_tokens = sum(x for x, r in zip(lens, pfr, strict=True) if self.recompute_pass[r])
         acc["prefill"] += t
@@ -82,6 +69,6 @@ class PrefillSteps:
         self.api.stream(self.now, t, whole, whole)
         if self.cache is not None and self.cache.idle_blocks > self.rules.budget_blocks - kv_now:
             self.evict()
-        if whole < len(pfr):
-            pf_left[pfr[-1]] -= lens[-1]
+        if whole < len(pfr):  # the chunked prompt stays first in the queue
+            self.pf_left[pfr[-1]] -= lens[-1]
         self.complete_prefill(pfr[:whole])
