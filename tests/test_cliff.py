@@ -123,7 +123,10 @@ class StubSteps(StepModel):
         self.groups = []
         self.kv_bytes_per_token = 1.0
 
-    def prefill_step_s(self, lengths):
+    def prefill_step_s(self, lengths, cached=None):
+        # StepModel's signature; whole fresh prompts here (the recompute pass re-prefills its
+        # prompt and tokens from scratch), so nothing before any of them is attended
+        assert not any(cached or [])
         return float(0.1 * np.sum(lengths))
 
 

@@ -13,12 +13,11 @@ anything else and decodes only when no prefill batch forms, mixing the running d
 prefill batch only under --enable-mixed-chunk, off by default (sgl-project/sglang
 python/sglang/srt/managers/scheduler.py at d51c1c21, server_args.py enable_mixed_chunk False), so a
 prefill batch of up to chunked_prefill_size tokens stalls the decodes: the simulator's unchunked
-mode with that budget (PREFILL_FIRST) [approximation: a prompt longer than the chunk runs in one
-step, where SGLang runs its chunks back to back, ahead of the decodes all the same; a prompt that
-does not fit the budget's rest waits for the next step, where SGLang chunks it to fill the budget
-(3,000-token prompts fill 6,000 of 8,192 tokens a step here); under attention
-DP every rank's decodes wait for one rank's prefill batch, where SGLang's other ranks may decode
-beside it]; and its scheduler (schedule_policy.py PrefillAdder) starts a request only while the KV
+mode with that budget (PREFILL_FIRST), each batch filled with a chunk of the next prompt and a
+prompt longer than the budget run chunk by chunk, as SGLang's PrefillAdder does
+(EngineRules.prefill_fill) [approximation: under attention DP every rank's decodes wait for one
+rank's prefill batch, where SGLang's other ranks may decode beside it]; and its scheduler
+(schedule_policy.py PrefillAdder) starts a request only while the KV
 pool holds, beside what is in use, new_token_ratio of every running request's remaining output
 tokens (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, decaying towards 0.098 over 600 decode steps while nothing
 is retracted): reserve_output 0.7 here [uncertain: the ratio's start; its decay admits more later, a

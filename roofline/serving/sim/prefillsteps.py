@@ -44,21 +44,16 @@ class PrefillSteps:
                 break
             take, tokens = take + 1, tokens + x
         whole = take  # prompts run to their end; a chunk of the one after when filling
-        if self.rules.prefill_fill and cap_tokens is not None:  # SGLang: fill the budget
-            if tokens > cap_tokens:  # one prompt longer than the budget: its next chunk
-                pfr, lens, whole = pfr[:1], [cap_tokens], 0
-            elif take < len(lens) and take != cap_seqs and tokens < cap_tokens:
-                pfr, lens = pfr[: take + 1], [*lens[:take], cap_tokens - tokens]
-            else:
-                pfr, lens = pfr[:take], lens[:take]
-            done = [self.pf_skip[r] + self.pf_total[r] - self.pf_left[r] for r in pfr]
-            t = self.steps.prefill_step_s(lens, done)  # each part attends what is before it
+        fill = self.rules.prefill_fill and cap_tokens is not None  # SGLang: fill the budget
+        if fill and tokens > cap_tokens:  # one prompt longer than the budget: its next chunk
+            pfr, lens, whole = pfr[:1], [cap_tokens], 0
+        elif fill and take < len(lens) and take != cap_seqs and tokens < cap_tokens:
+            pfr, lens = pfr[: take + 1], [*lens[:take], cap_tokens - tokens]
         else:
             pfr, lens = pfr[:take], lens[:take]
-            if self.cache is None:
-                t = self.steps.prefill_step_s(lens)
-            else:  # the cached tokens are attended, not computed
-                t = self.steps.prefill_step_s(lens, [self.pf_skip[r] for r in pfr])
+        # each part attends, not computes, the tokens before it: its cached prefix, its chunks
+        done = [self.pf_skip[r] + self.pf_total[r] - self.pf_left[r] for r in pfr]
+        t = self.steps.prefill_step_s(lens, done)
         tokens = sum(lens)
         re_tokens = sum(x for x, r in zip(lens, pfr, strict=True) if self.recompute_pass[r])
         acc["prefill"] += t
