@@ -17,7 +17,7 @@ from roofline.serving.metrics import (
     load_bands,
 )
 from roofline.serving.router import DEFAULT_ROUTER
-from roofline.serving.serve import Capacity, Replica, ServeResult, evaluate
+from roofline.serving.serve import Capacity, Replica, ServeResult, evaluate, steady_capacity
 from roofline.serving.workload import Workload, with_rate
 
 
@@ -46,12 +46,8 @@ def serve_load_bands(
     if thr is not None and base.concurrency is not None and base.rate is None:
         closed = closed_loop_bands(family, pid)  # a closed loop, or a burst: no rate to scale
         return [closed if res.expected.requests else {} for _, res in results]
-    no_steady = (  # serve's window figures: a shared-KV mix under a probe that ignores it
-        base.mix is not None
-        and base.prefix is not None
-        and not getattr(capacity, "credits_sharing", False)
-    )
-    if thr is None or capacity is None or not base.stationary or no_steady:
+    capacity = steady_capacity(base, capacity)  # None: serve's window figures, no steady state
+    if thr is None or capacity is None or not base.stationary:
         return [{} for _ in results]
     own = {}  # the per-request error the queue does not explain: the light-load band's (the
     for name in LOAD_BAND_METRICS:  # figure's own, near capacity, is the queue's: issue 35)

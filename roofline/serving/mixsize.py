@@ -11,7 +11,7 @@ from roofline.domain.errors import InputError
 from roofline.serving.metrics import Slo
 from roofline.serving.mix import mix_workload
 from roofline.serving.mixcapacity import mix_capacity
-from roofline.serving.serve import Replica, ServeResult, serve
+from roofline.serving.serve import Replica, ServeResult, serve, steady_capacity
 from roofline.serving.workload import Workload
 
 if TYPE_CHECKING:
@@ -64,16 +64,12 @@ def replicas_needed(
 def past_capacity(w: Workload, replicas: int, capacity) -> bool:
     """Whether serve's expected verdict on `replicas` replicas is a miss before any run:
     stationary arrivals offered past `capacity`'s expected saturation per replica have no
-    steady state (serve.steady_state, metrics.past_saturation: no SLO met). The rate per
-    replica in serve.evaluate's floating-point operations, and the same capacity it would ask
-    (none for a mix sharing KV under a capacity that does not credit it)."""
-    offered = w.rate if w.concurrency is None else None
-    if not offered or not w.stationary:
+    steady state (serve.steady_state, metrics.past_saturation: no SLO met): serve's own
+    offered rate and capacity (Workload.offered_to, serve.steady_capacity)."""
+    cap, per = steady_capacity(w, capacity), w.offered_to(replicas, replicas)
+    if cap is None or per is None or not w.stationary:
         return False
-    if w.mix is not None and w.prefix is not None and not getattr(capacity, "credits_sharing", 0):
-        return False
-    per = offered * replicas / replicas
-    return not capacity.stable(per / replicas, False)
+    return not cap.stable(per / replicas, False)
 
 
 def replicas_at_edges(

@@ -388,6 +388,14 @@ class Capacity(Protocol):
     def known(self, ideal: bool) -> _Saturation | None: ...
 
 
+def steady_capacity(w: Workload, capacity: Capacity | None) -> Capacity | None:
+    """The Capacity serve's steady figures rest on: None (the run's own window figures) for a
+    mix sharing KV under one that does not credit it (search.Capacity; mixcapacity's does)."""
+    if w.mix is not None and w.prefix is not None and not getattr(capacity, "credits_sharing", 0):
+        return None
+    return capacity
+
+
 def _steady(
     m: ServeMetrics,
     cap: Capacity,
@@ -437,8 +445,7 @@ def serve(
     if not 1 <= replicas <= 100_000:
         raise InputError(f"replicas must be from 1 to 100000, got {replicas}")
     check_router(router)
-    if w.mix is not None and w.prefix is not None and not getattr(capacity, "credits_sharing", 0):
-        capacity = None  # a probe of independent requests: the run's own window figures
+    capacity = steady_capacity(w, capacity)
     out = [
         evaluate(
             rep, w, slo, replicas, one_replica, capacity, router, ideal, runs, not expected_only
@@ -462,7 +469,6 @@ def evaluate(
 ) -> ServeMetrics:
     """serve's figures with ideal or expected step times (one half of serve); `runs`: serve's;
     `shares`: each replica's own figures beside (ServeMetrics.per_replica)."""
-    offered = w.rate if w.concurrency is None else None
     key = ("serve", id(w), replicas, ideal, one_replica, router)
     records = None if runs is None else runs.get(key)
     if records is None:
@@ -472,8 +478,7 @@ def evaluate(
     n = len(records) if one_replica else replicas
     m = metrics(records, slo, rep.gpus * n)
     if capacity is not None:
-        per = offered * n / replicas if offered else None
-        m = _steady(m, capacity, per, ideal, n, slo if w.stationary else None)
+        m = _steady(m, capacity, w.offered_to(n, replicas), ideal, n, slo if w.stationary else None)
     if shares and len(records) > 1 and not m.unbounded:
         m = replace(m, per_replica=tuple(replica_share(r, slo, rep.gpus) for r in records))
     if w.mix is not None:  # a workload file's classes, each against its own SLOs

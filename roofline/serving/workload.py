@@ -70,6 +70,12 @@ class Workload:
         """The longest prompt plus the longest output: the tokens a replica must hold."""
         return int(self.prompts.max() + self.outputs.max())
 
+    def offered_to(self, n: int, replicas: int) -> float | None:
+        """The requests/s `n` of a fleet's `replicas` replicas are offered (None: a closed loop,
+        or no rate)."""
+        offered = self.rate if self.concurrency is None else None
+        return offered * n / replicas if offered else None
+
 
 def _count(rate: float | None, requests: int | None, duration_s: float | None, conc) -> int:
     if requests is not None:
