@@ -129,6 +129,7 @@ _ENGINE_KEYS = {
     "api_token_fast_us": (NUM, False),
     "api_token_slow_us": (NUM, False),
     "cpu_per_seq_us": (dict, False),
+    "cpu_per_seq_device": (list, False),
     "moe_time_factor": (dict, False),
     "mla_decode_time_factor": (dict, False),
     "start_s": (NUM, False),
@@ -398,6 +399,9 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
             raise CatalogError(f"{where}: key 'versions': {exc}") from None
     if "base" in d and "versions" not in d:
         raise CatalogError(f"{where}: a version profile ('base') needs 'versions' (e.g. <0.8)")
+    for fam in d.get("cpu_per_seq_device", []):
+        if fam not in d.get("cpu_per_seq_us", {}):
+            raise CatalogError(f"{where}: cpu_per_seq_device names '{fam}' without cpu_per_seq_us")
     for key in ("max_num_seqs", "prefill_requests_per_step"):
         if d.get(key, 0) < 0:
             raise CatalogError(f"{where}: key '{key}' must be non-negative")
@@ -420,6 +424,7 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         api_token_fast_s=values["api_token_fast_us"] * US,
         api_token_slow_s=values["api_token_slow_us"] * US,
         cpu_per_seq_s=_per_family_us(where, d.get("cpu_per_seq_us", {})),
+        per_seq_device=tuple(str(f) for f in d.get("cpu_per_seq_device", [])),
         moe_time_factor=_per_family_factor(where, "moe_time_factor", d.get("moe_time_factor", {})),
         mla_decode_time_factor=_per_family_factor(
             where, "mla_decode_time_factor", d.get("mla_decode_time_factor", {})

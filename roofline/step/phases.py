@@ -32,12 +32,13 @@ from roofline.engines.engine import ENGINES
 from roofline.engines.engine import engine as default_engine
 from roofline.step.memo import cached_by_identity
 from roofline.step.ops import Deployment, Op, decode_ops, kv_heads_per_gpu, prefill_ops
-from roofline.step.optime import OpResult, op_results
+from roofline.step.optime import OpResult, kernel_view, op_results
 from roofline.step.overlap import overlaps, shared_expert_overlap
 from roofline.timing.host import (
     Calibration,
     EngineProfile,
     calibration_of,
+    compute_turn_rows,
     kernel_time_factor,
     per_seq_host_s,
     step_time_one,
@@ -125,7 +126,9 @@ def _evaluate(
         t_ideal, t_ops = t_ideal + r.t_ideal_s, t_ops + r.t_expected_s
         if o.is_collective:
             link_total = link_total + np.asarray(o.message_bytes) * o.layers
-    host_seq = per_seq_host_s(profile, seqs, eff.family)  # roofline/timing/host.py
+    host_seq = per_seq_host_s(  # roofline/timing/host.py
+        profile, seqs, eff.family, _turn_rows(profile, eff, hw, dtype, seqs, flops, weight)
+    )
     t_exp: FloatOrArray
     if point:
         t_exp = step_time_one(float(t_ops), layers, profile, name) + eff.step_overhead_s
@@ -151,6 +154,21 @@ def _evaluate(
 
 
 _CALIBRATIONS: dict[tuple, tuple[tuple, Calibration]] = {}
+
+
+def _turn_rows(profile, eff: Efficiency, hw: Accelerator, dtype: str, seqs, flops, weight):
+    """The batch where this step turns compute bound on the family's GEMM curve
+    (host.compute_turn_rows), for an engine whose per-sequence cost on the family is device
+    work (per_seq_device); None otherwise (the cost grows with every sequence)."""
+    if profile is None or eff.family not in profile.per_seq_device or eff.kernels is None:
+        return None
+    curve = kernel_view(eff, dtype).base
+    return compute_turn_rows(
+        seqs,
+        flops,
+        1.0 / (curve.eta_max * hw.expected_peak(dtype)),
+        np.asarray(weight, dtype=float) / (curve.eta_memory * hw.memory_bandwidth_bytes_per_s),
+    )
 
 
 def _own_kernels(

@@ -24,7 +24,9 @@ family to µs; a family not named pays 0): the engine's platform build differs (
 its own attention metadata builders, AITER and HIP-graph paths) and the one table that shows the
 slope (AMD's vLLM latency table on 8x MI300X) also carries per-sequence device work its kernel
 curve misses. Fitted by validation/calibrate.py with cpu_step (validation/crossval.py) for a family
-that ran the engine at two or more batch sizes.
+that ran the engine at two or more batch sizes. Where the slope is device work rather than the
+host's (hardware/engines.yaml cpu_per_seq_device: vLLM V1 on AMD Instinct, issue 34), it is paid
+on min(B, B_c) sequences, B_c the batch where the step turns compute bound (seq_cost_rows).
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class EngineProfile:
     api_token_slow_s: float = 0.0
     # host time per running sequence per step, by hardware family: (family, s) pairs (absent: 0)
     cpu_per_seq_s: tuple[tuple[str, float], ...] = ()
+    # families whose per-sequence cost is the device's, not the host's: it stops growing at the
+    # batch where the step turns compute bound (per_seq_host_s, seq_cost_rows)
+    per_seq_device: tuple[str, ...] = ()
     # the engine's own fused-MoE and MLA decode kernels on a hardware family, as the measured
     # time over the kernel curves' (family, factor) pairs (absent: 1): kernel_time_factor
     moe_time_factor: tuple[tuple[str, float], ...] = ()
@@ -117,17 +122,51 @@ def step_time_one(t_gpu_s: float, layers: int, engine: EngineProfile | None, pha
 
 
 def per_seq_host_s(
-    profile: EngineProfile | None, seqs: ArrayLike, family: str = ""
+    profile: EngineProfile | None,
+    seqs: ArrayLike,
+    family: str = "",
+    turn_rows: ArrayLike | None = None,
 ) -> np.ndarray | float:
-    """Host time a step of `seqs` sequences adds beyond the fixed cpu_step on a chip of `family`:
-    cpu_per_seq[family] · B (module docstring); 0 for an engine without the figure there."""
+    """Time a step of `seqs` sequences adds beyond the fixed cpu_step on a chip of `family`:
+    cpu_per_seq[family] · B (module docstring); 0 for an engine without the figure there. On a
+    family the profile names in per_seq_device the figure is device work, paid on
+    seq_cost_rows(seqs, turn_rows) sequences: at most the batch where the step turns compute
+    bound (`turn_rows`, seq_cost_rows says why)."""
     per = dict(profile.cpu_per_seq_s if profile is not None else ())
     c = float(per.get(family, 0.0))
     if c == 0.0:
         return 0.0
+    if turn_rows is not None and profile is not None and family in profile.per_seq_device:
+        seqs = seq_cost_rows(seqs, turn_rows)
     if np.ndim(seqs) == 0:
         return c * float(seqs)  # type: ignore[arg-type]
     return c * np.asarray(seqs, dtype=float)
+
+
+def compute_turn_rows(
+    seqs: ArrayLike, flops: ArrayLike, t_compute_ref_s: float, t_weights_s: ArrayLike
+) -> np.ndarray:
+    """The batch at which a step of `seqs` sequences (`flops` FLOPs) turns compute bound: where
+    its FLOPs at the family's GEMM plateau take as long as streaming its weights at the family's
+    memory share, B_c = B · t_weights / t_compute with t_compute = flops · t_compute_ref_s (the
+    seconds per FLOP at the plateau, 1 / (η_max · peak)) and t_weights = weight bytes / (η_memory
+    · bandwidth) (the roofline's ridge on the kernel curve's shares, Williams et al., CACM 2009).
+    A step without FLOPs never turns (infinite)."""
+    f = np.asarray(flops, dtype=float) * t_compute_ref_s
+    b = np.asarray(seqs, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(f > 0, b * np.asarray(t_weights_s) / np.where(f > 0, f, 1.0), np.inf)
+
+
+def seq_cost_rows(seqs: ArrayLike, turn_rows: ArrayLike) -> np.ndarray | float:
+    """The sequences a device-side per-sequence cost is paid on: min(B, B_c). Below the compute
+    turn B_c a step streams its weights and its GEMMs' time still grows with every row it adds
+    (vLLM V1's step on 8 MI300X grows 90 µs a sequence from batch 16 to 64 for Llama 3.1 70B
+    where the CDNA 3 curve stays flat; ROCm/vllm dev-docker latency table at 040de12); past it
+    the curve's compute-bound time grows with the rows itself, so the extra stops at what it was
+    at the turn (docs/ACCURACY.md, the Mechanisms table)."""
+    out = np.minimum(np.asarray(seqs, dtype=float), np.asarray(turn_rows, dtype=float))
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def kernel_time_factor(profile: EngineProfile | None, family: str, kind: str) -> float:
