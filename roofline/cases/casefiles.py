@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.catalog.files import parse_yaml, read_text, yaml
 from roofline.catalog.files import safe_load_yaml as _safe_load
-from roofline.catalog.schema import NUM
+from roofline.catalog.schema import NUM, SOURCED
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
 from roofline.domain.errors import CatalogError
@@ -35,8 +35,7 @@ _CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "output": (int, True),
     "metric": (str, True),
     "measured": (NUM, True),
-    "source": (str, True),
-    "notes": (str, False),
+    **SOURCED,
     "engine": (str, False),
     "attention_dp": (int, False),
     "attention_dp_balance": (str, False),  # serialised | balanced (serving.attention_dp)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.catalog.schema import NUM
+from roofline.catalog.schema import NUM, SOURCED
 from roofline.catalog.schema import check as _check
 from roofline.domain.errors import CatalogError
 from roofline.domain.hardware import Efficiency
@@ -44,8 +44,7 @@ _KEYS: dict[str, tuple[Any, bool]] = {
     "hardware": (str, True),
     "engine": (str, True),
     **dict.fromkeys((*SHARES, *HOST_US), (NUM, False)),
-    "source": (str, True),
-    "notes": (str, False),
+    **SOURCED,
 }
 
 

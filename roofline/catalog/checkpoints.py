@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.catalog.schema import check
+from roofline.catalog.schema import SOURCED, check
 from roofline.domain.errors import CatalogError, RooflineError
 from roofline.domain.model import Checkpoint
 from roofline.domain.precision import weight_format
@@ -15,14 +15,12 @@ from roofline.domain.precision import weight_format
 _CHECKPOINT_KEYS: dict[str, tuple[Any, bool]] = {
     "repo": (str, True),
     "weights": (str, True),
-    "source": (str, True),
-    "notes": (str, False),
+    **SOURCED,
 }
 _DRAFTER_KEYS: dict[str, tuple[Any, bool]] = {
     "repo": (str, True),
     "drafter": (str, True),
-    "source": (str, True),
-    "notes": (str, False),
+    **SOURCED,
 }
 DRAFTER_KINDS = ("draft", "eagle", "eagle3", "mtp", "medusa", "ngram")  # levers.speculative
 

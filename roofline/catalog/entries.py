@@ -17,7 +17,7 @@ from roofline.catalog.checkpoints import checkpoints, drafter_heads
 from roofline.catalog.files import parse_yaml, read_text
 from roofline.catalog.hfquant import block_scaled_fp8, dense_weights, quantized_weights
 from roofline.catalog.kernels import engine_profile, kernel_entry, link_set
-from roofline.catalog.schema import NUM, SPANS, every_problem
+from roofline.catalog.schema import NUM, SOURCED, SOURCED_UNCERTAIN, SPANS, every_problem
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
 from roofline.catalog.schema import within as _within
@@ -66,8 +66,7 @@ _FAMILY_KEYS = {
     "id": (str, True),
     "name": (str, True),
     "efficiency": (dict, True),
-    "source": (str, True),
-    "notes": (str, False),
+    **SOURCED,
 }
 _ACCELERATOR_KEYS = {
     "id": (str, True),
@@ -83,11 +82,9 @@ _ACCELERATOR_KEYS = {
     "gpu_memory_fraction": (NUM, False),
     "efficiency": (dict, False),
     "sustained_compute": (dict, False),
-    "source": (str, True),
-    "notes": (str, False),
-    "uncertain": (list, False),
+    **SOURCED_UNCERTAIN,
 }
-_SUSTAINED_KEYS = {"ratio": (NUM, True), "source": (str, True), "notes": (str, False)}
+_SUSTAINED_KEYS = {"ratio": (NUM, True), **SOURCED}
 _TIER_KEYS = {
     "id": (str, True),
     "name": (str, True),
@@ -96,17 +93,13 @@ _TIER_KEYS = {
     "latency_us": (NUM, False),
     "capacity_gb": (NUM, False),
     "aliases": (list, False),
-    "source": (str, True),
-    "notes": (str, False),
-    "uncertain": (list, False),
+    **SOURCED_UNCERTAIN,
 }
 _MODEL_KEYS: dict[str, tuple[Any, bool]] = {
     "id": (str, True),
     "name": (str, True),
     "aliases": (list, False),
-    "source": (str, True),
-    "notes": (str, False),
-    "uncertain": (list, False),
+    **SOURCED_UNCERTAIN,
     "published": (dict, False),
     "checkpoints": (list, False),  # catalog/checkpoints.py
     "drafters": (list, False),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.catalog.schema import NUM
+from roofline.catalog.schema import NUM, SOURCED
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
 from roofline.domain.errors import CatalogError
@@ -140,8 +140,7 @@ _ENGINE_KEYS = {
     "chunked_prefill": (bool, False),
     "prefill_requests_per_step": (int, False),
     "decode_whole_cache": (bool, False),
-    "source": (str, True),
-    "notes": (str, False),
+    **SOURCED,
 }
 
 
@@ -448,8 +447,7 @@ _LINK_SET_KEYS = {
     "accelerators": (list, False),
     "allreduce": (dict, True),
     "alltoall": (dict, False),
-    "source": (str, True),
-    "notes": (str, False),
+    **SOURCED,
 }
 
 

@@ -17,6 +17,10 @@ from typing import Any
 from roofline.domain.errors import CatalogError
 
 NUM = (int, float)
+# An entry's provenance, the same keys in every table that has them: its source (required: every
+# figure in the catalog names one), notes, and (SOURCED_UNCERTAIN) the figures it marks uncertain
+SOURCED: dict[str, tuple[Any, bool]] = {"source": (str, True), "notes": (str, False)}
+SOURCED_UNCERTAIN: dict[str, tuple[Any, bool]] = {**SOURCED, "uncertain": (list, False)}
 # no number in a file of human-scale units comes near this (a chip's 1e4 TFLOPS, a model's 1e7
 # positions); above it a product of a few such figures could overflow a float
 NUM_MAX = 1e12

@@ -11,7 +11,6 @@ from roofline.domain.hardware import Accelerator, Efficiency
 from roofline.domain.model import ModelArch
 from roofline.domain.units import fmt_bytes, fmt_rate, fmt_seconds
 from roofline.engines.engine import Engine
-from roofline.serving.router import DEFAULT_ROUTER
 from roofline.step.memory import kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.step.ops import Deployment
 from roofline.step.phases import decode, prefill, request
@@ -189,51 +188,6 @@ class TrafficLimits:
     min_prefix_hit_rate: float | None = None  # share of prefill tokens found in the prefix cache
     pct: float = 99.0  # the percentile the TTFT/TPOT limits are judged at (serve's --slo-pct)
     edges: Edges | None = None  # --confidence's band edges (serving.confidence); None: expected
-
-
-def serve_at(
-    model: ModelArch,
-    hw: Accelerator,
-    dep: Deployment,
-    eng: Engine,
-    *,
-    prompt: int,
-    output: int,
-    limits: TrafficLimits,
-    replicas: int = 1,
-    capacity_bytes: float | None = None,
-    requests: int = 1000,
-    seed: int = 0,
-    prefix=None,
-    workload=None,
-    drafting=None,
-    router: str = DEFAULT_ROUTER,
-    kv=None,
-) -> ServeResult:
-    """Serve `requests` Poisson requests at limits.rate on `replicas` replicas (the serving
-    simulator, docs/METRICS.md; `prefix`: a serving.sim.prefixcache.PrefixConfig, None: every
-    request new), the limits at limits.pct as the per-request SLOs; `workload` (a
-    serving.workload.Workload: length distributions, burstiness, an arrival log) replaces the
-    fixed prompt/output requests, `drafting` (serving.sim.drafting.DraftConfig) drafts,
-    `router` deals the requests to the replicas and `kv` (serving.sim.kvtiers.KvHierarchy)
-    holds KV below HBM: the replica and the capacity serve builds (serving.mixcapacity)."""
-    from dataclasses import replace
-
-    from roofline.serving.metrics import Slo
-    from roofline.serving.mixcapacity import mix_capacity
-    from roofline.serving.serve import make_replica, serve
-    from roofline.serving.workload import make_workload, with_prefix
-
-    w = workload
-    if w is None:
-        w = make_workload(max(prompt, 1), output, rate=limits.rate, requests=requests, seed=seed)
-        w = with_prefix(w, prefix, seed)
-    ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
-    rep = make_replica(model, hw, dep, eng, w.max_len, capacity_bytes=capacity_bytes,
-                       drafting=drafting, draft_context=ctx)  # fmt: skip
-    rep = rep if kv is None else replace(rep, kv=kv)
-    slo = Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, limits.pct)
-    return serve(rep, w, slo, replicas, capacity=mix_capacity(rep, w), router=router)
 
 
 def traffic_checks(

@@ -6,7 +6,7 @@ limits (roofline.checks.limits.run_checks), its traffic limits served at the spe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,6 @@ from roofline.checks.limits import (
     Limits,
     TrafficLimits,
     run_checks,
-    serve_at,
     traffic_checks,
 )
 from roofline.domain.errors import CatalogError
@@ -74,6 +73,34 @@ class SpecResult:
         return all(c.ok for c in self.checks)
 
 
+def serve_at(case: SpecCase, limits: TrafficLimits) -> ServeResult:
+    """Serve the spec case's `requests` Poisson requests at limits.rate on its `replicas` replicas
+    (the serving simulator, docs/METRICS.md; its `prefix`: a serving.sim.prefixcache.PrefixConfig,
+    None: every request new), the limits at limits.pct as the per-request SLOs; its `workload` (a
+    serving.workload.Workload: length distributions, burstiness, an arrival log) replaces the
+    fixed prompt/output requests, `drafting` (serving.sim.drafting.DraftConfig) drafts,
+    `router` deals the requests to the replicas and `kv` (serving.sim.kvtiers.KvHierarchy)
+    holds KV below HBM: the replica and the capacity serve builds (serving.mixcapacity)."""
+    from roofline.serving.metrics import Slo
+    from roofline.serving.mixcapacity import mix_capacity
+    from roofline.serving.serve import make_replica, serve
+    from roofline.serving.workload import make_workload, with_prefix
+
+    c = case
+    w = c.workload
+    if w is None:
+        w = make_workload(
+            max(c.prompt, 1), c.output, rate=limits.rate, requests=c.requests, seed=c.seed
+        )
+        w = with_prefix(w, c.prefix, c.seed)
+    ctx = float(w.prompts.mean() + w.outputs.mean() / 2)
+    rep = make_replica(c.model, c.hw, c.dep, c.eng, w.max_len, capacity_bytes=c.capacity_bytes,
+                       drafting=c.drafting, draft_context=ctx)  # fmt: skip
+    rep = rep if c.kv is None else replace(rep, kv=c.kv)
+    slo = Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, limits.pct)
+    return serve(rep, w, slo, c.replicas, capacity=mix_capacity(rep, w), router=c.router)
+
+
 def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
     """Every assertion of `case`: the static ones, the traffic ones on one serving run at the
     rate (returned as `served`, expected and ideal), the curve's."""
@@ -85,24 +112,13 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
     )  # fmt: skip
     served = None
     if c.traffic is not None:
-        served = serve_at(
-            c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output, limits=c.traffic,
-            replicas=c.replicas, capacity_bytes=c.capacity_bytes, requests=c.requests,
-            seed=c.seed, prefix=c.prefix, workload=c.workload, drafting=c.drafting,
-            router=c.router, kv=c.kv,
-        )  # fmt: skip
+        served = serve_at(c, c.traffic)
         queue = None
         e = c.traffic.edges
         if e is not None and not e.neutral and c.workload is not None:  # --confidence
             from roofline.serving.confidence import slowed
 
-            queue = serve_at(
-                c.model, c.hw, c.dep, c.eng, prompt=c.prompt, output=c.output,
-                limits=c.traffic, replicas=c.replicas, capacity_bytes=c.capacity_bytes,
-                requests=c.requests, seed=c.seed, prefix=c.prefix,
-                workload=slowed(c.workload, e, c.seed), drafting=c.drafting,
-                router=c.router, kv=c.kv,
-            )  # fmt: skip
+            queue = serve_at(replace(c, workload=slowed(c.workload, e, c.seed)), c.traffic)
         checks += traffic_checks(served, c.traffic, ideal, queue)
     if c.day is not None:
         from roofline.checks.day import run_day_checks

@@ -19,11 +19,13 @@ from roofline.cli import options as opt
 from roofline.cli.app import app
 from roofline.cli.startup import guarded
 from roofline.domain.deployment import Deployment
+from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
 from roofline.domain.model import ModelArch
 
 if TYPE_CHECKING:
     from roofline.catalog.load import Catalog
+    from roofline.domain.hardware import Tier
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -168,6 +170,31 @@ class Degrees:
 
 
 DEGREES = Degrees()
+
+
+def scale_out_network(cat: Catalog, scale_out: str) -> Tier:
+    """The --scale-out tier, checked to be a network."""
+    net = cat.tier(scale_out)
+    if net.kind != "network":
+        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
+    return net
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """The nodes a replica spans, TP across them and the network between them (plan, bytes and
+    the layout options)."""
+
+    nodes: opt.Nodes = None
+    cross_node_tp: opt.CrossNodeTp = False
+    scale_out: opt.ScaleOut = opt.SCALE_OUT
+
+    def network(self, cat: Catalog) -> Tier:
+        """The --scale-out network (scale_out_network)."""
+        return scale_out_network(cat, self.scale_out)
+
+
+NODES = NodeOptions()
 
 
 @dataclass(frozen=True)

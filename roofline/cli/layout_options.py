@@ -14,16 +14,12 @@ from roofline.cli.convert import named
 from roofline.cli.options import (
     ACT_DTYPE,
     MAX_GPUS,
-    SCALE_OUT,
     AttentionDp,
-    CrossNodeTp,
     Dp,
     Ep,
     Gpus,
     Microbatches,
-    Nodes,
     Pp,
-    ScaleOut,
     Tp,
     deployment,
 )
@@ -74,9 +70,7 @@ class LayoutOptions:
     dp: Dp = 1
     attention_dp: AttentionDp = 1
     microbatches: Microbatches = None
-    nodes: Nodes = None
-    cross_node_tp: CrossNodeTp = False
-    scale_out: ScaleOut = SCALE_OUT
+    nd: grp.NodeOptions = grp.NODES
     attention_dp_balance: AttentionDpBalance = None
 
 
@@ -117,22 +111,19 @@ def layout(
     """The validated layout (roofline.domain.layout) and the deployment carrying it: GPUs from
     --gpus or --dp, attention-DP and its scheduler (--attention-dp-balance, default the
     engine's: roofline.serving.attention_dp), micro-batches, nodes and each collective's link."""
-    attention_dp, scale_out = lo.attention_dp, lo.scale_out
+    attention_dp = lo.attention_dp
     if not 1 <= attention_dp <= MAX_GPUS:
         raise InputError(f"--attention-dp must be from 1 to {MAX_GPUS}, got {attention_dp}")
     balance = lo.attention_dp_balance or default_balance(engine_name)
     dep = dep.with_layout(attention_dp=attention_dp, attention_dp_balance=balance)
     _, n_replicas = replicas(dep, lo.gpus, lo.dp)
-    net = cat.tier(scale_out)
-    if net.kind != "network":
-        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
     lay = replace(
         dep.layout,
         dp=n_replicas,
         microbatches=lo.microbatches,
-        nodes=lo.nodes,
-        cross_node_tp=lo.cross_node_tp,
-        scale_out=net,
+        nodes=lo.nd.nodes,
+        cross_node_tp=lo.nd.cross_node_tp,
+        scale_out=lo.nd.network(cat),
     )
     lay = validate_layout(lay, m, hw)
     return lay, replace(dep, layout=lay.replica(), links=layout_links(lay, hw))

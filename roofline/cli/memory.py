@@ -190,9 +190,7 @@ def bytes_(
     dg: grp.Degrees = grp.DEGREES,
     attention_dp: opt.AttentionDp = 1,
     microbatches: opt.Microbatches = None,
-    nodes: opt.Nodes = None,
-    cross_node_tp: opt.CrossNodeTp = False,
-    scale_out: opt.ScaleOut = opt.SCALE_OUT,
+    nd: grp.NodeOptions = grp.NODES,
     fm: grp.Formats = grp.FORMATS,
     act_dtype: opt.ActDtype = opt.ACT_DTYPE,
     sparsity: opt.Sparsity = None,
@@ -223,9 +221,7 @@ def bytes_(
     )
     opt.check_sparsity(dep, hw)
     opt.check_formats(dep, hw)
-    lo = lopt.LayoutOptions(
-        dg.tp, dg.pp, dg.ep, None, 1, attention_dp, microbatches, nodes, cross_node_tp, scale_out
-    )
+    lo = lopt.LayoutOptions(dg.tp, dg.pp, dg.ep, None, 1, attention_dp, microbatches, nd)
     lay, dep = lopt.layout(cat, m, hw, dep, lo)
     b, s, o, ctx = sb.parse(m)
     s = max(s, 1)

@@ -57,9 +57,7 @@ def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
 def plan(
     tg: grp.Target,
     gpus: opt.Gpus = None,
-    nodes: opt.Nodes = None,
-    cross_node_tp: opt.CrossNodeTp = False,
-    scale_out: opt.ScaleOut = opt.SCALE_OUT,
+    nd: grp.NodeOptions = grp.NODES,
     fm: grp.Formats = grp.FORMATS,
     prompt: opt.Prompt = opt.PROMPT,
     output: opt.Output = opt.OUTPUT,
@@ -88,16 +86,14 @@ def plan(
         raise InputError(f"--gpus must be from 1 to {opt.MAX_GPUS}, got {gpus}")
     if max_tp is not None and not 1 <= max_tp <= opt.MAX_GPUS:
         raise InputError(f"--max-tp must be from 1 to {opt.MAX_GPUS}, got {max_tp}")
-    net = cat.tier(scale_out)
-    if net.kind != "network":
-        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
+    net = nd.network(cat)
     base = opt.deployment(fm.weights, fm.kv_dtype, model=m)
     s, o = opt.tokens(prompt, "--prompt"), opt.tokens(output, "--output")
     opt.positions(m, s + o)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
     eng = engine(en.engine_name, hw)
     cap = wired_capacity(m, hw, base, eng, en.memory)  # one Mac: at the raised wired limit
-    found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nodes, cross_node_tp, max_tp)
+    found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nd.nodes, nd.cross_node_tp, max_tp)
     usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     rows = [_row(p, cost_per_hour(usd, gpus)) for p in found]
     ok = [p for p in found if p.fits and p.meets_slo]
@@ -107,9 +103,9 @@ def plan(
         "model": m.id,
         "hardware": hw.id,
         "gpus": gpus,
-        "nodes": nodes,
+        "nodes": nd.nodes,
         "scale_out": net.id,
-        "cross_node_tp": cross_node_tp,
+        "cross_node_tp": nd.cross_node_tp,
         "engine": eng.name,
         **convert.formats_json(base),
         "prompt_tokens": s,

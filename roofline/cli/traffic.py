@@ -193,7 +193,7 @@ def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions, engine_name: str | None =
     opt.check_formats(dep, hw)
     n_gpus, n_rep = lopt.replicas(dep, lo.gpus, lo.dp)
     lay, laid = lopt.layout(cat, m, hw, dep, lo, engine_name)
-    spans = lo.nodes is not None or lo.cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
+    spans = lo.nd.nodes is not None or lo.nd.cross_node_tp or dep.gpus_per_replica > node_gpus(hw)
     dep = replace(dep, layout=laid.layout, links=laid.links if spans else None)
     return dep, lay, laid, n_gpus, n_rep
 
@@ -325,9 +325,7 @@ def _size_links(cat, m, base, so, disagg: bool, scale_out: str, pools: str | Non
     drafting = dopt.draft_config(cat, m, base, so)
     if drafting is not None and disagg:
         raise InputError("--disagg does not model speculative decoding: drop --drafter")
-    net = cat.tier(scale_out)
-    if net.kind != "network":
-        raise InputError(f"--scale-out {scale_out} is a {net.kind} tier, not a network")
+    net = grp.scale_out_network(cat, scale_out)
     if pools is not None and not disagg:
         raise InputError("--pools splits a disaggregated unit: give --disagg too")
     return drafting, net, cat.tier(link) if disagg else None

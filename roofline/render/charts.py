@@ -125,6 +125,17 @@ def _finish(plt: Any, fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
+def _finish_axes(
+    plt: Any, fig: Any, ax: Any, path: Path, xlabel: str, ylabel: str, title: str
+) -> None:
+    """A one-axes chart labelled, titled and its legend drawn, then saved (_finish)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    _finish(plt, fig, path)
+
+
 def check_output(path: Path) -> Any:
     """Fail early (before any work or output) on a bad chart path or a missing matplotlib; else
     pyplot, to draw with."""
@@ -171,12 +182,9 @@ def save_roofline(doc: Mapping[str, Any], path: Path) -> None:
     ax.axvline(doc["inputs"]["ridge_flops_per_byte"], linestyle=":", color="grey")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("attainable FLOP/s")
     i = doc["inputs"]
-    ax.set_title(f"{i['model']} on {i['hardware']}: batch {i['batch']}, {i['prompt_tokens']} in")
-    ax.legend(fontsize="small")
-    _finish(plt, fig, path)
+    title = f"{i['model']} on {i['hardware']}: batch {i['batch']}, {i['prompt_tokens']} in"
+    _finish_axes(plt, fig, ax, path, "arithmetic intensity (FLOP/byte)", "attainable FLOP/s", title)
 
 
 def save_cliff(doc: Mapping[str, Any], path: Path) -> None:
@@ -218,12 +226,9 @@ def save_speedup(doc: Mapping[str, Any], path: Path) -> None:
     if doc["crossover_batch"] is not None:
         ax.axvline(doc["crossover_batch"], color="tab:red", linestyle=":", label="crossover")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("batch (sequences)")
-    ax.set_ylabel("speed-up over plain decode")
     i = doc["inputs"]
-    ax.set_title(f"Speculative decoding ({i['drafter']}): {i['model']} on {i['hardware']}")
-    ax.legend(fontsize="small")
-    _finish(plt, fig, path)
+    title = f"Speculative decoding ({i['drafter']}): {i['model']} on {i['hardware']}"
+    _finish_axes(plt, fig, ax, path, "batch (sequences)", "speed-up over plain decode", title)
 
 
 def save_serve(doc: Mapping[str, Any], path: Path) -> None:

@@ -157,6 +157,22 @@ def _label(d: Mapping[str, Any]) -> str:
     )
 
 
+_FLEET_FIGURES = (
+    ("chip", "hardware"),
+    ("tensor parallel", "tp"),
+    ("replicas", "replicas"),
+    ("GPUs", "gpus"),
+    ("$ per million output tokens", "cost_per_million_output_tokens"),
+    ("$ per hour", "cost_per_hour"),
+)
+
+
+def _fleet_figures(at: str) -> list[tuple[str, str]]:
+    """The headline figures of the deployment at JSON path `at`: its chip, TP, replicas, GPUs and
+    costs."""
+    return [(label, f"{at}.{key}") for label, key in _FLEET_FIGURES]
+
+
 def size(doc: Mapping[str, Any]) -> Content:
     inputs, deps = doc["inputs"], doc.get("deployments") or []
     if deps and "classes" in deps[0]:
@@ -170,12 +186,7 @@ def size(doc: Mapping[str, Any]) -> Content:
         )
     else:
         c.figures = [
-            ("chip", "best.hardware"),
-            ("tensor parallel", "best.tp"),
-            ("replicas", "best.replicas"),
-            ("GPUs", "best.gpus"),
-            ("$ per million output tokens", "best.cost_per_million_output_tokens"),
-            ("$ per hour", "best.cost_per_hour"),
+            *_fleet_figures("best"),
             ("p99 TTFT", "best.expected.ttft_s.p99"),
             ("p99 TPOT", "best.expected.tpot_s.p99"),
             ("meets the SLOs", "best.meets_slo"),
@@ -216,14 +227,7 @@ def _workload_size(doc: Mapping[str, Any]) -> Content:
     TTFT against its own SLO."""
     inputs, d = doc["inputs"], doc["deployments"][0]
     c = Content()
-    c.figures = [
-        ("chip", "deployments.0.hardware"),
-        ("tensor parallel", "deployments.0.tp"),
-        ("replicas", "deployments.0.replicas"),
-        ("GPUs", "deployments.0.gpus"),
-        ("$ per million output tokens", "deployments.0.cost_per_million_output_tokens"),
-        ("$ per hour", "deployments.0.cost_per_hour"),
-    ]
+    c.figures = _fleet_figures("deployments.0")
     classes = "; ".join(
         f"{k['name']} p99 TTFT {fmt('x_s', (k.get('ttft_s') or {}).get('p99'))} against "
         f"{fmt('x_s', (k.get('slo') or {}).get('ttft_s'))}"
