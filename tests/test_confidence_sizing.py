@@ -235,16 +235,20 @@ def test_p90_prunes_only_layouts_no_better_than_their_chip_and_alike_at_any_work
     unsearched needs, at its bound, no fewer GPUs (--minimize gpus: the key is GPUs) than its
     chip's answer, and the rounds give every layout the same limit (sizerounds), so the rows
     are the same in this process and over two workers. Here b200's TP2 and TP4 are pruned
-    against TP1's fleet (TP2 by that check: reporting one replica fewer fails)."""
+    against TP1's fleet (TP2 by that check: reporting one replica fewer fails; TP4 by its rate
+    bound). SLOs at p95: the searches' runs hold 1,000 requests (50 beyond the percentile,
+    slo_requests) where p99's hold 5,000, and the layouts are pruned the same ways."""
     args = ("size", "llama-3.1-70b", "--hardware", "b200", "--rate", "20", "--prompt", "2k",
-            "--output", "500", "--slo-ttft", "2s", "--slo-tpot", "50ms", "--requests", "300",
-            "--weights", "fp8", "--format", "json", "--confidence", "p90",
+            "--output", "500", "--slo-ttft", "2s", "--slo-tpot", "50ms", "--slo-pct", "95",
+            "--requests", "300", "--weights", "fp8", "--format", "json", "--confidence", "p90",
             "--minimize", "gpus")  # fmt: skip
     one = run(*args, env={"ROOFLINE_JOBS": "1"}).json()
     two = run(*args, env={"ROOFLINE_JOBS": "2"}).json()
     assert one == two
     best = {a["hardware"]: a["gpus"] for a in one["per_hardware"] if a["gpus"] is not None}
-    assert one["not_searched"], "a pruned layout to check"
+    why = {d["layout"]: d["reason"] for d in one["not_searched"]}
+    assert set(why) == {"TP2", "TP4"}, "a pruned layout to check"
+    assert "its bounds so far" in why["TP2"] and "its rate bound" in why["TP4"]
     for d in one["not_searched"]:
         assert d["gpus_at_rate_bound"] >= best[d["hardware"]]
 
@@ -278,13 +282,17 @@ def test_the_day_at_p90_is_one_path_in_size_and_check(run, tmp_path):
     check's day alike: the same deployment (8B on one H100, the best layout size finds for it)
     over the same two-hour curve takes the same GPU-hours in both, at least the expected day's,
     whose figure each prints beside its own; the capacity per replica within the two searches'
-    3% steps."""
+    3% steps. size deals its fleets' requests round robin (check's day routes none): the
+    capacity per replica (one replica's search) and the GPU-hours (day.plan_day: the curve over
+    that capacity) do not depend on the router, and size's p99 table of the fleet
+    (daysize.latency_table: six runs of 5,000 requests) then runs each replica once where
+    least-loaded runs three passes."""
     curve = tmp_path / "curve.csv"
     curve.write_text("hour,rate\n0,20\n1,40\n")
     common = ["--prompt", "1k", "--output", "200", "--traffic-curve", str(curve),
               "--confidence", "p90", "--requests", "200", "-f", "json"]  # fmt: skip
     sized = run("size", "llama-3.1-8b", "--hardware", "h100", "--slo-ttft", "1s",
-                "--slo-tpot", "50ms", *common).json()  # fmt: skip
+                "--slo-tpot", "50ms", "--router", "round-robin", *common).json()  # fmt: skip
     assert sized["best"]["layout"] == "TP1"  # check's deployment below: one GPU, TP1
     day = sized["day"]
     checked = run("check", "llama-3.1-8b", "h100", "--max-ttft-p99", "1s", "--max-tpot-p99",

@@ -97,16 +97,8 @@ KIND = {
     "validation/engine_sweeps.yaml": "engine sweeps",
     "validation/highload_cases.yaml": "high load",
 }
-BANDS = (
-    "ttft_p50",
-    "ttft_p99",
-    "tpot_p50",
-    "tpot_p99",
-    "e2e_p50",
-    "throughput",
-    "ttft_light",
-    "tpot_light",
-)
+BANDS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "throughput",
+         "ttft_light", "tpot_light")  # fmt: skip
 # the step's own latency error, with no queue (issue 35: size --confidence scales the latencies
 # of the queue run at the rate ÷ the throughput band's low edge by these, not by the p99 bands,
 # whose points near capacity ARE the queue's response to a capacity error): a light-load point
@@ -241,12 +233,18 @@ def points() -> tuple[Point, ...]:
 
 
 @cache
+def case_list(rel: str) -> tuple[dict, ...]:
+    """A serving case file's cases, parsed once (for one_user and closedbands.closed_ids)."""
+    from roofline.catalog.files import safe_load_yaml
+
+    return tuple(safe_load_yaml((ROOT / rel).read_text())["cases"])
+
+
+@cache
 def one_user(rel: str) -> frozenset[str]:
     """The ids of a serving case file's runs of one user at a time (LIGHT): closed-loop or
     burst arrivals of concurrency 1."""
-    from roofline.catalog.files import safe_load_yaml
-
-    cases = safe_load_yaml((ROOT / rel).read_text())["cases"]
+    cases = case_list(rel)
     users = {  # serving_cases._workload's reading of each
         "closed": lambda c: c.get("concurrency"),
         "burst": lambda c: c.get("requests", c.get("concurrency")),
@@ -298,7 +296,11 @@ def stats(errors: list[float], sources: int | None = None) -> dict[str, Any]:
 
 
 def _stats(pts: list[Point]) -> dict[str, Any]:
-    return stats([p.error for p in pts], len({p.source for p in pts}))
+    """stats, kept for the same errors: loso refits every cell, few of which lose a point."""
+    return dict(_stats_of(tuple(p.error for p in pts), len({p.source for p in pts})))
+
+
+_stats_of = cache(lambda errors, sources: stats(list(errors), sources))
 
 
 def compute(pts: tuple[Point, ...] | list[Point]) -> dict:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
-from validation.bands import ROOT, Point, cell_of
+from validation.bands import Point, case_list, cell_of
 
 KINDS = ("ttft", "tpot")  # the latencies banded under load (serving.metrics.LOAD_BAND_METRICS)
 FILES = (
@@ -42,13 +42,8 @@ COVERAGE = 0.90
 @cache
 def closed_ids() -> frozenset[str]:
     """The ids of the serving cases run as a closed loop or a burst."""
-    from roofline.catalog.files import safe_load_yaml
-
     return frozenset(
-        c["id"]
-        for rel in FILES
-        for c in safe_load_yaml((ROOT / rel).read_text())["cases"]
-        if c.get("arrivals") in ("closed", "burst")
+        c["id"] for rel in FILES for c in case_list(rel) if c.get("arrivals") in ("closed", "burst")
     )
 
 

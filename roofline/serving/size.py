@@ -312,9 +312,8 @@ def size(
         gpus_sat = min(n_sat, max_replicas + 1) * rep.gpus
         if cut(gpus_sat):
             return _unsearched(hw, dep, gpus_sat, minimize, at)
-        if why := edge_miss(at, rep, w, slo, cap0.expected.requests_per_s, seed, cap0.runs):
-            return replace(_none(hw, dep, why), confidence=level_of(confidence, hw.id))
-        # at the edges: a miss (SLOs ÷ edges) at the rate needing its chip's best's GPUs bounds it
+        # at the edges, before the light-load check (a layout pruned here needs no such run): a
+        # miss (SLOs ÷ edges) at the rate needing its chip's best's GPUs bounds it
         if at is not None and min(limit) < math.inf and cap0.expected.binding != "max-seqs":
             ks = (k for k in range(2, max_replicas + 2) if key(k * rep.gpus, price) >= limit)
             m, t = next(ks, 0), at.slo(slo)
@@ -323,6 +322,8 @@ def size(
             x = rate / (max(m - 1, 1) * (1.0 - headroom) * low) * (1 - 1e-9)  # need(low × x) >= m
             if m and not ok_at(tw)(x) and cut(m * rep.gpus):
                 return _unsearched(hw, dep, m * rep.gpus, minimize, at)
+        if why := edge_miss(at, rep, w, slo, cap0.expected.requests_per_s, seed, cap0.runs):
+            return replace(_none(hw, dep, why), confidence=level_of(confidence, hw.id))
         best = capacity(rep, cap0)
         per_rank = rep.rules.max_seqs // dep.attention_dp
         for factor in (2, 4):  # the engine's sequence cap, raised where it binds
@@ -370,8 +371,7 @@ def size(
         gpus = rep.gpus * n
         usd = cost_per_hour(price, gpus)
         tok_s = exp_m.output_tokens_per_s
-        lay = dep.links
-        ranks = dep.attention_dp
+        lay, ranks = dep.links, dep.attention_dp
         return Sized(
             hw.id,
             dep.tp,
