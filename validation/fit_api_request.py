@@ -26,7 +26,8 @@ At most BOUND_US where a measurement outside the fit bounds it (vLLM: below).
 Out of sample: each source (serving_crossval.source_group) left out and the figure refitted on
 the others; validation/serving_crossval.py API_REQUEST_FIT holds what this prints.
 
-Run: `python -m validation.fit_api_request vllm` (about a minute).
+Run: `python -m validation.fit_api_request vllm` (about a minute); `... vllm --token` fits the
+per-token cost (api_token_fast_us, below) the same way on the bursts' TPOTs.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ BOUND_US = {"vllm": 9900}
 METRICS = ("ttft_p50_ms", "ttft_mean_ms")
 
 
-def cases(engine: str) -> list[dict]:
-    """The burst TTFT cases through `engine`'s API server (see the module docstring)."""
+def cases(engine: str, metrics: tuple[str, ...] = METRICS) -> list[dict]:
+    """The burst cases through `engine`'s API server whose metric is one of `metrics` (the
+    TTFTs: see the module docstring)."""
     from roofline.cases.casefiles import load_serving_cases
 
     out = []
@@ -63,7 +65,7 @@ def cases(engine: str) -> list[dict]:
         for c in load_serving_cases(ROOT / f):
             if str(c.get("engine", "vllm")) != engine or c.get("arrivals") != "burst":
                 continue
-            if c.get("frontend", "api") == "api" and c["metric"] in METRICS:
+            if c.get("frontend", "api") == "api" and c["metric"] in metrics:
                 out.append(c)
     return out
 
@@ -97,10 +99,70 @@ def fit(
     return float(grid[int(np.argmin(scores))])
 
 
+# ---- the API server's time per streamed token (api_token_fast_us), on the bursts' TPOTs -------
+# The same event loop streams every token of every running request: the output processor's
+# per-token work (vllm/v1/engine/output_processor.py: detokenize, the request's output, its
+# queue) and, per chunk, the chat endpoint's server-sent event (serving_chat.py: a
+# ChatCompletionStreamResponse built and dumped to JSON, then written). With ~1,000 requests
+# streaming at once the loop, not the GPUs, sets the rate the client sees: gpustack's five vLLM
+# 0.11 ShareGPT bursts of 984 requests on 4-8 H100 (TP4, TP8, FP8 TP4/TP8 with and without EP,
+# decode steps up to 2x apart) all peak at 8,005-9,788 output tokens/s ("Peak output token
+# throughput", qwen3-235b-a22b/h100.md at gpustack@10e9444a), SGLang's on the same page at 8,791:
+# one host's cap, 102-125 us a token, if it is the server's; vLLM's own fix for such a cap is
+# --stream-interval (PR #27869: buffering 10 tokens a chunk, 57% more end to end at 1,024
+# concurrent requests of gpt-oss-20b on B200, the vLLM blog 'gpt-oss performance optimization',
+# 2026-02-01). Fitted on the bursts' per-request TPOT (median or mean) through the engine's API
+# server, as the harness times it ((E2E - TTFT) / (output - 1): tokens the server has not yet
+# streamed count against the request). Not adopted (hardware/engines.yaml keeps 40 us): 130 us on
+# all seven sources, 20 us with the Qwen3-235B page left out (gpustack's gpt-oss-120b page, whose
+# TPOTs the model already over-predicts, bounds it near 40 us), so out of sample it moves nothing
+# (docs/ACCURACY.md, "Not yet explained").
+TOKEN_GRID_US = tuple(range(20, 201, 10))
+TOKEN_METRICS = ("tpot_p50_ms", "tpot_mean_ms")
+
+
+def token_table(cat: Any, engine: str, rows: list[dict]) -> dict[str, list[tuple[float, ...]]]:
+    """source -> per case, log(expected / measured) at every TOKEN_GRID_US value (the engine's
+    profile alone patched: its version profiles keep their own)."""
+    from roofline.cases.serving import run_serving_case
+
+    out: dict[str, list[tuple[float, ...]]] = {}
+    for c in rows:
+        errs = []
+        for us in TOKEN_GRID_US:
+            got = run_serving_case(c, _Patched(cat, {(engine, "api_token_fast_s"): us * 1e-6}))
+            errs.append(float(np.log(got.expected / float(c["measured"]))))
+        out.setdefault(source_group(c), []).append(tuple(errs))
+    return out
+
+
+def token_fit(table: dict[str, list[tuple[float, ...]]], leave: str | None = None) -> float:
+    """The grid cost (us) minimising the sum of |log(expected / measured)| without `leave`."""
+    rows = [r for g, rs in table.items() if g != leave for r in rs]
+    if not rows:
+        return 0.0
+    scores = np.sum(np.abs(np.array(rows)), axis=0)
+    return float(TOKEN_GRID_US[int(np.argmin(scores))])
+
+
+def main_token(engine: str) -> None:
+    from roofline.catalog.load import load_catalog
+
+    table = token_table(load_catalog(), engine, cases(engine, TOKEN_METRICS))
+    n = sum(len(v) for v in table.values())
+    print(f"{engine}: {n} burst TPOT cases from {len(table)} sources")
+    print(f"all sources: {token_fit(table):.0f} us")
+    for g in sorted(table):
+        print(f"without {g}: {token_fit(table, g):.0f} us ({len(table[g])} cases)")
+
+
 def main() -> None:
     from roofline.catalog.load import load_catalog
 
     engine = sys.argv[1] if len(sys.argv) > 1 else "vllm"
+    if "--token" in sys.argv[2:]:
+        main_token(engine)
+        return
     pts = base(load_catalog(), engine, cases(engine))
     groups = sorted({g for g, *_ in pts})
     print(f"{engine}: {len(pts)} burst TTFT cases from {len(groups)} sources")
