@@ -57,11 +57,12 @@ def _units(info: PrefixInfo) -> np.ndarray:
 
 def _whole(chosen: np.ndarray, units: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Every request of a unit to the replica its first request (in `order`) got."""
-    first = np.full(int(units.max()) + 1, -1, dtype=np.int64)
-    for i in order:
-        if first[units[i]] < 0:
-            first[units[i]] = chosen[i]
-    return first[units]
+    unit, got = units.tolist(), chosen.tolist()  # (lists: the same values, walked faster)
+    first = [-1] * (max(unit) + 1)
+    for i in order.tolist():
+        if first[unit[i]] < 0:
+            first[unit[i]] = got[i]
+    return np.asarray(first, dtype=np.int64)[units]
 
 
 def route(
@@ -179,17 +180,18 @@ def split(
     local = np.where(succ >= 0, pos[np.maximum(succ, 0)], -1)
     # a moved turn continues what this replica holds of its conversation (an earlier turn's
     # KV is a prefix of its prompt), else starts a new conversation here
-    conv_of = info.conv.copy()
-    top = int(info.conv.max()) + 1
+    conv, cut, before = info.conv.tolist(), broken.tolist(), pred.tolist()  # (as lists: faster)
+    conv_of = list(conv)
+    top = max(conv) + 1
     here: dict[int, int] = {}  # conversation -> its id on this replica
-    for i in sel[np.argsort(info.turn[sel], kind="stable")]:
-        c = int(info.conv[i])
-        if broken[i]:
+    for i in sel[np.argsort(info.turn[sel], kind="stable")].tolist():
+        c = conv[i]
+        if cut[i]:
             conv_of[i] = here.get(c, top + i)
-        elif pred[i] >= 0:
-            conv_of[i] = conv_of[pred[i]]
-        here[c] = int(conv_of[i])
-    sub = info.reorder(order, conv_of[order], local, len(firsts))
+        elif before[i] >= 0:
+            conv_of[i] = conv_of[before[i]]
+        here[c] = conv_of[i]
+    sub = info.reorder(order, np.asarray(conv_of, dtype=info.conv.dtype)[order], local, len(firsts))
     times = sent_at[order]
     return order, sub, times
 
