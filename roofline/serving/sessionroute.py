@@ -57,11 +57,12 @@ def _units(info: PrefixInfo) -> np.ndarray:
 
 def _whole(chosen: np.ndarray, units: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Every request of a unit to the replica its first request (in `order`) got."""
-    first = np.full(int(units.max()) + 1, -1, dtype=np.int64)
-    for i in order:
-        if first[units[i]] < 0:
-            first[units[i]] = chosen[i]
-    return first[units]
+    unit, got = units.tolist(), chosen.tolist()  # (lists: the same values, walked faster)
+    first = [-1] * (max(unit) + 1)
+    for i in order.tolist():
+        if first[unit[i]] < 0:
+            first[unit[i]] = got[i]
+    return np.asarray(first, dtype=np.int64)[units]
 
 
 def route(
@@ -92,58 +93,65 @@ def route(
 
 
 def _cache_aware(info, prompts, replicas, sent_s, finish_s, units, order) -> np.ndarray:
-    pred = np.full(len(prompts), -1, dtype=np.int64)
+    """The cache-aware router's choice per request (route), walked over Python lists (the same
+    values as the arrays: one numpy element read per use cost most of the time)."""
+    n = len(prompts)
     has = info.succ >= 0
-    pred[info.succ[has]] = np.flatnonzero(has)
-    chosen = np.full(len(prompts), -1, dtype=np.int64)
-    unit_to = np.full(int(units.max()) + 1, -1, dtype=np.int64)
-    tree = np.zeros(replicas)  # tokens of the prompts sent to each replica
+    pred_a = np.full(n, -1, dtype=np.int64)
+    pred_a[info.succ[has]] = np.flatnonzero(has)
+    pred, unit, plen = pred_a.tolist(), units.tolist(), np.asarray(prompts).tolist()
+    sent, fin = sent_s.tolist(), finish_s.tolist()
+    group, shared = info.group.tolist(), info.shared.tolist()
+    hashes = None if info.hashes is None else [np.asarray(h).tolist() for h in info.hashes]
+    chosen = [-1] * n
+    unit_to = [-1] * (max(unit) + 1)
+    tree = [0.0] * replicas  # tokens of the prompts sent to each replica
     groups: list[set[int]] = [set() for _ in range(replicas)]
     sent_ids: list[set[int]] = [set() for _ in range(replicas)]  # hash ids sent to each
     running: list[list[float]] = [[] for _ in range(replicas)]
-    for i in order:
-        u = units[i]
+    for i in order.tolist():
+        u = unit[i]
         if unit_to[u] >= 0:
             chosen[i] = unit_to[u]
             continue
-        t = float(sent_s[i])
-        load = np.array([sum(1 for f in r if f > t) for r in running], dtype=float)
-        lo, hi = float(load.min()), float(load.max())
+        t = sent[i]
+        load = [float(sum(1 for f in r if f > t)) for r in running]
+        lo, hi = min(load), max(load)
         if hi - lo > BALANCE_ABS and hi > BALANCE_REL * lo:
-            j = int(np.argmin(load))
+            j = load.index(lo)  # the first least loaded
         else:
-            match = np.zeros(replicas)
-            g = int(info.group[i])
+            match = [0.0] * replicas
+            g = group[i]
             for k in range(replicas):
                 if g >= 0 and g in groups[k]:
-                    match[k] = float(info.shared[i])
-            if info.hashes is not None:  # a trace's block ids: the longest run sent there
+                    match[k] = float(shared[i])
+            if hashes is not None:  # a trace's block ids: the longest run sent there
                 for k in range(replicas):
                     run = 0
-                    for h in info.hashes[i]:
+                    for h in hashes[i]:
                         if h not in sent_ids[k]:
                             break
                         run += 1
                     match[k] = max(match[k], float(run * info.hash_block_tokens))
-            p = int(pred[i])
+            p = pred[i]
             if p >= 0 and chosen[p] >= 0:
-                k = int(chosen[p])
-                match[k] = max(match[k], float(prompts[p]))
-            share = match / max(float(prompts[i]), 1.0)
-            best = float(share.max())
-            if best > CACHE_THRESHOLD:
-                cand = np.flatnonzero(share == best)
-                j = int(cand[np.argmin(load[cand])])
+                k = chosen[p]
+                match[k] = max(match[k], float(plen[p]))
+            whole = max(float(plen[i]), 1.0)
+            share = [m / whole for m in match]
+            best = max(share)
+            if best > CACHE_THRESHOLD:  # the first least loaded of the best matched
+                j = min((k for k in range(replicas) if share[k] == best), key=load.__getitem__)
             else:
-                j = int(np.argmin(tree))
+                j = tree.index(min(tree))
         chosen[i] = unit_to[u] = j
-        tree[j] += float(prompts[i])
-        if int(info.group[i]) >= 0:
-            groups[j].add(int(info.group[i]))
-        if info.hashes is not None:
-            sent_ids[j].update(info.hashes[i].tolist())
-        running[j] = [f for f in running[j] if f > t] + [float(finish_s[i])]
-    return chosen
+        tree[j] += float(plen[i])
+        if group[i] >= 0:
+            groups[j].add(group[i])
+        if hashes is not None:
+            sent_ids[j].update(hashes[i])
+        running[j] = [f for f in running[j] if f > t] + [fin[i]]
+    return np.asarray(chosen, dtype=np.int64)
 
 
 def split(
@@ -172,17 +180,18 @@ def split(
     local = np.where(succ >= 0, pos[np.maximum(succ, 0)], -1)
     # a moved turn continues what this replica holds of its conversation (an earlier turn's
     # KV is a prefix of its prompt), else starts a new conversation here
-    conv_of = info.conv.copy()
-    top = int(info.conv.max()) + 1
+    conv, cut, before = info.conv.tolist(), broken.tolist(), pred.tolist()  # (as lists: faster)
+    conv_of = list(conv)
+    top = max(conv) + 1
     here: dict[int, int] = {}  # conversation -> its id on this replica
-    for i in sel[np.argsort(info.turn[sel], kind="stable")]:
-        c = int(info.conv[i])
-        if broken[i]:
+    for i in sel[np.argsort(info.turn[sel], kind="stable")].tolist():
+        c = conv[i]
+        if cut[i]:
             conv_of[i] = here.get(c, top + i)
-        elif pred[i] >= 0:
-            conv_of[i] = conv_of[pred[i]]
-        here[c] = int(conv_of[i])
-    sub = info.reorder(order, conv_of[order], local, len(firsts))
+        elif before[i] >= 0:
+            conv_of[i] = conv_of[before[i]]
+        here[c] = conv_of[i]
+    sub = info.reorder(order, np.asarray(conv_of, dtype=info.conv.dtype)[order], local, len(firsts))
     times = sent_at[order]
     return order, sub, times
 

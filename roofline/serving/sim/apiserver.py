@@ -37,14 +37,16 @@ class ApiQueue:
         another would spread them from 0 to p99)."""
         if self.request_s <= 0:
             return
-        free, i = 0.0, 0
+        sent = arrival[:upto].tolist()  # (Python floats: the same doubles, 10x faster to walk)
+        free, i, per = 0.0, 0, self.request_s
         while i < upto:
-            j = i + 1
-            while j < upto and arrival[j] == arrival[i]:
+            a, j = sent[i], i + 1
+            while j < upto and sent[j] == a:
                 j += 1
-            free = max(arrival[i], free) + (j - i) * self.request_s
-            arrival[i:j] = free
+            free = max(a, free) + (j - i) * per
+            sent[i:j] = [free] * (j - i)
             i = j
+        arrival[:upto] = sent
 
     def wait_s(self, now: float) -> float:
         """How long a token the engine emits at `now` waits for the work ahead of it."""

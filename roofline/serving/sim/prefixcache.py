@@ -216,6 +216,12 @@ class PrefixCache:
         finished turn with a next turn leaves (kvtiers: cache, pinned, offload, drop)."""
         self.info, self.blk = info, block
         self.store, self.retention = store, retention
+        # the per-request fields read on every admission and release, as Python ints (reading
+        # a numpy array one element at a time costs about 5 times more)
+        self.group, self.shared = info.group.tolist(), info.shared.tolist()
+        self.conv, self.succ = info.conv.tolist(), info.succ.tolist()
+        self.kept = None if info.retention is None else info.retention.tolist()
+        self.waits = None if info.wait_s is None else info.wait_s.tolist()
         self.tier_hits = [0] * (0 if store is None else len(store.levels))
         self.load_s = 0.0  # tier loads not yet charged to the engine's time (the scheduler's)
         self.load_total_s = 0.0
@@ -235,10 +241,10 @@ class PrefixCache:
 
     def group_delta(self, r: int, prefill_tokens: int) -> int:
         """The change of the correction `admit` will return (nothing changes)."""
-        g = int(self.info.group[r])
+        g = self.group[r]
         if g < 0:
             return 0
-        g_r = min(int(self.info.shared[r]) // self.blk, (prefill_tokens - 1) // self.blk)
+        g_r = min(self.shared[r] // self.blk, (prefill_tokens - 1) // self.blk)
         cached = self.group_blocks.get(g, 0)
         before = cached if self.pins.get(g, 0) else 0
         return max(cached, g_r) - before - g_r
@@ -247,13 +253,13 @@ class PrefixCache:
         """Sequence r starts a prefill pass of `prefill_tokens` tokens (prompt + generated), or
         comes back from a swap (`count` False): (tokens found cached, change of the
         correction)."""
-        blk, info = self.blk, self.info
+        blk = self.blk
         cap = (prefill_tokens - 1) // blk
-        g, c = int(info.group[r]), int(info.conv[r])
+        g, c = self.group[r], self.conv[r]
         delta, hit_g, g_r, chain = 0, 0, 0, True
         possible = 0
         if g >= 0:
-            g_r = min(int(info.shared[r]) // blk, cap)
+            g_r = min(self.shared[r] // blk, cap)
             cached = self.group_blocks.get(g, 0)
             hit_g = min(cached, g_r)
             possible = min(self.seen.get((0, g), 0), g_r)
@@ -302,16 +308,17 @@ class PrefixCache:
         own full blocks stay cached when `keep` (not for a swap, whose KV leaves the device),
         as the retention policy says when it `ended` and a next turn follows. Returns the
         change of the correction."""
-        info, blk = self.info, self.blk
-        g, c = int(info.group[r]), int(info.conv[r])
+        blk = self.blk
+        g, c = self.group[r], self.conv[r]
         g_r = self.counted.pop(r, 0)
         delta = g_r
         if keep:
             total = kv_tokens // blk
             own = max(total - g_r, 0)
             retain = "cache"
-            if ended and info.succ[r] >= 0:  # a next turn follows: the class's or the policy
-                retain = _retention_of(info, r, self.retention)
+            if ended and self.succ[r] >= 0:  # a next turn follows: the class's or the policy
+                code = -1 if self.kept is None else self.kept[r]
+                retain = RETENTIONS[code] if code >= 0 else self.retention
             if retain == "pinned" and own:
                 self.pinned_conv[c] = own
                 self.pinned_blocks += own
@@ -393,12 +400,6 @@ class PrefixCache:
             tuple(self.tier_hits),
             self.load_total_s,
         )
-
-
-def _retention_of(info: PrefixInfo, r: int, default: str) -> str:
-    """Request r's class's retention (a workload file's `retention`), else `default`."""
-    code = -1 if info.retention is None else int(info.retention[r])
-    return RETENTIONS[code] if code >= 0 else default
 
 
 __all__ = ["PrefixCache", "PrefixConfig", "PrefixInfo", "PrefixReport", "PrefixStats",
