@@ -15,7 +15,8 @@ The Triton era (vllm-v0, sglang-v0.4 on amd-instinct) is derived, not fitted (`t
 AITER era's factors on the family (below) times AMD's own figures for AITER over the kernels before
 it (the ROCm blog above: up to 3x fused MoE, 17x MLA decode), so x6 and x17. They were once fitted
 here on dstack's DeepSeek-R1 runs on 8x MI300X against the same runs on 8x H200 (the H200 runs'
-error taken as the harness's, validation/stack_kernels_control.yaml), which left the offline runs
+error taken as the harness's; those H200 runs are now scored high-load points in
+validation/highload_cases.yaml, dstack-offline-dsr1-h200x8-*), which left the offline runs
 +38% (vLLM 0.7.3) and +90% (SGLang 0.4.2) too fast in requests/s in sample: fitted on the one
 lab's runs and far off. Derived, nothing is fitted on them, and their 78 points go from 60% to 29%
 median |error| (docs/ACCURACY.md Mechanisms). `cases`, `control` and the grid below still serve a
@@ -47,7 +48,6 @@ if str(ROOT) not in sys.path:
 from validation.fit_seq_cost import med  # noqa: E402  (median |error| at a grid point)
 from validation.serving_crossval import CASE_FILES, _Patched, source_group  # noqa: E402
 
-CONTROL = "validation/stack_kernels_control.yaml"
 METRICS = ("requests_per_s", "output_tokens_per_s", "tpot_p50_ms", "tpot_mean_ms", "itl_p50_ms")
 MOE_GRID = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 MLA_GRID = (1.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0)
@@ -112,7 +112,7 @@ def control(cat: Any, engine: str, groups: set[str]) -> dict[str, float]:
     for the sources in `groups` that ran on Hopper too."""
     from roofline.cases.serving import run_serving_case
 
-    hop = cases(cat, engine, CONTROL_FAMILY, (*CASE_FILES, CONTROL))
+    hop = cases(cat, engine, CONTROL_FAMILY, CASE_FILES)
     out: dict[str, list[float]] = {}
     for c in hop:
         g = source_group(c)

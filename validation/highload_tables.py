@@ -215,6 +215,25 @@ def _stack(r: ServingResult) -> bool:
     )
 
 
+def _block_fp8_era(r: ServingResult) -> bool:
+    """A block-scaled FP8 MoE checkpoint (DeepSeek-V3/R1) on NVIDIA datacenter GPUs under an
+    early-2025 engine (vLLM before 0.8, SGLang before 0.4.4: hardware/engines.yaml vllm-v0 and
+    sglang-v0.4 block_fp8_prefill_factor, block_fp8_moe_layer_us)."""
+    from roofline.catalog.load import load_catalog
+    from roofline.engines.versions import parse_version
+
+    case = _case_keys().get(r.id, {})
+    v = parse_version(case.get("engine_version"))
+    floor = {"vllm": (0, 8), "sglang": (0, 4, 4)}.get(r.engine)
+    if r.family != "nvidia-datacenter" or floor is None or v is None or v >= floor:
+        return False
+    try:
+        m = load_catalog().model(str(case.get("model", "")))
+    except KeyError:
+        return False
+    return bool(m.block_scaled_fp8 and m.n_routed_experts > 0 and case.get("weights") == "fp8")
+
+
 @cache
 def _case_keys() -> dict[str, dict]:
     """id -> the case's keys in validation/highload_cases.yaml (what a mechanism acts on)."""
@@ -566,6 +585,27 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "host time per step fitted with the per-prompt charge, +0.8 points each)",
         _shared_prefill,
     ),
+    (
+        "The early-2025 engines' block-FP8 DeepSeek path on Hopper (vLLM 0.7, SGLang before "
+        "0.4.4; hardware/engines.yaml vllm-v0 and sglang-v0.4, nvidia-datacenter): their "
+        "128x128 block-scaled FP8 GEMMs ran on Triton's w8a8_block_fp8_matmul or vLLM's "
+        "CUTLASS sm90 kernel at 403-490 TFLOPS on an H100 (vllm-project/vllm PR #23280, "
+        "DeepSeek-V3's N 2,112 K 7,168 at 4,096-16,384 rows) against the Hopper FP8 curve's "
+        "1,508: x3 on the block-scaled GEMMs of a prefill step; and a decode step pays 345 µs "
+        "a block-FP8 MoE layer the curves do not time (grouped top-k as PyTorch ops, "
+        "moe_align_block_size, per-token-group quantisation), 20 ms over DeepSeek's 58, from "
+        "SGLang 0.4.1's own DeepSeek-V3 figures (sgl-project/sglang PR #2643: 33.0, 38.8, "
+        "42.1 ms a token at batch 1, 8, 32 where the curves gave 11.5, 16.4, 27.8; +4%, +5%, "
+        "-14% after). Nothing fitted on a validation case. dstack's 21 offline runs on 8 H200, "
+        "scored from now on (they were validation/stack_kernels_control.yaml, no before row): "
+        "requests/s SGLang 0.4.3 53% (+53%) → 19% (-13%), vLLM 0.7.4 49% (+49%) → 16% "
+        "(-16%); the same lab's online sweeps (validation/engine_sweeps.yaml, 48 points): "
+        "SGLang output tokens/s 121% → 9%, TPOT p50 53% → 10%, TTFT p50 59% → 7%; vLLM output "
+        "tokens/s 65% → 18%, TPOT p50 34% (-34%) → 30% (+30%), TTFT p50 58% → 11%, TTFT p99 "
+        "26% → 88% (+88%: V0's prefill-first queue at 128 users) [borrowed: vLLM takes "
+        "SGLang's time per layer]",
+        _block_fp8_era,
+    ),
 )
 
 
@@ -611,7 +651,7 @@ LEFT = (
     "them (the Mechanisms row) sit at -44% to -8% under vLLM 0.7.3 (median -18%, too slow) "
     "and -30% to +52% under SGLang 0.4.2 (+3%), where the fit once left them +18% to +43% and "
     "+58% to +148% in sample; their H200 twins from the same harness "
-    "(validation/stack_kernels_control.yaml) stay +34% to +83% (vLLM 0.7.4) and +25% to +200% "
+    "(dstack-offline-dsr1-h200x8-*) were +34% to +83% (vLLM 0.7.4) and +25% to +200% "
     "(SGLang 0.4.3) requests/s too fast, the H200 DeepSeek-R1 item below: the early-2025 "
     "engines on Hopper, no longer taken for the harness's offset on CDNA 3. The derived MoE "
     "x6 has the wrong shape over the batch, not only the wrong size: under vLLM 0.7.3 the "
@@ -631,7 +671,25 @@ LEFT = (
     "go +7% to +188% too fast (median +64%), as their H200 twins are (+25% to +200%): the "
     "early-2025 harness and engines run slower than the model on both vendors, and the "
     "derived x6 and x17 had been cancelling it. Not adopted (30 of AMD's 58 capacity points "
-    "would sit at +64%); the Triton-era factors stay as derived [uncertain]. The rest: vLLM "
+    "would sit at +64%); the Triton-era factors stay as derived [uncertain]. What that "
+    "slowness is, read off the same lab's online sweeps (validation/engine_sweeps.yaml): at 4 "
+    "users the early-2025 engines decode DeepSeek-R1 at 26-46 ms a step on both vendors "
+    "(H200: vLLM 26, SGLang 43; MI300X: SGLang 35, vLLM 46) where the curves give 15-18 ms, "
+    "and their TTFT p50 is 2-2.5x the modelled prefill; on Hopper both are now modelled from "
+    "sources outside the validation files (the block-FP8 Mechanisms row). The same two on "
+    "CDNA 3 with the sourced MoE x3 / MLA x1 (block-FP8 prefill x2 [no source: no early-2025 "
+    "Triton block-FP8 GEMM table on MI300X], Hopper's 345 µs a layer borrowed) bring the "
+    "MI300X online sweeps within about 10-20% (TPOT p50 +13% and +14% median, output tokens/s "
+    "-6% and -8%, TTFT p50 -34% and -5%, SGLang and vLLM) and vLLM 0.7.3's offline rows to "
+    "19% (+4%), but SGLang 0.4.2's offline rows stay 53% (+53%), growing past 128 prompts "
+    "(+40% at 128 to +99% at 1,024): SGLang before 0.4.4 captures CUDA graphs up to batch "
+    "160 only (capture_bs [1, 2, 4] + 8..160, cuda_graph_max_bs 160, "
+    "sglang/srt/model_executor/cuda_graph_runner.py), and an MI300X's KV holds about 340 "
+    "running sequences where an H200's holds 169, so those batches decode eagerly, which the "
+    "step's max(GPU time, launches) with 11 kernels a layer does not charge (DeepSeek's layer "
+    "launches about 50). Not adopted on AMD (the 30 rows would go from about 18% to 23%) "
+    "until the prefill factor has a source and eager steps past the graph sizes are "
+    "modelled. The rest: vLLM "
     "0.10.0's 70B rows (+10% to +28%, below) and upstream vLLM 0.6.3's 405B bursts (+112% to "
     "+133%, below).\n"
     "- AMD, upstream vLLM 0.6.3 built from source on ROCm 6.1 (dstack's Llama 3.1 405B BF16 on "
@@ -717,7 +775,9 @@ LEFT = (
     "-24%. What remains is not the MoE kernel: the dstack and gpustack TensorRT-LLM runs (EP4, "
     "EP8, where the scheduler's walk is 32-64 experts) predict 3x their measured throughput, "
     "and the early-2025 Triton kernels of vllm-v0 and sglang-v0.4 have no measured module (they "
-    "borrow TensorRT-LLM's curve).\n"
+    "borrow TensorRT-LLM's curve). Those two now pay their block-FP8 path (the last Mechanisms "
+    "row): dstack's SGLang 0.4.3 TPOT p50 -53% → -10%, vLLM 0.7.4 -34% → +30% (vLLM takes "
+    "SGLang's time per layer, too much for it at 4-8 users: +29% to +41%) [borrowed].\n"
     "- NVIDIA, TPOT p50 of ~1,000-request ShareGPT bursts through vLLM 0.11 (gpustack's "
     "Qwen3-235B page, five layouts: -31% to -65%; its DeepSeek-R1 H200 page -62%) where the "
     "same pages' random-length bursts are within -10% to +23%: the measured TPOT p50 "

@@ -132,6 +132,8 @@ _ENGINE_KEYS = {
     "cpu_per_seq_device": (list, False),
     "moe_time_factor": (dict, False),
     "mla_decode_time_factor": (dict, False),
+    "block_fp8_prefill_factor": (dict, False),
+    "block_fp8_moe_layer_us": (dict, False),
     "start_s": (NUM, False),
     "load_gb_per_s": (NUM, False),
     "base": (str, False),
@@ -351,12 +353,15 @@ def _link_curve(where: str, table: dict[Any, Any]) -> LinkCurve:
     return LinkCurve(lat, share)
 
 
-def _per_family_us(where: str, data: dict) -> tuple[tuple[str, float], ...]:
-    """A mapping family -> µs (cpu_per_seq_us) as (family, seconds) pairs; values non-negative."""
+def _per_family_us(
+    where: str, data: dict, key: str = "cpu_per_seq_us"
+) -> tuple[tuple[str, float], ...]:
+    """A mapping family -> µs (cpu_per_seq_us, block_fp8_moe_layer_us) as (family, seconds)
+    pairs; values non-negative."""
     out: dict[str, float] = {}
     for fam, value in data.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise CatalogError(f"{where}: cpu_per_seq_us.{fam} must be a non-negative number")
+            raise CatalogError(f"{where}: {key}.{fam} must be a non-negative number")
         out[str(fam)] = float(value) * US
     return tuple(sorted(out.items()))
 
@@ -427,6 +432,12 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         moe_time_factor=_per_family_factor(where, "moe_time_factor", d.get("moe_time_factor", {})),
         mla_decode_time_factor=_per_family_factor(
             where, "mla_decode_time_factor", d.get("mla_decode_time_factor", {})
+        ),
+        block_fp8_prefill_factor=_per_family_factor(
+            where, "block_fp8_prefill_factor", d.get("block_fp8_prefill_factor", {})
+        ),
+        block_fp8_moe_layer_s=_per_family_us(
+            where, d.get("block_fp8_moe_layer_us", {}), "block_fp8_moe_layer_us"
         ),
         start_s=values["start_s"],
         load_bytes_per_s=values["load_gb_per_s"] * 1e9,

@@ -37,6 +37,7 @@ from roofline.step.overlap import overlaps, shared_expert_overlap
 from roofline.timing.host import (
     Calibration,
     EngineProfile,
+    block_fp8_moe_layer_s,
     calibration_of,
     compute_turn_rows,
     kernel_time_factor,
@@ -176,15 +177,25 @@ def _own_kernels(
 ) -> list[OpResult]:
     """The ops the engine runs on kernels of its own, at their time on this family
     (host.kernel_time_factor): the routed experts' fused MoE GEMMs in every phase, MLA's
-    absorbed attention in decode (prefill runs MLA un-absorbed, as MHA). The ideal is kept."""
+    absorbed attention in decode (prefill runs MLA un-absorbed, as MHA); block-scaled FP8
+    GEMMs in prefill (kind "fp8_prefill"), and a decode step's fixed time per block-FP8 MoE
+    layer (host.block_fp8_moe_layer_s) on the routed experts. The ideal is kept."""
     moe = kernel_time_factor(profile, family, "moe")
     att = kernel_time_factor(profile, family, "mla") if mla and phase == "decode" else 1.0
-    if moe == 1.0 and att == 1.0:
+    fp8 = kernel_time_factor(profile, family, "fp8_prefill") if phase != "decode" else 1.0
+    fixed = block_fp8_moe_layer_s(profile, family) if phase == "decode" else 0.0
+    if moe == 1.0 and att == 1.0 and fp8 == 1.0 and fixed == 0.0:
         return results
     out = []
     for r in results:
-        x = moe if r.op.name == "moe.experts" else att if r.op.kind == "attention" else 1.0
-        out.append(r if x == 1.0 else replace(r, t_expected_s=r.t_expected_s * x))
+        op = r.op
+        x = moe if op.name == "moe.experts" else att if op.kind == "attention" else 1.0
+        if op.block_scaled and op.kind == "matmul":
+            x *= fp8
+        add = fixed * op.layers if op.name == "moe.experts" and op.block_scaled else 0.0
+        if x != 1.0 or add:
+            r = replace(r, t_expected_s=r.t_expected_s * x + add)
+        out.append(r)
     return out
 
 

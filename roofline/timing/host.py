@@ -77,6 +77,12 @@ class EngineProfile:
     # time over the kernel curves' (family, factor) pairs (absent: 1): kernel_time_factor
     moe_time_factor: tuple[tuple[str, float], ...] = ()
     mla_decode_time_factor: tuple[tuple[str, float], ...] = ()
+    # the engine's block-scaled FP8 GEMMs (fine-grained 128x128 scales, DeepSeek-V3/R1) in prefill
+    # over the family curve's time, and the fixed time per block-FP8 MoE layer of a decode step
+    # outside the curves, (family, factor) and (family, s) pairs (absent: 1 and 0):
+    # kernel_time_factor kind "fp8_prefill", block_fp8_moe_layer_s
+    block_fp8_prefill_factor: tuple[tuple[str, float], ...] = ()
+    block_fp8_moe_layer_s: tuple[tuple[str, float], ...] = ()
     # a new replica's start (roofline/serving/day.py scale_up_delay_s): the engine's start
     # after its weights are read (imports, torch.compile, CUDA graph capture) and the read
     # bandwidth of its weights from storage; 0: no sourced figure
@@ -180,10 +186,17 @@ def kernel_time_factor(profile: EngineProfile | None, family: str, kind: str) ->
     MI300X', 2025-03-21: AITER block-scale fused MoE up to 3x, AITER MLA decode up to 17x over
     them; vLLM blog 'Beyond Porting', 2025-12-16: vLLM's TRITON_MLA 1.2-1.4x the time of
     ROCM_AITER_MLA, AITER opt-in through VLLM_ROCM_USE_AITER=1). Fitted per engine x family by
-    validation/fit_stack_kernels.py, never per case."""
+    validation/fit_stack_kernels.py, never per case. Kind "fp8_prefill": the engine's
+    block-scaled FP8 GEMMs (dense linears and routed experts of a 128x128-block checkpoint) in
+    prefill, where they run compute bound (block_fp8_moe_layer_s says where the figures come
+    from)."""
     if profile is None:
         return 1.0
-    pairs = profile.moe_time_factor if kind == "moe" else profile.mla_decode_time_factor
+    pairs = {
+        "moe": profile.moe_time_factor,
+        "mla": profile.mla_decode_time_factor,
+        "fp8_prefill": profile.block_fp8_prefill_factor,
+    }[kind]
     for fam, x in pairs:
         if fam == family:
             return x
@@ -226,3 +239,20 @@ def calibration_of(eff, engine: str) -> Calibration:
         error_band=eff.error_band,
         source=eff.source,
     )
+
+
+def block_fp8_moe_layer_s(profile: EngineProfile | None, family: str) -> float:
+    """Fixed time per block-FP8 MoE layer of a decode step on `family` beyond the kernel curves
+    (hardware/engines.yaml block_fp8_moe_layer_us; 0 where none is named): the early-2025
+    engines' DeepSeek-V3/R1 layer (vLLM 0.7, SGLang before 0.4.4) routes and quantises through
+    chains of small kernels the curves hold no time for (grouped top-k over 256 experts as
+    PyTorch ops, moe_align_block_size, per-token-group FP8 quantisation before each block-scaled
+    GEMM, the experts' sum), paid every step whatever the batch. Sourced per family in
+    hardware/engines.yaml (SGLang 0.4.1's DeepSeek-V3 decode at batch 1, 8 and 32, sgl-project/
+    sglang pull request #2643), never fitted per case."""
+    if profile is None:
+        return 0.0
+    for fam, x in profile.block_fp8_moe_layer_s:
+        if fam == family:
+            return x
+    return 0.0
