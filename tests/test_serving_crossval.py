@@ -160,3 +160,29 @@ def test_every_refit_table_names_every_source_its_fit_uses(cat):
     )
     for engine, fits in sc.STACK_FIT.items():
         assert set(fits) == groups(fit_stack_kernels.cases(cat, engine, sc.STACK_FAMILY))
+
+
+def test_amd_v0_refits_are_what_the_fit_prints(cat):
+    # validation/serving_crossval.py AMD_V0_FIT is pasted from `python -m validation.fit_amd_v0`
+    # (~15 s); a catalog change that moves the fit must move the table too, else the left-out
+    # source is scored with a figure fitted with it
+    from validation import fit_amd_v0
+    from validation.serving_crossval import AMD_V0_FIT
+
+    _, _, without = fit_amd_v0.refits(cat)
+    assert {g: round(s * 1e6) for g, s in AMD_V0_FIT.items()} == without
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_api_request_refits_are_what_the_fit_prints(cat, engine):
+    # API_REQUEST_FIT / SGLANG_API_REQUEST_FIT are pasted from `python -m
+    # validation.fit_api_request <engine>` (~2 s): the same check as AMD_V0_FIT's
+    from validation import fit_api_request as f
+    from validation.serving_crossval import API_REQUEST_FIT, SGLANG_API_REQUEST_FIT
+
+    table = {"vllm": API_REQUEST_FIT, "sglang": SGLANG_API_REQUEST_FIT}[engine]
+    pts = f.base(cat, engine, f.cases(engine))
+    cap = f.BOUND_US.get(engine, 1e9)
+    assert {g: round(s * 1e6) for g, s in table.items()} == {
+        g: round(f.fit(pts, g, cap)) for g in table
+    }
