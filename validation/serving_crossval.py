@@ -88,6 +88,8 @@ class ServingFit:
 
 # vLLM V0's per-sequence host cost (hardware/engines.yaml vllm-v0) refitted without each of the
 # three sources it was fitted on, as `python -m validation.fit_engine_versions vllm-v0` prints
+# [stale: that script now fits at the base engine's cpu_step, vllm's 1625 us, where vllm-v0 runs
+# at 1450 (hardware/engines.yaml); at 1625 it prints 250 us without AMD's README, 225 here]
 V0_FIT = {
     "https://github.com/LambdaLabsML/vllm-benchmark/blob/0e8fc5d0f9865a326666cb82aeb2d8dc74c82c5e/"
     "benchmark_v0.md": 50e-6,
