@@ -75,3 +75,114 @@ def test_trtllm_014_light_load_ttft_moves_by_the_latency_difference():
     assert len(rows) == 12  # the 12 QPS-2 rows of the v0.14 online table
     for r in rows:
         assert r.out_of_sample - r.in_sample == pytest.approx(8.0, abs=0.05), r.id
+
+
+def test_leaving_out_amds_v1_tables_refits_vllms_step_figures(cat):
+    # AMD's ROCm/vllm dev-docker README at 040de12 holds the vLLM 0.10.0 latency table that
+    # validation/calibrate.py fits vLLM's cpu_step and its amd-instinct per-sequence cost (65 us)
+    # on (validation/extra_cases.yaml) and the throughput table scored at full load
+    # (validation/highload_cases.yaml): one publication. Without it no amd-instinct vLLM step
+    # case ran two batch sizes, so the family pays no per-sequence cost (hardware/engines.yaml's
+    # rule for a family not named), and cpu_step is fitted on the vLLM CI's H200 and A100 tables
+    # alone, which no longer weigh it against AMD's (the shipped 1625 us is both families' pick)
+    from validation.serving_crossval import ROCM_V1_TABLES, all_fits, patch_without
+
+    hw = cat.accelerator("amd-mi300x")
+    assert dict(hw.efficiency.engines["vllm"].cpu_per_seq_s) == {"amd-instinct": 65e-6}
+    patch, why = patch_without(ROCM_V1_TABLES, hw, all_fits())
+    assert patch[("vllm", "cpu_per_seq_s")] == ()
+    step = patch[("vllm", "cpu_step_s")]
+    assert step != pytest.approx(1625e-6) and 0 <= step <= 4000e-6  # calibrate.py's grid
+    assert all("validation/calibrate.py" in w for w in why)
+    # without the new fits (FITS alone) the source's cases kept the in-sample figures
+    assert patch_without(ROCM_V1_TABLES, hw)[0] == {}
+
+
+def test_leaving_out_nims_page_borrows_the_fitted_engines_median_cpu_step(cat):
+    # TensorRT-LLM's cpu_step_us (1525) is fitted on NIM's concurrency-1 ITL rows of its
+    # Llama-3.3-70B page (validation/extra_cases.yaml), whose other rows are serving cases
+    # (validation/engine_sweeps.yaml). Without them TensorRT-LLM has no decode step case and
+    # takes the median of the engines fitted (validation/crossval.py): gpt-fast 0, llama.cpp
+    # 1550 and vLLM 1625 us (hardware/engines.yaml) -> 1550 us
+    from validation.serving_crossval import STEP_SOURCES, all_fits, patch_without
+
+    nim = "https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance.md"
+    assert nim in STEP_SOURCES
+    patch, _ = patch_without(nim, cat.accelerator("nvidia-h100-sxm"), all_fits())
+    assert patch == {("trtllm", "cpu_step_s"): pytest.approx(1550e-6)}
+
+
+def test_every_step_source_scored_here_is_mapped(cat):
+    # a step case (validation/calibrate.py's fit) whose source text names a serving source's
+    # page is the same publication: STEP_SOURCES must map it, else leaving the page out here
+    # keeps figures fitted on it (in sample in disguise)
+    from roofline.cases.casefiles import load_serving_cases
+    from validation.calibrate import fitted_bases
+    from validation.serving_crossval import CASE_FILES, STEP_SOURCES, source_group
+
+    serving = {source_group(c) for f in CASE_FILES for c in load_serving_cases(ROOT / f)}
+    step_groups = {b.group for b in fitted_bases(cat)}
+    assert set(STEP_SOURCES) <= serving and set(STEP_SOURCES.values()) <= step_groups
+    for b in fitted_bases(cat):
+        for g in serving:
+            page = g.removeprefix("https://").removesuffix(".md")
+            if page in b.case.source or page in b.group:
+                assert STEP_SOURCES.get(g) == b.group, (b.case.id, g)
+
+
+def test_every_refit_table_names_every_source_its_fit_uses(cat):
+    # each figure's leave-one-source-out values (the tables the fit scripts print) must cover
+    # every source the fit script fits on: a source missing from its table is scored with the
+    # figure fitted on it
+    from roofline.cases.casefiles import load_serving_cases
+    from validation import (
+        fit_amd_v0,
+        fit_api_request,
+        fit_engine_versions,
+        fit_seq_cost,
+        fit_stack_kernels,
+    )
+    from validation import serving_crossval as sc
+    from validation.engine_sweeps_report import load
+
+    def groups(cases) -> set[str]:
+        return {sc.source_group(c) for c in cases}
+
+    every = [c for f in sc.CASE_FILES for c in load_serving_cases(ROOT / f)]
+    v0 = fit_engine_versions.version_cases("vllm-v0", cat, load(fit_engine_versions.PATH))
+    assert set(sc.V0_FIT) == groups(c for c in v0 if not fit_engine_versions.excluded(c))
+    assert set(sc.AMD_V0_FIT) == groups(fit_amd_v0.cases(cat))
+    assert set(sc.SGLANG_SEQ_FIT) == groups(fit_seq_cost.cases(cat, "sglang", sc.SGLANG_SEQ_FAMILY))
+    assert set(sc.API_REQUEST_FIT) == groups(fit_api_request.cases("vllm"))
+    assert set(sc.SGLANG_API_REQUEST_FIT) == groups(fit_api_request.cases("sglang"))
+    assert set(sc.GAUDI_K) == groups(
+        c for c in every if cat.accelerator(c["hardware"]).family == "intel-gaudi"
+    )
+    for engine, fits in sc.STACK_FIT.items():
+        assert set(fits) == groups(fit_stack_kernels.cases(cat, engine, sc.STACK_FAMILY))
+
+
+def test_amd_v0_refits_are_what_the_fit_prints(cat):
+    # validation/serving_crossval.py AMD_V0_FIT is pasted from `python -m validation.fit_amd_v0`
+    # (~15 s); a catalog change that moves the fit must move the table too, else the left-out
+    # source is scored with a figure fitted with it
+    from validation import fit_amd_v0
+    from validation.serving_crossval import AMD_V0_FIT
+
+    _, _, without = fit_amd_v0.refits(cat)
+    assert {g: round(s * 1e6) for g, s in AMD_V0_FIT.items()} == without
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_api_request_refits_are_what_the_fit_prints(cat, engine):
+    # API_REQUEST_FIT / SGLANG_API_REQUEST_FIT are pasted from `python -m
+    # validation.fit_api_request <engine>` (~2 s): the same check as AMD_V0_FIT's
+    from validation import fit_api_request as f
+    from validation.serving_crossval import API_REQUEST_FIT, SGLANG_API_REQUEST_FIT
+
+    table = {"vllm": API_REQUEST_FIT, "sglang": SGLANG_API_REQUEST_FIT}[engine]
+    pts = f.base(cat, engine, f.cases(engine))
+    cap = f.BOUND_US.get(engine, 1e9)
+    assert {g: round(s * 1e6) for g, s in table.items()} == {
+        g: round(f.fit(pts, g, cap)) for g in table
+    }

@@ -26,7 +26,14 @@ sys.path.insert(0, str(ROOT))
 
 from roofline.cases.casefiles import load_cases  # noqa: E402
 from roofline.catalog.load import Catalog, load_catalog  # noqa: E402
-from validation.crossval import Base, CrossResult, cross_validate, family_bands, make_bases  # noqa: E402
+from validation.crossval import (  # noqa: E402
+    Base,
+    CrossResult,
+    cross_validate,
+    family_bands,
+    fit,
+    make_bases,
+)
 
 CASE_FILES = ("validation/public_cases.yaml", "validation/extra_cases.yaml")
 HELD_OUT = "validation/heldout_cases.yaml"
@@ -84,16 +91,36 @@ def fallback_shares(cat: Catalog) -> dict[str, float]:
     }
 
 
-def run(cat: Catalog | None = None):
-    """(catalog, fit on all cases, leave-one-source-out results, held-out results)."""
-    cat = cat or load_catalog()
-    cases = [c for f in CASE_FILES for c in load_cases(ROOT / f)] + gguf_decode_levers()
-
+def _lookup(cat: Catalog):
     def lookup(c):
         return cat.model(c.model), cat.accelerator(c.hardware)
 
-    bases = make_bases(cases, lookup, cat)
-    held = make_bases(load_cases(ROOT / HELD_OUT), lookup, cat)
+    return lookup
+
+
+def fitted_bases(cat: Catalog) -> list[Base]:
+    """The cases this script fits on, each evaluated once (validation/crossval.py make_bases)."""
+    cases = [c for f in CASE_FILES for c in load_cases(ROOT / f)] + gguf_decode_levers()
+    return make_bases(cases, _lookup(cat), cat)
+
+
+def fits_without(
+    groups: tuple[str, ...], cat: Catalog | None = None
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The fit on every case and, per source group in `groups` (validation/crossval.py
+    source_group), the fit on the cases of the other sources: what validation/serving_crossval.py
+    patches when it leaves out a serving source that is also one of these tables."""
+    cat = cat or load_catalog()
+    bases, fallback = fitted_bases(cat), fallback_shares(cat)
+    without = {g: fit([b for b in bases if b.group != g], fallback) for g in groups}
+    return fit(bases, fallback), without
+
+
+def run(cat: Catalog | None = None):
+    """(catalog, fit on all cases, leave-one-source-out results, held-out results)."""
+    cat = cat or load_catalog()
+    bases = fitted_bases(cat)
+    held = make_bases(load_cases(ROOT / HELD_OUT), _lookup(cat), cat)
     full, loso, never = cross_validate(bases, fallback_shares(cat), held)
     return cat, full, loso, never
 

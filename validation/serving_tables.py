@@ -21,7 +21,7 @@ import numpy as np
 
 from roofline.domain.errors import InputError
 from roofline.engines.versions import parse_version
-from validation.serving_crossval import ERRORS, FITS, ServingResult, load
+from validation.serving_crossval import ERRORS, ServingResult, all_fits, load
 
 BEFORE = ERRORS.with_name("serving_before.csv")
 CLASSES = (  # (label, band of validation/bands.py, the case metrics it gathers)
@@ -270,11 +270,12 @@ def section() -> str:
     rs, skipped = load()
     rs = list(rs)
     _, old_skipped = before()
+    fitted_on = all_fits()  # FITS and the step-case fits of publications scored here too
     fits = "; ".join(
         f"{f.engine} `{f.field.removesuffix('_s')}_us` on {' + '.join(f.groups)}"
         if not f.engine.startswith("family:")
         else f"{f.engine.removeprefix('family:')} `{f.field}` share on {' + '.join(f.groups)}"
-        for f in FITS
+        for f in fitted_on
     )
     skip_note = (
         f"; {len(skipped)} more are skipped because the catalog has no profile of their engine ("
@@ -283,10 +284,10 @@ def section() -> str:
         if skipped
         else ""
     )
-    one_source = sum(len(f.groups) == 1 for f in FITS)
+    one_source = sum(len(f.groups) == 1 for f in fitted_on)
     fitted = (
-        f"{len(FITS)} figures in hardware/engines.yaml and hardware/families.yaml were fitted "
-        "on these cases "
+        f"{len(fitted_on)} figures in hardware/engines.yaml and hardware/families.yaml were fitted "
+        "on these cases' sources "
         f"({one_source} on one source each, the others on several)"
     )
     sweeps = [r for r in rs if r.file == "validation/engine_sweeps.yaml"]
@@ -303,8 +304,10 @@ def section() -> str:
         "sources, refitted on the other two); with no other source to fit it on, vLLM's "
         "request latency falls back to 0 (the server's path not modelled), "
         "`api_token_slow_us` to the fast path's `api_token_fast_us`, and TensorRT-LLM's request "
-        "latency to vLLM's on the same device (borrowed, as SGLang's is). Everything else the "
-        "simulator reads was fitted on other data (kernel timings, step cases). **In sample**: "
+        "latency to vLLM's on the same device (borrowed, as SGLang's is); a source with step "
+        "cases too has validation/calibrate.py's engine figures refitted without its step rows. "
+        "Everything else the simulator reads was fitted on other data (kernel timings, other "
+        "step cases). **In sample**: "
         "the catalog as shipped.\n",
         "**Before** is the model at commit 165ff4a, before issue 24's engine work "
         "(validation/serving_before.py, stored in validation/serving_before.csv): the same "
