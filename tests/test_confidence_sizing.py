@@ -236,8 +236,9 @@ def test_p90_prunes_only_layouts_no_better_than_their_chip_and_alike_at_any_work
     chip's answer, and the rounds give every layout the same limit (sizerounds), so the rows
     are the same in this process and over two workers. Here b200's TP2 and TP4 are pruned
     against TP1's fleet, each by one of the two rules (that check: reporting one replica fewer
-    fails, "its bounds so far"; or its rate bound), TP2 by the check. SLOs at p95: the searches' runs hold 1,000 requests (50 beyond the percentile,
-    slo_requests) where p99's hold 5,000, and the layouts are pruned the same ways."""
+    fails, "its bounds so far"; or its rate bound), TP2 by the check. SLOs at p95: the
+    searches' runs hold 1,000 requests (50 beyond the percentile, slo_requests) where p99's
+    hold 5,000, and the layouts are pruned the same ways."""
     args = ("size", "llama-3.1-70b", "--hardware", "b200", "--rate", "20", "--prompt", "2k",
             "--output", "500", "--slo-ttft", "2s", "--slo-tpot", "50ms", "--slo-pct", "95",
             "--requests", "300", "--weights", "fp8", "--format", "json", "--confidence", "p90",
