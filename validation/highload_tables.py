@@ -627,8 +627,10 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "cudaMemGetInfo's total on an A100-SXM4-80GB is 81,251 MiB (CUDA deviceQuery; "
         "PyTorch's OOM message on an A100 80GB reads the same 79.35 GiB) against nvidia-smi's "
         "81,920, so 602 MiB (2,408 Qwen3-32B tokens) less KV (hardware/*.yaml "
-        "memory.cuda_total_mib, roofline/step/memory.py engine_total_bytes). Acts where the "
-        "catalog has the runtime total: the A100 80GB SXM only so far",
+        "memory.cuda_total_mib, roofline/step/memory.py engine_total_bytes); an H100's 79.11 "
+        "GiB (PyTorch's OOM message under vLLM, vllm-project/vllm issue #27508) against "
+        "81,559 MiB: 550 MiB. Acts where the catalog has the runtime total: the A100 80GB SXM "
+        "and H100 SXM so far",
         _cuda_total_trtllm,
     ),
 )

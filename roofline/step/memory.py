@@ -14,7 +14,8 @@ The capacity vLLM and TensorRT-LLM start from is the CUDA runtime's total, torch
 gpu_memory_utilization; TensorRT-LLM: tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator at
 NVIDIA/TensorRT-LLM@d8ae02ca, `end, total_gpu_memory = torch.cuda.mem_get_info()`), which is
 below the driver's total (nvidia-smi) by what the driver keeps for itself: 81,251 MiB on an
-A100-SXM4-80GB against 81,920 (hardware/*.yaml memory.cuda_total_mib, where published). Applied to
+A100-SXM4-80GB against 81,920, 81,009 on an H100 against 81,559 (hardware/*.yaml
+memory.cuda_total_mib, where published). Applied to
 TensorRT-LLM only so far [uncertain for vLLM: the same read, but its profiled activation peak here
 is 8,192 tokens for every version, where V0 with chunked prefill profiled 512, so the pool would
 come out too small: Lambda's Llama-3.1-70B FP8 on one A100 under vLLM 0.5.4 would not fit].
