@@ -263,6 +263,20 @@ def _sglang_derived_fraction(r: ServingResult) -> bool:
     )
 
 
+def _cuda_total_trtllm(r: ServingResult) -> bool:
+    from roofline.step.memory import CUDA_TOTAL_ENGINES
+
+    return r.engine in CUDA_TOTAL_ENGINES and r.hardware in _cuda_total_hardware()
+
+
+@cache
+def _cuda_total_hardware() -> frozenset[str]:
+    from roofline.catalog.load import load_catalog
+
+    cat = load_catalog()
+    return frozenset(h for h, a in cat.accelerators.items() if a.cuda_total_bytes is not None)
+
+
 def _shared_expert_trtllm(r: ServingResult) -> bool:
     model = str(_case_keys().get(r.id, {}).get("model", ""))
     return r.engine == "trtllm" and model.startswith(("deepseek", "llama-4"))
@@ -606,6 +620,19 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "SGLang's time per layer]",
         _block_fp8_era,
     ),
+    (
+        "TensorRT-LLM's KV pool from the CUDA runtime's total, not the driver's: KvCacheCreator "
+        "(tensorrt_llm/_torch/pyexecutor/_util.py at NVIDIA/TensorRT-LLM@d8ae02ca) takes the "
+        "total from torch.cuda.mem_get_info and keeps 0.9 x (total - profiling peak); "
+        "cudaMemGetInfo's total on an A100-SXM4-80GB is 81,251 MiB (CUDA deviceQuery; "
+        "PyTorch's OOM message on an A100 80GB reads the same 79.35 GiB) against nvidia-smi's "
+        "81,920, so 602 MiB (2,408 Qwen3-32B tokens) less KV (hardware/*.yaml "
+        "memory.cuda_total_mib, roofline/step/memory.py engine_total_bytes); an H100's 79.11 "
+        "GiB (PyTorch's OOM message under vLLM, vllm-project/vllm issue #27508) against "
+        "81,559 MiB: 550 MiB. Acts where the catalog has the runtime total: the A100 80GB SXM "
+        "and H100 SXM so far",
+        _cuda_total_trtllm,
+    ),
 )
 
 
@@ -750,8 +777,16 @@ LEFT = (
     "NCCL and CUDA graphs among the latter), the rule here (roofline/step/memory.py) with "
     "1.5 GiB of activations and 0.9 GiB of runtime for that model. With 3 GB more held back "
     "the three move together to -2%, -5% and -3% (the ShareGPT burst; requests/s +5% and +8% "
-    "at 4,000 and 2,000 in), but no source gives the PyTorch backend's profiling peak, so "
-    "nothing is changed.\n"
+    "at 4,000 and 2,000 in). The runtime's total explains 0.6 GiB of it (the Mechanisms row: "
+    "ShareGPT +5%, -14%, +11% → +4%, -11%, +8%; 4,000 in +12%, -12%, +20% → +9%, -8%, +14%; "
+    "2,000 in +13%, -12%, +19% → +11%, -10%, +15%). The rest is not in the source as read: "
+    "the dummy prompts total max_num_tokens (8,192) in requests of min(max_num_tokens, "
+    "max_seq_len - 1) tokens with one output token each, and the PyTorch backend computes "
+    "logits for the last token of each (about 1.3 GiB of activations for Qwen3-32B, the "
+    "residual stream and the MLP's gate/up and SiLU outputs); the sampler is TorchSampler "
+    "unless beam search (instantiate_sampler), whose buffers are token ids, not logits; CUDA "
+    "graphs (generation-only, batch sizes up to 128 in 1.x logs) are captured before the "
+    "profile and land in its non-torch part with the CUDA context. Nothing else is changed.\n"
     "- NVIDIA, TTFT p50 of 1,000-request bursts too fast where requests/s is right "
     "(gpustack's A100 page: -12% to -15% beside +3% to +8% under all three engines): a "
     "burst's median TTFT is the time the 500th request is first scheduled, about (500 - the "

@@ -45,6 +45,9 @@ _MEMORY_KEYS = {
     "bandwidth_tb_s": (NUM, True),
     "usable_mib": (NUM, False),  # the driver's total (nvidia-smi memory.total), sourced
     "reserve_share": (NUM, False),  # without usable_mib: the share the driver keeps back
+    # the CUDA runtime's total (cudaMemGetInfo, torch.cuda.mem_get_info), below the driver's by
+    # what the driver keeps for itself: what vLLM and TensorRT-LLM size their KV pools against
+    "cuda_total_mib": (NUM, False),
 }
 # Without a published driver total, usable = capacity × (1 − DEFAULT_RESERVE_SHARE): the cited
 # totals fall short of the binary capacity by 0.44% (H100 SXM 81,559 of 81,920 MiB; H20 97,871 of
@@ -256,6 +259,17 @@ def _accelerator(where: str, data: Any) -> Accelerator:
     if not 0 < fraction <= 1:
         raise CatalogError(f"{where}: key 'gpu_memory_fraction' must be in (0, 1], got {fraction}")
     capacity, usable, basis = _memory(where, mem, d["vendor"], fraction)
+    cuda_total = None
+    if "cuda_total_mib" in mem:
+        cuda_total = _positive(
+            where, "memory.cuda_total_mib", mem["cuda_total_mib"], SPANS["usable_mib"]
+        )
+        cuda_total *= MiB
+        if cuda_total > usable:
+            raise CatalogError(
+                f"{where}: key 'memory.cuda_total_mib' ({cuda_total / MiB:,.0f} MiB) is above the "
+                f"driver's total ({usable / MiB:,.0f} MiB)"
+            )
     sustained, sustained_source = 1.0, ""
     if "sustained_compute" in d:
         s = _check(f"{where}: sustained_compute", d["sustained_compute"], _SUSTAINED_KEYS)
@@ -272,6 +286,7 @@ def _accelerator(where: str, data: Any) -> Accelerator:
         memory_capacity_bytes=usable,
         memory_nominal_bytes=capacity,
         memory_basis=basis,
+        cuda_total_bytes=cuda_total,
         memory_bandwidth_bytes_per_s=_positive(
             where, "memory.bandwidth_tb_s", mem["bandwidth_tb_s"], SPANS["bandwidth_tb_s"]
         )

@@ -165,7 +165,7 @@ def capacity(
     try:  # a Mac past its default wired limit: planned at the raised limit, with a note
         plan = opt.fitted_plan(m, hw, dep, eng, en.memory, wired_limit)
     except DoesNotFitError:
-        plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, en.memory, wired_limit))
+        plan = plan_memory(m, hw, dep, eng, opt.capacity(hw, en.memory, wired_limit, eng))
     mb = int(max_batch(plan, m, dep, ctx))
     reason = None
     if not plan.weights_fit:

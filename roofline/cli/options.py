@@ -32,7 +32,7 @@ from roofline.domain.precision import activation_format, kv_format, weight_forma
 from roofline.domain.units import fmt_bytes, parse_count, parse_memory_bytes, parse_seconds
 from roofline.engines.engine import ENGINES
 from roofline.engines.engine import Engine as EngineRule
-from roofline.step.memory import MemoryPlan, plan_memory
+from roofline.step.memory import MemoryPlan, engine_total_bytes, plan_memory
 from roofline.step.ops import Deployment
 
 # ---- the defaults, one place ----------------------------------------------------------------
@@ -324,11 +324,17 @@ def efficiency(
     )
 
 
-def capacity(hw: Accelerator, memory: str | None, wired_limit: str | None = None) -> float:
+def capacity(
+    hw: Accelerator,
+    memory: str | None,
+    wired_limit: str | None = None,
+    eng: EngineRule | None = None,
+) -> float:
     """Bytes per GPU the engine may use: the catalog's usable memory (the driver's total, or the
-    capacity less a stated reserve), or --memory (binary, as memory is sold). On Apple unified
-    memory the GPU may wire what macOS allows for that RAM (hardware.default_wired_limit_bytes),
-    or --wired-limit when it was raised."""
+    capacity less a stated reserve; the CUDA runtime's total for an engine that sizes its pool
+    against it, roofline.step.memory.engine_total_bytes), or --memory (binary, as memory is
+    sold). On Apple unified memory the GPU may wire what macOS allows for that RAM
+    (hardware.default_wired_limit_bytes), or --wired-limit when it was raised."""
     ram = hw.memory_capacity_bytes
     if memory is not None:
         ram = parse_memory_bytes(memory, "--memory")
@@ -345,7 +351,7 @@ def capacity(hw: Accelerator, memory: str | None, wired_limit: str | None = None
             )
         return limit
     if memory is None:
-        return hw.usable_memory_bytes
+        return hw.usable_memory_bytes if eng is None else engine_total_bytes(hw, eng)
     if hw.memory_basis == "wired":
         return default_wired_limit_bytes(ram)
     return ram * hw.gpu_memory_fraction
@@ -360,7 +366,7 @@ def fitted_plan(
     mlx-lm README 'Large Models'), said on stderr: gpt-oss-20b runs on a 16 GB Mac."""
     from roofline.cli.app import note
 
-    plan = plan_memory(m, hw, dep, eng, capacity(hw, memory, wired_limit))
+    plan = plan_memory(m, hw, dep, eng, capacity(hw, memory, wired_limit, eng))
     mac = not plan.weights_fit and wired_limit is None and hw.vendor == "apple"
     ram = hw.memory_capacity_bytes if memory is None else parse_memory_bytes(memory)
     raised = plan_memory(m, hw, dep, eng, raised_wired_limit_bytes(ram)) if mac else plan

@@ -204,6 +204,8 @@ class Accelerator:
     memory_type: str = ""
     memory_nominal_bytes: float | None = None  # the datasheet's capacity, binary (capacity_gib)
     memory_basis: str = "driver"  # how memory_capacity_bytes was found: a key of MEMORY_BASES
+    # the CUDA runtime's total (cudaMemGetInfo), below the driver's: None when not published
+    cuda_total_bytes: float | None = None
     efficiency: Efficiency = field(default_factory=Efficiency)
     aliases: tuple[str, ...] = ()
     source: str = ""

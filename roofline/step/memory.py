@@ -9,6 +9,16 @@ KV budget rules (engine documentation):
 - TensorRT-LLM: kv_cache_free_gpu_mem_fraction (default 0.9) × (capacity − weights − activations
   − runtime).
 - ideal: every byte that is not a weight holds KV.
+The capacity vLLM and TensorRT-LLM start from is the CUDA runtime's total, torch.cuda.mem_get_info
+(vLLM: vllm/utils/mem_utils.py MemorySnapshot.measure, requested memory = total ×
+gpu_memory_utilization; TensorRT-LLM: tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator at
+NVIDIA/TensorRT-LLM@d8ae02ca, `end, total_gpu_memory = torch.cuda.mem_get_info()`), which is
+below the driver's total (nvidia-smi) by what the driver keeps for itself: 81,251 MiB on an
+A100-SXM4-80GB against 81,920, 81,009 on an H100 against 81,559 (hardware/*.yaml
+memory.cuda_total_mib, where published). Applied to
+TensorRT-LLM only so far [uncertain for vLLM: the same read, but its profiled activation peak here
+is 8,192 tokens for every version, where V0 with chunked prefill profiled 512, so the pool would
+come out too small: Lambda's Llama-3.1-70B FP8 on one A100 under vLLM 0.5.4 would not fit].
 Paged KV (vLLM, Kwon et al. SOSP'23) allocates whole blocks of `block_tokens` (16 by default), so a
 sequence of T tokens holds ceil(T / block)·block token slots per layer.
 """
@@ -113,6 +123,19 @@ class MemoryPlan:
         return self.kv_budget_bytes > 0
 
 
+# engines whose KV budget starts from the CUDA runtime's total (module docstring)
+CUDA_TOTAL_ENGINES = frozenset({"trtllm"})
+
+
+def engine_total_bytes(hw: Accelerator, eng: Engine) -> float:
+    """The device memory an engine's KV rule starts from: the CUDA runtime's total
+    (cudaMemGetInfo) for the engines that read it, where the catalog has it; else the usable
+    memory (the driver's total)."""
+    if eng.name in CUDA_TOTAL_ENGINES and hw.cuda_total_bytes is not None:
+        return hw.cuda_total_bytes
+    return hw.usable_memory_bytes
+
+
 def plan_memory(
     model: ModelArch,
     hw: Accelerator,
@@ -124,7 +147,7 @@ def plan_memory(
     runtime overhead is the engine's plus the LoRA adapter slots the deployment holds on each
     GPU (roofline.step.lora: vLLM allocates them at load, before the KV cache)."""
     check_shape(model, dep.layout)
-    cap = hw.usable_memory_bytes if capacity_bytes is None else capacity_bytes
+    cap = engine_total_bytes(hw, eng) if capacity_bytes is None else capacity_bytes
     if cap <= 0:
         raise InputError(f"memory capacity must be positive, got {cap}")
     weights = weight_bytes_per_gpu(model, dep)
