@@ -1,5 +1,6 @@
 """TPOT percentiles over the requests that decode, as `vllm bench serve` reports them
-(vllm/benchmarks/serve.py calculate_metrics: a request enters `tpots` only if its output_len > 1)."""
+(vllm/benchmarks/serve.py calculate_metrics: a request enters `tpots` only if its
+output_len > 1)."""
 
 from __future__ import annotations
 
