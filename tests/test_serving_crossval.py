@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -164,13 +166,63 @@ def test_every_refit_table_names_every_source_its_fit_uses(cat):
 
 def test_amd_v0_refits_are_what_the_fit_prints(cat):
     # validation/serving_crossval.py AMD_V0_FIT is pasted from `python -m validation.fit_amd_v0`
-    # (~15 s); a catalog change that moves the fit must move the table too, else the left-out
-    # source is scored with a figure fitted with it
+    # (~6 s: it runs the grid points the fits can pick, fit_amd_v0.search, which the next test
+    # holds to the whole grid's answer); a catalog change that moves the fit must move the table
+    # too, else the left-out source is scored with a figure fitted with it
     from validation import fit_amd_v0
     from validation.serving_crossval import AMD_V0_FIT
 
     _, _, without = fit_amd_v0.refits(cat)
     assert {g: round(s * 1e6) for g, s in AMD_V0_FIT.items()} == without
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(2, 24),
+    st.lists(
+        st.tuples(
+            st.sampled_from("abc"),
+            st.lists(st.integers(-6, 6), min_size=1, max_size=24),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_amd_v0_search_picks_what_the_whole_grid_picks(n, curves):
+    # fit_amd_v0.search runs only the grid points whose gap can hold a fit's least loss, assuming
+    # each case's log error monotone in the grid value; on made-up monotone errors (small
+    # integers, so losses tie often: the first of equals must win as on the whole grid) each
+    # fit, on every source and without each, is the whole grid's
+    from validation import fit_amd_v0 as f
+
+    grid = tuple(range(0, 5 * n, 5))
+    cols = []
+    for group, steps, rising in curves:
+        col = sorted((steps * n)[:n], reverse=not rising)  # monotone over the grid
+        cols.append((group, [x / 4 for x in col]))
+
+    def errors_at(us: float) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for group, col in cols:
+            out.setdefault(group, []).append(col[grid.index(us)])
+        return out
+
+    whole = {us: errors_at(us) for us in grid}
+    leaves = [None, *sorted({g for g, _ in cols})]
+    part = f.search(errors_at, grid, leaves)
+    assert set(part) <= set(grid)
+    assert {k: f.fit(part, k) for k in leaves} == {k: f.fit(whole, k) for k in leaves}
+
+
+def test_amd_v0_search_refuses_an_error_that_turns_back():
+    # the search's premise, checked on the points it runs: an error that falls then rises
+    from validation import fit_amd_v0 as f
+
+    grid = (0, 5, 10)
+    col = {0: 1.0, 5: -1.0, 10: 1.0}
+    with pytest.raises(AssertionError, match="not monotone"):
+        f.search(lambda us: {"a": [col[us]]}, grid, [None])
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
