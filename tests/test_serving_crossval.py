@@ -132,7 +132,7 @@ def test_every_step_source_scored_here_is_mapped(cat):
                 assert STEP_SOURCES.get(g) == b.group, (b.case.id, g)
 
 
-def test_every_refit_table_names_every_source_its_fit_uses(cat):
+def test_every_refit_table_names_every_source_its_fit_uses(cat, engine_sweeps):
     # each figure's leave-one-source-out values (the tables the fit scripts print) must cover
     # every source the fit script fits on: a source missing from its table is scored with the
     # figure fitted on it
@@ -145,13 +145,15 @@ def test_every_refit_table_names_every_source_its_fit_uses(cat):
         fit_stack_kernels,
     )
     from validation import serving_crossval as sc
-    from validation.engine_sweeps_report import load
 
     def groups(cases) -> set[str]:
         return {sc.source_group(c) for c in cases}
 
     every = [c for f in sc.CASE_FILES for c in load_serving_cases(ROOT / f)]
-    v0 = fit_engine_versions.version_cases("vllm-v0", cat, load(fit_engine_versions.PATH))
+    from validation import engine_sweeps_report
+
+    assert fit_engine_versions.PATH == engine_sweeps_report.PATH  # the fixture's file
+    v0 = fit_engine_versions.version_cases("vllm-v0", cat, engine_sweeps)
     assert set(sc.V0_FIT) == groups(c for c in v0 if not fit_engine_versions.excluded(c))
     assert set(sc.AMD_V0_FIT) == groups(fit_amd_v0.cases(cat))
     assert set(sc.SGLANG_SEQ_FIT) == groups(fit_seq_cost.cases(cat, "sglang", sc.SGLANG_SEQ_FAMILY))
