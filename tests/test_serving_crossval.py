@@ -42,8 +42,7 @@ def test_a_fit_on_several_sources_is_refitted_not_dropped(cat):
 def test_error_file_covers_every_case_or_says_why_not(engine_sweeps):
     # a case added to either file without re-running `python validation/serving_crossval.py`
     # (make accuracy) fails here; skipped cases name an engine the catalog lacks
-    import yaml
-
+    from roofline.catalog.files import safe_load_yaml
     from roofline.engines.engine import ENGINES
     from validation.serving_crossval import CASE_FILES, load
 
@@ -53,7 +52,7 @@ def test_error_file_covers_every_case_or_says_why_not(engine_sweeps):
         cases = (
             engine_sweeps  # the same file, parsed once per worker (tests/conftest.py)
             if rel == "validation/engine_sweeps.yaml"
-            else yaml.safe_load((ROOT / rel).read_text())["cases"]
+            else safe_load_yaml((ROOT / rel).read_text())["cases"]
         )
         for c in cases:
             want[(rel, c["id"])] = (c.get("engine", "vllm"), float(c["measured"]))
