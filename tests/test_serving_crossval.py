@@ -177,7 +177,7 @@ def test_amd_v0_refits_are_what_the_fit_prints(cat):
     assert {g: round(s * 1e6) for g, s in AMD_V0_FIT.items()} == without
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.integers(2, 24),
     st.lists(
