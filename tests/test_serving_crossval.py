@@ -216,6 +216,17 @@ def test_amd_v0_search_picks_what_the_whole_grid_picks(n, curves):
     assert {k: f.fit(part, k) for k in leaves} == {k: f.fit(whole, k) for k in leaves}
 
 
+def test_amd_v0_loss_floor_by_hand():
+    # between two runs a case's error lies between its ends: from -1 to 2 it passes 0 (floor 0),
+    # from 1 to 3 it stays above 1 (floor 1); a source left out counts nothing
+    from validation import fit_amd_v0 as f
+
+    a, b = {"s": [-1.0, 1.0], "t": [0.5]}, {"s": [2.0, 3.0], "t": [-0.5]}
+    assert f.loss_floor(a, b, None) == 0.0 + 1.0 + 0.0
+    assert f.loss_floor({"s": [-2.0]}, {"s": [-3.0]}, None) == 4.0
+    assert f.loss_floor(a, b, "s") == 0.0 and f.loss_floor({"s": [2.0]}, {"s": [3.0]}, "s") == 0.0
+
+
 def test_amd_v0_search_refuses_an_error_that_turns_back():
     # the search's premise, checked on the points it runs: an error that falls then rises
     from validation import fit_amd_v0 as f
