@@ -359,6 +359,14 @@ def _mean_length(spec: object) -> float | None:
     return None
 
 
+def _vllm_v1(r: ServingResult) -> bool:
+    """vLLM V1 (0.8 and later, or no version stated: the current release)."""
+    from roofline.engines.versions import parse_version
+
+    v = parse_version(_case_keys().get(r.id, {}).get("engine_version"))
+    return r.engine == "vllm" and (v is None or v >= (0, 8))
+
+
 def _shared_prefill(r: ServingResult) -> bool:
     """Prompts short enough that a step's token budget (8,192 on these parts) carries several:
     mean prompt at most 2,048 tokens."""
@@ -367,6 +375,23 @@ def _shared_prefill(r: ServingResult) -> bool:
 
 
 MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts on)
+    (
+        "vLLM V1's memory profile (0.8 and later): GPUModelRunner.profile_run runs a forward of "
+        "max_num_batched_tokens, then its dummy sampler over max_num_seqs rows of the whole "
+        "vocabulary (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run; vllm-project/vllm "
+        "PR #13594 for issue #13507, Feb 2025), and the KV pool is what the peak of the two "
+        "leaves (roofline/step/memory.py profile_peak_bytes), where every vLLM version had "
+        "reserved a forward of 8,192 tokens and fp32 logits of 256 rows / TP. At V1's defaults "
+        "on the device (1,024 rows and 8,192 tokens on an H100, 256 and 2,048 on an A100) the "
+        "sampler holds the 16-bit logits and their fp32 copy, rows x V x 6 B (the copy is the "
+        "786 MiB an H100 fails to allocate for gpt-oss-120b's 1,024 x 201,088, vllm-project/vllm "
+        "issue #27508) [lower bound: the top-k/top-p sort the dummy run may take is not counted]: "
+        "Qwen3-235B at TP8 on an H100 reserves 0.93 GB (the forward 0.21), Qwen3-32B on one "
+        "A100 0.36 GB (1.58 before). Nothing fitted. The 24 gpustack vLLM 0.11 points it moves, "
+        "out of sample: 7.1% (+0%) -> 7.7% (+1%); requests/s 3.2% -> 7.5% (the A100 page's "
+        "+5%, -2%, 0% -> +9%, +4%, +8%), TTFT p50 4.5% -> 8.0%, TPOT p50 14.0% -> 7.6%",
+        _vllm_v1,
+    ),
     (
         "vLLM V0's host time per running sequence on AMD Instinct refitted on the family's own "
         "single-step V0 runs (225 → 70 µs, hardware/engines.yaml vllm-v0; "

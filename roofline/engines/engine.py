@@ -50,9 +50,10 @@ ENGINES: dict[str, Engine] = {
         1.0 * GB,
         8192,
         16,
-        "vLLM docs: gpu_memory_utilization=0.9, block_size=16, max_num_batched_tokens=8192 "
-        "profile run; ~1 GB for CUDA context, graphs and NCCL buffers (vLLM start-up memory log; "
-        "uncertain)",
+        "vLLM docs: gpu_memory_utilization=0.9, block_size=16; profile run of "
+        "max_num_batched_tokens (8192 for V0 here) and, from V1, the dummy sampler over "
+        "max_num_seqs rows (roofline.step.memory.profile_peak_bytes); ~1 GB for CUDA context, "
+        "graphs and NCCL buffers (vLLM start-up memory log; uncertain)",
     ),
     "sglang": Engine(
         "sglang",
