@@ -595,7 +595,7 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "128-token prompts through vLLM 0.11 on 8 H100 get their first tokens within 5.5-5.8 s "
         "(p50-p99, TP4 FP8; qwen3-235b-a22b/h100.md at gpustack@10e9444a) where the engine's "
         "prefill takes about 2 s. Fitted per engine on the burst TTFTs through its server "
-        "(validation/fit_api_request.py): vLLM 7,500 µs (30 cases, 6 sources; 6.0-9.75 ms "
+        "(validation/fit_api_request.py): vLLM 7,500 µs (30 cases, 6 sources; 5.75-9.75 ms "
         "leaving one out, at most 9.9 ms: vLLM PR #11636 streamed 56 requests/s "
         "unsaturated), SGLang 2,750 µs (16 cases, 6 sources; 2.0-3.0 ms; 6,750 and 2,000 "
         "before a step's prompts shared one attention call, the next row), inside vLLM's "

@@ -192,7 +192,7 @@ _LAB_PAGES = (  # the five gpustack performance-lab pages with bursts through an
     + "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md",
 )
 API_REQUEST_FIT = {
-    **dict(zip(_LAB_PAGES, (9.75e-3, 7.5e-3, 7.5e-3, 7.75e-3, 6e-3), strict=True)),
+    **dict(zip(_LAB_PAGES, (9.75e-3, 7.5e-3, 6e-3, 7.75e-3, 5.75e-3), strict=True)),
     # dstack's vLLM 0.6.3 bursts on 8 MI300X (amd/tgi_vs_vllm), a sixth source of the fit
     "https://github.com/dstackai/benchmarks/blob/ac24b9d12d571bc785ec86ab18e4ffbf34e68f08/"
     "amd/tgi_vs_vllm/vllm/data/result_vllm_short.csv": 7.5e-3,
