@@ -6,8 +6,8 @@ KV budget rules (engine documentation):
   V1 (0.8) also with the dummy sampler run over max_num_seqs rows of the full vocabulary
   (profile_peak_bytes; vllm-project/vllm PR #13594).
 - SGLang: mem_fraction_static × capacity − weights (activations live outside the static pool);
-  the fraction its server derives per device and layout from 0.5.5 on
-  (roofline.engines.scheduler.sglang_static_fraction), else 0.88.
+  the fraction its server derives per device and layout from 0.5.5 on, from the TP size before
+  0.4.6 (roofline.engines.scheduler.sglang_static_fraction), else 0.88.
 - TensorRT-LLM: kv_cache_free_gpu_mem_fraction (default 0.9) × (capacity − weights − activations
   − runtime).
 - ideal: every byte that is not a weight holds KV.
