@@ -506,9 +506,10 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         lambda r: r.family == "intel-gaudi",
     ),
     (
-        "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 60 µs, "
+        "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 40 µs, "
         "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 91 SGLang cases of the "
-        "family from 10 sources, 60-125 µs leaving one out, with its prompts run first; paid "
+        "family from 10 sources, 40-125 µs leaving one out, with its prompts run first and "
+        "0.3-0.4.5's pools at their TP-size fraction, 60 µs before that; paid "
         "on one attention-DP rank's sequences, roofline/step/phases.py): DataCrunch's H200 runs "
         "decode 500-1,500 sequences "
         "at 1.2-2.7x the kernels' time",
@@ -831,12 +832,13 @@ LEFT = (
     "requests of 1 in / 512 out): requests/s 2.2x over-predicted (3.0x before the per-sequence "
     "cost; MLA + MoE at thousands of sequences; the harness's tokens per step not modelled).\n"
     "- SGLang's EAGLE-3 speedups at batch 4-64 (validation/levers_cases.yaml, in sample for the "
-    "speculative host costs) stay over-predicted: +17%, +22%, +21% in sample at batch 4, 32, 64 "
-    "(+29% to +30% out of sample) against -21% at batch 1. The verify pass now pays SGLang's own "
+    "speculative host costs) stay over-predicted: +18%, +19%, +17% in sample at batch 4, 32, 64 "
+    "(+25% to +29% out of sample) against -20% at batch 1. The verify pass now pays SGLang's own "
     "per-sequence cost as the plain-decode baseline does (roofline/levers/speculative.py "
     "verify_efficiency); refitted with it (validation/calibrate.py run_speculative: round "
     "2175 → 125 µs, draft step 400 → 675 µs; 100 and 625 µs after SGLang's prompts-first "
-    "refit of its per-sequence cost and the Triton fused-MoE curves), batch 32 and 64 go "
+    "refit of its per-sequence cost and the Triton fused-MoE curves, 400 and 525 µs after its "
+    "40 µs refit with 0.3-0.4.5's pools at their TP-size fraction), batch 32 and 64 go "
     "from +32% and +51% to +23% "
     "(+15% and +10% before the per-sequence cost), but the trend over batch remains.\n"
     "- NVIDIA, TensorRT-LLM's KV pool on gpustack's A100 page (trtllm-serve 1.2.0rc1, "
