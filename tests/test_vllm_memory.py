@@ -90,3 +90,20 @@ def test_the_profile_never_reserves_less_than_either_run(tp, vocab):
     assert plan_memory(bigger, h100, dep, eng).kv_budget_bytes <= (
         plan_memory(m, h100, dep, eng).kv_budget_bytes
     )
+
+
+def test_a_runs_own_limits_are_what_v1_profiles():
+    cat = load_catalog()
+    m, mi300x = cat.model("llama-3.1-405b"), cat.accelerator("amd-mi300x")
+    eng = engine("vllm", mi300x, "0.10.0")
+    # AMD's dev-docker throughput runs: --max-num-batched-tokens 131072, --max-num-seqs 1500.
+    # Forward: 131,072 x (2 x 16,384 + 3 x 53,248 / 8) x 2 B = 131,072 x 105,472 = 13.82 GB,
+    # above the sampler's 1,500 x 128,256 x 6 B = 1.15 GB; at the defaults (1,024 rows, 8,192
+    # tokens) the forward's 8,192 x 105,472 = 864 MB is above the sampler's 788 MB
+    got = profile_peak_bytes(m, mi300x, _dep(8), eng, (1500, 131_072))
+    assert got == 131_072 * 105_472
+    assert profile_peak_bytes(m, mi300x, _dep(8), eng) == 8192 * 105_472
+    smaller = plan_memory(m, mi300x, _dep(8), eng, limits=(1500, 131_072)).kv_budget_bytes
+    assert plan_memory(m, mi300x, _dep(8), eng).kv_budget_bytes - smaller == pytest.approx(
+        (131_072 - 8192) * 105_472
+    )

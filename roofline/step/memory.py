@@ -123,7 +123,13 @@ def vllm_sampler_peak_bytes(model: ModelArch, seqs: int) -> float:
     return seqs * model.vocab_size * (2 + 4)
 
 
-def profile_peak_bytes(model: ModelArch, hw: Accelerator, dep: Deployment, eng: Engine) -> float:
+def profile_peak_bytes(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    limits: tuple[int, int] | None = None,
+) -> float:
     """The activation peak an engine's memory profile reserves: a forward of its profile tokens
     (activation_peak_bytes); under vLLM V1 (the engine's own profile, 0.8 and later; V0's
     version profile keeps the forward) the forward of max_num_batched_tokens and then the dummy
@@ -131,15 +137,16 @@ def profile_peak_bytes(model: ModelArch, hw: Accelerator, dep: Deployment, eng: 
     then `_dummy_sampler_run` on one hidden state per dummy request, min(max_num_tokens,
     max_num_seqs) of them; added by vllm-project/vllm PR #13594, Feb 2025, for issue #13507,
     before 0.8.0), at the defaults it picks on the device (roofline.engines.scheduler
-    batch_defaults: 1,024 and 8,192 on an H100, H200 or MI300X, 256 and 2,048 on an A100), so
-    the larger of the two: the forward's intermediates are freed before the sampler runs
-    [approximation: the forward's last hidden states, alive beside the sampler, are not added;
-    a run's own --max-num-seqs and --max-num-batched-tokens are not seen here]."""
+    batch_defaults: 1,024 and 8,192 on an H100, H200 or MI300X, 256 and 2,048 on an A100) or
+    at the run's own `limits` (max_num_seqs, max_num_batched_tokens: the profile runs at what
+    the scheduler is configured with), so the larger of the two: the forward's intermediates are
+    freed before the sampler runs [approximation: the forward's last hidden states, alive beside
+    the sampler, are not added]."""
     if not eng.profile_tokens:
         return 0.0
     if eng.name != "vllm" or eng.profile_id != "vllm":
         return float(activation_peak_bytes(model, dep, eng.profile_tokens))
-    seqs, tokens = batch_defaults("vllm", hw)
+    seqs, tokens = limits if limits is not None else batch_defaults("vllm", hw)
     forward = float(activation_peak_bytes(model, dep, tokens, sampled_rows=0))
     return max(forward, vllm_sampler_peak_bytes(model, seqs))
 
@@ -179,16 +186,19 @@ def plan_memory(
     dep: Deployment,
     eng: Engine,
     capacity_bytes: float | None = None,
+    limits: tuple[int, int] | None = None,
 ) -> MemoryPlan:
     """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory); the
     runtime overhead is the engine's plus the LoRA adapter slots the deployment holds on each
-    GPU (roofline.step.lora: vLLM allocates them at load, before the KV cache)."""
+    GPU (roofline.step.lora: vLLM allocates them at load, before the KV cache). `limits`: the
+    run's (max sequences, token budget per step) where it sets them, which vLLM V1 profiles
+    (profile_peak_bytes)."""
     check_shape(model, dep.layout)
     cap = engine_total_bytes(hw, eng) if capacity_bytes is None else capacity_bytes
     if cap <= 0:
         raise InputError(f"memory capacity must be positive, got {cap}")
     weights = weight_bytes_per_gpu(model, dep)
-    act = profile_peak_bytes(model, hw, dep, eng)
+    act = profile_peak_bytes(model, hw, dep, eng, limits)
     runtime = eng.runtime_overhead_bytes + lora_slot_bytes_per_gpu(model, dep)
     fraction = eng.memory_fraction
     if eng.name == "sglang" and not eng.fraction_given:  # its default per device and layout
