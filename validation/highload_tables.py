@@ -407,7 +407,10 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "out of sample: 7.1% (+0%) -> 7.7% (+1%); requests/s 3.2% -> 7.5% (the A100 page's "
         "+5%, -2%, 0% -> +9%, +4%, +8%), TTFT p50 4.5% -> 8.0%, TPOT p50 14.0% -> 7.6%; with "
         "vLLM's API-server time per request refitted leaving each source out after it "
-        "(5.75-9.75 ms, the API-server row), the 27 points the two move 8.9% -> 8.1%",
+        "(5.75-9.75 ms, the API-server row), the 27 points the two move 8.9% -> 8.1%. A run's "
+        "own limits are what it profiles: AMD's dev-docker 0.10.0 rows at "
+        "--max-num-batched-tokens 131072 reserve a 13.8 GB forward for Llama-3.1-405B at TP8, "
+        "its two KV-bound rows 1.5% (+2%) -> 2.2% (-2%)",
         _vllm_v1,
     ),
     (
