@@ -219,9 +219,16 @@ def test_engine_rules_differ(cat):
     vllm = plan_memory(m, hw, dep, ENGINES["vllm"])
     trt = plan_memory(m, hw, dep, ENGINES["trtllm"])
     cap, w = hw.usable_memory_bytes, vllm.weights_bytes
+    # both profile a forward of 8,192 tokens: 8,192 x (2 x 4,096 + 3 x 14,336) x 2 B; TensorRT-LLM
+    # adds fp32 logits of 256 rows, vLLM V1 runs its sampler over 1,024 rows (1,024 x 128,256 x
+    # 6 B = 788 MB, below the forward's 839 MB)
+    forward = 8192 * 51_200 * 2
+    assert vllm.activation_bytes == forward
+    assert trt.activation_bytes == forward + 256 * 128_256 * 4
     non_kv = vllm.activation_bytes + vllm.runtime_overhead_bytes
     assert vllm.kv_budget_bytes == pytest.approx(0.9 * cap - w - non_kv)
     # TensorRT-LLM starts from the CUDA runtime's total: 79.11 GiB on an H100, not 81,559 MiB
+    non_kv = trt.activation_bytes + trt.runtime_overhead_bytes
     assert trt.kv_budget_bytes == pytest.approx(0.9 * (79.11 * 2**30 - w - non_kv), rel=1e-4)
 
 

@@ -39,8 +39,37 @@ def test_tp8_and_attention_dp_by_hand():
 
 
 def test_earlier_or_unstated_releases_keep_the_default():
-    assert sglang_static_fraction("0.4.0.post1", H100, 1, 1, 1) is None
+    # between the TP-size rule (before 0.4.6) and the derived one (0.5.5): the caller's 0.88
+    assert sglang_static_fraction("0.4.7", H100, 1, 1, 1) is None
+    assert sglang_static_fraction("0.5.3", H200, 8, 1, 1) is None
     assert sglang_static_fraction("", H100, 1, 1, 1) is None
+
+
+def test_releases_before_0_4_6_take_the_tp_size_rule():
+    # ServerArgs.__post_init__ in the sglang 0.4.0.post1, 0.4.3.post2, 0.4.4 and 0.4.5 wheels:
+    # 0.88 at TP1, 0.87 at TP2, 0.85 at TP4, 0.81 at TP8, 0.79 at TP16, on any device; the
+    # 0.3.0 wheel 0.83 at TP8
+    for tp, want in ((1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)):
+        assert sglang_static_fraction("0.4.3.post2", H200, tp, 1, 1) == want
+        assert sglang_static_fraction("0.4.0.post1", H100, tp, 1, 8) == want
+    assert sglang_static_fraction("0.3.0", H100, 8, 1, 1) == 0.83
+    assert sglang_static_fraction("0.4.5", H100, 4, 1, 1) == 0.85
+
+
+def test_dstack_deepseek_r1_on_8_h200_keeps_0_81():
+    from roofline.catalog.load import load_catalog
+
+    cat = load_catalog()
+    m, h200 = cat.model("deepseek-r1"), cat.accelerator("nvidia-h200-sxm")
+    dep = Deployment(weights=WEIGHT_FORMATS["fp8"], kv=KV_FORMATS["bf16"], layout=Layout(tp=8))
+    old = replace(engine("sglang"), memory_fraction=0.88, fraction_given=True)
+    new = engine("sglang", h200, "0.4.3.post2")
+    lost = plan_memory(m, h200, dep, old).kv_budget_bytes
+    lost -= plan_memory(m, h200, dep, new).kv_budget_bytes
+    # (0.88 - 0.81) x 143,771 MiB = 10,064 MiB less KV; an MLA token is (512 + 64) x 61 layers
+    # x 2 B = 70,272 B on every TP rank, so about 150,200 fewer tokens
+    assert lost == pytest.approx(0.07 * H200, rel=1e-6)
+    assert lost / 70_272 == pytest.approx(150_200, rel=0.001)
 
 
 @given(

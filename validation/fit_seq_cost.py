@@ -19,7 +19,9 @@ every metric of a case counting once. Out of sample: each source (serving_crossv
 left out and the figure refitted on the others; validation/serving_crossval.py SEQ_FITS holds
 what this prints, and its leave-one-source-out table uses it.
 
-Run: `python -m validation.fit_seq_cost sglang nvidia-datacenter` (a few minutes, two workers).
+Run: `python -m validation.fit_seq_cost sglang nvidia-datacenter` (a few minutes, two workers);
+a third argument fits one profile alone on the cases its versions resolve to
+(`python -m validation.fit_seq_cost vllm nvidia-datacenter vllm`: vLLM V1, not vllm-v0).
 """
 
 from __future__ import annotations
@@ -41,14 +43,18 @@ from validation.serving_crossval import CASE_FILES, _Patched, source_group  # no
 GRID_US = (0, 20, 40, 50, 60, 70, 80, 100, 125, 150, 200)
 
 
-def cases(cat: Any, engine: str, family: str) -> list[dict]:
-    """The serving cases the figure is fitted on (see the module docstring)."""
+def cases(cat: Any, engine: str, family: str, profile: str | None = None) -> list[dict]:
+    """The serving cases the figure is fitted on (see the module docstring); with `profile`
+    only those its versions resolve to (roofline/engines/versions.py pick_profile)."""
     from roofline.cases.casefiles import load_serving_cases
+    from roofline.engines.versions import pick_profile
 
     out = []
     for f in CASE_FILES:
         for c in load_serving_cases(ROOT / f):
             if str(c.get("engine", "vllm")) != engine or excluded(c):
+                continue
+            if profile and pick_profile(engine, c.get("engine_version"), cat.engines) != profile:
                 continue
             if cat.accelerator(c["hardware"]).family == family:
                 out.append(c)
@@ -64,21 +70,24 @@ def _one(task: tuple[int, float]) -> float:
 
     i, us = task
     cat, engine, family, cs = _JOB["cat"], _JOB["engine"], _JOB["family"], _JOB["cases"]
+    only = _JOB.get("profile")
     patch = {}
     for pid, prof in cat.engines.items():  # the engine and its version profiles (sglang-v0.4)
-        if pid == engine or prof.base == engine:
+        if pid == only or (not only and (pid == engine or prof.base == engine)):
             other = [(f, s) for f, s in prof.cpu_per_seq_s if f != family]
             patch[(pid, "cpu_per_seq_s")] = tuple(sorted([*other, (family, us * 1e-6)]))
     pc = _Patched(cat, patch)
     return float(np.log(run_serving_case(cs[i], pc).expected / cs[i]["measured"]))
 
 
-def table(cat: Any, engine: str, family: str, workers: int = 2) -> dict[float, dict[str, list]]:
-    """grid value -> source -> the log errors of its cases."""
+def table(
+    cat: Any, engine: str, family: str, workers: int = 2, profile: str | None = None
+) -> dict[float, dict[str, list]]:
+    """grid value -> source -> the log errors of its cases (`profile`: that profile alone)."""
     import multiprocessing as mp
 
-    cs = cases(cat, engine, family)
-    _JOB.update(cat=cat, engine=engine, family=family, cases=cs)
+    cs = cases(cat, engine, family, profile)
+    _JOB.update(cat=cat, engine=engine, family=family, cases=cs, profile=profile)
     tasks = [(i, us) for us in GRID_US for i in range(len(cs))]
     with mp.get_context("fork").Pool(workers) as pool:
         errs = pool.map(_one, tasks, chunksize=4)
@@ -108,10 +117,11 @@ def main(argv: list[str]) -> None:
     from roofline.catalog.load import load_catalog
 
     engine, family = argv[1], argv[2]
+    profile = argv[3] if len(argv) > 3 else None  # one profile alone (vllm: V1, not vllm-v0)
     cat = load_catalog()
-    if not cases(cat, engine, family):
+    if not cases(cat, engine, family, profile):
         sys.exit(f"no {engine} case on {family} to fit (after the excluded sources)")
-    tab = table(cat, engine, family)
+    tab = table(cat, engine, family, profile=profile)
     groups = sorted(tab[GRID_US[0]])
     n = sum(len(v) for v in tab[GRID_US[0]].values())
     best = fit(tab)

@@ -127,32 +127,32 @@ def _v0_without(p: EngineProfile, g: str) -> tuple[tuple[str, float], ...]:
 
 
 # SGLang's per-sequence host cost on NVIDIA datacenter parts (issue 34; hardware/engines.yaml sglang
-# cpu_per_seq_us nvidia-datacenter, 60 us on all ten sources) refitted without each source, as
+# cpu_per_seq_us nvidia-datacenter, 40 us on all ten sources) refitted without each source, as
 # `python -m validation.fit_seq_cost sglang nvidia-datacenter` prints
 SGLANG_SEQ_FAMILY = "nvidia-datacenter"
 SGLANG_SEQ_FIT = {
     "https://github.com/datacrunch-research/h200-benchmarks/blob/"
-    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/deepseek_dp_mla_output.jsonl": 60e-6,
+    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/deepseek_dp_mla_output.jsonl": 40e-6,
     "https://github.com/datacrunch-research/h200-benchmarks/blob/"
     "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/"
-    "llama_3_3_70b_offline_output.jsonl": 60e-6,
+    "llama_3_3_70b_offline_output.jsonl": 40e-6,
     "https://github.com/datacrunch-research/h200-benchmarks/blob/"
     "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/"
     "llama_3_3_70b_online_output.jsonl": 125e-6,
     "https://github.com/datacrunch-research/h200-benchmarks/blob/"
-    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/llama_405b_online_output.jsonl": 60e-6,
+    "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/llama_405b_online_output.jsonl": 40e-6,
     "https://github.com/gpustack/gpustack/blob/"
-    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-235b-a22b/h100.md": 60e-6,
+    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-235b-a22b/h100.md": 40e-6,
     "https://github.com/gpustack/gpustack/blob/"
-    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-32b/a100.md": 60e-6,
+    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-32b/a100.md": 40e-6,
     "https://github.com/gpustack/gpustack/blob/"
-    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-32b/h100.md": 60e-6,
+    "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-32b/h100.md": 40e-6,
     "https://github.com/gpustack/gpustack/blob/"
-    "72aee9dd195ff5c9bf3a4886add80038ce79aef8/docs/performance-lab/gpt-oss-120b/h100.md": 60e-6,
+    "72aee9dd195ff5c9bf3a4886add80038ce79aef8/docs/performance-lab/gpt-oss-120b/h100.md": 40e-6,
     "https://github.com/gpustack/gpustack/blob/"
-    "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md": 60e-6,
+    "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md": 40e-6,
     "https://github.com/sgl-project/sglang/blob/"
-    "120affb9613cc3f5bcd055ec09c7621d3ced0ebc/benchmark/benchmark_vllm_060/README.md": 60e-6,
+    "120affb9613cc3f5bcd055ec09c7621d3ced0ebc/benchmark/benchmark_vllm_060/README.md": 40e-6,
 }
 
 
@@ -192,7 +192,7 @@ _LAB_PAGES = (  # the five gpustack performance-lab pages with bursts through an
     + "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md",
 )
 API_REQUEST_FIT = {
-    **dict(zip(_LAB_PAGES, (9.75e-3, 7.5e-3, 7.5e-3, 7.75e-3, 6e-3), strict=True)),
+    **dict(zip(_LAB_PAGES, (9.75e-3, 7.5e-3, 6e-3, 7.75e-3, 5.75e-3), strict=True)),
     # dstack's vLLM 0.6.3 bursts on 8 MI300X (amd/tgi_vs_vllm), a sixth source of the fit
     "https://github.com/dstackai/benchmarks/blob/ac24b9d12d571bc785ec86ab18e4ffbf34e68f08/"
     "amd/tgi_vs_vllm/vllm/data/result_vllm_short.csv": 7.5e-3,

@@ -50,9 +50,10 @@ ENGINES: dict[str, Engine] = {
         1.0 * GB,
         8192,
         16,
-        "vLLM docs: gpu_memory_utilization=0.9, block_size=16, max_num_batched_tokens=8192 "
-        "profile run; ~1 GB for CUDA context, graphs and NCCL buffers (vLLM start-up memory log; "
-        "uncertain)",
+        "vLLM docs: gpu_memory_utilization=0.9, block_size=16; profile run of "
+        "max_num_batched_tokens (8192 for V0 here) and, from V1, the dummy sampler over "
+        "max_num_seqs rows (roofline.step.memory.profile_peak_bytes); ~1 GB for CUDA context, "
+        "graphs and NCCL buffers (vLLM start-up memory log; uncertain)",
     ),
     "sglang": Engine(
         "sglang",
@@ -61,9 +62,10 @@ ENGINES: dict[str, Engine] = {
         0.0,
         0,
         1,
-        "SGLang server args: mem_fraction_static 0.88 before 0.5.5 (uncertain, it varied with "
-        "GPU size and TP), from 0.5.5 derived per device and layout "
-        "(roofline.engines.scheduler.sglang_static_fraction); token-granular KV pool (page size 1)",
+        "SGLang server args: mem_fraction_static from the TP size before 0.4.6 (0.88 at TP1 to "
+        "0.81 at TP8), 0.88 from 0.4.6 to 0.5.4 (uncertain: other memory rules), from 0.5.5 "
+        "derived per device and layout (roofline.engines.scheduler.sglang_static_fraction); "
+        "token-granular KV pool (page size 1)",
     ),
     "trtllm": Engine(
         "trtllm",

@@ -143,10 +143,16 @@ def sglang_max_running(kv_tokens: float, context_len: int) -> int:
 # 512 + 1.5 x max(chunk, 2,048) + 2 x cuda_graph_max_bs + TP x PP / 8 x 1,024 (+ 3 x max_bs x DP,
 # and 1.5 x max_bs x DP more above 300, under attention DP), at least 10,240 above 60 GiB;
 # fraction = (memory - reserved) / memory. Applied from 0.5.5 (GPUStack's runs, Nov 2025)
-# [uncertain: 0.5.3 and 0.5.4 may already carry it; earlier releases, 0.88 here, set it from
-# the TP size (0.88 at TP1 ... 0.81 at TP8) or other memory rules]. sgl-project/sglang issue
-# #29092 reads 0.828 for Qwen3-32B on one H100 in a later release (0.835 by this rule).
+# [uncertain: 0.5.3 and 0.5.4 may already carry it]. sgl-project/sglang issue #29092 reads 0.828
+# for Qwen3-32B on one H100 in a later release (0.835 by this rule).
+# Before it, 0.3 to 0.4.5 set the fraction from the TP size alone (ServerArgs.__post_init__, read
+# in the released wheels sglang 0.3.0, 0.4.0.post1, 0.4.3.post2, 0.4.4 and 0.4.5 on PyPI):
+# 0.79 at TP >= 16, 0.81 at TP >= 8 (0.83 in 0.3.x), 0.85 at TP >= 4, 0.87 at TP >= 2, else 0.88,
+# whatever the device [uncertain between 0.4.6 and 0.5.4: 0.4.6.post5 and 0.4.7 keep the TP rule
+# only up to 81,920 MiB and raise it above 96 GiB, PR #7054 (2025-06-10) reserves 9.5-32 GiB by
+# the device's memory; 0.88 here, as no case runs them at full load].
 SGLANG_FRACTION_FROM = (0, 5, 5)
+SGLANG_TP_RULE_BEFORE = (0, 4, 6)
 _SGLANG_BUCKETS = (  # (below MiB, chunk, cuda_graph_max_bs at TP < 4, at TP >= 4)
     (20 * 1024, 2048, 8, 8),
     (35 * 1024, 2048, 24, 80),
@@ -160,10 +166,14 @@ def sglang_static_fraction(
     version: str, memory_bytes: float, tp: int, pp: int, dp: int
 ) -> float | None:
     """SGLang's default mem_fraction_static on a device of `memory_bytes` at TP x PP with `dp`
-    attention-DP ranks (1: off), by the rule above; None for releases before it (or no version
-    stated: the caller keeps its default)."""
+    attention-DP ranks (1: off), by the rules above: the TP size's before 0.4.6, the derived one
+    from 0.5.5; None between them (or no version stated: the caller keeps its default)."""
     v = parse_version(version) if version else None
-    if v is None or v < SGLANG_FRACTION_FROM:
+    if v is None:
+        return None
+    if v < SGLANG_TP_RULE_BEFORE:
+        return sglang_tp_fraction(tp, early=v < (0, 4))
+    if v < SGLANG_FRACTION_FROM:
         return None
     mib = memory_bytes / 1024**2
     _, chunk, small, large = next(b for b in _SGLANG_BUCKETS if mib < b[0])
@@ -174,6 +184,16 @@ def sglang_static_fraction(
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((mib - reserved) / mib, 3)
+
+
+def sglang_tp_fraction(tp: int, early: bool = False) -> float:
+    """SGLang 0.3-0.4.5's mem_fraction_static from the TP size alone (the comment above; `early`:
+    0.3.x's 0.83 at TP8)."""
+    if tp >= 16:
+        return 0.79
+    if tp >= 8:
+        return 0.83 if early else 0.81
+    return 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
 
 
 TOKENIZERS = ("fast", "slow")

@@ -137,7 +137,8 @@ def make_replica(
         rnd = choose(model, hw, dep, drafting, draft_context, pid)
         capacity_bytes, kv_share = _drafter_memory(model, hw, dep, drafting, rnd, capacity_bytes)
     ranks = dep.attention_dp
-    plan = plan_memory(model, hw, dep, eng, capacity_bytes)
+    limits = (max_seqs or seqs_default, max_batched_tokens or tokens_default)
+    plan = plan_memory(model, hw, dep, eng, capacity_bytes, limits)
     if not plan.weights_fit:
         raise InputError(f"{model.id} does not fit on {hw.id} at TP{dep.tp} PP{dep.pp}")
     blk = eng.block_tokens

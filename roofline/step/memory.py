@@ -2,10 +2,12 @@
 
 KV budget rules (engine documentation):
 - vLLM: gpu_memory_utilization (default 0.9) × capacity − (weights + activation peak + non-torch);
-  the activation peak is profiled with a forward pass of max_num_batched_tokens tokens.
+  the activation peak is profiled with a forward pass of max_num_batched_tokens tokens, and from
+  V1 (0.8) also with the dummy sampler run over max_num_seqs rows of the full vocabulary
+  (profile_peak_bytes; vllm-project/vllm PR #13594).
 - SGLang: mem_fraction_static × capacity − weights (activations live outside the static pool);
-  the fraction its server derives per device and layout from 0.5.5 on
-  (roofline.engines.scheduler.sglang_static_fraction), else 0.88.
+  the fraction its server derives per device and layout from 0.5.5 on, from the TP size before
+  0.4.6 (roofline.engines.scheduler.sglang_static_fraction), else 0.88.
 - TensorRT-LLM: kv_cache_free_gpu_mem_fraction (default 0.9) × (capacity − weights − activations
   − runtime).
 - ideal: every byte that is not a weight holds KV.
@@ -35,7 +37,7 @@ from roofline.domain.hardware import Accelerator
 from roofline.domain.layout import check_shape, distinct_stages, stage_layer_counts
 from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
-from roofline.engines.scheduler import sglang_static_fraction
+from roofline.engines.scheduler import batch_defaults, sglang_static_fraction
 from roofline.step.lora import lora_slot_bytes_per_gpu
 from roofline.step.ops import (
     Deployment,
@@ -92,10 +94,12 @@ def kv_bytes_per_sequence(
     return most * block_tokens * per_layer
 
 
-def activation_peak_bytes(model: ModelArch, dep: Deployment, tokens: ArrayLike) -> FloatArray:
+def activation_peak_bytes(
+    model: ModelArch, dep: Deployment, tokens: ArrayLike, sampled_rows: int = 256
+) -> FloatArray:
     """Peak activation memory of a forward pass over `tokens` tokens (fused attention, so no S×S
     scores): the residual stream and one layer's widest intermediate alive at once —
-    t·(2·D + max(3·F_ffn, (N+2K)·H)/TP)·b_a — plus fp32 logits for up to 256 sampled rows."""
+    t·(2·D + max(3·F_ffn, (N+2K)·H)/TP)·b_a — plus fp32 logits for up to `sampled_rows` rows."""
     m, t = model, np.asarray(tokens, dtype=float)
     has_dense = any(not g.moe for g in m.layer_groups)  # a pure MoE's intermediate_size is unused
     f = max(
@@ -103,8 +107,48 @@ def activation_peak_bytes(model: ModelArch, dep: Deployment, tokens: ArrayLike) 
         m.num_experts_per_tok * m.expert_width + m.n_shared_experts * m.expert_width,
     )
     widest = max(3 * f, (m.num_attention_heads + 2 * m.n_kv_heads) * m.d_head)
-    logits = np.minimum(t, 256) * m.vocab_size * 4 / dep.tp
+    logits = np.minimum(t, sampled_rows) * m.vocab_size * 4 / dep.tp
     return t * (2 * m.hidden_size + widest / dep.tp) * dep.activations.bytes_per_value + logits
+
+
+def vllm_sampler_peak_bytes(model: ModelArch, seqs: int) -> float:
+    """vLLM V1's dummy sampler run in its memory profile (vllm/v1/worker/gpu_model_runner.py
+    profile_run -> _dummy_sampler_run): logits for max_num_seqs rows over the full vocabulary
+    (gathered on every TP rank), in the model's 16 bits and the float32 copy the sampler makes
+    (vllm/v1/sample/sampler.py `logits = logits.to(torch.float32)`), both alive at once: rows ×
+    V × (2 + 4) B. The fp32 copy is the allocation an H100 fails on at 1,024 rows of gpt-oss's
+    201,088-token vocabulary ('Tried to allocate 786.00 MiB' = 1,024 × 201,088 × 4 B,
+    vllm-project/vllm issue #27508). The sort top-k/top-p may add is not counted [a lower
+    bound]."""
+    return seqs * model.vocab_size * (2 + 4)
+
+
+def profile_peak_bytes(
+    model: ModelArch,
+    hw: Accelerator,
+    dep: Deployment,
+    eng: Engine,
+    limits: tuple[int, int] | None = None,
+) -> float:
+    """The activation peak an engine's memory profile reserves: a forward of its profile tokens
+    (activation_peak_bytes); under vLLM V1 (the engine's own profile, 0.8 and later; V0's
+    version profile keeps the forward) the forward of max_num_batched_tokens and then the dummy
+    sampler run of max_num_seqs rows (GPUModelRunner.profile_run: `_dummy_run(max_num_tokens)`,
+    then `_dummy_sampler_run` on one hidden state per dummy request, min(max_num_tokens,
+    max_num_seqs) of them; added by vllm-project/vllm PR #13594, Feb 2025, for issue #13507,
+    before 0.8.0), at the defaults it picks on the device (roofline.engines.scheduler
+    batch_defaults: 1,024 and 8,192 on an H100, H200 or MI300X, 256 and 2,048 on an A100) or
+    at the run's own `limits` (max_num_seqs, max_num_batched_tokens: the profile runs at what
+    the scheduler is configured with), so the larger of the two: the forward's intermediates are
+    freed before the sampler runs [approximation: the forward's last hidden states, alive beside
+    the sampler, are not added]."""
+    if not eng.profile_tokens:
+        return 0.0
+    if eng.name != "vllm" or eng.profile_id != "vllm":
+        return float(activation_peak_bytes(model, dep, eng.profile_tokens))
+    seqs, tokens = limits if limits is not None else batch_defaults("vllm", hw)
+    forward = float(activation_peak_bytes(model, dep, tokens, sampled_rows=0))
+    return max(forward, vllm_sampler_peak_bytes(model, seqs))
 
 
 @dataclass(frozen=True)
@@ -142,18 +186,19 @@ def plan_memory(
     dep: Deployment,
     eng: Engine,
     capacity_bytes: float | None = None,
+    limits: tuple[int, int] | None = None,
 ) -> MemoryPlan:
     """Apply the engine's KV-budget rule on one GPU (capacity = usable device memory); the
     runtime overhead is the engine's plus the LoRA adapter slots the deployment holds on each
-    GPU (roofline.step.lora: vLLM allocates them at load, before the KV cache)."""
+    GPU (roofline.step.lora: vLLM allocates them at load, before the KV cache). `limits`: the
+    run's (max sequences, token budget per step) where it sets them, which vLLM V1 profiles
+    (profile_peak_bytes)."""
     check_shape(model, dep.layout)
     cap = engine_total_bytes(hw, eng) if capacity_bytes is None else capacity_bytes
     if cap <= 0:
         raise InputError(f"memory capacity must be positive, got {cap}")
     weights = weight_bytes_per_gpu(model, dep)
-    act = (
-        float(activation_peak_bytes(model, dep, eng.profile_tokens)) if eng.profile_tokens else 0.0
-    )
+    act = profile_peak_bytes(model, hw, dep, eng, limits)
     runtime = eng.runtime_overhead_bytes + lora_slot_bytes_per_gpu(model, dep)
     fraction = eng.memory_fraction
     if eng.name == "sglang" and not eng.fraction_given:  # its default per device and layout
