@@ -183,7 +183,7 @@ classes:
 
 @pytest.fixture(scope="session")
 def engine_sweeps() -> list[dict[str, Any]]:
-    """validation/engine_sweeps.yaml's cases as the file holds them (830 kB of YAML, about 1 s
+    """validation/engine_sweeps.yaml's cases as the file holds them (830 kB of YAML, 0.1 CPU-s
     to parse): parsed once per worker for the tests that read it (read only)."""
     from validation.engine_sweeps_report import load
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,8 +42,7 @@ def test_a_fit_on_several_sources_is_refitted_not_dropped(cat):
 def test_error_file_covers_every_case_or_says_why_not(engine_sweeps):
     # a case added to either file without re-running `python validation/serving_crossval.py`
     # (make accuracy) fails here; skipped cases name an engine the catalog lacks
-    import yaml
-
+    from roofline.catalog.files import safe_load_yaml
     from roofline.engines.engine import ENGINES
     from validation.serving_crossval import CASE_FILES, load
 
@@ -51,7 +52,7 @@ def test_error_file_covers_every_case_or_says_why_not(engine_sweeps):
         cases = (
             engine_sweeps  # the same file, parsed once per worker (tests/conftest.py)
             if rel == "validation/engine_sweeps.yaml"
-            else yaml.safe_load((ROOT / rel).read_text())["cases"]
+            else safe_load_yaml((ROOT / rel).read_text())["cases"]
         )
         for c in cases:
             want[(rel, c["id"])] = (c.get("engine", "vllm"), float(c["measured"]))
@@ -130,7 +131,7 @@ def test_every_step_source_scored_here_is_mapped(cat):
                 assert STEP_SOURCES.get(g) == b.group, (b.case.id, g)
 
 
-def test_every_refit_table_names_every_source_its_fit_uses(cat):
+def test_every_refit_table_names_every_source_its_fit_uses(cat, engine_sweeps):
     # each figure's leave-one-source-out values (the tables the fit scripts print) must cover
     # every source the fit script fits on: a source missing from its table is scored with the
     # figure fitted on it
@@ -143,13 +144,15 @@ def test_every_refit_table_names_every_source_its_fit_uses(cat):
         fit_stack_kernels,
     )
     from validation import serving_crossval as sc
-    from validation.engine_sweeps_report import load
 
     def groups(cases) -> set[str]:
         return {sc.source_group(c) for c in cases}
 
     every = [c for f in sc.CASE_FILES for c in load_serving_cases(ROOT / f)]
-    v0 = fit_engine_versions.version_cases("vllm-v0", cat, load(fit_engine_versions.PATH))
+    from validation import engine_sweeps_report
+
+    assert fit_engine_versions.PATH == engine_sweeps_report.PATH  # the fixture's file
+    v0 = fit_engine_versions.version_cases("vllm-v0", cat, engine_sweeps)
     assert set(sc.V0_FIT) == groups(c for c in v0 if not fit_engine_versions.excluded(c))
     assert set(sc.AMD_V0_FIT) == groups(fit_amd_v0.cases(cat))
     assert set(sc.SGLANG_SEQ_FIT) == groups(fit_seq_cost.cases(cat, "sglang", sc.SGLANG_SEQ_FAMILY))
@@ -164,13 +167,74 @@ def test_every_refit_table_names_every_source_its_fit_uses(cat):
 
 def test_amd_v0_refits_are_what_the_fit_prints(cat):
     # validation/serving_crossval.py AMD_V0_FIT is pasted from `python -m validation.fit_amd_v0`
-    # (~15 s); a catalog change that moves the fit must move the table too, else the left-out
-    # source is scored with a figure fitted with it
+    # (~6 s: it runs the grid points the fits can pick, fit_amd_v0.search, which the next test
+    # holds to the whole grid's answer); a catalog change that moves the fit must move the table
+    # too, else the left-out source is scored with a figure fitted with it
     from validation import fit_amd_v0
     from validation.serving_crossval import AMD_V0_FIT
 
     _, _, without = fit_amd_v0.refits(cat)
     assert {g: round(s * 1e6) for g, s in AMD_V0_FIT.items()} == without
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(2, 24),
+    st.lists(
+        st.tuples(
+            st.sampled_from("abc"),
+            st.lists(st.integers(-6, 6), min_size=1, max_size=24),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_amd_v0_search_picks_what_the_whole_grid_picks(n, curves):
+    # fit_amd_v0.search runs only the grid points whose gap can hold a fit's least loss, assuming
+    # each case's log error monotone in the grid value; on made-up monotone errors (small
+    # integers, so losses tie often: the first of equals must win as on the whole grid) each
+    # fit, on every source and without each, is the whole grid's
+    from validation import fit_amd_v0 as f
+
+    grid = tuple(range(0, 5 * n, 5))
+    cols = []
+    for group, steps, rising in curves:
+        col = sorted((steps * n)[:n], reverse=not rising)  # monotone over the grid
+        cols.append((group, [x / 4 for x in col]))
+
+    def errors_at(us: float) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for group, col in cols:
+            out.setdefault(group, []).append(col[grid.index(us)])
+        return out
+
+    whole = {us: errors_at(us) for us in grid}
+    leaves = [None, *sorted({g for g, _ in cols})]
+    part = f.search(errors_at, grid, leaves)
+    assert set(part) <= set(grid)
+    assert {k: f.fit(part, k) for k in leaves} == {k: f.fit(whole, k) for k in leaves}
+
+
+def test_amd_v0_loss_floor_by_hand():
+    # between two runs a case's error lies between its ends: from -1 to 2 it passes 0 (floor 0),
+    # from 1 to 3 it stays above 1 (floor 1); a source left out counts nothing
+    from validation import fit_amd_v0 as f
+
+    a, b = {"s": [-1.0, 1.0], "t": [0.5]}, {"s": [2.0, 3.0], "t": [-0.5]}
+    assert f.loss_floor(a, b, None) == 0.0 + 1.0 + 0.0
+    assert f.loss_floor({"s": [-2.0]}, {"s": [-3.0]}, None) == 4.0
+    assert f.loss_floor(a, b, "s") == 0.0 and f.loss_floor({"s": [2.0]}, {"s": [3.0]}, "s") == 0.0
+
+
+def test_amd_v0_search_refuses_an_error_that_turns_back():
+    # the search's premise, checked on the points it runs: an error that falls then rises
+    from validation import fit_amd_v0 as f
+
+    grid = (0, 5, 10)
+    col = {0: 1.0, 5: -1.0, 10: 1.0}
+    with pytest.raises(AssertionError, match="not monotone"):
+        f.search(lambda us: {"a": [col[us]]}, grid, [None])
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -14,9 +14,11 @@ and records per family the number of cases and the out-of-sample (leave-one-sour
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -117,8 +119,20 @@ def fits_without(
 
 
 def run(cat: Catalog | None = None):
-    """(catalog, fit on all cases, leave-one-source-out results, held-out results)."""
-    cat = cat or load_catalog()
+    """(catalog, fit on all cases, leave-one-source-out results, held-out results); `cat` None:
+    the catalog load_catalog() reads, run once per process for its ROOFLINE_CATALOG (bands.py,
+    accuracy_doc.py and the tests read the same run; read only)."""
+    if cat is None:
+        return _run_loaded(os.environ.get("ROOFLINE_CATALOG", ""))
+    return _run(cat)
+
+
+@cache
+def _run_loaded(catalog_env: str):
+    return _run(load_catalog())
+
+
+def _run(cat: Catalog):
     bases = fitted_bases(cat)
     held = make_bases(load_cases(ROOT / HELD_OUT), _lookup(cat), cat)
     full, loso, never = cross_validate(bases, fallback_shares(cat), held)

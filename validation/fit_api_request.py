@@ -80,7 +80,7 @@ def base(cat: Any, engine: str, rows: list[dict]) -> list[tuple[str, float, floa
     out = []
     for c in rows:
         n = int(c.get("requests", c.get("concurrency", DEFAULT_REQUESTS)))
-        got = run_serving_case(c, zero).expected
+        got = run_serving_case(c, zero, expected_only=True).expected
         out.append((source_group(c), got, float(c["measured"]), n))
     return out
 
@@ -130,7 +130,8 @@ def token_table(cat: Any, engine: str, rows: list[dict]) -> dict[str, list[tuple
     for c in rows:
         errs = []
         for us in TOKEN_GRID_US:
-            got = run_serving_case(c, _Patched(cat, {(engine, "api_token_fast_s"): us * 1e-6}))
+            pc = _Patched(cat, {(engine, "api_token_fast_s"): us * 1e-6})
+            got = run_serving_case(c, pc, expected_only=True)
             errs.append(float(np.log(got.expected / float(c["measured"]))))
         out.setdefault(source_group(c), []).append(tuple(errs))
     return out

@@ -174,10 +174,22 @@ def is_serving_case_file(path: str | Path) -> bool:
     return isinstance(cases, list) and any(isinstance(c, dict) and "arrivals" in c for c in cases)
 
 
+_CHECKED: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (path, text): its checked cases
+
+
 def load_serving_cases(path: str | Path) -> list[dict[str, Any]]:
-    """Published serving measurements (validation/serving_cases.yaml), key-checked strictly."""
+    """Published serving measurements (validation/serving_cases.yaml), key-checked strictly. A
+    file is parsed once per process for the same text (the fits and the tests read the case
+    files many times); each call returns its own copies (every value is a scalar)."""
     path = Path(path)
     text = read_text(path)
+    key = (str(path), text)
+    if key not in _CHECKED:
+        _CHECKED[key] = _checked_serving_cases(path, text)
+    return [dict(d) for d in _CHECKED[key]]
+
+
+def _checked_serving_cases(path: Path, text: str) -> list[dict[str, Any]]:
     raw = parse_yaml(text, str(path))
     if not isinstance(raw, dict) or set(raw) != {"cases"} or not isinstance(raw["cases"], list):
         raise CatalogError(f"{path}: expected one top-level key 'cases' holding a list")

@@ -99,8 +99,10 @@ def _scheduler_steps(case: dict[str, Any], where: str) -> int:
     return steps
 
 
-def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
-    """One case: build its workload and replica, serve it, read the metric."""
+def run_serving_case(case: dict[str, Any], cat, expected_only: bool = False) -> ServingCaseResult:
+    """One case: build its workload and replica, serve it, read the metric. `expected_only`: the
+    expected simulation alone (serve's; the result's ideal repeats the expected figure), for a fit
+    that reads only the expected one."""
     where = f"case '{case['id']}'"
     if case["metric"] not in METRICS:
         raise InputError(f"{where}: unknown metric '{case['metric']}' (use {', '.join(METRICS)})")
@@ -146,7 +148,8 @@ def run_serving_case(case: dict[str, Any], cat) -> ServingCaseResult:
         scheduler_steps=_scheduler_steps(case, where),
         cache_tokens=case.get("max_cache_length"),
     )
-    r = serve(rep, w, Slo(), capacity=None)  # measured runs report their window
+    # measured runs report their window
+    r = serve(rep, w, Slo(), capacity=None, expected_only=expected_only)
     pick = METRICS[case["metric"]]
     ideal, expected = float(pick(r.ideal)), float(pick(r.expected))
     measured = float(case["measured"])
