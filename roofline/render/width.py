@@ -10,7 +10,6 @@ Every table output opens with the inputs that produced it (`table_output`).
 from __future__ import annotations
 
 import functools
-import io
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
@@ -102,24 +102,38 @@ def _text_min(c: Col, cells: Sequence[str]) -> int:
     return max(min(max((_len(x) for x in cells), default=0), TEXT_MIN), head, words)
 
 
+def _spans(
+    cols: Sequence[Col], rows: list[list[str]], whole_key: bool
+) -> tuple[list[int], list[int]]:
+    """Per column, the natural content width and the narrowest it may take. A numeric column
+    (and the first column when `whole_key`) keeps its natural width: its longest cell or header
+    line; a text column's natural width is its longest cell, at least `_text_min`, and it may
+    shrink to `_text_min`."""
+    full, lo = [], []
+    for j, c in enumerate(cols):
+        cells = [r[j] for r in rows]
+        longest = max((_len(x) for x in cells), default=0)
+        if not c.text:
+            full.append(max(longest, *(len(line) for line in c.header.split("\n"))))
+            lo.append(full[-1])
+            continue
+        least = _text_min(c, cells)
+        full.append(max(least, longest))
+        lo.append(full[-1] if j == 0 and whole_key else least)
+    return full, lo
+
+
 def _widths(cols: Sequence[Col], rows: list[list[str]], width: int, whole_key: bool):
     """Content widths per column that fit `width`, or None. Numeric columns (and the first
     column when `whole_key`) get their longest cell; text columns share what is left, each at
     least TEXT_MIN (or its longest cell or header word), in proportion to what they lack."""
+    return _share(cols, *_spans(cols, rows, whole_key), width)
+
+
+def _share(cols: Sequence[Col], full: list[int], lo: list[int], width: int) -> list[int] | None:
+    """`_widths` from the columns' spans: `full` itself when everything fits whole."""
     n = len(cols)
     avail = width - (3 * n - 1)  # SIMPLE_HEAVY: edges, dividers, inner padding (pad_edge off)
-    full, lo = [], []
-    for j, c in enumerate(cols):
-        cells = [r[j] for r in rows]
-        head = max(len(line) for line in c.header.split("\n"))
-        natural = (
-            max([head, *(_len(x) for x in cells)])
-            if not c.text
-            else max([_text_min(c, cells), *(_len(x) for x in cells)])
-        )
-        full.append(natural)
-        whole = not c.text or (j == 0 and whole_key)
-        lo.append(natural if whole else _text_min(c, cells))
     if sum(lo) > avail:
         return None
     spare = avail - sum(lo)
@@ -163,11 +177,25 @@ def _wrap(cell: str, width: int) -> str:
     )
 
 
-def _fits(table: Table, width: int) -> bool:
-    buf = io.StringIO()
-    probe = Console(file=buf, width=width, highlight=False, color_system=None)
-    probe.print(table)
-    return ELLIPSIS not in buf.getvalue()
+def _render(con: Console, table: Table) -> list[Segment] | None:
+    """The table's segments exactly as `con.print(table)` renders them (the options `print`
+    derives, colour and encoding of `con` included), or None when a cell is elided (`…`) at
+    the console's width. Rendered once: the caller prints these same segments."""
+    soft = con.soft_wrap  # Console.print: soft wrap means no wrap, overflow ignore, no crop
+    options = con.options.update(
+        justify=None,
+        overflow="ignore" if soft else None,
+        height=None,
+        no_wrap=True if soft else None,
+        markup=None,
+        highlight=None,
+    )
+    segments = list(con.render(table, options))
+    if ELLIPSIS not in "".join(s.text for s in segments):
+        return segments
+    # the ellipsis might sit past the width on an over-long line, which print crops away
+    lines = Segment.split_and_crop_lines(segments, con.width, pad=False)
+    return None if any(ELLIPSIS in s.text for line in lines for s in line) else segments
 
 
 def wrap_items(con: Console, items: Sequence[str], indent: str = "", sep: str = "  ") -> None:
@@ -233,16 +261,21 @@ def _layouts(cols: Sequence[Col], body: list[list[str]]):
 
 
 def _draw(con: Console, cols: Sequence[Col], body: list[list[str]]) -> bool:
-    """Print `body` as a table if it fits the console without eliding a cell."""
+    """Print `body` as a table if it fits the console without eliding a cell. Each table is
+    rendered once, and a layout that repeats one tried already (same columns, rows and widths,
+    as when the first column is numeric and `whole_key` changes nothing) is not tried again."""
+    tried: list[tuple[Sequence[Col], list[list[str]], list[int]]] = []
     for lcols, lbody, whole_key, strict in _layouts(cols, body):
-        widths = _widths(lcols, lbody, con.width, whole_key)
-        if widths is None:
+        full, lo = _spans(lcols, lbody, whole_key)
+        widths = _share(lcols, full, lo, con.width)
+        if widths is None or (strict and widths != full):  # strict: every column whole
             continue
-        if strict and widths != _widths(lcols, lbody, 10**6, whole_key):
+        if any(c is lcols and b is lbody and w == widths for c, b, w in tried):
             continue
-        table = _build(lcols, lbody, widths)
-        if _fits(table, con.width):
-            con.print(table)
+        tried.append((lcols, lbody, widths))
+        segments = _render(con, _build(lcols, lbody, widths))
+        if segments is not None:
+            con.print(Segments(segments))
             return True
     return False
 
