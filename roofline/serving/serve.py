@@ -55,6 +55,7 @@ from roofline.serving.router import (
 )
 from roofline.serving.sessionroute import session_passes
 from roofline.serving.sim.drafting import DraftConfig, DraftRound, choose, speculative_steps
+from roofline.serving.sim.idealsteps import IdealSteps
 from roofline.serving.sim.kvtiers import KvHierarchy
 from roofline.serving.sim.multistep import amortised
 from roofline.serving.sim.prefixcache import replica_selection
@@ -74,7 +75,7 @@ class Replica:
     hw: Accelerator
     dep: Deployment
     rules: EngineRules
-    ideal: StepModel
+    ideal_steps: IdealSteps  # the ideal step times, built when first read (`ideal`)
     expected: StepModel
     frontend: Frontend | None = None  # the expected figures' API server (never the ideal's)
     model: ModelArch | None = None  # what it serves (the capacity bounds count its ops)
@@ -85,6 +86,10 @@ class Replica:
     @property
     def gpus(self) -> int:
         return self.dep.gpus_per_replica
+
+    @property
+    def ideal(self) -> StepModel:
+        return self.ideal_steps()
 
 
 def make_replica(
@@ -169,13 +174,10 @@ def make_replica(
         eng.name in PREFILL_FIRST and not chunked_prefill,  # SGLang's prefill batches fill up
     )
     top = max_seqs + (max_batched_tokens or max_len)
-    steps = [
-        StepModel(model, hw, dep, max_seqs, max_len, ideal, max_tokens=top, engine=pid)
-        for ideal in (True, False)
-    ]
+    steps = StepModel(model, hw, dep, max_seqs, max_len, False, max_tokens=top, engine=pid)
     if vprof is not None and vprof.decode_whole_cache:  # the expected step reads every slot
-        steps[1].dense_cache = cache_tokens or max_len  # its preallocated cache, as configured
-    if float(steps[0].blocks(max_len + 1, blk)) > budget // ranks:
+        steps.dense_cache = cache_tokens or max_len  # its preallocated cache, as configured
+    if float(steps.blocks(max_len + 1, blk)) > budget // ranks:
         raise InputError(
             f"one request of {max_len:,} tokens does not fit in the KV budget of {hw.id} at "
             f"TP{dep.tp} PP{dep.pp} ({budget // ranks} blocks of {blk} tokens"
@@ -190,11 +192,9 @@ def make_replica(
     # server's work on that request and its one token in flight at a time
     front = Frontend(max(lat - per_req - per_tok_fast, 0.0), per_req, per_tok)
     if drafting is not None and rnd is not None:
-        steps = [
-            speculative_steps(s, model, hw, dep, drafting, rnd, ideal, pid)
-            for s, ideal in zip(steps, (True, False), strict=True)
-        ]
-    return Replica(hw, dep, rules, steps[0], steps[1], front, model, rnd, eng.name)
+        steps = speculative_steps(steps, model, hw, dep, drafting, rnd, False, pid)
+    ideal = IdealSteps(model, hw, dep, max_seqs, max_len, top, pid, drafting, rnd)
+    return Replica(hw, dep, rules, ideal, steps, front, model, rnd, eng.name)
 
 
 def _drafter_memory(model, hw, dep, drafting: DraftConfig, rnd: DraftRound, capacity_bytes):

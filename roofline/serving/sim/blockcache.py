@@ -21,6 +21,7 @@ links) and is not cached here.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 
 import numpy as np
@@ -152,13 +153,25 @@ class BlockCache(PrefixCache):
     def fit(self, free_blocks: float) -> None:
         """Evict idle blocks, least recently freed first, until they fit in `free_blocks`."""
         over = self.idle_blocks - max(free_blocks, 0.0)
-        while over > 0 and self.lru:
-            h, _ = self.lru.popitem(last=False)
-            self.idle_blocks -= self.bpb
-            self.evicted += self.bpb
-            over -= self.bpb
-            if self.store is not None:
-                self.store.put(h, self.bpb)
+        lru, bpb, store = self.lru, self.bpb, self.store
+        if over <= 0 or not lru:
+            return
+        # the blocks of bpb each that bring `over` to 0 or below, one at a time: the k with
+        # over − (k−1)·bpb > 0 ≥ over − k·bpb (exact: whole-block counts far below 2**52)
+        k = max(math.ceil(over / bpb), 1)
+        while k > 1 and over - (k - 1) * bpb <= 0:
+            k -= 1
+        while over - k * bpb > 0:
+            k += 1
+        k = min(k, len(lru))
+        self.idle_blocks -= bpb * k
+        self.evicted += bpb * k  # (whole numbers: the same float as k additions)
+        if store is None:
+            for _ in range(k):
+                lru.popitem(last=False)
+            return
+        for _ in range(k):
+            store.put(lru.popitem(last=False)[0], bpb)
 
     def tick(self, dt: float) -> None:
         pinned = self.bpb * len(self.ref)

@@ -12,6 +12,9 @@ from __future__ import annotations
 def chunk_head(prefilling: list[int], pf_left: list[int], budget: int) -> tuple[list, list]:
     """(requests, tokens left) of the prompts in prefill, in queue order, up to the first whose
     tokens left, with those before it, reach `budget`."""
+    x = pf_left[prefilling[0]] if prefilling else 0
+    if x >= budget and prefilling:  # the head alone reaches it (the common span)
+        return [prefilling[0]], [x]
     pfr: list[int] = []
     lens: list[int] = []
     cum = 0

@@ -70,10 +70,10 @@ class Decoders(SimState):
             self._slot[r] = top
             self._top = top + 1
         self.S += b
-        if self.simple_kv:  # the count per remainder (module docstring)
-            rem = self._rem
-            if rem is None:
-                rem = self._rem = [0] * self.rules.block_tokens
+        rem = self._rem
+        if rem is None and self.simple_kv:  # the first join sets up the count per remainder
+            rem = self._rem = [0] * self.rules.block_tokens
+        if rem is not None:  # simple_kv (module docstring)
             q, m = divmod(b, len(rem))
             self._qsum += q
             rem[m] += 1
@@ -91,17 +91,17 @@ class Decoders(SimState):
             self._alive[self._slot.pop(r)] = False
         self.gen[r] = b + self.G - self.prompts[r]
         self.S -= b
-        if self.simple_kv:  # (join set up the count)
-            rem = self._rem
-            assert rem is not None
+        rem = self._rem
+        if rem is not None:  # simple_kv (join set up the count)
             q, m = divmod(b, len(rem))
             self._qsum -= q
             rem[m] -= 1
         self.F -= self.fin.pop(r)
         del self.decoding[r]
         self.base_arr = None
-        if r in self.fresh:
-            self.fresh.remove(r)
+        fresh = self.fresh
+        if fresh and r in fresh:
+            fresh.remove(r)
         elif self.spans:
             self.last_tok[r] = self.last_shared
 

@@ -193,7 +193,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
     def finish(self, r: int) -> None:
         now = self.now
         self.finish_s[r] = now
-        wait = self.finish_wait[r] = self.api.wait_s(now)
+        wait = self.finish_wait[r] = self.api.wait_s(now) if self.api.queues else 0.0
         if self.stop is not None:
             self.watch_finish(r, now, wait)
         self.active.remove(r)
@@ -229,12 +229,13 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
         now, gen, outputs, last_tok = self.now, self.gen, self.outputs, self.last_tok
         res_blocks, wait_s, stop, join = self.res_blocks, self.api.wait_s, self.stop, self.join
         pf_left, recompute, prefilling = self.pf_left, self.recompute_pass, self.prefilling
+        queues, watch = self.api.queues, stop is not None and stop.ttft_s is not None
         for r in done:
             g = gen[r]
             if g == 0:
                 self.first_token_s[r] = now
-                self.first_wait[r] = wait = wait_s(now)
-                if stop is not None:  # the SLO search: stop once its verdict is known
+                self.first_wait[r] = wait = wait_s(now) if queues else 0.0
+                if watch:  # the SLO search: stop once its verdict is known
                     self.watch_first(r, now, wait)
             else:  # a recompute samples the next token: one more gap
                 self.itl_v.append(now - last_tok[r])

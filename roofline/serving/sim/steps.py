@@ -420,22 +420,28 @@ class StepModel:
             return t_dec, t_dec, None
         room, lens, dones = pf
         budget = k * room
-        processed, upto = [], []
-        busy = top = 0
-        for x, d in zip(lens, dones, strict=True):
-            take = x if x < budget else budget
-            processed.append(take)
-            budget -= take
-            u = d + take
-            upto.append(u)
-            if u > top:
-                top = u
-            if take:
-                busy += 1
+        if len(lens) == 1:  # one prompt in prefill (the common span): the loop below, unrolled
+            take = lens[0] if lens[0] < budget else budget
+            processed, budget = [take], budget - take
+            top = dones[0] + take
+            upto, busy = [top], 1 if take else 0
+        else:
+            processed, upto = [], []
+            busy = top = 0
+            for x, d in zip(lens, dones, strict=True):
+                take = x if x < budget else budget
+                processed.append(take)
+                budget -= take
+                u = d + take
+                upto.append(u)
+                if u > top:
+                    top = u
+                if take:
+                    busy += 1
         tokens = k * room - budget
         m, f = (1, 1.0) if self.pp == 1 else self.pipe(n + busy)
-        if lin_tab is not None and (n + tokens / k) / m < len(lin_tab) - 1:
-            x = (n + tokens / k) / m
+        x = (n + tokens / k) / m
+        if lin_tab is not None and x < len(lin_tab) - 1:
             i = int(x)
             lin_hi = lin_tab[i] + (x - i) * (lin_tab[i + 1] - lin_tab[i])
             if n:
@@ -450,6 +456,8 @@ class StepModel:
         shared = self.shared_attention_s(dones, upto, busy) if busy > 1 and k == 1 else None
         if shared is not None:
             a = shared
+        elif len(upto) == 1 and attn_tab is not None and top < len(attn_tab):
+            a = 0 + (attn_tab[top] - attn_tab[dones[0]])  # sum() of the one term, bit for bit
         elif attn_tab is not None and top < len(attn_tab):
             a = sum([attn_tab[u] - attn_tab[d] for d, u in zip(dones, upto, strict=True)])
         else:
