@@ -75,7 +75,7 @@ def _child_one(item: tuple[str, dict]) -> dict:
             if f.group == source_group(c) and prof is not None:
                 patch[(f.engine, f.field)] = f.fallback(prof)
         if patch:
-            outside = run_serving_case(c, _Patched(cat, patch)).expected
+            outside = run_serving_case(c, _Patched(cat, patch), expected_only=True).expected
     except Exception as exc:  # the old code's own refusal, recorded as the reason
         return {**row, "skipped": f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
     n = _gpus(case)
