@@ -94,7 +94,10 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
 # that count (at most 4,096, / PP) rounded up: to 32s (at least 64) below 256, 128s below 1,024,
 # else 256s; max_num_tokens that count x (1 + mean prompt / mean output) (at most 32,768)
 # rounded up to 256s (at least 2,048) below 4,096, 512s below 8,192, else 1,024s. The PyTorch
-# path without chunked prefill raises max_num_tokens to the longest prompt + max_batch_size.
+# path without chunked prefill raises max_num_tokens to the longest prompt + max_batch_size; the
+# build path does not [uncertain: how 0.17's runtime ran a 5,000-token prompt in an engine built
+# for 2,048 tokens with --enable_chunked_context off, as the perf-overview's command ran it: the
+# simulator's mixed steps run it whole].
 # Quantisations outside TUNED_QUANTS (NVFP4, FP8, FP8 block scales, none) keep BuildConfig's
 # 2,048 and 8,192. The limits are per rank (the DeepSeek-R1 performance guide,
 # docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md: "--max_batch_size: Max
