@@ -113,3 +113,15 @@ def test_a_case_run_by_the_harness_runs_at_its_caps():
     assert by_rule.expected == run_serving_case(given, CAT, expected_only=True).expected
     with pytest.raises(InputError, match="harness"):
         run_serving_case({**CASE, "harness": "locust"}, CAT, expected_only=True)
+
+
+def test_nvfp4_checkpoint_element_count():
+    # nvidia/DeepSeek-R1-0528-NVFP4-v2: 393.6B "parameters" as its safetensors headers count them
+    # (packed uint8 weights, FP8 scales; llmrun.dev/model/nvidia-deepseek-r1-0528-nvfp4-v2,
+    # from the Hugging Face listing); the FP8 checkpoint's 685B (its Hugging Face page, quoted in
+    # models/deepseek-v3.yaml's notes), the MTP module included.
+    from roofline.engines.scheduler import _checkpoint_elements
+
+    m = CAT.model("deepseek-r1")
+    assert _checkpoint_elements(m, "nvfp4") == pytest.approx(393.6e9, rel=0.02)
+    assert _checkpoint_elements(m, "fp8") == pytest.approx(685e9, rel=0.01)

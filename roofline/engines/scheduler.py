@@ -112,7 +112,8 @@ def _checkpoint_elements(model: ModelArch, weights: str) -> float:
     """The parameter count trtllm-bench reads from the checkpoint's safetensors headers
     (ModelConfig.get_param_count: every stored element, the MTP module included): an NVFP4
     checkpoint stores two 4-bit weights per uint8 element and one FP8 scale per 16 weights
-    [approximation: every linear layer but the output head packed, as ModelOpt quantises them]."""
+    [approximation: every linear layer but the output head packed, as ModelOpt quantises them:
+    391.8B for DeepSeek-R1, where nvidia/DeepSeek-R1-0528-NVFP4-v2 lists 393.6B]."""
     b = model.param_breakdown()
     total = float(b["total"] + b["mtp"])
     if weights != "nvfp4":
