@@ -137,13 +137,6 @@ def closed_loop_margin(kind: str) -> float | None:
     return None if got is None else float(got["margin"])
 
 
-def bands(metrics: tuple[str, ...], family: str, engine: str | None = None) -> dict[str, Band]:
-    """The bands of several figures on one family and engine profile, skipping those without
-    one."""
-    out = {m: band(m, family, engine) for m in metrics}
-    return {m: b for m, b in out.items() if b is not None}
-
-
 __all__ = [
     "INHERITS",
     "INVERTED",
@@ -151,7 +144,6 @@ __all__ = [
     "METRICS",
     "Band",
     "band",
-    "bands",
     "closed_loop_margin",
     "interval",
 ]
