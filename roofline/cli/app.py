@@ -61,7 +61,7 @@ class LazyGroup(TyperGroup):
         super().__init__(**kwargs)
 
     @property
-    def commands(self) -> MutableMapping[str, Any]:  # type: ignore[override]
+    def commands(self) -> MutableMapping[str, Any]:
         for name in COMMANDS:
             self._build(name)
         return self._commands
