@@ -135,15 +135,3 @@ def closed_loop_margin(kind: str) -> float | None:
     fitted."""
     got = _table().get("closed_loop", {}).get(kind)
     return None if got is None else float(got["margin"])
-
-
-__all__ = [
-    "INHERITS",
-    "INVERTED",
-    "LIGHT",
-    "METRICS",
-    "Band",
-    "band",
-    "closed_loop_margin",
-    "interval",
-]

@@ -438,6 +438,3 @@ def _size_checks(headroom, requests, sv: Features, seed: int, disagg: bool):
     if pfx is not None and disagg:
         raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
     return pfx
-
-
-__all__ = ["serve", "size"]

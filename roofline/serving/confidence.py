@@ -171,15 +171,3 @@ def edge_binding(e: Edges, counts: tuple[int, int, int], own: str, expected: str
         edge = e.ttft if own == "TTFT SLO" else e.tpot
         return f"{own} ÷ {edge:.3g} (its light-load band's high edge) at {low}"
     return own
-
-
-__all__ = [
-    "Edges",
-    "capacity_at",
-    "edge_binding",
-    "edges",
-    "level",
-    "level_of",
-    "search_order",
-    "slowed",
-]

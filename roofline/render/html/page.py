@@ -227,6 +227,3 @@ def page(doc: Mapping[str, Any], command_line: Sequence[str] | None = None) -> s
             "</main></body></html>\n",
         ]
     )
-
-
-__all__ = ["CSS", "page", "provenance", "question", "results_tables"]

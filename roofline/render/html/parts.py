@@ -245,18 +245,3 @@ def chart_block(title: str, svg: str, table: str, note: str = "") -> str:
         f'<div class="pair"><div class="svgbox">{svg}</div>'
         f'<div class="numbers">{table}</div></div></figure>'
     )
-
-
-__all__ = [
-    "Content",
-    "band_path",
-    "chart_block",
-    "figure",
-    "flatten",
-    "fmt",
-    "is_number",
-    "kv_table",
-    "lookup",
-    "relative_band",
-    "rows_table",
-]
