@@ -32,7 +32,7 @@ from roofline.domain.layout import Layout
 from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
 from roofline.engines.scheduler import TOKENIZERS, TRTLLM_BENCH_HARNESSES, trtllm_bench_limits
 from roofline.serving.attention_dp import default_balance
-from roofline.serving.metrics import ServeMetrics, Slo
+from roofline.serving.metrics import Slo
 from roofline.serving.serve import make_replica, serve
 from roofline.serving.workload import Workload, make_workload
 from roofline.step.ops import Deployment
@@ -232,6 +232,3 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         else None,
     }
     return {**stats, "regimes": {"serving": dict(stats)}}
-
-
-__all__ = ["METRICS", "ServeMetrics", "run_serving_case", "run_serving_cases", "summary"]

@@ -86,13 +86,3 @@ def least_loaded(
         heapq.heappush(queues[best][0], (adm[i], fin[i]))
     picks = np.asarray(chosen, dtype=np.int64)
     return [np.flatnonzero(picks == j) for j in range(replicas)]
-
-
-__all__ = [
-    "DEFAULT_ROUTER",
-    "ROUTERS",
-    "ROUTER_SOURCE",
-    "check_router",
-    "least_loaded",
-    "round_robin",
-]
