@@ -1226,7 +1226,20 @@ AICONFIGURATOR = (
     "decode steps, the harness: the tokcap items above). B200 at attention-DP 8, 256 a rank, "
     "agrees (46.6 against 45.6 ms; 32.7 against 28.0 at 64 a rank, the table below). The "
     "add + RMSNorm pairs aiconfigurator times (2 x 61 calls, 1.1 ms a step each at 1,024 "
-    "tokens on H200, 0.24 ms at 64) are not modelled (about 3% of the step)."
+    "tokens on H200, 0.24 ms at 64) are not modelled (about 3% of the step).\n"
+    "- NVIDIA, vLLM's MLA attention block on Hopper has a fixed cost TensorRT-LLM's lacks "
+    "(found, not yet measured on the cases): aiconfigurator 0.12.0's H200 "
+    "mla_generation_module tables (the block's block-FP8 GEMMs and the decode kernel, 1,024 "
+    "cached tokens) put vLLM 0.24.0's above TensorRT-LLM 1.3.0rc20's by 36-58 µs a layer with "
+    "a 16-bit cache and 49-78 µs with FP8 at every head count (16-128) and batch 1-64 (64-110 "
+    "µs at 256), where the simulator gives both engines TensorRT-LLM's: static_gen at TP8, "
+    "batch 4, mla_block 7.24 ms a step under vLLM and 3.37 under TensorRT-LLM, the simulator "
+    "3.23 under either. About 45 µs on each of 61 layers is 2.7 ms a step: gpustack's vLLM "
+    "0.11 DeepSeek-R1 on 8 H200 at 4 users (TPOT p50 19.1 ms measured, 12.5 modelled, -35% "
+    "out of sample) would go to about -21%. Not adopted here: the brief's two accuracy runs "
+    "were spent measuring the tiles, and an engine figure needs its before -> after on the "
+    "left-out sources (hardware/engines.yaml vllm would carry it per family, as vllm-v0's "
+    "block_fp8_moe_layer_us does)."
 )
 
 
