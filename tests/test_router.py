@@ -97,10 +97,11 @@ def _passes_by_hand(n, arrival, replicas, simulate, passes):
     """The least-loaded passes without sharing a run (what serve.run_replicas did before)."""
     sels = round_robin(n, replicas)
     for _ in range(passes - 1):
-        records = [simulate(sel) for sel in sels]
         admitted, finish = np.empty(n), np.empty(n)
-        for sel, rec in zip(sels, records, strict=True):
-            admitted[sel], finish[sel] = rec.admitted_s, rec.finish_s
+        for sel in sels:  # each replica run, every pass
+            rec = simulate(sel)
+            admitted[sel] = rec.admitted_s
+            finish[sel] = rec.finish_s
         sels = least_loaded(arrival, admitted, finish, replicas)
     return [simulate(sel) for sel in sels if sel.size]
 
