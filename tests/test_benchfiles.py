@@ -2,6 +2,7 @@
 JSONL and genai-perf profile exports are read by content, served through the serving model at
 their rate and lengths, and --calibrate fits the engine's host costs into a user catalog."""
 
+import functools
 import importlib.util
 import json
 import shutil
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.cases.benchfiles import METRICS, is_bench_file, read_bench_file, vllm_result
+from roofline.cases.benchfiles import METRICS, is_bench_file, read_bench_file
 from roofline.catalog.load import load_catalog
 from roofline.domain.errors import InputError
 
@@ -103,7 +104,7 @@ def test_vllm_keys_round_trip(prompts, rate, value):
     p = np.asarray(prompts)
     o = p[::-1].copy()
     metrics = dict.fromkeys(METRICS, value)
-    rec = json.loads(json.dumps(vllm_result(rate, p, o, metrics)))
+    rec = json.loads(json.dumps(_make_samples().vllm_result(rate, p, o, metrics)))
     from roofline.cases.benchfiles import _serving_run
 
     run = _serving_run("x", rec, "vllm")
@@ -178,6 +179,7 @@ TRUTH = {
 }
 
 
+@functools.cache  # one load: the round-trip test asks for it per example
 def _make_samples():
     spec = importlib.util.spec_from_file_location("make_samples", DATA / "make_samples.py")
     mod = importlib.util.module_from_spec(spec)

@@ -43,7 +43,11 @@ def test_size_disagg_under_vllm_leaves_out_the_pair_vllm_cannot_run(cat, monkeyp
     rows = {}
     for name in ("vllm", "sglang"):
         eng = engine(name, hw)
-        rows[name] = sizepools.size_disaggregated(m, [hw], base, eng, w, slo, {}, link, 0)
+        found, pending = sizepools._disaggregated(
+            m, [hw], base, eng, w, slo, {}, link, 0, None, None
+        )
+        with pending:
+            rows[name] = found + pending.result()
     (v,) = rows["vllm"]
     assert not v.meets_slo and v.gpus == 0 and "NixlConnector" in (v.note or "")
     assert "prefill TP2 with decode TP1" in (v.note or "")

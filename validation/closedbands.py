@@ -103,10 +103,3 @@ def band(iv: tuple[float, float], margin: float) -> tuple[float, float]:
     """[L · e^-m, H · e^m], each edge kept on its side of 1 (the band holds the expected figure:
     roofline.serving.loadbands)."""
     return min(iv[0] * math.exp(-margin), 1.0), max(iv[1] * math.exp(margin), 1.0)
-
-
-BASIS = (
-    "closed loop: the throughput band as the loop's time scale x the light-load band, its edges "
-    "moved by a margin fitted on the closed-loop and burst runs never seen (validation/"
-    "closedbands.py)"
-)

@@ -59,6 +59,7 @@ OPTIONAL = {
     "requests",
     "max_num_seqs",
     "max_num_batched_tokens",
+    "harness",
     "chunked_prefill",
     "gpu_memory_utilization",
     "num_scheduler_steps",

@@ -235,6 +235,11 @@ def _block_fp8_era(r: ServingResult) -> bool:
 
 
 @cache
+def _trtllm_bench(r: ServingResult) -> bool:
+    """Run by trtllm-bench with its own batch and token caps (a case's `harness`)."""
+    return _case_keys().get(r.id, {}).get("harness") is not None
+
+
 def _case_keys() -> dict[str, dict]:
     """id -> the case's keys in validation/highload_cases.yaml (what a mechanism acts on)."""
     from roofline.cases.casefiles import load_serving_cases
@@ -698,6 +703,36 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "and H100 SXM so far",
         _cuda_total_trtllm,
     ),
+    (
+        "trtllm-bench's own batch and token caps (issue 34 c, harness caps on tokens per "
+        "step): given no --max_batch_size / --max_num_tokens, trtllm-bench sizes both from "
+        "its own KV estimate, 2 x layers x max(TP, KV heads) x head size bytes a token "
+        "(tensorrt_llm/bench/build/tuning.py calc_engine_setting, finetune_setting; "
+        "bench/benchmark/utils/general.py get_settings, NVIDIA/TensorRT-LLM at 04cba882 and "
+        "0171265e): DeepSeek's MLA read as 128 heads of 56, 874 KB a token where its cache "
+        "holds 35 KB, so at most 384 requests a rank at 1,024/1,024 on 8 H200 and 64 at "
+        "1,024/8,192 (96 on 4 B200), per rank under attention DP (the DeepSeek-R1 "
+        "performance guide: '--max_batch_size: Max batch size in each rank'), where the "
+        "simulator had run up to what the KV held (144 a rank there); max_num_tokens 2,048, at "
+        "least the longest prompt + max_batch_size. A case's `harness: trtllm-bench` (or "
+        "trtllm-bench-build) applies it (roofline/engines/scheduler.py trtllm_bench_limits); "
+        "nothing fitted. Acts on no high-load point: on the 71 trtllm-bench throughputs of "
+        "validation/engine_sweeps.yaml (TensorRT-LLM's perf-overview, PyTorch 1.x 48 and 0.17 "
+        "builds 23) out of sample 12.4% (+9%) -> 15.0% (+8%), the 0.17 builds 10.8% -> 10.9%, "
+        "the 9 DeepSeek-R1 rows 8.8% (+9%) -> 25.1% (-15%), every serving case 20.7% -> "
+        "20.9%: H200 DEP8 "
+        "DeepSeek-R1 1,024/8,192 +71% -> +25%, 1,024/1,024 +92% -> +83% (the cap holds its "
+        "375 a rank), 1,024/32,768 +90% (bound by the KV already); RTX Pro 6000 TP1 PP2 "
+        "Llama-3.3-70B +54%, +52% -> +32%, +33%; B200 and GB200 DEP4 DeepSeek-R1 (NVFP4) "
+        "-7% to +9% -> -38% to -15%: at the batch the tool runs, the simulator's R1 decode "
+        "on Blackwell at 96-384 a rank over 4 GPUs is too slow, as beside aiconfigurator "
+        "(1.2-2.0x its step time, below), while at a stated 384 and 896 a rank over 8 B200 it "
+        "is within 1% (TensorRT-LLM's DeepSeek-R1 guide at 01c4ece9, two runs added to "
+        "validation/engine_sweeps.yaml; its H200 run at 128 a rank +26%) [approximation: an "
+        "NVFP4 checkpoint's element count, two weights a byte and a scale per 16; uncertain: "
+        "the perf-overview's release, newer than the guide's b6261862]",
+        _trtllm_bench,
+    ),
 )
 
 
@@ -840,7 +875,30 @@ LEFT = (
     "- NVIDIA, SGLang DeepSeek-V2.5 on 8 H200 with attention DP 8 (DataCrunch, 10,000 "
     "requests of 1 in / 512 out): requests/s 2.4x over-predicted (2.2x at 60 µs a sequence, "
     "3.0x before the per-sequence "
-    "cost; MLA + MoE at thousands of sequences; the harness's tokens per step not modelled).\n"
+    "cost; MLA + MoE at thousands of sequences). Not a cap on batch or tokens per step: "
+    "sglang.bench_serving sets none, and SGLang 0.4.0 under --enable-dp-attention halves "
+    "chunked_prefill_size (8,192 -> 4,096), caps cuda_graph_max_bs at 96, scales "
+    "schedule_conservativeness by 0.3 and turns the overlap scheduler off (server_args.py "
+    "__post_init__ of that release), none of which limits 1-token prompts; its running cap "
+    "(about 2,300 a rank by _resolve_max_num_reqs) holds the 1,250 a rank. By Little's law "
+    "the run kept about 4,600 sequences decoding (24.2 requests/s x 512 tokens x the 372 ms "
+    "median gap); capping the simulator at 577 a rank (that figure) gives 61 requests/s "
+    "(+153%) and a 112 ms gap (-70%), at 300 55 requests/s and 66 ms: the simulator's step "
+    "at ~4,600 tokens is 3.3x too fast (bf16 Triton fused MoE over the all-gathered tokens, "
+    "eager above 96 a rank, torch.compile only to 32) [uncertain: which].\n"
+    "- NVIDIA, DeepSeek-R1 on 8 H200 (gpustack, 1,000 ShareGPT prompts at once; "
+    "validation/engine_sweeps.yaml): TPOT p50 -59% to -67% (too fast) and output tokens/s "
+    "+23% to +218% under vLLM 0.11, SGLang 0.5.3 and TensorRT-LLM 1.0 alike. Every engine "
+    "admits all 1,000 (vLLM V1 max_num_seqs 1,024 on a 141 GB part; SGLang's running cap "
+    "2,048-4,096; trtllm-serve max_batch_size 2,048), as the simulator does; a cap moves "
+    "both errors the wrong way at once (256 sequences: TPOT -70% to -77%, tokens/s -4% to "
+    "+178%). By Little's law the runs held 270-690 sequences decoding at 167-217 ms a step, "
+    "the simulator 245-345 at 55-88 ms: the large-batch DeepSeek-R1 step on Hopper, as in "
+    "TensorRT-LLM's H200 DEP8 perf-overview rows (1,024/1,024 +83% at its own 384 a rank) "
+    "and its DeepSeek-R1 guide's H200 run (128 a rank, 1,436 tokens/s a GPU, 89 ms a step, "
+    "where the simulator gives 2,405 and 53 ms); candidates: CUDA graphs only up to each "
+    "engine's capture size (steps above it run eagerly), the block-FP8 grouped GEMMs at "
+    "thousands of rows.\n"
     "- SGLang's EAGLE-3 speedups at batch 4-64 (validation/levers_cases.yaml, in sample for the "
     "speculative host costs) stay over-predicted: +18%, +19%, +17% in sample at batch 4, 32, 64 "
     "(+25% to +29% out of sample) against -20% at batch 1. The verify pass now pays SGLang's own "

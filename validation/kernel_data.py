@@ -17,7 +17,6 @@ PKG = "aiconfigurator-core==0.12.0"
 DATA = Path(aiconfigurator_core.__file__).parent / "systems" / "data"
 MIN_NK = 512  # fit shapes of LLM layers: N and K of a layer's GEMM are at least 512 after TP
 MMA_ROWS = 16.0  # roofline/timing/gemm.py: a GEMV pads to the 16-row MMA tile
-M_TILE = 128  # rows of M one CTA of a weight-only (fpA_intB) GEMM dequantises its weights for
 
 # kernel group -> (chip dir, catalog accelerator it is measured on, engine, version,
 #                  members of the group, weight-only sources {dtype: (engine, version)})

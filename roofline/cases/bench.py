@@ -122,6 +122,3 @@ def compare(
             }
         )
     return rows
-
-
-__all__ = ["PICK", "compare", "predicted", "simulate", "workload_of"]

@@ -333,33 +333,3 @@ def _genai_run(where: str, rec: dict[str, Any]) -> BenchRun:
     if n < 1:
         raise InputError(f"{where}: missing key 'request_count' (the requests the run sent)")
     return BenchRun(where, "genai-perf", rate, conc, 1.0, n, None, None, p_mean, o_mean, measured)
-
-
-def vllm_result(
-    rate: float | None,
-    prompts: np.ndarray,
-    outputs: np.ndarray,
-    metrics: dict[str, float],
-    detailed: bool = True,
-) -> dict[str, Any]:
-    """A result in vLLM bench serve's keys (those read above) for measured or simulated
-    figures: the inverse of read_bench_file, used to write synthetic samples."""
-    n = len(prompts)
-    rec: dict[str, Any] = {
-        "backend": "vllm",
-        "model_id": "synthetic",
-        "num_prompts": n,
-        "request_rate": rate if rate is not None else "inf",
-        "burstiness": 1.0,
-        "max_concurrency": None,
-        "completed": n,
-        "failed": 0,
-        "total_input_tokens": int(np.sum(prompts)),
-        "total_output_tokens": int(np.sum(outputs)),
-        "request_throughput": metrics["output_tokens_per_s"] / float(np.mean(outputs)),
-    }
-    rec.update({key: metrics[name] for name, key in _SERVING_KEYS.items()})
-    if detailed:
-        rec["input_lens"] = [int(x) for x in prompts]
-        rec["output_lens"] = [int(x) for x in outputs]
-    return rec

@@ -151,6 +151,7 @@ _SERVING_CASE_KEYS: dict[str, tuple[Any, bool]] = {
     "output": ((int, str), True),
     "max_num_seqs": (int, False),
     "max_num_batched_tokens": (int, False),
+    "harness": (str, False),
     "chunked_prefill": (bool, False),
     "gpu_memory_utilization": (NUM, False),
     "num_scheduler_steps": (int, False),

@@ -363,16 +363,3 @@ def calibration_text(fit: BenchFit, sources: Sequence[str], today: _dt.date | No
         f"  notes: {json.dumps(notes)}",
     ]
     return "\n".join(lines) + "\n"
-
-
-__all__ = [
-    "PARAMS",
-    "BenchFit",
-    "Param",
-    "calibration_filename",
-    "calibration_text",
-    "catalog_values",
-    "fit_runs",
-    "prior_sigmas",
-    "with_values",
-]

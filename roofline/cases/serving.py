@@ -10,9 +10,11 @@ offline harness such as vLLM's LLM class or trtllm-bench), the API server's deto
 (`tokenizer`: fast, the default, or slow, e.g. vLLM's --tokenizer-mode mistral), the engine
 settings the source states (`max_num_seqs`, `max_num_batched_tokens`, `gpu_memory_utilization`:
 the KV memory fraction; default the engine's own on that device, roofline.engines.scheduler and
-roofline.step.memory; `num_scheduler_steps`: vLLM V0's multi-step scheduling,
-roofline.serving.sim.multistep) and one measured metric; the simulator serves the same workload
-with both step times. `requests` defaults to the concurrency of a burst, else 1,000.
+roofline.step.memory; `harness`: trtllm-bench or trtllm-bench-build, a harness that picks the
+first two itself from the dataset, roofline.engines.scheduler.trtllm_bench_limits;
+`num_scheduler_steps`: vLLM V0's multi-step scheduling, roofline.serving.sim.multistep) and one
+measured metric; the simulator serves the same workload with both step times. `requests`
+defaults to the concurrency of a burst, else 1,000.
 error = expected / measured − 1 (for throughput, a positive error is an over-prediction).
 `validate` (owned elsewhere) turns these rows into a table; this module only computes them.
 """
@@ -28,9 +30,9 @@ from roofline.cases.case import served_engine
 from roofline.domain.errors import InputError
 from roofline.domain.layout import Layout
 from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
-from roofline.engines.scheduler import TOKENIZERS
+from roofline.engines.scheduler import TOKENIZERS, TRTLLM_BENCH_HARNESSES, trtllm_bench_limits
 from roofline.serving.attention_dp import default_balance
-from roofline.serving.metrics import ServeMetrics, Slo
+from roofline.serving.metrics import Slo
 from roofline.serving.serve import make_replica, serve
 from roofline.serving.workload import Workload, make_workload
 from roofline.step.ops import Deployment
@@ -99,6 +101,35 @@ def _scheduler_steps(case: dict[str, Any], where: str) -> int:
     return steps
 
 
+def _limits(case: dict[str, Any], m, hw, w: Workload, fraction: float, where: str):
+    """(max sequences, token budget) per rank as the case ran them: its `max_num_seqs` and
+    `max_num_batched_tokens`, or, when it names a `harness` that picks its own and gives not
+    both, the harness's (roofline.engines.scheduler.trtllm_bench_limits, at the dataset's mean
+    and longest lengths); None: the engine's defaults."""
+    seqs, tokens = case.get("max_num_seqs"), case.get("max_num_batched_tokens")
+    harness = case.get("harness")
+    if harness is not None and harness not in TRTLLM_BENCH_HARNESSES:
+        raise InputError(f"{where}: harness must be {' or '.join(TRTLLM_BENCH_HARNESSES)}")
+    if harness is None or (seqs is not None and tokens is not None):
+        return seqs, tokens
+    lengths = (float(w.prompts.mean()), float(w.outputs.mean()), int(w.prompts.max()))
+    try:
+        bs, budget = trtllm_bench_limits(
+            m,
+            hw,
+            case.get("tp", 1),
+            case.get("pp", 1),
+            case["weights"],
+            case["kv"],
+            lengths,
+            fraction,
+            harness,
+        )
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    return seqs or bs, tokens or budget
+
+
 def run_serving_case(case: dict[str, Any], cat, expected_only: bool = False) -> ServingCaseResult:
     """One case: build its workload and replica, serve it, read the metric. `expected_only`: the
     expected simulation alone (serve's; the result's ideal repeats the expected figure), for a fit
@@ -135,14 +166,15 @@ def run_serving_case(case: dict[str, Any], cat, expected_only: bool = False) -> 
     tok = case.get("tokenizer", "fast")
     if tok not in TOKENIZERS:
         raise InputError(f"{where}: tokenizer must be fast or slow, got '{tok}'")
+    seqs, tokens = _limits(case, m, hw, w, eng.memory_fraction, where)
     rep = make_replica(
         m,
         hw,
         dep,
         eng,
         w.max_len,
-        max_seqs=case.get("max_num_seqs"),
-        max_batched_tokens=case.get("max_num_batched_tokens"),
+        max_seqs=seqs,
+        max_batched_tokens=tokens,
         chunked_prefill=case.get("chunked_prefill"),
         tokenizer=tok,
         scheduler_steps=_scheduler_steps(case, where),
@@ -200,6 +232,3 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         else None,
     }
     return {**stats, "regimes": {"serving": dict(stats)}}
-
-
-__all__ = ["METRICS", "ServeMetrics", "run_serving_case", "run_serving_cases", "summary"]

@@ -135,23 +135,3 @@ def closed_loop_margin(kind: str) -> float | None:
     fitted."""
     got = _table().get("closed_loop", {}).get(kind)
     return None if got is None else float(got["margin"])
-
-
-def bands(metrics: tuple[str, ...], family: str, engine: str | None = None) -> dict[str, Band]:
-    """The bands of several figures on one family and engine profile, skipping those without
-    one."""
-    out = {m: band(m, family, engine) for m in metrics}
-    return {m: b for m, b in out.items() if b is not None}
-
-
-__all__ = [
-    "INHERITS",
-    "INVERTED",
-    "LIGHT",
-    "METRICS",
-    "Band",
-    "band",
-    "bands",
-    "closed_loop_margin",
-    "interval",
-]

@@ -109,13 +109,3 @@ def calibrated(eff: Efficiency, cal: ChipCalibration) -> Efficiency:
         memory=v.get("memory", eff.memory),
         source=f"{cal.source} (before: {eff.source})",
     )
-
-
-__all__ = [
-    "HOST_US",
-    "SHARES",
-    "ChipCalibration",
-    "calibrated",
-    "calibrated_profile",
-    "calibration_entry",
-]

@@ -134,9 +134,6 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
     return SpecResult(checks, served)
 
 
-__all__ = ["SpecCase", "SpecResult", "evaluate_spec"]
-
-
 _SPEC_KEYS: dict[str, tuple[Any, bool]] = {
     "name": (str, False),
     "model": (str, True),

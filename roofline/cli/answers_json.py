@@ -33,7 +33,7 @@ def unsized_json(rows: list[Sized]) -> tuple[list[dict[str, Any]], list[dict[str
     return pruned, ruled
 
 
-def per_hardware_json(answers: list[ChipAnswer], prices) -> list[dict[str, Any]]:
+def per_hardware_json(answers: list[ChipAnswer]) -> list[dict[str, Any]]:
     """Every accelerator asked for: its cheapest deployment meeting the SLOs, or why none."""
     out = []
     for a in answers:

@@ -4,9 +4,9 @@ codes, stdout guard, ASCII fallback, the paused cycle collector) is roofline/cli
 
 import importlib
 import sys
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.main
@@ -61,7 +61,7 @@ class LazyGroup(TyperGroup):
         super().__init__(**kwargs)
 
     @property
-    def commands(self) -> MutableMapping[str, Any]:  # type: ignore[override]
+    def commands(self) -> MutableMapping[str, Any]:
         for name in COMMANDS:
             self._build(name)
         return self._commands
@@ -135,7 +135,6 @@ app.add_typer(models_app, name="models")
 app.add_typer(catalog_app, name="catalog")
 
 _state: dict[str, list[str]] = {"catalog_dirs": []}
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def warn(message: str) -> None:

@@ -165,6 +165,3 @@ def pool_split(r: Disaggregation, traffic: TrafficMode | None) -> tuple[int, int
     ratio = r.prefill_replicas_per_decode_replica
     shapes = [(p, d) for d in range(1, 9) for p in range(1, 9)]
     return min(shapes, key=lambda x: (abs(x[0] / x[1] - ratio), x[0] + x[1]))
-
-
-__all__ = ["disagg_doc", "pool_split", "pools_launch", "traffic_json"]

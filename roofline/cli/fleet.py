@@ -438,6 +438,3 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
         },
         not_modelled=LEFT,
     )
-
-
-__all__ = ["fleet"]

@@ -64,6 +64,3 @@ def publish_spread(doc: dict[str, Any], fmt: Any, out: Any) -> None:
     from roofline.render.fleetspread import spread_rows, spread_table
 
     pub.publish(doc, fmt, spread_rows(doc), spread_table, out)
-
-
-__all__ = ["check_spread", "publish_spread", "spread_doc"]

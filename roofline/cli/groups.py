@@ -68,7 +68,7 @@ def _fields(cls: type, kind: Any) -> list[inspect.Parameter]:
     """A group's options in its order, the fields of a group within spread in its place."""
     hints = _hints(cls)
     out: list[inspect.Parameter] = []
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         if _is_group(hints[f.name]):
             out += _fields(hints[f.name], kind)
             continue
@@ -85,7 +85,7 @@ def _gather(cls: type, kwargs: dict[str, Any]) -> Any:
             f.name: _gather(hints[f.name], kwargs)
             if _is_group(hints[f.name])
             else kwargs.pop(f.name)
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            for f in dataclasses.fields(cls)
         }
     )
 

@@ -290,7 +290,6 @@ def deployment(
     ep: int = 1,
     sparsity: str | None = None,
     compute: str | None = None,
-    budget: int | None = None,
     model: ModelArch | None = None,
 ) -> Deployment:
     if sparsity not in (None, "none", "2:4"):
@@ -303,7 +302,6 @@ def deployment(
         activations=activation_format(act_dtype),
         sparse_2_4=sparsity == "2:4",
         compute_dtype=compute,
-        kv_token_budget=budget,
         layout=Layout(tp=tp, pp=pp, ep=ep),
     )
 

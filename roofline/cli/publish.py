@@ -120,17 +120,3 @@ def publish(
         render.emit(doc, render.RowFmt(fmt.value), rows, table)
     if is_html(out):
         write_html(doc, out)  # type: ignore[arg-type]
-
-
-__all__ = [
-    "Fmt",
-    "FormatOpt",
-    "HtmlOut",
-    "RowFmt",
-    "RowFormat",
-    "check_out",
-    "html_page",
-    "is_html",
-    "publish",
-    "write_html",
-]

@@ -132,6 +132,3 @@ def _arrivals_text(d: Mapping[str, Any]) -> str:
 
 def _seconds(value: Any) -> float | None:
     return None if value is None else parse_seconds(str(value), "checks")
-
-
-__all__ = ["report"]

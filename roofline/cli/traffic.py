@@ -299,7 +299,7 @@ def size(
         KvLink(tier) if tier is not None else None, topt.pool_split(pools), check_router(router),
         edges,
     )  # fmt: skip
-    answers, unsized, rows = _split(rows, hws, prices)
+    answers, unsized, rows = _split(rows, hws)
     deployments = sized_list(rows, prices, hws, drafting is not None, eng.profile_id)
     day_inputs, extra = {}, {}
     if day_rates is not None:
@@ -331,9 +331,9 @@ def _size_links(cat, m, base, so, disagg: bool, scale_out: str, pools: str | Non
     return drafting, net, cat.tier(link) if disagg else None
 
 
-def _split(rows, hws, prices):
+def _split(rows, hws):
     """size's rows as (each chip's answer, the layouts without a fleet, the fleets)."""
-    answers = per_hardware_json(chip_answers(rows, [h.id for h in hws]), prices)
+    answers = per_hardware_json(chip_answers(rows, [h.id for h in hws]))
     return answers, unsized_json(rows), [r for r in rows if r.gpus]
 
 
@@ -380,7 +380,7 @@ def _size_workload(o: dict) -> None:
         day = day_cli.mix_day(m, eng, day_rates, o["headroom"], delay, slo, o["seed"], router,
                               edges)  # fmt: skip
     doc = wf.size_doc(
-        cat, m, hws, o["fm"].weights, o["fm"].kv_dtype, eng, o["workload"], one, o["requests"],
+        m, hws, o["fm"].weights, o["fm"].kv_dtype, eng, o["workload"], one, o["requests"],
         o["seed"], slo, topt.price_table(cat, o["price"]), router,
         kv=lambda rep, hw, w: kt.apply(rep, hw, cat.tier, w), day=day, edges=edges,
     )  # fmt: skip
@@ -438,6 +438,3 @@ def _size_checks(headroom, requests, sv: Features, seed: int, disagg: bool):
     if pfx is not None and disagg:
         raise InputError("--disagg does not model a prefix cache: drop --shared-prefix/--turns")
     return pfx
-
-
-__all__ = ["serve", "size"]

@@ -121,7 +121,7 @@ def refuse_shapes(px, lens, concurrency, arrivals) -> None:
 
 
 def size_doc(
-    cat, m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router, kv=None,
+    m, hws, weights, kv_dtype, eng, path, rate, requests, seed, slo, prices, router, kv=None,
     day=None, edges=None,
 ):  # fmt: skip
     """size --workload: for each accelerator the layout (TP 1, 2, 4, 8 within a node; EP = TP for

@@ -252,7 +252,7 @@ def check_shape(model: ModelArch, layout: Layout) -> None:
             )
 
 
-def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None = None) -> Layout:
+def validate(layout: Layout, model: ModelArch, hw: Accelerator) -> Layout:
     """The layout checked against the model and the hardware; `nodes` resolved. One clear line
     per problem (InputError, exit 2)."""
     if layout.microbatches is not None:
@@ -261,11 +261,6 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator, gpus: int | None
             raise InputError(
                 "--microbatches splits a batch between pipeline stages: it needs --pp > 1"
             )
-    if gpus is not None and gpus != layout.gpus:
-        raise InputError(
-            f"--gpus {gpus} must equal TP x PP x DP = {layout.tp} x {layout.pp} x {layout.dp} "
-            f"= {layout.gpus}"
-        )
     check_shape(model, layout)
     if layout.attention_dp > 1:
         if not model.is_moe:

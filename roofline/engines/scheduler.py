@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
+from roofline.domain.model import ModelArch
 from roofline.engines.engine import Engine
 from roofline.engines.versions import parse_version
 from roofline.timing.host import EngineProfile
@@ -79,6 +80,94 @@ def batch_defaults(engine: str, hw: Accelerator) -> tuple[int, int]:
         chunk = 2048 if mib < 35 * 1024 else 4096 if mib < 60 * 1024 else 8192
         return DEFAULT_MAX_SEQS, chunk if mib < 160 * 1024 else 16384
     return DEFAULT_MAX_SEQS, DEFAULT_MAX_BATCHED_TOKENS
+
+
+# trtllm-bench throughput, when not given --max_batch_size and --max_num_tokens, picks its own
+# (NVIDIA/TensorRT-LLM tensorrt_llm/bench/benchmark/utils/general.py get_settings, PyTorch
+# backend; tensorrt_llm/bench/build/build.py get_benchmark_engine_settings for `trtllm-bench
+# build --dataset`, the TensorRT engines of 0.x; both call tensorrt_llm/bench/build/tuning.py
+# calc_engine_setting and finetune_setting, read at commits 04cba882 and 0171265e): the KV
+# "bytes per token" 2 x layers x max(TP, num_key_value_heads) x head_size (HF head_dim, else
+# hidden / heads: 56 for DeepSeek-V3's MLA, whose cache really holds 576 values per layer) x
+# bytes per KV element (1 for FP8, else 2); the requests that fit in fraction x (GPUs x device
+# memory - parameters x bytes per element) at the dataset's mean prompt + output; max_batch_size
+# that count (at most 4,096, / PP) rounded up: to 32s (at least 64) below 256, 128s below 1,024,
+# else 256s; max_num_tokens that count x (1 + mean prompt / mean output) (at most 32,768)
+# rounded up to 256s (at least 2,048) below 4,096, 512s below 8,192, else 1,024s. The PyTorch
+# path without chunked prefill raises max_num_tokens to the longest prompt + max_batch_size; the
+# build path does not [uncertain: how 0.17's runtime ran a 5,000-token prompt in an engine built
+# for 2,048 tokens with --enable_chunked_context off, as the perf-overview's command ran it: the
+# simulator's mixed steps run it whole].
+# Quantisations outside TUNED_QUANTS (NVFP4, FP8, FP8 block scales, none) keep BuildConfig's
+# 2,048 and 8,192. The limits are per rank (the DeepSeek-R1 performance guide,
+# docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md: "--max_batch_size: Max
+# batch size in each rank"), as EngineRules takes them.
+TRTLLM_BENCH_BYTES = {"fp8": 1.0, "nvfp4": 0.5, "bf16": 2.0, "fp16": 2.0}  # tuning.BYTES_PER_ELEM
+TRTLLM_BENCH_HARNESSES = ("trtllm-bench", "trtllm-bench-build")
+TRTLLM_BUILD_FRACTION = 0.95  # calc_engine_setting's kv_cache_gpu_mem_fraction default
+NVFP4_BLOCK = 16  # elements per FP8 scale in an NVFP4 checkpoint (ModelOpt)
+
+
+def _checkpoint_elements(model: ModelArch, weights: str) -> float:
+    """The parameter count trtllm-bench reads from the checkpoint's safetensors headers
+    (ModelConfig.get_param_count: every stored element, the MTP module included): an NVFP4
+    checkpoint stores two 4-bit weights per uint8 element and one FP8 scale per 16 weights
+    [approximation: every linear layer but the output head packed, as ModelOpt quantises them:
+    391.8B for DeepSeek-R1, where nvidia/DeepSeek-R1-0528-NVFP4-v2 lists 393.6B]."""
+    b = model.param_breakdown()
+    total = float(b["total"] + b["mtp"])
+    if weights != "nvfp4":
+        return total
+    packed = b["attention"] + b["mlp"] + b["experts_routed"] + b["experts_shared"]
+    return total - packed + packed / 2 + packed / NVFP4_BLOCK
+
+
+def trtllm_bench_limits(
+    model: ModelArch,
+    hw: Accelerator,
+    tp: int,
+    pp: int,
+    weights: str,
+    kv: str,
+    lengths: tuple[float, float, int],
+    fraction: float,
+    harness: str = "trtllm-bench",
+) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) per rank that `harness` (trtllm-bench, the PyTorch
+    path; trtllm-bench-build, an engine built from the dataset) picks for `model` in `weights`
+    with a `kv` cache on TP x PP `hw` devices, for a dataset of `lengths` (mean prompt, mean
+    output, longest prompt) and the run's KV memory `fraction` (the build path's own 0.95 for
+    trtllm-bench-build): the rules above."""
+    if harness not in TRTLLM_BENCH_HARNESSES:
+        raise InputError(f"harness must be {' or '.join(TRTLLM_BENCH_HARNESSES)}, got '{harness}'")
+    isl, osl, max_isl = lengths
+    if harness == "trtllm-bench-build":  # build.py passes no fraction: calc_engine_setting's
+        fraction = TRTLLM_BUILD_FRACTION
+    per_elem = TRTLLM_BENCH_BYTES.get(weights)
+    if per_elem is None:  # not tuned: BuildConfig's defaults
+        bs, tokens = TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS
+    else:
+        heads = max(tp, model.num_key_value_heads or model.num_attention_heads)
+        head = model.head_dim or model.hidden_size // model.num_attention_heads
+        kv_elem = 1.0 if kv == "fp8" else 2.0
+        per_token = 2 * model.num_hidden_layers * heads * head * kv_elem / GIB
+        engine = _checkpoint_elements(model, weights) * per_elem / GIB
+        cache = (hw.memory_capacity_bytes / GIB * tp * pp - engine) * fraction
+        requests = cache / (per_token * (isl + osl))
+        if requests < 1:
+            raise InputError("trtllm-bench finds no room for one request's KV at this layout")
+        raw_bs = min(requests, 4096) / pp
+        raw_tok = min(raw_bs * (1 + isl / osl), 32768)
+        steps = (32, 128, 256)
+        step = steps[0] if raw_bs < 256 else steps[1] if raw_bs < 1024 else steps[2]
+        bs = step * math.ceil(raw_bs / step)
+        bs = max(bs, 64) if raw_bs < 256 else bs
+        q = 256 if raw_tok < 4096 else 512 if raw_tok < 8192 else 1024
+        tokens = q * math.ceil(raw_tok / q)
+        tokens = max(tokens, 2048) if raw_tok < 4096 else tokens
+    if harness == "trtllm-bench":  # no chunked prefill: a whole prompt fits in one step
+        tokens = max(tokens, max_isl + bs)
+    return int(bs), int(tokens)
 
 
 # engines whose scheduler runs a waiting prompt's prefill as a step of its own, ahead of the

@@ -99,6 +99,3 @@ def run(
     if backend == "ray":
         return _ray(prepare, fn, shared, items, workers, address)
     return _pool(prepare, fn, shared, items, workers)
-
-
-__all__ = ["BACKENDS", "run"]

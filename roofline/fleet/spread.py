@@ -132,18 +132,3 @@ def percentiles(days: list[Day]) -> dict[str, dict[str, float]]:
         v = np.array([getattr(d, key) for d in days], dtype=float)
         out[key] = {f"p{q}": float(np.percentile(v, q)) for q in PERCENTILES}
     return out
-
-
-__all__ = [
-    "ACCURACY",
-    "PERCENTILES",
-    "RATE_ASSUMPTION",
-    "SIGMA_RATE",
-    "Day",
-    "Shared",
-    "chip_sigma",
-    "draw",
-    "one_day",
-    "percentiles",
-    "prepare",
-]

@@ -45,7 +45,7 @@ class LeverResult:
     max_batch: int
 
 
-def levers(base: Deployment, kv_budget: int, block_tokens: int) -> list[Lever]:
+def levers(base: Deployment, kv_budget: int) -> list[Lever]:
     """The baseline (bf16 weights and KV, contiguous), each lever alone, and all together (int4
     weights with 2:4 sparsity, int4 KV, eviction, paged)."""
     b = replace(
@@ -92,7 +92,7 @@ def evaluate_levers(
     """Each lever's weight bytes, KV bytes, decode step time at (batch, context) and max batch
     at `context` (contiguous: every request reserves max_len tokens)."""
     out = []
-    for lever in levers(base, kv_budget, eng.block_tokens):
+    for lever in levers(base, kv_budget):
         dep = lever.deployment
         d = decode(model, hw, dep, batch, context, eff=eff, engine=eng.profile_id)
         plan = plan_memory(model, hw, dep, eng, capacity_bytes)

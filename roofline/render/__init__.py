@@ -18,7 +18,6 @@ import importlib
 from typing import Any
 
 from roofline.render.core import (
-    SCHEMA_VERSION,
     RowFmt,
     console_width,
     document,
@@ -95,7 +94,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "PARQUET_MISSING",
-    "SCHEMA_VERSION",
     "RowFmt",
     "analyze_table",
     "bench_table",

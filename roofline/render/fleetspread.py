@@ -47,6 +47,3 @@ def spread_table(doc: Mapping[str, Any], con: Console) -> None:
 def spread_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per day (CSV/JSONL)."""
     return [dict(d) for d in doc["days"]]
-
-
-__all__ = ["spread_rows", "spread_table"]

@@ -215,6 +215,3 @@ def _nothing(i: Mapping[str, Any]) -> str:
             f"no deployment serves {fmt_rate(i['rate'])} req/s (no SLO given: sized on saturation)"
         )
     return "no deployment meets the SLOs"
-
-
-__all__ = ["size_table"]

@@ -23,10 +23,10 @@ G7_WIDTH = 1 + 2 + 3 + 2 * _P + 5  # sign, "0." and 3 zeros, digits with a point
 TIE_SLACK = 1e-7  # |frac - 0.5| below this: float64 error could flip the rounding; ask Python
 
 
-def texts(values: Sequence[str], width: int | None = None) -> np.ndarray:
+def texts(values: Sequence[str]) -> np.ndarray:
     """Strings as an (n, width) NUL-padded UTF-8 byte matrix (a string itself must hold no NUL)."""
     raw = [v.encode() for v in values]
-    w = max([len(b) for b in raw] + [1]) if width is None else width
+    w = max([len(b) for b in raw] + [1])
     return np.array(raw, dtype=f"S{w}").view(np.uint8).reshape(len(raw), w)
 
 

@@ -9,12 +9,8 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import csec, pct
-from roofline.render.traffic import serve_table
+from roofline.render.traffic import _lat, serve_table
 from roofline.render.width import N, T, print_rows, say, table_output
-
-
-def _lat(t: float | None) -> str:
-    return "unbounded" if t is None else csec(t)
 
 
 def class_rows(classes: list[Mapping[str, Any]]) -> list[tuple[str, ...]]:

@@ -28,8 +28,6 @@ from roofline.serving.metrics import Slo
 if TYPE_CHECKING:
     from roofline.serving.workload import Workload
 
-LEVELS = ("expected", "p90")  # the bands are 90% intervals: no other level is measured
-
 
 def level(text: str) -> str:
     """--confidence's level: expected, or p90 (also "90", "P90")."""
@@ -173,16 +171,3 @@ def edge_binding(e: Edges, counts: tuple[int, int, int], own: str, expected: str
         edge = e.ttft if own == "TTFT SLO" else e.tpot
         return f"{own} ÷ {edge:.3g} (its light-load band's high edge) at {low}"
     return own
-
-
-__all__ = [
-    "LEVELS",
-    "Edges",
-    "capacity_at",
-    "edge_binding",
-    "edges",
-    "level",
-    "level_of",
-    "search_order",
-    "slowed",
-]

@@ -201,16 +201,3 @@ def plan_day(
 def latency_loads(capacity: float) -> np.ndarray:
     """The rates per replica the p99 table samples: LATENCY_LOADS × the capacity."""
     return np.array(LATENCY_LOADS) * capacity
-
-
-__all__ = [
-    "DAY_S",
-    "Day",
-    "DayRates",
-    "LatencyTable",
-    "latency_loads",
-    "plan_day",
-    "ready_replicas",
-    "replicas_needed",
-    "scale_up_delay_s",
-]

@@ -114,6 +114,3 @@ def _interpolate(a: tuple[float, ServeMetrics], b: tuple[float, ServeMetrics], r
         )
 
     return replace(ma, ttft_s=mid(ma.ttft_s, mb.ttft_s), tpot_s=mid(ma.tpot_s, mb.tpot_s))
-
-
-__all__ = ["closed_loop_bands", "serve_load_bands"]

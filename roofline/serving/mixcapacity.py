@@ -95,6 +95,3 @@ def mix_capacity(rep: Replica, w: Workload, confirm: bool = False):
     if w.mix is not None and w.prefix is not None:
         return MixCapacity(rep, w)
     return replica_capacity(rep, w, confirm=confirm)
-
-
-__all__ = ["OVERLOAD", "MixCapacity", "mix_capacity"]

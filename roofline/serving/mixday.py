@@ -237,7 +237,3 @@ def plan_mix_day(
             )
         )
     return day, out
-
-
-__all__ = ["ClassDay", "MixDayCapacity", "MixLatency", "edged", "mix_day_capacity", "mix_latency",
-           "plan_mix_day", "shares"]  # fmt: skip

@@ -37,6 +37,3 @@ def serve_rates(
             (w.rate if r is None else r, serve(rep, w, slo, replicas, capacity=cap, router=router))
         )
     return cap, out
-
-
-__all__ = ["serve_rates"]

@@ -114,14 +114,3 @@ def least_loaded_passes(
             admitted[sel], finish[sel] = rec.admitted_s, rec.finish_s
         sels = least_loaded(arrival_s, admitted, finish, replicas)
     return [dealt(sel) for sel in sels if sel.size]
-
-
-__all__ = [
-    "DEFAULT_ROUTER",
-    "ROUTERS",
-    "ROUTER_SOURCE",
-    "check_router",
-    "least_loaded",
-    "least_loaded_passes",
-    "round_robin",
-]

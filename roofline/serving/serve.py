@@ -479,13 +479,3 @@ def evaluate(
 
         m = with_classes(m, records, w, slo)
     return m
-
-
-__all__ = [
-    "Replica",
-    "ServeMetrics",
-    "ServeResult",
-    "Slo",
-    "make_replica",
-    "serve",
-]

@@ -227,6 +227,3 @@ def session_passes(w, replicas: int, router: str, simulate, passes: int) -> list
         sent = sent_new
         chosen = route(router, info, w.prompts, replicas, sent, admitted, finish)
     return []
-
-
-__all__ = ["affinity", "route", "session_keys", "session_passes", "split"]

@@ -95,30 +95,6 @@ def _nodes(dep: Deployment) -> int:
     return max(1, -(-dep.gpus_per_replica // max(per_node, 1)))
 
 
-def size_disaggregated(
-    model: ModelArch,
-    accelerators: list[Accelerator],
-    base: Deployment,
-    eng: Engine,
-    w: Workload,
-    slo: Slo,
-    prices: dict[str, Price],
-    link: KvLink,
-    seed: int = 0,
-    scale_out: Tier | None = None,
-    shape: tuple[int, int] | None = None,
-) -> list[Sized]:
-    """Disaggregated deployments (module docstring): one per accelerator x prefill layout x
-    decode layout, with the pool split that gives the most goodput per GPU (or `shape` =
-    (prefill, decode) replicas) and as many units as the rate needs. A pair the engine cannot
-    run (vLLM: the decode pool's attention TP not a multiple of the prefill pool's,
-    launch.pools_refusal) is not simulated: its row says why."""
-    rows, pending = _disaggregated(model, accelerators, base, eng, w, slo, prices, link, seed,
-                                   scale_out, shape)  # fmt: skip
-    with pending:
-        return rows + pending.result()
-
-
 def _disaggregated(
     model: ModelArch,
     accelerators: list[Accelerator],
@@ -128,12 +104,17 @@ def _disaggregated(
     slo: Slo,
     prices: dict[str, Price],
     link: KvLink,
-    seed: int = 0,
-    scale_out: Tier | None = None,
-    shape: tuple[int, int] | None = None,
+    seed: int,
+    scale_out: Tier | None,
+    shape: tuple[int, int] | None,
 ) -> tuple[list[Sized], Background]:
-    """size_disaggregated started: the rows of the pairs not simulated, and the simulated
-    pairs' search running in background workers (workers.Background)."""
+    """Disaggregated deployments (module docstring): one per accelerator x prefill layout x
+    decode layout, with the pool split that gives the most goodput per GPU (or `shape` =
+    (prefill, decode) replicas) and as many units as the rate needs. A pair the engine cannot
+    run (vLLM: the decode pool's attention TP not a multiple of the prefill pool's,
+    launch.pools_refusal) is not simulated: its row says why. Returned started: the rows of the
+    pairs not simulated, and the simulated pairs' search running in background workers
+    (workers.Background)."""
     flags = engine_flags()
     max_len = w.max_len
     s_mean, o_mean = float(w.prompts.mean()), float(w.outputs.mean())
@@ -220,7 +201,7 @@ def size_search(
     confidence: dict[str, Edges] | None = None,
 ) -> list[Sized]:
     """size's search: the colocated deployments (roofline.serving.size.size) and, given the KV
-    `link` between pools, the disaggregated ones (`size_disaggregated`, split `shape` or
+    `link` between pools, the disaggregated ones (`_disaggregated`, split `shape` or
     searched), ranked together best first. `confidence`: the band edges per accelerator
     (serving.confidence; colocated only)."""
     if link is not None and confidence and any(not e.neutral for e in confidence.values()):

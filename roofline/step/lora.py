@@ -92,11 +92,3 @@ def lora_slot_bytes_per_gpu(model: ModelArch, dep: Deployment) -> float:
     if dep.lora_slots <= 0 or dep.lora_rank <= 0:
         return 0.0
     return dep.lora_slots * adapter_bytes_per_gpu(model, dep.lora_rank, dep)
-
-
-__all__ = [
-    "LORA_BYTES_PER_VALUE",
-    "adapted_dims",
-    "adapter_bytes_per_gpu",
-    "lora_slot_bytes_per_gpu",
-]

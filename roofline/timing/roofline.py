@@ -27,7 +27,7 @@ _SCALARS = (float, int, np.float64)
 
 def _point(x: object) -> bool:
     """One number (a Python or numpy scalar, or a 0-d array): the scalar fast path applies."""
-    return type(x) in _SCALARS or (type(x) is np.ndarray and x.ndim == 0)  # type: ignore[union-attr]
+    return type(x) in _SCALARS or (type(x) is np.ndarray and x.ndim == 0)
 
 
 def intensity_one(flops: float, bytes_moved: float) -> float:

@@ -163,5 +163,3 @@ def sharing_figures(sh: Mapping[str, Any]) -> list[str]:
 
 
 CONTENT = {"fleet": fleet}
-
-__all__ = ["CONTENT", "fleet"]

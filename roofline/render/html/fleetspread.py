@@ -54,5 +54,3 @@ def fleet_days(doc: Mapping[str, Any]) -> Content:
 
 
 CONTENT = {"fleet-days": fleet_days}
-
-__all__ = ["CONTENT", "fleet_days"]

@@ -180,14 +180,12 @@ def _collapsed(summary: str, body: str) -> str:
     return f"<details><summary>{escape(summary)}</summary>{body}</details>"
 
 
-def page(
-    doc: Mapping[str, Any], command_line: Sequence[str] | None = None, title: str | None = None
-) -> str:
+def page(doc: Mapping[str, Any], command_line: Sequence[str] | None = None) -> str:
     """The whole page for one command's JSON document."""
     c = _content(doc)
     inputs = doc.get("inputs") or {}
     command = str(doc.get("command", ""))
-    heading = title or f"roofline {command}: {inputs.get('model', '')}"
+    heading = f"roofline {command}: {inputs.get('model', '')}"
     figs = "".join(figure(doc, label, path) for label, path in c.figures)
     charts = "".join(c.charts) or "<p>This command has no chart; its numbers follow.</p>"
     data = json.dumps(doc, allow_nan=False)
@@ -229,6 +227,3 @@ def page(
             "</main></body></html>\n",
         ]
     )
-
-
-__all__ = ["CSS", "page", "provenance", "question", "results_tables"]

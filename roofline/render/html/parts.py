@@ -149,14 +149,13 @@ def _band_bounds(value: Any) -> tuple[float, float] | None:
     return None
 
 
-def figure(doc: Any, label: str, path: str, key: str | None = None) -> str:
+def figure(doc: Any, label: str, path: str) -> str:
     """One headline figure: its label, its value as text (with its band when the document has
     one), and the JSON path and raw value in data attributes (the browser test reads them back
     and compares them with the document)."""
     value = lookup(doc, path)
-    key = key or path
     raw = escape(json.dumps(value), quote=True)
-    text = escape(fmt(key, value))
+    text = escape(fmt(path, value))
     bp = band_path(doc, path)
     band = ""
     rel = relative_band(doc, path)
@@ -170,7 +169,7 @@ def figure(doc: Any, label: str, path: str, key: str | None = None) -> str:
         lo, hi = _band_bounds(lookup(doc, bp)) or (0.0, 0.0)
         band = (
             f' <span class="band" data-json="{escape(bp, quote=True)}">'
-            f"({escape(fmt(key, lo))} – {escape(fmt(key, hi))})</span>"
+            f"({escape(fmt(path, lo))} – {escape(fmt(path, hi))})</span>"
         )
     return (
         f'<div class="fig"><div class="lab">{escape(label)}</div>'
@@ -246,18 +245,3 @@ def chart_block(title: str, svg: str, table: str, note: str = "") -> str:
         f'<div class="pair"><div class="svgbox">{svg}</div>'
         f'<div class="numbers">{table}</div></div></figure>'
     )
-
-
-__all__ = [
-    "Content",
-    "band_path",
-    "chart_block",
-    "figure",
-    "flatten",
-    "fmt",
-    "is_number",
-    "kv_table",
-    "lookup",
-    "relative_band",
-    "rows_table",
-]

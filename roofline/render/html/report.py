@@ -95,5 +95,3 @@ def report(doc: Mapping[str, Any]) -> Content:
 
 
 CONTENT = {"report": report}
-
-__all__ = ["CONTENT", "report"]

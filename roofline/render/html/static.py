@@ -277,5 +277,3 @@ def edge(doc: Mapping[str, Any]) -> Content:
 
 
 CONTENT = {"analyze": analyze, "plan": plan, "speculate": speculate, "edge": edge}
-
-__all__ = ["CONTENT", "analyze", "edge", "plan", "roofs", "speculate"]

@@ -265,6 +265,3 @@ def bar_chart(
         )
     body += _legend([name for name, _ in series])
     return _frame(title, body, height)
-
-
-__all__ = ["PALETTE", "Axis", "Ref", "Series", "bar_chart", "line_chart"]

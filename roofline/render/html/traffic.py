@@ -494,5 +494,3 @@ def _disagg_traffic(doc: Mapping[str, Any], c: Content) -> None:
 
 
 CONTENT = {"serve": serve, "size": size, "cliff": cliff, "disagg": disagg}
-
-__all__ = ["CONTENT", "cliff", "disagg", "serve", "size"]

@@ -192,6 +192,3 @@ def mooncake_prefix(text: str, t: np.ndarray) -> PrefixInfo | None:
             return None
         out.append(np.asarray(h, dtype=np.int64))
     return hashed_info(out)
-
-
-__all__ = ["TRACE_BLOCK_TOKENS", "BlockCache", "hashed_info", "mooncake_prefix"]

@@ -170,15 +170,3 @@ class TierStore:
                 self.used[lv] -= b
                 return lv, b
         return -1, 0
-
-
-__all__ = [
-    "RETENTIONS",
-    "TIER_ALIASES",
-    "KvHierarchy",
-    "KvTier",
-    "TierStore",
-    "check_retention",
-    "parse_offload",
-    "parse_size_bytes",
-]

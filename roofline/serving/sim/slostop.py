@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from roofline.serving.sim.apiserver import ApiQueue
 
-__all__ = ["SloMissed", "SloStop", "SloWatch"]
-
 
 class SloMissed(Exception):
     """A run stopped by its SloStop: the SLO is missed on `metric` ("TTFT" or "TPOT")."""

@@ -212,12 +212,37 @@ def calibration_truth(hw) -> dict[str, float]:
     return {**shares, **CALIBRATION_US}
 
 
+def vllm_result(rate, prompts, outputs, metrics: dict) -> dict:
+    """A result in vLLM bench serve's keys (those roofline/cases/benchfiles.py reads) for measured
+    or simulated figures: the inverse of read_bench_file, --save-detailed (per-request lengths)."""
+    from roofline.cases.benchfiles import _SERVING_KEYS
+
+    n = len(prompts)
+    rec = {
+        "backend": "vllm",
+        "model_id": "synthetic",
+        "num_prompts": n,
+        "request_rate": rate if rate is not None else "inf",
+        "burstiness": 1.0,
+        "max_concurrency": None,
+        "completed": n,
+        "failed": 0,
+        "total_input_tokens": int(np.sum(prompts)),
+        "total_output_tokens": int(np.sum(outputs)),
+        "request_throughput": metrics["output_tokens_per_s"] / float(np.mean(outputs)),
+    }
+    rec.update({key: metrics[name] for name, key in _SERVING_KEYS.items()})
+    rec["input_lens"] = [int(x) for x in prompts]
+    rec["output_lens"] = [int(x) for x in outputs]
+    return rec
+
+
 def calibration_samples(directory: Path) -> dict:
     """vLLM --save-detailed results of Llama-3.1-8B (bf16) on one H100, one per CALIBRATION_RUNS
     entry (Poisson, CALIBRATION_REQUESTS requests each), served by the serving model with
     calibration_truth's figures for the catalog's."""
     from roofline.cases.bench import predicted, simulate
-    from roofline.cases.benchfiles import METRICS, BenchRun, vllm_result
+    from roofline.cases.benchfiles import METRICS, BenchRun
     from roofline.cases.fit import with_values
     from roofline.catalog.load import load_catalog
     from roofline.domain.precision import KV_FORMATS, WEIGHT_FORMATS
