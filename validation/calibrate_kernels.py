@@ -65,6 +65,7 @@ except ImportError as exc:  # pragma: no cover - only with the calibrate extra m
 
 from roofline.catalog.load import load_catalog  # noqa: E402
 from validation.kernel_attention import (  # noqa: E402
+    MLA_HEAD_TILE,
     fit_decode_attention,
     fit_mla_compute_share,
     fit_prefill_attention,
@@ -269,14 +270,18 @@ def main() -> None:
                 for chip, hw in MOE_CHIPS.get(gid, [])
             ]
             mla = [(f, cat.accelerator(hw)) for f, hw in mla if f.exists()]
+            tile = MLA_HEAD_TILE.get(gid, 0)
             share, n = fit_mla_compute_share(
                 [
                     (pd.read_parquet(f), a.peak_flops_per_s["bf16"], a.memory_bandwidth_bytes_per_s)
                     for f, a in mla
-                ]
+                ],
+                tile,
             )
             if n:  # the compute-bound share of MLA's absorbed decode (128 heads sharing a latent)
                 fit["eta_compute"] = round(share, 3)
+                if tile:
+                    fit["head_tile"] = tile
                 entry["decode_attention_source"] += (
                     "; eta_compute: "
                     + "; ".join(cite(f) for f, _ in mla)

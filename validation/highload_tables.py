@@ -311,6 +311,37 @@ def _fp8_static(r: ServingResult) -> bool:
 
 
 @cache
+@cache
+def _mla_tile_parts() -> frozenset[str]:
+    """The accelerators whose MLA decode kernel pads a latent stream's heads to a tile."""
+    from roofline.catalog.load import load_catalog
+
+    kernels = load_catalog().kernels
+    return frozenset(
+        a
+        for g in kernels.values()
+        if g.kernels.decode_attention is not None and g.kernels.decode_attention.head_tile
+        for a in g.accelerators
+    )
+
+
+def _mla_tiled(r: ServingResult) -> bool:
+    """An MLA model with an FP8 latent cache on such an accelerator, with fewer heads a rank
+    than the tile (TP over attention: 128 heads / TP, attention DP gives each rank all)."""
+    from roofline.catalog.load import load_catalog
+
+    case = _case_keys().get(r.id, {})
+    if r.hardware not in _mla_tile_parts():
+        return False
+    try:
+        m = load_catalog().model(str(case.get("model", "")))
+    except KeyError:
+        return False
+    tp, adp = int(case.get("tp") or 1), int(case.get("attention_dp") or 1)
+    fp8 = str(case.get("kv", "")) == "fp8"  # a 16-bit cache stays memory-bound padded
+    return fp8 and m.is_mla and m.num_attention_heads * adp / tp < 64
+
+
 def _is_moe(model: str) -> bool:
     """Whether the catalog's model (an id or alias) routes experts."""
     from roofline.catalog.load import load_catalog
@@ -741,6 +772,33 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "the perf-overview's release, newer than the guide's b6261862]",
         _trtllm_bench,
     ),
+    (
+        "MLA decode at TP8 on Hopper pays its kernel's 64-row tiles (issue 34, MLA+MoE at "
+        "large batch): FlashMLA computes a latent stream's query heads in wgmma tiles of "
+        "BLOCK_SIZE_M = 64 rows (csrc/kernels/traits.h at deepseek-ai/FlashMLA@00b3c0e8), so "
+        "the 16 heads a rank holds at TP8 cost as 64 (roofline/timing/attention.py "
+        "mla_tile_padding; hardware/kernels.yaml decode_attention.head_tile on nvidia-hopper, "
+        "eta_compute refitted on the padded heads 0.605 -> 0.631, 228 -> 570 compute-bound "
+        "rows; validation/kernel_attention.py MLA_HEAD_TILE). TensorRT-LLM's H200 MLA decode "
+        "table reads it: at 1-16 heads a rank its time is that of 64 (FP8 latent cache, batch "
+        "256, 4,096 tokens: 0.224 ms a layer at 16 heads, 0.239 ms at 64), and SGLang's FA3 "
+        "table is as flat. It binds only with an FP8 latent cache (2 x 64 x 1,088 FLOPs on "
+        "576 bytes a token, past the ridge; a 16-bit cache stays memory-bound, 0.88-0.90 of "
+        "the bandwidth measured at 1-16 heads, as modelled). Against that table (16 heads, "
+        "FP8, rows the fit never saw as such) at 64/256/1,024 sequences of 1,024 tokens and "
+        "256/1,024 of 4,096: -31%, -26%, -30%, -31%, -30% -> -15%, +5%, +5%, +12%, +16%. "
+        "Beside aiconfigurator 0.12.0's static_gen on h200_sxm (1,024/1,024, FP8 weights and "
+        "KV, TP8, batch 64/256/512/1,024): its mla_block (the five GEMMs and the core) "
+        "4.8/9.3/16.3/30.9 ms a step against the simulator's 4.1/7.3/12.0/21.6 -> "
+        "4.6/9.4/16.3/30.1 ms; TPOT under TensorRT-LLM (EP8) 26.9/39.7/58.5/81.6 against "
+        "25.6/34.4/43.5/60.9 -> 26.1/36.5/47.7/69.4 ms, under vLLM (MoE TP8) "
+        "31.7/47.3/64.9/99.5 against 28.9/38.2/48.2/68.2 -> 29.4/40.3/52.4/76.7 ms. Blackwell "
+        "not changed (trtllm-gen's table does not read as 64-row tiles: 32 and 64 heads at "
+        "0.43 and 0.49 of the peak padded, 128 at 0.99). No high-load or serving case runs "
+        "DeepSeek with an FP8 cache at TP attention: every case's figure is unchanged "
+        "(validation/serving_errors.csv, 904 cases)",
+        _mla_tiled,
+    ),
 )
 
 
@@ -1154,7 +1212,42 @@ AICONFIGURATOR = (
     "estimate; and the H200 attention-DP 8 rows, +3% to +61% before the balance, are +59% to "
     "+92% after both: the serialised charge had "
     "been hiding an H200 DeepSeek-R1 decode that is too fast (the dstack and gpustack H200 "
-    "TP8 runs agree: TPOT 52-78% too fast)."
+    "TP8 runs agree: TPOT 52-78% too fast).\n"
+    "- NVIDIA, DeepSeek-R1 decode on H200 at large batch, op by op beside aiconfigurator "
+    "0.12.0 (static_gen, h200_sxm, 1,024/1,024, FP8 weights and KV; issue 34, MLA+MoE at very "
+    "large batch). With the MLA tiles (the Mechanisms row) the attention block agrees at every "
+    "batch (TensorRT-LLM TP8: 4.6/9.4/16.3/30.1 ms a step against its mla_block "
+    "4.8/9.3/16.3/30.9 at 64/256/512/1,024 sequences; attention-DP 8 at 256 a rank: 20.1 "
+    "against 23.0 ms); what still separates the steps is the MoE path, the simulator's faster "
+    "as the batch grows: TensorRT-LLM TP8/EP8 router, shared expert, experts and their "
+    "all-reduce 23.4/26.1/31.1 ms against generation_moe_overlap 29.4/40.6/48.1 at "
+    "256/512/1,024 (the attention's all-reduce, 5.6 ms at 1,024, apart), attention-DP 8 at 256 a "
+    "rank 46.0 against 59.8 ms (TPOT 69.7 against 84.4 ms). The module itself is not in "
+    "question: the simulator's routed experts at EP8, 0.436 ms a layer at 1,024 tokens, are "
+    "the measured module under balanced routing (0.445 ms, moe/trtllm/1.3.0rc20), where "
+    "aiconfigurator's estimate takes its power-law routing (0.557 ms; 0.764-0.851 against "
+    "0.526 at 2,048 tokens): an assumed skew of the experts' load, not a measurement of "
+    "DeepSeek-R1's, so nothing is fitted to it. Nor does it reach the measured runs: "
+    "aiconfigurator's own H200 steps (58.5 ms at 512 sequences under TensorRT-LLM, 64.9 under "
+    "vLLM) are a third of the 167-217 ms gpustack's ShareGPT bursts held at 270-690 "
+    "sequences (by Little's law), so that gap is not the kernels' (prefill chunks in the "
+    "decode steps, the harness: the tokcap items above). B200 at attention-DP 8, 256 a rank, "
+    "agrees (46.6 against 45.6 ms; 32.7 against 28.0 at 64 a rank, the table below). The "
+    "add + RMSNorm pairs aiconfigurator times (2 x 61 calls, 1.1 ms a step each at 1,024 "
+    "tokens on H200, 0.24 ms at 64) are not modelled (about 3% of the step).\n"
+    "- NVIDIA, vLLM's MLA attention block on Hopper has a fixed cost TensorRT-LLM's lacks "
+    "(found, not yet measured on the cases): aiconfigurator 0.12.0's H200 "
+    "mla_generation_module tables (the block's block-FP8 GEMMs and the decode kernel, 1,024 "
+    "cached tokens) put vLLM 0.24.0's above TensorRT-LLM 1.3.0rc20's by 36-58 µs a layer with "
+    "a 16-bit cache and 49-78 µs with FP8 at every head count (16-128) and batch 1-64 (64-110 "
+    "µs at 256), where the simulator gives both engines TensorRT-LLM's: static_gen at TP8, "
+    "batch 4, mla_block 7.24 ms a step under vLLM and 3.37 under TensorRT-LLM, the simulator "
+    "3.23 under either. About 45 µs on each of 61 layers is 2.7 ms a step: gpustack's vLLM "
+    "0.11 DeepSeek-R1 on 8 H200 at 4 users (TPOT p50 19.1 ms measured, 12.5 modelled, -35% "
+    "out of sample) would go to about -21%. Not adopted here: the brief's two accuracy runs "
+    "were spent measuring the tiles, and an engine figure needs its before -> after on the "
+    "left-out sources (hardware/engines.yaml vllm would carry it per family, as vllm-v0's "
+    "block_fp8_moe_layer_us does)."
 )
 
 

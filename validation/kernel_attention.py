@@ -198,20 +198,31 @@ def fit_decode_attention(df, bw, sms):
 # MLA's absorbed decode (DeepSeek-V2 §2.1.3): per query head and cached token, q·k over the
 # 576-wide latent + rope key and p·v over the 512-wide latent
 MLA_QK_DIM, MLA_V_DIM, MLA_LATENT_BYTES = 576, 512, 576
+# query heads of one latent stream a tile of the family's MLA decode kernel computes, fewer padded:
+# Hopper's (FlashMLA's wgmma tiles of BLOCK_SIZE_M = 64 query rows, csrc/kernels/traits.h at
+# deepseek-ai/FlashMLA@00b3c0e8; TensorRT-LLM's table reads the same: at 1-16 heads a rank its
+# time is that of 64, a share of 0.70-0.71 of the peak on 64 padded heads against 0.65-0.68 at
+# 64 and 128 real ones). Blackwell's trtllm-gen kernels do not read so (32 and 64 heads 0.43
+# and 0.49 padded, 128 heads 0.99): none
+MLA_HEAD_TILE = {"nvidia-hopper": 64}
 
 
-def fit_mla_compute_share(frames):
+def fit_mla_compute_share(frames, head_tile: float = 0.0):
     """The compute-bound share of the bf16 peak that a fused MLA decode kernel reaches: over the
     rows of TensorRT-LLM's generation_mla_perf tables (frames of (table, bf16 peak, HBM
     bandwidth)) whose FLOPs F = 2·b·L·h·(576 + 512) take longer at the peak than the latent
     cache's bytes (b·L·576 per byte of KV dtype) at the full bandwidth, the median of
     F / (P·t); L = isl + step cached tokens, batches of 16 or more at 512 or more tokens (the
-    fixed costs small). Returns (share, rows); (0, 0) with no such row. The same share is what
-    FlashMLA reports on H800 (deepseek-ai/FlashMLA README: 580, later 660 TFLOPS of 989)."""
+    fixed costs small). h is the query heads a tile computes: the rank's heads padded up to
+    `head_tile` (MLA_HEAD_TILE; 0: as they are). Returns (share, rows); (0, 0) with no such
+    row. The same share is what FlashMLA reports on H800 (deepseek-ai/FlashMLA README: 580,
+    later 660 TFLOPS of 989)."""
     shares = []
     for df, peak, bw in frames:
         kv_b = np.where(df.kv_cache_dtype.to_numpy() == "fp8", 1.0, 2.0)
         b, h = df.batch_size.to_numpy(float), df.num_heads.to_numpy(float)
+        if head_tile:
+            h = np.ceil(h / head_tile) * head_tile
         ctx = (df.isl + df.step).to_numpy(float)
         f = 2.0 * b * ctx * h * (MLA_QK_DIM + MLA_V_DIM)
         q = b * ctx * MLA_LATENT_BYTES * kv_b

@@ -62,6 +62,7 @@ _ATTN_KEYS = {
     "copy_us": (NUM, False),
     "combine_us": (NUM, False),
     "eta_compute": (NUM, False),
+    "head_tile": (NUM, False),
     **_FIT,
 }
 _PREFILL_ATTN_KEYS = {
@@ -255,6 +256,7 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             copy_s=float(c.get("copy_us", 0.0)) * US,
             combine_s=float(c.get("combine_us", 0.0)) * US,
             eta_compute=_share(w, "eta_compute", c["eta_compute"]) if "eta_compute" in c else 0.0,
+            head_tile=float(c.get("head_tile", 0.0)),
         )
         if attn.split_rule not in ("", "fa2"):
             raise CatalogError(f"{w}: split_rule must be 'fa2' or absent, not {attn.split_rule!r}")

@@ -65,6 +65,9 @@ class Op:
     block_scaled: bool = False  # FP8 weights in fine-grained blocks (ModelArch.block_scaled_fp8)
     # routed experts per rank: (local experts E/EP, one layer's tiles of the touched ones)
     moe_grid: tuple | None = None
+    # MLA's absorbed decode: the query heads on one latent stream, q·H per attention-TP rank
+    # (its kernel's tiles pad them, timing/attention.py mla_tile_padding); 0: not MLA decode
+    latent_group: FloatArray | float = 0.0
 
     @property
     def bytes(self) -> FloatArray:
@@ -278,11 +281,14 @@ class _Builder:
             act = b * q * heads * ((d_c + d_r) + d_c) * self.b_a
             idx = m.indexer_key_bytes
             kv = b * (t_att * (kv_tok - idx) + t_kv * idx)
+            group = q * heads
         else:
             flops = b * q * 4.0 * heads * m.d_head * t_kv
             act = b * q * 2.0 * heads * m.d_head * self.b_a
             kv = b * t_kv * kv_tok  # the whole cache of T tokens (T−1 read + the new one written)
-        self.add(attention_op_name(g), "attention", g.count, flops, kv=kv, act=act)
+            group = 0.0
+        name = attention_op_name(g)
+        self.add(name, "attention", g.count, flops, kv=kv, act=act, latent_group=group)
 
     def _indexer_flops_per_pair(self) -> float:
         """DSA lightning indexer: one query-key score over its heads (split over the attention

@@ -37,6 +37,7 @@ from roofline.timing.attention import (
     PrefillAttentionCurve,
     attention_decode_time_one,
     attention_decode_time_s,
+    mla_tile_padding,
     prefill_attention_time_one,
     prefill_attention_time_s,
 )
@@ -429,7 +430,7 @@ def _expected_s(op: Op, p: _OpPlan, step: _Step) -> FloatOrArray:
         shape = attn_shape if len(attn_shape) == 3 else (*attn_shape, None)
         rows, streams, kv_heads = cast(tuple[ArrayLike, ArrayLike, ArrayLike | None], shape)
         return attention_decode_time_s(
-            op.flops,
+            op.flops * mla_tile_padding(op.latent_group, p.curve.head_tile),
             op.bytes,
             pe,
             w,
@@ -475,7 +476,8 @@ def _point_result(op: Op, p: _OpPlan, step: _Step) -> OpResult:
         elif how == DECODE_ATTENTION:
             a, b = float(attn_shape[0]), float(attn_shape[1])  # type: ignore[arg-type]
             kv = float(attn_shape[2]) if len(attn_shape) == 3 else None  # type: ignore[arg-type]
-            t_exp = attention_decode_time_one(f, q, pe, w, p.curve, p.eta, a, b, p.kernels, kv)
+            f_exp = f * float(mla_tile_padding(op.latent_group, p.curve.head_tile))
+            t_exp = attention_decode_time_one(f_exp, q, pe, w, p.curve, p.eta, a, b, p.kernels, kv)
         elif how == PREFILL_ATTENTION:
             a, b = float(attn_shape[0]), float(attn_shape[1])  # type: ignore[arg-type]
             t_exp = prefill_attention_time_one(f, q, a, pe, w, p.curve, p.eta, p.kernels, b)

@@ -115,6 +115,23 @@ class AttentionCurve:
     # there: 128 query heads on one latent KV head): measured on the family's MLA decode kernel
     # (validation/kernel_attention.py fit_mla_compute_share); 0: the GEMM plateau
     eta_compute: float = 0.0
+    # query heads of one latent stream a tile of the family's MLA decode kernel computes: fewer
+    # are padded (mla_tile_padding); 0: none (validation/kernel_attention.py MLA_HEAD_TILE)
+    head_tile: float = 0.0
+
+
+def mla_tile_padding(group: ArrayLike, head_tile: float) -> FloatOrArray:
+    """The factor on MLA's absorbed decode FLOPs for the query rows its kernel computes: a
+    latent stream's g = q·H/TP query heads run in tiles of `head_tile` rows, ⌈g/tile⌉·tile/g
+    (FlashMLA's wgmma tiles of BLOCK_SIZE_M = 64 rows on Hopper, csrc/kernels/traits.h at
+    deepseek-ai/FlashMLA@00b3c0e8: 16 heads a rank at TP8 compute as 64); 1 with no tile or
+    no group (g = 0: not MLA decode)."""
+    if not head_tile:
+        return 1.0
+    g = np.asarray(group, dtype=float)
+    safe = np.maximum(g, 1e-9)
+    pad = np.where(g > 0.0, np.ceil(safe / head_tile) * head_tile / safe, 1.0)
+    return float(pad) if pad.ndim == 0 else pad
 
 
 @dataclass(frozen=True)
