@@ -33,9 +33,13 @@ def test_sinusoidal_day_of_8b_on_h100_against_static_peak(run, tmp_path, monkeyp
     tables = []  # the p99 table's serving runs: the best deployment's only (its intervals)
     real_table = day_cli.latency_table
     monkeypatch.setattr(day_cli, "latency_table", lambda *a: tables.append(a) or real_table(*a))
+    # round robin: the capacity per replica (one replica's search), the replicas per hour and
+    # the GPU-hours (plan_day over that capacity) do not depend on the router; the p99 table of
+    # the 32-replica fleet (daysize.latency_table, 8 loads) then runs each replica once where
+    # least-loaded runs three passes (256 runs, not 768)
     r = run(
         "size", "llama-3.1-8b", "--hardware", "h100", "--traffic-curve", str(SINUSOID),
-        "--headroom", "0.1", "-f", "json", *chart,
+        "--headroom", "0.1", "--router", "round-robin", "-f", "json", *chart,
     )  # fmt: skip
     doc = r.json()
     if chart:

@@ -115,9 +115,13 @@ def test_size_searches_attention_dp_and_ep(cat):
     assert any(tp > 8 for tp, _, _ in shapes)  # EP across nodes over the scale-out link
 
 
-def test_size_prints_the_launch_line(run):
+def test_size_prints_the_launch_line(run, compute_once):
+    """(compute_once: the JSON run searches; the table renders a copy of its answer. p50: the SLO
+    search's runs hold max(200, 50 / (1 - 0.5)) = 200 requests, not the 5,000 p99 needs,
+    slosearch.slo_requests; the launch line is read alike at any percentile)"""
     args = ("size", "qwen3-30b-a3b", "--rate", "20", "--hardware", "h100", "--prompt", "1k",
-            "--output", "200", "--slo-tpot", "50ms", "--requests", "200")  # fmt: skip
+            "--output", "200", "--slo-tpot", "50ms", "--slo-pct", "50",
+            "--requests", "200")  # fmt: skip
     r = run(*args, "--format", "json")
     best = r.json()["best"]
     listed = {f["flag"] for f in engine_flags()["vllm"]["flags"]}

@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.serving.router import least_loaded, round_robin
+from roofline.serving.router import least_loaded, least_loaded_passes, round_robin
 
 B200 = ["--weights", "fp8", "--kv-dtype", "fp8", "--prompt", "2k", "--output", "500"]
 SLO = ["--slo-ttft", "2s", "--slo-tpot", "50ms"]
@@ -81,6 +81,73 @@ def test_least_loaded_by_hand():
     sels = least_loaded(a, adm, fin, 2)
     # 0 -> r0 (tie); 1 -> r1 (r0 scores 4); 2 -> r1 (1 < 4); 3 -> r1 (2 < 4); 4 -> r1 (3 < 4)
     assert [s.tolist() for s in sels] == [[0], [1, 2, 3, 4]]
+
+
+class _Run:
+    """A fake replica run of requests `sel`: each waits `queue` s per request dealt before it on
+    its replica (a queue that grows with the share), then runs 0.5 s."""
+
+    def __init__(self, arrival: np.ndarray, sel: np.ndarray, queue: float) -> None:
+        self.sel = sel.tolist()
+        self.admitted_s = arrival[sel] + queue * np.arange(sel.size)
+        self.finish_s = self.admitted_s + 0.5
+
+
+def _passes_by_hand(n, arrival, replicas, simulate, passes):
+    """The least-loaded passes without sharing a run (what serve.run_replicas did before)."""
+    sels = round_robin(n, replicas)
+    for _ in range(passes - 1):
+        admitted, finish = np.empty(n), np.empty(n)
+        for sel in sels:  # each replica run, every pass
+            rec = simulate(sel)
+            admitted[sel] = rec.admitted_s
+            finish[sel] = rec.finish_s
+        sels = least_loaded(arrival, admitted, finish, replicas)
+    return [simulate(sel) for sel in sels if sel.size]
+
+
+def test_a_replica_dealt_the_same_requests_again_is_not_run_again():
+    """Six requests 1 s apart, each done in 0.5 s: every arrival finds both replicas idle, so
+    least-loaded deals all six to replica 0 (ties to the lowest index) after round robin's
+    [0, 2, 4] and [1, 3, 5]. Runs: 2 (round robin), then [0..5] and [] (pass 2), then [0..5]
+    again (the last pass): 5 by hand without sharing, 4 with it, the same runs returned."""
+    a = np.arange(6, dtype=float)
+    calls: list[list[int]] = []
+
+    def sim(sel):
+        calls.append(sel.tolist())
+        return _Run(a, sel, 0.0)
+
+    got = least_loaded_passes(6, a, 2, sim, 3)
+    assert [r.sel for r in got] == [[0, 1, 2, 3, 4, 5]]
+    assert calls == [[0, 2, 4], [1, 3, 5], [0, 1, 2, 3, 4, 5], []]
+    calls.clear()
+    assert [r.sel for r in _passes_by_hand(6, a, 2, sim, 3)] == [[0, 1, 2, 3, 4, 5]]
+    assert len(calls) == 5
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    replicas=st.integers(1, 5),
+    queue=st.sampled_from([0.0, 0.3, 2.0]),
+    passes=st.integers(1, 4),
+    seed=st.integers(0, 99),
+)
+def test_sharing_runs_across_passes_returns_what_running_each_returns(
+    n, replicas, queue, passes, seed
+):
+    """Whatever the load, the passes sharing a run give each replica the run its requests get
+    run alone, and never run more than running each pass does."""
+    a = np.cumsum(np.random.default_rng(seed).exponential(0.4, n))
+    shared, alone = [], []
+    got = least_loaded_passes(n, a, replicas, lambda s: shared.append(1) or _Run(a, s, queue),
+                              passes)  # fmt: skip
+    ref = _passes_by_hand(n, a, replicas, lambda s: alone.append(1) or _Run(a, s, queue), passes)
+    assert [r.sel for r in got] == [r.sel for r in ref]
+    for x, y in zip(got, ref, strict=True):
+        assert x.admitted_s.tolist() == y.admitted_s.tolist()
+    assert len(shared) <= len(alone)
 
 
 def test_size_and_serve_dp_give_the_same_fleet_figures(run):

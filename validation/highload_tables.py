@@ -241,10 +241,18 @@ def _trtllm_bench(r: ServingResult) -> bool:
 
 
 def _case_keys() -> dict[str, dict]:
-    """id -> the case's keys in validation/highload_cases.yaml (what a mechanism acts on)."""
+    """id -> the case's keys in validation/highload_cases.yaml (what a mechanism acts on; read
+    only): read once while the file is unchanged (every mechanism asks it of every row)."""
+    path = ERRORS.parent.parent / HIGHLOAD
+    st = path.stat()
+    return _case_map(str(path), st.st_mtime_ns, st.st_size)
+
+
+@cache
+def _case_map(path: str, mtime_ns: int, size: int) -> dict[str, dict]:
     from roofline.cases.casefiles import load_serving_cases
 
-    return {c["id"]: c for c in load_serving_cases(ERRORS.parent.parent / HIGHLOAD)}
+    return {c["id"]: c for c in load_serving_cases(path)}
 
 
 def _attention_dp(r: ServingResult) -> bool:

@@ -22,6 +22,8 @@
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -86,3 +88,29 @@ def least_loaded(
         heapq.heappush(queues[best][0], (adm[i], fin[i]))
     picks = np.asarray(chosen, dtype=np.int64)
     return [np.flatnonzero(picks == j) for j in range(replicas)]
+
+
+def least_loaded_passes(
+    n: int, arrival_s: np.ndarray, replicas: int, simulate: Callable[[np.ndarray], Any], passes: int
+) -> list:
+    """The replicas' runs (`simulate(sel)`: one replica's run of requests `sel`) of `n` requests
+    routed least-loaded: round robin first, then `passes` − 1 passes each dealt by least_loaded
+    on the last pass's admission and finish times. A replica's run depends only on the requests
+    dealt to it, so one dealt the same requests as in an earlier pass (the router settled on it)
+    takes that pass's run rather than simulating it again (the same run, bit for bit)."""
+    ran: dict[bytes, Any] = {}
+
+    def dealt(sel: np.ndarray) -> Any:
+        key = sel.astype(np.int64).tobytes()
+        if key not in ran:
+            ran[key] = simulate(sel)
+        return ran[key]
+
+    sels = round_robin(n, replicas)
+    for _ in range(passes - 1):
+        records = [dealt(sel) for sel in sels]
+        admitted, finish = np.empty(n), np.empty(n)
+        for sel, rec in zip(sels, records, strict=True):
+            admitted[sel], finish[sel] = rec.admitted_s, rec.finish_s
+        sels = least_loaded(arrival_s, admitted, finish, replicas)
+    return [dealt(sel) for sel in sels if sel.size]

@@ -50,8 +50,7 @@ from roofline.serving.router import (
     DEFAULT_ROUTER,
     LEAST_LOADED_PASSES,
     check_router,
-    least_loaded,
-    round_robin,
+    least_loaded_passes,
 )
 from roofline.serving.sessionroute import session_passes
 from roofline.serving.sim.drafting import DraftConfig, DraftRound, choose, speculative_steps
@@ -260,14 +259,7 @@ def run_replicas(
             w, replicas, router, lambda o, pfx, t: simulate(o, pfx, None, t), LEAST_LOADED_PASSES
         )
     if routed_least_loaded(w, replicas, router) and not one:
-        sels = round_robin(w.n, replicas)
-        for _ in range(LEAST_LOADED_PASSES - 1):
-            records = [simulate(sel) for sel in sels]
-            admitted, finish = np.empty(w.n), np.empty(w.n)
-            for sel, rec in zip(sels, records, strict=True):
-                admitted[sel], finish[sel] = rec.admitted_s, rec.finish_s
-            sels = least_loaded(w.arrival_s, admitted, finish, replicas)
-        return [simulate(sel) for sel in sels if sel.size]
+        return least_loaded_passes(w.n, w.arrival_s, replicas, simulate, LEAST_LOADED_PASSES)
     records = []
     for j in range(1 if one else replicas):
         pick: slice | np.ndarray = slice(j, None, replicas)
