@@ -1275,7 +1275,18 @@ AICONFIGURATOR = (
     "batches and move every NVFP4 DeepSeek-R1 row further from its measurement (the DEP8 "
     "guide's -1%/+1% too), so it waits on the cap. On the guide's DEP8 runs at a stated 384 "
     "(16-bit KV) and 896 a rank, 1,024/2,048, aiconfigurator's agg reads 5,215 and 7,010 "
-    "tok/s/GPU against 4,548 and 5,393 measured (+15%, +30%), the simulator -1% and +1%."
+    "tok/s/GPU against 4,548 and 5,393 measured (+15%, +30%), the simulator -1% and +1%. "
+    "Tested, not adopted: TensorRT-LLM's AllGather + ReduceScatter exchange (its fallback "
+    "on an HGX node, communication_factory.py at NVIDIA/TensorRT-LLM@673f3412, and "
+    "aiconfigurator's moe_pre/post_dispatch: each token once to every rank, NCCL's curve) "
+    "in place of DeepEP's per-expert copies. Qwen3-235B at attention-DP 4 on B200 shows the "
+    "gap it would close (aiconfigurator's exchange 15 + 24 µs a layer at 128 a rank in "
+    "decode, 118 + 380 µs at one 8,192-token prompt a rank; the simulator's 138 µs and 2.28 "
+    "ms), but on the 23 TensorRT-LLM attention-DP rows of validation/engine_sweeps.yaml (the "
+    "simulator's expected figures) the median |error| goes 19% -> 24%: the B200 DEP4 "
+    "DeepSeek-R1 1,024/1,024 -24% -> +1% and Qwen3-235B -14% -> +18%, but the DEP8 guide "
+    "runs -1%/+1% -> +16%/+18%, gpt-oss-120b DEP2 +18% -> +39% and the H200 DEP8 "
+    "DeepSeek-R1 rows, too fast already, further (+25% -> +39%, +91% -> +118%)."
 )
 
 
