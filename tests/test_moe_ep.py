@@ -109,6 +109,44 @@ def test_deepep_alltoall_against_measured_h200_pair():
     assert float(t) == pytest.approx(140.4e-6, rel=0.15)
 
 
+def test_deepep_decode_curve_is_the_low_latency_kernels_on_b200():
+    # aiconfigurator-core 0.12.0, b200_sxm/comm/trtllm/1.3.0rc11/moe_a2a_perf.parquet, DeepEP
+    # low-latency, EP8, d 7168, top-8, 256 experts, 256 tokens per rank: dispatch fp8 77.84 µs +
+    # combine bf16 78.25 µs = 156.1 µs (one curve fitted on both kernel families read 242 µs)
+    hw = CAT.accelerator("nvidia-b200-hgx")
+    curve = CAT.kernels["nvidia-blackwell"].kernels.ep_alltoall
+    assert curve is not None
+    message = 256 * 8 * 7168 * 1.515625
+    t = 2 * measured_alltoall_time_s(hw.scale_up, curve, 8, np.float64(message))
+    assert float(t) == pytest.approx(156.1e-6, rel=0.15)
+
+
+def test_deepep_prefill_curve_against_measured_h200_normal_pair():
+    # the Hopper curves are fitted on H100's tables; H200 (the same NVLink 4) measured apart:
+    # h200_sxm/comm/trtllm/1.3.0rc11/moe_a2a_perf.parquet, DeepEP high-throughput (normal), bf16,
+    # EP8, d 7168, top-6, 384 experts, 8,192 tokens per rank: dispatch 1,570.5 µs + combine
+    # 1,769.4 µs = 3,339.9 µs; the model's two calls of 8192·6·7168·2 bytes each (every copy)
+    hw = CAT.accelerator("nvidia-h200-sxm")
+    ks = CAT.kernels["nvidia-hopper"].kernels
+    assert ks.ep_alltoall_prefill is not None
+    message = np.float64(8192 * 6 * 7168 * 2)
+    t = 2 * measured_alltoall_time_s(hw.scale_up, ks.ep_alltoall_prefill, 8, message)
+    assert float(t) == pytest.approx(3339.9e-6, rel=0.15)
+
+
+def test_prefill_exchange_takes_the_normal_kernels_curve():
+    # DeepEP's normal kernels serve prefill, its low-latency ones decode (deepseek-ai/DeepEP
+    # README); collective_curves hands each phase its own, NCCL's where neither was measured
+    from roofline.timing.collectives import collective_curves
+
+    hw = CAT.accelerator("nvidia-b200-hgx")
+    ks = CAT.kernels["nvidia-blackwell"].kernels
+    link = hw.scale_up
+    _, pre, _ = collective_curves(link, link, ks, (), None, "prefill")
+    _, dec, _ = collective_curves(link, link, ks, (), None, "decode")
+    assert pre is ks.ep_alltoall_prefill and dec is ks.ep_alltoall and pre is not dec
+
+
 def test_four_bit_experts_borrow_the_fp8_fused_moe_curve(cat):
     # the fitted moe_perf tables hold bf16 and fp8 only: an NVFP4 expert layer on B200 and an
     # MXFP4 one on H200 (weight-only there: no 4-bit math) run through the fused MoE module's
