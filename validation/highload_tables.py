@@ -1250,7 +1250,7 @@ AICONFIGURATOR = (
     "- Apple, llama.cpp: one publication (thin), the batched-bench README's sample table "
     "(ggerganov/llama.cpp examples/batched-bench at ed78de20, written for PR #3545 in Oct "
     "2023; LLaMA 7B F16 on an M2 Ultra, read from its B = 1 row, 2-32 sequences of 128 prompt"
-    " tokens and 128 or 256 out): output tokens/s over-predicted +73% to +124% (nothing "
+    " tokens and 128 or 256 out): output tokens/s over-predicted +73% to +150% (nothing "
     "fitted, so out of sample is in sample). The B = 1 row (not a point) is within 9% (128 / "
     "3.187 s = 40.2 t/s, the model 43.8), and the error is the step's floor past it: S_TG "
     "gives 39, 54, 57, 66 and 69 ms a step at 2, 4, 8, 16 and 32 sequences (B / S_TG), the "
