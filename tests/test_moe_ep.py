@@ -97,16 +97,43 @@ def test_tp_sharded_experts_see_every_routed_row_at_full_width():
     assert float(r.op.act_bytes) / r.op.layers == pytest.approx(per_rank * flops_ratio, rel=1e-9)
 
 
-def test_deepep_alltoall_against_measured_h200_pair():
-    # aiconfigurator-core 0.12.0, h200_sxm/comm/trtllm/1.3.0rc11/moe_a2a_perf.parquet, DeepEP
-    # low-latency, EP8, d 7168, top-8, 128 tokens per rank: dispatch fp8 73.06 µs + combine bf16
-    # 67.36 µs = 140.4 µs; the model's two calls of 128·8·7168·1.515625 bytes each
-    hw = CAT.accelerator("nvidia-h200-sxm")
-    curve = CAT.kernels["nvidia-hopper"].kernels.ep_alltoall
+# DeepEP dispatch + combine pairs measured by aiconfigurator-core 0.12.0
+# (<chip>/comm/trtllm/1.3.0rc11/moe_a2a_perf.parquet), EP8, against the model's two calls of
+# T·k·d·b bytes each (every top-k copy; b = 1.515625 for fp8 + scales in, bf16 back):
+# - H200, low-latency, d 7168, top-8, 128 tokens a rank: dispatch fp8 73.06 µs + combine bf16
+#   67.36 µs = 140.4 µs;
+# - B200, low-latency, d 7168, top-8, 256 experts, 256 tokens a rank: dispatch fp8 77.84 µs +
+#   combine bf16 78.25 µs = 156.1 µs (one curve fitted on both kernel families read 242 µs);
+# - H200, normal (high-throughput, prefill), bf16, d 7168, top-6, 384 experts, 8,192 tokens a
+#   rank: dispatch 1,570.5 + combine 1,769.4 = 3,339.9 µs (the Hopper curves are fitted on
+#   H100's tables: H200, the same NVLink 4, is measured apart).
+DEEPEP_PAIRS = (
+    ("nvidia-h200-sxm", "nvidia-hopper", "ep_alltoall", 128 * 8 * 7168 * 1.515625, 140.4e-6),
+    ("nvidia-b200-hgx", "nvidia-blackwell", "ep_alltoall", 256 * 8 * 7168 * 1.515625, 156.1e-6),
+    ("nvidia-h200-sxm", "nvidia-hopper", "ep_alltoall_prefill", 8192 * 6 * 7168 * 2, 3339.9e-6),
+)
+
+
+@pytest.mark.parametrize(("hw_id", "group", "family", "message", "measured"), DEEPEP_PAIRS)
+def test_deepep_alltoall_against_measured_pairs(hw_id, group, family, message, measured):
+    hw = CAT.accelerator(hw_id)
+    curve = getattr(CAT.kernels[group].kernels, family)
     assert curve is not None
-    message = 128 * 8 * 7168 * 1.515625
     t = 2 * measured_alltoall_time_s(hw.scale_up, curve, 8, np.float64(message))
-    assert float(t) == pytest.approx(140.4e-6, rel=0.15)
+    assert float(t) == pytest.approx(measured, rel=0.15)
+
+
+def test_prefill_exchange_takes_the_normal_kernels_curve():
+    # DeepEP's normal kernels serve prefill, its low-latency ones decode (deepseek-ai/DeepEP
+    # README); collective_curves hands each phase its own, NCCL's where neither was measured
+    from roofline.timing.collectives import collective_curves
+
+    hw = CAT.accelerator("nvidia-b200-hgx")
+    ks = CAT.kernels["nvidia-blackwell"].kernels
+    link = hw.scale_up
+    _, pre, _ = collective_curves(link, link, ks, (), None, "prefill")
+    _, dec, _ = collective_curves(link, link, ks, (), None, "decode")
+    assert pre is ks.ep_alltoall_prefill and dec is ks.ep_alltoall and pre is not dec
 
 
 def test_four_bit_experts_borrow_the_fp8_fused_moe_curve(cat):

@@ -40,7 +40,10 @@ their sources):
   and the same form per engine (engine_moe: vLLM's and SGLang's Triton fused_moe, Hopper, their
   moe_ep_size 1 rows only);
 - DeepEP all-to-all (TensorRT-LLM): α + (n−1)/n · bytes / (s·W) per call of a dispatch/combine
-  pair, fp8 + scales dispatch and bf16 combine (roofline/step/ops.py ep_alltoall_bytes_per_value).
+  pair, each kernel family alone: ep_alltoall the low-latency kernels (decode; fp8 + scales
+  dispatch, bf16 combine), ep_alltoall_prefill the high-throughput ones (prefill; bf16), every
+  top-k copy counted (roofline/step/ops.py ep_alltoall_bytes_per_value; the normal kernels'
+  one-copy-per-rank count checked in validation/kernel_a2a_check.py).
 One parameter set per generation and dtype, never per shape.
 """
 
@@ -74,8 +77,10 @@ from validation.kernel_comm import (  # noqa: E402
     A2A_VERSION,
     ENGINE_MOE,
     ENGINE_MOE_GROUPS,
+    LOW_LATENCY,
     MLA_VERSION,
     MOE_CHIPS,
+    NORMAL,
     fit_allreduce,
     fit_engine_moe,
     fit_ep_alltoall,
@@ -321,20 +326,25 @@ def main() -> None:
             print(f"{gid} all-to-all: {entry['alltoall']}")
             a2a_file = data_path(g["chip"], "comm", "trtllm", A2A_VERSION, "moe_a2a_perf.parquet")
             if a2a_file.exists():
-                ep = fit_ep_alltoall(pd.read_parquet(a2a_file), link_bw)
-                entry["ep_alltoall"] = {
-                    str(n): {
-                        "latency_us": round(a * 1e6, 2),
-                        "bandwidth_share": round(b, 3),
-                        "fit_median_error": round(e, 3),
+                # DeepEP's two kernel families apart: low-latency (decode) and normal (prefill)
+                for key, kernel, text in (
+                    ("ep_alltoall", LOW_LATENCY, "low-latency fp8 dispatch + bf16 combine to 256 "),
+                    ("ep_alltoall_prefill", NORMAL, "high-throughput (normal) bf16 from 512 "),
+                ):
+                    ep = fit_ep_alltoall(pd.read_parquet(a2a_file), link_bw, kernel=kernel)
+                    entry[key] = {
+                        str(n): {
+                            "latency_us": round(a * 1e6, 2),
+                            "bandwidth_share": round(b, 3),
+                            "fit_median_error": round(e, 3),
+                        }
+                        for n, (a, b, e) in ep.items()
                     }
-                    for n, (a, b, e) in ep.items()
-                }
-                entry["ep_alltoall_source"] = (
-                    f"{cite(a2a_file)} (DeepEP low-latency fp8 dispatch + bf16 combine up to 256 "
-                    "tokens per rank, high-throughput bf16 above; per call of a pair)"
-                )
-                print(f"{gid} DeepEP all-to-all: {entry['ep_alltoall']}")
+                    entry[key + "_source"] = (
+                        f"{cite(a2a_file)} (DeepEP {text}tokens a rank, every top-k copy "
+                        "counted; per call of a pair)"
+                    )
+                    print(f"{gid} DeepEP all-to-all {key}: {entry[key]}")
             print(f"{gid} all-reduce: {entry['allreduce']}")
             by_engine, sources = {}, []
             for eng in ("vllm", "sglang", "trtllm"):

@@ -196,28 +196,62 @@ def _fit_moe_rows(cat, chips, dtypes, rows, sms: float = 0.0):
 A2A_BYTES = {"fp8": 1.0 + 4.0 / 128.0, "bfloat16": 2.0}
 
 
-def fit_ep_alltoall(df, link_bw: float):
-    """One call of a dispatch / combine pair: t = α + (n−1)/n · M / (s·W) with M = T·k·d·b bytes
-    per rank (every top-k copy, as roofline/step/ops.py counts it). Low-latency kernels (fp8
-    dispatch, bf16 combine) up to 256 tokens per rank, high-throughput (bf16) above; α and s fitted
-    on the pairs' sums, per GPU count. Returns {n: (α, share, median |error|)}."""
+def ranks_per_token(ranks, topk):
+    """Distinct ranks a token's top-k experts land on, k of E experts spread uniformly over R
+    ranks (E ≫ k): R·(1 − (1 − 1/R)^k), e.g. top-8 over 4 ranks 3.60, over 8 ranks 5.25. What
+    DeepEP's high-throughput ("normal") kernels send: one copy per destination rank
+    (get_dispatch_layout's num_tokens_per_rank / is_token_in_rank; the intranode test counts
+    recv_x.numel(), one row per token and rank: deepseek-ai/DeepEP@dd758caf,
+    tests/legacy/test_intranode.py), where the low-latency kernels send one per selected expert."""
+    r = np.asarray(ranks, dtype=float)
+    return r * (1.0 - (1.0 - 1.0 / r) ** np.asarray(topk, dtype=float))
+
+
+def ep_alltoall_pairs(df, per_rank: bool = False):
+    """DeepEP dispatch / combine pairs of moe_a2a_perf.parquet: low-latency kernels (fp8 dispatch,
+    bf16 combine) up to 256 tokens per rank, high-throughput (bf16) from 512; t (µs, the pair's
+    sum) and b, the pair's bytes per rank, T·k·d·b (every top-k copy, as roofline/step/ops.py
+    counts it), or with `per_rank` the high-throughput rows at T·ranks_per_token·d·b."""
     d = df[df.comm_dtype.isin(list(A2A_BYTES))]
     ll = d[(d.comm_backend == "trtllm_deepep_ll") & (d.num_tokens <= 256)]
     ll = ll[(ll.phase == "combine") == (ll.comm_dtype == "bfloat16")]  # fp8 in, bf16 back
     ht = d[(d.comm_backend == "trtllm_deepep_ht") & (d.num_tokens >= 512)]
     ht = ht[ht.comm_dtype == "bfloat16"]
     d = pd.concat([ll, ht])
-    d = d.assign(bytes=d.num_tokens * d.topk * d.hidden_size * d.comm_dtype.map(A2A_BYTES))
+    copies = d.topk.to_numpy(float)
+    if per_rank:
+        ht_rows = (d.comm_backend == "trtllm_deepep_ht").to_numpy()
+        copies = np.where(ht_rows, ranks_per_token(d.ep_size, d.topk), copies)
+    d = d.assign(bytes=d.num_tokens * copies * d.hidden_size * d.comm_dtype.map(A2A_BYTES))
     keys = ["comm_backend", "ep_size", "hidden_size", "topk", "num_experts", "num_tokens"]
     pairs = d.groupby(keys).agg(t=("latency", "sum"), b=("bytes", "sum"), c=("phase", "nunique"))
-    pairs = pairs[pairs.c == 2].reset_index()
+    return pairs[pairs.c == 2].reset_index()
+
+
+def ep_alltoall_time_s(pairs, alpha: float, share: float, link_bw: float):
+    """A pair's time under a fit: 2α + (n−1)/n · b / (s·W) (two calls, roofline/timing/
+    collectives.py measured_alltoall_time_s each)."""
+    n = pairs.ep_size.to_numpy(float)
+    return 2.0 * alpha + (n - 1) / n * pairs.b.to_numpy(float) / (share * link_bw)
+
+
+LOW_LATENCY, NORMAL = "trtllm_deepep_ll", "trtllm_deepep_ht"  # DeepEP's two kernel families
+
+
+def fit_ep_alltoall(df, link_bw: float, per_rank: bool = False, kernel: str | None = None):
+    """One call of a dispatch / combine pair: t = α + (n−1)/n · M / (s·W) with M the pair's bytes
+    per rank (ep_alltoall_pairs: every top-k copy, as roofline/step/ops.py counts it), α and s
+    fitted on the pairs' sums, per GPU count; `kernel` (LOW_LATENCY, the decode's, or NORMAL, the
+    prefill's) fits one kernel family alone. Returns {n: (α, share, median |error|)}."""
+    pairs = ep_alltoall_pairs(df, per_rank)
+    if kernel is not None:
+        pairs = pairs[pairs.comm_backend == kernel]
     out = {}
     for n, g in pairs.groupby("ep_size"):
-        t, size = g.t.to_numpy(float) * 1e-6, g.b.to_numpy(float)
-        factor = (n - 1) / n
+        t = g.t.to_numpy(float) * 1e-6
 
-        def resid(x, t=t, size=size, factor=factor):
-            return np.log((2.0 * np.exp(x[0]) + factor * size / (np.exp(x[1]) * link_bw)) / t)
+        def resid(x, g=g, t=t):
+            return np.log(ep_alltoall_time_s(g, np.exp(x[0]), np.exp(x[1]), link_bw) / t)
 
         r = least_squares(resid, [np.log(3e-5), np.log(0.5)], bounds=([-16, -6], [-6, 0]))
         err = float(np.median(np.abs(np.exp(resid(r.x)) - 1.0)))

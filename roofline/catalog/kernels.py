@@ -110,6 +110,8 @@ _KERNEL_KEYS = {
     "engine_moe_source": (str, False),
     "ep_alltoall": (dict, False),
     "ep_alltoall_source": (str, False),
+    "ep_alltoall_prefill": (dict, False),
+    "ep_alltoall_prefill_source": (str, False),
     "notes": (str, False),
 }
 _ENGINE_KEYS = {
@@ -281,6 +283,7 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
             "moe",
             "engine_moe",
             "ep_alltoall",
+            "ep_alltoall_prefill",
         )
         if k + "_source" in d
     )
@@ -311,7 +314,10 @@ def kernel_entry(where: str, data: Any) -> KernelEntry:
     if "ep_alltoall" in d:
         ep_a2a = _link_curve(f"{where}: ep_alltoall", d["ep_alltoall"])
     ks = KernelSet(d["id"], gemm, wo, attn, link, by_engine, a2a, pre, sources)
-    ks = replace(ks, moe=moe, engine_moe=engine_moe, ep_alltoall=ep_a2a)
+    ep_pre = None
+    if "ep_alltoall_prefill" in d:
+        ep_pre = _link_curve(f"{where}: ep_alltoall_prefill", d["ep_alltoall_prefill"])
+    ks = replace(ks, moe=moe, engine_moe=engine_moe, ep_alltoall=ep_a2a, ep_alltoall_prefill=ep_pre)
     return KernelEntry(
         d["id"],
         ks,

@@ -60,6 +60,9 @@ class KernelSet:
     # engines' own fused MoE per engine id, then dtype (EngineProfile.moe_kernel)
     engine_moe: Mapping[str, Mapping[str, MoeCurve]] = field(default_factory=dict)
     ep_alltoall: LinkCurve | None = None  # DeepEP dispatch / combine (expert parallelism)
+    # DeepEP's high-throughput ("normal") kernels, the prefill's; ep_alltoall then the
+    # low-latency ones, decode's (None: ep_alltoall times both)
+    ep_alltoall_prefill: LinkCurve | None = None
 
     def gemm_curve(self, dtype: str, block_scaled: bool = False) -> GemmCurve | None:
         """The curve for a compute dtype (fp16 and bf16 share one; fp8 falls back to bf16);

@@ -382,7 +382,7 @@ def op_results(
                 lk = getattr(own, _LINK_OF.get(op.kind, "tp")) or lk
                 op = op if op.link is lk else replace(op, link=lk)
             assert lk is not None  # the op builder refuses TP/PP > 1 without a link
-            curves = collective_curves(lk, home, ks, eff.links, own_allreduce)
+            curves = collective_curves(lk, home, ks, eff.links, own_allreduce, phase)
             t_ideal, t, verdict = collective_time_s(
                 op.kind, lk, op.ranks, op.message_bytes, op.layers, curves
             )

@@ -216,18 +216,27 @@ def collective_curves(
     kernels: Any,
     links: tuple[LinkSet, ...],
     engine_allreduce: str | None = None,
+    phase: str = "decode",
 ) -> tuple[LinkCurve | None, LinkCurve | None, LinkCurve | None]:
     """The measured (all-reduce, all-to-all, the engine's own all-reduce) curves a collective on
     `link` takes. A GPU generation's curves (`kernels`: its hardware.KernelSet, or None) were
     measured on its own NVLink, so only the GPU's own link (`home`: scale-up, else host) of
     NVLink kind takes them: NCCL's all-reduce, the engine's one-shot all-reduce where it has one
     (`engine_allreduce`: EngineProfile.allreduce_kernel) and the all-to-all DeepEP's where
-    measured, else NCCL's. Other links (PCIe, xGMI, InfiniBand) take hardware/links.yaml by kind
-    (`links`); a link with none keeps the alpha-beta ideal."""
+    measured, else NCCL's: in `phase` "prefill" its high-throughput ("normal") kernels' curve
+    where fitted apart, else the low-latency kernels' (DeepEP's normal kernels serve training and
+    inference prefilling, the low-latency ones inference decoding: deepseek-ai/DeepEP README;
+    aiconfigurator's collector times TensorRT-LLM's DeepEP for the context phase and
+    DeepEPLowLatency for generation, DEEPEP_COLLECTOR_CONTRACTS). Other links (PCIe, xGMI,
+    InfiniBand) take hardware/links.yaml by kind (`links`); a link with none keeps the
+    alpha-beta ideal."""
     if link is home and link_kind(link) == "nvlink":
         if kernels is None:
             return None, None, None
-        a2a = (kernels.ep_alltoall or kernels.alltoall) if kernels.alltoall else None
+        ep = kernels.ep_alltoall
+        if phase == "prefill" and kernels.ep_alltoall_prefill is not None:
+            ep = kernels.ep_alltoall_prefill
+        a2a = (ep or kernels.alltoall) if kernels.alltoall else None
         own = kernels.engine_allreduce.get(engine_allreduce) if engine_allreduce else None
         return kernels.allreduce, a2a, own
     ls = link_set_for(links, link)
