@@ -312,26 +312,30 @@ def _fp8_static(r: ServingResult) -> bool:
 
 @cache
 @cache
-def _mla_tile_parts() -> frozenset[str]:
-    """The accelerators whose MLA decode kernel pads a latent stream's heads to a tile."""
+def _mla_tile_parts() -> dict[str, float]:
+    """The accelerators whose MLA decode kernel pads a latent stream's heads to a tile, and
+    that tile (kernels.yaml decode_attention head_tile)."""
     from roofline.catalog.load import load_catalog
 
     kernels = load_catalog().kernels
-    return frozenset(
-        a
+    return {
+        a: g.kernels.decode_attention.head_tile
         for g in kernels.values()
         if g.kernels.decode_attention is not None and g.kernels.decode_attention.head_tile
         for a in g.accelerators
-    )
+    }
 
 
 def _mla_tiled(r: ServingResult) -> bool:
-    """An MLA model with an FP8 latent cache on such an accelerator, with fewer heads a rank
-    than the tile (TP over attention: 128 heads / TP, attention DP gives each rank all)."""
+    """An MLA model with an FP8 latent cache on such an accelerator, whose heads a rank the tile
+    pads (TP over attention: heads / TP, attention DP gives each rank all; the simulator's own
+    rule, timing/attention.py mla_tile_padding)."""
     from roofline.catalog.load import load_catalog
+    from roofline.timing.attention import mla_tile_padding
 
     case = _case_keys().get(r.id, {})
-    if r.hardware not in _mla_tile_parts():
+    tile = _mla_tile_parts().get(r.hardware)
+    if tile is None:
         return False
     try:
         m = load_catalog().model(str(case.get("model", "")))
@@ -339,7 +343,7 @@ def _mla_tiled(r: ServingResult) -> bool:
         return False
     tp, adp = int(case.get("tp") or 1), int(case.get("attention_dp") or 1)
     fp8 = str(case.get("kv", "")) == "fp8"  # a 16-bit cache stays memory-bound padded
-    return fp8 and m.is_mla and m.num_attention_heads * adp / tp < 64
+    return fp8 and m.is_mla and mla_tile_padding(m.num_attention_heads * adp / tp, tile) > 1.0
 
 
 def _is_moe(model: str) -> bool:

@@ -128,6 +128,9 @@ def mla_tile_padding(group: ArrayLike, head_tile: float) -> FloatOrArray:
     no group (g = 0: not MLA decode)."""
     if not head_tile:
         return 1.0
+    if np.ndim(group) == 0:  # one op (the point path): no arrays
+        g0 = float(group)  # type: ignore[arg-type]
+        return math.ceil(g0 / head_tile) * head_tile / g0 if g0 > 0.0 else 1.0
     g = np.asarray(group, dtype=float)
     safe = np.maximum(g, 1e-9)
     pad = np.where(g > 0.0, np.ceil(safe / head_tile) * head_tile / safe, 1.0)
