@@ -52,7 +52,7 @@ def _legend(text: str) -> list[str]:
     ],
     ids=["serve", "serve-log", "size-log", "serve-rates"],
 )
-def test_a_legend_is_at_most_three_lines(run, args):
+def test_a_legend_is_at_most_three_lines(run, args, compute_once):
     r = run(*args, env={"COLUMNS": "80"})
     assert r.code == 0, r.stderr
     legend = _legend(r.stdout)
@@ -66,7 +66,7 @@ def test_a_legend_is_at_most_three_lines(run, args):
         assert "/" not in r.stdout.splitlines()[header + 2].split()[-1]
 
 
-def test_the_rest_is_under_v(run):
+def test_the_rest_is_under_v(run, compute_once):
     quiet = run(
         "serve", "llama-3.1-8b", "h100", *LOG, "--no-saturation", env={"COLUMNS": "80"}
     ).stdout
