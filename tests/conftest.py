@@ -239,10 +239,11 @@ _COMPUTED: dict[bytes, bytes] = {}  # compute_once's results, one store per work
 
 @pytest.fixture(scope="module")
 def _computed() -> dict[bytes, bytes]:
-    """compute_once's results: one store per worker, so the same inputs computed in two
-    modules on one worker run once (test_golden's and test_width's serve); the fixture is
-    module-scoped so that a module's tests travel together to one worker
-    (pytest_collection_modifyitems), where the store holds what they share."""
+    """compute_once's results: one store per worker (the same inputs computed in two modules
+    on one worker run once); the fixture is module-scoped so that a module's tests using it
+    travel together to one worker (pytest_collection_modifyitems), where the store holds what
+    they share. (A computation no later test repeats only pays the copy: about 10 ms for a
+    serve of 100 requests, so only a module that repeats one uses it.)"""
     return _COMPUTED
 
 

@@ -107,7 +107,7 @@ def skeleton(value):
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_json_contract(run, name, compute_once):
+def test_json_contract(run, name):
     doc = run(*COMMANDS[name], "--format", "json").json()
     assert doc["schema_version"] == 1
     shape = skeleton(doc)

@@ -52,7 +52,7 @@ def _legend(text: str) -> list[str]:
     ],
     ids=["serve", "serve-log", "size-log", "serve-rates"],
 )
-def test_a_legend_is_at_most_three_lines(run, args, compute_once):
+def test_a_legend_is_at_most_three_lines(run, args):
     r = run(*args, env={"COLUMNS": "80"})
     assert r.code == 0, r.stderr
     legend = _legend(r.stdout)

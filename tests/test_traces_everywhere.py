@@ -94,7 +94,7 @@ def test_a_length_given_beside_its_source_is_refused(run, args, words):
     assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout
 
 
-def test_size_replays_an_arrival_log_and_serve_agrees(run, compute_once):
+def test_size_replays_an_arrival_log_and_serve_agrees(run):
     """size --arrivals sizes on the log as it came: N from a replica's capacity at the log's mean
     rate, then replicas added while the replayed log misses the SLOs. The fleet it answers is
     the fleet serve --dp N --arrivals evaluates: the same log, the same router, the same p99.
