@@ -92,16 +92,22 @@ PURE = (  # what a serving command computes, pure functions of their inputs and 
     ("roofline.cli.traffic", "serve_rates"),  # serve's simulations (roofline.serving.rates)
     ("roofline.cli.serving", "cliff_sweep"),  # cliff (roofline.serving.cliff)
     ("roofline.cli.serving", "compare_at_rate"),  # disagg --rate (roofline.serving.disagg)
+    # a document prints these commands as text beside their JSON twin (the same computation):
+    ("roofline.cli.fleet", "spread_doc"),  # fleet --days (roofline.fleet.spread)
+    ("roofline.cli.fleet", "plan"),  # fleet's hourly placement (roofline.fleet.day, HiGHS)
+    ("roofline.cli.fleet", "apart"),  # fleet's models placed apart (roofline.fleet.day)
+    ("roofline.cli.plan", "plans"),  # plan's layouts (roofline.step.planner)
+    ("roofline.cli.levers", "speculate_sweep"),  # speculate's rounds (roofline.levers)
 )
 
 
 @contextlib.contextmanager
 def computed_once(store: dict[bytes, bytes], pure: tuple[tuple[str, str], ...] = PURE) -> Any:
     """Each computation of `pure` (module, function name; PURE unless told) runs once for the
-    same inputs (pickled, with ROOFLINE_CATALOG): a later call takes a copy of the first call's
-    result (unpickled), which the command then renders as it does its own; `store` keeps the
-    results. A document shows a `size` or `serve` line as text and reads it as JSON; a test
-    renders one command at several widths."""
+    same inputs (pickled, with ROOFLINE_CATALOG and --catalog's directories): a later call takes
+    a copy of the first call's result (unpickled), which the command then renders as it does its
+    own; `store` keeps the results. A document shows a `size` or `serve` line as text and reads
+    it as JSON; a test renders one command at several widths."""
     import importlib
     import pickle
 
@@ -112,8 +118,11 @@ def computed_once(store: dict[bytes, bytes], pure: tuple[tuple[str, str], ...] =
 
     def once(name: str, compute: Callable[..., Any]) -> Callable[..., Any]:
         def run_once(*args: Any, **kwargs: Any) -> Any:
+            from roofline.cli.app import catalog_dirs  # --catalog DIR, as ROOFLINE_CATALOG
+
+            where = (os.environ.get("ROOFLINE_CATALOG", ""), catalog_dirs())
             try:
-                key = pickle.dumps((name, args, kwargs, os.environ.get("ROOFLINE_CATALOG", "")))
+                key = pickle.dumps((name, args, kwargs, where))
             except Exception:  # an input that does not pickle: no sharing
                 return compute(*args, **kwargs)
             if key not in store:

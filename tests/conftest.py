@@ -88,6 +88,21 @@ def deal(units: list[list[str]], seconds: dict[str, float], workers: int) -> lis
     return shares
 
 
+def units_of(items: list[Any]) -> list[list[str]]:
+    """The test ids in units that travel together, in collection order: a module's tests that
+    share a module-, class- or package-scoped fixture (with the modules naming it in
+    TRAVELS_WITH); every other test alone."""
+    units: dict[str, list[str]] = {}
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else []
+        shared = any(d[-1].scope in ("module", "class", "package") for d in defs if d)
+        module = item.nodeid.split("::")[0]
+        module = getattr(getattr(item, "module", None), "TRAVELS_WITH", module)
+        units.setdefault(module if shared else item.nodeid, []).append(item.nodeid)
+    return list(units.values())
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest tests first, dealt across the pytest-xdist workers (`--dist worksteal` hands
     worker k the k-th equal slice of this order, then moves tests from the end of a busy
@@ -95,19 +110,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     short ones fill the end, so no worker starts a 10 s test when the others are done. Seconds
     from tests/durations.json (`make durations` rewrites it); a test not in it counts 0. The
     tests of a module that share a module- or class-scoped fixture travel together (one setup).
+    A module naming another in TRAVELS_WITH travels with it (test_html_browser.py opens the
+    pages test_html.py made: tests/html_pages.py makes each once per worker).
     Every worker computes the same order (xdist checks that they collected the same list)."""
     seconds: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-    units: dict[str, list[str]] = {}
     by_id = {item.nodeid: item for item in items}
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else []
-        shared = any(d[-1].scope in ("module", "class", "package") for d in defs if d)
-        units.setdefault(item.nodeid.split("::")[0] if shared else item.nodeid, []).append(
-            item.nodeid
-        )
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    shares = deal(list(units.values()), seconds, workers)
+    shares = deal(units_of(items), seconds, workers)
     items[:] = [by_id[t] for share in shares for t in share]
 
 
@@ -225,11 +234,17 @@ def run(monkeypatch: pytest.MonkeyPatch):
     return _run
 
 
+_COMPUTED: dict[bytes, bytes] = {}  # compute_once's results, one store per worker
+
+
 @pytest.fixture(scope="module")
 def _computed() -> dict[bytes, bytes]:
-    """compute_once's results, one store per test module (a module-scoped fixture: the
-    module's tests run on one worker, pytest_collection_modifyitems, where the store is)."""
-    return {}
+    """compute_once's results: one store per worker (the same inputs computed in two modules
+    on one worker run once); the fixture is module-scoped so that a module's tests using it
+    travel together to one worker (pytest_collection_modifyitems), where the store holds what
+    they share. (A computation no later test repeats only pays the copy: about 10 ms for a
+    serve of 100 requests, so only a module that repeats one uses it.)"""
+    return _COMPUTED
 
 
 @pytest.fixture

@@ -30,13 +30,24 @@ COMMANDS: dict[str, list[str]] = {
 }  # fmt: skip
 
 
+_MADE: dict[str, tuple[bytes, str]] = {}  # name -> (the page, the JSON text): once a worker
+
+
 def make(name: str, directory: Path) -> tuple[Path, dict[str, Any]]:
-    """(the page, the JSON document) of one command."""
+    """(the page, the JSON document) of one command. The command runs once per worker: the
+    pages test_html.py reads are among those test_html_browser.py opens, and the two modules
+    travel together to one worker (TRAVELS_WITH, tests/conftest.py); each caller gets the page
+    written into its own directory and a document of its own."""
     page = directory / f"{name}.html"
-    env = {"COLUMNS": "200", "ROOFLINE_CATALOG": None}
-    r = CliRunner().invoke(app, [*COMMANDS[name], "--format", "json", "--out", str(page)], env=env)
-    assert r.exit_code == 0, (name, r.stderr)
-    return page, json.loads(r.stdout)
+    if name not in _MADE:
+        env = {"COLUMNS": "200", "ROOFLINE_CATALOG": None}
+        args = [*COMMANDS[name], "--format", "json", "--out", str(page)]
+        r = CliRunner().invoke(app, args, env=env)
+        assert r.exit_code == 0, (name, r.stderr)
+        _MADE[name] = (page.read_bytes(), r.stdout)
+    html, text = _MADE[name]
+    page.write_bytes(html)
+    return page, json.loads(text)
 
 
 def lookup(doc: Any, path: str) -> Any:

@@ -206,12 +206,15 @@ def test_a_bad_report_spec_is_one_line(run, tmp_path, candidates, message):
 def test_size_of_a_workload_file_has_a_page(run):
     """size --workload --format html had no page of its own: the size page read the keys of a
     size answer (meets_slo, best) that a workload's pool does not have, and exited 3. Its page
-    names each class's p99 TTFT against its own SLO, as the JSON gives them."""
+    names each class's p99 TTFT against its own SLO, as the JSON gives them. (The JSON through
+    docgen.data: docs/COMMANDS.md reads the same line, and the session runs it once.)"""
+    from docs.docgen import data
+
     args = ["size", "llama-3.1-8b", "--hardware", "h100"]
     args += ["--workload", "examples/workloads/chat-batch.yaml"]
     r = run(*args, "--format", "html")
     assert r.code == 0 and r.stderr == "", r.stderr
-    d = json.loads(run(*args, "--format", "json").stdout)["deployments"][0]
+    d = data(" ".join(["roofline", *args]))["deployments"][0]
     for k in d["classes"]:  # chat (1 s SLO) and batch (60 s), the file's two classes
         ttft = fmt("x_s", k["ttft_s"]["p99"])
         assert f"{k['name']} p99 TTFT {ttft} against {fmt('x_s', k['slo']['ttft_s'])}" in r.stdout

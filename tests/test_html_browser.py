@@ -20,6 +20,9 @@ import pytest
 
 from tests.html_pages import COMMANDS, lookup, make
 
+# dealt to test_html.py's worker (tests/conftest.py): the pages it made are not made again
+TRAVELS_WITH = "tests/test_html.py"
+
 
 def _missing() -> str | None:
     try:

@@ -66,7 +66,7 @@ def test_a_legend_is_at_most_three_lines(run, args):
         assert "/" not in r.stdout.splitlines()[header + 2].split()[-1]
 
 
-def test_the_rest_is_under_v(run):
+def test_the_rest_is_under_v(run, compute_once):
     quiet = run(
         "serve", "llama-3.1-8b", "h100", *LOG, "--no-saturation", env={"COLUMNS": "80"}
     ).stdout

@@ -73,7 +73,7 @@ def test_the_band_holds_the_expected_figure(f, fast, slow, lo, hi, own):
     assert b.low <= own[0] * (1 + 1e-9) and b.high >= own[1] * (1 - 1e-9)
 
 
-def test_serve_band_comes_from_the_queue(run):
+def test_serve_band_comes_from_the_queue(run, compute_once):
     """8B on one H100, 1k in / 200 out at 20 req/s: the throughput band's low edge loads the
     expected model past its saturation rate (20 / low > saturation: both read off the
     document), so TTFT's band is unbounded above; its low edge is the figure at 20 / high,

@@ -38,11 +38,15 @@ def test_a_cpu_tier_adds_hits_only_once_hbm_evicts(run, tmp_path, memory):
         assert cpu["tier_hit_rates"][0] > 0.10
 
 
-def test_a_mooncake_replay_finds_no_more_than_the_trace_reuses(run):
+def test_a_mooncake_replay_finds_no_more_than_the_trace_reuses():
     """Five minutes of the Mooncake conversation trace on 4 x H100: the hits are bounded by the
     trace's own reuse (a prompt token hits only if its 512-token block was sent before, as the
     release's README says of hash_ids: 12 shared ids share 12 x 512 = 6,144 tokens), computed
-    here from the file; a CPU tier under cache-aware routing recovers hits HBM evicted."""
+    here from the file; a CPU tier under cache-aware routing recovers hits HBM evicted. (The
+    replays through docgen.data: docs/COMMANDS.md reads the same two lines, and the session runs
+    each once.)"""
+    from docs.docgen import data
+
     path = Path(__file__).resolve().parent.parent / "examples/arrivals"
     trace = path / "mooncake_conversation_5min.jsonl"
     seen: set[int] = set()
@@ -54,10 +58,10 @@ def test_a_mooncake_replay_finds_no_more_than_the_trace_reuses(run):
         seen |= set(r["hash_ids"])
     bound = hit / total
     assert 0.15 < bound < 0.25  # about a fifth of the prompt tokens reuse an earlier block
-    args = ["serve", "llama-3.1-8b", "h100", "--dp", "4", "--arrivals", str(trace)]
-    args += ["--router", "cache-aware", "-f", "json"]
-    hbm = run(*args).json()["expected"]["prefix_cache"]
-    cpu = run(*args, "--kv-offload", "cpu:200GB").json()["expected"]["prefix_cache"]
+    cmd = "roofline serve llama-3.1-8b h100 --dp 4 --arrivals"
+    cmd += " examples/arrivals/mooncake_conversation_5min.jsonl --router cache-aware"
+    hbm = data(cmd)["expected"]["prefix_cache"]
+    cpu = data(cmd + " --kv-offload cpu:200GB")["expected"]["prefix_cache"]
     assert hbm["evicted_blocks"] > 0
     assert hbm["hit_rate"] < cpu["hit_rate"] <= bound
     assert cpu["tier_hit_rates"][0] > 0.05

@@ -19,9 +19,10 @@ SERVE = ["serve", "llama-3.1-8b", "h100", "--prompt", "1000", "--output", "200"]
 SLO = ["--slo-ttft", "1s", "--slo-tpot", "50ms"]
 
 
-def test_serve_past_saturation_meets_no_slo(run):
+def test_serve_past_saturation_meets_no_slo(run, compute_once):
     """The issue's case: 41.4 req/s on one H100 whose saturation is about 27.6 req/s, 300
-    requests (a run too short for its queue to show)."""
+    requests (a run too short for its queue to show). (compute_once: the JSON, the table and
+    the page below render one simulation)"""
     doc = run(*SERVE, "--rate", "41.4", "--requests", "300", *SLO, "--format", "json").json()
     sat = doc["saturation_rate"]["expected"]
     assert sat < 41.4  # the premise: offered above what the replica sustains
@@ -43,7 +44,7 @@ def test_serve_past_saturation_meets_no_slo(run):
     assert "meets SLO       NO" in table and "unbounded" in table and "transient" in table
 
 
-def test_serve_page_past_saturation(run, tmp_path):
+def test_serve_page_past_saturation(run, tmp_path, compute_once):
     """The HTML page of the same run: it crashed (a null p99 TTFT on the chart's axis); the
     answer, the headline figure and the chart's table say unbounded, and the SLO is not met."""
     page = tmp_path / "serve.html"
@@ -63,7 +64,7 @@ def test_check_fails_past_saturation(run):
     assert run(*args, "--rate", "9", "--requests", "300", "--max-ttft-p99", "1s").code == 0
 
 
-def test_utilisation_is_the_busy_share_of_capacity(run):
+def test_utilisation_is_the_busy_share_of_capacity(run, compute_once):
     """ρ = λ / μ: at 18 req/s against the saturation rate μ, utilisation = 18 / μ (below 1).
     The share of time a step runs is reported apart (continuous batching runs one whenever a
     request is in flight, so it reads near 1 well below saturation)."""

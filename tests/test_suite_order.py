@@ -3,7 +3,9 @@ pytest-xdist workers, and the tests sharing a module fixture stay together."""
 
 from __future__ import annotations
 
-from conftest import DURATIONS, deal
+from types import SimpleNamespace
+
+from conftest import DURATIONS, deal, units_of
 
 
 def test_the_longest_tests_start_first_one_share_each():
@@ -20,6 +22,28 @@ def test_a_module_sharing_a_fixture_travels_whole():
     units = [["m::x", "m::y"], ["n::z"], ["n::w"]]
     seconds = {"m::y": 6.0, "m::x": 1.0, "n::z": 5.0}
     assert deal(units, seconds, 2) == [["m::x", "m::y"], ["n::z", "n::w"]]
+
+
+def _item(nodeid: str, scope: str | None, travels_with: str | None = None) -> SimpleNamespace:
+    """What units_of reads of a collected test: its id, its module and its fixtures' scopes."""
+    defs = {"f": [SimpleNamespace(scope=scope)]} if scope else {}
+    module = SimpleNamespace(**({"TRAVELS_WITH": travels_with} if travels_with else {}))
+    return SimpleNamespace(
+        nodeid=nodeid, module=module, _fixtureinfo=SimpleNamespace(name2fixturedefs=defs)
+    )
+
+
+def test_a_module_naming_another_travels_with_it():
+    # a.py's x and z share a module fixture, y does not; b.py's test has a module fixture of
+    # its own and names a.py (TRAVELS_WITH): one unit a.py::x, a.py::z, b.py::w; y alone; c.py's
+    # function-scoped test alone
+    items = [
+        _item("a.py::x", "module"), _item("a.py::y", "function"), _item("a.py::z", "module"),
+        _item("b.py::w", "module", "a.py"), _item("c.py::v", "function"),
+    ]  # fmt: skip
+    assert units_of(items) == [["a.py::x", "a.py::z", "b.py::w"], ["a.py::y"], ["c.py::v"]]
+    items[3] = _item("b.py::w", "module")  # without TRAVELS_WITH: a unit of its own
+    assert units_of(items) == [["a.py::x", "a.py::z"], ["a.py::y"], ["b.py::w"], ["c.py::v"]]
 
 
 def test_the_recorded_durations_name_collected_tests(request):

@@ -40,7 +40,7 @@ def test_json_names_the_file_its_hash_and_figures(run, tmp_path):
     assert "user_calibration" not in plain
 
 
-def test_size_table_footer_and_json_name_it(run, tmp_path):
+def test_size_table_footer_and_json_name_it(run, tmp_path, compute_once):
     d = _catalog(tmp_path)
     args = ("--catalog", str(d), "size", "llama-3.1-8b", "--rate", "2", "--hardware", "h100",
             "--prompt", "500", "--output", "100", "--requests", "50")  # fmt: skip

@@ -218,7 +218,7 @@ def test_any_table_keeps_every_number_whole(width, kinds, n_rows, data):
         (["plan", "llama-3.1-70b", "h100", "--gpus", "8"], "best:"),
     ],
 )  # fmt: skip
-def test_the_answer_comes_first(run, args, answer):
+def test_the_answer_comes_first(run, args, answer, compute_once):
     """At 80 columns the answer is within the first 5 lines; the inputs follow it, one compact
     line (every input under -v and in JSON)."""
     out = _table(run, args, 80)
