@@ -353,11 +353,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
             near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
             ctx = self.ctx() if n_dec and capped else None  # windowed layers: the contexts
             if near and self.blocks_ahead(k) > kv_room:
-                lo, hi = 0, k  # the most steps whose blocks still fit
-                while lo < hi:
-                    mid = (lo + hi + 1) // 2
-                    lo, hi = (mid, hi) if self.blocks_ahead(mid) <= kv_room else (lo, mid - 1)
-                k = lo
+                k = self.steps_within(k, kv_room)  # the most steps whose blocks still fit
             if k == 0:
                 self.preempt()
                 continue
