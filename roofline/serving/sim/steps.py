@@ -86,8 +86,19 @@ def kv_groups(model: ModelArch, dep: Deployment) -> tuple[tuple[float, int | Non
     return tuple((count / model.num_hidden_layers, cap) for cap, count in layers.items())
 
 
+# the tables of the last few configurations built, by the identity of the model, accelerator
+# and efficiencies (kept beside them, so their ids cannot be reused while kept) and the values
+# of the rest: a replica built again (the ideal and the expected run of one benchmark point
+# each build theirs, a validation's cases share a layout) copies them instead of evaluating the
+# roofline core on its grids again. Nothing writes into a table after it is built (a variant,
+# speculative_steps, rebinds its own copies), so the copies share them.
+_BUILT: dict[tuple, tuple[tuple, dict[str, Any]]] = {}
+BUILT_KEPT = 8
+
+
 class StepModel:
-    """Decode and prefill step times for one replica, precomputed once per configuration.
+    """Decode and prefill step times for one replica, precomputed once per configuration (the
+    last BUILT_KEPT configurations' tables kept: _BUILT).
 
     `max_batch`: the most sequences decoding at once; `max_len`: the longest prompt (+ generated
     tokens, for a recompute) a prefill may cover; `max_tokens`: the most tokens one step carries
@@ -114,6 +125,33 @@ class StepModel:
         engine: str | None = None,
     ) -> None:
         eff = eff or hw.efficiency
+        key = (*map(id, (model, hw, eff)), dep, max_batch, max_len, ideal, max_tokens, engine)
+        try:
+            hit = _BUILT.get(key)
+        except TypeError:  # a deployment that does not hash: built, not kept
+            self._build(model, hw, dep, max_batch, max_len, ideal, eff, max_tokens, engine)
+            return
+        if hit is None:
+            fresh = StepModel.__new__(StepModel)
+            fresh._build(model, hw, dep, max_batch, max_len, ideal, eff, max_tokens, engine)
+            if len(_BUILT) >= BUILT_KEPT:
+                _BUILT.clear()
+            hit = _BUILT[key] = ((model, hw, eff), dict(fresh.__dict__))
+        self.__dict__.update(hit[1])
+
+    def _build(
+        self,
+        model: ModelArch,
+        hw: Accelerator,
+        dep: Deployment,
+        max_batch: int,
+        max_len: int,
+        ideal: bool,
+        eff: Efficiency,
+        max_tokens: int | None,
+        engine: str | None,
+    ) -> None:
+        """The tables of __init__, computed."""
         pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
         batches = np.arange(1, max_batch + 1, dtype=float)
         self.pp, self.microbatches = dep.pp, dep.pipeline_microbatches
