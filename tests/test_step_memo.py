@@ -1,14 +1,16 @@
 """A StepModel built again for a configuration it was built for takes the tables the first
-build made (steps._BUILT) instead of evaluating the roofline core on its grids again: the same
-as a build from scratch, attribute for attribute; another configuration is not taken for it,
-and what a model changes on itself afterwards (make_replica's dense_cache) stays its own."""
+build made (sim.runmemo.kept_tables) instead of evaluating the roofline core on its grids
+again: the same as a build from scratch, attribute for attribute; another configuration is not
+taken for it, and what a model changes on itself afterwards (make_replica's dense_cache) stays
+its own."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from roofline.serving.sim import steps as steps_module
-from roofline.serving.sim.steps import BUILT_KEPT, StepModel
+from roofline.serving.sim import runmemo
+from roofline.serving.sim.runmemo import TABLES_KEPT
+from roofline.serving.sim.steps import StepModel
 from roofline.step.ops import Deployment
 
 
@@ -28,11 +30,11 @@ def _equal(a: StepModel, b: StepModel) -> None:
 
 def test_a_configuration_built_again_is_the_build_from_scratch(cat):
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
-    steps_module._BUILT.clear()
+    runmemo._TABLES.clear()
     first = StepModel(m, hw, Deployment(), 64, 4096, False, engine="vllm")
     again = StepModel(m, hw, Deployment(), 64, 4096, False, engine="vllm")  # an equal layout
     assert again.base_s is first.base_s  # taken from what the first build kept
-    steps_module._BUILT.clear()
+    runmemo._TABLES.clear()
     scratch = StepModel(m, hw, Deployment(), 64, 4096, False, engine="vllm")
     assert scratch.base_s is not first.base_s  # computed again
     _equal(again, scratch)
@@ -42,13 +44,13 @@ def test_a_configuration_built_again_is_the_build_from_scratch(cat):
 
 def test_another_configuration_is_never_taken_for_one_kept(cat):
     m, hw = cat.model("llama-3.1-8b"), cat.accelerator("h100")
-    steps_module._BUILT.clear()
+    runmemo._TABLES.clear()
     expected = StepModel(m, hw, Deployment(), 64, 4096, False)
     ideal = StepModel(m, hw, Deployment(), 64, 4096, True)
     assert (ideal.base_s < expected.base_s).all()  # η = 1 and no overhead: faster
     assert len(StepModel(m, hw, Deployment(), 32, 4096, False).base_s) == 32
     tp2 = StepModel(m, hw, Deployment().with_layout(tp=2), 64, 4096, False)
     assert (tp2.base_s < expected.base_s).all()  # half the weights read per GPU
-    for batch in range(1, 2 * BUILT_KEPT):  # at most BUILT_KEPT configurations kept
+    for batch in range(1, 2 * TABLES_KEPT):  # at most TABLES_KEPT configurations kept
         StepModel(m, hw, Deployment(), batch, 1024, False)
-        assert len(steps_module._BUILT) <= BUILT_KEPT
+        assert len(runmemo._TABLES) <= TABLES_KEPT

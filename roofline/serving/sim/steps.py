@@ -54,6 +54,7 @@ import numpy as np
 
 from roofline.domain.hardware import Accelerator, Efficiency
 from roofline.domain.model import ModelArch
+from roofline.serving.sim.runmemo import kept_tables
 from roofline.step.memory import MemoryPlan
 from roofline.step.ops import (
     Deployment,
@@ -86,19 +87,9 @@ def kv_groups(model: ModelArch, dep: Deployment) -> tuple[tuple[float, int | Non
     return tuple((count / model.num_hidden_layers, cap) for cap, count in layers.items())
 
 
-# the tables of the last few configurations built, by the identity of the model, accelerator
-# and efficiencies (kept beside them, so their ids cannot be reused while kept) and the values
-# of the rest: a replica built again (the ideal and the expected run of one benchmark point
-# each build theirs, a validation's cases share a layout) copies them instead of evaluating the
-# roofline core on its grids again. Nothing writes into a table after it is built (a variant,
-# speculative_steps, rebinds its own copies), so the copies share them.
-_BUILT: dict[tuple, tuple[tuple, dict[str, Any]]] = {}
-BUILT_KEPT = 8
-
-
 class StepModel:
     """Decode and prefill step times for one replica, precomputed once per configuration (the
-    last BUILT_KEPT configurations' tables kept: _BUILT).
+    last few configurations' tables kept: sim.runmemo.kept_tables).
 
     `max_batch`: the most sequences decoding at once; `max_len`: the longest prompt (+ generated
     tokens, for a recompute) a prefill may cover; `max_tokens`: the most tokens one step carries
@@ -112,45 +103,15 @@ class StepModel:
     pp, microbatches = 1, 1  # pipeline stages and micro-batches in flight (no PP by default)
     balanced_ranks = 1  # attention-DP ranks a balancing scheduler spreads prompts over
 
-    def __init__(
-        self,
-        model: ModelArch,
-        hw: Accelerator,
-        dep: Deployment,
-        max_batch: int,
-        max_len: int,
-        ideal: bool,
-        eff: Efficiency | None = None,
-        max_tokens: int | None = None,
-        engine: str | None = None,
-    ) -> None:
-        eff = eff or hw.efficiency
-        key = (*map(id, (model, hw, eff)), dep, max_batch, max_len, ideal, max_tokens, engine)
-        try:
-            hit = _BUILT.get(key)
-        except TypeError:  # a deployment that does not hash: built, not kept
-            self._build(model, hw, dep, max_batch, max_len, ideal, eff, max_tokens, engine)
-            return
-        if hit is None:
-            fresh = StepModel.__new__(StepModel)
-            fresh._build(model, hw, dep, max_batch, max_len, ideal, eff, max_tokens, engine)
-            if len(_BUILT) >= BUILT_KEPT:
-                _BUILT.clear()
-            hit = _BUILT[key] = ((model, hw, eff), dict(fresh.__dict__))
-        self.__dict__.update(hit[1])
+    def __init__(self, model: ModelArch, hw: Accelerator, dep: Deployment, max_batch: int,
+                 max_len: int, ideal: bool, eff: Efficiency | None = None,
+                 max_tokens: int | None = None, engine: str | None = None) -> None:  # fmt: skip
+        args = (model, hw, dep, max_batch, max_len, ideal, eff or hw.efficiency, max_tokens, engine)
+        self.__dict__.update(kept_tables(StepModel, args))
 
-    def _build(
-        self,
-        model: ModelArch,
-        hw: Accelerator,
-        dep: Deployment,
-        max_batch: int,
-        max_len: int,
-        ideal: bool,
-        eff: Efficiency,
-        max_tokens: int | None,
-        engine: str | None,
-    ) -> None:
+    def _build(self, model: ModelArch, hw: Accelerator, dep: Deployment, max_batch: int,
+               max_len: int, ideal: bool, eff: Efficiency, max_tokens: int | None,
+               engine: str | None) -> None:  # fmt: skip
         """The tables of __init__, computed."""
         pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
         batches = np.arange(1, max_batch + 1, dtype=float)
