@@ -66,3 +66,27 @@ def test_blocks_ahead_is_blocks_sum_through_joins_leaves_and_steps(groups, block
         if s.simple_kv:
             ctx = np.array([s.base[r] + s.G for r in s.decoding])
             assert want == float(np.ceil((ctx + extra) / block).sum())
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.sampled_from([((1.0, None),), DEEPSEEK]),
+    st.sampled_from([1, 16, 64]),
+    st.lists(st.integers(0, 900), min_size=1, max_size=60),
+    st.integers(0, 5000),
+    st.integers(1, 700),
+    st.integers(0, 700),
+    st.sampled_from([-1.0, -0.5, 0.0, 0.5]),
+)
+def test_steps_within_is_the_most_steps_whose_blocks_fit(groups, block, joins, g, k, at, off):
+    # every x from 1 to k tried by hand: the most whose blocks_sum over the contexts fits (0 if
+    # none), what a span the KV budget cuts short runs; the room at (or just off) the figure
+    # of some step count, where an off-by-one remainder would show
+    s = _Set(1000, groups, block)
+    for i, before in enumerate(joins):  # joined at different G: bases spread over remainders
+        s.G = before
+        s.join(i)
+    s.G = 900 + g
+    room = s.blocks_sum(s.ctx(), min(at, k)) + off
+    fits = [x for x in range(1, k + 1) if s.blocks_sum(s.ctx(), x) <= room]
+    assert s.steps_within(k, room) == (max(fits) if fits else 0)

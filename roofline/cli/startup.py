@@ -22,6 +22,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 
 from roofline.domain.errors import RooflineError
+from roofline.serving.sim.runmemo import shared_runs
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 REPORT_URL = "the roofline issue tracker"
@@ -109,7 +110,8 @@ def guarded(fn: F) -> F:
         held = sys.stdout = _Held(real)
         complete = False  # a result, even one with its own exit code (check: 1 on a failure)
         try:
-            out = fn(*args, **kwargs)
+            with shared_runs():  # a simulation repeated with the same inputs runs once
+                out = fn(*args, **kwargs)
             complete = True
             return out
         except typer.Exit:

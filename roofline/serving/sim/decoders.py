@@ -129,6 +129,33 @@ class Decoders(SimState):
             return float(((ctx + (extra + blk - 1)) // blk).sum())
         return self.steps.blocks_total(ctx + extra, blk)
 
+    def steps_within(self, k: int, room: float) -> int:
+        """The most steps x in 1 … k whose blocks_ahead(x) fit in `room`, 0 when none: the
+        binary search of a span the KV budget cuts short (blocks_ahead grows with x). With
+        simple_kv each figure is blocks_ahead's own integer, qsum + n·C + the sequences of the
+        remainders blk − c and up, the latter read from suffix sums made once for the search
+        instead of a sum per figure."""
+        lo, hi = 0, k
+        if not self.simple_kv:
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if self.blocks_ahead(mid) <= room else (lo, mid - 1)
+            return lo
+        blk = self.rules.block_tokens
+        rem = self._rem or [0] * blk
+        suffix = [0] * (blk + 1)  # suffix[j] = sum(rem[j:])
+        for j in range(blk - 1, -1, -1):
+            suffix[j] = suffix[j + 1] + rem[j]
+        qsum, n, top = self._qsum, len(self.decoding), self.G + blk - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            c_whole, c = divmod(top + mid, blk)
+            if float(qsum + n * c_whole + suffix[blk - c]) <= room:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
     def blocks_ahead(self, extra: int) -> float:
         """blocks_sum(self.ctx(), extra), bit for bit, in fewer passes over the decoders: each
         sequence's whole blocks ceil((base + G + extra) / block) from the bases at once (the

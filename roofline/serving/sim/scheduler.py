@@ -46,6 +46,7 @@ from roofline.serving.sim.kvtiers import KvHierarchy, TierStore
 from roofline.serving.sim.prefillsteps import PrefillSteps
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 from roofline.serving.sim.record import RunRecord
+from roofline.serving.sim.runmemo import remembered
 from roofline.serving.sim.slostop import SloStop, SloWatch
 from roofline.serving.sim.steps import StepModel
 
@@ -76,17 +77,26 @@ def simulate_requests(
     `priority` per request (lower first; roofline.serving.sim.priority), and
     `priority_preemption` the engine's threshold for preempting to admit (None: never). `kv`:
     tiers below HBM and the retention between turns (roofline.serving.sim.kvtiers), over a
-    replica of `kv_gpus` GPUs. `stop`: raise SloMissed once the run misses an SLO (slostop)."""
-    sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend, prefix)
-    sim.stop, sim.over = stop, [0, 0]  # requests over its TTFT and TPOT limits (SloWatch)
-    if kv is not None and sim.cache is not None:
-        store = TierStore.build(kv, rules.block_tokens, steps.kv_bytes_per_token, kv_gpus)
-        store.choose(steps.prefill_step_s([2048]) / 2048 * rules.block_tokens)
-        sim.cache.store, sim.cache.retention = store, kv.retention
-        sim.cache.tier_hits = [0] * len(store.levels)
-    sim.prio = None if priority is None else np.asarray(priority, dtype=np.int64).tolist()
-    sim.prio_preempt = priority_preemption
-    return on_fresh_stack(lambda: sim.run(release_until_s))
+    replica of `kv_gpus` GPUs. `stop`: raise SloMissed once the run misses an SLO (slostop).
+    Inside sim.runmemo.shared_runs a run with the same inputs as one before is that run."""
+
+    def simulate() -> RunRecord:
+        sim = _Sim(steps, arrival_s, prompts, outputs, rules, prefilled, closed_loop, frontend,
+                   prefix)  # fmt: skip
+        sim.stop, sim.over = stop, [0, 0]  # requests over its TTFT and TPOT limits (SloWatch)
+        if kv is not None and sim.cache is not None:
+            store = TierStore.build(kv, rules.block_tokens, steps.kv_bytes_per_token, kv_gpus)
+            store.choose(steps.prefill_step_s([2048]) / 2048 * rules.block_tokens)
+            sim.cache.store, sim.cache.retention = store, kv.retention
+            sim.cache.tier_hits = [0] * len(store.levels)
+        sim.prio = None if priority is None else np.asarray(priority, dtype=np.int64).tolist()
+        sim.prio_preempt = priority_preemption
+        return on_fresh_stack(lambda: sim.run(release_until_s))
+
+    arrays = (np.asarray(arrival_s), np.asarray(prompts), np.asarray(outputs))
+    inputs = (*arrays, rules, prefilled, closed_loop, release_until_s, frontend, prefix,
+              priority, priority_preemption, kv, kv_gpus, stop)  # fmt: skip
+    return remembered(steps, inputs, simulate)
 
 
 class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
@@ -353,11 +363,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
             near = n_dec and (total + n_dec * (k + blk)) / blk > kv_room
             ctx = self.ctx() if n_dec and capped else None  # windowed layers: the contexts
             if near and self.blocks_ahead(k) > kv_room:
-                lo, hi = 0, k  # the most steps whose blocks still fit
-                while lo < hi:
-                    mid = (lo + hi + 1) // 2
-                    lo, hi = (mid, hi) if self.blocks_ahead(mid) <= kv_room else (lo, mid - 1)
-                k = lo
+                k = self.steps_within(k, kv_room)  # the most steps whose blocks still fit
             if k == 0:
                 self.preempt()
                 continue

@@ -54,6 +54,7 @@ import numpy as np
 
 from roofline.domain.hardware import Accelerator, Efficiency
 from roofline.domain.model import ModelArch
+from roofline.serving.sim.runmemo import kept_tables
 from roofline.step.memory import MemoryPlan
 from roofline.step.ops import (
     Deployment,
@@ -87,7 +88,8 @@ def kv_groups(model: ModelArch, dep: Deployment) -> tuple[tuple[float, int | Non
 
 
 class StepModel:
-    """Decode and prefill step times for one replica, precomputed once per configuration.
+    """Decode and prefill step times for one replica, precomputed once per configuration (the
+    last few configurations' tables kept: sim.runmemo.kept_tables).
 
     `max_batch`: the most sequences decoding at once; `max_len`: the longest prompt (+ generated
     tokens, for a recompute) a prefill may cover; `max_tokens`: the most tokens one step carries
@@ -101,19 +103,16 @@ class StepModel:
     pp, microbatches = 1, 1  # pipeline stages and micro-batches in flight (no PP by default)
     balanced_ranks = 1  # attention-DP ranks a balancing scheduler spreads prompts over
 
-    def __init__(
-        self,
-        model: ModelArch,
-        hw: Accelerator,
-        dep: Deployment,
-        max_batch: int,
-        max_len: int,
-        ideal: bool,
-        eff: Efficiency | None = None,
-        max_tokens: int | None = None,
-        engine: str | None = None,
-    ) -> None:
-        eff = eff or hw.efficiency
+    def __init__(self, model: ModelArch, hw: Accelerator, dep: Deployment, max_batch: int,
+                 max_len: int, ideal: bool, eff: Efficiency | None = None,
+                 max_tokens: int | None = None, engine: str | None = None) -> None:  # fmt: skip
+        args = (model, hw, dep, max_batch, max_len, ideal, eff or hw.efficiency, max_tokens, engine)
+        self.__dict__.update(kept_tables(StepModel, args))
+
+    def _build(self, model: ModelArch, hw: Accelerator, dep: Deployment, max_batch: int,
+               max_len: int, ideal: bool, eff: Efficiency, max_tokens: int | None,
+               engine: str | None) -> None:  # fmt: skip
+        """The tables of __init__, computed."""
         pick = (lambda r: r.t_ideal_s) if ideal else (lambda r: r.t_expected_s)
         batches = np.arange(1, max_batch + 1, dtype=float)
         self.pp, self.microbatches = dep.pp, dep.pipeline_microbatches
