@@ -84,9 +84,11 @@ def workdir() -> Path:
 def clear_cache() -> None:
     _CACHE.clear()
     _SEARCHES.clear()
+    _RUNS.clear()
 
 
 _SEARCHES: dict[bytes, bytes] = {}  # pure computations' results by their pickled inputs
+_RUNS: dict = {}  # simulations shared across the documents' commands (roofline.serving.sim.runmemo)
 PURE = (  # what a serving command computes, pure functions of their inputs and the catalog
     ("roofline.cli.traffic", "size_search"),  # size (roofline.serving.sizepools)
     ("roofline.cli.traffic", "serve_rates"),  # serve's simulations (roofline.serving.rates)
@@ -169,6 +171,7 @@ def run(command: str, code: int = 0, columns: int = 80) -> Result:
     from typer.testing import CliRunner
 
     from roofline.cli import app
+    from roofline.serving.sim.runmemo import shared_runs
 
     key = (command, str(columns), os.environ.get("ROOFLINE_CATALOG", ""))
     if key not in _CACHE:
@@ -179,7 +182,7 @@ def run(command: str, code: int = 0, columns: int = 80) -> Result:
             here = Path.cwd()
             os.chdir(workdir())
             try:
-                with computed_once(_SEARCHES):
+                with computed_once(_SEARCHES), shared_runs(_RUNS):
                     r = CliRunner().invoke(app, args, input=stdin, env=env)
             finally:
                 os.chdir(here)
