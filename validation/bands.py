@@ -55,7 +55,7 @@ import datetime as _dt
 import json
 import math
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from validation.bandpoints import Point, case_list, cell_of  # noqa: E402  (after sys.path)
 
 OUT = ROOT / "hardware/bands.json"
 PERCENTILE = 90.0
@@ -115,19 +117,6 @@ SIBLING = {"tpot_p99": "tpot_p50", "ttft_p99": "ttft_p50"}
 COVERAGE = 0.90  # the share of an unseen source's points a band is widened to hold
 SYMMETRIC = 0.05  # render.core.SYMMETRIC: an interval this near symmetric prints ±its wider side
 SETS = ("validation/layout_cases.yaml", "validation/disagg_cases.yaml")
-
-
-@dataclass(frozen=True)
-class Point:
-    """One out-of-sample error of one case, as its band reads it."""
-
-    case: str
-    band: str
-    family: str
-    error: float  # expected / measured − 1 of the band's figure
-    kind: str  # "step", "held out", "layout/disagg", "serving"
-    engine: str = ""  # the engine profile it was evaluated with (hardware/engines.yaml)
-    source: str = ""  # the publication it comes from (its URL, up to the first " (" or ",")
 
 
 def _source(text: object) -> str:
@@ -233,14 +222,6 @@ def points() -> tuple[Point, ...]:
 
 
 @cache
-def case_list(rel: str) -> tuple[dict, ...]:
-    """A serving case file's cases, parsed once (for one_user and closedbands.closed_ids)."""
-    from roofline.catalog.files import safe_load_yaml
-
-    return tuple(safe_load_yaml((ROOT / rel).read_text())["cases"])
-
-
-@cache
 def one_user(rel: str) -> frozenset[str]:
     """The ids of a serving case file's runs of one user at a time (LIGHT): closed-loop or
     burst arrivals of concurrency 1."""
@@ -338,19 +319,6 @@ def with_siblings(pts: tuple[Point, ...] | list[Point]) -> list[Point]:
         if 0 < sum(p.band == band for p in pts) < MIN_POINTS:
             out += [replace(p, band=band) for p in pts if p.band == sib]
     return out
-
-
-def cell_of(bands: dict, band: str, family: str, engine: str) -> dict | None:
-    """The cell roofline/catalog/bands.py reads for (band, family, engine): the engine's, the
-    family's, else the pooled one (None: no band)."""
-    entry = bands.get(band)
-    if entry is None:
-        return None
-    return (
-        entry.get("engines", {}).get(family, {}).get(engine)
-        or entry["families"].get(family)
-        or entry["pooled"]
-    )
 
 
 def score(cell: dict, error: float, margin: float = 0.0) -> float:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
-from validation.bands import Point, case_list, cell_of
+from validation.bandpoints import Point, case_list, cell_of
 
 KINDS = ("ttft", "tpot")  # the latencies banded under load (serving.metrics.LOAD_BAND_METRICS)
 FILES = (
