@@ -11,6 +11,7 @@ the same integer as the sum over the set, without a pass over it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heappush
 
 import numpy as np
@@ -135,25 +136,25 @@ class Decoders(SimState):
         simple_kv each figure is blocks_ahead's own integer, qsum + n·C + the sequences of the
         remainders blk − c and up, the latter read from suffix sums made once for the search
         instead of a sum per figure."""
+        ahead: Callable[[int], float] = self.blocks_ahead
+        if self.simple_kv:
+            blk = self.rules.block_tokens
+            rem = self._rem or [0] * blk
+            suffix = [0] * (blk + 1)  # suffix[j] = sum(rem[j:])
+            for j in range(blk - 1, -1, -1):
+                suffix[j] = suffix[j + 1] + rem[j]
+            qsum, n, top = self._qsum, len(self.decoding), self.G + blk - 1
+
+            def from_suffix(x: int) -> float:
+                c_whole, c = divmod(top + x, blk)
+                return float(qsum + n * c_whole + suffix[blk - c])
+
+            ahead = from_suffix
+
         lo, hi = 0, k
-        if not self.simple_kv:
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if self.blocks_ahead(mid) <= room else (lo, mid - 1)
-            return lo
-        blk = self.rules.block_tokens
-        rem = self._rem or [0] * blk
-        suffix = [0] * (blk + 1)  # suffix[j] = sum(rem[j:])
-        for j in range(blk - 1, -1, -1):
-            suffix[j] = suffix[j + 1] + rem[j]
-        qsum, n, top = self._qsum, len(self.decoding), self.G + blk - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            c_whole, c = divmod(top + mid, blk)
-            if float(qsum + n * c_whole + suffix[blk - c]) <= room:
-                lo = mid
-            else:
-                hi = mid - 1
+            lo, hi = (mid, hi) if ahead(mid) <= room else (lo, mid - 1)
         return lo
 
     def blocks_ahead(self, extra: int) -> float:
@@ -175,6 +176,6 @@ class Decoders(SimState):
             blk = self.rules.block_tokens
             whole = arr + (at + blk - 1)
             whole //= blk
-            got = float(whole.sum()) if self.simple_kv else self.steps.blocks_of_whole(whole, blk)
+            got = self.steps.blocks_of_whole(whole, blk)  # (simple_kv returned above)
             self._ahead[at] = got
         return got
