@@ -249,9 +249,10 @@ def _computed() -> dict[bytes, bytes]:
 
 @pytest.fixture
 def compute_once(_computed: dict[bytes, bytes]):
-    """Within a test module, a serving command's computation (docs.docgen.PURE: size's search,
-    serve's simulations, cliff's sweep, disagg's traffic run) runs once for the same inputs; a
-    later test takes a copy of its result and renders it through the CLI as the command does.
+    """On one worker (the store is _computed's), a serving command's computation
+    (docs.docgen.PURE: size's search, serve's simulations, cliff's sweep, disagg's traffic run,
+    plan's layouts, fleet's placement, speculate's rounds) runs once for the same inputs; a later
+    test takes a copy of its result and renders it through the CLI as the command does.
     For tests that print one computation at several widths or formats: never for a test that
     runs a command twice to compare the runs, nor beside a monkeypatched computation."""
     from docs.docgen import computed_once
