@@ -151,7 +151,13 @@ PER_TENSOR = {"fp8": "fp8_tensor"}
 # adopted: attention without a curve of its own runs at the 16-bit plateau (roofline/step/
 # optime.py), and Azure's ND MI300X v5 flash attention 2 forward measured 328.6 TFLOPS (head dim
 # 64, batch 2, 8,192 tokens: 0.251 of the BF16 peak), where the fit's 0.271 already sits; the
-# 16-bit GEMMs keep the fit's shares until CDNA 3 has a prefill-attention curve
+# 16-bit GEMMs keep the fit's shares until CDNA 3 has a prefill-attention curve. Tried with one
+# (issue 34, 2026-12-07: bf16 eta_max 0.548 and a prefill_attention curve at that FA2 forward's
+# 0.251, every other figure kept, each serving case run in sample): the served BF16 runs on
+# MI300X sit at the fit's plateau, not the MAF's. The vLLM blog's Llama-3.1-405B BF16 ShareGPT
+# run at 16 requests/s (validation/engine_sweeps.yaml, vllmblog-amd-mi300x8-llama31-405b-tp8-
+# sharegpt-qps16-default-rps) goes from -5% to +45% in requests/s, dstack's vLLM 0.6.3 405B
+# BF16 bursts from +113% to +245%; the FP8 cases move under 1% (attention at 0.251, not 0.271)
 PER_TENSOR_MIN_DIM = 4096.0
 PER_TENSOR_SOURCE = (
     "per-tensor FP8 plateau: hipBLASLt-bench on MI300X, the Max-Achievable FLOPs "
