@@ -21,7 +21,9 @@ rank's prefill batch, where SGLang's other ranks may decode beside it]; and its 
 pool holds, beside what is in use, new_token_ratio of every running request's remaining output
 tokens (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, decaying towards 0.098 over 600 decode steps while nothing
 is retracted): reserve_output 0.7 here [uncertain: the ratio's start; its decay admits more later, a
-retraction raises it again]. TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py BaseLlmArgs:
+retraction raises it again; the decay, each newcomer's whole output and SGLang's ignore_eos check,
+modelled on branch sglang-admission, fit worse out of sample: docs/ACCURACY.md, Not yet
+explained]. TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py BaseLlmArgs:
 max_batch_size 2048, max_num_tokens 8192, the defaults trtllm-serve passes on,
 tensorrt_llm/commands/serve.py get_llm_args) on every device; its capacity scheduler's default
 policy GUARANTEED_NO_EVICT (tensorrt_llm/_torch/pyexecutor/scheduler.py BindCapacityScheduler;
