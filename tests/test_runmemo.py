@@ -68,3 +68,28 @@ def test_a_stopped_run_stops_again_on_the_same_metric(cat, runs):
             assert miss.value.metric == "TTFT"
         whole = simulate_requests(steps, arrival, prompts, outputs, rules)  # no stop: another run
     assert len(runs) == 2 and np.isfinite(whole.finish_s).all()
+
+
+def test_the_store_keeps_runs_within_its_limit_oldest_out_first(cat, runs):
+    # three different runs (one request's prompt a token longer each time): a limit of one byte
+    # keeps only the newest (the store never empties itself), a large one keeps all three, and
+    # a block inside shares the outer one's store and count
+    steps, arrival, prompts, outputs, rules = _inputs(cat)
+    variants = []
+    for i in range(3):
+        p = prompts.copy()
+        p[i] += 1
+        variants.append(p)
+    with shared_runs(limit_bytes=1) as store:
+        recs = [simulate_requests(steps, arrival, p, outputs, rules) for p in variants]
+        assert len(store) == 1
+        assert simulate_requests(steps, arrival, variants[2], outputs, rules) is recs[2]
+        assert simulate_requests(steps, arrival, variants[0], outputs, rules) is not recs[0]
+    with shared_runs() as store:
+        for p in variants:
+            simulate_requests(steps, arrival, p, outputs, rules)
+        with shared_runs() as inner:
+            assert inner is store
+            simulate_requests(steps, arrival, variants[0], outputs, rules)
+        assert len(store) == 3
+    assert len(runs) == 3 + 1 + 3  # the first block's three and its evicted first again

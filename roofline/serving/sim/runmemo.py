@@ -32,18 +32,30 @@ from roofline.serving.sim.slostop import SloMissed
 if TYPE_CHECKING:
     from roofline.serving.sim.record import RunRecord
 
-_OPEN: list[tuple[dict[tuple, tuple[Any, Any, int]], int]] = []
+
+class _Block:
+    """An open block's store (key -> (kept objects, record, bytes)), its limit and the bytes
+    the store holds, counted once when the block opens and kept as runs come and go."""
+
+    def __init__(self, store: dict[tuple, tuple[Any, Any, int]], limit_bytes: int) -> None:
+        self.store, self.limit_bytes = store, limit_bytes
+        self.total_bytes = sum(v[2] for v in store.values())
+
+
+_OPEN: list[_Block] = []
 
 
 @contextlib.contextmanager
 def shared_runs(store: dict | None = None, limit_bytes: int = 64 << 20) -> Iterator[dict]:
     """Within the block, simulations with the same inputs run once (module docstring); `store`:
-    the runs kept (None: the enclosing block's, or a new one)."""
-    if store is None:
-        store = _OPEN[-1][0] if _OPEN else {}
-    _OPEN.append((store, limit_bytes))
+    the runs kept (None: the enclosing block's, with its limit, or a new one)."""
+    if store is None and _OPEN:
+        block = _OPEN[-1]
+    else:
+        block = _Block({} if store is None else store, limit_bytes)
+    _OPEN.append(block)
     try:
-        yield store
+        yield block.store
     finally:
         _OPEN.pop()
 
@@ -69,7 +81,8 @@ def remembered(steps: Any, inputs: tuple, simulate: Callable[[], RunRecord]) -> 
     `inputs` (the rest of simulate_requests's arguments) kept before."""
     if not _OPEN:
         return simulate()
-    store, limit = _OPEN[-1]
+    block = _OPEN[-1]
+    store = block.store
     keep: list[Any] = []
     try:
         key = (_steps_key(steps, keep), pickle.dumps(inputs, protocol=5))
@@ -83,9 +96,9 @@ def remembered(steps: Any, inputs: tuple, simulate: Callable[[], RunRecord]) -> 
             out = miss.metric
         size = len(key[1]) + (0 if isinstance(out, str) else _nbytes(out))
         hit = store[key] = (keep, out, size)
-        total = sum(v[2] for v in store.values())
-        while total > limit and len(store) > 1:  # oldest first
-            total -= store.pop(next(iter(store)))[2]
+        block.total_bytes += size
+        while block.total_bytes > block.limit_bytes and len(store) > 1:  # oldest first
+            block.total_bytes -= store.pop(next(iter(store)))[2]
     if isinstance(hit[1], str):
         raise SloMissed(hit[1])
     return hit[1]
