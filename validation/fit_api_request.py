@@ -100,23 +100,25 @@ def fit(
 
 
 # ---- the API server's time per streamed token (api_token_fast_us), on the bursts' TPOTs -------
-# The same event loop streams every token of every running request: the output processor's
-# per-token work (vllm/v1/engine/output_processor.py: detokenize, the request's output, its
-# queue) and, per chunk, the chat endpoint's server-sent event (serving_chat.py: a
-# ChatCompletionStreamResponse built and dumped to JSON, then written). With ~1,000 requests
-# streaming at once the loop, not the GPUs, sets the rate the client sees: gpustack's five vLLM
-# 0.11 ShareGPT bursts of 984 requests on 4-8 H100 (TP4, TP8, FP8 TP4/TP8 with and without EP,
-# decode steps up to 2x apart) all peak at 8,005-9,788 output tokens/s ("Peak output token
-# throughput", qwen3-235b-a22b/h100.md at gpustack@10e9444a), SGLang's on the same page at 8,791:
-# one host's cap, 102-125 us a token, if it is the server's; vLLM's own fix for such a cap is
-# --stream-interval (PR #27869: buffering 10 tokens a chunk, 57% more end to end at 1,024
-# concurrent requests of gpt-oss-20b on B200, the vLLM blog 'gpt-oss performance optimization',
-# 2026-02-01). Fitted on the bursts' per-request TPOT (median or mean) through the engine's API
-# server, as the harness times it ((E2E - TTFT) / (output - 1): tokens the server has not yet
-# streamed count against the request). Not adopted (hardware/engines.yaml keeps 40 us): 130 us on
-# all seven sources, 20 us with the Qwen3-235B page left out (gpustack's gpt-oss-120b page, whose
-# TPOTs the model already over-predicts, bounds it near 40 us), so out of sample it moves nothing
-# (docs/ACCURACY.md, "Not yet explained").
+# The same event loop streams every token of every running request: the output processor's per-token
+# work (vllm/v1/engine/output_processor.py: detokenize, the request's output, its queue) and, per
+# chunk, the chat endpoint's server-sent event (serving_chat.py: a ChatCompletionStreamResponse
+# built and dumped to JSON, then written). With ~1,000 requests streaming at once the loop, not the
+# GPUs, sets the rate the client sees: gpustack's five vLLM 0.11 ShareGPT bursts of 984 requests on
+# 4-8 H100 (TP4, TP8, FP8 TP4/TP8 with and without EP, decode steps up to 2x apart) all peak at
+# 8,005-9,788 output tokens/s ("Peak output token throughput", qwen3-235b-a22b/h100.md at
+# gpustack@10e9444a), SGLang's on the same page at 8,791: one host's cap, 102-125 us a token, if it
+# is the server's (but the same lab's gpt-oss-20b page, vLLM 0.11.0 on one H100, gpustack@1f37f1b8,
+# peaks at 15,953 tokens/s through the same chat endpoint: at most 63 us a token there, so not a cap
+# of the lab's vLLM server as such); vLLM's own fix for such a cap is --stream-interval (PR #27869:
+# buffering 10 tokens a chunk, 57% more end to end at 1,024 concurrent requests of gpt-oss-20b on
+# B200, the vLLM blog 'gpt-oss performance optimization', 2026-02-01). Fitted on the bursts'
+# per-request TPOT (median or mean) through the engine's API server, as the harness times it ((E2E -
+# TTFT) / (output - 1): tokens the server has not yet streamed count against the request). Not
+# adopted (hardware/engines.yaml keeps 40 us): 130 us on all seven sources, 20 us with the
+# Qwen3-235B page left out (gpustack's gpt-oss-120b page, whose TPOTs the model already
+# over-predicts, bounds it near 40 us), so out of sample it moves nothing (docs/ACCURACY.md, "Not
+# yet explained").
 TOKEN_GRID_US = tuple(range(20, 201, 10))
 TOKEN_METRICS = ("tpot_p50_ms", "tpot_mean_ms")
 
