@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 # it when they run), and for the subprocesses the tests start.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Hypothesis loads every installed package's plugin when it is first imported: the one installed
+# is Trio's (a dependency of selenium, for tests/test_html_browser.py), which imports Trio (about
+# 0.13 CPU-s in each worker) to make Trio's scheduling reproducible; no test runs Trio
+os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 
 @pytest.fixture(scope="session", autouse=True)
