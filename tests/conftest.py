@@ -79,8 +79,9 @@ def pytest_configure(config: pytest.Config) -> None:
     whose rewritten code another has already written (pytest's __pycache__/*-pytest-*.pyc,
     keyed by the source's hash, written whole or not at all), so each rewrites about 1/n of
     them; collection then loads the rewritten code as on any later run. Only what pytest itself
-    rewrites (conftest.py and the files python_files matches), with pytest's own functions; a
-    pytest without them skips this, and the workers rewrite as before."""
+    rewrites (conftest.py and the files python_files matches, of the paths asked for), with
+    pytest's own functions; a pytest without them skips this, and the workers rewrite as
+    before."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if not worker.startswith("gw") or count < 2:
@@ -94,6 +95,8 @@ def pytest_configure(config: pytest.Config) -> None:
         here = Path(__file__).parent
         files = [p for p in sorted(here.glob("*.py")) if any(fnmatch_ex(x, p) for x in patterns)]
         files.append(here / "conftest.py")  # (imported before it turns bytecode on, above)
+        asked = [Path(str(a).split("::")[0]).resolve() for a in config.args] or [here]
+        files = [p for p in files if any(p == a or a in p.parents for a in asked)]
         start = int(worker[2:]) * len(files) // count
         for fn in files[start:] + files[:start]:
             pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
