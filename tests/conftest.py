@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 # it when they run), and for the subprocesses the tests start.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Hypothesis loads every installed package's plugin when it is first imported: the one installed
+# is Trio's (a dependency of selenium, for tests/test_html_browser.py), which imports Trio (about
+# 0.13 CPU-s in each worker) to make Trio's scheduling reproducible; no test runs Trio
+os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -65,6 +69,42 @@ def _own_parse_cache(tmp_path_factory: pytest.TempPathFactory):
     mp.setattr(typer.main, "get_command", _built_once)
     yield
     mp.undo()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist the workers share rewriting the test files' asserts, before they
+    collect: from a fresh clone each worker otherwise rewrites every file itself, all of them
+    at the same moment (about 3.8 CPU-s of a worker's 5.8 CPU-s collection; 2 workers pay it
+    twice). Worker k of n starts at the k-th n-th of the files and goes round, skipping a file
+    whose rewritten code another has already written (pytest's __pycache__/*-pytest-*.pyc,
+    keyed by the source's hash, written whole or not at all), so each rewrites about 1/n of
+    them; collection then loads the rewritten code as on any later run. Only what pytest itself
+    rewrites (conftest.py and the files python_files matches, of the paths asked for), with
+    pytest's own functions; a pytest without them skips this, and the workers rewrite as
+    before."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return
+    try:
+        from _pytest.assertion import rewrite
+        from _pytest.pathlib import fnmatch_ex
+
+        state = config.stash[rewrite.assertstate_key]
+        patterns = config.getini("python_files")
+        here = Path(__file__).parent
+        files = [p for p in sorted(here.glob("*.py")) if any(fnmatch_ex(x, p) for x in patterns)]
+        files.append(here / "conftest.py")  # (imported before it turns bytecode on, above)
+        asked = [Path(str(a).split("::")[0]).resolve() for a in config.args] or [here]
+        files = [p for p in files if any(p == a or a in p.parents for a in asked)]
+        start = int(worker[2:]) * len(files) // count
+        for fn in files[start:] + files[:start]:
+            pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(fn, pyc, state.trace) is None and rewrite.try_makedirs(pyc.parent):
+                source_hash, co = rewrite._rewrite_test(fn, config)
+                rewrite._write_pyc(state, co, source_hash, pyc)
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError):
+        return
 
 
 DURATIONS = Path(__file__).with_name("durations.json")  # CPU-s per slow test (RECORD_DURATIONS=1)
