@@ -73,14 +73,15 @@ class SpecResult:
         return all(c.ok for c in self.checks)
 
 
-def serve_at(case: SpecCase, limits: TrafficLimits) -> ServeResult:
+def serve_at(case: SpecCase, limits: TrafficLimits, expected_only: bool = False) -> ServeResult:
     """Serve the spec case's `requests` Poisson requests at limits.rate on its `replicas` replicas
     (the serving simulator, docs/METRICS.md; its `prefix`: a serving.sim.prefixcache.PrefixConfig,
     None: every request new), the limits at limits.pct as the per-request SLOs; its `workload` (a
     serving.workload.Workload: length distributions, burstiness, an arrival log) replaces the
     fixed prompt/output requests, `drafting` (serving.sim.drafting.DraftConfig) drafts,
     `router` deals the requests to the replicas and `kv` (serving.sim.kvtiers.KvHierarchy)
-    holds KV below HBM: the replica and the capacity serve builds (serving.mixcapacity)."""
+    holds KV below HBM: the replica and the capacity serve builds (serving.mixcapacity);
+    `expected_only`: the expected run alone (serve's)."""
     from roofline.serving.metrics import Slo
     from roofline.serving.mixcapacity import mix_capacity
     from roofline.serving.serve import make_replica, serve
@@ -98,7 +99,10 @@ def serve_at(case: SpecCase, limits: TrafficLimits) -> ServeResult:
                        drafting=c.drafting, draft_context=ctx)  # fmt: skip
     rep = rep if c.kv is None else replace(rep, kv=c.kv)
     slo = Slo(limits.max_ttft_p99_s, limits.max_tpot_p99_s, limits.pct)
-    return serve(rep, w, slo, c.replicas, capacity=mix_capacity(rep, w), router=c.router)
+    return serve(
+        rep, w, slo, c.replicas, capacity=mix_capacity(rep, w), router=c.router,
+        expected_only=expected_only,
+    )  # fmt: skip
 
 
 def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
@@ -118,7 +122,8 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
         if e is not None and not e.neutral and c.workload is not None:  # --confidence
             from roofline.serving.confidence import slowed
 
-            queue = serve_at(replace(c, workload=slowed(c.workload, e, c.seed)), c.traffic)
+            slow = replace(c, workload=slowed(c.workload, e, c.seed))
+            queue = serve_at(slow, c.traffic, expected_only=not ideal)  # the half it reads
         checks += traffic_checks(served, c.traffic, ideal, queue)
     if c.day is not None:
         from roofline.checks.day import run_day_checks
