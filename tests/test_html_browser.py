@@ -139,6 +139,24 @@ def check_page(driver, page: Path, doc: dict, shots: Path) -> dict:
     }
 
 
+def print_pdf(driver, page: Path, tries: int = 3) -> bytes:
+    """The page printed to PDF by the browser. Headless Chromium's print fails now and then
+    under CPU load ('unhandled inspector error: Printing failed', once in two fresh-clone CI
+    runs at 408b6d3, with mypy and the wheel build beside the tests): the page is loaded and
+    printed again, up to `tries` times; what the PDF must hold is checked by the caller."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.print_page_options import PrintOptions
+
+    for attempt in range(tries):
+        driver.get(page.as_uri())
+        try:
+            return base64.b64decode(driver.print_page(PrintOptions()))
+        except WebDriverException as exc:
+            if "Printing failed" not in str(exc) or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")  # (the loop returns or raises)
+
+
 def test_every_page_in_chromium(driver, tmp_path):
     shots = tmp_path / "screenshots"  # screenshots stay out of git
     shots.mkdir()
@@ -146,10 +164,7 @@ def test_every_page_in_chromium(driver, tmp_path):
         page, doc = make(name, tmp_path)
         check_page(driver, page, doc, shots)
         if name == "size":  # printed: the print stylesheet lays it out on pages
-            from selenium.webdriver.common.print_page_options import PrintOptions
-
-            driver.get(page.as_uri())
-            pdf = base64.b64decode(driver.print_page(PrintOptions()))
+            pdf = print_pdf(driver, page)
             pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
             assert pdf.startswith(b"%PDF") and 1 <= pages <= 30, pages
             (shots / "size.pdf").write_bytes(pdf)
@@ -162,3 +177,34 @@ def test_blank_png_has_little_variety(driver, tmp_path):
     driver.set_window_size(1280, 900)
     driver.get(Path(blank).as_uri())
     assert png_variety(base64.b64decode(driver.get_screenshot_as_base64())) <= 50
+
+
+def test_print_pdf_tries_again_only_when_printing_failed(tmp_path):
+    """print_pdf loads and prints again after Chromium's 'Printing failed', and passes any other
+    error on at once (a stand-in driver: no browser needed)."""
+    pytest.importorskip("selenium")
+    from selenium.common.exceptions import InvalidArgumentException
+
+    class Flaky:
+        def __init__(self, errors):
+            self.errors, self.loads = list(errors), 0
+
+        def get(self, uri):
+            self.loads += 1
+
+        def print_page(self, options):
+            if self.errors:
+                raise self.errors.pop(0)
+            return base64.b64encode(b"%PDF-1.4").decode()
+
+    page = tmp_path / "p.html"
+    flaky = Flaky([InvalidArgumentException("unhandled inspector error: Printing failed")])
+    assert print_pdf(flaky, page) == b"%PDF-1.4" and flaky.loads == 2
+    other = Flaky([InvalidArgumentException("no such window")])
+    with pytest.raises(InvalidArgumentException):
+        print_pdf(other, page)
+    assert other.loads == 1
+    always = Flaky([InvalidArgumentException("Printing failed")] * 3)
+    with pytest.raises(InvalidArgumentException):
+        print_pdf(always, page)
+    assert always.loads == 3
