@@ -81,7 +81,8 @@ def pytest_configure(config: pytest.Config) -> None:
     them; collection then loads the rewritten code as on any later run. Only what pytest itself
     rewrites (conftest.py and the files python_files matches, of the paths asked for), with
     pytest's own functions; a pytest without them skips this, and the workers rewrite as
-    before."""
+    before. A file that does not parse, or a cache that cannot be written, is left to
+    collection, which reports it as on any run."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if not worker.startswith("gw") or count < 2:
@@ -98,13 +99,16 @@ def pytest_configure(config: pytest.Config) -> None:
         asked = [Path(str(a).split("::")[0]).resolve() for a in config.args] or [here]
         files = [p for p in files if any(p == a or a in p.parents for a in asked)]
         start = int(worker[2:]) * len(files) // count
-        for fn in files[start:] + files[:start]:
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError):
+        return
+    for fn in files[start:] + files[:start]:
+        try:
             pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
             if rewrite._read_pyc(fn, pyc, state.trace) is None and rewrite.try_makedirs(pyc.parent):
                 source_hash, co = rewrite._rewrite_test(fn, config)
                 rewrite._write_pyc(state, co, source_hash, pyc)
-    except (ImportError, AttributeError, KeyError, TypeError, ValueError):
-        return
+        except (SyntaxError, OSError, AttributeError, TypeError, ValueError):
+            continue
 
 
 DURATIONS = Path(__file__).with_name("durations.json")  # CPU-s per slow test (RECORD_DURATIONS=1)
