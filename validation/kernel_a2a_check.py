@@ -66,7 +66,7 @@ def main() -> None:
     print(f"normal-kernel pair (dispatch + combine, µs) at {TOKENS} tokens a rank, top-8:")
     for chip in ("h200_sxm", FIT[0], CHECK[0]):
         d = _table(chip)
-        d = d[(d.comm_backend == "trtllm_deepep_ht") & (d.comm_dtype == "bfloat16")]
+        d = d[(d.comm_backend == NORMAL) & (d.comm_dtype == "bfloat16")]
         d = d[(d.num_tokens == TOKENS) & (d.topk == 8) & (d.num_experts == 256)]
         t = d.groupby("hidden_size").latency.sum()
         ratio = t.iloc[-1] / t.iloc[0]

@@ -196,6 +196,9 @@ def _fit_moe_rows(cat, chips, dtypes, rows, sms: float = 0.0):
 A2A_BYTES = {"fp8": 1.0 + 4.0 / 128.0, "bfloat16": 2.0}
 
 
+LOW_LATENCY, NORMAL = "trtllm_deepep_ll", "trtllm_deepep_ht"  # DeepEP's two kernel families
+
+
 def ranks_per_token(ranks, topk):
     """Distinct ranks a token's top-k experts land on, k of E experts spread uniformly over R
     ranks (E ≫ k): R·(1 − (1 − 1/R)^k), e.g. top-8 over 4 ranks 3.60, over 8 ranks 5.25. What
@@ -213,14 +216,14 @@ def ep_alltoall_pairs(df, per_rank: bool = False):
     sum) and b, the pair's bytes per rank, T·k·d·b (every top-k copy, as roofline/step/ops.py
     counts it), or with `per_rank` the high-throughput rows at T·ranks_per_token·d·b."""
     d = df[df.comm_dtype.isin(list(A2A_BYTES))]
-    ll = d[(d.comm_backend == "trtllm_deepep_ll") & (d.num_tokens <= 256)]
+    ll = d[(d.comm_backend == LOW_LATENCY) & (d.num_tokens <= 256)]
     ll = ll[(ll.phase == "combine") == (ll.comm_dtype == "bfloat16")]  # fp8 in, bf16 back
-    ht = d[(d.comm_backend == "trtllm_deepep_ht") & (d.num_tokens >= 512)]
+    ht = d[(d.comm_backend == NORMAL) & (d.num_tokens >= 512)]
     ht = ht[ht.comm_dtype == "bfloat16"]
     d = pd.concat([ll, ht])
     copies = d.topk.to_numpy(float)
     if per_rank:
-        ht_rows = (d.comm_backend == "trtllm_deepep_ht").to_numpy()
+        ht_rows = (d.comm_backend == NORMAL).to_numpy()
         copies = np.where(ht_rows, ranks_per_token(d.ep_size, d.topk), copies)
     d = d.assign(bytes=d.num_tokens * copies * d.hidden_size * d.comm_dtype.map(A2A_BYTES))
     keys = ["comm_backend", "ep_size", "hidden_size", "topk", "num_experts", "num_tokens"]
@@ -233,9 +236,6 @@ def ep_alltoall_time_s(pairs, alpha: float, share: float, link_bw: float):
     collectives.py measured_alltoall_time_s each)."""
     n = pairs.ep_size.to_numpy(float)
     return 2.0 * alpha + (n - 1) / n * pairs.b.to_numpy(float) / (share * link_bw)
-
-
-LOW_LATENCY, NORMAL = "trtllm_deepep_ll", "trtllm_deepep_ht"  # DeepEP's two kernel families
 
 
 def fit_ep_alltoall(df, link_bw: float, per_rank: bool = False, kernel: str | None = None):
