@@ -220,7 +220,7 @@ def other_sets(cat) -> str:
 
 def bands_section() -> str:
     """The bands hardware/bands.json ships (validation/bands.py), recomputed here."""
-    from validation.bands import points, shipped
+    from validation.bands import MIN_POINTS, SIBLING, points, shipped
     from validation.coverage import coverage
     from validation.coverage import table as coverage_table
 
@@ -231,6 +231,11 @@ def bands_section() -> str:
     pts = points()
     bands = shipped(pts)
     kinds = sorted({p.kind for p in pts})
+    tails = {b: sum(p.band == b for p in pts) for b in SIBLING}  # the tail metrics' own points
+    label = {"ttft_p99": "TTFT p99", "tpot_p99": "TPOT p99"}
+    own = ", ".join(f"{label[b]} {n}" for b, n in tails.items())
+    thin_tails = [label[b] for b, n in tails.items() if 0 < n < 20]
+    few_note = f"; {' and '.join(thin_tails)} on fewer than 20 points: a share of few says little"
     before, after = coverage(pts, True), coverage(pts, False)
     lines = [
         "Every expected figure that published measurements stand behind is printed with a band "
@@ -255,8 +260,9 @@ def bands_section() -> str:
         "smallest), every cell widened to [low · e^-m, high · e^m] rounded outward, taken on "
         "the interval as printed (±its wider side when symmetric within 5 points): the least "
         "hundredth at which the printed cells hold that many of the points (rounding the "
-        "scores' quantile up instead held one E2E p50 point more, 96%); TPOT p99, on 2 points of "
-        "its own, is banded on its median's points as well. Saturation is a throughput and "
+        "scores' quantile up instead held one E2E p50 point more, 96%); a tail metric with "
+        f"fewer than {MIN_POINTS} points of its own is banded on its median's points as well "
+        f"(points of their own: {own}). Saturation is a throughput and "
         "takes the throughput band; $/Mtok, J/token and GPUs go as 1 / throughput and take it "
         "inverted, [1 / high, 1 / low]. Points: "
         + ", ".join(f"{k} ({sum(p.kind == k for p in pts)})" for k in kinds)
@@ -275,8 +281,9 @@ def bands_section() -> str:
         "Width = the printed interval's high − low as a share of the expected figure, median "
         f"over the metric's points. The printed 90% band holds {held(after)} of an unseen "
         f"source's points where it held {held(before)}; in sample it holds more (the margin is "
-        "for the unseen case). TPOT p99 has 2 points: a share of 2 says little "
-        "(validation/coverage.py). The closed-loop rows are the TTFT and TPOT (with ITL) of the "
+        "for the unseen case; validation/coverage.py)"
+        + (few_note if thin_tails else "")
+        + ". The closed-loop rows are the TTFT and TPOT (with ITL) of the "
         "closed-loop and burst runs, which have no rate to scale: before, the metric's own band "
         "serve printed for them; after, the throughput band as the loop's time scale x the "
         "light-load band, its edges moved by a margin fitted on these runs "

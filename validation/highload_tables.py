@@ -562,8 +562,8 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
     ),
     (
         "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 40 µs, "
-        "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 91 SGLang cases of the "
-        "family from 10 sources, 40-125 µs leaving one out, with its prompts run first and "
+        "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 97 SGLang cases of the "
+        "family from 10 sources, 40-150 µs leaving one out, with its prompts run first and "
         "0.3-0.4.5's pools at their TP-size fraction, 60 µs before that; paid "
         "on one attention-DP rank's sequences, roofline/step/phases.py): DataCrunch's H200 runs "
         "decode 500-1,500 sequences "
