@@ -164,7 +164,12 @@ def write(cat: Catalog, full: dict[str, float], loso: list[CrossResult], bases: 
             pattern = rf"(- id: {re.escape(name)}\n(?:  .*\n)*?  cpu_step_us: )[0-9.]+"
             text = re.sub(pattern, rf"\g<1>{round(value * 1e6)}", text)
     for name in cat.engines:
-        per = {k.split(":")[2]: v for k, v in full.items() if k.startswith(f"seq:{name}:")}
+        # the families this fit sets; the others keep what their own fits wrote
+        # (validation/fit_seq_cost.py, fit_engine_versions.py, fit_amd_v0.py)
+        fitted = {k.split(":")[2]: v for k, v in full.items() if k.startswith(f"seq:{name}:")}
+        if not fitted:
+            continue
+        per = dict(cat.engines[name].cpu_per_seq_s) | fitted
         flow = ", ".join(f"{fam}: {round(v * 1e6)}" for fam, v in sorted(per.items()))
         pattern = rf"(- id: {re.escape(name)}\n(?:  .*\n)*?  cpu_per_seq_us: )\{{.*\}}"
         text = re.sub(pattern, rf"\g<1>{{{flow}}}", text)
@@ -304,12 +309,17 @@ def run_speculative(cat: Catalog | None = None):
 
 
 def write_speculative(fits: dict[str, tuple[float, float]]) -> None:
+    """The fitted spec_* of each engine, and of its version profiles (`base:` it), which share
+    them (tests/test_speculative_host.py)."""
     path = ROOT / "hardware/engines.yaml"
     text = path.read_text()
+    based = re.findall(r"- id: (\S+)\n(?:  .*\n)*?  base: (\S+)\n", text)
     for name, (r, d) in fits.items():
+        names = [name] + [v for v, b in based if b == name]
         for key, value in (("spec_round_cpu_us", r), ("spec_draft_step_cpu_us", d)):
-            pattern = rf"(- id: {re.escape(name)}\n(?:  .*\n)*?  {key}: )[0-9.]+"
-            text = re.sub(pattern, rf"\g<1>{round(value)}", text)
+            for one in names:
+                pattern = rf"(- id: {re.escape(one)}\n(?:  .*\n)*?  {key}: )[0-9.]+"
+                text = re.sub(pattern, rf"\g<1>{round(value)}", text)
     path.write_text(text)
 
 
