@@ -18,10 +18,11 @@ error at a cost c is (TTFT at 0 + (N - 1) c) / measured - 1.
 
 The cases: every burst case (`arrivals: burst`, `frontend: api`) of `engine` whose metric is a
 median or mean TTFT in the serving files (validation/serving_crossval.py CASE_FILES), on any
-hardware (the cost is the host's, not the accelerator's). The fit: the grid value minimising the
-sum of |log(expected / measured)| over those cases (absolute, not squared: the bursts where the
-engine itself is mis-modelled, e.g. gpustack's single-H100 page, pull no harder than their count;
-a median of |error| is flat and jumps between two minima here).
+hardware (the cost is the host's, not the accelerator's), less the runs on a kernel the catalog
+does not time (validation/fit_engine_versions.py unmodelled_kernel: SGLang's MXFP4 MoE). The fit:
+the grid value minimising the sum of |log(expected / measured)| over those cases (absolute, not
+squared: the bursts where the engine itself is mis-modelled, e.g. gpustack's single-H100 page,
+pull no harder than their count; a median of |error| is flat and jumps between two minima here).
 At most BOUND_US where a measurement outside the fit bounds it (vLLM: below).
 Out of sample: each source (serving_crossval.source_group) left out and the figure refitted on
 the others; validation/serving_crossval.py API_REQUEST_FIT holds what this prints.
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from validation.fit_engine_versions import unmodelled_kernel  # noqa: E402
 from validation.serving_crossval import CASE_FILES, _Patched, source_group  # noqa: E402
 
 GRID_US = tuple(range(0, 20001, 250))
@@ -65,7 +67,8 @@ def cases(engine: str, metrics: tuple[str, ...] = METRICS) -> list[dict]:
         for c in load_serving_cases(ROOT / f):
             if str(c.get("engine", "vllm")) != engine or c.get("arrivals") != "burst":
                 continue
-            if c.get("frontend", "api") == "api" and c["metric"] in metrics:
+            api = c.get("frontend", "api") == "api" and c["metric"] in metrics
+            if api and not unmodelled_kernel(c):  # a kernel's gap is not the server's
                 out.append(c)
     return out
 
