@@ -77,9 +77,11 @@ from validation.kernel_comm import (  # noqa: E402
     A2A_VERSION,
     ENGINE_MOE,
     ENGINE_MOE_GROUPS,
+    FAMILY_MOE_TABLE,
     LOW_LATENCY,
     MLA_VERSION,
     MOE_CHIPS,
+    MOE_SCHEDULER_GROUPS,
     NORMAL,
     fit_allreduce,
     fit_engine_moe,
@@ -369,11 +371,20 @@ def main() -> None:
                 entry["engine_allreduce"] = by_engine
                 entry["engine_allreduce_source"] = "; ".join(sources)
         if gid in MOE_CHIPS:
-            moe, moe_files = fit_moe(cat, MOE_CHIPS[gid], g["sms"][0])
+            sms = g["sms"][0] if gid in MOE_SCHEDULER_GROUPS else 0.0
+            moe, moe_files = fit_moe(cat, MOE_CHIPS[gid], sms)
             entry["moe"] = {dtype: moe_keys(*fit) for dtype, fit in moe.items()}
-            entry["moe_source"] = (
-                "; ".join(moe_files)
-                + " (balanced routing: min(E, T*k) experts touched; fp8 = fp8_block, 128x128"
+            own = [c for c, _ in MOE_CHIPS[gid] if c in FAMILY_MOE_TABLE]  # another table's
+            tables = "; ".join(
+                f"{c}: TensorRT-LLM {FAMILY_MOE_TABLE[c][0]} {FAMILY_MOE_TABLE[c][1]},"
+                f" {FAMILY_MOE_TABLE[c][2]} routing, moe_ep_size 1, bf16 only, no scheduler terms"
+                for c in own
+            )
+            entry["moe_source"] = "; ".join(moe_files) + (
+                f" ({tables}: min(E, T*k) experts touched; validation/kernel_comm.py"
+                " FAMILY_MOE_TABLE)"
+                if own
+                else " (balanced routing: min(E, T*k) experts touched; fp8 = fp8_block, 128x128"
                 " block scales; mxfp4 = w4a16_mxfp4, moe_torch_flow: weight-only, dequantised to"
                 " bf16 on Hopper; walk_us per local expert and grouped GEMM, tile_wave_us per"
                 " wave of the touched experts' tiles: the grouped GEMM's scheduler, deep_gemm"
@@ -384,17 +395,16 @@ def main() -> None:
                 print(f"{gid} MoE {dtype}: {entry['moe'][dtype]} median error per chip {errs}")
         if gid in ENGINE_MOE_GROUPS:
             by_engine, sources = {}, []
-            for eng in ENGINE_MOE:
-                fits, eng_files = fit_engine_moe(cat, MOE_CHIPS[gid], eng)
+            for eng in ENGINE_MOE[gid]:
+                fits, eng_files = fit_engine_moe(cat, MOE_CHIPS[gid], eng, gid)
                 by_engine[eng] = {dtype: moe_keys(*fit) for dtype, fit in fits.items()}
                 sources += eng_files
                 print(f"{gid} {eng} MoE: {by_engine[eng]}")
             entry["engine_moe"] = by_engine
             entry["engine_moe_source"] = (
-                "; ".join(sources)
-                + " (balanced routing, moe_ep_size 1 rows only: the engines' EP2 rows take their"
+                "; ".join(sources) + " (moe_ep_size 1 rows only: the engines' EP2 rows take their"
                 " EP1 time; fp8 = fp8_block; Triton fused_moe: "
-                + ", ".join(f"{e} {v[0]}" for e, v in ENGINE_MOE.items())
+                + ", ".join(f"{e} {v[0]}, {v[2]} routing" for e, v in ENGINE_MOE[gid].items())
                 + ")"
             )
         groups_out.append(entry)

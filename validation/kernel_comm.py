@@ -43,7 +43,18 @@ MLA_VERSION = "1.3.0rc20"  # TensorRT-LLM MLA decode (generation_mla_perf.parque
 MOE_CHIPS = {  # group -> chips whose moe tables it is fitted on (each against its own datasheet)
     "nvidia-hopper": [("h100_sxm", "nvidia-h100-sxm"), ("h200_sxm", "nvidia-h200-sxm")],
     "nvidia-blackwell": [("b200_sxm", "nvidia-b200-hgx")],
+    "nvidia-ampere": [("a100_sxm", "nvidia-a100-80gb-sxm")],
 }
+# a chip whose TensorRT-LLM moe table is another release's, kernel's or routing's: (version,
+# kernel_source, distribution). aiconfigurator-core 0.12.0 times TensorRT-LLM 1.0.0's
+# moe_torch_flow on the A100 under power-law routing only (Zipf 1.01 and 1.2: the milder one),
+# bf16 only, its moe_ep_size 1 rows (under skewed routing an EP row times its own rank's share)
+# [uncertain: no balanced rows]
+FAMILY_MOE_TABLE = {"a100_sxm": ("1.0.0", "moe_torch_flow", "power_law_1.01")}
+# groups whose grouped GEMM walks the expert list (DeepGEMM's GroupedWithOffset scheduler on
+# Hopper and Blackwell, fit_moe's t_g and t_wave); the A100's CUTLASS grouped GEMM is fitted
+# without them
+MOE_SCHEDULER_GROUPS = ("nvidia-hopper", "nvidia-blackwell")
 # measured dtype -> (curve dtype, weight bytes per value): fp8 block-scaled (DeepSeek's 128×128
 # blocks: one fp32 scale per 16,384 weights), cutlass on Hopper, DeepGEMM on Blackwell; MXFP4
 # weight-only (W4A16: 32 FP4 values share an E8M0 scale, 4.25 bits; gpt-oss), which Hopper, with
@@ -99,50 +110,67 @@ def fit_moe(cat, chips, sms: float):
     {dtype: (params, median |error| per chip, rows)} and the files used."""
 
     def rows(chip, raw):
-        p = data_path(chip, "moe", "trtllm", MOE_VERSION, "moe_perf.parquet")
-        d = pd.read_parquet(p)
         kernel = MOE_KERNEL.get(chip, {}).get(raw, "moe_torch_flow_cutlass")
-        d = d[(d.moe_dtype == raw) & (d.distribution == "balanced")]
+        version, kernel, routing = FAMILY_MOE_TABLE.get(chip, (MOE_VERSION, kernel, "balanced"))
+        p = data_path(chip, "moe", "trtllm", version, "moe_perf.parquet")
+        d = pd.read_parquet(p)
+        d = d[(d.moe_dtype == raw) & (d.distribution == routing)]
+        if routing != "balanced":  # an EP row times its rank's skewed share: EP1 rows only
+            d = d[d.moe_ep_size == 1]
         return p, d[(d.kernel_source == kernel) & (d.hidden_size >= MIN_HIDDEN)]
 
     return _fit_moe_rows(cat, chips, MOE_DTYPES, rows, sms)
 
 
-# the engines' own fused MoE on Hopper (aiconfigurator-core 0.12.0 moe tables): the Triton
-# fused_moe both run by default there, which reads the routed rows through sorted_token_ids
-# instead of TensorRT-LLM's separate permute passes. Blackwell is not fitted: there vLLM 0.24's
-# tables hold only FlashInfer's TensorRT-LLM kernels (the family curve's own) and SGLang's both.
-ENGINE_MOE = {  # engine -> (version, {measured dtype: kernel_source})
-    "vllm": (
-        "0.24.0",
-        {
-            "bfloat16": "vllm_unquantizedfusedmoe_triton_tritonexperts",
-            "fp8_block": "vllm_fp8moe_triton_tritonexperts",
-        },
-    ),
-    "sglang": (
-        "0.5.14",
-        {"bfloat16": "sglang_fused_moe_triton", "fp8_block": "sglang_fused_moe_triton"},
-    ),
+# the engines' own fused MoE per group (aiconfigurator-core 0.12.0 moe tables): the Triton
+# fused_moe both run by default on Hopper and Ampere, which reads the routed rows through
+# sorted_token_ids instead of TensorRT-LLM's separate permute passes. Blackwell is not fitted:
+# there vLLM 0.24's tables hold only FlashInfer's TensorRT-LLM kernels (the family curve's own) and
+# SGLang's both. On the A100 the tables are older releases', vLLM's under power-law routing only
+# (Zipf 1.01) [uncertain: no balanced rows], and bf16 only: a weight-only format (Marlin's MXFP4 or
+# FP8 W8A16 MoE, vLLM on Ampere) runs on the bf16 curve at its own weight bytes [approximation:
+# SGLang 0.5.10's int4 Marlin MoE rows on the A100 fit a plateau of 0.571 of the bf16 peak and
+# 0.776 of the bandwidth, its bf16 fused_moe 0.511 and 0.760].
+ENGINE_MOE = {  # group -> engine -> (version, {measured dtype: kernel_source}, distribution)
+    "nvidia-hopper": {
+        "vllm": (
+            "0.24.0",
+            {
+                "bfloat16": "vllm_unquantizedfusedmoe_triton_tritonexperts",
+                "fp8_block": "vllm_fp8moe_triton_tritonexperts",
+            },
+            "balanced",
+        ),
+        "sglang": (
+            "0.5.14",
+            {"bfloat16": "sglang_fused_moe_triton", "fp8_block": "sglang_fused_moe_triton"},
+            "balanced",
+        ),
+    },
+    "nvidia-ampere": {
+        "vllm": ("0.14.0", {"bfloat16": "vllm_fused_moe"}, "power_law_1.01"),
+        "sglang": ("0.5.10", {"bfloat16": "sglang_fused_moe_triton"}, "balanced"),
+    },
 }
-ENGINE_MOE_GROUPS = ("nvidia-hopper",)
+ENGINE_MOE_GROUPS = tuple(ENGINE_MOE)
 
 
-def fit_engine_moe(cat, chips, engine: str):
+def fit_engine_moe(cat, chips, engine: str, group: str = "nvidia-hopper"):
     """An engine's own fused MoE curve per dtype (fit_moe's form and shapes), on its rows with
     moe_ep_size 1 only: in vLLM's and SGLang's collectors an EP2 row takes the time of the EP1
     row (DeepSeek-R1 fp8_block, H200, 8,192 tokens, SGLang: 7.97 against 7.98 ms), where
     TensorRT-LLM's halves, so their EP size does not mean the per-rank share moe_shapes takes.
     No scheduler terms: Triton's fused_moe grid runs over the sorted rows' blocks, walking no
-    expert list (vllm/model_executor/layers/fused_moe/fused_moe.py fused_moe_kernel)."""
-    version, kernels = ENGINE_MOE[engine]
+    expert list (vllm/model_executor/layers/fused_moe/fused_moe.py fused_moe_kernel). `group`:
+    the kernel group whose ENGINE_MOE entry names the release, kernels and routing."""
+    version, kernels, routing = ENGINE_MOE[group][engine]
 
     def rows(chip, raw):
         p = data_path(chip, "moe", engine, version, "moe_perf.parquet")
         if raw not in kernels or not p.exists():
             return p, None
         d = pd.read_parquet(p)
-        d = d[(d.moe_dtype == raw) & (d.distribution == "balanced") & (d.moe_ep_size == 1)]
+        d = d[(d.moe_dtype == raw) & (d.distribution == routing) & (d.moe_ep_size == 1)]
         return p, d[(d.kernel_source == kernels[raw]) & (d.hidden_size >= MIN_HIDDEN)]
 
     return _fit_moe_rows(cat, chips, MOE_DTYPES, rows)
