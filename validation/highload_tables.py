@@ -562,8 +562,8 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
     ),
     (
         "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 40 µs, "
-        "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 97 SGLang cases of the "
-        "family from 10 sources, 40-150 µs leaving one out, with its prompts run first and "
+        "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 98 SGLang cases of the "
+        "family from 10 sources, 40-125 µs leaving one out, with its prompts run first and "
         "0.3-0.4.5's pools at their TP-size fraction, 60 µs before that; paid "
         "on one attention-DP rank's sequences, roofline/step/phases.py): DataCrunch's H200 runs "
         "decode 500-1,500 sequences "
@@ -683,9 +683,9 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "128-token prompts through vLLM 0.11 on 8 H100 get their first tokens within 5.5-5.8 s "
         "(p50-p99, TP4 FP8; qwen3-235b-a22b/h100.md at gpustack@10e9444a) where the engine's "
         "prefill takes about 2 s. Fitted per engine on the burst TTFTs through its server "
-        "(validation/fit_api_request.py): vLLM 7,500 µs (30 cases, 6 sources; 5.75-9.75 ms "
+        "(validation/fit_api_request.py): vLLM 6,250 µs (59 cases, 10 sources; 5.5-7.75 ms "
         "leaving one out, at most 9.9 ms: vLLM PR #11636 streamed 56 requests/s "
-        "unsaturated), SGLang 2,750 µs (16 cases, 6 sources; 2.0-3.0 ms; 6,750 and 2,000 "
+        "unsaturated), SGLang 2,500 µs (16 cases, 6 sources; 2.0-3.0 ms; 6,750 and 2,000 "
         "before a step's prompts shared one attention call, the next row), inside vLLM's "
         "19 ms unloaded path (request_latency_us) [uncertain: the host's CPU, and the "
         "benchmark client's own per-request work]. Every burst through vLLM V1's or SGLang's "
