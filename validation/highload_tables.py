@@ -855,7 +855,7 @@ LEFT = (
     "51.1 ms, modelled 42.4 ms), the mean ITL further (81.3 against 54.3 ms) and the p99 ITL "
     "far (678 against 256 ms): the model's decode step is about right; the long gaps a "
     "request sees while the burst's prompts are prefilled beside it are not (the measured "
-    "run also ends sooner, 48.3 s against 54.6 s).\n"
+    "run also ends sooner, 48.3 s against 53.5 s).\n"
     "- NVIDIA, both gpustack pages (one lab, one harness): single-H100 Qwen3-32B bursts of "
     "1,000 requests run at 22-60% of the speed of light (requests/s over-predicted up to 2.8x "
     "at 128 in / 4 out under vLLM and TensorRT-LLM alike, TTFT and TPOT too fast), while "
