@@ -133,8 +133,8 @@ def test_front_end_costs_per_engine_and_bad_input():
     engines = load_catalog().engines
     req, tok, fast = frontend_costs(engines["vllm"], "slow")
     # hardware/engines.yaml: vLLM 800 us per token on the slow path, 40 us on the fast one,
-    # 6,250 us per request (validation/fit_api_request.py)
-    assert (req, tok, fast) == pytest.approx((6250e-6, 800e-6, 40e-6))
+    # 7,750 us per request (validation/fit_api_request.py)
+    assert (req, tok, fast) == pytest.approx((7750e-6, 800e-6, 40e-6))
     assert frontend_costs(engines["vllm"], "fast")[1] == pytest.approx(40e-6)
     assert frontend_costs(engines["trtllm"]) == (0.0, 0.0, 0.0)  # no figure: none modelled
     assert frontend_costs(None, "slow") == (0.0, 0.0, 0.0)

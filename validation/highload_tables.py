@@ -459,12 +459,14 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "power-law 1.01 routing only [uncertain]); Marlin's MXFP4 and FP8 W8A16 experts on the "
         "bf16 curve at their own bytes [approximation]. Qwen3-235B's experts at TP8 and 8,192 "
         "tokens: 1.88 ms a layer before, 2.48 ms in vLLM's table. Nothing fitted on a case; "
-        "vLLM's cpu_step, API time and spec figures refitted after it (the API-server row). "
+        "vLLM's cpu_step and spec figures refitted after it, and the API time (the API-server "
+        "row). "
         "GPUStack's gpt-oss-20b, gpt-oss-120b and Qwen3-235B A100 pages (gpustack@47277d79), "
         "out of sample before -> after: requests/s 54.1% (+54%) -> 17.2% (+9%) on 27 points, "
         "TTFT p50 41.6% -> 23.0%, TPOT p50 40.5% -> 18.7%, TTFT p99 42.3% -> 25.1%, TPOT p99 "
         "43.2% -> 18.2%; NVIDIA's high-load TTFT p50 38.3% -> 23.1% (76 points), TPOT p50 "
-        "36.4% -> 23.1% (67), capacity 25.8% -> 18.0% (92)",
+        "36.4% -> 23.1% (67), capacity 25.8% -> 18.0% (92), before GPUStack's Qwen3-14B pages "
+        "joined (the tables above hold them)",
         _ampere_moe,
     ),
     (
@@ -590,8 +592,8 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
     ),
     (
         "SGLang's host time per running sequence on NVIDIA datacenter parts (0 → 40 µs, "
-        "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 98 SGLang cases of the "
-        "family from 10 sources, 40-125 µs leaving one out, with its prompts run first and "
+        "hardware/engines.yaml sglang; validation/fit_seq_cost.py on the 136 SGLang cases of the "
+        "family from 12 sources, 40-125 µs leaving one out, with its prompts run first and "
         "0.3-0.4.5's pools at their TP-size fraction, 60 µs before that; paid "
         "on one attention-DP rank's sequences, roofline/step/phases.py): DataCrunch's H200 runs "
         "decode 500-1,500 sequences "
@@ -711,9 +713,9 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "128-token prompts through vLLM 0.11 on 8 H100 get their first tokens within 5.5-5.8 s "
         "(p50-p99, TP4 FP8; qwen3-235b-a22b/h100.md at gpustack@10e9444a) where the engine's "
         "prefill takes about 2 s. Fitted per engine on the burst TTFTs through its server "
-        "(validation/fit_api_request.py): vLLM 6,250 µs (59 cases, 10 sources; 5.5-7.75 ms "
+        "(validation/fit_api_request.py): vLLM 7,750 µs (71 cases, 12 sources; 7.0-9.75 ms "
         "leaving one out, at most 9.9 ms: vLLM PR #11636 streamed 56 requests/s "
-        "unsaturated), SGLang 2,500 µs (16 cases, 6 sources; 2.0-3.0 ms; 6,750 and 2,000 "
+        "unsaturated), SGLang 3,500 µs (24 cases, 8 sources; 2.75-4.75 ms; 6,750 and 2,000 "
         "before a step's prompts shared one attention call, the next row), inside vLLM's "
         "19 ms unloaded path (request_latency_us) [uncertain: the host's CPU, and the "
         "benchmark client's own per-request work]. Every burst through vLLM V1's or SGLang's "

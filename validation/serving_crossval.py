@@ -127,7 +127,7 @@ def _v0_without(p: EngineProfile, g: str) -> tuple[tuple[str, float], ...]:
 
 
 # SGLang's per-sequence host cost on NVIDIA datacenter parts (issue 34; hardware/engines.yaml sglang
-# cpu_per_seq_us nvidia-datacenter, 40 us on all ten sources) refitted without each source, as
+# cpu_per_seq_us nvidia-datacenter, 40 us on all twelve sources) refitted without each source, as
 # `python -m validation.fit_seq_cost sglang nvidia-datacenter` prints
 SGLANG_SEQ_FAMILY = "nvidia-datacenter"
 SGLANG_SEQ_FIT = {
@@ -149,6 +149,10 @@ SGLANG_SEQ_FIT = {
     "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/qwen3-32b/h100.md": 40e-6,
     "https://github.com/gpustack/gpustack/blob/"
     "47277d79f4a5bae12a2d25e9ecbed2a2177a5f2d/docs/performance-lab/qwen3-235b-a22b/a100.md": 40e-6,
+    "https://github.com/gpustack/gpustack/blob/"
+    "47277d79f4a5bae12a2d25e9ecbed2a2177a5f2d/docs/performance-lab/qwen3-14b/a100.md": 40e-6,
+    "https://github.com/gpustack/gpustack/blob/"
+    "47277d79f4a5bae12a2d25e9ecbed2a2177a5f2d/docs/performance-lab/qwen3-14b/h100.md": 40e-6,
     "https://github.com/gpustack/gpustack/blob/"
     "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md": 40e-6,
     "https://github.com/sgl-project/sglang/blob/"
@@ -178,7 +182,7 @@ GAUDI_K = {
 
 
 # vLLM's API-server CPU time per request (issue 34, TTFT under load; hardware/engines.yaml vllm
-# api_request_us, 6,250 us on all ten sources, at most 9,900 us) refitted without each source, as
+# api_request_us, 7,750 us on all twelve sources, at most 9,900 us) refitted without each source, as
 # `python -m validation.fit_api_request vllm` prints
 GPUSTACK_LAB = "https://github.com/gpustack/gpustack/blob/"
 _LAB_10E = GPUSTACK_LAB + "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/"
@@ -195,31 +199,35 @@ _LAB_PAGES = (  # the gpustack performance-lab pages with bursts through an API 
     _LAB_472 + "gpt-oss-20b/a100.md",
     _LAB_472 + "gpt-oss-20b/h100.md",
     _LAB_472 + "qwen3-235b-a22b/a100.md",
+    _LAB_472 + "qwen3-14b/a100.md",
+    _LAB_472 + "qwen3-14b/h100.md",
 )
 API_REQUEST_FIT = {
     **dict(
         zip(
             _LAB_PAGES,
-            (7.75e-3, 6e-3, 6e-3, 6.5e-3, 5.5e-3, 6.5e-3, 6.5e-3, 7.5e-3, 5.5e-3),
+            (9.75e-3, 7.5e-3, 7.5e-3, 7.75e-3, 7e-3, 7.75e-3, 7.75e-3, 8e-3, 7.5e-3, 7.5e-3, 7e-3),
             strict=True,
         )
     ),
-    # dstack's vLLM 0.6.3 bursts on 8 MI300X (amd/tgi_vs_vllm), a tenth source of the fit
+    # dstack's vLLM 0.6.3 bursts on 8 MI300X (amd/tgi_vs_vllm), a twelfth source of the fit
     "https://github.com/dstackai/benchmarks/blob/ac24b9d12d571bc785ec86ab18e4ffbf34e68f08/"
-    "amd/tgi_vs_vllm/vllm/data/result_vllm_short.csv": 6e-3,
+    "amd/tgi_vs_vllm/vllm/data/result_vllm_short.csv": 7.5e-3,
 }
-# SGLang's (its tokenizer manager's; both profiles, sglang and sglang-v0.4: 2,500 us on all six
+# SGLang's (its tokenizer manager's; both profiles, sglang and sglang-v0.4: 3,500 us on all eight
 # sources; its MXFP4 runs left out, validation/fit_engine_versions.py unmodelled_kernel), as
 # `python -m validation.fit_api_request sglang` prints
 SGLANG_API_REQUEST_FIT = {
     "https://github.com/datacrunch-research/h200-benchmarks/blob/"
     "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/"
-    "llama_3_3_70b_offline_output.jsonl": 3e-3,
-    _LAB_PAGES[0]: 2e-3,  # qwen3-235b-a22b/h100
-    _LAB_PAGES[1]: 2.5e-3,  # qwen3-32b/a100
-    _LAB_PAGES[2]: 2.5e-3,  # qwen3-32b/h100
-    _LAB_PAGES[4]: 3e-3,  # deepseek-r1/h200
-    _LAB_PAGES[8]: 2.5e-3,  # qwen3-235b-a22b/a100
+    "llama_3_3_70b_offline_output.jsonl": 3.75e-3,
+    _LAB_PAGES[0]: 3.5e-3,  # qwen3-235b-a22b/h100
+    _LAB_PAGES[1]: 3.5e-3,  # qwen3-32b/a100
+    _LAB_PAGES[2]: 3.5e-3,  # qwen3-32b/h100
+    _LAB_PAGES[4]: 4.75e-3,  # deepseek-r1/h200
+    _LAB_PAGES[8]: 3.25e-3,  # qwen3-235b-a22b/a100
+    _LAB_PAGES[9]: 3.25e-3,  # qwen3-14b/a100
+    _LAB_PAGES[10]: 2.75e-3,  # qwen3-14b/h100
 }
 
 
