@@ -69,7 +69,8 @@ def test_engine_moe_at_chunk_size():
 
 
 def test_engine_without_a_curve_of_the_family_keeps_the_family_curve():
-    # engine_moe is fitted on Hopper and Ampere: on a B200 vLLM runs the family's (TensorRT-LLM) curve;
+    # engine_moe is fitted on Hopper and Ampere: on a B200 vLLM runs the family's (TensorRT-LLM)
+    # curve;
     # on an H200 the profile as shipped runs its own Triton curve, not TensorRT-LLM's
     assert CAT.engines["vllm"].moe_kernel == "vllm"
     assert "engine_moe" not in CAT.kernels["nvidia-blackwell"].kernels.source
@@ -89,8 +90,9 @@ def test_engine_without_a_curve_of_the_family_keeps_the_family_curve():
 
 # Qwen3-235B-A22B's layer on one A100 80GB SXM (312 TFLOP/s bf16, 2.039 TB/s) under vLLM, 8,192
 # tokens: R = 8192·8 = 65,536 routed rows over all 128 experts (M = 512), d 4096, expert width
-# 1536 / TP. vLLM's A100 curve (hardware/kernels.yaml nvidia-ampere engine_moe.vllm.bf16: eta_max
-# 0.463, m_half 116.9, eta_memory 0.887, eta_act 0.385, t0 19.8 us), t = 2·t0 + max(t_c, t_w) + t_act:
+# 1536 / TP. vLLM's A100 curve (hardware/kernels.yaml nvidia-ampere engine_moe.vllm.bf16:
+# eta_max 0.463, m_half 116.9, eta_memory 0.887, eta_act 0.385, t0 19.8 us),
+# t = 2·t0 + max(t_c, t_w) + t_act:
 # TP1 (f 1536): F = 6·4096·1536·65,536 = 2.4739e12, t_c = F·(1 + 116.9/528) / (312e12·0.463)
 #   = 20.917 ms; t_w = 128·3·4096·1536·2 / (2.039e12·0.887) = 2.672 ms; Q_act = 65,536·(2·4096
 #   + 3·1536)·2 = 1.67772e9 B, t_act = 1.67772e9 / (2.039e12·0.385) = 2.137 ms; t = 23.09 ms.
