@@ -59,8 +59,9 @@ def moe_key(dtype: str, weight_only: str | None, ks: KernelSet) -> str:
 
 def engine_moe_curve(eff: Efficiency, key: str, engine: str | None) -> MoeCurve | None:
     """The engine's own measured fused MoE (EngineProfile.moe_kernel: hardware/kernels.yaml
-    engine_moe, vLLM's and SGLang's Triton fused_moe on Hopper) for the curve's dtype key, scaled
-    by the CLI overrides; None (the family's TensorRT-LLM curve stays) when the family has none.
+    engine_moe, vLLM's and SGLang's Triton fused_moe on Hopper and Ampere) for the curve's dtype
+    key, scaled by the CLI overrides; None (the family's TensorRT-LLM curve stays) when the family
+    has none.
     [approximation: fitted on the engines' moe_ep_size 1 rows (aiconfigurator-core 0.12.0) and
     used at every EP size: their collectors' EP rows do not shard the work as TensorRT-LLM's do]"""
     ks = eff.kernels
