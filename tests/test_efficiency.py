@@ -305,9 +305,9 @@ def test_measured_alltoall_by_hand_and_in_the_moe_step():
     )
 
 
-MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"]
+MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen3-235b-a22b"]
 HARDWARE = ["nvidia-h100-sxm", "nvidia-a100-80gb-sxm", "nvidia-b200-hgx", "nvidia-l4"]
-WEIGHTS = ["bf16", "fp8", "int4", "int8"]
+WEIGHTS = ["bf16", "fp8", "int4", "int8", "mxfp4"]
 
 
 @settings(max_examples=30, deadline=None)
@@ -318,19 +318,25 @@ WEIGHTS = ["bf16", "fp8", "int4", "int8"]
     tp=st.sampled_from([1, 2, 4, 8]),
     batch=st.integers(1, 512),
     context=st.integers(1, 32768),
+    engine=st.sampled_from(["vllm", "sglang", "trtllm"]),  # the engines' own MoE curves too
 )
-def test_curves_never_change_the_ideal_and_never_beat_it(model, hw_id, weights, tp, batch, context):
+def test_curves_never_change_the_ideal_and_never_beat_it(
+    model, hw_id, weights, tp, batch, context, engine
+):
     m, hw = CAT.model(model), CAT.accelerator(hw_id)
     dep = Deployment(weights=weight_format(weights), layout=Layout(tp=tp))
     bare = replace(hw.efficiency, kernels=None, engines={})
     for phase in (
-        lambda e: prefill(m, hw, dep, batch, min(context, 4096), e),
-        lambda e: decode(m, hw, dep, batch, context, eff=e),
+        lambda e: prefill(m, hw, dep, batch, min(context, 4096), e, engine=engine),
+        lambda e: decode(m, hw, dep, batch, context, eff=e, engine=engine),
     ):
         cal, plain = phase(hw.efficiency), phase(Efficiency())
         assert float(cal.t_ideal_s) == float(plain.t_ideal_s)
         assert float(cal.t_ideal_s) == float(phase(bare).t_ideal_s)
+        assert np.all(cal.t_expected_s >= cal.t_ideal_s * (1 - 1e-12))
         for op in cal.ops:
+            if op.op.kind == "overlap":  # a credit: the time two streams hide (step/overlap.py)
+                continue
             assert np.all(op.t_expected_s >= op.t_ideal_s * (1 - 1e-12)), op.op.name
 
 
