@@ -258,8 +258,8 @@ def test_printed_bands_hold_90_percent_of_an_unseen_source():
         assert c.in_sample >= c.unseen - 1e-12 or c.n < 20, c
         assert c.width >= before[c.band].width, c  # widened, never narrowed
     # the tail metrics rest on points of their own since the high-load bursts' p99 rows (issue 34:
-    # 30 TTFT and 25 TPOT p99 of three gpustack pages, 2 of each from dstack's MI300X runs), so
-    # none is banded on its median's points (with_siblings joins them below MIN_POINTS only)
+    # the p99 TTFT and TPOT that gpustack's pages and dstack's MI300X runs print), so none is
+    # banded on its median's points (with_siblings joins them below MIN_POINTS only)
     from validation.bands import MIN_POINTS
 
     for tail in ("ttft_p99", "tpot_p99"):

@@ -17,6 +17,7 @@ from roofline.cases.casefiles import load_cases  # noqa: E402
 from roofline.domain.layout import Layout  # noqa: E402
 from validation.calibrate import bands, run  # noqa: E402
 from validation.highload_tables import section as highload_section  # noqa: E402
+from validation.serving_tables import CLASSES  # noqa: E402
 from validation.serving_tables import section as serving_section  # noqa: E402
 
 
@@ -224,18 +225,22 @@ def bands_section() -> str:
     from validation.coverage import coverage
     from validation.coverage import table as coverage_table
 
-    def held(rows) -> str:  # the range of the unseen-source shares, metrics on 20+ points
-        shares = [c.unseen for c in rows if c.n >= 20]
+    enough = 20  # points a metric needs before its share of them says much
+
+    def held(rows) -> str:  # the range of the unseen-source shares, metrics on `enough` points
+        shares = [c.unseen for c in rows if c.n >= enough]
         return f"{min(shares):.0%}-{max(shares):.0%}"
 
     pts = points()
     bands = shipped(pts)
     kinds = sorted({p.kind for p in pts})
     tails = {b: sum(p.band == b for p in pts) for b in SIBLING}  # the tail metrics' own points
-    label = {"ttft_p99": "TTFT p99", "tpot_p99": "TPOT p99"}
+    label = {band: name for name, band, _ in CLASSES}
     own = ", ".join(f"{label[b]} {n}" for b, n in tails.items())
-    thin_tails = [label[b] for b, n in tails.items() if 0 < n < 20]
-    few_note = f"; {' and '.join(thin_tails)} on fewer than 20 points: a share of few says little"
+    thin_tails = [label[b] for b, n in tails.items() if 0 < n < enough]
+    few_note = (
+        f"; {' and '.join(thin_tails)} on fewer than {enough} points: a share of few says little"
+    )
     before, after = coverage(pts, True), coverage(pts, False)
     lines = [
         "Every expected figure that published measurements stand behind is printed with a band "

@@ -110,8 +110,12 @@ def fit_moe(cat, chips, sms: float):
     {dtype: (params, median |error| per chip, rows)} and the files used."""
 
     def rows(chip, raw):
-        kernel = MOE_KERNEL.get(chip, {}).get(raw, "moe_torch_flow_cutlass")
-        version, kernel, routing = FAMILY_MOE_TABLE.get(chip, (MOE_VERSION, kernel, "balanced"))
+        usual = (
+            MOE_VERSION,
+            MOE_KERNEL.get(chip, {}).get(raw, "moe_torch_flow_cutlass"),
+            "balanced",
+        )
+        version, kernel, routing = FAMILY_MOE_TABLE.get(chip, usual)
         p = data_path(chip, "moe", "trtllm", version, "moe_perf.parquet")
         d = pd.read_parquet(p)
         d = d[(d.moe_dtype == raw) & (d.distribution == routing)]

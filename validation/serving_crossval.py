@@ -187,14 +187,17 @@ GAUDI_K = {
 GPUSTACK_LAB = "https://github.com/gpustack/gpustack/blob/"
 _LAB_10E = GPUSTACK_LAB + "10e9444a07c73556f2ef0d10d2b2766bbf54c9c0/docs/performance-lab/"
 _LAB_472 = GPUSTACK_LAB + "47277d79f4a5bae12a2d25e9ecbed2a2177a5f2d/docs/performance-lab/"
+_LAB_R1 = (
+    GPUSTACK_LAB
+    + "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md"
+)
 _LAB_PAGES = (  # the gpustack performance-lab pages with bursts through an API server
     _LAB_10E + "qwen3-235b-a22b/h100.md",
     _LAB_10E + "qwen3-32b/a100.md",
     _LAB_10E + "qwen3-32b/h100.md",
     GPUSTACK_LAB
     + "72aee9dd195ff5c9bf3a4886add80038ce79aef8/docs/performance-lab/gpt-oss-120b/h100.md",
-    GPUSTACK_LAB
-    + "a5c9fafc3022e81779c2c5ade32c5b703ce2248c/docs/performance-lab/deepseek-r1/h200.md",
+    _LAB_R1,
     _LAB_472 + "gpt-oss-120b/a100.md",
     _LAB_472 + "gpt-oss-20b/a100.md",
     _LAB_472 + "gpt-oss-20b/h100.md",
@@ -221,13 +224,13 @@ SGLANG_API_REQUEST_FIT = {
     "https://github.com/datacrunch-research/h200-benchmarks/blob/"
     "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs/"
     "llama_3_3_70b_offline_output.jsonl": 3.75e-3,
-    _LAB_PAGES[0]: 3.5e-3,  # qwen3-235b-a22b/h100
-    _LAB_PAGES[1]: 3.5e-3,  # qwen3-32b/a100
-    _LAB_PAGES[2]: 3.5e-3,  # qwen3-32b/h100
-    _LAB_PAGES[4]: 4.75e-3,  # deepseek-r1/h200
-    _LAB_PAGES[8]: 3.25e-3,  # qwen3-235b-a22b/a100
-    _LAB_PAGES[9]: 3.25e-3,  # qwen3-14b/a100
-    _LAB_PAGES[10]: 2.75e-3,  # qwen3-14b/h100
+    _LAB_10E + "qwen3-235b-a22b/h100.md": 3.5e-3,
+    _LAB_10E + "qwen3-32b/a100.md": 3.5e-3,
+    _LAB_10E + "qwen3-32b/h100.md": 3.5e-3,
+    _LAB_R1: 4.75e-3,
+    _LAB_472 + "qwen3-235b-a22b/a100.md": 3.25e-3,
+    _LAB_472 + "qwen3-14b/a100.md": 3.25e-3,
+    _LAB_472 + "qwen3-14b/h100.md": 2.75e-3,
 }
 
 
