@@ -215,15 +215,15 @@ def fit_runs(
     s_data: float | np.ndarray = common
     z, e, jac, iterations = _minimise(logs, z, e, space, s_data)
     if n > len(PARAMS):  # the runs' own misfit sets their weight, then the fit is refined
-        common = max(math.sqrt(float(e @ e) / (n - len(PARAMS))), SIGMA_FLOOR)
+        common = max(math.sqrt(_dot(e, e) / (n - len(PARAMS))), SIGMA_FLOOR)
         jac = _jacobian(logs, z, e, space)
         s_data = np.sqrt(common**2 + _jitter(logs, z, e, jac) ** 2)
         z, e, jac, it = _minimise(logs, z, e, space, s_data, jac)
         iterations += it
-    rms_after = math.sqrt(float(e @ e) / n)
+    rms_after = math.sqrt(_dot(e, e) / n)
     jac = _jacobian(logs, z, e, space)  # afresh, for the uncertainties
     w = jac / np.broadcast_to(s_data, e.shape)[:, None]
-    post = np.linalg.inv(w.T @ w + np.eye(len(z)))  # z units; prior: I
+    post = _solve(_gram(w) + np.eye(len(z)), np.eye(len(z)))  # z units; prior: I
     fitted = space.values(z)
     params = []
     for i, k in enumerate(PARAMS):
@@ -237,7 +237,7 @@ def fit_runs(
         hw.efficiency.family,
         tuple(params),
         len(runs),
-        math.sqrt(float(e0 @ e0) / n),
+        math.sqrt(_dot(e0, e0) / n),
         rms_after,
         common,
         iterations,
@@ -254,7 +254,7 @@ def _minimise(logs, z: np.ndarray, e: np.ndarray, space: _Space, s_data, jac=Non
 
     def cost_of(e: np.ndarray, z: np.ndarray) -> float:
         r = np.concatenate([e / sd, z])
-        return float(r @ r)
+        return _dot(r, r)
 
     cost = cost_of(e, z)
     lam, it, fresh = 1e-2, 0, jac is None
@@ -263,12 +263,12 @@ def _minimise(logs, z: np.ndarray, e: np.ndarray, space: _Space, s_data, jac=Non
     while it < _MAX_ITER:
         it += 1
         full = np.vstack([jac / sd[:, None], np.eye(len(z))])
-        jtj, g = full.T @ full, full.T @ np.concatenate([e / sd, z])
+        jtj, g = _gram(full), _matvec(full.T, np.concatenate([e / sd, z]))
         accepted = None
         # the damped step, then the undamped one (the whole Gauss–Newton step can cross a
         # jump the shorter one lands on), then more damping
         for damping in (lam, 0.0, *(lam * 4.0**k for k in range(1, _TRIES))):
-            step = np.linalg.solve(jtj + damping * np.diag(np.diag(jtj)), -g)
+            step = _solve(jtj + damping * np.diag(np.diag(jtj)), -g[:, None])[:, 0]
             zn = np.clip(z + step, space.lo, space.hi)
             en = logs(zn)
             cn = cost_of(en, zn)
@@ -285,13 +285,52 @@ def _minimise(logs, z: np.ndarray, e: np.ndarray, space: _Space, s_data, jac=Non
             continue
         zn, en, cn = accepted
         dz = zn - z
-        if dz @ dz > 0:  # Broyden: the secant through the two points
-            jac = jac + np.outer(en - e - jac @ dz, dz) / (dz @ dz)
+        if _dot(dz, dz) > 0:  # Broyden: the secant through the two points
+            jac = jac + np.outer(en - e - _matvec(jac, dz), dz) / _dot(dz, dz)
         drop = (cost - cn) / max(cost, 1e-30)
         z, e, cost, fresh = zn, en, cn, False
         if drop < _TOL:
             break
     return z, e, jac, it
+
+
+# The fit's linear algebra, in plain floats (a few rows by five parameters): BLAS picks its
+# kernels by the CPU (OpenBLAS's Haswell, Zen and SkylakeX kernels sum in different orders), and a
+# last-bit difference in one step moves where the jump-prone search stops (cpu_step 2,497 µs on
+# one machine, 2,518 µs on another, from the same runs); correctly rounded sums (math.fsum) and
+# elimination in Python floats give every machine the same fit.
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    return math.fsum((np.asarray(a, float) * np.asarray(b, float)).tolist())
+
+
+def _matvec(a: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.array([_dot(row, v) for row in a])
+
+
+def _gram(a: np.ndarray) -> np.ndarray:
+    """aᵀ a."""
+    return np.array(
+        [[_dot(a[:, i], a[:, j]) for j in range(a.shape[1])] for i in range(a.shape[1])]
+    )
+
+
+def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x with a x = b (b: one column or several), Gauss–Jordan elimination with partial pivoting."""
+    n = len(a)
+    m = [[*map(float, a[i]), *map(float, b[i])] for i in range(n)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if m[p][c] == 0.0:
+            raise np.linalg.LinAlgError("singular matrix")
+        m[c], m[p] = m[p], m[c]
+        pivot = m[c]
+        for r in range(n):
+            if r != c and m[r][c] != 0.0:
+                f = m[r][c] / pivot[c]
+                m[r] = [x - f * y for x, y in zip(m[r], pivot, strict=True)]
+    return np.array([[x / m[i][i] for x in m[i][n:]] for i in range(n)])
 
 
 def _jitter(
@@ -303,7 +342,7 @@ def _jitter(
     dev = []
     for signs in ((1, -1, 1, -1, 1), (1, 1, -1, -1, -1), (-1, 1, 1, -1, 1)):
         u = dz * np.asarray(signs[: len(z)], dtype=float)
-        dev.append(logs(z + u) - e - jac @ u)
+        dev.append(logs(z + u) - e - _matvec(jac, u))
     return np.max(np.abs(dev), axis=0)
 
 
