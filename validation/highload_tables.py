@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from validation.serving_crossval import ERRORS, ServingResult, load
+from validation.source_weight import influence_table, twin_note, twin_table
 
 HIGHLOAD = "validation/highload_cases.yaml"
 BEFORE = ERRORS.with_name("highload_before.csv")
@@ -1491,6 +1492,17 @@ def section() -> str:
             vendor_table(rs),
             "\n#### Mechanisms, each on the high-load cases it acts on (out of sample)\n",
             mechanism_table(rs),
+            "\n#### How far each median rests on one source\n",
+            "Each vendor x metric median over every point, then with one source's points left "
+            "out of the score (every figure as fitted), for each source in turn "
+            "(validation/source_weight.py):\n",
+            influence_table(rs, vendor, CLASSES),
+            "\n#### One lab, one workload, two chips\n",
+            "GPUStack's performance-lab pages run the same engine, flags and workload on H100s "
+            "and on A100s. The ratio of a twin's requests/s, measured against modelled (in "
+            "sample):\n",
+            twin_table(rs),
+            "\n" + twin_note(rs, _case_keys()),
             "\n" + LEFT,
             "\n" + AICONFIGURATOR,
         ]
