@@ -115,20 +115,42 @@ DURATIONS = Path(__file__).with_name("durations.json")  # CPU-s per slow test (R
 
 
 def deal(units: list[list[str]], seconds: dict[str, float], workers: int) -> list[list[str]]:
-    """Test ids in units (a unit's tests stay together) dealt into `workers` shares of about
-    equal count, the heavy units longest first to the share with the fewest seconds, the rest
-    (0 s) to the share with the fewest tests; each share in that order."""
+    """Test ids in units (a unit's tests stay together) dealt into `workers` shares, the heavy
+    units longest first to the share with the fewest seconds, the rest (0 s) to the share with
+    the fewest tests; each share in that order. The shares take the sizes of the slices
+    pytest-xdist's worksteal first hands out (worker j the j-th contiguous slice of the order,
+    len // workers tests, the remainder to the later ones: xdist/scheduler/worksteal.py
+    check_schedule), a 0 s unit that fits no share's room split across them: else a share of
+    more tests than its slice starts the next worker's slice, and the next share's head of slow
+    tests lands at the tail of this slice, where the worker reaches it last and an idle one
+    can only steal what is queued behind it (one worker ran Ray's 5 s test alone at the end)."""
 
     def weight(unit: list[str]) -> float:
         return sum(seconds.get(t, 0.0) for t in unit)
 
     shares: list[list[str]] = [[] for _ in range(workers)]
     load = [0.0] * workers
+    light = []
     for unit in sorted(units, key=weight, reverse=True):  # stable: collection order for ties
         w = weight(unit)
-        k = min(range(workers), key=(lambda j: (load[j], j)) if w else (lambda j: len(shares[j])))
+        if not w:
+            light.append(unit)
+            continue
+        k = min(range(workers), key=lambda j: (load[j], j))
         shares[k] += unit
         load[k] += w
+    sizes, left = [], sum(len(u) for u in units)
+    for j in range(workers):
+        sizes.append(left // (workers - j))
+        left -= sizes[-1]
+    for unit in light:
+        fits = [j for j in range(workers) if sizes[j] - len(shares[j]) >= len(unit)]
+        if fits:
+            shares[min(fits, key=lambda j: (len(shares[j]), j))] += unit
+            continue
+        for t in unit:  # no room for it whole: its tests fill the shares with room in turn
+            room = [j for j in range(workers) if len(shares[j]) < sizes[j]]
+            shares[room[0] if room else min(range(workers), key=lambda j: len(shares[j]))].append(t)
     return shares
 
 

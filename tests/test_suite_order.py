@@ -24,6 +24,17 @@ def test_a_module_sharing_a_fixture_travels_whole():
     assert deal(units, seconds, 2) == [["m::x", "m::y"], ["n::z", "n::w"]]
 
 
+def test_each_share_is_the_size_of_the_slice_xdist_hands_its_worker():
+    # 7 tests on 2 workers: worksteal hands the first 7 // 2 = 3 of the order to one worker and
+    # the other 4 to the second, so the shares hold 3 and 4 tests, else b (8 s) would sit at the
+    # tail of the first worker's slice. a -> A, b -> B; the 4-test unit fits neither share's
+    # room (2 and 3): its tests fill A to 3, then B; x to the room B has left
+    units = [["a"], ["b"], ["m1", "m2", "m3", "m4"], ["x"]]
+    shares = deal(units, {"a": 10.0, "b": 8.0}, 2)
+    assert shares == [["a", "m1", "m2"], ["b", "m3", "m4", "x"]]
+    assert [len(s) for s in shares] == [7 // 2, 7 - 7 // 2]
+
+
 def _item(nodeid: str, scope: str | None, travels_with: str | None = None) -> SimpleNamespace:
     """What units_of reads of a collected test: its id, its module and its fixtures' scopes."""
     defs = {"f": [SimpleNamespace(scope=scope)]} if scope else {}
