@@ -167,5 +167,9 @@ def twin_note(rs: list[ServingResult], keys: dict[str, dict]) -> str:
         "decode is bound by the bandwidth; over every high-load point NVIDIA's TTFT p50 goes "
         "from 27.0% to 24.0% and TPOT p50 from 27.2% to 25.1%, capacity from 17.7% to 18.4%, "
         "every serving throughput from 17.8% to 15.8%. Not adopted: no measurement of an "
-        "H100's or H200's clock while serving to set the factor from."
+        "H100's or H200's clock while serving to set the factor from. Read as an H100 PCIe "
+        "(2.0 TB/s, 756 TFLOPS; tested the same day, `roofline validate` on the two pages' 107 "
+        "points with the chip swapped) they go from 48% to 30% median |error| (requests/s +78% "
+        "-> +31%, TPOT p50 -46% -> -24%): the lab's single H100 measured slower than even a "
+        "PCIe card is modelled."
     )
