@@ -33,7 +33,8 @@ fmt: $(STAMP)
 # (--output-sync): lint and mypy (about 9 CPU-s from a fresh clone, 0.3 s with its cache) and the
 # wheel smoke test (about 5 CPU-s) fill the time pytest's workers wait (Ray's start, the browser).
 # Any one failing fails `make test` (exit 2) after the others finish. On 2 cores, a fresh clone
-# with the venv built and no mypy cache: 73.0, 73.4 and 75.7 s (2026-12-07, AMD EPYC; 1,781 tests).
+# with the venv built and no mypy cache: 73.0, 73.4 and 75.7 s (121-127 CPU-s), and 81.5 and
+# 82.1 s (137-140 CPU-s) minutes later on the same machine (2026-12-07, AMD EPYC; 1,781 tests).
 test: $(STAMP)
 	$(MAKE) -s -j4 --output-sync=target lint typecheck pytest wheel-smoke
 
