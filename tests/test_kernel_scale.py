@@ -1,12 +1,14 @@
 """validation/fit_kernel_scale.py scales one kernel group's compute side and nothing else."""
 
-from validation.fit_kernel_scale import _Scaled, in_group
+from validation.fit_family_share import _Scaled
+from validation.fit_kernel_scale import compute_only, in_group
 
 
 def test_only_the_groups_chips_and_only_their_compute_share(cat):
-    scaled = _Scaled(cat, "nvidia-hopper", 0.5)
+    hopper = in_group("nvidia-hopper")
+    scaled = _Scaled(cat, hopper, compute_only, 0.5)
     h100, a100 = cat.accelerator("h100"), cat.accelerator("a100")
-    assert in_group(cat, "nvidia-hopper", "h100") and not in_group(cat, "nvidia-hopper", "a100")
+    assert hopper(h100) and not hopper(a100)
     e = scaled.accelerator("h100").efficiency
     assert e.compute == 0.5 * h100.efficiency.compute  # 0.79 x 0.5, by hand 0.395
     assert abs(e.compute - 0.395) < 1e-12

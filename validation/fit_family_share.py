@@ -15,8 +15,10 @@ FAMILY_FIT holds what it prints.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,31 +26,42 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from roofline.domain.hardware import Efficiency  # noqa: E402
 from validation.serving_crossval import CASE_FILES, source_group  # noqa: E402
 
 GRID = tuple(round(0.40 + 0.01 * i, 2) for i in range(71))  # k from 0.40 to 1.10
 
 
-class _Scaled:
-    """The catalog with one family's compute and memory shares times k."""
+Pick = Callable[[Any], bool]  # which accelerators a fit scales
+Scale = Callable[[Efficiency, float], Efficiency]  # how their shares scale with k
 
-    def __init__(self, cat, family: str, k: float) -> None:
-        self._cat, self._family, self._k = cat, family, k
+
+def both_shares(e: Efficiency, k: float) -> Efficiency:
+    """A family's compute and memory shares times k (their ratio kept)."""
+    return replace(e, compute=e.compute * k, memory=e.memory * k)
+
+
+class _Scaled:
+    """The catalog with the efficiencies of the accelerators `pick` selects scaled by k."""
+
+    def __init__(self, cat, pick: Pick, scale: Scale, k: float) -> None:
+        self._cat, self._pick, self._scale, self._k = cat, pick, scale, k
 
     def __getattr__(self, name: str):
         return getattr(self._cat, name)
 
     def accelerator(self, name: str):
         hw = self._cat.accelerator(name)
-        if hw.family != self._family:
+        if not self._pick(hw):
             return hw
-        e = hw.efficiency
-        return replace(
-            hw, efficiency=replace(e, compute=e.compute * self._k, memory=e.memory * self._k)
-        )
+        return replace(hw, efficiency=self._scale(hw.efficiency, self._k))
 
 
-def table(cat, family: str) -> dict[float, dict[str, list[float]]]:
+def table(
+    cat, pick: Pick, scale: Scale = both_shares, grid=GRID
+) -> dict[float, dict[str, list[float]]]:
+    """k -> source -> the log errors of the picked accelerators' serving points at k (the
+    expected figures, which the fit reads)."""
     from roofline.cases.casefiles import load_serving_cases
     from roofline.cases.serving import run_serving_case
 
@@ -56,14 +69,14 @@ def table(cat, family: str) -> dict[float, dict[str, list[float]]]:
         c
         for f in CASE_FILES
         for c in load_serving_cases(ROOT / f)
-        if cat.accelerator(c["hardware"]).family == family
+        if pick(cat.accelerator(c["hardware"]))
     ]
     out: dict[float, dict[str, list[float]]] = {}
-    for k in GRID:
-        sc = _Scaled(cat, family, k)
+    for k in grid:
+        sc = _Scaled(cat, pick, scale, k)
         row: dict[str, list[float]] = {}
         for c in cs:
-            r = run_serving_case(c, sc, expected_only=True)  # the fit reads the expected figure
+            r = run_serving_case(c, sc, expected_only=True)
             row.setdefault(source_group(c), []).append(float(np.log(r.expected / c["measured"])))
         out[k] = row
     return out
@@ -77,7 +90,7 @@ def main(family: str) -> None:
     from roofline.catalog.load import load_catalog
 
     cat = load_catalog()
-    t = table(cat, family)
+    t = table(cat, lambda hw: hw.family == family)
     groups = sorted(t[GRID[0]])
     e = cat.accelerator(
         next(h for h in cat.accelerators if cat.accelerator(h).family == family)

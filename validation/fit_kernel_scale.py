@@ -25,59 +25,21 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from validation.fit_family_share import fit  # noqa: E402
-from validation.serving_crossval import CASE_FILES, source_group  # noqa: E402
+from roofline.domain.hardware import Efficiency  # noqa: E402
+from validation.fit_family_share import fit, table  # noqa: E402
 
 GRID = tuple(round(0.60 + 0.05 * i, 2) for i in range(10))  # k from 0.60 to 1.05
 
 
-class _Scaled:
-    """The catalog with one kernel group's compute share times k on each of its chips."""
-
-    def __init__(self, cat, group: str, k: float) -> None:
-        self._cat, self._group, self._k = cat, group, k
-
-    def __getattr__(self, name: str):
-        return getattr(self._cat, name)
-
-    def accelerator(self, name: str):
-        hw = self._cat.accelerator(name)
-        ks = hw.efficiency.kernels
-        if ks is None or ks.id != self._group:
-            return hw
-        return replace(
-            hw, efficiency=replace(hw.efficiency, compute=hw.efficiency.compute * self._k)
-        )
+def in_group(group: str):
+    """The pick of validation/fit_family_share.table: the accelerators on `group`'s curves."""
+    return lambda hw: hw.efficiency.kernels is not None and hw.efficiency.kernels.id == group
 
 
-def in_group(cat, group: str, hardware: str) -> bool:
-    ks = cat.accelerator(hardware).efficiency.kernels
-    return ks is not None and ks.id == group
-
-
-def table(cat, group: str, grid=GRID) -> dict[float, dict[str, list[float]]]:
-    """k -> source -> the log errors of the group's serving points at k (expected figures)."""
-    from roofline.cases.casefiles import load_serving_cases
-    from roofline.cases.serving import run_serving_case
-
-    cs = [
-        c
-        for f in CASE_FILES
-        for c in load_serving_cases(ROOT / f)
-        if c["hardware"] in cat.accelerators and in_group(cat, group, c["hardware"])
-    ]
-    out: dict[float, dict[str, list[float]]] = {}
-    for k in grid:
-        sc = _Scaled(cat, group, k)
-        row: dict[str, list[float]] = {}
-        for c in cs:
-            try:
-                r = run_serving_case(c, sc, expected_only=True)
-            except Exception:  # an engine the catalog lacks, as serving_crossval skips it
-                continue
-            row.setdefault(source_group(c), []).append(float(np.log(r.expected / c["measured"])))
-        out[k] = row
-    return out
+def compute_only(e: Efficiency, k: float) -> Efficiency:
+    """The curves' compute side times k (kernel_view scales every curve by the share), the
+    bandwidth side kept."""
+    return replace(e, compute=e.compute * k)
 
 
 def fit_median(t: dict[float, dict[str, list[float]]], leave: str | None = None) -> float:
@@ -94,7 +56,7 @@ def main(group: str) -> None:
     from roofline.catalog.load import load_catalog
 
     cat = load_catalog()
-    t = table(cat, group)
+    t = table(cat, in_group(group), compute_only, GRID)
     groups = sorted(t[GRID[0]])
     n = sum(len(v) for v in t[GRID[0]].values())
     med = {

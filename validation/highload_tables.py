@@ -20,6 +20,7 @@ import numpy as np
 
 from validation.serving_crossval import ERRORS, ServingResult, load
 from validation.source_weight import influence_table, twin_note, twin_table
+from validation.source_weight import median_abs as _med
 
 HIGHLOAD = "validation/highload_cases.yaml"
 BEFORE = ERRORS.with_name("highload_before.csv")
@@ -58,11 +59,6 @@ def before(path: Path = BEFORE) -> dict[str, float]:
         return {}
     rows = csv.DictReader(path.read_text().splitlines())
     return {r["id"]: float(r["out_of_sample"]) / float(r["measured"]) - 1 for r in rows}
-
-
-def _med(xs: Iterable[float]) -> float:
-    a = np.abs(list(xs))
-    return float(np.median(a)) if len(a) else float("nan")
 
 
 def _signed(xs: Iterable[float]) -> float:

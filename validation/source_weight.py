@@ -26,7 +26,8 @@ TWIN_CHIPS = ("h100", "a100")  # the chips of the twins, faster first, as case i
 TWIN_METRIC = "requests_per_s"
 
 
-def _med_abs(xs: Iterable[float]) -> float:
+def median_abs(xs: Iterable[float]) -> float:
+    """The median |error| of xs (nan when there is none): highload_tables' cells use it too."""
     a = np.abs(list(xs))
     return float(np.median(a)) if len(a) else float("nan")
 
@@ -53,8 +54,8 @@ def influence_rows(
             groups = sorted({r.group for r in pts})
             if len(groups) < 2:
                 continue
-            full = _med_abs(r.error_out for r in pts)
-            without = {g: _med_abs(r.error_out for r in pts if r.group != g) for g in groups}
+            full = median_abs(r.error_out for r in pts)
+            without = {g: median_abs(r.error_out for r in pts if r.group != g) for g in groups}
             most = max(groups, key=lambda g: (abs(without[g] - full), g))
             lo, hi = min(without.values()), max(without.values())
             out.append((v, label, len(pts), len(groups), full, lo, hi, most, without[most]))
@@ -143,7 +144,7 @@ def twin_note(rs: list[ServingResult], keys: dict[str, dict]) -> str:
     m, mlo, mhi, mn = quotient(multi)
     fast, slow = (c.upper() for c in TWIN_CHIPS)
     engines = len({a.engine for a, _ in dense1})
-    own = _med_abs(b.error_in for _, b in dense1)
+    own = median_abs(b.error_in for _, b in dense1)
     return (
         f"On one GPU with a dense model ({dn} twins, {engines} engines) the model puts the {fast} "
         f"{d:.2f}x further ahead of the {slow} than the lab measured ({dlo:.2f}-{dhi:.2f}); on "
