@@ -367,8 +367,8 @@ def _model_shape(where: str, d: dict[str, Any]) -> None:
             f"{where}: hidden_size {d['hidden_size']} does not split over {heads} heads: give "
             "'head_dim'"
         )
-    experts, k = d.get("n_routed_experts"), d.get("num_experts_per_tok")
-    if experts and k and k > experts:
+    experts, k = d.get("n_routed_experts") or 0, d.get("num_experts_per_tok")
+    if k and k > experts:  # 0 experts with a top-k is a malformed MoE, not a dense model
         raise CatalogError(
             f"{where}: key 'num_experts_per_tok' ({k}) is above n_routed_experts ({experts})"
         )

@@ -63,8 +63,17 @@ yaml = _LazyYaml()
 
 def safe_load_yaml(text: str) -> Any:
     """yaml.safe_load, through libyaml's SafeLoader when it is available (ten times faster; the
-    same safe subset)."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    same safe subset). A scalar the constructor cannot build (an integer of 5,000 digits, the
+    date 2024-13-45) is a YAMLError too, so every caller refuses it as it refuses bad syntax."""
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except ValueError as exc:
+        raise yaml.YAMLError(_first(exc)) from None
+
+
+def _first(exc: Exception) -> str:
+    """An exception's message up to its advice (int()'s "; use sys.set_int_max_str_digits()")."""
+    return str(exc).split(";")[0].splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def parse_yaml(text: str, where: str, kind: str = "YAML", at_line: bool = False) -> Any:
@@ -100,4 +109,6 @@ def read_jsonl(path: str | Path) -> list[Any]:
                 out.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path} line {i + 1}: not JSON ({exc.msg})") from None
+            except ValueError as exc:  # an integer too long for int()
+                raise InputError(f"{path} line {i + 1}: not JSON ({_first(exc)})") from None
     return out

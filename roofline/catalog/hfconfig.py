@@ -15,10 +15,11 @@ deepseek_v3. `quantization_config` sets the format the checkpoint ships in (`wei
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from roofline.catalog.hfquant import quantized_weights
-from roofline.domain.errors import InputError
+from roofline.domain.errors import CatalogError, InputError
 from roofline.domain.model import DSA_INDEX_HEAD_DIM, DSA_INDEX_HEADS
 from roofline.domain.model_types import (
     ARCHITECTURES,
@@ -32,19 +33,68 @@ from roofline.domain.precision import WEIGHT_FORMATS
 
 SUPPORTED = MODEL_TYPES
 _SHAPE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-_OPTIONAL = (
-    "num_key_value_heads",
-    "head_dim",
-    "max_position_embeddings",
-    "tie_word_embeddings",
-    "attention_bias",
-)
+_OPTIONAL_COUNTS = ("num_key_value_heads", "head_dim", "max_position_embeddings")
+_OPTIONAL_FLAGS = ("tie_word_embeddings", "attention_bias")
+# config.json keys read as whole numbers, checked up front in the config and its text_config (so
+# the message names 'text_config.KEY'); every other count is checked where it is read (_count)
+_COUNTS = (
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "intermediate_size", "vocab_size", "head_dim", "max_position_embeddings", "n_routed_experts",
+    "num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
+    "n_shared_experts", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim", "sliding_window", "num_layers", "first_k_dense_replace",
+)  # fmt: skip
+# counts Hunyuan gives per layer, as lists (_uniform)
+_PER_LAYER = ("num_experts", "moe_topk", "num_shared_expert", "moe_intermediate_size")
+_DIGITS = re.compile(r"\s*-?\d{1,18}\s*")
+_LIMIT = 10**15  # no count comes near it; past it a product of counts would overflow a float
+
+
+def whole(where: str, key: str, value: Any) -> int:
+    """A config.json count as an int: an integer, a float without a fraction (32.0) or a string
+    of digits ("4096"); anything else (32.5, "big", a list, true) is refused naming the key,
+    never truncated."""
+    spelled = isinstance(value, str) and _DIGITS.fullmatch(value) is not None
+    integral = isinstance(value, float) and value.is_integer()
+    number = int(value) if spelled or integral else value
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise CatalogError(f"{where}: key '{key}' must be a whole number, got {value!r:.40}")
+    if not -_LIMIT < number < _LIMIT:
+        digits = str(number)
+        shown = digits if len(digits) <= 20 else f"{digits[:12]}... ({len(digits)} digits)"
+        raise CatalogError(f"{where}: key '{key}' is out of range: {shown}")
+    return number
+
+
+def check_config_values(cfg: dict[str, Any], where: str) -> None:
+    """model_type a string and the counts whole numbers, in the config and its text_config: one
+    line naming the key instead of an internal error or a silently truncated count."""
+    for prefix, d in (("", cfg), ("text_config.", cfg.get("text_config"))):
+        if not isinstance(d, dict):
+            continue
+        if "model_type" in d and not isinstance(d["model_type"], str):
+            raise CatalogError(f"{where}: key '{prefix}model_type' must be a string")
+        for key in _COUNTS:
+            v = d.get(key)
+            for item in v if key in _PER_LAYER and isinstance(v, list) else [v]:
+                if item is not None:
+                    whole(where, prefix + key, item)
 
 
 def _need(cfg: dict[str, Any], key: str, where: str) -> Any:
     if cfg.get(key) is None:
         raise InputError(f"{where}: missing field '{key}'")
     return cfg[key]
+
+
+def _count(cfg: dict[str, Any], key: str, where: str) -> int:
+    """A required count (whole)."""
+    return whole(where, key, _need(cfg, key, where))
+
+
+def _count_or(cfg: dict[str, Any], key: str, where: str, default: int) -> int:
+    """An optional count; `default` when absent, null or 0."""
+    return whole(where, key, cfg.get(key) or default)
 
 
 def _refuse_linear_attention(name: str, why: str, where: str) -> None:
@@ -85,15 +135,17 @@ def resolve_model_type(cfg: dict[str, Any], where: str = "config.json") -> str:
     )
 
 
-def _uniform(cfg: dict[str, Any], key: str, where: str) -> Any:
-    """A per-layer list (Hunyuan's moe_topk, num_experts, ...) whose entries all agree, as one
-    value; differing entries are refused (roofline's layers of one kind share one shape)."""
+def _uniform(cfg: dict[str, Any], key: str, where: str) -> int | None:
+    """A count that may be a per-layer list (Hunyuan's moe_topk, num_experts, ...) whose entries
+    all agree, as one value; differing entries are refused (roofline's layers of one kind share
+    one shape). None when absent."""
     value = cfg.get(key)
     if isinstance(value, list):
-        if len(set(value)) != 1:
-            raise InputError(f"{where}: per-layer {key} {sorted(set(value))} is not supported")
-        return value[0]
-    return value
+        values = {whole(where, key, v) for v in value}
+        if len(values) != 1:
+            raise InputError(f"{where}: per-layer {key} {sorted(values)} is not supported")
+        return values.pop()
+    return None if value is None else whole(where, key, value)
 
 
 def _hunyuan(cfg: dict[str, Any], entry: dict[str, Any], where: str) -> None:
@@ -102,45 +154,41 @@ def _hunyuan(cfg: dict[str, Any], entry: dict[str, Any], where: str) -> None:
     so the two widths must agree), dense layers before moe_layer_num_skipped, router gate.wg
     without bias. Per-layer lists must be uniform."""
     flat = {k: _uniform(cfg, k, where) for k in ("num_experts", "moe_topk", "num_shared_expert")}
-    entry["n_routed_experts"] = int(_need(flat, "num_experts", where))
-    entry["num_experts_per_tok"] = int(_need(flat, "moe_topk", where))
-    width = int(
-        _uniform(cfg, "moe_intermediate_size", where) or _need(cfg, "intermediate_size", where)
-    )
+    entry["n_routed_experts"] = _need(flat, "num_experts", where)
+    entry["num_experts_per_tok"] = _need(flat, "moe_topk", where)
+    entry["intermediate_size"] = _count(cfg, "intermediate_size", where)
+    width = _uniform(cfg, "moe_intermediate_size", where) or entry["intermediate_size"]
     entry["moe_intermediate_size"] = width
-    entry["intermediate_size"] = int(_need(cfg, "intermediate_size", where))
     if cfg.get("use_mixed_mlp_moe", True) and flat["num_shared_expert"]:
         if entry["intermediate_size"] != width:
             raise InputError(f"{where}: a shared MLP wider than the experts is not supported")
-        entry["n_shared_experts"] = int(flat["num_shared_expert"])
-    entry["first_k_dense_replace"] = int(cfg.get("moe_layer_num_skipped") or 0)
+        entry["n_shared_experts"] = flat["num_shared_expert"]
+    entry["first_k_dense_replace"] = _count_or(cfg, "moe_layer_num_skipped", where, 0)
 
 
 def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str) -> None:
     """Expert counts and widths, renamed to the catalog's DeepSeek-style keys."""
     if model_type == "hunyuan_v1_moe":
         return _hunyuan(cfg, entry, where)
-    entry["n_routed_experts"] = int(_need(cfg, str(traits(model_type).experts), where))
-    entry["num_experts_per_tok"] = int(
-        cfg.get("num_experts_per_tok") or cfg.get("moe_k") or _need(cfg, "experts_per_token", where)
-    )
+    entry["n_routed_experts"] = _count(cfg, str(traits(model_type).experts), where)
+    top_k = next((k for k in ("num_experts_per_tok", "moe_k") if cfg.get(k)), "experts_per_token")
+    entry["num_experts_per_tok"] = _count(cfg, top_k, where)
     if model_type == "llama4_text":
         # routed experts and one shared expert of intermediate_size; dense layers of _mlp
-        width = int(_need(cfg, "intermediate_size", where))
+        width = _count(cfg, "intermediate_size", where)
         entry["intermediate_size"] = width
         entry["moe_intermediate_size"] = width
         entry["n_shared_experts"] = 1
-        entry["interleave_moe_layer_step"] = int(cfg.get("interleave_moe_layer_step") or 1)
-        entry["intermediate_size_mlp"] = int(_need(cfg, "intermediate_size_mlp", where))
+        entry["interleave_moe_layer_step"] = _count_or(cfg, "interleave_moe_layer_step", where, 1)
+        entry["intermediate_size_mlp"] = _count(cfg, "intermediate_size_mlp", where)
     elif traits(model_type).experts_ffn_wide:
-        width = int(_need(cfg, "intermediate_size", where))
+        width = _count(cfg, "intermediate_size", where)
         entry["intermediate_size"] = width
         entry["moe_intermediate_size"] = width
     else:
-        entry["moe_intermediate_size"] = int(_need(cfg, "moe_intermediate_size", where))
-        entry["intermediate_size"] = int(
-            cfg.get("intermediate_size") or entry["moe_intermediate_size"]
-        )
+        width = _count(cfg, "moe_intermediate_size", where)
+        entry["moe_intermediate_size"] = width
+        entry["intermediate_size"] = _count_or(cfg, "intermediate_size", where, width)
     if model_type in ("qwen2_moe", "qwen3_moe") and (
         cfg.get("decoder_sparse_step", 1) != 1 or cfg.get("mlp_only_layers")
     ):
@@ -151,7 +199,11 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
     if model_type == "qwen2_moe" and cfg.get("shared_expert_intermediate_size"):
         # one shared expert of shared_expert_intermediate_size, counted as n routed-width ones
         # (same parameters and FLOPs: 3·D·(n·F_moe)); transformers Qwen2MoeSparseMoeBlock
-        shared, width = int(cfg["shared_expert_intermediate_size"]), entry["moe_intermediate_size"]
+        shared = _count(cfg, "shared_expert_intermediate_size", where)
+        if width < 1:
+            raise InputError(
+                f"{where}: key 'moe_intermediate_size' must be at least 1, got {width}"
+            )
         if shared % width:
             raise InputError(
                 f"{where}: shared_expert_intermediate_size {shared} is not a multiple of "
@@ -169,15 +221,15 @@ def _moe(cfg: dict[str, Any], entry: dict[str, Any], model_type: str, where: str
                 f"{where}: ernie4_5_moe with moe_layer_interval other than 1 or dense layers "
                 "after moe_layer_end_index is not supported"
             )
-        entry["n_shared_experts"] = int(cfg.get("moe_num_shared_experts") or 0)
-        entry["first_k_dense_replace"] = int(cfg.get("moe_layer_start_index") or 0)
+        entry["n_shared_experts"] = _count_or(cfg, "moe_num_shared_experts", where, 0)
+        entry["first_k_dense_replace"] = _count_or(cfg, "moe_layer_start_index", where, 0)
     if model_type.startswith("deepseek") or model_type == "glm4_moe":
         if cfg.get("moe_layer_freq", 1) != 1:
             raise InputError(f"{where}: moe_layer_freq other than 1 is not supported")
-        entry["n_shared_experts"] = int(cfg.get("n_shared_experts") or 0)
-        entry["first_k_dense_replace"] = int(cfg.get("first_k_dense_replace") or 0)
+        entry["n_shared_experts"] = _count_or(cfg, "n_shared_experts", where, 0)
+        entry["first_k_dense_replace"] = _count_or(cfg, "first_k_dense_replace", where, 0)
         if cfg.get("num_nextn_predict_layers"):
-            entry["num_nextn_predict_layers"] = int(cfg["num_nextn_predict_layers"])
+            entry["num_nextn_predict_layers"] = _count(cfg, "num_nextn_predict_layers", where)
         if model_type == "deepseek_v32":
             if not isinstance(cfg.get("index_topk"), int) or cfg["index_topk"] < 1:
                 raise InputError(f"{where}: deepseek_v32 needs a positive integer index_topk")
@@ -190,13 +242,13 @@ def _local_attention(cfg: dict[str, Any], entry: dict[str, Any], model_type: str
     if model_type == "llama4_text" and chunk:
         layers = entry["num_hidden_layers"]
         rope = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
-        entry["sliding_window"] = int(chunk)
+        entry["sliding_window"] = whole(where, "attention_chunk_size", chunk)
         entry["layer_types"] = ["sliding_attention" if r else "full_attention" for r in rope]
     window = cfg.get("sliding_window")
     if model_type == "qwen2" and not cfg.get("use_sliding_window"):
         window = None
     if window and traits(model_type).windowed:
-        entry["sliding_window"] = int(window)
+        entry["sliding_window"] = whole(where, "sliding_window", window)
         types = cfg.get("layer_types")
         if types:
             entry["layer_types"] = list(types)
@@ -206,7 +258,7 @@ def _local_attention(cfg: dict[str, Any], entry: dict[str, Any], model_type: str
                 for i in range(entry["num_hidden_layers"])
             ]
         elif model_type in ("gemma3", "gemma3_text"):
-            entry["sliding_window_pattern"] = int(cfg.get("sliding_window_pattern") or 6)
+            entry["sliding_window_pattern"] = _count_or(cfg, "sliding_window_pattern", where, 6)
         elif model_type in ("cohere2", "exaone4"):
             # every p-th layer global (Cohere2Config sliding_window_pattern 4); EXAONE 4 may
             # spell it as a string such as "LLLG" (L local, G global), repeated over the layers
@@ -219,7 +271,7 @@ def _local_attention(cfg: dict[str, Any], entry: dict[str, Any], model_type: str
                     for i in range(entry["num_hidden_layers"])
                 ]
             else:
-                entry["sliding_window_pattern"] = int(pattern)
+                entry["sliding_window_pattern"] = whole(where, "sliding_window_pattern", pattern)
         elif model_type in ("gpt_oss", "olmo3"):  # (OLMo 3: 3 of 4 local, the last global)
             raise InputError(f"{where}: missing field 'layer_types'")
 
@@ -308,6 +360,7 @@ def entry_from_config(
     cfg: dict[str, Any], model_id: str, where: str = "config.json", source: str | None = None
 ) -> dict[str, Any]:
     """A catalog entry (the keys of models/*.yaml) from a config.json mapping."""
+    check_config_values(cfg, where)
     outer = cfg = _granite4_dense(cfg)
     _refuse_hybrid(outer, where)  # a wrapper may name the hybrid only outside its text_config
     if "text_config" in cfg and isinstance(cfg["text_config"], dict):  # Gemma 3, Llama 4, Kimi
@@ -338,8 +391,11 @@ def entry_from_config(
     if model_type != cfg.get("model_type"):
         entry["notes"] = f"config.json model_type {cfg.get('model_type')!r} read as {model_type}"
     for key in _SHAPE:
-        entry[key] = int(_need(cfg, key, where))
-    for key in _OPTIONAL:
+        entry[key] = _count(cfg, key, where)
+    for key in _OPTIONAL_COUNTS:
+        if cfg.get(key) is not None:
+            entry[key] = whole(where, key, cfg[key])
+    for key in _OPTIONAL_FLAGS:
         if cfg.get(key) is not None:
             entry[key] = cfg[key]
     tied_default = traits(model_type).tied or traits(str(family)).tied
@@ -357,11 +413,11 @@ def entry_from_config(
     if traits(model_type).experts:
         _moe(cfg, entry, model_type, where)
     else:
-        entry["intermediate_size"] = int(_need(cfg, "intermediate_size", where))
+        entry["intermediate_size"] = _count(cfg, "intermediate_size", where)
     if model_type.startswith("deepseek"):
         for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            entry[key] = int(_need(cfg, key, where))
-        entry["q_lora_rank"] = cfg.get("q_lora_rank") or None
+            entry[key] = _count(cfg, key, where)
+        entry["q_lora_rank"] = _count(cfg, "q_lora_rank", where) if cfg.get("q_lora_rank") else None
     _family_fields(cfg, entry, family, where)
     _local_attention(cfg, entry, model_type, where)
     if "vision_config" in outer:

@@ -14,7 +14,8 @@ import datetime as _dt
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from copy import copy
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from roofline.catalog.schema import NUM
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
 from roofline.catalog.spot import SPOT_KEYS, spot_fields
-from roofline.domain.errors import CatalogError, UnknownEntryError
+from roofline.domain.errors import CatalogError, InputError, UnknownEntryError
 from roofline.domain.hardware import Accelerator, Efficiency, Price, Tier
 from roofline.domain.model import ModelArch
 from roofline.timing.collectives import LinkSet
@@ -223,6 +224,7 @@ class Catalog:
         return problems
 
     def _get(self, section: str, what: str, name: str) -> Any:
+        """An entry by id or alias (any case), else UnknownEntryError with a 'did you mean'."""
         table = getattr(self, section)
         if name in table:
             return table[name]
@@ -237,9 +239,18 @@ class Catalog:
         hint = (
             f"did you mean {' or '.join(repr(c) for c in close)}?"
             if close
-            else f"see `roofline {what} list`"
+            else f"see `roofline {_LISTED_BY[section]}`"
         )
         raise UnknownEntryError(f"unknown {what} '{name}'", hint=hint)
+
+    def with_user(self, user: Catalog) -> Catalog:
+        """A copy of this catalog with `user`'s entries added over it (by id, as add_dir adds a
+        later directory's): what alias_problems of the combination sees."""
+        out = Catalog(**{f.name: copy(getattr(self, f.name)) for f in fields(Catalog)})
+        for section in _ALIAS_SECTIONS:
+            getattr(out, section).update(getattr(user, section))
+        out.origin.update(user.origin)
+        return out
 
     def accelerator(self, name: str) -> Accelerator:
         return self._get("accelerators", "hardware", name)
@@ -262,6 +273,10 @@ class Catalog:
         return model_from_config(name)
 
 
+# the command that lists a section's ids (named in an unknown id's hint)
+_LISTED_BY = {"accelerators": "hardware list", "tiers": "hardware tiers", "models": "models list"}
+
+
 def _no_constant(path: Path):
     """json.loads accepts NaN and Infinity; a config.json holding them is refused by name."""
 
@@ -271,33 +286,15 @@ def _no_constant(path: Path):
     return refuse
 
 
-# config.json keys the importer reads as whole numbers (hfconfig.entry_from_config)
-_CONFIG_COUNTS = (
-    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-    "intermediate_size", "vocab_size", "head_dim", "max_position_embeddings", "n_routed_experts",
-    "num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
-    "n_shared_experts", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim", "sliding_window", "num_layers", "first_k_dense_replace",
-)  # fmt: skip
+def _json_int(path: Path):
+    """int() of a JSON integer; one too long for int() (4,300 digits) is refused by name."""
 
+    def parse(text: str) -> int:
+        if len(text.lstrip("-")) > 4300:
+            raise CatalogError(f"{path}: a number of {len(text)} digits is not one a config holds")
+        return int(text)
 
-def _check_config_values(cfg: dict[str, Any], p: Path) -> None:
-    """model_type a string and the counts the importer reads numbers a float can hold, in the
-    config and its text_config: one line naming the key instead of an internal error."""
-    for where, d in (("", cfg), ("text_config.", cfg.get("text_config"))):
-        if not isinstance(d, dict):
-            continue
-        if "model_type" in d and not isinstance(d["model_type"], str):
-            raise CatalogError(f"{p}: key '{where}model_type' must be a string")
-        for key in _CONFIG_COUNTS:
-            v = d.get(key)
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, int | float | str):
-                raise CatalogError(f"{p}: key '{where}{key}' must be a number, got {v!r:.40}")
-            if isinstance(v, int | float) and not -1e15 < v < 1e15:
-                shown = str(v) if len(str(v)) <= 20 else f"{str(v)[:12]}... ({len(str(v))} digits)"
-                raise CatalogError(f"{p}: key '{where}{key}' is out of range: {shown}")
+    return parse
 
 
 def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
@@ -316,14 +313,13 @@ def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, A
         source = f"{repo} config.json (Hugging Face cache {p.parent.name[:12]})"
     text = read_text(p)
     try:
-        cfg = json.loads(text, parse_constant=_no_constant(p))
+        cfg = json.loads(text, parse_constant=_no_constant(p), parse_int=_json_int(p))
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{p}: is not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except RecursionError:
         raise CatalogError(f"{p}: JSON nested too deep to be a model config") from None
     if not isinstance(cfg, dict):
         raise CatalogError(f"{p}: expected a JSON object")
-    _check_config_values(cfg, p)
     stem = p.parent.name if p.name == "config.json" else p.stem
     return entry_from_config(cfg, model_id or stem.lower(), str(p), source)
 
@@ -352,10 +348,22 @@ def dirs_in_use(extra: Iterable[str | Path] = ()) -> list[Path]:
     return shipped_dirs() + user_dirs(extra)
 
 
+def catalog_dir(path: str | Path) -> Path:
+    """A catalog directory given by name; an empty name (which Path reads as the current
+    directory, whose YAML files would all be read as catalog files) is refused."""
+    if isinstance(path, str) and not path.strip():
+        raise InputError(
+            f"catalog directory {path!r}: an empty path names no directory (give one, e.g. "
+            "--catalog ./my-catalog)"
+        )
+    return Path(path)
+
+
 def user_dirs(extra: Iterable[str | Path] = ()) -> list[Path]:
-    """ROOFLINE_CATALOG (os.pathsep-separated) then --catalog directories, in that order."""
+    """ROOFLINE_CATALOG (os.pathsep-separated; empty segments skipped) then --catalog
+    directories, in that order."""
     env = os.environ.get("ROOFLINE_CATALOG", "")
-    return [Path(p) for p in env.split(os.pathsep) if p] + [Path(p) for p in extra]
+    return [Path(p) for p in env.split(os.pathsep) if p] + [catalog_dir(p) for p in extra]
 
 
 @cache
@@ -420,6 +428,8 @@ def validate_dirs(dirs: Iterable[Path]) -> list[str]:
                 problems.append(str(exc))
     if cat.calibrations:  # a user directory's calibrations name shipped chips and engines
         problems.extend(p for p in cat.unknown_calibrated(_shipped()) if p not in problems)
+    # an alias a user entry shares with a shipped one is refused at load (load_catalog): here too
+    problems.extend(p for p in _shipped().with_user(cat).alias_problems() if p not in problems)
     files = [p for d in dirs if d.is_dir() for p in _yaml_files(d)]
     problems.extend(family_problems(files, {*cat.families, *_shipped().families}))
     return problems

@@ -5,7 +5,6 @@ codes, stdout guard, ASCII fallback, the paused cycle collector) is roofline/cli
 import importlib
 import sys
 from collections.abc import MutableMapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -195,9 +194,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_callback(
     catalog: Annotated[
-        list[Path] | None,
+        list[str] | None,  # not Path: Path("") is ".", and an empty path is refused (load.py)
         typer.Option(
             "--catalog",
+            metavar="<path>",
             help="Extra catalog directory (repeatable); adds to or overrides entries. "
             "ROOFLINE_CATALOG holds more, separated by ':'.",
         ),
@@ -216,7 +216,7 @@ def main_callback(
     ] = False,
 ) -> None:
     """Analytical roofline calculator for LLM inference."""
-    _state["catalog_dirs"] = [str(p) for p in catalog or []]
+    _state["catalog_dirs"] = list(catalog or [])
     from roofline.render.core import (  # no rich: JSON commands load it too
         set_user_calibrations,
         set_verbose,

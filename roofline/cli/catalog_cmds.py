@@ -11,6 +11,7 @@ import typer
 
 from roofline import render
 from roofline.catalog.load import (
+    catalog_dir,
     dirs_in_use,
     model_from_config,
     model_yaml,
@@ -137,23 +138,31 @@ def models_show(
 
 # ---- catalog --------------------------------------------------------------------------------
 @catalog_app.command("validate")
+@guarded
 def catalog_validate(
     dirs: Annotated[
-        list[Path] | None, typer.Argument(help="directories (default: all in use)")
+        list[str] | None, typer.Argument(help="directories (default: all in use)")
     ] = None,
+    fmt: opt.RowFormat = render.RowFmt.table,
 ) -> None:
     """Check catalog files; print every problem.
 
-    Each problem names the file, the entry and the key; exit 2 if there is any.
-    Example: roofline catalog validate ./my-catalog"""
-    targets = list(dirs) if dirs else dirs_in_use(catalog_dirs())
+    Each problem names the file, the entry and the key, on stderr; exit 2 if there is any.
+    --format json also writes the document (ok, problems) on stdout; jsonl, csv and markdown a
+    row per problem.
+    Example: roofline catalog validate ./my-catalog --format json | jq '.problems[]'"""
+    targets = [catalog_dir(d) for d in dirs] if dirs else dirs_in_use(catalog_dirs())
     problems = validate_dirs(targets)
+    shown = [str(d) for d in targets]
+    doc = render.document("catalog validate", {"dirs": shown}, ok=not problems, problems=problems)
+    rows = [{"problem": p} for p in problems]
+    render.emit(doc, fmt, rows, lambda _: None)  # the table is the lines on stderr below
     err = render.stderr_console()
     for p in problems:
         err.print(f"error: {p}", markup=False)
     if problems:
         raise typer.Exit(2)
-    err.print(f"ok: {', '.join(str(d) for d in targets)}", markup=False)
+    err.print(f"ok: {', '.join(shown)}", markup=False)
 
 
 @models_app.command("import")
