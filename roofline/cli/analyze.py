@@ -50,6 +50,8 @@ def analyze(
     opt.check_formats(dep, hw)
     lay, dep = lopt.layout(cat, m, hw, dep, pl.lo, en.engine_name)
     b, s, o, ctx = sb.parse(m, strict=True)
+    if overhead is not None:
+        opt.step_overhead(overhead, "--overhead")
     eff = opt.efficiency(hw, eta_compute, eta_memory, overhead)
     eng = engine(en.engine_name, hw)
     plan = opt.fitted_plan(m, hw, dep, eng, en.memory, wired_limit)
@@ -58,7 +60,7 @@ def analyze(
     mb = int(max_batch(plan, m, dep, ctx))
     if not fits:
         warn(
-            f"batch {b} needs {fmt_bytes(kv_end)} of KV per GPU at {s + o:,} tokens but the "
+            f"batch {b} needs {fmt_bytes(kv_end)} of KV per GPU at {ctx:,} tokens but the "
             f"budget is {fmt_bytes(plan.kv_budget_bytes)}: at most {mb} sequences fit "
             "(see `roofline capacity`)"
         )

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Annotated
 
 import typer
@@ -108,6 +108,13 @@ def _kind(drafter: str, draft: str | None, m) -> str:
         raise InputError(
             f"unknown --drafter '{drafter}'", hint=f"choose auto or {', '.join(DRAFTERS)}"
         )
+    if draft is not None and not draft.strip():
+        raise InputError("--draft: give a draft model id, e.g. llama-3.2-1b")
+    if draft is not None and kind != "draft":
+        raise InputError(
+            f"give --draft or --drafter {kind}, not both: --draft {draft} is a draft model "
+            f"(--drafter draft), which --drafter {kind} would not run"
+        )
     return kind
 
 
@@ -119,8 +126,6 @@ def drafter_kind(o: DraftOptions, m) -> str:
         raise InputError("--drafter draft needs --draft MODEL")
     if not 0.0 < decay <= 1.0:
         raise InputError(f"--decay must be in (0, 1], got {decay}")
-    if draft is not None and not draft.strip():
-        raise InputError("--draft: give a draft model id, e.g. llama-3.2-1b")
     return kind
 
 
@@ -143,6 +148,13 @@ def round_options(o: DraftOptions) -> tuple[list[int], int | str, float | list[f
     if tau is not None:
         if isinstance(acc, list):
             raise InputError("give --tau or a per-position --acceptance list, not both")
+        # --tau turns into α: an --acceptance given too would be dropped (the default is not
+        # told apart from the same value given, as a spec's drafter passes it: specs._drafting)
+        if o.acceptance.strip() != ACCEPTANCE:
+            raise InputError(
+                f"give --tau or --acceptance, not both: --tau {tau:g} sets α, which "
+                f"--acceptance {o.acceptance} would also set"
+            )
         if tau_gamma is not None and not 1 <= tau_gamma <= 64:
             raise InputError(f"--tau-gamma must be from 1 to 64, got {tau_gamma}")
         acc = alpha_from_tau(tau, tau_gamma or max(gammas), decay)
@@ -158,8 +170,12 @@ def draft_config(cat, m, dep, o: DraftOptions):
 
     drafter, draft, decay = o.drafter, o.draft, o.decay
     if drafter is None:
-        if draft is not None or o.tau is not None:
-            raise InputError("--draft and --tau take --drafter (speculative decoding)")
+        defaults = DraftOptions()
+        given = [f"--{f.name.replace('_', '-')}" for f in fields(o)
+                 if f.name != "drafter" and getattr(o, f.name) != getattr(defaults, f.name)]  # fmt: skip
+        if given:  # a drafter's setting without a drafter would be dropped silently
+            verb = "needs" if len(given) == 1 else "need"
+            raise InputError(f"{', '.join(given)} {verb} --drafter (speculative decoding)")
         return None
     kind = _kind(drafter, draft, m)
     if kind == "draft" and not (draft and draft.strip()):

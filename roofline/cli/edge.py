@@ -3,25 +3,52 @@ llama.cpp's -ngl or FlexGen streaming) and `edge` (what a Mac, a Spark or a desk
 side by side, against the GPU-wired limit of unified memory)."""
 
 from dataclasses import asdict
+from difflib import get_close_matches
 from typing import Annotated, Any
 
 import typer
 
 from roofline import render
+from roofline.catalog.families import OWN_FAMILY
+from roofline.catalog.load import Catalog
 from roofline.cli import convert
 from roofline.cli import groups as grp
 from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli.app import catalog, warn
 from roofline.cli.edge_json import offload_doc
-from roofline.domain.errors import DoesNotFitError, InputError
-from roofline.domain.hardware import default_wired_limit_bytes
+from roofline.cli.wired import one_node
+from roofline.domain.errors import DoesNotFitError, InputError, UnknownEntryError
+from roofline.domain.hardware import Accelerator, default_wired_limit_bytes
 from roofline.domain.units import fmt_bytes, parse_bytes, parse_memory_bytes
 from roofline.engines.engine import engine
 from roofline.levers.devicefit import default_host, edge_fit, gpu_layer_sweep
 from roofline.levers.offload import gpu_memory_needed, most_gpu_layers
 from roofline.levers.offload import offload as offload_core
 from roofline.step.memory import weight_bytes_per_gpu
+
+
+def host_cpu(cat: Catalog, name: str) -> Accelerator:
+    """--host: a host CPU entry of the catalog (family 'cpu': its RAM and the cores that run
+    host-resident layers). A GPU or any other accelerator is refused (its HBM is no host RAM),
+    with a 'did you mean' over the hosts."""
+    try:
+        h: Accelerator | None = cat.accelerator(name)
+    except UnknownEntryError:
+        h = None
+    if h is not None and h.family == OWN_FAMILY:
+        return h
+    cpus = [a for a in cat.accelerators.values() if a.family == OWN_FAMILY]
+    hosts = sorted(a.id for a in cpus)
+    names = hosts + [alias for a in cpus for alias in a.aliases]
+    close = get_close_matches(name.lower(), names, n=3, cutoff=0.5)
+    hint = (
+        f"did you mean {' or '.join(repr(c) for c in close)}?"
+        if close
+        else f"hosts: {', '.join(hosts)}"
+    )
+    what = "no host CPU of that name" if h is None else f"{h.id} is an accelerator, not a host CPU"
+    raise InputError(f"--host {name}: {what}", hint=hint)
 
 
 # ---- offload --------------------------------------------------------------------------------
@@ -71,8 +98,9 @@ def offload(
     Example: roofline offload llama-3.1-70b rtx-4090 --weights q4_k_m --host ryzen-9950x"""
     cat = catalog()
     m, hw = tg.load(cat)
-    h = cat.accelerator(host or default_host(hw.id, hw.family))
+    h = host_cpu(cat, host) if host else cat.accelerator(default_host(hw.id, hw.family))
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
+    one_node(cat, m, hw, dep, "offload")
     b, _, _, ctx = sb.parse(m)
     share = opt.sharing(tp, sharing, link_efficiency)
     if not 1 <= block_batches <= 4096:
@@ -160,13 +188,16 @@ def edge(
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b, s, o, ctx = sb.parse(m, strict=True)
     extra = [cat.accelerator(x.strip()) for x in (devices or "").split(",") if x.strip()]
+    given_host = host_cpu(cat, host) if host else None  # checked, used or not
     devs = [hw, *extra]
     rows = []
     for i, dev in enumerate(devs):
         opt.check_formats(dep, dev)
         cap = opt.capacity(dev, en.memory, wired_limit) if i == 0 else dev.usable_memory_bytes
         ram = parse_memory_bytes(en.memory) if i == 0 and en.memory else dev.memory_capacity_bytes
-        h = cat.accelerator(host or default_host(dev.id, dev.family)) if dev.host_link else None
+        h = None
+        if dev.host_link:
+            h = given_host or cat.accelerator(default_host(dev.id, dev.family))
         at = ctx if sb.context is not None else None
         eng_name = "mlx" if en.engine_name == "mlx" else "llamacpp"
         rows.append(asdict(edge_fit(m, dev, h, dep, b, s, o, ctx, cap, ram, at, eng_name)))

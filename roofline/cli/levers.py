@@ -14,6 +14,7 @@ from roofline.cli import options as opt
 from roofline.cli import publish as pub
 from roofline.cli.app import catalog, note, warn
 from roofline.cli.levers_json import reload_json, speculate_doc, tiers_doc
+from roofline.cli.wired import one_node
 from roofline.domain.errors import InputError
 from roofline.domain.precision import weight_format
 from roofline.domain.units import fmt_bytes, parse_bytes
@@ -137,7 +138,14 @@ def tiers(
     m, hw, t = *tg.load(cat), cat.tier(tier)
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     opt.check_formats(dep, hw)
-    ctx = rq.parse(m)[2]
+    one_node(cat, m, hw, dep, "tiers")
+    s_new, _, ctx = rq.parse(m)
+    p_tokens = opt.tokens(prefix, "--prefix", 1) if prefix is not None else None
+    if p_tokens is not None and rq.context is not None and p_tokens + s_new > ctx:
+        raise InputError(
+            f"--prefix ({p_tokens:,} tokens) and --prompt ({s_new:,} new) exceed --context "
+            f"({ctx:,} tokens): a returning turn holds its cached prefix and its new tokens"
+        )
     if tier_capacity is not None:
         cap = parse_bytes(tier_capacity, "--tier-capacity")
     elif t.capacity_bytes is not None:
@@ -156,10 +164,14 @@ def tiers(
     kw: dict[str, Any] = {"sharing": share, "link_eff": link_efficiency}
     base = spill(m, hw, dep, plan, t, max(hbm_only, 1), ctx, ideal, **kw)
     r = spill(m, hw, dep, plan, t, b, ctx, ideal, **kw)
+    if b > with_tier:  # said as analyze says a batch past the KV budget, then shown as asked
+        warn(
+            f"batch {b:,} needs {fmt_bytes(r.kv_bytes)} of KV per GPU at {ctx:,} tokens but HBM "
+            f"and the tier hold {fmt_bytes(plan.kv_budget_bytes + cap)}: at most {with_tier:,} "
+            "sequences fit (the tier column assumes a tier that holds the rest)"
+        )
     reload = None
-    if prefix is not None:
-        s_new = rq.parse()[0]
-        p_tokens = opt.tokens(prefix, "--prefix", 1)
+    if p_tokens is not None:
         x = reload_prefix(m, hw, dep, t, p_tokens, s_new, dma_tokens, **kw, ideal=ideal)
         reload = reload_json(x, dma_tokens)
     doc = tiers_doc(

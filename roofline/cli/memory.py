@@ -1,7 +1,7 @@
 """Commands on one deployment's memory: `kv`, `capacity`, `bytes`."""
 
 from dataclasses import replace
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,9 @@ from roofline.step.memory import (
     plan_memory,
 )
 from roofline.step.ops import Deployment
+
+if TYPE_CHECKING:
+    from roofline.timing.roofline import FloatArray
 
 
 # ---- kv -------------------------------------------------------------------------------------
@@ -81,7 +84,6 @@ def kv(
         compare_attention,
         eviction_gain,
         kv_footprint,
-        parse_lengths,
     )
 
     cat = catalog()
@@ -114,7 +116,7 @@ def kv(
     if allocation is not None:
         limit = opt.tokens(max_len, "--max-len", 1) if max_len is not None else ctx
         block = opt.block(block, engine(en.engine_name).block_tokens)
-        values, desc = parse_lengths(lengths, limit)
+        values, desc = _allocation_lengths(lengths, limit, max_len is not None)
         per_token = kv_bytes_per_token(m, fmt_kv.bits, tp)
         reports = {
             a: allocation_waste(values, per_token, a, block, limit) for a in ("contiguous", "paged")
@@ -134,6 +136,22 @@ def kv(
         eviction = mj.eviction_json(eviction_gain(m, with_w, ctx, b, plan), hw)
     doc = mj.kv_doc(m, fmt_kv, ctx, b, tp, budget, kv_footprint(m, dep, ctx, b), eviction)
     render.emit_json(doc) if json else render.kv_table(doc)
+
+
+def _allocation_lengths(lengths: str, limit: int, max_len_given: bool) -> tuple["FloatArray", str]:
+    """`kv --allocation`'s lengths and their description: listed ones (a list, a file) are the
+    user's own, and one past the limit a request may hold is refused, not clipped to it; drawn
+    ones (sharegpt, lognormal:...) are truncated there (levers.kvcache.parse_lengths)."""
+    from roofline.levers.kvcache import listed, parse_lengths
+
+    values, desc = parse_lengths(lengths, int(opt.MAX_TOKENS) if listed(lengths) else limit)
+    if values.max() > limit:
+        said = "--max-len" if max_len_given else "--max-len (default --context)"
+        raise InputError(
+            f"--lengths: a length of {int(values.max()):,} tokens is past {said}, the "
+            f"{limit:,} tokens a request may hold: raise --max-len or shorten the lengths"
+        )
+    return values, desc
 
 
 # ---- capacity -------------------------------------------------------------------------------
@@ -226,6 +244,7 @@ def bytes_(
     b, s, o, ctx = sb.parse(m)
     s = max(s, 1)
     eng = engine(en.engine_name, hw)
+    opt.fitted_plan(m, hw, dep, eng, en.memory)  # weights that do not fit: refused, as analyze
     cap = opt.capacity(hw, en.memory)
     t = byte_traffic(m, hw, dep, b, s, ctx, engine=eng.name)
     lever_doc = None

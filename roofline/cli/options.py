@@ -470,3 +470,15 @@ def not_fit(m: ModelArch, hw: Accelerator, dep: Deployment, plan: MemoryPlan) ->
             else "raise --tp or --pp, or use smaller --weights"
         ),
     )
+
+
+MAX_OVERHEAD_S = 3600.0  # a per-step or per-transfer overhead past an hour is a typo
+
+
+def step_overhead(text: str, what: str) -> float:
+    """A fixed overhead in seconds (units.parse_seconds), at most an hour: 1e30s would print a
+    31-digit TTFT."""
+    t = parse_seconds(text, what)
+    if not t <= MAX_OVERHEAD_S:
+        raise InputError(f"{what} must be at most 1 hour (3600s), got {text}")
+    return t

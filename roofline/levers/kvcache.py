@@ -273,6 +273,13 @@ def table_lengths(name: str, n: int, mean: float | None = None) -> FloatArray:
     return np.maximum(values, 1.0)
 
 
+def listed(lengths: str) -> bool:
+    """Lengths given one by one (a list such as 100,250,900, or a file of numbers), not drawn
+    from a distribution: what parse_lengths reads as the user's own values."""
+    text = lengths.strip()
+    return bool(re.fullmatch(r"[0-9.,\s]+", text)) or Path(text).is_file()
+
+
 def parse_lengths(
     lengths: str, max_len: int, n: int = 10_000, seed: int = 0, what: str = "--lengths"
 ) -> tuple[FloatArray, str]:
