@@ -227,4 +227,5 @@ def test_plan_and_serve_lay_out_a_small_mac_past_its_default_limit(run):
     # past the RAM itself (16 GiB) both still refuse
     small = ("qwen3-30b-a3b", "m4", "--memory", "16GB", "--weights", "q4_k_m")
     assert run("serve", *small, "--rate", "0.05", "--requests", "20").code == 2
-    assert run("plan", *small, "--gpus", "1", "--format", "json").json()["best"] is None
+    refused = run("plan", *small, "--gpus", "1", "--format", "json")
+    assert refused.code == 2 and refused.stdout == "" and "fits no layout" in refused.stderr

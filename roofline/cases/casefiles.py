@@ -101,6 +101,8 @@ def load_cases(path: str | Path) -> list[Case]:
     raw = parse_yaml(text, str(path))
     if not isinstance(raw, dict) or not isinstance(raw.get("cases"), list):
         raise CatalogError(f"{path}: expected a mapping with a 'cases' list")
+    if not raw["cases"]:
+        raise CatalogError(f"{path}: the 'cases' list is empty: nothing to validate")
     cases, seen = [], set()
     for i, entry in enumerate(raw["cases"]):
         name = entry.get("id", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
@@ -112,6 +114,8 @@ def load_cases(path: str | Path) -> list[Case]:
         for key in ("gpus", "tp", "pp", "ep", "output"):
             _positive(where, key, d[key])
         _positive(where, "measured", d["measured"])
+        if d["prompt"] < 0:  # 0: a decode step at a context of its own (extra_cases.yaml)
+            raise CatalogError(f"{where}: key 'prompt' must not be negative, got {d['prompt']}")
         if d["batch"] is not None:
             _positive(where, "batch", d["batch"])
         if "speculative" in d:

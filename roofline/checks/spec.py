@@ -234,6 +234,12 @@ def load_spec(path: str | Path, candidates: bool = False) -> list[dict[str, Any]
     if candidates:
         raw = _candidates(name, raw)
     if isinstance(raw, dict) and "deployments" in raw:
+        extra = sorted(str(k) for k in raw if k != "deployments")
+        if extra:
+            raise CatalogError(
+                f"{name}: unknown top-level key '{extra[0]}' (a spec is one deployment, a list,"
+                " or a mapping with a 'deployments' list only)"
+            )
         raw = raw["deployments"]
     entries = raw if isinstance(raw, list) else [raw]
     if not entries or raw is None:

@@ -33,6 +33,9 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     d.update(weights=fm.weights, kv_dtype=fm.kv_dtype)
     d.update(engine=en.engine_name, prompt=rq.prompt, output=rq.output, batch=o["batch"])
     d["checks"] = {k: o[k] for k in _CHECK_KEYS}
+    for k, v in d["checks"].items():  # as a spec file's checks are refused (checks.spec)
+        if isinstance(v, int | float) and not isinstance(v, bool) and not v >= 0:
+            raise InputError(f"--{k.replace('_', '-')} must be a number of 0 or more, got {v}")
     for key, value in (
         ("traffic_curve", traffic_curve),
         ("headroom", o["headroom"] if traffic_curve is not None else None),
@@ -56,8 +59,31 @@ def _options_spec(o: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+# with --spec, the options that apply to every deployment (the rest live in the file)
+_WITH_SPEC = frozenset(
+    ("spec", "fmt", "ideal", "exit_zero", "arrivals", "speedup", "burstiness", "workload",
+     "confidence", "router", "kv_offload", "retention")
+)  # fmt: skip
+
+
+def _refuse_options_with_spec(ctx: typer.Context) -> None:
+    """A deployment option given beside --spec would be dropped silently: refuse it, naming it."""
+    given = [
+        p.opts[0]
+        for p in ctx.command.params
+        if p.name not in _WITH_SPEC
+        and getattr(ctx.get_parameter_source(p.name or ""), "name", None) == "COMMANDLINE"
+    ]
+    if given:
+        raise InputError(
+            f"with --spec, give {', '.join(given)} in the spec file (each deployment's keys);"
+            " only the traffic, router and output options apply to every deployment"
+        )
+
+
 @grp.command()
 def check(
+    ctx: typer.Context,
     model: Annotated[str | None, typer.Argument(help="model id (or use --spec)")] = None,
     hardware: Annotated[str | None, typer.Argument(help="accelerator id")] = None,
     spec: Annotated[
@@ -139,9 +165,11 @@ def check(
     Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
     --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
     given = dict(locals())  # the options, as a one-deployment spec when there is no --spec
+    del given["ctx"]
     if spec is not None:
         if model or hardware:
             raise InputError("give MODEL HARDWARE or --spec, not both")
+        _refuse_options_with_spec(ctx)
         given_keys = {**traffic.spec_keys(), **spec_keys(router, kt)}
         deployments = [{**d, **given_keys} for d in load_spec(spec)]  # as report
     else:

@@ -10,9 +10,9 @@ import typer
 
 from roofline import render
 from roofline.cli import publish as pub
-from roofline.cli.app import app, catalog, catalog_dirs, guarded
+from roofline.cli.app import app, catalog, catalog_dirs, guarded, note
 from roofline.cli.fleetspread import check_spread, publish_spread, spread_doc
-from roofline.cli.startup import native_stdout_to_stderr
+from roofline.cli.startup import EXIT_CHECK_FAILED, native_stdout_to_stderr
 from roofline.cli.traffic_json import sized_json
 from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.layout import node_gpus
@@ -142,6 +142,12 @@ def fleet(
     from roofline.render.fleet import fleet_rows, fleet_table
 
     pub.publish(doc, fmt, fleet_rows(doc), fleet_table, out)
+    unplaced = [  # no deployment meets its SLOs, or none is placed in any hour
+        r["name"] for r in doc["models"] if r.get("deployment") is None or not r["slo_attainment"]
+    ]
+    if unplaced:  # as size: the result printed, the answer is no (exit 1)
+        note(f"fleet: {', '.join(unplaced)}: served within the SLOs in no hour on these GPUs")
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 def _int(a, i: int) -> int:

@@ -189,6 +189,10 @@ class NodeOptions:
     cross_node_tp: opt.CrossNodeTp = False
     scale_out: opt.ScaleOut = opt.SCALE_OUT
 
+    def __post_init__(self) -> None:
+        if self.nodes is not None and not 1 <= self.nodes <= opt.MAX_GPUS:
+            raise InputError(f"--nodes must be from 1 to {opt.MAX_GPUS}, got {self.nodes}")
+
     def network(self, cat: Catalog) -> Tier:
         """The --scale-out network (scale_out_network)."""
         return scale_out_network(cat, self.scale_out)

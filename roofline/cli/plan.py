@@ -12,8 +12,8 @@ from roofline.cli import publish as pub
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import catalog
 from roofline.cli.wired import wired_capacity
-from roofline.domain.errors import InputError
-from roofline.domain.units import parse_seconds
+from roofline.domain.errors import DoesNotFitError, InputError
+from roofline.domain.units import fmt_bytes, parse_seconds
 from roofline.engines.engine import engine
 from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
 from roofline.step.planner import Plan, explain, plans
@@ -94,6 +94,12 @@ def plan(
     eng = engine(en.engine_name, hw)
     cap = wired_capacity(m, hw, base, eng, en.memory)  # one Mac: at the raised wired limit
     found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nd.nodes, nd.cross_node_tp, max_tp)
+    if not any(p.fits for p in found):
+        least = min((p.weights_bytes_per_gpu for p in found), default=None)
+        need = f": the least is {fmt_bytes(least)} of weights per GPU" if least else ""
+        raise DoesNotFitError(
+            f"{m.id} fits no layout of {gpus} x {hw.id} ({base.weights.name} weights){need}"
+        )
     usd = topt.price_table(cat, price).get(hw.id)  # USD per GPU-hour, when known
     rows = [_row(p, cost_per_hour(usd, gpus)) for p in found]
     ok = [p for p in found if p.fits and p.meets_slo]

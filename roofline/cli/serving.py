@@ -18,7 +18,7 @@ from roofline.cli.cliff_json import cliff_doc
 from roofline.cli.disagg_json import disagg_doc, pool_split, pools_launch, traffic_json
 from roofline.domain.errors import InputError
 from roofline.domain.layout import validate
-from roofline.domain.units import fmt_bytes, parse_seconds
+from roofline.domain.units import fmt_bytes
 from roofline.engines.engine import Engine, engine
 from roofline.levers.kvcache import parse_lengths
 from roofline.render.charts import save_cliff
@@ -158,10 +158,20 @@ def disagg(
     m = cat.model(model)
     p_hw, d_hw = cat.accelerator(prefill_hardware), cat.accelerator(decode_hardware)
     tier = cat.tier(link)
+    for name, v in (("--prefill-tp", prefill_tp), ("--decode-tp", decode_tp),
+                    ("--prefill-pp", prefill_pp), ("--decode-pp", decode_pp),
+                    ("--prefill-ep", prefill_ep), ("--decode-ep", decode_ep),
+                    ("--prefill-attention-dp", prefill_attention_dp),
+                    ("--decode-attention-dp", decode_attention_dp)):  # fmt: skip
+        if not 1 <= v <= opt.MAX_GPUS:  # named as given (the layout's own check says --tp)
+            raise InputError(f"{name} must be a whole number from 1 to {opt.MAX_GPUS}, got {v}")
     p_dep = _pool(fm, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, m)
     d_dep = _pool(fm, decode_tp, decode_pp, decode_ep, decode_attention_dp, m)
     kv_link = KvLink(
-        tier, link_efficiency, parse_seconds(transfer_overhead, "--transfer-overhead"), layerwise
+        tier,
+        link_efficiency,
+        opt.step_overhead(transfer_overhead, "--transfer-overhead"),
+        layerwise,
     )
     b, s, o = (
         opt.batch(batch),
@@ -181,7 +191,8 @@ def disagg(
         rates = topt.rates(rate)
         if len(rates) != 1:
             raise InputError("disagg takes one --rate")
-        w = topt.serving_workload(lens, rates[0], None, requests or 1000, None, seed)
+        n = topt.SERVE_REQUESTS if requests is None else requests
+        w = topt.serving_workload(lens, rates[0], None, n, None, seed)
         if lens.prompt_dist or lens.output_dist:
             opt.positions(m, int((w.prompts + w.outputs).max()))
         modes = compare_at_rate(m, p_hw, d_hw, p_dep, d_dep, d_eng, kv_link, w, slo, seed, ideal,

@@ -222,7 +222,8 @@ def plot(
     if out is not None:
         save_roofline(doc, out)
         note(f"wrote {out}")
-        return
+        if fmt is not opt.Fmt.json:  # the chart's data still reaches a pipe (as cliff, edge)
+            return
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
         return

@@ -136,8 +136,7 @@ def serve(
     if (rate is None) == (concurrency is None) and not timed and workload is None:
         raise InputError("give --rate (requests/s) or --concurrency (users)")
     rate_list: list[float | None] = [*topt.rates(rate)] if rate is not None else [None]
-    if preemption not in ("recompute", "swap"):
-        raise InputError(f"--preemption must be recompute or swap, got {preemption}")
+    _scheduler_options(preemption, max_batched_tokens)
     if workload is not None:  # a workload file's classes (roofline.cli.workload)
         mix, base, rate_list = wf.serve_base(workload, sv.px, lens, concurrency, arrivals,
                                               requests, seed, rate_list)  # fmt: skip
@@ -158,6 +157,7 @@ def serve(
         draft_context=float(base.prompts.mean() + base.outputs.mean() / 2),
         scheduler_steps=num_scheduler_steps,
     ), hw, cat.tier, base)  # fmt: skip  # with its KV tiers and retention (kvtier_options)
+    _budget_holds(max_batched_tokens, rep.rules, dep.attention_dp)
     price = topt.price_table(cat, price).get(hw.id)
     search_sat = saturation and concurrency is None
     cap, results = serve_rates(
@@ -185,6 +185,28 @@ def serve(
 
         save_serve(doc, out)
         note(f"wrote {out}")
+
+
+def _scheduler_options(preemption: str, max_batched_tokens: int | None) -> None:
+    if preemption not in ("recompute", "swap"):
+        raise InputError(f"--preemption must be recompute or swap, got {preemption}")
+    if max_batched_tokens is not None and not 1 <= max_batched_tokens <= 10_000_000:
+        raise InputError(
+            f"--max-batched-tokens must be from 1 to 10,000,000, got {max_batched_tokens}"
+        )
+
+
+def _budget_holds(given: int | None, rules, attention_dp: int) -> None:
+    """Under chunked prefill a step's token budget holds every running decode (vLLM's
+    SchedulerConfig refuses max_num_batched_tokens below max_num_seqs): a smaller --max-batched-
+    tokens would be raised silently, so it is refused (one attention-DP rank's budget: per rank)."""
+    if given is None or attention_dp != 1:
+        return
+    if rules.chunked_prefill and given <= rules.max_seqs:
+        raise InputError(
+            f"--max-batched-tokens {given} must exceed the running sequences ({rules.max_seqs})"
+            " under chunked prefill: raise it or lower --max-seqs"
+        )
 
 
 def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions, engine_name: str | None = None):

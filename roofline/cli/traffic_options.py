@@ -314,6 +314,8 @@ def rates(text: str) -> list[float]:
             values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise InputError(f"cannot read --rate {text!r}: use 4, 1,2,4 or 0.5..20:0.5") from None
+    if ".." in text and hi < lo:
+        raise InputError(f"--rate {text!r}: the range runs backwards ({lo:g} > {hi:g})")
     if not values or len(values) > 200:
         raise InputError(f"--rate {text!r}: give 1 to 200 rates")
     if any(not (np.isfinite(v) and 0 < v <= 1e6) for v in values):

@@ -26,6 +26,8 @@ def traffic_rules(d: dict[str, Any], sizes: bool = False) -> None:
     if d.get("workload") is not None and given:
         raise InputError(f"--workload: the file holds the classes' lengths and arrivals; drop"
                          f" {', '.join(given)}")  # fmt: skip
+    if d.get("requests") is not None and d.get("duration") is not None:
+        raise InputError("--requests and --duration both set the run's length: give one")
     for key in ("requests", "duration"):
         if log and d.get(key) is not None:
             raise InputError(f"--arrivals: a log is replayed whole; --{key} cannot cut it")

@@ -6,6 +6,7 @@ only here, at the edges (catalog loading, command-line parsing, rendering).
 
 from __future__ import annotations
 
+import math
 import re
 
 from roofline.domain.errors import InputError
@@ -100,7 +101,9 @@ def fmt_bytes(n: float) -> str:
 
 
 def fmt_seconds(t: float) -> str:
-    """Human duration: s, ms or µs with three significant figures."""
+    """Human duration: s, ms or µs with three significant figures (rounded first, so 0.9998 s
+    is 1 s, not 1e+03 ms)."""
+    t = float(f"{t:.3g}") if math.isfinite(t) and abs(t) < 1000 else t
     if abs(t) >= 1000:
         return f"{t:,.0f} s"
     if abs(t) >= 1:

@@ -11,7 +11,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -59,18 +59,65 @@ def stderr_console() -> Console:
 
 def to_jsonable(value: Any, nonfinite: list[str] | None = None, path: str = "") -> Any:
     """numpy scalars/arrays → Python; NaN/inf → None (JSON has neither), their keys collected in
-    `nonfinite` so the caller can say why a number is null."""
+    `nonfinite` so the caller can say why a number is null. One pass without paths first (a
+    sweep's document holds millions of values); the paths are traced only when one is null."""
+    bad: list[int] = []
+    out = _plain(value, bad)
+    if bad and nonfinite is not None:
+        _traced(value, nonfinite, path)
+    return out
+
+
+_PLAIN = frozenset((str, int, bool, type(None)))
+
+
+def _plain(value: Any, bad: list[int]) -> Any:
+    """to_jsonable without the paths: `bad` grows by one per non-finite number."""
+    t = type(value)
+    if t is float:
+        if value - value == 0.0:  # finite (inf - inf and nan - nan are nan)
+            return value
+        bad.append(1)
+        return None
+    if t in _PLAIN:
+        return value
+    if t is list or t is tuple:
+        return [
+            x if type(x) in _PLAIN or (type(x) is float and x - x == 0.0) else _plain(x, bad)
+            for x in value
+        ]
+    if t is dict or isinstance(value, Mapping):
+        return {
+            str(k): x
+            if type(x) in _PLAIN or (type(x) is float and x - x == 0.0)
+            else _plain(x, bad)
+            for k, x in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_plain(x, bad) for x in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist(), bad)
+    if isinstance(value, np.generic):
+        return _plain(value.item(), bad)
+    if isinstance(value, float) and not math.isfinite(value):
+        bad.append(1)
+        return None
+    return value
+
+
+def _traced(value: Any, nonfinite: list[str], path: str = "") -> Any:
+    """to_jsonable's conversion with each non-finite number's path appended to `nonfinite`."""
     if isinstance(value, Mapping):
         return {
-            str(k): to_jsonable(v, nonfinite, f"{path}.{k}" if path else str(k))
+            str(k): _traced(v, nonfinite, f"{path}.{k}" if path else str(k))
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [to_jsonable(v, nonfinite, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_traced(v, nonfinite, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist(), nonfinite, path)
+        return _traced(value.tolist(), nonfinite, path)
     if isinstance(value, np.generic):
-        return to_jsonable(value.item(), nonfinite, path)
+        return _traced(value.item(), nonfinite, path)
     if isinstance(value, float) and not math.isfinite(value):
         if nonfinite is not None:
             nonfinite.append(path)
@@ -80,7 +127,83 @@ def to_jsonable(value: Any, nonfinite: list[str] | None = None, path: str = "") 
 
 def emit_json(doc: Mapping[str, Any]) -> None:
     _warn_nonfinite()
-    sys.stdout.write(json.dumps(to_jsonable(doc), indent=2, allow_nan=False) + "\n")
+    sys.stdout.write(json_text(doc) + "\n")
+
+
+ROWS_AT_ONCE = 256  # a top-level list of at least this many flat rows is written by columns
+
+
+def json_text(doc: Mapping[str, Any]) -> str:
+    """json.dumps(to_jsonable(doc), indent=2), byte for byte, in a fraction of the time for a
+    document holding long lists of flat rows (a sweep's points): json's indented encoder is pure
+    Python, so such a list is written column by column here (rows_text, which takes plain finite
+    values as they are) and the rest by json."""
+    rows = {
+        k: v
+        for k, v in doc.items()
+        if isinstance(k, str) and type(v) is list and len(v) >= ROWS_AT_ONCE
+    }
+    marks = {k: f"\x00rows {i}\x00" for i, k in enumerate(rows)}
+    rest = to_jsonable({k: marks.get(k, v) for k, v in doc.items()})
+    text = json.dumps(rest, indent=2, allow_nan=False)
+    for k, mark in marks.items():
+        text = text.replace(json.dumps(mark), rows_text(rows[k], 1), 1)
+    return text
+
+
+_ENCODE: dict[type, Callable[[Any], str]] = {
+    float: float.__repr__,  # json's own forms of a finite float, an int, a string
+    int: int.__repr__,
+    str: json.encoder.encode_basestring_ascii,  # type: ignore[attr-defined]
+    bool: lambda x: "true" if x else "false",
+    type(None): lambda x: "null",
+}
+
+
+def rows_text(rows: list[Any], level: int) -> str:
+    """A list as json.dumps(indent=2) writes it `level` levels deep; rows that are flat mappings
+    with one key order are encoded column by column, anything else by json itself."""
+    keys = tuple(rows[0]) if type(rows[0]) is dict else None
+    if (
+        not keys
+        or any(type(k) is not str for k in keys)
+        or any(type(r) is not dict or tuple(r) != keys for r in rows)
+    ):
+        return _nested(json.dumps(to_jsonable(rows), indent=2, allow_nan=False), level)
+    cols = []
+    for k in keys:
+        col = [r[k] for r in rows]
+        kinds = set(map(type, col))
+        if not kinds <= _ENCODE.keys() or (float in kinds and not _finite(col)):
+            return _nested(json.dumps(to_jsonable(rows), indent=2, allow_nan=False), level)
+        if len(kinds) == 1:
+            cols.append(list(map(_ENCODE[kinds.pop()], col)))
+        else:
+            cols.append([_ENCODE[type(x)](x) for x in col])
+    pad = "  " * (level + 1)
+    fields = ",\n".join(
+        f"{pad}  {_braced(json.encoder.encode_basestring_ascii(k))}: {{}}"  # type: ignore[attr-defined]
+        for k in keys
+    )
+    row = f"{pad}{{{{\n{fields}\n{pad}}}}}"
+    return (
+        "[\n" + ",\n".join(row.format(*v) for v in zip(*cols, strict=True)) + f"\n{'  ' * level}]"
+    )
+
+
+def _braced(text: str) -> str:
+    """`text` as a literal inside a str.format template."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _finite(values: Iterable[Any]) -> bool:
+    """Every float among `values` is finite (inf - inf and nan - nan are nan)."""
+    return all(x - x == 0.0 for x in values if type(x) is float)
+
+
+def _nested(text: str, level: int) -> str:
+    """json's indented text of a value, moved `level` levels deeper (its first line in place)."""
+    return text.replace("\n", "\n" + "  " * level)
 
 
 class RowFmt(str, Enum):

@@ -254,7 +254,7 @@ def sweep_table(doc: Mapping[str, Any], con: Console, limit: int = 60) -> None:
         f" (first {limit} of {len(pts):,}; use --format jsonl or csv)" if len(pts) > limit else ""
     )
     same, cols, rows = split_constant(cols, rows)
-    if same and len(same) < len(cols):
+    if same:  # printed once, never dropped (no number hidden)
         wrap_items(con, ["same in every row:", *same], sep=" ")
     print_rows(con, f"Sweep, expected times{more}", cols, rows)
     for error in dict.fromkeys(p["error"] for p in pts if p.get("error")):

@@ -302,6 +302,11 @@ def with_prefix(w: Workload, lengths: PrefixConfig | None, seed: int = 0) -> Wor
     ones when released."""
     if lengths is None:
         return w
+    if lengths.shared_tokens >= int(w.prompts.max(initial=0)) > 0:  # would be cut to fit each
+        raise InputError(
+            f"a shared prefix of {lengths.shared_tokens:,} tokens is no shorter than the prompts"
+            f" ({int(w.prompts.max()):,} tokens at most): the prefix is part of the prompt"
+        )
     prompts, outputs, info = lengths.build(w.prompts, w.outputs)
     c = info.n_first
     if lengths.turns == 1:

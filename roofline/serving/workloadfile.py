@@ -251,16 +251,21 @@ def _lengths(v: Any, at: str) -> str | int:
             raise InputError(f"{at}: must be from 1 to 10,000,000 tokens, got {v}")
         return v
     from roofline.domain.units import parse_count
+    from roofline.levers.kvcache import parse_lengths
 
     try:  # "2k" reads as 2000
-        return int(parse_count(v, at))
-    except InputError:
+        n = int(parse_count(v, at))
+    except InputError:  # a distribution: read here, so its errors name the file's key
+        parse_lengths(v, 10_000_000, n=1, what=at)
         return v.strip()
+    return _lengths(n, at)
 
 
 def _seconds(v: Any, at: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float | str):
-        raise InputError(f"{at}: a time such as 2s or 50ms")
+    """A time written with its unit ('2s', '50ms'); a bare number is refused, as on the command
+    line and in check specs (50 would be 50 seconds where 50 ms was meant)."""
+    if isinstance(v, bool) or not isinstance(v, str):
+        raise InputError(f"{at}: a time with its unit, such as 2s or 50ms, got {v!r}")
     t = parse_seconds(v, at)
     if not (math.isfinite(t) and t > 0):
         raise InputError(f"{at}: must be a positive time, got {v}")
