@@ -51,6 +51,10 @@ DISAGG = ("disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100")
         # a pool's option named as another (--tp) and an overhead of 1e30 s
         ((*DISAGG, "--prefill-tp", "0"), "--prefill-tp must be"),
         ((*DISAGG, "--transfer-overhead", "1e30s"), "at most 1 hour"),
+        # $1e30 a GPU-hour priced every deployment; $0 was refused as unreadable
+        ((*SERVE, "--rate", "1", "--price", "h100=1e30"), "at most $10,000"),
+        ((*SERVE, "--rate", "1", "--price", "h100=0"), "more than $0"),
+        (("plan", "llama-3.1-8b", "h100", "--gpus", "1", "--max-tpot", "0ms"), "above 0"),
     ],
 )  # fmt: skip
 def test_refused(run, args, needle):
@@ -170,3 +174,18 @@ def test_to_jsonable_still_names_the_null_fields():
     out = to_jsonable({"a": [1.0, math.nan], "b": {"c": math.inf}, "d": 2}, found)
     assert out == {"a": [1.0, None], "b": {"c": None}, "d": 2}
     assert found == ["a[1]", "b.c"]
+
+
+@pytest.mark.parametrize(
+    ("record", "needle"),
+    [
+        ('"input_length": true, "output_length": 5', "not a whole number"),
+        # block ids that are not ids were dropped with every prefix hit, silently
+        ('"input_length": 10, "output_length": 5, "hash_ids": "abc"', "hash_ids"),
+        ('"input_length": 10, "output_length": 5, "hash_ids": [1, "x"]', "hash_ids"),
+    ],
+)  # fmt: skip
+def test_mooncake_records_are_read_as_written(run, tmp_path, record, needle):
+    log = tmp_path / "m.jsonl"
+    log.write_text(f'{{"timestamp": 1, {record}}}\n{{"timestamp": 2, {record}}}\n')
+    _refused(run(*SERVE, "--arrivals", str(log)), needle)

@@ -170,9 +170,12 @@ def draft_config(cat, m, dep, o: DraftOptions):
 
     drafter, draft, decay = o.drafter, o.draft, o.decay
     if drafter is None:
-        defaults = DraftOptions()
-        given = [f"--{f.name.replace('_', '-')}" for f in fields(o)
-                 if f.name != "drafter" and getattr(o, f.name) != getattr(defaults, f.name)]  # fmt: skip
+        dflt = DraftOptions()
+        given = [
+            f"--{f.name.replace('_', '-')}"
+            for f in fields(o)
+            if f.name != "drafter" and getattr(o, f.name) != getattr(dflt, f.name)
+        ]
         if given:  # a drafter's setting without a drafter would be dropped silently
             verb = "needs" if len(given) == 1 else "need"
             raise InputError(f"{', '.join(given)} {verb} --drafter (speculative decoding)")

@@ -91,6 +91,8 @@ def plan(
     s, o = opt.tokens(prompt, "--prompt"), opt.tokens(output, "--output")
     opt.positions(m, s + o)
     slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
+    if slo is not None and not 0 < slo <= 3600:
+        raise InputError(f"--max-tpot must be above 0 and at most an hour, got {max_tpot}")
     eng = engine(en.engine_name, hw)
     cap = wired_capacity(m, hw, base, eng, en.memory)  # one Mac: at the raised wired limit
     found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nd.nodes, nd.cross_node_tp, max_tp)

@@ -52,6 +52,8 @@ def _azure_time(text: str, where: str) -> float:
 
 
 def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool):  # JSON true would read as 1 token
+        raise InputError(f"{where}: '{value}' is not a whole number of tokens")
     try:
         n = float(value)
     except (TypeError, ValueError):
@@ -156,6 +158,6 @@ def read_arrivals(path: str | Path, speedup: float = 1.0) -> Workload:
 
         from roofline.serving.sim.blockcache import mooncake_prefix
 
-        info = mooncake_prefix(text, t)
+        info = mooncake_prefix(text, t, name)
         w = w if info is None else replace(w, prefix=info)
     return w

@@ -62,6 +62,9 @@ def joules_per_output_token(
     return power_w(price.board_power_w, power_share) * gpus / output_tokens_per_s
 
 
+MAX_USD_PER_GPU_HOUR = 10_000.0  # past it a price is a typo (list prices: $1-15 a GPU-hour)
+
+
 def parse_price_overrides(text: str | None) -> dict[str, float]:
     """`h100=2.49,b200=5.5` -> {"h100": 2.49, "b200": 5.5} (USD per GPU-hour)."""
     out: dict[str, float] = {}
@@ -71,7 +74,12 @@ def parse_price_overrides(text: str | None) -> dict[str, float]:
             price = float(value)
         except ValueError:
             price = math.nan
-        if not sep or not key.strip() or not (math.isfinite(price) and price > 0):
+        if not sep or not key.strip() or not math.isfinite(price):
             raise InputError(f"--price: cannot read '{item}' (use hardware=USD per GPU-hour)")
+        if not 0 < price <= MAX_USD_PER_GPU_HOUR:  # 0 would make every deployment free
+            raise InputError(
+                f"--price {item}: a GPU-hour must cost more than $0 and at most"
+                f" ${MAX_USD_PER_GPU_HOUR:,.0f}"
+            )
         out[key.strip()] = price
     return out

@@ -26,6 +26,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from roofline.domain.errors import InputError
 from roofline.serving.sim.kvtiers import TierStore
 from roofline.serving.sim.prefixcache import PrefixCache, PrefixInfo
 
@@ -178,17 +179,25 @@ class BlockCache(PrefixCache):
         self.held += (pinned + self.idle_blocks) * dt
 
 
-def mooncake_prefix(text: str, t: np.ndarray) -> PrefixInfo | None:
+def mooncake_prefix(text: str, t: np.ndarray, where: str = "the log") -> PrefixInfo | None:
     """The hash ids of a Mooncake JSONL log (`text`, one record a line; `t` the records' times in
     file order) as PrefixInfo in arrival order (the stable sort of `t`, as replayed sorts the
     requests); None when a record has no hash_ids list."""
     import json
 
     rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for n, row in enumerate(rows, 1):  # given, they must be block ids: never dropped silently
+        h = row.get("hash_ids")
+        if h is not None and not (
+            isinstance(h, list) and all(type(x) is int and 0 <= x < 2**63 for x in h)
+        ):
+            raise InputError(
+                f"{where} record {n}: hash_ids must be a list of block ids (whole numbers)"
+            )
     out = []
     for i in np.argsort(t, kind="stable"):
         h = rows[int(i)].get("hash_ids")
-        if not isinstance(h, list) or not all(isinstance(x, int) for x in h):
+        if h is None:
             return None
         out.append(np.asarray(h, dtype=np.int64))
     return hashed_info(out)
