@@ -101,6 +101,16 @@ def test_validate_refuses_an_empty_case_list(run, tmp_path):
     _refused(run("validate", str(cases)), "the 'cases' list is empty")
 
 
+def test_validate_refuses_a_case_whose_model_cannot_load(run, tmp_path):
+    cases = tmp_path / "c.yaml"  # 811 GB of bf16 weights on one 80 GB A100: a 10,000% "error"
+    cases.write_text(
+        "cases:\n- {id: big, model: llama-3.1-405b, hardware: nvidia-a100-80gb-sxm, gpus: 1,"
+        " tp: 1, pp: 1, ep: 1, weights: bf16, kv: bf16, batch: 1, prompt: 5, output: 200,"
+        " metric: tpot_ms, measured: 5, source: x}\n"
+    )
+    _refused(run("validate", str(cases)), "does not fit on nvidia-a100-80gb-sxm")
+
+
 def test_fleet_says_no_when_a_model_is_served_in_no_hour(run, tmp_path):
     fleet = tmp_path / "f.yaml"
     fleet.write_text(

@@ -53,8 +53,13 @@ def base_times(
     eff = efficiency or hw.efficiency
     name = engine_name or case_engine(case)
     batch = case.batch
+    plan = plan_memory(model, hw, dep, engine(name if name in ENGINES else "auto", hw))
+    if not plan.weights_fit:  # a measurement of a model that cannot be loaded: a misread case
+        raise InputError(
+            f"{where}: {model.id} in {dep.weights.name} does not fit on {hw.id} at TP{dep.tp}"
+            f" PP{dep.pp} ({plan.weights_bytes / 1e9:.1f} GB of weights per GPU)"
+        )
     if batch is None:
-        plan = plan_memory(model, hw, dep, engine(name if name in ENGINES else "auto", hw))
         batch = int(max_batch(plan, model, dep, case.prompt + case.output))
         if batch < 1:
             raise InputError(
