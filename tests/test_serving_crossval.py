@@ -272,3 +272,24 @@ def test_sglangs_mxfp4_runs_stay_out_of_the_host_fits():
     # the pages' SGLang gpt-oss bursts exist in the files, so the filter has work to do
     every = [c for f in CASE_FILES for c in load_serving_cases(ROOT / f)]
     assert any(unmodelled_kernel(c) and c.get("arrivals") == "burst" for c in every)
+
+
+def test_a_throughput_at_a_rate_is_held_to_the_load_it_offers():
+    """TensorRT-LLM 0.14's QPS-32 rows (500 requests of 16 output tokens) measure 493 tokens/s
+    where the ideal run's own Poisson sample gives 465: its arrivals are a sample, and the bound
+    of a throughput at a rate is the offered load, 32 x 16 = 512 tokens/s (by hand)."""
+    from validation.serving_crossval import ServingResult
+    from validation.serving_tables import offered, violates
+
+    file = "validation/engine_sweeps.yaml"
+    case = "trtllm014-serve-h100-llama31-8b-tp1-467-16-qps32-out"
+
+    def row(measured: float, ideal: float) -> ServingResult:
+        return ServingResult(file, case, "g", "trtllm", "0.14.0", "nvidia-h100-sxm",
+                             "nvidia-datacenter", "output_tokens_per_s", measured, ideal,
+                             measured, measured, ())  # fmt: skip
+
+    assert offered(row(493.0, 465.0)) == 512.0
+    assert row(493.0, 465.0).bound_violation and not violates(row(493.0, 465.0))
+    assert violates(row(530.0, 465.0))  # past what 32 requests/s of 16 tokens can carry
+    assert not violates(row(400.0, 465.0))  # below the ideal: no violation at all

@@ -80,6 +80,38 @@ def _arrow(rs: list[ServingResult], stat: Callable[[Iterable[float]], str]) -> s
     return f"{stat(old)} → {new}" if len(old) == len(rs) else f"{stat(old)} ({len(old)}) → {new}"
 
 
+@cache
+def _cases(file: str) -> dict[str, dict]:
+    """id -> a case file's case (read only)."""
+    from roofline.cases.casefiles import load_serving_cases
+
+    return {c["id"]: c for c in load_serving_cases(ERRORS.parent.parent / file)}
+
+
+def offered(r: ServingResult) -> float | None:
+    """The load a run of Poisson arrivals at a rate offers, in the metric's unit (requests/s,
+    or output tokens/s at a fixed output); None for any other run or metric."""
+    c = _cases(r.file).get(r.id, {})
+    rate, out = c.get("rate"), c.get("output")
+    if not rate or c.get("arrivals", "poisson") != "poisson" or c.get("concurrency"):
+        return None
+    if r.metric == "requests_per_s":
+        return float(rate)
+    fixed = isinstance(out, int) and not isinstance(out, bool)
+    return float(rate) * out if r.metric == "output_tokens_per_s" and fixed else None
+
+
+def violates(r: ServingResult) -> bool:
+    """A bound violation (ServingResult.bound_violation), except a throughput at a rate within
+    the load it offers: below saturation a run's throughput is its arrivals' own, and a finite
+    sample of Poisson arrivals (500 at 32 requests/s) ends sooner or later than the ideal run's
+    sample by chance, so the measured rate may pass the ideal's without passing the offered."""
+    if not r.bound_violation:
+        return False
+    load = offered(r)
+    return load is None or r.measured > load * (1 + 1e-9)
+
+
 def metric_table(rs: list[ServingResult]) -> str:
     """Per metric class: out of sample before → after (median, 90th percentile), in sample."""
     lines = [
@@ -93,7 +125,7 @@ def metric_table(rs: list[ServingResult]) -> str:
             continue
         lines.append(
             f"| {label} | {len(mine)} | {_arrow(mine, _med)} | {_arrow(mine, _p90)} | "
-            f"{_med(r.error_in for r in mine)} | {sum(r.bound_violation for r in mine)} |"
+            f"{_med(r.error_in for r in mine)} | {sum(map(violates, mine))} |"
         )
     return "\n".join(lines)
 
@@ -114,7 +146,7 @@ def by_table(rs: list[ServingResult], title: str, key: Callable[[ServingResult],
             cells.append(f"{_med(got)} ({len(got)})" if got else "-")
         lines.append(
             f"| {k} | {' | '.join(cells)} | {_arrow(mine, _med)} ({len(mine)}) | "
-            f"{_p90(r.error_out for r in mine)} | {sum(r.bound_violation for r in mine)} |"
+            f"{_p90(r.error_out for r in mine)} | {sum(map(violates, mine))} |"
         )
     return "\n".join(lines)
 
@@ -255,10 +287,12 @@ def gaps(rs: list[ServingResult]) -> str:
         "- Automatic prefix caching (on by default in vLLM V1) in runs whose datasets repeat "
         "prefixes is not modelled."
     )
-    viol = [r for r in rs if r.bound_violation]
+    viol = [r for r in rs if violates(r)]
     lines.append(
         f"- {len(viol)} bound violations (the measurement beat the ideal under the settings "
-        "the source states: a misread setting or a missing lever, never noise): "
+        "the source states: a misread setting or a missing lever, never noise; a throughput "
+        "at a Poisson rate is held to the load the rate offers, rate x output, since the "
+        "ideal run's arrivals are a sample of their own): "
         + ", ".join(f"{r.id} ({r.metric})" for r in viol)
         + "."
     )
