@@ -93,3 +93,15 @@ def test_tp_past_one_node_is_refused_as_analyze_refuses_it(run, args):
 def test_analyze_refuses_an_overhead_past_an_hour(run):
     """8: 1e30 s would print a 31-digit TTFT."""
     _refused(run("analyze", "llama-3.1-8b", "h100", "--overhead", "1e30s"), "at most 1 hour")
+
+
+def test_tiers_answers_at_its_defaults(run):
+    """`roofline tiers MODEL HW` had always failed ('cxl2-x16 has no capacity'): the default tier
+    is now a device with a capacity, Micron's 256 GB CZ120. By hand: Llama-3.1-8B's bf16 KV is
+    32 layers x 8 KV heads x 128 x 2 x 2 B = 131,072 B a token, so 256 GB holds
+    floor(256e9 / (2,000 x 131,072)) = 976 more sequences of 2,000 tokens than HBM alone."""
+    r = run("tiers", "llama-3.1-8b", "h100", "--format", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert doc["inputs"]["tier"] == "micron-cz120"
+    assert doc["max_batch_with_tier"] - doc["max_batch_hbm"] == 976

@@ -100,10 +100,11 @@ def tiers(
     tier: Annotated[
         str,
         typer.Option(
-            help="tier id: cxl2-x16, micron-cz120, ddr5-socket-genoa, "
-            "nvme-gen5, ... (see roofline hardware tiers)"
+            help="tier id: micron-cz120 (a 256 GB CXL module), cxl2-x16, ddr5-socket-genoa, "
+            "nvme-gen5, ... (see roofline hardware tiers; a tier without a capacity needs "
+            "--tier-capacity)"
         ),
-    ] = "cxl2-x16",
+    ] = "micron-cz120",  # the default answers as it stands: a device whose capacity is known
     tier_capacity: Annotated[
         str | None,
         typer.Option(help="tier capacity per GPU, e.g. 256GB (default: the tier entry's capacity)"),
