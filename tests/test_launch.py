@@ -286,3 +286,34 @@ def test_html_shows_a_command_with_a_copy_button():
     html = launch_html(doc)
     assert "<button" in html and "copy" in html
     assert "vllm serve a/b --tensor-parallel-size 2" in html and "vllm, serve" not in html
+
+
+def test_a_launch_line_sets_the_budget_each_rank_ran(cat):
+    """Under attention DP the replica's step holds one rank's prompt chunk beside every rank's
+    decodes: vLLM V1 on an H100, 8,192 tokens and 1,024 sequences a rank, so 8,192 + 7 x 1,024
+    = 15,360 tokens a replica step at ADP8 (by hand). The launch line had printed 15,360 / 8 =
+    1,920, a budget no rank ran; it prints the rank's own 8,192."""
+    from roofline.domain.layout import Layout
+    from roofline.engines.engine import engine
+    from roofline.serving.serve import make_replica
+    from roofline.step.ops import Deployment
+
+    m, hw = cat.model("qwen3-30b-a3b"), cat.accelerator("h100")
+    dep = Deployment(layout=Layout(tp=8, ep=8, attention_dp=8))
+    rep = make_replica(m, hw, dep, engine("vllm", hw), 3000)
+    assert rep.rules.max_batched_tokens == 15_360 and rep.rank_batched_tokens == 8192
+    one = make_replica(m, hw, Deployment(layout=Layout(tp=8, ep=8)), engine("vllm", hw), 3000)
+    assert one.rank_batched_tokens == one.rules.max_batched_tokens == 8192
+
+
+def test_disagg_launches_the_replicas_it_simulated(run):
+    """Under --rate the decode pool ran vLLM's own 1,024 running sequences (an H100, V1) and the
+    prefill pool an 8,192-token budget with chunking off; the launch line had set the decode
+    servers to --max-num-seqs 1 (the static --batch)."""
+    r = run("disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100", "--prompt", "2k",
+            "--output", "200", "--rate", "10", "--slo-ttft", "1s", "--slo-tpot", "40ms",
+            "--requests", "300", "--format", "json")  # fmt: skip
+    assert r.code == 0, r.stderr
+    launch = r.json()["launch"]
+    dec, pre = " ".join(launch["decode"]["argv"]), " ".join(launch["prefill"]["argv"])
+    assert "--max-num-seqs 1024" in dec and "--max-num-batched-tokens 8192" in pre

@@ -138,23 +138,30 @@ def pools_launch(
     split: tuple[int, int],
     batch: int,
     max_len: int,
+    traffic: TrafficMode | None = None,
 ) -> dict[str, Any] | None:
     """The launch lines of the two pools (roofline.engines.launch.launch_json: one server line per
     pool in its own layout, the router over `split` = (prefill, decode) servers) on `eng`; the
-    decode servers' sequence cap is --batch (per attention-DP rank); None for an engine without
-    flags."""
+    decode servers' sequence cap is --batch (per attention-DP rank), or under `traffic` what the
+    simulated replicas ran (the decode engine's running sequences, the prefill replicas' token
+    budget); None for an engine without flags."""
     (p_hw, p_dep), (d_hw, d_dep) = pools
 
-    def setup(hw: Accelerator, dep: Deployment, seqs: int | None) -> LaunchSetup:
+    def setup(
+        hw: Accelerator, dep: Deployment, seqs: int | None, tokens: int | None
+    ) -> LaunchSetup:
         row = {
             "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "attention_dp": dep.attention_dp,
             "redundant_experts": redundant_experts(m, dep), "max_seqs": seqs,
-            "max_batched_tokens": None, "nodes": -(-dep.gpus_per_replica // node_gpus(hw)),
+            "max_batched_tokens": tokens, "nodes": -(-dep.gpus_per_replica // node_gpus(hw)),
         }  # fmt: skip
         return launch_setup(m, row, max_len, eng.memory_fraction, dep.weights.name, dep.kv.name)
 
-    dec = setup(d_hw, d_dep, -(-batch // d_dep.attention_dp))
-    return launch_json(engine_flags(), eng.name, dec, (setup(p_hw, p_dep, None), *split))
+    seqs, tokens = -(-batch // d_dep.attention_dp), None
+    if traffic is not None and traffic.decode_max_seqs:
+        seqs, tokens = traffic.decode_max_seqs, traffic.prefill_batched_tokens or None
+    dec = setup(d_hw, d_dep, seqs, None)
+    return launch_json(engine_flags(), eng.name, dec, (setup(p_hw, p_dep, None, tokens), *split))
 
 
 def pool_split(r: Disaggregation, traffic: TrafficMode | None) -> tuple[int, int]:

@@ -199,7 +199,8 @@ def disagg(
                                 shape)  # fmt: skip
         doc["traffic"] = traffic_json(rates[0], w, slo, kv_link, ideal, modes)
     split = pool_split(r, modes[1] if rate is not None else None)
-    doc["launch"] = pools_launch(m, ((p_hw, p_dep), (d_hw, d_dep)), d_eng, split, b, s + o)
+    doc["launch"] = pools_launch(m, ((p_hw, p_dep), (d_hw, d_dep)), d_eng, split, b, s + o,
+                                 modes[1] if rate is not None else None)  # fmt: skip
 
     def tables(d: Mapping[str, Any]) -> None:
         render.disagg_table(d)

@@ -328,6 +328,10 @@ class TrafficMode:
     # saturation rates (requests/s)
     bindings: tuple[str, str] = ("", "")
     pool_rates: tuple[float, float] = (0.0, 0.0)
+    # the replicas the rate was simulated on: a decode replica's running sequences (per
+    # attention-DP rank) and a prefill replica's token budget a step, as their launch lines set
+    decode_max_seqs: int = 0
+    prefill_batched_tokens: int = 0
 
 
 def compare_at_rate(
@@ -370,7 +374,10 @@ def compare_at_rate(
         per = with_rate(w, rate / colo_mode.units, seed) if rate else w
         res = serve(colo, per, slo, 1, capacity=cap)
         colo_mode = replace(colo_mode, metrics=res.ideal if ideal else res.expected)
-    return colo_mode, best_pools(model, pre, colo, link, w, slo, ratio, seed, ideal, shape)
+    pools = best_pools(model, pre, colo, link, w, slo, ratio, seed, ideal, shape)
+    ran = {"decode_max_seqs": colo.rules.max_seqs // d_dep.attention_dp,
+           "prefill_batched_tokens": pre.rank_batched_tokens or 0}  # fmt: skip
+    return colo_mode, replace(pools, **ran)
 
 
 def best_pools(

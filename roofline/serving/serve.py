@@ -81,6 +81,9 @@ class Replica:
     drafting: DraftRound | None = None  # the speculative round its decode steps run (None: plain)
     engine: str = ""  # the engine's name (its priority rules: roofline.serving.sim.priority)
     kv: KvHierarchy | None = None  # tiers below HBM, retention (roofline.serving.sim.kvtiers)
+    # the engine's own token budget a step, one attention-DP rank's (what a launch line sets;
+    # rules.max_batched_tokens is the replica's, every rank's step together)
+    rank_batched_tokens: int | None = None
 
     @property
     def gpus(self) -> int:
@@ -151,6 +154,9 @@ def make_replica(
         ctx = model.max_position_embeddings or max_len
         seqs_default = sglang_max_running(budget // ranks * blk, ctx)
     max_seqs = max_seqs if max_seqs is not None else seqs_default
+    rank_tokens = max_batched_tokens
+    if chunked_prefill and rank_tokens is not None:  # as below, for one rank's sequences
+        rank_tokens = max(rank_tokens, max_seqs + 1)
     if max_batched_tokens is not None and ranks > 1:
         if dep.layout.attention_dp_balance == "balanced":  # every rank's budget in one step
             max_batched_tokens *= ranks
@@ -193,7 +199,9 @@ def make_replica(
     if drafting is not None and rnd is not None:
         steps = speculative_steps(steps, model, hw, dep, drafting, rnd, False, pid)
     ideal = IdealSteps(model, hw, dep, max_seqs, max_len, top, pid, drafting, rnd)
-    return Replica(hw, dep, rules, ideal, steps, front, model, rnd, eng.name)
+    return Replica(
+        hw, dep, rules, ideal, steps, front, model, rnd, eng.name, rank_batched_tokens=rank_tokens
+    )
 
 
 def _drafter_memory(model, hw, dep, drafting: DraftConfig, rnd: DraftRound, capacity_bytes):

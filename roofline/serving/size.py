@@ -394,7 +394,7 @@ def size(
             layout=describe(dep),
             nodes=max(1, -(-rep.gpus // lay.gpus_per_node)) if lay else 1,
             max_seqs=rep.rules.max_seqs // ranks,
-            max_batched_tokens=(rep.rules.max_batched_tokens or 0) // ranks,
+            max_batched_tokens=rep.rank_batched_tokens or 0,
             redundant_experts=redundant_experts(model, dep),
             constraint=constraint,
             router=res.router,
