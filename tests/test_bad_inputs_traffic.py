@@ -199,3 +199,16 @@ def test_mooncake_records_are_read_as_written(run, tmp_path, record, needle):
     log = tmp_path / "m.jsonl"
     log.write_text(f'{{"timestamp": 1, {record}}}\n{{"timestamp": 2, {record}}}\n')
     _refused(run(*SERVE, "--arrivals", str(log)), needle)
+
+
+def test_check_reads_throughput_at_the_context_it_reads_tpot(run):
+    """check --context judged TPOT at the context and throughput at prompt + output (357 against
+    analyze's 345 tokens/s for 3 replicas of one 8k-token sequence); both now come from the
+    decode steps at --context, as analyze reads them (throughput: 3 x 1,000 output tokens over
+    the prefill and 1,000 decode steps of 8.69 ms, so a little under 3 / TPOT = 345.1)."""
+    args = ("llama-3.1-8b", "h100", "--dp", "3", "--context", "8k", "--batch", "1")
+    a = run("analyze", *args, "--format", "json").json()
+    c = run("check", *args, "--min-throughput", "1", "--max-tpot", "1s", "--format", "json")
+    tpot, tok_s = (x["value"] for x in c.json()["checks"])
+    assert 0.99 * 3 / tpot < tok_s < 3 / tpot  # the prefill's share of the batch's time
+    assert (tpot, tok_s) == (a["expected"]["tpot_s"], a["expected"]["output_tokens_per_s"])

@@ -13,7 +13,7 @@ from roofline.domain.units import fmt_bytes, fmt_rate, fmt_seconds
 from roofline.engines.engine import Engine
 from roofline.step.memory import kv_bytes_per_sequence, max_batch, plan_memory
 from roofline.step.ops import Deployment
-from roofline.step.phases import decode, prefill, request
+from roofline.step.phases import prefill, request
 
 if TYPE_CHECKING:
     from roofline.serving.confidence import Edges
@@ -130,15 +130,13 @@ def run_checks(
                 out.append(Check(name, False, limit, float("nan"), "", "the weights do not fit"))
         return out
     if wants_speed:
-        r = request(model, hw, dep, batch, prompt, output, replicas, eff, eng.name)
+        # --context: the decode steps of `batch` sequences holding `context` tokens, not the
+        # mean over prompt + output, for TPOT and throughput alike (as analyze reads them)
+        at = context if context != prompt + output else None
+        r = request(model, hw, dep, batch, prompt, output, replicas, eff, eng.name, at)
         t = r.ideal if ideal else r.expected
         kind = "ideal" if ideal else "expected"
-        tpot, where = float(t.tpot_s), ""
-        if context != prompt + output:
-            # the TPOT asked for is the decode step of `batch` sequences holding `context`
-            # tokens, not the mean over the default prompt + output lengths
-            d = decode(model, hw, dep, batch, context, 1, eff, engine=eng.name)
-            tpot, where = float(d.t_ideal_s if ideal else d.t_expected_s), f" at {context:,} tokens"
+        tpot, where = float(t.tpot_s), f" at {context:,} tokens" if at is not None else ""
         one = prefill(model, hw, dep, 1, max(prompt, 1), eff, eng.name)  # an idle replica
         ttft = float(one.t_ideal_s if ideal else one.t_expected_s)
         for name, limit, value, unit, smaller in (
