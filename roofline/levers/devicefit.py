@@ -107,7 +107,7 @@ def edge_fit(
     if hw.host_link is None or h is None or engine_name != "llamacpp":  # -ngl is llama.cpp's
         return row
     n = most_gpu_layers(m, hw, h, dep, cap, b, ctx)
-    x = offload_core(m, hw, h, dep, n, b, ctx)
+    x = offload_core(m, hw, h, dep, n, b, ctx, engine=engine_name)
     if x.host_weights_bytes + x.host_kv_bytes > h.memory_capacity_bytes:
         return row
     link = hw.host_link.bandwidth_bytes_per_s * LINK_PROTOCOL_EFFICIENCY

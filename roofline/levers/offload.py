@@ -36,7 +36,7 @@ eighth of it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 import numpy as np
@@ -112,7 +112,7 @@ class Split:
     per_layer_s: np.ndarray
     head_s: np.ndarray
     embed_s: np.ndarray
-    overhead_s: float
+    overhead_s: float | np.ndarray  # a step's fixed costs: eff's, or with an engine its host's
 
 
 def split_step(
@@ -178,11 +178,14 @@ def offload(
     link_eff: float | None = None,
     ideal: bool = False,
     kv_host: bool = False,
+    engine: str | None = None,
 ) -> Offload:
     """A decode step of `batch` sequences at `context` tokens with the last `gpu_layers` layers
     on `gpu` and the others in `host` RAM, run by the host's CPU (mode cpu) or streamed to the
     GPU (mode stream; `kv_host`: the KV cache in host RAM and attention run by the CPU, FlexGen's
-    --cpu). Returns both bounds."""
+    --cpu). `engine`: the engine running the GPU's layers, whose host costs a step (roofline.step
+    .phases: t_overhead_s) the expected step pays as analyze's does, so that every layer on the
+    GPU is analyze's step; None: the family's fixed step overhead alone. Returns both bounds."""
     if mode not in ("cpu", "stream"):
         raise InputError(f"--mode must be cpu or stream, got {mode}")
     if kv_host and mode != "stream":
@@ -196,7 +199,10 @@ def offload(
     n_host = L - n_gpu
     b = np.asarray(batch, dtype=float)
     g_eff = gpu.efficiency
-    g_split = split_step(decode(model, gpu, dep, b, context, eff=g_eff), L, g_eff, ideal)
+    g_step = decode(model, gpu, dep, b, context, eff=g_eff, engine=engine)
+    g_split = split_step(g_step, L, g_eff, ideal)
+    if engine is not None and not ideal:  # the named engine's host costs a step, as analyze
+        g_split = replace(g_split, overhead_s=g_step.t_overhead_s)
     layer_w = layer_weight_bytes(model, dep)
     link = gpu.host_link
     link_bw = None if link is None else link.bandwidth_bytes_per_s
