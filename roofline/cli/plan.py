@@ -56,7 +56,9 @@ def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
 @grp.command()
 def plan(
     tg: grp.Target,
-    gpus: opt.Gpus = None,
+    gpus: Annotated[
+        int | None, typer.Option("--gpus", help="GPUs to split into layouts (default: 8)")
+    ] = None,
     nd: grp.NodeOptions = grp.NODES,
     fm: grp.Formats = grp.FORMATS,
     prompt: opt.Prompt = opt.PROMPT,
