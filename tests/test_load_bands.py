@@ -11,11 +11,15 @@ from hypothesis import strategies as st
 from roofline.serving.metrics import Percentiles, load_bands
 
 
-def _m(ttft: float, tpot: float, unbounded: str = "") -> SimpleNamespace:
-    """What load_bands reads of a ServeMetrics: the percentiles and `unbounded`."""
+def _m(ttft: float, tpot: float, unbounded: str = "", rps: float = math.nan) -> SimpleNamespace:
+    """What load_bands reads of a ServeMetrics: the percentiles, `unbounded` and the steady
+    throughput (NaN: none, so no throughput band)."""
     t = Percentiles(ttft, ttft, ttft, ttft)
     return SimpleNamespace(
-        ttft_s=t, tpot_s=Percentiles(tpot, tpot, tpot, tpot), unbounded=unbounded
+        ttft_s=t,
+        tpot_s=Percentiles(tpot, tpot, tpot, tpot),
+        unbounded=unbounded,
+        requests_per_s=rps,
     )
 
 
@@ -131,3 +135,30 @@ def test_a_closed_loop_band_is_its_time_scale(run):
             assert lb["low"] <= 1.0 <= lb["high"]
     t = run(*args, "--concurrency", "64", "--requests", "64")
     assert "bands through the loop" in t.stdout
+
+
+def test_throughput_band_at_a_rate_by_hand():
+    """λ = 10 req/s, capacity band [0.5, 2]: the fast replica (k = 2) is the expected model at
+    5 req/s, which serves 5, so 2 x 5 = 10: no gain; the slow one (k = 0.5) the model at 20,
+    past its saturation of 15, so 0.5 x 15 = 7.5 of 10: low 0.75. The cost a token: 1 to 1/0.75."""
+    fast, slow = _m(0.05, 0.015, rps=5.0), _m(math.inf, 0.04, "past", rps=15.0)
+    b = load_bands(_m(0.1, 0.02, rps=10.0), 10.0, {5.0: fast, 20.0: slow}.get, (0.5, 2.0), {})
+    assert (b["throughput"].low, b["throughput"].high) == pytest.approx((0.75, 1.0))
+    cost = b["cost_per_million_output_tokens"]
+    assert (cost.low, cost.high) == pytest.approx((1.0, 1 / 0.75))
+    carried = {5.0: fast, 20.0: _m(0.4, 0.03, rps=20.0)}.get  # 20 req/s below saturation
+    light = load_bands(_m(0.1, 0.02, rps=10.0), 10.0, carried, (0.5, 2.0), {})
+    assert (light["throughput"].low, light["throughput"].high) == (1.0, 1.0)  # both carry it
+
+
+def test_serve_prints_the_throughput_band_at_its_rate(run):
+    """serve --rate printed the capacity's band (-57%/+93%) on a throughput that is the offered
+    rate. Llama-3.1-8B, 1k/1k, one H100 at 6 req/s: expected capacity 7.00 req/s, the band's
+    low edge 0.43, so the slow replica serves 0.43 x 7.00 = 3.01 of 6, low 0.502 (by hand)."""
+    d = run("serve", "llama-3.1-8b", "h100", "--rate", "6", "--requests", "400",
+            "--format", "json").json()  # fmt: skip
+    thr, sat = d["bands"]["throughput"], d["saturation_rate"]["expected"]
+    near = d["load_bands"]["throughput"]
+    assert near["low"] == pytest.approx(thr["low"] * sat / 6, rel=1e-9)
+    assert near["low"] == pytest.approx(0.502, abs=0.002) and near["high"] == 1.0
+    assert "offered rate" in near["basis"]

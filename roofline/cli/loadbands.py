@@ -8,10 +8,17 @@ from typing import Any
 from roofline.serving.metrics import LoadBand
 
 QUEUE = "the throughput band run through the queue x the light-load band"
+OFFERED = (
+    "the throughput band run through the offered rate: each edge's replica serves the rate it is"
+    " offered up to its own capacity"
+)
 CLOSED = (
     "the throughput band as the closed loop's time scale x the light-load band, its edges moved"
     " by the closed-loop margin (validation/closedbands.py)"
 )
+
+
+_RATES = ("throughput", "cost_per_million_output_tokens")  # bands at the offered rate
 
 
 def load_bands_json(bands: dict[str, LoadBand]) -> dict[str, Any] | None:
@@ -28,7 +35,7 @@ def load_bands_json(bands: dict[str, LoadBand]) -> dict[str, Any] | None:
             "rates": None
             if b.rates is None
             else {"high_capacity": b.rates[0], "low_capacity": b.rates[1]},
-            "basis": CLOSED if b.rates is None else QUEUE,
+            "basis": CLOSED if b.rates is None else OFFERED if name in _RATES else QUEUE,
         }
         for name, b in bands.items()
     }

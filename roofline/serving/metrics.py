@@ -308,4 +308,15 @@ def load_bands(
             else ""
         )
         out[name] = LoadBand(low, high, (rate / hi, rate / lo), reason)
+    # the throughput at the offered rate, re-timed alike: a replica k times as fast serves k x
+    # the expected model's steady throughput at λ / k, λ itself below saturation, so at a rate
+    # both edges' replicas carry the band is nil (a fixed fleet at a fixed rate serves the
+    # rate), and only past a replica's capacity does its throughput (and cost a token) move
+    t = expected.requests_per_s
+    if t > 0 and math.isfinite(t):
+        low_t = min(lo * slow.requests_per_s / t, 1.0)
+        high_t = max(hi * fast.requests_per_s / t, 1.0)
+        rates = (rate / hi, rate / lo)
+        out["throughput"] = LoadBand(low_t, high_t, rates)
+        out["cost_per_million_output_tokens"] = LoadBand(1.0 / high_t, 1.0 / low_t, rates)
     return out
