@@ -89,10 +89,14 @@ def _queue(rate: float, sat: float) -> SimpleNamespace:
     if rate >= sat:
         why = f"offered {rate:.3g} req/s is above the saturation rate {sat:.3g} req/s"
         p = Percentiles(math.inf, math.inf, math.inf, math.inf)
-        return SimpleNamespace(ttft_s=p, tpot_s=Percentiles(0.02, 0.02, 0.02, 0.02), unbounded=why)
+        tpot = Percentiles(0.02, 0.02, 0.02, 0.02)
+        return SimpleNamespace(ttft_s=p, tpot_s=tpot, unbounded=why, requests_per_s=sat)
     t = 0.1 / (1 - rate / sat)
     return SimpleNamespace(
-        ttft_s=Percentiles(t, t, t, t), tpot_s=Percentiles(0.02, 0.02, 0.02, 0.02), unbounded=""
+        ttft_s=Percentiles(t, t, t, t),
+        tpot_s=Percentiles(0.02, 0.02, 0.02, 0.02),
+        unbounded="",
+        requests_per_s=rate,  # the steady throughput: the rate below saturation
     )
 
 
@@ -111,6 +115,10 @@ def test_a_band_edge_past_saturation_is_null_with_its_reason(load, lo, hi):
     else:
         assert edge.high is not None and edge.high >= 1.0 and edge.reason == ""
     assert edge.low <= 1.0 and b["tpot_p99"].high is not None  # TPOT stays at its batch cap
+    # the throughput at the rate: the slow replica serves lo x min(rate / lo, sat), the fast one
+    # the rate itself (below saturation), so low = min(1, lo x sat / rate) and high = 1
+    thr = b["throughput"]
+    assert thr.low == pytest.approx(min(1.0, lo * sat / rate)) and thr.high == 1.0
 
 
 @pytest.mark.parametrize("rate", [20.0, 60.0])

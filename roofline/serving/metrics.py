@@ -316,6 +316,7 @@ def load_bands(
     if t > 0 and math.isfinite(t):
         low_t = min(lo * slow.requests_per_s / t, 1.0)
         high_t = max(hi * fast.requests_per_s / t, 1.0)
+        low_t, high_t = (1.0 if abs(x - 1.0) < 1e-9 else x for x in (low_t, high_t))  # k·λ/k
         rates = (rate / hi, rate / lo)
         out["throughput"] = LoadBand(low_t, high_t, rates)
         out["cost_per_million_output_tokens"] = LoadBand(1.0 / high_t, 1.0 / low_t, rates)
