@@ -65,6 +65,14 @@ def _yaml_files(directory: Path) -> list[Path]:
     return sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml"))
 
 
+def did_you_mean(name: str, names: list[str], otherwise: str) -> str:
+    """The hint for an unknown `name`: up to three close `names` (any case), else `otherwise`."""
+    from difflib import get_close_matches  # only on an error
+
+    close = get_close_matches(name.lower(), names, n=3, cutoff=0.5)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else otherwise
+
+
 @dataclass
 class Catalog:
     """Accelerators, tiers and models by id, with aliases and 'did you mean' lookups."""
@@ -233,14 +241,7 @@ class Catalog:
             if lowered == entry.id.lower() or lowered in (a.lower() for a in entry.aliases):
                 return entry
         names = list(table) + [a for e in table.values() for a in e.aliases]
-        from difflib import get_close_matches  # only on an error
-
-        close = get_close_matches(lowered, names, n=3, cutoff=0.5)
-        hint = (
-            f"did you mean {' or '.join(repr(c) for c in close)}?"
-            if close
-            else f"see `roofline {_LISTED_BY[section]}`"
-        )
+        hint = did_you_mean(name, names, f"see `roofline {_LISTED_BY[section]}`")
         raise UnknownEntryError(f"unknown {what} '{name}'", hint=hint)
 
     def with_user(self, user: Catalog) -> Catalog:

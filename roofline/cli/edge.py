@@ -3,14 +3,13 @@ llama.cpp's -ngl or FlexGen streaming) and `edge` (what a Mac, a Spark or a desk
 side by side, against the GPU-wired limit of unified memory)."""
 
 from dataclasses import asdict
-from difflib import get_close_matches
 from typing import Annotated, Any
 
 import typer
 
 from roofline import render
 from roofline.catalog.families import OWN_FAMILY
-from roofline.catalog.load import Catalog
+from roofline.catalog.load import Catalog, did_you_mean
 from roofline.cli import convert
 from roofline.cli import groups as grp
 from roofline.cli import options as opt
@@ -41,12 +40,7 @@ def host_cpu(cat: Catalog, name: str) -> Accelerator:
     cpus = [a for a in cat.accelerators.values() if a.family == OWN_FAMILY]
     hosts = sorted(a.id for a in cpus)
     names = hosts + [alias for a in cpus for alias in a.aliases]
-    close = get_close_matches(name.lower(), names, n=3, cutoff=0.5)
-    hint = (
-        f"did you mean {' or '.join(repr(c) for c in close)}?"
-        if close
-        else f"hosts: {', '.join(hosts)}"
-    )
+    hint = did_you_mean(name, names, f"hosts: {', '.join(hosts)}")
     what = "no host CPU of that name" if h is None else f"{h.id} is an accelerator, not a host CPU"
     raise InputError(f"--host {name}: {what}", hint=hint)
 

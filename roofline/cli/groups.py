@@ -21,6 +21,7 @@ from roofline.cli.startup import guarded
 from roofline.domain.deployment import Deployment
 from roofline.domain.errors import InputError
 from roofline.domain.hardware import Accelerator
+from roofline.domain.layout import check_degree
 from roofline.domain.model import ModelArch
 
 if TYPE_CHECKING:
@@ -190,8 +191,8 @@ class NodeOptions:
     scale_out: opt.ScaleOut = opt.SCALE_OUT
 
     def __post_init__(self) -> None:
-        if self.nodes is not None and not 1 <= self.nodes <= opt.MAX_GPUS:
-            raise InputError(f"--nodes must be from 1 to {opt.MAX_GPUS}, got {self.nodes}")
+        if self.nodes is not None:  # before the planner reads it (as layout.validate checks it)
+            check_degree("nodes", self.nodes)
 
     def network(self, cat: Catalog) -> Tier:
         """The --scale-out network (scale_out_network)."""

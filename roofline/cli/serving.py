@@ -17,7 +17,7 @@ from roofline.cli.app import catalog, note, warn
 from roofline.cli.cliff_json import cliff_doc
 from roofline.cli.disagg_json import disagg_doc, pool_split, pools_launch, traffic_json
 from roofline.domain.errors import InputError
-from roofline.domain.layout import validate
+from roofline.domain.layout import check_degree, validate
 from roofline.domain.units import fmt_bytes
 from roofline.engines.engine import Engine, engine
 from roofline.levers.kvcache import parse_lengths
@@ -158,13 +158,12 @@ def disagg(
     m = cat.model(model)
     p_hw, d_hw = cat.accelerator(prefill_hardware), cat.accelerator(decode_hardware)
     tier = cat.tier(link)
-    for name, v in (("--prefill-tp", prefill_tp), ("--decode-tp", decode_tp),
-                    ("--prefill-pp", prefill_pp), ("--decode-pp", decode_pp),
-                    ("--prefill-ep", prefill_ep), ("--decode-ep", decode_ep),
-                    ("--prefill-attention-dp", prefill_attention_dp),
-                    ("--decode-attention-dp", decode_attention_dp)):  # fmt: skip
-        if not 1 <= v <= opt.MAX_GPUS:  # named as given (the layout's own check says --tp)
-            raise InputError(f"{name} must be a whole number from 1 to {opt.MAX_GPUS}, got {v}")
+    for name, v in (("prefill-tp", prefill_tp), ("decode-tp", decode_tp),
+                    ("prefill-pp", prefill_pp), ("decode-pp", decode_pp),
+                    ("prefill-ep", prefill_ep), ("decode-ep", decode_ep),
+                    ("prefill-attention-dp", prefill_attention_dp),
+                    ("decode-attention-dp", decode_attention_dp)):  # fmt: skip
+        check_degree(name, v)  # named as given (the pool's Layout would say --tp)
     p_dep = _pool(fm, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, m)
     d_dep = _pool(fm, decode_tp, decode_pp, decode_ep, decode_attention_dp, m)
     kv_link = KvLink(

@@ -73,7 +73,7 @@ class Layout:
         """The rules that need no model or node: whole degrees from 1 to MAX_DEGREE, EP and
         attention-DP dividing TP (the model's and the node's rules: check_shape, validate)."""
         for name in ("tp", "pp", "ep", "dp", "attention_dp"):
-            _check(name.replace("_", "-"), getattr(self, name))
+            check_degree(name.replace("_", "-"), getattr(self, name))
         if self.tp % self.ep:
             raise InputError(
                 f"--ep {self.ep} must divide --tp {self.tp}: experts are spread over the "
@@ -213,7 +213,8 @@ def distinct_stages(model: ModelArch, pp: int) -> tuple[Stage, ...]:
     return tuple(a for a in found if not any(dominated(a, b) for b in found))
 
 
-def _check(name: str, value: int) -> None:
+def check_degree(name: str, value: int) -> None:
+    """A layout degree (or node count) given as --NAME: a whole number from 1 to MAX_DEGREE."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DEGREE:
         raise InputError(f"--{name} must be a whole number from 1 to {MAX_DEGREE}, got {value}")
 
@@ -256,7 +257,7 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator) -> Layout:
     """The layout checked against the model and the hardware; `nodes` resolved. One clear line
     per problem (InputError, exit 2)."""
     if layout.microbatches is not None:
-        _check("microbatches", layout.microbatches)
+        check_degree("microbatches", layout.microbatches)
         if layout.pp == 1 and layout.microbatches > 1:
             raise InputError(
                 "--microbatches splits a batch between pipeline stages: it needs --pp > 1"
@@ -273,7 +274,7 @@ def validate(layout: Layout, model: ModelArch, hw: Accelerator) -> Layout:
     per_node = node_gpus(hw)
     nodes = layout.nodes
     if nodes is not None:
-        _check("nodes", nodes)
+        check_degree("nodes", nodes)
         if layout.gpus % nodes:
             raise InputError(f"--nodes {nodes} must divide the {layout.gpus} GPUs")
         if layout.gpus // nodes > per_node:
