@@ -282,6 +282,15 @@ class Result:
         return json.loads(self.stdout)
 
 
+def refused(r: Any, *needles: str) -> None:
+    """Bad input's contract: exit 2, nothing on stdout, one line on stderr holding every needle
+    (the test_bad_input* files)."""
+    assert r.code == 2, r.stdout + r.stderr
+    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    for needle in needles:
+        assert needle in r.stderr, (needle, r.stderr)
+
+
 @pytest.fixture
 def run(monkeypatch: pytest.MonkeyPatch):
     """Invoke the CLI in-process: run('analyze', 'llama-3.1-8b', 'h100', '--format', 'json')."""

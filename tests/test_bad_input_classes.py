@@ -7,16 +7,10 @@ from __future__ import annotations
 import pathlib
 
 import pytest
+from conftest import refused
 from typer.testing import CliRunner
 
 from roofline.cli import app
-
-
-def _refused(r, needle: str) -> None:
-    assert r.code == 2, r.stdout + r.stderr
-    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
-    assert needle in r.stderr, r.stderr
-
 
 # --- files: permissions, directories, encodings, binary content, standard input ---------------
 
@@ -33,7 +27,7 @@ def test_a_file_behind_a_locked_directory_is_one_line_naming_it(run, tmp_path, m
         return real_stat(self, *a, **k)
 
     monkeypatch.setattr(pathlib.Path, "stat", stat)
-    _refused(run("analyze", str(locked), "h100"), f"{locked}: Permission denied")
+    refused(run("analyze", str(locked), "h100"), f"{locked}: Permission denied")
 
 
 @pytest.mark.parametrize(
@@ -48,7 +42,7 @@ def test_undecodable_or_binary_input_is_one_line_naming_it(run, tmp_path, conten
     if where == "file":
         spec = tmp_path / "spec.yaml"
         spec.write_bytes(content)
-        _refused(run("check", "--spec", str(spec)), f"{spec}: {says}")
+        refused(run("check", "--spec", str(spec)), f"{spec}: {says}")
     else:  # '-': read as bytes and decoded strictly, whatever the stream's own error handler
         r = CliRunner().invoke(app, ["check", "--spec", "-"], input=content)
         assert r.exit_code == 2 and r.stdout == "", r.stdout
@@ -56,7 +50,7 @@ def test_undecodable_or_binary_input_is_one_line_naming_it(run, tmp_path, conten
 
 
 def test_a_directory_where_a_file_belongs_is_one_line(run, tmp_path):
-    _refused(run("check", "--spec", str(tmp_path)), "is a directory")
+    refused(run("check", "--spec", str(tmp_path)), "is a directory")
 
 
 # --- catalog numbers: finite, in a sane range per key, and every problem of an entry listed ---
@@ -86,7 +80,7 @@ def test_catalog_numbers_are_finite_and_in_range_at_load(run, tmp_path, cap, bw,
     (tmp_path / "h.yaml").write_text(
         GPU.format(id="odd", family="nvidia-datacenter", cap=cap, bw=bw, tflops=tflops)
     )
-    _refused(run("--catalog", str(tmp_path), "analyze", "llama-3.1-8b", "odd"), says)
+    refused(run("--catalog", str(tmp_path), "analyze", "llama-3.1-8b", "odd"), says)
 
 
 def test_the_range_edges_give_finite_answers(run, tmp_path):
@@ -104,7 +98,7 @@ def test_an_unknown_family_is_refused_at_load_and_listed_by_validate(run, tmp_pa
     (tmp_path / "h.yaml").write_text(
         GPU.format(id="typo", family="nvidia-datacentre", cap=80, bw=3.35, tflops=989)
     )
-    _refused(
+    refused(
         run("--catalog", str(tmp_path), "analyze", "llama-3.1-8b", "h100"),
         "unknown family 'nvidia-datacentre' (did you mean 'nvidia-datacenter'?",
     )
@@ -142,7 +136,7 @@ def test_catalog_validate_lists_every_problem_of_an_entry(run, tmp_path):
     ],
 )
 def test_a_token_count_of_zero_is_refused(run, args):
-    _refused(run(*args), "--prompt")
+    refused(run(*args), "--prompt")
 
 
 # --- a context past the model's positions: computed, and one warning (opt.positions) -----------
@@ -183,7 +177,7 @@ def test_an_unknown_format_or_name_is_refused(run, command, option, says):
     if command[0] == "analyze" and option[0] == "--hardware":
         option = ()  # analyze takes HARDWARE as an argument: swap it
         command = ("analyze", "llama-3.1-8b", "h1000")
-    _refused(run(*command, *option), says)
+    refused(run(*command, *option), says)
 
 
 # --- a draft model with another vocabulary: refused in one line (speculative.same_vocabulary) --
@@ -198,7 +192,7 @@ def test_an_unknown_format_or_name_is_refused(run, command, option, says):
 )
 def test_a_drafter_with_another_vocabulary_is_refused(run, args):
     r = run(*args, "--drafter", "draft", "--draft", "qwen2.5-0.5b")
-    _refused(r, "vocabulary of 151,936 tokens, llama-3.1-70b one of 128,256")
+    refused(r, "vocabulary of 151,936 tokens, llama-3.1-70b one of 128,256")
 
 
 # --- batches beyond what fits: marked in the table and in JSON, not shown as if they ran -------
@@ -236,4 +230,4 @@ def test_a_context_warning_gives_way_to_an_error(run):
     """A command that fails after the warning was due prints its one error line alone."""
     args = ("--max-seqs", "1", "--requests", "2", "--output", "1e9")
     r = run("cliff", "llama-3.1-8b", "h100", *args)
-    _refused(r, "outgrows the KV budget")
+    refused(r, "outgrows the KV budget")

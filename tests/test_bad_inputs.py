@@ -6,11 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-
-def _refused(r, needle: str) -> None:
-    assert r.code == 2, r.stdout + r.stderr
-    assert r.stdout == "" and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
+from conftest import refused
 
 
 @pytest.mark.parametrize(
@@ -33,13 +29,13 @@ def _refused(r, needle: str) -> None:
     ],
 )
 def test_refused(run, args, needle):
-    _refused(run(*args), needle)
+    refused(run(*args), needle)
 
 
 def test_empty_spec_checks_nothing_and_is_refused(run, tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("deployments: []\n")
-    _refused(run("check", "--spec", str(spec)), "no deployments")
+    refused(run("check", "--spec", str(spec)), "no deployments")
 
 
 @pytest.mark.parametrize("what", ["catalog", "spec", "lengths", "config"])
@@ -62,7 +58,7 @@ def test_config_with_nan_is_refused(run, tmp_path):
         '{"model_type": "llama", "hidden_size": NaN, "num_hidden_layers": 2,'
         ' "num_attention_heads": 2, "vocab_size": 10, "intermediate_size": 4}'
     )
-    _refused(run("models", "import", str(cfg)), "NaN")
+    refused(run("models", "import", str(cfg)), "NaN")
 
 
 def test_message_with_a_newline_in_the_input_stays_one_line(run):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import refused
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples/configs"
 DENSE = EXAMPLES / "Phi-3-mini-4k-instruct/config.json"  # phi3
@@ -23,14 +24,6 @@ H100_ALIAS = """accelerators:
   sparsity_2_4: false
   source: a test
 """
-
-
-def _refused(r, *needles: str) -> None:
-    """Exit 2, nothing on stdout, one line on stderr holding every needle."""
-    assert r.code == 2, r.stdout + r.stderr
-    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
-    for needle in needles:
-        assert needle in r.stderr, (needle, r.stderr)
 
 
 def _config(tmp_path: Path, base: Path, **change: object) -> str:
@@ -59,7 +52,7 @@ def test_a_count_that_is_not_a_number_is_named(run, tmp_path, command, base, key
         "kv": ["kv", path],
         "import": ["models", "import", path],
     }
-    _refused(run(*args[command]), path, f"key '{key}'", "must be a whole number", repr(value))
+    refused(run(*args[command]), path, f"key '{key}'", "must be a whole number", repr(value))
 
 
 @pytest.mark.parametrize(
@@ -74,7 +67,7 @@ def test_a_count_that_is_not_a_number_is_named(run, tmp_path, command, base, key
     ],
 )
 def test_a_count_that_would_be_miscounted_is_refused(run, tmp_path, base, change, needles):
-    _refused(run("kv", _config(tmp_path, base, **change)), *needles)
+    refused(run("kv", _config(tmp_path, base, **change)), *needles)
 
 
 def test_whole_counts_written_as_floats_or_strings_still_work(run, tmp_path):
@@ -116,7 +109,7 @@ def test_catalog_validate_sees_an_alias_a_shipped_entry_holds(run, tmp_path):
     (tmp_path / "x.yaml").write_text(H100_ALIAS)
     clash = "accelerator 'test-gpu': alias 'h100' is also used by 'nvidia-h100-sxm'"
     loaded = run("--catalog", str(tmp_path), "hardware", "list")
-    _refused(loaded, clash)
+    refused(loaded, clash)
     validated = run("catalog", "validate", str(tmp_path))
     assert validated.code == 2 and validated.stderr == loaded.stderr, validated.stderr
 
@@ -124,8 +117,8 @@ def test_catalog_validate_sees_an_alias_a_shipped_entry_holds(run, tmp_path):
 def test_an_empty_catalog_path_is_refused(run, tmp_path, monkeypatch):
     """--catalog '' read the current directory as a catalog (here an empty one: exit 0)."""
     monkeypatch.chdir(tmp_path)
-    _refused(run("--catalog", "", "hardware", "list"), "catalog directory ''", "empty path")
-    _refused(run("catalog", "validate", ""), "catalog directory ''", "empty path")
+    refused(run("--catalog", "", "hardware", "list"), "catalog directory ''", "empty path")
+    refused(run("catalog", "validate", ""), "catalog directory ''", "empty path")
     # empty segments of ROOFLINE_CATALOG are skipped, as before
     assert run("hardware", "list", "-f", "json", env={"ROOFLINE_CATALOG": "::"}).code == 0
 
@@ -133,7 +126,7 @@ def test_an_empty_catalog_path_is_refused(run, tmp_path, monkeypatch):
 def test_an_unknown_tier_names_the_command_that_lists_tiers(run):
     """The hint named `roofline tier list`, which does not exist."""
     r = run("tiers", "llama-3.1-8b", "h100", "--tier", "zzzzzzzzzz")
-    _refused(r, "unknown tier 'zzzzzzzzzz'", "see `roofline hardware tiers`")
+    refused(r, "unknown tier 'zzzzzzzzzz'", "see `roofline hardware tiers`")
 
 
 def test_every_listing_hint_names_a_command(run):
@@ -150,10 +143,10 @@ def test_a_number_too_long_to_read_is_one_line(run, tmp_path):
     huge = "1" + "0" * 5000
     config = tmp_path / "config.json"
     config.write_text('{"model_type": "llama", "hidden_size": ' + huge + "}")
-    _refused(run("kv", str(config)), str(config), "5001 digits")
+    refused(run("kv", str(config)), str(config), "5001 digits")
     (tmp_path / "m.yaml").write_text(f"models:\n- id: big\n  hidden_size: {huge}\n")
-    _refused(run("catalog", "validate", str(tmp_path)), "m.yaml", "not valid YAML", "5001 digits")
+    refused(run("catalog", "validate", str(tmp_path)), "m.yaml", "not valid YAML", "5001 digits")
     (tmp_path / "m.yaml").unlink()
     prices = "prices:\n- id: x\n  offers: [{cloud: c, usd_per_gpu_hour: 1, date: 2024-13-45}]\n"
     (tmp_path / "prices.yaml").write_text(prices)
-    _refused(run("catalog", "validate", str(tmp_path)), "prices.yaml", "month must be in 1..12")
+    refused(run("catalog", "validate", str(tmp_path)), "prices.yaml", "month must be in 1..12")

@@ -5,13 +5,7 @@ the command reports as asked (a batch past the memory, as analyze does), said on
 from __future__ import annotations
 
 import pytest
-
-
-def _refused(r, *needles: str) -> None:
-    assert r.code == 2, r.stdout + r.stderr
-    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
-    for needle in needles:
-        assert needle in r.stderr, r.stderr
+from conftest import refused
 
 
 @pytest.mark.parametrize(
@@ -23,12 +17,12 @@ def _refused(r, *needles: str) -> None:
 )
 def test_a_gpu_is_no_host_cpu(run, args):
     """1: --host names a host CPU entry (family cpu): an H100's HBM is no host RAM."""
-    _refused(run(*args), "--host h100", "not a host CPU", "amd-epyc-9654")
+    refused(run(*args), "--host h100", "not a host CPU", "amd-epyc-9654")
 
 
 def test_an_unknown_host_gets_a_host_did_you_mean(run):
     r = run("offload", "llama-3.1-8b", "rtx-4090", "--host", "epyc")
-    _refused(r, "--host epyc", "did you mean 'epyc-9654'?")
+    refused(r, "--host epyc", "did you mean 'epyc-9654'?")
 
 
 def test_tiers_says_a_batch_past_hbm_and_the_tier(run):
@@ -43,19 +37,19 @@ def test_tiers_refuses_a_prefix_past_the_context(run):
     """2: a returning turn of 100k cached tokens does not fit a 10k context."""
     r = run("tiers", "llama-3.1-70b", "h100", "--tp", "4", "--tier-capacity", "256GB",
             "--prefix", "100k", "--context", "10k")  # fmt: skip
-    _refused(r, "--prefix (100,000 tokens)", "exceed --context (10,000 tokens)")
+    refused(r, "--prefix (100,000 tokens)", "exceed --context (10,000 tokens)")
 
 
 def test_bytes_refuses_weights_that_do_not_fit(run):
     """3: as analyze refuses it."""
-    _refused(run("bytes", "llama-3.1-405b", "h100"), "llama-3.1-405b", "more than vllm leaves")
+    refused(run("bytes", "llama-3.1-405b", "h100"), "llama-3.1-405b", "more than vllm leaves")
 
 
 def test_kv_refuses_lengths_past_max_len(run):
     """4: listed lengths are not clipped to --max-len."""
     r = run("kv", "llama-3.1-8b", "--allocation", "contiguous", "--max-len", "10",
             "--lengths", "100,200")  # fmt: skip
-    _refused(r, "--lengths", "200 tokens", "--max-len")
+    refused(r, "--lengths", "200 tokens", "--max-len")
 
 
 def test_analyze_names_the_context_its_kv_is_at(run):
@@ -75,7 +69,7 @@ def test_analyze_names_the_context_its_kv_is_at(run):
 )
 def test_speculate_refuses_options_that_conflict(run, args, needles):
     """6: one of two options was silently dropped."""
-    _refused(run("speculate", "llama-3.1-8b", "h100", *args), *needles)
+    refused(run("speculate", "llama-3.1-8b", "h100", *args), *needles)
 
 
 @pytest.mark.parametrize(
@@ -87,12 +81,12 @@ def test_speculate_refuses_options_that_conflict(run, args, needles):
 )
 def test_tp_past_one_node_is_refused_as_analyze_refuses_it(run, args):
     """7: analyze's layout check."""
-    _refused(run(*args), "--tp 16 spans more than one node")
+    refused(run(*args), "--tp 16 spans more than one node")
 
 
 def test_analyze_refuses_an_overhead_past_an_hour(run):
     """8: 1e30 s would print a 31-digit TTFT."""
-    _refused(run("analyze", "llama-3.1-8b", "h100", "--overhead", "1e30s"), "at most 1 hour")
+    refused(run("analyze", "llama-3.1-8b", "h100", "--overhead", "1e30s"), "at most 1 hour")
 
 
 def test_tiers_answers_at_its_defaults(run):

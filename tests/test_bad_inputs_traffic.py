@@ -8,17 +8,12 @@ import json
 import math
 
 import pytest
+from conftest import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.domain.units import fmt_seconds
 from roofline.render.core import json_text, to_jsonable
-
-
-def _refused(r, needle: str) -> None:
-    assert r.code == 2, r.stdout + r.stderr
-    assert r.stdout == "" and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
-
 
 SERVE = ("serve", "llama-3.1-8b", "h100")
 DISAGG = ("disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100")
@@ -58,7 +53,7 @@ DISAGG = ("disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100")
     ],
 )  # fmt: skip
 def test_refused(run, args, needle):
-    _refused(run(*args), needle)
+    refused(run(*args), needle)
 
 
 def test_check_spec_refuses_options_it_would_drop(run, tmp_path):
@@ -66,9 +61,7 @@ def test_check_spec_refuses_options_it_would_drop(run, tmp_path):
     one = {"name": "a", "model": "llama-3.1-8b", "hardware": "h100", "checks": {"fits": True}}
     spec.write_text(json.dumps({"deployments": [one]}))
     # --tp 2 and an impossible --max-tpot were ignored: "ok", tp 1, the fits check alone
-    _refused(
-        run("check", "--spec", str(spec), "--tp", "2", "--max-tpot", "1us"), "--tp, --max-tpot"
-    )
+    refused(run("check", "--spec", str(spec), "--tp", "2", "--max-tpot", "1us"), "--tp, --max-tpot")
     assert run("check", "--spec", str(spec), "-f", "json").code == 0  # the options that apply
 
 
@@ -78,27 +71,27 @@ def test_spec_files_refuse_what_they_would_drop(run, tmp_path):
         "deployments:\n- {name: a, model: llama-3.1-8b, hardware: h100, checks: {fits: true}}\n"
         "deploymens: []\n"
     )
-    _refused(run("check", "--spec", str(typo)), "unknown top-level key 'deploymens'")
+    refused(run("check", "--spec", str(typo)), "unknown top-level key 'deploymens'")
     rev = tmp_path / "rev.yaml"
     rev.write_text("- {name: a, model: llama-3.1-8b, hardware: h100, rate: 10..1, requests: 50,"
                    " checks: {max_ttft_p99: 1s}}\n")  # fmt: skip
-    _refused(run("check", "--spec", str(rev)), "runs backwards")
+    refused(run("check", "--spec", str(rev)), "runs backwards")
 
 
 def test_workload_file_times_need_units_and_lengths_name_their_key(run, tmp_path):
     wl = tmp_path / "w.yaml"
     # 50 read as 50 seconds (where 50 ms was meant): the CLI and check specs refuse bare times
     wl.write_text("rate: 5\nclasses:\n  - {name: a, prompt: 100, output: 10, slo_tpot: 50}\n")
-    _refused(run(*SERVE, "--workload", str(wl)), "class 'a': slo_tpot: a time with its unit")
+    refused(run(*SERVE, "--workload", str(wl)), "class 'a': slo_tpot: a time with its unit")
     # an unknown distribution was reported against --lengths, not the file's class and key
     wl.write_text("rate: 5\nclasses:\n  - {name: a, prompt: lots, output: 10}\n")
-    _refused(run(*SERVE, "--workload", str(wl)), "class 'a': prompt: unknown distribution")
+    refused(run(*SERVE, "--workload", str(wl)), "class 'a': prompt: unknown distribution")
 
 
 def test_validate_refuses_an_empty_case_list(run, tmp_path):
     cases = tmp_path / "c.yaml"
     cases.write_text("cases: []\n")  # was exit 3, an internal error on the empty summary
-    _refused(run("validate", str(cases)), "the 'cases' list is empty")
+    refused(run("validate", str(cases)), "the 'cases' list is empty")
 
 
 def test_validate_refuses_a_case_whose_model_cannot_load(run, tmp_path):
@@ -108,7 +101,7 @@ def test_validate_refuses_a_case_whose_model_cannot_load(run, tmp_path):
         " tp: 1, pp: 1, ep: 1, weights: bf16, kv: bf16, batch: 1, prompt: 5, output: 200,"
         " metric: tpot_ms, measured: 5, source: x}\n"
     )
-    _refused(run("validate", str(cases)), "does not fit on nvidia-a100-80gb-sxm")
+    refused(run("validate", str(cases)), "does not fit on nvidia-a100-80gb-sxm")
 
 
 def test_fleet_says_no_when_a_model_is_served_in_no_hour(run, tmp_path):
@@ -198,7 +191,7 @@ def test_to_jsonable_still_names_the_null_fields():
 def test_mooncake_records_are_read_as_written(run, tmp_path, record, needle):
     log = tmp_path / "m.jsonl"
     log.write_text(f'{{"timestamp": 1, {record}}}\n{{"timestamp": 2, {record}}}\n')
-    _refused(run(*SERVE, "--arrivals", str(log)), needle)
+    refused(run(*SERVE, "--arrivals", str(log)), needle)
 
 
 def test_check_reads_throughput_at_the_context_it_reads_tpot(run):
