@@ -105,24 +105,21 @@ def _plain(value: Any, bad: list[int]) -> Any:
     return value
 
 
-def _traced(value: Any, nonfinite: list[str], path: str = "") -> Any:
-    """to_jsonable's conversion with each non-finite number's path appended to `nonfinite`."""
+def _traced(value: Any, nonfinite: list[str], path: str = "") -> None:
+    """Append the path of each non-finite number in `value` to `nonfinite` (to_jsonable's paths,
+    read only when _plain met one)."""
     if isinstance(value, Mapping):
-        return {
-            str(k): _traced(v, nonfinite, f"{path}.{k}" if path else str(k))
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [_traced(v, nonfinite, f"{path}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, np.ndarray):
-        return _traced(value.tolist(), nonfinite, path)
-    if isinstance(value, np.generic):
-        return _traced(value.item(), nonfinite, path)
-    if isinstance(value, float) and not math.isfinite(value):
-        if nonfinite is not None:
-            nonfinite.append(path)
-        return None
-    return value
+        for k, v in value.items():
+            _traced(v, nonfinite, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _traced(v, nonfinite, f"{path}[{i}]")
+    elif isinstance(value, np.ndarray):
+        _traced(value.tolist(), nonfinite, path)
+    elif isinstance(value, np.generic):
+        _traced(value.item(), nonfinite, path)
+    elif isinstance(value, float) and not math.isfinite(value):
+        nonfinite.append(path)
 
 
 def emit_json(doc: Mapping[str, Any]) -> None:
