@@ -11,6 +11,7 @@ from roofline.catalog.engine_flags import engine_flags
 from roofline.cli import convert
 from roofline.cli.convert import bands_json, deployment_inputs, efficiency_json, finite
 from roofline.cli.layout_options import layout_json
+from roofline.cli.loadbands import load_bands_json
 from roofline.domain.hardware import Price
 from roofline.domain.layout import node_gpus
 from roofline.engines.launch import drafter_launch, launch_json, launch_setup, model_len
@@ -251,6 +252,7 @@ def sized_json(
         "expected": metrics_json(d.expected, p) if d.expected else None,
         "ideal": metrics_json(d.ideal, p) if d.ideal else None,
         "bands": bands_json(family, SERVE_BANDS, engine),
+        "load_bands": load_bands_json(d.load_bands or {}),
     }
 
 
@@ -463,7 +465,7 @@ def _draft_launch(m, drafting, speculation: dict[str, Any] | None):
 def size_rows(deployments: list[dict[str, Any]], day: bool) -> list[dict[str, Any]]:
     """size's deployments as flat rows (csv, table): p99 TTFT/TPOT, tokens/s per GPU, bands and,
     with a day (`day`), its figures."""
-    skip = ("expected", "ideal", "bands", "day", "launch", "confidence")
+    skip = ("expected", "ideal", "bands", "load_bands", "day", "launch", "confidence")
     rows = [{k: v for k, v in d.items() if k not in skip} for d in deployments]
     for f, d in zip(rows, deployments, strict=True):
         c = d["confidence"]

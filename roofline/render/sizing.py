@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.domain.units import fmt_rate
-from roofline.render.core import VERBOSE, pm
+from roofline.render.core import VERBOSE, load_band_text, pm
 from roofline.render.traffic import (
     _arrivals,
     _lat,
@@ -25,12 +25,29 @@ from roofline.render.width import N, T, legend, print_rows, say, table_output
 
 
 # ---- size -----------------------------------------------------------------------------------
-def _top(bands: Mapping[str, Any] | None, name: str) -> str:
-    """The top of a band's measured range above the expected figure, in percent ("342")."""
-    b = (bands or {}).get(name)
+def _band(d: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """A deployment's band of `name`: the fleet's under load at the rate (`load_bands`, as
+    serve --dp N states it for the same fleet) where it has one, else the static band."""
+    return (d.get("load_bands") or {}).get(name) or (d.get("bands") or {}).get(name)
+
+
+def _top(d: Mapping[str, Any], name: str) -> str:
+    """The top of a band's measured range above the expected figure, in percent ("342"); "∞"
+    when the band's low-capacity edge is past saturation (a band under load, high null)."""
+    b = _band(d, name)
     if b is None:
         return "-"
-    return f"{round((b.get('high', 1.0 + b['rel']) - 1.0) * 100):d}"
+    if "rel" not in b and b.get("high") is None:
+        return "∞"
+    return f"{round((b.get('high', 1.0 + b.get('rel', 0.0)) - 1.0) * 100):d}"
+
+
+def _pm(d: Mapping[str, Any], name: str) -> str:
+    """A deployment's band of `name` as "-40%/+0%" (_band), or "" when it has none."""
+    b = _band(d, name)
+    if b is None:
+        return ""
+    return load_band_text(b) if "rel" not in b else pm({name: b}, name)
 
 
 THIN = "†"  # a band resting on a thin fit (issue 34: under 5 points or one source)
@@ -106,9 +123,9 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
                 _usd(d["cost_per_million_output_tokens"]),
                 f"{e['throughput']['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{e['throughput']['output_tokens_per_s_per_user']:,.0f}",
-                pm(d.get("bands"), "throughput") + _thin(d.get("bands"), "throughput"),
-                _top(d.get("bands"), "ttft_p99") + _thin(d.get("bands"), "ttft_p99"),
-                _top(d.get("bands"), "tpot_p99") + _thin(d.get("bands"), "tpot_p99"),
+                _pm(d, "throughput") + _thin(d.get("bands"), "throughput"),
+                _top(d, "ttft_p99") + _thin(d.get("bands"), "ttft_p99"),
+                _top(d, "tpot_p99") + _thin(d.get("bands"), "tpot_p99"),
             )
         )
     best = next((d for d in deps if d["best"]), None)
@@ -123,15 +140,19 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             f"replicas routed {i.get('router') or 'round-robin'}",
             "GPUs = replicas x TP x PP",
             "tok = output tokens/s",
-            "TTFT/TPOT +% = how far a measured p99 reaches above the expected",
+            "TTFT/TPOT +% = how far a measured p99 reaches above the expected (∞: the queue"
+            " grows without bound)",
         ],
         3,
     )
     more = (
         f"{arrivals[:1].upper() + arrivals[1:]}; prompts {i['prompt_lengths']}, outputs "
         f"{i['output_lengths']}. f = on the frontier of tok/s per GPU vs tok/s per user; ±tok = "
-        "the band of tok/s and saturation, inverted for $/Mtok (-x%/+y%: the measured figure's "
-        "90% range; ±x: a symmetric one); per hardware family and engine, docs/ACCURACY.md (a "
+        "the band of tok/s, inverted for $/Mtok (-x%/+y%: the measured figure's 90% range; ±x: "
+        "a symmetric one), TTFT/TPOT +% the top of the p99's band; each run through the fleet's "
+        "queue at the rate, as serve --dp N states them (∞: at the throughput band's low edge "
+        "a replica is offered more than it serves); per hardware family and engine, "
+        "docs/ACCURACY.md (a "
         "family or engine under 5 points takes the wider pool); more in --format json. Each "
         f"fleet evaluated whole, requests dealt {i.get('router', 'round-robin')} "
         f"({i.get('router_model', '')}), as serve --dp N does"
@@ -162,7 +183,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             f"best: {best['replicas']} x {_short(best['hardware'])} {layout} ="
             f" {_gpus(best['gpus'])}, {_usd(best['cost_per_hour'])}/h,"
             f" {_usd(best['cost_per_million_output_tokens'])}"
-            f"/Mtok{(' ' + pm(best.get('bands'), 'cost_per_million_output_tokens')).rstrip()}, "
+            f"/Mtok{(' ' + _pm(best, 'cost_per_million_output_tokens')).rstrip()}, "
             f"for {fmt_rate(i['rate'])} "
             f"req/s of {i['model']}",
             "bold",

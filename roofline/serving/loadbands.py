@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import astuple, replace
+from typing import TYPE_CHECKING
 
 from roofline.catalog.bands import band, closed_loop_margin
 from roofline.serving.metrics import (
@@ -19,6 +20,10 @@ from roofline.serving.metrics import (
 from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.serve import Capacity, Replica, ServeResult, evaluate, steady_capacity
 from roofline.serving.workload import Workload, with_rate
+
+if TYPE_CHECKING:
+    from roofline.domain.hardware import Accelerator
+    from roofline.engines.engine import Engine
 
 
 def serve_load_bands(
@@ -76,6 +81,21 @@ def serve_load_bands(
         {} if r is None else load_bands(res.expected, r, at_rate, (thr.low, thr.high), own)
         for r, res in results
     ]
+
+
+def fleet_load_bands(
+    rep: Replica, w: Workload, res: ServeResult, slo: Slo, capacity: Capacity,
+    hw: Accelerator, eng: Engine,
+    router: str, seed: int,
+) -> dict[str, LoadBand]:  # fmt: skip
+    """The bands under load of one fleet at w's rate (`res`: serve's result for it), as
+    serve_load_bands gives serve --dp N for the same fleet: size's rows, so the two pages
+    state one band for one fleet. Empty where serve's would be (a replayed log, no steady
+    state, a run past saturation)."""
+    family, engine = hw.efficiency.family, eng.profile_id  # an Accelerator's, an Engine's
+    bands = serve_load_bands(rep, w, [(w.rate, res)], slo, capacity, family, engine,
+                             router=router, seed=seed)  # fmt: skip
+    return bands[0]
 
 
 def closed_loop_bands(family: str, engine: str | None) -> dict[str, LoadBand]:

@@ -38,13 +38,10 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
+from roofline.serving.loadbands import fleet_load_bands
 from roofline.serving.metrics import ServeMetrics, Slo
 from roofline.serving.router import DEFAULT_ROUTER
-from roofline.serving.search import (
-    capacity_at_edges,
-    max_rate_within_slo,
-    replica_capacity,
-)
+from roofline.serving.search import capacity_at_edges, max_rate_within_slo, replica_capacity
 from roofline.serving.serve import Replica, ServeResult, make_replica, serve
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.sizerank import ranked
@@ -116,6 +113,7 @@ class Sized:
     # fewest GPUs it could need, at its rate bound
     searched: bool = True
     bound_gpus: int = 0
+    load_bands: dict | None = None  # the fleet's bands at the rate, as serve's (loadbands.py)
 
 
 @dataclass(frozen=True)
@@ -403,6 +401,7 @@ def size(
             gpus_expected=rep.gpus * n_exp,
             edges=at,
             rate_per_replica_expected=r_exp,
+            load_bands=fleet_load_bands(rep, w, res, slo, cap, hw, eng, router, seed),
         )
 
     def key(gpus: int, price: Price | None) -> tuple[float, float]:

@@ -130,11 +130,16 @@ def relative_band(doc: Any, path: str) -> tuple[str, str] | None:
 
 
 def _load_band(doc: Any, parts: list[str]) -> tuple[str, str] | None:
-    """serve's band under load (`load_bands` beside `expected`, roofline/cli/loadbands.py) of an
-    expected TTFT or TPOT percentile: (its path, "-76%/unbounded")."""
-    if len(parts) < 3 or parts[-3] != "expected" or parts[-2] not in ("ttft_s", "tpot_s"):
+    """serve's (and size's fleets') band under load (`load_bands` beside `expected`,
+    roofline/cli/loadbands.py) of an expected TTFT or TPOT percentile, or of the cost a token
+    beside it or in it: (its path, "-76%/unbounded")."""
+    cost = "cost_per_million_output_tokens"
+    if len(parts) >= 3 and parts[-3] == "expected" and parts[-2] in ("ttft_s", "tpot_s"):
+        where = ".".join([*parts[:-3], "load_bands", f"{parts[-2][:4]}_{parts[-1]}"])
+    elif parts[-1] == cost:
+        where = ".".join([*parts[: -2 if parts[-2:-1] == ["expected"] else -1], "load_bands", cost])
+    else:
         return None
-    where = ".".join([*parts[:-3], "load_bands", f"{parts[-2][:4]}_{parts[-1]}"])
     b = lookup(doc, where)
     return (where, load_band_text(b)) if isinstance(b, Mapping) else None
 
