@@ -235,3 +235,17 @@ def test_chunked_prefill_rides_on_decode_steps():
     # the prefill's share: 0.51 s on top of the 2 decode steps 2 × lin(4) = 0.10006 s, with no
     # second weight read
     assert t - steps.decode_span_s(np.full(4, 10.0), 2) == pytest.approx(0.51)
+
+
+def test_cliff_is_serve_burst_without_the_api_server(run):
+    """A closed batch is serve's closed loop of as many users as requests (all sent at t = 0)
+    without its API server, at the cliff's token budget (2048 + max-seqs): the same run. Short
+    requests make steps carry more tokens than max-seqs + the longest request, which the step
+    tables once clamped (prefill tokens past it free: 6,775 against 6,146 tok/s here)."""
+    common = ("llama-3.1-8b", "h100", "--prompt", "128", "--output", "128", "--max-seqs", "64",
+              "--requests", "256", "--format", "json")  # fmt: skip
+    c = run("cliff", *common).json()["points"][0]
+    s = run("serve", *common, "--concurrency", "256", "--frontend", "none",
+            "--max-batched-tokens", str(2048 + 64), "--no-saturation").json()["expected"]  # fmt: skip
+    assert c["output_tokens_per_s"] == pytest.approx(s["throughput"]["output_tokens_per_s"], 1e-9)
+    assert c["makespan_s"] == pytest.approx(s["benchmark_window"]["window_s"], 1e-9)

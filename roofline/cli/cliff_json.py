@@ -24,6 +24,7 @@ def cliff_doc(
         "output_lengths": output_desc,
         "requests": n,
         "arrivals": "all at t = 0",
+        "frontend": "none",  # the engine alone, as serve --frontend none (no API server)
         "preemption": preemption,
         "chunked_prefill": chunked_prefill,
         "swap_tier": tier.id if tier else None,

@@ -83,7 +83,7 @@ def cliff(
     plan = opt.fitted_plan(m, hw, dep, eng, en.memory)
     chunked_prefill = chunked_prefill is not False  # not given: chunked, vLLM V1's default
     sw = cliff_sweep(m, hw, dep, plan, prompts, outputs, settings, preemption, tier,
-                     chunked_prefill, ideal)  # fmt: skip
+                     chunked_prefill, ideal, eng.profile_id)  # fmt: skip
     doc = cliff_doc(
         m, hw, dep, eng, plan, sw, s=s, o=o, prompt_desc=prompt_desc, output_desc=output_desc,
         n=n, preemption=preemption, chunked_prefill=chunked_prefill, tier=tier, ideal=ideal,

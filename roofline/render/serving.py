@@ -36,7 +36,8 @@ def cliff_table(doc: Mapping[str, Any], con: Console) -> None:
     title = (
         f"Reasoning cliff: {i['model']} on {i['hardware']} TP{i['tp']}, {i['weights']} "
         f"weights, {i['kv_dtype']} KV, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out, "
-        f"{i['requests']:,} requests all arriving at t = 0, {i['preemption']}; cliff at batch "
+        f"{i['requests']:,} requests all arriving at t = 0 at the engine (no API server: serve"
+        f" --frontend none), {i['preemption']}; cliff at batch "
         f"{cliff:,} (▲ past it); "
         "lost = share of time recomputing or swapping"
     )

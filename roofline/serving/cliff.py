@@ -107,9 +107,11 @@ def cliff_sweep(
     swap_tier: Tier | None = None,
     chunked_prefill: bool = False,
     ideal: bool = False,
+    engine: str | None = None,
 ) -> CliffSweep:
     """Every request at t = 0, served at each max-seqs setting (simulate); with a swap tier
-    also under recompute, for the ratio. Refuses a budget that holds not one mean prompt."""
+    also under recompute, for the ratio; `engine` the profile whose host costs the step times
+    carry (None: the CLI's auto rule). Refuses a budget that holds not one mean prompt."""
     s, o = round(float(prompts.mean())), round(float(outputs.mean()))
     blk = plan.engine.block_tokens
     budget_blocks = kv_budget_blocks(plan, model, dep, blk)
@@ -120,7 +122,13 @@ def cliff_sweep(
             f"not one prompt of {s:,} tokens fits in the KV budget "
             f"({fmt_bytes(plan.kv_budget_bytes)})"
         )
-    steps = StepModel(model, hw, dep, max(settings), int(prompts.max() + outputs.max()), ideal)
+    max_len, b = int(prompts.max() + outputs.max()), max(settings)
+    # the most tokens one step carries, as serve's make_replica sizes it: the decodes beside the
+    # token budget (simulate's 2048 + max_seqs), or without chunking every admitted prompt (a
+    # recompute's with its generated tokens); past it the tables would clamp and price the
+    # step's extra prefill tokens at nothing
+    top = b + 2048 + b if chunked_prefill else b * max_len
+    steps = StepModel(model, hw, dep, b, max_len, ideal, max_tokens=top, engine=engine)
     cp = chunked_prefill
     points = [
         simulate(steps, prompts, outputs, b, budget_blocks, blk, preemption, swap_tier, cp)
