@@ -376,4 +376,9 @@ def test_size_disagg_adds_pool_deployments(run):
             per_unit += d["decode_replicas"] * d["tp"] * d["pp"]
             assert d["gpus"] == d["replicas"] * per_unit
             assert d["expected"]["ttft_s"]["p99"] <= 1.0 and d["expected"]["tpot_s"]["p99"] <= 0.04
+            # the whole fleet's pools carry the 20 req/s; at the throughput band's edges its
+            # bands under load, as the colocated rows': never above the rate it is offered
+            thr = d["load_bands"]["throughput"]
+            assert d["expected"]["throughput"]["requests_per_s"] == pytest.approx(20.0)
+            assert thr["high"] == 1.0 and 0 < thr["low"] <= 1.0
     assert sum(d["best"] for d in doc["deployments"]) == 1

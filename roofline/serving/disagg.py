@@ -32,6 +32,7 @@ contention between transfers is not modelled.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -44,6 +45,7 @@ from roofline.serving.attention_dp import colocated_prefill_s
 from roofline.serving.bounds import rate_bounds
 from roofline.serving.kvtransfer import KvLink, kv_transfer_s
 from roofline.serving.metrics import ServeMetrics, Slo, metrics
+from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.search import (
     Saturation,
     highest_ok,
@@ -332,6 +334,20 @@ class TrafficMode:
     # attention-DP rank) and a prefill replica's token budget a step, as their launch lines set
     decode_max_seqs: int = 0
     prefill_batched_tokens: int = 0
+    # disaggregated: the whole fleet's pools' (requests/s, output tokens/s, mean output) at most
+    capacity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+def fleet_at_rate(
+    model: ModelArch, pre: Replica, dec: Replica, link: KvLink, mode: TrafficMode, w: Workload,
+    slo: Slo, seed: int = 0,
+) -> Callable[[float], ServeMetrics]:  # fmt: skip
+    """The expected steady-state metrics of best_pools' fleet (`mode`: its units x (P, D)
+    replicas) at an offered rate, as best_pools' own figures are made (its load bands read
+    them at the band edges' rates)."""
+    k = max(mode.units, 1)
+    pools = Pools(pre, dec, mode.prefill_replicas * k, mode.decode_replicas * k, link)
+    return lambda r: _steady_pooled(model, pools, with_rate(w, r, seed), slo, False, mode.capacity)
 
 
 def compare_at_rate(
@@ -355,7 +371,9 @@ def compare_at_rate(
     budget; pool shapes tried (best_pools): 1-4 decode replicas with the prefill replicas the
     closed-form ratio (prefill replicas per decode replica, at the batch a decode replica
     reaches: its KV or max-seqs bound at the mean context, not --batch) suggests, or only
-    `shape` (P, D) when given. `ideal`: ideal step times throughout."""
+    `shape` (P, D) when given. `ideal`: ideal step times throughout. Each mode's metrics are
+    its whole fleet's at the rate: the colocated units as serve --dp N routes them (the same
+    figures), the pools as `units` × (P, D) replicas, the stream dealt among them."""
     max_len = w.max_len
     colo = make_replica(model, d_hw, d_dep, eng, max_len)
     pre = make_replica(model, p_hw, p_dep, engine("auto", p_hw), max_len,
@@ -370,9 +388,8 @@ def compare_at_rate(
     cap = replica_capacity(colo, w)
     r_colo = max_rate_within_slo(colo, w, slo, cap.of(ideal).requests_per_s, ideal, seed)
     colo_mode = _mode("colocated", 0, 1, colo.gpus, r_colo, rate, None)
-    if r_colo > 0:
-        per = with_rate(w, rate / colo_mode.units, seed) if rate else w
-        res = serve(colo, per, slo, 1, capacity=cap)
+    if r_colo > 0:  # its fleet at the rate as serve --dp N runs it: the stream routed
+        res = serve(colo, w, slo, max(colo_mode.units, 1), capacity=cap, router=DEFAULT_ROUTER)
         colo_mode = replace(colo_mode, metrics=res.ideal if ideal else res.expected)
     pools = best_pools(model, pre, colo, link, w, slo, ratio, seed, ideal, shape)
     ran = {"decode_max_seqs": colo.rules.max_seqs // d_dep.attention_dp,
@@ -421,11 +438,11 @@ def best_pools(
         bindings=(sats[0].binding, sats[1].binding),
         pool_rates=(sats[0].requests_per_s, sats[1].requests_per_s),
     )
-    if best.max_rate_per_unit > 0:
-        shape = (best.prefill_replicas, best.decode_replicas)
-        pools = Pools(pre, dec, *shape, link)
-        per = with_rate(w, rate / best.units, seed) if rate else w
-        best = replace(best, metrics=_steady_pooled(model, pools, per, slo, ideal, caps[shape]))
+    if best.max_rate_per_unit > 0:  # the whole fleet's pools at the rate (k units' worth),
+        k = max(best.units, 1)  # as the colocated fleet is served: the stream dealt among them
+        pools = Pools(pre, dec, best.prefill_replicas * k, best.decode_replicas * k, link)
+        cap = pools_capacity(pools, sats)
+        best = replace(best, metrics=_steady_pooled(model, pools, w, slo, ideal, cap), capacity=cap)
     return best
 
 

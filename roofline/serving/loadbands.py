@@ -5,6 +5,7 @@ edge's rate read from the rate points already simulated where it can be."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import astuple, replace
 from typing import TYPE_CHECKING
 
@@ -54,10 +55,6 @@ def serve_load_bands(
     capacity = steady_capacity(base, capacity)  # None: serve's window figures, no steady state
     if thr is None or capacity is None or not base.stationary:
         return [{} for _ in results]
-    own = {}  # the per-request error the queue does not explain: the light-load band's (the
-    for name in LOAD_BAND_METRICS:  # figure's own, near capacity, is the queue's: issue 35)
-        b = band(f"{name.split('_')[0]}_light", family, pid) or band(name, family, pid)
-        own[name] = (b.low, b.high) if b is not None else (1.0, 1.0)
     n = results[0][1].replicas
     known = sorted(
         (r, res.expected) for r, res in results if r is not None and not res.expected.unbounded
@@ -78,9 +75,31 @@ def serve_load_bands(
         return made[r]
 
     return [
-        {} if r is None else load_bands(res.expected, r, at_rate, (thr.low, thr.high), own)
-        for r, res in results
+        {} if r is None else rate_bands(res.expected, r, at_rate, family, pid) for r, res in results
     ]
+
+
+def rate_bands(
+    expected: ServeMetrics,
+    rate: float,
+    at_rate: Callable[[float], ServeMetrics],
+    family: str,
+    engine: str | None,
+) -> dict[str, LoadBand]:
+    """metrics.load_bands at an offered `rate` with the bands of the hardware `family` under
+    the engine profile `engine`: the throughput band, and as each figure's own the light-load
+    band (the per-request error the queue does not explain; the figure's own band, near
+    capacity, is the queue's: issue 35), else the figure's. `at_rate(r)`: the expected
+    steady-state metrics of the same fleet at offered rate r. Empty without a throughput
+    band."""
+    thr = band("throughput", family, engine)
+    if thr is None:
+        return {}
+    own = {}
+    for name in LOAD_BAND_METRICS:
+        b = band(f"{name.split('_')[0]}_light", family, engine) or band(name, family, engine)
+        own[name] = (b.low, b.high) if b is not None else (1.0, 1.0)
+    return load_bands(expected, rate, at_rate, (thr.low, thr.high), own)
 
 
 def fleet_load_bands(

@@ -37,14 +37,15 @@ from roofline.serving.cost import (
     cost_per_million_output_tokens,
     joules_per_output_token,
 )
-from roofline.serving.disagg import TrafficMode, best_pools, disaggregate
+from roofline.serving.disagg import TrafficMode, best_pools, disaggregate, fleet_at_rate
 from roofline.serving.kvtransfer import KvLink
+from roofline.serving.loadbands import rate_bands
 from roofline.serving.metrics import Slo
 from roofline.serving.router import DEFAULT_ROUTER
 from roofline.serving.serve import make_replica
 from roofline.serving.sim.drafting import DraftConfig
 from roofline.serving.size import HEADROOM, Sized, _none, redundant_experts, size
-from roofline.serving.sizerank import _scale, rank
+from roofline.serving.sizerank import rank
 from roofline.serving.whynone import describe
 from roofline.serving.workers import Background
 from roofline.serving.workload import Workload
@@ -153,7 +154,13 @@ def _disaggregated(
         mode = best_pools(model, pre, dec, link, w, slo, ratio, seed, shape=shape)
         if not mode.units or mode.metrics is None:
             return _none(hw, d_dep, "disaggregated: misses the SLOs even at light load")
-        m = _scale(mode.metrics, mode.units)
+        m = mode.metrics  # the whole fleet's pools at the rate (disagg.best_pools)
+        at = fleet_at_rate(model, pre, dec, link, mode, w, slo, seed)  # bands under load, as
+        bands = (  # the colocated rows' (size): under stationary arrivals at a rate
+            rate_bands(m, float(w.rate), at, hw.efficiency.family, eng.profile_id)
+            if w.stationary and w.rate
+            else {}
+        )
         price = prices.get(hw.id)
         usd = cost_per_hour(price, mode.gpus)
         tok_s = m.output_tokens_per_s
@@ -177,6 +184,7 @@ def _disaggregated(
                 "max_batched_tokens": PREFILL_TOKENS // p_dep.attention_dp,
                 "binding": mode.bindings[0], "saturation_rate_per_replica": mode.pool_rates[0],
             },
+            load_bands=bands,
         )  # fmt: skip
 
     return out, Background(one, tasks)

@@ -1,15 +1,12 @@
 """The ranking of `size`'s rows (roofline.serving.size): the deployments that meet the SLOs best
 first (least cost, or fewest GPUs), the Pareto frontier of output tokens/s per GPU against per
-user marked, the first marked best; and one replica's steady-state figures scaled to a fleet."""
+user marked, the first marked best."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from roofline.serving.metrics import ServeMetrics
+from typing import Any
 
 Sized = Any  # a size.Sized row (not imported: size imports this module)
 
@@ -17,22 +14,6 @@ Sized = Any  # a size.Sized row (not imported: size imports this module)
 def rank(rows: list[Sized], minimize: str) -> list[Sized]:
     """Best first among those that meet the SLOs, frontier and best marked afresh (ranked)."""
     return ranked([replace(r, frontier=False, best=False) for r in rows], minimize)
-
-
-def _scale(m: ServeMetrics, replicas: int) -> ServeMetrics:
-    """Steady-state metrics of one representative replica (its share of the rate), scaled to
-    `replicas` serving the whole rate; percentiles and shares are the replica's."""
-    return replace(
-        m,
-        requests_per_s=m.requests_per_s * replicas,
-        output_tokens_per_s=m.output_tokens_per_s * replicas,
-        goodput_requests_per_s=m.goodput_requests_per_s * replicas,
-        benchmark_requests_per_s=m.benchmark_requests_per_s * replicas,
-        benchmark_output_tokens_per_s=m.benchmark_output_tokens_per_s * replicas,
-        mean_in_system=m.mean_in_system * replicas,
-        gpus=m.gpus * replicas,
-        requests=m.requests * replicas,
-    )
 
 
 def ranked(rows: list[Sized], minimize: str) -> list[Sized]:
