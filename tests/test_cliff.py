@@ -246,6 +246,7 @@ def test_cliff_is_serve_burst_without_the_api_server(run):
               "--requests", "256", "--format", "json")  # fmt: skip
     c = run("cliff", *common).json()["points"][0]
     s = run("serve", *common, "--concurrency", "256", "--frontend", "none",
-            "--max-batched-tokens", str(2048 + 64), "--no-saturation").json()["expected"]  # fmt: skip
+            "--max-batched-tokens", str(2048 + 64), "--no-saturation").json()  # fmt: skip
+    s = s["expected"]
     assert c["output_tokens_per_s"] == pytest.approx(s["throughput"]["output_tokens_per_s"], 1e-9)
     assert c["makespan_s"] == pytest.approx(s["benchmark_window"]["window_s"], 1e-9)
