@@ -1,6 +1,8 @@
 """Layout search: the splits are complete and valid, DP strands KV capacity, no batch cap but
 memory, the ideal bounds the expected, results are ranked and the winner explained."""
 
+import pytest
+
 from roofline.domain.layout import candidate_layouts
 from roofline.domain.precision import WEIGHT_FORMATS
 from roofline.engines.engine import ENGINES
@@ -97,3 +99,19 @@ def test_cli_plan_multi_node_table(run):
     assert r.code == 0 and "ADP16" in r.stdout and "wins" in r.stdout
     bad = run("plan", "deepseek-r1", "h200", "--gpus", "16", "--scale-out", "nvme-gen5")
     assert bad.code == 2 and bad.stdout == ""
+
+
+def test_plan_names_its_batch_prefill_as_analyze_does(run):
+    """One word, one meaning: plan's JSON called its batch's prefill `ttft_s` (13.8 s for
+    Llama-3.1-70B FP8 at TP4, batch 347 on H100) where analyze's `ttft_s` is one request on an
+    idle replica (47.9 ms) and the batch's prefill is `batch_prefill_s`. Plan now uses analyze's
+    names: the same layout and batch give the same two figures in both."""
+    best = run("plan", "llama-3.1-70b", "h100", "--weights", "fp8", "-f", "json").json()["best"]
+    assert "ttft_s" not in best
+    a = run(
+        "analyze", "llama-3.1-70b", "h100", "--tp", str(best["tp"]), "--pp", str(best["pp"]),
+        "--weights", "fp8", "--batch", str(best["batch_per_replica"]), "-f", "json",
+    ).json()["expected"]  # fmt: skip
+    assert best["batch_prefill_s"] == pytest.approx(a["batch_prefill_s"], rel=1e-12)
+    assert best["latency_ttft_s"] == pytest.approx(a["ttft_s"], rel=1e-12)
+    assert best["batch_prefill_s"] > 100 * best["latency_ttft_s"]  # 347 prompts against one

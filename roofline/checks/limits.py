@@ -142,7 +142,7 @@ def run_checks(
         for name, limit, value, unit, smaller in (
             ("max_tpot", limits.max_tpot_s, tpot, "s", True),
             ("max_ttft", limits.max_ttft_s, ttft, "s", True),
-            ("max_batch_prefill", limits.max_batch_prefill_s, float(t.ttft_s), "s", True),
+            ("max_batch_prefill", limits.max_batch_prefill_s, float(t.batch_prefill_s), "s", True),
             (
                 "min_throughput",
                 limits.min_throughput,

@@ -47,7 +47,7 @@ def analyze_doc(
     }
     timing = {
         k: {
-            "batch_prefill_s": t.ttft_s,
+            "batch_prefill_s": t.batch_prefill_s,
             "ttft_s": float(getattr(single, f"t_{k}_s")),
             "tpot_s": t.tpot_s,
             "e2e_s": t.e2e_s,

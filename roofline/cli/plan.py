@@ -36,7 +36,7 @@ def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
         "max_batch_per_replica": p.max_batch,
         "batch_per_replica": p.batch,
         "concurrency": p.concurrency,
-        "ttft_s": p.ttft_s,
+        "batch_prefill_s": p.batch_prefill_s,
         "tpot_s": p.tpot_s,
         "output_tokens_per_s": p.output_tokens_per_s,
         "ideal_output_tokens_per_s": p.ideal_output_tokens_per_s,

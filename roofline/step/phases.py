@@ -412,7 +412,7 @@ def _attention_shape(model: ModelArch, dep: Deployment, batch: ArrayLike, querie
 
 @dataclass(frozen=True)
 class Timing:
-    ttft_s: FloatArray
+    batch_prefill_s: FloatArray  # the batch's prompts prefilled together (one request's TTFT at 1)
     tpot_s: FloatArray
     e2e_s: FloatArray
     output_tokens_per_s: FloatArray

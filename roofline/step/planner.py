@@ -40,7 +40,7 @@ class Plan:
     batch: int  # sequences per replica chosen (largest meeting the TPOT limit)
     concurrency: int  # sequences in flight on all GPUs
     meets_slo: bool
-    ttft_s: float  # the batch's prefill (static batch)
+    batch_prefill_s: float  # the batch's prefill (static batch)
     tpot_s: float
     output_tokens_per_s: float  # all replicas
     ideal_output_tokens_per_s: float
@@ -125,7 +125,7 @@ def evaluate(
     def at(x, j=i) -> float:
         return float(np.asarray(x)[j]) if np.ndim(x) else float(x)
 
-    l_ttft, l_tpot, l_ideal = at(r.expected.ttft_s, 0), at(tpot, 0), at(r.ideal.tpot_s, 0)
+    l_ttft, l_tpot, l_ideal = at(r.expected.batch_prefill_s, 0), at(tpot, 0), at(r.ideal.tpot_s, 0)
     return Plan(
         lay,
         True,
@@ -135,7 +135,7 @@ def evaluate(
         b,
         b * lay.dp,
         meets,
-        at(r.expected.ttft_s),
+        at(r.expected.batch_prefill_s),
         at(r.expected.tpot_s),
         at(r.expected.output_tokens_per_s),
         at(r.ideal.output_tokens_per_s),

@@ -179,7 +179,7 @@ def plan(doc: Mapping[str, Any]) -> Content:
             ("GPUs", "inputs.gpus"),
             ("output tokens/s", "best.output_tokens_per_s"),
             ("$ per million output tokens", "best.cost_per_million_output_tokens"),
-            ("TTFT at the batch", "best.ttft_s"),
+            ("batch prefill (all its prompts)", "best.batch_prefill_s"),
             ("TPOT at the batch", "best.tpot_s"),
             ("meets the SLO", "best.meets_slo"),
         ]
