@@ -237,16 +237,30 @@ def test_chunked_prefill_rides_on_decode_steps():
     assert t - steps.decode_span_s(np.full(4, 10.0), 2) == pytest.approx(0.51)
 
 
-def test_cliff_is_serve_burst_without_the_api_server(run):
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_cliff_is_serve_burst_without_the_api_server(run, engine):
     """A closed batch is serve's closed loop of as many users as requests (all sent at t = 0)
-    without its API server, at the cliff's token budget (2048 + max-seqs): the same run. Short
-    requests make steps carry more tokens than max-seqs + the longest request, which the step
-    tables once clamped (prefill tokens past it free: 6,775 against 6,146 tok/s here)."""
+    without its API server: the same replica (serve's make_replica at each --max-seqs: the
+    engine's chunking, token budget, admission and host costs), the same run. Two faults this
+    once hid: step tables that stopped at max-seqs + the longest request (prefill tokens past it
+    free: 6,775 tok/s for vLLM here, against serve's 6,146 at the same budget), and vLLM's
+    admission for every engine (TensorRT-LLM's GUARANTEED_NO_EVICT never preempts)."""
     common = ("llama-3.1-8b", "h100", "--prompt", "128", "--output", "128", "--max-seqs", "64",
-              "--requests", "256", "--format", "json")  # fmt: skip
+              "--requests", "256", "--engine", engine, "--format", "json")  # fmt: skip
     c = run("cliff", *common).json()["points"][0]
-    s = run("serve", *common, "--concurrency", "256", "--frontend", "none",
-            "--max-batched-tokens", str(2048 + 64), "--no-saturation").json()  # fmt: skip
-    s = s["expected"]
+    s = run("serve", *common, "--concurrency", "256", "--frontend", "none", "--no-saturation")
+    s = s.json()["expected"]
     assert c["output_tokens_per_s"] == pytest.approx(s["throughput"]["output_tokens_per_s"], 1e-9)
     assert c["makespan_s"] == pytest.approx(s["benchmark_window"]["window_s"], 1e-9)
+
+
+def test_cliff_under_trtllm_never_preempts(run):
+    """TensorRT-LLM admits a request only when its whole sequence's KV fits beside the running
+    ones' (GUARANTEED_NO_EVICT, engines.scheduler.output_reserve 1): past the KV cliff of
+    Llama-3.1-8B 1k/1k on one H100 (225 sequences), vLLM preempts and recomputes where
+    TensorRT-LLM keeps the rest waiting."""
+    args = ("llama-3.1-8b", "h100", "--max-seqs", "256", "--requests", "512", "-f", "json")
+    vllm = run("cliff", *args).json()
+    trt = run("cliff", *args, "--engine", "trtllm").json()
+    assert vllm["points"][0]["preemptions"] > 0 and vllm["points"][0]["past_cliff"]
+    assert trt["points"][0]["preemptions"] == 0 and trt["inputs"]["engine"] == "trtllm"

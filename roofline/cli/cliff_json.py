@@ -12,7 +12,7 @@ def _ratio(a: float, b: float) -> float | None:
 
 def cliff_doc(
     m, hw, dep, eng, plan, sw: CliffSweep, *, s: int, o: int, prompt_desc: str,
-    output_desc: str, n: int, preemption: str, chunked_prefill: bool, tier, ideal: bool,
+    output_desc: str, n: int, preemption: str, tier, ideal: bool,
 ) -> dict:  # fmt: skip
     """The `cliff` document: a point per max-seqs setting, against recompute when swapping."""
     inputs = {
@@ -26,7 +26,8 @@ def cliff_doc(
         "arrivals": "all at t = 0",
         "frontend": "none",  # the engine alone, as serve --frontend none (no API server)
         "preemption": preemption,
-        "chunked_prefill": chunked_prefill,
+        "chunked_prefill": sw.chunked_prefill,  # the engine's default unless told
+        "max_batched_tokens": sw.max_batched_tokens,  # a step's token budget, the engine's
         "swap_tier": tier.id if tier else None,
         "step_times": "ideal" if ideal else "expected",
         "engine": eng.name,

@@ -81,12 +81,11 @@ def cliff(
     s, o = round(float(prompts.mean())), round(float(outputs.mean()))
     eng = engine(en.engine_name, hw)
     plan = opt.fitted_plan(m, hw, dep, eng, en.memory)
-    chunked_prefill = chunked_prefill is not False  # not given: chunked, vLLM V1's default
-    sw = cliff_sweep(m, hw, dep, plan, prompts, outputs, settings, preemption, tier,
-                     chunked_prefill, ideal, eng.profile_id)  # fmt: skip
+    sw = cliff_sweep(m, hw, dep, eng, plan, prompts, outputs, settings, preemption, tier,
+                     chunked_prefill, ideal)  # fmt: skip  # chunked None: the engine's default
     doc = cliff_doc(
         m, hw, dep, eng, plan, sw, s=s, o=o, prompt_desc=prompt_desc, output_desc=output_desc,
-        n=n, preemption=preemption, chunked_prefill=chunked_prefill, tier=tier, ideal=ideal,
+        n=n, preemption=preemption, tier=tier, ideal=ideal,
     )  # fmt: skip
     pub.publish(doc, fmt, doc["points"], render.cliff_table, out)
     if out is not None and not pub.is_html(out):
