@@ -92,6 +92,12 @@ def test_cli_plan_ranked_slo_and_explained(run):
     assert doc["best"]["dominant"] in doc["explanation"]
     fastest = min(p["latency_tpot_s"] for p in doc["plans"] if p["fits"])
     assert doc["lowest_latency"]["latency_tpot_s"] == fastest
+    # the batch is the largest that meets 40 ms, as check finds it: plan once took it from its
+    # 96-point grid (700 at TP8, against the 704 check passes); 705 misses
+    tp8 = next(p for p in doc["plans"] if p["layout"] == "TP8 PP1 DP1")
+    b = tp8["batch_per_replica"]
+    at = ("check", "llama-3.1-70b", "h100", "--tp", "8", "--weights", "fp8", "--max-tpot", "40ms")
+    assert run(*at, "--batch", str(b)).code == 0 and run(*at, "--batch", str(b + 1)).code == 1
 
 
 def test_cli_plan_multi_node_table(run):

@@ -120,6 +120,13 @@ def evaluate(
     ok = tpot <= max_tpot_s if max_tpot_s is not None else np.ones_like(tpot, dtype=bool)
     meets = bool(ok.any())
     i = int(np.nonzero(ok)[0].max()) if meets else 0
+    if max_tpot_s is not None and meets and i + 1 < len(grid) and grid[i + 1] - grid[i] > 1:
+        # the limit falls between two grid points: every batch between them, so the batch is
+        # the largest that meets it, as `check` finds (one more broadcast call)
+        grid = np.unique(np.concatenate([grid, np.arange(grid[i] + 1, grid[i + 1])]))
+        r = request(model, hw, dep, grid, prompt, output, lay.dp, engine=eng.name)
+        ok = np.asarray(r.expected.tpot_s) <= max_tpot_s
+        i = int(np.nonzero(ok)[0].max())
     b = int(grid[i])
 
     def at(x, j=i) -> float:
