@@ -205,3 +205,15 @@ def test_check_reads_throughput_at_the_context_it_reads_tpot(run):
     tpot, tok_s = (x["value"] for x in c.json()["checks"])
     assert 0.99 * 3 / tpot < tok_s < 3 / tpot  # the prefill's share of the batch's time
     assert (tpot, tok_s) == (a["expected"]["tpot_s"], a["expected"]["output_tokens_per_s"])
+
+
+def test_check_context_equal_to_prompt_plus_output_is_still_read(run):
+    """check took a --context equal to prompt + output (2,000 at the 1k/1k default) for no
+    context at all, judging TPOT over the decode (its mean context 1,500: 12.8 ms at batch 64
+    on an H100) where analyze --context 2000 reads the steps at 2,000 tokens (14.1 ms): a
+    context given is read, whatever its value."""
+    args = ("llama-3.1-8b", "h100", "--batch", "64", "--format", "json")
+    a = run("analyze", *args, "--context", "2000").json()["expected"]["tpot_s"]
+    plain = run("analyze", *args).json()["expected"]["tpot_s"]
+    c = run("check", *args, "--context", "2000", "--max-tpot", "1s").json()["checks"][0]
+    assert c["value"] == a and a > 1.05 * plain  # 2,000 tokens a sequence against 1,500

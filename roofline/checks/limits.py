@@ -66,9 +66,12 @@ def run_checks(
     capacity_bytes: float | None = None,
     ideal: bool = False,
     eff: Efficiency | None = None,
+    context_given: bool = False,
 ) -> list[Check]:
     """Evaluate every requested assertion. Latency and throughput use the expected (calibrated)
-    prediction unless `ideal`; capacity uses the engine's KV budget at `context` tokens."""
+    prediction unless `ideal`; capacity uses the engine's KV budget at `context` tokens;
+    `context_given` (--context set): TPOT and throughput at it too, as analyze --context reads
+    them, else over the decode (prompt + output / 2 on average)."""
     plan = plan_memory(model, hw, dep, eng, capacity_bytes)
     mb = int(max_batch(plan, model, dep, context)) if plan.weights_fit else 0
     kv_needed = float(kv_bytes_per_sequence(model, dep, context, eng.block_tokens)) * batch
@@ -132,7 +135,7 @@ def run_checks(
     if wants_speed:
         # --context: the decode steps of `batch` sequences holding `context` tokens, not the
         # mean over prompt + output, for TPOT and throughput alike (as analyze reads them)
-        at = context if context != prompt + output else None
+        at = context if context_given else None
         r = request(model, hw, dep, batch, prompt, output, replicas, eff, eng.name, at)
         t = r.ideal if ideal else r.expected
         kind = "ideal" if ideal else "expected"

@@ -61,6 +61,7 @@ class SpecCase:
     drafting: Any = None  # serving.sim.drafting.DraftConfig: the drafter the replicas run
     router: str = DEFAULT_ROUTER  # how requests reach the replicas (serving.router)
     kv: Any = None  # serving.sim.kvtiers.KvHierarchy: KV tiers below HBM and the retention
+    context_given: bool = False  # `context` set (TPOT at it, as analyze --context), not defaulted
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def evaluate_spec(case: SpecCase, ideal: bool = False) -> SpecResult:
     c = case
     checks = run_checks(
         c.model, c.hw, c.dep, c.eng, batch=c.batch, prompt=c.prompt, output=c.output,
-        context=c.context, limits=c.limits, replicas=c.replicas,
+        context=c.context, limits=c.limits, replicas=c.replicas, context_given=c.context_given,
         capacity_bytes=c.capacity_bytes, ideal=ideal,
     )  # fmt: skip
     served = None

@@ -183,7 +183,7 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         d["name"], m, hw, dep, eng, gpus, replicas, batch, prompt, output, context, limits,
         traffic, day, None if day is None else day_cli.spec_slo(d), cap,
         d.get("requests") or 1000, d.get("seed", 0), prefix, w, drafting,
-        router, kv,
+        router, kv, "context" in d,
     )  # fmt: skip
 
 
