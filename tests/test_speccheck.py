@@ -142,3 +142,25 @@ def test_report_candidates_are_told_apart_by_their_replicas():
     raw = {"model": "m", "candidates": [*dp, pp2, dict(pp2)]}
     names = [d["name"] for d in _candidates("spec", raw)]
     assert names == ["4 x h100 TP1", "3 x h100 TP1", "h100 TP2 PP2 fp8 #3", "h100 TP2 PP2 fp8 #4"]
+
+
+def test_a_percentile_is_judged_on_as_many_requests_as_size_judges_it(run):
+    """report's example asked for 400 requests: one H200 TP2 replica of Llama-3.1-70B FP8 at
+    4 req/s passed its p99 TPOT of 50 ms on them (46.5 ms), where size, judging p99 on 5,000
+    requests (50 beyond the percentile), found that replica's capacity 3.59 req/s and sized
+    two. A spec's percentile is now judged on at least 5,000 requests at p99: the same run as
+    serve --requests 5000 (58.1 ms, a miss), so report's answer is no longer that replica."""
+    doc = run("report", str(EXAMPLE.parent / "report.yaml"), "--format", "json").json()
+    h200 = next(c for c in doc["candidates"] if c["name"].startswith("h200"))
+    tpot = next(x for x in h200["checks"] if x["name"] == "max_tpot_p99")
+    assert "5,000 requests" in tpot["detail"] and not tpot["ok"]
+    serve = run("serve", "llama-3.1-70b", "h200", "--tp", "2", "--weights", "fp8", "--prompt",
+                "2k", "--output", "300", "--rate", "4", "--requests", "5000", "--slo-ttft", "1s",
+                "--slo-tpot", "50ms", "--format", "json").json()  # fmt: skip
+    assert tpot["value"] == serve["expected"]["tpot_s"]["p99"] > 0.05
+    assert not doc["best"]["name"].startswith("h200")
+    short = run("serve", "llama-3.1-8b", "h100", "--rate", "4", "--slo-ttft", "1s")
+    assert "SHORT: p99 of 1,000 requests (check, size: 5,000)" in " ".join(short.stdout.split())
+    long = run("serve", "llama-3.1-8b", "h100", "--rate", "4", "--slo-ttft", "1s", "--requests",
+               "5000")  # fmt: skip
+    assert "SHORT" not in long.stdout

@@ -213,6 +213,8 @@ def traffic_checks(
         kind = f"{e.level} edge at {rate}"
     if res.router:  # a fleet: the router its figures rest on (serving.router)
         kind += f" over {res.replicas} replicas, {res.router}"
+    if m.requests:  # the run the percentiles rest on (a spec's requests, at least
+        kind += f", {m.requests:,} requests"  # 50 beyond the percentile: cli.specs)
     out = []
     p, p99 = f"p{limits.pct:g}", limits.pct == 99.0
 

@@ -76,7 +76,8 @@ def report(
         "checks": {k: v for k, v in checks.items() if v is not None},
         "arrivals": _arrivals_text(first),
         "confidence": first.get("confidence") or "expected",
-        "serving": f"{_arrivals_text(first)}, `requests` requests (default 1000), seed;"
+        "serving": f"{_arrivals_text(first)}, `requests` requests (default 1000; at least 50"
+        " beyond the percentile judged, 5,000 at p99, as size judges it), seed;"
         " expected step times; cost from the catalog's prices",
     }
     rows = [{"deployment": r["name"], **c} for r in results for c in r["checks"]]

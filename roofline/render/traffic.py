@@ -76,12 +76,28 @@ def _slo_text(i: Mapping[str, Any]) -> str:
 
 
 # ---- serve ----------------------------------------------------------------------------------
+def _short_tail(i: Mapping[str, Any]) -> list[str]:
+    """The legend's word when an SLO's percentile rests on fewer requests than `check`,
+    `report` and `size` judge it on (serving.slosearch.slo_requests: 50 beyond it, 5,000 at
+    p99): a short run's tail, often below the steady state's near capacity."""
+    from roofline.serving.metrics import Slo
+    from roofline.serving.slosearch import slo_requests
+
+    pct, n = float(i.get("slo_pct") or 99.0), int(i.get("requests") or 0)
+    slo = Slo(i.get("slo_ttft_s"), i.get("slo_tpot_s"), pct)
+    if (slo.ttft_s is None and slo.tpot_s is None) or not i.get("rates") or not n:
+        return []  # no SLO, a closed loop, or a log (its own requests)
+    need = slo_requests(slo, n)
+    return [f"SHORT: p{pct:g} of {n:,} requests (check, size: {need:,})"] if need > n else []
+
+
 @table_output
 def serve_table(doc: Mapping[str, Any], con: Console) -> None:
     i, pts = doc["inputs"], doc["points"]
     load = f"{i['concurrency']} users (closed loop)" if i.get("concurrency") else _arrivals(i)
     # the legend: at most three lines (width.legend); the rest under -v
     core = [f"{i['requests']:,} requests, {brief(load)}", _slo_text(i)]
+    short = _short_tail(i)  # a mark too, unless UNBOUNDED or NOT STEADY says more
     lengths = _lengths(i, load)
     marks: list[str] = []  # UNBOUNDED or NOT STEADY: always in the legend
     queue_note = (
@@ -212,6 +228,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             closed = any(b.get("rates") is None for b in lbs.values())
             extra.append(f"TTFT/TPOT bands through the {'loop' if closed else 'queue'}")
             more += " " + (closed_note if closed else queue_note)
+        marks = marks or short
         head, _ = legend(con, [*core, *marks, *extra], len(core) + len(marks))
         say(con, head)
         if VERBOSE["on"]:
@@ -236,14 +253,16 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
         ],
     )
     loaded = any(p.get("load_bands") for p in pts)
-    short = (  # the bands in the legend (at most three lines); where they come from, under -v
+    named = (  # the bands in the legend (at most three lines); where they come from, under -v
         "TTFT/TPOT bands through the queue"
         if loaded
         else f"bands TTFT p99 {pm(bands, 'ttft_p99') or 'none'}, TPOT p99"
         f" {pm(bands, 'tpot_p99') or 'none'}"
     )
     head, _ = legend(
-        con, [*core, lengths, f"{short}, tok/s {pm(bands, 'throughput') or 'none'}"], len(core)
+        con,
+        [*core, *short, lengths, f"{named}, tok/s {pm(bands, 'throughput') or 'none'}"],
+        len(core) + len(short),
     )
     say(con, head)
     if VERBOSE["on"]:
