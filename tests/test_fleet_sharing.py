@@ -250,7 +250,7 @@ def test_fleet_shows_lora_and_sleep(run, tmp_path):
     # the placement gives a replica size's capacity (headroom spent) x the kept share: 30 req/s
     # takes ceil(30 / that) replicas every hour
     n = doc["hours"][0]["placements"][0]["replicas"]
-    assert n == math.ceil(30 / (d["capacity_per_replica"] * lo["capacity_kept"]))
+    assert n == math.ceil(30 / (d["planned_rate_per_replica"] * lo["capacity_kept"]))
     (z,) = doc["sharing"]["sleep"]
     assert z["wake_s"] == pytest.approx(z["weight_bytes_per_gpu"] / 64e9)
     assert z["wake_s"] < z["cold_start_s"]

@@ -310,7 +310,7 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
                     "gpus_per_replica": main.gpus_per_replica,
                     "replicas_at_peak": s.replicas,
                     "max_rate_per_replica": s.max_rate_per_replica,
-                    "capacity_per_replica": main.capacity,
+                    "planned_rate_per_replica": main.capacity,  # after headroom (kappa)
                     "ttft_p99_s": e.ttft_s.p99 if e else None,
                     "tpot_p99_s": e.tpot_s.p99 if e else None,
                     "meets_slo": s.meets_slo,
@@ -323,7 +323,7 @@ def _doc(cat, spec, models, options, prob: Problem, day: DayPlan, sep, path: str
                         "hardware": o.chip,
                         "layout": o.sized.layout if o.sized else None,
                         "gpus_per_replica": o.gpus_per_replica,
-                        "capacity_per_replica": o.capacity,
+                        "planned_rate_per_replica": o.capacity,
                         "scale_up_delay_s": o.delay_s,
                         "note": o.note,
                     }
