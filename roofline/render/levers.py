@@ -149,8 +149,9 @@ def edge_table(doc: Mapping[str, Any], con: Console) -> None:
         con,
         f"{i['model']} in {i['weights']} ({fmt_bytes(doc['weights_bytes'])} of weights), "
         f"{i['context_tokens']:,} tokens of context, batch {i['batch']}; 'needs' and 'may use' "
-        "count what sits on the GPU",
-        (T("device"), T("fits"), N("needs"), N("may use"), N("tok/s"), N("TTFT")),
+        "count what sits on the GPU; decode tok/s = 1 / TPOT at that context (analyze's output"
+        " tok/s also counts the prefill)",
+        (T("device"), T("fits"), N("needs"), N("may use"), N("decode\ntok/s"), N("TTFT")),
         [
             (
                 r["hardware"]
