@@ -317,3 +317,14 @@ def test_disagg_launches_the_replicas_it_simulated(run):
     launch = r.json()["launch"]
     dec, pre = " ".join(launch["decode"]["argv"]), " ".join(launch["prefill"]["argv"])
     assert "--max-num-seqs 1024" in dec and "--max-num-batched-tokens 8192" in pre
+
+
+def test_size_says_when_the_drafter_did_not_pay(run):
+    """size --drafter keeps a layout's drafted variant only where it is cheaper; at 20 req/s of
+    Llama-3.1-8B 1k/1k on H100 no row drafts (serve --drafter at the same fleet misses the
+    SLOs), and size said nothing of the drafter asked for: it now says so on stderr."""
+    r = run("size", "llama-3.1-8b", "--hardware", "h100", "--rate", "20", "--prompt", "1k",
+            "--output", "1k", "--slo-ttft", "2s", "--slo-tpot", "50ms", "--requests", "300",
+            "--drafter", "eagle", "--format", "json")  # fmt: skip
+    assert not any(d.get("speculation") for d in r.json()["deployments"])
+    assert "--drafter eagle did not pay" in r.stderr

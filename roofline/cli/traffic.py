@@ -339,6 +339,9 @@ def size(
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
     if day_rates is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
+    if drafting is not None and deployments and not any(d.get("speculation") for d in deployments):
+        plain = "each layout decoding plainly served the rate for less, so no row drafts"
+        note(f"note: --drafter {drafting.drafter} did not pay: {plain}")
     _none_found(doc, answers, slo, rate_rps)
 
 
