@@ -92,8 +92,9 @@ def workload_size_table(doc: Mapping[str, Any], con: Console) -> None:
     at = "expected" if level == "expected" else f"at {level}; expected GPUs in ()"
     print_rows(
         con,
-        f"{doc['inputs']['model']}: replicas meeting every class's SLOs, the classes together in"
-        f" one pool and each apart in its own ({at})",
+        f"{doc['inputs']['model']}: the fewest replicas whose run meets every class's SLOs (no"
+        f" headroom; size --rate leaves --headroom, 10% by default), the classes together in one"
+        f" pool and each apart in its own ({at})",
         (T("deployment"), N("repl"), N("GPUs"), N("apart\nGPUs"), N("$/h"), N("$/Mtok")),
         [
             (
