@@ -19,7 +19,7 @@ from roofline.cli.edge_json import offload_doc
 from roofline.cli.wired import one_node
 from roofline.domain.errors import DoesNotFitError, InputError, UnknownEntryError
 from roofline.domain.hardware import Accelerator, default_wired_limit_bytes
-from roofline.domain.units import fmt_bytes, parse_bytes, parse_memory_bytes
+from roofline.domain.units import fmt_bytes, parse_memory_bytes
 from roofline.engines.engine import engine
 from roofline.levers.devicefit import default_host, edge_fit, gpu_layer_sweep
 from roofline.levers.offload import gpu_memory_needed, most_gpu_layers
@@ -74,7 +74,8 @@ def offload(
     ] = None,
     link_efficiency: opt.LinkEfficiency = None,
     host_memory: Annotated[
-        str | None, typer.Option(help="host RAM instead of the CPU entry's, e.g. 128GB")
+        str | None,
+        typer.Option(help="host RAM instead of the CPU entry's, e.g. 128GB (GiB, as --memory)"),
     ] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="also sweep --gpu-layers 0..L+1")] = False,
     tp: opt.Tp = 1,
@@ -103,7 +104,9 @@ def offload(
     auto = "llamacpp" if mode == "cpu" else "vllm"
     eng = engine(auto if en.engine_name == "auto" else en.engine_name, hw)
     cap = opt.capacity(hw, en.memory) * eng.memory_fraction - eng.runtime_overhead_bytes
-    host_cap = parse_bytes(host_memory, "--host-memory") if host_memory else h.memory_capacity_bytes
+    host_cap = (  # RAM, sold in binary units: "128GB" is 128 GiB, as --memory reads it
+        parse_memory_bytes(host_memory, "--host-memory") if host_memory else h.memory_capacity_bytes
+    )
     L = m.num_hidden_layers
     if gpu_layers is not None and gpu_fraction is not None:
         raise InputError("give --gpu-layers or --gpu-fraction, not both")
