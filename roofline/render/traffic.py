@@ -167,6 +167,15 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ),
             ("J/output token", "-" if j is None else b(f"{j:.3g}", "joules_per_output_token")),
         ]
+        if sp := i.get("speculation"):  # the drafter's round, fixed at every batch
+            tree = f", {sp['tree_tokens']} verified" if sp.get("tree_tokens") else ""
+            pairs.append(
+                (
+                    "drafter",
+                    f"{sp['drafter']}, γ {sp['gamma']}{tree} a round: chosen at batch 1 and run at"
+                    " every batch (speculate: each batch's own)",
+                )
+            )
         per = e.get("per_replica")
         if per:  # stranding shows as one replica's tail or share apart from the rest
             p99 = [r["ttft_p99_s"] for r in per]
