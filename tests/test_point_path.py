@@ -34,7 +34,13 @@ PHASE_FIELDS = (
     "t_overhead_s",
 )
 OP_FIELDS = ("intensity", "ridge_flops_per_byte", "bound", "t_ideal_s", "t_expected_s")
-TIMING_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "decode_time_fraction")
+TIMING_FIELDS = (
+    "batch_prefill_s",
+    "tpot_s",
+    "e2e_s",
+    "output_tokens_per_s",
+    "decode_time_fraction",
+)
 
 
 def _values(r: RequestResult) -> list:

@@ -61,7 +61,7 @@ def test_request_on_scalars_equals_the_array_call(cat, model):
             for k, o in enumerate(outputs.tolist()):
                 one = request(m, hw, dep, b, s, o)
                 for t in ("ideal", "expected"):
-                    for f in ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s"):
+                    for f in ("batch_prefill_s", "tpot_s", "e2e_s", "output_tokens_per_s"):
                         got = float(getattr(getattr(one, t), f))
                         want = np.broadcast_to(getattr(getattr(grid, t), f), (3, 3, 3))[i, j, k]
                         assert got == pytest.approx(float(want), rel=1e-12), (b, s, o, t, f)

@@ -302,8 +302,7 @@ def size(
     slo = sv.sl.slo()
     trace = topt.is_trace(lens.prompt_dist)  # a trace is replayed whole: never cut
     pfx = _size_checks(headroom, SIZE_REQUESTS if requests is None else requests, sv, seed, disagg)
-    if requests is None and not trace and arrivals is None:
-        requests = SIZE_REQUESTS
+    requests = SIZE_REQUESTS if requests is None and not trace and arrivals is None else requests
     w = topt.serving_workload(
         lens, rate_rps, None, requests, None, seed, burstiness, arrivals, speedup, pfx
     )  # fmt: skip
@@ -339,10 +338,15 @@ def size(
     pub.publish(doc, fmt, rows_out, render.size_day_table if day_rates else render.size_table, out)
     if day_rates is not None and chart_out is not None:
         day_cli.chart(doc, chart_out)
+    _drafter_paid(drafting, deployments)
+    _none_found(doc, answers, slo, rate_rps)
+
+
+def _drafter_paid(drafting, deployments: list[dict]) -> None:
+    """A note when --drafter was asked for and no row drafts (plain decoding was cheaper)."""
     if drafting is not None and deployments and not any(d.get("speculation") for d in deployments):
         plain = "each layout decoding plainly served the rate for less, so no row drafts"
         note(f"note: --drafter {drafting.drafter} did not pay: {plain}")
-    _none_found(doc, answers, slo, rate_rps)
 
 
 def _size_links(cat, m, base, so, disagg: bool, scale_out: str, pools: str | None, link: str):
