@@ -479,6 +479,8 @@ def size_rows(deployments: list[dict[str, Any]], day: bool) -> list[dict[str, An
         for name, b in d["bands"].items():
             f[f"band_{name}"] = b["rel"]
             f[f"band_{name}_low"], f[f"band_{name}_high"] = b["low"], b["high"]
+        for name, b in (d.get("load_bands") or {}).items():  # the table's: at the rate
+            f[f"load_band_{name}_low"], f[f"load_band_{name}_high"] = b["low"], b["high"]
         if day:
             from roofline.cli.day import flat_day
 
