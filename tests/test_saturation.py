@@ -337,7 +337,7 @@ def test_disagg_colocated_row_is_serve_dp_of_its_units(run):
     183 ms). It is now that fleet, so the two pages give one p99; the pools likewise run as
     `units` x (P, D) replicas at the whole rate, never above their summed saturation."""
     args = ["--prompt", "4k", "--output", "500", "--rate", "40", "--slo-ttft", "1s",
-            "--slo-tpot", "30ms", "-f", "json"]  # fmt: skip
+            "--slo-tpot", "30ms", "--slo-pct", "90", "--requests", "400", "-f", "json"]  # fmt: skip
     tr = run("disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100", *args).json()
     colo = tr["traffic"]["colocated"]
     n = colo["units"]
