@@ -421,8 +421,9 @@ def size_doc(
         "search": "per layout: saturation (closed loop never idle, after warm-up); with SLOs the"
         " highest rate whose p-th percentile TTFT/TPOT meet them (bisection to 3%, at least"
         f" {slo_requests(slo, w.n):,} requests a run); replicas = ceil(rate / (capacity x"
-        " (1 - headroom))); the fleet then evaluated whole as serve --dp N evaluates it, a"
-        " replica added while it misses the SLOs" + _replay_rule(w),
+        " (1 - headroom))); the fleet then evaluated whole as serve --dp N evaluates it, on"
+        f" {w.n:,} requests (--requests: the figures printed), a replica added while it misses"
+        " the SLOs" + _replay_rule(w),
         "prices": {k: v.usd_per_gpu_hour for k, v in prices.items() if k in ids},
         "energy_assumption": ENERGY_ASSUMPTION,
         **day_inputs,
