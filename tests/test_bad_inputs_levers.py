@@ -65,6 +65,8 @@ def test_analyze_names_the_context_its_kv_is_at(run):
     [
         (["--draft", "llama-3.1-8b", "--drafter", "eagle"], ["give --draft or --drafter"]),
         (["--tau", "3", "--acceptance", "0.8"], ["give --tau or --acceptance, not both"]),
+        # the default's own value, given: dropped as silently (it was accepted)
+        (["--tau", "3", "--acceptance", "0.7"], ["give --tau or --acceptance, not both"]),
     ],
 )
 def test_speculate_refuses_options_that_conflict(run, args, needles):

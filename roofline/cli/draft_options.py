@@ -22,8 +22,10 @@ Drafter = Annotated[
 Draft = Annotated[str | None, typer.Option(help="draft model id (runs on the same GPUs)")]
 Gamma = Annotated[str, typer.Option(help="draft tokens per round: 4 | 1,2,4 | 1..8:1")]
 Acceptance = Annotated[
-    str,
-    typer.Option(help="acceptance α per draft token, or one per position: 0.9,0.8,0.7"),
+    str | None,
+    typer.Option(
+        help="acceptance α per draft token, or one per position: 0.9,0.8,0.7 (default: 0.7)"
+    ),
 ]
 Decay = Annotated[float, typer.Option(help="geometric decay of α by position: p_i = α·decay^(i−1)")]
 Tau = Annotated[
@@ -57,7 +59,7 @@ class DraftOptions:
     drafter: Drafter = None
     draft: Draft = None
     gamma: Gamma = GAMMA
-    acceptance: Acceptance = ACCEPTANCE
+    acceptance: Acceptance = None  # None: ACCEPTANCE, told apart from the same value given
     decay: Decay = 1.0
     tau: Tau = None
     tau_gamma: TauGamma = None
@@ -144,13 +146,13 @@ def round_options(o: DraftOptions) -> tuple[list[int], int | str, float | list[f
         raise InputError(f"--topk must be from 1 to 64, got {topk}")
     if draft_vocab is not None and not 1 <= draft_vocab <= 10**7:
         raise InputError(f"--draft-vocab must be from 1 to 1e7, got {draft_vocab}")
-    acc = acceptance_rates(o.acceptance)
+    acc = acceptance_rates(ACCEPTANCE if o.acceptance is None else o.acceptance)
     if tau is not None:
         if isinstance(acc, list):
             raise InputError("give --tau or a per-position --acceptance list, not both")
-        # --tau turns into α: an --acceptance given too would be dropped (the default is not
-        # told apart from the same value given, as a spec's drafter passes it: specs._drafting)
-        if o.acceptance.strip() != ACCEPTANCE:
+        # --tau turns into α: an --acceptance given too would be dropped, even one equal to
+        # the default (None is "not given": a spec's drafter passes it so, specs._drafting)
+        if o.acceptance is not None:
             raise InputError(
                 f"give --tau or --acceptance, not both: --tau {tau:g} sets α, which "
                 f"--acceptance {o.acceptance} would also set"

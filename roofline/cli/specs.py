@@ -65,7 +65,8 @@ def _drafting(cat, m, dep, d: dict[str, Any]):
         return None
     o = dopt.DraftOptions(
         drafter=d["drafter"], draft=d.get("draft"), gamma=str(d.get("gamma", dopt.GAMMA)),
-        acceptance=str(d.get("acceptance", dopt.ACCEPTANCE)), decay=d.get("decay", 1.0),
+        acceptance=None if d.get("acceptance") is None else str(d["acceptance"]),
+        decay=d.get("decay", 1.0),
         tau=d.get("tau"), tau_gamma=d.get("tau_gamma"),
         tree_tokens=str(d.get("tree_tokens", "auto")), topk=d.get("topk", 8),
         draft_vocab=d.get("draft_vocab"), draft_weights=d.get("draft_weights"),
