@@ -161,7 +161,9 @@ def check(
     Exit 0 when all hold, 1 when any fails, 2 on bad input; --batch defaults to --min-batch (or 1).
     Under traffic, --arrivals LOG, --workload FILE and --confidence p90 as size takes them, and
     --router, --kv-offload and --retention as serve takes them (with --spec: set for every
-    deployment; spec keys of the same names).
+    deployment; spec keys of the same names). A p99 (a spec's slo_pct) limit is judged on at least
+    50 requests beyond it, 5,000 at p99, as size judges it; --requests (default 1000) below
+    that is raised, and each detail names the run.
     Example: roofline check llama-3.1-70b h100 --tp 4 --weights fp8 --context 32k
     --min-batch 64 --max-tpot 50ms --max-ttft 2s"""
     given = dict(locals())  # the options, as a one-deployment spec when there is no --spec
