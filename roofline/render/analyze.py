@@ -137,7 +137,8 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
     e = doc["expected"]
     say(
         con,
-        f"{i['model']} on {i['hardware']}: TTFT {fmt_seconds(e['ttft_s'])} (one request), TPOT "
+        f"{i['model']} on {i['hardware']}: TTFT {fmt_seconds(e['ttft_s'])} (one request at the"
+        " engine), TPOT "
         f"{fmt_seconds(e['tpot_s'])}, {num(e['output_tokens_per_s'])} output tok/s at batch "
         f"{i['batch']}, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out (expected; ideal "
         "and per-op below)",
