@@ -68,7 +68,9 @@ def simulate(
     return burst(steps, prompts, outputs, rules)
 
 
-def burst(steps: StepModel, prompts: np.ndarray, outputs: np.ndarray, rules: EngineRules):
+def burst(
+    steps: StepModel, prompts: np.ndarray, outputs: np.ndarray, rules: EngineRules
+) -> CliffPoint:
     """Every request at t = 0 under `rules`, summarised (a CliffPoint)."""
     tr = simulate_requests(steps, np.zeros(len(prompts)), prompts, outputs, rules)
     ttft = tr.first_token_s - tr.arrival_s
