@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from roofline.domain.units import fmt_rate
-from roofline.render.core import VERBOSE, load_band_text, pm
+from roofline.render.core import VERBOSE, band_text, load_band_text
 from roofline.render.traffic import (
     _arrivals,
     _lat,
@@ -47,7 +47,7 @@ def _pm(d: Mapping[str, Any], name: str) -> str:
     b = _band(d, name)
     if b is None:
         return ""
-    return load_band_text(b) if "rel" not in b else pm({name: b}, name)
+    return load_band_text(b) if "rel" not in b else band_text(b)
 
 
 THIN = "†"  # a band resting on a thin fit (issue 34: under 5 points or one source)

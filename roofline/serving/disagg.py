@@ -345,9 +345,15 @@ def fleet_at_rate(
     """The expected steady-state metrics of best_pools' fleet (`mode`: its units x (P, D)
     replicas) at an offered rate, as best_pools' own figures are made (its load bands read
     them at the band edges' rates)."""
-    k = max(mode.units, 1)
-    pools = Pools(pre, dec, mode.prefill_replicas * k, mode.decode_replicas * k, link)
+    pools = fleet_pools(pre, dec, link, mode)
     return lambda r: _steady_pooled(model, pools, with_rate(w, r, seed), slo, False, mode.capacity)
+
+
+def fleet_pools(pre: Replica, dec: Replica, link: KvLink, mode: TrafficMode) -> Pools:
+    """A disaggregated mode's whole fleet: its units x (P, D) replicas (one unit without a rate),
+    served as one set of pools, the stream dealt among them."""
+    k = max(mode.units, 1)
+    return Pools(pre, dec, mode.prefill_replicas * k, mode.decode_replicas * k, link)
 
 
 def compare_at_rate(
@@ -438,9 +444,8 @@ def best_pools(
         bindings=(sats[0].binding, sats[1].binding),
         pool_rates=(sats[0].requests_per_s, sats[1].requests_per_s),
     )
-    if best.max_rate_per_unit > 0:  # the whole fleet's pools at the rate (k units' worth),
-        k = max(best.units, 1)  # as the colocated fleet is served: the stream dealt among them
-        pools = Pools(pre, dec, best.prefill_replicas * k, best.decode_replicas * k, link)
+    if best.max_rate_per_unit > 0:  # the whole fleet at the rate, as the colocated one is served
+        pools = fleet_pools(pre, dec, link, best)
         cap = pools_capacity(pools, sats)
         best = replace(best, metrics=_steady_pooled(model, pools, w, slo, ideal, cap), capacity=cap)
     return best
