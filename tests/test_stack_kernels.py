@@ -135,11 +135,15 @@ def test_the_triton_era_factors_are_the_aiter_eras_times_amds_own_gains(engine):
     AITER's kernels at up to 3x and 17x those (ROCm blog 'Supercharge DeepSeek-R1 Inference on
     AMD Instinct MI300X', 2025-03-21: "+3X MoE", "+17x MLA decode"). The AITER era's vLLM runs
     its MoE at x2 the CDNA 3 curves and MLA decode at x1 (fitted on the vLLM blog's AITER runs),
-    so the Triton era pays 2 x 3 = 6 and 1 x 17 = 17 there, and nothing elsewhere."""
+    so the Triton era pays 2 x 3 = 6 and 1 x 17 = 17 there, and nothing elsewhere. The 3x is
+    AITER's block-scale fused MoE over Triton's: it is written apart (block_fp8_moe) and a
+    16-bit expert pays the 2 alone."""
     from validation.fit_stack_kernels import triton_era
 
     prof = MI300X.efficiency.engines[engine]
-    assert kernel_time_factor(prof, "amd-instinct", "moe") == pytest.approx(2.0 * 3.0)
+    moe = kernel_time_factor(prof, "amd-instinct", "moe")
+    assert moe == pytest.approx(2.0)
+    assert moe * kernel_time_factor(prof, "amd-instinct", "block_fp8_moe") == pytest.approx(6.0)
     assert kernel_time_factor(prof, "amd-instinct", "mla") == pytest.approx(1.0 * 17.0)
     assert triton_era(CAT, engine) == pytest.approx((6.0, 17.0))
     assert kernel_time_factor(prof, "nvidia-datacenter", "moe") == 1.0
@@ -198,3 +202,20 @@ def test_a_one_source_fit_leaves_nothing_out_of_sample():
     kept, _ = patch_without("https://example.org/another-source", MI300X)
     assert ("vllm", "moe_time_factor") not in kept
     assert kernel_time_factor(MI300X.efficiency.engines["vllm"], "amd-instinct", "moe") == 2.0
+
+
+def test_the_block_scale_gain_acts_on_block_scaled_fp8_experts_alone():
+    """vLLM 0.6 (vllm-v0) on 8x MI300X: DeepSeek-R1's routed experts are block-scaled FP8, so
+    they pay moe x block_fp8_moe (2 x 3) over the curves; Mixtral-8x7B's 16-bit experts pay the
+    moe factor (2) alone. By hand from each step's moe.experts row at the factors set to 1."""
+    engines = dict(MI300X.efficiency.engines)
+    v0 = engines["vllm-v0"]
+    flat = replace(v0, moe_time_factor=(), block_fp8_moe_time_factor=())
+    at_1 = replace(
+        MI300X, efficiency=replace(MI300X.efficiency, engines={**engines, "vllm-v0": flat})
+    )
+    bf16 = Deployment(weights=weight_format("bf16"), kv=kv_format("bf16"), layout=Layout(tp=2))
+    for model, dep, x in ((R1, DEP, 6.0), (CAT.model("mixtral-8x7b"), bf16, 2.0)):
+        own = _rows(decode(model, MI300X, dep, 64, 1024, engine="vllm-v0"))["moe.experts"]
+        base = _rows(decode(model, at_1, dep, 64, 1024, engine="vllm-v0"))["moe.experts"]
+        assert own == pytest.approx(x * base, rel=1e-9), model.id

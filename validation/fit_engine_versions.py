@@ -17,7 +17,8 @@ Left out of the fit, each with its reason (they stay in the validation table):
 - sources whose other engines are as far off (`EXCLUDED_SOURCES`): the dstack DeepSeek-R1 sweeps
   run 3-4x slower than modelled under SGLang and TensorRT-LLM too, so the gap there is not the
   version's host cost;
-- runs on a kernel the catalog does not time (`unmodelled_kernel`): SGLang's MXFP4 MoE.
+- runs on a kernel the catalog does not time (`unmodelled_kernel`): SGLang's MXFP4 MoE, and
+  the early engines' Triton fused MoE on AMD Instinct (a derived factor).
 
 In sample: every fit case under the fitted figures. Out of sample: each source left out in turn,
 the figures refitted on the others (the same grid) and the left-out cases predicted with them.
@@ -70,7 +71,35 @@ def unmodelled_kernel(case: dict[str, Any]) -> str:
     figure fitted on them would carry that kernel into every other SGLang run."""
     if str(case.get("engine", "")) == "sglang" and str(case.get("weights", "")) == "mxfp4":
         return "SGLang's MXFP4 MoE: a kernel the catalog does not time"
+    if _rocm_triton_moe(case):
+        return "ROCm's Triton fused MoE of the early engines: a derived factor, not a timed kernel"
     return ""
+
+
+def _rocm_triton_moe(case: dict[str, Any]) -> bool:
+    """An MoE model on AMD Instinct under vLLM before 0.8 or SGLang before 0.4.4: its routed
+    experts run the engines' Triton fused_moe, whose time over the CDNA 3 curves is derived
+    (hardware/engines.yaml vllm-v0 moe_time_factor, block_fp8_moe_time_factor), not measured;
+    a host figure fitted on such runs would carry that kernel's error (as the dstack DeepSeek-R1
+    sweeps, EXCLUDED_SOURCES)."""
+    from roofline.catalog.load import load_catalog
+    from roofline.domain.errors import InputError
+    from roofline.engines.versions import parse_version
+
+    cat = load_catalog()
+    try:
+        hw, model = cat.accelerator(str(case["hardware"])), cat.model(str(case["model"]))
+        v = parse_version(str(case.get("engine_version")))
+    except (KeyError, InputError):
+        return False
+    floor = {"vllm": (0, 8), "sglang": (0, 4, 4)}.get(str(case.get("engine", "vllm")))
+    return (
+        hw.family == "amd-instinct"
+        and model.n_routed_experts > 0
+        and floor is not None
+        and v is not None
+        and v < floor
+    )
 
 
 def excluded(case: dict[str, Any]) -> str:

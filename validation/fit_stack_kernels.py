@@ -13,7 +13,9 @@ MoE op (every phase) and of MLA's absorbed decode attention (roofline/step/phase
 
 The Triton era (vllm-v0, sglang-v0.4 on amd-instinct) is derived, not fitted (`triton_era`): the
 AITER era's factors on the family (below) times AMD's own figures for AITER over the kernels before
-it (the ROCm blog above: up to 3x fused MoE, 17x MLA decode), so x6 and x17. They were once fitted
+it (the ROCm blog above: up to 3x fused MoE, 17x MLA decode), so x6 and x17; the 3x is AITER's
+block-scale fused MoE, so it applies to block-scaled FP8 experts alone (engines.yaml
+block_fp8_moe_time_factor) and 16-bit ones take x2. They were once fitted
 here on dstack's DeepSeek-R1 runs on 8x MI300X against the same runs on 8x H200 (the H200 runs'
 error taken as the harness's; those H200 runs are now scored high-load points in
 validation/highload_cases.yaml, dstack-offline-dsr1-h200x8-*), which left the offline runs
@@ -68,9 +70,12 @@ TRITON_ERA = {
 
 
 def triton_era(cat: Any, engine: str, family: str = "amd-instinct") -> tuple[float, float]:
-    """(moe, mla) of a Triton-era profile on `family`: the AITER-era profile's factors there
-    (TRITON_ERA: vLLM's, fitted on the vLLM blog's AITER runs; SGLang's own AITER-era MoE factor
-    is borrowed from it) times AITER_GAIN. Nothing is fitted on the Triton-era runs."""
+    """(moe, mla) of a Triton-era profile on `family` for block-scaled FP8 experts: the
+    AITER-era profile's factors there (TRITON_ERA: vLLM's, fitted on the vLLM blog's AITER runs;
+    SGLang's own AITER-era MoE factor is borrowed from it) times AITER_GAIN. The MoE gain is
+    AITER's block-scale fused MoE over Triton's, so the catalog writes it apart
+    (block_fp8_moe_time_factor, AITER_GAIN["moe"]) and 16-bit or per-tensor experts take the
+    AITER era's factor alone (moe_time_factor). Nothing is fitted on the Triton-era runs."""
     from roofline.timing.host import kernel_time_factor
 
     prof = cat.engines[TRITON_ERA[engine]]

@@ -212,6 +212,29 @@ def _stack(r: ServingResult) -> bool:
     )
 
 
+def _block_scaled_experts(r: ServingResult) -> bool:
+    """Whether the case's routed experts are block-scaled FP8 (a 128x128-block checkpoint run in
+    fp8: DeepSeek-V3/R1), where engines.yaml block_fp8_moe_time_factor acts."""
+    from roofline.catalog.load import load_catalog
+
+    case = _case_keys().get(r.id, {})
+    try:
+        m = load_catalog().model(str(case.get("model", "")))
+    except KeyError:
+        return False
+    return bool(m.block_scaled_fp8 and case.get("weights") == "fp8")
+
+
+def _stack_block(r: ServingResult) -> bool:
+    """_stack on block-scaled FP8 experts: the derived x6 (and MLA's x17) act."""
+    return _stack(r) and _block_scaled_experts(r)
+
+
+def _stack_16bit(r: ServingResult) -> bool:
+    """_stack on 16-bit or per-tensor experts: the AITER era's MoE x2 alone acts."""
+    return _stack(r) and not _block_scaled_experts(r)
+
+
 def _block_fp8_era(r: ServingResult) -> bool:
     """A block-scaled FP8 MoE checkpoint (DeepSeek-V3/R1) on NVIDIA datacenter GPUs under an
     early-2025 engine (vLLM before 0.8, SGLang before 0.4.4: hardware/engines.yaml vllm-v0 and
@@ -532,7 +555,19 @@ MECHANISMS = (  # (what changed and its source, the out-of-sample cases it acts 
         "triton_era). They had been fitted on these very runs (dstack's DeepSeek-R1 on 8x MI300X) "
         "at x1.5 and x32 against the same runs on 8x H200, taking the H200 runs' error for the "
         "harness's; derived, no figure rests on the runs it is checked on",
-        _stack,
+        _stack_block,
+    ),
+    (
+        "The Triton era's MoE factor on AMD Instinct scoped to the experts it was derived for: "
+        "AMD's up to 3x is AITER's block-scale fused MoE over the Triton fused_moe before it, so "
+        "it acts on block-scaled FP8 experts alone (hardware/engines.yaml vllm-v0 and sglang-v0.4 "
+        "block_fp8_moe_time_factor 3, roofline/step/phases.py _own_kernels), and 16-bit or "
+        "per-tensor experts run at the AITER era's MoE x2 alone, where every MoE had paid x6. "
+        "Derived, nothing fitted. Checked on a source no figure rests on, Leonard Lin's "
+        "Mixtral-8x7B BF16 on MI300X under vLLM 0.6.4 (AUGMXNT/MI300-testing at 7332bc19; "
+        "benchmark_throughput 128/128, 64-1,024 prompts at TP1 and TP2; the Triton fused_moe with "
+        "its tuned MI300X config): requests/s at x6 -53% to -77% (median |error| 68%)",
+        _stack_16bit,
     ),
     (
         "vLLM's fused MoE on AMD Instinct in the AITER era (vLLM >= 0.8 with "

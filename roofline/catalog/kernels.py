@@ -135,6 +135,7 @@ _ENGINE_KEYS = {
     "cpu_per_seq_device": (list, False),
     "moe_time_factor": (dict, False),
     "mla_decode_time_factor": (dict, False),
+    "block_fp8_moe_time_factor": (dict, False),
     "block_fp8_prefill_factor": (dict, False),
     "block_fp8_moe_layer_us": (dict, False),
     "start_s": (NUM, False),
@@ -440,6 +441,9 @@ def engine_profile(where: str, data: Any) -> EngineProfile:
         moe_time_factor=_per_family_factor(where, "moe_time_factor", d.get("moe_time_factor", {})),
         mla_decode_time_factor=_per_family_factor(
             where, "mla_decode_time_factor", d.get("mla_decode_time_factor", {})
+        ),
+        block_fp8_moe_time_factor=_per_family_factor(
+            where, "block_fp8_moe_time_factor", d.get("block_fp8_moe_time_factor", {})
         ),
         block_fp8_prefill_factor=_per_family_factor(
             where, "block_fp8_prefill_factor", d.get("block_fp8_prefill_factor", {})

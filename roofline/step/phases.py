@@ -177,21 +177,23 @@ def _own_kernels(
 ) -> list[OpResult]:
     """The ops the engine runs on kernels of its own, at their time on this family
     (host.kernel_time_factor): the routed experts' fused MoE GEMMs in every phase, MLA's
-    absorbed attention in decode (prefill runs MLA un-absorbed, as MHA); block-scaled FP8
-    GEMMs in prefill (kind "fp8_prefill"), and a decode step's fixed time per block-FP8 MoE
+    absorbed attention in decode (prefill runs MLA un-absorbed, as MHA), routed experts in
+    block-scaled FP8 once more (kind "block_fp8_moe"); block-scaled FP8 GEMMs in prefill (kind
+    "fp8_prefill"), and a decode step's fixed time per block-FP8 MoE
     layer (host.block_fp8_moe_layer_s) on the routed experts. The ideal is kept."""
     moe = kernel_time_factor(profile, family, "moe")
+    block_moe = kernel_time_factor(profile, family, "block_fp8_moe")
     att = kernel_time_factor(profile, family, "mla") if mla and phase == "decode" else 1.0
     fp8 = kernel_time_factor(profile, family, "fp8_prefill") if phase != "decode" else 1.0
     fixed = block_fp8_moe_layer_s(profile, family) if phase == "decode" else 0.0
-    if moe == 1.0 and att == 1.0 and fp8 == 1.0 and fixed == 0.0:
+    if moe == 1.0 and block_moe == 1.0 and att == 1.0 and fp8 == 1.0 and fixed == 0.0:
         return results
     out = []
     for r in results:
         op = r.op
         x = moe if op.name == "moe.experts" else att if op.kind == "attention" else 1.0
         if op.block_scaled and op.kind == "matmul":
-            x *= fp8
+            x *= fp8 * (block_moe if op.name == "moe.experts" else 1.0)
         add = fixed * op.layers if op.name == "moe.experts" and op.block_scaled else 0.0
         if x != 1.0 or add:
             r = replace(r, t_expected_s=r.t_expected_s * x + add)

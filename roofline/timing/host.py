@@ -77,6 +77,9 @@ class EngineProfile:
     # time over the kernel curves' (family, factor) pairs (absent: 1): kernel_time_factor
     moe_time_factor: tuple[tuple[str, float], ...] = ()
     mla_decode_time_factor: tuple[tuple[str, float], ...] = ()
+    # beyond moe_time_factor, on routed experts in block-scaled FP8 only (the Triton fused MoE of
+    # the early-2025 engines on ROCm against AITER's block-scale kernel): kind "block_fp8_moe"
+    block_fp8_moe_time_factor: tuple[tuple[str, float], ...] = ()
     # the engine's block-scaled FP8 GEMMs (fine-grained 128x128 scales, DeepSeek-V3/R1) in prefill
     # over the family curve's time, and the fixed time per block-FP8 MoE layer of a decode step
     # outside the curves, (family, factor) and (family, s) pairs (absent: 1 and 0):
@@ -186,7 +189,10 @@ def kernel_time_factor(profile: EngineProfile | None, family: str, kind: str) ->
     MI300X', 2025-03-21: AITER block-scale fused MoE up to 3x, AITER MLA decode up to 17x over
     them; vLLM blog 'Beyond Porting', 2025-12-16: vLLM's TRITON_MLA 1.2-1.4x the time of
     ROCM_AITER_MLA, AITER opt-in through VLLM_ROCM_USE_AITER=1). Fitted per engine x family by
-    validation/fit_stack_kernels.py, never per case. Kind "fp8_prefill": the engine's
+    validation/fit_stack_kernels.py, never per case. Kind "block_fp8_moe": the further factor on
+    routed experts in block-scaled FP8 only (AMD's 'up to 3x' is AITER's block-scale fused MoE
+    over Triton's; no such figure for 16-bit or per-tensor experts, which take "moe" alone).
+    Kind "fp8_prefill": the engine's
     block-scaled FP8 GEMMs (dense linears and routed experts of a 128x128-block checkpoint) in
     prefill, where they run compute bound (block_fp8_moe_layer_s says where the figures come
     from)."""
@@ -196,6 +202,7 @@ def kernel_time_factor(profile: EngineProfile | None, family: str, kind: str) ->
         "moe": profile.moe_time_factor,
         "mla": profile.mla_decode_time_factor,
         "fp8_prefill": profile.block_fp8_prefill_factor,
+        "block_fp8_moe": profile.block_fp8_moe_time_factor,
     }[kind]
     for fam, x in pairs:
         if fam == family:
