@@ -46,6 +46,31 @@ def test_multi_step_schedules_only_at_batch_ends():
     assert rec.itl_weight[order] == pytest.approx([1.0, 1.0, 1.0])
 
 
+def test_streamed_multi_step_outputs_reach_the_client_at_their_own_step():
+    # The schedule above, streamed step by step (vLLM 0.6.3+: --multi-step-stream-outputs):
+    # admission still waits for the batch's end (r1's first token at 6.8), but every token and
+    # finish reaches the client at its own step.
+    # 0.4-6.4 r0's 4 steps at d(1) = 1.5 s: gaps 1.5 (the first from its first token at 0.4).
+    # 6.8  r0 and r1 step at d(2) = 2.0 to 8.8: r0's gap 8.8 - 6.4 = 2.4 (the prefill between),
+    #      r0 ends there (finish 8.8, not 10.3); r1's first gap 2.0; r1 alone 1.5 s to 10.3.
+    rec = _run([0.0, 1.0], [4, 4], [6, 3], scheduler_steps=4, stream_steps=True)
+    assert rec.first_token_s == pytest.approx([0.4, 6.8])
+    assert rec.finish_s == pytest.approx([8.8, 10.3])
+    gaps = sorted(zip(rec.itl_s.tolist(), rec.itl_weight.tolist(), strict=True))
+    assert sum(w for _, w in gaps) == pytest.approx(5 + 2)  # one gap per token after the first
+    assert sum(v * w for v, w in gaps) == pytest.approx((8.8 - 0.4) + (10.3 - 6.8))
+    assert max(v for v, _ in gaps) == pytest.approx(2.4)  # bunched, the longest was 6.0
+
+
+def test_the_versions_that_stream_each_step():
+    # vllm PR #9047 turned --multi-step-stream-outputs on by default for v0.6.3
+    from roofline.serving.sim.multistep import streams_each_step
+
+    assert not streams_each_step("0.6.0") and not streams_each_step("0.6.2")
+    assert streams_each_step("0.6.3") and streams_each_step("0.6.4.post1")
+    assert streams_each_step("0.7.3") and streams_each_step("")
+
+
 def test_one_step_still_cuts_at_the_arrival():
     # the same requests with N = 1: r0 decodes from 0.4; r1 arrives at 1.0, admitted after the
     # step ending at 1.9, prefilled by 2.3 (TTFT 1.3)
@@ -97,3 +122,6 @@ def test_serve_num_scheduler_steps(run):
     assert 9 < e["itl_s"]["p50"] / e["tpot_s"]["p50"] < 11
     r = run(*args, "--num-scheduler-steps", "10")  # vLLM V1 has no multi-step scheduling
     assert r.code == 2 and "multi-step" in r.stderr and r.stdout == ""
+    streamed = run(*args, "--engine", "vllm@0.6.4", "--num-scheduler-steps", "10").json()
+    e = streamed["points"][0]["expected"]
+    assert 0.8 < e["itl_s"]["p50"] / e["tpot_s"]["p50"] < 1.2  # from 0.6.3: step by step

@@ -321,11 +321,12 @@ class EngineRules:
     on the whole sequences (TensorRT-LLM's GUARANTEED_NO_EVICT; never preempted), SGLang's
     new_token_ratio between. `scheduler_steps` N: vLLM V0's multi-step scheduling
     (--num-scheduler-steps, roofline.serving.sim.multistep): the scheduler runs once every N decode
-    steps. `prefill_seqs`: the most prompts one non-chunked prefill step runs (0: as many as
-    the token budget holds; 1: JetStream's one prefill at a time, engines.yaml
-    prefill_requests_per_step). `prefill_fill`: a non-chunked prefill step fills its token budget
-    with a chunk of the next prompt, its rest in the steps after, all ahead of the decodes
-    (SGLang's prefill batches: PrefillAdder adds the prompt that does not fit as a chunked
+    steps; `stream_steps`: its outputs reach the client step by step (vLLM 0.6.3 and later), not
+    in one bunch at the batch's end. `prefill_seqs`: the most prompts one non-chunked prefill
+    step runs (0: as many as the token budget holds; 1: JetStream's one prefill at a time,
+    engines.yaml prefill_requests_per_step). `prefill_fill`: a non-chunked prefill step fills its
+    token budget with a chunk of the next prompt, its rest in the steps after, all ahead of the
+    decodes (SGLang's prefill batches: PrefillAdder adds the prompt that does not fit as a chunked
     request, python/sglang/srt/managers/schedule_policy.py at d51c1c21; PREFILL_FIRST)."""
 
     max_seqs: int
@@ -339,6 +340,7 @@ class EngineRules:
     scheduler_steps: int = 1
     prefill_seqs: int = 0
     prefill_fill: bool = False
+    stream_steps: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_seqs <= 65_536:

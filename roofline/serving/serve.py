@@ -56,7 +56,7 @@ from roofline.serving.sessionroute import session_passes
 from roofline.serving.sim.drafting import DraftConfig, DraftRound, choose, speculative_steps
 from roofline.serving.sim.idealsteps import IdealSteps
 from roofline.serving.sim.kvtiers import KvHierarchy
-from roofline.serving.sim.multistep import amortised
+from roofline.serving.sim.multistep import amortised, streams_each_step
 from roofline.serving.sim.prefixcache import replica_selection
 from roofline.serving.sim.record import RunRecord
 from roofline.serving.sim.scheduler import simulate_requests
@@ -177,6 +177,7 @@ def make_replica(
         scheduler_steps,
         vprof.prefill_requests_per_step if vprof is not None else 0,
         eng.name in PREFILL_FIRST and not chunked_prefill,  # SGLang's prefill batches fill up
+        scheduler_steps > 1 and streams_each_step(eng.version),
     )
     top = max_seqs + (max_batched_tokens or max_len)
     steps = StepModel(model, hw, dep, max_seqs, max_len, False, max_tokens=top, engine=pid)

@@ -265,7 +265,11 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
     def end_batch(self) -> None:
         """A multi-step batch ends (roofline.serving.sim.multistep): its tokens reach the client
         together, one inter-token gap per sequence since its last bunch (or its first token), and
-        the sequences that ended inside it finish now."""
+        the sequences that ended inside it finish now; streamed step by step (rules.stream_steps)
+        they have reached it already, and the scheduler runs next."""
+        if self.rules.stream_steps:
+            self.ms_left = 0
+            return
         now, fresh, last_tok = self.now, self.fresh, self.last_tok
         for r in fresh + self.ended:
             self.itl_v.append(now - last_tok[r])
@@ -295,6 +299,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
         admit, arrive, complete_prefill = self.admit, self.arrive, self.complete_prefill
         leave, finish, inf, ceil = self.leave, self.finish, math.inf, math.ceil
         msteps = rules.scheduler_steps
+        bunched = msteps > 1 and not rules.stream_steps  # tokens reach the client at batch ends
         # a span of decodes alone, inline (StepModel.span_s's sum with pf None, no PP, one
         # unwindowed layer group)
         groups: Any = getattr(steps, "groups", None)
@@ -405,7 +410,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
                 self.peak_blocks = kv_end
             kv_mid = kv_end - n_dec * k / (2.0 * blk)
             kv_mid = kv_mid if kv_mid > reserved else reserved  # max(reserved, ·)
-            if n_dec and msteps == 1:  # multi-step: the bunches at the batch's end (end_batch)
+            if n_dec and not bunched:  # bunched: at the batch's end (end_batch)
                 t_step = t / k
                 first = now0 + t_step
                 fresh = self.fresh
@@ -445,7 +450,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
             if n_dec:
                 self.G = G = G + k
                 self.spans += 1
-                if msteps == 1:
+                if not bunched:
                     self.last_shared = now
                     if self.fresh:
                         self.fresh = []
@@ -457,7 +462,7 @@ class _Sim(ArrivalQueue, Decoders, Admission, SloWatch, PrefillSteps):
                     f, r = heappop(heap)
                     if fin.get(r) == f:
                         leave(r)
-                        if msteps > 1:  # seen at the batch's end
+                        if bunched:  # seen at the batch's end
                             self.ended.append(r)
                             continue
                         last_tok[r] = self.now
