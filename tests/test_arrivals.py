@@ -78,6 +78,9 @@ def test_azure_timestamps_keep_their_seven_digits(tmp_path):
         ('{"timestamp": 1, "input_length": 5, "output_length": 2}\n{"timestamp": "x",'
          ' "input_length": 5, "output_length": 2}\n', "line 2 column timestamp"),
         ("a,b,c\n1,2,3\n", "needs the columns"),
+        # at 1e30 s a float64 second is gone: two identical requests read as p50 != p99
+        ('{"arrival_s": 0, "input_tokens": 100, "output_tokens": 50}\n{"arrival_s": 1e30,'
+         ' "input_tokens": 100, "output_tokens": 50}\n', "request 2 at 1e+30 s"),
     ],
 )  # fmt: skip
 def test_a_bad_row_names_file_line_and_column(run, tmp_path, text, says):

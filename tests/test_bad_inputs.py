@@ -24,6 +24,37 @@ from conftest import refused
         (["analyze", "llama-3.1-8b", "h100", "--memory", "80"], "unit is required"),
         # 2:4 sparsity on a chip without sparse tensor cores cannot halve the weights
         (["capacity", "llama-3.1-8b", "v100", "--sparsity", "2:4"], "no 2:4 sparse"),
+        # a latency limit of 0 was checked as "+0.0%" over it; 1e30 s printed as an SLO met
+        (["check", "llama-3.1-8b", "h100", "--max-tpot", "0ms"], "from 1 µs to 1 hour"),
+        (["serve", "llama-3.1-8b", "h100", "--rate", "1", "--slo-tpot", "1e30s"], "1 hour"),
+        (["serve", "llama-3.1-8b", "h100", "--rate", "1", "--slo-ttft", "1e-30s"], "from 1 µs"),
+        (["plan", "llama-3.1-8b", "h100", "--max-tpot", "7200s"], "from 1 µs to 1 hour"),
+        # check ran 5,000 requests for --requests 0 and 1,000,000 for 100,000,000, silently
+        (
+            [
+                "check",
+                "llama-3.1-8b",
+                "h100",
+                "--rate",
+                "2",
+                "--max-ttft-p99",
+                "1s",
+                "--requests",
+                "0",
+            ],
+            "from 1 to 1,000,000",
+        ),
+        # an empty item was dropped: --hardware '' sized the default four chips
+        (["size", "llama-3.1-8b", "--rate", "1", "--hardware", ""], "an empty item"),
+        (["size", "llama-3.1-8b", "--rate", "1", "--hardware", "h100,,"], "an empty item"),
+        (["sweep", "--model", "llama-3.1-8b", "--hardware", "h100", "--batch", "1,,8"], "empty"),
+        (["edge", "llama-3.1-8b", "m4-max", "--devices", ","], "an empty item"),
+        (["speculate", "llama-3.1-8b", "h100", "--gamma", "1,,2"], "an empty item"),
+        (["serve", "llama-3.1-8b", "h100", "--rate", "1,,2"], "--rate '1,,2'"),
+        # one request every 32 years printed $11 billion per million tokens
+        (["serve", "llama-3.1-8b", "h100", "--rate", "1e-9"], "about nine a day"),
+        # a config.json path that is not there read as an unknown catalog id
+        (["analyze", "/tmp/nonexistent-dir/config.json", "h100"], "no such file"),
         # a chart into a directory that does not exist fails before any work
         (["plot", "llama-3.1-8b", "h100", "-o", "/nonexistent/dir/x.svg"], "does not exist"),
     ],

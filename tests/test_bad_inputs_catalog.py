@@ -150,3 +150,19 @@ def test_a_number_too_long_to_read_is_one_line(run, tmp_path):
     prices = "prices:\n- id: x\n  offers: [{cloud: c, usd_per_gpu_hour: 1, date: 2024-13-45}]\n"
     (tmp_path / "prices.yaml").write_text(prices)
     refused(run("catalog", "validate", str(tmp_path)), "prices.yaml", "month must be in 1..12")
+
+
+def test_catalog_validate_names_each_problem_of_an_entry_once(run, tmp_path):
+    """A model with a text hidden_size and no attention heads: two problems, each named once
+    (the text key's stand-in '?' had been refused as the same key 19 more times, hiding the
+    heads)."""
+    (tmp_path / "m.yaml").write_text(
+        "models:\n- id: m1\n  name: M\n  model_type: llama\n  hidden_size: abc\n"
+        "  num_hidden_layers: 2\n  num_attention_heads: 0\n  num_key_value_heads: 1\n"
+        "  vocab_size: 10\n  intermediate_size: 4\n  max_position_embeddings: 128\n  source: x\n"
+    )
+    r = run("catalog", "validate", str(tmp_path))
+    lines = r.stderr.strip().splitlines()
+    assert r.code == 2 and len(lines) == 2, r.stderr
+    assert "hidden_size' must be an integer, got 'abc'" in lines[0]
+    assert "num_attention_heads" in lines[1]

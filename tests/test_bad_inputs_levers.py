@@ -67,6 +67,8 @@ def test_analyze_names_the_context_its_kv_is_at(run):
         (["--tau", "3", "--acceptance", "0.8"], ["give --tau or --acceptance, not both"]),
         # the default's own value, given: dropped as silently (it was accepted)
         (["--tau", "3", "--acceptance", "0.7"], ["give --tau or --acceptance, not both"]),
+        # Llama has no multi-token-prediction module: an MTP speed-up of 2.5x was printed
+        (["--drafter", "mtp"], ["no multi-token-prediction layers", "llama-3.1-8b"]),
     ],
 )
 def test_speculate_refuses_options_that_conflict(run, args, needles):

@@ -37,6 +37,7 @@ DISAGG = ("disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100")
         ((*SERVE, "--rate", "5", "--prompt", "1k", "--shared-prefix", "2k"), "no shorter than"),
         # a drafter's settings without a drafter were dropped
         ((*SERVE, "--rate", "5", "--gamma", "4"), "--gamma needs --drafter"),
+        ((*SERVE, "--rate", "5", "--drafter", "mtp"), "no multi-token-prediction layers"),
         ((*SERVE, "--rate", "5", "--acceptance", "0.8"), "--acceptance needs --drafter"),
         # nothing fits: an empty table and exit 0
         (("plan", "llama-3.1-70b", "h100", "--gpus", "1", "--weights", "bf16"), "fits no layout"),
@@ -49,7 +50,7 @@ DISAGG = ("disagg", "llama-3.1-8b", "--prefill", "h100", "--decode", "h100")
         # $1e30 a GPU-hour priced every deployment; $0 was refused as unreadable
         ((*SERVE, "--rate", "1", "--price", "h100=1e30"), "at most $10,000"),
         ((*SERVE, "--rate", "1", "--price", "h100=0"), "more than $0"),
-        (("plan", "llama-3.1-8b", "h100", "--gpus", "1", "--max-tpot", "0ms"), "above 0"),
+        (("plan", "llama-3.1-8b", "h100", "--gpus", "1", "--max-tpot", "0ms"), "from 1 µs"),
     ],
 )  # fmt: skip
 def test_refused(run, args, needle):

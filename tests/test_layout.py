@@ -355,3 +355,16 @@ def test_a_deployment_reads_its_degrees_from_its_layout():
     assert (dep.attention_tp, dep.pipeline_microbatches, dep.gpus_per_replica) == (1, 2, 16)
     wide = Layout(tp=8, pp=2, ep=8, dp=4, attention_dp=8, microbatches=4, nodes=8)
     assert wide.replica() == Layout(tp=8, pp=2, ep=8, attention_dp=8, microbatches=4)
+
+
+def test_analyze_echoes_the_micro_batches_it_ran(run):
+    """A batch of 4 splits into at most 4 micro-batches: --microbatches 64 ran as 4, so the
+    GPipe bubble is (pp - 1) / (m + pp - 1) = 1 / 5 (not 1 / 65), and the JSON says 4 beside
+    the 64 asked."""
+    doc = run(
+        "analyze", "llama-3.1-8b", "h100", "--pp", "2", "--microbatches", "64", "--batch", "4",
+        "--format", "json",
+    ).json()  # fmt: skip
+    pipe = doc["pipeline"]
+    assert pipe["microbatches"] == 4 and pipe["microbatches_asked"] == 64
+    assert pipe["gpipe_bubble_fraction"] == pytest.approx(1 / 5)

@@ -267,6 +267,8 @@ class Catalog:
         try:
             return self._get("models", "models", name)
         except UnknownEntryError:
+            if name.endswith(".json"):  # a config.json path, not an id: the file is missing
+                raise InputError(f"{name}: no such file (a config.json path)") from None
             from roofline.catalog.hfcache import is_repo_id  # Hugging Face only for unknown names
 
             if not is_repo_id(name):
@@ -278,24 +280,24 @@ class Catalog:
 _LISTED_BY = {"accelerators": "hardware list", "tiers": "hardware tiers", "models": "models list"}
 
 
-def _no_constant(path: Path):
-    """json.loads accepts NaN and Infinity; a config.json holding them is refused by name."""
+def _config_json(p: Path, text: str) -> Any:
+    """json.loads of a config.json, refusing by name what JSON reads and no config holds: NaN
+    and Infinity, and an integer too long for int() (4,300 digits)."""
 
     def refuse(name: str) -> None:
-        raise CatalogError(f"{path}: {name} is not a number a config may hold")
+        raise CatalogError(f"{p}: {name} is not a number a config may hold")
 
-    return refuse
+    def parse_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > 4300:
+            raise CatalogError(f"{p}: a number of {len(digits)} digits is not one a config holds")
+        return int(digits)
 
-
-def _json_int(path: Path):
-    """int() of a JSON integer; one too long for int() (4,300 digits) is refused by name."""
-
-    def parse(text: str) -> int:
-        if len(text.lstrip("-")) > 4300:
-            raise CatalogError(f"{path}: a number of {len(text)} digits is not one a config holds")
-        return int(text)
-
-    return parse
+    try:
+        return json.loads(text, parse_constant=refuse, parse_int=parse_int)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{p}: is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise CatalogError(f"{p}: JSON nested too deep to be a model config") from None
 
 
 def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, Any]:
@@ -312,13 +314,7 @@ def read_hf_config(path: str | Path, model_id: str | None = None) -> dict[str, A
         p = cached_config(repo)
         model_id = model_id or repo.split("/")[1].lower()
         source = f"{repo} config.json (Hugging Face cache {p.parent.name[:12]})"
-    text = read_text(p)
-    try:
-        cfg = json.loads(text, parse_constant=_no_constant(p), parse_int=_json_int(p))
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"{p}: is not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    except RecursionError:
-        raise CatalogError(f"{p}: JSON nested too deep to be a model config") from None
+    cfg = _config_json(p, read_text(p))
     if not isinstance(cfg, dict):
         raise CatalogError(f"{p}: expected a JSON object")
     stem = p.parent.name if p.name == "config.json" else p.stem

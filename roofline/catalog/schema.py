@@ -42,6 +42,10 @@ SPANS: dict[str, tuple[float, float]] = {
 }
 
 
+# text that is a number, with an exponent or a unit after it: "1e12", "80 GB", "3.35TB/s"
+_NUMBER_TEXT = re.compile(r"[+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?\s*[a-zA-Z/µ]*")
+
+
 def within(where: str, key: str, value: float) -> float:
     """`value` unless it lies outside SPANS[key] (the last part of a dotted key)."""
     lo, hi = SPANS[key.rsplit(".", 1)[-1]]
@@ -93,8 +97,13 @@ def check(where: str, data: Any, keys: Mapping[str, tuple[Any, bool]]) -> dict[s
         bool_ok = types is bool or (isinstance(types, tuple) and bool in types)
         if not isinstance(value, types) or (is_bool and not bool_ok):
             got = repr(value) if isinstance(value, str) else type(value).__name__
+            # a number YAML read as text (1e12, or one with a unit): how to write it
+            numeric = isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()) is not None
+            wants_number = types in (int, float, NUM)
             hint = (
-                " (write 1.0e+12 or use the human-scale unit key)" if isinstance(value, str) else ""
+                " (write 1.0e+12 or use the human-scale unit key)"
+                if numeric and wants_number
+                else ""
             )
             raise CatalogError(f"{where}: key '{key}' must be {_type_name(types)}, got {got}{hint}")
         if key == "id" and not value.strip():
@@ -148,6 +157,12 @@ def every_problem(
                 return found
             except CatalogError as exc:
                 message = str(exc)
+            # a stand-in of the wrong type (text for a number): the other stand-in, once
+            wrong = [(h, k) for h, k, _ in out if h.get(k) == "?" and f"key '{k}'" in message]
+            if wrong:
+                h, k = wrong[0]
+                h[k] = 1
+                continue
             gone = [(h, k, v) for h, k, v in out if k not in h and _taken(message, k, h)]
             if not gone or isinstance(gone[0][2], (bool, dict, list)):
                 break

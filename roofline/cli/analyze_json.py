@@ -83,7 +83,9 @@ def analyze_doc(
         **timing,
         pipeline={
             "stages": dep.pp,
-            "microbatches": dep.pipeline_microbatches,
+            # the micro-batches run: at most one per sequence of the batch
+            "microbatches": min(dep.pipeline_microbatches, b),
+            "microbatches_asked": dep.pipeline_microbatches,
             "gpipe_bubble_fraction": float(
                 bubble_fraction(dep.pp, min(dep.pipeline_microbatches, b))
             ),

@@ -181,7 +181,7 @@ def models_import(
 
     Reads a local file or the local Hugging Face cache (never the network); the entry is checked
     like the catalog.
-    Example: roofline models import examples/configs/kimi-k2/config.json -o kimi-k2.yaml"""
+    Example: roofline models import examples/configs/Kimi-K2-Instruct/config.json -o kimi-k2.yaml"""
     if fmt not in ("yaml", "json"):
         raise InputError(f"--format must be yaml or json, got {fmt}")
     entry = read_hf_config(config, id_)

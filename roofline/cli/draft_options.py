@@ -75,7 +75,7 @@ DRAFT = DraftOptions()
 def acceptance_rates(text: str) -> float | list[float]:
     """One α, or per-position rates p_1,p_2,... (each in [0, 1])."""
     try:
-        values = [float(v) for v in text.split(",") if v.strip()]
+        values = [float(v) for v in opt.comma_items(text, "--acceptance")]
     except ValueError:
         raise InputError(
             f"--acceptance {text!r}: give one rate (0.7) or one per position"
@@ -109,6 +109,12 @@ def _kind(drafter: str, draft: str | None, m) -> str:
     if kind not in DRAFTERS:
         raise InputError(
             f"unknown --drafter '{drafter}'", hint=f"choose auto or {', '.join(DRAFTERS)}"
+        )
+    if kind == "mtp" and not m.num_nextn_predict_layers:
+        raise InputError(
+            f"--drafter mtp: {m.id} has no multi-token-prediction layers "
+            "(num_nextn_predict_layers 0)",
+            hint="choose eagle, eagle3, medusa, ngram or draft with --draft",
         )
     if draft is not None and not draft.strip():
         raise InputError("--draft: give a draft model id, e.g. llama-3.2-1b")

@@ -107,6 +107,8 @@ def offload(
     host_cap = (  # RAM, sold in binary units: "128GB" is 128 GiB, as --memory reads it
         parse_memory_bytes(host_memory, "--host-memory") if host_memory else h.memory_capacity_bytes
     )
+    if not 0 < host_cap < 1e15:
+        raise InputError(f"--host-memory must be positive and below 1 PB, got {host_memory}")
     L = m.num_hidden_layers
     if gpu_layers is not None and gpu_fraction is not None:
         raise InputError("give --gpu-layers or --gpu-fraction, not both")
@@ -184,7 +186,11 @@ def edge(
         raise InputError("edge runs llama.cpp or MLX: --engine must be auto, llamacpp or mlx")
     dep = opt.deployment(fm.weights, fm.kv_dtype, opt.ACT_DTYPE, tp, model=m)
     b, s, o, ctx = sb.parse(m, strict=True)
-    extra = [cat.accelerator(x.strip()) for x in (devices or "").split(",") if x.strip()]
+    extra = (
+        []
+        if devices is None
+        else [cat.accelerator(x) for x in opt.comma_items(devices, "--devices")]
+    )
     given_host = host_cpu(cat, host) if host else None  # checked, used or not
     devs = [hw, *extra]
     rows = []

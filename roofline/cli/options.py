@@ -343,9 +343,9 @@ def capacity(
             raise InputError(f"--wired-limit applies to unified memory; {hw.id} has its own")
         limit = parse_memory_bytes(wired_limit, "--wired-limit")
         if not 0 < limit <= ram:
-            raise InputError(
-                f"--wired-limit must be positive and at most the RAM ({fmt_bytes(ram)}), "
-                f"got {wired_limit}"
+            raise InputError(  # memory as sold: GB read as GiB, so the RAM in GiB beside it
+                f"--wired-limit must be positive and at most the RAM ({ram / 2**30:,.0f} GiB), "
+                f"got {wired_limit} ({limit / 2**30:,.0f} GiB)"
             )
         return limit
     if memory is None:
@@ -382,17 +382,27 @@ def fitted_plan(
 MAX_LIST = 100_000  # values a list or range option may expand to
 
 
+def comma_items(text: str, what: str) -> list[str]:
+    """The comma-separated items of `text`, stripped. An empty item ('1,,2', a trailing comma,
+    '') is refused: dropped, it would change the list without a word."""
+    items = [x.strip() for x in text.split(",")]
+    if not all(items):
+        raise InputError(f"{what} {text!r}: an empty item", hint="separate the items by one comma")
+    return items
+
+
 def int_list(text: str, what: str, parse: Callable[[str], int] = int) -> list[int]:
     """'1,8,64' | '1..1024' (powers of two) | '8..256:8' (a step); items may take units. The
     size of a range is checked before it is expanded."""
+    items = None if ".." in text else comma_items(text, what)
     try:
-        if ".." in text:
+        if items is None:
             lo_text, _, rest = text.partition("..")
             hi_text, _, step_text = rest.partition(":")
             lo, hi = parse(lo_text), parse(hi_text)
             step = parse(step_text) if step_text else None
         else:
-            values = [parse(v) for v in text.split(",") if v.strip()]
+            values = [parse(v) for v in items]
     except (ValueError, ZeroDivisionError, RooflineError):
         raise InputError(
             f"cannot read {what} {text!r}: use 1,8,64 or 1..1024 or 8..256:8"

@@ -13,7 +13,7 @@ from roofline.cli import traffic_options as topt
 from roofline.cli.app import catalog
 from roofline.cli.wired import wired_capacity
 from roofline.domain.errors import DoesNotFitError, InputError
-from roofline.domain.units import fmt_bytes, parse_seconds
+from roofline.domain.units import fmt_bytes, limit_seconds
 from roofline.engines.engine import engine
 from roofline.serving.cost import cost_per_hour, cost_per_million_output_tokens
 from roofline.step.planner import Plan, explain, plans
@@ -92,9 +92,7 @@ def plan(
     base = opt.deployment(fm.weights, fm.kv_dtype, model=m)
     s, o = opt.tokens(prompt, "--prompt"), opt.tokens(output, "--output")
     opt.positions(m, s + o)
-    slo = parse_seconds(max_tpot, "--max-tpot") if max_tpot else None
-    if slo is not None and not 0 < slo <= 3600:
-        raise InputError(f"--max-tpot must be above 0 and at most an hour, got {max_tpot}")
+    slo = limit_seconds(max_tpot, "--max-tpot") if max_tpot else None
     eng = engine(en.engine_name, hw)
     cap = wired_capacity(m, hw, base, eng, en.memory)  # one Mac: at the raised wired limit
     found = plans(m, hw, base, eng, gpus, s, o, slo, cap, net, nd.nodes, nd.cross_node_tp, max_tp)

@@ -12,11 +12,12 @@ from roofline.cli import options as opt
 from roofline.cli import traffic_options as topt
 from roofline.cli.app import catalog, catalog_dirs, register_calibrations
 from roofline.domain.errors import InputError, RooflineError
-from roofline.domain.units import parse_seconds
+from roofline.domain.units import limit_seconds
 from roofline.engines.engine import engine
 from roofline.serving.metrics import Slo
 from roofline.serving.router import DEFAULT_ROUTER, check_router
 from roofline.serving.slosearch import slo_requests
+from roofline.serving.workload import MAX_REQUESTS
 
 CURVE_KEYS = ("traffic_curve", "headroom", "scale_up_delay")  # a day's traffic (cli/curve.py)
 CURVE_CHECKS = ("max_gpu_hours_per_day", "min_slo_attainment")
@@ -108,13 +109,13 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
             min_concurrency=c.get("min_concurrency"),
             max_tpot_s=None
             if c.get("max_tpot") is None
-            else parse_seconds(str(c["max_tpot"]), "max_tpot"),
+            else limit_seconds(str(c["max_tpot"]), "max_tpot"),
             max_ttft_s=None
             if c.get("max_ttft") is None
-            else parse_seconds(str(c["max_ttft"]), "max_ttft"),
+            else limit_seconds(str(c["max_ttft"]), "max_ttft"),
             max_batch_prefill_s=None
             if c.get("max_batch_prefill") is None
-            else parse_seconds(str(c["max_batch_prefill"]), "max_batch_prefill"),
+            else limit_seconds(str(c["max_batch_prefill"]), "max_batch_prefill"),
             min_throughput=c.get("min_throughput"),
             fits=bool(c.get("fits", False)),
         )
@@ -146,6 +147,13 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
         ):
             raise InputError(
                 "no assertion given (--fits, --min-batch, --max-tpot, --max-ttft, --min-throughput)"
+            )
+        n_req = d.get("requests")
+        if n_req is not None and (
+            isinstance(n_req, bool) or not isinstance(n_req, int) or not 1 <= n_req <= MAX_REQUESTS
+        ):
+            raise InputError(
+                f"requests must be a whole number from 1 to {MAX_REQUESTS:,}, got {n_req}"
             )
         if limits.min_batch is not None and limits.min_batch < 1:
             raise InputError(f"min_batch must be at least 1, got {limits.min_batch}")
@@ -322,8 +330,8 @@ def _limits(given: dict[str, Any]) -> tuple[float | None, float | None, Any, Any
     if hit is not None and not 0 <= hit <= 1:
         raise InputError(f"min_prefix_hit_rate is a share from 0 to 1, got {hit}")
     return (
-        parse_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,
-        parse_seconds(given["max_tpot_p99"], "--max-tpot-p99") if "max_tpot_p99" in given else None,
+        limit_seconds(given["max_ttft_p99"], "--max-ttft-p99") if "max_ttft_p99" in given else None,
+        limit_seconds(given["max_tpot_p99"], "--max-tpot-p99") if "max_tpot_p99" in given else None,
         g,
         hit,
     )

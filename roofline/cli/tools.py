@@ -32,10 +32,7 @@ def _auto_formats(models: list[Any]) -> list[str]:
 
 
 def _names(text: str, what: str = "--model") -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    if not names:
-        raise InputError(f"{what}: give at least one id, comma-separated")
-    return names
+    return opt.comma_items(text, what)
 
 
 class SweepFmt(str, Enum):
@@ -184,7 +181,12 @@ def plot(
         Path | None,
         typer.Option("--out", "-o", help="write the chart to FILE.svg|png|pdf (roofline[plot])"),
     ] = None,
-    width: Annotated[int, typer.Option(help="terminal chart width in characters")] = 80,
+    width: Annotated[
+        int | None,
+        typer.Option(
+            help="terminal chart width in characters (default: the terminal's, as tables)"
+        ),
+    ] = None,
     fmt: opt.FormatOpt = opt.Fmt.table,
 ) -> None:
     """The roofline chart with the workload's ops on it.
@@ -200,6 +202,10 @@ def plot(
     dep = pl.deployment(m)
     batch, s, o, ctx = sb.parse(m)
     s = max(s, 1)
+    if width is None:
+        from roofline.render.core import console_width
+
+        width = console_width()
     if not 30 <= width <= 400:
         raise InputError(f"--width must be from 30 to 400, got {width}")
     p, d = prefill(m, hw, dep, batch, s), decode(m, hw, dep, batch, ctx)
@@ -227,7 +233,7 @@ def plot(
     if fmt is opt.Fmt.json:
         render.emit_json(doc)
         return
-    sys.stdout.write(text_roofline(doc, width=width - 28) + "\n")
+    sys.stdout.write(text_roofline(doc, width=width - 28, cols=width) + "\n")
 
 
 # ---- validate -------------------------------------------------------------------------------

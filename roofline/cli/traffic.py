@@ -39,7 +39,7 @@ from roofline.serving.size import HEADROOM, chip_answers
 from roofline.serving.sizepools import size_search
 
 MaxBatchedTokens = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--max-batched-tokens",
         help="scheduler's token budget per step (default: the engine's on this device, e.g."
@@ -91,7 +91,7 @@ def serve(
     seed: opt.Seed = 0,
     sv: Features = FEATURES,
     max_seqs: opt.MaxSeqs = None,
-    max_batched_tokens: MaxBatchedTokens | None = None,
+    max_batched_tokens: MaxBatchedTokens = None,
     chunked_prefill: topt.ChunkedPrefill = None,
     num_scheduler_steps: topt.SchedulerSteps = 1,
     preemption: Preemption = "recompute",
@@ -451,7 +451,7 @@ def _size_rate(rate: str | None, day_rates, arrivals: str | None = None) -> floa
 
 def _accelerators(cat, hardware: str | None) -> list:
     """--hardware's accelerators (size's four by default)."""
-    names = [h.strip() for h in (hardware or SIZE_HARDWARE).split(",") if h.strip()]
+    names = opt.comma_items(SIZE_HARDWARE if hardware is None else hardware, "--hardware")
     if not names or len(names) > 32:
         raise InputError("--hardware: give 1 to 32 accelerators, e.g. h100,h200")
     return [cat.accelerator(h) for h in names]

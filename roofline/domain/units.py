@@ -79,6 +79,24 @@ def parse_seconds(text: str | int | float, what: str = "time") -> float:
     return _with_unit(text, what, _TIME_SUFFIX, "a time such as 50ms, 2s or 300us")
 
 
+# A latency limit (an SLO, a check's max TTFT or TPOT): above a microsecond, no step is
+# shorter; at most an hour, past any request a serving SLO bounds.
+LIMIT_MIN_S, LIMIT_MAX_S = 1e-6, 3600.0
+
+
+def latency_limit(t: float, what: str) -> float:
+    """`t` (seconds) as a latency limit named `what`: refused unless 1 µs <= t <= 1 hour."""
+    if not (math.isfinite(t) and LIMIT_MIN_S <= t <= LIMIT_MAX_S):
+        shown = fmt_seconds(t) if math.isfinite(t) and 1e-9 <= abs(t) <= 1e6 else f"{t:g} s"
+        raise InputError(f"{what} must be from 1 µs to 1 hour, got {shown}")
+    return t
+
+
+def limit_seconds(text: str | int | float, what: str) -> float:
+    """parse_seconds, then latency_limit: a latency limit written with its unit."""
+    return latency_limit(parse_seconds(text, what), what)
+
+
 def _with_unit(text: str | int | float, what: str, suffixes: dict[str, float], eg: str) -> float:
     """A number followed by one of `suffixes` (case-insensitive) times the suffix's scale; text
     without a unit is refused (parse_bytes, parse_seconds); a Python number is taken as is."""

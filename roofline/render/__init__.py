@@ -56,7 +56,7 @@ _TABLES = {
     "sweep_table": "tools",
     "validate_table": "tools",
     "disagg_traffic_table": "traffic",
-    "launch_table": "traffic",
+    "launch_table": "launchlines",
     "serve_table": "traffic",
     "size_table": "sizing",
     "size_day_table": "day",

@@ -8,6 +8,7 @@ files. Inputs are the JSON documents the commands build."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def roofline_series(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {"bandwidth": w, "peaks": hw["peak_flops_per_s"], "points": points}
 
 
-def text_roofline(doc: Mapping[str, Any], width: int = 72, height: int = 18) -> str:
+def text_roofline(doc: Mapping[str, Any], width: int = 72, height: int = 18, cols: int = 80) -> str:
     """The roofline as characters: '/' the bandwidth slope, '‾' compute roofs (one per dtype,
     labelled at the right), '|' the ridge of the workload's dtype, P/D the whole prefill and
     decode steps, p/d their ops (at expected throughput)."""
@@ -94,15 +95,16 @@ def text_roofline(doc: Mapping[str, Any], width: int = 72, height: int = 18) -> 
             grid[r][c] = mark if p.get("whole") else mark.lower()
     lines = ["".join(line).rstrip() for line in grid]
     for r, text in labels:
-        lines[r] = lines[r] + "  " + text if len(lines[r]) + len(text) < width + 30 else lines[r]
+        lines[r] = lines[r] + "  " + text if len(lines[r]) + 2 + len(text) <= cols else lines[r]
     axis = f"{x_lo:g} FLOP/B".ljust(width // 2) + f"{x_hi:g} FLOP/B".rjust(width - width // 2)
     header = (
-        f"attainable FLOP/s (log) vs arithmetic intensity (log); ridge | at "
+        "attainable FLOP/s (log) vs arithmetic intensity (log); ridge | at "
         f"{ridge:,.0f} FLOP/B; top {y_hi / 1e12:,.4g} TFLOP/s, bottom "
         f"{y_lo / 1e12:.3g} TFLOP/s"
     )
     legend = "P/D: whole prefill/decode step, p/d: their ops, at expected throughput"
-    return "\n".join([header, *lines, "-" * width, axis, legend])
+    wrap = textwrap.wrap  # the prose at the terminal's width, as every table's
+    return "\n".join([*wrap(header, cols), *lines, "-" * width, axis, *wrap(legend, cols)])
 
 
 def _pyplot():

@@ -395,6 +395,15 @@ def pct(x: float | None, digits: int = 0) -> str:
     return "—" if x is None else f"{x:.{digits}%}"
 
 
+def slo_cells(e: Mapping[str, Any], has_slo: bool) -> tuple[str, str]:
+    """The (SLO attainment, meets SLO) cells of an expected point `e`: with no SLO there is
+    nothing to attain, and the verdict says why it is NO past saturation (the queue grows
+    without bound: JSON's meets_slo false) or that there was no SLO to meet."""
+    if has_slo:
+        return pct(e["slo_attainment"]), "yes" if e["meets_slo"] else "NO"
+    return "- (no SLO)", "NO (queue unbounded)" if e.get("unbounded") else "- (no SLO)"
+
+
 # an interval whose two sides differ by at most this much (relative) prints as ±rel
 SYMMETRIC = 0.05
 

@@ -11,7 +11,8 @@ from typing import Any
 from rich.console import Console
 
 from roofline.render.core import csec, pct
-from roofline.render.traffic import _short, launch_block
+from roofline.render.launchlines import launch_block
+from roofline.render.traffic import _short
 from roofline.render.width import N, T, print_pairs, print_rows, say, table_output
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from roofline.domain.units import fmt_rate
 from roofline.render.core import VERBOSE, band_text, load_band_text
+from roofline.render.launchlines import launch_block
 from roofline.render.traffic import (
     _arrivals,
     _lat,
@@ -19,7 +20,6 @@ from roofline.render.traffic import (
     _slo_text,
     _usd,
     brief,
-    launch_block,
 )
 from roofline.render.width import N, T, legend, print_rows, say, table_output
 

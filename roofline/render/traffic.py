@@ -17,8 +17,10 @@ from roofline.render.core import (
     load_band_text,
     pct,
     pm,
+    slo_cells,
     stdout_console,
 )
+from roofline.render.launchlines import launch_block
 from roofline.render.serving import _bar
 from roofline.render.width import N, T, legend, print_pairs, print_rows, say, table_output
 
@@ -66,13 +68,23 @@ def _lengths(i: Mapping[str, Any], load: str) -> str:
     return f"prompts {p}, outputs {o}"
 
 
+def _has_slo(i: Mapping[str, Any]) -> bool:
+    """Whether the run was judged against an SLO: the command's or a workload class's own."""
+    more = (i.get("workload") or {}).get("classes") or []
+    return any(
+        d.get("slo_ttft_s") is not None or d.get("slo_tpot_s") is not None for d in [i, *more]
+    )
+
+
 def _slo_text(i: Mapping[str, Any]) -> str:
     parts = []
     if i.get("slo_ttft_s") is not None:
         parts.append(f"TTFT <= {fmt_seconds(i['slo_ttft_s'])}")
     if i.get("slo_tpot_s") is not None:
         parts.append(f"TPOT <= {fmt_seconds(i['slo_tpot_s'])}")
-    return f"SLO p{i['slo_pct']:g}: " + " and ".join(parts) if parts else "no SLO"
+    if not parts:
+        return "SLOs per class (below)" if _has_slo(i) else "no SLO"
+    return f"SLO p{i['slo_pct']:g}: " + " and ".join(parts)
 
 
 # ---- serve ----------------------------------------------------------------------------------
@@ -155,8 +167,7 @@ def serve_table(doc: Mapping[str, Any], con: Console) -> None:
             ("tok/s per GPU", b(f"{thr['output_tokens_per_s_per_gpu']:,.0f}", "throughput")),
             ("tok/s per user", f"{e['throughput']['output_tokens_per_s_per_user']:,.1f}"),
             ("goodput", f"{e['goodput_requests_per_s']:.3g} req/s"),
-            ("SLO attainment", pct(e["slo_attainment"])),
-            ("meets SLO", "yes" if e["meets_slo"] else "NO"),
+            *zip(("SLO attainment", "meets SLO"), slo_cells(e, _has_slo(i)), strict=True),
             ("running batch", f"{e['mean_running_batch']:.1f}"),
             ("queue length", _count(e["mean_queue_length"])),
             ("KV occupancy", pct(e["kv_occupancy"])),
@@ -339,51 +350,6 @@ def _binding(sat: Mapping[str, Any]) -> str:
     return f"{sat['binding']['expected']}{at}"
 
 
-def launch_table(doc: Mapping[str, Any]) -> None:
-    """The document's launch lines on stdout (disagg prints them after its table)."""
-    launch_block(stdout_console(), doc.get("launch"))
-
-
-def launch_block(con: Console, launch: Mapping[str, Any] | None) -> None:
-    """A launch line (roofline.engines.launch.launch_json) under its engine version: the server's
-    command, each node's when it spans nodes; for disaggregated pools each pool's, then the
-    router's."""
-    if not launch:
-        return
-    say(con, f"launch ({launch['version']}):")
-    if launch.get("prefill"):  # disaggregated: each pool's servers, then the router
-        for pool in ("prefill", "decode"):
-            say(con, f"  {pool} pool, each server:")
-            _launch_lines(con, launch[pool])
-        say(con, "  router:")
-        _launch_lines(con, {"argv": launch["router"], "note": launch["note"]})
-        if launch.get("router_config"):
-            say(con, f"  disagg_config.yaml: {launch['router_config']}")
-    else:
-        _launch_lines(con, launch)
-
-
-def _launch_lines(con: Console, launch: Mapping[str, Any]) -> None:
-    """One server's launch: its command (each node's when it spans nodes), options, note."""
-    width = min(con.width, 80)
-    commands = [(n["where"], n["argv"]) for n in launch.get("nodes") or []]
-    if not commands and launch.get("argv"):
-        commands = [("", launch["argv"])]
-    for where, argv in commands:
-        if where:
-            say(con, f"  on {where}:")
-        for line in wrap_command(argv, width):
-            con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
-    if launch.get("options_file"):
-        say(con, f"  its --extra_llm_api_options file: {launch['options_file']}")
-    if launch.get("router") and not launch.get("prefill"):  # N replicas' router (SGLang)
-        say(con, "  router:")
-        for line in wrap_command(launch["router"], width):
-            con.print(line, overflow="ignore", crop=False, soft_wrap=True, markup=False)
-    if launch.get("note"):
-        say(con, f"  ({launch['note']})")
-
-
 def _layout(d: Mapping[str, Any]) -> str:
     """A deployment's replica layout, short: TP8, TP8 PP2, TP16 EP16 ADP16."""
     out = f"TP{d['tp']}" + (f" PP{d['pp']}" if d["pp"] > 1 else "")
@@ -404,44 +370,6 @@ def _pools(d: Mapping[str, Any]) -> str:
     if pre is None or _layout(pre) == layout:
         return f"{layout} {d['prefill_replicas']}P{d['decode_replicas']}D"
     return f"{d['prefill_replicas']}P {_layout(pre)}\n + {d['decode_replicas']}D {layout}"
-
-
-def wrap_command(argv: list[str], width: int = 78) -> list[str]:
-    """A command as shell lines of at most `width` columns where the words allow: a flag stays
-    with its value unless the two overflow a line, every line but the last ends in a backslash,
-    the rest indented."""
-    quoted = [f"'{a}'" if any(c in a for c in ' {}"') else a for a in argv]
-    words: list[str] = []
-    for a in quoted:
-        pair = f"{words[-1]} {a}" if words else a
-        if words and not a.startswith("-") and words[-1].startswith("-") and len(pair) <= width - 6:
-            words[-1] = pair
-        else:
-            words.append(a)
-    lines, cur = [], ""
-    for w in words:
-        pieces = _pieces(w, width - 6)
-        if len(pieces) > 1:  # inside the quotes a line ends without a backslash
-            if cur:
-                lines.append(cur + " \\")
-            lines += ["    " + p for p in pieces[:-1]]
-            cur = "    " + pieces[-1]
-        elif cur and len(cur) + 1 + len(w) > width - 2:
-            lines.append(cur + " \\")
-            cur = "    " + w
-        else:
-            cur = f"{cur} {w}" if cur else "  " + w
-    lines.append(cur)
-    return lines
-
-
-def _pieces(word: str, room: int) -> list[str]:
-    """A word too long for a line, split where the shell and its reader allow: a quoted JSON
-    after its commas (a newline inside single quotes is kept, and JSON allows it)."""
-    if len(word) <= room or not word.startswith("'") or "," not in word:
-        return [word]
-    parts = word.split(",")
-    return [p + "," for p in parts[:-1]] + [parts[-1]]
 
 
 # ---- disagg under a rate --------------------------------------------------------------------

@@ -30,6 +30,10 @@ from roofline.catalog.files import read_text
 from roofline.domain.errors import InputError
 from roofline.serving.workload import MAX_REQUESTS, MAX_TOKENS, Workload, replayed
 
+# The longest log replayed: beyond it a float64 second loses the simulator's step resolution
+# (at 1e30 s two requests a second apart are the same time)
+MAX_SPAN_S = 1e9
+
 FORMATS = {
     "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
     "burstgpt": ("Timestamp", "Request tokens", "Response tokens"),
@@ -144,6 +148,13 @@ def read_arrivals(path: str | Path, speedup: float = 1.0) -> Workload:
     if len(rows) > MAX_REQUESTS:
         raise InputError(f"{name}: at most {MAX_REQUESTS:,} requests, got {len(rows):,}")
     t = np.array([r[0] for r in rows])
+    if float(t.max() - t.min()) > MAX_SPAN_S:
+        late = int(np.argmax(t))
+        raise InputError(
+            f"{name}: the requests span {float(t.max() - t.min()):.3g} s (request {late + 1} "
+            f"at {float(t[late]):.3g} s); a log of at most {MAX_SPAN_S:.0e} s (about 30 years) "
+            "is replayed"
+        )
     prompts = np.maximum(np.array([r[1] for r in rows], dtype=np.int64), 1)
     outputs = np.maximum(np.array([r[2] for r in rows], dtype=np.int64), 1)
     t_key, i_key, o_key = FORMATS[kind]

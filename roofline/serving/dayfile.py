@@ -31,6 +31,7 @@ from roofline.catalog.files import read_text, yaml
 from roofline.domain.errors import CatalogError, InputError
 from roofline.serving.arrivals import read_arrivals
 from roofline.serving.day import DayRates
+from roofline.serving.workload import MAX_RATE
 
 UNITS = {"hour": 3600.0, "minute": 60.0, "time_s": 1.0}
 WINDOWS_S = (
@@ -44,7 +45,6 @@ WINDOWS_S = (
 MIN_PER_WINDOW = 100  # requests every window of a log's curve holds (module docstring)
 MIN_WINDOWS = 2  # a curve of one window is a rate, not a day
 MAX_INTERVALS = 100_000  # a day of seconds fits
-MAX_RATE = 1e6  # requests/s, as --rate
 
 
 def _number(value: Any, where: str, what: str) -> float:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from roofline.domain.errors import InputError
+from roofline.domain.units import latency_limit
 from roofline.serving.sim.prefixcache import PrefixReport, prefix_report
 from roofline.serving.sim.record import RunRecord
 
@@ -31,8 +32,8 @@ class Slo:
             )
         for name in ("ttft_s", "tpot_s"):
             v = getattr(self, name)
-            if v is not None and not (math.isfinite(v) and v > 0):
-                raise InputError(f"--slo-{name[:4]} must be a positive time, got {v}")
+            if v is not None:
+                latency_limit(v, f"--slo-{name[:4]}")
 
 
 @dataclass(frozen=True)

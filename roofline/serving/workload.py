@@ -23,6 +23,19 @@ from roofline.levers.kvcache import parse_lengths
 from roofline.serving.sim.prefixcache import PrefixConfig, PrefixInfo
 
 MAX_REQUESTS = 1_000_000
+# The offered rates a run takes, requests (or arrivals) per second: from about nine a day (below
+# it a replica idles between requests, and its $/Mtok is the idle GPU's) to a million a second
+MIN_RATE, MAX_RATE = 1e-4, 1e6
+
+
+def checked_rate(rate: float, what: str) -> float:
+    """`rate` (requests/s) if from MIN_RATE to MAX_RATE, else an InputError naming `what`."""
+    if not (math.isfinite(rate) and MIN_RATE <= rate <= MAX_RATE):
+        why = f"from {MIN_RATE:g} (about nine a day) to {MAX_RATE:g} requests/s"
+        raise InputError(f"{what} must be {why}, got {rate:g}")
+    return rate
+
+
 MAX_TOKENS = 10_000_000
 
 

@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from roofline.domain.errors import InputError
-from roofline.domain.units import parse_seconds
+from roofline.domain.units import latency_limit, parse_seconds
+from roofline.serving.workload import MAX_RATE, MIN_RATE
 
 TOP_KEYS = {"rate", "classes", "description"}
 CLASS_KEYS = {
@@ -183,13 +184,13 @@ def _class(c: Any, i: int, where: str) -> ClassSpec:
     if "share" in c:
         kw["share"] = _number(c["share"], f"{at}: share", 1e-9, 1.0)
     if "rate" in c:
-        kw["rate"] = _number(c["rate"], f"{at}: rate", 1e-9, 1e6)
+        kw["rate"] = _number(c["rate"], f"{at}: rate", MIN_RATE, MAX_RATE)
     for key in ("prompt", "output"):
         if key in c:
             kw[key] = _lengths(c[key], f"{at}: {key}")
     for key in ("slo_ttft", "slo_tpot"):
         if key in c:
-            kw[f"{key}_s"] = _seconds(c[key], f"{at}: {key}")
+            kw[f"{key}_s"] = latency_limit(_seconds(c[key], f"{at}: {key}"), f"{at}: {key}")
     ints = {"priority": (-1_000_000, 1_000_000), "thinking_budget": (0, 1_000_000),
             "n": (1, 64), "system_prompt": (0, 1_000_000), "turns": (1, 100),
             "fan_out": (0, 64)}  # fmt: skip

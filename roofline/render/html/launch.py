@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from roofline.render.traffic import wrap_command
+from roofline.render.launchlines import wrap_command
 
 COPY = "navigator.clipboard.writeText(this.nextElementSibling.textContent)"
 
