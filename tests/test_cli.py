@@ -153,7 +153,7 @@ def _assert_error(r, *needles):
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["analyze", "llama-3.1-8c", "h100"], ["unknown models 'llama-3.1-8c'", "did you mean"]),
+        (["analyze", "llama-3.1-8c", "h100"], ["unknown model 'llama-3.1-8c'", "did you mean"]),
         (["analyze", "llama-3.1-8b", "h1000"], ["unknown hardware 'h1000'", "did you mean"]),
         (["hardware", "show", "nope-gpu"], ["unknown hardware"]),
         (["analyze", "llama-3.1-8b", "h100", "--prompt", "lots"], ["--prompt"]),

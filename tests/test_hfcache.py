@@ -89,5 +89,5 @@ def test_catalog_ids_and_paths_are_not_repo_ids(cat, tmp_path):
     assert is_repo_id("meta-llama/Llama-3.1-8B")
     assert not is_repo_id("llama-3.1-8b") and not is_repo_id("a/b/config.json")
     assert not is_repo_id("../x") and not is_repo_id(str(tmp_path))
-    with pytest.raises(UnknownEntryError, match="unknown models 'llama-9'"):
+    with pytest.raises(UnknownEntryError, match="unknown model 'llama-9'"):
         cat.model("llama-9")

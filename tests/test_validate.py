@@ -132,7 +132,7 @@ def test_cli_validate_json(run):
     ("edit", "needle"),
     [
         (("  metric: ttft_ms", "  metric: ttft_hours"), "unknown metric 'ttft_hours'"),
-        (("model: llama-3.3-70b", "model: llama-3.3-7b"), "unknown models 'llama-3.3-7b'"),
+        (("model: llama-3.3-70b", "model: llama-3.3-7b"), "unknown model 'llama-3.3-7b'"),
         (("weights: fp8", "weights: fp7"), "unknown weight format"),
         (("measured: 406.77", "measured: -1"), "must not be negative"),
     ],

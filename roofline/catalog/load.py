@@ -35,7 +35,7 @@ from roofline.catalog.schema import NUM
 from roofline.catalog.schema import check as _check
 from roofline.catalog.schema import positive as _positive
 from roofline.catalog.spot import SPOT_KEYS, spot_fields
-from roofline.domain.errors import CatalogError, InputError, UnknownEntryError
+from roofline.domain.errors import CatalogError, InputError, UnknownEntryError, did_you_mean
 from roofline.domain.hardware import Accelerator, Efficiency, Price, Tier
 from roofline.domain.model import ModelArch
 from roofline.timing.collectives import LinkSet
@@ -63,14 +63,6 @@ def _load_file_cached(path: Path, problems: list[str] | None = None) -> dict[str
 
 def _yaml_files(directory: Path) -> list[Path]:
     return sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml"))
-
-
-def did_you_mean(name: str, names: list[str], otherwise: str) -> str:
-    """The hint for an unknown `name`: up to three close `names` (any case), else `otherwise`."""
-    from difflib import get_close_matches  # only on an error
-
-    close = get_close_matches(name.lower(), names, n=3, cutoff=0.5)
-    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else otherwise
 
 
 @dataclass
@@ -265,7 +257,7 @@ class Catalog:
         if name.endswith(".json") and Path(name).is_file():
             return model_from_config(name)
         try:
-            return self._get("models", "models", name)
+            return self._get("models", "model", name)
         except UnknownEntryError:
             if name.endswith(".json"):  # a config.json path, not an id: the file is missing
                 raise InputError(f"{name}: no such file (a config.json path)") from None

@@ -105,7 +105,9 @@ def fleet(
         try:
             models[m.name] = cat.model(m.model)
         except RooflineError as exc:
-            raise InputError(f"{spec.path}: models[{i}] ({m.name}).model: {exc}") from None
+            raise InputError(
+                f"{spec.path}: models[{i}] ({m.name}).model: {exc}", hint=exc.hint
+            ) from None
     chips = _allowed(cat, spec, ids)
     from roofline.catalog.load import load_prices
 
@@ -195,7 +197,9 @@ def _chip_ids(cat, spec: FleetSpec) -> dict[str, str]:
             try:
                 ids[n] = cat.accelerator(n).id
             except RooflineError as exc:
-                raise InputError(f"{spec.path}: hardware.{where} ({n}): {exc}") from None
+                raise InputError(
+                    f"{spec.path}: hardware.{where} ({n}): {exc}", hint=exc.hint
+                ) from None
     return ids
 
 
@@ -212,7 +216,8 @@ def _allowed(cat, spec: FleetSpec, ids: dict[str, str]) -> dict[str, tuple[str, 
             try:
                 hid = cat.accelerator(h).id
             except RooflineError as exc:
-                raise InputError(f"{spec.path}: models[{i}] ({m.name}).hardware: {exc}") from None
+                msg = f"{spec.path}: models[{i}] ({m.name}).hardware: {exc}"
+                raise InputError(msg, hint=exc.hint) from None
             if hid not in every:
                 raise InputError(
                     f"{spec.path}: models[{i}] ({m.name}).hardware: {h} is neither owned"

@@ -205,7 +205,7 @@ def plot(
     if width is None:
         from roofline.render.core import console_width
 
-        width = console_width()
+        width = min(console_width(), 80)
     if not 30 <= width <= 400:
         raise InputError(f"--width must be from 30 to 400, got {width}")
     p, d = prefill(m, hw, dep, batch, s), decode(m, hw, dep, batch, ctx)

@@ -31,3 +31,15 @@ class InputError(RooflineError, ValueError):
 
 class DoesNotFitError(RooflineError):
     """The model's weights (plus runtime overhead) do not fit in the memory given."""
+
+
+def did_you_mean(name: str, names: list[str], otherwise: str) -> str:
+    """The hint for an unknown `name`: up to three `names` (any case) that begin with it (an id
+    given without its form factor: nvidia-h100 for nvidia-h100-sxm), else the closest ones,
+    else `otherwise`."""
+    from difflib import get_close_matches  # only on an error
+
+    low = name.lower()
+    close = sorted(n for n in names if n.startswith(low))[:3]
+    close = close or get_close_matches(low, names, n=3, cutoff=0.5)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else otherwise

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline.domain.errors import InputError
+from roofline.domain.errors import InputError, did_you_mean
 from roofline.domain.hardware import Accelerator
 from roofline.domain.units import GB
 from roofline.engines.versions import pick_profile, split_name
@@ -145,9 +145,8 @@ def engine(name: str, hw: Accelerator | None = None, version: object = None) -> 
     if key == "auto":
         key = "llamacpp" if hw is not None and hw.unified_memory else "vllm"
     if key not in ENGINES:
-        raise InputError(
-            f"unknown engine '{name}'", hint=f"choose auto or one of {', '.join(ENGINES)}"
-        )
+        hint = did_you_mean(key, list(ENGINES), f"choose auto or one of {', '.join(ENGINES)}")
+        raise InputError(f"unknown engine '{name}'", hint=hint)
     eng = ENGINES[key]
     if version is None:
         return eng

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from roofline.catalog.files import read_yaml
-from roofline.domain.errors import InputError
+from roofline.domain.errors import InputError, RooflineError
 from roofline.domain.units import parse_count, parse_seconds
 from roofline.serving.dayfile import read_day
 
@@ -181,6 +181,16 @@ def hourly_peaks(start_s: np.ndarray, duration_s: np.ndarray, rate: np.ndarray) 
     return out
 
 
+def _named(where: str, key: str, read):
+    """read(), its file's error named by the fleet entry and key it came from."""
+    try:
+        return read()
+    except RooflineError as exc:
+        if str(exc).startswith(where):
+            raise
+        raise InputError(f"{where}.{key}: {exc}", hint=exc.hint) from None
+
+
 def _traffic(m: dict[str, Any], where: str, base: Path) -> tuple[tuple[float, ...], str, Any]:
     """(hourly rates, how they were read, the file's traffic or None: fleet.sources)."""
     given = [k for k in TRAFFIC_KEYS if k in m]
@@ -194,7 +204,7 @@ def _traffic(m: dict[str, Any], where: str, base: Path) -> tuple[tuple[float, ..
         from roofline.fleet.sources import file_traffic
 
         speedup = _num(m.get("speedup", 1.0), f"{where}.speedup", 1e-6, 1e6)
-        ft = file_traffic(key, str(m[key]), base, speedup, scale, where)
+        ft = _named(where, key, lambda: file_traffic(key, str(m[key]), base, speedup, scale, where))
         return ft.hourly, ft.how, ft
     if key == "rate":
         r = _num(m["rate"], f"{where}.rate", 0.0, 1e6) * scale
@@ -207,7 +217,7 @@ def _traffic(m: dict[str, Any], where: str, base: Path) -> tuple[tuple[float, ..
         return rates, f"24 hourly rates{'' if scale == 1 else f' x {scale:g}'}", None
     p = Path(str(m["traffic_curve"]))
     path = p if p.is_absolute() else base / p
-    c = read_day(path)
+    c = _named(where, "traffic_curve", lambda: read_day(path))
     peaks = hourly_peaks(c.start_s, c.duration_s, c.rate) * scale
     how = f"{m['traffic_curve']}: {c.description}; hourly peaks" + (
         "" if scale == 1 else f" x {scale:g}"
