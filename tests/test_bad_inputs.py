@@ -63,6 +63,17 @@ def test_refused(run, args, needle):
     refused(run(*args), needle)
 
 
+def test_two_deployments_of_one_name_are_refused(run, tmp_path):
+    """Two rows named 'x' in check's table could not be told apart (workload classes and fleet
+    models already refused it)."""
+    spec = tmp_path / "spec.yaml"
+    one = "  model: llama-3.1-8b\n  hardware: {}\n  checks: {{fits: true}}\n"
+    spec.write_text(
+        "deployments:\n- name: x\n" + one.format("h100") + "- name: x\n" + one.format("h200")
+    )
+    refused(run("check", "--spec", str(spec)), "deployment 'x' is named twice")
+
+
 def test_empty_spec_checks_nothing_and_is_refused(run, tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("deployments: []\n")

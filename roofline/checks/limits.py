@@ -139,7 +139,9 @@ def run_checks(
         r = request(model, hw, dep, batch, prompt, output, replicas, eff, eng.name, at)
         t = r.ideal if ideal else r.expected
         kind = "ideal" if ideal else "expected"
-        tpot, where = float(t.tpot_s), f" at {context:,} tokens" if at is not None else ""
+        # TPOT and throughput are the batch's (and the context's, when given): said with them
+        where = f" at batch {batch:,}" + (f", {context:,} tokens" if at is not None else "")
+        tpot = float(t.tpot_s)
         one = prefill(model, hw, dep, 1, max(prompt, 1), eff, eng.name)  # an idle replica
         ttft = float(one.t_ideal_s if ideal else one.t_expected_s)
         for name, limit, value, unit, smaller in (
@@ -170,7 +172,8 @@ def run_checks(
                     limit,
                     value,
                     unit,
-                    f"{kind} {_WHAT.get(name, '')}{shown[0]}{where if name == 'max_tpot' else ''}"
+                    f"{kind} {_WHAT.get(name, '')}{shown[0]}"
+                    f"{where if name in ('max_tpot', 'min_throughput') else ''}"
                     " vs limit "
                     f"{shown[1]} ({margin:+.1%})",
                 )

@@ -254,6 +254,10 @@ def load_spec(path: str | Path, candidates: bool = False) -> list[dict[str, Any]
         if str(path) != "-":  # files relative to the spec's own directory
             d = {**d, **_relative(Path(path).parent, d)}
         out.append({**d, "name": label, "spec_file": name})  # errors name the file
+    labels = [d["name"] for d in out]
+    twice = sorted({x for x in labels if labels.count(x) > 1})
+    if twice:  # two rows of one name in the report could not be told apart
+        raise CatalogError(f"{name}: deployment '{twice[0]}' is named twice")
     return out
 
 

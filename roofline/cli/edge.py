@@ -119,7 +119,8 @@ def offload(
     fit_max = most_gpu_layers(m, hw, h, dep, cap, b, ctx, mode, kv_host)
     n = fit_max if gpu_layers is None else gpu_layers
     if not 0 <= n <= 4096:
-        raise InputError(f"--gpu-layers must be from 0 to {L + 1}, got {n}")
+        raise InputError(f"--gpu-layers must be from 0 to {L + 1} (or more: all), got {n}")
+    n = min(n, L + 1)  # as llama.cpp's -ngl 999: past the layer count, every layer
     kw: dict[str, Any] = {
         "mode": mode,
         "block": block_batches,

@@ -131,6 +131,13 @@ def capacity_table(doc: Mapping[str, Any], con: Console) -> None:
 
 
 # ---- analyze --------------------------------------------------------------------------------
+def _decode_at(i: Mapping[str, Any]) -> str:
+    """', decoding at N tokens' when --context set the decode steps' context (TPOT and the
+    throughput are read there, not over prompt + output)."""
+    mean, usual = i.get("decode_context_tokens_mean"), i["prompt_tokens"] + i["output_tokens"] / 2
+    return f", decoding at {mean:,.0f} tokens of context" if mean and mean != usual else ""
+
+
 @table_output
 def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
     i = doc["inputs"]
@@ -140,8 +147,8 @@ def analyze_table(doc: Mapping[str, Any], con: Console) -> None:
         f"{i['model']} on {i['hardware']}: TTFT {fmt_seconds(e['ttft_s'])} (one request at the"
         " engine), TPOT "
         f"{fmt_seconds(e['tpot_s'])}, {num(e['output_tokens_per_s'])} output tok/s at batch "
-        f"{i['batch']}, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out (expected; ideal "
-        "and per-op below)",
+        f"{i['batch']}, {i['prompt_tokens']:,} in / {i['output_tokens']:,} out{_decode_at(i)} "
+        "(expected; ideal and per-op below)",
         "bold",
     )
     for phase in ("prefill", "decode"):

@@ -101,7 +101,8 @@ def offload_table(doc: Mapping[str, Any], con: Console) -> None:
     print_rows(
         con,
         f"{i['model']} ({i['weights']}) on {i['hardware']} + {i['host']}: "
-        f"{i['gpu_layers']}/{i['layers']} layers on the GPU, {i['mode']}, batch {i['batch']}",
+        f"{i['gpu_layers']}/{i['layers'] + 1} layers on the GPU (llama.cpp's count, the output"
+        f" layer included), {i['mode']}, batch {i['batch']}",
         (T("tier"), N("layers"), N("weights"), T("on"), N("GB/s"), N("time")),
         [
             (

@@ -44,8 +44,8 @@ def cliff_table(doc: Mapping[str, Any], con: Console) -> None:
     cols = [
         N("batch"),
         N("tok/s"),
-        N("TTFT"),
-        N("TPOT"),
+        N("TTFT\nmean"),
+        N("TPOT\nmean"),
         N("TPOT\np99"),
         N("pre-\nempt"),
         N("lost"),
@@ -90,7 +90,8 @@ def disagg_table(doc: Mapping[str, Any], con: Console) -> None:
     title = (
         f"{i['model']}: prefill on {i['prefill_hardware']} {_pool(i, 'prefill')}, decode on "
         f"{i['decode_hardware']} {_pool(i, 'decode')}, batch {i['batch']}, "
-        f"{i['prompt_tokens']:,} in / {i['output_tokens']:,} out ({i['step_times']})"
+        f"{i['prompt_tokens']:,} in / {i['output_tokens']:,} out ({i['step_times']}); colocated:"
+        f" both phases on the decode pool's {i['decode_hardware']} {_pool(i, 'decode')}"
     )
     cols = (T("serving"), N("TTFT"), N("TPOT"), N("tok/s\nper GPU"), N("GPUs\nper unit"))
     print_rows(con, title, cols, rows)

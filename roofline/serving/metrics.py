@@ -212,7 +212,7 @@ def metrics(records: list[RunRecord], slo: Slo, gpus: int) -> ServeMetrics:
             np.concatenate([t.itl_weight for t in records]),
         ),
         percentiles(e2e),
-        percentiles(cat["admitted_s"] - a),
+        percentiles(cat["admitted_s"] - a_eng),  # waiting at the engine, after the API server
         a.size / window,
         out_tokens / window,
         out_tokens / window / gpus,

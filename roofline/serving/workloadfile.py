@@ -76,7 +76,7 @@ class ClassSpec:
     share: float | None = None
     rate: float | None = None
     prompt: str | int = 1000
-    output: str | int = 200
+    output: str | int = 1000  # as --output (1k)
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
     priority: int = 0
