@@ -56,3 +56,21 @@ def test_drafter_options_refused_without_drafter(run_main):
     assert r.code == 2 and "--drafter" in r.stderr
     r = run_main("serve", *BASE, "--rate", "1", "--drafter", "bogus")
     assert r.code == 2 and "bogus" in r.stderr
+
+
+def test_a_drafted_token_costs_its_verify_work_in_the_energy(run):
+    """A speculative round verifies γ + 1 tokens per sequence and keeps tokens_per_round of
+    them, so the target's decode FLOPs per output token grow by (γ + 1) / tokens_per_round; the
+    energy's compute share (and J/token) left that out, identical with and without a drafter.
+    With a 1-token prompt the request is all decode (its prefill is 1/2000 of the work), so at a
+    light 1 req/s (the same rate served either way) the compute shares' ratio is that factor."""
+    args = ("serve", "llama-3.1-8b", "h100", "--rate", "1", "--requests", "100", "--prompt", "1",
+            "--output", "2000", "--format", "json")  # fmt: skip
+    plain = run(*args).json()
+    drafted = run(*args, "--drafter", "eagle", "--gamma", "4", "--tree-tokens", "chain").json()
+    sp = drafted["inputs"]["speculation"]
+    factor = (sp["gamma"] + 1) / sp["tokens_per_round"]  # 5 verified, 2.77 kept: 1.80
+    a, b = (d["points"][0]["expected"] for d in (plain, drafted))
+    assert a["throughput"]["requests_per_s"] == b["throughput"]["requests_per_s"] == 1.0
+    assert b["compute_share"] / a["compute_share"] == pytest.approx(factor, rel=2e-3)
+    assert b["joules_per_output_token"] > a["joules_per_output_token"]

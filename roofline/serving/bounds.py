@@ -39,6 +39,7 @@ class RateBounds:
     compute_s_per_request: float  # Σ FLOPs / peak on one GPU: the request's work at peak
     batch: int  # the largest batch the KV budget and max-seqs allow
     gpus: int
+    decode_compute_s_per_request: float = 0.0  # the decode steps' share of compute_s_per_request
 
     @property
     def requests_per_s(self) -> float:
@@ -84,13 +85,14 @@ def rate_bounds(
         hit = [op for op in prefill_ops(model, hw, one, 1, h) if op.name != "lm_head"]
         flops -= sum(float(op.flops) for op in hit)
         t_compute -= _peak_s(hit, hw, one)
-    bw_rate = math.inf
+    bw_rate, t_decode = math.inf, 0.0
     if steps > 0:
         dec1 = decode_ops(model, hw, one, 1, s + 1.0, steps)
         flops += steps * sum(float(op.flops) for op in dec1)
-        t_compute += steps * _peak_s(dec1, hw, one)
+        t_decode = steps * _peak_s(dec1, hw, one)
+        t_compute += t_decode
         b = max(int(batch), 1)
         dec = decode_ops(model, hw, one, b, s + 1.0, steps)
         step_bytes = sum(float(op.bytes) for op in dec if not op.is_collective)
         bw_rate = gpus * hw.memory_bandwidth_bytes_per_s * b / (steps * step_bytes)
-    return RateBounds(gpus / t_compute, bw_rate, flops, t_compute, int(batch), gpus)
+    return RateBounds(gpus / t_compute, bw_rate, flops, t_compute, int(batch), gpus, t_decode)

@@ -405,8 +405,12 @@ def _steady(
     ideal: bool,
     n: int,
     slo: Slo | None,
+    verify_factor: float = 1.0,
 ) -> ServeMetrics:
-    """steady_state for `n` replicas of one Capacity; `slo` None: not stationary arrivals."""
+    """steady_state for `n` replicas of one Capacity; `slo` None: not stationary arrivals.
+    `verify_factor`: the target's decode work per output token over plain decoding's (a
+    speculative round verifies γ + 1 tokens, or a tree's, and keeps tokens_per_round of them;
+    the drafter's own FLOPs are not counted [lower bound]), for the energy's compute share."""
 
     def saturation() -> tuple[float, float]:
         sat = cap.of(ideal)
@@ -414,8 +418,10 @@ def _steady(
 
     stable = offered is not None and cap.stable(offered / n, ideal)
     known = cap.known(ideal)  # the ideal's is probed only when something needs it
+    b = cap.bounds
+    work = b.compute_s_per_request + (verify_factor - 1.0) * b.decode_compute_s_per_request
     return steady_state(
-        m, offered, saturation, stable, cap.mean_output_tokens, cap.bounds.compute_s_per_request,
+        m, offered, saturation, stable, cap.mean_output_tokens, work,
         slo=slo, saturation_rate=known.requests_per_s * n if known is not None else None,
     )  # fmt: skip
 
@@ -480,7 +486,10 @@ def evaluate(
     n = len(records) if one_replica else replicas
     m = metrics(records, slo, rep.gpus * n)
     if capacity is not None:
-        m = _steady(m, capacity, w.offered_to(n, replicas), ideal, n, slo if w.stationary else None)
+        d = rep.drafting  # a speculative round verifies more tokens than it keeps
+        factor = 1.0 if d is None else (d.tree_tokens or d.gamma + 1) / d.tokens_per_round
+        offered = w.offered_to(n, replicas)
+        m = _steady(m, capacity, offered, ideal, n, slo if w.stationary else None, factor)
     if shares and len(records) > 1 and not m.unbounded:
         m = replace(m, per_replica=tuple(replica_share(r, slo, rep.gpus) for r in records))
     if w.mix is not None:  # a workload file's classes, each against its own SLOs
