@@ -324,3 +324,11 @@ def test_catalog_validate_lists_every_problem_of_an_entry(run, tmp_path):
     r = run("catalog", "validate", str(tmp_path))
     assert r.code == 2
     assert "'colour'" in r.stderr and "'speed'" in r.stderr and "capacity_gib" in r.stderr
+
+
+def test_a_command_group_alone_names_its_commands(run_main):
+    """`roofline hardware` printed its whole help squashed into one error line (the real entry
+    point: the parser's errors are mapped there)."""
+    refused(run_main("hardware"), "roofline hardware needs a command: list, show, tiers, families")
+    top = run_main()  # `roofline` alone: the help, on stdout
+    assert top.code == 0 and top.stdout.startswith("Usage: roofline") and top.stderr == ""

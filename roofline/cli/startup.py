@@ -268,6 +268,14 @@ def _main(app: typer.Typer, commands: dict) -> None:
         if code is None or message is None:
             _internal_error(exc)
         ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None and not ctx.parent:
+            print(ctx.get_help())  # `roofline` alone: its help, as asked for
+            sys.exit(EXIT_OK)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # a group alone
+            names = ", ".join(ctx.command.list_commands(ctx))
+            text = f"{ctx.command_path} needs a command: {names}"
+            print(one_line(f"error: {text} (see {ctx.command_path} -h)"), file=sys.stderr)
+            sys.exit(code)
         text = message()
         if not text and ctx is not None:  # no arguments at all: show the help
             print(ctx.get_help())
