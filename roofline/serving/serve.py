@@ -373,6 +373,9 @@ class _Bounds(Protocol):
     @property
     def compute_s_per_request(self) -> float: ...
 
+    @property
+    def decode_compute_s_per_request(self) -> float: ...
+
 
 class Capacity(Protocol):
     """What serve needs of a replica's capacity (roofline.serving.search.Capacity builds it)."""
@@ -407,10 +410,8 @@ def _steady(
     slo: Slo | None,
     verify_factor: float = 1.0,
 ) -> ServeMetrics:
-    """steady_state for `n` replicas of one Capacity; `slo` None: not stationary arrivals.
-    `verify_factor`: the target's decode work per output token over plain decoding's (a
-    speculative round verifies γ + 1 tokens, or a tree's, and keeps tokens_per_round of them;
-    the drafter's own FLOPs are not counted [lower bound]), for the energy's compute share."""
+    """steady_state for `n` replicas of one Capacity; `slo` None: not stationary arrivals;
+    `verify_factor` the decode work per output token (DraftRound.verify_factor; 1: plain)."""
 
     def saturation() -> tuple[float, float]:
         sat = cap.of(ideal)
@@ -486,8 +487,7 @@ def evaluate(
     n = len(records) if one_replica else replicas
     m = metrics(records, slo, rep.gpus * n)
     if capacity is not None:
-        d = rep.drafting  # a speculative round verifies more tokens than it keeps
-        factor = 1.0 if d is None else (d.tree_tokens or d.gamma + 1) / d.tokens_per_round
+        factor = 1.0 if rep.drafting is None else rep.drafting.verify_factor
         offered = w.offered_to(n, replicas)
         m = _steady(m, capacity, offered, ideal, n, slo if w.stationary else None, factor)
     if shares and len(records) > 1 and not m.unbounded:

@@ -82,6 +82,13 @@ class DraftRound:
     tokens_per_round: float
     batch1_speedup: float
 
+    @property
+    def verify_factor(self) -> float:
+        """The target's decode work per output token over plain decoding's: a round verifies
+        γ + 1 tokens (or the tree's) and keeps tokens_per_round of them; the energy's compute
+        share (serve._steady) [lower bound: the drafter's own FLOPs not counted]."""
+        return (self.tree_tokens or self.gamma + 1) / self.tokens_per_round
+
 
 def choose(
     model: ModelArch, hw: Accelerator, dep: Deployment, cfg: DraftConfig, context: float,
