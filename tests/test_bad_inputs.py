@@ -94,6 +94,17 @@ def test_files_that_are_not_utf8_are_one_line(run, tmp_path, what):
     assert r.code == 2 and r.stdout == "" and "not UTF-8" in r.stderr
 
 
+def test_a_quantization_config_that_is_not_a_mapping_is_refused(run, tmp_path):
+    """A string quantization_config was ignored: the checkpoint read as 16-bit."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(
+        '{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,'
+        ' "num_attention_heads": 2, "vocab_size": 10, "intermediate_size": 4,'
+        ' "quantization_config": "fp8"}'
+    )
+    refused(run("analyze", str(cfg), "h100"), "quantization_config must be a mapping")
+
+
 def test_config_with_nan_is_refused(run, tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(

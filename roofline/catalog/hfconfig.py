@@ -424,6 +424,8 @@ def entry_from_config(
         note = "text decoder only: the vision encoder (vision_config) is not counted"
         entry["notes"] = f"{entry['notes']}; {note}" if "notes" in entry else note
     quant = cfg.get("quantization_config") or outer.get("quantization_config")
+    if quant is not None and not isinstance(quant, dict):  # ignored, it would read as 16-bit
+        raise InputError(f"{where}: quantization_config must be a mapping, got {quant!r}")
     if isinstance(quant, dict):
         fmt, what = quantized_weights(quant, where)
         assert fmt in WEIGHT_FORMATS, fmt
