@@ -179,12 +179,15 @@ def _pooled(
     n = w.n
     # prefill pool: each request ends with its first token
     pre = Workload(w.arrival_s, w.prompts, np.ones(n, np.int64), w.rate, None, None, {})
-    first = np.empty(n)
-    admitted = np.empty(n)
+    first, admitted, at_engine, sent, wait = (np.zeros(n) for _ in range(5))
     records = run_replicas(pools.prefill, pre, pools.prefill_replicas, ideal)
-    for j, tr in enumerate(records):
+    for j, tr in enumerate(records):  # the prefill pool's front end: the request's whole path
         first[j :: pools.prefill_replicas] = tr.first_token_s
         admitted[j :: pools.prefill_replicas] = tr.admitted_s
+        at_engine[j :: pools.prefill_replicas] = tr.arrival_s
+        sent[j :: pools.prefill_replicas] = tr.client_sent_s
+        if tr.first_wait_s is not None:  # the first token's wait in the API server
+            wait[j :: pools.prefill_replicas] = tr.first_wait_s
     pre_dep, dec_dep = pools.prefill.dep, pools.decode.dep
     t_x = kv_transfer_s(
         model, pre_dep, dec_dep.kv.bits, pools.link, w.prompts, first - admitted, dec_dep
@@ -204,7 +207,7 @@ def _pooled(
     all_tr = records + dec_traces
     reps = len(all_tr)
     merged = RunRecord(
-        w.arrival_s,
+        at_engine,
         admitted,
         ready,
         finish,
@@ -226,6 +229,9 @@ def _pooled(
         max(t.peak_blocks for t in dec_traces),
         1,
         float(finish.max()),
+        sent_s=sent,  # queue from the engine's arrival, TTFT from the client's send
+        latency_s=records[0].latency_s,  # the API server's path outside the engine, as serve's
+        first_wait_s=wait,
     )
     m = metrics([merged], slo, pools.gpus)
     in_system = (
