@@ -232,7 +232,7 @@ def test_tables_never_cut_a_cell(run, width, compute_once):
         assert "…" not in out and out.strip()
 
 
-def test_disagg_under_traffic_compares_goodput_per_gpu(run):
+def test_disagg_under_traffic_compares_capacity_per_gpu(run):
     doc = run(
         "disagg",
         "llama-3.1-8b",
@@ -262,15 +262,15 @@ def test_disagg_under_traffic_compares_goodput_per_gpu(run):
     tr = doc["traffic"]
     for name in ("colocated", "disaggregated"):
         x = tr[name]
-        # goodput per GPU = the highest rate one unit serves within the SLOs / its GPUs
-        assert x["goodput_per_gpu"] == pytest.approx(x["max_rate_per_unit"] / x["gpus_per_unit"])
+        # capacity per GPU = the highest rate one unit serves within the SLOs / its GPUs
+        assert x["capacity_per_gpu"] == pytest.approx(x["max_rate_per_unit"] / x["gpus_per_unit"])
         if x["units"]:
             assert x["units"] * x["max_rate_per_unit"] >= 10 * (1 - 1e-9)
             assert x["gpus"] == x["units"] * x["gpus_per_unit"]
     assert tr["disaggregated"]["gpus_per_unit"] == (
         tr["disaggregated"]["prefill_replicas"] + tr["disaggregated"]["decode_replicas"]
     )
-    best = max(("colocated", "disaggregated"), key=lambda n: tr[n]["goodput_per_gpu"])
+    best = max(("colocated", "disaggregated"), key=lambda n: tr[n]["capacity_per_gpu"])
     assert tr["better"] == best
 
 

@@ -46,7 +46,7 @@ def test_decode_pool_scoring_reads_the_colocated_scoring(monkeypatch):
 
 
 def test_best_pools_skips_only_shapes_that_cannot_win(monkeypatch):
-    # every shape searched (the plain loop: the first of the most goodput per GPU) against
+    # every shape searched (the plain loop: the first of the most capacity per GPU) against
     # best_pools, which skips a shape whose saturation per GPU is no more than the best found
     m, hw = CAT.models["llama-3.1-8b"], CAT.accelerator("h100")
     link = KvLink(CAT.tier("infiniband-ndr"))
@@ -69,7 +69,7 @@ def test_best_pools_skips_only_shapes_that_cannot_win(monkeypatch):
         if plain is None or r / pools.gpus > plain[0]:
             plain = (r / pools.gpus, n_p, n_d, r)
     assert plain is not None
-    assert (got.goodput_per_gpu, got.prefill_replicas, got.decode_replicas,
+    assert (got.capacity_per_gpu, got.prefill_replicas, got.decode_replicas,
             got.max_rate_per_unit) == plain  # fmt: skip
     assert 1 <= len(searched) < len(shapes)  # at least one shape was left unsearched
 

@@ -100,7 +100,7 @@ def traffic_json(
     modes: tuple[TrafficMode, TrafficMode],
 ) -> dict[str, Any]:
     """The colocated/disaggregated comparison under traffic at `rate`: each mode's unit, its
-    highest rate within the SLOs, goodput per GPU, units and GPUs, metrics; the better one."""
+    highest rate within the SLOs, capacity per GPU, units and GPUs, metrics; the better one."""
     out: dict[str, Any] = {
         "rate": rate,
         "requests": w.n,
@@ -121,13 +121,13 @@ def traffic_json(
             "decode_replicas": x.decode_replicas,
             "gpus_per_unit": x.gpus_per_unit,
             "max_rate_per_unit": x.max_rate_per_unit,
-            "goodput_per_gpu": x.goodput_per_gpu,
+            "capacity_per_gpu": x.capacity_per_gpu,
             "units": x.units,
             "gpus": x.gpus,
             "metrics": metrics_json(x.metrics, None, x.gpus) if x.metrics else None,
         }
-    better = max(modes, key=lambda x: x.goodput_per_gpu)
-    out["better"] = better.name if better.goodput_per_gpu > 0 else None
+    better = max(modes, key=lambda x: x.capacity_per_gpu)
+    out["better"] = better.name if better.capacity_per_gpu > 0 else None
     return out
 
 

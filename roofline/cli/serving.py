@@ -144,7 +144,7 @@ def disagg(
 ) -> None:
     """Prefill/decode disaggregation vs colocated serving.
 
-    With --rate: both under the same traffic and SLOs, compared by goodput per GPU (each unit's
+    With --rate: both under the same traffic and SLOs, compared by capacity per GPU (each unit's
     highest rate within the SLOs / its GPUs) and the GPUs the rate needs; the KV transfer per
     request goes over --link at --link-efficiency plus --transfer-overhead.
 

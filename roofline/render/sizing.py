@@ -134,7 +134,8 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
     head, left = legend(
         con,
         [
-            brief(arrivals[:1].upper() + arrivals[1:]),
+            brief(arrivals[:1].upper() + arrivals[1:])
+            + (f", {i['requests']:,} requests a fleet" if i.get("requests") else ""),
             _slo_text(i),
             f"* best ({i['minimize']}), f frontier",
             f"replicas routed {i.get('router') or 'round-robin'}",

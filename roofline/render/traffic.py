@@ -1,6 +1,6 @@
 """Tables of serving under traffic: serve (latency percentiles, throughput, goodput against a
 request rate, with a p99 chart) and disagg under a rate (colocated against disaggregated by
-goodput per GPU); size's table is render.sizing, with the helpers here."""
+capacity per GPU); size's table is render.sizing, with the helpers here."""
 
 from __future__ import annotations
 
@@ -89,9 +89,9 @@ def _slo_text(i: Mapping[str, Any]) -> str:
 
 # ---- serve ----------------------------------------------------------------------------------
 def _short_tail(i: Mapping[str, Any]) -> list[str]:
-    """The legend's word when an SLO's percentile rests on fewer requests than `check`,
-    `report` and `size` judge it on (serving.slosearch.slo_requests: 50 beyond it, 5,000 at
-    p99): a short run's tail, often below the steady state's near capacity."""
+    """The legend's word when an SLO's percentile rests on fewer requests than `check` and
+    `report` (and size's capacity search) judge it on (serving.slosearch.slo_requests: 50
+    beyond it, 5,000 at p99): a short run's tail, often below the steady state's near capacity."""
     from roofline.serving.metrics import Slo
     from roofline.serving.slosearch import slo_requests
 
@@ -100,7 +100,7 @@ def _short_tail(i: Mapping[str, Any]) -> list[str]:
     if (slo.ttft_s is None and slo.tpot_s is None) or not i.get("rates") or not n:
         return []  # no SLO, a closed loop, or a log (its own requests)
     need = slo_requests(slo, n)
-    return [f"SHORT: p{pct:g} of {n:,} requests (check, size: {need:,})"] if need > n else []
+    return [f"SHORT: p{pct:g} of {n:,} requests (check: {need:,})"] if need > n else []
 
 
 @table_output
@@ -386,7 +386,7 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
             (
                 name,
                 shape,
-                f"{x['goodput_per_gpu']:.3g}",
+                f"{x['capacity_per_gpu']:.3g}",
                 f"{x['gpus']:,}" if x["units"] else "-",
                 csec((e.get("ttft_s") or {}).get("p99")),
                 csec((e.get("tpot_s") or {}).get("p99")),
@@ -397,13 +397,13 @@ def disagg_traffic_table(doc: Mapping[str, Any]) -> None:
         f"Under {tr['rate']:g} req/s ({tr['requests']} requests per point; prompts "
         f"{tr.get('prompt_lengths', '?')}, outputs {tr.get('output_lengths', '?')}), "
         f"{_slo_text(tr)}: "
-        "goodput per GPU = the highest rate a unit (a replica, or P prefill + D decode replicas) "
+        "capacity per GPU = the highest rate a unit (a replica, or P prefill + D decode replicas) "
         "serves within the SLOs / its GPUs, in req/s per GPU",
         (T("serving"), T("unit"), N("req/s\n/GPU"), N("GPUs"), N("TTFT\np99"), N("TPOT\np99")),
         rows,
     )
     if tr["better"]:
-        say(con, f"better by goodput per GPU: {tr['better']}")
+        say(con, f"better by capacity per GPU: {tr['better']}")
     launch_block(con, doc.get("launch"))
 
 

@@ -328,7 +328,7 @@ class TrafficMode:
     decode_replicas: int
     gpus_per_unit: int
     max_rate_per_unit: float
-    goodput_per_gpu: float  # max_rate_per_unit / gpus_per_unit: requests/s per GPU within SLO
+    capacity_per_gpu: float  # max_rate_per_unit / gpus_per_unit: requests/s per GPU within SLO
     units: int
     gpus: int
     metrics: ServeMetrics | None
@@ -377,7 +377,7 @@ def compare_at_rate(
     shape: tuple[int, int] | None = None,
 ) -> tuple[TrafficMode, TrafficMode]:
     """disagg under traffic: colocated (chunked prefill, one pool) against disaggregated pools
-    under the same SLOs and workload, by goodput per GPU: each unit's highest rate within the
+    under the same SLOs and workload, by capacity per GPU: each unit's highest rate within the
     SLOs (at most its saturation), divided by its GPUs. The colocated replica (and the decode
     pool's) on the decode side with `eng`, prefill replicas with chunking off and an 8,192-token
     budget; pool shapes tried (best_pools): 1-4 decode replicas with the prefill replicas the
@@ -421,9 +421,9 @@ def best_pools(
     ideal: bool = False,
     shape: tuple[int, int] | None = None,
 ) -> TrafficMode:
-    """The pool shape (P prefill + D decode replicas) with the most goodput per GPU (the first in
+    """The pool shape (P prefill + D decode replicas) with the most capacity per GPU (the first in
     (P, D) order among equals): D from 1 to 4, P from the closed-form `ratio` (or only
-    `shape`); with its units for w.rate and the metrics there. A shape's goodput per GPU is at
+    `shape`); with its units for w.rate and the metrics there. A shape's capacity per GPU is at
     most its saturation (pools_capacity) per GPU, so the shapes are searched highest bound
     first and one whose bound cannot beat the best found is not searched."""
     rate = float(w.rate or 0.0)
@@ -437,12 +437,12 @@ def best_pools(
     caps = {sh: pools_capacity(p, sats) for sh, p in zip(shapes, every, strict=True)}
     bound = [caps[sh][0] / p.gpus for sh, p in zip(shapes, every, strict=True)]
     for i in sorted(range(len(shapes)), key=lambda i: -bound[i]):
-        if best is not None and (bound[i], -i) <= (best.goodput_per_gpu, -at):
-            continue  # even at its saturation no more goodput per GPU (or after an equal)
+        if best is not None and (bound[i], -i) <= (best.capacity_per_gpu, -at):
+            continue  # even at its saturation no more capacity per GPU (or after an equal)
         (n_p, n_d), pools = shapes[i], every[i]
         r = max_rate_disaggregated(model, pools, w, slo, caps[n_p, n_d][0], seed, ideal)
         cand = _mode("disaggregated", n_p, n_d, pools.gpus, r, rate, None)
-        if best is None or (cand.goodput_per_gpu, -i) > (best.goodput_per_gpu, -at):
+        if best is None or (cand.capacity_per_gpu, -i) > (best.capacity_per_gpu, -at):
             best, at = cand, i
     assert best is not None
     best = replace(

@@ -6,7 +6,7 @@ with the batch-1 prefill inside the TTFT SLO), the decode pool's from candidates
 (output tokens/s per GPU within the TPOT SLO), the best KEEP_POOL of each paired on the same
 accelerator (DeepSeek serves R1 this way: prefill EP32 over 4 nodes, decode EP144 over 18, from
 its "Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview", 2025-03-01; here within
-candidates.MAX_NODES nodes). Each pair's split (P, D) is the one with the most goodput per GPU
+candidates.MAX_NODES nodes). Each pair's split (P, D) is the one with the most capacity per GPU
 (roofline.serving.disagg.best_pools), or the given one; units = ceil(rate / a unit's highest rate
 within the SLOs). What binds is named per pool: the SLO nearest its limit when a unit's SLO
 capacity is below its saturation (TTFT: queue + prefill + transfer, the prefill pool's; TPOT, the
@@ -110,7 +110,7 @@ def _disaggregated(
     shape: tuple[int, int] | None,
 ) -> tuple[list[Sized], Background]:
     """Disaggregated deployments (module docstring): one per accelerator x prefill layout x
-    decode layout, with the pool split that gives the most goodput per GPU (or `shape` =
+    decode layout, with the pool split that gives the most capacity per GPU (or `shape` =
     (prefill, decode) replicas) and as many units as the rate needs. A pair the engine cannot
     run (vLLM: the decode pool's attention TP not a multiple of the prefill pool's,
     launch.pools_refusal) is not simulated: its row says why. Returned started: the rows of the

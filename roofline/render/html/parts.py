@@ -42,7 +42,7 @@ LABELS = {
     "ttft_s": "TTFT",
     "tpot_s": "TPOT",
     "gpus": "GPUs",
-    "goodput_per_gpu": "goodput per GPU, req/s",
+    "capacity_per_gpu": "capacity per GPU, req/s",
 }
 
 

@@ -451,20 +451,20 @@ def disagg(doc: Mapping[str, Any]) -> Content:
 
 
 def _disagg_traffic(doc: Mapping[str, Any], c: Content) -> None:
-    """Under --rate: the GPUs each way needs and its goodput per GPU, in front of the rest."""
+    """Under --rate: the GPUs each way needs and its capacity per GPU, in front of the rest."""
     t = doc["traffic"]
     c.figures[:0] = [
         (f"{k} GPUs at {fmt('rate', t.get('rate'))} req/s", f"traffic.{k}.gpus")
         for k in ("colocated", "disaggregated")
     ] + [
-        (f"{k} goodput per GPU, req/s", f"traffic.{k}.goodput_per_gpu")
+        (f"{k} capacity per GPU, req/s", f"traffic.{k}.capacity_per_gpu")
         for k in ("colocated", "disaggregated")
     ]
     co, di = t["colocated"], t["disaggregated"]
     c.verdict = (
         f"At {fmt('rate', t.get('rate'))} requests/s colocated serving needs {co.get('gpus')} "
-        f"GPUs ({fmt('n', co.get('goodput_per_gpu'))} requests/s of goodput per GPU), "
-        f"disaggregated {di.get('gpus')} ({fmt('n', di.get('goodput_per_gpu'))}). " + c.verdict
+        f"GPUs ({fmt('n', co.get('capacity_per_gpu'))} requests/s of capacity per GPU), "
+        f"disaggregated {di.get('gpus')} ({fmt('n', di.get('capacity_per_gpu'))}). " + c.verdict
     )
     rows = []
     for k in ("colocated", "disaggregated"):
@@ -473,7 +473,7 @@ def _disagg_traffic(doc: Mapping[str, Any], c: Content) -> None:
             {
                 "serving": k,
                 "gpus": t[k].get("gpus"),
-                "goodput_per_gpu": t[k].get("goodput_per_gpu"),
+                "capacity_per_gpu": t[k].get("capacity_per_gpu"),
                 "ttft_p99_s": (m.get("ttft_s") or {}).get("p99"),
                 "tpot_p99_s": (m.get("tpot_s") or {}).get("p99"),
             }
@@ -487,7 +487,7 @@ def _disagg_traffic(doc: Mapping[str, Any], c: Content) -> None:
             Axis(f"p99 {key.upper()} (expected)", fmt=sec_fmt),
             refs=_slo_refs({**inputs, "slo_pct": t.get("slo_pct")}, key),
         )
-        cols = ["serving", "gpus", "goodput_per_gpu", f"{key}_p99_s"]
+        cols = ["serving", "gpus", "capacity_per_gpu", f"{key}_p99_s"]
         c.charts.append(
             chart_block(f"p99 {key.upper()} under traffic", svg, rows_table(rows, cols))
         )
