@@ -70,3 +70,15 @@ def test_disaggregated_ttft_is_the_colocated_path_plus_the_kv_transfer(run):
     t_x = 131_072 * 2000 / (0.87 * 50e9) + 2e-6
     assert d["ttft_s"]["p50"] - c["ttft_s"]["p50"] == pytest.approx(t_x, rel=0.01)
     assert c["queue_s"]["p50"] == d["queue_s"]["p50"] == 0.0
+
+
+def test_the_launch_split_keeps_the_decode_servers_fed():
+    """70B 8k/1k on H100 TP4 prefill, H200 TP4 decode at batch 64 needs 1.2575 prefill servers
+    a decode server: 5:4 (1.25) left the decode pool waiting for prompts; the nearest split
+    with at most 8 of each at or above the ratio is 4:3 (1.333; 8:6 ties, the smaller wins)."""
+    from types import SimpleNamespace
+
+    from roofline.cli.disagg_json import pool_split
+
+    assert pool_split(SimpleNamespace(prefill_replicas_per_decode_replica=1.2575), None) == (4, 3)
+    assert pool_split(SimpleNamespace(prefill_replicas_per_decode_replica=0.5), None) == (1, 2)

@@ -188,3 +188,16 @@ def test_on_owned_gpus_sharing_takes_the_fewest_gpus():
     k, g = np.full((2, 1), 4.0), np.ones((2, 1))
     hour = place(np.array([1.0, 1.0]), np.array([1, 1]), k, g, pools, (_share(2.0, 2.0, 1),))
     assert hour.replicas == ((0,), (0,)) and hour.shared == ((1,),)
+
+
+def test_a_cached_sizing_is_stale_once_the_bands_change(tmp_path):
+    """The fleet's sizings are cached across runs, keyed on the code and the catalogs; the
+    catalogs' .json (hardware/bands.json: the error bands size prints) was left out of the key,
+    so docs regenerated after the bands moved quoted a fleet sized on the old ones."""
+    from roofline.fleet.sizing import _key
+
+    (tmp_path / "bands.json").write_text("{}")
+    item = ("spec", "h100", 1000, 0, 0.1, None, False, (str(tmp_path),))
+    before = _key(item)
+    (tmp_path / "bands.json").write_text('{"margin": 0.1}')
+    assert before is not None and _key(item) != before

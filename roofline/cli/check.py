@@ -112,7 +112,7 @@ def check(
         float | None, typer.Option(help="assert output tokens/s (all replicas) ≥")
     ] = None,
     fits: Annotated[bool, typer.Option("--fits", help="assert weights + batch KV fit")] = False,
-    rate: topt.Rate = None,
+    rate: topt.OneRate = None,
     traffic: topt.ArrivalOptions = topt.ARRIVALS,
     router: topt.Router = DEFAULT_ROUTER,
     kt: KvTierOptions = KV_TIERS,

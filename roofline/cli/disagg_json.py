@@ -166,9 +166,11 @@ def pools_launch(
 
 def pool_split(r: Disaggregation, traffic: TrafficMode | None) -> tuple[int, int]:
     """Prefill and decode servers a unit: the split found under traffic, else the nearest to
-    the closed-form ratio with at most 8 of each (the smallest such on a tie)."""
+    the closed-form ratio with at most 8 of each that keeps the decode servers fed (at least
+    the ratio; the smallest such on a tie)."""
     if traffic is not None and traffic.prefill_replicas:
         return traffic.prefill_replicas, traffic.decode_replicas
     ratio = r.prefill_replicas_per_decode_replica
     shapes = [(p, d) for d in range(1, 9) for p in range(1, 9)]
-    return min(shapes, key=lambda x: (abs(x[0] / x[1] - ratio), x[0] + x[1]))
+    fed = [x for x in shapes if x[0] / x[1] >= ratio * (1 - 1e-9)] or shapes
+    return min(fed, key=lambda x: (abs(x[0] / x[1] - ratio), x[0] + x[1]))

@@ -120,7 +120,7 @@ def disagg(
     lens: topt.LengthOptions = topt.LENGTHS,
     engine_name: opt.Engine = opt.ENGINE,
     ideal: opt.Ideal = False,
-    rate: topt.Rate = None,
+    rate: topt.OneRate = None,
     requests: opt.Requests = None,
     seed: opt.Seed = 0,
     sl: topt.SloOptions = topt.SLO,

@@ -224,7 +224,7 @@ def _laid_out(cat, m, hw, dep, lo: lopt.LayoutOptions, engine_name: str | None =
 @grp.command()
 def size(
     model: opt.ModelArg,
-    rate: topt.Rate = None,
+    rate: topt.OneRate = None,
     tr: topt.ArrivalOptions = topt.ARRIVALS,
     hardware: topt.HardwareList = None,
     fm: grp.Formats = grp.FORMATS,

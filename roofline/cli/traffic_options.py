@@ -30,6 +30,7 @@ Rate = Annotated[
     str | None,
     typer.Option("--rate", help="requests/s, Poisson arrivals: 4 | 1,2,4 | 0.5..20:0.5"),
 ]
+OneRate = Annotated[str | None, typer.Option("--rate", help="requests/s, Poisson: one, e.g. 4")]
 WorkloadFile = Annotated[
     str | None,
     typer.Option(

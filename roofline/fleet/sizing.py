@@ -145,7 +145,7 @@ def _key(item: tuple) -> tuple | None:
     if code is None or own is None:
         return None
     code = code + own
-    cats = tree_key(dirs_in_use(list(item[-1])), (".yaml", ".yml"))
+    cats = tree_key(dirs_in_use(list(item[-1])), (".yaml", ".yml", ".json"))  # bands.json too
     if code is None or cats is None:
         return None
     return (repr(item), code, cats)

@@ -15,6 +15,7 @@ from roofline.render.launchlines import launch_block
 from roofline.render.traffic import (
     _arrivals,
     _lat,
+    _lengths,
     _pools,
     _short,
     _slo_text,
@@ -136,6 +137,7 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
         [
             brief(arrivals[:1].upper() + arrivals[1:])
             + (f", {i['requests']:,} requests a fleet" if i.get("requests") else ""),
+            _lengths(i, arrivals),
             _slo_text(i),
             f"* best ({i['minimize']}), f frontier",
             f"replicas routed {i.get('router') or 'round-robin'}",

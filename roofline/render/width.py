@@ -366,7 +366,7 @@ def inputs_items(inputs: Mapping[str, Any], notes: list[str]) -> list[str]:
     """`key=value` items for every set input (None is left out); long text goes to notes."""
     items = []
     for k, v in inputs.items():
-        if v is None or v == "":
+        if v is None or v == "" or (isinstance(v, (list, tuple)) and not v):  # nothing given
             continue
         if isinstance(v, Mapping):
             inner = [
