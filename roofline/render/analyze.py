@@ -111,7 +111,10 @@ def kv_allocation_table(doc: Mapping[str, Any], con: Console) -> None:
 def capacity_table(doc: Mapping[str, Any], con: Console) -> None:
     i, mem = doc["inputs"], doc["memory"]
     rows = [
-        ("usable memory per GPU", fmt_bytes(mem["capacity_bytes"])),
+        (  # GiB beside it: --memory reads GB as GiB, memory as it is sold
+            "usable memory per GPU",
+            f"{fmt_bytes(mem['capacity_bytes'])} ({mem['capacity_bytes'] / 2**30:,.1f} GiB)",
+        ),
         ("weights per GPU", fmt_bytes(mem["weights_bytes_per_gpu"])),
         ("activation peak", fmt_bytes(mem["activation_bytes"])),
         ("runtime overhead", fmt_bytes(mem["runtime_overhead_bytes"])),
