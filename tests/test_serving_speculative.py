@@ -74,3 +74,15 @@ def test_a_drafted_token_costs_its_verify_work_in_the_energy(run):
     assert a["throughput"]["requests_per_s"] == b["throughput"]["requests_per_s"] == 1.0
     assert b["compute_share"] / a["compute_share"] == pytest.approx(factor, rel=2e-3)
     assert b["joules_per_output_token"] > a["joules_per_output_token"]
+
+
+def test_speculate_columns_add_up_to_its_tpot(run):
+    """speculate's round: draft + verify + sampling + the engine's host time (SGLang: 325 us a
+    round + 525 us a draft step, 325 + 4 x 525 = 2,425 us at gamma 4) over the tokens it keeps is
+    its TPOT; the host time had no column, so the printed ones did not add up."""
+    doc = run("speculate", "llama-3.1-8b", "h100", "--drafter", "eagle", "--gamma", "4",
+              "--engine", "sglang", "--format", "json").json()  # fmt: skip
+    r = doc["rows"][0]
+    assert r["host_round_s"] == pytest.approx(325e-6 + 4 * 525e-6)
+    total = r["draft_round_s"] + r["verify_step_s"] + r["sampling_s"] + r["host_round_s"]
+    assert total / r["tokens_per_round"] == pytest.approx(r["tpot_expected_s"], rel=1e-9)

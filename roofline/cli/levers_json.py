@@ -25,6 +25,7 @@ def _rows(s: Speculation, gammas: list[int]) -> list[dict]:
             "draft_round_s": s.t_draft_round_expected_s[i],
             "verify_step_s": np.asarray(s.verify.t_expected_s)[i],
             "sampling_s": s.t_sample_round_s[i],
+            "host_round_s": s.t_draft_host_s[i],  # the engine's speculative host time a round
             "verify_arithmetic_intensity": np.asarray(s.verify.arithmetic_intensity)[i],
             "verify_bound": s.verify.bound[i],
             "tpot_ideal_s": s.tpot_ideal_s[i],

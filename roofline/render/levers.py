@@ -38,6 +38,7 @@ def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
             N("tok/\nround"),
             N("draft"),
             N("verify"),
+            N("host"),
             N("TPOT"),
             N("speed-\nup"),
         ),
@@ -48,6 +49,7 @@ def speculate_table(doc: Mapping[str, Any], con: Console) -> None:
                 f"{r['tokens_per_round']:.2f}",
                 csec(r["draft_round_s"]),
                 csec(r["verify_step_s"]),
+                csec(r["host_round_s"]),
                 csec(r["tpot_expected_s"]),
                 _x(r["speedup_expected"]),
             )
