@@ -167,3 +167,12 @@ def test_verbose_is_read_after_the_command_too():
     assert verbose_first(["-v", "serve", "m"]) == ["-v", "serve", "m"]  # already first
     assert verbose_first(["hardware", "list"]) == ["hardware", "list"]
     assert verbose_first(["x", "--", "-v"]) == ["x", "--", "-v"]  # after "--": an argument
+
+
+def test_size_says_how_a_pooled_row_counts_its_gpus(run):
+    """A P/D row's replicas are units of P prefill + D decode servers, so 'GPUs = replicas x TP
+    x PP' did not hold for it (3P TP1 + 1D TP2: 5 GPUs a unit)."""
+    args = ("size", "llama-3.1-8b", "--rate", "20", "--hardware", "h100", "--slo-ttft", "2s",
+            "--slo-tpot", "50ms", "--disagg")  # fmt: skip
+    out = " ".join(run("-v", *args, env={"COLUMNS": "80"}).stdout.split())
+    assert "GPUs = replicas x TP x PP; a P/D row: units x its servers' GPUs" in out

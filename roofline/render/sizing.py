@@ -141,7 +141,12 @@ def size_table(doc: Mapping[str, Any], con: Console) -> None:
             _slo_text(i),
             f"* best ({i['minimize']}), f frontier",
             f"replicas routed {i.get('router') or 'round-robin'}",
-            "GPUs = replicas x TP x PP",
+            "GPUs = replicas x TP x PP"
+            + (
+                "; a P/D row: units x its servers' GPUs"
+                if any(d.get("prefill_replicas") for d in deps)
+                else ""
+            ),
             "tok = output tokens/s",
             "TTFT/TPOT +% = how far a measured p99 reaches above the expected (∞: the queue"
             " grows without bound)",
