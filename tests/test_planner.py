@@ -65,8 +65,8 @@ def test_no_batch_cap_but_memory_and_ideal_bounds_expected(cat):
     assert max(p.batch for p in found) > 1024
     for p in found:
         assert p.batch == p.max_batch
-        assert p.ideal_output_tokens_per_s >= p.output_tokens_per_s
-        assert p.ideal_latency_tpot_s <= p.latency_tpot_s
+        assert p.output_tokens_per_s_ideal >= p.output_tokens_per_s
+        assert p.latency_tpot_ideal_s <= p.latency_tpot_s
 
 
 def test_cli_plan_ranked_slo_and_explained(run):

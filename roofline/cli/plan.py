@@ -39,13 +39,13 @@ def _row(p: Plan, usd_per_hour: float | None) -> dict[str, object]:
         "batch_prefill_s": p.batch_prefill_s,
         "tpot_s": p.tpot_s,
         "output_tokens_per_s": p.output_tokens_per_s,
-        "ideal_output_tokens_per_s": p.ideal_output_tokens_per_s,
+        "output_tokens_per_s_ideal": p.output_tokens_per_s_ideal,
         "cost_per_million_output_tokens": cost_per_million_output_tokens(
             usd_per_hour, p.output_tokens_per_s
         ),
         "latency_ttft_s": p.latency_ttft_s,
         "latency_tpot_s": p.latency_tpot_s,
-        "ideal_latency_tpot_s": p.ideal_latency_tpot_s,
+        "latency_tpot_ideal_s": p.latency_tpot_ideal_s,
         "decode_terms_s": p.decode_terms_s,
         "dominant": p.dominant,
         "meets_slo": bool(p.fits and p.meets_slo),

@@ -166,7 +166,7 @@ def plan_table(doc: Mapping[str, Any], con: Console) -> None:
                 f"{r['batch_per_replica']:,}",
                 csec(r["tpot_s"]),
                 f"{r['output_tokens_per_s']:,.0f}",
-                f"{r['ideal_output_tokens_per_s']:,.0f}",
+                f"{r['output_tokens_per_s_ideal']:,.0f}",
             )
             for r in fit
         ],

@@ -43,10 +43,10 @@ class Plan:
     batch_prefill_s: float  # the batch's prefill (static batch)
     tpot_s: float
     output_tokens_per_s: float  # all replicas
-    ideal_output_tokens_per_s: float
+    output_tokens_per_s_ideal: float
     latency_ttft_s: float  # one request alone
     latency_tpot_s: float
-    ideal_latency_tpot_s: float
+    latency_tpot_ideal_s: float
     decode_terms_s: dict[str, float]  # the chosen batch's decode step by where time goes
 
     @property
