@@ -74,8 +74,9 @@ DRAFT = DraftOptions()
 
 def acceptance_rates(text: str) -> float | list[float]:
     """One α, or per-position rates p_1,p_2,... (each in [0, 1])."""
+    items = opt.comma_items(text, "--acceptance")  # an empty item said as such
     try:
-        values = [float(v) for v in opt.comma_items(text, "--acceptance")]
+        values = [float(v) for v in items]
     except ValueError:
         raise InputError(
             f"--acceptance {text!r}: give one rate (0.7) or one per position"

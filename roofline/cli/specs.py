@@ -17,7 +17,7 @@ from roofline.engines.engine import engine
 from roofline.serving.metrics import Slo
 from roofline.serving.router import DEFAULT_ROUTER, check_router
 from roofline.serving.slosearch import slo_requests
-from roofline.serving.workload import MAX_REQUESTS
+from roofline.serving.workload import checked_requests
 
 CURVE_KEYS = ("traffic_curve", "headroom", "scale_up_delay")  # a day's traffic (cli/curve.py)
 CURVE_CHECKS = ("max_gpu_hours_per_day", "min_slo_attainment")
@@ -148,13 +148,8 @@ def spec_case(d: dict[str, Any]) -> SpecCase:
             raise InputError(
                 "no assertion given (--fits, --min-batch, --max-tpot, --max-ttft, --min-throughput)"
             )
-        n_req = d.get("requests")
-        if n_req is not None and (
-            isinstance(n_req, bool) or not isinstance(n_req, int) or not 1 <= n_req <= MAX_REQUESTS
-        ):
-            raise InputError(
-                f"requests must be a whole number from 1 to {MAX_REQUESTS:,}, got {n_req}"
-            )
+        if d.get("requests") is not None:  # before slo_requests raises a short run's count
+            checked_requests(d["requests"], "requests")
         if limits.min_batch is not None and limits.min_batch < 1:
             raise InputError(f"min_batch must be at least 1, got {limits.min_batch}")
         batch = d["batch"] if d.get("batch") is not None else (limits.min_batch or 1)

@@ -184,7 +184,7 @@ def plot(
     width: Annotated[
         int | None,
         typer.Option(
-            help="terminal chart width in characters (default: the terminal's, as tables)"
+            help="terminal chart width in characters (default: 80, or a narrower terminal's)"
         ),
     ] = None,
     fmt: opt.FormatOpt = opt.Fmt.table,

@@ -452,7 +452,7 @@ def _size_rate(rate: str | None, day_rates, arrivals: str | None = None) -> floa
 def _accelerators(cat, hardware: str | None) -> list:
     """--hardware's accelerators (size's four by default)."""
     names = opt.comma_items(SIZE_HARDWARE if hardware is None else hardware, "--hardware")
-    if not names or len(names) > 32:
+    if len(names) > 32:  # comma_items refuses an empty list
         raise InputError("--hardware: give 1 to 32 accelerators, e.g. h100,h200")
     return [cat.accelerator(h) for h in names]
 

@@ -299,8 +299,9 @@ SERVE_REQUESTS = 1000
 
 def rates(text: str) -> list[float]:
     """'4' | '1,2,4' | '0.5..20:0.5' (a step) | '1..64' (doubling): requests/s, at most 200."""
+    items = None if ".." in text else comma_items(text, "--rate")  # its own message, not read's
     try:
-        if ".." in text:
+        if items is None:
             lo_text, _, rest = text.partition("..")
             hi_text, _, step_text = rest.partition(":")
             lo, hi = float(lo_text), float(hi_text)
@@ -313,7 +314,7 @@ def rates(text: str) -> list[float]:
                 while 0 < values[-1] * 2 <= hi * (1 + 1e-9) and len(values) <= 200:
                     values.append(values[-1] * 2)
         else:
-            values = [float(v) for v in comma_items(text, "--rate")]
+            values = [float(v) for v in items]
     except ValueError:
         raise InputError(f"cannot read --rate {text!r}: use 4, 1,2,4 or 0.5..20:0.5") from None
     if ".." in text and hi < lo:

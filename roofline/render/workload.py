@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from roofline.render.core import csec, pct, slo_cells
+from roofline.render.core import csec, pct
 from roofline.render.traffic import _lat, serve_table
 from roofline.render.width import N, T, print_rows, say, table_output
 
@@ -30,12 +30,12 @@ def class_rows(classes: list[Mapping[str, Any]]) -> list[tuple[str, ...]]:
 
 
 def _class_verdict(c: Mapping[str, Any]) -> tuple[str, str]:
-    """A class's "in SLO" and "SLO" cells (render.core.slo_cells, in the table's words)."""
+    """A class's "in SLO" and "SLO" cells: "-" for a class with no SLO, which misses only past
+    saturation (its pool's queue unbounded), as render.core.slo_cells says it for the pool."""
     slo = c.get("slo") or {}
-    has = slo.get("ttft_s") is not None or slo.get("tpot_s") is not None
-    # a class with no SLO misses only past saturation (its pool's queue unbounded)
-    att, meets = slo_cells({**c, "unbounded": not c["meets_slo"]}, has)
-    return att.split(" ")[0], {"yes": "ok", "NO": "MISS"}.get(meets.split(" ")[0], "-")
+    if slo.get("ttft_s") is not None or slo.get("tpot_s") is not None:
+        return pct(c["slo_attainment"]), "ok" if c["meets_slo"] else "MISS"
+    return "-", "-" if c["meets_slo"] else "MISS"
 
 
 CLASS_COLS = (

@@ -39,7 +39,7 @@ import numpy as np
 
 from roofline.domain.errors import InputError
 from roofline.serving.sim.prefixcache import PrefixInfo
-from roofline.serving.workload import MAX_REQUESTS, Workload, draw_lengths, unit_gaps
+from roofline.serving.workload import Workload, checked_requests, draw_lengths, unit_gaps
 from roofline.serving.workloadfile import ClassSpec, WorkloadMix
 
 
@@ -66,8 +66,7 @@ def mix_workload(
 ) -> Workload:
     """The requests of `mix` at a total of `rate` arrivals/s (None: the file's): about
     `requests` sequences in all, over a span every class shares."""
-    if not 1 <= requests <= MAX_REQUESTS:
-        raise InputError(f"--requests must be from 1 to {MAX_REQUESTS:,}, got {requests}")
+    checked_requests(requests, "--requests")
     if rate is not None and not (math.isfinite(rate) and 0 < rate <= 1e6):
         raise InputError(f"--rate must be a positive number of arrivals/s up to 1e6, got {rate}")
     rates = mix.class_rates(rate)

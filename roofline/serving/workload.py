@@ -28,6 +28,15 @@ MAX_REQUESTS = 1_000_000
 MIN_RATE, MAX_RATE = 1e-4, 1e6
 
 
+def checked_requests(n: object, what: str) -> int:
+    """`n` if a whole number of requests from 1 to MAX_REQUESTS, else an InputError naming
+    `what` (true is not 1 request)."""
+    x = float(n) if isinstance(n, (int, float, np.number)) and not isinstance(n, bool) else 0.0
+    if not (math.isfinite(x) and x == int(x) and 1 <= x <= MAX_REQUESTS):
+        raise InputError(f"{what} must be a whole number from 1 to {MAX_REQUESTS:,}, got {n}")
+    return int(x)
+
+
 def checked_rate(rate: float, what: str) -> float:
     """`rate` (requests/s) if from MIN_RATE to MAX_RATE, else an InputError naming `what`."""
     if not (math.isfinite(rate) and MIN_RATE <= rate <= MAX_RATE):
@@ -92,9 +101,7 @@ class Workload:
 
 def _count(rate: float | None, requests: int | None, duration_s: float | None, conc) -> int:
     if requests is not None:
-        if not 1 <= requests <= MAX_REQUESTS:
-            raise InputError(f"--requests must be from 1 to {MAX_REQUESTS:,}, got {requests}")
-        return int(requests)
+        return checked_requests(requests, "--requests")
     if duration_s is not None:
         if not (math.isfinite(duration_s) and duration_s > 0):
             raise InputError(f"--duration must be a positive time, got {duration_s}")

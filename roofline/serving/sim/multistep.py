@@ -54,16 +54,13 @@ def amortised(hw: Accelerator, profile_id: str, steps: int) -> Accelerator:
     return replace(hw, efficiency=replace(hw.efficiency, engines=engines))
 
 
-STREAM_FROM = (0, 6, 3)  # --multi-step-stream-outputs True by default (vllm PR #9047, v0.6.3)
+STREAM_FROM = ">=0.6.3"  # --multi-step-stream-outputs True by default (vllm PR #9047, v0.6.3)
 
 
 def streams_each_step(version: str) -> bool:
     """Whether vLLM `version` streams a multi-step batch's outputs step by step (module
     docstring): from 0.6.3 on, and for a version not stated (the current release)."""
-    from roofline.engines.versions import parse_version
+    from roofline.engines.versions import in_range, parse_version
 
     v = parse_version(version)
-    if v is None:
-        return True
-    n = max(len(v), len(STREAM_FROM))
-    return v + (0,) * (n - len(v)) >= STREAM_FROM + (0,) * (n - len(STREAM_FROM))
+    return v is None or in_range(v, STREAM_FROM)
