@@ -239,7 +239,6 @@ def _block_fp8_era(r: ServingResult) -> bool:
     """A block-scaled FP8 MoE checkpoint (DeepSeek-V3/R1) on NVIDIA datacenter GPUs under an
     early-2025 engine (vLLM before 0.8, SGLang before 0.4.4: hardware/engines.yaml vllm-v0 and
     sglang-v0.4 block_fp8_prefill_factor, block_fp8_moe_layer_us)."""
-    from roofline.catalog.load import load_catalog
     from roofline.engines.versions import parse_version
 
     case = _case_keys().get(r.id, {})
@@ -247,11 +246,7 @@ def _block_fp8_era(r: ServingResult) -> bool:
     floor = {"vllm": (0, 8), "sglang": (0, 4, 4)}.get(r.engine)
     if r.family != "nvidia-datacenter" or floor is None or v is None or v >= floor:
         return False
-    try:
-        m = load_catalog().model(str(case.get("model", "")))
-    except KeyError:
-        return False
-    return bool(m.block_scaled_fp8 and m.n_routed_experts > 0 and case.get("weights") == "fp8")
+    return _block_scaled_experts(r) and _is_moe(str(case.get("model", "")))
 
 
 @cache
